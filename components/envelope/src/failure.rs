@@ -1,0 +1,177 @@
+//! Failure codes and constructors.
+//!
+//! Agent-output failures are repairable 502s, host/client-input failures non-repairable 400s
+//! (the crate documentation says why). Messages quote agent-controlled text only through
+//! [`excerpt`], so a hostile output cannot make a failure message arbitrarily large.
+
+use devin_bridge_types::Failure;
+use serde_json::Value;
+
+/// Stable machine codes, as the seeds name them where they do.
+pub(crate) mod codes {
+    pub const EXCESSIVE_TOOL_REQUESTS: &str = "excessive_tool_requests";
+    pub const ACTION_NARRATIVE_MISMATCH: &str = "action_narrative_mismatch";
+    pub const MALFORMED_TOOL_JSON: &str = "malformed_tool_json";
+    pub const MISSING_TOOL_NAME: &str = "missing_tool_name";
+    pub const UNEXPECTED_ENVELOPE_FIELD: &str = "unexpected_envelope_field";
+    pub const UNIDENTIFIED_TOOL: &str = "unidentified_tool";
+    pub const INVALID_TOOL_ARGUMENTS: &str = "invalid_tool_arguments";
+    pub const INVALID_TOOL_SCHEMA: &str = "invalid_tool_schema";
+    pub const INVALID_TOOLS: &str = "invalid_tools";
+}
+
+/// The status of every failure the agent's output causes: a bad gateway answer, not a bad request.
+const AGENT_STATUS: u16 = 502;
+
+/// The longest excerpt of agent- or client-controlled text quoted in a message, in characters.
+pub(crate) const EXCERPT_CHARS: usize = 80;
+
+fn agent(code: &str, message: impl Into<String>) -> Failure {
+    Failure::repairable(code, message, AGENT_STATUS)
+}
+
+/// At most `max` characters of `text`, with `…` when something was cut.
+pub(crate) fn excerpt(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// A name as messages quote it: escaped (quotes and control characters stay visible), bounded.
+fn quoted(name: &str) -> String {
+    format!(
+        "\"{}\"",
+        excerpt(&name.escape_debug().to_string(), EXCERPT_CHARS)
+    )
+}
+
+/// The JSON type of a value, for messages.
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+pub(crate) fn excessive(envelopes: usize) -> Failure {
+    agent(
+        codes::EXCESSIVE_TOOL_REQUESTS,
+        format!(
+            "the output contains {envelopes} <tool> envelopes; exactly one tool call per turn is \
+             allowed"
+        ),
+    )
+}
+
+pub(crate) fn narrative_mismatch() -> Failure {
+    agent(
+        codes::ACTION_NARRATIVE_MISMATCH,
+        "the output mixes text with a <tool> envelope; a tool call must be the whole output",
+    )
+}
+
+pub(crate) fn closing_without_opening() -> Failure {
+    agent(
+        codes::MALFORMED_TOOL_JSON,
+        "the output contains </tool> without an opening <tool> tag",
+    )
+}
+
+pub(crate) fn unclosed() -> Failure {
+    agent(
+        codes::MALFORMED_TOOL_JSON,
+        "the <tool> envelope has no closing </tool> tag outside its JSON strings",
+    )
+}
+
+pub(crate) fn malformed_json(error: &serde_json::Error) -> Failure {
+    agent(
+        codes::MALFORMED_TOOL_JSON,
+        format!("the <tool> envelope body is not valid JSON: {error}"),
+    )
+}
+
+pub(crate) fn envelope_not_object(value: &Value) -> Failure {
+    agent(
+        codes::MALFORMED_TOOL_JSON,
+        format!(
+            "the <tool> envelope body is {}, not a JSON object",
+            kind(value)
+        ),
+    )
+}
+
+pub(crate) fn missing_name() -> Failure {
+    agent(
+        codes::MISSING_TOOL_NAME,
+        "the <tool> envelope has no \"name\" field",
+    )
+}
+
+pub(crate) fn name_not_string(value: &Value) -> Failure {
+    agent(
+        codes::MISSING_TOOL_NAME,
+        format!(
+            "the <tool> envelope's \"name\" is {}, not a string",
+            kind(value)
+        ),
+    )
+}
+
+pub(crate) fn unexpected_field(field: &str) -> Failure {
+    agent(
+        codes::UNEXPECTED_ENVELOPE_FIELD,
+        format!(
+            "the <tool> envelope has an unexpected field {}; only \"name\" and \"arguments\" are \
+             allowed",
+            quoted(field)
+        ),
+    )
+}
+
+pub(crate) fn unidentified_tool(name: &str) -> Failure {
+    agent(
+        codes::UNIDENTIFIED_TOOL,
+        format!("the tool {} is not among the request's tools", quoted(name)),
+    )
+}
+
+pub(crate) fn arguments_not_object(name: &str, value: &Value) -> Failure {
+    agent(
+        codes::INVALID_TOOL_ARGUMENTS,
+        format!(
+            "the arguments of tool {} are {}, not a JSON object",
+            quoted(name),
+            kind(value)
+        ),
+    )
+}
+
+pub(crate) fn invalid_arguments(name: &str, listing: &str) -> Failure {
+    agent(
+        codes::INVALID_TOOL_ARGUMENTS,
+        format!(
+            "the arguments of tool {} do not match its input schema{listing}",
+            quoted(name)
+        ),
+    )
+}
+
+pub(crate) fn invalid_schema(name: &str, reason: &str) -> Failure {
+    Failure::invalid(
+        codes::INVALID_TOOL_SCHEMA,
+        format!("the input schema of tool {} {reason}", quoted(name)),
+    )
+}
+
+pub(crate) fn invalid_tools(reason: &str) -> Failure {
+    Failure::invalid(
+        codes::INVALID_TOOLS,
+        format!("the tools list is invalid: {reason}"),
+    )
+}

@@ -1,0 +1,630 @@
+//! Unit tests of the public API: one group per rule, then the heuristic.
+
+use super::*;
+use serde_json::json;
+
+/// A small catalog in the shape Claude Code sends (draft-07, `additionalProperties: false`).
+fn tools() -> String {
+    json!([
+        {
+            "name": "Bash",
+            "description": "Run a shell command",
+            "input_schema": {
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string"},
+                    "timeout": {"type": "number", "maximum": 600000},
+                    "description": {"type": "string"}
+                },
+                "required": ["command"],
+                "additionalProperties": false
+            }
+        },
+        {
+            "name": "Read",
+            "description": "Read a file",
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    "file_path": {"type": "string", "pattern": "^/"},
+                    "offset": {"type": "integer", "minimum": 0},
+                    "limit": {"type": "integer", "exclusiveMinimum": 0}
+                },
+                "required": ["file_path"],
+                "additionalProperties": false
+            }
+        },
+        {"name": "NoArgs", "description": "Takes nothing", "input_schema": {"type": "object"}},
+        {"name": "Broken", "description": "Bad schema", "input_schema": {"type": 12}}
+    ])
+    .to_string()
+}
+
+fn ok(output: &str) -> Reply {
+    match parse(output, &tools(), "seed") {
+        Ok(reply) => reply,
+        Err(failure) => panic!("{output:?} failed: {failure}"),
+    }
+}
+
+fn tool_call(output: &str) -> ToolCall {
+    match ok(output) {
+        Reply::Tool(call) => call,
+        Reply::Text(text) => panic!("{output:?} gave text {text:?}"),
+    }
+}
+
+/// The failure of `output`, checked to be a repairable 502 with `code`.
+fn rejected(output: &str, code: &str) -> Failure {
+    let failure = parse(output, &tools(), "seed").expect_err(output);
+    assert_eq!(failure.code, code, "{output:?}: {}", failure.message);
+    assert_eq!(failure.status, 502, "{output:?}");
+    assert!(failure.repairable, "{output:?}");
+    failure
+}
+
+mod rule_1_text {
+    use super::*;
+
+    #[test]
+    fn output_without_tags_is_text() {
+        assert_eq!(
+            ok("The answer is 42."),
+            Reply::Text("The answer is 42.".into())
+        );
+        assert_eq!(
+            ok("a < b and <b>bold</b> and <tools> and <Tool>"),
+            Reply::Text("a < b and <b>bold</b> and <tools> and <Tool>".into())
+        );
+    }
+
+    #[test]
+    fn trailing_whitespace_and_leading_blank_lines_are_trimmed() {
+        assert_eq!(ok("\n\n  \nDone.\n\n"), Reply::Text("Done.".into()));
+        assert_eq!(
+            ok("\n    indented code\nnext\n"),
+            Reply::Text("    indented code\nnext".into()),
+            "first-line indentation is kept"
+        );
+        assert_eq!(
+            ok("  one line  "),
+            Reply::Text("  one line".into()),
+            "no line break: nothing before the text is a blank line"
+        );
+        assert_eq!(
+            ok("a\n\n\nb"),
+            Reply::Text("a\n\n\nb".into()),
+            "inside: verbatim"
+        );
+    }
+
+    #[test]
+    fn empty_output_is_empty_text() {
+        assert_eq!(ok(""), Reply::Text(String::new()));
+        assert_eq!(ok(" \n\t "), Reply::Text(String::new()));
+    }
+}
+
+mod rule_2_count {
+    use super::*;
+
+    #[test]
+    fn two_envelopes_are_excessive() {
+        let two = r#"<tool>{"name":"Read","arguments":{"file_path":"/a"}}</tool>
+<tool>{"name":"Read","arguments":{"file_path":"/b"}}</tool>"#;
+        let failure = rejected(two, "excessive_tool_requests");
+        assert!(
+            failure.message.contains("2 <tool> envelopes"),
+            "{}",
+            failure.message
+        );
+    }
+
+    #[test]
+    fn an_unclosed_second_envelope_counts() {
+        rejected(
+            r#"<tool>{"name":"NoArgs"}</tool><tool>{"name":"NoArgs"}"#,
+            "excessive_tool_requests",
+        );
+    }
+
+    #[test]
+    fn excess_wins_over_prose_and_bad_json() {
+        rejected(
+            "I will call two. <tool>x</tool> <tool>y</tool>",
+            "excessive_tool_requests",
+        );
+    }
+
+    #[test]
+    fn closing_tag_alone_is_malformed() {
+        let failure = rejected("All done.</tool>", "malformed_tool_json");
+        assert!(
+            failure.message.contains("without an opening"),
+            "{}",
+            failure.message
+        );
+    }
+}
+
+mod rule_3_outside_text {
+    use super::*;
+
+    #[test]
+    fn prose_before_or_after_is_a_mismatch() {
+        rejected(
+            r#"Let me read it. <tool>{"name":"NoArgs"}</tool>"#,
+            "action_narrative_mismatch",
+        );
+        rejected(
+            r#"<tool>{"name":"NoArgs"}</tool> done"#,
+            "action_narrative_mismatch",
+        );
+        rejected(
+            r#"<tool>{"name":"NoArgs"}</tool></tool>"#,
+            "action_narrative_mismatch",
+        );
+        rejected(
+            "```\n<tool>{\"name\":\"NoArgs\"}</tool>\n```",
+            "action_narrative_mismatch",
+        );
+    }
+
+    #[test]
+    fn whitespace_around_is_fine() {
+        let call = tool_call("\n\t <tool>\n{\"name\": \"NoArgs\"}\n</tool> \r\n");
+        assert_eq!(call.name, "NoArgs");
+    }
+
+    #[test]
+    fn mismatch_wins_over_bad_json() {
+        rejected("Here: <tool>not json</tool>", "action_narrative_mismatch");
+        rejected("Here: <tool>{\"name\":", "action_narrative_mismatch");
+    }
+}
+
+mod rule_4_json {
+    use super::*;
+
+    #[test]
+    fn body_must_be_json() {
+        let failure = rejected("<tool>{name: 'Bash'}</tool>", "malformed_tool_json");
+        assert!(failure
+            .message
+            .starts_with("the <tool> envelope body is not valid JSON: "));
+        rejected("<tool></tool>", "malformed_tool_json");
+        rejected(
+            r#"<tool>{"name":"NoArgs"} {}</tool>"#,
+            "malformed_tool_json",
+        );
+    }
+
+    #[test]
+    fn body_must_be_an_object() {
+        let failure = rejected(r#"<tool>["NoArgs"]</tool>"#, "malformed_tool_json");
+        assert_eq!(
+            failure.message,
+            "the <tool> envelope body is an array, not a JSON object"
+        );
+        rejected("<tool>null</tool>", "malformed_tool_json");
+    }
+
+    #[test]
+    fn duplicate_keys_are_malformed() {
+        let failure = rejected(
+            r#"<tool>{"name":"Read","name":"Bash","arguments":{"command":"id"}}</tool>"#,
+            "malformed_tool_json",
+        );
+        assert!(
+            failure.message.contains("duplicate key \"name\""),
+            "{}",
+            failure.message
+        );
+        rejected(
+            r#"<tool>{"name":"Bash","arguments":{"command":"ls","command":"rm -rf /"}}</tool>"#,
+            "malformed_tool_json",
+        );
+    }
+
+    #[test]
+    fn unclosed_envelope_is_malformed() {
+        let failure = rejected(r#"<tool>{"name":"NoArgs"}"#, "malformed_tool_json");
+        assert!(
+            failure.message.contains("no closing </tool>"),
+            "{}",
+            failure.message
+        );
+        rejected(r#"<tool>{"name":"NoArgs}</tool>"#, "malformed_tool_json");
+    }
+}
+
+mod rule_5_name {
+    use super::*;
+
+    #[test]
+    fn name_is_required_and_a_string() {
+        let failure = rejected(r#"<tool>{"arguments":{}}</tool>"#, "missing_tool_name");
+        assert_eq!(failure.message, "the <tool> envelope has no \"name\" field");
+        let failure = rejected(r#"<tool>{"name":["Bash"]}</tool>"#, "missing_tool_name");
+        assert_eq!(
+            failure.message,
+            "the <tool> envelope's \"name\" is an array, not a string"
+        );
+        rejected(r#"<tool>{"name":null}</tool>"#, "missing_tool_name");
+    }
+
+    #[test]
+    fn other_envelope_fields_are_rejected() {
+        let failure = rejected(
+            r#"<tool>{"name":"NoArgs","input":{"a":1},"id":"x"}</tool>"#,
+            "unexpected_envelope_field",
+        );
+        assert_eq!(
+            failure.message,
+            "the <tool> envelope has an unexpected field \"id\"; only \"name\" and \"arguments\" \
+             are allowed"
+        );
+    }
+}
+
+mod rule_6_known_tool {
+    use super::*;
+
+    #[test]
+    fn unknown_or_differently_cased_tools_are_unidentified() {
+        let failure = rejected(r#"<tool>{"name":"Write"}</tool>"#, "unidentified_tool");
+        assert_eq!(
+            failure.message,
+            "the tool \"Write\" is not among the request's tools"
+        );
+        rejected(
+            r#"<tool>{"name":"bash","arguments":{"command":"ls"}}</tool>"#,
+            "unidentified_tool",
+        );
+        rejected(r#"<tool>{"name":""}</tool>"#, "unidentified_tool");
+    }
+
+    #[test]
+    fn hostile_names_are_quoted_escaped_and_bounded() {
+        let long = "\"\n".repeat(5_000);
+        let output = format!("<tool>{}</tool>", json!({"name": long}));
+        let failure = rejected(&output, "unidentified_tool");
+        assert!(failure.message.len() < 200, "{}", failure.message);
+        assert!(!failure.message.contains('\n'));
+    }
+
+    #[test]
+    fn an_empty_catalog_knows_no_tool() {
+        let failure = parse(r#"<tool>{"name":"Bash"}</tool>"#, "[]", "s").expect_err("unknown");
+        assert_eq!(failure.code, "unidentified_tool");
+    }
+}
+
+mod rule_7_arguments {
+    use super::*;
+
+    #[test]
+    fn arguments_are_validated_with_every_error_listed() {
+        let failure = rejected(
+            r#"<tool>{"name":"Bash","arguments":{"timeout":700000,"cmd":"ls"}}</tool>"#,
+            "invalid_tool_arguments",
+        );
+        assert_eq!(
+            failure.message,
+            "the arguments of tool \"Bash\" do not match its input schema (3 errors):\n\
+             - (root): \"command\" is a required property\n\
+             - (root): Additional properties are not allowed ('cmd' was unexpected)\n\
+             - /timeout: value is greater than the maximum of 600000"
+        );
+    }
+
+    #[test]
+    fn features_the_typescript_bridge_skipped_are_checked() {
+        rejected(
+            r#"<tool>{"name":"Read","arguments":{"file_path":"relative.txt"}}</tool>"#,
+            "invalid_tool_arguments",
+        );
+        rejected(
+            r#"<tool>{"name":"Read","arguments":{"file_path":"/a","offset":-1}}</tool>"#,
+            "invalid_tool_arguments",
+        );
+        rejected(
+            r#"<tool>{"name":"Read","arguments":{"file_path":"/a","limit":0}}</tool>"#,
+            "invalid_tool_arguments",
+        );
+    }
+
+    #[test]
+    fn arguments_must_be_an_object() {
+        for arguments in ["null", "[]", "\"ls\"", "1"] {
+            let output = format!(r#"<tool>{{"name":"NoArgs","arguments":{arguments}}}</tool>"#);
+            rejected(&output, "invalid_tool_arguments");
+        }
+    }
+
+    #[test]
+    fn absent_arguments_are_an_empty_object() {
+        let call = tool_call(r#"<tool>{"name":"NoArgs"}</tool>"#);
+        assert_eq!(call.input, "{}");
+        rejected(r#"<tool>{"name":"Bash"}</tool>"#, "invalid_tool_arguments");
+    }
+
+    #[test]
+    fn a_broken_schema_is_a_client_error() {
+        let failure = parse(r#"<tool>{"name":"Broken"}</tool>"#, &tools(), "seed")
+            .expect_err("broken schema");
+        assert_eq!(failure.code, "invalid_tool_schema");
+        assert_eq!(failure.status, 400);
+        assert!(!failure.repairable);
+    }
+
+    #[test]
+    fn only_the_called_tool_schema_is_compiled() {
+        // "Broken" is declared with an invalid schema; calling another tool does not notice it.
+        let call = tool_call(r#"<tool>{"name":"Bash","arguments":{"command":"ls"}}</tool>"#);
+        assert_eq!(call.name, "Bash");
+    }
+}
+
+mod rule_8_call {
+    use super::*;
+
+    #[test]
+    fn input_is_canonical_and_id_is_derived_from_it() {
+        let call = tool_call(
+            r#"<tool>{ "arguments": {"timeout": 5, "command": "ls -la"}, "name": "Bash" }</tool>"#,
+        );
+        assert_eq!(call.name, "Bash");
+        assert_eq!(call.input, r#"{"command":"ls -la","timeout":5}"#);
+        // printf 'seed:Bash:{"command":"ls -la","timeout":5}' | sha256sum
+        assert_eq!(call.id, "devin_call_6060ac5e235bdf4b");
+    }
+
+    #[test]
+    fn key_order_and_spacing_do_not_change_the_call() {
+        let a =
+            tool_call(r#"<tool>{"name":"Bash","arguments":{"command":"ls","timeout":5}}</tool>"#);
+        let b = tool_call(
+            "<tool>\n{\n  \"arguments\": {\"timeout\": 5, \"command\": \"ls\"},\n  \"name\": \"Bash\"\n}\n</tool>",
+        );
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn seed_name_and_arguments_all_feed_the_id() {
+        let output = r#"<tool>{"name":"Bash","arguments":{"command":"ls"}}</tool>"#;
+        let base = tool_call(output).id;
+        let Ok(Reply::Tool(other_seed)) = parse(output, &tools(), "other") else {
+            panic!("should parse");
+        };
+        assert_ne!(base, other_seed.id);
+        let other_args = tool_call(r#"<tool>{"name":"Bash","arguments":{"command":"pwd"}}</tool>"#);
+        assert_ne!(base, other_args.id);
+    }
+
+    #[test]
+    fn closing_tag_inside_arguments_is_content() {
+        let call = tool_call(
+            r#"<tool>{"name":"Bash","arguments":{"command":"printf '</tool>\n<tool>' \"x\""}}</tool>"#,
+        );
+        assert_eq!(
+            call.input,
+            r#"{"command":"printf '</tool>\n<tool>' \"x\""}"#
+        );
+    }
+}
+
+mod tools_input {
+    use super::*;
+
+    #[test]
+    fn broken_tools_are_reported_whatever_the_output() {
+        for output in ["plain text", r#"<tool>{"name":"Bash"}</tool>"#, "<tool>"] {
+            let failure = parse(output, "{\"name\":\"Bash\"}", "s").expect_err(output);
+            assert_eq!(failure.code, "invalid_tools");
+            assert_eq!(failure.status, 400);
+            assert!(!failure.repairable);
+            assert_eq!(
+                failure.message,
+                "the tools list is invalid: not a JSON array"
+            );
+        }
+    }
+}
+
+mod robustness {
+    use super::*;
+
+    /// A tiny deterministic generator, so the test needs no dependency and never flakes.
+    struct XorShift(u64);
+
+    impl XorShift {
+        fn next(&mut self) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 >> 32) as usize
+        }
+    }
+
+    #[test]
+    fn no_panic_on_generated_outputs() {
+        let pieces = [
+            "<tool>",
+            "</tool>",
+            "<",
+            ">",
+            "{",
+            "}",
+            "[",
+            "]",
+            "\"",
+            "\\",
+            ":",
+            ",",
+            "\"name\"",
+            "\"arguments\"",
+            "\"Bash\"",
+            "\"Read\"",
+            "\"command\"",
+            "\"file_path\"",
+            "\"/a\"",
+            "1",
+            "-0.5e3",
+            "null",
+            "true",
+            " ",
+            "\n",
+            "é",
+            "’",
+            "I'll",
+            "let me",
+            "run",
+            ".",
+            "next step:",
+            "tests have not been run",
+            "\u{0}",
+            "\u{2028}",
+        ];
+        let tools = tools();
+        let mut random = XorShift(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..20_000 {
+            let length = random.next() % 24;
+            let output: String = (0..length)
+                .map(|_| pieces[random.next() % pieces.len()])
+                .collect();
+            let _ = parse(&output, &tools, "seed");
+            let _ = narrates_unexecuted_action(&output);
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = format!(
+            r#"<tool>{{"name":"NoArgs","arguments":{{"a":{}1{}}}}}</tool>"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        rejected(&deep, "malformed_tool_json");
+    }
+
+    #[test]
+    fn megabyte_outputs_are_handled_in_one_pass() {
+        let prose = "let me think about the next step and whether tests ".repeat(20_000);
+        assert!(prose.len() > 1_000_000);
+        assert!(!narrates_unexecuted_action(&prose));
+        let tags = "<tool></tool><".repeat(80_000);
+        rejected(&tags, "excessive_tool_requests");
+        let unclosed = format!("<tool>{}", "\"\\\"".repeat(400_000));
+        rejected(&unclosed, "malformed_tool_json");
+        assert!(!narrates_unexecuted_action(&"<".repeat(1_000_000)));
+    }
+}
+
+mod narration {
+    use super::*;
+
+    #[track_caller]
+    fn fires(text: &str) {
+        assert!(narrates_unexecuted_action(text), "should fire: {text:?}");
+    }
+
+    #[track_caller]
+    fn quiet(text: &str) {
+        assert!(
+            !narrates_unexecuted_action(text),
+            "should not fire: {text:?}"
+        );
+    }
+
+    #[test]
+    fn intent_phrases_followed_by_a_verb() {
+        fires("I'll run the test suite now.");
+        fires("I’ll check the config first.");
+        fires("I will inspect the logs.");
+        fires("LET ME READ THE FILE.");
+        fires("Let me quickly examine what changed: edit later");
+        fires("Ok. I'll go ahead and, after that, start the server");
+    }
+
+    #[test]
+    fn intent_needs_the_verb_in_the_same_sentence_and_window() {
+        quiet("I'll summarize. Run it yourself.");
+        quiet("I'll summarize\nrun it yourself");
+        quiet(&format!("I will {} run", "word ".repeat(40)));
+        fires(&format!("I will {} run", "word ".repeat(25)));
+        fires("I'll look at src/main.rs and run it");
+    }
+
+    #[test]
+    fn let_me_know_is_not_an_intent() {
+        quiet("The fix is applied. Let me know if you want me to run the tests.");
+        fires("Let me know. Then let me run the tests.");
+    }
+
+    #[test]
+    fn plans_followed_by_a_verb() {
+        fires("The next step is to run the migrations.");
+        fires("Immediate next task: fix the parser.");
+        fires("Next steps:\n1. Read the config\n2. Test it");
+        fires("Planned actions - first, edit main.rs");
+        fires("Next immediate step: check the logs");
+        fires(&format!("The next step is {} run", "x".repeat(300)));
+        quiet(&format!("The next step is {} run", "x".repeat(330)));
+    }
+
+    #[test]
+    fn still_or_now_need_to() {
+        fires("We still need to run the integration suite.");
+        fires("It now needs to check the cache.");
+        fires("The build is still required to test cleanly");
+        quiet("We still need the logs.");
+        quiet("We need to run it.");
+    }
+
+    #[test]
+    fn tests_not_run() {
+        fires("Note: tests have not been run.");
+        fires("The tests were not yet run.");
+        fires("Tests haven't been run");
+        fires("The test wasn’t run");
+        quiet("The tests have been run and pass.");
+        quiet("Tests were not required.");
+    }
+
+    #[test]
+    fn whole_words_only() {
+        quiet("I'll rerun nothing; I will be brief and let mercy prevail");
+        quiet("The next stepper motor reads fine");
+        quiet("I will ruin it");
+        quiet("I'll running");
+    }
+
+    #[test]
+    fn final_answers_stay_quiet() {
+        quiet("The function returns the sum of both arguments.");
+        quiet("Fixed the off-by-one error in `sum`; all 12 tests pass.");
+        quiet("");
+    }
+
+    #[test]
+    fn envelope_bodies_are_not_examined() {
+        quiet(r#"<tool>{"name":"Bash","arguments":{"command":"echo let me run tests"}}</tool>"#);
+        quiet(
+            "\n<tool>{\"name\":\"Bash\",\"arguments\":{\"command\":\"echo '</tool>' I'll run\"}}</tool>\n",
+        );
+        fires(r#"I'll run it: <tool>{"name":"Bash","arguments":{"command":"make"}}</tool>"#);
+        fires(r#"<tool>{"name":"Bash","arguments":{}}</tool> next step: run"#);
+    }
+
+    #[test]
+    fn unclosed_envelopes_are_text() {
+        fires(r#"<tool>{"name":"Bash","arguments":{"command":"let me run"}}"#);
+    }
+
+    #[test]
+    fn phrases_do_not_join_across_envelopes() {
+        quiet(r#"let me<tool>{"name":"NoArgs"}</tool>run"#);
+    }
+}

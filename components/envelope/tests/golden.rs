@@ -1,0 +1,173 @@
+//! Golden fixtures: every case in `tests/fixtures/envelope/` against the native library.
+//!
+//! The format is described in `tests/fixtures/README.md`. Expected values are exact; a change in
+//! wording is a deliberate fixture update.
+
+use devin_bridge_envelope::{narrates_unexecuted_action, parse};
+use serde_json::{json, Map, Value};
+use std::path::{Path, PathBuf};
+
+fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/envelope")
+}
+
+/// One fixture file, checked for shape before it is run.
+struct Case {
+    file: String,
+    call: String,
+    args: Map<String, Value>,
+    expect: Value,
+}
+
+fn load(path: &Path) -> Case {
+    let file = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let value: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let Value::Object(mut case) = value else {
+        panic!("{file}: a case is an object");
+    };
+    let name = case.remove("name");
+    assert!(
+        name.as_ref().is_some_and(Value::is_string),
+        "{file}: \"name\" must be a string"
+    );
+    let Some(Value::String(call)) = case.remove("call") else {
+        panic!("{file}: \"call\" must be a string");
+    };
+    let Some(Value::Object(args)) = case.remove("args") else {
+        panic!("{file}: \"args\" must be an object");
+    };
+    let Some(expect) = case.remove("expect") else {
+        panic!("{file}: \"expect\" is missing");
+    };
+    assert!(case.is_empty(), "{file}: unknown fields {:?}", case.keys());
+    let outcomes = expect.as_object().map(Map::len);
+    assert!(
+        outcomes == Some(1) && (expect.get("ok").is_some() || expect.get("err").is_some()),
+        "{file}: \"expect\" must be {{\"ok\": ...}} or {{\"err\": ...}}"
+    );
+    Case {
+        file,
+        call,
+        args,
+        expect,
+    }
+}
+
+fn string_arg<'a>(case: &'a Case, name: &str) -> &'a str {
+    case.args
+        .get(name)
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("{}: args.{name} must be a string", case.file))
+}
+
+/// The tools text: `tools` (a JSON value, serialised compactly) or `tools_raw` (exact text).
+fn tools_arg(case: &Case) -> String {
+    match (case.args.get("tools"), case.args.get("tools_raw")) {
+        (Some(tools), None) => serde_json::to_string(tools).expect("a Value serialises"),
+        (None, Some(Value::String(raw))) => raw.clone(),
+        _ => panic!(
+            "{}: exactly one of args.tools and args.tools_raw (a string)",
+            case.file
+        ),
+    }
+}
+
+fn run(case: &Case) -> Value {
+    match case.call.as_str() {
+        "parse" => {
+            let result = parse(
+                string_arg(case, "output"),
+                &tools_arg(case),
+                string_arg(case, "id_seed"),
+            );
+            match result {
+                Ok(reply) => json!({ "ok": reply }),
+                Err(failure) => json!({ "err": failure }),
+            }
+        }
+        "narrates_unexecuted_action" => {
+            json!({ "ok": narrates_unexecuted_action(string_arg(case, "output")) })
+        }
+        other => panic!("{}: unknown call {other:?}", case.file),
+    }
+}
+
+#[test]
+fn every_fixture_matches_the_native_library() {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
+        .expect("the fixture directory exists")
+        .map(|entry| entry.expect("readable directory entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    paths.sort();
+    assert!(paths.len() >= 30, "only {} fixtures", paths.len());
+
+    let mismatches: Vec<String> = paths
+        .iter()
+        .map(|path| load(path))
+        .filter_map(|case| {
+            let actual = run(&case);
+            (actual != case.expect).then(|| {
+                format!(
+                    "{}:\n  expected {}\n  actual   {}",
+                    case.file, case.expect, actual
+                )
+            })
+        })
+        .collect();
+    assert!(
+        mismatches.is_empty(),
+        "{} of {} fixtures differ:\n{}",
+        mismatches.len(),
+        paths.len(),
+        mismatches.join("\n")
+    );
+}
+
+#[test]
+fn fixtures_cover_every_code_and_both_calls() {
+    let cases: Vec<Case> = std::fs::read_dir(fixtures_dir())
+        .expect("the fixture directory exists")
+        .map(|entry| entry.expect("readable directory entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .map(|path| load(&path))
+        .collect();
+    let codes: Vec<&str> = cases
+        .iter()
+        .filter_map(|case| case.expect.pointer("/err/code").and_then(Value::as_str))
+        .collect();
+    for code in [
+        "excessive_tool_requests",
+        "action_narrative_mismatch",
+        "malformed_tool_json",
+        "missing_tool_name",
+        "unexpected_envelope_field",
+        "unidentified_tool",
+        "invalid_tool_arguments",
+        "invalid_tool_schema",
+        "invalid_tools",
+    ] {
+        assert!(codes.contains(&code), "no fixture expects {code}");
+    }
+    for kind in ["text", "tool"] {
+        assert!(
+            cases
+                .iter()
+                .any(|case| case.expect.pointer("/ok/kind") == Some(&json!(kind))),
+            "no fixture expects a {kind} reply"
+        );
+    }
+    for value in [true, false] {
+        assert!(
+            cases
+                .iter()
+                .any(|case| case.call == "narrates_unexecuted_action"
+                    && case.expect.get("ok") == Some(&json!(value))),
+            "no heuristic fixture expects {value}"
+        );
+    }
+}

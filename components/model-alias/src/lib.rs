@@ -1,0 +1,84 @@
+//! Model references and the model catalog (`devin models list --format json`).
+//!
+//! Clients name models as `devin-cli-agentic/<id>`; `<id>` may be a variant uid, a family
+//! slug or a family alias, spelled with `.`, `_` or `-` and in any ASCII case. Everything
+//! here is a pure function of its arguments: the catalog is passed in as JSON text on every
+//! call, so the transform holds no state and needs no clock or I/O.
+
+#[cfg(target_arch = "wasm32")]
+mod wasm;
+mod catalog;
+mod environment;
+mod failures;
+mod listing;
+mod names;
+mod resolve;
+
+pub use devin_bridge_types::Failure;
+
+use catalog::{Catalog, Index};
+
+/// A model reference resolved against the catalog.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ResolvedModel {
+    /// The family slug, verbatim from the catalog.
+    pub family: String,
+    /// The variant uid, verbatim from the catalog.
+    pub model_uid: String,
+    /// The variant's display label (its uid when the catalog gives none).
+    pub label: String,
+    /// The uid normalised for ACP: ASCII lowercase, `.` and `_` become `-`.
+    pub acp_id: String,
+}
+
+/// The provider prefix every model reference must carry.
+pub const PREFIX: &str = "devin-cli-agentic/";
+
+/// Checks a `devin-cli-agentic/<id>` reference against the catalog and returns the ACP
+/// model id of the variant it names.
+///
+/// The catalog is checked first, so a broken configuration (500) is reported whatever the
+/// reference; then a reference without the exact, case-sensitive prefix is refused.
+pub fn validate(reference: &str, catalog: &str) -> Result<String, Failure> {
+    let catalog = Catalog::parse(catalog)?;
+    validate_in(&Index::new(&catalog), reference)
+}
+
+/// Maps `BRIDGE_*_MODEL` settings to the variables Claude Code reads, validating each value.
+///
+/// Values keep their prefix (the client sends them back to us verbatim as `model`); the
+/// output follows the order of the mapping table (primary, sonnet, opus, haiku, subagent)
+/// and holds only the settings given.
+pub fn client_environment(
+    settings: &[(String, String)],
+    catalog: &str,
+) -> Result<Vec<(String, String)>, Failure> {
+    let catalog = Catalog::parse(catalog)?;
+    environment::map(&Index::new(&catalog), settings)
+}
+
+/// Resolves a family slug, alias or variant uid (without the prefix) against the catalog.
+pub fn resolve(requested: &str, catalog: &str) -> Result<ResolvedModel, Failure> {
+    let catalog = Catalog::parse(catalog)?;
+    let index = Index::new(&catalog);
+    let target = resolve::resolve(&index, requested)?;
+    Ok(target.resolved())
+}
+
+/// The `GET /v1/models` body for the catalog.
+pub fn list_models(catalog: &str) -> Result<String, Failure> {
+    let catalog = Catalog::parse(catalog)?;
+    listing::render(&Index::new(&catalog))
+}
+
+/// `validate` against an already parsed catalog.
+fn validate_in(index: &Index<'_>, reference: &str) -> Result<String, Failure> {
+    let requested = reference
+        .strip_prefix(PREFIX)
+        .ok_or_else(|| failures::missing_prefix(reference))?;
+    let target = resolve::resolve(index, requested)?;
+    Ok(target.variant.acp_id())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,77 @@
+//! The `GET /v1/models` body.
+
+use serde::Serialize;
+
+use crate::catalog::{Index, VariantRef};
+use crate::resolve::resolve;
+use crate::{failures, Failure, PREFIX};
+
+/// Transforms have no clock, and the catalog carries no dates; clients only display this
+/// field, so a fixed timestamp keeps the answer a pure function of the catalog.
+const CREATED_AT: &str = "2025-01-01T00:00:00Z";
+
+#[derive(Serialize)]
+struct ModelList<'a> {
+    data: Vec<ModelCard<'a>>,
+    has_more: bool,
+    first_id: Option<String>,
+    last_id: Option<String>,
+}
+
+#[derive(Serialize)]
+struct ModelCard<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    id: String,
+    display_name: &'a str,
+    created_at: &'static str,
+    capabilities: Capabilities,
+}
+
+/// What the bridge offers, whatever the model: the client runs the tools, images are
+/// refused by the serializer, and the summarizer agent does not expose reasoning.
+#[derive(Serialize)]
+struct Capabilities {
+    tool_calling: bool,
+    vision: bool,
+    reasoning: bool,
+}
+
+const CAPABILITIES: Capabilities = Capabilities {
+    tool_calling: true,
+    vision: false,
+    reasoning: false,
+};
+
+/// One card per variant, in catalog order, listed only when its id validates back to that
+/// very variant. That drops routing pairings and variants hidden by a normalised-name
+/// collision, so a client never picks an id we would refuse, and it makes ids unique:
+/// resolution maps an id to at most one variant.
+pub(crate) fn render(index: &Index<'_>) -> Result<String, Failure> {
+    let data: Vec<ModelCard<'_>> = index
+        .variants()
+        .iter()
+        .filter_map(|at| card(index, at))
+        .collect();
+    let list = ModelList {
+        first_id: data.first().map(|card| card.id.clone()),
+        last_id: data.last().map(|card| card.id.clone()),
+        has_more: false,
+        data,
+    };
+    // serde_json cannot fail on these types (string keys only, infallible impls); the error
+    // path exists so that this function stays total.
+    serde_json::to_string(&list).map_err(failures::internal)
+}
+
+fn card<'a>(index: &Index<'a>, at: &VariantRef<'a>) -> Option<ModelCard<'a>> {
+    let acp_id = at.variant.acp_id();
+    let resolved = resolve(index, &acp_id).ok()?;
+    (resolved == *at).then(|| ModelCard {
+        kind: "model",
+        id: format!("{PREFIX}{acp_id}"),
+        display_name: at.variant.label(),
+        created_at: CREATED_AT,
+        capabilities: CAPABILITIES,
+    })
+}

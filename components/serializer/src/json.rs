@@ -1,0 +1,406 @@
+//! An order-preserving JSON tree and the two printers the prompt needs.
+//!
+//! Why not `serde_json::Value`: the order of its maps depends on serde_json's `preserve_order`
+//! feature, and cargo unifies features across everything in one build. Tool schemas are echoed
+//! into the prompt and hashed into the id seed, so their key order must not change with what else
+//! happens to be compiled alongside us (the host, the envelope crate, a wasm build on its own).
+//! This tree keeps keys in request order, always; the printers emit exactly serde_json's compact
+//! and pretty formats, so the output reads like any other JSON the project prints.
+//!
+//! Parsing still goes through `serde_json::Deserializer`, which keeps its recursion limit
+//! (128 levels): a deeply nested request is an error, not a stack overflow. Every recursive
+//! function below is therefore bounded by that depth too.
+//!
+//! This relies on serde_json's `arbitrary_precision` feature staying off (it would hand numbers
+//! to `visit_map`); `printers_match_serde_json_on_sorted_input` fails if anything turns it on.
+
+use std::collections::BTreeMap;
+use std::fmt::{self, Write as _};
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Number;
+
+/// A parsed JSON value. Objects keep their keys in document order; a repeated key keeps its
+/// first position and its last value, as `JSON.parse` and serde_json do.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Json {
+    Null,
+    Bool(bool),
+    Number(Number),
+    String(String),
+    Array(Vec<Json>),
+    Object(Vec<(String, Json)>),
+}
+
+impl Json {
+    /// Parses `text` as one JSON value (serde_json's grammar and recursion limit).
+    pub(crate) fn parse(text: &str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    /// The member `key` of an object, treating an explicit `null` as absent: clients that build
+    /// requests from optional values often send `"system": null` meaning "no system".
+    pub(crate) fn field(&self, key: &str) -> Option<&Json> {
+        match self {
+            Json::Object(entries) => entries
+                .iter()
+                .find(|(name, _)| name == key)
+                .map(|(_, value)| value)
+                .filter(|value| !matches!(value, Json::Null)),
+            _ => None,
+        }
+    }
+
+    /// The member `key` when it is a string.
+    pub(crate) fn str_field(&self, key: &str) -> Option<&str> {
+        match self.field(key) {
+            Some(Json::String(text)) => Some(text),
+            _ => None,
+        }
+    }
+
+    /// A short description of the value's kind, for error messages.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            Json::Null => "null",
+            Json::Bool(_) => "a boolean",
+            Json::Number(_) => "a number",
+            Json::String(_) => "a string",
+            Json::Array(_) => "an array",
+            Json::Object(_) => "an object",
+        }
+    }
+}
+
+/// Appends `value` as compact JSON (serde_json's `to_string` format).
+pub(crate) fn write_compact(out: &mut String, value: &Json) {
+    match value {
+        Json::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_compact(out, item);
+            }
+            out.push(']');
+        }
+        Json::Object(entries) => {
+            out.push('{');
+            for (i, (key, item)) in entries.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(out, key);
+                out.push(':');
+                write_compact(out, item);
+            }
+            out.push('}');
+        }
+        scalar => write_scalar(out, scalar),
+    }
+}
+
+/// Appends `value` as pretty JSON (serde_json's `to_string_pretty` format: two-space indent,
+/// `"key": value`, empty containers as `[]` and `{}`), starting at indentation `level`.
+pub(crate) fn write_pretty(out: &mut String, value: &Json, level: usize) {
+    match value {
+        Json::Array(items) if items.is_empty() => out.push_str("[]"),
+        Json::Object(entries) if entries.is_empty() => out.push_str("{}"),
+        Json::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                out.push_str(if i > 0 { ",\n" } else { "\n" });
+                indent(out, level + 1);
+                write_pretty(out, item, level + 1);
+            }
+            out.push('\n');
+            indent(out, level);
+            out.push(']');
+        }
+        Json::Object(entries) => {
+            out.push('{');
+            for (i, (key, item)) in entries.iter().enumerate() {
+                out.push_str(if i > 0 { ",\n" } else { "\n" });
+                indent(out, level + 1);
+                write_string(out, key);
+                out.push_str(": ");
+                write_pretty(out, item, level + 1);
+            }
+            out.push('\n');
+            indent(out, level);
+            out.push('}');
+        }
+        scalar => write_scalar(out, scalar),
+    }
+}
+
+fn indent(out: &mut String, level: usize) {
+    for _ in 0..level {
+        out.push_str("  ");
+    }
+}
+
+fn write_scalar(out: &mut String, value: &Json) {
+    match value {
+        Json::Null => out.push_str("null"),
+        Json::Bool(true) => out.push_str("true"),
+        Json::Bool(false) => out.push_str("false"),
+        // `Number`'s Display is the same digit writer its serializer uses.
+        Json::Number(number) => {
+            let _ = write!(out, "{number}");
+        }
+        Json::String(text) => write_string(out, text),
+        Json::Array(_) | Json::Object(_) => write_compact(out, value),
+    }
+}
+
+/// Appends `text` as a JSON string literal with serde_json's escapes: `"`, `\` and the C0
+/// controls (short forms where JSON has them, `\u00xx` otherwise); everything else verbatim.
+pub(crate) fn write_string(out: &mut String, text: &str) {
+    out.push('"');
+    let mut rest = text;
+    // Copy unescaped runs in one go; the position found is always an ASCII byte, hence a char
+    // boundary, so `split_at_checked` never declines in practice.
+    while let Some(at) = rest.bytes().position(needs_escape) {
+        let Some((run, tail)) = rest.split_at_checked(at) else {
+            break;
+        };
+        out.push_str(run);
+        let mut chars = tail.chars();
+        if let Some(special) = chars.next() {
+            push_escape(out, special);
+        }
+        rest = chars.as_str();
+    }
+    out.push_str(rest);
+    out.push('"');
+}
+
+fn needs_escape(byte: u8) -> bool {
+    byte < 0x20 || byte == b'"' || byte == b'\\'
+}
+
+fn push_escape(out: &mut String, special: char) {
+    match special {
+        '"' => out.push_str("\\\""),
+        '\\' => out.push_str("\\\\"),
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        '\u{8}' => out.push_str("\\b"),
+        '\u{c}' => out.push_str("\\f"),
+        other => {
+            let _ = write!(out, "\\u{:04x}", u32::from(other));
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Json {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(JsonVisitor)
+    }
+}
+
+struct JsonVisitor;
+
+impl<'de> Visitor<'de> for JsonVisitor {
+    type Value = Json;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<Json, E> {
+        Ok(Json::Bool(value))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<Json, E> {
+        Ok(Json::Number(value.into()))
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<Json, E> {
+        Ok(Json::Number(value.into()))
+    }
+
+    fn visit_f64<E: de::Error>(self, value: f64) -> Result<Json, E> {
+        // serde_json rejects out-of-range literals itself; this guards the type's contract.
+        Number::from_f64(value)
+            .map(Json::Number)
+            .ok_or_else(|| E::custom("number is not finite"))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<Json, E> {
+        Ok(Json::String(value.to_owned()))
+    }
+
+    fn visit_string<E>(self, value: String) -> Result<Json, E> {
+        Ok(Json::String(value))
+    }
+
+    fn visit_unit<E>(self) -> Result<Json, E> {
+        Ok(Json::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Json, E> {
+        Ok(Json::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Json::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json, A::Error> {
+        let mut object = ObjectBuilder::default();
+        while let Some(key) = map.next_key::<String>()? {
+            let value = map.next_value()?;
+            object.insert(key, value);
+        }
+        Ok(Json::Object(object.entries))
+    }
+}
+
+/// Small objects are searched linearly for repeated keys; past this size an index keeps an
+/// object with many keys from costing quadratic time.
+const INDEX_FROM: usize = 16;
+
+#[derive(Default)]
+struct ObjectBuilder {
+    entries: Vec<(String, Json)>,
+    index: Option<BTreeMap<String, usize>>,
+}
+
+impl ObjectBuilder {
+    fn insert(&mut self, key: String, value: Json) {
+        let existing = match &self.index {
+            Some(index) => index.get(&key).copied(),
+            None => self.entries.iter().position(|(name, _)| *name == key),
+        };
+        if let Some(slot) = existing.and_then(|at| self.entries.get_mut(at)) {
+            slot.1 = value;
+            return;
+        }
+        let position = self.entries.len();
+        match &mut self.index {
+            Some(index) => {
+                index.insert(key.clone(), position);
+            }
+            None if position + 1 >= INDEX_FROM => {
+                let mut index: BTreeMap<String, usize> = self
+                    .entries
+                    .iter()
+                    .enumerate()
+                    .map(|(at, (name, _))| (name.clone(), at))
+                    .collect();
+                index.insert(key.clone(), position);
+                self.index = Some(index);
+            }
+            None => {}
+        }
+        self.entries.push((key, value));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Json {
+        Json::parse(text).expect("test input is valid JSON")
+    }
+
+    fn compact(text: &str) -> String {
+        let mut out = String::new();
+        write_compact(&mut out, &parse(text));
+        out
+    }
+
+    fn pretty(text: &str) -> String {
+        let mut out = String::new();
+        write_pretty(&mut out, &parse(text), 0);
+        out
+    }
+
+    #[test]
+    fn keeps_key_order() {
+        assert_eq!(
+            compact(r#"{"b":1,"a":2,"c":{"z":0,"y":1}}"#),
+            r#"{"b":1,"a":2,"c":{"z":0,"y":1}}"#
+        );
+    }
+
+    #[test]
+    fn repeated_key_keeps_first_position_and_last_value() {
+        assert_eq!(compact(r#"{"a":1,"b":2,"a":3}"#), r#"{"a":3,"b":2}"#);
+        let mut many = String::from("{");
+        for i in 0..100 {
+            let _ = write!(many, "\"k{i}\":{i},");
+        }
+        many.push_str("\"k3\":\"again\",\"k99\":null}");
+        let Json::Object(entries) = parse(&many) else {
+            panic!("object expected")
+        };
+        assert_eq!(entries.len(), 100);
+        assert_eq!(
+            entries[3],
+            ("k3".to_owned(), Json::String("again".to_owned()))
+        );
+        assert_eq!(entries[99], ("k99".to_owned(), Json::Null));
+    }
+
+    #[test]
+    fn printers_match_serde_json_on_sorted_input() {
+        // With sorted keys, serde_json's own output must be byte-identical to ours.
+        let samples = [
+            r#"{"a":[1,-2,3.5,1e3,0.1,1.7976931348623157e308,null,true,false],"b":{},"c":[],"d":{"e":[{}]}}"#,
+            r#"["quote \" backslash \\ nl \n cr \r tab \t bs \b ff \f nul \u0000 us \u001f del \u007f", "é ✓ 𝄞 \u2028"]"#,
+            r#""plain""#,
+            r#"[[[]],[{"x":[1,{"y":{}}]}]]"#,
+            "-0",
+            "12345678901234567890",
+            "-9223372036854775808",
+        ];
+        for sample in samples {
+            let reference: serde_json::Value = serde_json::from_str(sample).expect("valid");
+            assert_eq!(
+                compact(sample),
+                serde_json::to_string(&reference).expect("ser"),
+                "{sample}"
+            );
+            assert_eq!(
+                pretty(sample),
+                serde_json::to_string_pretty(&reference).expect("ser"),
+                "{sample}"
+            );
+        }
+    }
+
+    #[test]
+    fn pretty_nests_with_two_spaces() {
+        assert_eq!(
+            pretty(r#"{"a":{"b":[1]}}"#),
+            "{\n  \"a\": {\n    \"b\": [\n      1\n    ]\n  }\n}"
+        );
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = "[".repeat(100_000);
+        assert!(Json::parse(&deep).is_err());
+        let ok = format!("{}{}", "[".repeat(120), "]".repeat(120));
+        assert!(Json::parse(&ok).is_ok());
+    }
+
+    #[test]
+    fn field_treats_null_as_absent() {
+        let value = parse(r#"{"a":null,"b":"x"}"#);
+        assert!(value.field("a").is_none());
+        assert_eq!(value.str_field("b"), Some("x"));
+        assert!(value.field("missing").is_none());
+        assert!(parse("[]").field("a").is_none());
+    }
+}

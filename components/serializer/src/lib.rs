@@ -1,0 +1,122 @@
+//! The serializer transform: an Anthropic Messages request becomes the framed plain-text
+//! prompt that the tool-less summarizer agent answers.
+//!
+//! The trace is a sequence of sections separated by `---`: `[System]`, `[Available Tools]`,
+//! `[Tool Choice]`, then one `[User]` or `[Assistant]` section per message. Before it comes a
+//! fixed framing that tells the agent what the trace is and how to ask the client for a tool.
+//! Every malformed or unsupported request is a typed 400 failure; nothing here panics on input.
+//!
+//! This crate is plain Rust (no clock, files, threads or randomness) so the same code runs
+//! natively and inside the wasm component, and the two must agree byte for byte.
+
+#[cfg(target_arch = "wasm32")]
+mod wasm;
+mod failure;
+mod framing;
+mod json;
+mod messages;
+mod request;
+mod tools;
+mod trace;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+pub use devin_bridge_types::Failure;
+
+use crate::json::Json;
+use crate::trace::Trace;
+
+/// The prompt for one agent turn, and what the later transforms need to know about it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Prompt {
+    /// The whole prompt: framing, `[Execution Trace]`, then the serialized request.
+    pub text: String,
+    /// The request's `tools` array as compact JSON (`[]` when absent), for the envelope parser.
+    pub tools: String,
+    /// `max(1, ceil(chars / 4))` of the trace (the text after the framing).
+    pub input_tokens: u32,
+    /// The first 24 hex digits of sha256 of the trace; seeds deterministic tool-call ids.
+    pub id_seed: String,
+    /// The request's `model`, verbatim.
+    pub model: String,
+    /// The request's `stream` flag, false when absent.
+    pub stream: bool,
+}
+
+/// How many hex digits of the trace digest make the id seed.
+const ID_SEED_HEX_DIGITS: usize = 24;
+
+/// Serializes an Anthropic Messages request (JSON text) into the agent prompt.
+///
+/// Unknown fields are ignored. Fails with a 400 [`Failure`] when the request is not JSON, is
+/// malformed, uses something the tool-less agent cannot represent (images, roles other than
+/// user and assistant, unknown block types), or is inconsistent (a tool result without its
+/// tool use, a tool use of an undeclared tool).
+pub fn serialize(request: &str) -> Result<Prompt, Failure> {
+    let root = Json::parse(request).map_err(|error| {
+        failure::fail(
+            failure::INVALID_JSON,
+            format!("the request body is not valid JSON: {error}"),
+        )
+    })?;
+    if !matches!(root, Json::Object(_)) {
+        return Err(failure::fail(
+            failure::INVALID_REQUEST,
+            format!(
+                "the request body must be a JSON object, not {}",
+                root.kind()
+            ),
+        ));
+    }
+
+    let model = request::model(&root)?;
+    let stream = request::stream(&root)?;
+    let catalog = tools::Catalog::read(&root)?;
+    let choice = tools::Choice::read(&root, &catalog)?;
+    let system = request::System::read(&root)?;
+
+    // The prompt is roughly the request's text plus the framing and the indentation of pretty
+    // schemas; reserving that up front keeps a large request from reallocating repeatedly.
+    let mut text =
+        String::with_capacity(framing::PREAMBLE.len() + request.len() + request.len() / 4 + 1024);
+    text.push_str(framing::PREAMBLE);
+    let mut trace = Trace::after(text);
+    system.write(&mut trace);
+    catalog.write(&mut trace);
+    if let Some(choice) = choice {
+        choice.write(&mut trace);
+    }
+    messages::write(&root, &catalog, &mut trace)?;
+    if trace.is_empty() {
+        return Err(failure::fail(
+            failure::EMPTY_MESSAGES,
+            "the request has no messages and nothing else to serialize",
+        ));
+    }
+
+    let (text, trace_start) = trace.finish();
+    let trace_text = text.get(trace_start..).unwrap_or_default();
+    let input_tokens = devin_bridge_types::estimate_tokens(trace_text);
+    let digest = Sha256::digest(trace_text.as_bytes());
+    let mut id_seed = hex::encode(digest);
+    id_seed.truncate(ID_SEED_HEX_DIGITS);
+
+    Ok(Prompt {
+        tools: catalog.to_json(),
+        input_tokens,
+        id_seed,
+        model: model.to_owned(),
+        stream,
+        text,
+    })
+}
+
+/// The prompt for the single repair attempt after the agent's answer to `prompt` was rejected
+/// with `rejection`: the original prompt plus a `[Single Repair Attempt]` section.
+pub fn repair(prompt: &str, rejection: &Failure) -> String {
+    framing::repair(prompt, rejection)
+}
+
+#[cfg(test)]
+mod tests;

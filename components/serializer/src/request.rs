@@ -1,0 +1,199 @@
+//! The request's scalar fields and the `[System]` section.
+
+use devin_bridge_types::Failure;
+
+use crate::failure::{fail, quote, INVALID_STREAM, INVALID_SYSTEM, MISSING_MODEL};
+use crate::json::Json;
+use crate::trace::Trace;
+
+/// `model`, verbatim. The alias transform validates it; here it only has to be there.
+pub(crate) fn model(request: &Json) -> Result<&str, Failure> {
+    match request.field("model") {
+        Some(Json::String(model)) if !model.is_empty() => Ok(model),
+        Some(Json::String(_)) => Err(fail(MISSING_MODEL, "model must not be empty")),
+        None => Err(fail(MISSING_MODEL, "model is required")),
+        Some(other) => Err(fail(
+            MISSING_MODEL,
+            format!("model must be a string, not {}", other.kind()),
+        )),
+    }
+}
+
+/// `stream`, false when absent.
+pub(crate) fn stream(request: &Json) -> Result<bool, Failure> {
+    match request.field("stream") {
+        None => Ok(false),
+        Some(Json::Bool(stream)) => Ok(*stream),
+        Some(other) => Err(fail(
+            INVALID_STREAM,
+            format!("stream must be a boolean, not {}", other.kind()),
+        )),
+    }
+}
+
+/// The system prompt: a string, or an array of text blocks (their other fields, such as
+/// `cache_control`, mean nothing to the agent).
+pub(crate) struct System<'a> {
+    /// Non-empty texts, joined by a line break when written. Empty blocks are dropped so they
+    /// leave no stray blank lines.
+    parts: Vec<&'a str>,
+}
+
+impl<'a> System<'a> {
+    pub(crate) fn read(request: &'a Json) -> Result<Self, Failure> {
+        let parts = match request.field("system") {
+            None => Vec::new(),
+            Some(Json::String(text)) => vec![text.as_str()],
+            Some(Json::Array(blocks)) => blocks
+                .iter()
+                .enumerate()
+                .map(|(i, block)| system_block_text(i, block))
+                .collect::<Result<Vec<_>, _>>()?,
+            Some(other) => {
+                return Err(fail(
+                    INVALID_SYSTEM,
+                    format!(
+                        "system must be a string or an array of text blocks, not {}",
+                        other.kind()
+                    ),
+                ))
+            }
+        };
+        Ok(Self {
+            parts: parts.into_iter().filter(|text| !text.is_empty()).collect(),
+        })
+    }
+
+    /// Writes `[System]` unless there is no system text at all.
+    pub(crate) fn write(&self, trace: &mut Trace) {
+        let mut parts = self.parts.iter();
+        let Some(first) = parts.next() else {
+            return;
+        };
+        let out = trace.section("[System]");
+        out.push_str(first);
+        for part in parts {
+            out.push('\n');
+            out.push_str(part);
+        }
+    }
+}
+
+fn system_block_text(index: usize, block: &Json) -> Result<&str, Failure> {
+    let at = || format!("system[{index}]");
+    if !matches!(block, Json::Object(_)) {
+        return Err(fail(
+            INVALID_SYSTEM,
+            format!("{} must be a text block, not {}", at(), block.kind()),
+        ));
+    }
+    match block.str_field("type") {
+        Some("text") => {}
+        Some(other) => {
+            return Err(fail(
+                INVALID_SYSTEM,
+                format!(
+                    "{} has type {}; system blocks must be text",
+                    at(),
+                    quote(other)
+                ),
+            ))
+        }
+        None => {
+            return Err(fail(
+                INVALID_SYSTEM,
+                format!("{} needs a string type", at()),
+            ))
+        }
+    }
+    block
+        .str_field("text")
+        .ok_or_else(|| fail(INVALID_SYSTEM, format!("{} needs a string text", at())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(text: &str) -> Json {
+        Json::parse(text).expect("valid test JSON")
+    }
+
+    fn code<T>(result: Result<T, Failure>) -> String {
+        match result {
+            Ok(_) => "ok".to_owned(),
+            Err(failure) => failure.code,
+        }
+    }
+
+    fn system_text(text: &str) -> Result<String, Failure> {
+        let request = request(text);
+        let system = System::read(&request)?;
+        let mut trace = Trace::after(String::new());
+        system.write(&mut trace);
+        Ok(trace.finish().0)
+    }
+
+    #[test]
+    fn model_is_a_non_empty_string() {
+        assert_eq!(model(&request(r#"{"model":"m"}"#)), Ok("m"));
+        for bad in [
+            r#"{}"#,
+            r#"{"model":null}"#,
+            r#"{"model":""}"#,
+            r#"{"model":7}"#,
+        ] {
+            assert_eq!(code(model(&request(bad))), MISSING_MODEL, "{bad}");
+        }
+    }
+
+    #[test]
+    fn stream_defaults_to_false() {
+        assert_eq!(stream(&request(r#"{}"#)), Ok(false));
+        assert_eq!(stream(&request(r#"{"stream":null}"#)), Ok(false));
+        assert_eq!(stream(&request(r#"{"stream":true}"#)), Ok(true));
+        assert_eq!(
+            code(stream(&request(r#"{"stream":"true"}"#))),
+            INVALID_STREAM
+        );
+    }
+
+    #[test]
+    fn system_string_and_blocks() {
+        assert_eq!(
+            system_text(r#"{"system":"Be brief."}"#).as_deref(),
+            Ok("[System]\nBe brief.")
+        );
+        assert_eq!(
+            system_text(
+                r#"{"system":[{"type":"text","text":"a"},{"type":"text","text":""},
+                {"type":"text","text":"b","cache_control":{"type":"ephemeral"}}]}"#
+            )
+            .as_deref(),
+            Ok("[System]\na\nb")
+        );
+        for empty in [
+            r#"{}"#,
+            r#"{"system":""}"#,
+            r#"{"system":[]}"#,
+            r#"{"system":null}"#,
+        ] {
+            assert_eq!(system_text(empty).as_deref(), Ok(""), "{empty}");
+        }
+    }
+
+    #[test]
+    fn system_errors() {
+        for bad in [
+            r#"{"system":3}"#,
+            r#"{"system":{"type":"text","text":"a"}}"#,
+            r#"{"system":["a"]}"#,
+            r#"{"system":[{"type":"image","source":{}}]}"#,
+            r#"{"system":[{"text":"a"}]}"#,
+            r#"{"system":[{"type":"text"}]}"#,
+            r#"{"system":[{"type":"text","text":1}]}"#,
+        ] {
+            assert_eq!(code(system_text(bad)), INVALID_SYSTEM, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! Tests of the public functions as a whole; each module tests its own rules.
+
+use super::*;
+use crate::trace::SECTION_SEPARATOR;
+
+fn code(request: &str) -> String {
+    match serialize(request) {
+        Ok(_) => "ok".to_owned(),
+        Err(failure) => failure.code,
+    }
+}
+
+fn trace_of(prompt: &Prompt) -> &str {
+    prompt
+        .text
+        .strip_prefix(framing::PREAMBLE)
+        .expect("the prompt starts with the framing")
+}
+
+#[test]
+fn minimal_request() {
+    let prompt = serialize(
+        r#"{"model":"devin-cli-agentic/swe-1-7","messages":[{"role":"user","content":"hi"}]}"#,
+    )
+    .expect("valid");
+    assert_eq!(trace_of(&prompt), "[User]\nhi");
+    assert!(prompt.text.starts_with("[Devin Summarizer Bridge]\n"));
+    assert!(prompt.text.contains("\n\n[Execution Trace]\n[User]\nhi"));
+    assert_eq!(prompt.tools, "[]");
+    assert_eq!(prompt.model, "devin-cli-agentic/swe-1-7");
+    assert!(!prompt.stream);
+    assert_eq!(prompt.input_tokens, 3, "ceil(10 chars / 4)");
+    // sha256("[User]\nhi")
+    let digest = hex::encode(Sha256::digest(b"[User]\nhi"));
+    assert_eq!(prompt.id_seed, digest[..24]);
+    assert_eq!(prompt.id_seed.len(), 24);
+}
+
+#[test]
+fn sections_come_in_order() {
+    let prompt = serialize(
+        r#"{"model":"m","stream":true,"system":"sys","tools":[{"name":"Read"}],
+        "tool_choice":{"type":"auto"},"messages":[{"role":"user","content":"u"},{"role":"assistant","content":"a"}],
+        "max_tokens":100,"metadata":{"user_id":"x"},"future_field":[1,2,3]}"#,
+    )
+    .expect("valid");
+    let headers: Vec<&str> = trace_of(&prompt)
+        .split(SECTION_SEPARATOR)
+        .map(|section| section.lines().next().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        headers,
+        [
+            "[System]",
+            "[Available Tools]",
+            "[Tool Choice]",
+            "[User]",
+            "[Assistant]"
+        ]
+    );
+    assert!(prompt.stream);
+    assert_eq!(prompt.tools, r#"[{"name":"Read"}]"#);
+}
+
+#[test]
+fn top_level_errors() {
+    assert_eq!(code(""), "invalid_json");
+    assert_eq!(code("{"), "invalid_json");
+    assert_eq!(code(r#"{"model":"m"} trailing"#), "invalid_json");
+    assert_eq!(code(&"[".repeat(10_000)), "invalid_json");
+    assert_eq!(
+        code(r#"{"model":"m","messages":[{"role":"user","content":1e999}]}"#),
+        "invalid_json"
+    );
+    assert_eq!(code("[]"), "invalid_request");
+    assert_eq!(code("null"), "invalid_request");
+    assert_eq!(code(r#""text""#), "invalid_request");
+    assert_eq!(code(r#"{"messages":[]}"#), "missing_model");
+    assert_eq!(code(r#"{"model":"m"}"#), "empty_messages");
+    assert_eq!(
+        code(r#"{"model":"m","messages":[],"system":"","tools":[]}"#),
+        "empty_messages"
+    );
+    // The reference counts sections, not messages: a system prompt alone is a trace.
+    assert_eq!(code(r#"{"model":"m","system":"s"}"#), "ok");
+}
+
+#[test]
+fn every_failure_is_an_unrepairable_400() {
+    for request in [
+        "",
+        "[]",
+        "{}",
+        r#"{"model":"m"}"#,
+        r#"{"model":"m","messages":[{"role":"x","content":""}]}"#,
+    ] {
+        let failure = serialize(request).expect_err("invalid");
+        assert_eq!(
+            (failure.status, failure.repairable),
+            (400, false),
+            "{request}"
+        );
+        assert!(!failure.message.is_empty());
+    }
+}
+
+#[test]
+fn error_messages_quote_client_values_briefly() {
+    let long_role = "r".repeat(10_000);
+    let failure = serialize(&format!(
+        r#"{{"model":"m","messages":[{{"role":"{long_role}","content":"x"}}]}}"#
+    ))
+    .expect_err("bad role");
+    assert_eq!(failure.code, "unsupported_role");
+    assert!(failure.message.len() < 200, "{}", failure.message);
+}
+
+#[test]
+fn same_request_same_prompt() {
+    let request = r#"{"model":"m","tools":[{"name":"B","input_schema":{"z":1,"a":2}}],"messages":[{"role":"user","content":"x"}]}"#;
+    assert_eq!(serialize(request), serialize(request));
+}
+
+#[test]
+fn key_order_is_the_requests() {
+    let prompt = serialize(
+        r#"{"model":"m","tools":[{"name":"B","input_schema":{"z":1,"a":2}}],"messages":[{"role":"user","content":"x"}]}"#,
+    )
+    .expect("valid");
+    assert!(prompt.text.contains("{\n  \"z\": 1,\n  \"a\": 2\n}"));
+    assert_eq!(
+        prompt.tools,
+        r#"[{"name":"B","input_schema":{"z":1,"a":2}}]"#
+    );
+}
+
+#[test]
+fn repair_extends_the_prompt() {
+    let prompt =
+        serialize(r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#).expect("valid");
+    let rejection = Failure::repairable(
+        "action_narrative_mismatch",
+        "prose around the envelope",
+        400,
+    );
+    let repaired = repair(&prompt.text, &rejection);
+    assert!(repaired.starts_with(&prompt.text));
+    assert!(repaired.contains("[Single Repair Attempt]"));
+    assert!(repaired.contains("action_narrative_mismatch"));
+    assert!(repaired.contains("prose around the envelope"));
+}
+
+/// A deterministic mutation loop (no randomness crate: a fixed LCG) over a realistic request:
+/// whatever the bytes, `serialize` returns, it never panics.
+#[test]
+fn mutated_requests_never_panic() {
+    let base = include_str!("../../../tests/fixtures/requests/claude-code.json");
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        state >> 33
+    };
+    let bytes = base.as_bytes();
+    let alphabet = b"{}[]\":,0123456789eE.-+ \\ntrufalse\x00\xc3\xa9";
+    let mut outcomes = [0usize; 2];
+    for _ in 0..300 {
+        let mut mutated = bytes.to_vec();
+        for _ in 0..=(next() % 4) {
+            let len = mutated.len().max(1) as u64;
+            let at = (next() % len) as usize;
+            let byte = alphabet[(next() % alphabet.len() as u64) as usize];
+            match next() % 3 {
+                0 if at < mutated.len() => mutated[at] = byte,
+                1 if at < mutated.len() => {
+                    mutated.remove(at);
+                }
+                _ => mutated.insert(at.min(mutated.len()), byte),
+            }
+        }
+        if let Ok(text) = std::str::from_utf8(&mutated) {
+            outcomes[usize::from(serialize(text).is_ok())] += 1;
+        }
+    }
+    assert!(outcomes[0] > 0, "some mutations must be rejected");
+}
+
+/// One megabyte of tool results must cost about as much per byte as a small request: the
+/// builder is linear (no re-scanning, no quadratic concatenation).
+#[test]
+fn large_requests_serialize_completely() {
+    let mut messages = Vec::new();
+    for i in 0..400 {
+        messages.push(format!(
+            r#"{{"role":"assistant","content":[{{"type":"tool_use","id":"t{i}","name":"Read","input":{{"path":"f{i}"}}}}]}}"#
+        ));
+        messages.push(format!(
+            r#"{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t{i}","content":"{}"}}]}}"#,
+            "line of output\\n".repeat(160)
+        ));
+    }
+    let request = format!(
+        r#"{{"model":"m","tools":[{{"name":"Read"}}],"messages":[{}]}}"#,
+        messages.join(",")
+    );
+    assert!(request.len() > 1_000_000);
+    let prompt = serialize(&request).expect("valid");
+    assert_eq!(prompt.text.matches("[Tool Result]").count(), 400);
+}

@@ -1,0 +1,60 @@
+//! The trace buffer: sections separated by a horizontal rule, written straight into the final
+//! prompt so the text is built once, without intermediate copies.
+
+/// Between two trace sections.
+pub(crate) const SECTION_SEPARATOR: &str = "\n\n---\n\n";
+
+pub(crate) struct Trace {
+    out: String,
+    start: usize,
+    sections: usize,
+}
+
+impl Trace {
+    /// A trace that continues `out` (which already holds the preamble).
+    pub(crate) fn after(out: String) -> Self {
+        let start = out.len();
+        Self {
+            out,
+            start,
+            sections: 0,
+        }
+    }
+
+    /// Starts a section with `header` and its line break, and returns the buffer for its body.
+    pub(crate) fn section(&mut self, header: &str) -> &mut String {
+        if self.sections > 0 {
+            self.out.push_str(SECTION_SEPARATOR);
+        }
+        self.sections += 1;
+        self.out.push_str(header);
+        self.out.push('\n');
+        &mut self.out
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.sections == 0
+    }
+
+    /// The whole text and the byte offset where the trace begins.
+    pub(crate) fn finish(self) -> (String, usize) {
+        (self.out, self.start)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_are_separated_by_a_rule() {
+        let mut trace = Trace::after("pre\n".to_owned());
+        assert!(trace.is_empty());
+        trace.section("[A]").push_str("one");
+        trace.section("[B]").push_str("two");
+        assert!(!trace.is_empty());
+        let (text, start) = trace.finish();
+        assert_eq!(text, "pre\n[A]\none\n\n---\n\n[B]\ntwo");
+        assert_eq!(start, 4);
+    }
+}

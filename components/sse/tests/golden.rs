@@ -1,0 +1,203 @@
+//! Golden fixtures (`tests/fixtures/sse/*.json`) against the native library.
+//!
+//! Every case must match exactly; the same files drive the native-vs-wasm differential test
+//! and the host's self-test of a component, so they must also cover every function.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use devin_bridge_sse::{
+    error_body, error_event, render_json, render_stream, stream_finish, stream_ping, stream_start,
+    Failure, MessageHead, Reply, Usage,
+};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+const CALLS: [&str; 7] = [
+    "stream_start",
+    "stream_ping",
+    "stream_finish",
+    "render_stream",
+    "render_json",
+    "error_event",
+    "error_body",
+];
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    name: String,
+    call: String,
+    #[serde(default)]
+    args: serde_json::Map<String, Value>,
+    expect: Value,
+}
+
+fn fixture_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/sse")
+}
+
+fn fixtures() -> Vec<(PathBuf, Case)> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(fixture_dir())
+        .expect("fixture directory")
+        .map(|entry| entry.expect("directory entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).expect("readable fixture");
+            let case = serde_json::from_str(&text)
+                .unwrap_or_else(|error| panic!("{}: bad fixture: {error}", path.display()));
+            (path, case)
+        })
+        .collect()
+}
+
+fn arg<T: DeserializeOwned>(case: &Case, name: &str) -> T {
+    let value = case
+        .args
+        .get(name)
+        .unwrap_or_else(|| panic!("{}: missing argument `{name}`", case.name));
+    serde_json::from_value(value.clone())
+        .unwrap_or_else(|error| panic!("{}: argument `{name}`: {error}", case.name))
+}
+
+fn run(case: &Case) -> String {
+    match case.call.as_str() {
+        "stream_start" => stream_start(&arg::<MessageHead>(case, "head")),
+        "stream_ping" => stream_ping(),
+        "stream_finish" => {
+            stream_finish(&arg::<Reply>(case, "reply"), &arg::<Usage>(case, "usage"))
+        }
+        "render_stream" => render_stream(&arg::<MessageHead>(case, "head"), &arg(case, "reply")),
+        "render_json" => render_json(&arg::<MessageHead>(case, "head"), &arg(case, "reply")),
+        "error_event" => error_event(&arg::<Failure>(case, "failure")),
+        "error_body" => error_body(&arg::<Failure>(case, "failure")),
+        other => panic!("{}: unknown call `{other}`", case.name),
+    }
+}
+
+#[test]
+fn golden_fixtures_match() {
+    let cases = fixtures();
+    assert!(cases.len() >= 12, "expected at least 12 sse fixtures");
+    let mut failures = Vec::new();
+    for (path, case) in &cases {
+        let actual = json!({ "ok": run(case) });
+        if actual != case.expect {
+            failures.push(format!(
+                "{} ({}):\n  expected {}\n  actual   {}",
+                path.display(),
+                case.name,
+                case.expect,
+                actual
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn fixtures_cover_every_function() {
+    let seen: BTreeSet<String> = fixtures().into_iter().map(|(_, case)| case.call).collect();
+    for call in CALLS {
+        assert!(seen.contains(call), "no fixture calls `{call}`");
+    }
+}
+
+/// Every `render_stream` fixture, parsed back event by event: the `event:` name equals the
+/// JSON `type`, and the events follow the Messages lifecycle exactly.
+#[test]
+fn streamed_fixtures_follow_the_lifecycle() {
+    const LIFECYCLE: [&str; 6] = [
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    ];
+    let mut checked = 0;
+    for (path, case) in fixtures() {
+        if case.call != "render_stream" {
+            continue;
+        }
+        let body = run(&case);
+        let head: MessageHead = arg(&case, "head");
+        let reply: Reply = arg(&case, "reply");
+        let events =
+            parse_events(&body).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+        let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(names, LIFECYCLE, "{}", path.display());
+        for (name, data) in &events {
+            assert_eq!(
+                data["type"].as_str(),
+                Some(name.as_str()),
+                "{}",
+                path.display()
+            );
+        }
+        check_content(&events, &head, &reply);
+        checked += 1;
+    }
+    assert!(
+        checked >= 2,
+        "expected render_stream fixtures for text and tool replies"
+    );
+}
+
+/// The delta reproduces the reply, and the usage and stop reason match it.
+fn check_content(events: &[(String, Value)], head: &MessageHead, reply: &Reply) {
+    let delta = &events[2].1["delta"];
+    let stop_reason = &events[4].1["delta"]["stop_reason"];
+    match reply {
+        Reply::Text(text) => {
+            assert_eq!(delta["text"].as_str(), Some(text.as_str()));
+            assert_eq!(stop_reason, "end_turn");
+        }
+        Reply::Tool(call) => {
+            let partial = delta["partial_json"].as_str().expect("partial_json string");
+            let input: Value = serde_json::from_str(partial).expect("partial_json parses");
+            assert!(input.is_object());
+            let start = &events[1].1["content_block"];
+            assert_eq!(start["id"].as_str(), Some(call.id.as_str()));
+            assert_eq!(start["name"].as_str(), Some(call.name.as_str()));
+            assert_eq!(stop_reason, "tool_use");
+        }
+    }
+    let start_usage = &events[0].1["message"]["usage"];
+    assert_eq!(start_usage["input_tokens"], head.usage.input_tokens);
+    assert_eq!(
+        events[4].1["usage"]["output_tokens"],
+        head.usage.output_tokens
+    );
+}
+
+/// Splits an SSE body on blank lines into (event name, JSON data).
+fn parse_events(body: &str) -> Result<Vec<(String, Value)>, String> {
+    let body = body
+        .strip_suffix("\n\n")
+        .ok_or("the body does not end with a blank line")?;
+    body.split("\n\n")
+        .map(|event| {
+            let mut lines = event.split('\n');
+            let name = lines
+                .next()
+                .and_then(|line| line.strip_prefix("event: "))
+                .ok_or_else(|| format!("no event line in {event:?}"))?;
+            let data = lines
+                .next()
+                .and_then(|line| line.strip_prefix("data: "))
+                .ok_or_else(|| format!("no data line in {event:?}"))?;
+            if lines.next().is_some() {
+                return Err(format!("extra lines in {event:?}"));
+            }
+            let data =
+                serde_json::from_str(data).map_err(|error| format!("{error} in {data:?}"))?;
+            Ok((name.to_owned(), data))
+        })
+        .collect()
+}

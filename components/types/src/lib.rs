@@ -1,0 +1,92 @@
+//! Plain Rust mirrors of the records in `wit/transforms.wit` (`interface types`).
+//!
+//! Each transform's logic is an ordinary library that speaks these types; the wasm shell of a
+//! component converts them to and from the generated bindings, and the host converts the
+//! bindings' results back into them, so native and wasm answers can be compared directly.
+
+use serde::{Deserialize, Serialize};
+
+/// A typed failure with a stable machine `code`, a human `message`, the HTTP `status` the
+/// host answers with, and whether the host may spend its single repair attempt on it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    pub code: String,
+    pub message: String,
+    pub status: u16,
+    pub repairable: bool,
+}
+
+impl Failure {
+    /// A client error (400) that a repair cannot fix.
+    pub fn invalid(code: &str, message: impl Into<String>) -> Self {
+        Self {
+            code: code.to_owned(),
+            message: message.into(),
+            status: 400,
+            repairable: false,
+        }
+    }
+
+    /// A failure of the agent's output that one repair attempt may fix.
+    pub fn repairable(code: &str, message: impl Into<String>, status: u16) -> Self {
+        Self {
+            code: code.to_owned(),
+            message: message.into(),
+            status,
+            repairable: true,
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}): {}", self.code, self.status, self.message)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// One client-owned tool invocation; `input` is the JSON text of an object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub input: String,
+}
+
+/// Final text, or exactly one tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "value")]
+pub enum Reply {
+    Text(String),
+    Tool(ToolCall),
+}
+
+/// Estimated token counts, as Anthropic `usage` reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u32,
+    pub output_tokens: u32,
+}
+
+/// The token estimate every transform uses: `max(1, ceil(chars / 4))`, chars counted as
+/// Unicode scalar values.
+pub fn estimate_tokens(text: &str) -> u32 {
+    let chars = text.chars().count();
+    let tokens = chars.div_ceil(4).max(1);
+    u32::try_from(tokens).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn estimate_is_ceiling_of_quarter_with_floor_one() {
+        assert_eq!(estimate_tokens(""), 1);
+        assert_eq!(estimate_tokens("abc"), 1);
+        assert_eq!(estimate_tokens("abcd"), 1);
+        assert_eq!(estimate_tokens("abcde"), 2);
+        assert_eq!(estimate_tokens("ééééé"), 2, "counts chars, not bytes");
+    }
+}

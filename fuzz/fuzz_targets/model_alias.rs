@@ -1,0 +1,22 @@
+#![no_main]
+//! Model alias: `name` or `name\ncatalog`; without a catalog the embedded default is used.
+
+use devin_bridge::engine::Call;
+use devin_bridge_fuzz::{differential, outcome};
+use libfuzzer_sys::fuzz_target;
+
+const DEFAULT_CATALOG: &str = include_str!("../../policies/models.json");
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let (name, catalog) = match text.split_once('\n') {
+        Some((name, catalog)) => (name, catalog),
+        None => (text, DEFAULT_CATALOG),
+    };
+    let native = outcome(&devin_bridge_model_alias::resolve(name, catalog));
+    differential(Call::Resolve { requested: name.to_owned(), catalog: catalog.to_owned() }, native);
+    let native = outcome(&devin_bridge_model_alias::validate(name, catalog));
+    differential(Call::Validate { reference: name.to_owned(), catalog: catalog.to_owned() }, native);
+    let native = outcome(&devin_bridge_model_alias::list_models(catalog));
+    differential(Call::ListModels { catalog: catalog.to_owned() }, native);
+});

@@ -1,0 +1,12 @@
+#![no_main]
+//! Serializer: arbitrary request text, native vs wasm.
+
+use devin_bridge::engine::Call;
+use devin_bridge_fuzz::{differential, outcome};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(request) = std::str::from_utf8(data) else { return };
+    let native = outcome(&devin_bridge_serializer::serialize(request));
+    differential(Call::Serialize { request: request.to_owned() }, native);
+});

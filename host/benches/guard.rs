@@ -1,0 +1,287 @@
+//! Egress guard benchmark: `cargo bench -p devin-bridge --bench guard`
+//! (or `cargo xtask bench guard`).
+//!
+//! In one run, on loopback, side by side:
+//! - throughput of a 256 MiB upload through the guard vs direct (goal: >= 80 % of direct);
+//! - connection setup latency p50/p99 through the guard vs direct (goal: < 1 ms added at p50);
+//!   direct = TCP connect + ClientHello + first byte back; via the guard the same after
+//!   `CONNECT` / `200`;
+//! - memory per idle tunnel: RSS growth for N established idle tunnels, minus the growth for N
+//!   direct connections (client and server sides live in this process too) (goal: < 64 KiB).
+//!
+//! Environment: `GUARD_BENCH_MIB` (default 256), `GUARD_BENCH_ROUNDS` (default 2000),
+//! `GUARD_BENCH_TUNNELS` (default 200).
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use devin_bridge::guard::testkit::ClientHelloBuilder;
+use devin_bridge::guard::{client, Guard, GuardPolicy, Limits, RunningGuard};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn hello(name: &str) -> Vec<u8> {
+    ClientHelloBuilder::new().sni(name).records()
+}
+
+/// Sink: skip the ClientHello, count everything until EOF, answer the count (8 bytes).
+async fn sink_server(hello_len: usize) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind sink");
+    let addr = listener.local_addr().expect("sink addr");
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let _ = s.set_nodelay(true);
+                let mut buf = vec![0u8; 256 * 1024];
+                let mut total = 0u64;
+                loop {
+                    match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => total += n as u64,
+                    }
+                }
+                let payload = total.saturating_sub(hello_len as u64);
+                let _ = s.write_all(&payload.to_be_bytes()).await;
+            });
+        }
+    });
+    addr
+}
+
+/// Ping: read the ClientHello, answer one byte, hold the connection until the client closes.
+async fn ping_server(hello_len: usize) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind ping");
+    let addr = listener.local_addr().expect("ping addr");
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let _ = s.set_nodelay(true);
+                let mut buf = vec![0u8; hello_len];
+                if s.read_exact(&mut buf).await.is_err() {
+                    return;
+                }
+                drop(buf);
+                let _ = s.write_all(b"!").await;
+                let mut one = [0u8; 1];
+                let _ = s.read(&mut one).await;
+            });
+        }
+    });
+    addr
+}
+
+async fn upload(mut s: TcpStream, hello: &[u8], total: usize) -> Duration {
+    let chunk = vec![0x5au8; 256 * 1024];
+    let start = Instant::now();
+    s.write_all(hello).await.expect("send hello");
+    let mut left = total;
+    while left > 0 {
+        let n = left.min(chunk.len());
+        s.write_all(&chunk[..n]).await.expect("upload");
+        left -= n;
+    }
+    s.shutdown().await.expect("half-close");
+    let mut ack = [0u8; 8];
+    s.read_exact(&mut ack).await.expect("sink ack");
+    let elapsed = start.elapsed();
+    assert_eq!(u64::from_be_bytes(ack), total as u64, "sink received everything");
+    elapsed
+}
+
+async fn tunnel(guard: SocketAddr, name: &str) -> TcpStream {
+    let (s, reply) = client::connect(guard, &format!("{name}:443"))
+        .await
+        .expect("CONNECT");
+    assert_eq!(reply.status, 200, "{}", reply.head);
+    s
+}
+
+async fn setup_once(target: SocketAddr, via: Option<SocketAddr>, hello: &[u8]) -> (Duration, TcpStream) {
+    let start = Instant::now();
+    let mut s = match via {
+        None => {
+            let s = TcpStream::connect(target).await.expect("connect");
+            s.set_nodelay(true).expect("nodelay");
+            s
+        }
+        Some(guard) => tunnel(guard, "ping.devin.ai").await,
+    };
+    s.write_all(hello).await.expect("hello");
+    let mut one = [0u8; 1];
+    s.read_exact(&mut one).await.expect("first byte");
+    (start.elapsed(), s)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx.min(sorted.len() - 1)]
+}
+
+async fn start_guard(dir: &std::path::Path, sink: SocketAddr, ping: SocketAddr) -> RunningGuard {
+    let mut policy = GuardPolicy {
+        listen: "127.0.0.1:0".parse().expect("addr"),
+        audit: Some(dir.join("bench-audit.jsonl")),
+        allow: vec!["*.devin.ai".into()],
+        allow_ranges: vec!["127.0.0.0/8".into()],
+        limits: Limits {
+            max_connections: 4096,
+            ..Limits::default()
+        },
+        ..GuardPolicy::default()
+    };
+    policy.resolve.insert("sink.devin.ai".into(), sink.to_string());
+    policy.resolve.insert("ping.devin.ai".into(), ping.to_string());
+    Guard::spawn(policy).await.expect("start guard")
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok {
+        "PASS"
+    } else {
+        "MISS"
+    }
+}
+
+async fn bench() {
+    let mib = env_usize("GUARD_BENCH_MIB", 256);
+    let rounds = env_usize("GUARD_BENCH_ROUNDS", 2000);
+    let tunnels = env_usize("GUARD_BENCH_TUNNELS", 200).max(1);
+    let total = mib * 1024 * 1024;
+    let sink_hello = hello("sink.devin.ai");
+    let ping_hello = hello("ping.devin.ai");
+    let sink = sink_server(sink_hello.len()).await;
+    let ping = ping_server(ping_hello.len()).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let guard = start_guard(dir.path(), sink, ping).await;
+    let g = guard.local_addr();
+
+    // Throughput: alternate direct and guarded, three of each, keep the best of each.
+    let mut direct_best = Duration::MAX;
+    let mut guard_best = Duration::MAX;
+    for _ in 0..3 {
+        let s = TcpStream::connect(sink).await.expect("connect sink");
+        s.set_nodelay(true).expect("nodelay");
+        direct_best = direct_best.min(upload(s, &sink_hello, total).await);
+        let s = tunnel(g, "sink.devin.ai").await;
+        guard_best = guard_best.min(upload(s, &sink_hello, total).await);
+    }
+    let mibs = |d: Duration| mib as f64 / d.as_secs_f64();
+    let (direct_tput, guard_tput) = (mibs(direct_best), mibs(guard_best));
+    let ratio = guard_tput / direct_tput * 100.0;
+
+    // Setup latency: interleaved so both see the same machine state.
+    for _ in 0..50 {
+        let _ = setup_once(ping, None, &ping_hello).await;
+        let _ = setup_once(ping, Some(g), &ping_hello).await;
+    }
+    let mut direct_lat = Vec::with_capacity(rounds);
+    let mut guard_lat = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        direct_lat.push(setup_once(ping, None, &ping_hello).await.0);
+        guard_lat.push(setup_once(ping, Some(g), &ping_hello).await.0);
+    }
+    direct_lat.sort();
+    guard_lat.sort();
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let (d50, d99) = (us(percentile(&direct_lat, 0.5)), us(percentile(&direct_lat, 0.99)));
+    let (g50, g99) = (us(percentile(&guard_lat, 0.5)), us(percentile(&guard_lat, 0.99)));
+
+    // Memory per idle tunnel.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let r0 = rss_kib();
+    let mut direct_conns = Vec::with_capacity(tunnels);
+    for _ in 0..tunnels {
+        direct_conns.push(setup_once(ping, None, &ping_hello).await.1);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let r1 = rss_kib();
+    let mut guard_conns = Vec::with_capacity(tunnels);
+    for _ in 0..tunnels {
+        guard_conns.push(setup_once(ping, Some(g), &ping_hello).await.1);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let r2 = rss_kib();
+    let active = guard.stats().snapshot().active;
+    let direct_per = (r1.saturating_sub(r0)) as f64 / tunnels as f64;
+    let guarded_per = (r2.saturating_sub(r1)) as f64 / tunnels as f64;
+    let guard_per = (guarded_per - direct_per).max(0.0);
+    drop(direct_conns);
+    drop(guard_conns);
+
+    println!();
+    println!("egress guard benchmark (loopback, one run; {mib} MiB, {rounds} setups, {tunnels} idle tunnels, {active} open at measurement)");
+    println!(
+        "{:<34} {:>12} {:>12} {:>12} {:>16} {:>6}",
+        "metric", "direct", "via guard", "ratio/delta", "goal", "result"
+    );
+    println!(
+        "{:<34} {:>12.0} {:>12.0} {:>11.1}% {:>16} {:>6}",
+        format!("throughput {mib} MiB upload (MiB/s)"),
+        direct_tput,
+        guard_tput,
+        ratio,
+        ">= 80 %",
+        verdict(ratio >= 80.0)
+    );
+    println!(
+        "{:<34} {:>12.1} {:>12.1} {:>+12.1} {:>16} {:>6}",
+        "setup latency p50 (us)",
+        d50,
+        g50,
+        g50 - d50,
+        "< 1000 us added",
+        verdict(g50 - d50 < 1000.0)
+    );
+    println!(
+        "{:<34} {:>12.1} {:>12.1} {:>+12.1} {:>16} {:>6}",
+        "setup latency p99 (us)", d99, g99, g99 - d99, "(reported)", "-"
+    );
+    println!(
+        "{:<34} {:>12.1} {:>12.1} {:>12.1} {:>16} {:>6}",
+        "memory per idle tunnel (KiB)",
+        direct_per,
+        guarded_per,
+        guard_per,
+        "< 64 KiB",
+        verdict(guard_per < 64.0)
+    );
+    println!("(memory: 'direct' = client+server per connection, 'via guard' = the same plus the guard; ratio/delta column = guard's own share)");
+    guard.shutdown().await.expect("guard shutdown");
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` would pass nothing useful: run
+    // only when benchmarking.
+    let args: Vec<String> = std::env::args().collect();
+    if !args.iter().any(|a| a == "--bench") {
+        println!("guard benchmark: run with `cargo bench -p devin-bridge --bench guard`");
+        return;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    runtime.block_on(bench());
+}

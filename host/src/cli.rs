@@ -1,0 +1,215 @@
+//! Subcommands of the `devin-bridge` binary (the edges: anyhow is fine here).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand};
+use tokio::signal::unix::{signal, SignalKind};
+
+use crate::control;
+use crate::engine::{self, CompileCache, Loaded, Runtime, TransformKind, Transforms};
+use crate::policy::{Mode, Policy};
+
+/// Logs go to stderr; `DEVIN_BRIDGE_LOG` (or `RUST_LOG`) sets the filter, default `info`;
+/// `DEVIN_BRIDGE_LOG_FORMAT=json` switches to one JSON object per line.
+pub fn init_tracing() {
+    let filter = std::env::var("DEVIN_BRIDGE_LOG")
+        .or_else(|_| std::env::var("RUST_LOG"))
+        .unwrap_or_else(|_| "info".to_owned());
+    let filter = tracing_subscriber::EnvFilter::try_new(&filter)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let json = std::env::var("DEVIN_BRIDGE_LOG_FORMAT").is_ok_and(|format| format == "json");
+    let _ = if json { builder.json().try_init() } else { builder.try_init() };
+}
+
+/// `devin-bridge serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The policy file that selects the mode and configures everything.
+    #[arg(long, env = "DEVIN_BRIDGE_POLICY")]
+    pub policy: PathBuf,
+    /// Listen address (overrides the policy's).
+    #[arg(long)]
+    pub listen: Option<String>,
+}
+
+/// `devin-bridge components ...`.
+#[derive(Debug, Subcommand)]
+pub enum ComponentsCommand {
+    /// Validate a component file for a transform: interface, imports, golden corpus, timings.
+    Check {
+        /// The `.wasm` component file.
+        file: PathBuf,
+        /// Which transform it implements: serializer, envelope, sse or model-alias.
+        #[arg(long = "as")]
+        transform: String,
+    },
+    /// Hot-swap a transform of a running host (over its control socket).
+    Swap {
+        /// serializer, envelope, sse or model-alias.
+        transform: String,
+        /// The `.wasm` component file.
+        file: PathBuf,
+        #[command(flatten)]
+        target: ControlTarget,
+    },
+    /// List the components a running host serves.
+    List {
+        #[command(flatten)]
+        target: ControlTarget,
+    },
+}
+
+/// Which running host to talk to.
+#[derive(Debug, Args)]
+pub struct ControlTarget {
+    /// The control socket (default: the one the policy names, else the per-user default).
+    #[arg(long)]
+    pub socket: Option<PathBuf>,
+    /// Read the socket path from this policy.
+    #[arg(long, env = "DEVIN_BRIDGE_POLICY")]
+    pub policy: Option<PathBuf>,
+}
+
+impl ControlTarget {
+    fn socket_path(&self) -> anyhow::Result<PathBuf> {
+        if let Some(socket) = &self.socket {
+            return Ok(socket.clone());
+        }
+        if let Some(path) = &self.policy {
+            let policy = Policy::load(path)?;
+            return Ok(control_socket_path(&policy));
+        }
+        Ok(control::default_socket_path())
+    }
+}
+
+fn control_socket_path(policy: &Policy) -> PathBuf {
+    policy.control.socket.as_ref().map(|socket| policy.resolve(socket)).unwrap_or_else(control::default_socket_path)
+}
+
+/// `devin-bridge serve`: load the policy and its components, then serve until SIGTERM.
+pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let policy = Policy::load(&args.policy)?;
+    if policy.mode != Mode::Summarizer {
+        bail!("mode {} is not served by this build of devin-bridge; refusing to start (fail closed)", policy.mode);
+    }
+    let transforms = {
+        let policy = policy.clone();
+        tokio::task::spawn_blocking(move || Transforms::load(&policy)).await.context("loading components")??
+    };
+    let transforms = Arc::new(transforms);
+    for info in transforms.info() {
+        eprintln!("component {:<12} sha256 {}  ({})", info.name, info.sha256, info.source);
+    }
+    let socket = control_socket_path(&policy);
+    let listener = control::bind(&socket)?;
+    eprintln!("control socket {}", socket.display());
+    let control_task = tokio::spawn(control::serve(listener, transforms.clone()));
+    eprintln!(
+        "devin-bridge: mode {} — components loaded; the Anthropic endpoint is not part of this build yet, \
+         so this host only serves its control socket (hot swap) until SIGTERM",
+        policy.mode
+    );
+    if let Some(listen) = &args.listen {
+        tracing::info!(%listen, "--listen given; nothing listens there yet in this build");
+    }
+    wait_for_shutdown(&args.policy, &transforms).await?;
+    control_task.abort();
+    let _ = std::fs::remove_file(&socket);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Waits for SIGTERM or SIGINT; on SIGHUP re-reads the policy and reloads changed components.
+pub(crate) async fn wait_for_shutdown(policy_path: &std::path::Path, transforms: &Arc<Transforms>) -> anyhow::Result<()> {
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut hangup = signal(SignalKind::hangup())?;
+    loop {
+        tokio::select! {
+            _ = terminate.recv() => { tracing::info!("SIGTERM: shutting down"); return Ok(()); }
+            _ = interrupt.recv() => { tracing::info!("SIGINT: shutting down"); return Ok(()); }
+            _ = hangup.recv() => reload(policy_path, transforms).await,
+        }
+    }
+}
+
+async fn reload(policy_path: &std::path::Path, transforms: &Arc<Transforms>) {
+    tracing::info!(policy = %policy_path.display(), "SIGHUP: reloading components");
+    let policy = match Policy::load(policy_path) {
+        Ok(policy) => policy,
+        Err(error) => {
+            tracing::error!(%error, "SIGHUP: the policy no longer loads; everything keeps serving as it was");
+            return;
+        }
+    };
+    let transforms = transforms.clone();
+    let outcomes = match tokio::task::spawn_blocking(move || transforms.reload(&policy)).await {
+        Ok(outcomes) => outcomes,
+        Err(error) => {
+            tracing::error!(%error, "SIGHUP: reload task failed");
+            return;
+        }
+    };
+    for (kind, outcome) in outcomes {
+        match outcome {
+            Ok(Some(report)) => tracing::info!(transform = %kind, old = %report.old_sha256, new = %report.new_sha256, "reloaded"),
+            Ok(None) => tracing::debug!(transform = %kind, "unchanged"),
+            Err(error) => tracing::error!(transform = %kind, %error, "reload refused; the old version keeps serving"),
+        }
+    }
+}
+
+/// `devin-bridge components ...`.
+pub async fn components(command: ComponentsCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        ComponentsCommand::Check { file, transform } => {
+            let kind: TransformKind = transform.parse()?;
+            tokio::task::spawn_blocking(move || check(kind, &file)).await?
+        }
+        ComponentsCommand::Swap { transform, file, target } => {
+            let kind: TransformKind = transform.parse()?;
+            let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            let request = control::Request::Swap {
+                transform: kind.name().to_owned(),
+                size: bytes.len() as u64,
+                source: file.display().to_string(),
+            };
+            let report = control::request(&target.socket_path()?, &request, &bytes).await?;
+            println!("{}", serde_json::to_string_pretty(&report)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        ComponentsCommand::List { target } => {
+            let list = control::request(&target.socket_path()?, &control::Request::List, &[]).await?;
+            println!("{}", serde_json::to_string_pretty(&list)?);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// For component authors: everything the host checks before a component may serve.
+fn check(kind: TransformKind, file: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let runtime = Runtime::new(crate::policy::RuntimeLimits::default().into())?;
+    let started = Instant::now();
+    let loaded = Loaded::from_file(&runtime, &CompileCache::disabled(), kind, file, None)?;
+    let compile = started.elapsed();
+    println!("file      {}", file.display());
+    println!("transform {kind}");
+    println!("sha256    {}", loaded.sha256);
+    println!("size      {} bytes", loaded.size);
+    println!("imports   {}", if loaded.uses_wasi { "WASI (runs with an empty context)" } else { "none" });
+    println!("compile   {:.1} ms (interface and imports checked)", compile.as_secs_f64() * 1e3);
+    let report = engine::self_test(&runtime, &loaded)?;
+    println!(
+        "self-test {} golden cases passed in {:.1} ms ({:.1} µs per fresh instance + call)",
+        report.cases,
+        report.elapsed.as_secs_f64() * 1e3,
+        report.elapsed.as_secs_f64() * 1e6 / report.cases.max(1) as f64
+    );
+    println!("ok: this component can be swapped in with `devin-bridge components swap {kind} {}`", file.display());
+    Ok(ExitCode::SUCCESS)
+}

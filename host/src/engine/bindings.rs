@@ -1,0 +1,254 @@
+//! Typed calls into each transform's WIT interface.
+//!
+//! `wasmtime::component::bindgen!` generates one module per world; each module has its own
+//! copy of the shared WIT records, so this file converts them to the plain Rust types of
+//! `devin-bridge-types` (the same types the native libraries use, which is what makes the
+//! differential tests a direct comparison).
+
+use devin_bridge_types::{Failure, Reply, ToolCall, Usage};
+use serde::{Deserialize, Serialize};
+use wasmtime::component::InstancePre;
+
+use super::runtime::CallState;
+
+mod serializer_world {
+    wasmtime::component::bindgen!({ world: "serializer-component", path: "../wit" });
+}
+mod envelope_world {
+    wasmtime::component::bindgen!({ world: "envelope-component", path: "../wit" });
+}
+mod sse_world {
+    wasmtime::component::bindgen!({ world: "sse-component", path: "../wit" });
+}
+mod model_alias_world {
+    wasmtime::component::bindgen!({ world: "model-alias-component", path: "../wit" });
+}
+
+/// The serializer's answer (mirror of the WIT `prompt` record).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Prompt {
+    pub text: String,
+    pub tools: String,
+    pub input_tokens: u32,
+    pub id_seed: String,
+    pub model: String,
+    pub stream: bool,
+}
+
+/// What `message_start` and a JSON body need besides the reply (mirror of `message-head`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageHead {
+    pub id: String,
+    pub model: String,
+    pub usage: Usage,
+}
+
+/// A resolved catalog entry (mirror of `resolved-model`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResolvedModel {
+    pub family: String,
+    pub model_uid: String,
+    pub label: String,
+    pub acp_id: String,
+}
+
+/// Converts between one world's copy of the shared records and the plain types.
+macro_rules! shared_records {
+    ($world:ident) => {
+        impl From<$world::devin_bridge::transforms::types::Failure> for Failure {
+            fn from(f: $world::devin_bridge::transforms::types::Failure) -> Self {
+                Failure { code: f.code, message: f.message, status: f.status, repairable: f.repairable }
+            }
+        }
+        impl From<&Failure> for $world::devin_bridge::transforms::types::Failure {
+            fn from(f: &Failure) -> Self {
+                Self { code: f.code.clone(), message: f.message.clone(), status: f.status, repairable: f.repairable }
+            }
+        }
+    };
+}
+shared_records!(serializer_world);
+shared_records!(envelope_world);
+shared_records!(sse_world);
+shared_records!(model_alias_world);
+
+impl From<envelope_world::devin_bridge::transforms::types::Reply> for Reply {
+    fn from(reply: envelope_world::devin_bridge::transforms::types::Reply) -> Self {
+        use envelope_world::devin_bridge::transforms::types::Reply as Wit;
+        match reply {
+            Wit::Text(text) => Reply::Text(text),
+            Wit::Tool(call) => Reply::Tool(ToolCall { id: call.id, name: call.name, input: call.input }),
+        }
+    }
+}
+
+fn sse_reply(reply: &Reply) -> sse_world::devin_bridge::transforms::types::Reply {
+    use sse_world::devin_bridge::transforms::types::{Reply as Wit, ToolCall as WitCall};
+    match reply {
+        Reply::Text(text) => Wit::Text(text.clone()),
+        Reply::Tool(call) => Wit::Tool(WitCall { id: call.id.clone(), name: call.name.clone(), input: call.input.clone() }),
+    }
+}
+
+fn sse_usage(usage: &Usage) -> sse_world::devin_bridge::transforms::types::Usage {
+    sse_world::devin_bridge::transforms::types::Usage { input_tokens: usage.input_tokens, output_tokens: usage.output_tokens }
+}
+
+fn sse_head(head: &MessageHead) -> sse_world::exports::devin_bridge::transforms::sse::MessageHead {
+    sse_world::exports::devin_bridge::transforms::sse::MessageHead {
+        id: head.id.clone(),
+        model: head.model.clone(),
+        usage: sse_usage(&head.usage),
+    }
+}
+
+/// A component pre-instantiated against the host's linker, with its exports type-checked.
+#[derive(Clone)]
+pub(crate) enum TypedPre {
+    Serializer(serializer_world::SerializerComponentPre<CallState>),
+    Envelope(envelope_world::EnvelopeComponentPre<CallState>),
+    Sse(sse_world::SseComponentPre<CallState>),
+    ModelAlias(model_alias_world::ModelAliasComponentPre<CallState>),
+}
+
+impl TypedPre {
+    /// Checks that the component exports `kind`'s interface with the right types.
+    pub(crate) fn new(kind: super::TransformKind, pre: InstancePre<CallState>) -> wasmtime::Result<Self> {
+        use super::TransformKind as K;
+        Ok(match kind {
+            K::Serializer => TypedPre::Serializer(serializer_world::SerializerComponentPre::new(pre)?),
+            K::Envelope => TypedPre::Envelope(envelope_world::EnvelopeComponentPre::new(pre)?),
+            K::Sse => TypedPre::Sse(sse_world::SseComponentPre::new(pre)?),
+            K::ModelAlias => TypedPre::ModelAlias(model_alias_world::ModelAliasComponentPre::new(pre)?),
+        })
+    }
+}
+
+/// One call to a transform, with its arguments. The same enum drives the hot path, the golden
+/// self-test corpus and the differential tests.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Call {
+    Serialize { request: String },
+    Repair { prompt: String, rejection: Failure },
+    Parse { output: String, tools: String, id_seed: String },
+    NarratesUnexecutedAction { output: String },
+    StreamStart { head: MessageHead },
+    StreamPing,
+    StreamFinish { reply: Reply, usage: Usage },
+    RenderStream { head: MessageHead, reply: Reply },
+    RenderJson { head: MessageHead, reply: Reply },
+    ErrorEvent { failure: Failure },
+    ErrorBody { failure: Failure },
+    Validate { reference: String, catalog: String },
+    ClientEnvironment { settings: Vec<(String, String)>, catalog: String },
+    Resolve { requested: String, catalog: String },
+    ListModels { catalog: String },
+}
+
+/// The answer of a call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    Prompt(Result<Prompt, Failure>),
+    Text(String),
+    Reply(Result<Reply, Failure>),
+    Flag(bool),
+    Model(Result<String, Failure>),
+    Environment(Result<Vec<(String, String)>, Failure>),
+    Resolved(Result<ResolvedModel, Failure>),
+}
+
+impl Call {
+    /// The transform that answers this call.
+    pub fn transform(&self) -> super::TransformKind {
+        use super::TransformKind as K;
+        match self {
+            Call::Serialize { .. } | Call::Repair { .. } => K::Serializer,
+            Call::Parse { .. } | Call::NarratesUnexecutedAction { .. } => K::Envelope,
+            Call::StreamStart { .. }
+            | Call::StreamPing
+            | Call::StreamFinish { .. }
+            | Call::RenderStream { .. }
+            | Call::RenderJson { .. }
+            | Call::ErrorEvent { .. }
+            | Call::ErrorBody { .. } => K::Sse,
+            Call::Validate { .. } | Call::ClientEnvironment { .. } | Call::Resolve { .. } | Call::ListModels { .. } => {
+                K::ModelAlias
+            }
+        }
+    }
+}
+
+/// Instantiates `pre` in `store` and performs `call`. Returns `None` when the call belongs to
+/// another transform than the component (a programming error the caller reports).
+pub(crate) fn invoke(
+    pre: &TypedPre,
+    store: &mut wasmtime::Store<CallState>,
+    call: &Call,
+) -> wasmtime::Result<Option<Answer>> {
+    Ok(Some(match (pre, call) {
+        (TypedPre::Serializer(pre), Call::Serialize { request }) => {
+            let instance = pre.instantiate(&mut *store)?;
+            let answer = instance.devin_bridge_transforms_serializer().call_serialize(&mut *store, request)?;
+            Answer::Prompt(answer.map(|p| Prompt {
+                text: p.text,
+                tools: p.tools,
+                input_tokens: p.input_tokens,
+                id_seed: p.id_seed,
+                model: p.model,
+                stream: p.stream,
+            }).map_err(Failure::from))
+        }
+        (TypedPre::Serializer(pre), Call::Repair { prompt, rejection }) => {
+            let instance = pre.instantiate(&mut *store)?;
+            Answer::Text(instance.devin_bridge_transforms_serializer().call_repair(&mut *store, prompt, &rejection.into())?)
+        }
+        (TypedPre::Envelope(pre), Call::Parse { output, tools, id_seed }) => {
+            let instance = pre.instantiate(&mut *store)?;
+            let answer = instance.devin_bridge_transforms_envelope().call_parse(&mut *store, output, tools, id_seed)?;
+            Answer::Reply(answer.map(Reply::from).map_err(Failure::from))
+        }
+        (TypedPre::Envelope(pre), Call::NarratesUnexecutedAction { output }) => {
+            let instance = pre.instantiate(&mut *store)?;
+            Answer::Flag(instance.devin_bridge_transforms_envelope().call_narrates_unexecuted_action(&mut *store, output)?)
+        }
+        (TypedPre::Sse(pre), call) => {
+            let instance = pre.instantiate(&mut *store)?;
+            let sse = instance.devin_bridge_transforms_sse();
+            Answer::Text(match call {
+                Call::StreamStart { head } => sse.call_stream_start(&mut *store, &sse_head(head))?,
+                Call::StreamPing => sse.call_stream_ping(&mut *store)?,
+                Call::StreamFinish { reply, usage } => {
+                    sse.call_stream_finish(&mut *store, &sse_reply(reply), sse_usage(usage))?
+                }
+                Call::RenderStream { head, reply } => sse.call_render_stream(&mut *store, &sse_head(head), &sse_reply(reply))?,
+                Call::RenderJson { head, reply } => sse.call_render_json(&mut *store, &sse_head(head), &sse_reply(reply))?,
+                Call::ErrorEvent { failure } => sse.call_error_event(&mut *store, &failure.into())?,
+                Call::ErrorBody { failure } => sse.call_error_body(&mut *store, &failure.into())?,
+                _ => return Ok(None),
+            })
+        }
+        (TypedPre::ModelAlias(pre), call) => {
+            let instance = pre.instantiate(&mut *store)?;
+            let alias = instance.devin_bridge_transforms_model_alias();
+            match call {
+                Call::Validate { reference, catalog } => {
+                    Answer::Model(alias.call_validate(&mut *store, reference, catalog)?.map_err(Failure::from))
+                }
+                Call::ClientEnvironment { settings, catalog } => Answer::Environment(
+                    alias.call_client_environment(&mut *store, settings, catalog)?.map_err(Failure::from),
+                ),
+                Call::Resolve { requested, catalog } => Answer::Resolved(
+                    alias
+                        .call_resolve(&mut *store, requested, catalog)?
+                        .map(|m| ResolvedModel { family: m.family, model_uid: m.model_uid, label: m.label, acp_id: m.acp_id })
+                        .map_err(Failure::from),
+                ),
+                Call::ListModels { catalog } => {
+                    Answer::Model(alias.call_list_models(&mut *store, catalog)?.map_err(Failure::from))
+                }
+                _ => return Ok(None),
+            }
+        }
+        _ => return Ok(None),
+    }))
+}

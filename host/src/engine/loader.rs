@@ -1,0 +1,129 @@
+//! Turning component bytes into something that can serve: digest and pin check, compilation
+//! (through the disk cache), import policy, and the exported interface's type check.
+
+use std::path::Path;
+use std::time::Instant;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::{types::ComponentItem, Linker};
+
+use super::bindings::{invoke, Answer, Call, TypedPre};
+use super::cache::CompileCache;
+use super::runtime::{CallState, Runtime};
+use super::{EngineError, TransformKind};
+
+/// Lowercase hex sha256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Whether an import is an instance that exports nothing but (non-resource) types.
+fn types_only(engine: &wasmtime::Engine, item: &ComponentItem) -> bool {
+    match item {
+        ComponentItem::ComponentInstance(instance) => {
+            instance.exports(engine).all(|(_, export)| matches!(export.ty, ComponentItem::Type(_)))
+        }
+        _ => false,
+    }
+}
+
+/// A component ready to serve one transform.
+#[derive(Clone)]
+pub struct Loaded {
+    pub kind: TransformKind,
+    pub sha256: String,
+    /// Where the bytes came from (a path, or "control socket").
+    pub source: String,
+    /// Whether the component imports WASI (and so runs with an empty WASI context).
+    pub uses_wasi: bool,
+    pub size: usize,
+    pre: TypedPre,
+}
+
+impl std::fmt::Debug for Loaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Loaded")
+            .field("kind", &self.kind)
+            .field("sha256", &self.sha256)
+            .field("source", &self.source)
+            .field("uses_wasi", &self.uses_wasi)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Loaded {
+    /// Reads, checks and compiles a component file.
+    pub fn from_file(
+        runtime: &Runtime,
+        cache: &CompileCache,
+        kind: TransformKind,
+        path: &Path,
+        pin: Option<&str>,
+    ) -> Result<Self, EngineError> {
+        let bytes = std::fs::read(path).map_err(|source| EngineError::Read { path: path.to_owned(), source })?;
+        Self::from_bytes(runtime, cache, kind, &bytes, pin, path.display().to_string())
+    }
+
+    /// Checks and compiles component bytes. A pin, when given, must equal the bytes' sha256.
+    pub fn from_bytes(
+        runtime: &Runtime,
+        cache: &CompileCache,
+        kind: TransformKind,
+        bytes: &[u8],
+        pin: Option<&str>,
+        source: String,
+    ) -> Result<Self, EngineError> {
+        let started = Instant::now();
+        let sha256 = sha256_hex(bytes);
+        if let Some(expected) = pin {
+            if !expected.eq_ignore_ascii_case(&sha256) {
+                return Err(EngineError::PinMismatch { transform: kind, expected: expected.to_ascii_lowercase(), actual: sha256 });
+            }
+        }
+        let engine = runtime.engine();
+        let component = cache.load_or_compile(engine, kind, &sha256, bytes)?;
+
+        let mut linker: Linker<CallState> = Linker::new(engine);
+        let mut uses_wasi = false;
+        for (name, import) in component.component_type().imports(engine) {
+            if types_only(engine, &import.ty) {
+                // Shared WIT records (`devin-bridge:transforms/types`) arrive as an imported
+                // instance that exports only types: no capability, satisfied by an empty instance.
+                linker
+                    .instance(name)
+                    .map_err(|error| EngineError::Imports { transform: kind, message: format!("{name}: {error:#}") })?;
+            } else if name.starts_with("wasi:") {
+                uses_wasi = true;
+            } else {
+                return Err(EngineError::Imports {
+                    transform: kind,
+                    message: format!("{name} (only type definitions and WASI, with an empty context, can be imported)"),
+                });
+            }
+        }
+        if uses_wasi {
+            wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+                .map_err(|error| EngineError::Imports { transform: kind, message: format!("{error:#}") })?;
+        }
+        let pre = linker
+            .instantiate_pre(&component)
+            .map_err(|error| EngineError::Imports { transform: kind, message: format!("{error:#}") })?;
+        let pre = TypedPre::new(kind, pre)
+            .map_err(|error| EngineError::Interface { transform: kind, message: format!("{error:#}") })?;
+        tracing::debug!(%kind, %sha256, elapsed_ms = started.elapsed().as_millis() as u64, uses_wasi, "component loaded");
+        Ok(Self { kind, sha256, source, uses_wasi, size: bytes.len(), pre })
+    }
+
+    /// Runs one call in a fresh store.
+    pub fn call(&self, runtime: &Runtime, call: &Call) -> Result<Answer, EngineError> {
+        let mut store = runtime.store();
+        match invoke(&self.pre, &mut store, call) {
+            Ok(Some(answer)) => Ok(answer),
+            Ok(None) => Err(EngineError::Interface {
+                transform: self.kind,
+                message: format!("{} cannot answer a {} call", self.kind, call.transform()),
+            }),
+            Err(error) => Err(runtime.classify(self.kind, &store, error)),
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! The wasm runtime that every transform of untrusted data runs in.
+//!
+//! - `runtime`: one wasmtime engine (component model, pooling allocator, epoch deadlines,
+//!   a memory cap per store) and the per-call store;
+//! - `cache`: precompiled components on disk, keyed by component sha256 and engine hash;
+//! - `loader`: bytes -> checked, compiled, pre-instantiated component;
+//! - `bindings`: typed calls into each transform's WIT interface;
+//! - `registry`: the live set of transforms with atomic hot swap;
+//! - `corpus`: the golden self-test every candidate passes before it serves.
+
+mod bindings;
+mod cache;
+pub mod corpus;
+mod loader;
+mod registry;
+mod runtime;
+
+pub use bindings::{Answer, Call, MessageHead, Prompt, ResolvedModel};
+pub use cache::CompileCache;
+pub use loader::{sha256_hex, Loaded};
+pub use registry::{ComponentInfo, SwapReport, Transforms};
+pub use corpus::{self_test, SelfTestReport};
+pub use runtime::{Runtime, RuntimeConfig};
+
+/// The four transforms, one component each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TransformKind {
+    Serializer,
+    Envelope,
+    Sse,
+    ModelAlias,
+}
+
+impl TransformKind {
+    pub const ALL: [TransformKind; 4] = [
+        TransformKind::Serializer,
+        TransformKind::Envelope,
+        TransformKind::Sse,
+        TransformKind::ModelAlias,
+    ];
+
+    /// The name used in policies, file names, logs and the CLI.
+    pub fn name(self) -> &'static str {
+        match self {
+            TransformKind::Serializer => "serializer",
+            TransformKind::Envelope => "envelope",
+            TransformKind::Sse => "sse",
+            TransformKind::ModelAlias => "model-alias",
+        }
+    }
+
+    /// File name of the built component.
+    pub fn file_name(self) -> String {
+        format!("{}.wasm", self.name())
+    }
+
+    fn index(self) -> usize {
+        match self {
+            TransformKind::Serializer => 0,
+            TransformKind::Envelope => 1,
+            TransformKind::Sse => 2,
+            TransformKind::ModelAlias => 3,
+        }
+    }
+}
+
+impl std::fmt::Display for TransformKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for TransformKind {
+    type Err = EngineError;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        TransformKind::ALL
+            .into_iter()
+            .find(|kind| kind.name() == name)
+            .ok_or_else(|| EngineError::UnknownTransform(name.to_owned()))
+    }
+}
+
+/// Everything that can go wrong loading or calling a component.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("unknown transform {0:?} (expected serializer, envelope, sse or model-alias)")]
+    UnknownTransform(String),
+    #[error("cannot read component {path}: {source}")]
+    Read { path: std::path::PathBuf, source: std::io::Error },
+    #[error("component for {transform} has sha256 {actual}, but the policy pins {expected}")]
+    PinMismatch { transform: TransformKind, expected: String, actual: String },
+    #[error("component for {transform} does not compile: {message}")]
+    Compile { transform: TransformKind, message: String },
+    #[error("component for {transform} does not export the {transform} interface of devin-bridge:transforms@0.1.0: {message}")]
+    Interface { transform: TransformKind, message: String },
+    #[error("component for {transform} imports something the host does not provide: {message}")]
+    Imports { transform: TransformKind, message: String },
+    #[error("component for {transform} failed its self-test: {message}")]
+    SelfTest { transform: TransformKind, message: String },
+    #[error("{transform} exceeded its {limit_ms} ms deadline")]
+    Timeout { transform: TransformKind, limit_ms: u64 },
+    #[error("{transform} exceeded its memory cap of {limit_mib} MiB")]
+    OutOfMemory { transform: TransformKind, limit_mib: u32 },
+    #[error("{transform} used up its fuel")]
+    OutOfFuel { transform: TransformKind },
+    #[error("{transform} trapped: {message}")]
+    Trap { transform: TransformKind, message: String },
+    #[error("cannot start the wasm engine: {0}")]
+    Engine(String),
+    #[error("compile cache: {0}")]
+    Cache(String),
+}
+
+impl EngineError {
+    /// Stable machine code, used in failures sent to clients and in logs.
+    pub fn code(&self) -> &'static str {
+        match self {
+            EngineError::Timeout { .. } | EngineError::OutOfFuel { .. } => "transform_timeout",
+            EngineError::OutOfMemory { .. } => "transform_out_of_memory",
+            EngineError::Trap { .. } => "transform_trap",
+            _ => "transform_unavailable",
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! The live set of transforms, with atomic hot swap.
+//!
+//! Each transform sits in an `ArcSwap`. A call takes its own `Arc` of the current version, so
+//! a swap never disturbs calls in flight: they finish on the version they started with. A
+//! candidate is compiled, type-checked and run through the golden corpus *before* it is
+//! stored; a failing candidate leaves the old version serving. Swaps are serialised by a mutex;
+//! calls never take it.
+
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+use devin_bridge_types::{Failure, Reply, Usage};
+use serde::Serialize;
+
+use super::bindings::{Answer, Call, MessageHead, Prompt, ResolvedModel};
+use super::cache::CompileCache;
+use super::corpus::self_test;
+use super::runtime::Runtime;
+use super::{EngineError, Loaded, TransformKind};
+use crate::policy::Policy;
+
+/// What `/healthz` and `components list` show about one loaded transform.
+#[derive(Debug, Clone, Serialize)]
+pub struct ComponentInfo {
+    pub name: &'static str,
+    pub sha256: String,
+    pub source: String,
+    pub size: usize,
+    pub uses_wasi: bool,
+}
+
+/// The outcome of a swap.
+#[derive(Debug, Clone, Serialize)]
+pub struct SwapReport {
+    pub transform: &'static str,
+    pub old_sha256: String,
+    pub new_sha256: String,
+    pub self_test_cases: usize,
+    pub elapsed_ms: u64,
+}
+
+/// The four live transforms.
+pub struct Transforms {
+    runtime: Runtime,
+    cache: CompileCache,
+    slots: [ArcSwap<Loaded>; 4],
+    swap_lock: Mutex<()>,
+}
+
+impl Transforms {
+    /// Loads, checks and self-tests the four components a policy names.
+    pub fn load(policy: &Policy) -> Result<Self, EngineError> {
+        let runtime = Runtime::new(policy.limits.into())?;
+        let cache = match policy.engine.cache_dir.as_ref().map(|dir| policy.resolve(dir)).or_else(CompileCache::default_dir) {
+            Some(dir) => CompileCache::open(&dir)?,
+            None => CompileCache::disabled(),
+        };
+        Self::load_with(runtime, cache, policy)
+    }
+
+    /// Like `load`, with an explicit runtime and cache (tests, benchmarks).
+    pub fn load_with(runtime: Runtime, cache: CompileCache, policy: &Policy) -> Result<Self, EngineError> {
+        let load = |kind: TransformKind| -> Result<ArcSwap<Loaded>, EngineError> {
+            let (path, pin) = policy.component_location(kind);
+            let loaded = Loaded::from_file(&runtime, &cache, kind, &path, pin.as_deref())?;
+            let report = self_test(&runtime, &loaded)?;
+            tracing::info!(transform = %kind, sha256 = %loaded.sha256, path = %path.display(), cases = report.cases, "component loaded and self-tested");
+            Ok(ArcSwap::from_pointee(loaded))
+        };
+        let slots = [
+            load(TransformKind::Serializer)?,
+            load(TransformKind::Envelope)?,
+            load(TransformKind::Sse)?,
+            load(TransformKind::ModelAlias)?,
+        ];
+        Ok(Self { runtime, cache, slots, swap_lock: Mutex::new(()) })
+    }
+
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// The version of `kind` that serves right now.
+    pub fn current(&self, kind: TransformKind) -> Arc<Loaded> {
+        self.slots[kind.index()].load_full()
+    }
+
+    /// Name, digest and origin of every loaded transform.
+    pub fn info(&self) -> Vec<ComponentInfo> {
+        TransformKind::ALL
+            .into_iter()
+            .map(|kind| {
+                let loaded = self.current(kind);
+                ComponentInfo {
+                    name: kind.name(),
+                    sha256: loaded.sha256.clone(),
+                    source: loaded.source.clone(),
+                    size: loaded.size,
+                    uses_wasi: loaded.uses_wasi,
+                }
+            })
+            .collect()
+    }
+
+    /// Performs one call on the current version of its transform.
+    pub fn call(&self, call: &Call) -> Result<Answer, EngineError> {
+        self.current(call.transform()).call(&self.runtime, call)
+    }
+
+    /// Compiles, checks and self-tests a candidate, then swaps it in atomically.
+    pub fn swap(&self, kind: TransformKind, bytes: &[u8], source: String) -> Result<SwapReport, EngineError> {
+        let started = std::time::Instant::now();
+        let _one_swap_at_a_time = self.swap_lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let candidate = Loaded::from_bytes(&self.runtime, &self.cache, kind, bytes, None, source)
+            .and_then(|candidate| self_test(&self.runtime, &candidate).map(|report| (candidate, report)));
+        let (candidate, report) = match candidate {
+            Ok(ok) => ok,
+            Err(error) => {
+                tracing::warn!(transform = %kind, old_sha256 = %self.current(kind).sha256, %error, "swap refused; the old version keeps serving");
+                return Err(error);
+            }
+        };
+        let new_sha256 = candidate.sha256.clone();
+        let old = self.slots[kind.index()].swap(Arc::new(candidate));
+        let report = SwapReport {
+            transform: kind.name(),
+            old_sha256: old.sha256.clone(),
+            new_sha256,
+            self_test_cases: report.cases,
+            elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        };
+        tracing::info!(transform = %kind, old_sha256 = %report.old_sha256, new_sha256 = %report.new_sha256, cases = report.self_test_cases, "component swapped");
+        Ok(report)
+    }
+
+    /// Re-reads the components a policy names and swaps those whose bytes changed (SIGHUP).
+    /// Every transform is tried; each result is reported.
+    pub fn reload(&self, policy: &Policy) -> Vec<(TransformKind, Result<Option<SwapReport>, EngineError>)> {
+        TransformKind::ALL
+            .into_iter()
+            .map(|kind| {
+                let (path, pin) = policy.component_location(kind);
+                let outcome = std::fs::read(&path)
+                    .map_err(|source| EngineError::Read { path: path.clone(), source })
+                    .and_then(|bytes| {
+                        let sha256 = super::sha256_hex(&bytes);
+                        if let Some(expected) = &pin {
+                            if !expected.eq_ignore_ascii_case(&sha256) {
+                                return Err(EngineError::PinMismatch { transform: kind, expected: expected.clone(), actual: sha256 });
+                            }
+                        }
+                        if sha256 == self.current(kind).sha256 {
+                            return Ok(None);
+                        }
+                        self.swap(kind, &bytes, path.display().to_string()).map(Some)
+                    });
+                (kind, outcome)
+            })
+            .collect()
+    }
+
+    // Typed entry points for the request pipeline. Arguments are taken by value so request
+    // bodies move into the call without a copy.
+
+    pub fn serialize(&self, request: String) -> Result<Result<Prompt, Failure>, EngineError> {
+        match self.call(&Call::Serialize { request })? {
+            Answer::Prompt(result) => Ok(result),
+            other => Err(mismatch(TransformKind::Serializer, &other)),
+        }
+    }
+
+    pub fn repair(&self, prompt: String, rejection: Failure) -> Result<String, EngineError> {
+        self.text(Call::Repair { prompt, rejection }, TransformKind::Serializer)
+    }
+
+    pub fn parse(&self, output: String, tools: String, id_seed: String) -> Result<Result<Reply, Failure>, EngineError> {
+        match self.call(&Call::Parse { output, tools, id_seed })? {
+            Answer::Reply(result) => Ok(result),
+            other => Err(mismatch(TransformKind::Envelope, &other)),
+        }
+    }
+
+    pub fn narrates_unexecuted_action(&self, output: String) -> Result<bool, EngineError> {
+        match self.call(&Call::NarratesUnexecutedAction { output })? {
+            Answer::Flag(flag) => Ok(flag),
+            other => Err(mismatch(TransformKind::Envelope, &other)),
+        }
+    }
+
+    pub fn stream_start(&self, head: MessageHead) -> Result<String, EngineError> {
+        self.text(Call::StreamStart { head }, TransformKind::Sse)
+    }
+
+    pub fn stream_ping(&self) -> Result<String, EngineError> {
+        self.text(Call::StreamPing, TransformKind::Sse)
+    }
+
+    pub fn stream_finish(&self, reply: Reply, usage: Usage) -> Result<String, EngineError> {
+        self.text(Call::StreamFinish { reply, usage }, TransformKind::Sse)
+    }
+
+    pub fn render_json(&self, head: MessageHead, reply: Reply) -> Result<String, EngineError> {
+        self.text(Call::RenderJson { head, reply }, TransformKind::Sse)
+    }
+
+    pub fn error_event(&self, failure: Failure) -> Result<String, EngineError> {
+        self.text(Call::ErrorEvent { failure }, TransformKind::Sse)
+    }
+
+    pub fn error_body(&self, failure: Failure) -> Result<String, EngineError> {
+        self.text(Call::ErrorBody { failure }, TransformKind::Sse)
+    }
+
+    pub fn validate_model(&self, reference: String, catalog: String) -> Result<Result<String, Failure>, EngineError> {
+        match self.call(&Call::Validate { reference, catalog })? {
+            Answer::Model(result) => Ok(result),
+            other => Err(mismatch(TransformKind::ModelAlias, &other)),
+        }
+    }
+
+    pub fn client_environment(
+        &self,
+        settings: Vec<(String, String)>,
+        catalog: String,
+    ) -> Result<Result<Vec<(String, String)>, Failure>, EngineError> {
+        match self.call(&Call::ClientEnvironment { settings, catalog })? {
+            Answer::Environment(result) => Ok(result),
+            other => Err(mismatch(TransformKind::ModelAlias, &other)),
+        }
+    }
+
+    pub fn resolve_model(&self, requested: String, catalog: String) -> Result<Result<ResolvedModel, Failure>, EngineError> {
+        match self.call(&Call::Resolve { requested, catalog })? {
+            Answer::Resolved(result) => Ok(result),
+            other => Err(mismatch(TransformKind::ModelAlias, &other)),
+        }
+    }
+
+    pub fn list_models(&self, catalog: String) -> Result<Result<String, Failure>, EngineError> {
+        match self.call(&Call::ListModels { catalog })? {
+            Answer::Model(result) => Ok(result),
+            other => Err(mismatch(TransformKind::ModelAlias, &other)),
+        }
+    }
+
+    fn text(&self, call: Call, kind: TransformKind) -> Result<String, EngineError> {
+        match self.call(&call)? {
+            Answer::Text(text) => Ok(text),
+            other => Err(mismatch(kind, &other)),
+        }
+    }
+}
+
+fn mismatch(transform: TransformKind, answer: &Answer) -> EngineError {
+    EngineError::Interface { transform, message: format!("unexpected answer shape {answer:?}") }
+}

@@ -1,0 +1,208 @@
+//! The wasmtime engine and the per-call store.
+//!
+//! Every call gets a fresh `Store`: no state survives from one request to the next. The store
+//! carries a memory cap (a `ResourceLimiter` that records when the cap was hit, so an
+//! out-of-memory abort is reported as such rather than as a generic trap) and an epoch deadline
+//! (a ticker thread bumps the epoch every `TICK`; a call that runs past its deadline traps).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::component::ResourceTable;
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::{EngineError, TransformKind};
+use crate::policy::RuntimeLimits;
+
+/// How often the epoch advances; deadlines are rounded up to whole ticks.
+const TICK: Duration = Duration::from_millis(10);
+
+/// Limits applied to every call.
+#[derive(Debug, Clone, Copy)]
+pub struct RuntimeConfig {
+    pub memory_bytes: usize,
+    pub call_timeout: Duration,
+    pub max_instances: u32,
+    /// Deterministic instruction budget per call (fuzzing); `None` in production, where the
+    /// epoch deadline bounds a call's time more cheaply.
+    pub fuel: Option<u64>,
+}
+
+impl From<RuntimeLimits> for RuntimeConfig {
+    fn from(limits: RuntimeLimits) -> Self {
+        Self {
+            memory_bytes: (limits.memory_mib as usize) << 20,
+            call_timeout: Duration::from_millis(limits.call_timeout_ms),
+            max_instances: limits.max_instances,
+            fuel: None,
+        }
+    }
+}
+
+/// The process-wide engine plus the limits every store gets.
+#[derive(Clone)]
+pub struct Runtime {
+    engine: Engine,
+    config: RuntimeConfig,
+    _ticker: Arc<Ticker>,
+}
+
+impl Runtime {
+    pub fn new(config: RuntimeConfig) -> Result<Self, EngineError> {
+        let mut pooling = PoolingAllocationConfig::new();
+        // Each transform component holds one core instance and one memory; a few spares
+        // cover adapters a component author's toolchain might add.
+        pooling
+            .total_component_instances(config.max_instances)
+            .total_core_instances(config.max_instances.saturating_mul(4))
+            .total_memories(config.max_instances.saturating_mul(2))
+            .total_tables(config.max_instances.saturating_mul(2))
+            .max_memory_size(config.memory_bytes);
+
+        let mut wasm = Config::new();
+        wasm.wasm_component_model(true)
+            .epoch_interruption(true)
+            .consume_fuel(config.fuel.is_some())
+            .memory_init_cow(true)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
+        let engine = Engine::new(&wasm).map_err(|error| EngineError::Engine(format!("{error:#}")))?;
+        let ticker = Arc::new(Ticker::start(&engine)?);
+        Ok(Self { engine, config, _ticker: ticker })
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub fn config(&self) -> RuntimeConfig {
+        self.config
+    }
+
+    /// A fresh store with the memory cap and the call deadline armed.
+    pub(crate) fn store(&self) -> Store<CallState> {
+        let mut store = Store::new(&self.engine, CallState::new(self.config.memory_bytes));
+        store.limiter(|state| &mut state.limiter);
+        let ticks = self.config.call_timeout.as_millis().div_ceil(TICK.as_millis()).max(1);
+        store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
+        if let Some(fuel) = self.config.fuel {
+            // Cannot fail: fuel consumption is enabled whenever `fuel` is set.
+            let _ = store.set_fuel(fuel);
+        }
+        store
+    }
+
+    /// Turns a wasmtime error of a call into a typed error, looking at what the store saw.
+    pub(crate) fn classify(
+        &self,
+        transform: TransformKind,
+        store: &Store<CallState>,
+        error: wasmtime::Error,
+    ) -> EngineError {
+        if store.data().limiter.exceeded {
+            return EngineError::OutOfMemory {
+                transform,
+                limit_mib: u32::try_from(self.config.memory_bytes >> 20).unwrap_or(u32::MAX),
+            };
+        }
+        match error.downcast_ref::<wasmtime::Trap>() {
+            Some(wasmtime::Trap::Interrupt) => {
+                return EngineError::Timeout {
+                    transform,
+                    limit_ms: u64::try_from(self.config.call_timeout.as_millis()).unwrap_or(u64::MAX),
+                }
+            }
+            Some(wasmtime::Trap::OutOfFuel) => return EngineError::OutOfFuel { transform },
+            _ => {}
+        }
+        EngineError::Trap { transform, message: format!("{error:#}") }
+    }
+}
+
+/// What a store holds: the memory limiter and, for components that import WASI, an empty
+/// WASI context (no files, no environment, no network, no inherited stdio).
+pub(crate) struct CallState {
+    limiter: MemoryCap,
+    wasi: WasiCtx,
+    table: ResourceTable,
+}
+
+impl CallState {
+    fn new(memory_bytes: usize) -> Self {
+        Self {
+            limiter: MemoryCap { limit: memory_bytes, exceeded: false },
+            // `WasiCtx::builder().build()` inherits nothing: stdio goes to a closed sink,
+            // no env, no args, no preopens, and sockets are denied by default.
+            wasi: WasiCtx::builder().build(),
+            table: ResourceTable::new(),
+        }
+    }
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// A memory cap that remembers being hit, so the resulting abort can be named.
+struct MemoryCap {
+    limit: usize,
+    exceeded: bool,
+}
+
+impl wasmtime::ResourceLimiter for MemoryCap {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.limit {
+            self.exceeded = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 100_000)
+    }
+}
+
+/// Advances the engine's epoch every `TICK` until dropped. Holds only a weak engine handle so
+/// it never keeps the engine alive.
+struct Ticker {
+    stop: std::sync::mpsc::Sender<()>,
+}
+
+impl Ticker {
+    fn start(engine: &Engine) -> Result<Self, EngineError> {
+        let weak = engine.weak();
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        std::thread::Builder::new()
+            .name("wasm-epoch".into())
+            .spawn(move || loop {
+                match stopped.recv_timeout(TICK) {
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => match weak.upgrade() {
+                        Some(engine) => engine.increment_epoch(),
+                        None => return,
+                    },
+                    _ => return,
+                }
+            })
+            .map_err(|error| EngineError::Engine(format!("cannot start the epoch ticker: {error}")))?;
+        Ok(Self { stop })
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        let _ = self.stop.send(());
+    }
+}

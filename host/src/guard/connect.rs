@@ -1,0 +1,214 @@
+//! The `CONNECT` flow.
+//!
+//! 1. The authority must be `host:port`; the host a DNS name (never an IP literal, never with
+//!    userinfo); the port one of the policy's; the name on the allowlist. Otherwise the answer
+//!    is `403 Forbidden` (or `400` for syntax), written after the audit line and before any name
+//!    resolution.
+//! 2. `200 Connection Established`, then the ClientHello is read (reassembled, capped, timed)
+//!    and its SNI must equal the CONNECT host after normalisation. Otherwise the connection is
+//!    closed and the reason recorded.
+//! 3. Only then the name is resolved once, every address classified, and one of those exact
+//!    addresses dialled; the buffered bytes are replayed and both directions spliced.
+//!    One audit line is written when the tunnel ends, with bytes each way and how it ended.
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+use super::audit::{sanitize, Decision, Pending};
+use super::client_hello::read_client_hello;
+use super::head::RequestHead;
+use super::hostmatch::{normalize_host, HostError};
+use super::server::Shared;
+use super::{dial, splice};
+
+const FORBIDDEN: (u16, &str) = (403, "Forbidden");
+const BAD_REQUEST: (u16, &str) = (400, "Bad Request");
+const ESTABLISHED: &[u8] = b"HTTP/1.1 200 Connection Established\r\n\r\n";
+
+/// Why a request target was refused before any policy lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TargetError {
+    /// Not `host:port`.
+    Syntax,
+    /// The port is not a number in 1..=65535.
+    Port,
+    /// `user@host`.
+    Userinfo,
+    /// A host name problem.
+    Host(HostError),
+}
+
+impl TargetError {
+    pub(crate) fn reason(self) -> &'static str {
+        match self {
+            TargetError::Syntax => "bad_target",
+            TargetError::Port => "invalid_port",
+            TargetError::Userinfo => "userinfo_in_url",
+            TargetError::Host(e) => e.reason(),
+        }
+    }
+
+    pub(crate) fn status(self) -> (u16, &'static str) {
+        match self {
+            TargetError::Syntax | TargetError::Port => BAD_REQUEST,
+            TargetError::Userinfo | TargetError::Host(_) => FORBIDDEN,
+        }
+    }
+}
+
+/// Split `host:port` (or `[v6]:port`). The host is returned as written.
+pub(crate) fn split_authority(authority: &str) -> Result<(&str, u16), TargetError> {
+    let (host, port) = if authority.starts_with('[') {
+        let close = authority.find(']').ok_or(TargetError::Syntax)?;
+        let (host, rest) = authority.split_at(close + 1);
+        (host, rest.strip_prefix(':').ok_or(TargetError::Syntax)?)
+    } else {
+        authority.rsplit_once(':').ok_or(TargetError::Syntax)?
+    };
+    if host.is_empty() {
+        return Err(TargetError::Syntax);
+    }
+    Ok((host, parse_port(port)?))
+}
+
+pub(crate) fn parse_port(port: &str) -> Result<u16, TargetError> {
+    if port.is_empty() || port.len() > 5 || !port.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(TargetError::Port);
+    }
+    match port.parse::<u16>() {
+        Ok(0) | Err(_) => Err(TargetError::Port),
+        Ok(p) => Ok(p),
+    }
+}
+
+/// Check a requested host: userinfo, syntax, IP literal. Returns the normalised name.
+pub(crate) fn check_host(host: &str) -> Result<String, TargetError> {
+    if host.contains('@') {
+        return Err(TargetError::Userinfo);
+    }
+    normalize_host(host).map_err(TargetError::Host)
+}
+
+pub(crate) async fn handle(
+    shared: &Shared,
+    mut stream: TcpStream,
+    mut pending: Pending,
+    request: RequestHead,
+    early: Vec<u8>,
+) {
+    // 1. Policy on the request alone: no resolution, no upstream.
+    let (raw_host, port) = match split_authority(&request.target) {
+        Ok(parts) => parts,
+        Err(e) => {
+            pending.host = Some(sanitize(&request.target));
+            return shared
+                .deny_with(&mut stream, &pending, e.status(), e.reason())
+                .await;
+        }
+    };
+    pending.host = Some(sanitize(raw_host));
+    pending.port = Some(port);
+    let host = match check_host(raw_host) {
+        Ok(host) => host,
+        Err(e) => {
+            return shared
+                .deny_with(&mut stream, &pending, e.status(), e.reason())
+                .await
+        }
+    };
+    let policy = &shared.policy;
+    if !policy.ports.contains(&port) {
+        return shared
+            .deny_with(&mut stream, &pending, FORBIDDEN, "port_not_allowed")
+            .await;
+    }
+    if !policy.allow.matches(&host) {
+        return shared
+            .deny_with(&mut stream, &pending, FORBIDDEN, "host_not_allowlisted")
+            .await;
+    }
+
+    // 2. The tunnel is open on the client side; read the ClientHello.
+    if stream.write_all(ESTABLISHED).await.is_err() {
+        return shared.decide(&pending, Decision::Deny, "client_write_error", None, (0, 0));
+    }
+    let limits = policy.limits;
+    let (hello, raw) = match read_client_hello(
+        &mut stream,
+        early,
+        limits.client_hello_max_bytes,
+        limits.client_hello_timeout(),
+    )
+    .await
+    {
+        Ok(found) => found,
+        Err(e) => return shared.decide(&pending, Decision::Deny, e.reason(), None, (0, 0)),
+    };
+    pending.sni = Some(sanitize(&hello.sni));
+    match normalize_host(&hello.sni) {
+        Ok(sni) if sni == host => {}
+        Ok(_) => return shared.decide(&pending, Decision::Deny, "sni_mismatch", None, (0, 0)),
+        Err(_) => return shared.decide(&pending, Decision::Deny, "invalid_sni", None, (0, 0)),
+    }
+
+    // 3. Resolve once, classify, dial that address.
+    let (mut upstream, resolved) = match dial::resolve_and_dial(shared, &host, port).await {
+        Ok(found) => found,
+        Err((e, addr)) => {
+            pending.resolved = addr;
+            return shared.decide(&pending, Decision::Deny, e.reason(), None, (0, 0));
+        }
+    };
+    pending.resolved = Some(resolved);
+    let _ = upstream.set_nodelay(true);
+    if upstream.write_all(&raw).await.is_err() {
+        return shared.decide(
+            &pending,
+            Decision::Allow,
+            "allowlisted",
+            Some("error"),
+            (0, 0),
+        );
+    }
+    let replayed = raw.len() as u64;
+    drop(raw);
+    tracing::debug!(%host, port, %resolved, "tunnel open");
+    let mut shutdown = shared.shutdown.clone();
+    let (up, down, close) = splice::splice(
+        &stream,
+        &upstream,
+        limits.buffer_bytes,
+        limits.idle_timeout(),
+        &mut shutdown,
+    )
+    .await;
+    shared.decide(
+        &pending,
+        Decision::Allow,
+        "allowlisted",
+        Some(close.as_str()),
+        (replayed + up, down),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn authority_parsing() {
+        assert_eq!(split_authority("a.b:443"), Ok(("a.b", 443)));
+        assert_eq!(split_authority("[::1]:443"), Ok(("[::1]", 443)));
+        assert_eq!(split_authority("::1:443"), Ok(("::1", 443)));
+        assert_eq!(split_authority("a.b"), Err(TargetError::Syntax));
+        assert_eq!(split_authority(":443"), Err(TargetError::Syntax));
+        assert_eq!(split_authority("a.b:"), Err(TargetError::Port));
+        assert_eq!(split_authority("a.b:0"), Err(TargetError::Port));
+        assert_eq!(split_authority("a.b:65536"), Err(TargetError::Port));
+        assert_eq!(split_authority("a.b:+443"), Err(TargetError::Port));
+        assert_eq!(split_authority("[::1]443"), Err(TargetError::Syntax));
+        assert_eq!(check_host("u:p@a.b"), Err(TargetError::Userinfo));
+        assert_eq!(check_host("[::1]"), Err(TargetError::Host(HostError::IpLiteral)));
+        assert_eq!(check_host("A.B."), Ok("a.b".to_owned()));
+    }
+}

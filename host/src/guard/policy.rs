@@ -1,0 +1,414 @@
+//! The guard's policy file: strict TOML with safe defaults, compiled once at load.
+//!
+//! Every field is optional except `audit` (the guard refuses to run without an audit file); a
+//! missing field takes a default that denies more, never less: listen on loopback, an empty
+//! allowlist (deny everything), port 443 only, plain HTTP off, no address range allowed beyond
+//! the public unicast space, no name pins. Unknown keys are an error (`deny_unknown_fields`).
+//! Relative paths are resolved against the directory of the policy file.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::addr::Cidr;
+use super::hostmatch::{self, Allowlist};
+
+/// Hard ceiling of the ClientHello buffer (the issue fixes it at 64 KiB).
+pub const CLIENT_HELLO_CAP: usize = 64 * 1024;
+
+/// Why a guard policy could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum GuardPolicyError {
+    /// The file could not be read.
+    #[error("cannot read guard policy {path}: {source}")]
+    Read {
+        /// The policy file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML for this schema (unknown key, wrong type...).
+    #[error("invalid guard policy{}: {message}", path_suffix(.path))]
+    Parse {
+        /// The policy file, when it came from a file.
+        path: Option<PathBuf>,
+        /// The parser's message.
+        message: String,
+    },
+    /// The file parsed but a value is not acceptable.
+    #[error("invalid guard policy: {0}")]
+    Invalid(String),
+}
+
+fn path_suffix(path: &Option<PathBuf>) -> String {
+    path.as_ref()
+        .map(|p| format!(" {}", p.display()))
+        .unwrap_or_default()
+}
+
+/// A guard policy as written in TOML (see `policies/guard-*.toml`, every field is commented
+/// there). Construct it with `Default` and struct update syntax in tests.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GuardPolicy {
+    /// Address the proxy listens on. Default `127.0.0.1:8080`.
+    pub listen: SocketAddr,
+    /// Audit file (JSON lines). Required: the guard refuses to start without one.
+    pub audit: Option<PathBuf>,
+    /// Destination names: exact names (`devin.ai`) or `*.suffix` (`*.devin.ai`, which does not
+    /// match the apex itself). Empty = deny everything.
+    pub allow: Vec<String>,
+    /// Ports a CONNECT may reach. Default `[443]`.
+    pub ports: Vec<u16>,
+    /// Resolved-address ranges (CIDR) allowed although their class is denied by default
+    /// (loopback, private...). Cloud metadata and the guard's own address stay denied.
+    pub allow_ranges: Vec<String>,
+    /// Plain-HTTP forwarding.
+    pub http: HttpPolicy,
+    /// Resource limits.
+    pub limits: Limits,
+    /// Name pins, like curl's `--resolve`: `"api.devin.ai" = "203.0.113.7"` (keeps the
+    /// requested port) or `"api.devin.ai" = "127.0.0.1:8443"` (also replaces the port).
+    /// A pinned name is never looked up in DNS; the pinned address is still classified.
+    pub resolve: BTreeMap<String, String>,
+}
+
+impl Default for GuardPolicy {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            audit: None,
+            allow: Vec::new(),
+            ports: vec![443],
+            allow_ranges: Vec::new(),
+            http: HttpPolicy::default(),
+            limits: Limits::default(),
+            resolve: BTreeMap::new(),
+        }
+    }
+}
+
+/// `[http]`: plain (non-CONNECT) forwarding.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpPolicy {
+    /// Forward absolute-form `http:` requests. Default `false` (answered `403`).
+    pub enabled: bool,
+    /// Ports a plain-HTTP request may reach. Default `[80]`.
+    pub ports: Vec<u16>,
+}
+
+impl Default for HttpPolicy {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            ports: vec![80],
+        }
+    }
+}
+
+/// `[limits]`: everything that bounds what one client, or many, can make the guard hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Connections served at once; one more is refused (`503`) and audited. Default 256.
+    pub max_connections: usize,
+    /// Largest request head (request line + headers), bytes. Default 16384.
+    pub header_max_bytes: usize,
+    /// Time allowed to receive a whole request head, ms. Default 10000.
+    pub header_timeout_ms: u64,
+    /// Largest ClientHello (all its records), bytes; at most 65536. Default 65536.
+    pub client_hello_max_bytes: usize,
+    /// Time allowed to receive the whole ClientHello after `200`, ms. Default 3000.
+    pub client_hello_timeout_ms: u64,
+    /// Name resolution plus TCP connect to the upstream, ms. Default 10000.
+    pub connect_timeout_ms: u64,
+    /// A tunnel with no byte in either direction for this long is closed, ms. Default 300000.
+    pub idle_timeout_ms: u64,
+    /// Copy buffer per direction while data flows (released when idle), bytes. Default 65536.
+    pub buffer_bytes: usize,
+    /// On SIGTERM/SIGINT, time given to open connections before the guard exits, ms.
+    /// Default 5000.
+    pub shutdown_grace_ms: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_connections: 256,
+            header_max_bytes: 16 * 1024,
+            header_timeout_ms: 10_000,
+            client_hello_max_bytes: CLIENT_HELLO_CAP,
+            client_hello_timeout_ms: 3_000,
+            connect_timeout_ms: 10_000,
+            idle_timeout_ms: 300_000,
+            buffer_bytes: 64 * 1024,
+            shutdown_grace_ms: 5_000,
+        }
+    }
+}
+
+impl Limits {
+    pub(crate) fn header_timeout(&self) -> Duration {
+        Duration::from_millis(self.header_timeout_ms)
+    }
+    pub(crate) fn client_hello_timeout(&self) -> Duration {
+        Duration::from_millis(self.client_hello_timeout_ms)
+    }
+    pub(crate) fn connect_timeout(&self) -> Duration {
+        Duration::from_millis(self.connect_timeout_ms)
+    }
+    pub(crate) fn idle_timeout(&self) -> Duration {
+        Duration::from_millis(self.idle_timeout_ms)
+    }
+    pub(crate) fn shutdown_grace(&self) -> Duration {
+        Duration::from_millis(self.shutdown_grace_ms)
+    }
+}
+
+/// A pinned address: with or without a port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pin {
+    /// Keep the requested port.
+    Ip(IpAddr),
+    /// Replace the requested port too.
+    Socket(SocketAddr),
+}
+
+impl Pin {
+    pub(crate) fn to_socket(self, port: u16) -> SocketAddr {
+        match self {
+            Pin::Ip(ip) => SocketAddr::new(ip, port),
+            Pin::Socket(addr) => addr,
+        }
+    }
+}
+
+/// A validated policy, ready to serve.
+#[derive(Debug, Clone)]
+pub(crate) struct CompiledPolicy {
+    pub listen: SocketAddr,
+    pub audit: PathBuf,
+    pub allow: Allowlist,
+    pub ports: Vec<u16>,
+    pub allow_ranges: Vec<Cidr>,
+    pub http: HttpPolicy,
+    pub limits: Limits,
+    pub resolve: BTreeMap<String, Pin>,
+}
+
+impl GuardPolicy {
+    /// Parse a policy from TOML text (relative paths stay relative).
+    pub fn from_toml_str(text: &str) -> Result<Self, GuardPolicyError> {
+        toml::from_str(text).map_err(|e| GuardPolicyError::Parse {
+            path: None,
+            message: e.message().to_owned(),
+        })
+    }
+
+    /// Read a policy file; a relative `audit` path is resolved against the file's directory.
+    pub fn load(path: &Path) -> Result<Self, GuardPolicyError> {
+        let text = std::fs::read_to_string(path).map_err(|source| GuardPolicyError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let mut policy: GuardPolicy =
+            toml::from_str(&text).map_err(|e| GuardPolicyError::Parse {
+                path: Some(path.to_owned()),
+                message: e.message().to_owned(),
+            })?;
+        if let Some(audit) = policy.audit.as_mut() {
+            if audit.is_relative() {
+                let base = path.parent().unwrap_or_else(|| Path::new("."));
+                *audit = base.join(&*audit);
+            }
+        }
+        Ok(policy)
+    }
+
+    /// Check every value and build the matcher tables. Fails closed on anything doubtful.
+    pub(crate) fn compile(&self) -> Result<CompiledPolicy, GuardPolicyError> {
+        let invalid = |m: String| GuardPolicyError::Invalid(m);
+        let audit = self
+            .audit
+            .clone()
+            .ok_or_else(|| invalid("`audit` is required (the path of the audit file)".into()))?;
+        if audit.as_os_str().is_empty() {
+            return Err(invalid("`audit` is empty".into()));
+        }
+        let allow = Allowlist::parse(&self.allow).map_err(|(pattern, why)| {
+            invalid(format!("allow entry {pattern:?} is not a host name or *.suffix: {why}"))
+        })?;
+        check_ports("ports", &self.ports)?;
+        check_ports("http.ports", &self.http.ports)?;
+        let mut allow_ranges = Vec::with_capacity(self.allow_ranges.len());
+        for range in &self.allow_ranges {
+            allow_ranges.push(
+                range
+                    .parse::<Cidr>()
+                    .map_err(|why| invalid(format!("allow_ranges entry {range:?}: {why}")))?,
+            );
+        }
+        let l = &self.limits;
+        let positive = [
+            ("limits.max_connections", l.max_connections as u64),
+            ("limits.header_max_bytes", l.header_max_bytes as u64),
+            ("limits.header_timeout_ms", l.header_timeout_ms),
+            ("limits.client_hello_max_bytes", l.client_hello_max_bytes as u64),
+            ("limits.client_hello_timeout_ms", l.client_hello_timeout_ms),
+            ("limits.connect_timeout_ms", l.connect_timeout_ms),
+            ("limits.idle_timeout_ms", l.idle_timeout_ms),
+            ("limits.buffer_bytes", l.buffer_bytes as u64),
+        ];
+        for (name, value) in positive {
+            if value == 0 {
+                return Err(invalid(format!("`{name}` must be greater than 0")));
+            }
+        }
+        if l.client_hello_max_bytes > CLIENT_HELLO_CAP {
+            return Err(invalid(format!(
+                "`limits.client_hello_max_bytes` is at most {CLIENT_HELLO_CAP}"
+            )));
+        }
+        if l.header_max_bytes < 256 || l.header_max_bytes > 1024 * 1024 {
+            return Err(invalid(
+                "`limits.header_max_bytes` must be between 256 and 1048576".into(),
+            ));
+        }
+        if l.buffer_bytes > 16 * 1024 * 1024 {
+            return Err(invalid("`limits.buffer_bytes` is at most 16 MiB".into()));
+        }
+        if l.max_connections > 1_000_000 {
+            return Err(invalid("`limits.max_connections` is at most 1000000".into()));
+        }
+        let mut resolve = BTreeMap::new();
+        for (name, target) in &self.resolve {
+            let host = hostmatch::normalize_host(name).map_err(|e| {
+                invalid(format!("resolve key {name:?} is not a host name: {}", e.reason()))
+            })?;
+            let pin = if let Ok(addr) = target.parse::<SocketAddr>() {
+                Pin::Socket(addr)
+            } else if let Ok(ip) = target.parse::<IpAddr>() {
+                Pin::Ip(ip)
+            } else {
+                return Err(invalid(format!(
+                    "resolve value {target:?} for {name:?} is not an IP address or IP:port"
+                )));
+            };
+            if matches!(pin, Pin::Socket(a) if a.port() == 0) {
+                return Err(invalid(format!("resolve value {target:?} has port 0")));
+            }
+            if resolve.insert(host, pin).is_some() {
+                return Err(invalid(format!(
+                    "resolve key {name:?} duplicates another key after normalisation"
+                )));
+            }
+        }
+        Ok(CompiledPolicy {
+            listen: self.listen,
+            audit,
+            allow,
+            ports: self.ports.clone(),
+            allow_ranges,
+            http: self.http.clone(),
+            limits: self.limits,
+            resolve,
+        })
+    }
+}
+
+fn check_ports(name: &str, ports: &[u16]) -> Result<(), GuardPolicyError> {
+    if ports.contains(&0) {
+        return Err(GuardPolicyError::Invalid(format!(
+            "`{name}` must not contain 0"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_safe() {
+        let p = GuardPolicy::default();
+        assert!(p.allow.is_empty());
+        assert_eq!(p.ports, vec![443]);
+        assert!(!p.http.enabled);
+        assert!(p.allow_ranges.is_empty());
+        assert!(p.listen.ip().is_loopback());
+        assert!(p.compile().is_err(), "no audit path: refuse");
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let err = GuardPolicy::from_toml_str("audit = \"a\"\nallowlist = []\n").unwrap_err();
+        assert!(err.to_string().contains("allowlist"), "{err}");
+        let err = GuardPolicy::from_toml_str("audit = \"a\"\n[limits]\nmax_conn = 1\n").unwrap_err();
+        assert!(err.to_string().contains("max_conn"), "{err}");
+    }
+
+    #[test]
+    fn parses_and_compiles_a_full_policy() {
+        let p = GuardPolicy::from_toml_str(
+            r#"
+            listen = "0.0.0.0:8080"
+            audit = "/tmp/x.jsonl"
+            allow = ["*.Devin.AI", "devin.ai."]
+            ports = [443, 8443]
+            allow_ranges = ["127.0.0.0/8", "::1/128"]
+            [http]
+            enabled = true
+            [limits]
+            max_connections = 8
+            [resolve]
+            "API.devin.ai" = "127.0.0.1:9999"
+            "x.devin.ai" = "::1"
+            "#,
+        )
+        .unwrap();
+        let c = p.compile().unwrap();
+        assert!(c.allow.matches("api.devin.ai"));
+        assert!(c.allow.matches("devin.ai"));
+        assert_eq!(c.limits.max_connections, 8);
+        assert_eq!(
+            c.resolve.get("api.devin.ai"),
+            Some(&Pin::Socket("127.0.0.1:9999".parse().unwrap()))
+        );
+        assert_eq!(
+            c.resolve.get("x.devin.ai").map(|p| p.to_socket(443)),
+            Some("[::1]:443".parse().unwrap())
+        );
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        for text in [
+            "audit='a'\nallow=['*']",
+            "audit='a'\nallow=['1.2.3.4']",
+            "audit='a'\nallow=['a.*.b']",
+            "audit='a'\nports=[0]",
+            "audit='a'\nallow_ranges=['10.0.0.0/33']",
+            "audit='a'\n[limits]\nclient_hello_max_bytes=70000",
+            "audit='a'\n[limits]\nidle_timeout_ms=0",
+            "audit='a'\n[resolve]\n'a.b'='nope'",
+            "audit=''",
+        ] {
+            let p = GuardPolicy::from_toml_str(text).unwrap();
+            assert!(p.compile().is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn relative_audit_path_is_resolved_against_the_policy_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.toml");
+        std::fs::write(&path, "audit = \"logs/a.jsonl\"\n").unwrap();
+        let p = GuardPolicy::load(&path).unwrap();
+        assert_eq!(p.audit.unwrap(), dir.path().join("logs/a.jsonl"));
+    }
+}

@@ -1,0 +1,10 @@
+//! devin-bridge: the trusted native host.
+//!
+//! The host owns everything with side effects (sockets, subprocesses, the egress guard); every
+//! transform of untrusted data runs as a WebAssembly component (`engine`).
+
+pub mod cli;
+pub mod control;
+pub mod engine;
+pub mod guard;
+pub mod policy;

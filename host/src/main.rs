@@ -1,0 +1,52 @@
+//! `devin-bridge`: the command line of the trusted host.
+
+use clap::{Parser, Subcommand};
+
+use devin_bridge::cli;
+
+#[derive(Debug, Parser)]
+#[command(name = "devin-bridge", version, about = "Use a Devin account from other tools without giving anyone more reach than they need")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Load a policy and serve it (summarizer: the Anthropic Messages endpoint).
+    Serve(cli::ServeArgs),
+    /// Run an egress guard: a forward proxy that enforces an allowlist and audits every decision.
+    Guard(devin_bridge::guard::GuardArgs),
+    /// Check that this environment cannot reach Anthropic and leaks no credentials.
+    VerifyIsolation(devin_bridge::guard::isolation::VerifyIsolationArgs),
+    /// Inspect, check and hot-swap transform components.
+    #[command(subcommand)]
+    Components(cli::ComponentsCommand),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    cli::init_tracing();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("devin-bridge: cannot start the async runtime: {error}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(async move {
+        match cli.command {
+            Command::Serve(args) => cli::serve(args).await,
+            Command::Guard(args) => devin_bridge::guard::run(args).await,
+            Command::VerifyIsolation(args) => devin_bridge::guard::isolation::run(args).await,
+            Command::Components(command) => cli::components(command).await,
+        }
+    });
+    match outcome {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("devin-bridge: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,290 @@
+//! Policy files: one TOML file selects a mode and configures everything the host does.
+//!
+//! Parsing is strict (`deny_unknown_fields` everywhere): a misspelt key is an error at load,
+//! never a silently ignored setting. Every field has a safe default, and relative paths are
+//! resolved against the directory of the policy file, so a policy means the same thing
+//! whatever the working directory of the process.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::engine::TransformKind;
+
+/// Why a policy could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    #[error("cannot read policy {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("invalid policy {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("invalid policy {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+/// The three things the bridge can be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Claude Code talks to our Anthropic Messages endpoint; Devin's `summarizer` agent answers.
+    Summarizer,
+    /// A CLI that delegates tasks and reviews to Devin.
+    Companion,
+    /// A worker that serves Devin Outposts sessions from a fleet queue.
+    Outpost,
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mode::Summarizer => "summarizer",
+            Mode::Companion => "companion",
+            Mode::Outpost => "outpost",
+        })
+    }
+}
+
+/// One transform component: where its bytes are and, optionally, the digest they must have.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComponentSource {
+    /// Path of the `.wasm` component, relative to the policy file.
+    pub path: PathBuf,
+    /// Hex sha256 the file must have; a mismatch refuses the component.
+    pub sha256: Option<String>,
+}
+
+/// `[components.<transform>]` tables. A missing table means the built-in default location.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComponentsTable {
+    pub serializer: Option<ComponentSource>,
+    pub envelope: Option<ComponentSource>,
+    pub sse: Option<ComponentSource>,
+    #[serde(rename = "model-alias")]
+    pub model_alias: Option<ComponentSource>,
+}
+
+/// Limits of the wasm runtime. Each call gets a fresh store with these caps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RuntimeLimits {
+    /// Linear memory cap per call, in MiB.
+    pub memory_mib: u32,
+    /// Wall-clock deadline per call, in milliseconds (epoch interruption).
+    pub call_timeout_ms: u64,
+    /// Component instances that can be live at once (the pooling allocator's size).
+    pub max_instances: u32,
+}
+
+impl Default for RuntimeLimits {
+    fn default() -> Self {
+        Self {
+            memory_mib: 256,
+            call_timeout_ms: 2_000,
+            max_instances: 128,
+        }
+    }
+}
+
+/// `[engine]`: where compiled components are cached.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EngineSection {
+    /// Directory for precompiled components; default `$XDG_CACHE_HOME/devin-bridge`
+    /// (or `~/.cache/devin-bridge`). Must be private to this user.
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// `[control]`: the local socket that `devin-bridge components swap` talks to.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ControlSection {
+    /// Unix socket path; default `$XDG_RUNTIME_DIR/devin-bridge/control.sock`, else
+    /// `/tmp/devin-bridge-<uid>/control.sock`.
+    pub socket: Option<PathBuf>,
+}
+
+/// A whole policy file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    pub mode: Mode,
+    #[serde(default)]
+    pub components: ComponentsTable,
+    #[serde(default)]
+    pub limits: RuntimeLimits,
+    #[serde(default)]
+    pub engine: EngineSection,
+    #[serde(default)]
+    pub control: ControlSection,
+    /// Directory of the policy file; relative paths are resolved against it.
+    #[serde(skip)]
+    pub base_dir: PathBuf,
+    /// Where the policy was read from (for messages).
+    #[serde(skip)]
+    pub source: PathBuf,
+}
+
+impl Policy {
+    /// Reads and validates a policy file.
+    pub fn load(path: &Path) -> Result<Self, PolicyError> {
+        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let base_dir = path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        Self::parse(&text, path, &base_dir)
+    }
+
+    /// Parses policy text; `source` names it in messages, `base_dir` anchors relative paths.
+    pub fn parse(text: &str, source: &Path, base_dir: &Path) -> Result<Self, PolicyError> {
+        let mut policy: Policy = toml::from_str(text).map_err(|error| PolicyError::Parse {
+            path: source.to_owned(),
+            message: error.to_string(),
+        })?;
+        policy.base_dir = base_dir.to_owned();
+        policy.source = source.to_owned();
+        policy.validate()?;
+        Ok(policy)
+    }
+
+    fn validate(&self) -> Result<(), PolicyError> {
+        let invalid = |message: String| PolicyError::Invalid {
+            path: self.source.clone(),
+            message,
+        };
+        if self.limits.memory_mib == 0 || self.limits.memory_mib > 4096 {
+            return Err(invalid(format!(
+                "limits.memory_mib must be between 1 and 4096, not {}",
+                self.limits.memory_mib
+            )));
+        }
+        if self.limits.call_timeout_ms == 0 || self.limits.call_timeout_ms > 600_000 {
+            return Err(invalid(format!(
+                "limits.call_timeout_ms must be between 1 and 600000, not {}",
+                self.limits.call_timeout_ms
+            )));
+        }
+        if self.limits.max_instances == 0 || self.limits.max_instances > 10_000 {
+            return Err(invalid(format!(
+                "limits.max_instances must be between 1 and 10000, not {}",
+                self.limits.max_instances
+            )));
+        }
+        for kind in TransformKind::ALL {
+            if let Some(pin) = self.component(kind).and_then(|source| source.sha256.as_deref()) {
+                if pin.len() != 64 || !pin.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return Err(invalid(format!(
+                        "components.{kind}.sha256 must be 64 hex digits, not {pin:?}"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The configured source of one transform, if the policy names one.
+    pub fn component(&self, kind: TransformKind) -> Option<&ComponentSource> {
+        match kind {
+            TransformKind::Serializer => self.components.serializer.as_ref(),
+            TransformKind::Envelope => self.components.envelope.as_ref(),
+            TransformKind::Sse => self.components.sse.as_ref(),
+            TransformKind::ModelAlias => self.components.model_alias.as_ref(),
+        }
+    }
+
+    /// Where a transform's component is read from and the pin it must match.
+    ///
+    /// Without a `[components.<t>]` table the component is `<t>.wasm` in the default
+    /// components directory (`DEVIN_BRIDGE_COMPONENTS`, else `target/components` beside the
+    /// policy directory, which is where `cargo xtask build` writes them).
+    pub fn component_location(&self, kind: TransformKind) -> (PathBuf, Option<String>) {
+        match self.component(kind) {
+            Some(source) => (
+                self.resolve(&source.path),
+                source.sha256.as_ref().map(|pin| pin.to_ascii_lowercase()),
+            ),
+            None => (default_components_dir(&self.base_dir).join(kind.file_name()), None),
+        }
+    }
+
+    /// Resolves a policy-relative path.
+    pub fn resolve(&self, path: &Path) -> PathBuf {
+        if path.is_absolute() {
+            path.to_owned()
+        } else {
+            self.base_dir.join(path)
+        }
+    }
+}
+
+/// The directory `cargo xtask build` writes components to, or `DEVIN_BRIDGE_COMPONENTS`.
+pub fn default_components_dir(policy_dir: &Path) -> PathBuf {
+    match std::env::var_os("DEVIN_BRIDGE_COMPONENTS") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => policy_dir.join("..").join("target").join("components"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Policy, PolicyError> {
+        Policy::parse(text, Path::new("test.toml"), Path::new("/etc/bridge"))
+    }
+
+    #[test]
+    fn minimal_policy_gets_safe_defaults() {
+        let policy = parse("mode = \"summarizer\"").expect("valid");
+        assert_eq!(policy.mode, Mode::Summarizer);
+        assert_eq!(policy.limits, RuntimeLimits::default());
+    }
+
+    #[test]
+    fn unknown_mode_is_refused() {
+        let error = parse("mode = \"proxy-everything\"").expect_err("unknown mode");
+        assert!(error.to_string().contains("unknown variant"), "{error}");
+    }
+
+    #[test]
+    fn unknown_fields_are_refused_everywhere() {
+        for text in [
+            "mode = \"summarizer\"\nlisten = \"x\"",
+            "mode = \"summarizer\"\n[limits]\nmemory = 3",
+            "mode = \"summarizer\"\n[components.serializer]\npath = \"a\"\nsha = \"b\"",
+            "mode = \"summarizer\"\n[components.tokenizer]\npath = \"a\"",
+        ] {
+            assert!(parse(text).is_err(), "accepted: {text}");
+        }
+    }
+
+    #[test]
+    fn pins_must_be_hex_digests() {
+        let error = parse("mode = \"summarizer\"\n[components.sse]\npath = \"a.wasm\"\nsha256 = \"abc\"")
+            .expect_err("short pin");
+        assert!(error.to_string().contains("64 hex digits"), "{error}");
+    }
+
+    #[test]
+    fn relative_paths_resolve_against_the_policy_directory() {
+        let policy = parse(&format!(
+            "mode = \"summarizer\"\n[components.envelope]\npath = \"c/e.wasm\"\nsha256 = \"{}\"",
+            "AB".repeat(32)
+        ))
+        .expect("valid");
+        let (path, pin) = policy.component_location(TransformKind::Envelope);
+        assert_eq!(path, PathBuf::from("/etc/bridge/c/e.wasm"));
+        assert_eq!(pin.as_deref(), Some("ab".repeat(32).as_str()));
+    }
+
+    #[test]
+    fn limits_are_range_checked() {
+        assert!(parse("mode = \"summarizer\"\n[limits]\nmemory_mib = 0").is_err());
+        assert!(parse("mode = \"summarizer\"\n[limits]\ncall_timeout_ms = 0").is_err());
+    }
+}

@@ -1,0 +1,44 @@
+//! A serializer that misbehaves on demand: markers in the request make it panic, loop
+//! forever, or allocate without bound; anything else is served by the real serializer, so this
+//! component passes the golden corpus and is a valid (different) version to hot-swap in.
+
+#[cfg(target_arch = "wasm32")]
+mod wasm {
+    wit_bindgen::generate!({ world: "serializer-component", path: "../../../wit" });
+
+    use devin_bridge::transforms::types::Failure;
+    use exports::devin_bridge::transforms::serializer::{Guest, Prompt};
+
+    struct Component;
+
+    impl Guest for Component {
+        fn serialize(request: String) -> Result<Prompt, Failure> {
+            if request.contains("__PANIC__") {
+                panic!("asked to panic");
+            }
+            if request.contains("__LOOP__") {
+                let mut spins: u64 = 0;
+                loop {
+                    spins = core::hint::black_box(spins.wrapping_add(1));
+                }
+            }
+            if request.contains("__ALLOC__") {
+                let mut hoard: Vec<Vec<u8>> = Vec::new();
+                loop {
+                    hoard.push(vec![1u8; 1 << 20]);
+                    core::hint::black_box(&hoard);
+                }
+            }
+            devin_bridge_serializer::serialize(&request)
+                .map(|p| Prompt { text: p.text, tools: p.tools, input_tokens: p.input_tokens, id_seed: p.id_seed, model: p.model, stream: p.stream })
+                .map_err(|f| Failure { code: f.code, message: f.message, status: f.status, repairable: f.repairable })
+        }
+
+        fn repair(prompt: String, rejection: Failure) -> String {
+            let rejection = devin_bridge_types::Failure { code: rejection.code, message: rejection.message, status: rejection.status, repairable: rejection.repairable };
+            devin_bridge_serializer::repair(&prompt, &rejection)
+        }
+    }
+
+    export!(Component);
+}

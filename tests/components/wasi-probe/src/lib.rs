@@ -1,0 +1,44 @@
+//! A serializer that imports WASI: on the marker `__ENV__` it reports what the host let it
+//! see (environment, arguments, working directory) as a failure message; anything else is
+//! served by the real serializer.
+
+#[cfg(target_arch = "wasm32")]
+mod wasm {
+    wit_bindgen::generate!({
+        world: "probe",
+        path: ["../../../wit", "wit"],
+        generate_all,
+    });
+
+    use devin_bridge::transforms::types::Failure;
+    use exports::devin_bridge::transforms::serializer::{Guest, Prompt};
+    use wasi::cli::environment;
+
+    struct Component;
+
+    impl Guest for Component {
+        fn serialize(request: String) -> Result<Prompt, Failure> {
+            if request.contains("__ENV__") {
+                let env = environment::get_environment();
+                let args = environment::get_arguments();
+                let cwd = environment::initial_cwd();
+                return Err(Failure {
+                    code: "probe".into(),
+                    message: format!("env={} args={} cwd={}", env.len(), args.len(), cwd.unwrap_or_default()),
+                    status: 418,
+                    repairable: false,
+                });
+            }
+            devin_bridge_serializer::serialize(&request)
+                .map(|p| Prompt { text: p.text, tools: p.tools, input_tokens: p.input_tokens, id_seed: p.id_seed, model: p.model, stream: p.stream })
+                .map_err(|f| Failure { code: f.code, message: f.message, status: f.status, repairable: f.repairable })
+        }
+
+        fn repair(prompt: String, rejection: Failure) -> String {
+            let rejection = devin_bridge_types::Failure { code: rejection.code, message: rejection.message, status: rejection.status, repairable: rejection.repairable };
+            devin_bridge_serializer::repair(&prompt, &rejection)
+        }
+    }
+
+    export!(Component);
+}

@@ -1,0 +1,26 @@
+//! A serializer with the right interface but wrong answers (its token estimate is off by
+//! one): the host must refuse it because it fails the golden corpus.
+
+#[cfg(target_arch = "wasm32")]
+mod wasm {
+    wit_bindgen::generate!({ world: "serializer-component", path: "../../../wit" });
+
+    use devin_bridge::transforms::types::Failure;
+    use exports::devin_bridge::transforms::serializer::{Guest, Prompt};
+
+    struct Component;
+
+    impl Guest for Component {
+        fn serialize(request: String) -> Result<Prompt, Failure> {
+            devin_bridge_serializer::serialize(&request)
+                .map(|p| Prompt { text: p.text, tools: p.tools, input_tokens: p.input_tokens + 1, id_seed: p.id_seed, model: p.model, stream: p.stream })
+                .map_err(|f| Failure { code: f.code, message: f.message, status: f.status, repairable: f.repairable })
+        }
+
+        fn repair(prompt: String, _rejection: Failure) -> String {
+            prompt
+        }
+    }
+
+    export!(Component);
+}

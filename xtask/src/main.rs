@@ -1,0 +1,223 @@
+//! `cargo xtask build | serve | test | bench | fuzz`: the project's build tool.
+
+mod wasm;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+commands:
+  build                     build the transform components (wasm) and the host
+  serve [ARGS...]           build, then start the bridge on the embedded default policy
+                            (extra ARGS go to `devin-bridge serve`, e.g. --listen 127.0.0.1:8080)
+  test                      build everything and run every test
+  bench <transforms|bridge|guard>
+                            run a benchmark and print its table
+  fuzz <transform|all> [--seconds N]
+                            run the cargo-fuzz target of a transform (default 30 s)
+  components                build only the components into target/components
+";
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(command) = args.first() else {
+        eprint!("{USAGE}");
+        bail!("no command given");
+    };
+    let rest = &args[1..];
+    match command.as_str() {
+        "build" => build_all(),
+        "components" => build_components(false).map(|_| ()),
+        "serve" => serve(rest),
+        "test" => test(rest),
+        "bench" => bench(rest),
+        "fuzz" => fuzz(rest),
+        "help" | "--help" | "-h" => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        other => {
+            eprint!("{USAGE}");
+            bail!("unknown command {other:?}")
+        }
+    }
+}
+
+/// The workspace root (the parent of this crate).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Where components are written.
+fn components_dir() -> PathBuf {
+    workspace_root().join("target").join("components")
+}
+
+/// Runs a command, failing with its status.
+pub fn run(command: &mut Command) -> Result<()> {
+    let status = command.status().with_context(|| format!("cannot run {command:?}"))?;
+    if !status.success() {
+        bail!("{:?} failed with {status}", command.get_program());
+    }
+    Ok(())
+}
+
+fn cargo() -> Command {
+    let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cargo.current_dir(workspace_root());
+    cargo
+}
+
+/// Builds the transforms (and, for tests, the faulty test components).
+fn build_components(with_test_components: bool) -> Result<PathBuf> {
+    let out = components_dir();
+    let built = wasm::build(&wasm::TRANSFORMS, &out)?;
+    let manifest = wasm::write_manifest(&out, &built)?;
+    eprintln!("xtask: manifest {}", manifest.display());
+    if with_test_components {
+        wasm::build(&wasm::TEST_COMPONENTS, &out.join("test"))?;
+    }
+    Ok(out)
+}
+
+/// Builds the components and the host. The host is a dev build on purpose: its dependencies
+/// (wasmtime, hyper, ...) are optimised even in dev builds (see the workspace profile), and the
+/// tests share those artifacts, so `serve` after `test` compiles nothing again.
+fn build_all() -> Result<()> {
+    build_components(false)?;
+    run(cargo().args(["build", "--locked", "-p", "devin-bridge", "-p", "mock-devin"]))
+}
+
+fn test(rest: &[String]) -> Result<()> {
+    let components = build_components(true)?;
+    let mut test = cargo();
+    test.args(["test", "--locked", "--workspace"])
+        .args(rest)
+        .env("DEVIN_BRIDGE_COMPONENTS", &components)
+        .env("DEVIN_BRIDGE_TEST_COMPONENTS", components.join("test"));
+    run(&mut test)
+}
+
+fn serve(rest: &[String]) -> Result<()> {
+    build_all()?;
+    let root = workspace_root();
+    let policy = root.join("policies").join("summarizer.toml");
+    let binary = root.join("target").join("debug").join("devin-bridge");
+    let mut serve = Command::new(&binary);
+    serve.arg("serve").arg("--policy").arg(&policy).args(rest).env("DEVIN_BRIDGE_COMPONENTS", components_dir());
+    eprintln!("xtask: starting {} serve --policy {}", binary.display(), policy.display());
+    run(&mut serve)
+}
+
+fn bench(rest: &[String]) -> Result<()> {
+    let Some(name) = rest.first() else { bail!("usage: cargo xtask bench <transforms|bridge|guard>") };
+    if !["transforms", "bridge", "guard"].contains(&name.as_str()) {
+        bail!("unknown benchmark {name:?} (transforms, bridge or guard)");
+    }
+    let components = build_components(false)?;
+    let mut bench = cargo();
+    bench
+        .args(["bench", "--locked", "-p", "devin-bridge", "--bench", name, "--"])
+        .args(&rest[1..])
+        .env("DEVIN_BRIDGE_COMPONENTS", &components);
+    run(&mut bench)
+}
+
+fn fuzz(rest: &[String]) -> Result<()> {
+    let Some(target) = rest.first() else { bail!("usage: cargo xtask fuzz <serializer|envelope|sse|model-alias|all> [--seconds N]") };
+    let seconds = match rest.iter().position(|arg| arg == "--seconds") {
+        Some(i) => rest.get(i + 1).context("--seconds needs a number")?.parse::<u64>().context("--seconds needs a number")?,
+        None => 30,
+    };
+    let all = ["serializer", "envelope", "sse", "model-alias"];
+    let targets: Vec<&str> = if target == "all" {
+        all.to_vec()
+    } else if all.contains(&target.as_str()) {
+        vec![target.as_str()]
+    } else {
+        bail!("unknown fuzz target {target:?}")
+    };
+    let components = build_components(false)?;
+    ensure_cargo_fuzz()?;
+    let root = workspace_root();
+    for target in targets {
+        let corpus = root.join("target").join("fuzz-corpus").join(target);
+        std::fs::create_dir_all(&corpus)?;
+        let seeds = root.join("target").join("fuzz-seeds").join(target);
+        let count = write_seeds(target, &seeds)?;
+        eprintln!("xtask: {count} seed inputs for {target} from tests/fixtures/{target}");
+        eprintln!("xtask: fuzzing {target} for {seconds} s (native coverage + wasm differential)");
+        let mut fuzz = Command::new("cargo");
+        fuzz.current_dir(root.join("fuzz"))
+            .args(["+nightly", "fuzz", "run", "--fuzz-dir", ".", target])
+            .arg(&corpus)
+            .arg(&seeds)
+            .arg("--")
+            .arg(format!("-max_total_time={seconds}"))
+            .arg("-print_final_stats=1")
+            .arg("-rss_limit_mb=4096")
+            .env("DEVIN_BRIDGE_COMPONENTS", &components)
+            .env_remove("CARGO")
+            .env_remove("RUSTUP_TOOLCHAIN");
+        run(&mut fuzz)?;
+    }
+    Ok(())
+}
+
+/// Turns the golden fixtures of a transform into seed inputs in the fuzz targets' formats
+/// (see `fuzz/fuzz_targets/*.rs`).
+fn write_seeds(target: &str, dir: &Path) -> Result<usize> {
+    use serde_json::Value;
+    std::fs::create_dir_all(dir)?;
+    let fixtures = workspace_root().join("tests").join("fixtures").join(target);
+    let text_or_json = |args: &Value, key: &str| -> Option<String> {
+        args.get(format!("{key}_raw"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or_else(|| args.get(key).map(|value| value.to_string()))
+    };
+    let mut count = 0;
+    for entry in std::fs::read_dir(&fixtures).with_context(|| format!("reading {}", fixtures.display()))? {
+        let path = entry?.path();
+        if path.extension().is_none_or(|ext| ext != "json") {
+            continue;
+        }
+        let case: Value = serde_json::from_slice(&std::fs::read(&path)?)?;
+        let args = case.get("args").cloned().unwrap_or(Value::Null);
+        let string = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_owned);
+        let seed: Option<Vec<u8>> = match target {
+            "serializer" => text_or_json(&args, "request").map(String::into_bytes),
+            "envelope" => string("output").map(|output| [&[2u8][..], output.as_bytes()].concat()),
+            "sse" => args
+                .get("reply")
+                .and_then(|reply| reply.get("value"))
+                .map(|value| value.as_str().map(str::to_owned).unwrap_or_else(|| value.to_string()))
+                .map(|text| [&[0u8][..], text.as_bytes()].concat()),
+            _ => string("requested").or_else(|| string("reference")).map(|name| match text_or_json(&args, "catalog") {
+                Some(catalog) => format!("{name}\n{catalog}").into_bytes(),
+                None => name.into_bytes(),
+            }),
+        };
+        if let Some(seed) = seed {
+            let name = path.file_stem().and_then(|stem| stem.to_str()).unwrap_or("seed");
+            std::fs::write(dir.join(name), seed)?;
+            count += 1;
+        }
+    }
+    Ok(count)
+}
+
+/// cargo-fuzz is a cargo tool from crates.io; install it when missing, saying so.
+fn ensure_cargo_fuzz() -> Result<()> {
+    let present = Command::new("cargo").args(["+nightly", "fuzz", "--version"]).output().is_ok_and(|out| out.status.success());
+    if present {
+        return Ok(());
+    }
+    eprintln!("xtask: cargo-fuzz is missing; installing it with `cargo install cargo-fuzz --locked`");
+    run(Command::new("cargo").args(["install", "cargo-fuzz", "--locked"]))
+}

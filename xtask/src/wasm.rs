@@ -1,0 +1,226 @@
+//! Building the transform components: core wasm modules for `wasm32-unknown-unknown`, turned
+//! into components in-process with `wit-component`, checked, digested and listed in a manifest.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use sha2::{Digest, Sha256};
+
+use crate::{run, workspace_root};
+
+/// A component to build: cargo package, the library's file stem, the output name, and whether
+/// it may import anything (only test components may).
+pub struct Spec {
+    pub package: &'static str,
+    pub lib: &'static str,
+    pub name: &'static str,
+    pub may_import: bool,
+}
+
+/// The four transforms.
+pub const TRANSFORMS: [Spec; 4] = [
+    Spec { package: "devin-bridge-serializer", lib: "devin_bridge_serializer", name: "serializer", may_import: false },
+    Spec { package: "devin-bridge-envelope", lib: "devin_bridge_envelope", name: "envelope", may_import: false },
+    Spec { package: "devin-bridge-sse", lib: "devin_bridge_sse", name: "sse", may_import: false },
+    Spec { package: "devin-bridge-model-alias", lib: "devin_bridge_model_alias", name: "model-alias", may_import: false },
+];
+
+/// Deliberately faulty components for the runtime fault tests.
+pub const TEST_COMPONENTS: [Spec; 3] = [
+    Spec { package: "test-component-misbehaving", lib: "test_component_misbehaving", name: "misbehaving-serializer", may_import: false },
+    Spec { package: "test-component-wrong-answers", lib: "test_component_wrong_answers", name: "wrong-answers-serializer", may_import: false },
+    Spec { package: "test-component-wasi-probe", lib: "test_component_wasi_probe", name: "wasi-probe-serializer", may_import: true },
+];
+
+const TARGET: &str = "wasm32-unknown-unknown";
+/// Debian's rustc (see shared/toolchain.md) and where its standard-library source lives.
+const SYSTEM_RUSTC: &str = "/usr/bin/rustc";
+const SYSTEM_CARGO: &str = "/usr/bin/cargo";
+const SYSTEM_RUST_SRC: &str = "/usr/lib/rustlib/src/rust/library";
+const SYSTEM_PACKAGES: [&str; 4] = ["rustc-web", "cargo-web", "rust-web-src", "lld-22"];
+
+/// How the wasm target is reached on this machine.
+enum Toolchain {
+    /// rustup has the target installed: a plain cargo build.
+    Rustup,
+    /// Debian's rustc with `-Zbuild-std` (shared/toolchain.md).
+    SystemBuildStd,
+}
+
+fn rustup_has_target() -> bool {
+    Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .map(|out| out.status.success() && String::from_utf8_lossy(&out.stdout).lines().any(|l| l.trim() == TARGET))
+        .unwrap_or(false)
+}
+
+fn system_toolchain_ready() -> bool {
+    Path::new(SYSTEM_RUSTC).exists()
+        && Path::new(SYSTEM_CARGO).exists()
+        && Path::new(SYSTEM_RUST_SRC).exists()
+        && Path::new("/usr/bin/rust-lld").exists()
+}
+
+/// `DEVIN_BRIDGE_WASM_TOOLCHAIN=rustup|system` forces a path (to test the other one).
+fn toolchain() -> Result<Toolchain> {
+    match std::env::var("DEVIN_BRIDGE_WASM_TOOLCHAIN").as_deref() {
+        Ok("rustup") => return Ok(Toolchain::Rustup),
+        Ok("system") if system_toolchain_ready() => return Ok(Toolchain::SystemBuildStd),
+        _ => {}
+    }
+    if rustup_has_target() {
+        return Ok(Toolchain::Rustup);
+    }
+    if system_toolchain_ready() {
+        return Ok(Toolchain::SystemBuildStd);
+    }
+    let is_root = Command::new("id").arg("-u").output().map(|o| o.stdout.starts_with(b"0")).unwrap_or(false);
+    if is_root && Path::new("/usr/bin/apt-get").exists() {
+        eprintln!(
+            "xtask: rustup has no {TARGET} target and cannot download one here; installing Debian's Rust \
+             with its standard-library source instead: apt-get install {}",
+            SYSTEM_PACKAGES.join(" ")
+        );
+        run(Command::new("apt-get").arg("update").arg("-q"))?;
+        run(Command::new("apt-get").args(["install", "-y", "-q"]).args(SYSTEM_PACKAGES))?;
+        if system_toolchain_ready() {
+            return Ok(Toolchain::SystemBuildStd);
+        }
+    }
+    bail!(
+        "no way to build for {TARGET}: run `rustup target add {TARGET}`, or install Debian's packages {} \
+         (see shared/toolchain.md)",
+        SYSTEM_PACKAGES.join(" ")
+    )
+}
+
+/// Builds `specs` into `out_dir`, returning (name, sha256, size) for the manifest.
+pub fn build(specs: &[Spec], out_dir: &Path) -> Result<Vec<(String, String, usize)>> {
+    let root = workspace_root();
+    // A separate target dir: the wasm build uses other RUSTFLAGS (and maybe another rustc),
+    // which would otherwise invalidate the host build every time.
+    let target_dir = root.join("target").join("wasm-build");
+    let toolchain = toolchain()?;
+    let mut cargo = match toolchain {
+        Toolchain::Rustup => {
+            let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+            cargo.args(["build", "--profile", "wasm", "--target", TARGET]);
+            cargo
+        }
+        Toolchain::SystemBuildStd => {
+            eprintln!("xtask: building components with {SYSTEM_RUSTC} and -Zbuild-std");
+            let mut cargo = Command::new(SYSTEM_CARGO);
+            cargo
+                .args(["build", "--profile", "wasm", "--target", TARGET, "-Zbuild-std=std,panic_abort"])
+                .env("PATH", "/usr/bin:/bin")
+                .env("RUSTC", SYSTEM_RUSTC)
+                .env("RUSTC_BOOTSTRAP", "1")
+                .env_remove("RUSTUP_TOOLCHAIN")
+                .env_remove("CARGO")
+                .env_remove("RUSTC_WRAPPER");
+            cargo
+        }
+    };
+    cargo
+        .current_dir(&root)
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .env("RUSTFLAGS", "--cfg getrandom_backend=\"custom\"")
+        .arg("--locked");
+    for spec in specs {
+        cargo.args(["-p", spec.package]);
+    }
+    run(&mut cargo).context("building the wasm modules")?;
+
+    std::fs::create_dir_all(out_dir)?;
+    let mut built = Vec::new();
+    for spec in specs {
+        let core_path = target_dir.join(TARGET).join("wasm").join(format!("{}.wasm", spec.lib));
+        let module = std::fs::read(&core_path).with_context(|| format!("reading {}", core_path.display()))?;
+        check_core_module(spec, &module)?;
+        let component = wit_component::ComponentEncoder::default()
+            .module(&module)
+            .with_context(|| format!("{}: reading the component type of the core module", spec.name))?
+            .validate(true)
+            .encode()
+            .with_context(|| format!("{}: encoding the component", spec.name))?;
+        let imports = component_imports(&component)?;
+        if !spec.may_import && !imports.is_empty() {
+            bail!("{}: a transform must import nothing, but it imports {}", spec.name, imports.join(", "));
+        }
+        let out = out_dir.join(format!("{}.wasm", spec.name));
+        std::fs::write(&out, &component)?;
+        let sha = hex::encode(Sha256::digest(&component));
+        eprintln!("xtask: {:<26} {:>9} bytes  sha256 {sha}", spec.name, component.len());
+        built.push((spec.name.to_owned(), sha, component.len()));
+    }
+    Ok(built)
+}
+
+/// The core module must export `cabi_realloc` (wit-bindgen's allocator) and import nothing.
+fn check_core_module(spec: &Spec, module: &[u8]) -> Result<()> {
+    let mut has_realloc = false;
+    for payload in wasmparser::Parser::new(0).parse_all(module) {
+        match payload? {
+            wasmparser::Payload::ExportSection(exports) => {
+                for export in exports {
+                    if export?.name == "cabi_realloc" {
+                        has_realloc = true;
+                    }
+                }
+            }
+            wasmparser::Payload::ImportSection(imports) if !spec.may_import => {
+                if let Some(first) = imports.into_imports().next() {
+                    let first = first?;
+                    bail!("{}: the core module imports {}::{} (a transform must import nothing)", spec.name, first.module, first.name);
+                }
+            }
+            _ => {}
+        }
+    }
+    if !has_realloc {
+        bail!("{}: the core module does not export cabi_realloc", spec.name);
+    }
+    Ok(())
+}
+
+/// Imports that grant the component something: any imported interface with functions or
+/// resources. Interfaces that only define types (our shared `types` records) are imported by
+/// wit-component's encoding as type-only instances; they carry no capability, and the host
+/// satisfies them with an empty instance.
+fn component_imports(component: &[u8]) -> Result<Vec<String>> {
+    let wit_parser::decoding::DecodedWasm::Component(resolve, world) = wit_component::decode(component)? else {
+        bail!("not a component");
+    };
+    let mut granted = Vec::new();
+    for (key, item) in &resolve.worlds[world].imports {
+        let name = resolve.name_world_key(key);
+        match item {
+            wit_parser::WorldItem::Interface { id, .. } => {
+                let interface = &resolve.interfaces[*id];
+                let has_resource = interface
+                    .types
+                    .values()
+                    .any(|ty| matches!(resolve.types[*ty].kind, wit_parser::TypeDefKind::Resource));
+                if !interface.functions.is_empty() || has_resource {
+                    granted.push(name);
+                }
+            }
+            wit_parser::WorldItem::Function(..) => granted.push(name),
+            wit_parser::WorldItem::Type { .. } => {}
+        }
+    }
+    Ok(granted)
+}
+
+/// Writes `manifest.json`: every component's name, file, sha256 and size.
+pub fn write_manifest(out_dir: &Path, built: &[(String, String, usize)]) -> Result<PathBuf> {
+    let components: Vec<_> = built
+        .iter()
+        .map(|(name, sha, size)| serde_json::json!({ "name": name, "file": format!("{name}.wasm"), "sha256": sha, "size": size }))
+        .collect();
+    let manifest = out_dir.join("manifest.json");
+    std::fs::write(&manifest, serde_json::to_vec_pretty(&serde_json::json!({ "components": components }))?)?;
+    Ok(manifest)
+}
