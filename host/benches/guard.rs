@@ -9,14 +9,23 @@
 //! - memory per idle tunnel: RSS growth for N established idle tunnels, minus the growth for N
 //!   direct connections (client and server sides live in this process too) (goal: < 64 KiB).
 //!
+//! The guard runs on its own OS thread and runtime (it is its own process in production); the
+//! clients and upstream servers on a two-worker runtime. A reference line shows what the
+//! barest possible relay (two blocking threads, no checks) achieves on the same machine: a
+//! relay moves every byte through the TCP stack twice more, so on a small machine that bound,
+//! not the guard, caps the ratio. CPU time per GiB (all threads) is printed too.
+//!
 //! Environment: `GUARD_BENCH_MIB` (default 256), `GUARD_BENCH_ROUNDS` (default 2000),
-//! `GUARD_BENCH_TUNNELS` (default 200).
+//! `GUARD_BENCH_TUNNELS` (default 200), `GUARD_BENCH_BUFFER` (the guard's `buffer_bytes`),
+//! `GUARD_BENCH_GUARD_THREADS` (default 1).
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use devin_bridge::guard::testkit::ClientHelloBuilder;
-use devin_bridge::guard::{client, Guard, GuardPolicy, Limits, RunningGuard};
+use std::sync::Arc;
+
+use devin_bridge::guard::{client, Guard, GuardPolicy, GuardStats, Limits};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -36,6 +45,27 @@ fn rss_kib() -> u64 {
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         })
         .unwrap_or(0)
+}
+
+/// CPU time (user + system) of this whole process, every thread, from /proc/self/stat.
+fn cpu_time() -> Duration {
+    let ticks = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let after = s.rsplit_once(')')?.1.to_owned();
+            let fields: Vec<&str> = after.split_whitespace().collect();
+            // Fields 14 and 15 of stat(5) are utime and stime; `after` starts at field 3.
+            let utime: u64 = fields.get(11)?.parse().ok()?;
+            let stime: u64 = fields.get(12)?.parse().ok()?;
+            Some(utime + stime)
+        })
+        .unwrap_or(0);
+    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100)
+        .max(1) as u64;
+    Duration::from_millis(ticks * 1000 / hz)
 }
 
 fn hello(name: &str) -> Vec<u8> {
@@ -88,6 +118,44 @@ async fn ping_server(hello_len: usize) -> SocketAddr {
     addr
 }
 
+/// The simplest possible relay (two blocking threads per connection, no checks): what a
+/// user-space TCP relay can do on this machine at all. Printed as a reference line.
+fn reference_relay(upstream: SocketAddr) -> SocketAddr {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind relay");
+    let addr = listener.local_addr().expect("relay addr");
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { return };
+            let Ok(up) = std::net::TcpStream::connect(upstream) else {
+                return;
+            };
+            let (Ok(mut c_read), Ok(mut u_write)) = (client.try_clone(), up.try_clone()) else {
+                return;
+            };
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 64 * 1024];
+                while let Ok(n) = c_read.read(&mut buf) {
+                    if n == 0 || u_write.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = u_write.shutdown(std::net::Shutdown::Write);
+            });
+            let (mut u_read, mut c_write) = (up, client);
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 64 * 1024];
+                while let Ok(n) = u_read.read(&mut buf) {
+                    if n == 0 || c_write.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
 async fn upload(mut s: TcpStream, hello: &[u8], total: usize) -> Duration {
     let chunk = vec![0x5au8; 256 * 1024];
     let start = Instant::now();
@@ -102,7 +170,11 @@ async fn upload(mut s: TcpStream, hello: &[u8], total: usize) -> Duration {
     let mut ack = [0u8; 8];
     s.read_exact(&mut ack).await.expect("sink ack");
     let elapsed = start.elapsed();
-    assert_eq!(u64::from_be_bytes(ack), total as u64, "sink received everything");
+    assert_eq!(
+        u64::from_be_bytes(ack),
+        total as u64,
+        "sink received everything"
+    );
     elapsed
 }
 
@@ -114,7 +186,11 @@ async fn tunnel(guard: SocketAddr, name: &str) -> TcpStream {
     s
 }
 
-async fn setup_once(target: SocketAddr, via: Option<SocketAddr>, hello: &[u8]) -> (Duration, TcpStream) {
+async fn setup_once(
+    target: SocketAddr,
+    via: Option<SocketAddr>,
+    hello: &[u8],
+) -> (Duration, TcpStream) {
     let start = Instant::now();
     let mut s = match via {
         None => {
@@ -138,7 +214,27 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[idx.min(sorted.len() - 1)]
 }
 
-async fn start_guard(dir: &std::path::Path, sink: SocketAddr, ping: SocketAddr) -> RunningGuard {
+/// The guard under test, on its own OS thread and runtime: in production it is its own
+/// process, scheduled by the OS apart from its clients.
+struct BenchGuard {
+    addr: SocketAddr,
+    stats: Arc<GuardStats>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl BenchGuard {
+    fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn start_guard(dir: &std::path::Path, sink: SocketAddr, ping: SocketAddr) -> BenchGuard {
     let mut policy = GuardPolicy {
         listen: "127.0.0.1:0".parse().expect("addr"),
         audit: Some(dir.join("bench-audit.jsonl")),
@@ -146,13 +242,50 @@ async fn start_guard(dir: &std::path::Path, sink: SocketAddr, ping: SocketAddr) 
         allow_ranges: vec!["127.0.0.0/8".into()],
         limits: Limits {
             max_connections: 4096,
+            buffer_bytes: env_usize("GUARD_BENCH_BUFFER", Limits::default().buffer_bytes),
             ..Limits::default()
         },
         ..GuardPolicy::default()
     };
-    policy.resolve.insert("sink.devin.ai".into(), sink.to_string());
-    policy.resolve.insert("ping.devin.ai".into(), ping.to_string());
-    Guard::spawn(policy).await.expect("start guard")
+    policy
+        .resolve
+        .insert("sink.devin.ai".into(), sink.to_string());
+    policy
+        .resolve
+        .insert("ping.devin.ai".into(), ping.to_string());
+    let threads = env_usize("GUARD_BENCH_GUARD_THREADS", 1).max(1);
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let runtime = if threads == 1 {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+        } else {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(threads)
+                .enable_all()
+                .build()
+        }
+        .expect("guard runtime");
+        runtime.block_on(async move {
+            let guard = Guard::bind(policy).await.expect("bind guard");
+            let _ = ready_tx.send((guard.local_addr(), guard.stats()));
+            guard
+                .serve(async move {
+                    let _ = stop_rx.await;
+                })
+                .await
+                .expect("serve");
+        });
+    });
+    let (addr, stats) = ready_rx.recv().expect("guard started");
+    BenchGuard {
+        addr,
+        stats,
+        stop: Some(stop_tx),
+        thread: Some(thread),
+    }
 }
 
 fn verdict(ok: bool) -> &'static str {
@@ -173,22 +306,35 @@ async fn bench() {
     let sink = sink_server(sink_hello.len()).await;
     let ping = ping_server(ping_hello.len()).await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let guard = start_guard(dir.path(), sink, ping).await;
-    let g = guard.local_addr();
+    let guard = start_guard(dir.path(), sink, ping);
+    let g = guard.addr;
 
     // Throughput: alternate direct and guarded, three of each, keep the best of each.
+    let relay = reference_relay(sink);
+    let mut relay_best = Duration::MAX;
     let mut direct_best = Duration::MAX;
     let mut guard_best = Duration::MAX;
+    let (mut direct_cpu, mut guard_cpu) = (Duration::ZERO, Duration::ZERO);
     for _ in 0..3 {
         let s = TcpStream::connect(sink).await.expect("connect sink");
         s.set_nodelay(true).expect("nodelay");
+        let c0 = cpu_time();
         direct_best = direct_best.min(upload(s, &sink_hello, total).await);
+        let c1 = cpu_time();
         let s = tunnel(g, "sink.devin.ai").await;
         guard_best = guard_best.min(upload(s, &sink_hello, total).await);
+        let c2 = cpu_time();
+        direct_cpu += c1.saturating_sub(c0);
+        guard_cpu += c2.saturating_sub(c1);
+        let s = TcpStream::connect(relay).await.expect("connect relay");
+        s.set_nodelay(true).expect("nodelay");
+        relay_best = relay_best.min(upload(s, &sink_hello, total).await);
     }
+    let cpu_per_gib = |cpu: Duration| cpu.as_secs_f64() * 1000.0 / (3.0 * mib as f64 / 1024.0);
     let mibs = |d: Duration| mib as f64 / d.as_secs_f64();
     let (direct_tput, guard_tput) = (mibs(direct_best), mibs(guard_best));
     let ratio = guard_tput / direct_tput * 100.0;
+    let relay_tput = mibs(relay_best);
 
     // Setup latency: interleaved so both see the same machine state.
     for _ in 0..50 {
@@ -204,8 +350,14 @@ async fn bench() {
     direct_lat.sort();
     guard_lat.sort();
     let us = |d: Duration| d.as_secs_f64() * 1e6;
-    let (d50, d99) = (us(percentile(&direct_lat, 0.5)), us(percentile(&direct_lat, 0.99)));
-    let (g50, g99) = (us(percentile(&guard_lat, 0.5)), us(percentile(&guard_lat, 0.99)));
+    let (d50, d99) = (
+        us(percentile(&direct_lat, 0.5)),
+        us(percentile(&direct_lat, 0.99)),
+    );
+    let (g50, g99) = (
+        us(percentile(&guard_lat, 0.5)),
+        us(percentile(&guard_lat, 0.99)),
+    );
 
     // Memory per idle tunnel.
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -222,7 +374,7 @@ async fn bench() {
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
     let r2 = rss_kib();
-    let active = guard.stats().snapshot().active;
+    let active = guard.stats.snapshot().active;
     let direct_per = (r1.saturating_sub(r0)) as f64 / tunnels as f64;
     let guarded_per = (r2.saturating_sub(r1)) as f64 / tunnels as f64;
     let guard_per = (guarded_per - direct_per).max(0.0);
@@ -245,6 +397,24 @@ async fn bench() {
         verdict(ratio >= 80.0)
     );
     println!(
+        "{:<34} {:>12.0} {:>12.0} {:>11.1}% {:>16} {:>6}",
+        "  reference: bare relay (MiB/s)",
+        direct_tput,
+        relay_tput,
+        relay_tput / direct_tput * 100.0,
+        "(machine limit)",
+        "-"
+    );
+    println!(
+        "{:<34} {:>12.0} {:>12.0} {:>+12.0} {:>16} {:>6}",
+        "CPU per GiB moved, all parties (ms)",
+        cpu_per_gib(direct_cpu),
+        cpu_per_gib(guard_cpu),
+        cpu_per_gib(guard_cpu) - cpu_per_gib(direct_cpu),
+        "(reported)",
+        "-"
+    );
+    println!(
         "{:<34} {:>12.1} {:>12.1} {:>+12.1} {:>16} {:>6}",
         "setup latency p50 (us)",
         d50,
@@ -255,7 +425,12 @@ async fn bench() {
     );
     println!(
         "{:<34} {:>12.1} {:>12.1} {:>+12.1} {:>16} {:>6}",
-        "setup latency p99 (us)", d99, g99, g99 - d99, "(reported)", "-"
+        "setup latency p99 (us)",
+        d99,
+        g99,
+        g99 - d99,
+        "(reported)",
+        "-"
     );
     println!(
         "{:<34} {:>12.1} {:>12.1} {:>12.1} {:>16} {:>6}",
@@ -267,7 +442,7 @@ async fn bench() {
         verdict(guard_per < 64.0)
     );
     println!("(memory: 'direct' = client+server per connection, 'via guard' = the same plus the guard; ratio/delta column = guard's own share)");
-    guard.shutdown().await.expect("guard shutdown");
+    guard.stop();
 }
 
 fn main() {
@@ -278,6 +453,7 @@ fn main() {
         println!("guard benchmark: run with `cargo bench -p devin-bridge --bench guard`");
         return;
     }
+    // Clients and upstream servers: two workers, like the machine's two cores.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
@@ -12,6 +12,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use crate::control;
 use crate::engine::{self, CompileCache, Loaded, Runtime, TransformKind, Transforms};
 use crate::policy::{Mode, Policy};
+use crate::summarizer::{self, Bridge};
 
 /// Logs go to stderr; `DEVIN_BRIDGE_LOG` (or `RUST_LOG`) sets the filter, default `info`;
 /// `DEVIN_BRIDGE_LOG_FORMAT=json` switches to one JSON object per line.
@@ -21,9 +22,15 @@ pub fn init_tracing() {
         .unwrap_or_else(|_| "info".to_owned());
     let filter = tracing_subscriber::EnvFilter::try_new(&filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     let json = std::env::var("DEVIN_BRIDGE_LOG_FORMAT").is_ok_and(|format| format == "json");
-    let _ = if json { builder.json().try_init() } else { builder.try_init() };
+    let _ = if json {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
 }
 
 /// `devin-bridge serve`.
@@ -89,43 +96,92 @@ impl ControlTarget {
 }
 
 fn control_socket_path(policy: &Policy) -> PathBuf {
-    policy.control.socket.as_ref().map(|socket| policy.resolve(socket)).unwrap_or_else(control::default_socket_path)
+    policy
+        .control
+        .socket
+        .as_ref()
+        .map(|socket| policy.resolve(socket))
+        .unwrap_or_else(control::default_socket_path)
 }
 
-/// `devin-bridge serve`: load the policy and its components, then serve until SIGTERM.
+/// `devin-bridge serve`: load the policy and its components, check the agent, then serve the
+/// Anthropic Messages endpoint until SIGTERM (SIGHUP reloads components).
 pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let policy = Policy::load(&args.policy)?;
     if policy.mode != Mode::Summarizer {
-        bail!("mode {} is not served by this build of devin-bridge; refusing to start (fail closed)", policy.mode);
+        bail!("mode {} is not served by `devin-bridge serve` in this build; refusing to start (fail closed)", policy.mode);
     }
     let transforms = {
         let policy = policy.clone();
-        tokio::task::spawn_blocking(move || Transforms::load(&policy)).await.context("loading components")??
+        tokio::task::spawn_blocking(move || Transforms::load(&policy))
+            .await
+            .context("loading components")??
     };
     let transforms = Arc::new(transforms);
     for info in transforms.info() {
-        eprintln!("component {:<12} sha256 {}  ({})", info.name, info.sha256, info.source);
+        eprintln!(
+            "component {:<12} sha256 {}  ({})",
+            info.name, info.sha256, info.source
+        );
     }
-    let socket = control_socket_path(&policy);
-    let listener = control::bind(&socket)?;
-    eprintln!("control socket {}", socket.display());
-    let control_task = tokio::spawn(control::serve(listener, transforms.clone()));
+    let bridge = Bridge::from_policy(&policy, transforms.clone()).await?;
     eprintln!(
-        "devin-bridge: mode {} — components loaded; the Anthropic endpoint is not part of this build yet, \
-         so this host only serves its control socket (hot swap) until SIGTERM",
-        policy.mode
+        "agent     {} {} ({}, {} agent; prewarm {})",
+        bridge.agent.command,
+        bridge.agent.args.join(" "),
+        bridge.agent.version,
+        bridge.agent.kind,
+        policy.agent.prewarm
     );
-    if let Some(listen) = &args.listen {
-        tracing::info!(%listen, "--listen given; nothing listens there yet in this build");
-    }
-    wait_for_shutdown(&args.policy, &transforms).await?;
+    let listen = args
+        .listen
+        .clone()
+        .unwrap_or_else(|| policy.server.listen.clone());
+    let listener = tokio::net::TcpListener::bind(&listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    let address = listener.local_addr()?;
+
+    let socket = control_socket_path(&policy);
+    let control_listener = control::bind(&socket)?;
+    eprintln!("control socket {}", socket.display());
+    let control_task = tokio::spawn(control::serve(control_listener, transforms.clone()));
+    let refill = tokio::spawn(bridge.pool.clone().run_refill());
+
+    eprintln!(
+        "listening on http://{address} (mode {}, policy {})",
+        policy.mode,
+        args.policy.display()
+    );
+    let shutdown = {
+        let transforms = transforms.clone();
+        let policy_path = args.policy.clone();
+        async move {
+            if let Err(error) = wait_for_shutdown(&policy_path, &transforms).await {
+                tracing::error!(%error, "signal handling failed; shutting down");
+            }
+        }
+    };
+    summarizer::serve(
+        bridge,
+        listener,
+        policy.server.max_connections,
+        Duration::from_millis(policy.server.shutdown_grace_ms),
+        shutdown,
+    )
+    .await;
+    refill.abort();
     control_task.abort();
     let _ = std::fs::remove_file(&socket);
+    eprintln!("devin-bridge: stopped");
     Ok(ExitCode::SUCCESS)
 }
 
 /// Waits for SIGTERM or SIGINT; on SIGHUP re-reads the policy and reloads changed components.
-pub(crate) async fn wait_for_shutdown(policy_path: &std::path::Path, transforms: &Arc<Transforms>) -> anyhow::Result<()> {
+pub(crate) async fn wait_for_shutdown(
+    policy_path: &std::path::Path,
+    transforms: &Arc<Transforms>,
+) -> anyhow::Result<()> {
     let mut terminate = signal(SignalKind::terminate())?;
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut hangup = signal(SignalKind::hangup())?;
@@ -157,9 +213,13 @@ async fn reload(policy_path: &std::path::Path, transforms: &Arc<Transforms>) {
     };
     for (kind, outcome) in outcomes {
         match outcome {
-            Ok(Some(report)) => tracing::info!(transform = %kind, old = %report.old_sha256, new = %report.new_sha256, "reloaded"),
+            Ok(Some(report)) => {
+                tracing::info!(transform = %kind, old = %report.old_sha256, new = %report.new_sha256, "reloaded")
+            }
             Ok(None) => tracing::debug!(transform = %kind, "unchanged"),
-            Err(error) => tracing::error!(transform = %kind, %error, "reload refused; the old version keeps serving"),
+            Err(error) => {
+                tracing::error!(transform = %kind, %error, "reload refused; the old version keeps serving")
+            }
         }
     }
 }
@@ -171,9 +231,14 @@ pub async fn components(command: ComponentsCommand) -> anyhow::Result<ExitCode> 
             let kind: TransformKind = transform.parse()?;
             tokio::task::spawn_blocking(move || check(kind, &file)).await?
         }
-        ComponentsCommand::Swap { transform, file, target } => {
+        ComponentsCommand::Swap {
+            transform,
+            file,
+            target,
+        } => {
             let kind: TransformKind = transform.parse()?;
-            let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            let bytes =
+                std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
             let request = control::Request::Swap {
                 transform: kind.name().to_owned(),
                 size: bytes.len() as u64,
@@ -184,7 +249,8 @@ pub async fn components(command: ComponentsCommand) -> anyhow::Result<ExitCode> 
             Ok(ExitCode::SUCCESS)
         }
         ComponentsCommand::List { target } => {
-            let list = control::request(&target.socket_path()?, &control::Request::List, &[]).await?;
+            let list =
+                control::request(&target.socket_path()?, &control::Request::List, &[]).await?;
             println!("{}", serde_json::to_string_pretty(&list)?);
             Ok(ExitCode::SUCCESS)
         }
@@ -201,8 +267,18 @@ fn check(kind: TransformKind, file: &std::path::Path) -> anyhow::Result<ExitCode
     println!("transform {kind}");
     println!("sha256    {}", loaded.sha256);
     println!("size      {} bytes", loaded.size);
-    println!("imports   {}", if loaded.uses_wasi { "WASI (runs with an empty context)" } else { "none" });
-    println!("compile   {:.1} ms (interface and imports checked)", compile.as_secs_f64() * 1e3);
+    println!(
+        "imports   {}",
+        if loaded.uses_wasi {
+            "WASI (runs with an empty context)"
+        } else {
+            "none"
+        }
+    );
+    println!(
+        "compile   {:.1} ms (interface and imports checked)",
+        compile.as_secs_f64() * 1e3
+    );
     let report = engine::self_test(&runtime, &loaded)?;
     println!(
         "self-test {} golden cases passed in {:.1} ms ({:.1} µs per fresh instance + call)",
@@ -210,6 +286,9 @@ fn check(kind: TransformKind, file: &std::path::Path) -> anyhow::Result<ExitCode
         report.elapsed.as_secs_f64() * 1e3,
         report.elapsed.as_secs_f64() * 1e6 / report.cases.max(1) as f64
     );
-    println!("ok: this component can be swapped in with `devin-bridge components swap {kind} {}`", file.display());
+    println!(
+        "ok: this component can be swapped in with `devin-bridge components swap {kind} {}`",
+        file.display()
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -27,7 +27,10 @@ pub enum ControlError {
     #[error("control socket {path}: {message}")]
     Setup { path: PathBuf, message: String },
     #[error("cannot reach the control socket {path}: {source} (is `devin-bridge serve` running with this policy?)")]
-    Connect { path: PathBuf, source: std::io::Error },
+    Connect {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("control socket protocol: {0}")]
     Protocol(String),
     #[error("{0}")]
@@ -39,7 +42,11 @@ pub enum ControlError {
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Request {
     /// Swap `transform` for the `size` bytes that follow the header.
-    Swap { transform: String, size: u64, source: String },
+    Swap {
+        transform: String,
+        size: u64,
+        source: String,
+    },
     /// List the loaded components.
     List,
 }
@@ -67,14 +74,20 @@ pub fn default_socket_path() -> PathBuf {
 
 /// Creates the socket's private directory (0700) and binds the socket (0600).
 pub fn bind(path: &Path) -> Result<UnixListener, ControlError> {
-    let setup = |message: String| ControlError::Setup { path: path.to_owned(), message };
-    let dir = path.parent().ok_or_else(|| setup("has no parent directory".into()))?;
+    let setup = |message: String| ControlError::Setup {
+        path: path.to_owned(),
+        message,
+    };
+    let dir = path
+        .parent()
+        .ok_or_else(|| setup("has no parent directory".into()))?;
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
         .map_err(|error| setup(format!("cannot create {}: {error}", dir.display())))?;
-    let meta = std::fs::metadata(dir).map_err(|error| setup(format!("cannot stat {}: {error}", dir.display())))?;
+    let meta = std::fs::metadata(dir)
+        .map_err(|error| setup(format!("cannot stat {}: {error}", dir.display())))?;
     let uid = nix::unistd::geteuid().as_raw();
     if meta.uid() != uid || meta.permissions().mode() & 0o077 != 0 {
         return Err(setup(format!(
@@ -90,12 +103,18 @@ pub fn bind(path: &Path) -> Result<UnixListener, ControlError> {
             if std::os::unix::net::UnixStream::connect(path).is_ok() {
                 return Err(setup("another host is already listening on it".into()));
             }
-            std::fs::remove_file(path).map_err(|error| setup(format!("cannot remove stale socket: {error}")))?;
+            std::fs::remove_file(path)
+                .map_err(|error| setup(format!("cannot remove stale socket: {error}")))?;
         }
-        Ok(_) => return Err(setup("exists and is not a stale socket of this user; refusing to replace it".into())),
+        Ok(_) => {
+            return Err(setup(
+                "exists and is not a stale socket of this user; refusing to replace it".into(),
+            ))
+        }
         Err(_) => {}
     }
-    let listener = UnixListener::bind(path).map_err(|error| setup(format!("cannot bind: {error}")))?;
+    let listener =
+        UnixListener::bind(path).map_err(|error| setup(format!("cannot bind: {error}")))?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
         .map_err(|error| setup(format!("cannot restrict permissions: {error}")))?;
     Ok(listener)
@@ -122,12 +141,21 @@ pub async fn serve(listener: UnixListener, transforms: Arc<Transforms>) {
 }
 
 async fn handle(stream: UnixStream, transforms: Arc<Transforms>) -> Result<(), ControlError> {
-    let peer = stream.peer_cred().map_err(|error| ControlError::Protocol(format!("peer credentials: {error}")))?;
+    let peer = stream
+        .peer_cred()
+        .map_err(|error| ControlError::Protocol(format!("peer credentials: {error}")))?;
     let uid = nix::unistd::geteuid().as_raw();
     let (reader, mut writer) = stream.into_split();
     if peer.uid() != uid {
-        tracing::warn!(peer_uid = peer.uid(), "control connection from another user refused");
-        return answer(&mut writer, Err("refused: the control socket serves only its owner".into())).await;
+        tracing::warn!(
+            peer_uid = peer.uid(),
+            "control connection from another user refused"
+        );
+        return answer(
+            &mut writer,
+            Err("refused: the control socket serves only its owner".into()),
+        )
+        .await;
     }
     let mut reader = BufReader::new(reader);
     let mut line = String::new();
@@ -138,13 +166,25 @@ async fn handle(stream: UnixStream, transforms: Arc<Transforms>) -> Result<(), C
         .map_err(|error| ControlError::Protocol(error.to_string()))?;
     let request: Request = match serde_json::from_str(line.trim_end()) {
         Ok(request) => request,
-        Err(error) => return answer(&mut writer, Err(format!("bad request header: {error}"))).await,
+        Err(error) => {
+            return answer(&mut writer, Err(format!("bad request header: {error}"))).await
+        }
     };
     let outcome = match request {
         Request::List => serde_json::to_value(transforms.info()).map_err(|error| error.to_string()),
-        Request::Swap { transform, size, source } => {
+        Request::Swap {
+            transform,
+            size,
+            source,
+        } => {
             if size > MAX_COMPONENT_BYTES {
-                return answer(&mut writer, Err(format!("component of {size} bytes exceeds the {MAX_COMPONENT_BYTES} byte limit"))).await;
+                return answer(
+                    &mut writer,
+                    Err(format!(
+                        "component of {size} bytes exceeds the {MAX_COMPONENT_BYTES} byte limit"
+                    )),
+                )
+                .await;
             }
             let kind: TransformKind = match transform.parse() {
                 Ok(kind) => kind,
@@ -157,11 +197,19 @@ async fn handle(stream: UnixStream, transforms: Arc<Transforms>) -> Result<(), C
                 .await
                 .map_err(|error| ControlError::Protocol(error.to_string()))?;
             if bytes.len() as u64 != size {
-                return answer(&mut writer, Err(format!("expected {size} bytes, got {}", bytes.len()))).await;
+                return answer(
+                    &mut writer,
+                    Err(format!("expected {size} bytes, got {}", bytes.len())),
+                )
+                .await;
             }
-            let label = format!("control socket ({})", source.chars().take(256).collect::<String>());
+            let label = format!(
+                "control socket ({})",
+                source.chars().take(256).collect::<String>()
+            );
             // Compilation and the self-test are CPU work: keep them off the async workers.
-            let swapped = tokio::task::spawn_blocking(move || transforms.swap(kind, &bytes, label)).await;
+            let swapped =
+                tokio::task::spawn_blocking(move || transforms.swap(kind, &bytes, label)).await;
             match swapped {
                 Ok(Ok(report)) => serde_json::to_value(report).map_err(|error| error.to_string()),
                 Ok(Err(error)) => Err(error.to_string()),
@@ -177,32 +225,63 @@ async fn answer(
     outcome: Result<serde_json::Value, String>,
 ) -> Result<(), ControlError> {
     let response = match outcome {
-        Ok(result) => Response { ok: true, error: None, result: Some(result) },
-        Err(error) => Response { ok: false, error: Some(error), result: None },
+        Ok(result) => Response {
+            ok: true,
+            error: None,
+            result: Some(result),
+        },
+        Err(error) => Response {
+            ok: false,
+            error: Some(error),
+            result: None,
+        },
     };
-    let mut line = serde_json::to_vec(&response).map_err(|error| ControlError::Protocol(error.to_string()))?;
+    let mut line =
+        serde_json::to_vec(&response).map_err(|error| ControlError::Protocol(error.to_string()))?;
     line.push(b'\n');
-    writer.write_all(&line).await.map_err(|error| ControlError::Protocol(error.to_string()))?;
-    writer.shutdown().await.map_err(|error| ControlError::Protocol(error.to_string()))
+    writer
+        .write_all(&line)
+        .await
+        .map_err(|error| ControlError::Protocol(error.to_string()))?;
+    writer
+        .shutdown()
+        .await
+        .map_err(|error| ControlError::Protocol(error.to_string()))
 }
 
 /// Client side: sends one request (and the component bytes of a swap) and returns the result.
-pub async fn request(path: &Path, request: &Request, payload: &[u8]) -> Result<serde_json::Value, ControlError> {
-    let stream = UnixStream::connect(path).await.map_err(|source| ControlError::Connect { path: path.to_owned(), source })?;
+pub async fn request(
+    path: &Path,
+    request: &Request,
+    payload: &[u8],
+) -> Result<serde_json::Value, ControlError> {
+    let stream = UnixStream::connect(path)
+        .await
+        .map_err(|source| ControlError::Connect {
+            path: path.to_owned(),
+            source,
+        })?;
     let (reader, mut writer) = stream.into_split();
-    let mut header = serde_json::to_vec(request).map_err(|error| ControlError::Protocol(error.to_string()))?;
+    let mut header =
+        serde_json::to_vec(request).map_err(|error| ControlError::Protocol(error.to_string()))?;
     header.push(b'\n');
     let io = |error: std::io::Error| ControlError::Protocol(error.to_string());
     writer.write_all(&header).await.map_err(io)?;
     writer.write_all(payload).await.map_err(io)?;
     writer.flush().await.map_err(io)?;
     let mut line = String::new();
-    BufReader::new(reader).take(MAX_COMPONENT_BYTES).read_line(&mut line).await.map_err(io)?;
+    BufReader::new(reader)
+        .take(MAX_COMPONENT_BYTES)
+        .read_line(&mut line)
+        .await
+        .map_err(io)?;
     let response: Response = serde_json::from_str(line.trim_end())
         .map_err(|error| ControlError::Protocol(format!("bad answer {line:?}: {error}")))?;
     match (response.ok, response.result, response.error) {
         (true, Some(result), _) => Ok(result),
         (_, _, Some(error)) => Err(ControlError::Refused(error)),
-        _ => Err(ControlError::Protocol("answer has neither result nor error".into())),
+        _ => Err(ControlError::Protocol(
+            "answer has neither result nor error".into(),
+        )),
     }
 }

@@ -3,8 +3,11 @@
 //! The host owns everything with side effects (sockets, subprocesses, the egress guard); every
 //! transform of untrusted data runs as a WebAssembly component (`engine`).
 
+pub mod acp;
 pub mod cli;
 pub mod control;
 pub mod engine;
 pub mod guard;
 pub mod policy;
+pub mod process;
+pub mod summarizer;

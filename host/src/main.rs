@@ -5,7 +5,11 @@ use clap::{Parser, Subcommand};
 use devin_bridge::cli;
 
 #[derive(Debug, Parser)]
-#[command(name = "devin-bridge", version, about = "Use a Devin account from other tools without giving anyone more reach than they need")]
+#[command(
+    name = "devin-bridge",
+    version,
+    about = "Use a Devin account from other tools without giving anyone more reach than they need"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -27,7 +31,10 @@ enum Command {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     cli::init_tracing();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("devin-bridge: cannot start the async runtime: {error}");

@@ -15,7 +15,10 @@ use crate::engine::TransformKind;
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {
     #[error("cannot read policy {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("invalid policy {path}: {message}")]
     Parse { path: PathBuf, message: String },
     #[error("invalid policy {path}: {message}")]
@@ -105,6 +108,128 @@ pub struct ControlSection {
     pub socket: Option<PathBuf>,
 }
 
+/// `[server]`: the Anthropic Messages endpoint (summarizer mode).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerSection {
+    /// Listen address; `--listen` overrides it.
+    pub listen: String,
+    /// Largest accepted request body (413 beyond it).
+    pub max_body_bytes: usize,
+    /// Agent turns that may run at once.
+    pub max_concurrent_turns: usize,
+    /// How long a request waits for a turn slot before `529 overloaded_error`.
+    pub queue_timeout_ms: u64,
+    /// Interval of `ping` events while a streamed turn runs.
+    pub ping_interval_ms: u64,
+    /// On SIGTERM, how long running turns may finish before they are killed.
+    pub shutdown_grace_ms: u64,
+    /// Refuse to start without a local API key (`BRIDGE_API_KEY` or `api_key_file`).
+    pub require_key: bool,
+    /// A file holding the local API key (must not be readable by group or others).
+    pub api_key_file: Option<PathBuf>,
+    /// Open client connections at most; more wait in the kernel's backlog.
+    pub max_connections: usize,
+}
+
+impl Default for ServerSection {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:20128".into(),
+            max_body_bytes: 32 << 20,
+            max_concurrent_turns: 4,
+            queue_timeout_ms: 30_000,
+            ping_interval_ms: 10_000,
+            shutdown_grace_ms: 30_000,
+            require_key: true,
+            api_key_file: None,
+            max_connections: 256,
+        }
+    }
+}
+
+/// `[agent]`: the tool-less summarizer agent, one process per turn.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentSection {
+    /// A name on PATH or a path (relative to the policy); `DEVIN_BIN` overrides it.
+    pub command: String,
+    pub args: Vec<String>,
+    /// The agent's HOME and working directory: `/home/bridge` or a directory under `/.sandbox/`.
+    pub home: PathBuf,
+    /// Agents kept spawned and initialized ahead of demand (each serves one turn).
+    pub prewarm: usize,
+    pub init_timeout_ms: u64,
+    pub turn_timeout_ms: u64,
+    /// Largest reply text accepted from the agent (502 beyond it).
+    pub output_cap_bytes: usize,
+    pub stderr_tail_bytes: usize,
+    /// Between SIGTERM and SIGKILL of the agent's process group.
+    pub kill_grace_ms: u64,
+    /// Egress proxy for the agent; injected only if it is exactly the trusted guard URL.
+    pub proxy: Option<String>,
+    /// Extra environment variable names passed through to the agent (never credentials of
+    /// other providers: those names are refused at load).
+    pub pass_env: Vec<String>,
+    /// Informational: this policy runs the offline stand-in agent.
+    pub offline: bool,
+}
+
+impl Default for AgentSection {
+    fn default() -> Self {
+        Self {
+            command: "devin".into(),
+            args: vec!["acp".into(), "--agent-type".into(), "summarizer".into()],
+            home: PathBuf::from("/home/bridge"),
+            prewarm: 1,
+            init_timeout_ms: 30_000,
+            turn_timeout_ms: 120_000,
+            output_cap_bytes: 1 << 20,
+            stderr_tail_bytes: 16 << 10,
+            kill_grace_ms: 2_000,
+            proxy: None,
+            pass_env: Vec::new(),
+            offline: false,
+        }
+    }
+}
+
+/// `[models]`: the Devin model catalog (`devin models list --format json`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModelsSection {
+    /// Catalog file, relative to the policy; default `models.json` beside it.
+    pub catalog: Option<PathBuf>,
+}
+
+/// Environment variables that must never reach an agent, even when a policy asks.
+pub fn is_forbidden_env(name: &str) -> bool {
+    const PREFIXES: [&str; 10] = [
+        "ANTHROPIC_",
+        "CLAUDE_",
+        "AWS_",
+        "GOOGLE_",
+        "GCLOUD_",
+        "CLOUDSDK_",
+        "VERTEX",
+        "BEDROCK",
+        "AZURE_",
+        "OPENAI_",
+    ];
+    const NAMES: [&str; 6] = [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "NO_PROXY",
+        "LD_PRELOAD",
+        "LD_LIBRARY_PATH",
+    ];
+    let upper = name.to_ascii_uppercase();
+    PREFIXES.iter().any(|prefix| upper.starts_with(prefix))
+        || NAMES.contains(&upper.as_str())
+        || upper.starts_with("DEVIN_")
+}
+
 /// A whole policy file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -118,6 +243,12 @@ pub struct Policy {
     pub engine: EngineSection,
     #[serde(default)]
     pub control: ControlSection,
+    #[serde(default)]
+    pub server: ServerSection,
+    #[serde(default)]
+    pub agent: AgentSection,
+    #[serde(default)]
+    pub models: ModelsSection,
     /// Directory of the policy file; relative paths are resolved against it.
     #[serde(skip)]
     pub base_dir: PathBuf,
@@ -133,10 +264,14 @@ impl Policy {
             path: path.to_owned(),
             source,
         })?;
-        let base_dir = path
+        let absolute = std::path::absolute(path).map_err(|source| PolicyError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let base_dir = absolute
             .parent()
             .map(Path::to_path_buf)
-            .unwrap_or_else(|| PathBuf::from("."));
+            .unwrap_or_else(|| PathBuf::from("/"));
         Self::parse(&text, path, &base_dir)
     }
 
@@ -175,8 +310,35 @@ impl Policy {
                 self.limits.max_instances
             )));
         }
+        for name in &self.agent.pass_env {
+            if is_forbidden_env(name) || name.is_empty() || name.contains('=') {
+                return Err(invalid(format!(
+                    "agent.pass_env may not pass {name:?} to the agent"
+                )));
+            }
+        }
+        if self.server.max_concurrent_turns == 0 || self.server.max_connections == 0 {
+            return Err(invalid(
+                "server.max_concurrent_turns and server.max_connections must be at least 1".into(),
+            ));
+        }
+        if self.agent.prewarm > 64 {
+            return Err(invalid(format!(
+                "agent.prewarm must be at most 64, not {}",
+                self.agent.prewarm
+            )));
+        }
+        if self.agent.turn_timeout_ms == 0
+            || self.agent.init_timeout_ms == 0
+            || self.server.ping_interval_ms == 0
+        {
+            return Err(invalid("timeouts and intervals must be positive".into()));
+        }
         for kind in TransformKind::ALL {
-            if let Some(pin) = self.component(kind).and_then(|source| source.sha256.as_deref()) {
+            if let Some(pin) = self
+                .component(kind)
+                .and_then(|source| source.sha256.as_deref())
+            {
                 if pin.len() != 64 || !pin.bytes().all(|b| b.is_ascii_hexdigit()) {
                     return Err(invalid(format!(
                         "components.{kind}.sha256 must be 64 hex digits, not {pin:?}"
@@ -208,18 +370,43 @@ impl Policy {
                 self.resolve(&source.path),
                 source.sha256.as_ref().map(|pin| pin.to_ascii_lowercase()),
             ),
-            None => (default_components_dir(&self.base_dir).join(kind.file_name()), None),
+            None => (
+                normalize(&default_components_dir(&self.base_dir).join(kind.file_name())),
+                None,
+            ),
         }
     }
 
-    /// Resolves a policy-relative path.
+    /// Resolves a policy-relative path, normalising `.` and `..` lexically (so the result can
+    /// be checked component by component, e.g. for the sandbox home).
     pub fn resolve(&self, path: &Path) -> PathBuf {
         if path.is_absolute() {
-            path.to_owned()
+            normalize(path)
         } else {
-            self.base_dir.join(path)
+            normalize(&self.base_dir.join(path))
         }
     }
+}
+
+/// Lexical normalisation: drops `.`, and `..` removes the previous component (never above `/`).
+pub fn normalize(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !matches!(
+                    out.components().next_back(),
+                    None | Some(Component::RootDir)
+                ) {
+                    out.pop();
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
 }
 
 /// The directory `cargo xtask build` writes components to, or `DEVIN_BRIDGE_COMPONENTS`.
@@ -265,8 +452,9 @@ mod tests {
 
     #[test]
     fn pins_must_be_hex_digests() {
-        let error = parse("mode = \"summarizer\"\n[components.sse]\npath = \"a.wasm\"\nsha256 = \"abc\"")
-            .expect_err("short pin");
+        let error =
+            parse("mode = \"summarizer\"\n[components.sse]\npath = \"a.wasm\"\nsha256 = \"abc\"")
+                .expect_err("short pin");
         assert!(error.to_string().contains("64 hex digits"), "{error}");
     }
 
@@ -280,6 +468,33 @@ mod tests {
         let (path, pin) = policy.component_location(TransformKind::Envelope);
         assert_eq!(path, PathBuf::from("/etc/bridge/c/e.wasm"));
         assert_eq!(pin.as_deref(), Some("ab".repeat(32).as_str()));
+    }
+
+    #[test]
+    fn credentials_of_other_providers_cannot_be_passed_to_the_agent() {
+        for name in [
+            "ANTHROPIC_API_KEY",
+            "anthropic_base_url",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+            "AWS_SECRET_ACCESS_KEY",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "HTTPS_PROXY",
+            "DEVIN_API_TOKEN",
+            "LD_PRELOAD",
+        ] {
+            let text = format!("mode = \"summarizer\"\n[agent]\npass_env = [{name:?}]");
+            assert!(parse(&text).is_err(), "{name} accepted");
+        }
+        assert!(parse("mode = \"summarizer\"\n[agent]\npass_env = [\"TZ\"]").is_ok());
+    }
+
+    #[test]
+    fn normalisation_is_lexical_and_stops_at_the_root() {
+        assert_eq!(
+            normalize(Path::new("/a/b/../.sandbox/./h")),
+            PathBuf::from("/a/.sandbox/h")
+        );
+        assert_eq!(normalize(Path::new("/../../etc")), PathBuf::from("/etc"));
     }
 
     #[test]

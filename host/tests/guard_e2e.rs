@@ -59,8 +59,14 @@ async fn rust_client_bytes_arrive_unchanged_both_ways() {
     assert_eq!(line["resolved"], echo.to_string());
     assert_eq!(line["close"], "eof");
     // TLS adds framing: at least the payload each way.
-    assert!(line["bytes_up"].as_u64().unwrap() > data.len() as u64, "{line}");
-    assert!(line["bytes_down"].as_u64().unwrap() > data.len() as u64, "{line}");
+    assert!(
+        line["bytes_up"].as_u64().unwrap() > data.len() as u64,
+        "{line}"
+    );
+    assert!(
+        line["bytes_down"].as_u64().unwrap() > data.len() as u64,
+        "{line}"
+    );
     assert!(line["time"].as_str().unwrap().ends_with('Z'));
     assert!(line["client"].as_str().unwrap().starts_with("127.0.0.1:"));
     let mode = std::fs::metadata(&audit).unwrap().permissions().mode() & 0o777;
@@ -84,9 +90,14 @@ async fn normalised_names_and_split_hellos_are_allowed() {
         .iter()
         .enumerate()
     {
-        let tls = tls_via_guard(guard.local_addr(), authority, "api.devin.ai", pki.client.clone())
-            .await
-            .unwrap();
+        let tls = tls_via_guard(
+            guard.local_addr(),
+            authority,
+            "api.devin.ai",
+            pki.client.clone(),
+        )
+        .await
+        .unwrap();
         let data = pattern(100_000, 2);
         assert!(echo_roundtrip(tls, data.clone()).await == data);
         let lines = wait_audit(&audit, i + 1).await;
@@ -157,9 +168,27 @@ async fn curl_through_the_guard() {
     let out_path = dir.path().join("down.bin");
     let n = 3 * 1024 * 1024 + 5;
     let url = format!("https://api.devin.ai/bytes/{n}");
-    let out = curl(&["-sS", "--fail", "--proxy", &proxy, "--cacert", ca_s, "-o", out_path.to_str().unwrap(), &url]).await;
-    assert!(out.status.success(), "curl: {}", String::from_utf8_lossy(&out.stderr));
-    assert!(std::fs::read(&out_path).unwrap() == pattern(n, 7), "download differs");
+    let out = curl(&[
+        "-sS",
+        "--fail",
+        "--proxy",
+        &proxy,
+        "--cacert",
+        ca_s,
+        "-o",
+        out_path.to_str().unwrap(),
+        &url,
+    ])
+    .await;
+    assert!(
+        out.status.success(),
+        "curl: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        std::fs::read(&out_path).unwrap() == pattern(n, 7),
+        "download differs"
+    );
 
     // Upload 2 MiB; the server echoes it.
     let up = pattern(2 * 1024 * 1024 + 3, 9);
@@ -168,16 +197,41 @@ async fn curl_through_the_guard() {
     let echo_path = dir.path().join("echo.bin");
     let data_arg = format!("@{}", in_path.display());
     let out = curl(&[
-        "-sS", "--fail", "--proxy", &proxy, "--cacert", ca_s, "--data-binary", &data_arg,
-        "-H", "Content-Type: application/octet-stream", "-o", echo_path.to_str().unwrap(),
+        "-sS",
+        "--fail",
+        "--proxy",
+        &proxy,
+        "--cacert",
+        ca_s,
+        "--data-binary",
+        &data_arg,
+        "-H",
+        "Content-Type: application/octet-stream",
+        "-o",
+        echo_path.to_str().unwrap(),
         "https://api.devin.ai/echo",
     ])
     .await;
-    assert!(out.status.success(), "curl: {}", String::from_utf8_lossy(&out.stderr));
-    assert!(std::fs::read(&echo_path).unwrap() == up, "upload echo differs");
+    assert!(
+        out.status.success(),
+        "curl: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        std::fs::read(&echo_path).unwrap() == up,
+        "upload echo differs"
+    );
 
     // A name that is not allowed: curl sees the 403 from the proxy.
-    let out = curl(&["-sS", "--proxy", &proxy, "--cacert", ca_s, "https://api.anthropic.com/"]).await;
+    let out = curl(&[
+        "-sS",
+        "--proxy",
+        &proxy,
+        "--cacert",
+        ca_s,
+        "https://api.anthropic.com/",
+    ])
+    .await;
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("403"),
@@ -235,7 +289,13 @@ fn connect(name: &'static str, authority: &str, status: u16, reason: &'static st
     }
 }
 
-fn with_hello(name: &'static str, authority: &str, bytes: Vec<u8>, segment: usize, reason: &'static str) -> Case {
+fn with_hello(
+    name: &'static str,
+    authority: &str,
+    bytes: Vec<u8>,
+    segment: usize,
+    reason: &'static str,
+) -> Case {
     Case {
         name,
         attempt: Attempt::Hello {
@@ -264,11 +324,23 @@ async fn run_case(case: &Case, guard: &RunningGuard) {
     match &case.attempt {
         Attempt::Connect(authority) => {
             let (_s, reply) = client::connect(addr, authority).await.unwrap();
-            assert_eq!(Some(reply.status), case.status, "{}: {}", case.name, reply.head);
+            assert_eq!(
+                Some(reply.status),
+                case.status,
+                "{}: {}",
+                case.name,
+                reply.head
+            );
         }
         Attempt::Raw(bytes) => {
             let (_s, reply) = client::send_raw(addr, bytes).await.unwrap();
-            assert_eq!(Some(reply.status), case.status, "{}: {}", case.name, reply.head);
+            assert_eq!(
+                Some(reply.status),
+                case.status,
+                "{}: {}",
+                case.name,
+                reply.head
+            );
         }
         Attempt::Hello {
             authority,
@@ -288,7 +360,12 @@ async fn run_case(case: &Case, guard: &RunningGuard) {
             let mut got = Vec::new();
             let read = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut got)).await;
             assert!(read.is_ok(), "{}: guard did not close", case.name);
-            assert!(got.is_empty(), "{}: received {} bytes", case.name, got.len());
+            assert!(
+                got.is_empty(),
+                "{}: received {} bytes",
+                case.name,
+                got.len()
+            );
         }
     }
 }
@@ -316,14 +393,20 @@ async fn bypass_attempts_are_denied_and_audited() {
         ("linklocal.devin.ai", "169.254.10.10".into()),
         ("sixtofour.devin.ai", "2002:c0a8:101::1".into()),
         ("nat64.devin.ai", "64:ff9b::a00:1".into()),
-        ("teredo.devin.ai", "2001:0:4136:e378:8000:63bf:3fff:fdd2".into()),
+        (
+            "teredo.devin.ai",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2".into(),
+        ),
         ("mapped.devin.ai", "::ffff:127.0.0.1".into()),
     ];
     let mut policy = test_policy(dir.path(), &pins);
     policy.listen = self_addr.parse().unwrap();
     let guard = Guard::spawn(policy).await.unwrap();
 
-    let mut strict = test_policy(strict_dir.path(), &[("loopback.devin.ai", echo.to_string())]);
+    let mut strict = test_policy(
+        strict_dir.path(),
+        &[("loopback.devin.ai", echo.to_string())],
+    );
     strict.allow_ranges.clear();
     strict.http = HttpPolicy {
         enabled: true,
@@ -346,54 +429,305 @@ async fn bypass_attempts_are_denied_and_audited() {
     );
     let g = format!("127.0.0.1:{port}");
     let cases = vec![
-        with_hello("SNI mismatch", "api.devin.ai:443", hello("evil.example"), 1 << 20, "sni_mismatch"),
-        with_hello("SNI of another allowed name (fronting)", "api.devin.ai:443", hello("app.devin.ai"), 1 << 20, "sni_mismatch"),
-        with_hello("missing SNI", "api.devin.ai:443", ClientHelloBuilder::new().extension(43, vec![2, 3, 4]).records(), 1 << 20, "missing_sni"),
-        with_hello("mismatching SNI split across records", "api.devin.ai:443", records(&ClientHelloBuilder::new().sni("evil.example").handshake(), 16), 1 << 20, "sni_mismatch"),
-        with_hello("mismatching SNI split across TCP segments", "api.devin.ai:443", hello("evil.example"), 7, "sni_mismatch"),
-        with_hello("duplicate SNI extension", "api.devin.ai:443", ClientHelloBuilder::new().sni("api.devin.ai").sni("evil.example").records(), 1 << 20, "duplicate_sni"),
-        with_hello("two host names in one SNI", "api.devin.ai:443", ClientHelloBuilder::new().sni_ext(&["api.devin.ai", "evil.example"]).records(), 1 << 20, "duplicate_sni"),
-        with_hello("encrypted ClientHello", "api.devin.ai:443", ClientHelloBuilder::new().sni("api.devin.ai").extension(0xfe0d, vec![0; 32]).records(), 1 << 20, "encrypted_client_hello"),
-        with_hello("non-handshake first record", "api.devin.ai:443", vec![0x17, 3, 3, 0, 5, 1, 2, 3, 4, 5], 1 << 20, "not_handshake_record"),
-        with_hello("plaintext HTTP in the tunnel", "api.devin.ai:443", b"GET / HTTP/1.1\r\nHost: evil.example\r\n\r\n".to_vec(), 1 << 20, "not_handshake_record"),
-        with_hello("oversized ClientHello", "api.devin.ai:443", big_hello, 1 << 20, "client_hello_too_large"),
-        with_hello("slow ClientHello", "api.devin.ai:443", slow, 1 << 20, "client_hello_timeout"),
-        with_hello("no ClientHello at all", "api.devin.ai:443", Vec::new(), 1 << 20, "client_hello_timeout"),
+        with_hello(
+            "SNI mismatch",
+            "api.devin.ai:443",
+            hello("evil.example"),
+            1 << 20,
+            "sni_mismatch",
+        ),
+        with_hello(
+            "SNI of another allowed name (fronting)",
+            "api.devin.ai:443",
+            hello("app.devin.ai"),
+            1 << 20,
+            "sni_mismatch",
+        ),
+        with_hello(
+            "missing SNI",
+            "api.devin.ai:443",
+            ClientHelloBuilder::new()
+                .extension(43, vec![2, 3, 4])
+                .records(),
+            1 << 20,
+            "missing_sni",
+        ),
+        with_hello(
+            "mismatching SNI split across records",
+            "api.devin.ai:443",
+            records(
+                &ClientHelloBuilder::new().sni("evil.example").handshake(),
+                16,
+            ),
+            1 << 20,
+            "sni_mismatch",
+        ),
+        with_hello(
+            "mismatching SNI split across TCP segments",
+            "api.devin.ai:443",
+            hello("evil.example"),
+            7,
+            "sni_mismatch",
+        ),
+        with_hello(
+            "duplicate SNI extension",
+            "api.devin.ai:443",
+            ClientHelloBuilder::new()
+                .sni("api.devin.ai")
+                .sni("evil.example")
+                .records(),
+            1 << 20,
+            "duplicate_sni",
+        ),
+        with_hello(
+            "two host names in one SNI",
+            "api.devin.ai:443",
+            ClientHelloBuilder::new()
+                .sni_ext(&["api.devin.ai", "evil.example"])
+                .records(),
+            1 << 20,
+            "duplicate_sni",
+        ),
+        with_hello(
+            "encrypted ClientHello",
+            "api.devin.ai:443",
+            ClientHelloBuilder::new()
+                .sni("api.devin.ai")
+                .extension(0xfe0d, vec![0; 32])
+                .records(),
+            1 << 20,
+            "encrypted_client_hello",
+        ),
+        with_hello(
+            "non-handshake first record",
+            "api.devin.ai:443",
+            vec![0x17, 3, 3, 0, 5, 1, 2, 3, 4, 5],
+            1 << 20,
+            "not_handshake_record",
+        ),
+        with_hello(
+            "plaintext HTTP in the tunnel",
+            "api.devin.ai:443",
+            b"GET / HTTP/1.1\r\nHost: evil.example\r\n\r\n".to_vec(),
+            1 << 20,
+            "not_handshake_record",
+        ),
+        with_hello(
+            "oversized ClientHello",
+            "api.devin.ai:443",
+            big_hello,
+            1 << 20,
+            "client_hello_too_large",
+        ),
+        with_hello(
+            "slow ClientHello",
+            "api.devin.ai:443",
+            slow,
+            1 << 20,
+            "client_hello_timeout",
+        ),
+        with_hello(
+            "no ClientHello at all",
+            "api.devin.ai:443",
+            Vec::new(),
+            1 << 20,
+            "client_hello_timeout",
+        ),
         connect("IPv4 literal", "127.0.0.1:443", 403, "ip_literal"),
         connect("IPv6 literal", "[::1]:443", 403, "ip_literal"),
-        connect("IPv4-mapped IPv6 literal", "[::ffff:127.0.0.1]:443", 403, "ip_literal"),
+        connect(
+            "IPv4-mapped IPv6 literal",
+            "[::ffff:127.0.0.1]:443",
+            403,
+            "ip_literal",
+        ),
         connect("decimal IPv4 literal", "2130706433:443", 403, "ip_literal"),
         connect("metadata literal", "169.254.169.254:443", 403, "ip_literal"),
         connect("CONNECT to the guard itself", &g, 403, "ip_literal"),
         connect("non-443 port", "api.devin.ai:8443", 403, "port_not_allowed"),
-        connect("suffix trick evildevin.ai", "evildevin.ai:443", 403, "host_not_allowlisted"),
-        connect("suffix trick devin.ai.evil.example", "devin.ai.evil.example:443", 403, "host_not_allowlisted"),
-        connect("upper case, trailing dot, not allowed", "EVILDEVIN.AI.:443", 403, "host_not_allowlisted"),
-        connect("two trailing dots", "api.devin.ai..:443", 403, "invalid_host"),
-        connect("IDN look-alike of the apex", "devin.a\u{0456}:443", 403, "host_not_allowlisted"),
-        connect("percent-encoded host", "api%2edevin.ai:443", 403, "invalid_host"),
-        connect("userinfo in CONNECT", "user:pw@api.devin.ai:443", 403, "userinfo_in_url"),
+        connect(
+            "suffix trick evildevin.ai",
+            "evildevin.ai:443",
+            403,
+            "host_not_allowlisted",
+        ),
+        connect(
+            "suffix trick devin.ai.evil.example",
+            "devin.ai.evil.example:443",
+            403,
+            "host_not_allowlisted",
+        ),
+        connect(
+            "upper case, trailing dot, not allowed",
+            "EVILDEVIN.AI.:443",
+            403,
+            "host_not_allowlisted",
+        ),
+        connect(
+            "two trailing dots",
+            "api.devin.ai..:443",
+            403,
+            "invalid_host",
+        ),
+        connect(
+            "IDN look-alike of the apex",
+            "devin.a\u{0456}:443",
+            403,
+            "host_not_allowlisted",
+        ),
+        connect(
+            "percent-encoded host",
+            "api%2edevin.ai:443",
+            403,
+            "invalid_host",
+        ),
+        connect(
+            "userinfo in CONNECT",
+            "user:pw@api.devin.ai:443",
+            403,
+            "userinfo_in_url",
+        ),
         connect("CONNECT without port", "api.devin.ai", 400, "bad_target"),
-        with_hello("name resolving to the guard itself", "self.devin.ai:443", hello("self.devin.ai"), 1 << 20, "guard_self"),
-        with_hello("name resolving to a private address", "private.devin.ai:443", hello("private.devin.ai"), 1 << 20, "address_private"),
-        with_hello("name resolving to CGNAT", "cgnat.devin.ai:443", hello("cgnat.devin.ai"), 1 << 20, "address_cgnat"),
-        with_hello("name resolving to cloud metadata", "metadata.devin.ai:443", hello("metadata.devin.ai"), 1 << 20, "address_metadata"),
-        with_hello("name resolving to IPv6 metadata", "md6.devin.ai:443", hello("md6.devin.ai"), 1 << 20, "address_metadata"),
-        with_hello("name resolving to link-local", "linklocal.devin.ai:443", hello("linklocal.devin.ai"), 1 << 20, "address_link_local"),
-        with_hello("name resolving to 6to4", "sixtofour.devin.ai:443", hello("sixtofour.devin.ai"), 1 << 20, "address_6to4"),
-        with_hello("name resolving to NAT64", "nat64.devin.ai:443", hello("nat64.devin.ai"), 1 << 20, "address_nat64"),
-        with_hello("name resolving to Teredo", "teredo.devin.ai:443", hello("teredo.devin.ai"), 1 << 20, "address_teredo"),
-        with_hello("name resolving to IPv4-mapped loopback", "mapped.devin.ai:443", hello("mapped.devin.ai"), 1 << 20, "address_ipv4_mapped"),
-        raw("plain HTTP when disabled", "GET http://api.devin.ai/ HTTP/1.1\r\nHost: api.devin.ai\r\n\r\n", 403, "plain_http_disabled", false),
-        raw("garbage CONNECT line", "CONNECT\r\n\r\n", 400, "bad_request", false),
-        raw("binary garbage instead of a request", "\u{16}\u{3}\u{1}\u{0}\u{5}hello\r\n\r\n", 400, "bad_request", false),
-        raw("oversized headers", &oversized_headers, 431, "header_too_large", false),
-        raw("userinfo in a plain-HTTP URL", &userinfo_request(), 403, "userinfo_in_url", true),
-        raw("https URL in plain-HTTP form", "GET https://api.devin.ai/ HTTP/1.1\r\n\r\n", 403, "scheme_not_allowed", true),
-        raw("origin-form request to the proxy", "GET / HTTP/1.1\r\nHost: api.devin.ai\r\n\r\n", 400, "not_absolute_form", true),
-        raw("plain HTTP to a non-allowed host", "GET http://api.anthropic.com/ HTTP/1.1\r\n\r\n", 403, "host_not_allowlisted", true),
-        raw("plain HTTP to an IP literal", "GET http://169.254.169.254/latest/meta-data/ HTTP/1.1\r\n\r\n", 403, "ip_literal", true),
-        raw("plain HTTP with Transfer-Encoding", "POST http://api.devin.ai/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 411, "transfer_encoding_refused", true),
+        with_hello(
+            "name resolving to the guard itself",
+            "self.devin.ai:443",
+            hello("self.devin.ai"),
+            1 << 20,
+            "guard_self",
+        ),
+        with_hello(
+            "name resolving to a private address",
+            "private.devin.ai:443",
+            hello("private.devin.ai"),
+            1 << 20,
+            "address_private",
+        ),
+        with_hello(
+            "name resolving to CGNAT",
+            "cgnat.devin.ai:443",
+            hello("cgnat.devin.ai"),
+            1 << 20,
+            "address_cgnat",
+        ),
+        with_hello(
+            "name resolving to cloud metadata",
+            "metadata.devin.ai:443",
+            hello("metadata.devin.ai"),
+            1 << 20,
+            "address_metadata",
+        ),
+        with_hello(
+            "name resolving to IPv6 metadata",
+            "md6.devin.ai:443",
+            hello("md6.devin.ai"),
+            1 << 20,
+            "address_metadata",
+        ),
+        with_hello(
+            "name resolving to link-local",
+            "linklocal.devin.ai:443",
+            hello("linklocal.devin.ai"),
+            1 << 20,
+            "address_link_local",
+        ),
+        with_hello(
+            "name resolving to 6to4",
+            "sixtofour.devin.ai:443",
+            hello("sixtofour.devin.ai"),
+            1 << 20,
+            "address_6to4",
+        ),
+        with_hello(
+            "name resolving to NAT64",
+            "nat64.devin.ai:443",
+            hello("nat64.devin.ai"),
+            1 << 20,
+            "address_nat64",
+        ),
+        with_hello(
+            "name resolving to Teredo",
+            "teredo.devin.ai:443",
+            hello("teredo.devin.ai"),
+            1 << 20,
+            "address_teredo",
+        ),
+        with_hello(
+            "name resolving to IPv4-mapped loopback",
+            "mapped.devin.ai:443",
+            hello("mapped.devin.ai"),
+            1 << 20,
+            "address_ipv4_mapped",
+        ),
+        raw(
+            "plain HTTP when disabled",
+            "GET http://api.devin.ai/ HTTP/1.1\r\nHost: api.devin.ai\r\n\r\n",
+            403,
+            "plain_http_disabled",
+            false,
+        ),
+        raw(
+            "garbage CONNECT line",
+            "CONNECT\r\n\r\n",
+            400,
+            "bad_request",
+            false,
+        ),
+        raw(
+            "binary garbage instead of a request",
+            "\u{16}\u{3}\u{1}\u{0}\u{5}hello\r\n\r\n",
+            400,
+            "bad_request",
+            false,
+        ),
+        raw(
+            "oversized headers",
+            &oversized_headers,
+            431,
+            "header_too_large",
+            false,
+        ),
+        raw(
+            "userinfo in a plain-HTTP URL",
+            &userinfo_request(),
+            403,
+            "userinfo_in_url",
+            true,
+        ),
+        raw(
+            "https URL in plain-HTTP form",
+            "GET https://api.devin.ai/ HTTP/1.1\r\n\r\n",
+            403,
+            "scheme_not_allowed",
+            true,
+        ),
+        raw(
+            "origin-form request to the proxy",
+            "GET / HTTP/1.1\r\nHost: api.devin.ai\r\n\r\n",
+            400,
+            "not_absolute_form",
+            true,
+        ),
+        raw(
+            "plain HTTP to a non-allowed host",
+            "GET http://api.anthropic.com/ HTTP/1.1\r\n\r\n",
+            403,
+            "host_not_allowlisted",
+            true,
+        ),
+        raw(
+            "plain HTTP to an IP literal",
+            "GET http://169.254.169.254/latest/meta-data/ HTTP/1.1\r\n\r\n",
+            403,
+            "ip_literal",
+            true,
+        ),
+        raw(
+            "plain HTTP with Transfer-Encoding",
+            "POST http://api.devin.ai/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            411,
+            "transfer_encoding_refused",
+            true,
+        ),
         Case {
             name: "loopback without an explicit allowance",
             attempt: Attempt::Hello {
@@ -419,15 +753,27 @@ async fn bypass_attempts_are_denied_and_audited() {
         run_case(case, g).await;
         *n += 1;
         let lines = wait_audit(g.audit_path(), *n).await;
-        assert_eq!(lines.len(), *n, "{}: one line per decision: {lines:#?}", case.name);
+        assert_eq!(
+            lines.len(),
+            *n,
+            "{}: one line per decision: {lines:#?}",
+            case.name
+        );
         let line = last(&lines);
         assert_eq!(line["decision"], "deny", "{}: {line}", case.name);
         assert_eq!(line["reason"], case.reason, "{}: {line}", case.name);
         let text = line.to_string();
-        assert!(!text.contains("hunter2") && !text.contains(":pw"), "credentials logged: {text}");
+        assert!(
+            !text.contains("hunter2") && !text.contains(":pw"),
+            "credentials logged: {text}"
+        );
         table.push(format!("{:<45} {}", case.name, case.reason));
     }
-    eprintln!("bypass table ({} attempts):\n{}", table.len(), table.join("\n"));
+    eprintln!(
+        "bypass table ({} attempts):\n{}",
+        table.len(),
+        table.join("\n")
+    );
 
     // Only the cases that got past the request and SNI checks resolved anything: the rest
     // were refused before any resolution.
@@ -452,13 +798,25 @@ async fn plain_http_forward_rewrites_the_request() {
     };
     let guard = Guard::spawn(policy).await.unwrap();
     let request = "POST http://plain.devin.ai/x?y=1 HTTP/1.1\r\nHost: evil.example\r\nProxy-Authorization: Basic c2VjcmV0\r\nConnection: keep-alive, X-Secret\r\nX-Secret: s3cr3t\r\nKeep-Alive: 5\r\nUpgrade: websocket\r\nAccept: */*\r\nContent-Length: 5\r\n\r\nhello";
-    let (mut s, reply) = client::send_raw(guard.local_addr(), request.as_bytes()).await.unwrap();
+    let (mut s, reply) = client::send_raw(guard.local_addr(), request.as_bytes())
+        .await
+        .unwrap();
     assert_eq!(reply.status, 200, "{}", reply.head);
     let mut body = reply.rest.clone();
     s.read_to_end(&mut body).await.unwrap();
     let seen = String::from_utf8_lossy(&body);
-    assert!(seen.starts_with("POST /x?y=1 HTTP/1.1\r\nHost: plain.devin.ai\r\n"), "{seen}");
-    for gone in ["Proxy-Authorization", "X-Secret", "Keep-Alive", "Upgrade", "evil.example", "keep-alive"] {
+    assert!(
+        seen.starts_with("POST /x?y=1 HTTP/1.1\r\nHost: plain.devin.ai\r\n"),
+        "{seen}"
+    );
+    for gone in [
+        "Proxy-Authorization",
+        "X-Secret",
+        "Keep-Alive",
+        "Upgrade",
+        "evil.example",
+        "keep-alive",
+    ] {
         assert!(!seen.contains(gone), "{gone} forwarded: {seen}");
     }
     assert!(seen.contains("Accept: */*\r\n"));
@@ -516,7 +874,9 @@ async fn deny_all_guard_denies_every_destination() {
         assert_eq!(line["host"], host, "{line}");
     }
     assert_eq!(lines.last().unwrap()["reason"], "plain_http_disabled");
-    assert!(!std::fs::read_to_string(guard.audit_path()).unwrap().contains("sk-ant"));
+    assert!(!std::fs::read_to_string(guard.audit_path())
+        .unwrap()
+        .contains("sk-ant"));
     assert_eq!(guard.stats().snapshot().resolutions, 0, "nothing resolved");
     assert_eq!(guard.stats().snapshot().allowed, 0);
     guard.shutdown().await.unwrap();
@@ -532,7 +892,9 @@ async fn shipped_devin_policy_loads_and_binds() {
     policy.listen = "127.0.0.1:0".parse().unwrap();
     policy.audit = Some(dir.path().join("a.jsonl"));
     let guard = Guard::spawn(policy).await.unwrap();
-    let (_s, reply) = client::connect(guard.local_addr(), "api.anthropic.com:443").await.unwrap();
+    let (_s, reply) = client::connect(guard.local_addr(), "api.anthropic.com:443")
+        .await
+        .unwrap();
     assert_eq!(reply.status, 403);
     guard.shutdown().await.unwrap();
 }
@@ -567,7 +929,10 @@ async fn verify_isolation_against_the_deny_all_guard() {
         "audit_permissions",
         "audit",
     ] {
-        assert!(names.contains(&expected), "{expected} missing from {names:?}");
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
     }
 
     // A dirty environment fails the local checks, and says which variable, not its value.
@@ -575,7 +940,10 @@ async fn verify_isolation_against_the_deny_all_guard() {
     let dirty = Environment {
         vars: vec![
             ("ANTHROPIC_API_KEY".into(), "sk-ant-xyz".into()),
-            ("HTTPS_PROXY".into(), format!("http://{}", guard.local_addr())),
+            (
+                "HTTPS_PROXY".into(),
+                format!("http://{}", guard.local_addr()),
+            ),
         ],
         euid: 0,
         sockets: clean.sockets.clone(),
@@ -590,7 +958,11 @@ async fn verify_isolation_against_the_deny_all_guard() {
         .filter(|r| r.outcome == Outcome::Fail)
         .map(|r| r.name.clone())
         .collect();
-    assert_eq!(failed, vec!["env", "docker_socket", "non_root"], "{results:#?}");
+    assert_eq!(
+        failed,
+        vec!["env", "docker_socket", "non_root"],
+        "{results:#?}"
+    );
     let env_line = results[0].to_string();
     assert!(env_line.contains("ANTHROPIC_API_KEY") && !env_line.contains("sk-ant-xyz"));
     guard.shutdown().await.unwrap();
@@ -615,7 +987,9 @@ async fn verify_isolation_fails_when_anthropic_is_reachable() {
     let results = isolation::verify(&args, &env).await;
     let get = |n: &str| results.iter().find(|r| r.name == n).unwrap();
     assert_eq!(get("unreachable:api.anthropic.com").outcome, Outcome::Fail);
-    assert!(get("unreachable:api.anthropic.com").detail.contains("REACHABLE"));
+    assert!(get("unreachable:api.anthropic.com")
+        .detail
+        .contains("REACHABLE"));
     assert_eq!(get("unreachable:claude.ai").outcome, Outcome::Fail);
     guard.shutdown().await.unwrap();
 }
@@ -625,9 +999,12 @@ async fn graceful_shutdown_closes_open_tunnels_and_records_them() {
     let dir = tempfile::tempdir().unwrap();
     let pki = pki(&["api.devin.ai"]);
     let echo = tls_server(pki.server.clone(), ServerMode::Echo).await;
-    let guard = Guard::spawn(test_policy(dir.path(), &[("api.devin.ai", echo.to_string())]))
-        .await
-        .unwrap();
+    let guard = Guard::spawn(test_policy(
+        dir.path(),
+        &[("api.devin.ai", echo.to_string())],
+    ))
+    .await
+    .unwrap();
     let audit = guard.audit_path().to_owned();
     let addr = guard.local_addr();
     let mut tls = tls_via_guard(addr, "api.devin.ai:443", "api.devin.ai", pki.client.clone())

@@ -33,7 +33,7 @@ async fn idle_flood_is_capped_reaped_and_bounded() {
     policy.limits = Limits {
         max_connections: MAX,
         header_timeout_ms: 2_000,
-        idle_timeout_ms: 5_000,
+        idle_timeout_ms: 8_000,
         client_hello_timeout_ms: 1_000,
         shutdown_grace_ms: 1_000,
         ..Limits::default()
@@ -88,7 +88,11 @@ async fn idle_flood_is_capped_reaped_and_bounded() {
     wait_until("idle connections reaped", || stats.snapshot().active == 0).await;
     for (mut s, mut got) in held {
         let _ = tokio::time::timeout(Duration::from_secs(2), s.read_to_end(&mut got)).await;
-        assert!(got.starts_with(b"HTTP/1.1 408"), "{:?}", String::from_utf8_lossy(&got));
+        assert!(
+            got.starts_with(b"HTTP/1.1 408"),
+            "{:?}",
+            String::from_utf8_lossy(&got)
+        );
     }
     let lines = wait_audit(&audit, 1 + FLOOD).await;
     let count = |reason: &str| lines.iter().filter(|l| l["reason"] == reason).count();
@@ -101,7 +105,9 @@ async fn idle_flood_is_capped_reaped_and_bounded() {
         let mut tls = tls_via_guard(addr, "api.devin.ai:443", "api.devin.ai", pki.client.clone())
             .await
             .unwrap();
-        tokio::io::AsyncWriteExt::write_all(&mut tls, b"x").await.unwrap();
+        tokio::io::AsyncWriteExt::write_all(&mut tls, b"x")
+            .await
+            .unwrap();
         let mut b = [0u8; 1];
         tls.read_exact(&mut b).await.unwrap();
         tunnels.push(tls);
@@ -129,8 +135,17 @@ async fn idle_flood_is_capped_reaped_and_bounded() {
     );
     // Generous: the flood and the tunnels (clients, TLS state and the echo server live in this
     // process too) must not cost more than 64 MiB, and nothing must stay behind.
-    assert!(rss_flood.saturating_sub(rss_before) < 64 * 1024, "flood grew RSS too much");
-    assert!(rss_tunnels.saturating_sub(rss_before) < 64 * 1024, "tunnels grew RSS too much");
-    assert!(rss_after.saturating_sub(rss_before) < 64 * 1024, "RSS did not come back");
+    assert!(
+        rss_flood.saturating_sub(rss_before) < 64 * 1024,
+        "flood grew RSS too much"
+    );
+    assert!(
+        rss_tunnels.saturating_sub(rss_before) < 64 * 1024,
+        "tunnels grew RSS too much"
+    );
+    assert!(
+        rss_after.saturating_sub(rss_before) < 64 * 1024,
+        "RSS did not come back"
+    );
     guard.shutdown().await.unwrap();
 }

@@ -43,7 +43,9 @@ fn start_host(policy: &std::path::Path, home: &std::path::Path) -> Host {
             }
         }
     });
-    ready_rx.recv_timeout(Duration::from_secs(120)).expect("the host did not come up");
+    ready_rx
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the host did not come up");
     Host { child }
 }
 
@@ -53,7 +55,11 @@ fn list(socket: &std::path::Path) -> serde_json::Value {
         .arg(socket)
         .output()
         .expect("run list");
-    assert!(output.status.success(), "list failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "list failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     serde_json::from_slice(&output.stdout).expect("list prints JSON")
 }
 
@@ -71,20 +77,45 @@ fn swap_over_the_control_socket_and_reload_on_sighup() {
     let socket = dir.path().join("run").join("control.sock");
     let policy_path = dir.path().join("policy.toml");
     let write_policy = |serializer: &std::path::Path| {
-        let text = common::policy_text(&format!("[control]\nsocket = {:?}\n", socket.display().to_string()))
-            .replacen(
-                &format!("path = {:?}", common::component("serializer").display().to_string()),
-                &format!("path = {:?}", serializer.display().to_string()),
-                1,
-            );
+        let home = dir.path().join(".sandbox").join("home");
+        let extra = format!(
+            "[control]\nsocket = {:?}\n[server]\nlisten = \"127.0.0.1:0\"\nrequire_key = false\n\
+             [agent]\ncommand = {:?}\nhome = {:?}\nprewarm = 0\noffline = true\n[models]\ncatalog = {:?}\n",
+            socket.display().to_string(),
+            common::bridge::mock_devin().display().to_string(),
+            home.display().to_string(),
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../policies/models.json"),
+        );
+        let text = common::policy_text(&extra).replacen(
+            &format!(
+                "path = {:?}",
+                common::component("serializer").display().to_string()
+            ),
+            &format!("path = {:?}", serializer.display().to_string()),
+            1,
+        );
         std::fs::write(&policy_path, text).expect("write policy");
     };
     write_policy(&common::component("serializer"));
     let mut host = start_host(&policy_path, dir.path());
 
     // The socket is private.
-    assert_eq!(std::fs::metadata(&socket).expect("socket").permissions().mode() & 0o777, 0o600);
-    assert_eq!(std::fs::metadata(socket.parent().expect("dir")).expect("dir").permissions().mode() & 0o777, 0o700);
+    assert_eq!(
+        std::fs::metadata(&socket)
+            .expect("socket")
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+    assert_eq!(
+        std::fs::metadata(socket.parent().expect("dir"))
+            .expect("dir")
+            .permissions()
+            .mode()
+            & 0o777,
+        0o700
+    );
 
     let original = sha256_hex(&std::fs::read(common::component("serializer")).expect("serializer"));
     assert_eq!(sha_of(&list(&socket), "serializer"), original);
@@ -99,7 +130,11 @@ fn swap_over_the_control_socket_and_reload_on_sighup() {
         .arg(&socket)
         .output()
         .expect("run swap");
-    assert!(output.status.success(), "swap failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "swap failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("report");
     assert_eq!(report["old_sha256"], original.as_str());
     assert_eq!(report["new_sha256"], alternate.as_str());
@@ -114,7 +149,8 @@ fn swap_over_the_control_socket_and_reload_on_sighup() {
         .output()
         .expect("run swap");
     assert!(!output.status.success());
-    assert!(String::from_utf8_lossy(&output.stderr).contains("does not export the serializer interface"));
+    assert!(String::from_utf8_lossy(&output.stderr)
+        .contains("does not export the serializer interface"));
     assert_eq!(sha_of(&list(&socket), "serializer"), alternate);
 
     // SIGHUP: the policy now names the original file again.
@@ -123,7 +159,10 @@ fn swap_over_the_control_socket_and_reload_on_sighup() {
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).expect("SIGHUP");
     let deadline = Instant::now() + Duration::from_secs(60);
     while sha_of(&list(&socket), "serializer") != original {
-        assert!(Instant::now() < deadline, "SIGHUP did not reload the serializer");
+        assert!(
+            Instant::now() < deadline,
+            "SIGHUP did not reload the serializer"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 
@@ -139,15 +178,31 @@ async fn the_control_socket_refuses_oversized_and_malformed_requests() {
     let dir = tempfile::tempdir().expect("tempdir");
     let socket = dir.path().join("ctl").join("control.sock");
     let listener = control::bind(&socket).expect("bind");
-    let transforms = Arc::new(tokio::task::spawn_blocking(common::transforms).await.expect("load"));
+    let transforms = Arc::new(
+        tokio::task::spawn_blocking(common::transforms)
+            .await
+            .expect("load"),
+    );
     let server = tokio::spawn(control::serve(listener, transforms));
 
-    let too_big = control::Request::Swap { transform: "sse".into(), size: control::MAX_COMPONENT_BYTES + 1, source: "x".into() };
-    let error = control::request(&socket, &too_big, &[]).await.expect_err("oversized");
+    let too_big = control::Request::Swap {
+        transform: "sse".into(),
+        size: control::MAX_COMPONENT_BYTES + 1,
+        source: "x".into(),
+    };
+    let error = control::request(&socket, &too_big, &[])
+        .await
+        .expect_err("oversized");
     assert!(error.to_string().contains("exceeds"), "{error}");
 
-    let unknown = control::Request::Swap { transform: "tokenizer".into(), size: 0, source: "x".into() };
-    let error = control::request(&socket, &unknown, &[]).await.expect_err("unknown transform");
+    let unknown = control::Request::Swap {
+        transform: "tokenizer".into(),
+        size: 0,
+        source: "x".into(),
+    };
+    let error = control::request(&socket, &unknown, &[])
+        .await
+        .expect_err("unknown transform");
     assert!(error.to_string().contains("unknown transform"), "{error}");
 
     // A second host cannot take over a live socket.

@@ -7,7 +7,6 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-
 const USAGE: &str = "\
 usage: cargo xtask <command>
 
@@ -50,7 +49,10 @@ fn main() -> Result<()> {
 
 /// The workspace root (the parent of this crate).
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
 }
 
 /// Where components are written.
@@ -60,7 +62,9 @@ fn components_dir() -> PathBuf {
 
 /// Runs a command, failing with its status.
 pub fn run(command: &mut Command) -> Result<()> {
-    let status = command.status().with_context(|| format!("cannot run {command:?}"))?;
+    let status = command
+        .status()
+        .with_context(|| format!("cannot run {command:?}"))?;
     if !status.success() {
         bail!("{:?} failed with {status}", command.get_program());
     }
@@ -90,16 +94,25 @@ fn build_components(with_test_components: bool) -> Result<PathBuf> {
 /// tests share those artifacts, so `serve` after `test` compiles nothing again.
 fn build_all() -> Result<()> {
     build_components(false)?;
-    run(cargo().args(["build", "--locked", "-p", "devin-bridge", "-p", "mock-devin"]))
+    run(cargo().args(["build", "--locked", "--workspace", "--bins"]))
 }
 
 fn test(rest: &[String]) -> Result<()> {
     let components = build_components(true)?;
+    // The tests start real binaries (the host, the offline agent): build them first.
+    run(cargo().args(["build", "--locked", "--workspace", "--bins"]))?;
     let mut test = cargo();
-    test.args(["test", "--locked", "--workspace"])
+    test.args(["test", "--locked", "--workspace", "--no-fail-fast"])
         .args(rest)
         .env("DEVIN_BRIDGE_COMPONENTS", &components)
-        .env("DEVIN_BRIDGE_TEST_COMPONENTS", components.join("test"));
+        .env("DEVIN_BRIDGE_TEST_COMPONENTS", components.join("test"))
+        .env(
+            "DEVIN_BRIDGE_MOCK_DEVIN",
+            workspace_root()
+                .join("target")
+                .join("debug")
+                .join("mock-devin"),
+        );
     run(&mut test)
 }
 
@@ -109,29 +122,54 @@ fn serve(rest: &[String]) -> Result<()> {
     let policy = root.join("policies").join("summarizer.toml");
     let binary = root.join("target").join("debug").join("devin-bridge");
     let mut serve = Command::new(&binary);
-    serve.arg("serve").arg("--policy").arg(&policy).args(rest).env("DEVIN_BRIDGE_COMPONENTS", components_dir());
-    eprintln!("xtask: starting {} serve --policy {}", binary.display(), policy.display());
+    serve
+        .arg("serve")
+        .arg("--policy")
+        .arg(&policy)
+        .args(rest)
+        .env("DEVIN_BRIDGE_COMPONENTS", components_dir());
+    eprintln!(
+        "xtask: starting {} serve --policy {}",
+        binary.display(),
+        policy.display()
+    );
     run(&mut serve)
 }
 
 fn bench(rest: &[String]) -> Result<()> {
-    let Some(name) = rest.first() else { bail!("usage: cargo xtask bench <transforms|bridge|guard>") };
+    let Some(name) = rest.first() else {
+        bail!("usage: cargo xtask bench <transforms|bridge|guard>")
+    };
     if !["transforms", "bridge", "guard"].contains(&name.as_str()) {
         bail!("unknown benchmark {name:?} (transforms, bridge or guard)");
     }
     let components = build_components(false)?;
     let mut bench = cargo();
     bench
-        .args(["bench", "--locked", "-p", "devin-bridge", "--bench", name, "--"])
+        .args([
+            "bench",
+            "--locked",
+            "-p",
+            "devin-bridge",
+            "--bench",
+            name,
+            "--",
+        ])
         .args(&rest[1..])
         .env("DEVIN_BRIDGE_COMPONENTS", &components);
     run(&mut bench)
 }
 
 fn fuzz(rest: &[String]) -> Result<()> {
-    let Some(target) = rest.first() else { bail!("usage: cargo xtask fuzz <serializer|envelope|sse|model-alias|all> [--seconds N]") };
+    let Some(target) = rest.first() else {
+        bail!("usage: cargo xtask fuzz <serializer|envelope|sse|model-alias|all> [--seconds N]")
+    };
     let seconds = match rest.iter().position(|arg| arg == "--seconds") {
-        Some(i) => rest.get(i + 1).context("--seconds needs a number")?.parse::<u64>().context("--seconds needs a number")?,
+        Some(i) => rest
+            .get(i + 1)
+            .context("--seconds needs a number")?
+            .parse::<u64>()
+            .context("--seconds needs a number")?,
         None => 30,
     };
     let all = ["serializer", "envelope", "sse", "model-alias"];
@@ -182,7 +220,9 @@ fn write_seeds(target: &str, dir: &Path) -> Result<usize> {
             .or_else(|| args.get(key).map(|value| value.to_string()))
     };
     let mut count = 0;
-    for entry in std::fs::read_dir(&fixtures).with_context(|| format!("reading {}", fixtures.display()))? {
+    for entry in
+        std::fs::read_dir(&fixtures).with_context(|| format!("reading {}", fixtures.display()))?
+    {
         let path = entry?.path();
         if path.extension().is_none_or(|ext| ext != "json") {
             continue;
@@ -196,15 +236,27 @@ fn write_seeds(target: &str, dir: &Path) -> Result<usize> {
             "sse" => args
                 .get("reply")
                 .and_then(|reply| reply.get("value"))
-                .map(|value| value.as_str().map(str::to_owned).unwrap_or_else(|| value.to_string()))
+                .map(|value| {
+                    value
+                        .as_str()
+                        .map(str::to_owned)
+                        .unwrap_or_else(|| value.to_string())
+                })
                 .map(|text| [&[0u8][..], text.as_bytes()].concat()),
-            _ => string("requested").or_else(|| string("reference")).map(|name| match text_or_json(&args, "catalog") {
-                Some(catalog) => format!("{name}\n{catalog}").into_bytes(),
-                None => name.into_bytes(),
-            }),
+            _ => {
+                string("requested")
+                    .or_else(|| string("reference"))
+                    .map(|name| match text_or_json(&args, "catalog") {
+                        Some(catalog) => format!("{name}\n{catalog}").into_bytes(),
+                        None => name.into_bytes(),
+                    })
+            }
         };
         if let Some(seed) = seed {
-            let name = path.file_stem().and_then(|stem| stem.to_str()).unwrap_or("seed");
+            let name = path
+                .file_stem()
+                .and_then(|stem| stem.to_str())
+                .unwrap_or("seed");
             std::fs::write(dir.join(name), seed)?;
             count += 1;
         }
@@ -214,10 +266,15 @@ fn write_seeds(target: &str, dir: &Path) -> Result<usize> {
 
 /// cargo-fuzz is a cargo tool from crates.io; install it when missing, saying so.
 fn ensure_cargo_fuzz() -> Result<()> {
-    let present = Command::new("cargo").args(["+nightly", "fuzz", "--version"]).output().is_ok_and(|out| out.status.success());
+    let present = Command::new("cargo")
+        .args(["+nightly", "fuzz", "--version"])
+        .output()
+        .is_ok_and(|out| out.status.success());
     if present {
         return Ok(());
     }
-    eprintln!("xtask: cargo-fuzz is missing; installing it with `cargo install cargo-fuzz --locked`");
+    eprintln!(
+        "xtask: cargo-fuzz is missing; installing it with `cargo install cargo-fuzz --locked`"
+    );
     run(Command::new("cargo").args(["install", "cargo-fuzz", "--locked"]))
 }

@@ -20,17 +20,52 @@ pub struct Spec {
 
 /// The four transforms.
 pub const TRANSFORMS: [Spec; 4] = [
-    Spec { package: "devin-bridge-serializer", lib: "devin_bridge_serializer", name: "serializer", may_import: false },
-    Spec { package: "devin-bridge-envelope", lib: "devin_bridge_envelope", name: "envelope", may_import: false },
-    Spec { package: "devin-bridge-sse", lib: "devin_bridge_sse", name: "sse", may_import: false },
-    Spec { package: "devin-bridge-model-alias", lib: "devin_bridge_model_alias", name: "model-alias", may_import: false },
+    Spec {
+        package: "devin-bridge-serializer",
+        lib: "devin_bridge_serializer",
+        name: "serializer",
+        may_import: false,
+    },
+    Spec {
+        package: "devin-bridge-envelope",
+        lib: "devin_bridge_envelope",
+        name: "envelope",
+        may_import: false,
+    },
+    Spec {
+        package: "devin-bridge-sse",
+        lib: "devin_bridge_sse",
+        name: "sse",
+        may_import: false,
+    },
+    Spec {
+        package: "devin-bridge-model-alias",
+        lib: "devin_bridge_model_alias",
+        name: "model-alias",
+        may_import: false,
+    },
 ];
 
 /// Deliberately faulty components for the runtime fault tests.
 pub const TEST_COMPONENTS: [Spec; 3] = [
-    Spec { package: "test-component-misbehaving", lib: "test_component_misbehaving", name: "misbehaving-serializer", may_import: false },
-    Spec { package: "test-component-wrong-answers", lib: "test_component_wrong_answers", name: "wrong-answers-serializer", may_import: false },
-    Spec { package: "test-component-wasi-probe", lib: "test_component_wasi_probe", name: "wasi-probe-serializer", may_import: true },
+    Spec {
+        package: "test-component-misbehaving",
+        lib: "test_component_misbehaving",
+        name: "misbehaving-serializer",
+        may_import: false,
+    },
+    Spec {
+        package: "test-component-wrong-answers",
+        lib: "test_component_wrong_answers",
+        name: "wrong-answers-serializer",
+        may_import: false,
+    },
+    Spec {
+        package: "test-component-wasi-probe",
+        lib: "test_component_wasi_probe",
+        name: "wasi-probe-serializer",
+        may_import: true,
+    },
 ];
 
 const TARGET: &str = "wasm32-unknown-unknown";
@@ -52,7 +87,12 @@ fn rustup_has_target() -> bool {
     Command::new("rustup")
         .args(["target", "list", "--installed"])
         .output()
-        .map(|out| out.status.success() && String::from_utf8_lossy(&out.stdout).lines().any(|l| l.trim() == TARGET))
+        .map(|out| {
+            out.status.success()
+                && String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .any(|l| l.trim() == TARGET)
+        })
         .unwrap_or(false)
 }
 
@@ -76,7 +116,11 @@ fn toolchain() -> Result<Toolchain> {
     if system_toolchain_ready() {
         return Ok(Toolchain::SystemBuildStd);
     }
-    let is_root = Command::new("id").arg("-u").output().map(|o| o.stdout.starts_with(b"0")).unwrap_or(false);
+    let is_root = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| o.stdout.starts_with(b"0"))
+        .unwrap_or(false);
     if is_root && Path::new("/usr/bin/apt-get").exists() {
         eprintln!(
             "xtask: rustup has no {TARGET} target and cannot download one here; installing Debian's Rust \
@@ -84,7 +128,9 @@ fn toolchain() -> Result<Toolchain> {
             SYSTEM_PACKAGES.join(" ")
         );
         run(Command::new("apt-get").arg("update").arg("-q"))?;
-        run(Command::new("apt-get").args(["install", "-y", "-q"]).args(SYSTEM_PACKAGES))?;
+        run(Command::new("apt-get")
+            .args(["install", "-y", "-q"])
+            .args(SYSTEM_PACKAGES))?;
         if system_toolchain_ready() {
             return Ok(Toolchain::SystemBuildStd);
         }
@@ -113,7 +159,14 @@ pub fn build(specs: &[Spec], out_dir: &Path) -> Result<Vec<(String, String, usiz
             eprintln!("xtask: building components with {SYSTEM_RUSTC} and -Zbuild-std");
             let mut cargo = Command::new(SYSTEM_CARGO);
             cargo
-                .args(["build", "--profile", "wasm", "--target", TARGET, "-Zbuild-std=std,panic_abort"])
+                .args([
+                    "build",
+                    "--profile",
+                    "wasm",
+                    "--target",
+                    TARGET,
+                    "-Zbuild-std=std,panic_abort",
+                ])
                 .env("PATH", "/usr/bin:/bin")
                 .env("RUSTC", SYSTEM_RUSTC)
                 .env("RUSTC_BOOTSTRAP", "1")
@@ -136,23 +189,40 @@ pub fn build(specs: &[Spec], out_dir: &Path) -> Result<Vec<(String, String, usiz
     std::fs::create_dir_all(out_dir)?;
     let mut built = Vec::new();
     for spec in specs {
-        let core_path = target_dir.join(TARGET).join("wasm").join(format!("{}.wasm", spec.lib));
-        let module = std::fs::read(&core_path).with_context(|| format!("reading {}", core_path.display()))?;
+        let core_path = target_dir
+            .join(TARGET)
+            .join("wasm")
+            .join(format!("{}.wasm", spec.lib));
+        let module = std::fs::read(&core_path)
+            .with_context(|| format!("reading {}", core_path.display()))?;
         check_core_module(spec, &module)?;
         let component = wit_component::ComponentEncoder::default()
             .module(&module)
-            .with_context(|| format!("{}: reading the component type of the core module", spec.name))?
+            .with_context(|| {
+                format!(
+                    "{}: reading the component type of the core module",
+                    spec.name
+                )
+            })?
             .validate(true)
             .encode()
             .with_context(|| format!("{}: encoding the component", spec.name))?;
         let imports = component_imports(&component)?;
         if !spec.may_import && !imports.is_empty() {
-            bail!("{}: a transform must import nothing, but it imports {}", spec.name, imports.join(", "));
+            bail!(
+                "{}: a transform must import nothing, but it imports {}",
+                spec.name,
+                imports.join(", ")
+            );
         }
         let out = out_dir.join(format!("{}.wasm", spec.name));
         std::fs::write(&out, &component)?;
         let sha = hex::encode(Sha256::digest(&component));
-        eprintln!("xtask: {:<26} {:>9} bytes  sha256 {sha}", spec.name, component.len());
+        eprintln!(
+            "xtask: {:<26} {:>9} bytes  sha256 {sha}",
+            spec.name,
+            component.len()
+        );
         built.push((spec.name.to_owned(), sha, component.len()));
     }
     Ok(built)
@@ -173,14 +243,22 @@ fn check_core_module(spec: &Spec, module: &[u8]) -> Result<()> {
             wasmparser::Payload::ImportSection(imports) if !spec.may_import => {
                 if let Some(first) = imports.into_imports().next() {
                     let first = first?;
-                    bail!("{}: the core module imports {}::{} (a transform must import nothing)", spec.name, first.module, first.name);
+                    bail!(
+                        "{}: the core module imports {}::{} (a transform must import nothing)",
+                        spec.name,
+                        first.module,
+                        first.name
+                    );
                 }
             }
             _ => {}
         }
     }
     if !has_realloc {
-        bail!("{}: the core module does not export cabi_realloc", spec.name);
+        bail!(
+            "{}: the core module does not export cabi_realloc",
+            spec.name
+        );
     }
     Ok(())
 }
@@ -190,7 +268,9 @@ fn check_core_module(spec: &Spec, module: &[u8]) -> Result<()> {
 /// wit-component's encoding as type-only instances; they carry no capability, and the host
 /// satisfies them with an empty instance.
 fn component_imports(component: &[u8]) -> Result<Vec<String>> {
-    let wit_parser::decoding::DecodedWasm::Component(resolve, world) = wit_component::decode(component)? else {
+    let wit_parser::decoding::DecodedWasm::Component(resolve, world) =
+        wit_component::decode(component)?
+    else {
         bail!("not a component");
     };
     let mut granted = Vec::new();
@@ -221,6 +301,9 @@ pub fn write_manifest(out_dir: &Path, built: &[(String, String, usize)]) -> Resu
         .map(|(name, sha, size)| serde_json::json!({ "name": name, "file": format!("{name}.wasm"), "sha256": sha, "size": size }))
         .collect();
     let manifest = out_dir.join("manifest.json");
-    std::fs::write(&manifest, serde_json::to_vec_pretty(&serde_json::json!({ "components": components }))?)?;
+    std::fs::write(
+        &manifest,
+        serde_json::to_vec_pretty(&serde_json::json!({ "components": components }))?,
+    )?;
     Ok(manifest)
 }

@@ -49,8 +49,6 @@
 //! opens anything: `<tool>{"name":"Bash","arguments":{"command":"echo '</tool>'"}}</tool>` is one
 //! envelope. Outside envelopes, text is not interpreted: every tag counts.
 
-#[cfg(target_arch = "wasm32")]
-mod wasm;
 mod canonical;
 mod failure;
 mod json;
@@ -58,6 +56,9 @@ mod narration;
 mod scan;
 mod schema;
 mod tools;
+/// The component export (a thin shell); off when another component embeds this library.
+#[cfg(all(target_arch = "wasm32", feature = "export"))]
+mod wasm;
 
 pub use devin_bridge_types::{Failure, Reply, ToolCall};
 

@@ -14,7 +14,11 @@ impl Guest for Component {
     fn parse(output: String, tools: String, id_seed: String) -> Result<Reply, Failure> {
         match crate::parse(&output, &tools, &id_seed) {
             Ok(crate::Reply::Text(text)) => Ok(Reply::Text(text)),
-            Ok(crate::Reply::Tool(call)) => Ok(Reply::Tool(ToolCall { id: call.id, name: call.name, input: call.input })),
+            Ok(crate::Reply::Tool(call)) => Ok(Reply::Tool(ToolCall {
+                id: call.id,
+                name: call.name,
+                input: call.input,
+            })),
             Err(failure) => Err(Failure {
                 code: failure.code,
                 message: failure.message,
@@ -36,7 +40,10 @@ export!(Component);
 /// no secret randomness, and a component with no imports has no entropy source anyway.
 /// Hash-flooding is not a concern for validating one tool call's arguments.
 #[no_mangle]
-unsafe extern "Rust" fn __getrandom_v03_custom(dest: *mut u8, len: usize) -> Result<(), getrandom::Error> {
+unsafe extern "Rust" fn __getrandom_v03_custom(
+    dest: *mut u8,
+    len: usize,
+) -> Result<(), getrandom::Error> {
     // SAFETY: getrandom guarantees `dest` is valid for writes of `len` bytes.
     unsafe { core::ptr::write_bytes(dest, 0x5a, len) };
     Ok(())

@@ -5,14 +5,15 @@
 //! here is a pure function of its arguments: the catalog is passed in as JSON text on every
 //! call, so the transform holds no state and needs no clock or I/O.
 
-#[cfg(target_arch = "wasm32")]
-mod wasm;
 mod catalog;
 mod environment;
 mod failures;
 mod listing;
 mod names;
 mod resolve;
+/// The component export (a thin shell); off when another component embeds this library.
+#[cfg(all(target_arch = "wasm32", feature = "export"))]
+mod wasm;
 
 pub use devin_bridge_types::Failure;
 

@@ -11,7 +11,12 @@ use exports::devin_bridge::transforms::model_alias::{Guest, ResolvedModel};
 struct Component;
 
 fn failure(failure: crate::Failure) -> Failure {
-    Failure { code: failure.code, message: failure.message, status: failure.status, repairable: failure.repairable }
+    Failure {
+        code: failure.code,
+        message: failure.message,
+        status: failure.status,
+        repairable: failure.repairable,
+    }
 }
 
 impl Guest for Component {
@@ -19,7 +24,10 @@ impl Guest for Component {
         crate::validate(&reference, &catalog).map_err(failure)
     }
 
-    fn client_environment(settings: Vec<(String, String)>, catalog: String) -> Result<Vec<(String, String)>, Failure> {
+    fn client_environment(
+        settings: Vec<(String, String)>,
+        catalog: String,
+    ) -> Result<Vec<(String, String)>, Failure> {
         crate::client_environment(&settings, &catalog).map_err(failure)
     }
 

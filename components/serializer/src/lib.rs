@@ -9,8 +9,6 @@
 //! This crate is plain Rust (no clock, files, threads or randomness) so the same code runs
 //! natively and inside the wasm component, and the two must agree byte for byte.
 
-#[cfg(target_arch = "wasm32")]
-mod wasm;
 mod failure;
 mod framing;
 mod json;
@@ -18,6 +16,9 @@ mod messages;
 mod request;
 mod tools;
 mod trace;
+/// The component export (a thin shell); off when another component embeds this library.
+#[cfg(all(target_arch = "wasm32", feature = "export"))]
+mod wasm;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};

@@ -5,17 +5,27 @@ wit_bindgen::generate!({
     path: "../../wit",
 });
 
-use exports::devin_bridge::transforms::serializer::{Guest, Prompt};
 use devin_bridge::transforms::types::Failure;
+use exports::devin_bridge::transforms::serializer::{Guest, Prompt};
 
 struct Component;
 
 fn failure_to_wit(failure: crate::Failure) -> Failure {
-    Failure { code: failure.code, message: failure.message, status: failure.status, repairable: failure.repairable }
+    Failure {
+        code: failure.code,
+        message: failure.message,
+        status: failure.status,
+        repairable: failure.repairable,
+    }
 }
 
 fn failure_from_wit(failure: Failure) -> crate::Failure {
-    crate::Failure { code: failure.code, message: failure.message, status: failure.status, repairable: failure.repairable }
+    crate::Failure {
+        code: failure.code,
+        message: failure.message,
+        status: failure.status,
+        repairable: failure.repairable,
+    }
 }
 
 impl Guest for Component {

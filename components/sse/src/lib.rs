@@ -9,11 +9,12 @@
 //! so strings are escaped correctly. Output buffers are sized from the reply up front, so
 //! rendering is linear in the size of the reply.
 
-#[cfg(target_arch = "wasm32")]
-mod wasm;
 mod errors;
 mod frame;
 mod tool_input;
+/// The component export (a thin shell); off when another component embeds this library.
+#[cfg(all(target_arch = "wasm32", feature = "export"))]
+mod wasm;
 mod wire;
 
 pub use devin_bridge_types::{Failure, Reply, ToolCall, Usage};

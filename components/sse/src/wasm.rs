@@ -11,22 +11,38 @@ use exports::devin_bridge::transforms::sse::{Guest, MessageHead};
 struct Component;
 
 fn usage(usage: Usage) -> crate::Usage {
-    crate::Usage { input_tokens: usage.input_tokens, output_tokens: usage.output_tokens }
+    crate::Usage {
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+    }
 }
 
 fn head(head: MessageHead) -> crate::MessageHead {
-    crate::MessageHead { id: head.id, model: head.model, usage: usage(head.usage) }
+    crate::MessageHead {
+        id: head.id,
+        model: head.model,
+        usage: usage(head.usage),
+    }
 }
 
 fn reply(reply: Reply) -> crate::Reply {
     match reply {
         Reply::Text(text) => crate::Reply::Text(text),
-        Reply::Tool(call) => crate::Reply::Tool(crate::ToolCall { id: call.id, name: call.name, input: call.input }),
+        Reply::Tool(call) => crate::Reply::Tool(crate::ToolCall {
+            id: call.id,
+            name: call.name,
+            input: call.input,
+        }),
     }
 }
 
 fn failure(failure: Failure) -> crate::Failure {
-    crate::Failure { code: failure.code, message: failure.message, status: failure.status, repairable: failure.repairable }
+    crate::Failure {
+        code: failure.code,
+        message: failure.message,
+        status: failure.status,
+        repairable: failure.repairable,
+    }
 }
 
 impl Guest for Component {

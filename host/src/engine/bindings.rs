@@ -57,12 +57,22 @@ macro_rules! shared_records {
     ($world:ident) => {
         impl From<$world::devin_bridge::transforms::types::Failure> for Failure {
             fn from(f: $world::devin_bridge::transforms::types::Failure) -> Self {
-                Failure { code: f.code, message: f.message, status: f.status, repairable: f.repairable }
+                Failure {
+                    code: f.code,
+                    message: f.message,
+                    status: f.status,
+                    repairable: f.repairable,
+                }
             }
         }
         impl From<&Failure> for $world::devin_bridge::transforms::types::Failure {
             fn from(f: &Failure) -> Self {
-                Self { code: f.code.clone(), message: f.message.clone(), status: f.status, repairable: f.repairable }
+                Self {
+                    code: f.code.clone(),
+                    message: f.message.clone(),
+                    status: f.status,
+                    repairable: f.repairable,
+                }
             }
         }
     };
@@ -77,7 +87,11 @@ impl From<envelope_world::devin_bridge::transforms::types::Reply> for Reply {
         use envelope_world::devin_bridge::transforms::types::Reply as Wit;
         match reply {
             Wit::Text(text) => Reply::Text(text),
-            Wit::Tool(call) => Reply::Tool(ToolCall { id: call.id, name: call.name, input: call.input }),
+            Wit::Tool(call) => Reply::Tool(ToolCall {
+                id: call.id,
+                name: call.name,
+                input: call.input,
+            }),
         }
     }
 }
@@ -86,12 +100,19 @@ fn sse_reply(reply: &Reply) -> sse_world::devin_bridge::transforms::types::Reply
     use sse_world::devin_bridge::transforms::types::{Reply as Wit, ToolCall as WitCall};
     match reply {
         Reply::Text(text) => Wit::Text(text.clone()),
-        Reply::Tool(call) => Wit::Tool(WitCall { id: call.id.clone(), name: call.name.clone(), input: call.input.clone() }),
+        Reply::Tool(call) => Wit::Tool(WitCall {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            input: call.input.clone(),
+        }),
     }
 }
 
 fn sse_usage(usage: &Usage) -> sse_world::devin_bridge::transforms::types::Usage {
-    sse_world::devin_bridge::transforms::types::Usage { input_tokens: usage.input_tokens, output_tokens: usage.output_tokens }
+    sse_world::devin_bridge::transforms::types::Usage {
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+    }
 }
 
 fn sse_head(head: &MessageHead) -> sse_world::exports::devin_bridge::transforms::sse::MessageHead {
@@ -113,13 +134,20 @@ pub(crate) enum TypedPre {
 
 impl TypedPre {
     /// Checks that the component exports `kind`'s interface with the right types.
-    pub(crate) fn new(kind: super::TransformKind, pre: InstancePre<CallState>) -> wasmtime::Result<Self> {
+    pub(crate) fn new(
+        kind: super::TransformKind,
+        pre: InstancePre<CallState>,
+    ) -> wasmtime::Result<Self> {
         use super::TransformKind as K;
         Ok(match kind {
-            K::Serializer => TypedPre::Serializer(serializer_world::SerializerComponentPre::new(pre)?),
+            K::Serializer => {
+                TypedPre::Serializer(serializer_world::SerializerComponentPre::new(pre)?)
+            }
             K::Envelope => TypedPre::Envelope(envelope_world::EnvelopeComponentPre::new(pre)?),
             K::Sse => TypedPre::Sse(sse_world::SseComponentPre::new(pre)?),
-            K::ModelAlias => TypedPre::ModelAlias(model_alias_world::ModelAliasComponentPre::new(pre)?),
+            K::ModelAlias => {
+                TypedPre::ModelAlias(model_alias_world::ModelAliasComponentPre::new(pre)?)
+            }
         })
     }
 }
@@ -128,21 +156,58 @@ impl TypedPre {
 /// self-test corpus and the differential tests.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Call {
-    Serialize { request: String },
-    Repair { prompt: String, rejection: Failure },
-    Parse { output: String, tools: String, id_seed: String },
-    NarratesUnexecutedAction { output: String },
-    StreamStart { head: MessageHead },
+    Serialize {
+        request: String,
+    },
+    Repair {
+        prompt: String,
+        rejection: Failure,
+    },
+    Parse {
+        output: String,
+        tools: String,
+        id_seed: String,
+    },
+    NarratesUnexecutedAction {
+        output: String,
+    },
+    StreamStart {
+        head: MessageHead,
+    },
     StreamPing,
-    StreamFinish { reply: Reply, usage: Usage },
-    RenderStream { head: MessageHead, reply: Reply },
-    RenderJson { head: MessageHead, reply: Reply },
-    ErrorEvent { failure: Failure },
-    ErrorBody { failure: Failure },
-    Validate { reference: String, catalog: String },
-    ClientEnvironment { settings: Vec<(String, String)>, catalog: String },
-    Resolve { requested: String, catalog: String },
-    ListModels { catalog: String },
+    StreamFinish {
+        reply: Reply,
+        usage: Usage,
+    },
+    RenderStream {
+        head: MessageHead,
+        reply: Reply,
+    },
+    RenderJson {
+        head: MessageHead,
+        reply: Reply,
+    },
+    ErrorEvent {
+        failure: Failure,
+    },
+    ErrorBody {
+        failure: Failure,
+    },
+    Validate {
+        reference: String,
+        catalog: String,
+    },
+    ClientEnvironment {
+        settings: Vec<(String, String)>,
+        catalog: String,
+    },
+    Resolve {
+        requested: String,
+        catalog: String,
+    },
+    ListModels {
+        catalog: String,
+    },
 }
 
 /// The answer of a call.
@@ -171,9 +236,10 @@ impl Call {
             | Call::RenderJson { .. }
             | Call::ErrorEvent { .. }
             | Call::ErrorBody { .. } => K::Sse,
-            Call::Validate { .. } | Call::ClientEnvironment { .. } | Call::Resolve { .. } | Call::ListModels { .. } => {
-                K::ModelAlias
-            }
+            Call::Validate { .. }
+            | Call::ClientEnvironment { .. }
+            | Call::Resolve { .. }
+            | Call::ListModels { .. } => K::ModelAlias,
         }
     }
 }
@@ -188,41 +254,75 @@ pub(crate) fn invoke(
     Ok(Some(match (pre, call) {
         (TypedPre::Serializer(pre), Call::Serialize { request }) => {
             let instance = pre.instantiate(&mut *store)?;
-            let answer = instance.devin_bridge_transforms_serializer().call_serialize(&mut *store, request)?;
-            Answer::Prompt(answer.map(|p| Prompt {
-                text: p.text,
-                tools: p.tools,
-                input_tokens: p.input_tokens,
-                id_seed: p.id_seed,
-                model: p.model,
-                stream: p.stream,
-            }).map_err(Failure::from))
+            let answer = instance
+                .devin_bridge_transforms_serializer()
+                .call_serialize(&mut *store, request)?;
+            Answer::Prompt(
+                answer
+                    .map(|p| Prompt {
+                        text: p.text,
+                        tools: p.tools,
+                        input_tokens: p.input_tokens,
+                        id_seed: p.id_seed,
+                        model: p.model,
+                        stream: p.stream,
+                    })
+                    .map_err(Failure::from),
+            )
         }
         (TypedPre::Serializer(pre), Call::Repair { prompt, rejection }) => {
             let instance = pre.instantiate(&mut *store)?;
-            Answer::Text(instance.devin_bridge_transforms_serializer().call_repair(&mut *store, prompt, &rejection.into())?)
+            Answer::Text(instance.devin_bridge_transforms_serializer().call_repair(
+                &mut *store,
+                prompt,
+                &rejection.into(),
+            )?)
         }
-        (TypedPre::Envelope(pre), Call::Parse { output, tools, id_seed }) => {
+        (
+            TypedPre::Envelope(pre),
+            Call::Parse {
+                output,
+                tools,
+                id_seed,
+            },
+        ) => {
             let instance = pre.instantiate(&mut *store)?;
-            let answer = instance.devin_bridge_transforms_envelope().call_parse(&mut *store, output, tools, id_seed)?;
+            let answer = instance.devin_bridge_transforms_envelope().call_parse(
+                &mut *store,
+                output,
+                tools,
+                id_seed,
+            )?;
             Answer::Reply(answer.map(Reply::from).map_err(Failure::from))
         }
         (TypedPre::Envelope(pre), Call::NarratesUnexecutedAction { output }) => {
             let instance = pre.instantiate(&mut *store)?;
-            Answer::Flag(instance.devin_bridge_transforms_envelope().call_narrates_unexecuted_action(&mut *store, output)?)
+            Answer::Flag(
+                instance
+                    .devin_bridge_transforms_envelope()
+                    .call_narrates_unexecuted_action(&mut *store, output)?,
+            )
         }
         (TypedPre::Sse(pre), call) => {
             let instance = pre.instantiate(&mut *store)?;
             let sse = instance.devin_bridge_transforms_sse();
             Answer::Text(match call {
-                Call::StreamStart { head } => sse.call_stream_start(&mut *store, &sse_head(head))?,
+                Call::StreamStart { head } => {
+                    sse.call_stream_start(&mut *store, &sse_head(head))?
+                }
                 Call::StreamPing => sse.call_stream_ping(&mut *store)?,
                 Call::StreamFinish { reply, usage } => {
                     sse.call_stream_finish(&mut *store, &sse_reply(reply), sse_usage(usage))?
                 }
-                Call::RenderStream { head, reply } => sse.call_render_stream(&mut *store, &sse_head(head), &sse_reply(reply))?,
-                Call::RenderJson { head, reply } => sse.call_render_json(&mut *store, &sse_head(head), &sse_reply(reply))?,
-                Call::ErrorEvent { failure } => sse.call_error_event(&mut *store, &failure.into())?,
+                Call::RenderStream { head, reply } => {
+                    sse.call_render_stream(&mut *store, &sse_head(head), &sse_reply(reply))?
+                }
+                Call::RenderJson { head, reply } => {
+                    sse.call_render_json(&mut *store, &sse_head(head), &sse_reply(reply))?
+                }
+                Call::ErrorEvent { failure } => {
+                    sse.call_error_event(&mut *store, &failure.into())?
+                }
                 Call::ErrorBody { failure } => sse.call_error_body(&mut *store, &failure.into())?,
                 _ => return Ok(None),
             })
@@ -231,21 +331,32 @@ pub(crate) fn invoke(
             let instance = pre.instantiate(&mut *store)?;
             let alias = instance.devin_bridge_transforms_model_alias();
             match call {
-                Call::Validate { reference, catalog } => {
-                    Answer::Model(alias.call_validate(&mut *store, reference, catalog)?.map_err(Failure::from))
-                }
+                Call::Validate { reference, catalog } => Answer::Model(
+                    alias
+                        .call_validate(&mut *store, reference, catalog)?
+                        .map_err(Failure::from),
+                ),
                 Call::ClientEnvironment { settings, catalog } => Answer::Environment(
-                    alias.call_client_environment(&mut *store, settings, catalog)?.map_err(Failure::from),
+                    alias
+                        .call_client_environment(&mut *store, settings, catalog)?
+                        .map_err(Failure::from),
                 ),
                 Call::Resolve { requested, catalog } => Answer::Resolved(
                     alias
                         .call_resolve(&mut *store, requested, catalog)?
-                        .map(|m| ResolvedModel { family: m.family, model_uid: m.model_uid, label: m.label, acp_id: m.acp_id })
+                        .map(|m| ResolvedModel {
+                            family: m.family,
+                            model_uid: m.model_uid,
+                            label: m.label,
+                            acp_id: m.acp_id,
+                        })
                         .map_err(Failure::from),
                 ),
-                Call::ListModels { catalog } => {
-                    Answer::Model(alias.call_list_models(&mut *store, catalog)?.map_err(Failure::from))
-                }
+                Call::ListModels { catalog } => Answer::Model(
+                    alias
+                        .call_list_models(&mut *store, catalog)?
+                        .map_err(Failure::from),
+                ),
                 _ => return Ok(None),
             }
         }

@@ -34,9 +34,12 @@ impl CompileCache {
             .recursive(true)
             .mode(0o700)
             .create(dir)
-            .map_err(|error| EngineError::Cache(format!("cannot create {}: {error}", dir.display())))?;
-        let meta = std::fs::metadata(dir)
-            .map_err(|error| EngineError::Cache(format!("cannot stat {}: {error}", dir.display())))?;
+            .map_err(|error| {
+                EngineError::Cache(format!("cannot create {}: {error}", dir.display()))
+            })?;
+        let meta = std::fs::metadata(dir).map_err(|error| {
+            EngineError::Cache(format!("cannot stat {}: {error}", dir.display()))
+        })?;
         if meta.uid() != nix::unistd::geteuid().as_raw() {
             return Err(EngineError::Cache(format!(
                 "{} is not owned by this user; refusing to load precompiled code from it",
@@ -50,7 +53,9 @@ impl CompileCache {
                 meta.permissions().mode() & 0o777
             )));
         }
-        Ok(Self { dir: Some(dir.to_owned()) })
+        Ok(Self {
+            dir: Some(dir.to_owned()),
+        })
     }
 
     /// The default location: `$XDG_CACHE_HOME/devin-bridge`, else `~/.cache/devin-bridge`.
@@ -58,7 +63,11 @@ impl CompileCache {
         let base = std::env::var_os("XDG_CACHE_HOME")
             .filter(|dir| !dir.is_empty())
             .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|home| PathBuf::from(home).join(".cache")))?;
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .filter(|h| !h.is_empty())
+                    .map(|home| PathBuf::from(home).join(".cache"))
+            })?;
         Some(base.join("devin-bridge"))
     }
 
@@ -79,21 +88,34 @@ impl CompileCache {
             return Ok(component);
         }
         let started = std::time::Instant::now();
-        let compiled = engine
-            .precompile_component(bytes)
-            .map_err(|error| EngineError::Compile { transform, message: format!("{error:#}") })?;
+        let compiled =
+            engine
+                .precompile_component(bytes)
+                .map_err(|error| EngineError::Compile {
+                    transform,
+                    message: format!("{error:#}"),
+                })?;
         tracing::info!(%transform, elapsed_ms = started.elapsed().as_millis() as u64, "component compiled");
         if let Err(error) = store(&artifact, &compiled) {
             tracing::warn!(%transform, %error, "cannot write the compile cache; continuing without it");
         }
         // SAFETY: `compiled` was produced just now by `precompile_component` of this engine.
-        unsafe { Component::deserialize(engine, &compiled) }
-            .map_err(|error| EngineError::Compile { transform, message: format!("{error:#}") })
+        unsafe { Component::deserialize(engine, &compiled) }.map_err(|error| EngineError::Compile {
+            transform,
+            message: format!("{error:#}"),
+        })
     }
 }
 
-fn compile(engine: &Engine, transform: TransformKind, bytes: &[u8]) -> Result<Component, EngineError> {
-    Component::new(engine, bytes).map_err(|error| EngineError::Compile { transform, message: format!("{error:#}") })
+fn compile(
+    engine: &Engine,
+    transform: TransformKind,
+    bytes: &[u8],
+) -> Result<Component, EngineError> {
+    Component::new(engine, bytes).map_err(|error| EngineError::Compile {
+        transform,
+        message: format!("{error:#}"),
+    })
 }
 
 /// A stable key for "this engine can load that artifact".

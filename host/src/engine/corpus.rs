@@ -47,19 +47,36 @@ pub fn cases(kind: TransformKind) -> Result<Vec<Case>, CaseError> {
     files(kind)
         .iter()
         .map(|(file, text)| {
-            let fixture: Value = serde_json::from_str(text)
-                .map_err(|error| CaseError { file: (*file).to_owned(), message: error.to_string() })?;
+            let fixture: Value = serde_json::from_str(text).map_err(|error| CaseError {
+                file: (*file).to_owned(),
+                message: error.to_string(),
+            })?;
             decode_case(kind, &fixture)
-                .map(|(name, call, expect)| Case { file, name, call, expect })
-                .map_err(|message| CaseError { file: (*file).to_owned(), message })
+                .map(|(name, call, expect)| Case {
+                    file,
+                    name,
+                    call,
+                    expect,
+                })
+                .map_err(|message| CaseError {
+                    file: (*file).to_owned(),
+                    message,
+                })
         })
         .collect()
 }
 
 /// Decodes `{name, call, args, expect}` into a typed call and the expected answer.
 pub fn decode_case(kind: TransformKind, fixture: &Value) -> Result<(String, Call, Value), String> {
-    let name = fixture.get("name").and_then(Value::as_str).unwrap_or("(unnamed)").to_owned();
-    let call_name = fixture.get("call").and_then(Value::as_str).ok_or("missing \"call\"")?;
+    let name = fixture
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("(unnamed)")
+        .to_owned();
+    let call_name = fixture
+        .get("call")
+        .and_then(Value::as_str)
+        .ok_or("missing \"call\"")?;
     let empty = json!({});
     let args = fixture.get("args").unwrap_or(&empty);
     let call = decode_call(call_name, args)?;
@@ -76,39 +93,76 @@ pub fn decode_case(kind: TransformKind, fixture: &Value) -> Result<(String, Call
 /// Decodes one call by name from its JSON arguments (see `tests/fixtures/README.md`).
 pub fn decode_call(call_name: &str, args: &Value) -> Result<Call, String> {
     Ok(match call_name {
-        "serialize" => Call::Serialize { request: json_text(args, "request")? },
-        "repair" => Call::Repair { prompt: string(args, "prompt")?, rejection: typed(args, "rejection")? },
+        "serialize" => Call::Serialize {
+            request: json_text(args, "request")?,
+        },
+        "repair" => Call::Repair {
+            prompt: string(args, "prompt")?,
+            rejection: typed(args, "rejection")?,
+        },
         "parse" => Call::Parse {
             output: string(args, "output")?,
             tools: json_text(args, "tools")?,
             id_seed: string(args, "id_seed")?,
         },
-        "narrates_unexecuted_action" => Call::NarratesUnexecutedAction { output: string(args, "output")? },
-        "stream_start" => Call::StreamStart { head: typed(args, "head")? },
+        "narrates_unexecuted_action" => Call::NarratesUnexecutedAction {
+            output: string(args, "output")?,
+        },
+        "stream_start" => Call::StreamStart {
+            head: typed(args, "head")?,
+        },
         "stream_ping" => Call::StreamPing,
-        "stream_finish" => Call::StreamFinish { reply: typed(args, "reply")?, usage: typed(args, "usage")? },
-        "render_stream" => Call::RenderStream { head: typed(args, "head")?, reply: typed(args, "reply")? },
-        "render_json" => Call::RenderJson { head: typed(args, "head")?, reply: typed(args, "reply")? },
-        "error_event" => Call::ErrorEvent { failure: typed(args, "failure")? },
-        "error_body" => Call::ErrorBody { failure: typed(args, "failure")? },
-        "validate" => Call::Validate { reference: string(args, "reference")?, catalog: json_text(args, "catalog")? },
-        "client_environment" => {
-            Call::ClientEnvironment { settings: typed(args, "settings")?, catalog: json_text(args, "catalog")? }
-        }
-        "resolve" => Call::Resolve { requested: string(args, "requested")?, catalog: json_text(args, "catalog")? },
-        "list_models" => Call::ListModels { catalog: json_text(args, "catalog")? },
+        "stream_finish" => Call::StreamFinish {
+            reply: typed(args, "reply")?,
+            usage: typed(args, "usage")?,
+        },
+        "render_stream" => Call::RenderStream {
+            head: typed(args, "head")?,
+            reply: typed(args, "reply")?,
+        },
+        "render_json" => Call::RenderJson {
+            head: typed(args, "head")?,
+            reply: typed(args, "reply")?,
+        },
+        "error_event" => Call::ErrorEvent {
+            failure: typed(args, "failure")?,
+        },
+        "error_body" => Call::ErrorBody {
+            failure: typed(args, "failure")?,
+        },
+        "validate" => Call::Validate {
+            reference: string(args, "reference")?,
+            catalog: json_text(args, "catalog")?,
+        },
+        "client_environment" => Call::ClientEnvironment {
+            settings: typed(args, "settings")?,
+            catalog: json_text(args, "catalog")?,
+        },
+        "resolve" => Call::Resolve {
+            requested: string(args, "requested")?,
+            catalog: json_text(args, "catalog")?,
+        },
+        "list_models" => Call::ListModels {
+            catalog: json_text(args, "catalog")?,
+        },
         other => return Err(format!("unknown call {other:?}")),
     })
 }
 
 fn string(args: &Value, key: &str) -> Result<String, String> {
-    args.get(key).and_then(Value::as_str).map(str::to_owned).ok_or_else(|| format!("argument {key:?} must be a string"))
+    args.get(key)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| format!("argument {key:?} must be a string"))
 }
 
 /// `key` as a JSON value serialised compactly, or `key_raw` as exact text.
 fn json_text(args: &Value, key: &str) -> Result<String, String> {
     if let Some(raw) = args.get(format!("{key}_raw")) {
-        return raw.as_str().map(str::to_owned).ok_or_else(|| format!("argument {key}_raw must be a string"));
+        return raw
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| format!("argument {key}_raw must be a string"));
     }
     args.get(key)
         .map(|value| value.to_string())
@@ -116,7 +170,9 @@ fn json_text(args: &Value, key: &str) -> Result<String, String> {
 }
 
 fn typed<T: serde::de::DeserializeOwned>(args: &Value, key: &str) -> Result<T, String> {
-    let value = args.get(key).ok_or_else(|| format!("missing argument {key:?}"))?;
+    let value = args
+        .get(key)
+        .ok_or_else(|| format!("missing argument {key:?}"))?;
     serde_json::from_value(value.clone()).map_err(|error| format!("argument {key:?}: {error}"))
 }
 
@@ -150,24 +206,41 @@ pub struct SelfTestReport {
 pub fn self_test(runtime: &Runtime, loaded: &Loaded) -> Result<SelfTestReport, EngineError> {
     let started = std::time::Instant::now();
     let kind = loaded.kind;
-    let cases = cases(kind).map_err(|error| EngineError::SelfTest { transform: kind, message: error.to_string() })?;
+    let cases = cases(kind).map_err(|error| EngineError::SelfTest {
+        transform: kind,
+        message: error.to_string(),
+    })?;
     if cases.is_empty() {
-        return Err(EngineError::SelfTest { transform: kind, message: "this build has no golden cases for it".into() });
+        return Err(EngineError::SelfTest {
+            transform: kind,
+            message: "this build has no golden cases for it".into(),
+        });
     }
     for case in &cases {
-        let answer = loaded.call(runtime, &case.call).map_err(|error| EngineError::SelfTest {
-            transform: kind,
-            message: format!("case {} ({}): {error}", case.file, case.name),
-        })?;
+        let answer = loaded
+            .call(runtime, &case.call)
+            .map_err(|error| EngineError::SelfTest {
+                transform: kind,
+                message: format!("case {} ({}): {error}", case.file, case.name),
+            })?;
         let got = answer_json(&answer);
         if got != case.expect {
             return Err(EngineError::SelfTest {
                 transform: kind,
-                message: format!("case {} ({}): expected {}, got {}", case.file, case.name, excerpt(&case.expect), excerpt(&got)),
+                message: format!(
+                    "case {} ({}): expected {}, got {}",
+                    case.file,
+                    case.name,
+                    excerpt(&case.expect),
+                    excerpt(&got)
+                ),
             });
         }
     }
-    Ok(SelfTestReport { cases: cases.len(), elapsed: started.elapsed() })
+    Ok(SelfTestReport {
+        cases: cases.len(),
+        elapsed: started.elapsed(),
+    })
 }
 
 /// A bounded rendering of a value for error messages.

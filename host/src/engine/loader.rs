@@ -20,9 +20,9 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// Whether an import is an instance that exports nothing but (non-resource) types.
 fn types_only(engine: &wasmtime::Engine, item: &ComponentItem) -> bool {
     match item {
-        ComponentItem::ComponentInstance(instance) => {
-            instance.exports(engine).all(|(_, export)| matches!(export.ty, ComponentItem::Type(_)))
-        }
+        ComponentItem::ComponentInstance(instance) => instance
+            .exports(engine)
+            .all(|(_, export)| matches!(export.ty, ComponentItem::Type(_))),
         _ => false,
     }
 }
@@ -60,8 +60,18 @@ impl Loaded {
         path: &Path,
         pin: Option<&str>,
     ) -> Result<Self, EngineError> {
-        let bytes = std::fs::read(path).map_err(|source| EngineError::Read { path: path.to_owned(), source })?;
-        Self::from_bytes(runtime, cache, kind, &bytes, pin, path.display().to_string())
+        let bytes = std::fs::read(path).map_err(|source| EngineError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::from_bytes(
+            runtime,
+            cache,
+            kind,
+            &bytes,
+            pin,
+            path.display().to_string(),
+        )
     }
 
     /// Checks and compiles component bytes. A pin, when given, must equal the bytes' sha256.
@@ -77,7 +87,11 @@ impl Loaded {
         let sha256 = sha256_hex(bytes);
         if let Some(expected) = pin {
             if !expected.eq_ignore_ascii_case(&sha256) {
-                return Err(EngineError::PinMismatch { transform: kind, expected: expected.to_ascii_lowercase(), actual: sha256 });
+                return Err(EngineError::PinMismatch {
+                    transform: kind,
+                    expected: expected.to_ascii_lowercase(),
+                    actual: sha256,
+                });
             }
         }
         let engine = runtime.engine();
@@ -91,7 +105,10 @@ impl Loaded {
                 // instance that exports only types: no capability, satisfied by an empty instance.
                 linker
                     .instance(name)
-                    .map_err(|error| EngineError::Imports { transform: kind, message: format!("{name}: {error:#}") })?;
+                    .map_err(|error| EngineError::Imports {
+                        transform: kind,
+                        message: format!("{name}: {error:#}"),
+                    })?;
             } else if name.starts_with("wasi:") {
                 uses_wasi = true;
             } else {
@@ -102,16 +119,32 @@ impl Loaded {
             }
         }
         if uses_wasi {
-            wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
-                .map_err(|error| EngineError::Imports { transform: kind, message: format!("{error:#}") })?;
+            wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|error| {
+                EngineError::Imports {
+                    transform: kind,
+                    message: format!("{error:#}"),
+                }
+            })?;
         }
         let pre = linker
             .instantiate_pre(&component)
-            .map_err(|error| EngineError::Imports { transform: kind, message: format!("{error:#}") })?;
-        let pre = TypedPre::new(kind, pre)
-            .map_err(|error| EngineError::Interface { transform: kind, message: format!("{error:#}") })?;
+            .map_err(|error| EngineError::Imports {
+                transform: kind,
+                message: format!("{error:#}"),
+            })?;
+        let pre = TypedPre::new(kind, pre).map_err(|error| EngineError::Interface {
+            transform: kind,
+            message: format!("{error:#}"),
+        })?;
         tracing::debug!(%kind, %sha256, elapsed_ms = started.elapsed().as_millis() as u64, uses_wasi, "component loaded");
-        Ok(Self { kind, sha256, source, uses_wasi, size: bytes.len(), pre })
+        Ok(Self {
+            kind,
+            sha256,
+            source,
+            uses_wasi,
+            size: bytes.len(),
+            pre,
+        })
     }
 
     /// Runs one call in a fresh store.

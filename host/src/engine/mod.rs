@@ -17,9 +17,9 @@ mod runtime;
 
 pub use bindings::{Answer, Call, MessageHead, Prompt, ResolvedModel};
 pub use cache::CompileCache;
+pub use corpus::{self_test, SelfTestReport};
 pub use loader::{sha256_hex, Loaded};
 pub use registry::{ComponentInfo, SwapReport, Transforms};
-pub use corpus::{self_test, SelfTestReport};
 pub use runtime::{Runtime, RuntimeConfig};
 
 /// The four transforms, one component each.
@@ -87,25 +87,53 @@ pub enum EngineError {
     #[error("unknown transform {0:?} (expected serializer, envelope, sse or model-alias)")]
     UnknownTransform(String),
     #[error("cannot read component {path}: {source}")]
-    Read { path: std::path::PathBuf, source: std::io::Error },
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
     #[error("component for {transform} has sha256 {actual}, but the policy pins {expected}")]
-    PinMismatch { transform: TransformKind, expected: String, actual: String },
+    PinMismatch {
+        transform: TransformKind,
+        expected: String,
+        actual: String,
+    },
     #[error("component for {transform} does not compile: {message}")]
-    Compile { transform: TransformKind, message: String },
+    Compile {
+        transform: TransformKind,
+        message: String,
+    },
     #[error("component for {transform} does not export the {transform} interface of devin-bridge:transforms@0.1.0: {message}")]
-    Interface { transform: TransformKind, message: String },
+    Interface {
+        transform: TransformKind,
+        message: String,
+    },
     #[error("component for {transform} imports something the host does not provide: {message}")]
-    Imports { transform: TransformKind, message: String },
+    Imports {
+        transform: TransformKind,
+        message: String,
+    },
     #[error("component for {transform} failed its self-test: {message}")]
-    SelfTest { transform: TransformKind, message: String },
+    SelfTest {
+        transform: TransformKind,
+        message: String,
+    },
     #[error("{transform} exceeded its {limit_ms} ms deadline")]
-    Timeout { transform: TransformKind, limit_ms: u64 },
+    Timeout {
+        transform: TransformKind,
+        limit_ms: u64,
+    },
     #[error("{transform} exceeded its memory cap of {limit_mib} MiB")]
-    OutOfMemory { transform: TransformKind, limit_mib: u32 },
+    OutOfMemory {
+        transform: TransformKind,
+        limit_mib: u32,
+    },
     #[error("{transform} used up its fuel")]
     OutOfFuel { transform: TransformKind },
     #[error("{transform} trapped: {message}")]
-    Trap { transform: TransformKind, message: String },
+    Trap {
+        transform: TransformKind,
+        message: String,
+    },
     #[error("cannot start the wasm engine: {0}")]
     Engine(String),
     #[error("compile cache: {0}")]

@@ -51,7 +51,13 @@ impl Transforms {
     /// Loads, checks and self-tests the four components a policy names.
     pub fn load(policy: &Policy) -> Result<Self, EngineError> {
         let runtime = Runtime::new(policy.limits.into())?;
-        let cache = match policy.engine.cache_dir.as_ref().map(|dir| policy.resolve(dir)).or_else(CompileCache::default_dir) {
+        let cache = match policy
+            .engine
+            .cache_dir
+            .as_ref()
+            .map(|dir| policy.resolve(dir))
+            .or_else(CompileCache::default_dir)
+        {
             Some(dir) => CompileCache::open(&dir)?,
             None => CompileCache::disabled(),
         };
@@ -59,7 +65,11 @@ impl Transforms {
     }
 
     /// Like `load`, with an explicit runtime and cache (tests, benchmarks).
-    pub fn load_with(runtime: Runtime, cache: CompileCache, policy: &Policy) -> Result<Self, EngineError> {
+    pub fn load_with(
+        runtime: Runtime,
+        cache: CompileCache,
+        policy: &Policy,
+    ) -> Result<Self, EngineError> {
         let load = |kind: TransformKind| -> Result<ArcSwap<Loaded>, EngineError> {
             let (path, pin) = policy.component_location(kind);
             let loaded = Loaded::from_file(&runtime, &cache, kind, &path, pin.as_deref())?;
@@ -73,7 +83,12 @@ impl Transforms {
             load(TransformKind::Sse)?,
             load(TransformKind::ModelAlias)?,
         ];
-        Ok(Self { runtime, cache, slots, swap_lock: Mutex::new(()) })
+        Ok(Self {
+            runtime,
+            cache,
+            slots,
+            swap_lock: Mutex::new(()),
+        })
     }
 
     pub fn runtime(&self) -> &Runtime {
@@ -108,11 +123,21 @@ impl Transforms {
     }
 
     /// Compiles, checks and self-tests a candidate, then swaps it in atomically.
-    pub fn swap(&self, kind: TransformKind, bytes: &[u8], source: String) -> Result<SwapReport, EngineError> {
+    pub fn swap(
+        &self,
+        kind: TransformKind,
+        bytes: &[u8],
+        source: String,
+    ) -> Result<SwapReport, EngineError> {
         let started = std::time::Instant::now();
-        let _one_swap_at_a_time = self.swap_lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let _one_swap_at_a_time = self
+            .swap_lock
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let candidate = Loaded::from_bytes(&self.runtime, &self.cache, kind, bytes, None, source)
-            .and_then(|candidate| self_test(&self.runtime, &candidate).map(|report| (candidate, report)));
+            .and_then(|candidate| {
+                self_test(&self.runtime, &candidate).map(|report| (candidate, report))
+            });
         let (candidate, report) = match candidate {
             Ok(ok) => ok,
             Err(error) => {
@@ -135,24 +160,35 @@ impl Transforms {
 
     /// Re-reads the components a policy names and swaps those whose bytes changed (SIGHUP).
     /// Every transform is tried; each result is reported.
-    pub fn reload(&self, policy: &Policy) -> Vec<(TransformKind, Result<Option<SwapReport>, EngineError>)> {
+    pub fn reload(
+        &self,
+        policy: &Policy,
+    ) -> Vec<(TransformKind, Result<Option<SwapReport>, EngineError>)> {
         TransformKind::ALL
             .into_iter()
             .map(|kind| {
                 let (path, pin) = policy.component_location(kind);
                 let outcome = std::fs::read(&path)
-                    .map_err(|source| EngineError::Read { path: path.clone(), source })
+                    .map_err(|source| EngineError::Read {
+                        path: path.clone(),
+                        source,
+                    })
                     .and_then(|bytes| {
                         let sha256 = super::sha256_hex(&bytes);
                         if let Some(expected) = &pin {
                             if !expected.eq_ignore_ascii_case(&sha256) {
-                                return Err(EngineError::PinMismatch { transform: kind, expected: expected.clone(), actual: sha256 });
+                                return Err(EngineError::PinMismatch {
+                                    transform: kind,
+                                    expected: expected.clone(),
+                                    actual: sha256,
+                                });
                             }
                         }
                         if sha256 == self.current(kind).sha256 {
                             return Ok(None);
                         }
-                        self.swap(kind, &bytes, path.display().to_string()).map(Some)
+                        self.swap(kind, &bytes, path.display().to_string())
+                            .map(Some)
                     });
                 (kind, outcome)
             })
@@ -170,11 +206,23 @@ impl Transforms {
     }
 
     pub fn repair(&self, prompt: String, rejection: Failure) -> Result<String, EngineError> {
-        self.text(Call::Repair { prompt, rejection }, TransformKind::Serializer)
+        self.text(
+            Call::Repair { prompt, rejection },
+            TransformKind::Serializer,
+        )
     }
 
-    pub fn parse(&self, output: String, tools: String, id_seed: String) -> Result<Result<Reply, Failure>, EngineError> {
-        match self.call(&Call::Parse { output, tools, id_seed })? {
+    pub fn parse(
+        &self,
+        output: String,
+        tools: String,
+        id_seed: String,
+    ) -> Result<Result<Reply, Failure>, EngineError> {
+        match self.call(&Call::Parse {
+            output,
+            tools,
+            id_seed,
+        })? {
             Answer::Reply(result) => Ok(result),
             other => Err(mismatch(TransformKind::Envelope, &other)),
         }
@@ -211,7 +259,11 @@ impl Transforms {
         self.text(Call::ErrorBody { failure }, TransformKind::Sse)
     }
 
-    pub fn validate_model(&self, reference: String, catalog: String) -> Result<Result<String, Failure>, EngineError> {
+    pub fn validate_model(
+        &self,
+        reference: String,
+        catalog: String,
+    ) -> Result<Result<String, Failure>, EngineError> {
         match self.call(&Call::Validate { reference, catalog })? {
             Answer::Model(result) => Ok(result),
             other => Err(mismatch(TransformKind::ModelAlias, &other)),
@@ -229,7 +281,11 @@ impl Transforms {
         }
     }
 
-    pub fn resolve_model(&self, requested: String, catalog: String) -> Result<Result<ResolvedModel, Failure>, EngineError> {
+    pub fn resolve_model(
+        &self,
+        requested: String,
+        catalog: String,
+    ) -> Result<Result<ResolvedModel, Failure>, EngineError> {
         match self.call(&Call::Resolve { requested, catalog })? {
             Answer::Resolved(result) => Ok(result),
             other => Err(mismatch(TransformKind::ModelAlias, &other)),
@@ -252,5 +308,8 @@ impl Transforms {
 }
 
 fn mismatch(transform: TransformKind, answer: &Answer) -> EngineError {
-    EngineError::Interface { transform, message: format!("unexpected answer shape {answer:?}") }
+    EngineError::Interface {
+        transform,
+        message: format!("unexpected answer shape {answer:?}"),
+    }
 }

@@ -66,9 +66,14 @@ impl Runtime {
             .consume_fuel(config.fuel.is_some())
             .memory_init_cow(true)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
-        let engine = Engine::new(&wasm).map_err(|error| EngineError::Engine(format!("{error:#}")))?;
+        let engine =
+            Engine::new(&wasm).map_err(|error| EngineError::Engine(format!("{error:#}")))?;
         let ticker = Arc::new(Ticker::start(&engine)?);
-        Ok(Self { engine, config, _ticker: ticker })
+        Ok(Self {
+            engine,
+            config,
+            _ticker: ticker,
+        })
     }
 
     pub fn engine(&self) -> &Engine {
@@ -83,7 +88,12 @@ impl Runtime {
     pub(crate) fn store(&self) -> Store<CallState> {
         let mut store = Store::new(&self.engine, CallState::new(self.config.memory_bytes));
         store.limiter(|state| &mut state.limiter);
-        let ticks = self.config.call_timeout.as_millis().div_ceil(TICK.as_millis()).max(1);
+        let ticks = self
+            .config
+            .call_timeout
+            .as_millis()
+            .div_ceil(TICK.as_millis())
+            .max(1);
         store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
         if let Some(fuel) = self.config.fuel {
             // Cannot fail: fuel consumption is enabled whenever `fuel` is set.
@@ -109,13 +119,17 @@ impl Runtime {
             Some(wasmtime::Trap::Interrupt) => {
                 return EngineError::Timeout {
                     transform,
-                    limit_ms: u64::try_from(self.config.call_timeout.as_millis()).unwrap_or(u64::MAX),
+                    limit_ms: u64::try_from(self.config.call_timeout.as_millis())
+                        .unwrap_or(u64::MAX),
                 }
             }
             Some(wasmtime::Trap::OutOfFuel) => return EngineError::OutOfFuel { transform },
             _ => {}
         }
-        EngineError::Trap { transform, message: format!("{error:#}") }
+        EngineError::Trap {
+            transform,
+            message: format!("{error:#}"),
+        }
     }
 }
 
@@ -130,7 +144,10 @@ pub(crate) struct CallState {
 impl CallState {
     fn new(memory_bytes: usize) -> Self {
         Self {
-            limiter: MemoryCap { limit: memory_bytes, exceeded: false },
+            limiter: MemoryCap {
+                limit: memory_bytes,
+                exceeded: false,
+            },
             // `WasiCtx::builder().build()` inherits nothing: stdio goes to a closed sink,
             // no env, no args, no preopens, and sockets are denied by default.
             wasi: WasiCtx::builder().build(),
@@ -141,7 +158,10 @@ impl CallState {
 
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
@@ -196,7 +216,9 @@ impl Ticker {
                     _ => return,
                 }
             })
-            .map_err(|error| EngineError::Engine(format!("cannot start the epoch ticker: {error}")))?;
+            .map_err(|error| {
+                EngineError::Engine(format!("cannot start the epoch ticker: {error}"))
+            })?;
         Ok(Self { stop })
     }
 }

@@ -118,7 +118,11 @@ const V6_TABLE: &[([u16; 8], u8, AddrClass)] = &[
     ([0x100, 0, 0, 0, 0, 0, 0, 0], 64, AddrClass::Reserved),
     ([0x2001, 0, 0, 0, 0, 0, 0, 0], 32, AddrClass::Teredo),
     ([0x2001, 0x2, 0, 0, 0, 0, 0, 0], 48, AddrClass::Benchmark),
-    ([0x2001, 0xdb8, 0, 0, 0, 0, 0, 0], 32, AddrClass::Documentation),
+    (
+        [0x2001, 0xdb8, 0, 0, 0, 0, 0, 0],
+        32,
+        AddrClass::Documentation,
+    ),
     ([0x2001, 0x10, 0, 0, 0, 0, 0, 0], 28, AddrClass::Reserved),
     ([0x2001, 0x20, 0, 0, 0, 0, 0, 0], 28, AddrClass::Reserved),
     ([0x2002, 0, 0, 0, 0, 0, 0, 0], 16, AddrClass::SixToFour),
@@ -250,7 +254,8 @@ impl FromStr for Cidr {
                 if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) || p.len() > 3 {
                     return Err("prefix length is not a number");
                 }
-                p.parse::<u8>().map_err(|_| "prefix length is not a number")?
+                p.parse::<u8>()
+                    .map_err(|_| "prefix length is not a number")?
             }
         };
         if prefix > max {
@@ -425,8 +430,19 @@ mod tests {
         assert!(!r.contains("::ffff:127.0.0.1".parse().unwrap()));
         let one: Cidr = "::1".parse().unwrap();
         assert!(one.contains("::1".parse().unwrap()));
-        assert!("0.0.0.0/0".parse::<Cidr>().unwrap().contains("8.8.8.8".parse().unwrap()));
-        for bad in ["", "x/8", "10.0.0.0/", "10.0.0.0/33", "::/129", "10.0.0.0/+8", "1.2.3.4/8/1"] {
+        assert!("0.0.0.0/0"
+            .parse::<Cidr>()
+            .unwrap()
+            .contains("8.8.8.8".parse().unwrap()));
+        for bad in [
+            "",
+            "x/8",
+            "10.0.0.0/",
+            "10.0.0.0/33",
+            "::/129",
+            "10.0.0.0/+8",
+            "1.2.3.4/8/1",
+        ] {
             assert!(bad.parse::<Cidr>().is_err(), "{bad}");
         }
     }
@@ -442,7 +458,10 @@ mod tests {
             Err(AddrDenied::Class(AddrClass::Loopback))
         );
         assert_eq!(check(a("127.0.0.1:443"), &loopback, &me), Ok(()));
-        assert_eq!(check(a("127.0.0.1:8080"), &loopback, &me), Err(AddrDenied::GuardSelf));
+        assert_eq!(
+            check(a("127.0.0.1:8080"), &loopback, &me),
+            Err(AddrDenied::GuardSelf)
+        );
         assert_eq!(
             check(a("[::ffff:127.0.0.1]:8080"), &loopback, &me),
             Err(AddrDenied::GuardSelf)

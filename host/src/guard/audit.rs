@@ -184,7 +184,10 @@ impl AuditLog {
             return Err(unsafe_err("not a regular file".into()));
         }
         if meta.nlink() != 1 {
-            return Err(unsafe_err(format!("{} hard links (expected 1)", meta.nlink())));
+            return Err(unsafe_err(format!(
+                "{} hard links (expected 1)",
+                meta.nlink()
+            )));
         }
         let euid = nix::unistd::geteuid().as_raw();
         if meta.uid() != euid {
@@ -316,6 +319,9 @@ mod tests {
         assert!(AuditLog::open(&link).is_err(), "symlink refused");
         let hard = dir.path().join("hard.jsonl");
         std::fs::hard_link(&path, &hard).unwrap();
-        assert!(matches!(AuditLog::open(&path), Err(AuditError::Unsafe { .. })));
+        assert!(matches!(
+            AuditLog::open(&path),
+            Err(AuditError::Unsafe { .. })
+        ));
     }
 }

@@ -71,7 +71,10 @@ pub async fn read_reply(stream: &mut TcpStream) -> io::Result<ProxyReply> {
             return Ok(ProxyReply { status, head, rest });
         }
         if buf.len() >= MAX_HEAD {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "response head too large"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "response head too large",
+            ));
         }
         buf.reserve(1024);
         let n = stream.read_buf(&mut buf).await?;

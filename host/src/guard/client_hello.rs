@@ -167,7 +167,8 @@ impl HelloParser {
         let Some(header) = hs.get(..4) else {
             return Ok(None);
         };
-        let len = usize::from(header[1]) << 16 | usize::from(header[2]) << 8 | usize::from(header[3]);
+        let len =
+            usize::from(header[1]) << 16 | usize::from(header[2]) << 8 | usize::from(header[3]);
         if len + 4 > self.max {
             return Err(HelloError::TooLarge);
         }
@@ -175,7 +176,9 @@ impl HelloParser {
             return Ok(None);
         };
         if hs.len() > 4 + len {
-            return Err(HelloError::Malformed("data after the ClientHello in its records"));
+            return Err(HelloError::Malformed(
+                "data after the ClientHello in its records",
+            ));
         }
         parse_client_hello_body(body).map(Some)
     }
@@ -379,7 +382,10 @@ mod tests {
             Err(HelloError::DuplicateSni)
         );
         assert_eq!(
-            one(b().sni("a.devin.ai").extension(0xfe0d, vec![0; 8]).handshake()),
+            one(b()
+                .sni("a.devin.ai")
+                .extension(0xfe0d, vec![0; 8])
+                .handshake()),
             Err(HelloError::EncryptedClientHello)
         );
         assert_eq!(
@@ -394,10 +400,22 @@ mod tests {
             one(b().sni("bad\u{7f}.ai").handshake()),
             Err(HelloError::InvalidSni)
         );
-        assert_eq!(parse_all(b"GET / HTTP/1.1\r\n"), Err(HelloError::NotHandshakeRecord));
-        assert_eq!(parse_all(&[0x17, 3, 3, 0, 1, 0]), Err(HelloError::NotHandshakeRecord));
-        assert_eq!(parse_all(&[0x16, 3, 1, 0, 0]), Err(HelloError::Malformed("empty handshake record")));
-        assert_eq!(parse_all(&[0x16, 3, 1, 0, 4, 2, 0, 0, 0]), Err(HelloError::NotClientHello));
+        assert_eq!(
+            parse_all(b"GET / HTTP/1.1\r\n"),
+            Err(HelloError::NotHandshakeRecord)
+        );
+        assert_eq!(
+            parse_all(&[0x17, 3, 3, 0, 1, 0]),
+            Err(HelloError::NotHandshakeRecord)
+        );
+        assert_eq!(
+            parse_all(&[0x16, 3, 1, 0, 0]),
+            Err(HelloError::Malformed("empty handshake record"))
+        );
+        assert_eq!(
+            parse_all(&[0x16, 3, 1, 0, 4, 2, 0, 0, 0]),
+            Err(HelloError::NotClientHello)
+        );
         let mut hs = b().sni("a.devin.ai").handshake();
         hs.extend_from_slice(&[0x10, 0, 0, 0]);
         assert!(matches!(one(hs), Err(HelloError::Malformed(_))));
@@ -408,7 +426,10 @@ mod tests {
         );
         // Raw bytes reaching the cap without a whole message.
         let big = records(&b().sni("a.devin.ai").padding(5000).handshake(), 16_384);
-        assert_eq!(HelloParser::new(1000).advance(&big[..1000]), Err(HelloError::TooLarge));
+        assert_eq!(
+            HelloParser::new(1000).advance(&big[..1000]),
+            Err(HelloError::TooLarge)
+        );
     }
 
     #[test]

@@ -208,7 +208,10 @@ mod tests {
         assert_eq!(split_authority("a.b:+443"), Err(TargetError::Port));
         assert_eq!(split_authority("[::1]443"), Err(TargetError::Syntax));
         assert_eq!(check_host("u:p@a.b"), Err(TargetError::Userinfo));
-        assert_eq!(check_host("[::1]"), Err(TargetError::Host(HostError::IpLiteral)));
+        assert_eq!(
+            check_host("[::1]"),
+            Err(TargetError::Host(HostError::IpLiteral))
+        );
         assert_eq!(check_host("A.B."), Ok("a.b".to_owned()));
     }
 }

@@ -184,9 +184,12 @@ mod tests {
 
     #[tokio::test]
     async fn reads_a_head_and_keeps_the_rest() {
-        let (head, rest) = read(b"CONNECT a.b:443 HTTP/1.1\r\nHost: a.b:443\r\n\r\n\x16\x03", 1024)
-            .await
-            .unwrap();
+        let (head, rest) = read(
+            b"CONNECT a.b:443 HTTP/1.1\r\nHost: a.b:443\r\n\r\n\x16\x03",
+            1024,
+        )
+        .await
+        .unwrap();
         assert_eq!(head.method, "CONNECT");
         assert_eq!(head.target, "a.b:443");
         assert_eq!(head.headers.len(), 1);
@@ -195,17 +198,29 @@ mod tests {
 
     #[tokio::test]
     async fn refusals() {
-        assert_eq!(read(b"\x16\x03\x01", 1024).await.unwrap_err(), HeadError::Malformed);
-        assert_eq!(read(b"GARBAGE\r\n\r\n", 1024).await.unwrap_err(), HeadError::Malformed);
+        assert_eq!(
+            read(b"\x16\x03\x01", 1024).await.unwrap_err(),
+            HeadError::Malformed
+        );
+        assert_eq!(
+            read(b"GARBAGE\r\n\r\n", 1024).await.unwrap_err(),
+            HeadError::Malformed
+        );
         assert_eq!(
             read(b"CONNECT a b c d\r\n\r\n", 1024).await.unwrap_err(),
             HeadError::Malformed
         );
         let big = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(2000));
-        assert_eq!(read(big.as_bytes(), 1024).await.unwrap_err(), HeadError::TooLarge);
+        assert_eq!(
+            read(big.as_bytes(), 1024).await.unwrap_err(),
+            HeadError::TooLarge
+        );
         let many: String = (0..100).map(|i| format!("X{i}: y\r\n")).collect();
         let many = format!("GET / HTTP/1.1\r\n{many}\r\n");
-        assert_eq!(read(many.as_bytes(), 8192).await.unwrap_err(), HeadError::TooLarge);
+        assert_eq!(
+            read(many.as_bytes(), 8192).await.unwrap_err(),
+            HeadError::TooLarge
+        );
         assert_eq!(
             read(b"", 1024).await.unwrap_err(),
             HeadError::Closed { empty: true }

@@ -120,8 +120,7 @@ impl Allowlist {
         for entry in entries {
             let entry = entry.as_ref();
             let pattern = if let Some(suffix) = entry.strip_prefix("*.") {
-                let name =
-                    normalize_host(suffix).map_err(|e| (entry.to_owned(), e.reason()))?;
+                let name = normalize_host(suffix).map_err(|e| (entry.to_owned(), e.reason()))?;
                 Pattern::Suffix(format!(".{name}"))
             } else {
                 if entry.contains('*') {
@@ -175,8 +174,14 @@ mod tests {
     fn normalisation() {
         assert_eq!(normalize_host("API.Devin.AI").unwrap(), "api.devin.ai");
         assert_eq!(normalize_host("api.devin.ai.").unwrap(), "api.devin.ai");
-        assert_eq!(normalize_host("bücher.example").unwrap(), "xn--bcher-kva.example");
-        assert_eq!(normalize_host("api\u{3002}devin.ai").unwrap(), "api.devin.ai");
+        assert_eq!(
+            normalize_host("bücher.example").unwrap(),
+            "xn--bcher-kva.example"
+        );
+        assert_eq!(
+            normalize_host("api\u{3002}devin.ai").unwrap(),
+            "api.devin.ai"
+        );
         for bad in [
             "",
             ".",

@@ -17,9 +17,9 @@ use tokio::net::TcpStream;
 
 use super::audit::{sanitize, Decision, Pending};
 use super::connect::{check_host, parse_port, TargetError};
+use super::dial;
 use super::head::{connection_tokens, RequestHead, HOP_BY_HOP, MAX_HEADERS};
 use super::server::Shared;
-use super::dial;
 use super::splice::{pump, supervise, Activity};
 
 const FORBIDDEN: (u16, &str) = (403, "Forbidden");
@@ -172,7 +172,9 @@ pub(crate) async fn handle(
     pending.resolved = Some(resolved);
     let _ = upstream.set_nodelay(true);
 
-    let early_body = &early[..early.len().min(usize::try_from(body_len).unwrap_or(usize::MAX))];
+    let early_body = &early[..early
+        .len()
+        .min(usize::try_from(body_len).unwrap_or(usize::MAX))];
     let up = AtomicU64::new(0);
     let down = AtomicU64::new(0);
     let activity = Activity::new();
@@ -186,7 +188,14 @@ pub(crate) async fn handle(
             upstream_write.write_all(early_body).await?;
             up.fetch_add(early_body.len() as u64, Ordering::Relaxed);
             let remaining = body_len.saturating_sub(early_body.len() as u64);
-            copy_exact(&mut client_read, &mut upstream_write, remaining, &up, &activity).await
+            copy_exact(
+                &mut client_read,
+                &mut upstream_write,
+                remaining,
+                &up,
+                &activity,
+            )
+            .await
         };
         let receive = relay_response(
             &mut upstream_read,
@@ -225,7 +234,9 @@ fn body_length(headers: &[(String, Vec<u8>)]) -> Result<u64, ((u16, &'static str
         if text.is_empty() || text.len() > 18 || !text.bytes().all(|b| b.is_ascii_digit()) {
             return Err((BAD_REQUEST, "bad_content_length"));
         }
-        let v: u64 = text.parse().map_err(|_| (BAD_REQUEST, "bad_content_length"))?;
+        let v: u64 = text
+            .parse()
+            .map_err(|_| (BAD_REQUEST, "bad_content_length"))?;
         if len.is_some_and(|l| l != v) {
             return Err((BAD_REQUEST, "bad_content_length"));
         }
@@ -382,7 +393,10 @@ mod tests {
             split_url("http://a.b:99999/"),
             Err(UrlError::Target(TargetError::Port))
         );
-        assert_eq!(split_url("http:///x"), Err(UrlError::Target(TargetError::Syntax)));
+        assert_eq!(
+            split_url("http:///x"),
+            Err(UrlError::Target(TargetError::Syntax))
+        );
     }
 
     #[test]
@@ -406,13 +420,16 @@ mod tests {
             out,
             "GET /x HTTP/1.1\r\nHost: a.b\r\nAccept: */*\r\nConnection: close\r\n\r\n"
         );
-        assert!(rewrite_request(&req, "a.b", 8080, "").starts_with("GET / HTTP/1.1\r\nHost: a.b:8080\r\n"));
+        assert!(rewrite_request(&req, "a.b", 8080, "")
+            .starts_with("GET / HTTP/1.1\r\nHost: a.b:8080\r\n"));
     }
 
     #[test]
     fn body_length_rules() {
         let h = |v: &[(&str, &str)]| -> Vec<(String, Vec<u8>)> {
-            v.iter().map(|(a, b)| (a.to_string(), b.as_bytes().to_vec())).collect()
+            v.iter()
+                .map(|(a, b)| (a.to_string(), b.as_bytes().to_vec()))
+                .collect()
         };
         assert_eq!(body_length(&h(&[])), Ok(0));
         assert_eq!(body_length(&h(&[("Content-Length", "12")])), Ok(12));

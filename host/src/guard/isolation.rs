@@ -253,7 +253,11 @@ pub async fn verify(args: &VerifyIsolationArgs, env: &Environment) -> Vec<CheckR
             None
         }
         Some(Ok(authority)) => {
-            out.push(CheckResult::new("proxy", true, format!("http://{authority}")));
+            out.push(CheckResult::new(
+                "proxy",
+                true,
+                format!("http://{authority}"),
+            ));
             Some(authority)
         }
     };
@@ -267,10 +271,19 @@ pub async fn verify(args: &VerifyIsolationArgs, env: &Environment) -> Vec<CheckR
     for host in &forbidden {
         let name = format!("unreachable:{host}");
         let Some(proxy) = proxy.as_deref() else {
-            out.push(CheckResult::new(name, false, "no usable proxy to probe through"));
+            out.push(CheckResult::new(
+                name,
+                false,
+                "no usable proxy to probe through",
+            ));
             continue;
         };
-        let connect = probe(proxy, format!("CONNECT {host}:443 HTTP/1.1\r\nHost: {host}:443\r\n\r\n"), timeout).await;
+        let connect = probe(
+            proxy,
+            format!("CONNECT {host}:443 HTTP/1.1\r\nHost: {host}:443\r\n\r\n"),
+            timeout,
+        )
+        .await;
         let plain = probe(
             proxy,
             format!("GET http://{host}/ HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
@@ -348,7 +361,9 @@ fn check_audit(path: &Path, start: Option<u64>, forbidden: &[String]) -> Vec<Che
             return out;
         }
     };
-    let from = usize::try_from(start.unwrap_or(0)).unwrap_or(0).min(text.len());
+    let from = usize::try_from(start.unwrap_or(0))
+        .unwrap_or(0)
+        .min(text.len());
     let new = String::from_utf8_lossy(text.get(from..).unwrap_or_default()).into_owned();
     let mut missing = Vec::new();
     for host in forbidden {
@@ -426,8 +441,14 @@ mod tests {
 
     #[test]
     fn proxy_urls() {
-        assert_eq!(proxy_authority("http://network-guard:8080").unwrap(), "network-guard:8080");
-        assert_eq!(proxy_authority("http://127.0.0.1:9/").unwrap(), "127.0.0.1:9");
+        assert_eq!(
+            proxy_authority("http://network-guard:8080").unwrap(),
+            "network-guard:8080"
+        );
+        assert_eq!(
+            proxy_authority("http://127.0.0.1:9/").unwrap(),
+            "127.0.0.1:9"
+        );
         assert!(proxy_authority("https://g:1").is_err());
         assert!(proxy_authority("http://u:p@g:1").is_err());
         assert!(proxy_authority("http://g").is_err());

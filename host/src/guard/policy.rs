@@ -240,7 +240,9 @@ impl GuardPolicy {
             return Err(invalid("`audit` is empty".into()));
         }
         let allow = Allowlist::parse(&self.allow).map_err(|(pattern, why)| {
-            invalid(format!("allow entry {pattern:?} is not a host name or *.suffix: {why}"))
+            invalid(format!(
+                "allow entry {pattern:?} is not a host name or *.suffix: {why}"
+            ))
         })?;
         check_ports("ports", &self.ports)?;
         check_ports("http.ports", &self.http.ports)?;
@@ -257,7 +259,10 @@ impl GuardPolicy {
             ("limits.max_connections", l.max_connections as u64),
             ("limits.header_max_bytes", l.header_max_bytes as u64),
             ("limits.header_timeout_ms", l.header_timeout_ms),
-            ("limits.client_hello_max_bytes", l.client_hello_max_bytes as u64),
+            (
+                "limits.client_hello_max_bytes",
+                l.client_hello_max_bytes as u64,
+            ),
             ("limits.client_hello_timeout_ms", l.client_hello_timeout_ms),
             ("limits.connect_timeout_ms", l.connect_timeout_ms),
             ("limits.idle_timeout_ms", l.idle_timeout_ms),
@@ -282,12 +287,17 @@ impl GuardPolicy {
             return Err(invalid("`limits.buffer_bytes` is at most 16 MiB".into()));
         }
         if l.max_connections > 1_000_000 {
-            return Err(invalid("`limits.max_connections` is at most 1000000".into()));
+            return Err(invalid(
+                "`limits.max_connections` is at most 1000000".into(),
+            ));
         }
         let mut resolve = BTreeMap::new();
         for (name, target) in &self.resolve {
             let host = hostmatch::normalize_host(name).map_err(|e| {
-                invalid(format!("resolve key {name:?} is not a host name: {}", e.reason()))
+                invalid(format!(
+                    "resolve key {name:?} is not a host name: {}",
+                    e.reason()
+                ))
             })?;
             let pin = if let Ok(addr) = target.parse::<SocketAddr>() {
                 Pin::Socket(addr)
@@ -348,7 +358,8 @@ mod tests {
     fn unknown_fields_are_refused() {
         let err = GuardPolicy::from_toml_str("audit = \"a\"\nallowlist = []\n").unwrap_err();
         assert!(err.to_string().contains("allowlist"), "{err}");
-        let err = GuardPolicy::from_toml_str("audit = \"a\"\n[limits]\nmax_conn = 1\n").unwrap_err();
+        let err =
+            GuardPolicy::from_toml_str("audit = \"a\"\n[limits]\nmax_conn = 1\n").unwrap_err();
         assert!(err.to_string().contains("max_conn"), "{err}");
     }
 

@@ -147,12 +147,13 @@ impl Guard {
     pub async fn bind(policy: GuardPolicy) -> Result<Self, GuardError> {
         let policy = policy.compile()?;
         let audit = AuditLog::open(&policy.audit)?;
-        let listener = TcpListener::bind(policy.listen)
-            .await
-            .map_err(|source| GuardError::Bind {
-                addr: policy.listen,
-                source,
-            })?;
+        let listener =
+            TcpListener::bind(policy.listen)
+                .await
+                .map_err(|source| GuardError::Bind {
+                    addr: policy.listen,
+                    source,
+                })?;
         let local_addr = listener.local_addr().map_err(|source| GuardError::Bind {
             addr: policy.listen,
             source,
@@ -275,7 +276,13 @@ fn accept_one(
             let _ = stream.try_write(BUSY);
             drop(stream);
             let pending = Pending::new(id, peer);
-            shared.decide(&pending, Decision::Deny, "too_many_connections", None, (0, 0));
+            shared.decide(
+                &pending,
+                Decision::Deny,
+                "too_many_connections",
+                None,
+                (0, 0),
+            );
         }
     }
 }
@@ -301,8 +308,12 @@ async fn handle(
             )
             .await;
     } else {
-        match head::read_request_head(&mut stream, limits.header_max_bytes, limits.header_timeout())
-            .await
+        match head::read_request_head(
+            &mut stream,
+            limits.header_max_bytes,
+            limits.header_timeout(),
+        )
+        .await
         {
             Err(HeadError::Closed { empty: true }) => {
                 tracing::debug!("client closed without a request");
@@ -362,9 +373,7 @@ impl RunningGuard {
             let _ = stop.send(());
         }
         match self.task.take() {
-            Some(task) => task
-                .await
-                .map_err(|e| GuardError::Task(e.to_string()))?,
+            Some(task) => task.await.map_err(|e| GuardError::Task(e.to_string()))?,
             None => Ok(()),
         }
     }

@@ -1,24 +1,23 @@
 //! Copying bytes both ways between two sockets, bounded and observable.
 //!
-//! A tunnel direction moves bytes with `splice(2)` through a pipe of its own (created on the
-//! first byte, at most `buffer_bytes` in flight): the kernel moves the pages, nothing is copied
-//! through user space, and an idle tunnel holds no user-space buffer at all (each open tunnel
-//! costs up to four pipe descriptors besides its two sockets). Where `splice` is unavailable the
-//! direction falls back to a user-space copy whose buffer is taken only while data flows and
-//! released as soon as the socket has nothing more to read. A half-close is propagated
-//! (`shutdown(Write)`); the tunnel ends when both directions have ended, on the first error,
-//! after `idle` with no byte either way, or on guard shutdown.
+//! Each direction waits for readiness without holding a buffer; a buffer of `buffer_bytes` is
+//! taken only while data flows and released as soon as the socket has nothing more to read, so
+//! an idle tunnel holds no copy buffer at all. A half-close is propagated (`shutdown(Write)`);
+//! the tunnel ends when both directions have ended, on the first error, after `idle` with no
+//! byte either way, or on guard shutdown.
+//!
+//! (`splice(2)` through a pipe was tried and measured: on loopback it moved bytes no faster
+//! than this copy, and it costs four more descriptors per tunnel; see `benches/guard.rs`.)
 
 use std::future::Future;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 
 use bytes::BytesMut;
-use nix::fcntl::{splice as splice_fds, OFlag, SpliceFFlags};
-use tokio::io::{AsyncWriteExt, Interest};
+use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::{ReadHalf, WriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
@@ -156,105 +155,12 @@ pub(crate) async fn splice(
     )
 }
 
-/// One direction: zero-copy if the kernel allows it, else a user-space copy.
-async fn direction(
-    src: &TcpStream,
-    dst: &TcpStream,
-    buffer_bytes: usize,
-    counter: &AtomicU64,
-    activity: &Activity,
-) -> io::Result<()> {
-    match zero_copy(src, dst, buffer_bytes, counter, activity).await {
-        Err(ZeroCopy::Unsupported) => {
-            tracing::debug!("splice(2) unavailable; copying through user space");
-            copy_shared(src, dst, buffer_bytes, counter, activity).await
-        }
-        Err(ZeroCopy::Io(e)) => Err(e),
-        Ok(()) => Ok(()),
-    }
-}
-
-enum ZeroCopy {
-    /// `splice`/`pipe2` refused before any byte moved: use the fallback.
-    Unsupported,
-    Io(io::Error),
-}
-
 fn half_close(dst: &TcpStream) {
     let _ = nix::sys::socket::shutdown(dst.as_raw_fd(), nix::sys::socket::Shutdown::Write);
 }
 
-/// Move `src` to `dst` with `splice(2)` through a private pipe. The pipe is drained completely
-/// before the next read, so a would-block on the read side always means "socket empty" and on
-/// the write side "socket full", which keeps tokio's readiness tracking exact.
-async fn zero_copy(
-    src: &TcpStream,
-    dst: &TcpStream,
-    chunk: usize,
-    counter: &AtomicU64,
-    activity: &Activity,
-) -> Result<(), ZeroCopy> {
-    let flags = SpliceFFlags::SPLICE_F_NONBLOCK | SpliceFFlags::SPLICE_F_MOVE;
-    let mut pipe: Option<(OwnedFd, OwnedFd)> = None;
-    let mut moved_any = false;
-    loop {
-        src.readable().await.map_err(ZeroCopy::Io)?;
-        if pipe.is_none() {
-            match nix::unistd::pipe2(OFlag::O_NONBLOCK | OFlag::O_CLOEXEC) {
-                Ok(p) => pipe = Some(p),
-                Err(_) if !moved_any => return Err(ZeroCopy::Unsupported),
-                Err(e) => return Err(ZeroCopy::Io(e.into())),
-            }
-        }
-        let Some((pipe_r, pipe_w)) = pipe.as_ref() else {
-            return Err(ZeroCopy::Unsupported);
-        };
-        let read = src.try_io(Interest::READABLE, || {
-            splice_fds(src, None, pipe_w, None, chunk, flags).map_err(io::Error::from)
-        });
-        let n = match read {
-            Ok(0) => {
-                half_close(dst);
-                return Ok(());
-            }
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-            Err(e) if !moved_any && unsupported(&e) => return Err(ZeroCopy::Unsupported),
-            Err(e) => return Err(ZeroCopy::Io(e)),
-        };
-        moved_any = true;
-        activity.touch();
-        let mut left = n;
-        while left > 0 {
-            dst.writable().await.map_err(ZeroCopy::Io)?;
-            let wrote = dst.try_io(Interest::WRITABLE, || {
-                splice_fds(pipe_r, None, dst, None, left, flags).map_err(io::Error::from)
-            });
-            match wrote {
-                Ok(0) => return Err(ZeroCopy::Io(io::ErrorKind::WriteZero.into())),
-                Ok(m) => {
-                    left = left.saturating_sub(m);
-                    counter.fetch_add(m as u64, Ordering::Relaxed);
-                    activity.touch();
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) => return Err(ZeroCopy::Io(e)),
-            }
-        }
-    }
-}
-
-fn unsupported(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(code) if code == nix::errno::Errno::EINVAL as i32
-            || code == nix::errno::Errno::ENOSYS as i32
-            || code == nix::errno::Errno::EOPNOTSUPP as i32
-    )
-}
-
-/// User-space copy over shared references (the fallback of [`zero_copy`]).
-async fn copy_shared(
+/// One direction of a tunnel, over shared references (both directions run in one task).
+async fn direction(
     src: &TcpStream,
     dst: &TcpStream,
     buffer_bytes: usize,

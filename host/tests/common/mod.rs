@@ -1,6 +1,8 @@
 //! Shared helpers of the host's integration tests.
 #![allow(dead_code)]
 
+pub mod bridge;
+
 use std::path::{Path, PathBuf};
 
 use devin_bridge::engine::{CompileCache, Runtime, RuntimeConfig, Transforms};
@@ -45,14 +47,22 @@ pub fn policy_text(extra: &str) -> String {
     let dir = components_dir();
     let mut text = String::from("mode = \"summarizer\"\n");
     for name in ["serializer", "envelope", "sse", "model-alias"] {
-        text.push_str(&format!("[components.{name}]\npath = {:?}\n", dir.join(format!("{name}.wasm")).display().to_string()));
+        text.push_str(&format!(
+            "[components.{name}]\npath = {:?}\n",
+            dir.join(format!("{name}.wasm")).display().to_string()
+        ));
     }
     text.push_str(extra);
     text
 }
 
 pub fn policy(extra: &str) -> Policy {
-    Policy::parse(&policy_text(extra), Path::new("test-policy.toml"), Path::new("/")).expect("test policy")
+    Policy::parse(
+        &policy_text(extra),
+        Path::new("test-policy.toml"),
+        Path::new("/"),
+    )
+    .expect("test policy")
 }
 
 /// Limits small enough that the fault tests finish quickly.

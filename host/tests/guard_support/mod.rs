@@ -189,7 +189,9 @@ pub async fn plain_http_server() -> SocketAddr {
                         break p + 4;
                     }
                     let mut chunk = [0u8; 4096];
-                    let Ok(n) = s.read(&mut chunk).await else { return };
+                    let Ok(n) = s.read(&mut chunk).await else {
+                        return;
+                    };
                     if n == 0 {
                         return;
                     }
@@ -205,7 +207,9 @@ pub async fn plain_http_server() -> SocketAddr {
                 let mut body = buf[end..].to_vec();
                 while body.len() < cl {
                     let mut chunk = [0u8; 4096];
-                    let Ok(n) = s.read(&mut chunk).await else { return };
+                    let Ok(n) = s.read(&mut chunk).await else {
+                        return;
+                    };
                     if n == 0 {
                         break;
                     }
@@ -270,7 +274,10 @@ pub async fn wait_audit(path: &Path, n: usize) -> Vec<Value> {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let lines = audit_lines(path);
-    panic!("expected {n} audit lines, found {}: {lines:#?}", lines.len());
+    panic!(
+        "expected {n} audit lines, found {}: {lines:#?}",
+        lines.len()
+    );
 }
 
 /// CONNECT through the guard and do TLS for `sni`.
@@ -414,10 +421,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Refragment<S> {
         Pin::new(&mut self.inner).poll_flush(cx)
     }
 
-    fn poll_shutdown(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<std::io::Result<()>> {
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }

@@ -30,12 +30,29 @@ mod wasm {
                 }
             }
             devin_bridge_serializer::serialize(&request)
-                .map(|p| Prompt { text: p.text, tools: p.tools, input_tokens: p.input_tokens, id_seed: p.id_seed, model: p.model, stream: p.stream })
-                .map_err(|f| Failure { code: f.code, message: f.message, status: f.status, repairable: f.repairable })
+                .map(|p| Prompt {
+                    text: p.text,
+                    tools: p.tools,
+                    input_tokens: p.input_tokens,
+                    id_seed: p.id_seed,
+                    model: p.model,
+                    stream: p.stream,
+                })
+                .map_err(|f| Failure {
+                    code: f.code,
+                    message: f.message,
+                    status: f.status,
+                    repairable: f.repairable,
+                })
         }
 
         fn repair(prompt: String, rejection: Failure) -> String {
-            let rejection = devin_bridge_types::Failure { code: rejection.code, message: rejection.message, status: rejection.status, repairable: rejection.repairable };
+            let rejection = devin_bridge_types::Failure {
+                code: rejection.code,
+                message: rejection.message,
+                status: rejection.status,
+                repairable: rejection.repairable,
+            };
             devin_bridge_serializer::repair(&prompt, &rejection)
         }
     }

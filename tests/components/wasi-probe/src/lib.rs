@@ -5,7 +5,7 @@
 #[cfg(target_arch = "wasm32")]
 mod wasm {
     wit_bindgen::generate!({
-        world: "probe",
+        world: "devin-bridge:wasi-probe/probe",
         path: ["../../../wit", "wit"],
         generate_all,
     });
@@ -24,18 +24,40 @@ mod wasm {
                 let cwd = environment::initial_cwd();
                 return Err(Failure {
                     code: "probe".into(),
-                    message: format!("env={} args={} cwd={}", env.len(), args.len(), cwd.unwrap_or_default()),
+                    message: format!(
+                        "env={} args={} cwd={}",
+                        env.len(),
+                        args.len(),
+                        cwd.unwrap_or_default()
+                    ),
                     status: 418,
                     repairable: false,
                 });
             }
             devin_bridge_serializer::serialize(&request)
-                .map(|p| Prompt { text: p.text, tools: p.tools, input_tokens: p.input_tokens, id_seed: p.id_seed, model: p.model, stream: p.stream })
-                .map_err(|f| Failure { code: f.code, message: f.message, status: f.status, repairable: f.repairable })
+                .map(|p| Prompt {
+                    text: p.text,
+                    tools: p.tools,
+                    input_tokens: p.input_tokens,
+                    id_seed: p.id_seed,
+                    model: p.model,
+                    stream: p.stream,
+                })
+                .map_err(|f| Failure {
+                    code: f.code,
+                    message: f.message,
+                    status: f.status,
+                    repairable: f.repairable,
+                })
         }
 
         fn repair(prompt: String, rejection: Failure) -> String {
-            let rejection = devin_bridge_types::Failure { code: rejection.code, message: rejection.message, status: rejection.status, repairable: rejection.repairable };
+            let rejection = devin_bridge_types::Failure {
+                code: rejection.code,
+                message: rejection.message,
+                status: rejection.status,
+                repairable: rejection.repairable,
+            };
             devin_bridge_serializer::repair(&prompt, &rejection)
         }
     }

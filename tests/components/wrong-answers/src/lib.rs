@@ -13,8 +13,20 @@ mod wasm {
     impl Guest for Component {
         fn serialize(request: String) -> Result<Prompt, Failure> {
             devin_bridge_serializer::serialize(&request)
-                .map(|p| Prompt { text: p.text, tools: p.tools, input_tokens: p.input_tokens + 1, id_seed: p.id_seed, model: p.model, stream: p.stream })
-                .map_err(|f| Failure { code: f.code, message: f.message, status: f.status, repairable: f.repairable })
+                .map(|p| Prompt {
+                    text: p.text,
+                    tools: p.tools,
+                    input_tokens: p.input_tokens + 1,
+                    id_seed: p.id_seed,
+                    model: p.model,
+                    stream: p.stream,
+                })
+                .map_err(|f| Failure {
+                    code: f.code,
+                    message: f.message,
+                    status: f.status,
+                    repairable: f.repairable,
+                })
         }
 
         fn repair(prompt: String, _rejection: Failure) -> String {

@@ -1,0 +1,74 @@
+//! Typed agent failures, each with a stable code and the HTTP status the bridge answers with.
+//! Messages name what went wrong without paths, stack traces or vendor names: they reach
+//! clients. Diagnostics (stderr tail, exit status) go to the logs only.
+
+use crate::process::SpawnError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AcpError {
+    #[error("the agent could not be started")]
+    Spawn(#[source] SpawnError),
+    #[error("the agent speaks an unsupported protocol version ({0})")]
+    ProtocolVersion(String),
+    #[error("the agent wrote a malformed frame")]
+    MalformedFrame,
+    #[error("the agent answered a request that was never sent (id {0})")]
+    StrayResponse(String),
+    #[error("the agent reported on a session that is not this turn's")]
+    WrongSession,
+    #[error("the agent failed: {message}")]
+    Rpc {
+        code: i64,
+        message: String,
+        kind: Option<String>,
+    },
+    #[error("the agent is rate limited or out of quota")]
+    RateLimited,
+    #[error("the agent's account is not authenticated")]
+    Unauthenticated,
+    #[error("the agent exited before finishing the turn")]
+    EarlyExit,
+    #[error("the agent's output exceeded the {0} byte limit")]
+    OutputTooLarge(usize),
+    #[error("the agent tried to run a tool itself; the turn was stopped")]
+    UnauthorizedTool,
+    #[error("the agent did not finish within {0} ms")]
+    Timeout(u64),
+    #[error("the agent stopped without completing the turn ({0})")]
+    Stopped(String),
+    #[error("the agent's pipes failed")]
+    Io(#[source] std::io::Error),
+}
+
+impl AcpError {
+    /// Stable machine code (logs, error bodies).
+    pub fn code(&self) -> &'static str {
+        match self {
+            AcpError::Spawn(_) => "agent_unavailable",
+            AcpError::ProtocolVersion(_) => "agent_protocol_mismatch",
+            AcpError::MalformedFrame => "agent_malformed_frame",
+            AcpError::StrayResponse(_) => "agent_stray_response",
+            AcpError::WrongSession => "agent_wrong_session",
+            AcpError::Rpc { .. } => "agent_error",
+            AcpError::RateLimited => "agent_rate_limited",
+            AcpError::Unauthenticated => "agent_unauthenticated",
+            AcpError::EarlyExit => "agent_exited",
+            AcpError::OutputTooLarge(_) => "agent_output_too_large",
+            AcpError::UnauthorizedTool => "unauthorized_tool_execution",
+            AcpError::Timeout(_) => "agent_timeout",
+            AcpError::Stopped(_) => "agent_stopped",
+            AcpError::Io(_) => "agent_io",
+        }
+    }
+
+    /// HTTP status. An unauthenticated *agent* is a gateway failure (502), not a client 401:
+    /// a 401 would tell the client that its own key to the bridge is wrong.
+    pub fn status(&self) -> u16 {
+        match self {
+            AcpError::Spawn(_) => 503,
+            AcpError::RateLimited => 429,
+            AcpError::Timeout(_) => 504,
+            _ => 502,
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! Newline-delimited JSON-RPC frames with a bounded line length.
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
+
+use super::AcpError;
+
+/// One message from the agent.
+#[derive(Debug)]
+pub enum Incoming {
+    Response {
+        id: Value,
+        outcome: Result<Value, Value>,
+    },
+    Request {
+        id: Value,
+        method: String,
+    },
+    Notification {
+        method: String,
+        params: Value,
+    },
+}
+
+/// Reads frames, refusing lines longer than `max_line` bytes.
+pub struct FrameReader<R> {
+    reader: BufReader<R>,
+    max_line: usize,
+    buffer: Vec<u8>,
+}
+
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    pub fn new(inner: R, max_line: usize) -> Self {
+        Self {
+            reader: BufReader::with_capacity(64 << 10, inner),
+            max_line,
+            buffer: Vec::new(),
+        }
+    }
+
+    /// The next message; `Ok(None)` at end of stream. Blank lines are skipped.
+    pub async fn next(&mut self) -> Result<Option<Incoming>, AcpError> {
+        loop {
+            self.buffer.clear();
+            let limit = u64::try_from(self.max_line)
+                .unwrap_or(u64::MAX)
+                .saturating_add(1);
+            let read = (&mut self.reader)
+                .take(limit)
+                .read_until(b'\n', &mut self.buffer)
+                .await
+                .map_err(AcpError::Io)?;
+            if read == 0 {
+                return Ok(None);
+            }
+            if self.buffer.last() != Some(&b'\n') && self.buffer.len() > self.max_line {
+                return Err(AcpError::OutputTooLarge(self.max_line));
+            }
+            let line = self.buffer.trim_ascii();
+            if line.is_empty() {
+                continue;
+            }
+            return parse(line).map(Some);
+        }
+    }
+}
+
+fn parse(line: &[u8]) -> Result<Incoming, AcpError> {
+    let value: Value = serde_json::from_slice(line).map_err(|_| AcpError::MalformedFrame)?;
+    let Value::Object(mut object) = value else {
+        return Err(AcpError::MalformedFrame);
+    };
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(AcpError::MalformedFrame);
+    }
+    let method = object.remove("method");
+    let id = object.remove("id");
+    match (method, id) {
+        (Some(Value::String(method)), Some(id)) => Ok(Incoming::Request { id, method }),
+        (Some(Value::String(method)), None) => Ok(Incoming::Notification {
+            method,
+            params: object.remove("params").unwrap_or(Value::Null),
+        }),
+        (None, Some(id)) => match (object.remove("result"), object.remove("error")) {
+            (Some(result), None) => Ok(Incoming::Response {
+                id,
+                outcome: Ok(result),
+            }),
+            (None, Some(error)) => Ok(Incoming::Response {
+                id,
+                outcome: Err(error),
+            }),
+            _ => Err(AcpError::MalformedFrame),
+        },
+        _ => Err(AcpError::MalformedFrame),
+    }
+}
+
+/// A request frame, newline-terminated.
+pub fn request(id: u64, method: &str, params: Value) -> Vec<u8> {
+    line(serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
+}
+
+/// A response frame, newline-terminated.
+pub fn response(id: &Value, outcome: Result<Value, Value>) -> Vec<u8> {
+    line(match outcome {
+        Ok(result) => serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+        Err(error) => serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": error }),
+    })
+}
+
+fn line(value: Value) -> Vec<u8> {
+    let mut bytes = value.to_string().into_bytes();
+    bytes.push(b'\n');
+    bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn read_all(input: &[u8], max: usize) -> Vec<Result<Option<Incoming>, AcpError>> {
+        let mut reader = FrameReader::new(input, max);
+        let mut out = Vec::new();
+        loop {
+            let next = reader.next().await;
+            let stop = !matches!(next, Ok(Some(_)));
+            out.push(next);
+            if stop {
+                return out;
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn frames_are_classified() {
+        let input = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"y\",\"params\":[]}\n";
+        let frames = read_all(input, 1024).await;
+        assert!(matches!(frames[0], Ok(Some(Incoming::Response { .. }))));
+        assert!(matches!(frames[1], Ok(Some(Incoming::Notification { .. }))));
+        assert!(matches!(frames[2], Ok(Some(Incoming::Request { .. }))));
+        assert!(matches!(frames[3], Ok(None)));
+    }
+
+    #[tokio::test]
+    async fn malformed_and_oversized_lines_are_errors() {
+        for bad in [
+            &b"not json\n"[..],
+            b"[1,2]\n",
+            b"{\"id\":1,\"result\":1}\n",
+            b"{\"jsonrpc\":\"2.0\",\"id\":1}\n",
+        ] {
+            assert!(
+                matches!(read_all(bad, 1024).await[0], Err(AcpError::MalformedFrame)),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        let long = format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"{}\"}}\n",
+            "x".repeat(100)
+        );
+        assert!(matches!(
+            read_all(long.as_bytes(), 50).await[0],
+            Err(AcpError::OutputTooLarge(50))
+        ));
+    }
+}

@@ -1,0 +1,228 @@
+//! The HTTP/1.1 server: routing, authentication, body limits, connection limits and graceful
+//! shutdown. Every error is an Anthropic-shaped body.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use devin_bridge_types::Failure;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use super::body::ResponseBody;
+use super::turn::{self, error_response, json_response};
+use super::Bridge;
+
+/// Serves until `shutdown` resolves, then stops accepting, lets requests finish for up to
+/// `grace`, and aborts the rest (which kills their agents).
+pub async fn serve(
+    bridge: Arc<Bridge>,
+    listener: TcpListener,
+    max_connections: usize,
+    grace: Duration,
+    shutdown: impl Future<Output = ()>,
+) {
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let slots = Arc::new(Semaphore::new(max_connections));
+    let mut connections = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            permit = slots.clone().acquire_owned() => match permit { Ok(permit) => permit, Err(_) => break },
+            _ = &mut shutdown => break,
+        };
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    tracing::warn!(%error, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let bridge = bridge.clone();
+        let service = service_fn(move |request| {
+            let bridge = bridge.clone();
+            async move { Ok::<_, Infallible>(route(bridge, request).await) }
+        });
+        let connection = http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(Duration::from_secs(30))
+            .max_buf_size(256 << 10)
+            .serve_connection(TokioIo::new(stream), service);
+        let watched = graceful.watch(connection);
+        connections.spawn(async move {
+            let _permit = permit;
+            if let Err(error) = watched.await {
+                tracing::debug!(%peer, %error, "connection ended with an error");
+            }
+        });
+        while connections.try_join_next().is_some() {}
+    }
+    drop(listener);
+    tracing::info!(
+        in_flight = bridge.in_flight(),
+        grace_ms = grace.as_millis() as u64,
+        "no longer accepting; letting running requests finish"
+    );
+    tokio::select! {
+        _ = graceful.shutdown() => tracing::info!("all connections finished"),
+        _ = tokio::time::sleep(grace) => {
+            tracing::warn!(in_flight = bridge.in_flight(), "shutdown grace elapsed; killing the remaining turns");
+        }
+    }
+    connections.shutdown().await;
+    bridge.pool.drain().await;
+}
+
+fn failure(code: &str, message: &str, status: u16) -> Failure {
+    Failure {
+        code: code.into(),
+        message: message.into(),
+        status,
+        repairable: false,
+    }
+}
+
+async fn route(bridge: Arc<Bridge>, request: Request<Incoming>) -> Response<ResponseBody> {
+    let path = request.uri().path().to_owned();
+    let method = request.method().clone();
+    let span = tracing::info_span!("request", %method, %path);
+    let _entered = span.enter();
+    match (&method, path.as_str()) {
+        (&Method::GET, "/healthz") => return health(&bridge),
+        (_, "/v1/messages" | "/v1/messages/count_tokens" | "/v1/models") => {}
+        _ => return error_response(&bridge, failure("not_found", "no such endpoint", 404)).await,
+    }
+    if let Some(key) = &bridge.key {
+        if !key.accepts(request.headers()) {
+            return error_response(
+                &bridge,
+                failure("unauthorized", "invalid or missing API key", 401),
+            )
+            .await;
+        }
+    }
+    match (&method, path.as_str()) {
+        (&Method::POST, "/v1/messages") => messages(bridge, request).await,
+        (&Method::POST, "/v1/messages/count_tokens") => count_tokens(bridge, request).await,
+        (&Method::GET, "/v1/models") => models(&bridge).await,
+        _ => {
+            error_response(
+                &bridge,
+                failure(
+                    "method_not_allowed",
+                    "method not allowed for this endpoint",
+                    405,
+                ),
+            )
+            .await
+        }
+    }
+}
+
+/// Reads the body within the policy's limit (413 beyond it) as UTF-8 text.
+async fn read_body(bridge: &Bridge, request: Request<Incoming>) -> Result<String, Failure> {
+    let too_large = || {
+        failure(
+            "request_too_large",
+            &format!("request body exceeds {} bytes", bridge.max_body),
+            413,
+        )
+    };
+    let declared = request
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<usize>().ok());
+    if declared.is_some_and(|length| length > bridge.max_body) {
+        return Err(too_large());
+    }
+    let collected = Limited::new(request.into_body(), bridge.max_body)
+        .collect()
+        .await
+        .map_err(|error| {
+            if error.is::<http_body_util::LengthLimitError>() {
+                too_large()
+            } else {
+                failure("invalid_request", "the request body could not be read", 400)
+            }
+        })?;
+    String::from_utf8(collected.to_bytes().to_vec())
+        .map_err(|_| failure("invalid_request", "the request body is not UTF-8", 400))
+}
+
+async fn messages(bridge: Arc<Bridge>, request: Request<Incoming>) -> Response<ResponseBody> {
+    let body = match read_body(&bridge, request).await {
+        Ok(body) => body,
+        Err(failure) => return error_response(&bridge, failure).await,
+    };
+    let prepared = match turn::prepare(&bridge, body).await {
+        Ok(prepared) => prepared,
+        Err(failure) => return error_response(&bridge, failure).await,
+    };
+    let permit = match turn::acquire_slot(&bridge).await {
+        Ok(permit) => permit,
+        Err(failure) => return error_response(&bridge, failure).await,
+    };
+    tracing::info!(id = %prepared.head.id, model = %prepared.head.model, stream = prepared.prompt.stream, input_tokens = prepared.prompt.input_tokens, "turn accepted");
+    if prepared.prompt.stream {
+        turn::respond_stream(&bridge, prepared, permit)
+    } else {
+        turn::respond_json(&bridge, prepared, permit).await
+    }
+}
+
+async fn count_tokens(bridge: Arc<Bridge>, request: Request<Incoming>) -> Response<ResponseBody> {
+    let body = match read_body(&bridge, request).await {
+        Ok(body) => body,
+        Err(failure) => return error_response(&bridge, failure).await,
+    };
+    match turn::prepare(&bridge, body).await {
+        Ok(prepared) => json_response(
+            StatusCode::OK,
+            serde_json::json!({ "input_tokens": prepared.prompt.input_tokens }).to_string(),
+        ),
+        Err(failure) => error_response(&bridge, failure).await,
+    }
+}
+
+async fn models(bridge: &Bridge) -> Response<ResponseBody> {
+    let catalog = bridge.catalog.clone();
+    let transforms = bridge.transforms.clone();
+    match tokio::task::spawn_blocking(move || transforms.list_models(catalog)).await {
+        Ok(Ok(Ok(listing))) => json_response(StatusCode::OK, listing),
+        Ok(Ok(Err(failure))) => error_response(bridge, failure).await,
+        Ok(Err(error)) => error_response(bridge, turn::engine_failure(&error)).await,
+        Err(_) => {
+            error_response(
+                bridge,
+                failure("transform_trap", "an internal transform failed", 500),
+            )
+            .await
+        }
+    }
+}
+
+fn health(bridge: &Bridge) -> Response<ResponseBody> {
+    let body = serde_json::json!({
+        "status": "ok",
+        "mode": "summarizer",
+        "agent": bridge.agent,
+        "components": bridge.transforms.info().into_iter().map(|c| serde_json::json!({"name": c.name, "sha256": c.sha256})).collect::<Vec<_>>(),
+        "in_flight_turns": bridge.in_flight(),
+        "prewarm": bridge.pool.stats(),
+    });
+    json_response(StatusCode::OK, body.to_string())
+}

@@ -1,0 +1,176 @@
+//! Summarizer mode: an Anthropic Messages endpoint answered by the tool-less `summarizer` ACP
+//! agent. The host moves bytes, runs processes and enforces limits; every transform of the
+//! request and the reply runs in a wasm component.
+
+mod auth;
+mod body;
+mod http;
+pub mod sandbox;
+mod turn;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde::Serialize;
+use tokio::sync::Semaphore;
+
+use crate::acp::{AgentLimits, AgentPool};
+use crate::engine::Transforms;
+use crate::policy::Policy;
+
+pub use auth::{ApiKey, KeyError};
+pub use http::serve;
+
+/// What `/healthz` says about the agent.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgentInfo {
+    pub command: String,
+    pub args: Vec<String>,
+    pub version: String,
+    /// `offline` (the stand-in agent) or `live`.
+    pub kind: &'static str,
+}
+
+/// Everything a request needs, shared by all connections.
+pub struct Bridge {
+    pub transforms: Arc<Transforms>,
+    pub pool: Arc<AgentPool>,
+    pub agent: AgentInfo,
+    catalog: String,
+    key: Option<ApiKey>,
+    turn_slots: Arc<Semaphore>,
+    queue_timeout: Duration,
+    ping_interval: Duration,
+    max_body: usize,
+    home: PathBuf,
+    in_flight: AtomicUsize,
+}
+
+impl Bridge {
+    /// Builds the bridge from a policy: key, sandbox, agent command and version, catalog.
+    /// Everything that is wrong is refused here, before a socket is opened (fail closed).
+    pub async fn from_policy(
+        policy: &Policy,
+        transforms: Arc<Transforms>,
+    ) -> anyhow::Result<Arc<Self>> {
+        let key = ApiKey::load(
+            policy
+                .server
+                .api_key_file
+                .as_ref()
+                .map(|file| policy.resolve(file))
+                .as_deref(),
+        )?;
+        if key.is_none() && policy.server.require_key {
+            return Err(KeyError::Missing.into());
+        }
+        if key.is_none() {
+            tracing::warn!("no local API key configured: any local client may use this bridge (offline policy)");
+        }
+        let spec = sandbox::agent_spec(policy)?;
+        let version = agent_version(&spec).await.with_context(|| {
+            format!(
+                "the agent {} does not answer --version; refusing to start",
+                spec.program.display()
+            )
+        })?;
+        let catalog_path = policy.resolve(
+            policy
+                .models
+                .catalog
+                .as_deref()
+                .unwrap_or(std::path::Path::new("models.json")),
+        );
+        let catalog = std::fs::read_to_string(&catalog_path)
+            .with_context(|| format!("reading the model catalog {}", catalog_path.display()))?;
+        // A catalog the model-alias transform cannot read would fail every request: refuse now.
+        let listing = transforms.list_models(catalog.clone())?;
+        if let Err(failure) = listing {
+            anyhow::bail!(
+                "model catalog {}: {}",
+                catalog_path.display(),
+                failure.message
+            );
+        }
+        let limits = AgentLimits {
+            init_timeout: Duration::from_millis(policy.agent.init_timeout_ms),
+            turn_timeout: Duration::from_millis(policy.agent.turn_timeout_ms),
+            output_cap: policy.agent.output_cap_bytes,
+        };
+        let agent = AgentInfo {
+            command: spec.program.display().to_string(),
+            args: spec.args.clone(),
+            version,
+            kind: if policy.agent.offline {
+                "offline"
+            } else {
+                "live"
+            },
+        };
+        let home = spec.cwd.clone();
+        let pool = AgentPool::new(spec, limits, policy.agent.prewarm);
+        Ok(Arc::new(Self {
+            transforms,
+            pool,
+            agent,
+            catalog,
+            key,
+            turn_slots: Arc::new(Semaphore::new(policy.server.max_concurrent_turns)),
+            queue_timeout: Duration::from_millis(policy.server.queue_timeout_ms),
+            ping_interval: Duration::from_millis(policy.server.ping_interval_ms),
+            max_body: policy.server.max_body_bytes,
+            home,
+            in_flight: AtomicUsize::new(0),
+        }))
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+}
+
+/// Counts a running turn for `/healthz` while alive.
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    fn enter(counter: &'a AtomicUsize) -> Self {
+        counter.fetch_add(1, Ordering::Relaxed);
+        Self(counter)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// `<agent> --version` in the sandbox (first line, bounded), within 15 s.
+async fn agent_version(spec: &crate::process::Spec) -> anyhow::Result<String> {
+    let mut command = tokio::process::Command::new(&spec.program);
+    command
+        .arg("--version")
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(Duration::from_secs(15), command.output())
+        .await
+        .context("timed out")??;
+    if !output.status.success() {
+        anyhow::bail!("exit status {}", output.status);
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    Ok(text
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .chars()
+        .take(200)
+        .collect())
+}

@@ -1,0 +1,355 @@
+//! The turn pipeline:
+//! serializer -> model-alias -> ACP turn -> unexecuted-intent check -> envelope parse ->
+//! at most one repair (a brand-new agent process and session) -> sse render.
+//! Fail closed: every failure is a typed `Failure`; nothing falls back to another provider.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use devin_bridge_types::{estimate_tokens, Failure, Reply, Usage};
+use hyper::{Response, StatusCode};
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
+
+use super::body::{full, ResponseBody, Streamed};
+use super::{Bridge, InFlight};
+use crate::acp::AcpError;
+use crate::engine::{EngineError, MessageHead, Prompt, Transforms};
+
+/// A transform that trapped, timed out or ran out of memory: an internal error for this one
+/// request. Details go to the log, not to the client.
+pub fn engine_failure(error: &EngineError) -> Failure {
+    tracing::error!(code = error.code(), %error, "transform failed");
+    Failure {
+        code: error.code().to_owned(),
+        message: "an internal transform failed while handling this request".into(),
+        status: 500,
+        repairable: false,
+    }
+}
+
+fn agent_failure(error: &AcpError) -> Failure {
+    Failure {
+        code: error.code().to_owned(),
+        message: error.to_string(),
+        status: error.status(),
+        repairable: false,
+    }
+}
+
+/// Runs a synchronous transform call off the async workers.
+async fn blocking<T: Send + 'static>(
+    transforms: &Arc<Transforms>,
+    call: impl FnOnce(&Transforms) -> Result<T, EngineError> + Send + 'static,
+) -> Result<T, Failure> {
+    let transforms = transforms.clone();
+    match tokio::task::spawn_blocking(move || call(&transforms)).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => Err(engine_failure(&error)),
+        Err(join) => {
+            tracing::error!(%join, "transform task failed");
+            Err(Failure {
+                code: "transform_trap".into(),
+                message: "an internal transform failed".into(),
+                status: 500,
+                repairable: false,
+            })
+        }
+    }
+}
+
+/// A request that passed the transforms and may now wait for an agent.
+pub struct Prepared {
+    pub prompt: Prompt,
+    pub head: MessageHead,
+}
+
+/// Serializes the request and validates its model.
+pub async fn prepare(bridge: &Bridge, body: String) -> Result<Prepared, Failure> {
+    let prompt = blocking(&bridge.transforms, move |t| t.serialize(body)).await??;
+    let catalog = bridge.catalog.clone();
+    let model = prompt.model.clone();
+    blocking(&bridge.transforms, move |t| {
+        t.validate_model(model, catalog)
+    })
+    .await??;
+    let head = MessageHead {
+        id: message_id(),
+        model: prompt.model.clone(),
+        usage: Usage {
+            input_tokens: prompt.input_tokens,
+            output_tokens: 1,
+        },
+    };
+    Ok(Prepared { prompt, head })
+}
+
+/// `msg_` + 24 random hex digits.
+fn message_id() -> String {
+    let mut bytes = [0u8; 12];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No entropy source: fall back to time and a counter (ids need uniqueness, not secrecy).
+        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let count = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        bytes[..8].copy_from_slice(&(nanos as u64).to_le_bytes());
+        bytes[8..].copy_from_slice(&(count as u32).to_le_bytes());
+    }
+    format!("msg_{}", hex::encode(bytes))
+}
+
+/// Waits for a turn slot; `529 overloaded_error` when none frees up in time.
+pub async fn acquire_slot(bridge: &Bridge) -> Result<OwnedSemaphorePermit, Failure> {
+    match tokio::time::timeout(
+        bridge.queue_timeout,
+        bridge.turn_slots.clone().acquire_owned(),
+    )
+    .await
+    {
+        Ok(Ok(permit)) => Ok(permit),
+        _ => Err(Failure {
+            code: "overloaded".into(),
+            message: "all agent slots are busy; retry later".into(),
+            status: 529,
+            repairable: false,
+        }),
+    }
+}
+
+/// One agent turn on a prewarmed (or fresh) agent.
+async fn agent_turn(bridge: &Bridge, prompt: &str) -> Result<String, Failure> {
+    let agent = bridge
+        .pool
+        .take()
+        .await
+        .map_err(|error| agent_failure(&error))?;
+    let pid = agent.pid();
+    let (outcome, ended) = agent.run_turn(&bridge.home, prompt).await;
+    match outcome {
+        Ok(output) => {
+            tracing::info!(pid, elapsed_ms = output.elapsed.as_millis() as u64, chars = output.text.len(), observed_model = ?output.observed_model, exit = ?ended.status, "agent turn complete");
+            Ok(output.text)
+        }
+        Err(error) => Err(agent_failure(&error)),
+    }
+}
+
+fn narrated_intent() -> Failure {
+    Failure::repairable(
+        "unexecuted_action_narrative",
+        "the reply described a client action instead of requesting it with a tool envelope",
+        502,
+    )
+}
+
+/// The turn with its single repair. Returns the reply and the usage to report.
+pub async fn run(bridge: &Bridge, prompt: &Prompt) -> Result<(Reply, Usage), Failure> {
+    let _counted = InFlight::enter(&bridge.in_flight);
+    let started = Instant::now();
+    let has_tools = prompt.tools.trim() != "[]";
+    let first = agent_turn(bridge, &prompt.text).await?;
+    let rejection = match check(bridge, prompt, &first, has_tools).await? {
+        Ok(reply) => return Ok((reply, usage(prompt, &first))),
+        Err(rejection) => rejection,
+    };
+    tracing::info!(code = %rejection.code, "agent output rejected; spending the single repair attempt");
+    let (text, rejection_for_repair) = (prompt.text.clone(), rejection.clone());
+    let repaired = blocking(&bridge.transforms, move |t| {
+        t.repair(text, rejection_for_repair)
+    })
+    .await?;
+    let second = agent_turn(bridge, &repaired).await?;
+    let outcome = match check(bridge, prompt, &second, has_tools).await? {
+        Ok(reply) => Ok((reply, usage(prompt, &second))),
+        Err(failure) => Err(Failure {
+            repairable: false,
+            ..failure
+        }),
+    };
+    tracing::info!(
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        repaired = outcome.is_ok(),
+        "turn finished after repair"
+    );
+    outcome
+}
+
+/// Outer error: the transform itself failed. Inner error: the output is rejected (repairable
+/// or not; a non-repairable rejection is returned as the outer error directly).
+async fn check(
+    bridge: &Bridge,
+    prompt: &Prompt,
+    output: &str,
+    has_tools: bool,
+) -> Result<Result<Reply, Failure>, Failure> {
+    if has_tools {
+        let text = output.to_owned();
+        if blocking(&bridge.transforms, move |t| {
+            t.narrates_unexecuted_action(text)
+        })
+        .await?
+        {
+            return Ok(Err(narrated_intent()));
+        }
+    }
+    let (text, tools, seed) = (
+        output.to_owned(),
+        prompt.tools.clone(),
+        prompt.id_seed.clone(),
+    );
+    match blocking(&bridge.transforms, move |t| t.parse(text, tools, seed)).await? {
+        Ok(reply) => Ok(Ok(reply)),
+        Err(failure) if failure.repairable => Ok(Err(failure)),
+        Err(failure) => Err(failure),
+    }
+}
+
+fn usage(prompt: &Prompt, output: &str) -> Usage {
+    Usage {
+        input_tokens: prompt.input_tokens,
+        output_tokens: estimate_tokens(output),
+    }
+}
+
+/// A non-streaming answer: run the turn, render one JSON message.
+pub async fn respond_json(
+    bridge: &Arc<Bridge>,
+    prepared: Prepared,
+    permit: OwnedSemaphorePermit,
+) -> Response<ResponseBody> {
+    let outcome = run(bridge, &prepared.prompt).await;
+    drop(permit);
+    match outcome {
+        Ok((reply, usage)) => {
+            let head = MessageHead {
+                usage,
+                ..prepared.head
+            };
+            match blocking(&bridge.transforms, move |t| t.render_json(head, reply)).await {
+                Ok(json) => json_response(StatusCode::OK, json),
+                Err(failure) => error_response(bridge, failure).await,
+            }
+        }
+        Err(failure) => error_response(bridge, failure).await,
+    }
+}
+
+/// A streaming answer: `message_start` at once, `ping` while the agent works, then the
+/// content events (or an `error` event).
+pub fn respond_stream(
+    bridge: &Arc<Bridge>,
+    prepared: Prepared,
+    permit: OwnedSemaphorePermit,
+) -> Response<ResponseBody> {
+    let (frames, receiver) = mpsc::channel::<Bytes>(8);
+    let bridge = bridge.clone();
+    let producer = tokio::spawn(async move {
+        let _permit = permit;
+        let transforms = &bridge.transforms;
+        let head = prepared.head.clone();
+        let start = match blocking(transforms, move |t| t.stream_start(head)).await {
+            Ok(start) => start,
+            Err(failure) => {
+                let _ = frames
+                    .send(Bytes::from(fallback_error_event(&failure)))
+                    .await;
+                return;
+            }
+        };
+        if frames.send(Bytes::from(start)).await.is_err() {
+            return;
+        }
+        let ping = blocking(transforms, |t| t.stream_ping())
+            .await
+            .unwrap_or_else(|_| "event: ping\ndata: {\"type\":\"ping\"}\n\n".into());
+        let turn = run(&bridge, &prepared.prompt);
+        tokio::pin!(turn);
+        let mut ticker = tokio::time::interval_at(
+            tokio::time::Instant::now() + bridge.ping_interval,
+            bridge.ping_interval,
+        );
+        let outcome = loop {
+            tokio::select! {
+                outcome = &mut turn => break outcome,
+                _ = ticker.tick() => {
+                    if frames.send(Bytes::from(ping.clone())).await.is_err() {
+                        tracing::info!(status = 499, id = %prepared.head.id, "client went away during the turn; agent killed");
+                        return;
+                    }
+                }
+                _ = frames.closed() => {
+                    tracing::info!(status = 499, id = %prepared.head.id, "client went away during the turn; agent killed");
+                    return;
+                }
+            }
+        };
+        let tail = match outcome {
+            Ok((reply, usage)) => {
+                blocking(transforms, move |t| t.stream_finish(reply, usage)).await
+            }
+            Err(failure) => Err(failure),
+        };
+        let tail = match tail {
+            Ok(events) => events,
+            Err(failure) => {
+                tracing::warn!(code = %failure.code, status = failure.status, id = %prepared.head.id, "turn failed after the stream started");
+                let event_failure = failure.clone();
+                blocking(transforms, move |t| t.error_event(event_failure))
+                    .await
+                    .unwrap_or_else(|_| fallback_error_event(&failure))
+            }
+        };
+        let _ = frames.send(Bytes::from(tail)).await;
+    });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .header("x-accel-buffering", "no")
+        .body(Streamed::new(receiver, producer))
+        .unwrap_or_else(|_| Response::new(full("")))
+}
+
+pub fn json_response(status: StatusCode, json: String) -> Response<ResponseBody> {
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(full(json))
+        .unwrap_or_else(|_| Response::new(full("")))
+}
+
+/// An Anthropic error body with the failure's status, rendered by the sse component, or by the
+/// host itself if that component is broken (errors must always be answerable).
+pub async fn error_response(bridge: &Bridge, failure: Failure) -> Response<ResponseBody> {
+    let status = StatusCode::from_u16(failure.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    tracing::info!(code = %failure.code, status = failure.status, "request failed");
+    let for_body = failure.clone();
+    let body = blocking(&bridge.transforms, move |t| t.error_body(for_body))
+        .await
+        .unwrap_or_else(|_| fallback_error_body(&failure));
+    json_response(status, body)
+}
+
+fn fallback_error_type(status: u16) -> &'static str {
+    match status {
+        400 => "invalid_request_error",
+        401 => "authentication_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        504 => "timeout_error",
+        529 => "overloaded_error",
+        _ => "api_error",
+    }
+}
+
+pub fn fallback_error_body(failure: &Failure) -> String {
+    serde_json::json!({ "type": "error", "error": { "type": fallback_error_type(failure.status), "message": failure.message } }).to_string()
+}
+
+fn fallback_error_event(failure: &Failure) -> String {
+    format!("event: error\ndata: {}\n\n", fallback_error_body(failure))
+}

@@ -1,0 +1,582 @@
+//! One prompt turn, run on its own thread so that the reading loop can still deliver
+//! `session/cancel` and the client's answers to the agent's own requests.
+
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::rpc::{AUTH_REQUIRED, INTERNAL_ERROR};
+use crate::scenario::{ErrorKind, Scenario};
+use crate::script::{self, Action};
+use crate::trace::Prompt;
+use crate::Shared;
+
+pub const TEXT: &str = "Mock answer: the bridge works.";
+pub const NARRATION: &str = "I'll run the tests next to check the fix.";
+pub const MALFORMED: &str = r#"<tool>{"name": "Bash", "arguments": {</tool>"#;
+pub const MODEL_LABEL: &str = "SWE-1.7 (mock)";
+const TOOL_RAN: &str = "Mock answer: the tool ran.";
+const EXIT_TEXT: &str = "Mock answer: the agent is about to exit.";
+const HUGE_TOTAL: usize = 4 * 1024 * 1024;
+const HUGE_CHUNK: usize = 64 * 1024;
+const SLOW_CHUNKS: usize = 6;
+const TOOL_CALL_WAIT: Duration = Duration::from_secs(30);
+const STRAY_ID: u64 = 987_654;
+
+/// What the reading loop passes to the running turn.
+pub enum Event {
+    /// The client's answer to a request the agent sent.
+    Response {
+        id: Value,
+        outcome: Result<Value, Value>,
+    },
+    /// `session/cancel` for this turn's session.
+    Cancel,
+}
+
+/// The turn was cancelled by the client.
+struct Cancelled;
+
+/// How chunks are delivered.
+#[derive(Clone, Copy)]
+enum Route {
+    Update,
+    /// The legacy `$/update` method with flat params.
+    Legacy,
+    /// `session/update` with somebody else's session id.
+    WrongSession,
+}
+
+pub struct Turn {
+    pub shared: Arc<Shared>,
+    pub session_id: String,
+    pub request_id: Value,
+    pub prompt: String,
+    pub scenario: Scenario,
+    pub inbox: Receiver<Event>,
+    pub done: Arc<AtomicBool>,
+}
+
+/// `max(1, ceil(chars / 4))`, the bridge's own estimate.
+fn tokens(text: &str) -> u64 {
+    let chars = text.chars().count() as u64;
+    chars.div_ceil(4).max(1)
+}
+
+/// Splits `text` in two at the character boundary nearest its middle.
+fn halves(text: &str) -> [&str; 2] {
+    let mut at = text.len() / 2;
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    let (a, b) = text.split_at(at);
+    [a, b]
+}
+
+/// A `<tool>` envelope with `name` first, as the framing shows it.
+pub fn envelope(name: &str, arguments: &Value) -> String {
+    format!(
+        "<tool>{{\"name\":{},\"arguments\":{arguments}}}</tool>",
+        Value::String(name.to_owned())
+    )
+}
+
+/// The tool the scenario markers use: Bash when it is declared (or nothing is), otherwise the
+/// first declared tool with no arguments.
+fn marker_tool(tools: &[&str], command: &str, description: &str) -> (String, Value) {
+    match tools.first() {
+        Some(first) if !tools.contains(&"Bash") => ((*first).to_owned(), json!({})),
+        _ => (
+            "Bash".to_owned(),
+            json!({"command": command, "description": description}),
+        ),
+    }
+}
+
+fn hang_forever() -> ! {
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+impl Turn {
+    pub fn run(self) {
+        if self.play().is_err() {
+            self.cancelled();
+        }
+        self.done.store(true, Ordering::SeqCst);
+    }
+
+    fn log(&self, event: &str, fields: Value) {
+        self.shared
+            .log
+            .event(event, Some(self.scenario.name()), fields);
+    }
+
+    fn play(&self) -> Result<(), Cancelled> {
+        let Ok(prompt) = Prompt::parse(&self.prompt) else {
+            // The reading loop checked the framing before starting the turn.
+            self.fail(INTERNAL_ERROR, "Internal error: prompt framing", None);
+            return Ok(());
+        };
+        let repair = prompt.is_repair();
+        let tools = prompt.tool_names();
+        let results = prompt.tool_results();
+        self.log(
+            "prompt",
+            json!({
+                "sessionId": self.session_id,
+                "repair": repair,
+                "toolResults": results.len(),
+                "tools": tools.len(),
+                "chars": self.prompt.chars().count(),
+            }),
+        );
+
+        match self.scenario {
+            Scenario::Hang => {
+                self.log("hang", json!({}));
+                eprintln!("mock-devin: [mock:hang] the turn never ends");
+                hang_forever();
+            }
+            Scenario::Grandchild => self.grandchild(),
+            _ => {}
+        }
+
+        self.prelude();
+        let (tool, arguments) = marker_tool(&tools, "echo mock", "Print a marker");
+        let tool_envelope = || {
+            self.log_envelope(&tool, &arguments);
+            envelope(&tool, &arguments)
+        };
+        match self.scenario {
+            Scenario::Text | Scenario::Usage => self.answer(TEXT, Route::Update, "text"),
+            Scenario::Tool => self.answer(&tool_envelope(), Route::Update, "tool"),
+            Scenario::NarrateThenTool if repair => {
+                self.answer(&tool_envelope(), Route::Update, "tool")
+            }
+            Scenario::NarrateThenTool | Scenario::NarrateAlways => {
+                self.answer(NARRATION, Route::Update, "narration")
+            }
+            Scenario::MalformedThenTool if repair => {
+                self.answer(&tool_envelope(), Route::Update, "tool")
+            }
+            Scenario::MalformedThenTool => self.answer(MALFORMED, Route::Update, "malformed"),
+            Scenario::TwoTools => {
+                let (second, second_arguments) =
+                    marker_tool(&tools, "echo second", "Print a second marker");
+                self.log_envelope(&second, &second_arguments);
+                let text = format!(
+                    "{}\n{}",
+                    tool_envelope(),
+                    envelope(&second, &second_arguments)
+                );
+                self.answer(&text, Route::Update, "tools")
+            }
+            Scenario::RpcError(kind) => {
+                self.rpc_error(kind);
+                Ok(())
+            }
+            Scenario::Exit => self.exit(),
+            Scenario::ToolCall => self.tool_call("tool_call"),
+            Scenario::ToolCallUpdate => self.tool_call("tool_call_update"),
+            Scenario::LegacyUpdate => self.answer(TEXT, Route::Legacy, "text"),
+            Scenario::Permission => self.permission(),
+            Scenario::AgentRequest => self.agent_request(),
+            Scenario::MalformedFrame => {
+                self.shared.out.line(b"this is not json");
+                self.log("malformed_frame", json!({}));
+                self.answer(TEXT, Route::Update, "text")
+            }
+            Scenario::Huge => self.huge(),
+            Scenario::Slow => self.slow(),
+            Scenario::WrongSession => self.answer(TEXT, Route::WrongSession, "text"),
+            Scenario::StrayResponse => {
+                self.shared
+                    .out
+                    .send(&json!({"jsonrpc": "2.0", "id": STRAY_ID, "result": {}}));
+                self.log("stray_response", json!({"id": STRAY_ID}));
+                self.answer(TEXT, Route::Update, "text")
+            }
+            Scenario::Env => self.answer(&environment(), Route::Update, "env"),
+            Scenario::Script => match script::next(&results, &tools) {
+                Action::Tool { name, arguments } => {
+                    self.log("script_step", json!({"step": results.len(), "tool": name}));
+                    self.log_envelope(name, &arguments);
+                    self.answer(&envelope(name, &arguments), Route::Update, "tool")
+                }
+                Action::Text(text) => {
+                    self.log("script_step", json!({"step": results.len(), "tool": null}));
+                    self.answer(&text, Route::Update, "text")
+                }
+            },
+            // Handled above: they never get here.
+            Scenario::Hang | Scenario::Grandchild => hang_forever(),
+        }
+    }
+
+    /// Answers the prompt. The turn counts as over before the answer is written, so that a
+    /// client may send its next prompt as soon as it reads the answer.
+    fn complete(&self, result: Value) {
+        self.done.store(true, Ordering::SeqCst);
+        self.shared.out.respond(&self.request_id, result);
+    }
+
+    /// Answers the prompt with a JSON-RPC error (see [`Turn::complete`]).
+    fn fail(&self, code: i64, message: &str, data: Option<Value>) {
+        self.done.store(true, Ordering::SeqCst);
+        self.shared.out.error(&self.request_id, code, message, data);
+    }
+
+    fn log_envelope(&self, name: &str, arguments: &Value) {
+        self.log(
+            "tool_envelope",
+            json!({"name": name, "arguments": arguments}),
+        );
+    }
+
+    fn update(&self, update: Value) {
+        self.shared.out.notify(
+            "session/update",
+            json!({"sessionId": self.session_id, "update": update}),
+        );
+    }
+
+    /// Things a real turn sends before any text, which a client must tolerate.
+    fn prelude(&self) {
+        self.update(json!({"sessionUpdate": "available_commands_update", "availableCommands": []}));
+        self.shared.out.notify(
+            "_cognition.ai/turn_stats",
+            json!({"sessionId": self.session_id, "turn": 1, "elapsedMs": 0}),
+        );
+    }
+
+    fn chunk(&self, text: &str, route: Route) {
+        let content = json!({"type": "text", "text": text});
+        match route {
+            Route::Update => self.update(json!({"sessionUpdate": "agent_message_chunk", "content": content})),
+            Route::Legacy => self.shared.out.notify(
+                "$/update",
+                json!({"sessionId": self.session_id, "type": "agent_message_chunk", "content": content}),
+            ),
+            Route::WrongSession => self.shared.out.notify(
+                "session/update",
+                json!({
+                    "sessionId": "someone-else",
+                    "update": {"sessionUpdate": "agent_message_chunk", "content": content},
+                }),
+            ),
+        }
+    }
+
+    /// Streams `reply` in two chunks, then ends the turn.
+    fn answer(&self, reply: &str, route: Route, kind: &str) -> Result<(), Cancelled> {
+        for half in halves(reply) {
+            self.check_cancel()?;
+            self.chunk(half, route);
+        }
+        self.finish(reply, kind);
+        Ok(())
+    }
+
+    /// `_cognition.ai/agent_stopped`, then the prompt's result with usage.
+    fn finish(&self, reply: &str, kind: &str) {
+        let input = tokens(&self.prompt);
+        let output = tokens(reply);
+        self.shared.out.notify(
+            "_cognition.ai/agent_stopped",
+            json!({
+                "sessionId": self.session_id,
+                "cause": "complete",
+                "stats": {"inputTokens": input, "outputTokens": output, "modelLabel": MODEL_LABEL},
+            }),
+        );
+        self.complete(json!({
+            "stopReason": "end_turn",
+            "usage": {
+                "inputTokens": input,
+                "outputTokens": output,
+                "totalTokens": input + output,
+                "cachedReadTokens": 0,
+            },
+        }));
+        let mut fields =
+            json!({"kind": kind, "chars": reply.chars().count(), "outputTokens": output});
+        // The environment listing stays out of the log; so does anything long.
+        if kind != "env" && reply.len() <= 1024 {
+            fields["text"] = Value::String(reply.to_owned());
+        }
+        self.log("reply", fields);
+    }
+
+    fn cancelled(&self) {
+        self.shared.out.notify(
+            "_cognition.ai/agent_stopped",
+            json!({"sessionId": self.session_id, "cause": "cancelled",
+                   "stats": {"inputTokens": tokens(&self.prompt), "outputTokens": 0, "modelLabel": MODEL_LABEL}}),
+        );
+        self.complete(json!({"stopReason": "cancelled"}));
+        self.log("cancelled", json!({"sessionId": self.session_id}));
+    }
+
+    fn stray(&self, id: &Value) {
+        eprintln!("mock-devin: ignoring a response with unexpected id {id}");
+        self.log("stray_client_response", json!({"id": id}));
+    }
+
+    /// Ok unless the client cancelled; answers that nobody waits for are dropped.
+    fn check_cancel(&self) -> Result<(), Cancelled> {
+        loop {
+            match self.inbox.try_recv() {
+                Ok(Event::Cancel) => return Err(Cancelled),
+                Ok(Event::Response { id, .. }) => self.stray(&id),
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => return Ok(()),
+            }
+        }
+    }
+
+    /// Sleeps for `duration` unless the client cancels first.
+    fn pause(&self, duration: Duration) -> Result<(), Cancelled> {
+        let deadline = Instant::now() + duration;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(());
+            }
+            match self.inbox.recv_timeout(left) {
+                Ok(Event::Cancel) => return Err(Cancelled),
+                Ok(Event::Response { id, .. }) => self.stray(&id),
+                Err(RecvTimeoutError::Timeout) => return Ok(()),
+                Err(RecvTimeoutError::Disconnected) => {
+                    std::thread::sleep(left);
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Sends a request to the client and waits for its answer (or a cancel).
+    fn ask(&self, method: &str, params: Value) -> Result<Result<Value, Value>, Cancelled> {
+        let id = self.shared.out.request(method, params);
+        self.log("agent_request", json!({"method": method, "id": id}));
+        loop {
+            match self.inbox.recv() {
+                Ok(Event::Cancel) => return Err(Cancelled),
+                Ok(Event::Response {
+                    id: answered,
+                    outcome,
+                }) if answered == id => return Ok(outcome),
+                Ok(Event::Response { id: other, .. }) => self.stray(&other),
+                Err(_) => return Ok(Err(json!({"code": INTERNAL_ERROR, "message": "no answer"}))),
+            }
+        }
+    }
+
+    fn rpc_error(&self, kind: ErrorKind) {
+        let (code, message, retryable) = match kind {
+            ErrorKind::ServerError => (INTERNAL_ERROR, "Internal error", true),
+            ErrorKind::RateLimited => (INTERNAL_ERROR, "Internal error", true),
+            ErrorKind::Unauthenticated => (AUTH_REQUIRED, "Authentication required", false),
+        };
+        self.shared.out.notify(
+            "_cognition.ai/agent_stopped",
+            json!({"sessionId": self.session_id, "cause": "error",
+                   "stats": {"inputTokens": tokens(&self.prompt), "outputTokens": 0, "modelLabel": MODEL_LABEL}}),
+        );
+        self.fail(
+            code,
+            message,
+            Some(json!({"cognition.ai/errorKind": kind.name(), "retryable": retryable})),
+        );
+        self.log("rpc_error", json!({"code": code, "errorKind": kind.name()}));
+    }
+
+    fn exit(&self) -> ! {
+        self.chunk(halves(EXIT_TEXT)[0], Route::Update);
+        self.log("exit", json!({"status": 3}));
+        eprintln!("mock-devin: [mock:exit] exiting with status 3 in the middle of a turn");
+        std::process::exit(3);
+    }
+
+    fn grandchild(&self) -> ! {
+        let spawned = Command::new("sleep")
+            .arg("300")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        match spawned {
+            Ok(child) => {
+                eprintln!(
+                    "mock-devin: [mock:grandchild] started `sleep 300` as pid {}; hanging",
+                    child.id()
+                );
+                self.log("grandchild", json!({"grandchildPid": child.id()}));
+            }
+            Err(err) => {
+                eprintln!("mock-devin: [mock:grandchild] cannot start `sleep 300`: {err}; hanging");
+                self.log("grandchild", json!({"error": err.to_string()}));
+            }
+        }
+        self.log("hang", json!({}));
+        hang_forever();
+    }
+
+    fn tool_call(&self, variant: &str) -> Result<(), Cancelled> {
+        let mut update = json!({
+            "sessionUpdate": variant,
+            "toolCallId": "call_1",
+            "title": "Run shell",
+            "kind": "execute",
+            "status": "pending",
+        });
+        if variant == "tool_call" {
+            update["rawInput"] = json!({"command": "echo from the agent"});
+        }
+        self.update(update);
+        self.log("tool_call", json!({"sessionUpdate": variant}));
+        // As if the agent ran the tool itself; the client is expected to stop us first.
+        self.pause(TOOL_CALL_WAIT)?;
+        self.answer(TOOL_RAN, Route::Update, "text")
+    }
+
+    fn permission(&self) -> Result<(), Cancelled> {
+        let answer = self.ask(
+            "session/request_permission",
+            json!({
+                "sessionId": self.session_id,
+                "toolCall": {"toolCallId": "c1", "title": "Run npm test", "kind": "execute"},
+                "options": [
+                    {"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
+                    {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"},
+                ],
+            }),
+        )?;
+        let outcome = match &answer {
+            Err(_) => "error".to_owned(),
+            Ok(result) => result
+                .pointer("/outcome/outcome")
+                .and_then(Value::as_str)
+                .unwrap_or("invalid")
+                .to_owned(),
+        };
+        self.log("permission_answer", json!({"outcome": outcome}));
+        self.answer(
+            &format!("permission outcome: {outcome}"),
+            Route::Update,
+            "text",
+        )
+    }
+
+    fn agent_request(&self) -> Result<(), Cancelled> {
+        let answer = self.ask(
+            "fs/read_text_file",
+            json!({"sessionId": self.session_id, "path": "/etc/passwd"}),
+        )?;
+        let shown = match &answer {
+            Err(error) => error
+                .get("code")
+                .map_or_else(|| error.to_string(), Value::to_string),
+            Ok(result) => result.to_string(),
+        };
+        self.log(
+            "agent_request_answer",
+            json!({"error": answer.is_err(), "code": answer.as_ref().err().and_then(|e| e.get("code").cloned())}),
+        );
+        self.answer(&format!("fs answer: {shown}"), Route::Update, "text")
+    }
+
+    fn huge(&self) -> Result<(), Cancelled> {
+        const LINE: &str = "huge output from the offline agent, streamed on purpose.\n";
+        let mut chunk = LINE.repeat(HUGE_CHUNK / LINE.len() + 1);
+        chunk.truncate(HUGE_CHUNK);
+        for _ in 0..HUGE_TOTAL / HUGE_CHUNK {
+            self.check_cancel()?;
+            self.chunk(&chunk, Route::Update);
+        }
+        // The usage and the log describe the whole reply without holding it twice.
+        let input = tokens(&self.prompt);
+        let output = (HUGE_TOTAL as u64).div_ceil(4);
+        self.shared.out.notify(
+            "_cognition.ai/agent_stopped",
+            json!({"sessionId": self.session_id, "cause": "complete",
+                   "stats": {"inputTokens": input, "outputTokens": output, "modelLabel": MODEL_LABEL}}),
+        );
+        self.complete(
+            json!({"stopReason": "end_turn", "usage": {"inputTokens": input, "outputTokens": output,
+                   "totalTokens": input + output, "cachedReadTokens": 0}}),
+        );
+        self.log(
+            "reply",
+            json!({"kind": "huge", "chars": HUGE_TOTAL, "outputTokens": output}),
+        );
+        Ok(())
+    }
+
+    fn slow(&self) -> Result<(), Cancelled> {
+        let parts: Vec<String> = (1..=SLOW_CHUNKS)
+            .map(|n| format!("Mock slow answer, part {n} of {SLOW_CHUNKS}. "))
+            .collect();
+        for (index, part) in parts.iter().enumerate() {
+            if index > 0 {
+                self.pause(self.shared.config.slow)?;
+            }
+            self.check_cancel()?;
+            self.chunk(part, Route::Update);
+        }
+        self.finish(&parts.concat(), "text");
+        Ok(())
+    }
+}
+
+/// `NAME=VALUE` lines for the whole environment, sorted by name.
+fn environment() -> String {
+    let mut vars: Vec<(String, String)> = std::env::vars_os()
+        .map(|(name, value)| {
+            (
+                name.to_string_lossy().into_owned(),
+                value.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    vars.sort();
+    if vars.is_empty() {
+        return "(empty environment)".to_owned();
+    }
+    vars.iter()
+        .map(|(name, value)| format!("{name}={value}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helpers() {
+        assert_eq!(halves("abcd"), ["ab", "cd"]);
+        assert_eq!(halves("aé"), ["a", "é"]);
+        assert_eq!(halves("x"), ["", "x"]);
+        assert_eq!(halves("éa"), ["é", "a"]);
+        assert_eq!(tokens(""), 1);
+        assert_eq!(tokens("abcde"), 2);
+        assert_eq!(
+            envelope(
+                "Bash",
+                &json!({"command": "echo mock", "description": "Print a marker"})
+            ),
+            r#"<tool>{"name":"Bash","arguments":{"command":"echo mock","description":"Print a marker"}}</tool>"#
+        );
+        assert_eq!(
+            marker_tool(&["Read", "Write"], "c", "d"),
+            ("Read".to_owned(), json!({}))
+        );
+        assert_eq!(marker_tool(&[], "c", "d").0, "Bash");
+        assert_eq!(marker_tool(&["Read", "Bash"], "c", "d").0, "Bash");
+    }
+}

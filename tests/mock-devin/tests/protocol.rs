@@ -1,0 +1,809 @@
+//! Drives the built `mock-devin` binary over stdio, as the host does.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mock-devin");
+const WAIT: Duration = Duration::from_secs(20);
+const TEXT: &str = "Mock answer: the bridge works.";
+
+/// A temporary directory with a sandbox home inside it (`<tmp>/.sandbox/home`).
+struct Sandbox {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+}
+
+fn sandbox() -> Sandbox {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join(".sandbox").join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let home = home.canonicalize().expect("canonical home");
+    Sandbox { _dir: dir, home }
+}
+
+/// What the agent wrote: a JSON message, or a line that is not JSON.
+#[derive(Debug)]
+enum Out {
+    Json(Value),
+    Raw(String),
+}
+
+struct Agent {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Out>,
+    next_id: u64,
+}
+
+impl Agent {
+    fn spawn(cwd: &Path, env: &[(&str, &str)]) -> Self {
+        let mut command = Command::new(BIN);
+        command
+            .args(["acp", "--agent-type", "summarizer"])
+            .current_dir(cwd)
+            .env_remove("MOCK_DEVIN_SCENARIO")
+            .env_remove("MOCK_DEVIN_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            // Its own process group, so that dropping the agent can kill what it started.
+            .process_group(0);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command.spawn().expect("spawn mock-devin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                let out = match serde_json::from_str::<Value>(&line) {
+                    Ok(value) => Out::Json(value),
+                    Err(_) => Out::Raw(line),
+                };
+                if tx.send(out).is_err() {
+                    return;
+                }
+            }
+        });
+        Self {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            next_id: 100,
+        }
+    }
+
+    fn send(&mut self, message: &Value) {
+        self.send_line(&message.to_string());
+    }
+
+    fn send_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).expect("write");
+        stdin.write_all(b"\n").expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    fn next(&self) -> Out {
+        match self.lines.recv_timeout(WAIT) {
+            Ok(out) => out,
+            Err(RecvTimeoutError::Timeout) => panic!("no output from the agent within {WAIT:?}"),
+            Err(RecvTimeoutError::Disconnected) => panic!("the agent closed its stdout"),
+        }
+    }
+
+    fn next_json(&self) -> Value {
+        match self.next() {
+            Out::Json(value) => value,
+            Out::Raw(line) => panic!("not JSON: {line}"),
+        }
+    }
+
+    /// Every message up to the response with `id`, and that response.
+    fn until_response(&self, id: u64) -> (Vec<Value>, Value) {
+        let mut before = Vec::new();
+        loop {
+            let message = self.next_json();
+            assert_eq!(message["jsonrpc"], "2.0", "{message}");
+            if message.get("method").is_none() && message["id"] == json!(id) {
+                return (before, message);
+            }
+            before.push(message);
+        }
+    }
+
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.request(method, params);
+        let (before, response) = self.until_response(id);
+        assert!(before.is_empty(), "unexpected messages: {before:?}");
+        response
+    }
+
+    /// initialize + session/new; returns the session id.
+    fn start_session(&mut self, cwd: &Path) -> String {
+        let init = self.call(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        );
+        assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+        let new = self.call(
+            "session/new",
+            json!({"cwd": cwd.to_str().expect("utf8 path"), "mcpServers": []}),
+        );
+        new["result"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session: {new}"))
+            .to_owned()
+    }
+
+    fn prompt(&mut self, session: &str, text: &str) -> u64 {
+        self.request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
+        )
+    }
+
+    fn close_stdin(&mut self) {
+        self.stdin.take();
+    }
+
+    fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return Some(status);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// SIGKILL to the process group `pgid`.
+fn kill_group(pgid: u32) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{pgid}")])
+        .stderr(Stdio::null())
+        .status();
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        kill_group(self.child.id());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn framed(trace: &str) -> String {
+    format!(
+        "[Devin Summarizer Bridge]\nProduce the assistant's next output.\n\n[Execution Trace]\n{trace}"
+    )
+}
+
+fn tools_section(names: &[&str]) -> String {
+    let mut out = String::from("[Available Tools]\nThe client declares the tools below.");
+    for name in names {
+        out.push_str(&format!(
+            "\n\n[Tool: {name}]\nDescription:\nA tool.\nInput schema:\n{{\n  \"type\": \"object\"\n}}"
+        ));
+    }
+    out
+}
+
+fn user_prompt(user: &str) -> String {
+    framed(&format!(
+        "{}\n\n---\n\n[User]\n{user}",
+        tools_section(&["Bash", "Read", "Edit"])
+    ))
+}
+
+fn repair(prompt: &str) -> String {
+    format!(
+        "{prompt}\n\n---\n\n[Single Repair Attempt]\nYour previous output was rejected and was not \
+         delivered to the client.\nReason (action_narrative_mismatch): narration"
+    )
+}
+
+/// The text of the `agent_message_chunk` updates among `messages`.
+fn chunks(messages: &[Value]) -> Vec<String> {
+    messages
+        .iter()
+        .filter(|m| {
+            m["method"] == "session/update"
+                && m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+        })
+        .map(|m| {
+            m["params"]["update"]["content"]["text"]
+                .as_str()
+                .expect("chunk text")
+                .to_owned()
+        })
+        .collect()
+}
+
+/// Runs one prompt in a fresh agent and returns the messages before the result, and the result.
+fn turn(text: &str, env: &[(&str, &str)]) -> (Vec<Value>, Value) {
+    let sandbox = sandbox();
+    let mut agent = Agent::spawn(&sandbox.home, env);
+    let session = agent.start_session(&sandbox.home);
+    let id = agent.prompt(&session, text);
+    agent.until_response(id)
+}
+
+#[test]
+fn refuses_any_other_argv() {
+    for args in [
+        &[][..],
+        &["acp"],
+        &["acp", "--agent-type", "default"],
+        &["acp", "--agent-type", "summarizer", "--extra"],
+        &["acp", "--mode", "summarizer"],
+    ] {
+        let output = Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run");
+        assert_eq!(output.status.code(), Some(64), "{args:?}");
+        assert!(output.stdout.is_empty());
+        assert!(String::from_utf8_lossy(&output.stderr).contains("unsupported arguments"));
+    }
+    let version = Command::new(BIN).arg("--version").output().expect("run");
+    assert!(version.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout),
+        "mock-devin 3000.2.17 (offline)\n"
+    );
+    let bad_env = Command::new(BIN)
+        .args(["acp", "--agent-type", "summarizer"])
+        .env("MOCK_DEVIN_SCENARIO", "no-such-scenario")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    assert_eq!(bad_env.status.code(), Some(64));
+}
+
+#[test]
+fn happy_path_streams_chunks_then_the_result() {
+    let sandbox = sandbox();
+    let mut agent = Agent::spawn(&sandbox.home, &[]);
+
+    let early = agent.call(
+        "session/new",
+        json!({"cwd": "/home/bridge", "mcpServers": []}),
+    );
+    assert_eq!(early["error"]["code"], -32600, "{early}");
+    let old = agent.call("initialize", json!({"protocolVersion": 2}));
+    assert_eq!(old["error"]["code"], -32602, "{old}");
+
+    let init = agent.call(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    assert_eq!(
+        init["result"],
+        json!({
+            "protocolVersion": 1,
+            "agentCapabilities": {"loadSession": false,
+                "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false}},
+            "agentInfo": {"name": "mock-devin", "version": "3000.2.17"},
+            "authMethods": [],
+        })
+    );
+    let cwd = sandbox.home.to_str().expect("utf8");
+    let new = agent.call("session/new", json!({"cwd": cwd, "mcpServers": []}));
+    assert_eq!(new["result"]["sessionId"], "mock-session-1", "{new}");
+    assert!(new["result"]["configOptions"].is_array());
+    let mutate = agent.call(
+        "session/set_config_option",
+        json!({"sessionId": "mock-session-1", "configId": "model", "value": "swe-1-6"}),
+    );
+    assert!(mutate["error"]["code"].is_i64(), "{mutate}");
+    let mode = agent.call(
+        "session/set_mode",
+        json!({"sessionId": "mock-session-1", "modeId": "bypass"}),
+    );
+    assert!(mode["error"]["code"].is_i64(), "{mode}");
+
+    let prompt = user_prompt("Say something. [mock:text]");
+    let id = agent.prompt("mock-session-1", &prompt);
+    let (before, result) = agent.until_response(id);
+    assert_eq!(before[0]["method"], "session/update");
+    assert_eq!(
+        before[0]["params"]["update"]["sessionUpdate"],
+        "available_commands_update"
+    );
+    assert_eq!(before[1]["method"], "_cognition.ai/turn_stats");
+    let text = chunks(&before);
+    assert!(text.len() >= 2, "{text:?}");
+    assert_eq!(text.concat(), TEXT);
+    for message in &before {
+        assert_eq!(message["params"]["sessionId"], "mock-session-1");
+    }
+    let stopped = before.last().expect("agent_stopped");
+    assert_eq!(stopped["method"], "_cognition.ai/agent_stopped");
+    assert_eq!(stopped["params"]["cause"], "complete");
+    assert_eq!(stopped["params"]["stats"]["modelLabel"], "SWE-1.7 (mock)");
+
+    let result = &result["result"];
+    assert_eq!(result["stopReason"], "end_turn");
+    let usage = &result["usage"];
+    let input = usage["inputTokens"].as_u64().expect("input");
+    let output = usage["outputTokens"].as_u64().expect("output");
+    assert_eq!(input, (prompt.chars().count() as u64).div_ceil(4));
+    assert_eq!(output, (TEXT.len() as u64).div_ceil(4));
+    assert_eq!(usage["totalTokens"], input + output);
+    assert_eq!(usage["cachedReadTokens"], 0);
+
+    agent.close_stdin();
+    let status = agent
+        .wait_exit(Duration::from_secs(5))
+        .expect("exits on EOF");
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn protocol_errors() {
+    let sandbox = sandbox();
+    let mut agent = Agent::spawn(&sandbox.home, &[]);
+    agent.send_line("this is not json");
+    let parse = agent.next_json();
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    assert_eq!(parse["id"], Value::Null);
+
+    let session = agent.start_session(&sandbox.home);
+    agent.send(&json!({"jsonrpc": "2.0", "method": "_cognition.ai/whatever", "params": {}}));
+    agent.send(
+        &json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
+    );
+    let unknown = agent.call("_cognition.ai/extension", json!({}));
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    let unknown = agent.call("session/fork", json!({}));
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+
+    let unframed = agent.request(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "[User]\nhi [mock:text]"}]}),
+    );
+    let (before, response) = agent.until_response(unframed);
+    assert!(before.is_empty());
+    assert_eq!(response["error"]["code"], -32602, "{response}");
+    assert!(response["error"]["message"]
+        .as_str()
+        .expect("message")
+        .contains("missing bridge framing"));
+
+    let wrong = agent.call(
+        "session/prompt",
+        json!({"sessionId": "nope", "prompt": [{"type": "text", "text": framed("[User]\nhi")}]}),
+    );
+    assert!(wrong["error"]["code"].is_i64(), "{wrong}");
+
+    let cwd = sandbox.home.to_str().expect("utf8");
+    let no_mcp = agent.call("session/new", json!({"cwd": cwd}));
+    assert_eq!(no_mcp["error"]["code"], -32602, "{no_mcp}");
+    let some_mcp = agent.call(
+        "session/new",
+        json!({"cwd": cwd, "mcpServers": [{"name": "x", "command": "y", "args": [], "env": []}]}),
+    );
+    assert_eq!(some_mcp["error"]["code"], -32602, "{some_mcp}");
+}
+
+#[test]
+fn refuses_a_cwd_that_is_not_its_sandbox_home() {
+    let sandbox = sandbox();
+    let mut agent = Agent::spawn(&sandbox.home, &[]);
+    agent.call("initialize", json!({"protocolVersion": 1}));
+    let elsewhere = sandbox.home.parent().expect("parent").join("other");
+    std::fs::create_dir_all(&elsewhere).expect("other");
+    let refused = agent.call(
+        "session/new",
+        json!({"cwd": elsewhere.to_str().expect("utf8"), "mcpServers": []}),
+    );
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(refused["error"]["message"]
+        .as_str()
+        .expect("message")
+        .contains("not the agent's working directory"));
+    let relative = agent.call("session/new", json!({"cwd": "home", "mcpServers": []}));
+    assert_eq!(relative["error"]["code"], -32602, "{relative}");
+
+    // A process that runs outside any sandbox home refuses its own directory.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plain = dir.path().canonicalize().expect("canonical");
+    let mut agent = Agent::spawn(&plain, &[]);
+    agent.call("initialize", json!({"protocolVersion": 1}));
+    let refused = agent.call(
+        "session/new",
+        json!({"cwd": plain.to_str().expect("utf8"), "mcpServers": []}),
+    );
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(refused["error"]["message"]
+        .as_str()
+        .expect("message")
+        .contains("not a sandbox home"));
+}
+
+#[test]
+fn permission_request_round_trip() {
+    let sandbox = sandbox();
+    let mut agent = Agent::spawn(&sandbox.home, &[]);
+    let session = agent.start_session(&sandbox.home);
+
+    for (answer, expected) in [
+        (
+            json!({"result": {"outcome": {"outcome": "selected", "optionId": "allow-once"}}}),
+            "permission outcome: selected",
+        ),
+        (
+            json!({"result": {"outcome": {"outcome": "cancelled"}}}),
+            "permission outcome: cancelled",
+        ),
+        (
+            json!({"error": {"code": -32601, "message": "Method not found"}}),
+            "permission outcome: error",
+        ),
+    ] {
+        // One process serves several turns in a row without trouble.
+        let id = agent.prompt(&session, &user_prompt("Run it. [mock:permission]"));
+        let request = loop {
+            let message = agent.next_json();
+            if message["method"] == "session/request_permission" {
+                break message;
+            }
+        };
+        let params = &request["params"];
+        assert_eq!(params["sessionId"], session.as_str());
+        assert_eq!(params["toolCall"]["toolCallId"], "c1");
+        assert_eq!(params["options"][0]["kind"], "allow_once");
+        assert_eq!(params["options"][1]["optionId"], "reject-once");
+        // An answer to an id the agent never used is ignored.
+        agent.send(&json!({"jsonrpc": "2.0", "id": 424242, "result": {}}));
+        let mut reply = json!({"jsonrpc": "2.0", "id": request["id"]});
+        for (key, value) in answer.as_object().expect("object") {
+            reply[key] = value.clone();
+        }
+        agent.send(&reply);
+        let (before, result) = agent.until_response(id);
+        assert_eq!(chunks(&before).concat(), expected);
+        assert_eq!(result["result"]["stopReason"], "end_turn");
+    }
+}
+
+#[test]
+fn default_script_runs_the_coding_task() {
+    let sandbox = sandbox();
+    let log = sandbox.home.join("mock.jsonl");
+    let log_env = log.to_str().expect("utf8").to_owned();
+    let env = [("MOCK_DEVIN_LOG", log_env.as_str())];
+
+    let first = user_prompt("npm test fails. Fix the bug in math.js and run the tests.");
+    let (before, result) = turn(&first, &env);
+    assert_eq!(result["result"]["stopReason"], "end_turn");
+    assert_eq!(
+        chunks(&before).concat(),
+        r#"<tool>{"name":"Bash","arguments":{"command":"pwd","description":"Show the working directory"}}</tool>"#
+    );
+
+    let second = format!(
+        "{first}\n\n---\n\n[Assistant]\n[Assistant Tool Use]\nid: toolu_1\nname: Bash\narguments:\n\
+         {{\n  \"command\": \"pwd\"\n}}\n\n---\n\n[User]\n[Tool Result]\ntool_use_id: toolu_1\n\
+         is_error: false\ncontent:\n/tmp/.sandbox/project"
+    );
+    let (before, _) = turn(&second, &env);
+    assert_eq!(
+        chunks(&before).concat(),
+        r#"<tool>{"name":"Read","arguments":{"file_path":"/tmp/.sandbox/project/math.js"}}</tool>"#
+    );
+
+    // Without the tools it needs, it says so.
+    let (before, _) = turn(&framed("[User]\nhello"), &env);
+    assert!(chunks(&before)
+        .concat()
+        .contains("does not declare Bash, Read, Edit"));
+
+    // MOCK_DEVIN_SCENARIO replaces the script when there is no marker.
+    let (before, _) = turn(&first, &[("MOCK_DEVIN_SCENARIO", "text")]);
+    assert_eq!(chunks(&before).concat(), TEXT);
+
+    let events: Vec<Value> = std::fs::read_to_string(&log)
+        .expect("log")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("log line"))
+        .collect();
+    let envelopes: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "tool_envelope")
+        .collect();
+    assert_eq!(envelopes.len(), 2, "{events:?}");
+    assert_eq!(envelopes[0]["name"], "Bash");
+    assert_eq!(envelopes[0]["scenario"], "script");
+    assert_eq!(
+        envelopes[1]["arguments"]["file_path"],
+        "/tmp/.sandbox/project/math.js"
+    );
+    assert!(events.iter().all(|e| e["at"].is_string()));
+    assert_eq!(events.iter().filter(|e| e["event"] == "prompt").count(), 3);
+}
+
+#[test]
+fn envelope_scenarios_and_repairs() {
+    let bash = r#"<tool>{"name":"Bash","arguments":{"command":"echo mock","description":"Print a marker"}}</tool>"#;
+    let narration = "I'll run the tests next to check the fix.";
+    let malformed = r#"<tool>{"name": "Bash", "arguments": {</tool>"#;
+    let cases = [
+        ("[mock:tool]", false, bash.to_owned()),
+        ("[mock:narrate-then-tool]", false, narration.to_owned()),
+        ("[mock:narrate-then-tool]", true, bash.to_owned()),
+        ("[mock:narrate-always]", true, narration.to_owned()),
+        ("[mock:malformed-then-tool]", false, malformed.to_owned()),
+        ("[mock:malformed-then-tool]", true, bash.to_owned()),
+        ("[mock:usage]", false, TEXT.to_owned()),
+    ];
+    for (marker, is_repair, expected) in cases {
+        let prompt = user_prompt(&format!("Go. {marker}"));
+        let prompt = if is_repair { repair(&prompt) } else { prompt };
+        let (before, result) = turn(&prompt, &[]);
+        assert_eq!(
+            chunks(&before).concat(),
+            expected,
+            "{marker} repair={is_repair}"
+        );
+        assert_eq!(result["result"]["stopReason"], "end_turn");
+    }
+    let (before, _) = turn(&user_prompt("Go. [mock:two-tools]"), &[]);
+    assert_eq!(chunks(&before).concat().matches("<tool>").count(), 2);
+
+    // Without Bash, the first declared tool with no arguments.
+    let (before, _) = turn(
+        &framed(&format!(
+            "{}\n\n---\n\n[User]\n[mock:tool]",
+            tools_section(&["Read", "Write"])
+        )),
+        &[],
+    );
+    assert_eq!(
+        chunks(&before).concat(),
+        r#"<tool>{"name":"Read","arguments":{}}</tool>"#
+    );
+    // Only the last user section counts.
+    let (before, _) = turn(
+        &user_prompt("[mock:tool]\n\n---\n\n[Assistant]\nok\n\n---\n\n[User]\nnow [mock:text]"),
+        &[],
+    );
+    assert_eq!(chunks(&before).concat(), TEXT);
+}
+
+#[test]
+fn rpc_error_scenarios() {
+    for (marker, code, kind, retryable) in [
+        ("[mock:rpc-error]", -32603, "ServerError", true),
+        ("[mock:rpc-error=RateLimited]", -32603, "RateLimited", true),
+        (
+            "[mock:rpc-error=Unauthenticated]",
+            -32000,
+            "Unauthenticated",
+            false,
+        ),
+    ] {
+        let (_, response) = turn(&user_prompt(marker), &[]);
+        let error = &response["error"];
+        assert_eq!(error["code"], code, "{response}");
+        assert_eq!(error["data"]["cognition.ai/errorKind"], kind);
+        assert_eq!(error["data"]["retryable"], retryable);
+    }
+}
+
+#[test]
+fn stream_shape_scenarios() {
+    let (before, _) = turn(&user_prompt("[mock:legacy-update]"), &[]);
+    let legacy: Vec<&Value> = before
+        .iter()
+        .filter(|m| m["method"] == "$/update")
+        .collect();
+    assert!(legacy.len() >= 2);
+    assert_eq!(legacy[0]["params"]["type"], "agent_message_chunk");
+    let text: String = legacy
+        .iter()
+        .map(|m| m["params"]["content"]["text"].as_str().expect("text"))
+        .collect();
+    assert_eq!(text, TEXT);
+
+    let (before, _) = turn(&user_prompt("[mock:wrong-session]"), &[]);
+    let foreign: Vec<&Value> = before
+        .iter()
+        .filter(|m| m["params"]["sessionId"] == "someone-else")
+        .collect();
+    assert!(foreign.len() >= 2);
+
+    let (before, _) = turn(&user_prompt("[mock:huge]"), &[]);
+    let text = chunks(&before);
+    assert_eq!(text.len(), 64);
+    assert!(text.iter().all(|c| c.len() == 64 * 1024));
+
+    let (before, _) = turn(&user_prompt("[mock:stray-response]"), &[]);
+    assert!(before
+        .iter()
+        .any(|m| m["id"] == 987654 && m["result"] == json!({})));
+    assert_eq!(chunks(&before).concat(), TEXT);
+
+    let (before, _) = turn(&user_prompt("[mock:slow]"), &[("MOCK_DEVIN_SLOW_MS", "10")]);
+    assert_eq!(chunks(&before).len(), 6);
+
+    let (before, _) = turn(
+        &user_prompt("[mock:env]"),
+        &[("MOCK_DEVIN_PROBE", "visible")],
+    );
+    let listing = chunks(&before).concat();
+    assert!(
+        listing.lines().any(|l| l == "MOCK_DEVIN_PROBE=visible"),
+        "{listing}"
+    );
+    let names: Vec<&str> = listing
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(n, _)| n))
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(names, sorted);
+
+    // The malformed frame is a raw line before the normal answer.
+    let sandbox = sandbox();
+    let mut agent = Agent::spawn(&sandbox.home, &[]);
+    let session = agent.start_session(&sandbox.home);
+    agent.prompt(&session, &user_prompt("[mock:malformed-frame]"));
+    let saw_raw = loop {
+        match agent.next() {
+            Out::Raw(line) => break line,
+            Out::Json(message) => assert!(message.get("result").is_none(), "{message}"),
+        }
+    };
+    assert_eq!(saw_raw, "this is not json");
+}
+
+#[test]
+fn agent_request_and_tool_call() {
+    let sandbox = sandbox();
+    let mut agent = Agent::spawn(&sandbox.home, &[]);
+    let session = agent.start_session(&sandbox.home);
+    let id = agent.prompt(&session, &user_prompt("[mock:agent-request]"));
+    let request = loop {
+        let message = agent.next_json();
+        if message["method"] == "fs/read_text_file" {
+            break message;
+        }
+    };
+    assert_eq!(request["params"]["path"], "/etc/passwd");
+    agent.send(&json!({"jsonrpc": "2.0", "id": request["id"],
+                       "error": {"code": -32601, "message": "Method not found"}}));
+    let (before, _) = agent.until_response(id);
+    assert_eq!(chunks(&before).concat(), "fs answer: -32601");
+
+    // A tool_call, then a cancel: the turn ends as cancelled.
+    let id = agent.prompt(&session, &user_prompt("[mock:tool-call]"));
+    loop {
+        let message = agent.next_json();
+        if message["params"]["update"]["sessionUpdate"] == "tool_call" {
+            assert_eq!(message["params"]["update"]["toolCallId"], "call_1");
+            assert_eq!(message["params"]["update"]["kind"], "execute");
+            break;
+        }
+    }
+    agent.send(
+        &json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
+    );
+    let (_, result) = agent.until_response(id);
+    assert_eq!(result["result"]["stopReason"], "cancelled");
+}
+
+#[test]
+fn cancel_ends_a_slow_turn() {
+    let sandbox = sandbox();
+    let mut agent = Agent::spawn(&sandbox.home, &[("MOCK_DEVIN_SLOW_MS", "5000")]);
+    let session = agent.start_session(&sandbox.home);
+    let id = agent.prompt(&session, &user_prompt("[mock:slow]"));
+    loop {
+        let message = agent.next_json();
+        if message["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
+            break;
+        }
+    }
+    let started = Instant::now();
+    agent.send(
+        &json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
+    );
+    let (before, result) = agent.until_response(id);
+    assert_eq!(result["result"]["stopReason"], "cancelled");
+    assert!(started.elapsed() < Duration::from_secs(4));
+    assert!(chunks(&before).is_empty());
+}
+
+#[test]
+fn exit_and_hang() {
+    let sandbox = sandbox();
+    let mut agent = Agent::spawn(&sandbox.home, &[]);
+    let session = agent.start_session(&sandbox.home);
+    agent.prompt(&session, &user_prompt("[mock:exit]"));
+    let mut seen = Vec::new();
+    while let Ok(Out::Json(message)) = agent.lines.recv_timeout(WAIT) {
+        seen.push(message);
+    }
+    assert_eq!(chunks(&seen).len(), 1);
+    assert!(seen.iter().all(|m| m.get("result").is_none()));
+    let status = agent.wait_exit(Duration::from_secs(5)).expect("exited");
+    assert_eq!(status.code(), Some(3));
+
+    let mut agent = Agent::spawn(&sandbox.home, &[]);
+    let session = agent.start_session(&sandbox.home);
+    agent.prompt(&session, &user_prompt("[mock:hang]"));
+    agent.close_stdin();
+    assert!(
+        agent.wait_exit(Duration::from_millis(500)).is_none(),
+        "a hung agent ignores EOF"
+    );
+    assert!(matches!(
+        agent.lines.recv_timeout(Duration::from_millis(100)),
+        Err(RecvTimeoutError::Timeout)
+    ));
+}
+
+#[test]
+fn grandchild_lives_in_the_agent_process_group() {
+    let sandbox = sandbox();
+    let log = sandbox.home.join("mock.jsonl");
+    let log_env = log.to_str().expect("utf8").to_owned();
+    let mut agent = Agent::spawn(&sandbox.home, &[("MOCK_DEVIN_LOG", log_env.as_str())]);
+    let session = agent.start_session(&sandbox.home);
+    agent.prompt(&session, &user_prompt("[mock:grandchild]"));
+    let deadline = Instant::now() + WAIT;
+    let pid = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let found = text
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .find_map(|event| event["grandchildPid"].as_u64());
+        if let Some(pid) = found {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "no grandchild in {text}");
+        thread::sleep(Duration::from_millis(20));
+    };
+    let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+    let stat = std::fs::read_to_string(proc_dir.join("stat")).expect("grandchild runs");
+    // Field 5 of /proc/PID/stat is the process group: the agent's.
+    let pgrp = stat
+        .rsplit_once(") ")
+        .and_then(|(_, rest)| rest.split_whitespace().nth(2))
+        .expect("pgrp");
+    assert_eq!(pgrp, agent.child.id().to_string());
+    agent.close_stdin();
+    assert!(agent.wait_exit(Duration::from_millis(300)).is_none());
+
+    kill_group(agent.child.id());
+    let deadline = Instant::now() + WAIT;
+    while std::fs::read_to_string(proc_dir.join("stat")).is_ok_and(|stat| !stat.contains(") Z ")) {
+        assert!(
+            Instant::now() < deadline,
+            "grandchild {pid} survived its group"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
