@@ -210,3 +210,60 @@ async fn the_control_socket_refuses_oversized_and_malformed_requests() {
     assert!(error.to_string().contains("already listening"), "{error}");
     server.abort();
 }
+
+#[test]
+fn components_check_reports_digest_and_corpus_and_refuses_a_wrong_component() {
+    let good = common::component("envelope");
+    let output = Command::new(env!("CARGO_BIN_EXE_devin-bridge"))
+        .args(["components", "check"])
+        .arg(&good)
+        .args(["--as", "envelope"])
+        .env(
+            "XDG_CACHE_HOME",
+            std::env::temp_dir().join("devin-bridge-check-cache"),
+        )
+        .output()
+        .expect("run check");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "check failed: {stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let digest = sha256_hex(&std::fs::read(&good).expect("envelope"));
+    assert!(stdout.contains(&digest), "{stdout}");
+    assert!(stdout.contains("golden cases passed"), "{stdout}");
+    assert!(stdout.contains("imports   none"), "{stdout}");
+
+    for (file, transform, expected) in [
+        (
+            common::component("sse"),
+            "serializer",
+            "does not export the serializer interface",
+        ),
+        (
+            common::test_component("wrong-answers-serializer"),
+            "serializer",
+            "failed its self-test",
+        ),
+        (
+            common::test_component("wasi-probe-serializer"),
+            "envelope",
+            "does not export the envelope interface",
+        ),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_devin-bridge"))
+            .args(["components", "check"])
+            .arg(&file)
+            .args(["--as", transform])
+            .output()
+            .expect("run check");
+        assert!(
+            !output.status.success(),
+            "{} accepted as {transform}",
+            file.display()
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(expected), "{stderr}");
+    }
+}

@@ -1,5 +1,6 @@
 //! `cargo xtask build | serve | test | bench | fuzz`: the project's build tool.
 
+mod claude_code;
 mod wasm;
 
 use std::path::{Path, PathBuf};
@@ -102,6 +103,13 @@ fn test(rest: &[String]) -> Result<()> {
     // The tests start real binaries (the host, the offline agent): build them first.
     run(cargo().args(["build", "--locked", "--workspace", "--bins"]))?;
     let mut test = cargo();
+    // The end-to-end test runs the real Claude Code; without it, that one test fails and says why.
+    match claude_code::ensure_claude_code() {
+        Ok(claude) => {
+            test.env("DEVIN_BRIDGE_CLAUDE_CODE", claude);
+        }
+        Err(error) => eprintln!("xtask: no Claude Code for the end-to-end test: {error:#}"),
+    }
     test.args(["test", "--locked", "--workspace", "--no-fail-fast"])
         .args(rest)
         .env("DEVIN_BRIDGE_COMPONENTS", &components)
@@ -119,7 +127,16 @@ fn test(rest: &[String]) -> Result<()> {
 fn serve(rest: &[String]) -> Result<()> {
     build_all()?;
     let root = workspace_root();
-    let policy = root.join("policies").join("summarizer.toml");
+    let policy = match devin_cli() {
+        Some(devin) => {
+            eprintln!("xtask: found a devin CLI at {}: serving the live policy (policies/summarizer.toml)", devin.display());
+            root.join("policies").join("summarizer.toml")
+        }
+        None => {
+            eprintln!("xtask: no devin CLI on PATH (or DEVIN_BIN): serving the offline agent (policies/offline.toml)");
+            root.join("policies").join("offline.toml")
+        }
+    };
     let binary = root.join("target").join("debug").join("devin-bridge");
     let mut serve = Command::new(&binary);
     serve
@@ -136,6 +153,21 @@ fn serve(rest: &[String]) -> Result<()> {
     run(&mut serve)
 }
 
+/// `DEVIN_BIN`, else `devin` on PATH, when it is an executable file.
+fn devin_cli() -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |path: &Path| {
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if let Some(bin) = std::env::var_os("DEVIN_BIN").filter(|b| !b.is_empty()) {
+        let bin = PathBuf::from(bin);
+        return executable(&bin).then_some(bin);
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join("devin"))
+        .find(|path| executable(path))
+}
+
 fn bench(rest: &[String]) -> Result<()> {
     let Some(name) = rest.first() else {
         bail!("usage: cargo xtask bench <transforms|bridge|guard>")
@@ -145,6 +177,18 @@ fn bench(rest: &[String]) -> Result<()> {
     }
     let components = build_components(false)?;
     let mut bench = cargo();
+    if name == "bridge" {
+        // The bridge benchmark spawns the offline agent: an optimised one, so the agent's own
+        // cost stays small next to what is measured.
+        run(cargo().args(["build", "--locked", "--release", "-p", "mock-devin"]))?;
+        bench.env(
+            "DEVIN_BRIDGE_MOCK_DEVIN",
+            workspace_root()
+                .join("target")
+                .join("release")
+                .join("mock-devin"),
+        );
+    }
     bench
         .args([
             "bench",
@@ -191,8 +235,19 @@ fn fuzz(rest: &[String]) -> Result<()> {
         eprintln!("xtask: {count} seed inputs for {target} from tests/fixtures/{target}");
         eprintln!("xtask: fuzzing {target} for {seconds} s (native coverage + wasm differential)");
         let mut fuzz = Command::new("cargo");
-        fuzz.current_dir(root.join("fuzz"))
-            .args(["+nightly", "fuzz", "run", "--fuzz-dir", ".", target])
+        // No sanitizer: the transforms are safe Rust, and ASan would triple the build of
+        // wasmtime that the differential half of every target links.
+        fuzz.current_dir(&root)
+            .args([
+                "+nightly",
+                "fuzz",
+                "run",
+                "--fuzz-dir",
+                "fuzz",
+                "--sanitizer",
+                "none",
+                target,
+            ])
             .arg(&corpus)
             .arg(&seeds)
             .arg("--")

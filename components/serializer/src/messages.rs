@@ -83,11 +83,27 @@ impl<'a> Writer<'a, '_> {
         let header = match message.field("role") {
             Some(Json::String(role)) if role == "user" => "[User]",
             Some(Json::String(role)) if role == "assistant" => "[Assistant]",
+            // Claude Code 2.1.x sends mid-conversation `system` turns (its environment block);
+            // they are system text, like the top-level `system`, and may carry only text.
+            Some(Json::String(role)) if role == "system" => {
+                if let Some(Json::Array(blocks)) = message.field("content") {
+                    let is_text = |block: &Json| matches!(block.field("type"), Some(Json::String(kind)) if kind == "text");
+                    if let Some(position) = blocks.iter().position(|block| !is_text(block)) {
+                        return Err(fail(
+                            INVALID_CONTENT_BLOCK,
+                            format!("messages[{index}].content[{position}]: a system message may carry only text blocks"),
+                        ));
+                    }
+                }
+                "[System]"
+            }
+            // The wording matters: when the answer says a role "is not supported", Claude Code
+            // retries with such turns folded into the user turn (seen with Claude Code 2.1.332).
             Some(Json::String(role)) => {
                 return Err(fail(
                     UNSUPPORTED_ROLE,
                     format!(
-                        "messages[{index}] has role {}; only user and assistant are supported",
+                        "messages[{index}] has role {}, which is not supported (only user, assistant and system are)",
                         quote(role)
                     ),
                 ))
@@ -430,8 +446,10 @@ mod tests {
             INVALID_MESSAGE
         );
         assert_eq!(
-            code(r#"{"messages":[{"role":"system","content":"x"}]}"#),
-            UNSUPPORTED_ROLE
+            code(
+                r#"{"messages":[{"role":"system","content":[{"type":"tool_use","id":"t","name":"Read","input":{}}]}]}"#
+            ),
+            INVALID_CONTENT_BLOCK
         );
         assert_eq!(
             code(r#"{"messages":[{"role":"tool","content":"x"}]}"#),

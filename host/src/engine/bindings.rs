@@ -244,6 +244,28 @@ impl Call {
     }
 }
 
+/// A live instance of one transform (a fresh one per call in production).
+pub(crate) enum Instance {
+    Serializer(serializer_world::SerializerComponent),
+    Envelope(envelope_world::EnvelopeComponent),
+    Sse(sse_world::SseComponent),
+    ModelAlias(model_alias_world::ModelAliasComponent),
+}
+
+impl TypedPre {
+    pub(crate) fn instantiate(
+        &self,
+        store: &mut wasmtime::Store<CallState>,
+    ) -> wasmtime::Result<Instance> {
+        Ok(match self {
+            TypedPre::Serializer(pre) => Instance::Serializer(pre.instantiate(store)?),
+            TypedPre::Envelope(pre) => Instance::Envelope(pre.instantiate(store)?),
+            TypedPre::Sse(pre) => Instance::Sse(pre.instantiate(store)?),
+            TypedPre::ModelAlias(pre) => Instance::ModelAlias(pre.instantiate(store)?),
+        })
+    }
+}
+
 /// Instantiates `pre` in `store` and performs `call`. Returns `None` when the call belongs to
 /// another transform than the component (a programming error the caller reports).
 pub(crate) fn invoke(
@@ -251,9 +273,31 @@ pub(crate) fn invoke(
     store: &mut wasmtime::Store<CallState>,
     call: &Call,
 ) -> wasmtime::Result<Option<Answer>> {
-    Ok(Some(match (pre, call) {
-        (TypedPre::Serializer(pre), Call::Serialize { request }) => {
-            let instance = pre.instantiate(&mut *store)?;
+    if pre_kind(pre) != call.transform() {
+        return Ok(None);
+    }
+    let instance = pre.instantiate(store)?;
+    call_instance(&instance, store, call)
+}
+
+fn pre_kind(pre: &TypedPre) -> super::TransformKind {
+    use super::TransformKind as K;
+    match pre {
+        TypedPre::Serializer(_) => K::Serializer,
+        TypedPre::Envelope(_) => K::Envelope,
+        TypedPre::Sse(_) => K::Sse,
+        TypedPre::ModelAlias(_) => K::ModelAlias,
+    }
+}
+
+/// Performs `call` on an existing instance.
+pub(crate) fn call_instance(
+    instance: &Instance,
+    store: &mut wasmtime::Store<CallState>,
+    call: &Call,
+) -> wasmtime::Result<Option<Answer>> {
+    Ok(Some(match (instance, call) {
+        (Instance::Serializer(instance), Call::Serialize { request }) => {
             let answer = instance
                 .devin_bridge_transforms_serializer()
                 .call_serialize(&mut *store, request)?;
@@ -270,8 +314,7 @@ pub(crate) fn invoke(
                     .map_err(Failure::from),
             )
         }
-        (TypedPre::Serializer(pre), Call::Repair { prompt, rejection }) => {
-            let instance = pre.instantiate(&mut *store)?;
+        (Instance::Serializer(instance), Call::Repair { prompt, rejection }) => {
             Answer::Text(instance.devin_bridge_transforms_serializer().call_repair(
                 &mut *store,
                 prompt,
@@ -279,14 +322,13 @@ pub(crate) fn invoke(
             )?)
         }
         (
-            TypedPre::Envelope(pre),
+            Instance::Envelope(instance),
             Call::Parse {
                 output,
                 tools,
                 id_seed,
             },
         ) => {
-            let instance = pre.instantiate(&mut *store)?;
             let answer = instance.devin_bridge_transforms_envelope().call_parse(
                 &mut *store,
                 output,
@@ -295,16 +337,12 @@ pub(crate) fn invoke(
             )?;
             Answer::Reply(answer.map(Reply::from).map_err(Failure::from))
         }
-        (TypedPre::Envelope(pre), Call::NarratesUnexecutedAction { output }) => {
-            let instance = pre.instantiate(&mut *store)?;
-            Answer::Flag(
-                instance
-                    .devin_bridge_transforms_envelope()
-                    .call_narrates_unexecuted_action(&mut *store, output)?,
-            )
-        }
-        (TypedPre::Sse(pre), call) => {
-            let instance = pre.instantiate(&mut *store)?;
+        (Instance::Envelope(instance), Call::NarratesUnexecutedAction { output }) => Answer::Flag(
+            instance
+                .devin_bridge_transforms_envelope()
+                .call_narrates_unexecuted_action(&mut *store, output)?,
+        ),
+        (Instance::Sse(instance), call) => {
             let sse = instance.devin_bridge_transforms_sse();
             Answer::Text(match call {
                 Call::StreamStart { head } => {
@@ -327,8 +365,7 @@ pub(crate) fn invoke(
                 _ => return Ok(None),
             })
         }
-        (TypedPre::ModelAlias(pre), call) => {
-            let instance = pre.instantiate(&mut *store)?;
+        (Instance::ModelAlias(instance), call) => {
             let alias = instance.devin_bridge_transforms_model_alias();
             match call {
                 Call::Validate { reference, catalog } => Answer::Model(

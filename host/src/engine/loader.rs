@@ -7,7 +7,7 @@ use std::time::Instant;
 use sha2::{Digest, Sha256};
 use wasmtime::component::{types::ComponentItem, Linker};
 
-use super::bindings::{invoke, Answer, Call, TypedPre};
+use super::bindings::{call_instance, invoke, Answer, Call, Instance, TypedPre};
 use super::cache::CompileCache;
 use super::runtime::{CallState, Runtime};
 use super::{EngineError, TransformKind};
@@ -147,6 +147,22 @@ impl Loaded {
         })
     }
 
+    /// One instance kept alive across calls. Production never does this (a fresh store per
+    /// call isolates requests); benchmarks use it to separate instantiation from the call.
+    pub fn warm(&self, runtime: &Runtime) -> Result<Warm, EngineError> {
+        let mut store = runtime.store();
+        let instance = self
+            .pre
+            .instantiate(&mut store)
+            .map_err(|error| runtime.classify(self.kind, &store, error))?;
+        Ok(Warm {
+            kind: self.kind,
+            store,
+            instance,
+            runtime: runtime.clone(),
+        })
+    }
+
     /// Runs one call in a fresh store.
     pub fn call(&self, runtime: &Runtime, call: &Call) -> Result<Answer, EngineError> {
         let mut store = runtime.store();
@@ -157,6 +173,29 @@ impl Loaded {
                 message: format!("{} cannot answer a {} call", self.kind, call.transform()),
             }),
             Err(error) => Err(runtime.classify(self.kind, &store, error)),
+        }
+    }
+}
+
+/// A live instance for repeated calls (benchmarks only; see `Loaded::warm`).
+pub struct Warm {
+    kind: TransformKind,
+    store: wasmtime::Store<CallState>,
+    instance: Instance,
+    runtime: Runtime,
+}
+
+impl Warm {
+    pub fn call(&mut self, call: &Call) -> Result<Answer, EngineError> {
+        // Each call gets its own deadline, as a fresh store would.
+        self.runtime.arm_deadline(&mut self.store);
+        match call_instance(&self.instance, &mut self.store, call) {
+            Ok(Some(answer)) => Ok(answer),
+            Ok(None) => Err(EngineError::Interface {
+                transform: self.kind,
+                message: format!("{} cannot answer a {} call", self.kind, call.transform()),
+            }),
+            Err(error) => Err(self.runtime.classify(self.kind, &self.store, error)),
         }
     }
 }

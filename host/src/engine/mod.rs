@@ -18,7 +18,7 @@ mod runtime;
 pub use bindings::{Answer, Call, MessageHead, Prompt, ResolvedModel};
 pub use cache::CompileCache;
 pub use corpus::{self_test, SelfTestReport};
-pub use loader::{sha256_hex, Loaded};
+pub use loader::{sha256_hex, Loaded, Warm};
 pub use registry::{ComponentInfo, SwapReport, Transforms};
 pub use runtime::{Runtime, RuntimeConfig};
 

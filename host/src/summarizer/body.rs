@@ -26,7 +26,7 @@ pub struct Streamed {
 }
 
 impl Streamed {
-    pub fn new(frames: mpsc::Receiver<Bytes>, producer: JoinHandle<()>) -> ResponseBody {
+    pub fn body(frames: mpsc::Receiver<Bytes>, producer: JoinHandle<()>) -> ResponseBody {
         Self { frames, producer }.boxed()
     }
 }

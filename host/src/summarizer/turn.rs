@@ -309,7 +309,7 @@ pub fn respond_stream(
         .header("content-type", "text/event-stream")
         .header("cache-control", "no-cache")
         .header("x-accel-buffering", "no")
-        .body(Streamed::new(receiver, producer))
+        .body(Streamed::body(receiver, producer))
         .unwrap_or_else(|_| Response::new(full("")))
 }
 

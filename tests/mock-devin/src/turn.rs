@@ -287,6 +287,15 @@ impl Turn {
     fn finish(&self, reply: &str, kind: &str) {
         let input = tokens(&self.prompt);
         let output = tokens(reply);
+        let mut fields =
+            json!({"kind": kind, "chars": reply.chars().count(), "outputTokens": output});
+        // The environment listing stays out of the log; so does anything long.
+        if kind != "env" && reply.len() <= 1024 {
+            fields["text"] = Value::String(reply.to_owned());
+        }
+        // Logged before the result goes out: the host ends the agent as soon as it has the
+        // result, and the line must not be lost with it.
+        self.log("reply", fields);
         self.shared.out.notify(
             "_cognition.ai/agent_stopped",
             json!({
@@ -304,13 +313,6 @@ impl Turn {
                 "cachedReadTokens": 0,
             },
         }));
-        let mut fields =
-            json!({"kind": kind, "chars": reply.chars().count(), "outputTokens": output});
-        // The environment listing stays out of the log; so does anything long.
-        if kind != "env" && reply.len() <= 1024 {
-            fields["text"] = Value::String(reply.to_owned());
-        }
-        self.log("reply", fields);
     }
 
     fn cancelled(&self) {

@@ -1,0 +1,59 @@
+//! Reading the serializer's golden fixtures and running a case natively; shared by the golden
+//! test and the `bless` example.
+#![allow(dead_code)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use devin_bridge_serializer::{repair, serialize, Failure};
+use serde_json::{json, Value};
+
+pub fn fixture_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/serializer")
+}
+
+pub fn fixtures() -> Vec<(PathBuf, String, Value)> {
+    let mut paths: Vec<PathBuf> = fs::read_dir(fixture_dir())
+        .expect("fixture directory exists")
+        .map(|entry| entry.expect("readable directory entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let text = fs::read_to_string(&path).expect("readable fixture");
+            let case: Value = serde_json::from_str(&text)
+                .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+            (path, text, case)
+        })
+        .collect()
+}
+
+/// Runs one case and encodes its result as the fixture's `expect` shape.
+pub fn run(case: &Value) -> Value {
+    let args = &case["args"];
+    match case["call"].as_str() {
+        Some("serialize") => {
+            let request = match (&args["request_raw"], &args["request"]) {
+                (Value::String(raw), _) => raw.clone(),
+                (Value::Null, Value::Null) => panic!("serialize needs request or request_raw"),
+                (Value::Null, request) => serde_json::to_string(request).expect("serializable"),
+                (other, _) => panic!("request_raw must be a string, not {other}"),
+            };
+            match serialize(&request) {
+                Ok(prompt) => json!({ "ok": serde_json::to_value(prompt).expect("serializable") }),
+                Err(failure) => json!({ "err": failure }),
+            }
+        }
+        Some("repair") => {
+            let prompt = args["prompt"]
+                .as_str()
+                .expect("repair needs a string prompt");
+            let rejection: Failure =
+                serde_json::from_value(args["rejection"].clone()).expect("rejection is a failure");
+            json!({ "ok": repair(prompt, &rejection) })
+        }
+        other => panic!("unknown call {other:?}"),
+    }
+}

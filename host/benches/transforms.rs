@@ -1,0 +1,379 @@
+//! `cargo xtask bench transforms`: each transform natively and inside wasmtime, side by side in
+//! one run, for small, Claude-Code-sized and ~1 MB inputs. Per operation: native time, wasm
+//! with a fresh instance per call (what production does), and wasm on a warm instance (the
+//! call alone). Goals are reported as PASS/MISS, never asserted.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use devin_bridge::engine::{Call, CompileCache, Loaded, Runtime, RuntimeConfig, TransformKind};
+use devin_bridge_types::{Reply, ToolCall, Usage};
+use serde_json::{json, Value};
+
+/// Median time per operation over batches of about 10 ms, after a warm-up.
+fn measure(mut op: impl FnMut()) -> Duration {
+    let warm_until = Instant::now() + Duration::from_millis(60);
+    let mut per_batch = 1u32;
+    while Instant::now() < warm_until {
+        let started = Instant::now();
+        for _ in 0..per_batch {
+            op();
+        }
+        if started.elapsed() < Duration::from_millis(10) {
+            per_batch = per_batch.saturating_mul(2);
+        }
+    }
+    let mut samples: Vec<Duration> = (0..15)
+        .map(|_| {
+            let started = Instant::now();
+            for _ in 0..per_batch {
+                op();
+            }
+            started.elapsed() / per_batch
+        })
+        .collect();
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+struct Row {
+    operation: String,
+    input: String,
+    native: Duration,
+    fresh: Duration,
+    warm: Duration,
+}
+
+impl Row {
+    fn ratio_fresh(&self) -> f64 {
+        self.fresh.as_secs_f64() / self.native.as_secs_f64().max(1e-12)
+    }
+    fn ratio_warm(&self) -> f64 {
+        self.warm.as_secs_f64() / self.native.as_secs_f64().max(1e-12)
+    }
+}
+
+fn micros(d: Duration) -> String {
+    format!("{:.1}", d.as_secs_f64() * 1e6)
+}
+
+fn components_dir() -> PathBuf {
+    std::env::var_os("DEVIN_BRIDGE_COMPONENTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../target/components"))
+        })
+}
+
+fn claude_code_request() -> String {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/fixtures/requests/claude-code.json"
+    ))
+    .expect("tests/fixtures/requests/claude-code.json")
+}
+
+/// The Claude Code request grown past 1 MB with a long session of Read calls and results.
+fn megabyte_request(base: &str) -> String {
+    let mut request: Value = serde_json::from_str(base).expect("fixture JSON");
+    let messages = request["messages"].as_array_mut().expect("messages");
+    let mut n = 0;
+    let file: String = (0..400)
+        .map(|i| format!("{i:>6}\tlet value_{i} = compute({i}) + offset; // keep it going\n"))
+        .collect();
+    while serde_json::to_string(messages)
+        .map(|s| s.len())
+        .unwrap_or(0)
+        < (1 << 20)
+    {
+        let id = format!("toolu_bench_{n:04}");
+        messages.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "Read", "input": {"file_path": format!("/project/src/module_{n}.rs")}}]}));
+        messages.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": file}]}));
+        n += 1;
+    }
+    messages.push(json!({"role": "user", "content": "Now summarise what you read."}));
+    request.to_string()
+}
+
+fn small_request() -> String {
+    json!({"model": "devin-cli-agentic/swe-1-7", "max_tokens": 256, "messages": [{"role": "user", "content": "Say hello."}]}).to_string()
+}
+
+fn main() {
+    let dir = components_dir();
+    let runtime = Runtime::new(RuntimeConfig {
+        memory_bytes: 512 << 20,
+        call_timeout: Duration::from_secs(30),
+        max_instances: 16,
+        fuel: None,
+    })
+    .expect("engine");
+    let cache = CompileCache::default_dir()
+        .and_then(|d| CompileCache::open(&d).ok())
+        .unwrap_or_else(CompileCache::disabled);
+    let load = |kind: TransformKind| {
+        let started = Instant::now();
+        let loaded = Loaded::from_file(&runtime, &cache, kind, &dir.join(kind.file_name()), None)
+            .unwrap_or_else(|e| panic!("{kind}: {e} (run `cargo xtask components`)"));
+        eprintln!(
+            "loaded {kind:<12} {:>8} bytes in {:>7.1} ms (compile cache: {})",
+            loaded.size,
+            started.elapsed().as_secs_f64() * 1e3,
+            if cache_is_on() { "on" } else { "off" }
+        );
+        loaded
+    };
+    let serializer = load(TransformKind::Serializer);
+    let envelope = load(TransformKind::Envelope);
+    let sse = load(TransformKind::Sse);
+    let alias = load(TransformKind::ModelAlias);
+
+    let claude_code = claude_code_request();
+    let megabyte = megabyte_request(&claude_code);
+    let inputs = [
+        ("small", small_request()),
+        ("claude-code", claude_code.clone()),
+        ("1 MB", megabyte),
+    ];
+    let prompt_cc = devin_bridge_serializer::serialize(&claude_code).expect("fixture serializes");
+    let mut rows = Vec::new();
+
+    for (label, request) in &inputs {
+        let call = Call::Serialize {
+            request: request.clone(),
+        };
+        let mut warm = serializer.warm(&runtime).expect("instance");
+        rows.push(Row {
+            operation: "serializer.serialize".into(),
+            input: format!("{label} ({} KB)", request.len() / 1024),
+            native: measure(|| {
+                std::hint::black_box(devin_bridge_serializer::serialize(request).is_ok());
+            }),
+            fresh: measure(|| {
+                std::hint::black_box(serializer.call(&runtime, &call).is_ok());
+            }),
+            warm: measure(|| {
+                std::hint::black_box(warm.call(&call).is_ok());
+            }),
+        });
+    }
+
+    let tool_output = r#"<tool>{"name":"Bash","arguments":{"command":"npm test","description":"Run the tests"}}</tool>"#.to_owned();
+    let long_text: String = "The change is done and the tests pass. ".repeat(27_000);
+    for (label, output) in [
+        ("tool envelope, 21 tools", tool_output.clone()),
+        ("1 MB text", long_text.clone()),
+    ] {
+        let call = Call::Parse {
+            output: output.clone(),
+            tools: prompt_cc.tools.clone(),
+            id_seed: prompt_cc.id_seed.clone(),
+        };
+        let mut warm = envelope.warm(&runtime).expect("instance");
+        rows.push(Row {
+            operation: "envelope.parse".into(),
+            input: label.into(),
+            native: measure(|| {
+                std::hint::black_box(
+                    devin_bridge_envelope::parse(&output, &prompt_cc.tools, &prompt_cc.id_seed)
+                        .is_ok(),
+                );
+            }),
+            fresh: measure(|| {
+                std::hint::black_box(envelope.call(&runtime, &call).is_ok());
+            }),
+            warm: measure(|| {
+                std::hint::black_box(warm.call(&call).is_ok());
+            }),
+        });
+    }
+    {
+        let call = Call::NarratesUnexecutedAction {
+            output: long_text.clone(),
+        };
+        let mut warm = envelope.warm(&runtime).expect("instance");
+        rows.push(Row {
+            operation: "envelope.narrates".into(),
+            input: "1 MB text".into(),
+            native: measure(|| {
+                std::hint::black_box(devin_bridge_envelope::narrates_unexecuted_action(
+                    &long_text,
+                ));
+            }),
+            fresh: measure(|| {
+                std::hint::black_box(envelope.call(&runtime, &call).is_ok());
+            }),
+            warm: measure(|| {
+                std::hint::black_box(warm.call(&call).is_ok());
+            }),
+        });
+    }
+
+    let usage = Usage {
+        input_tokens: 12_000,
+        output_tokens: 300,
+    };
+    let head = devin_bridge::engine::MessageHead {
+        id: "msg_0123456789abcdef01234567".into(),
+        model: "devin-cli-agentic/swe-1-7".into(),
+        usage,
+    };
+    let native_head = devin_bridge_sse::MessageHead {
+        id: head.id.clone(),
+        model: head.model.clone(),
+        usage,
+    };
+    let tool_reply = Reply::Tool(ToolCall {
+        id: "devin_call_0123456789abcdef".into(),
+        name: "Bash".into(),
+        input: r#"{"command":"npm test"}"#.into(),
+    });
+    for (label, reply) in [
+        ("tool reply", tool_reply),
+        ("1 MB text reply", Reply::Text(long_text.clone())),
+    ] {
+        let call = Call::RenderStream {
+            head: head.clone(),
+            reply: reply.clone(),
+        };
+        let mut warm = sse.warm(&runtime).expect("instance");
+        rows.push(Row {
+            operation: "sse.render_stream".into(),
+            input: label.into(),
+            native: measure(|| {
+                std::hint::black_box(devin_bridge_sse::render_stream(&native_head, &reply).len());
+            }),
+            fresh: measure(|| {
+                std::hint::black_box(sse.call(&runtime, &call).is_ok());
+            }),
+            warm: measure(|| {
+                std::hint::black_box(warm.call(&call).is_ok());
+            }),
+        });
+    }
+    {
+        let call = Call::StreamPing;
+        let mut warm = sse.warm(&runtime).expect("instance");
+        rows.push(Row {
+            operation: "sse.stream_ping".into(),
+            input: "(none)".into(),
+            native: measure(|| {
+                std::hint::black_box(devin_bridge_sse::stream_ping().len());
+            }),
+            fresh: measure(|| {
+                std::hint::black_box(sse.call(&runtime, &call).is_ok());
+            }),
+            warm: measure(|| {
+                std::hint::black_box(warm.call(&call).is_ok());
+            }),
+        });
+    }
+    {
+        let catalog = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../policies/models.json"
+        ))
+        .expect("catalog");
+        let call = Call::Validate {
+            reference: "devin-cli-agentic/swe-1-7".into(),
+            catalog: catalog.clone(),
+        };
+        let mut warm = alias.warm(&runtime).expect("instance");
+        rows.push(Row {
+            operation: "model-alias.validate".into(),
+            input: "default catalog".into(),
+            native: measure(|| {
+                std::hint::black_box(
+                    devin_bridge_model_alias::validate("devin-cli-agentic/swe-1-7", &catalog)
+                        .is_ok(),
+                );
+            }),
+            fresh: measure(|| {
+                std::hint::black_box(alias.call(&runtime, &call).is_ok());
+            }),
+            warm: measure(|| {
+                std::hint::black_box(warm.call(&call).is_ok());
+            }),
+        });
+    }
+
+    // Fresh-instance overhead proper: a new store plus instantiation, no call.
+    let mut instantiation = Vec::new();
+    for loaded in [&serializer, &envelope, &sse, &alias] {
+        let time = measure(|| {
+            std::hint::black_box(loaded.warm(&runtime).is_ok());
+        });
+        instantiation.push((loaded.kind, time));
+    }
+
+    println!();
+    println!(
+        "{:<22} {:<26} {:>12} {:>14} {:>14} {:>11} {:>10}",
+        "operation", "input", "native µs", "wasm fresh µs", "wasm call µs", "fresh/nat", "call/nat"
+    );
+    for row in &rows {
+        println!(
+            "{:<22} {:<26} {:>12} {:>14} {:>14} {:>11.2} {:>10.2}",
+            row.operation,
+            row.input,
+            micros(row.native),
+            micros(row.fresh),
+            micros(row.warm),
+            row.ratio_fresh(),
+            row.ratio_warm()
+        );
+    }
+
+    println!();
+    for (kind, time) in &instantiation {
+        println!(
+            "fresh instance (store + instantiate) {:<12} {:>8} µs",
+            kind.name(),
+            micros(*time)
+        );
+    }
+    // What a fresh instance adds to a real call beyond instantiation: the guest's own lazy
+    // initialisation (for example jsonschema's tables in the envelope), redone per instance.
+    for row in rows.iter().filter(|row| {
+        row.input.starts_with("small")
+            || row.input.starts_with("tool envelope")
+            || row.input == "(none)"
+            || row.input == "default catalog"
+    }) {
+        println!(
+            "fresh - warm call          {:<22} {:>8} µs",
+            row.operation,
+            micros(row.fresh.saturating_sub(row.warm))
+        );
+    }
+    let worst_overhead = instantiation
+        .iter()
+        .map(|(_, d)| *d)
+        .max()
+        .unwrap_or_default();
+    let large = rows
+        .iter()
+        .find(|r| r.operation == "serializer.serialize" && r.input.starts_with("1 MB"))
+        .expect("large row");
+    let claude = rows
+        .iter()
+        .find(|r| r.operation == "serializer.serialize" && r.input.starts_with("claude-code"))
+        .expect("cc row");
+    let verdict = |ok: bool| if ok { "PASS" } else { "MISS" };
+    println!();
+    println!("goal: wasm/native <= 2.5 on the 1 MB input (serialize, fresh instance): {:.2}  {}  (warm instance: {:.2})", large.ratio_fresh(), verdict(large.ratio_fresh() <= 2.5), large.ratio_warm());
+    println!(
+        "goal: fresh-instance overhead <= 50 µs (worst store + instantiate):    {} µs  {}",
+        micros(worst_overhead),
+        verdict(worst_overhead <= Duration::from_micros(50))
+    );
+    println!(
+        "goal: serializing the Claude-Code-sized request in wasm < 1 ms:       {} µs  {}",
+        micros(claude.fresh),
+        verdict(claude.fresh < Duration::from_millis(1))
+    );
+}
+
+fn cache_is_on() -> bool {
+    CompileCache::default_dir().is_some()
+}

@@ -1,0 +1,176 @@
+//! The compose topology is hardened, asserted by parsing it (no Docker engine runs here):
+//! every service non-root, read-only, all capabilities dropped, no-new-privileges, init; no
+//! Docker socket or absolute host path mounted; only the Devin-side guard has a route out;
+//! Claude Code's proxy is the deny-all guard and the bridge is reached directly.
+
+use std::path::Path;
+
+use devin_bridge::policy::Policy;
+use devin_bridge::summarizer::sandbox::TRUSTED_PROXY;
+use yaml_rust2::{Yaml, YamlLoader};
+
+fn docker_dir() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../docker"))
+}
+
+fn compose() -> Yaml {
+    let text =
+        std::fs::read_to_string(docker_dir().join("compose.yml")).expect("docker/compose.yml");
+    YamlLoader::load_from_str(&text)
+        .expect("valid YAML")
+        .into_iter()
+        .next()
+        .expect("one document")
+}
+
+fn strings(value: &Yaml) -> Vec<String> {
+    value
+        .as_vec()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|i| i.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn networks_of(service: &Yaml) -> Vec<String> {
+    match &service["networks"] {
+        Yaml::Array(_) => strings(&service["networks"]),
+        Yaml::Hash(map) => map
+            .keys()
+            .filter_map(|k| k.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+#[test]
+fn every_service_is_hardened() {
+    let compose = compose();
+    let services = compose["services"].as_hash().expect("services");
+    assert!(services.len() >= 5);
+    for (name, service) in services {
+        let name = name.as_str().expect("service name");
+        assert_eq!(
+            service["user"].as_str(),
+            Some("10001:10001"),
+            "{name}: user"
+        );
+        assert_eq!(
+            service["read_only"].as_bool(),
+            Some(true),
+            "{name}: read_only"
+        );
+        assert_eq!(strings(&service["cap_drop"]), ["ALL"], "{name}: cap_drop");
+        assert!(
+            strings(&service["security_opt"]).contains(&"no-new-privileges:true".to_owned()),
+            "{name}: no-new-privileges"
+        );
+        assert_eq!(service["init"].as_bool(), Some(true), "{name}: init");
+        assert!(
+            service["privileged"].is_badvalue(),
+            "{name}: privileged must not be set"
+        );
+        assert!(
+            service["network_mode"].is_badvalue(),
+            "{name}: no host networking"
+        );
+        for tmpfs in strings(&service["tmpfs"]) {
+            assert!(
+                tmpfs.contains("noexec") && tmpfs.contains("nosuid") && tmpfs.contains("size="),
+                "{name}: tmpfs {tmpfs}"
+            );
+        }
+        for volume in strings(&service["volumes"]) {
+            let source = volume.split(':').next().unwrap_or_default();
+            assert!(
+                !volume.contains("docker.sock"),
+                "{name}: Docker socket mounted"
+            );
+            assert!(
+                !source.starts_with('/') && !source.starts_with('~') && !source.contains("$HOME"),
+                "{name}: host path {source} mounted"
+            );
+            assert!(
+                !source.contains(".ssh") && !source.contains(".aws") && !source.contains(".claude"),
+                "{name}: credentials mounted"
+            );
+        }
+        let networks = networks_of(service);
+        assert!(!networks.is_empty(), "{name}: no network");
+        if name != "network-guard" {
+            assert_eq!(
+                networks,
+                ["internal"],
+                "{name}: only the Devin-side guard may reach the outside"
+            );
+        }
+    }
+}
+
+#[test]
+fn only_the_internal_network_is_used_without_egress() {
+    let compose = compose();
+    assert_eq!(
+        compose["networks"]["internal"]["internal"].as_bool(),
+        Some(true)
+    );
+    let egress_users: Vec<String> = compose["services"]
+        .as_hash()
+        .expect("services")
+        .iter()
+        .filter(|(_, service)| networks_of(service).contains(&"egress".to_owned()))
+        .filter_map(|(name, _)| name.as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(egress_users, ["network-guard"]);
+}
+
+#[test]
+fn claude_code_reaches_the_bridge_directly_and_nothing_else() {
+    let compose = compose();
+    let claude = &compose["services"]["claude"];
+    let env = &claude["environment"];
+    assert_eq!(
+        env["ANTHROPIC_BASE_URL"].as_str(),
+        Some("http://bridge:20128")
+    );
+    assert_eq!(
+        env["HTTPS_PROXY"].as_str(),
+        Some("http://claude-guard:8080")
+    );
+    assert_eq!(env["HTTP_PROXY"].as_str(), Some("http://claude-guard:8080"));
+    assert_eq!(env["NO_PROXY"].as_str(), Some("bridge"));
+    for secret in [
+        "ANTHROPIC_API_KEY",
+        "CLAUDE_CODE_OAUTH_TOKEN",
+        "ANTHROPIC_AUTH_TOKEN",
+    ] {
+        assert!(
+            env[secret].is_badvalue(),
+            "claude: {secret} must not be baked into the compose file"
+        );
+    }
+    let guard = &compose["services"]["claude-guard"]["command"];
+    assert!(strings(guard)
+        .iter()
+        .any(|arg| arg.ends_with("guard-deny-all.toml")));
+    let devin_guard = &compose["services"]["network-guard"]["command"];
+    assert!(strings(devin_guard)
+        .iter()
+        .any(|arg| arg.ends_with("guard-devin.toml")));
+}
+
+#[test]
+fn the_container_policies_are_valid_and_the_live_one_trusts_only_the_guard() {
+    for file in ["offline-container.toml", "live-container.toml"] {
+        let path = docker_dir().join(file);
+        Policy::load(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+    }
+    let live = Policy::load(&docker_dir().join("live-container.toml")).expect("live");
+    assert_eq!(live.agent.proxy.as_deref(), Some(TRUSTED_PROXY));
+    assert!(live.server.require_key);
+    let offline = Policy::load(&docker_dir().join("offline-container.toml")).expect("offline");
+    assert!(offline.agent.home.starts_with("/home/bridge/.sandbox"));
+}
