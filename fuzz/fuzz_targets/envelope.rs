@@ -18,7 +18,7 @@ fn tool_sets() -> [String; 3] {
     ]
 }
 
-fuzz_target!(|data: &[u8]| {
+fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge::engine::TransformKind::Envelope), |data: &[u8]| {
     let Some((selector, rest)) = data.split_first() else { return };
     let Ok(output) = std::str::from_utf8(rest) else { return };
     let tools = tool_sets()[usize::from(*selector) % 3].clone();

@@ -7,7 +7,7 @@ use libfuzzer_sys::fuzz_target;
 
 const DEFAULT_CATALOG: &str = include_str!("../../policies/models.json");
 
-fuzz_target!(|data: &[u8]| {
+fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge::engine::TransformKind::ModelAlias), |data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let (name, catalog) = match text.split_once('\n') {
         Some((name, catalog)) => (name, catalog),

@@ -8,7 +8,7 @@ use devin_bridge_types::{Failure, Reply, ToolCall, Usage};
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
 
-fuzz_target!(|data: &[u8]| {
+fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge::engine::TransformKind::Sse), |data: &[u8]| {
     let Some((selector, rest)) = data.split_first() else { return };
     let text = String::from_utf8_lossy(rest).into_owned();
     let reply = if selector & 1 == 0 {

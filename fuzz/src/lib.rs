@@ -5,7 +5,9 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use devin_bridge::engine::{corpus, Call, CompileCache, EngineError, Loaded, Runtime, RuntimeConfig, TransformKind};
+use devin_bridge::engine::{
+    corpus, Call, CompileCache, EngineError, Loaded, Runtime, RuntimeConfig, TransformKind,
+};
 use serde_json::Value;
 
 /// Fuel per call: generous for real inputs, bounded for adversarial ones.
@@ -17,12 +19,22 @@ struct Harness {
 }
 
 fn harness(kind: TransformKind) -> &'static Harness {
-    static HARNESSES: [OnceLock<Harness>; 4] = [OnceLock::new(), OnceLock::new(), OnceLock::new(), OnceLock::new()];
-    let index = TransformKind::ALL.iter().position(|k| *k == kind).unwrap_or(0);
+    static HARNESSES: [OnceLock<Harness>; 4] = [
+        OnceLock::new(),
+        OnceLock::new(),
+        OnceLock::new(),
+        OnceLock::new(),
+    ];
+    let index = TransformKind::ALL
+        .iter()
+        .position(|k| *k == kind)
+        .unwrap_or(0);
     HARNESSES[index].get_or_init(|| {
         let dir = std::env::var_os("DEVIN_BRIDGE_COMPONENTS")
             .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/components"));
+            .unwrap_or_else(|| {
+                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/components")
+            });
         let runtime = Runtime::new(RuntimeConfig {
             memory_bytes: 512 << 20,
             call_timeout: std::time::Duration::from_secs(600),
@@ -34,9 +46,17 @@ fn harness(kind: TransformKind) -> &'static Harness {
             .and_then(|dir| CompileCache::open(&dir).ok())
             .unwrap_or_else(CompileCache::disabled);
         let loaded = Loaded::from_file(&runtime, &cache, kind, &dir.join(kind.file_name()), None)
-            .unwrap_or_else(|error| panic!("cannot load the {kind} component (run `cargo xtask components`): {error}"));
+            .unwrap_or_else(|error| {
+                panic!("cannot load the {kind} component (run `cargo xtask components`): {error}")
+            });
         Harness { runtime, loaded }
     })
+}
+
+/// Loads (and compiles) the component of `kind` up front, from the fuzz target's `init` hook,
+/// so libFuzzer's time budget is spent fuzzing rather than compiling.
+pub fn prepare(kind: TransformKind) {
+    let _ = harness(kind);
 }
 
 /// Runs `call` in the component and compares it with the native answer (in the fixtures'
@@ -60,4 +80,3 @@ pub fn outcome<T: serde::Serialize, E: serde::Serialize>(result: &Result<T, E>) 
         Err(failure) => serde_json::json!({ "err": failure }),
     }
 }
-

@@ -14,10 +14,12 @@
 //!
 //! Each row reports requests/s, p50 and p99 latency, failed requests, the bridge's overhead
 //! above the floor (difference of the percentiles), how many turns found a prewarmed agent,
-//! and the host's peak RSS (VmHWM of this process, which runs the bridge and the clients; the
-//! agents are separate processes). Two reference lines show where the bridge's own time goes:
-//! a keep-alive HTTP round trip without transforms (`GET /healthz`) and the five transform
-//! calls of one request run back to back in wasm.
+//! CPU per request of this process (bridge + HTTP clients) and of the agents (reaped
+//! children), and the host's peak RSS (VmHWM of this process, which runs the bridge and the
+//! clients; the agents are separate processes). Reference lines show where the bridge's own
+//! time goes: a keep-alive HTTP round trip without transforms (`GET /healthz`), the five
+//! transform calls of one request back to back in wasm, and the same calls made as the bridge
+//! makes them (each on the blocking pool), alone and 16 at a time.
 //!
 //! Goals (reported, never asserted; the bench exits 0 on MISS): overhead above the floor
 //! <= 2 ms p50 and <= 10 ms p99 at 16 clients; zero failed requests at 64; with prewarm, p50
@@ -383,7 +385,7 @@ impl Floor {
         let agent = Agent::start(&self.spec, self.limits)
             .await
             .map_err(|e| format!("start: {e}"))?;
-        let (outcome, _ended) = agent.run_turn(&self.spec.cwd, &self.prompt).await;
+        let outcome = agent.run_turn(&self.spec.cwd, &self.prompt).await;
         match outcome {
             Ok(output) if output.text == EXPECTED => Ok(()),
             Ok(output) => Err(format!("unexpected reply {:?}", output.text)),
@@ -717,7 +719,8 @@ fn pipeline_once(transforms: &Transforms, body: &str, catalog: &str) -> Result<(
 }
 
 fn transform_pipeline(transforms: &Transforms, body: &str, catalog: &str, count: usize) -> Samples {
-    for _ in 0..count / 10 {
+    // The first calls on fresh instance slots pay for mapping them (a few ms each): warm up.
+    for _ in 0..100 {
         let _ = pipeline_once(transforms, body, catalog);
     }
     let mut samples = Samples::default();
@@ -1056,6 +1059,7 @@ fn bench(
     cores: usize,
 ) {
     let begun = Instant::now();
+    let loaded_rss = (status_kib("VmHWM:"), status_kib("VmRSS:"));
     let body = request_body();
     let native = match devin_bridge_serializer::serialize(&body) {
         Ok(prompt) => prompt,
@@ -1242,6 +1246,11 @@ fn bench(
             samples.latencies.len() as f64 / wall.as_secs_f64().max(1e-9),
         );
     }
+    println!(
+        "host RSS after loading the components, before any traffic: peak {} MiB, current {} MiB",
+        loaded_rss.0 / 1024,
+        loaded_rss.1 / 1024
+    );
     println!(
         "host peak RSS (VmHWM, bridge + clients in this process; agents are separate processes): {} MiB, current {} MiB",
         status_kib("VmHWM:") / 1024,

@@ -17,6 +17,9 @@ use nix::unistd::Pid;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
+/// How long a child may take to exit by itself once its stdin is closed, before SIGTERM.
+const EXIT_WAIT: Duration = Duration::from_millis(250);
+
 /// Everything needed to start a child.
 #[derive(Debug, Clone)]
 pub struct Spec {
@@ -61,6 +64,7 @@ pub struct Sandboxed {
     stdin: Option<ChildStdin>,
     stdout: Option<ChildStdout>,
     stderr: Arc<Mutex<Tail>>,
+    stderr_reader: Option<tokio::task::JoinHandle<()>>,
     kill_grace: Duration,
     program: String,
 }
@@ -89,7 +93,7 @@ impl Sandboxed {
         })?;
         let pgid = Pid::from_raw(i32::try_from(pid).unwrap_or(i32::MAX));
         let stderr = Arc::new(Mutex::new(Tail::new(spec.stderr_tail_bytes)));
-        if let Some(mut pipe) = child.stderr.take() {
+        let stderr_reader = child.stderr.take().map(|mut pipe| {
             let tail = stderr.clone();
             tokio::spawn(async move {
                 let mut buffer = vec![0u8; 8192];
@@ -101,14 +105,15 @@ impl Sandboxed {
                         tail.push(&buffer[..n]);
                     }
                 }
-            });
-        }
+            })
+        });
         Ok(Self {
             stdin: child.stdin.take(),
             stdout: child.stdout.take(),
             child: Some(child),
             pgid,
             stderr,
+            stderr_reader,
             kill_grace: spec.kill_grace,
             program,
         })
@@ -125,6 +130,15 @@ impl Sandboxed {
     /// Takes the stdout pipe (the protocol reader owns it).
     pub fn take_stdout(&mut self) -> Option<ChildStdout> {
         self.stdout.take()
+    }
+
+    /// The collected stderr once the pipe is drained (bounded wait: a descendant that escaped
+    /// the group kill could hold the pipe open).
+    async fn final_stderr(&mut self) -> String {
+        if let Some(reader) = self.stderr_reader.take() {
+            let _ = tokio::time::timeout(Duration::from_millis(200), reader).await;
+        }
+        self.stderr_tail()
     }
 
     pub fn stderr_tail(&self) -> String {
@@ -154,7 +168,7 @@ impl Sandboxed {
         let _ = killpg(self.pgid, Signal::SIGKILL);
     }
 
-    /// Close stdin, SIGTERM the group, wait the grace, SIGKILL the group, reap.
+    /// Close stdin, a moment to exit, SIGTERM the group, wait the grace, SIGKILL the group, reap.
     pub async fn shutdown(mut self) -> Ended {
         self.stdin = None;
         self.stdout = None;
@@ -162,7 +176,7 @@ impl Sandboxed {
             return Ended {
                 status: None,
                 killed: false,
-                stderr_tail: self.stderr_tail(),
+                stderr_tail: self.final_stderr().await,
             };
         };
         if let Ok(Some(status)) = child.try_wait() {
@@ -171,7 +185,18 @@ impl Sandboxed {
             return Ended {
                 status: Some(status),
                 killed: false,
-                stderr_tail: self.stderr_tail(),
+                stderr_tail: self.final_stderr().await,
+            };
+        }
+        // Closing stdin asks a well-behaved agent to exit on its own; give it a moment first.
+        if let Ok(Ok(status)) =
+            tokio::time::timeout(EXIT_WAIT.min(self.kill_grace), child.wait()).await
+        {
+            let _ = killpg(self.pgid, Signal::SIGKILL);
+            return Ended {
+                status: Some(status),
+                killed: false,
+                stderr_tail: self.final_stderr().await,
             };
         }
         let _ = killpg(self.pgid, Signal::SIGTERM);
@@ -188,7 +213,7 @@ impl Sandboxed {
         Ended {
             status,
             killed,
-            stderr_tail: self.stderr_tail(),
+            stderr_tail: self.final_stderr().await,
         }
     }
 }

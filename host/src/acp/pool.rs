@@ -3,7 +3,7 @@
 //! shared between requests: a prewarmed agent has only answered `initialize`.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
@@ -19,7 +19,7 @@ pub struct AgentPool {
     target: usize,
     ready: Mutex<VecDeque<Agent>>,
     wanted: Notify,
-    starting: AtomicUsize,
+    closed: AtomicBool,
     served_warm: AtomicUsize,
     served_cold: AtomicUsize,
 }
@@ -43,7 +43,7 @@ impl AgentPool {
             target,
             ready: Mutex::new(VecDeque::new()),
             wanted: Notify::new(),
-            starting: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
             served_warm: AtomicUsize::new(0),
             served_cold: AtomicUsize::new(0),
         })
@@ -91,38 +91,48 @@ impl AgentPool {
         }
     }
 
-    /// Keeps `target` agents ready until the task is dropped. Failures back off, so a
-    /// missing or broken agent does not spin.
+    /// Keeps `target` agents ready until the task is dropped. Missing agents are started in
+    /// parallel (one CLI start-up at a time would cap the refill rate under load); failures
+    /// back off, so a missing or broken agent does not spin.
     pub async fn run_refill(self: Arc<Self>) {
         if self.target == 0 {
             return;
         }
+        let mut starting = tokio::task::JoinSet::new();
         let mut backoff = std::time::Duration::from_millis(100);
         loop {
-            while self.ready_len() + self.starting.load(Ordering::Relaxed) < self.target {
-                self.starting.fetch_add(1, Ordering::Relaxed);
-                let started = Agent::start(&self.spec, self.limits).await;
-                self.starting.fetch_sub(1, Ordering::Relaxed);
-                match started {
-                    Ok(agent) => {
+            let missing = self
+                .target
+                .saturating_sub(self.ready_len() + starting.len());
+            for _ in 0..missing {
+                let (spec, limits) = (self.spec.clone(), self.limits);
+                starting.spawn(async move { Agent::start(&spec, limits).await });
+            }
+            tokio::select! {
+                Some(started) = starting.join_next(), if !starting.is_empty() => match started {
+                    Ok(Ok(agent)) if self.closed.load(Ordering::Acquire) => agent.close().await,
+                    Ok(Ok(agent)) => {
                         backoff = std::time::Duration::from_millis(100);
                         if let Ok(mut ready) = self.ready.lock() {
                             ready.push_back(agent);
                         }
                     }
-                    Err(error) => {
+                    Ok(Err(error)) => {
                         tracing::warn!(code = error.code(), %error, retry_in_ms = backoff.as_millis() as u64, "prewarming an agent failed");
                         tokio::time::sleep(backoff).await;
                         backoff = (backoff * 2).min(std::time::Duration::from_secs(30));
                     }
-                }
+                    Err(join) => tracing::error!(%join, "prewarm task failed"),
+                },
+                _ = self.wanted.notified() => {}
             }
-            self.wanted.notified().await;
         }
     }
 
-    /// Ends every ready agent (shutdown).
+    /// Stops refilling and ends every ready agent (shutdown).
     pub async fn drain(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.wanted.notify_one();
         let agents: Vec<Agent> = self
             .ready
             .lock()

@@ -15,7 +15,7 @@ use tokio::process::ChildStdout;
 
 use super::frame::{self, FrameReader, Incoming};
 use super::AcpError;
-use crate::process::{Ended, Sandboxed, Spec};
+use crate::process::{Sandboxed, Spec};
 
 /// Bounds of one agent.
 #[derive(Debug, Clone, Copy)]
@@ -104,12 +104,9 @@ impl Agent {
         self.child.try_exited().is_none()
     }
 
-    /// Runs one turn in a new session and always ends the process.
-    pub async fn run_turn(
-        mut self,
-        cwd: &Path,
-        prompt: &str,
-    ) -> (Result<TurnOutput, AcpError>, Ended) {
+    /// Runs one turn in a new session. The process is ended in the background (close stdin,
+    /// a moment to exit, SIGTERM, grace, SIGKILL, reap) so the answer is not delayed by it.
+    pub async fn run_turn(mut self, cwd: &Path, prompt: &str) -> Result<TurnOutput, AcpError> {
         let started = Instant::now();
         let limits = self.limits;
         let outcome = tokio::time::timeout(limits.turn_timeout, self.turn(cwd, prompt)).await;
@@ -126,11 +123,24 @@ impl Agent {
             // No grace for an agent that tried to act on its own.
             self.child.kill_now();
         }
-        let ended = self.child.shutdown().await;
-        if let Err(error) = &outcome {
-            tracing::warn!(code = error.code(), %error, exit = ?ended.status, killed = ended.killed, stderr_tail = %ended.stderr_tail, "agent turn failed");
-        }
-        (outcome, ended)
+        let failure = outcome
+            .as_ref()
+            .err()
+            .map(|error| (error.code(), error.to_string()));
+        let child = self.child;
+        tokio::spawn(async move {
+            let pid = child.pid();
+            let ended = child.shutdown().await;
+            match failure {
+                Some((code, error)) => {
+                    tracing::warn!(code, %error, pid, exit = ?ended.status, killed = ended.killed, stderr_tail = %ended.stderr_tail, "agent turn failed")
+                }
+                None => {
+                    tracing::debug!(pid, exit = ?ended.status, killed = ended.killed, "agent ended")
+                }
+            }
+        });
+        outcome
     }
 
     async fn turn(

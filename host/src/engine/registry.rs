@@ -129,12 +129,23 @@ impl Transforms {
         bytes: &[u8],
         source: String,
     ) -> Result<SwapReport, EngineError> {
+        self.swap_pinned(kind, bytes, None, source)
+    }
+
+    /// `swap`, refusing bytes whose sha256 differs from `pin`.
+    fn swap_pinned(
+        &self,
+        kind: TransformKind,
+        bytes: &[u8],
+        pin: Option<&str>,
+        source: String,
+    ) -> Result<SwapReport, EngineError> {
         let started = std::time::Instant::now();
         let _one_swap_at_a_time = self
             .swap_lock
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let candidate = Loaded::from_bytes(&self.runtime, &self.cache, kind, bytes, None, source)
+        let candidate = Loaded::from_bytes(&self.runtime, &self.cache, kind, bytes, pin, source)
             .and_then(|candidate| {
                 self_test(&self.runtime, &candidate).map(|report| (candidate, report))
             });
@@ -174,20 +185,10 @@ impl Transforms {
                         source,
                     })
                     .and_then(|bytes| {
-                        let sha256 = super::sha256_hex(&bytes);
-                        if let Some(expected) = &pin {
-                            if !expected.eq_ignore_ascii_case(&sha256) {
-                                return Err(EngineError::PinMismatch {
-                                    transform: kind,
-                                    expected: expected.clone(),
-                                    actual: sha256,
-                                });
-                            }
-                        }
-                        if sha256 == self.current(kind).sha256 {
+                        if super::sha256_hex(&bytes) == self.current(kind).sha256 {
                             return Ok(None);
                         }
-                        self.swap(kind, &bytes, path.display().to_string())
+                        self.swap_pinned(kind, &bytes, pin.as_deref(), path.display().to_string())
                             .map(Some)
                     });
                 (kind, outcome)

@@ -16,6 +16,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
+use tracing::Instrument;
 
 use super::body::ResponseBody;
 use super::turn::{self, error_response, json_response};
@@ -95,11 +96,17 @@ fn failure(code: &str, message: &str, status: u16) -> Failure {
     }
 }
 
+/// Every request runs in its own span (attached with `instrument`, so concurrent requests on
+/// one worker never nest into each other's spans).
 async fn route(bridge: Arc<Bridge>, request: Request<Incoming>) -> Response<ResponseBody> {
+    let span =
+        tracing::info_span!("request", method = %request.method(), path = %request.uri().path());
+    dispatch(bridge, request).instrument(span).await
+}
+
+async fn dispatch(bridge: Arc<Bridge>, request: Request<Incoming>) -> Response<ResponseBody> {
     let path = request.uri().path().to_owned();
     let method = request.method().clone();
-    let span = tracing::info_span!("request", %method, %path);
-    let _entered = span.enter();
     match (&method, path.as_str()) {
         (&Method::GET, "/healthz") => return health(&bridge),
         (_, "/v1/messages" | "/v1/messages/count_tokens" | "/v1/models") => {}

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use devin_bridge_types::{estimate_tokens, Failure, Reply, Usage};
 use hyper::{Response, StatusCode};
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use tracing::Instrument;
 
 use super::body::{full, ResponseBody, Streamed};
 use super::{Bridge, InFlight};
@@ -66,11 +67,15 @@ pub struct Prepared {
 
 /// Serializes the request and validates its model.
 pub async fn prepare(bridge: &Bridge, body: String) -> Result<Prepared, Failure> {
-    let prompt = blocking(&bridge.transforms, move |t| t.serialize(body)).await??;
+    // Both transforms in one hop off the async workers.
     let catalog = bridge.catalog.clone();
-    let model = prompt.model.clone();
-    blocking(&bridge.transforms, move |t| {
-        t.validate_model(model, catalog)
+    let prompt = blocking(&bridge.transforms, move |t| {
+        Ok(match t.serialize(body)? {
+            Ok(prompt) => t
+                .validate_model(prompt.model.clone(), catalog)?
+                .map(|_| prompt),
+            Err(failure) => Err(failure),
+        })
     })
     .await??;
     let head = MessageHead {
@@ -127,10 +132,9 @@ async fn agent_turn(bridge: &Bridge, prompt: &str) -> Result<String, Failure> {
         .await
         .map_err(|error| agent_failure(&error))?;
     let pid = agent.pid();
-    let (outcome, ended) = agent.run_turn(&bridge.home, prompt).await;
-    match outcome {
+    match agent.run_turn(&bridge.home, prompt).await {
         Ok(output) => {
-            tracing::info!(pid, elapsed_ms = output.elapsed.as_millis() as u64, chars = output.text.len(), observed_model = ?output.observed_model, exit = ?ended.status, "agent turn complete");
+            tracing::info!(pid, elapsed_ms = output.elapsed.as_millis() as u64, chars = output.text.len(), observed_model = ?output.observed_model, "agent turn complete");
             Ok(output.text)
         }
         Err(error) => Err(agent_failure(&error)),
@@ -185,22 +189,20 @@ async fn check(
     output: &str,
     has_tools: bool,
 ) -> Result<Result<Reply, Failure>, Failure> {
-    if has_tools {
-        let text = output.to_owned();
-        if blocking(&bridge.transforms, move |t| {
-            t.narrates_unexecuted_action(text)
-        })
-        .await?
-        {
-            return Ok(Err(narrated_intent()));
-        }
-    }
+    // The heuristic and the parser in one hop off the async workers.
     let (text, tools, seed) = (
         output.to_owned(),
         prompt.tools.clone(),
         prompt.id_seed.clone(),
     );
-    match blocking(&bridge.transforms, move |t| t.parse(text, tools, seed)).await? {
+    let parsed = blocking(&bridge.transforms, move |t| {
+        if has_tools && t.narrates_unexecuted_action(text.clone())? {
+            return Ok(Err(narrated_intent()));
+        }
+        t.parse(text, tools, seed)
+    })
+    .await?;
+    match parsed {
         Ok(reply) => Ok(Ok(reply)),
         Err(failure) if failure.repairable => Ok(Err(failure)),
         Err(failure) => Err(failure),
@@ -246,7 +248,8 @@ pub fn respond_stream(
 ) -> Response<ResponseBody> {
     let (frames, receiver) = mpsc::channel::<Bytes>(8);
     let bridge = bridge.clone();
-    let producer = tokio::spawn(async move {
+    let producer = tokio::spawn(
+        async move {
         let _permit = permit;
         let transforms = &bridge.transforms;
         let head = prepared.head.clone();
@@ -303,7 +306,9 @@ pub fn respond_stream(
             }
         };
         let _ = frames.send(Bytes::from(tail)).await;
-    });
+        }
+        .instrument(tracing::Span::current()),
+    );
     Response::builder()
         .status(StatusCode::OK)
         .header("content-type", "text/event-stream")
