@@ -43,7 +43,7 @@ use bytes::Bytes;
 use devin_bridge::acp::{Agent, AgentLimits};
 use devin_bridge::engine::{MessageHead, Transforms};
 use devin_bridge::policy::Policy;
-use devin_bridge::process::Spec;
+use devin_bridge::process::{live_processes_in as processes_in, Spec};
 use devin_bridge::summarizer::{self, sandbox, Bridge};
 use devin_bridge_types::Usage;
 use http_body_util::{BodyExt, Full};
@@ -330,33 +330,6 @@ fn cpu() -> Cpu {
         host: ticks(field(14) + field(15)),
         children: ticks(field(16) + field(17)),
     }
-}
-
-/// Processes (not zombies) whose working directory is `dir`: the agents of one sandbox home.
-fn processes_in(dir: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter(|entry| {
-            entry
-                .file_name()
-                .to_string_lossy()
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-        })
-        .filter(|entry| std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd == dir))
-        .filter(|entry| {
-            std::fs::read_to_string(entry.path().join("stat"))
-                .ok()
-                .and_then(|stat| {
-                    stat.rsplit_once(") ")
-                        .and_then(|(_, rest)| rest.chars().next())
-                })
-                .is_some_and(|state| state != 'Z' && state != 'X')
-        })
-        .count()
 }
 
 /// Waits up to `limit` until at most `expected` agents run in `dir`; returns how many remain.

@@ -229,6 +229,39 @@ impl Drop for Sandboxed {
     }
 }
 
+/// Live (not zombie) processes whose working directory is `dir`, from `/proc` (0 elsewhere).
+/// Every agent runs in the sandbox home, so this counts the agents of a bridge: `/healthz`
+/// reports it, and tests and benchmarks use it to prove no agent outlives its turn.
+pub fn live_processes_in(dir: &std::path::Path) -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter(|entry| std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd == dir))
+        .filter(|entry| is_live(&entry.path()))
+        .count()
+}
+
+/// Whether `/proc/<pid>` describes a running or sleeping process (a zombie waiting to be
+/// reaped is not live).
+fn is_live(proc_dir: &std::path::Path) -> bool {
+    std::fs::read_to_string(proc_dir.join("stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(") ")
+                .and_then(|(_, rest)| rest.chars().next())
+        })
+        .is_some_and(|state| state != 'Z' && state != 'X')
+}
+
 /// The last `capacity` bytes written.
 struct Tail {
     capacity: usize,
@@ -290,13 +323,8 @@ mod tests {
         }
     }
 
-    /// Running or sleeping; a zombie waiting for init to reap it counts as dead.
     fn alive(pid: i32) -> bool {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|stat| stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next()))
-            .flatten()
-            .is_some_and(|state| state != 'Z' && state != 'X')
+        is_live(&std::path::Path::new("/proc").join(pid.to_string()))
     }
 
     #[tokio::test]

@@ -508,7 +508,15 @@ async fn count_tokens_models_and_health() {
     assert!(ids.iter().all(|id| id.starts_with("devin-cli-agentic/")));
     assert_eq!(models["data"][0]["capabilities"]["vision"], false);
 
+    // The prewarmed agent is up once the pool has refilled; health counts it.
+    for _ in 0..200 {
+        if bridge.agents() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
     let health = bridge.request("GET", "/healthz", &[], "").await.json();
+    assert_eq!(health["agent_processes"], 1, "{health}");
     assert_eq!(health["mode"], "summarizer");
     assert_eq!(health["agent"]["kind"], "offline");
     assert_eq!(health["agent"]["version"], "mock-devin 3000.2.17 (offline)");

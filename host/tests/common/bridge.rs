@@ -133,32 +133,7 @@ impl TestBridge {
     }
 }
 
-/// Processes (other than zombies) whose working directory is `dir`.
-pub fn processes_in(dir: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter(|entry| {
-            entry
-                .file_name()
-                .to_string_lossy()
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-        })
-        .filter(|entry| std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd == dir))
-        .filter(|entry| {
-            std::fs::read_to_string(entry.path().join("stat"))
-                .ok()
-                .and_then(|stat| {
-                    stat.rsplit_once(") ")
-                        .and_then(|(_, rest)| rest.chars().next())
-                })
-                .is_some_and(|state| state != 'Z' && state != 'X')
-        })
-        .count()
-}
+pub use devin_bridge::process::live_processes_in as processes_in;
 
 /// Waits up to `limit` for no agent process to remain in `dir`; returns how long it took.
 pub async fn wait_no_agents(dir: &Path, limit: Duration) -> Option<Duration> {
