@@ -91,8 +91,8 @@ impl AgentPool {
         }
     }
 
-    /// Keeps `target` agents ready until the task is dropped. Missing agents are started in
-    /// parallel (one CLI start-up at a time would cap the refill rate under load); failures
+    /// Keeps `target` agents ready until `drain`. Missing agents are started in parallel (one
+    /// CLI start-up at a time would cap the refill rate under load); failures
     /// back off, so a missing or broken agent does not spin.
     pub async fn run_refill(self: Arc<Self>) {
         if self.target == 0 {
@@ -100,7 +100,7 @@ impl AgentPool {
         }
         let mut starting = tokio::task::JoinSet::new();
         let mut backoff = std::time::Duration::from_millis(100);
-        loop {
+        while !self.closed.load(Ordering::Acquire) {
             let missing = self
                 .target
                 .saturating_sub(self.ready_len() + starting.len());
