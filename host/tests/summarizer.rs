@@ -460,10 +460,7 @@ async fn overload_is_a_529_after_a_bounded_wait() {
         "prewarm = 0\nturn_timeout_ms = 3000",
     )
     .await;
-    let (addr, body) = (bridge.addr, request("[mock:hang]", false).to_string());
-    let occupying = tokio::task::spawn_blocking(move || {
-        common::bridge::request(addr, "POST", "/v1/messages", &[], &body)
-    });
+    let occupying = bridge.messages_in_background(&request("[mock:hang]", false));
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_error(
         &bridge.messages(&request("[mock:text]", false)).await,
@@ -583,10 +580,7 @@ async fn shutdown_kills_what_does_not_finish_in_the_grace_and_leaves_nothing() {
         "prewarm = 2\nturn_timeout_ms = 60000",
     )
     .await;
-    let (addr, body) = (bridge.addr, request("[mock:hang]", false).to_string());
-    let hung = tokio::task::spawn_blocking(move || {
-        common::bridge::request(addr, "POST", "/v1/messages", &[], &body)
-    });
+    let hung = bridge.messages_in_background(&request("[mock:hang]", false));
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(bridge.agents() >= 1);
     let home = bridge.home.clone();

@@ -127,6 +127,13 @@ impl TestBridge {
             .expect("client")
     }
 
+    /// Sends a `/v1/messages` request on its own thread, for requests that must still be
+    /// running while the test does something else.
+    pub fn messages_in_background(&self, body: &Value) -> tokio::task::JoinHandle<HttpResponse> {
+        let (addr, body) = (self.addr, body.to_string());
+        tokio::task::spawn_blocking(move || request(addr, "POST", "/v1/messages", &[], &body))
+    }
+
     pub async fn messages(&self, body: &Value) -> HttpResponse {
         self.request("POST", "/v1/messages?beta=true", &[], &body.to_string())
             .await
