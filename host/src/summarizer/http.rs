@@ -207,18 +207,9 @@ async fn count_tokens(bridge: Arc<Bridge>, request: Request<Incoming>) -> Respon
 
 async fn models(bridge: &Bridge) -> Response<ResponseBody> {
     let catalog = bridge.catalog.clone();
-    let transforms = bridge.transforms.clone();
-    match tokio::task::spawn_blocking(move || transforms.list_models(catalog)).await {
-        Ok(Ok(Ok(listing))) => json_response(StatusCode::OK, listing),
-        Ok(Ok(Err(failure))) => error_response(bridge, failure).await,
-        Ok(Err(error)) => error_response(bridge, turn::engine_failure(&error)).await,
-        Err(_) => {
-            error_response(
-                bridge,
-                failure("transform_trap", "an internal transform failed", 500),
-            )
-            .await
-        }
+    match turn::blocking(&bridge.transforms, move |t| t.list_models(catalog)).await {
+        Ok(Ok(listing)) => json_response(StatusCode::OK, listing),
+        Ok(Err(failure)) | Err(failure) => error_response(bridge, failure).await,
     }
 }
 

@@ -39,7 +39,7 @@ fn agent_failure(error: &AcpError) -> Failure {
 }
 
 /// Runs a synchronous transform call off the async workers.
-async fn blocking<T: Send + 'static>(
+pub(super) async fn blocking<T: Send + 'static>(
     transforms: &Arc<Transforms>,
     call: impl FnOnce(&Transforms) -> Result<T, EngineError> + Send + 'static,
 ) -> Result<T, Failure> {

@@ -14,6 +14,8 @@ mod wasm {
     use exports::devin_bridge::transforms::serializer::{Guest, Prompt};
     use wasi::cli::environment;
 
+    include!("../../delegate.rs");
+
     struct Component;
 
     impl Guest for Component {
@@ -34,31 +36,11 @@ mod wasm {
                     repairable: false,
                 });
             }
-            devin_bridge_serializer::serialize(&request)
-                .map(|p| Prompt {
-                    text: p.text,
-                    tools: p.tools,
-                    input_tokens: p.input_tokens,
-                    id_seed: p.id_seed,
-                    model: p.model,
-                    stream: p.stream,
-                })
-                .map_err(|f| Failure {
-                    code: f.code,
-                    message: f.message,
-                    status: f.status,
-                    repairable: f.repairable,
-                })
+            real_serialize(&request)
         }
 
         fn repair(prompt: String, rejection: Failure) -> String {
-            let rejection = devin_bridge_types::Failure {
-                code: rejection.code,
-                message: rejection.message,
-                status: rejection.status,
-                repairable: rejection.repairable,
-            };
-            devin_bridge_serializer::repair(&prompt, &rejection)
+            real_repair(&prompt, rejection)
         }
     }
 

@@ -8,25 +8,16 @@ mod wasm {
     use devin_bridge::transforms::types::Failure;
     use exports::devin_bridge::transforms::serializer::{Guest, Prompt};
 
+    include!("../../delegate.rs");
+
     struct Component;
 
     impl Guest for Component {
         fn serialize(request: String) -> Result<Prompt, Failure> {
-            devin_bridge_serializer::serialize(&request)
-                .map(|p| Prompt {
-                    text: p.text,
-                    tools: p.tools,
-                    input_tokens: p.input_tokens + 1,
-                    id_seed: p.id_seed,
-                    model: p.model,
-                    stream: p.stream,
-                })
-                .map_err(|f| Failure {
-                    code: f.code,
-                    message: f.message,
-                    status: f.status,
-                    repairable: f.repairable,
-                })
+            real_serialize(&request).map(|p| Prompt {
+                input_tokens: p.input_tokens + 1,
+                ..p
+            })
         }
 
         fn repair(prompt: String, _rejection: Failure) -> String {
