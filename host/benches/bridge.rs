@@ -42,6 +42,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use devin_bridge::acp::{Agent, AgentLimits};
 use devin_bridge::engine::{MessageHead, Transforms};
+use devin_bridge::identity::AgentIdentity;
 use devin_bridge::policy::Policy;
 use devin_bridge::process::{live_processes_in as processes_in, Spec};
 use devin_bridge::summarizer::{self, sandbox, Bridge};
@@ -462,7 +463,7 @@ async fn start_bridge(
     prewarm: usize,
 ) -> Running {
     let policy = setup.policy(home, prewarm);
-    let bridge = Bridge::from_policy(&policy, transforms.clone())
+    let bridge = Bridge::from_policy(&policy, transforms.clone(), &AgentIdentity::shared_with_host())
         .await
         .expect("bridge");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -1088,7 +1089,7 @@ fn bench(
 
     let floor_policy = setup.policy("floor", 0);
     let floor = Arc::new(Floor {
-        spec: sandbox::agent_spec(&floor_policy).expect("floor agent spec"),
+        spec: sandbox::agent_spec(&floor_policy, &AgentIdentity::shared_with_host()).expect("floor agent spec"),
         limits: AgentLimits {
             init_timeout: Duration::from_millis(floor_policy.agent.init_timeout_ms),
             turn_timeout: Duration::from_millis(floor_policy.agent.turn_timeout_ms),

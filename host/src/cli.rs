@@ -11,6 +11,7 @@ use tokio::signal::unix::{signal, SignalKind};
 
 use crate::control;
 use crate::engine::{self, CompileCache, Loaded, Runtime, TransformKind, Transforms};
+use crate::identity::{self, AgentIdentity};
 use crate::policy::{Mode, Policy};
 use crate::summarizer::{self, Bridge};
 
@@ -106,7 +107,14 @@ fn control_socket_path(policy: &Policy) -> PathBuf {
 
 /// `devin-bridge serve`: load the policy and its components, check the agent, then serve the
 /// Anthropic Messages endpoint until SIGTERM (SIGHUP reloads components).
-pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+/// Loads the policy and sets up identities for `serve`: switches a root-started host to
+/// `[server] user` and decides whether agents get their own uid. Call before any thread exists.
+pub fn serve_identity(args: &ServeArgs) -> anyhow::Result<AgentIdentity> {
+    let policy = Policy::load(&args.policy)?;
+    Ok(identity::establish(&policy)?)
+}
+
+pub async fn serve(args: ServeArgs, identity: AgentIdentity) -> anyhow::Result<ExitCode> {
     let policy = Policy::load(&args.policy)?;
     if policy.mode != Mode::Summarizer {
         bail!("mode {} is not served by `devin-bridge serve` in this build; refusing to start (fail closed)", policy.mode);
@@ -124,14 +132,15 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             info.name, info.sha256, info.source
         );
     }
-    let bridge = Bridge::from_policy(&policy, transforms.clone()).await?;
+    let bridge = Bridge::from_policy(&policy, transforms.clone(), &identity).await?;
     eprintln!(
-        "agent     {} {} ({}, {} agent; prewarm {})",
+        "agent     {} {} ({}, {} agent; prewarm {}; identity {})",
         bridge.agent.command,
         bridge.agent.args.join(" "),
         bridge.agent.version,
         bridge.agent.kind,
-        policy.agent.prewarm
+        policy.agent.prewarm,
+        bridge.agent.identity
     );
     let listen = args
         .listen

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod control;
 pub mod engine;
 pub mod guard;
+pub mod identity;
 pub mod policy;
 pub mod process;
 pub mod summarizer;

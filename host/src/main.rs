@@ -31,6 +31,18 @@ enum Command {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     cli::init_tracing();
+    // Identity changes (switching uid, keeping capabilities) act on the calling thread only
+    // for capabilities, so they happen here, before the runtime starts any thread.
+    let identity = match &cli.command {
+        Command::Serve(args) => match cli::serve_identity(args) {
+            Ok(identity) => Some(identity),
+            Err(error) => {
+                eprintln!("devin-bridge: {error:#}");
+                return std::process::ExitCode::FAILURE;
+            }
+        },
+        _ => None,
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -43,7 +55,10 @@ fn main() -> std::process::ExitCode {
     };
     let outcome = runtime.block_on(async move {
         match cli.command {
-            Command::Serve(args) => cli::serve(args).await,
+            Command::Serve(args) => match identity {
+                Some(identity) => cli::serve(args, identity).await,
+                None => Err(anyhow::anyhow!("no agent identity was established")),
+            },
             Command::Guard(args) => devin_bridge::guard::run(args).await,
             Command::VerifyIsolation(args) => devin_bridge::guard::isolation::run(args).await,
             Command::Components(command) => cli::components(command).await,

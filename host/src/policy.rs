@@ -130,6 +130,9 @@ pub struct ServerSection {
     pub api_key_file: Option<PathBuf>,
     /// Open client connections at most; more wait in the kernel's backlog.
     pub max_connections: usize,
+    /// When started as root: the user (name, uid or uid:gid) the host switches to before it
+    /// serves, keeping only the capabilities it needs to run agents under `[agent] user`.
+    pub user: Option<String>,
 }
 
 impl Default for ServerSection {
@@ -144,6 +147,7 @@ impl Default for ServerSection {
             require_key: true,
             api_key_file: None,
             max_connections: 256,
+            user: None,
         }
     }
 }
@@ -173,6 +177,13 @@ pub struct AgentSection {
     pub pass_env: Vec<String>,
     /// Informational: this policy runs the offline stand-in agent.
     pub offline: bool,
+    /// The dedicated user (name, uid or uid:gid) every agent process runs as. Unset: agents
+    /// share the host's identity (said once at start). A live policy that sets it and cannot
+    /// switch refuses to start.
+    pub user: Option<String>,
+    /// The agent's TMPDIR; default `<home>/tmp`. With a separate user it must already exist and
+    /// belong to that user.
+    pub tmpdir: Option<PathBuf>,
 }
 
 impl Default for AgentSection {
@@ -190,6 +201,8 @@ impl Default for AgentSection {
             proxy: None,
             pass_env: Vec::new(),
             offline: false,
+            user: None,
+            tmpdir: None,
         }
     }
 }

@@ -32,6 +32,8 @@ pub struct Spec {
     pub stderr_tail_bytes: usize,
     /// Between SIGTERM and SIGKILL.
     pub kill_grace: Duration,
+    /// The (uid, gid) the child runs as, with no supplementary groups; `None`: the host's own.
+    pub identity: Option<(u32, u32)>,
 }
 
 /// Failures to start a child.
@@ -84,6 +86,11 @@ impl Sandboxed {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        if let Some((uid, gid)) = spec.identity {
+            // The standard library drops supplementary groups (setgroups(0)) before setgid and
+            // setuid when it switches uid, so the child keeps none of the host's groups.
+            command.uid(uid).gid(gid);
+        }
         let mut child = command.spawn().map_err(|source| SpawnError::Spawn {
             program: program.clone(),
             source,
@@ -250,6 +257,35 @@ pub fn live_processes_in(dir: &std::path::Path) -> usize {
         .count()
 }
 
+/// Live processes whose real uid is `uid`, from `/proc/<pid>/status` (readable across uids,
+/// unlike `cwd`): how a host counts the agents that run under their own uid.
+pub fn live_processes_of_uid(uid: u32) -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let wanted = uid.to_string();
+    entries
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter(|entry| {
+            std::fs::read_to_string(entry.path().join("status")).is_ok_and(|status| {
+                status
+                    .lines()
+                    .find_map(|line| line.strip_prefix("Uid:"))
+                    .and_then(|ids| ids.split_whitespace().next())
+                    == Some(wanted.as_str())
+            })
+        })
+        .filter(|entry| is_live(&entry.path()))
+        .count()
+}
+
 /// Whether `/proc/<pid>` describes a running or sleeping process (a zombie waiting to be
 /// reaped is not live).
 fn is_live(proc_dir: &std::path::Path) -> bool {
@@ -320,6 +356,7 @@ mod tests {
             ],
             stderr_tail_bytes: 64,
             kill_grace: Duration::from_millis(300),
+            identity: None,
         }
     }
 

@@ -1,6 +1,9 @@
 //! `cargo xtask build | serve | test | bench | fuzz`: the project's build tool.
 
 mod claude_code;
+mod container;
+mod image;
+mod operator;
 mod wasm;
 
 use std::path::{Path, PathBuf};
@@ -15,12 +18,21 @@ commands:
   build                     build the transform components (wasm) and the host
   serve [ARGS...]           build, then start the bridge on the embedded default policy
                             (extra ARGS go to `devin-bridge serve`, e.g. --listen 127.0.0.1:8080)
-  test                      build everything and run every test
+  test [ARGS...]            build everything and run every test: the cargo tests, then
+                            test-container (needs root and a running Docker daemon); with
+                            ARGS (passed to cargo test) only the cargo tests
   bench <transforms|bridge|guard>
                             run a benchmark and print its table
   fuzz <transform|all> [--seconds N]
                             run the cargo-fuzz target of a transform (default 30 s)
   components                build only the components into target/components
+  image                     build the container images (bridge + guards, Claude Code) and
+                            print their ids and sizes (needs root and a running Docker daemon)
+  test-container            build the images, bring up docker/compose.yml's offline profile
+                            and prove the isolation in the running containers
+  login-devin               log the Devin CLI in on the isolated devin-auth volume (live)
+  launch [--offline]        re-check isolation, then start Claude Code in its own container
+  test-live                 the opt-in live suite (ENABLE_LIVE_DEVIN_TESTS=1 and an account)
 ";
 
 fn main() -> Result<()> {
@@ -37,6 +49,13 @@ fn main() -> Result<()> {
         "test" => test(rest),
         "bench" => bench(rest),
         "fuzz" => fuzz(rest),
+        "image" => build_for_images().and_then(|components| image::build_images(&components).map(drop)),
+        "test-container" => {
+            build_for_images().and_then(|components| container::test_container(&components))
+        }
+        "login-devin" => operator::login_devin(),
+        "launch" => build_for_images().and_then(|components| operator::launch(&components, rest)),
+        "test-live" => operator::test_live(),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             Ok(())
@@ -98,6 +117,13 @@ fn build_all() -> Result<()> {
     run(cargo().args(["build", "--locked", "--workspace", "--bins"]))
 }
 
+/// The components and the binaries the images carry.
+fn build_for_images() -> Result<PathBuf> {
+    let components = build_components(false)?;
+    run(cargo().args(["build", "--locked", "--workspace", "--bins"]))?;
+    Ok(components)
+}
+
 fn test(rest: &[String]) -> Result<()> {
     let components = build_components(true)?;
     // The tests start real binaries (the host, the offline agent): build them first.
@@ -121,7 +147,16 @@ fn test(rest: &[String]) -> Result<()> {
                 .join("debug")
                 .join("mock-devin"),
         );
-    run(&mut test)
+    let unit_and_integration = run(&mut test);
+    if !rest.is_empty() {
+        // A filtered run (`cargo xtask test <filter>`) is about the cargo tests only.
+        return unit_and_integration;
+    }
+    // The container proof runs after the cargo tests, whatever their outcome, so one run
+    // reports both.
+    eprintln!("xtask: container tests (cargo xtask test-container)");
+    let containers = container::test_container(&components);
+    unit_and_integration.and(containers)
 }
 
 fn serve(rest: &[String]) -> Result<()> {

@@ -70,6 +70,19 @@ pub struct VerifyIsolationArgs {
     /// Timeout of each probe, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 5000)]
     pub timeout_ms: u64,
+    /// Also require that a direct TCP connection (no proxy) to port 443 of every forbidden
+    /// destination fails, by resolution or by connection.
+    #[arg(long)]
+    pub direct: bool,
+    /// An address (`host:port`) that must accept a TCP connection, e.g. the Devin-side guard
+    /// (repeatable).
+    #[arg(long = "reach", value_name = "HOST:PORT")]
+    pub reach: Vec<String>,
+    /// A path this identity must not be able to use: no read, no write, no connect
+    /// (repeatable); e.g. the host's key file, compile cache or control socket, checked as
+    /// the agent's uid.
+    #[arg(long = "private", value_name = "PATH")]
+    pub private: Vec<PathBuf>,
 }
 
 /// The outcome of one check.
@@ -303,6 +316,18 @@ pub async fn verify(args: &VerifyIsolationArgs, env: &Environment) -> Vec<CheckR
         ));
     }
 
+    if args.direct {
+        for host in &forbidden {
+            out.push(check_no_direct_route(host, timeout).await);
+        }
+    }
+    for address in &args.reach {
+        out.push(check_reachable(address, timeout).await);
+    }
+    for path in &args.private {
+        out.push(check_private(path));
+    }
+
     match (&args.audit, audit_start) {
         (Some(path), Some(start)) => {
             out.extend(check_audit(path, start.ok(), &forbidden));
@@ -314,6 +339,59 @@ pub async fn verify(args: &VerifyIsolationArgs, env: &Environment) -> Vec<CheckR
         }),
     }
     out
+}
+
+/// `no_direct_route:<host>`: a TCP connection to `host:443` without the proxy must fail.
+async fn check_no_direct_route(host: &str, timeout: Duration) -> CheckResult {
+    let name = format!("no_direct_route:{host}");
+    let attempt = tokio::net::TcpStream::connect((host, 443));
+    match tokio::time::timeout(timeout, attempt).await {
+        Ok(Ok(_)) => CheckResult::new(name, false, "a direct connection to port 443 succeeded"),
+        Ok(Err(error)) => CheckResult::new(name, true, format!("refused: {error}")),
+        Err(_) => CheckResult::new(name, true, "no answer (timed out)"),
+    }
+}
+
+/// `reachable:<host:port>`: a TCP connection must succeed.
+async fn check_reachable(address: &str, timeout: Duration) -> CheckResult {
+    let name = format!("reachable:{address}");
+    let attempt = tokio::net::TcpStream::connect(address);
+    match tokio::time::timeout(timeout, attempt).await {
+        Ok(Ok(_)) => CheckResult::new(name, true, "connected"),
+        Ok(Err(error)) => CheckResult::new(name, false, format!("cannot connect: {error}")),
+        Err(_) => CheckResult::new(name, false, "timed out"),
+    }
+}
+
+/// `private:<path>`: this identity can neither read, write, list nor connect to `path`.
+fn check_private(path: &Path) -> CheckResult {
+    let name = format!("private:{}", path.display());
+    let mut reached = Vec::new();
+    if std::fs::File::open(path).is_ok_and(|mut file| {
+        let mut byte = [0u8; 1];
+        std::io::Read::read(&mut file, &mut byte).is_ok()
+    }) {
+        reached.push("read");
+    }
+    if std::fs::read_dir(path).is_ok() {
+        reached.push("list");
+    }
+    if std::fs::OpenOptions::new().append(true).open(path).is_ok() {
+        reached.push("write");
+    }
+    let planted = path.join(format!(".verify-isolation-{}", std::process::id()));
+    if std::fs::write(&planted, b"").is_ok() {
+        let _ = std::fs::remove_file(&planted);
+        reached.push("create files in");
+    }
+    if std::os::unix::net::UnixStream::connect(path).is_ok() {
+        reached.push("connect to");
+    }
+    if reached.is_empty() {
+        CheckResult::new(name, true, "no access")
+    } else {
+        CheckResult::new(name, false, format!("this identity can {}", reached.join(", ")))
+    }
 }
 
 fn is_success(code: u16) -> bool {
@@ -459,5 +537,31 @@ mod tests {
     fn display_format() {
         let r = CheckResult::new("non_root", false, "effective uid 0");
         assert_eq!(r.to_string(), "FAIL non_root: effective uid 0");
+    }
+
+    #[test]
+    fn a_private_path_passes_only_when_nothing_can_be_done_with_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let missing = check_private(&dir.path().join("missing"));
+        assert_eq!(missing.outcome, Outcome::Pass, "{missing}");
+        let file = dir.path().join("key");
+        std::fs::write(&file, "secret").expect("write");
+        let readable = check_private(&file);
+        assert_eq!(readable.outcome, Outcome::Fail, "{readable}");
+        assert!(readable.detail.contains("read"), "{readable}");
+        let listable = check_private(dir.path());
+        assert_eq!(listable.outcome, Outcome::Fail, "{listable}");
+        assert!(listable.detail.contains("create files in"), "{listable}");
+    }
+
+    #[tokio::test]
+    async fn reach_fails_on_a_closed_port_and_passes_on_a_listener() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let open = listener.local_addr().expect("addr").to_string();
+        let reached = check_reachable(&open, Duration::from_secs(5)).await;
+        assert_eq!(reached.outcome, Outcome::Pass, "{reached}");
+        drop(listener);
+        let closed = check_reachable(&open, Duration::from_secs(5)).await;
+        assert_eq!(closed.outcome, Outcome::Fail, "{closed}");
     }
 }

@@ -220,7 +220,7 @@ fn health(bridge: &Bridge) -> Response<ResponseBody> {
         "agent": bridge.agent,
         "components": bridge.transforms.info().into_iter().map(|c| serde_json::json!({"name": c.name, "sha256": c.sha256})).collect::<Vec<_>>(),
         "in_flight_turns": bridge.in_flight(),
-        "agent_processes": crate::process::live_processes_in(&bridge.home),
+        "agent_processes": bridge.agent_processes(),
         "prewarm": bridge.pool.stats(),
     });
     json_response(StatusCode::OK, body.to_string())

@@ -19,6 +19,7 @@ use tokio::sync::Semaphore;
 
 use crate::acp::{AgentLimits, AgentPool};
 use crate::engine::Transforms;
+use crate::identity::AgentIdentity;
 use crate::policy::Policy;
 
 pub use auth::{ApiKey, KeyError};
@@ -32,6 +33,8 @@ pub struct AgentInfo {
     pub version: String,
     /// `offline` (the stand-in agent) or `live`.
     pub kind: &'static str,
+    /// Whether agents run under their own uid (`separate uid N gid M`) or the host's.
+    pub identity: String,
 }
 
 /// Everything a request needs, shared by all connections.
@@ -46,6 +49,9 @@ pub struct Bridge {
     ping_interval: Duration,
     max_body: usize,
     home: PathBuf,
+    /// Set when agents run under their own uid (then they are counted by uid: the host may
+    /// not read another uid's `/proc/<pid>/cwd`).
+    agent_uid: Option<u32>,
     in_flight: AtomicUsize,
 }
 
@@ -55,6 +61,7 @@ impl Bridge {
     pub async fn from_policy(
         policy: &Policy,
         transforms: Arc<Transforms>,
+        identity: &AgentIdentity,
     ) -> anyhow::Result<Arc<Self>> {
         let key = ApiKey::load(
             policy
@@ -70,7 +77,7 @@ impl Bridge {
         if key.is_none() {
             tracing::warn!("no local API key configured: any local client may use this bridge (offline policy)");
         }
-        let spec = sandbox::agent_spec(policy)?;
+        let spec = sandbox::agent_spec(policy, identity)?;
         let version = agent_version(&spec).await.with_context(|| {
             format!(
                 "the agent {} does not answer --version; refusing to start",
@@ -109,6 +116,7 @@ impl Bridge {
             } else {
                 "live"
             },
+            identity: identity.describe(),
         };
         let home = spec.cwd.clone();
         let pool = AgentPool::new(spec, limits, policy.agent.prewarm);
@@ -123,8 +131,17 @@ impl Bridge {
             ping_interval: Duration::from_millis(policy.server.ping_interval_ms),
             max_body: policy.server.max_body_bytes,
             home,
+            agent_uid: identity.switch_to().map(|(uid, _)| uid),
             in_flight: AtomicUsize::new(0),
         }))
+    }
+
+    /// Live agent processes (for `/healthz`).
+    pub fn agent_processes(&self) -> usize {
+        match self.agent_uid {
+            Some(uid) => crate::process::live_processes_of_uid(uid),
+            None => crate::process::live_processes_in(&self.home),
+        }
     }
 
     pub fn in_flight(&self) -> usize {

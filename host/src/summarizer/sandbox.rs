@@ -2,10 +2,11 @@
 //! environment built from an allowlist.
 
 use std::ffi::OsString;
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
+use crate::identity::AgentIdentity;
 use crate::policy::Policy;
 use crate::process::Spec;
 
@@ -57,15 +58,8 @@ pub fn check_home(home: &Path) -> Result<(), SandboxError> {
 /// Checks the home and makes sure it exists (created 0700 when it lies under `.sandbox`).
 pub fn prepare_home(home: &Path) -> Result<PathBuf, SandboxError> {
     check_home(home)?;
-    if !home.exists() && home != Path::new("/home/bridge") {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(home)
-            .map_err(|error| SandboxError::Home {
-                path: home.to_owned(),
-                message: error.to_string(),
-            })?;
+    if home != Path::new("/home/bridge") {
+        create_private_dir(home)?;
     }
     if !home.is_dir() {
         return Err(SandboxError::Home {
@@ -74,6 +68,73 @@ pub fn prepare_home(home: &Path) -> Result<PathBuf, SandboxError> {
         });
     }
     Ok(home.to_owned())
+}
+
+fn create_private_dir(dir: &Path) -> Result<(), SandboxError> {
+    if dir.exists() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|error| SandboxError::Home {
+            path: dir.to_owned(),
+            message: error.to_string(),
+        })
+}
+
+/// With a separate agent identity the host cannot create or chown the agent's directories
+/// (it holds no CAP_CHOWN): they must already exist, belong to the agent's uid, and be closed
+/// to group and others, so that neither side can plant files in the other's space.
+fn check_agent_owned(dir: &Path, uid: u32) -> Result<(), SandboxError> {
+    let error = |message: String| SandboxError::Home {
+        path: dir.to_owned(),
+        message,
+    };
+    let meta = std::fs::symlink_metadata(dir)
+        .map_err(|e| error(format!("{e} (it must exist and belong to the agent's uid {uid})")))?;
+    if !meta.is_dir() {
+        return Err(error("is not a directory".into()));
+    }
+    if meta.uid() != uid {
+        return Err(error(format!(
+            "belongs to uid {}, not to the agent's uid {uid}",
+            meta.uid()
+        )));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(error(format!(
+            "mode {:o} lets group or others in; it must be 0700",
+            meta.mode() & 0o777
+        )));
+    }
+    Ok(())
+}
+
+/// The agent's HOME (also its cwd) and TMPDIR, checked for the identity it runs under.
+pub fn prepare_agent_dirs(
+    policy: &Policy,
+    identity: &AgentIdentity,
+) -> Result<(PathBuf, PathBuf), SandboxError> {
+    let home = policy.resolve(&policy.agent.home);
+    let tmpdir = policy
+        .agent
+        .tmpdir
+        .as_ref()
+        .map_or_else(|| home.join("tmp"), |dir| policy.resolve(dir));
+    match identity.switch_to() {
+        Some((uid, _)) => {
+            check_home(&home)?;
+            check_agent_owned(&home, uid)?;
+            check_agent_owned(&tmpdir, uid)?;
+        }
+        None => {
+            prepare_home(&home)?;
+            create_private_dir(&tmpdir)?;
+        }
+    }
+    Ok((home, tmpdir))
 }
 
 /// The agent program: `DEVIN_BIN`, else the policy's command (a path relative to the policy,
@@ -106,7 +167,7 @@ fn is_executable(path: &Path) -> bool {
 
 /// The agent's complete environment. Nothing is inherited but PATH, LANG/LC_ALL/TZ and the
 /// names the policy passes through (which policy validation already filtered).
-pub fn environment(policy: &Policy, home: &Path) -> Vec<(OsString, OsString)> {
+pub fn environment(policy: &Policy, home: &Path, tmpdir: &Path) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = Vec::new();
     let mut set = |name: &str, value: OsString| env.push((name.into(), value));
     set(
@@ -118,6 +179,7 @@ pub fn environment(policy: &Policy, home: &Path) -> Vec<(OsString, OsString)> {
     set("XDG_DATA_HOME", home.join(".local/share").into());
     set("XDG_STATE_HOME", home.join(".local/state").into());
     set("XDG_CACHE_HOME", home.join(".cache").into());
+    set("TMPDIR", tmpdir.into());
     set(
         "LANG",
         std::env::var_os("LANG").unwrap_or_else(|| "C.UTF-8".into()),
@@ -152,16 +214,17 @@ pub fn environment(policy: &Policy, home: &Path) -> Vec<(OsString, OsString)> {
 }
 
 /// The full spawn recipe for one agent.
-pub fn agent_spec(policy: &Policy) -> Result<Spec, SandboxError> {
-    let home = prepare_home(&policy.resolve(&policy.agent.home))?;
+pub fn agent_spec(policy: &Policy, identity: &AgentIdentity) -> Result<Spec, SandboxError> {
+    let (home, tmpdir) = prepare_agent_dirs(policy, identity)?;
     let program = resolve_command(policy)?;
     Ok(Spec {
         program,
         args: policy.agent.args.clone(),
-        env: environment(policy, &home),
+        env: environment(policy, &home, &tmpdir),
         cwd: home,
         stderr_tail_bytes: policy.agent.stderr_tail_bytes,
         kill_grace: Duration::from_millis(policy.agent.kill_grace_ms),
+        identity: identity.switch_to(),
     })
 }
 
@@ -217,6 +280,7 @@ mod tests {
         let env = environment(
             &policy("[agent]\npass_env = [\"BRIDGE_TEST_PASS_NOT_SET\"]"),
             Path::new("/home/bridge"),
+            Path::new("/home/bridge/tmp"),
         );
         let names: Vec<String> = env
             .iter()
@@ -242,7 +306,7 @@ mod tests {
     #[test]
     fn the_proxy_is_injected_only_when_it_is_exactly_the_trusted_guard() {
         let has_proxy = |extra: &str| {
-            environment(&policy(extra), Path::new("/home/bridge"))
+            environment(&policy(extra), Path::new("/home/bridge"), Path::new("/tmp"))
                 .iter()
                 .any(|(k, _)| k == "HTTPS_PROXY")
         };

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use devin_bridge::engine::Transforms;
+use devin_bridge::identity::AgentIdentity;
 use devin_bridge::policy::Policy;
 use devin_bridge::summarizer::{self, Bridge};
 use serde_json::Value;
@@ -62,7 +63,7 @@ impl TestBridge {
         })
         .await
         .expect("load");
-        let bridge = Bridge::from_policy(&policy, Arc::new(transforms))
+        let bridge = Bridge::from_policy(&policy, Arc::new(transforms), &AgentIdentity::shared_with_host())
             .await
             .expect("bridge");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

@@ -71,6 +71,7 @@
 //! Invalid values are refused at start-up with exit status 64.
 
 mod log;
+mod probe;
 mod rpc;
 mod scenario;
 mod script;

@@ -40,6 +40,8 @@ pub enum Scenario {
     WrongSession,
     StrayResponse,
     Env,
+    /// Reports its identity and tries to reach the host's private files (a hostile turn).
+    Probe,
     Grandchild,
     Usage,
     /// No marker: the default scripted coding session.
@@ -71,6 +73,7 @@ pub const MARKERS: &[&str] = &[
     "wrong-session",
     "stray-response",
     "env",
+    "probe",
     "grandchild",
     "usage",
 ];
@@ -102,6 +105,7 @@ impl Scenario {
             "wrong-session" => Self::WrongSession,
             "stray-response" => Self::StrayResponse,
             "env" => Self::Env,
+            "probe" => Self::Probe,
             "grandchild" => Self::Grandchild,
             "usage" => Self::Usage,
             "script" | "default" => Self::Script,
@@ -144,6 +148,7 @@ impl Scenario {
             Self::WrongSession => "wrong-session",
             Self::StrayResponse => "stray-response",
             Self::Env => "env",
+            Self::Probe => "probe",
             Self::Grandchild => "grandchild",
             Self::Usage => "usage",
             Self::Script => "script",

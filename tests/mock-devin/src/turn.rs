@@ -203,6 +203,10 @@ impl Turn {
                 self.answer(TEXT, Route::Update, "text")
             }
             Scenario::Env => self.answer(&environment(), Route::Update, "env"),
+            Scenario::Probe => {
+                let report = crate::probe::report(prompt.last_user().unwrap_or_default());
+                self.answer(&report, Route::Update, "probe")
+            }
             Scenario::Script => match script::next(&results, &tools) {
                 Action::Tool { name, arguments } => {
                     self.log("script_step", json!({"step": results.len(), "tool": name}));

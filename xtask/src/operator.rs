@@ -1,0 +1,150 @@
+//! The operator's flow on docker/compose.yml: log in the isolated Devin auth volume, launch
+//! Claude Code in its own container, and the opt-in live suite. The live parts need a Devin
+//! account and the `devin-bridge:live` image (docker/Dockerfile.live); without them they refuse
+//! and say what is missing. Their offline twins run in `cargo xtask test-container`.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use crate::container::{self, Compose, SandboxDirs};
+use crate::image;
+
+const LIVE_IMAGE: &str = "devin-bridge:live";
+const OPT_IN: &str = "ENABLE_LIVE_DEVIN_TESTS";
+
+fn require_opt_in(what: &str) -> Result<()> {
+    if std::env::var(OPT_IN).as_deref() != Ok("1") {
+        bail!(
+            "{what} talks to a real Devin account: it is opt-in. Set {OPT_IN}=1 (after \
+             `cargo xtask login-devin`) to run it."
+        );
+    }
+    Ok(())
+}
+
+fn require_live_image() -> Result<()> {
+    let found = Command::new("docker")
+        .args(["image", "inspect", LIVE_IMAGE])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !found {
+        bail!(
+            "no {LIVE_IMAGE} image: run `cargo xtask image`, then build docker/Dockerfile.live with \
+             the official Devin CLI archive's URL and sha256 digests (see that file)"
+        );
+    }
+    Ok(())
+}
+
+/// `cargo xtask login-devin`: the Devin CLI's login, run once in a throwaway container on the
+/// devin-auth volume as the agent's uid. The token is typed at the CLI's own prompt: it is never
+/// an argument, an environment variable or a file of ours.
+pub fn login_devin() -> Result<()> {
+    require_opt_in("login-devin")?;
+    image::require_docker()?;
+    require_live_image()?;
+    if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        bail!("login-devin needs a terminal: the token is typed at the Devin CLI's prompt");
+    }
+    let compose = Compose::operator("live", container::existing_or_new_key()?)?;
+    SandboxDirs::ensure()?;
+    compose.run(&["up", "-d", "network-guard"])?;
+    let status = compose
+        .command()
+        .args([
+            "run", "--rm", "--no-deps", "-u", "10002:10002", "-e", "HTTPS_PROXY=http://network-guard:8080",
+            "-e", "HTTP_PROXY=http://network-guard:8080", "-e", "HOME=/home/bridge",
+            "--entrypoint", "/usr/local/bin/devin", "bridge-live", "auth", "login",
+        ])
+        .status()
+        .context("running the Devin CLI's login")?;
+    if !status.success() {
+        bail!("the Devin CLI's login failed ({status})");
+    }
+    println!("logged in: the credentials live only in the devin-auth volume");
+    Ok(())
+}
+
+/// `cargo xtask launch [--offline] [-- claude args]`: brings up the bridge and both guards,
+/// re-checks isolation and model discovery (and, live, Devin authentication), then starts
+/// Claude Code in its own container, attached to this terminal.
+pub fn launch(components: &Path, rest: &[String]) -> Result<()> {
+    let offline = rest.iter().any(|arg| arg == "--offline");
+    let claude_args: Vec<&str> = rest
+        .iter()
+        .skip_while(|arg| arg.as_str() != "--")
+        .skip(1)
+        .map(String::as_str)
+        .collect();
+    image::require_docker()?;
+    image::build_images(components)?;
+    if !offline {
+        require_live_image()?;
+    }
+    SandboxDirs::ensure()?;
+    let profile = if offline { "offline" } else { "live" };
+    let compose = Compose::operator(profile, container::existing_or_new_key()?)?;
+    let started = container::start_bridge(&compose, offline)?;
+    container::recheck_isolation(&compose, &started)?;
+    let models = container::discover_models(&started)?;
+    println!("models: {}", models.join(", "));
+    let status = compose
+        .command()
+        .args(["run", "--rm", "claude"])
+        .args(&claude_args)
+        .status()
+        .context("starting Claude Code's container")?;
+    println!("Claude Code exited ({status}); `docker compose -p devin-bridge down` stops the rest");
+    Ok(())
+}
+
+/// The three live scenarios, spaced out; each checks Claude Code's structured stream events,
+/// then the Devin guard must have allowed only Devin hosts and the Claude guard nothing.
+pub fn test_live() -> Result<()> {
+    require_opt_in("test-live")?;
+    image::require_docker()?;
+    require_live_image()?;
+    let dirs = SandboxDirs::ensure()?;
+    let compose = Compose::operator("live", container::existing_or_new_key()?)?;
+    let started = container::start_bridge(&compose, false)?;
+    container::recheck_isolation(&compose, &started)?;
+    let scenarios: [(&str, &[&str]); 3] = [
+        ("Read math.js and math.test.js and explain the defect. Do not edit anything.", &["Read"]),
+        ("Fix the failing test in this project.", &["Edit", "Bash"]),
+        ("/bridge-check", &["Read", "Bash"]),
+    ];
+    std::fs::create_dir_all(dirs.workspace().join(".claude/commands"))?;
+    std::fs::write(
+        dirs.workspace().join(".claude/commands/bridge-check.md"),
+        "Read package.json, run `npm test` with Bash, and report whether it passes.\n",
+    )?;
+    for (index, (prompt, tools)) in scenarios.iter().enumerate() {
+        if index > 0 {
+            // Live ACP sessions opened in a burst fail more often: space them out.
+            std::thread::sleep(Duration::from_secs(20));
+        }
+        container::write_demo_project(&dirs.workspace(), Some(image::HOST_UID))?;
+        let output = compose
+            .command()
+            .args(["run", "--rm", "-T", "claude", "-p", prompt, "--allowedTools", "Bash,Read,Edit", "--output-format", "stream-json", "--verbose"])
+            .stdin(Stdio::null())
+            .output()?;
+        let used = container::tools_used(&output)?;
+        for tool in *tools {
+            if !used.iter().any(|name| name == tool) {
+                bail!("scenario {}: Claude Code never ran {tool} (ran {used:?})", index + 1);
+            }
+        }
+        container::final_result(&output)?;
+        println!("PASS live scenario {}: {prompt}", index + 1);
+    }
+    container::devin_audit_allows_only_devin(&dirs.devin_audit())?;
+    container::claude_audit_has_no_allow(&dirs.claude_audit(), false)?;
+    println!("PASS live audits: Devin guard allowed only Devin hosts; Claude guard allowed nothing");
+    Ok(())
+}
