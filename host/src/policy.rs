@@ -181,8 +181,8 @@ pub struct AgentSection {
     /// share the host's identity (said once at start). A live policy that sets it and cannot
     /// switch refuses to start.
     pub user: Option<String>,
-    /// The agent's TMPDIR; default `<home>/tmp`. With a separate user it must already exist and
-    /// belong to that user.
+    /// The agent's TMPDIR; default `<home>/tmp`. With a separate user it must already exist;
+    /// outside the agent's home it must also belong to that user and be 0700.
     pub tmpdir: Option<PathBuf>,
 }
 

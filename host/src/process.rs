@@ -59,6 +59,25 @@ pub struct Ended {
     pub stderr_tail: String,
 }
 
+/// The program of `spec` with its cwd, its exact environment, its identity and its own process
+/// group, killed when dropped; the caller adds arguments and stdio. Every process started for
+/// an agent (the version probe included) is built here, so none escapes the identity switch.
+pub fn command_for(spec: &Spec) -> Command {
+    let mut command = Command::new(&spec.program);
+    command
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some((uid, gid)) = spec.identity {
+        // The standard library drops supplementary groups (setgroups(0)) before setgid and
+        // setuid when it switches uid, so the child keeps none of the host's groups.
+        command.uid(uid).gid(gid);
+    }
+    command
+}
+
 /// A running child in its own process group.
 pub struct Sandboxed {
     child: Option<Child>,
@@ -75,22 +94,12 @@ impl Sandboxed {
     /// Starts the child with exactly `spec.env`, stdin/stdout piped, stderr captured.
     pub fn spawn(spec: &Spec) -> Result<Self, SpawnError> {
         let program = spec.program.display().to_string();
-        let mut command = Command::new(&spec.program);
+        let mut command = command_for(spec);
         command
             .args(&spec.args)
-            .current_dir(&spec.cwd)
-            .env_clear()
-            .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        if let Some((uid, gid)) = spec.identity {
-            // The standard library drops supplementary groups (setgroups(0)) before setgid and
-            // setuid when it switches uid, so the child keeps none of the host's groups.
-            command.uid(uid).gid(gid);
-        }
+            .stderr(Stdio::piped());
         let mut child = command.spawn().map_err(|source| SpawnError::Spawn {
             program: program.clone(),
             source,

@@ -167,14 +167,10 @@ impl Drop for InFlight<'_> {
 
 /// `<agent> --version` in the sandbox (first line, bounded), within 15 s.
 async fn agent_version(spec: &crate::process::Spec) -> anyhow::Result<String> {
-    let mut command = tokio::process::Command::new(&spec.program);
+    let mut command = crate::process::command_for(spec);
     command
         .arg("--version")
-        .current_dir(&spec.cwd)
-        .env_clear()
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true);
+        .stdin(std::process::Stdio::null());
     let output = tokio::time::timeout(Duration::from_secs(15), command.output())
         .await
         .context("timed out")??;

@@ -127,7 +127,11 @@ pub fn prepare_agent_dirs(
         Some((uid, _)) => {
             check_home(&home)?;
             check_agent_owned(&home, uid)?;
-            check_agent_owned(&tmpdir, uid)?;
+            // Inside the agent's private home the host can see nothing (and needs to: only
+            // the agent can have put anything there); elsewhere the TMPDIR is checked too.
+            if !tmpdir.starts_with(&home) {
+                check_agent_owned(&tmpdir, uid)?;
+            }
         }
         None => {
             prepare_home(&home)?;
