@@ -488,11 +488,12 @@ fn check_identities(bridge: &str, health: &serde_json::Value) -> Result<String> 
     let list = processes(bridge)?;
     let host = list
         .iter()
-        .find(|(_, _, args)| args.contains("devin-bridge serve"))
+        // (not the init process, whose arguments name the host's command line too)
+        .find(|(_, _, args)| args.starts_with("/usr/local/bin/devin-bridge serve"))
         .context("no devin-bridge serve process")?;
     let agent = list
         .iter()
-        .find(|(_, _, args)| args.contains("mock-devin acp"))
+        .find(|(_, _, args)| args.starts_with("/usr/local/bin/mock-devin acp"))
         .context("no agent process (prewarm 1)")?;
     if host.0 != HOST_UID || agent.0 != AGENT_UID {
         bail!("host uid {} and agent uid {} (want {HOST_UID} and {AGENT_UID})", host.0, agent.0);
