@@ -480,6 +480,10 @@ fn run_checks(compose: &Compose, dirs: &SandboxDirs, key: &str, report: &mut Rep
         "claude_guard_allowed_nothing",
         claude_audit_has_no_allow(&dirs.claude_audit(), true),
     );
+    report.check(
+        "client_hangup_kills_the_agent_group",
+        hangup_kills_agent_group(&address, key, &bridge),
+    );
     report.check("no_agent_outlives_its_turn", agents_settled(&bridge));
     Ok(())
 }
@@ -657,6 +661,50 @@ pub fn claude_audit_has_no_allow(path: &Path, require_denials: bool) -> Result<S
         bail!("the Claude-side guard recorded nothing, not even the isolation probes");
     }
     Ok(format!("{denied} denials, no allowed connection"))
+}
+
+/// A turn whose agent starts a grandchild (`mock-devin --grandchild-sleep 300`) and hangs; the client hangs up, and
+/// the host (uid 10001) must kill the agent's whole process group (uid 10002): CAP_KILL at work.
+fn hangup_kills_agent_group(address: &str, key: &str, bridge: &str) -> Result<String> {
+    let body = serde_json::json!({
+        "model": "devin-cli-agentic/swe-1-7",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "[mock:grandchild]"}],
+    })
+    .to_string();
+    let mut stream = TcpStream::connect_timeout(
+        &format!("{address}:{BRIDGE_PORT}").parse()?,
+        Duration::from_secs(5),
+    )?;
+    write!(
+        stream,
+        "POST /v1/messages HTTP/1.1\r\nHost: bridge\r\nx-api-key: {key}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )?;
+    let grandchild = |list: &[(u32, u32, String)]| {
+        list.iter()
+            .any(|(uid, _, args)| *uid == AGENT_UID && args.contains("--grandchild-sleep"))
+    };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !grandchild(&processes(bridge)?) {
+        if Instant::now() > deadline {
+            bail!("the agent's grandchild never started");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(stream);
+    let hung_up = Instant::now();
+    while grandchild(&processes(bridge)?) {
+        if hung_up.elapsed() > Duration::from_secs(15) {
+            bail!("the agent's grandchild outlived the client's hang-up by 15 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(format!(
+        "agent and grandchild (uid {AGENT_UID}) gone {} ms after the hang-up",
+        hung_up.elapsed().as_millis()
+    ))
 }
 
 /// After the turns: at most the prewarmed agent is alive, and nothing else of the agent's uid.

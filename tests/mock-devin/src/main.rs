@@ -147,10 +147,20 @@ impl Config {
     }
 }
 
+/// `mock-devin --grandchild-sleep SECONDS`: what `[mock:grandchild]` leaves behind.
+pub const GRANDCHILD_ARG: &str = "--grandchild-sleep";
+
 fn main() {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     if args.len() == 1 && args[0] == "--version" {
         println!("{AGENT_NAME} {AGENT_VERSION} (offline)");
+        return;
+    }
+    // The grandchild of `[mock:grandchild]`: this binary again, so that the scenario needs no
+    // `sleep` program (the bridge image has none).
+    if args.len() == 2 && args[0] == GRANDCHILD_ARG {
+        let seconds = args[1].to_str().and_then(|s| s.parse().ok()).unwrap_or(300);
+        std::thread::sleep(std::time::Duration::from_secs(seconds));
         return;
     }
     if args != ["acp", "--agent-type", "summarizer"] {

@@ -409,8 +409,9 @@ impl Turn {
     }
 
     fn grandchild(&self) -> ! {
-        let spawned = Command::new("sleep")
-            .arg("300")
+        let program = std::env::current_exe().unwrap_or_else(|_| "mock-devin".into());
+        let spawned = Command::new(program)
+            .args([crate::GRANDCHILD_ARG, "300"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -418,13 +419,13 @@ impl Turn {
         match spawned {
             Ok(child) => {
                 eprintln!(
-                    "mock-devin: [mock:grandchild] started `sleep 300` as pid {}; hanging",
+                    "mock-devin: [mock:grandchild] started `mock-devin --grandchild-sleep 300` as pid {}; hanging",
                     child.id()
                 );
                 self.log("grandchild", json!({"grandchildPid": child.id()}));
             }
             Err(err) => {
-                eprintln!("mock-devin: [mock:grandchild] cannot start `sleep 300`: {err}; hanging");
+                eprintln!("mock-devin: [mock:grandchild] cannot start its grandchild: {err}; hanging");
                 self.log("grandchild", json!({"error": err.to_string()}));
             }
         }
