@@ -8,6 +8,8 @@ pub mod cli;
 pub mod control;
 pub mod engine;
 pub mod guard;
+pub mod logging;
 pub mod policy;
 pub mod process;
+pub mod reload;
 pub mod summarizer;
