@@ -125,7 +125,7 @@ impl Setup {
 }
 
 fn health(addr: SocketAddr) -> Value {
-    let response = common::bridge::request(addr, "GET", "/healthz", &[]);
+    let response = common::bridge::request(addr, "GET", "/healthz", &[], "");
     assert_eq!(response.status, 200, "{response:?}");
     response.json()
 }
