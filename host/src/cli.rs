@@ -13,25 +13,14 @@ use crate::control;
 use crate::engine::{self, CompileCache, Loaded, Runtime, TransformKind, Transforms};
 use crate::identity::{self, AgentIdentity};
 use crate::policy::{Mode, Policy};
+use crate::reload::Reloader;
 use crate::summarizer::{self, Bridge};
 
-/// Logs go to stderr; `DEVIN_BRIDGE_LOG` (or `RUST_LOG`) sets the filter, default `info`;
-/// `DEVIN_BRIDGE_LOG_FORMAT=json` switches to one JSON object per line.
+/// Logs go to stderr; `DEVIN_BRIDGE_LOG` (or `RUST_LOG`) sets the filter, else the policy's
+/// `[log] filter`, default `info`; `DEVIN_BRIDGE_LOG_FORMAT=json` switches to one JSON object
+/// per line.
 pub fn init_tracing() {
-    let filter = std::env::var("DEVIN_BRIDGE_LOG")
-        .or_else(|_| std::env::var("RUST_LOG"))
-        .unwrap_or_else(|_| "info".to_owned());
-    let filter = tracing_subscriber::EnvFilter::try_new(&filter)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let json = std::env::var("DEVIN_BRIDGE_LOG_FORMAT").is_ok_and(|format| format == "json");
-    let _ = if json {
-        builder.json().try_init()
-    } else {
-        builder.try_init()
-    };
+    crate::logging::init();
 }
 
 /// `devin-bridge serve`.
@@ -105,8 +94,6 @@ fn control_socket_path(policy: &Policy) -> PathBuf {
         .unwrap_or_else(control::default_socket_path)
 }
 
-/// `devin-bridge serve`: load the policy and its components, check the agent, then serve the
-/// Anthropic Messages endpoint until SIGTERM (SIGHUP reloads components).
 /// Loads the policy and sets up identities for `serve`: switches a root-started host to
 /// `[server] user` and decides whether agents get their own uid. Call before any thread exists.
 pub fn serve_identity(args: &ServeArgs) -> anyhow::Result<AgentIdentity> {
@@ -114,8 +101,11 @@ pub fn serve_identity(args: &ServeArgs) -> anyhow::Result<AgentIdentity> {
     Ok(identity::establish(&policy)?)
 }
 
+/// `devin-bridge serve`: load the policy and its components, check the agent, then serve the
+/// Anthropic Messages endpoint until SIGTERM (SIGHUP re-reads the policy; see `reload`).
 pub async fn serve(args: ServeArgs, identity: AgentIdentity) -> anyhow::Result<ExitCode> {
     let policy = Policy::load(&args.policy)?;
+    crate::logging::apply_policy_filter(policy.log.filter_or_default())?;
     if policy.mode != Mode::Summarizer {
         bail!("mode {} is not served by `devin-bridge serve` in this build; refusing to start (fail closed)", policy.mode);
     }
@@ -163,10 +153,9 @@ pub async fn serve(args: ServeArgs, identity: AgentIdentity) -> anyhow::Result<E
         args.policy.display()
     );
     let shutdown = {
-        let transforms = transforms.clone();
-        let policy_path = args.policy.clone();
+        let reloader = Reloader::new(args.policy.clone(), policy.clone(), transforms.clone());
         async move {
-            if let Err(error) = wait_for_shutdown(&policy_path, &transforms).await {
+            if let Err(error) = wait_for_shutdown(reloader).await {
                 tracing::error!(%error, "signal handling failed; shutting down");
             }
         }
@@ -186,11 +175,9 @@ pub async fn serve(args: ServeArgs, identity: AgentIdentity) -> anyhow::Result<E
     Ok(ExitCode::SUCCESS)
 }
 
-/// Waits for SIGTERM or SIGINT; on SIGHUP re-reads the policy and reloads changed components.
-pub(crate) async fn wait_for_shutdown(
-    policy_path: &std::path::Path,
-    transforms: &Arc<Transforms>,
-) -> anyhow::Result<()> {
+/// Waits for SIGTERM or SIGINT; on SIGHUP re-reads the policy and applies what can change
+/// live (see `reload`).
+pub(crate) async fn wait_for_shutdown(mut reloader: Reloader) -> anyhow::Result<()> {
     let mut terminate = signal(SignalKind::terminate())?;
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut hangup = signal(SignalKind::hangup())?;
@@ -198,37 +185,7 @@ pub(crate) async fn wait_for_shutdown(
         tokio::select! {
             _ = terminate.recv() => { tracing::info!("SIGTERM: shutting down"); return Ok(()); }
             _ = interrupt.recv() => { tracing::info!("SIGINT: shutting down"); return Ok(()); }
-            _ = hangup.recv() => reload(policy_path, transforms).await,
-        }
-    }
-}
-
-async fn reload(policy_path: &std::path::Path, transforms: &Arc<Transforms>) {
-    tracing::info!(policy = %policy_path.display(), "SIGHUP: reloading components");
-    let policy = match Policy::load(policy_path) {
-        Ok(policy) => policy,
-        Err(error) => {
-            tracing::error!(%error, "SIGHUP: the policy no longer loads; everything keeps serving as it was");
-            return;
-        }
-    };
-    let transforms = transforms.clone();
-    let outcomes = match tokio::task::spawn_blocking(move || transforms.reload(&policy)).await {
-        Ok(outcomes) => outcomes,
-        Err(error) => {
-            tracing::error!(%error, "SIGHUP: reload task failed");
-            return;
-        }
-    };
-    for (kind, outcome) in outcomes {
-        match outcome {
-            Ok(Some(report)) => {
-                tracing::info!(transform = %kind, old = %report.old_sha256, new = %report.new_sha256, "reloaded")
-            }
-            Ok(None) => tracing::debug!(transform = %kind, "unchanged"),
-            Err(error) => {
-                tracing::error!(transform = %kind, %error, "reload refused; the old version keeps serving")
-            }
+            _ = hangup.recv() => reloader.reload().await,
         }
     }
 }

@@ -9,6 +9,8 @@ pub mod control;
 pub mod engine;
 pub mod guard;
 pub mod identity;
+pub mod logging;
 pub mod policy;
 pub mod process;
+pub mod reload;
 pub mod summarizer;

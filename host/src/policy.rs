@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::engine::TransformKind;
 
@@ -26,7 +26,7 @@ pub enum PolicyError {
 }
 
 /// The three things the bridge can be.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// Claude Code talks to our Anthropic Messages endpoint; Devin's `summarizer` agent answers.
@@ -48,7 +48,7 @@ impl std::fmt::Display for Mode {
 }
 
 /// One transform component: where its bytes are and, optionally, the digest they must have.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ComponentSource {
     /// Path of the `.wasm` component, relative to the policy file.
@@ -58,7 +58,7 @@ pub struct ComponentSource {
 }
 
 /// `[components.<transform>]` tables. A missing table means the built-in default location.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ComponentsTable {
     pub serializer: Option<ComponentSource>,
@@ -69,7 +69,8 @@ pub struct ComponentsTable {
 }
 
 /// Limits of the wasm runtime. Each call gets a fresh store with these caps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+/// `memory_mib` and `call_timeout_ms` change live on SIGHUP; `max_instances` needs a restart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RuntimeLimits {
     /// Linear memory cap per call, in MiB.
@@ -78,6 +79,11 @@ pub struct RuntimeLimits {
     pub call_timeout_ms: u64,
     /// Component instances that can be live at once (the pooling allocator's size).
     pub max_instances: u32,
+}
+
+impl RuntimeLimits {
+    /// The largest `memory_mib` a policy may set.
+    pub const MAX_MEMORY_MIB: u32 = 4096;
 }
 
 impl Default for RuntimeLimits {
@@ -91,7 +97,7 @@ impl Default for RuntimeLimits {
 }
 
 /// `[engine]`: where compiled components are cached.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EngineSection {
     /// Directory for precompiled components; default `$XDG_CACHE_HOME/devin-bridge`
@@ -100,7 +106,7 @@ pub struct EngineSection {
 }
 
 /// `[control]`: the local socket that `devin-bridge components swap` talks to.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ControlSection {
     /// Unix socket path; default `$XDG_RUNTIME_DIR/devin-bridge/control.sock`, else
@@ -109,7 +115,7 @@ pub struct ControlSection {
 }
 
 /// `[server]`: the Anthropic Messages endpoint (summarizer mode).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServerSection {
     /// Listen address; `--listen` overrides it.
@@ -153,7 +159,7 @@ impl Default for ServerSection {
 }
 
 /// `[agent]`: the tool-less summarizer agent, one process per turn.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AgentSection {
     /// A name on PATH or a path (relative to the policy); `DEVIN_BIN` overrides it.
@@ -207,8 +213,26 @@ impl Default for AgentSection {
     }
 }
 
+/// `[log]`: what the host logs (on stderr).
+///
+/// `filter` uses the `tracing` directive syntax (`info`, `devin_bridge=debug,info`, ...); the
+/// default is `info`. `DEVIN_BRIDGE_LOG` (or `RUST_LOG`), when set, wins over it. It changes
+/// live on SIGHUP.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogSection {
+    pub filter: Option<String>,
+}
+
+impl LogSection {
+    /// The filter when no environment variable overrides it.
+    pub fn filter_or_default(&self) -> &str {
+        self.filter.as_deref().unwrap_or("info")
+    }
+}
+
 /// `[models]`: the Devin model catalog (`devin models list --format json`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ModelsSection {
     /// Catalog file, relative to the policy; default `models.json` beside it.
@@ -244,7 +268,7 @@ pub fn is_forbidden_env(name: &str) -> bool {
 }
 
 /// A whole policy file.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Policy {
     pub mode: Mode,
@@ -262,6 +286,8 @@ pub struct Policy {
     pub agent: AgentSection,
     #[serde(default)]
     pub models: ModelsSection,
+    #[serde(default)]
+    pub log: LogSection,
     /// Directory of the policy file; relative paths are resolved against it.
     #[serde(skip)]
     pub base_dir: PathBuf,
@@ -305,11 +331,19 @@ impl Policy {
             path: self.source.clone(),
             message,
         };
-        if self.limits.memory_mib == 0 || self.limits.memory_mib > 4096 {
+        if self.limits.memory_mib == 0 || self.limits.memory_mib > RuntimeLimits::MAX_MEMORY_MIB {
             return Err(invalid(format!(
-                "limits.memory_mib must be between 1 and 4096, not {}",
+                "limits.memory_mib must be between 1 and {}, not {}",
+                RuntimeLimits::MAX_MEMORY_MIB,
                 self.limits.memory_mib
             )));
+        }
+        if let Some(filter) = &self.log.filter {
+            if let Err(error) = tracing_subscriber::EnvFilter::try_new(filter) {
+                return Err(invalid(format!(
+                    "log.filter {filter:?} is not a valid filter: {error}"
+                )));
+            }
         }
         if self.limits.call_timeout_ms == 0 || self.limits.call_timeout_ms > 600_000 {
             return Err(invalid(format!(
@@ -362,6 +396,19 @@ impl Policy {
         Ok(())
     }
 
+    /// Dotted names of every setting whose value differs between `self` and `other`
+    /// (`server.listen`, `components.sse.path`, ...), in a stable order. A table present in one
+    /// policy and absent (defaulted) in the other differs field by field.
+    pub fn changed_fields(&self, other: &Policy) -> Vec<String> {
+        let mut changed = Vec::new();
+        match (serde_json::to_value(self), serde_json::to_value(other)) {
+            (Ok(old), Ok(new)) => diff_values("", &old, &new, &mut changed),
+            // Cannot happen for these types; if it did, report the whole policy as changed.
+            _ => changed.push("(policy)".to_owned()),
+        }
+        changed
+    }
+
     /// The configured source of one transform, if the policy names one.
     pub fn component(&self, kind: TransformKind) -> Option<&ComponentSource> {
         match kind {
@@ -398,6 +445,45 @@ impl Policy {
         } else {
             normalize(&self.base_dir.join(path))
         }
+    }
+}
+
+/// Collects the dotted paths of the leaves that differ between two JSON values.
+fn diff_values(
+    path: &str,
+    old: &serde_json::Value,
+    new: &serde_json::Value,
+    out: &mut Vec<String>,
+) {
+    use serde_json::Value;
+    let join = |key: &str| {
+        if path.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{path}.{key}")
+        }
+    };
+    match (old, new) {
+        (Value::Object(old_map), Value::Object(new_map)) => {
+            let keys: std::collections::BTreeSet<&String> =
+                old_map.keys().chain(new_map.keys()).collect();
+            for key in keys {
+                let null = Value::Null;
+                diff_values(
+                    &join(key),
+                    old_map.get(key).unwrap_or(&null),
+                    new_map.get(key).unwrap_or(&null),
+                    out,
+                );
+            }
+        }
+        (Value::Object(map), Value::Null) | (Value::Null, Value::Object(map)) => {
+            for key in map.keys() {
+                out.push(join(key));
+            }
+        }
+        _ if old != new => out.push(path.to_owned()),
+        _ => {}
     }
 }
 
@@ -508,6 +594,37 @@ mod tests {
             PathBuf::from("/a/.sandbox/h")
         );
         assert_eq!(normalize(Path::new("/../../etc")), PathBuf::from("/etc"));
+    }
+
+    #[test]
+    fn changed_fields_names_each_differing_setting() {
+        let old = parse("mode = \"summarizer\"\n[server]\nlisten = \"127.0.0.1:1\"").expect("old");
+        let new = parse(
+            "mode = \"summarizer\"\n[server]\nlisten = \"127.0.0.1:2\"\nrequire_key = false\n\
+             [limits]\ncall_timeout_ms = 5\n[components.sse]\npath = \"s.wasm\"",
+        )
+        .expect("new");
+        assert_eq!(
+            new.changed_fields(&old),
+            [
+                "components.sse.path",
+                "components.sse.sha256",
+                "limits.call_timeout_ms",
+                "server.listen",
+                "server.require_key"
+            ]
+        );
+        assert!(old.changed_fields(&old.clone()).is_empty());
+    }
+
+    #[test]
+    fn log_filters_are_validated() {
+        assert!(
+            parse("mode = \"summarizer\"\n[log]\nfilter = \"devin_bridge=debug,info\"").is_ok()
+        );
+        let error =
+            parse("mode = \"summarizer\"\n[log]\nfilter = \"a=b=c[\"").expect_err("bad filter");
+        assert!(error.to_string().contains("log.filter"), "{error}");
     }
 
     #[test]

@@ -52,6 +52,9 @@ fn native(call: &Call) -> Value {
         }
         Call::ErrorEvent { failure } => json!({ "ok": devin_bridge_sse::error_event(failure) }),
         Call::ErrorBody { failure } => json!({ "ok": devin_bridge_sse::error_body(failure) }),
+        Call::AgentErrorMessage { raw } => {
+            json!({ "ok": devin_bridge_sse::agent_error_message(raw) })
+        }
         Call::Validate { reference, catalog } => {
             outcome(&devin_bridge_model_alias::validate(reference, catalog))
         }
@@ -318,10 +321,23 @@ fn generated_renders_agree() {
         let status = *rng.pick(&[400u16, 401, 403, 404, 413, 429, 500, 502, 504, 529, 0, 999]);
         let failure = Failure {
             code: "generated".into(),
-            message: text,
+            message: text.clone(),
             status,
             repairable: false,
         };
+        // Agent error text: the generated words plus paths, vendor names and control bytes.
+        let raw = format!(
+            "{text} {} {}",
+            rng.pick(&[
+                "/home/u/.x",
+                "C:\\k",
+                "Cognition",
+                "\u{1b}[2J",
+                "\u{202E}",
+                "\0"
+            ]),
+            random_text(&mut rng, 40)
+        );
         for call in [
             Call::StreamStart { head: head.clone() },
             Call::StreamFinish {
@@ -337,6 +353,7 @@ fn generated_renders_agree() {
                 failure: failure.clone(),
             },
             Call::ErrorBody { failure },
+            Call::AgentErrorMessage { raw },
         ] {
             assert_same(&transforms, &call, &format!("sse #{i}"));
         }

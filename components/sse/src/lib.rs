@@ -1,4 +1,5 @@
-//! Rendering of finished replies and failures in the Anthropic Messages wire formats.
+//! Rendering of finished replies and failures in the Anthropic Messages wire formats, and the
+//! cleaning of agent error text before it goes into an error body.
 //!
 //! The bridge collects a whole agent turn before it answers, so a reply is always complete
 //! when it reaches this crate: a streamed answer is `message_start` (sent early by the host,
@@ -9,6 +10,7 @@
 //! so strings are escaped correctly. Output buffers are sized from the reply up front, so
 //! rendering is linear in the size of the reply.
 
+mod agent_error;
 mod errors;
 mod frame;
 mod tool_input;
@@ -17,8 +19,8 @@ mod tool_input;
 mod wasm;
 mod wire;
 
-pub use devin_bridge_types::{Failure, Reply, ToolCall, Usage};
-pub use errors::error_type;
+pub use agent_error::agent_error_message;
+pub use devin_bridge_types::{error_type, Failure, Reply, ToolCall, Usage};
 
 use frame::Frame;
 use tool_input::ToolInput;

@@ -73,6 +73,10 @@ impl Guest for Component {
     fn error_body(problem: Failure) -> String {
         crate::error_body(&failure(problem))
     }
+
+    fn agent_error_message(raw: String) -> String {
+        crate::agent_error_message(&raw)
+    }
 }
 
 export!(Component);

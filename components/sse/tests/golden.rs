@@ -7,14 +7,14 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use devin_bridge_sse::{
-    error_body, error_event, render_json, render_stream, stream_finish, stream_ping, stream_start,
-    Failure, MessageHead, Reply, Usage,
+    agent_error_message, error_body, error_event, render_json, render_stream, stream_finish,
+    stream_ping, stream_start, Failure, MessageHead, Reply, Usage,
 };
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-const CALLS: [&str; 7] = [
+const CALLS: [&str; 8] = [
     "stream_start",
     "stream_ping",
     "stream_finish",
@@ -22,6 +22,7 @@ const CALLS: [&str; 7] = [
     "render_json",
     "error_event",
     "error_body",
+    "agent_error_message",
 ];
 
 #[derive(Deserialize)]
@@ -76,6 +77,7 @@ fn run(case: &Case) -> String {
         "render_json" => render_json(&arg::<MessageHead>(case, "head"), &arg(case, "reply")),
         "error_event" => error_event(&arg::<Failure>(case, "failure")),
         "error_body" => error_body(&arg::<Failure>(case, "failure")),
+        "agent_error_message" => agent_error_message(&arg::<String>(case, "raw")),
         other => panic!("{}: unknown call `{other}`", case.name),
     }
 }

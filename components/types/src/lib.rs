@@ -6,6 +6,10 @@
 
 use serde::{Deserialize, Serialize};
 
+mod errors;
+
+pub use errors::error_type;
+
 /// A typed failure with a stable machine `code`, a human `message`, the HTTP `status` the
 /// host answers with, and whether the host may spend its single repair attempt on it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -16,7 +16,9 @@ pub enum AcpError {
     StrayResponse(String),
     #[error("the agent reported on a session that is not this turn's")]
     WrongSession,
-    #[error("the agent failed: {message}")]
+    /// `message` is the agent's own text, bounded but not cleaned: it is left out of
+    /// `Display`, and a mode that shows it to a client cleans it first.
+    #[error("the agent failed with JSON-RPC error {code}")]
     Rpc {
         code: i64,
         message: String,

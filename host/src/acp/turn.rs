@@ -123,17 +123,21 @@ impl Agent {
             // No grace for an agent that tried to act on its own.
             self.child.kill_now();
         }
-        let failure = outcome
-            .as_ref()
-            .err()
-            .map(|error| (error.code(), error.to_string()));
+        let failure = outcome.as_ref().err().map(|error| {
+            // The agent's own words, escaped so they cannot forge log lines.
+            let detail = match error {
+                AcpError::Rpc { message, .. } => message.escape_debug().to_string(),
+                _ => String::new(),
+            };
+            (error.code(), error.to_string(), detail)
+        });
         let child = self.child;
         tokio::spawn(async move {
             let pid = child.pid();
             let ended = child.shutdown().await;
             match failure {
-                Some((code, error)) => {
-                    tracing::warn!(code, %error, pid, exit = ?ended.status, killed = ended.killed, stderr_tail = %ended.stderr_tail, "agent turn failed")
+                Some((code, error, detail)) => {
+                    tracing::warn!(code, %error, %detail, pid, exit = ?ended.status, killed = ended.killed, stderr_tail = %ended.stderr_tail, "agent turn failed")
                 }
                 None => {
                     tracing::debug!(pid, exit = ?ended.status, killed = ended.killed, "agent ended")
@@ -320,36 +324,30 @@ fn rpc_error(error: Value) -> AcpError {
         Some("RateLimited") | Some("QuotaExceeded") => AcpError::RateLimited,
         Some("Unauthenticated") => AcpError::Unauthenticated,
         _ if code == -32000 => AcpError::Unauthenticated,
-        _ => {
-            let message: String = error
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("unknown error")
-                .chars()
-                .take(200)
-                .collect();
-            AcpError::Rpc {
-                code,
-                message: sanitize(&message),
-                kind,
-            }
-        }
+        _ => AcpError::Rpc {
+            code,
+            message: bounded(
+                error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+            ),
+            kind,
+        },
     }
 }
 
-/// Agent error messages reach clients: keep them short and free of paths.
-fn sanitize(message: &str) -> String {
-    message
-        .split_whitespace()
-        .map(|word| {
-            if word.contains('/') || word.contains('\\') {
-                "[redacted]"
-            } else {
-                word
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+/// At most this many bytes of an agent's error message are kept. The text is untrusted: the
+/// mode that shows it to anyone cleans it first (summarizer: the sse component).
+pub const MAX_AGENT_MESSAGE_BYTES: usize = 4096;
+
+/// The first `MAX_AGENT_MESSAGE_BYTES` of `message`, cut at a character boundary.
+fn bounded(message: &str) -> String {
+    let mut end = message.len().min(MAX_AGENT_MESSAGE_BYTES);
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    message[..end].to_owned()
 }
 
 fn millis(duration: Duration) -> u64 {
@@ -419,8 +417,28 @@ mod tests {
             rpc_error(json!({"code":-32000,"message":"auth"})),
             AcpError::Unauthenticated
         ));
+        // The raw message is handed over as is (cleaning is the mode's job), only bounded.
         match rpc_error(json!({"code":-32603,"message":"failed reading /home/user/.secret now"})) {
-            AcpError::Rpc { message, .. } => assert_eq!(message, "failed reading [redacted] now"),
+            AcpError::Rpc { message, .. } => {
+                assert_eq!(message, "failed reading /home/user/.secret now")
+            }
+            other => panic!("{other:?}"),
+        }
+        match rpc_error(json!({"code":-32603})) {
+            AcpError::Rpc { message, .. } => assert_eq!(message, ""),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn agent_messages_are_bounded_at_a_character_boundary() {
+        let long = format!("a{}", "é".repeat(MAX_AGENT_MESSAGE_BYTES));
+        match rpc_error(json!({"code":-32603,"message":long})) {
+            AcpError::Rpc { message, .. } => {
+                assert!(message.len() <= MAX_AGENT_MESSAGE_BYTES);
+                assert!(message.len() >= MAX_AGENT_MESSAGE_BYTES - 1);
+                assert!(long.starts_with(&message));
+            }
             other => panic!("{other:?}"),
         }
     }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use wasmtime::component::InstancePre;
 
 use super::runtime::CallState;
+use super::status::checked_failure;
 
 mod serializer_world {
     wasmtime::component::bindgen!({ world: "serializer-component", path: "../wit" });
@@ -193,6 +194,9 @@ pub enum Call {
     ErrorBody {
         failure: Failure,
     },
+    AgentErrorMessage {
+        raw: String,
+    },
     Validate {
         reference: String,
         catalog: String,
@@ -235,7 +239,8 @@ impl Call {
             | Call::RenderStream { .. }
             | Call::RenderJson { .. }
             | Call::ErrorEvent { .. }
-            | Call::ErrorBody { .. } => K::Sse,
+            | Call::ErrorBody { .. }
+            | Call::AgentErrorMessage { .. } => K::Sse,
             Call::Validate { .. }
             | Call::ClientEnvironment { .. }
             | Call::Resolve { .. }
@@ -296,6 +301,8 @@ pub(crate) fn call_instance(
     store: &mut wasmtime::Store<CallState>,
     call: &Call,
 ) -> wasmtime::Result<Option<Answer>> {
+    use super::TransformKind as K;
+    // Every failure a component returns has its status checked on the way out.
     Ok(Some(match (instance, call) {
         (Instance::Serializer(instance), Call::Serialize { request }) => {
             let answer = instance
@@ -311,7 +318,7 @@ pub(crate) fn call_instance(
                         model: p.model,
                         stream: p.stream,
                     })
-                    .map_err(Failure::from),
+                    .map_err(|f| checked_failure(K::Serializer, f.into())),
             )
         }
         (Instance::Serializer(instance), Call::Repair { prompt, rejection }) => {
@@ -335,7 +342,11 @@ pub(crate) fn call_instance(
                 tools,
                 id_seed,
             )?;
-            Answer::Reply(answer.map(Reply::from).map_err(Failure::from))
+            Answer::Reply(
+                answer
+                    .map(Reply::from)
+                    .map_err(|f| checked_failure(K::Envelope, f.into())),
+            )
         }
         (Instance::Envelope(instance), Call::NarratesUnexecutedAction { output }) => Answer::Flag(
             instance
@@ -362,6 +373,9 @@ pub(crate) fn call_instance(
                     sse.call_error_event(&mut *store, &failure.into())?
                 }
                 Call::ErrorBody { failure } => sse.call_error_body(&mut *store, &failure.into())?,
+                Call::AgentErrorMessage { raw } => {
+                    sse.call_agent_error_message(&mut *store, raw)?
+                }
                 _ => return Ok(None),
             })
         }
@@ -371,12 +385,12 @@ pub(crate) fn call_instance(
                 Call::Validate { reference, catalog } => Answer::Model(
                     alias
                         .call_validate(&mut *store, reference, catalog)?
-                        .map_err(Failure::from),
+                        .map_err(|f| checked_failure(K::ModelAlias, f.into())),
                 ),
                 Call::ClientEnvironment { settings, catalog } => Answer::Environment(
                     alias
                         .call_client_environment(&mut *store, settings, catalog)?
-                        .map_err(Failure::from),
+                        .map_err(|f| checked_failure(K::ModelAlias, f.into())),
                 ),
                 Call::Resolve { requested, catalog } => Answer::Resolved(
                     alias
@@ -387,16 +401,29 @@ pub(crate) fn call_instance(
                             label: m.label,
                             acp_id: m.acp_id,
                         })
-                        .map_err(Failure::from),
+                        .map_err(|f| checked_failure(K::ModelAlias, f.into())),
                 ),
                 Call::ListModels { catalog } => Answer::Model(
                     alias
                         .call_list_models(&mut *store, catalog)?
-                        .map_err(Failure::from),
+                        .map_err(|f| checked_failure(K::ModelAlias, f.into())),
                 ),
                 _ => return Ok(None),
             }
         }
         _ => return Ok(None),
     }))
+}
+
+impl super::Transforms {
+    /// `sse.agent-error-message`: an agent's error text, cleaned for clients.
+    pub fn agent_error_message(&self, raw: String) -> Result<String, super::EngineError> {
+        match self.call(&Call::AgentErrorMessage { raw })? {
+            Answer::Text(text) => Ok(text),
+            other => Err(super::EngineError::Interface {
+                transform: super::TransformKind::Sse,
+                message: format!("unexpected answer shape {other:?}"),
+            }),
+        }
+    }
 }

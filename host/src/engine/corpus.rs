@@ -130,6 +130,9 @@ pub fn decode_call(call_name: &str, args: &Value) -> Result<Call, String> {
         "error_body" => Call::ErrorBody {
             failure: typed(args, "failure")?,
         },
+        "agent_error_message" => Call::AgentErrorMessage {
+            raw: string(args, "raw")?,
+        },
         "validate" => Call::Validate {
             reference: string(args, "reference")?,
             catalog: json_text(args, "catalog")?,

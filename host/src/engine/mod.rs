@@ -14,6 +14,7 @@ pub mod corpus;
 mod loader;
 mod registry;
 mod runtime;
+mod status;
 
 pub use bindings::{Answer, Call, MessageHead, Prompt, ResolvedModel};
 pub use cache::CompileCache;
@@ -21,6 +22,7 @@ pub use corpus::{self_test, SelfTestReport};
 pub use loader::{sha256_hex, Loaded, Warm};
 pub use registry::{ComponentInfo, SwapReport, Transforms};
 pub use runtime::{Runtime, RuntimeConfig};
+pub use status::{is_error_status, INVALID_STATUS_CODE};
 
 /// The four transforms, one component each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -169,31 +169,76 @@ impl Transforms {
         Ok(report)
     }
 
-    /// Re-reads the components a policy names and swaps those whose bytes changed (SIGHUP).
-    /// Every transform is tried; each result is reported.
+    /// Re-reads the components a policy names and swaps in those whose bytes changed (SIGHUP),
+    /// all or nothing: every changed component is compiled, checked against its pin and
+    /// self-tested under `trial` (a runtime with the limits the new policy will put in force)
+    /// before any is swapped in. With `retest_unchanged`, the versions that stay are
+    /// self-tested under `trial` too (the limits are changing). The first failure refuses
+    /// the lot and nothing changes.
     pub fn reload(
         &self,
         policy: &Policy,
-    ) -> Vec<(TransformKind, Result<Option<SwapReport>, EngineError>)> {
-        TransformKind::ALL
+        trial: &Runtime,
+        retest_unchanged: bool,
+    ) -> Result<Vec<SwapReport>, EngineError> {
+        let started = std::time::Instant::now();
+        // Held from the first read to the last swap, so no control-socket swap interleaves.
+        let _one_swap_at_a_time = self
+            .swap_lock
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut staged = Vec::new();
+        for kind in TransformKind::ALL {
+            let (path, pin) = policy.component_location(kind);
+            let bytes = std::fs::read(&path).map_err(|source| EngineError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            let current = self.current(kind);
+            if super::sha256_hex(&bytes) == current.sha256 {
+                if let Some(pin) = &pin {
+                    // Same bytes; a new pin must still match them.
+                    if *pin != current.sha256 {
+                        return Err(EngineError::PinMismatch {
+                            transform: kind,
+                            expected: pin.clone(),
+                            actual: current.sha256.clone(),
+                        });
+                    }
+                }
+                if retest_unchanged {
+                    self_test(trial, &current)?;
+                }
+                continue;
+            }
+            let candidate = Loaded::from_bytes(
+                trial,
+                &self.cache,
+                kind,
+                &bytes,
+                pin.as_deref(),
+                path.display().to_string(),
+            )?;
+            let report = self_test(trial, &candidate)?;
+            staged.push((candidate, report.cases));
+        }
+        let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        Ok(staged
             .into_iter()
-            .map(|kind| {
-                let (path, pin) = policy.component_location(kind);
-                let outcome = std::fs::read(&path)
-                    .map_err(|source| EngineError::Read {
-                        path: path.clone(),
-                        source,
-                    })
-                    .and_then(|bytes| {
-                        if super::sha256_hex(&bytes) == self.current(kind).sha256 {
-                            return Ok(None);
-                        }
-                        self.swap_pinned(kind, &bytes, pin.as_deref(), path.display().to_string())
-                            .map(Some)
-                    });
-                (kind, outcome)
+            .map(|(candidate, cases)| {
+                let kind = candidate.kind;
+                let new_sha256 = candidate.sha256.clone();
+                let old = self.slots[kind.index()].swap(Arc::new(candidate));
+                tracing::info!(transform = %kind, old_sha256 = %old.sha256, new_sha256 = %new_sha256, cases, "component swapped");
+                SwapReport {
+                    transform: kind.name(),
+                    old_sha256: old.sha256.clone(),
+                    new_sha256,
+                    self_test_cases: cases,
+                    elapsed_ms,
+                }
             })
-            .collect()
+            .collect())
     }
 
     // Typed entry points for the request pipeline. Arguments are taken by value so request

@@ -8,6 +8,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
+
 use wasmtime::component::ResourceTable;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -44,10 +46,14 @@ impl From<RuntimeLimits> for RuntimeConfig {
 }
 
 /// The process-wide engine plus the limits every store gets.
+///
+/// The memory cap and the call deadline are live: `set_limits` changes them for every store
+/// made afterwards (SIGHUP), while calls in flight keep the limits they started with. The
+/// instance count and fuel are fixed when the engine is built.
 #[derive(Clone)]
 pub struct Runtime {
     engine: Engine,
-    config: RuntimeConfig,
+    config: Arc<ArcSwap<RuntimeConfig>>,
     _ticker: Arc<Ticker>,
 }
 
@@ -61,7 +67,10 @@ impl Runtime {
             .total_core_instances(config.max_instances.saturating_mul(4))
             .total_memories(config.max_instances.saturating_mul(2))
             .total_tables(config.max_instances.saturating_mul(2))
-            .max_memory_size(config.memory_bytes)
+            // The pool admits the largest memory a policy may allow, so the live cap (the
+            // store's limiter, checked on every growth including the initial one) can be raised
+            // without rebuilding the engine.
+            .max_memory_size((RuntimeLimits::MAX_MEMORY_MIB as usize) << 20)
             // Reset the first pages of a reused slot with memset instead of giving them back to
             // the kernel: a fresh instance then does not page-fault its way through the memory
             // every call touches (measured in `cargo xtask bench transforms`).
@@ -81,7 +90,7 @@ impl Runtime {
         let ticker = Arc::new(Ticker::start(&engine)?);
         Ok(Self {
             engine,
-            config,
+            config: Arc::new(ArcSwap::from_pointee(config)),
             _ticker: ticker,
         })
     }
@@ -90,16 +99,46 @@ impl Runtime {
         &self.engine
     }
 
+    /// The limits new stores get right now.
     pub fn config(&self) -> RuntimeConfig {
-        self.config
+        **self.config.load()
+    }
+
+    /// Changes the memory cap and the call deadline of every store made from now on, in this
+    /// runtime and every clone of it.
+    pub fn set_limits(&self, memory_bytes: usize, call_timeout: Duration) {
+        let current = self.config();
+        self.config.store(Arc::new(RuntimeConfig {
+            memory_bytes,
+            call_timeout,
+            ..current
+        }));
+    }
+
+    /// The same engine with its own, separate limits (to try components under limits that are
+    /// not in force yet).
+    pub fn with_limits(&self, memory_bytes: usize, call_timeout: Duration) -> Runtime {
+        Runtime {
+            engine: self.engine.clone(),
+            config: Arc::new(ArcSwap::from_pointee(RuntimeConfig {
+                memory_bytes,
+                call_timeout,
+                ..self.config()
+            })),
+            _ticker: self._ticker.clone(),
+        }
     }
 
     /// A fresh store with the memory cap and the call deadline armed.
     pub(crate) fn store(&self) -> Store<CallState> {
-        let mut store = Store::new(&self.engine, CallState::new(self.config.memory_bytes));
+        let config = self.config();
+        let mut store = Store::new(
+            &self.engine,
+            CallState::new(config.memory_bytes, config.call_timeout),
+        );
         store.limiter(|state| &mut state.limiter);
         self.arm_deadline(&mut store);
-        if let Some(fuel) = self.config.fuel {
+        if let Some(fuel) = config.fuel {
             // Cannot fail: fuel consumption is enabled whenever `fuel` is set.
             let _ = store.set_fuel(fuel);
         }
@@ -108,8 +147,8 @@ impl Runtime {
 
     /// Sets the store's deadline to `call_timeout` from now.
     pub(crate) fn arm_deadline(&self, store: &mut Store<CallState>) {
-        let ticks = self
-            .config
+        let ticks = store
+            .data()
             .call_timeout
             .as_millis()
             .div_ceil(TICK.as_millis())
@@ -124,18 +163,19 @@ impl Runtime {
         store: &Store<CallState>,
         error: wasmtime::Error,
     ) -> EngineError {
-        if store.data().limiter.exceeded {
+        // The limits this store was made with, not the ones in force now.
+        let state = store.data();
+        if state.limiter.exceeded {
             return EngineError::OutOfMemory {
                 transform,
-                limit_mib: u32::try_from(self.config.memory_bytes >> 20).unwrap_or(u32::MAX),
+                limit_mib: u32::try_from(state.limiter.limit >> 20).unwrap_or(u32::MAX),
             };
         }
         match error.downcast_ref::<wasmtime::Trap>() {
             Some(wasmtime::Trap::Interrupt) => {
                 return EngineError::Timeout {
                     transform,
-                    limit_ms: u64::try_from(self.config.call_timeout.as_millis())
-                        .unwrap_or(u64::MAX),
+                    limit_ms: u64::try_from(state.call_timeout.as_millis()).unwrap_or(u64::MAX),
                 }
             }
             Some(wasmtime::Trap::OutOfFuel) => return EngineError::OutOfFuel { transform },
@@ -152,17 +192,20 @@ impl Runtime {
 /// WASI context (no files, no environment, no network, no inherited stdio).
 pub(crate) struct CallState {
     limiter: MemoryCap,
+    /// The deadline of every call in this store (re-armed per call).
+    call_timeout: Duration,
     wasi: WasiCtx,
     table: ResourceTable,
 }
 
 impl CallState {
-    fn new(memory_bytes: usize) -> Self {
+    fn new(memory_bytes: usize, call_timeout: Duration) -> Self {
         Self {
             limiter: MemoryCap {
                 limit: memory_bytes,
                 exceeded: false,
             },
+            call_timeout,
             // `WasiCtx::builder().build()` inherits nothing: stdio goes to a closed sink,
             // no env, no args, no preopens, and sockets are denied by default.
             wasi: WasiCtx::builder().build(),

@@ -214,11 +214,17 @@ async fn models(bridge: &Bridge) -> Response<ResponseBody> {
 }
 
 fn health(bridge: &Bridge) -> Response<ResponseBody> {
+    // The transform limits in force now (SIGHUP can change them).
+    let limits = bridge.transforms.runtime().config();
     let body = serde_json::json!({
         "status": "ok",
         "mode": "summarizer",
         "agent": bridge.agent,
         "components": bridge.transforms.info().into_iter().map(|c| serde_json::json!({"name": c.name, "sha256": c.sha256})).collect::<Vec<_>>(),
+        "limits": {
+            "memory_mib": limits.memory_bytes >> 20,
+            "call_timeout_ms": u64::try_from(limits.call_timeout.as_millis()).unwrap_or(u64::MAX),
+        },
         "in_flight_turns": bridge.in_flight(),
         "agent_processes": bridge.agent_processes(),
         "prewarm": bridge.pool.stats(),

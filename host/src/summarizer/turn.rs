@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use devin_bridge_types::{estimate_tokens, Failure, Reply, Usage};
+use devin_bridge_types::{error_type, estimate_tokens, Failure, Reply, Usage};
 use hyper::{Response, StatusCode};
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tracing::Instrument;
@@ -15,7 +15,7 @@ use tracing::Instrument;
 use super::body::{full, ResponseBody, Streamed};
 use super::{Bridge, InFlight};
 use crate::acp::AcpError;
-use crate::engine::{EngineError, MessageHead, Prompt, Transforms};
+use crate::engine::{is_error_status, EngineError, MessageHead, Prompt, Transforms};
 
 /// A transform that trapped, timed out or ran out of memory: an internal error for this one
 /// request. Details go to the log, not to the client.
@@ -29,10 +29,23 @@ pub fn engine_failure(error: &EngineError) -> Failure {
     }
 }
 
-fn agent_failure(error: &AcpError) -> Failure {
+/// An agent failure as the client sees it. The agent's own error text is untrusted: it is
+/// cleaned by the sse component (`agent-error-message`); if that component fails, the text is
+/// left out rather than passed on uncleaned.
+async fn agent_failure(bridge: &Bridge, error: AcpError) -> Failure {
+    let message = match error {
+        AcpError::Rpc { ref message, .. } => {
+            let raw = message.clone();
+            match blocking(&bridge.transforms, move |t| t.agent_error_message(raw)).await {
+                Ok(clean) => format!("the agent failed: {clean}"),
+                Err(_) => "the agent failed".to_owned(),
+            }
+        }
+        ref other => other.to_string(),
+    };
     Failure {
         code: error.code().to_owned(),
-        message: error.to_string(),
+        message,
         status: error.status(),
         repairable: false,
     }
@@ -126,18 +139,17 @@ pub async fn acquire_slot(bridge: &Bridge) -> Result<OwnedSemaphorePermit, Failu
 
 /// One agent turn on a prewarmed (or fresh) agent.
 async fn agent_turn(bridge: &Bridge, prompt: &str) -> Result<String, Failure> {
-    let agent = bridge
-        .pool
-        .take()
-        .await
-        .map_err(|error| agent_failure(&error))?;
+    let agent = match bridge.pool.take().await {
+        Ok(agent) => agent,
+        Err(error) => return Err(agent_failure(bridge, error).await),
+    };
     let pid = agent.pid();
     match agent.run_turn(&bridge.home, prompt).await {
         Ok(output) => {
             tracing::info!(pid, elapsed_ms = output.elapsed.as_millis() as u64, chars = output.text.len(), observed_model = ?output.observed_model, "agent turn complete");
             Ok(output.text)
         }
-        Err(error) => Err(agent_failure(&error)),
+        Err(error) => Err(agent_failure(bridge, error).await),
     }
 }
 
@@ -329,7 +341,7 @@ pub fn json_response(status: StatusCode, json: String) -> Response<ResponseBody>
 /// An Anthropic error body with the failure's status, rendered by the sse component, or by the
 /// host itself if that component is broken (errors must always be answerable).
 pub async fn error_response(bridge: &Bridge, failure: Failure) -> Response<ResponseBody> {
-    let status = StatusCode::from_u16(failure.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let status = answer_status(failure.status);
     tracing::info!(code = %failure.code, status = failure.status, "request failed");
     let for_body = failure.clone();
     let body = blocking(&bridge.transforms, move |t| t.error_body(for_body))
@@ -338,23 +350,82 @@ pub async fn error_response(bridge: &Bridge, failure: Failure) -> Response<Respo
     json_response(status, body)
 }
 
-fn fallback_error_type(status: u16) -> &'static str {
-    match status {
-        400 => "invalid_request_error",
-        401 => "authentication_error",
-        404 => "not_found_error",
-        413 => "request_too_large",
-        429 => "rate_limit_error",
-        504 => "timeout_error",
-        529 => "overloaded_error",
-        _ => "api_error",
+/// The HTTP status an error is answered with. Component failures have had their status
+/// checked already (`engine::is_error_status`); this keeps a non-error status from reaching
+/// the wire whatever produced the failure.
+fn answer_status(status: u16) -> StatusCode {
+    if is_error_status(status) {
+        StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY)
+    } else {
+        StatusCode::BAD_GATEWAY
     }
 }
 
+/// The host's own error body, for when the sse component cannot render one. The error `type`
+/// comes from the same table the sse component uses.
 pub fn fallback_error_body(failure: &Failure) -> String {
-    serde_json::json!({ "type": "error", "error": { "type": fallback_error_type(failure.status), "message": failure.message } }).to_string()
+    serde_json::json!({ "type": "error", "error": { "type": error_type(failure.status), "message": failure.message } }).to_string()
 }
 
 fn fallback_error_event(failure: &Failure) -> String {
     format!("event: error\ndata: {}\n\n", fallback_error_body(failure))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failure(status: u16) -> Failure {
+        Failure {
+            code: "some_code".into(),
+            message: "Something failed.".into(),
+            status,
+            repairable: false,
+        }
+    }
+
+    fn error_kind(body: &str) -> String {
+        let value: serde_json::Value = serde_json::from_str(body).expect("JSON body");
+        value["error"]["type"]
+            .as_str()
+            .expect("error type")
+            .to_owned()
+    }
+
+    #[test]
+    fn fallback_and_sse_component_agree_on_every_error_status() {
+        for status in 400..=599 {
+            let failure = failure(status);
+            assert_eq!(
+                fallback_error_body(&failure),
+                devin_bridge_sse::error_body(&failure),
+                "status {status}"
+            );
+        }
+    }
+
+    #[test]
+    fn previously_divergent_statuses_get_the_shared_types() {
+        // The host's old fallback answered `api_error` for all of these.
+        let expected = [
+            (403, "permission_error"),
+            (402, "invalid_request_error"),
+            (405, "invalid_request_error"),
+            (409, "invalid_request_error"),
+            (422, "invalid_request_error"),
+            (499, "invalid_request_error"),
+        ];
+        for (status, kind) in expected {
+            assert_eq!(error_kind(&fallback_error_body(&failure(status))), kind);
+        }
+    }
+
+    #[test]
+    fn non_error_statuses_are_never_answered() {
+        for status in [0, 101, 200, 204, 304, 399, 600, 1000] {
+            assert_eq!(answer_status(status), StatusCode::BAD_GATEWAY, "{status}");
+        }
+        assert_eq!(answer_status(529).as_u16(), 529);
+        assert_eq!(answer_status(400), StatusCode::BAD_REQUEST);
+    }
 }

@@ -1,5 +1,6 @@
 //! A serializer that misbehaves on demand: markers in the request make it panic, loop
-//! forever, or allocate without bound; anything else is served by the real serializer, so this
+//! forever, allocate without bound, or fail with a non-error HTTP status (`204`, `101`), with
+//! text the host must not pass on; anything else is served by the real serializer, so this
 //! component passes the golden corpus and is a valid (different) version to hot-swap in.
 
 #[cfg(target_arch = "wasm32")]
@@ -29,6 +30,16 @@ mod wasm {
                 loop {
                     hoard.push(vec![1u8; 1 << 20]);
                     core::hint::black_box(&hoard);
+                }
+            }
+            for (marker, status) in [("__STATUS_204__", 204u16), ("__STATUS_101__", 101)] {
+                if request.contains(marker) {
+                    return Err(Failure {
+                        code: "component_chosen_code".into(),
+                        message: "component text from /srv/secret/path".into(),
+                        status,
+                        repairable: true,
+                    });
                 }
             }
             real_serialize(&request)
