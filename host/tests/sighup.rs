@@ -98,6 +98,13 @@ impl Setup {
     fn new() -> Setup {
         let dir = tempfile::tempdir().expect("tempdir");
         let policy = dir.path().join("policy.toml");
+        // The control socket's directory must be private to the host.
+        std::fs::create_dir(dir.path().join("run")).expect("run dir");
+        std::fs::set_permissions(
+            dir.path().join("run"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .expect("chmod run dir");
         Setup { dir, policy }
     }
 
@@ -115,7 +122,7 @@ impl Setup {
             common::bridge::mock_devin().display().to_string(),
             home.display().to_string(),
             catalog.display().to_string(),
-            self.dir.path().join("control.sock").display().to_string(),
+            self.dir.path().join("run/control.sock").display().to_string(),
         ));
         // Written whole and renamed, so the host never reads half a file.
         let partial = self.dir.path().join("policy.toml.partial");

@@ -323,6 +323,7 @@ async fn the_agent_environment_is_an_allowlist() {
                 "XDG_DATA_HOME",
                 "XDG_STATE_HOME",
                 "XDG_CACHE_HOME",
+                "TMPDIR",
                 "LANG",
                 "LC_ALL",
                 "TZ",

@@ -93,9 +93,14 @@ pub fn launch(components: &Path, rest: &[String]) -> Result<()> {
     container::recheck_isolation(&compose, &started)?;
     let models = container::discover_models(&started)?;
     println!("models: {}", models.join(", "));
-    let status = compose
-        .command()
-        .args(["run", "--rm", "claude"])
+    let mut run = compose.command();
+    run.args(["run", "--rm"]);
+    if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        // No terminal to attach: Claude Code runs in print mode (`-- -p "..."`).
+        run.arg("-T");
+    }
+    let status = run
+        .arg("claude")
         .args(&claude_args)
         .status()
         .context("starting Claude Code's container")?;

@@ -396,9 +396,12 @@ mod tests {
     fn fallback_and_sse_component_agree_on_every_error_status() {
         for status in 400..=599 {
             let failure = failure(status);
+            let parse = |body: String| -> serde_json::Value {
+                serde_json::from_str(&body).expect("JSON error body")
+            };
             assert_eq!(
-                fallback_error_body(&failure),
-                devin_bridge_sse::error_body(&failure),
+                parse(fallback_error_body(&failure)),
+                parse(devin_bridge_sse::error_body(&failure)),
                 "status {status}"
             );
         }
