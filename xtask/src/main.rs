@@ -31,7 +31,9 @@ commands:
   test-container            build the images, bring up docker/compose.yml's offline profile
                             and prove the isolation in the running containers
   login-devin               log the Devin CLI in on the isolated devin-auth volume (live)
-  launch [--offline]        re-check isolation, then start Claude Code in its own container
+  launch [--offline] [--stop] [-- CLAUDE_ARGS...]
+                            re-check isolation, then start Claude Code in its own container
+                            (--stop: stop the bridge and guards, keep the Devin login)
   test-live                 the opt-in live suite (ENABLE_LIVE_DEVIN_TESTS=1 and an account)
 ";
 

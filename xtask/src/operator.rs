@@ -17,10 +17,12 @@ const OPT_IN: &str = "ENABLE_LIVE_DEVIN_TESTS";
 
 fn require_opt_in(what: &str) -> Result<()> {
     if std::env::var(OPT_IN).as_deref() != Ok("1") {
-        bail!(
-            "{what} talks to a real Devin account: it is opt-in. Set {OPT_IN}=1 (after \
-             `cargo xtask login-devin`) to run it."
-        );
+        let after = if what == "login-devin" {
+            ""
+        } else {
+            " (after `cargo xtask login-devin`)"
+        };
+        bail!("{what} talks to a real Devin account: it is opt-in. Set {OPT_IN}=1{after} to run it.");
     }
     Ok(())
 }
@@ -70,11 +72,19 @@ pub fn login_devin() -> Result<()> {
     Ok(())
 }
 
-/// `cargo xtask launch [--offline] [-- claude args]`: brings up the bridge and both guards,
+/// `cargo xtask launch [--offline] [--stop] [-- claude args]`: brings up the bridge and both guards,
 /// re-checks isolation and model discovery (and, live, Devin authentication), then starts
 /// Claude Code in its own container, attached to this terminal.
 pub fn launch(components: &Path, rest: &[String]) -> Result<()> {
     let offline = rest.iter().any(|arg| arg == "--offline");
+    let profile = if offline { "offline" } else { "live" };
+    if rest.iter().any(|arg| arg == "--stop") {
+        // Stops the containers and networks; the devin-auth volume (the login) is kept.
+        let compose = Compose::operator(profile, container::existing_or_new_key()?)?;
+        compose.run(&["down", "--remove-orphans", "-t", "5"])?;
+        println!("stopped the {profile} profile; the devin-auth volume is kept");
+        return Ok(());
+    }
     let claude_args: Vec<&str> = rest
         .iter()
         .skip_while(|arg| arg.as_str() != "--")
@@ -87,7 +97,6 @@ pub fn launch(components: &Path, rest: &[String]) -> Result<()> {
         require_live_image()?;
     }
     SandboxDirs::ensure()?;
-    let profile = if offline { "offline" } else { "live" };
     let compose = Compose::operator(profile, container::existing_or_new_key()?)?;
     let started = container::start_bridge(&compose, offline)?;
     container::recheck_isolation(&compose, &started)?;
@@ -104,7 +113,8 @@ pub fn launch(components: &Path, rest: &[String]) -> Result<()> {
         .args(&claude_args)
         .status()
         .context("starting Claude Code's container")?;
-    println!("Claude Code exited ({status}); `docker compose -p devin-bridge down` stops the rest");
+    let stop = if offline { "cargo xtask launch --offline --stop" } else { "cargo xtask launch --stop" };
+    println!("Claude Code exited ({status}); `{stop}` stops the bridge and the guards");
     Ok(())
 }
 
