@@ -463,9 +463,13 @@ async fn start_bridge(
     prewarm: usize,
 ) -> Running {
     let policy = setup.policy(home, prewarm);
-    let bridge = Bridge::from_policy(&policy, transforms.clone(), &AgentIdentity::shared_with_host())
-        .await
-        .expect("bridge");
+    let bridge = Bridge::from_policy(
+        &policy,
+        transforms.clone(),
+        &AgentIdentity::shared_with_host(),
+    )
+    .await
+    .expect("bridge");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -1089,7 +1093,8 @@ fn bench(
 
     let floor_policy = setup.policy("floor", 0);
     let floor = Arc::new(Floor {
-        spec: sandbox::agent_spec(&floor_policy, &AgentIdentity::shared_with_host()).expect("floor agent spec"),
+        spec: sandbox::agent_spec(&floor_policy, &AgentIdentity::shared_with_host())
+            .expect("floor agent spec"),
         limits: AgentLimits {
             init_timeout: Duration::from_millis(floor_policy.agent.init_timeout_ms),
             turn_timeout: Duration::from_millis(floor_policy.agent.turn_timeout_ms),

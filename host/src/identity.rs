@@ -271,7 +271,10 @@ mod tests {
         let root = UserIds::resolve("agent.user", "root").expect("root exists everywhere");
         assert_eq!((root.uid, root.gid), (0, 0));
         let error = UserIds::resolve("agent.user", "no-such-user-devin-bridge").unwrap_err();
-        assert!(matches!(error, IdentityError::UnknownUser { .. }), "{error}");
+        assert!(
+            matches!(error, IdentityError::UnknownUser { .. }),
+            "{error}"
+        );
         let error = UserIds::resolve("agent.user", "10002:x").unwrap_err();
         assert!(error.to_string().contains("gid is not a number"), "{error}");
     }

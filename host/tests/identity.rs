@@ -84,7 +84,12 @@ impl Layout {
     }
 
     /// Writes a policy readable by the host user; `offline` and the two users vary per test.
-    fn policy(&self, server_user: Option<&str>, agent_user: Option<&str>, offline: bool) -> PathBuf {
+    fn policy(
+        &self,
+        server_user: Option<&str>,
+        agent_user: Option<&str>,
+        offline: bool,
+    ) -> PathBuf {
         let catalog = Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies/models.json");
         let mut server = format!(
             "[server]\nlisten = \"127.0.0.1:0\"\nrequire_key = true\napi_key_file = {:?}\n",
@@ -245,7 +250,10 @@ fn a_hostile_agent_under_its_own_uid_cannot_reach_the_key_cache_or_control_socke
     assert_eq!(cap_eff, "00000000000000e0", "host effective capabilities");
     assert!(layout.control_socket().exists(), "control socket");
     assert!(
-        std::fs::read_dir(layout.cache_dir()).expect("cache dir").count() > 0,
+        std::fs::read_dir(layout.cache_dir())
+            .expect("cache dir")
+            .count()
+            > 0,
         "the host compiled its components into the cache"
     );
 
@@ -268,8 +276,14 @@ fn a_hostile_agent_under_its_own_uid_cannot_reach_the_key_cache_or_control_socke
             .unwrap_or_else(|| panic!("no {prefix:?} line in {report}"))
             .to_owned()
     };
-    assert_eq!(line("Uid:"), format!("Uid: {AGENT_UID} {AGENT_UID} {AGENT_UID} {AGENT_UID}"));
-    assert_eq!(line("Gid:"), format!("Gid: {AGENT_UID} {AGENT_UID} {AGENT_UID} {AGENT_UID}"));
+    assert_eq!(
+        line("Uid:"),
+        format!("Uid: {AGENT_UID} {AGENT_UID} {AGENT_UID} {AGENT_UID}")
+    );
+    assert_eq!(
+        line("Gid:"),
+        format!("Gid: {AGENT_UID} {AGENT_UID} {AGENT_UID} {AGENT_UID}")
+    );
     assert_eq!(line("Groups:"), "Groups:", "no supplementary groups");
     assert_eq!(line("CapEff:"), "CapEff: 0000000000000000");
     assert_eq!(line("CapPrm:"), "CapPrm: 0000000000000000");
@@ -282,7 +296,10 @@ fn a_hostile_agent_under_its_own_uid_cannot_reach_the_key_cache_or_control_socke
         format!("probe-read {}: denied", layout.key_file().display()),
         format!("probe-write {}: denied", layout.cache_dir().display()),
         format!("probe-write {}: denied", layout.host_dir().display()),
-        format!("probe-connect {}: denied", layout.control_socket().display()),
+        format!(
+            "probe-connect {}: denied",
+            layout.control_socket().display()
+        ),
     ] {
         assert!(
             report.lines().any(|line| line.starts_with(&private)),
@@ -309,7 +326,13 @@ fn a_hostile_agent_under_its_own_uid_cannot_reach_the_key_cache_or_control_socke
     // Signals cross the uid boundary: a hanging agent is killed at the turn timeout, and no
     // process of the agent's uid survives.
     let started = Instant::now();
-    let response = request(addr, "POST", "/v1/messages", &auth(), &message("[mock:grandchild]"));
+    let response = request(
+        addr,
+        "POST",
+        "/v1/messages",
+        &auth(),
+        &message("[mock:grandchild]"),
+    );
     assert_eq!(response.status, 504, "{}", response.body);
     let deadline = Instant::now() + Duration::from_secs(10);
     while devin_bridge::process::live_processes_of_uid(AGENT_UID) > 0 && Instant::now() < deadline {
@@ -330,10 +353,16 @@ fn a_live_policy_that_cannot_switch_uid_refuses_to_start() {
     let policy = layout.policy(None, Some(&format!("{AGENT_UID}:{AGENT_UID}")), false);
     // Started directly as the host user: no capabilities at all.
     let mut served = Served::start(&policy, Some(HOST_UID));
-    assert!(served.addr.is_none(), "a live policy started without the switch capabilities");
+    assert!(
+        served.addr.is_none(),
+        "a live policy started without the switch capabilities"
+    );
     assert_eq!(served.exit_code(), Some(1));
     let stderr = served.stderr();
-    assert!(stderr.contains("refusing to start (fail closed)"), "{stderr}");
+    assert!(
+        stderr.contains("refusing to start (fail closed)"),
+        "{stderr}"
+    );
     assert!(stderr.contains("CAP_SETUID"), "{stderr}");
 }
 
@@ -343,16 +372,29 @@ fn an_offline_policy_without_the_rights_shares_the_identity_and_says_so_once() {
     let layout = Layout::new();
     // Without the rights the agent runs as the host: its home must be the host's.
     chown(layout.agent_home(), Some(HOST_UID), Some(HOST_UID)).expect("chown home");
-    chown(layout.agent_home().join("tmp"), Some(HOST_UID), Some(HOST_UID)).expect("chown tmp");
+    chown(
+        layout.agent_home().join("tmp"),
+        Some(HOST_UID),
+        Some(HOST_UID),
+    )
+    .expect("chown tmp");
     let policy = layout.policy(None, Some(&format!("{AGENT_UID}:{AGENT_UID}")), true);
     let served = Served::start(&policy, Some(HOST_UID));
     let addr = served.addr();
-    let response = request(addr, "POST", "/v1/messages", &auth(), &message("[mock:probe]"));
+    let response = request(
+        addr,
+        "POST",
+        "/v1/messages",
+        &auth(),
+        &message("[mock:probe]"),
+    );
     assert_eq!(response.status, 200, "{}", response.body);
     assert!(reply_text(&response.body).contains(&format!("Uid: {HOST_UID} ")));
     let stderr = served.stderr();
     assert_eq!(
-        stderr.matches("the agent shares the host's identity").count(),
+        stderr
+            .matches("the agent shares the host's identity")
+            .count(),
         1,
         "{stderr}"
     );
@@ -389,7 +431,9 @@ fn a_separate_agent_home_owned_by_the_host_is_refused() {
     assert_eq!(served.exit_code(), Some(1));
     let stderr = served.stderr();
     assert!(
-        stderr.contains(&format!("belongs to uid {HOST_UID}, not to the agent's uid {AGENT_UID}")),
+        stderr.contains(&format!(
+            "belongs to uid {HOST_UID}, not to the agent's uid {AGENT_UID}"
+        )),
         "{stderr}"
     );
 }

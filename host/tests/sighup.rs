@@ -122,7 +122,11 @@ impl Setup {
             common::bridge::mock_devin().display().to_string(),
             home.display().to_string(),
             catalog.display().to_string(),
-            self.dir.path().join("run/control.sock").display().to_string(),
+            self.dir
+                .path()
+                .join("run/control.sock")
+                .display()
+                .to_string(),
         ));
         // Written whole and renamed, so the host never reads half a file.
         let partial = self.dir.path().join("policy.toml.partial");

@@ -353,7 +353,10 @@ pub fn test_container(components: &Path) -> Result<()> {
     let outcome = run_checks(&compose, &dirs, &key, &mut report);
     if let Err(error) = &outcome {
         report.check("setup", Err(anyhow::anyhow!("{error:#}")));
-        let logs = compose.command().args(["logs", "--no-color", "--tail", "60"]).output();
+        let logs = compose
+            .command()
+            .args(["logs", "--no-color", "--tail", "60"])
+            .output();
         if let Ok(logs) = logs {
             eprintln!("{}", String::from_utf8_lossy(&logs.stdout));
         }
@@ -370,7 +373,11 @@ pub fn test_container(components: &Path) -> Result<()> {
             }
         }),
     );
-    println!("test-container: {} passed, {} failed", report.passed, report.failed.len());
+    println!(
+        "test-container: {} passed, {} failed",
+        report.passed,
+        report.failed.len()
+    );
     if !report.failed.is_empty() {
         bail!("container checks failed: {}", report.failed.join(", "));
     }
@@ -396,7 +403,10 @@ pub fn start_bridge(compose: &Compose, offline: bool) -> Result<Started> {
     let container = compose.container(bridge)?;
     let address = internal_address(compose, &container)?;
     let health = wait_healthy(&address, &compose.key)?;
-    println!("bridge at {address}: agent identity {}", health["agent"]["identity"]);
+    println!(
+        "bridge at {address}: agent identity {}",
+        health["agent"]["identity"]
+    );
     Ok(Started {
         container,
         address,
@@ -409,8 +419,16 @@ pub fn start_bridge(compose: &Compose, offline: bool) -> Result<Started> {
 /// no route but the Devin-side guard.
 pub fn recheck_isolation(_compose: &Compose, started: &Started) -> Result<()> {
     check_identities(&started.container, &started.health)?;
-    exec_verify(&started.container, &format!("{AGENT_UID}:{AGENT_UID}"), &agent_private_args())?;
-    exec_verify(&started.container, &format!("{HOST_UID}:{HOST_UID}"), &bridge_route_args())?;
+    exec_verify(
+        &started.container,
+        &format!("{AGENT_UID}:{AGENT_UID}"),
+        &agent_private_args(),
+    )?;
+    exec_verify(
+        &started.container,
+        &format!("{HOST_UID}:{HOST_UID}"),
+        &bridge_route_args(),
+    )?;
     println!("isolation re-checked: identities, private host files, routes");
     Ok(())
 }
@@ -429,7 +447,13 @@ fn agent_private_args() -> Vec<&'static str> {
 }
 
 fn bridge_route_args() -> Vec<&'static str> {
-    vec!["--proxy", "http://claude-guard:8080", "--direct", "--reach", "network-guard:8080"]
+    vec![
+        "--proxy",
+        "http://claude-guard:8080",
+        "--direct",
+        "--reach",
+        "network-guard:8080",
+    ]
 }
 
 /// `GET /v1/models` through the bridge (live: proves the Devin login and model discovery).
@@ -441,7 +465,12 @@ pub fn discover_models(started: &Started) -> Result<Vec<String>> {
     let listing: serde_json::Value = serde_json::from_str(&body)?;
     let ids: Vec<String> = listing["data"]
         .as_array()
-        .map(|models| models.iter().filter_map(|m| m["id"].as_str().map(str::to_owned)).collect())
+        .map(|models| {
+            models
+                .iter()
+                .filter_map(|m| m["id"].as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default();
     if ids.is_empty() {
         bail!("the bridge lists no model");
@@ -459,13 +488,24 @@ fn run_checks(compose: &Compose, dirs: &SandboxDirs, key: &str, report: &mut Rep
     report.check("hostile_turn_denied", hostile_turn(&address, key));
     report.check(
         "agent_uid_cannot_use_host_files",
-        exec_verify(&bridge, &format!("{AGENT_UID}:{AGENT_UID}"), &agent_private_args()),
+        exec_verify(
+            &bridge,
+            &format!("{AGENT_UID}:{AGENT_UID}"),
+            &agent_private_args(),
+        ),
     );
     report.check(
         "bridge_reaches_only_the_devin_guard",
-        exec_verify(&bridge, &format!("{HOST_UID}:{HOST_UID}"), &bridge_route_args()),
+        exec_verify(
+            &bridge,
+            &format!("{HOST_UID}:{HOST_UID}"),
+            &bridge_route_args(),
+        ),
     );
-    report.check("model_discovery", discover_models(&started).map(|ids| ids.join(", ")));
+    report.check(
+        "model_discovery",
+        discover_models(&started).map(|ids| ids.join(", ")),
+    );
     report.check(
         "devin_guard_refuses_anthropic",
         exec_verify(
@@ -474,8 +514,14 @@ fn run_checks(compose: &Compose, dirs: &SandboxDirs, key: &str, report: &mut Rep
             &["--proxy", "http://network-guard:8080"],
         ),
     );
-    report.check("host_claude_code_completes_the_task", host_claude_code(&address, key));
-    report.check("claude_container_completes_the_task", claude_container(compose, dirs));
+    report.check(
+        "host_claude_code_completes_the_task",
+        host_claude_code(&address, key),
+    );
+    report.check(
+        "claude_container_completes_the_task",
+        claude_container(compose, dirs),
+    );
     report.check(
         "claude_guard_allowed_nothing",
         claude_audit_has_no_allow(&dirs.claude_audit(), true),
@@ -500,7 +546,11 @@ fn check_identities(bridge: &str, health: &serde_json::Value) -> Result<String> 
         .find(|(_, _, args)| args.starts_with("/usr/local/bin/mock-devin acp"))
         .context("no agent process (prewarm 1)")?;
     if host.0 != HOST_UID || agent.0 != AGENT_UID {
-        bail!("host uid {} and agent uid {} (want {HOST_UID} and {AGENT_UID})", host.0, agent.0);
+        bail!(
+            "host uid {} and agent uid {} (want {HOST_UID} and {AGENT_UID})",
+            host.0,
+            agent.0
+        );
     }
     let status = std::fs::read_to_string(format!("/proc/{}/status", host.1))?;
     let caps = status
@@ -537,7 +587,10 @@ fn hostile_turn(address: &str, key: &str) -> Result<String> {
         "probe-write /run/devin-bridge",
         "probe-connect /run/devin-bridge/control.sock",
     ];
-    let prompt = format!("[mock:probe]\n{}\nprobe-write /home/bridge/tmp\n", private.join("\n"));
+    let prompt = format!(
+        "[mock:probe]\n{}\nprobe-write /home/bridge/tmp\n",
+        private.join("\n")
+    );
     let body = serde_json::json!({
         "model": "devin-cli-agentic/swe-1-7",
         "max_tokens": 64,
@@ -561,7 +614,10 @@ fn hostile_turn(address: &str, key: &str) -> Result<String> {
     if !text.contains("probe-write /home/bridge/tmp: allowed") {
         bail!("the probe could not even use its own TMPDIR:\n{text}");
     }
-    if !text.lines().any(|line| line == format!("Uid: {AGENT_UID} {AGENT_UID} {AGENT_UID} {AGENT_UID}")) {
+    if !text
+        .lines()
+        .any(|line| line == format!("Uid: {AGENT_UID} {AGENT_UID} {AGENT_UID} {AGENT_UID}"))
+    {
         bail!("the agent did not run as {AGENT_UID}:\n{text}");
     }
     Ok("key file, compile cache, host directory and control socket all denied".into())
@@ -570,14 +626,31 @@ fn hostile_turn(address: &str, key: &str) -> Result<String> {
 /// `devin-bridge verify-isolation` inside the bridge container, as `user`.
 fn exec_verify(container: &str, user: &str, args: &[&str]) -> Result<String> {
     let output = Command::new("docker")
-        .args(["exec", "-u", user, container, "/usr/local/bin/devin-bridge", "verify-isolation", "--timeout-ms", "3000"])
+        .args([
+            "exec",
+            "-u",
+            user,
+            container,
+            "/usr/local/bin/devin-bridge",
+            "verify-isolation",
+            "--timeout-ms",
+            "3000",
+        ])
         .args(args)
         .output()?;
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
     if !output.status.success() {
-        bail!("verify-isolation failed:\n{text}{}", String::from_utf8_lossy(&output.stderr));
+        bail!(
+            "verify-isolation failed:\n{text}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
-    Ok(text.lines().filter(|line| line.starts_with("PASS")).count().to_string() + " checks passed")
+    Ok(text
+        .lines()
+        .filter(|line| line.starts_with("PASS"))
+        .count()
+        .to_string()
+        + " checks passed")
 }
 
 /// The pinned Claude Code on this machine, against the containerised bridge.
@@ -589,12 +662,23 @@ fn host_claude_code(address: &str, key: &str) -> Result<String> {
     let home = work.join("home");
     std::fs::create_dir_all(&home)?;
     let output = Command::new(claude)
-        .args(["-p", DEMO_PROMPT, "--allowedTools", "Bash,Read,Edit", "--output-format", "stream-json", "--verbose"])
+        .args([
+            "-p",
+            DEMO_PROMPT,
+            "--allowedTools",
+            "Bash,Read,Edit",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ])
         .current_dir(&project)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", &home)
-        .env("ANTHROPIC_BASE_URL", format!("http://{address}:{BRIDGE_PORT}"))
+        .env(
+            "ANTHROPIC_BASE_URL",
+            format!("http://{address}:{BRIDGE_PORT}"),
+        )
         .env("ANTHROPIC_API_KEY", key)
         .env("ANTHROPIC_MODEL", "devin-cli-agentic/swe-1-7")
         .env("ANTHROPIC_DEFAULT_HAIKU_MODEL", "devin-cli-agentic/swe-1-7")
@@ -612,12 +696,26 @@ fn host_claude_code(address: &str, key: &str) -> Result<String> {
 fn claude_container(compose: &Compose, dirs: &SandboxDirs) -> Result<String> {
     let output = compose
         .command()
-        .args(["run", "--rm", "-T", "claude", "-p", DEMO_PROMPT, "--allowedTools", "Bash,Read,Edit", "--output-format", "stream-json", "--verbose"])
+        .args([
+            "run",
+            "--rm",
+            "-T",
+            "claude",
+            "-p",
+            DEMO_PROMPT,
+            "--allowedTools",
+            "Bash,Read,Edit",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ])
         .stdin(Stdio::null())
         .output()?;
     let result = final_result(&output)?;
     demo_fixed(&dirs.workspace())?;
-    Ok(format!("math.js fixed inside the Claude container; result: {result}"))
+    Ok(format!(
+        "math.js fixed inside the Claude container; result: {result}"
+    ))
 }
 
 /// The `result` event of a `stream-json` run; fails unless it is a success.
@@ -631,14 +729,26 @@ pub fn final_result(output: &Output) -> Result<String> {
             format!(
                 "no result event (exit {}):\n{}\n{}",
                 output.status,
-                stdout.chars().rev().take(2000).collect::<String>().chars().rev().collect::<String>(),
+                stdout
+                    .chars()
+                    .rev()
+                    .take(2000)
+                    .collect::<String>()
+                    .chars()
+                    .rev()
+                    .collect::<String>(),
                 String::from_utf8_lossy(&output.stderr)
             )
         })?;
     if result["subtype"] != "success" || result["is_error"] == true {
         bail!("Claude Code did not succeed: {result}");
     }
-    Ok(result["result"].as_str().unwrap_or_default().chars().take(80).collect())
+    Ok(result["result"]
+        .as_str()
+        .unwrap_or_default()
+        .chars()
+        .take(80)
+        .collect())
 }
 
 /// The Claude-side guard's audit: no `allow` decision at all; with `require_denials`, it must
@@ -715,9 +825,14 @@ fn agents_settled(bridge: &str) -> Result<String> {
             .into_iter()
             .filter(|(uid, _, _)| *uid == AGENT_UID)
             .collect();
-        let stray = agents.iter().any(|(_, _, args)| !args.contains("mock-devin acp"));
+        let stray = agents
+            .iter()
+            .any(|(_, _, args)| !args.contains("mock-devin acp"));
         if agents.len() <= 1 && !stray {
-            return Ok(format!("{} agent process(es) of uid {AGENT_UID}: the prewarmed one", agents.len()));
+            return Ok(format!(
+                "{} agent process(es) of uid {AGENT_UID}: the prewarmed one",
+                agents.len()
+            ));
         }
         if Instant::now() > deadline {
             bail!("agent processes still alive: {agents:?}");
@@ -727,7 +842,10 @@ fn agents_settled(bridge: &str) -> Result<String> {
 }
 
 fn tempdir(name: &str) -> Result<PathBuf> {
-    let dir = workspace_root().join("target").join("container-tests").join(name);
+    let dir = workspace_root()
+        .join("target")
+        .join("container-tests")
+        .join(name);
     if dir.exists() {
         std::fs::remove_dir_all(&dir)?;
     }
@@ -738,13 +856,16 @@ fn tempdir(name: &str) -> Result<PathBuf> {
 /// The Devin-side guard's audit after a live run: at least one allowed connection, and every
 /// allowed one to a Devin host.
 pub fn devin_audit_allows_only_devin(path: &Path) -> Result<()> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut allowed = 0;
     for line in text.lines() {
         let entry: serde_json::Value = serde_json::from_str(line)?;
         if entry["decision"] == "allow" {
-            let host = entry["host"].as_str().unwrap_or_default().to_ascii_lowercase();
+            let host = entry["host"]
+                .as_str()
+                .unwrap_or_default()
+                .to_ascii_lowercase();
             if host != "devin.ai" && !host.ends_with(".devin.ai") {
                 bail!("the Devin-side guard allowed {host}");
             }
@@ -764,7 +885,12 @@ pub fn tools_used(output: &Output) -> Result<Vec<String>> {
         .lines()
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
         .filter(|event| event["type"] == "assistant")
-        .flat_map(|event| event["message"]["content"].as_array().cloned().unwrap_or_default())
+        .flat_map(|event| {
+            event["message"]["content"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
         .filter(|block| block["type"] == "tool_use")
         .filter_map(|block| block["name"].as_str().map(str::to_owned))
         .collect())

@@ -189,8 +189,7 @@ fn stage_binary(source: &Path, dest: &Path, staging: &Path) -> Result<()> {
             fs::create_dir_all(parent)?;
         }
         // `fs::copy` follows symlinks: the file's content lands at the name the loader uses.
-        fs::copy(&library, &target)
-            .with_context(|| format!("copying {}", library.display()))?;
+        fs::copy(&library, &target).with_context(|| format!("copying {}", library.display()))?;
         fs::set_permissions(&target, fs::Permissions::from_mode(0o755))?;
     }
     Ok(())
@@ -244,7 +243,10 @@ fn build_claude_image(out: &Path) -> Result<Built> {
     let base = debian_rootfs(out)?;
     let staging = out.join("claude-rootfs");
     fresh_dir(&staging)?;
-    run(Command::new("cp").arg("-a").arg(format!("{}/.", base.display())).arg(&staging))?;
+    run(Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/.", base.display()))
+        .arg(&staging))?;
     let bin = staging.join("usr/local/bin");
     fs::create_dir_all(&bin)?;
     fs::copy(&claude, bin.join("claude"))?;
@@ -306,14 +308,27 @@ fn debian_rootfs(out: &Path) -> Result<PathBuf> {
     let rootfs = out.join("debian-rootfs");
     let done = out.join("debian-rootfs.complete");
     if done.exists() && rootfs.join("bin/bash").exists() {
-        eprintln!("xtask: reusing the Debian root filesystem in {}", rootfs.display());
+        eprintln!(
+            "xtask: reusing the Debian root filesystem in {}",
+            rootfs.display()
+        );
         return Ok(rootfs);
     }
     let mirror = apt_mirror()?;
     let suite = os_release_codename()?;
-    if Command::new("debootstrap").arg("--version").output().is_err() {
+    if Command::new("debootstrap")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
         eprintln!("xtask: installing debootstrap (apt-get install debootstrap)");
-        run(Command::new("apt-get").args(["install", "-y", "-q", "--no-install-recommends", "debootstrap"]))?;
+        run(Command::new("apt-get").args([
+            "install",
+            "-y",
+            "-q",
+            "--no-install-recommends",
+            "debootstrap",
+        ]))?;
     }
     fresh_dir(&rootfs)?;
     let _ = fs::remove_file(&done);
@@ -358,7 +373,8 @@ fn apt_mirror() -> Result<String> {
             } else {
                 None
             };
-            if let Some(url) = url.filter(|url| url.contains("debian") && !url.contains("security")) {
+            if let Some(url) = url.filter(|url| url.contains("debian") && !url.contains("security"))
+            {
                 return Ok(url.to_owned());
             }
         }
@@ -420,17 +436,30 @@ fn load_archive(staging: &Path, config: &Config, tag: &str, work: &Path) -> Resu
         "RepoTags": [tag],
         "Layers": ["layer/layer.tar"],
     }]);
-    fs::write(archive_dir.join("manifest.json"), serde_json::to_vec(&manifest)?)?;
+    fs::write(
+        archive_dir.join("manifest.json"),
+        serde_json::to_vec(&manifest)?,
+    )?;
     let archive = work.join("image.tar");
     run(Command::new("tar")
-        .args(["--sort=name", "--mtime=@0", "--numeric-owner", "--format=gnu", "-C"])
+        .args([
+            "--sort=name",
+            "--mtime=@0",
+            "--numeric-owner",
+            "--format=gnu",
+            "-C",
+        ])
         .arg(&archive_dir)
         .arg("-cf")
         .arg(&archive)
         .arg("."))?;
     fs::remove_dir_all(&archive_dir)?;
     eprintln!("xtask: docker load {tag}");
-    run(Command::new("docker").arg("load").arg("-q").arg("-i").arg(&archive))?;
+    run(Command::new("docker")
+        .arg("load")
+        .arg("-q")
+        .arg("-i")
+        .arg(&archive))?;
     fs::remove_file(&archive)?;
     Ok(Built {
         tag: tag.to_owned(),

@@ -51,7 +51,9 @@ fn main() -> Result<()> {
         "test" => test(rest),
         "bench" => bench(rest),
         "fuzz" => fuzz(rest),
-        "image" => build_for_images().and_then(|components| image::build_images(&components).map(drop)),
+        "image" => {
+            build_for_images().and_then(|components| image::build_images(&components).map(drop))
+        }
         "test-container" => {
             build_for_images().and_then(|components| container::test_container(&components))
         }

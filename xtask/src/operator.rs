@@ -22,7 +22,9 @@ fn require_opt_in(what: &str) -> Result<()> {
         } else {
             " (after `cargo xtask login-devin`)"
         };
-        bail!("{what} talks to a real Devin account: it is opt-in. Set {OPT_IN}=1{after} to run it.");
+        bail!(
+            "{what} talks to a real Devin account: it is opt-in. Set {OPT_IN}=1{after} to run it."
+        );
     }
     Ok(())
 }
@@ -59,9 +61,22 @@ pub fn login_devin() -> Result<()> {
     let status = compose
         .command()
         .args([
-            "run", "--rm", "--no-deps", "-u", "10002:10002", "-e", "HTTPS_PROXY=http://network-guard:8080",
-            "-e", "HTTP_PROXY=http://network-guard:8080", "-e", "HOME=/home/bridge",
-            "--entrypoint", "/usr/local/bin/devin", "bridge-live", "auth", "login",
+            "run",
+            "--rm",
+            "--no-deps",
+            "-u",
+            "10002:10002",
+            "-e",
+            "HTTPS_PROXY=http://network-guard:8080",
+            "-e",
+            "HTTP_PROXY=http://network-guard:8080",
+            "-e",
+            "HOME=/home/bridge",
+            "--entrypoint",
+            "/usr/local/bin/devin",
+            "bridge-live",
+            "auth",
+            "login",
         ])
         .status()
         .context("running the Devin CLI's login")?;
@@ -113,7 +128,11 @@ pub fn launch(components: &Path, rest: &[String]) -> Result<()> {
         .args(&claude_args)
         .status()
         .context("starting Claude Code's container")?;
-    let stop = if offline { "cargo xtask launch --offline --stop" } else { "cargo xtask launch --stop" };
+    let stop = if offline {
+        "cargo xtask launch --offline --stop"
+    } else {
+        "cargo xtask launch --stop"
+    };
     println!("Claude Code exited ({status}); `{stop}` stops the bridge and the guards");
     Ok(())
 }
@@ -129,7 +148,10 @@ pub fn test_live() -> Result<()> {
     let started = container::start_bridge(&compose, false)?;
     container::recheck_isolation(&compose, &started)?;
     let scenarios: [(&str, &[&str]); 3] = [
-        ("Read math.js and math.test.js and explain the defect. Do not edit anything.", &["Read"]),
+        (
+            "Read math.js and math.test.js and explain the defect. Do not edit anything.",
+            &["Read"],
+        ),
         ("Fix the failing test in this project.", &["Edit", "Bash"]),
         ("/bridge-check", &["Read", "Bash"]),
     ];
@@ -146,13 +168,28 @@ pub fn test_live() -> Result<()> {
         container::write_demo_project(&dirs.workspace(), Some(image::HOST_UID))?;
         let output = compose
             .command()
-            .args(["run", "--rm", "-T", "claude", "-p", prompt, "--allowedTools", "Bash,Read,Edit", "--output-format", "stream-json", "--verbose"])
+            .args([
+                "run",
+                "--rm",
+                "-T",
+                "claude",
+                "-p",
+                prompt,
+                "--allowedTools",
+                "Bash,Read,Edit",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+            ])
             .stdin(Stdio::null())
             .output()?;
         let used = container::tools_used(&output)?;
         for tool in *tools {
             if !used.iter().any(|name| name == tool) {
-                bail!("scenario {}: Claude Code never ran {tool} (ran {used:?})", index + 1);
+                bail!(
+                    "scenario {}: Claude Code never ran {tool} (ran {used:?})",
+                    index + 1
+                );
             }
         }
         container::final_result(&output)?;
@@ -160,6 +197,8 @@ pub fn test_live() -> Result<()> {
     }
     container::devin_audit_allows_only_devin(&dirs.devin_audit())?;
     container::claude_audit_has_no_allow(&dirs.claude_audit(), false)?;
-    println!("PASS live audits: Devin guard allowed only Devin hosts; Claude guard allowed nothing");
+    println!(
+        "PASS live audits: Devin guard allowed only Devin hosts; Claude guard allowed nothing"
+    );
     Ok(())
 }

@@ -390,7 +390,11 @@ fn check_private(path: &Path) -> CheckResult {
     if reached.is_empty() {
         CheckResult::new(name, true, "no access")
     } else {
-        CheckResult::new(name, false, format!("this identity can {}", reached.join(", ")))
+        CheckResult::new(
+            name,
+            false,
+            format!("this identity can {}", reached.join(", ")),
+        )
     }
 }
 
@@ -556,7 +560,9 @@ mod tests {
 
     #[tokio::test]
     async fn reach_fails_on_a_closed_port_and_passes_on_a_listener() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let open = listener.local_addr().expect("addr").to_string();
         let reached = check_reachable(&open, Duration::from_secs(5)).await;
         assert_eq!(reached.outcome, Outcome::Pass, "{reached}");

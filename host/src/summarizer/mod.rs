@@ -168,9 +168,7 @@ impl Drop for InFlight<'_> {
 /// `<agent> --version` in the sandbox (first line, bounded), within 15 s.
 async fn agent_version(spec: &crate::process::Spec) -> anyhow::Result<String> {
     let mut command = crate::process::command_for(spec);
-    command
-        .arg("--version")
-        .stdin(std::process::Stdio::null());
+    command.arg("--version").stdin(std::process::Stdio::null());
     let output = tokio::time::timeout(Duration::from_secs(15), command.output())
         .await
         .context("timed out")??;

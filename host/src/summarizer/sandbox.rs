@@ -92,8 +92,11 @@ fn check_agent_owned(dir: &Path, uid: u32) -> Result<(), SandboxError> {
         path: dir.to_owned(),
         message,
     };
-    let meta = std::fs::symlink_metadata(dir)
-        .map_err(|e| error(format!("{e} (it must exist and belong to the agent's uid {uid})")))?;
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| {
+        error(format!(
+            "{e} (it must exist and belong to the agent's uid {uid})"
+        ))
+    })?;
     if !meta.is_dir() {
         return Err(error("is not a directory".into()));
     }

@@ -63,9 +63,13 @@ impl TestBridge {
         })
         .await
         .expect("load");
-        let bridge = Bridge::from_policy(&policy, Arc::new(transforms), &AgentIdentity::shared_with_host())
-            .await
-            .expect("bridge");
+        let bridge = Bridge::from_policy(
+            &policy,
+            Arc::new(transforms),
+            &AgentIdentity::shared_with_host(),
+        )
+        .await
+        .expect("bridge");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");

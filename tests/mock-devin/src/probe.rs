@@ -38,9 +38,16 @@ fn identity() -> Vec<String> {
     let mut lines: Vec<String> = status
         .lines()
         .filter(|line| {
-            ["Uid:", "Gid:", "Groups:", "CapEff:", "CapPrm:", "NoNewPrivs:"]
-                .iter()
-                .any(|field| line.starts_with(field))
+            [
+                "Uid:",
+                "Gid:",
+                "Groups:",
+                "CapEff:",
+                "CapPrm:",
+                "NoNewPrivs:",
+            ]
+            .iter()
+            .any(|field| line.starts_with(field))
         })
         .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect();
@@ -83,10 +90,22 @@ mod tests {
             file.display()
         );
         let report = report(&text);
-        assert!(report.contains(&format!("probe-read {}: allowed", file.display())), "{report}");
-        assert!(report.contains(&format!("probe-write {}: allowed", dir.path().display())), "{report}");
+        assert!(
+            report.contains(&format!("probe-read {}: allowed", file.display())),
+            "{report}"
+        );
+        assert!(
+            report.contains(&format!("probe-write {}: allowed", dir.path().display())),
+            "{report}"
+        );
         assert!(report.contains("missing: denied"), "{report}");
-        assert!(report.contains(&format!("probe-connect {}: denied", file.display())), "{report}");
-        assert!(report.lines().any(|line| line.starts_with("Uid: ")), "{report}");
+        assert!(
+            report.contains(&format!("probe-connect {}: denied", file.display())),
+            "{report}"
+        );
+        assert!(
+            report.lines().any(|line| line.starts_with("Uid: ")),
+            "{report}"
+        );
     }
 }

@@ -425,7 +425,9 @@ impl Turn {
                 self.log("grandchild", json!({"grandchildPid": child.id()}));
             }
             Err(err) => {
-                eprintln!("mock-devin: [mock:grandchild] cannot start its grandchild: {err}; hanging");
+                eprintln!(
+                    "mock-devin: [mock:grandchild] cannot start its grandchild: {err}; hanging"
+                );
                 self.log("grandchild", json!({"error": err.to_string()}));
             }
         }
