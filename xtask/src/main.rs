@@ -1,7 +1,9 @@
 //! `cargo xtask build | serve | test | bench | fuzz`: the project's build tool.
 
 mod claude_code;
+mod compose;
 mod container;
+mod gate;
 mod image;
 mod operator;
 mod wasm;

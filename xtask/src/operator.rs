@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
-use crate::container::{self, Compose, SandboxDirs};
+use crate::compose::{self, Compose, SandboxDirs};
+use crate::gate;
 use crate::image;
 
 const LIVE_IMAGE: &str = "devin-bridge:live";
@@ -55,7 +56,7 @@ pub fn login_devin() -> Result<()> {
     if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         bail!("login-devin needs a terminal: the token is typed at the Devin CLI's prompt");
     }
-    let compose = Compose::operator("live", container::existing_or_new_key()?)?;
+    let compose = Compose::operator("live", compose::existing_or_new_key()?)?;
     SandboxDirs::ensure()?;
     compose.run(&["up", "-d", "network-guard"])?;
     let status = compose
@@ -95,7 +96,7 @@ pub fn launch(components: &Path, rest: &[String]) -> Result<()> {
     let profile = if offline { "offline" } else { "live" };
     if rest.iter().any(|arg| arg == "--stop") {
         // Stops the containers and networks; the devin-auth volume (the login) is kept.
-        let compose = Compose::operator(profile, container::existing_or_new_key()?)?;
+        let compose = Compose::operator(profile, compose::existing_or_new_key()?)?;
         compose.run(&["down", "--remove-orphans", "-t", "5"])?;
         println!("stopped the {profile} profile; the devin-auth volume is kept");
         return Ok(());
@@ -112,10 +113,10 @@ pub fn launch(components: &Path, rest: &[String]) -> Result<()> {
         require_live_image()?;
     }
     SandboxDirs::ensure()?;
-    let compose = Compose::operator(profile, container::existing_or_new_key()?)?;
-    let started = container::start_bridge(&compose, offline)?;
-    container::recheck_isolation(&compose, &started)?;
-    let models = container::discover_models(&started)?;
+    let compose = Compose::operator(profile, compose::existing_or_new_key()?)?;
+    let started = gate::start_bridge(&compose, offline)?;
+    gate::recheck_isolation(&compose, &started)?;
+    let models = gate::discover_models(&started)?;
     println!("models: {}", models.join(", "));
     let mut run = compose.command();
     run.args(["run", "--rm"]);
@@ -144,9 +145,9 @@ pub fn test_live() -> Result<()> {
     image::require_docker()?;
     require_live_image()?;
     let dirs = SandboxDirs::ensure()?;
-    let compose = Compose::operator("live", container::existing_or_new_key()?)?;
-    let started = container::start_bridge(&compose, false)?;
-    container::recheck_isolation(&compose, &started)?;
+    let compose = Compose::operator("live", compose::existing_or_new_key()?)?;
+    let started = gate::start_bridge(&compose, false)?;
+    gate::recheck_isolation(&compose, &started)?;
     let scenarios: [(&str, &[&str]); 3] = [
         (
             "Read math.js and math.test.js and explain the defect. Do not edit anything.",
@@ -165,7 +166,7 @@ pub fn test_live() -> Result<()> {
             // Live ACP sessions opened in a burst fail more often: space them out.
             std::thread::sleep(Duration::from_secs(20));
         }
-        container::write_demo_project(&dirs.workspace(), Some(image::HOST_UID))?;
+        compose::write_demo_project(&dirs.workspace(), Some(image::HOST_UID))?;
         let output = compose
             .command()
             .args([
@@ -183,7 +184,7 @@ pub fn test_live() -> Result<()> {
             ])
             .stdin(Stdio::null())
             .output()?;
-        let used = container::tools_used(&output)?;
+        let used = gate::tools_used(&output)?;
         for tool in *tools {
             if !used.iter().any(|name| name == tool) {
                 bail!(
@@ -192,11 +193,11 @@ pub fn test_live() -> Result<()> {
                 );
             }
         }
-        container::final_result(&output)?;
+        gate::final_result(&output)?;
         println!("PASS live scenario {}: {prompt}", index + 1);
     }
-    container::devin_audit_allows_only_devin(&dirs.devin_audit())?;
-    container::claude_audit_has_no_allow(&dirs.claude_audit(), false)?;
+    gate::devin_audit_allows_only_devin(&dirs.devin_audit())?;
+    gate::claude_audit_has_no_allow(&dirs.claude_audit(), false)?;
     println!(
         "PASS live audits: Devin guard allowed only Devin hosts; Claude guard allowed nothing"
     );
