@@ -45,12 +45,27 @@ impl Report {
 /// `cargo xtask test-container`.
 pub fn test_container(components: &Path) -> Result<()> {
     image::require_docker()?;
-    image::build_images(components)?;
+    let built = image::build_images(components)?;
     let (dirs, key) = SandboxDirs::prepare()?;
     let compose = Compose::test(key.clone())?;
     // A project left by an interrupted run goes first.
     let _ = compose.down();
     let mut report = Report::default();
+    report.check(
+        "bridge_image_is_reproducible",
+        image::rebuild_bridge_image(components).and_then(|again| {
+            let first = &built[0];
+            if again.id == first.id {
+                Ok(format!("built twice from the same inputs: {}", again.id))
+            } else {
+                bail!(
+                    "built twice from the same inputs: {} then {}",
+                    first.id,
+                    again.id
+                )
+            }
+        }),
+    );
     let outcome = run_checks(&compose, &dirs, &key, &mut report);
     if let Err(error) = &outcome {
         report.check("setup", Err(anyhow::anyhow!("{error:#}")));

@@ -73,6 +73,12 @@ pub fn build_images(components: &Path) -> Result<Vec<Built>> {
     Ok(vec![bridge, claude])
 }
 
+/// Builds the bridge image once more from the same inputs; `docker load` of the same bytes is
+/// a no-op, so this returns the id the inputs determine.
+pub fn rebuild_bridge_image(components: &Path) -> Result<Built> {
+    build_bridge_image(components, &images_dir())
+}
+
 fn require_root() -> Result<()> {
     let uid = Command::new("id").arg("-u").output()?;
     if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
