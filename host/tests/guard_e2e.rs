@@ -140,19 +140,22 @@ async fn curl(args: &[&str]) -> std::process::Output {
         .expect("run curl")
 }
 
-fn have_curl() -> bool {
-    std::process::Command::new("curl")
+/// curl is a test dependency (CI installs it): without it this test fails rather than passing
+/// without having checked anything.
+fn require_curl() {
+    let found = std::process::Command::new("curl")
         .arg("--version")
         .output()
-        .is_ok_and(|o| o.status.success())
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        found,
+        "curl is required by this test and was not found on PATH; install curl (e.g. `apt-get install curl`)"
+    );
 }
 
 #[tokio::test]
 async fn curl_through_the_guard() {
-    if !have_curl() {
-        eprintln!("curl not installed: skipping");
-        return;
-    }
+    require_curl();
     let dir = tempfile::tempdir().unwrap();
     let pki = pki(&["api.devin.ai"]);
     let server = tls_server(pki.server.clone(), ServerMode::Http).await;
