@@ -283,9 +283,15 @@ pub enum ServerOutcome {
     NoServerHello,
 }
 
+impl Default for ServerWatch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Observes the server's records until its ServerHello (see the module docs). Holds at most a
 /// record header and the start of one handshake message.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ServerWatch {
     record_header: [u8; 5],
     record_header_len: usize,
@@ -303,7 +309,19 @@ pub struct ServerWatch {
 impl ServerWatch {
     /// A watch that has seen nothing yet.
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            record_header: [0; 5],
+            record_header_len: 0,
+            record_type: 0,
+            record_left: 0,
+            message_header: [0; 4],
+            message_header_len: 0,
+            message_left: 0,
+            prefix: [0; SERVER_HELLO_PREFIX],
+            prefix_len: 0,
+            retries: 0,
+            outcome: None,
+        }
     }
 
     /// HelloRetryRequests seen.
