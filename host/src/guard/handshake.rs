@@ -245,10 +245,7 @@ impl ClientWatch {
 
     /// Check every whole message in `self.message`, keeping an incomplete tail.
     fn messages(&mut self) -> Result<(), LaterHelloError> {
-        loop {
-            let Some(&[msg_type, a, b, c]) = self.message.get(..4) else {
-                break;
-            };
+        while let Some(&[msg_type, a, b, c]) = self.message.get(..4) {
             let len = usize::from(a) << 16 | usize::from(b) << 8 | usize::from(c);
             if len + 4 > self.max {
                 return Err(LaterHelloError::TooLarge);
