@@ -72,7 +72,32 @@ fn hello(name: &str) -> Vec<u8> {
     ClientHelloBuilder::new().sni(name).records()
 }
 
-/// Sink: skip the ClientHello, count everything until EOF, answer the count (8 bytes).
+/// A ServerHello record: the upstreams send it first, as a TLS server would, so that the
+/// guard's handshake watch sees the handshake end (see `guard::handshake`).
+fn server_hello() -> Vec<u8> {
+    let mut body = vec![3, 3];
+    body.extend_from_slice(&[0x42; 32]);
+    body.extend_from_slice(&[0, 0x13, 0x01, 0, 0, 0]);
+    let mut record = vec![
+        0x16,
+        3,
+        3,
+        0,
+        body.len() as u8 + 4,
+        2,
+        0,
+        0,
+        body.len() as u8,
+    ];
+    record.extend_from_slice(&body);
+    record
+}
+
+/// The client's first encrypted-looking record, after which the guard stops inspecting.
+const APPLICATION_RECORD: [u8; 6] = [0x17, 3, 3, 0, 1, 0];
+
+/// Sink: send a ServerHello, skip the ClientHello and the first application record, count
+/// everything until EOF, answer the count (8 bytes).
 async fn sink_server(hello_len: usize) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind sink");
     let addr = listener.local_addr().expect("sink addr");
@@ -80,6 +105,9 @@ async fn sink_server(hello_len: usize) -> SocketAddr {
         while let Ok((mut s, _)) = listener.accept().await {
             tokio::spawn(async move {
                 let _ = s.set_nodelay(true);
+                if s.write_all(&server_hello()).await.is_err() {
+                    return;
+                }
                 let mut buf = vec![0u8; 256 * 1024];
                 let mut total = 0u64;
                 loop {
@@ -88,7 +116,7 @@ async fn sink_server(hello_len: usize) -> SocketAddr {
                         Ok(n) => total += n as u64,
                     }
                 }
-                let payload = total.saturating_sub(hello_len as u64);
+                let payload = total.saturating_sub((hello_len + APPLICATION_RECORD.len()) as u64);
                 let _ = s.write_all(&payload.to_be_bytes()).await;
             });
         }
@@ -96,7 +124,8 @@ async fn sink_server(hello_len: usize) -> SocketAddr {
     addr
 }
 
-/// Ping: read the ClientHello, answer one byte, hold the connection until the client closes.
+/// Ping: read the ClientHello, answer a ServerHello, hold the connection until the client
+/// closes.
 async fn ping_server(hello_len: usize) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind ping");
     let addr = listener.local_addr().expect("ping addr");
@@ -109,7 +138,7 @@ async fn ping_server(hello_len: usize) -> SocketAddr {
                     return;
                 }
                 drop(buf);
-                let _ = s.write_all(b"!").await;
+                let _ = s.write_all(&server_hello()).await;
                 let mut one = [0u8; 1];
                 let _ = s.read(&mut one).await;
             });
@@ -160,6 +189,11 @@ async fn upload(mut s: TcpStream, hello: &[u8], total: usize) -> Duration {
     let chunk = vec![0x5au8; 256 * 1024];
     let start = Instant::now();
     s.write_all(hello).await.expect("send hello");
+    let mut answer = vec![0u8; server_hello().len()];
+    s.read_exact(&mut answer).await.expect("server hello");
+    s.write_all(&APPLICATION_RECORD)
+        .await
+        .expect("application record");
     let mut left = total;
     while left > 0 {
         let n = left.min(chunk.len());

@@ -7,6 +7,8 @@ pub mod acp;
 pub mod cli;
 pub mod control;
 pub mod engine;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod guard;
 pub mod identity;
 pub mod logging;

@@ -1,4 +1,5 @@
-//! The compose topology is hardened, asserted by parsing it (no Docker engine runs here):
+//! What docker/compose.yml and the container policies declare, checked by parsing the files
+//! (no Docker engine runs here, so nothing about running containers is proven):
 //! every service non-root, read-only, all capabilities dropped, no-new-privileges, init; no
 //! Docker socket or absolute host path mounted; only the Devin-side guard has a route out;
 //! Claude Code's proxy is the deny-all guard and the bridge is reached directly.
@@ -47,7 +48,7 @@ fn networks_of(service: &Yaml) -> Vec<String> {
 }
 
 #[test]
-fn every_service_is_hardened() {
+fn compose_file_declares_every_service_hardened() {
     let compose = compose();
     let services = compose["services"].as_hash().expect("services");
     assert!(services.len() >= 5);
@@ -111,7 +112,7 @@ fn every_service_is_hardened() {
 }
 
 #[test]
-fn only_the_internal_network_is_used_without_egress() {
+fn compose_file_gives_egress_only_to_the_devin_guard() {
     let compose = compose();
     assert_eq!(
         compose["networks"]["internal"]["internal"].as_bool(),
@@ -128,7 +129,7 @@ fn only_the_internal_network_is_used_without_egress() {
 }
 
 #[test]
-fn claude_code_reaches_the_bridge_directly_and_nothing_else() {
+fn compose_file_points_claude_code_at_the_bridge_and_the_deny_all_guard() {
     let compose = compose();
     let claude = &compose["services"]["claude"];
     let env = &claude["environment"];
@@ -163,7 +164,7 @@ fn claude_code_reaches_the_bridge_directly_and_nothing_else() {
 }
 
 #[test]
-fn the_container_policies_are_valid_and_the_live_one_trusts_only_the_guard() {
+fn container_policy_files_load_and_the_live_one_names_only_the_trusted_proxy() {
     for file in ["offline-container.toml", "live-container.toml"] {
         let path = docker_dir().join(file);
         Policy::load(&path).unwrap_or_else(|e| panic!("{file}: {e}"));

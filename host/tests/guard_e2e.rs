@@ -140,19 +140,22 @@ async fn curl(args: &[&str]) -> std::process::Output {
         .expect("run curl")
 }
 
-fn have_curl() -> bool {
-    std::process::Command::new("curl")
+/// curl is a test dependency (CI installs it): without it this test fails rather than passing
+/// without having checked anything.
+fn require_curl() {
+    let found = std::process::Command::new("curl")
         .arg("--version")
         .output()
-        .is_ok_and(|o| o.status.success())
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        found,
+        "curl is required by this test and was not found on PATH; install curl (e.g. `apt-get install curl`)"
+    );
 }
 
 #[tokio::test]
 async fn curl_through_the_guard() {
-    if !have_curl() {
-        eprintln!("curl not installed: skipping");
-        return;
-    }
+    require_curl();
     let dir = tempfile::tempdir().unwrap();
     let pki = pki(&["api.devin.ai"]);
     let server = tls_server(pki.server.clone(), ServerMode::Http).await;
@@ -1018,4 +1021,247 @@ async fn graceful_shutdown_closes_open_tunnels_and_records_them() {
     assert_eq!(lines[0]["decision"], "allow");
     assert_eq!(lines[0]["close"], "shutdown");
     assert!(TcpStream::connect(addr).await.is_err(), "listener closed");
+}
+
+/// The `random` of a HelloRetryRequest (RFC 8446, section 4.1.3).
+const HRR_RANDOM: [u8; 32] = [
+    0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
+    0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c,
+];
+const CCS: [u8; 6] = [0x14, 3, 3, 0, 1, 1];
+
+/// A ServerHello record; a HelloRetryRequest when `retry`.
+fn server_hello_record(retry: bool) -> Vec<u8> {
+    let mut body = vec![3, 3];
+    if retry {
+        body.extend_from_slice(&HRR_RANDOM);
+    } else {
+        body.extend_from_slice(&[0x42; 32]);
+    }
+    body.extend_from_slice(&[0, 0x13, 0x01, 0, 0, 0]);
+    let mut msg = vec![2, 0, 0, body.len() as u8];
+    msg.extend_from_slice(&body);
+    records(&msg, 16_384)
+}
+
+/// A scripted upstream for one connection: each time it has received `at` bytes in all, it
+/// sends the paired answer; then it collects everything until the guard closes, and returns
+/// every byte it received.
+async fn scripted_upstream(
+    script: Vec<(usize, Vec<u8>)>,
+) -> (SocketAddr, tokio::task::JoinHandle<Vec<u8>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut got = Vec::new();
+        let mut script = script.into_iter().peekable();
+        loop {
+            while let Some((at, answer)) = script.peek() {
+                if got.len() < *at {
+                    break;
+                }
+                s.write_all(answer).await.unwrap();
+                script.next();
+            }
+            let mut chunk = [0u8; 4096];
+            match s.read(&mut chunk).await {
+                Ok(0) | Err(_) => return got,
+                Ok(n) => got.extend_from_slice(&chunk[..n]),
+            }
+        }
+    });
+    (addr, task)
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+#[tokio::test]
+async fn a_second_client_hello_sent_at_once_is_checked_and_never_forwarded() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = hello("api.devin.ai");
+    let (upstream, received) = scripted_upstream(Vec::new()).await;
+    let guard = Guard::spawn(test_policy(
+        dir.path(),
+        &[("api.devin.ai", upstream.to_string())],
+    ))
+    .await
+    .unwrap();
+    let (mut s, reply) = client::connect(guard.local_addr(), "api.devin.ai:443")
+        .await
+        .unwrap();
+    assert_eq!(reply.status, 200);
+    // A valid ClientHello and, in the same segment, a second one naming another host (the
+    // shape of a HelloRetryRequest flow, without waiting for the server).
+    let mut both = first.clone();
+    both.extend_from_slice(&hello("evil.example"));
+    s.write_all(&both).await.unwrap();
+    let mut got = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut got)).await;
+    assert!(read.is_ok(), "guard did not close the tunnel");
+    let upstream_got = received.await.unwrap();
+    assert_eq!(
+        upstream_got, first,
+        "only the first ClientHello reaches the server"
+    );
+    let lines = wait_audit(guard.audit_path(), 1).await;
+    let line = last(&lines);
+    assert_eq!(line["decision"], "deny", "{line}");
+    assert_eq!(line["reason"], "later_hello_sni_mismatch", "{line}");
+    assert_eq!(line["sni"], "api.devin.ai", "{line}");
+    assert_eq!(line["bytes_up"], first.len(), "{line}");
+    guard.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_client_hello_after_a_hello_retry_request_must_name_the_same_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = hello("api.devin.ai");
+    let retry = server_hello_record(true);
+    let mut policy = test_policy(dir.path(), &[]);
+    // Refused: after the HelloRetryRequest, change_cipher_spec then a ClientHello for another
+    // host (each split into small records to be reassembled).
+    let bad_first = hello("bad.devin.ai");
+    let (up_bad, got_bad) = scripted_upstream(vec![(bad_first.len(), retry.clone())]).await;
+    // Allowed: the same flow with the same host, then the ServerHello and encrypted records.
+    let second = records(
+        &ClientHelloBuilder::new()
+            .sni("API.devin.ai.")
+            .extension(43, vec![2, 3, 4])
+            .handshake(),
+        30,
+    );
+    let after_second = first.len() + CCS.len() + second.len();
+    let (up_good, got_good) = scripted_upstream(vec![
+        (first.len(), retry.clone()),
+        (after_second, server_hello_record(false)),
+    ])
+    .await;
+    policy
+        .resolve
+        .insert("bad.devin.ai".into(), up_bad.to_string());
+    policy
+        .resolve
+        .insert("api.devin.ai".into(), up_good.to_string());
+    let guard = Guard::spawn(policy).await.unwrap();
+    let addr = guard.local_addr();
+
+    let (mut s, reply) = client::connect(addr, "bad.devin.ai:443").await.unwrap();
+    assert_eq!(reply.status, 200);
+    s.write_all(&bad_first).await.unwrap();
+    let mut answer = vec![0u8; retry.len()];
+    s.read_exact(&mut answer).await.unwrap();
+    assert_eq!(answer, retry, "the HelloRetryRequest is relayed");
+    let mut flight = CCS.to_vec();
+    flight.extend_from_slice(&records(
+        &ClientHelloBuilder::new().sni("evil.example").handshake(),
+        30,
+    ));
+    s.write_all(&flight).await.unwrap();
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut rest)).await;
+    assert!(read.is_ok(), "guard did not close the tunnel");
+    let upstream_got = got_bad.await.unwrap();
+    assert!(
+        !contains(&upstream_got, b"evil.example"),
+        "the second ClientHello reached the server"
+    );
+    let lines = wait_audit(guard.audit_path(), 1).await;
+    assert_eq!(lines[0]["decision"], "deny", "{}", lines[0]);
+    assert_eq!(
+        lines[0]["reason"], "later_hello_sni_mismatch",
+        "{}",
+        lines[0]
+    );
+
+    let (mut s, reply) = client::connect(addr, "api.devin.ai:443").await.unwrap();
+    assert_eq!(reply.status, 200);
+    s.write_all(&first).await.unwrap();
+    let mut answer = vec![0u8; retry.len()];
+    s.read_exact(&mut answer).await.unwrap();
+    let mut flight = CCS.to_vec();
+    flight.extend_from_slice(&second);
+    s.write_all(&flight).await.unwrap();
+    let mut answer = vec![0u8; server_hello_record(false).len()];
+    s.read_exact(&mut answer).await.unwrap();
+    // Encrypted from here: passed through as is.
+    let tail = [&[0x17u8, 3, 3, 0, 2, 7, 7][..], b"opaque"].concat();
+    s.write_all(&tail).await.unwrap();
+    s.shutdown().await.unwrap();
+    let upstream_got = got_good.await.unwrap();
+    assert_eq!(upstream_got, [first.clone(), flight, tail].concat());
+    let lines = wait_audit(guard.audit_path(), 2).await;
+    assert_eq!(lines[1]["decision"], "allow", "{}", lines[1]);
+    assert_eq!(lines[1]["reason"], "allowlisted");
+    guard.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_idn_mapped_connect_is_audited_in_its_mapped_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = pki(&["api.devin.ai"]);
+    let echo = tls_server(pki.server.clone(), ServerMode::Echo).await;
+    let guard = Guard::spawn(test_policy(
+        dir.path(),
+        &[("api.devin.ai", echo.to_string())],
+    ))
+    .await
+    .unwrap();
+    // Fullwidth Latin letters: UTS 46 maps them to `api.devin.ai`, which decides.
+    let fullwidth = "\u{ff41}\u{ff50}\u{ff49}.\u{ff44}\u{ff45}\u{ff56}\u{ff49}\u{ff4e}.ai";
+    let tls = tls_via_guard(
+        guard.local_addr(),
+        &format!("{fullwidth}:443"),
+        "api.devin.ai",
+        pki.client.clone(),
+    )
+    .await
+    .unwrap();
+    let data = pattern(1000, 4);
+    assert!(echo_roundtrip(tls, data.clone()).await == data);
+    let lines = wait_audit(guard.audit_path(), 1).await;
+    let line = last(&lines);
+    assert_eq!(line["decision"], "allow", "{line}");
+    assert_eq!(line["host"], "api.devin.ai", "{line}");
+    assert_eq!(
+        line["host_raw"],
+        "\\u{ff41}\\u{ff50}\\u{ff49}.\\u{ff44}\\u{ff45}\\u{ff56}\\u{ff49}\\u{ff4e}.ai",
+        "{line}"
+    );
+    guard.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn malformed_request_heads_are_answered_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut policy = test_policy(dir.path(), &[]);
+    // Long enough that waiting for it could not pass for an immediate answer.
+    policy.limits.header_timeout_ms = 60_000;
+    let guard = Guard::spawn(policy).await.unwrap();
+    let heads: [&[u8]; 4] = [
+        b"CONNECT api.devin.ai:443 HTTP/1.1\nHost: api.devin.ai\n\n",
+        b"CONNECT api.devin.ai:443 HTTP/1.1\r\nHost: api.devin.ai\r\n folded\r\n",
+        b"CONNECT api.devin.ai:443 HTTP/1.1\r\nHost: api\0devin.ai\r\n",
+        b"CONNECT api.devin.ai:443 HTTP/1.1\rHost: api.devin.ai\r\n",
+    ];
+    for (i, head) in heads.iter().enumerate() {
+        let start = std::time::Instant::now();
+        let answer = tokio::time::timeout(
+            Duration::from_secs(10),
+            client::send_raw(guard.local_addr(), head),
+        )
+        .await;
+        let shown = String::from_utf8_lossy(head);
+        let (_s, reply) = answer
+            .unwrap_or_else(|_| panic!("{shown:?}: no answer within 10 s"))
+            .unwrap();
+        assert_eq!(reply.status, 400, "{shown:?}: {}", reply.head);
+        assert!(start.elapsed() < Duration::from_secs(10), "{shown:?}");
+        let lines = wait_audit(guard.audit_path(), i + 1).await;
+        assert_eq!(lines[i]["reason"], "bad_request", "{shown:?}: {}", lines[i]);
+        assert_eq!(lines[i]["decision"], "deny");
+    }
+    guard.shutdown().await.unwrap();
 }

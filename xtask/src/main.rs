@@ -25,8 +25,8 @@ commands:
                             ARGS (passed to cargo test) only the cargo tests
   bench <transforms|bridge|guard>
                             run a benchmark and print its table
-  fuzz <transform|all> [--seconds N]
-                            run the cargo-fuzz target of a transform (default 30 s)
+  fuzz <target|all> [--seconds N]
+                            run a cargo-fuzz target (a transform or a native parser; default 30 s)
   components                build only the components into target/components
   image                     build the container images (bridge + guards, Claude Code) and
                             print their ids and sizes (needs root and a running Docker daemon)
@@ -247,7 +247,10 @@ fn bench(rest: &[String]) -> Result<()> {
 
 fn fuzz(rest: &[String]) -> Result<()> {
     let Some(target) = rest.first() else {
-        bail!("usage: cargo xtask fuzz <serializer|envelope|sse|model-alias|all> [--seconds N]")
+        bail!(
+            "usage: cargo xtask fuzz <{}|all> [--seconds N]",
+            FUZZ_TARGETS.join("|")
+        )
     };
     let seconds = match rest.iter().position(|arg| arg == "--seconds") {
         Some(i) => rest
@@ -257,24 +260,37 @@ fn fuzz(rest: &[String]) -> Result<()> {
             .context("--seconds needs a number")?,
         None => 30,
     };
-    let all = ["serializer", "envelope", "sse", "model-alias"];
     let targets: Vec<&str> = if target == "all" {
-        all.to_vec()
-    } else if all.contains(&target.as_str()) {
+        FUZZ_TARGETS.to_vec()
+    } else if FUZZ_TARGETS.contains(&target.as_str()) {
         vec![target.as_str()]
     } else {
         bail!("unknown fuzz target {target:?}")
     };
-    let components = build_components(false)?;
+    let transform = |t: &str| FUZZ_TRANSFORMS.contains(&t);
+    // The native parsers' targets need no component.
+    let components = if targets.iter().any(|t| transform(t)) {
+        Some(build_components(false)?)
+    } else {
+        None
+    };
     ensure_cargo_fuzz()?;
     let root = workspace_root();
     for target in targets {
         let corpus = root.join("target").join("fuzz-corpus").join(target);
         std::fs::create_dir_all(&corpus)?;
-        let seeds = root.join("target").join("fuzz-seeds").join(target);
-        let count = write_seeds(target, &seeds)?;
-        eprintln!("xtask: {count} seed inputs for {target} from tests/fixtures/{target}");
-        eprintln!("xtask: fuzzing {target} for {seconds} s (native coverage + wasm differential)");
+        let seeds = if transform(target) {
+            let seeds = root.join("target").join("fuzz-seeds").join(target);
+            let count = write_seeds(target, &seeds)?;
+            eprintln!("xtask: {count} seed inputs for {target} from tests/fixtures/{target}");
+            eprintln!(
+                "xtask: fuzzing {target} for {seconds} s (native coverage + wasm differential)"
+            );
+            seeds
+        } else {
+            eprintln!("xtask: fuzzing {target} for {seconds} s (seeds in fuzz/seeds/{target})");
+            root.join("fuzz").join("seeds").join(target)
+        };
         let mut fuzz = Command::new("cargo");
         // No sanitizer: the transforms are safe Rust, and ASan would triple the build of
         // wasmtime that the differential half of every target links.
@@ -295,13 +311,29 @@ fn fuzz(rest: &[String]) -> Result<()> {
             .arg(format!("-max_total_time={seconds}"))
             .arg("-print_final_stats=1")
             .arg("-rss_limit_mb=4096")
-            .env("DEVIN_BRIDGE_COMPONENTS", &components)
             .env_remove("CARGO")
             .env_remove("RUSTUP_TOOLCHAIN");
+        if let Some(components) = &components {
+            fuzz.env("DEVIN_BRIDGE_COMPONENTS", components);
+        }
         run(&mut fuzz)?;
     }
     Ok(())
 }
+
+/// Fuzz targets of the wasm transforms (native vs component), seeded from their fixtures.
+const FUZZ_TRANSFORMS: [&str; 4] = ["serializer", "envelope", "sse", "model-alias"];
+/// Every fuzz target; the native parsers' seeds are the files in `fuzz/seeds/<target>`.
+const FUZZ_TARGETS: [&str; 8] = [
+    "serializer",
+    "envelope",
+    "sse",
+    "model-alias",
+    "client-hello",
+    "request-head",
+    "proxy-target",
+    "acp-frame",
+];
 
 /// Turns the golden fixtures of a transform into seed inputs in the fuzz targets' formats
 /// (see `fuzz/fuzz_targets/*.rs`).

@@ -65,7 +65,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     }
 }
 
-fn parse(line: &[u8]) -> Result<Incoming, AcpError> {
+pub(crate) fn parse(line: &[u8]) -> Result<Incoming, AcpError> {
     let value: Value = serde_json::from_slice(line).map_err(|_| AcpError::MalformedFrame)?;
     let Value::Object(mut object) = value else {
         return Err(AcpError::MalformedFrame);

@@ -3,7 +3,7 @@
 //! message chunks, fail closed on anything else the agent tries.
 
 mod error;
-mod frame;
+pub(crate) mod frame;
 mod pool;
 mod turn;
 

@@ -66,8 +66,13 @@ pub struct AuditRecord {
     pub client: SocketAddr,
     /// Request method (`CONNECT`, `GET`...), when one was read.
     pub method: Option<String>,
-    /// Requested host, sanitised.
+    /// Requested host: the normalised name the decision was made on (IDNA-mapped, lower-case
+    /// punycode) when the name could be normalised, else the request's text, sanitised.
     pub host: Option<String>,
+    /// The host exactly as requested, escaped (see [`escape`]), present only when it differs
+    /// from `host`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_raw: Option<String>,
     /// Requested port.
     pub port: Option<u16>,
     /// SNI of the ClientHello.
@@ -96,6 +101,7 @@ pub(crate) struct Pending {
     pub started: Instant,
     pub method: Option<String>,
     pub host: Option<String>,
+    pub host_raw: Option<String>,
     pub port: Option<u16>,
     pub sni: Option<String>,
     pub resolved: Option<SocketAddr>,
@@ -109,6 +115,7 @@ impl Pending {
             started: Instant::now(),
             method: None,
             host: None,
+            host_raw: None,
             port: None,
             sni: None,
             resolved: None,
@@ -129,6 +136,7 @@ impl Pending {
             client: self.client,
             method: self.method.clone(),
             host: self.host.clone(),
+            host_raw: self.host_raw.clone(),
             port: self.port,
             sni: self.sni.clone(),
             resolved: self.resolved,
@@ -150,6 +158,40 @@ pub(crate) fn sanitize(raw: &str) -> String {
         .take(255)
         .map(|c| if c.is_ascii_graphic() { c } else { '?' })
         .collect()
+}
+
+/// Escape a client-supplied string for the audit file without losing what it was: at most 255
+/// characters, everything up to a `@` (userinfo) removed, printable ASCII kept, `\\` doubled and
+/// every other character written as `\u{hex}`.
+pub(crate) fn escape(raw: &str) -> String {
+    let raw = raw.rsplit_once('@').map(|(_, host)| host).unwrap_or(raw);
+    let mut out = String::new();
+    for c in raw.chars().take(255) {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            c if c.is_ascii_graphic() => out.push(c),
+            c => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+        }
+    }
+    out
+}
+
+impl Pending {
+    /// Record the requested host: `normalised` (when the name could be normalised) is what the
+    /// decision used and becomes `host`; the raw text is kept, escaped, in `host_raw` when it
+    /// differs.
+    pub(crate) fn set_host(&mut self, raw: &str, normalised: Option<&str>) {
+        match normalised {
+            Some(name) => {
+                self.host = Some(name.to_owned());
+                self.host_raw = (raw != name).then(|| escape(raw));
+            }
+            None => {
+                self.host = Some(sanitize(raw));
+                self.host_raw = (!raw.chars().all(|c| c.is_ascii_graphic())).then(|| escape(raw));
+            }
+        }
+    }
 }
 
 /// The append-only audit log.
@@ -291,6 +333,23 @@ mod tests {
         assert_eq!(sanitize("user:pw@host.example"), "host.example");
         assert_eq!(sanitize("a\r\nb c"), "a??b?c");
         assert_eq!(sanitize(&"x".repeat(1000)).len(), 255);
+    }
+
+    #[test]
+    fn escape_keeps_non_ascii_readable_and_unambiguous() {
+        assert_eq!(escape("api.devin.ai"), "api.devin.ai");
+        assert_eq!(escape("\u{ff44}e.ai"), "\\u{ff44}e.ai");
+        assert_eq!(escape("a\\u{41}\r\n"), "a\\\\u{41}\\u{d}\\u{a}");
+        assert_eq!(escape("user:pw@host"), "host");
+        let mut p = Pending::new(1, "127.0.0.1:1".parse().unwrap());
+        p.set_host("API.devin.ai.", Some("api.devin.ai"));
+        assert_eq!(p.host.as_deref(), Some("api.devin.ai"));
+        assert_eq!(p.host_raw.as_deref(), Some("API.devin.ai."));
+        p.set_host("api.devin.ai", Some("api.devin.ai"));
+        assert_eq!(p.host_raw, None);
+        p.set_host("a\u{7f}b", None);
+        assert_eq!(p.host.as_deref(), Some("a?b"));
+        assert_eq!(p.host_raw.as_deref(), Some("a\\u{7f}b"));
     }
 
     #[test]

@@ -117,6 +117,12 @@ impl HelloParser {
         }
     }
 
+    /// Raw bytes taken up by the records parsed so far: after a whole ClientHello, its length
+    /// (anything beyond belongs to later records, which are not part of this ClientHello).
+    pub fn consumed(&self) -> usize {
+        self.pos
+    }
+
     /// Parse what `raw` holds beyond what earlier calls saw. `raw` must only grow between calls.
     /// `Ok(None)`: need more bytes.
     pub fn advance(&mut self, raw: &[u8]) -> Result<Option<ClientHello>, HelloError> {
@@ -297,19 +303,21 @@ fn parse_server_name(data: &[u8]) -> Result<Option<String>, HelloError> {
 }
 
 /// Read from `io` until `raw` (which may already hold bytes the client sent early) contains a
-/// whole ClientHello, within `timeout` and at most `max` bytes. Returns the ClientHello and
-/// every raw byte read, to be replayed upstream.
+/// whole ClientHello, within `timeout` and at most `max` bytes. Returns the ClientHello, its
+/// raw records (to be replayed upstream) and any bytes read after them (later records, which
+/// the caller must inspect before they go anywhere: they may hold another ClientHello).
 pub async fn read_client_hello<R: AsyncRead + Unpin>(
     io: &mut R,
     mut raw: Vec<u8>,
     max: usize,
     timeout: Duration,
-) -> Result<(ClientHello, Vec<u8>), HelloError> {
+) -> Result<(ClientHello, Vec<u8>, Vec<u8>), HelloError> {
     let mut parser = HelloParser::new(max);
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         if let Some(hello) = parser.advance(&raw)? {
-            return Ok((hello, raw));
+            let after = raw.split_off(parser.consumed().min(raw.len()));
+            return Ok((hello, raw, after));
         }
         let room = max.saturating_sub(raw.len());
         if room == 0 {

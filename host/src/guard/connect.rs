@@ -9,6 +9,9 @@
 //!    closed and the reason recorded.
 //! 3. Only then the name is resolved once, every address classified, and one of those exact
 //!    addresses dialled; the buffered bytes are replayed and both directions spliced.
+//!    Until the handshake turns to encrypted records, every later ClientHello the client sends
+//!    is held back and checked like the first (`handshake`); a refusal closes the tunnel and
+//!    its audit line is a denial with its own reason.
 //!    One audit line is written when the tunnel ends, with bytes each way and how it ended.
 
 use tokio::io::AsyncWriteExt;
@@ -16,10 +19,11 @@ use tokio::net::TcpStream;
 
 use super::audit::{sanitize, Decision, Pending};
 use super::client_hello::read_client_hello;
+use super::dial;
+use super::handshake::{splice_watched, ClientWatch, TunnelEnd};
 use super::head::RequestHead;
 use super::hostmatch::{normalize_host, HostError};
 use super::server::Shared;
-use super::{dial, splice};
 
 const FORBIDDEN: (u16, &str) = (403, "Forbidden");
 const BAD_REQUEST: (u16, &str) = (400, "Bad Request");
@@ -100,20 +104,25 @@ pub(crate) async fn handle(
     let (raw_host, port) = match split_authority(&request.target) {
         Ok(parts) => parts,
         Err(e) => {
-            pending.host = Some(sanitize(&request.target));
+            pending.set_host(&request.target, None);
             return shared
                 .deny_with(&mut stream, &pending, e.status(), e.reason())
                 .await;
         }
     };
-    pending.host = Some(sanitize(raw_host));
     pending.port = Some(port);
+    // The audit names the host in the form the decision is made on (IDNA-mapped), keeping the
+    // raw text escaped beside it when they differ.
     let host = match check_host(raw_host) {
-        Ok(host) => host,
+        Ok(host) => {
+            pending.set_host(raw_host, Some(&host));
+            host
+        }
         Err(e) => {
+            pending.set_host(raw_host, None);
             return shared
                 .deny_with(&mut stream, &pending, e.status(), e.reason())
-                .await
+                .await;
         }
     };
     let policy = &shared.policy;
@@ -133,7 +142,7 @@ pub(crate) async fn handle(
         return shared.decide(&pending, Decision::Deny, "client_write_error", None, (0, 0));
     }
     let limits = policy.limits;
-    let (hello, raw) = match read_client_hello(
+    let (hello, raw, after) = match read_client_hello(
         &mut stream,
         early,
         limits.client_hello_max_bytes,
@@ -173,22 +182,28 @@ pub(crate) async fn handle(
     let replayed = raw.len() as u64;
     drop(raw);
     tracing::debug!(%host, port, %resolved, "tunnel open");
+    // 4. Splice, with every later ClientHello of the handshake checked before it is forwarded.
     let mut shutdown = shared.shutdown.clone();
-    let (up, down, close) = splice::splice(
-        &stream,
-        &upstream,
-        limits.buffer_bytes,
-        limits.idle_timeout(),
-        &mut shutdown,
-    )
-    .await;
-    shared.decide(
-        &pending,
-        Decision::Allow,
-        "allowlisted",
-        Some(close.as_str()),
-        (replayed + up, down),
-    );
+    let watch = ClientWatch::new(host, limits.client_hello_max_bytes);
+    let (up, down, end) =
+        splice_watched(&stream, &upstream, &limits, &mut shutdown, watch, &after).await;
+    drop(after);
+    match end {
+        TunnelEnd::Closed(close) => shared.decide(
+            &pending,
+            Decision::Allow,
+            "allowlisted",
+            Some(close.as_str()),
+            (replayed + up, down),
+        ),
+        TunnelEnd::Refused(e) => shared.decide(
+            &pending,
+            Decision::Deny,
+            e.reason(),
+            None,
+            (replayed + up, down),
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -54,6 +54,40 @@ impl HeadError {
     }
 }
 
+/// Scan the head bytes of `buf` from `*scanned` on, as they arrive. Returns the end of the head
+/// (just after its `\r\n\r\n`) once present. Framing errors that no further byte could repair
+/// are refused at once instead of waiting for the header timeout: a bare LF or CR, NUL and other
+/// control bytes (HT excepted), and obs-fold (a line starting with SP or HT). `*scanned` only
+/// advances over bytes already judged, so a CR at the end of `buf` is looked at again with the
+/// byte that follows it.
+pub(crate) fn scan_head(buf: &[u8], scanned: &mut usize) -> Result<Option<usize>, HeadError> {
+    while let Some(&b) = buf.get(*scanned) {
+        let i = *scanned;
+        let prev = |back: usize| i.checked_sub(back).and_then(|j| buf.get(j)).copied();
+        match b {
+            b'\r' => match buf.get(i + 1) {
+                None => return Ok(None),
+                Some(b'\n') => {}
+                Some(_) => return Err(HeadError::Malformed),
+            },
+            b'\n' => {
+                if prev(1) != Some(b'\r') {
+                    return Err(HeadError::Malformed);
+                }
+                if prev(2) == Some(b'\n') && prev(3) == Some(b'\r') {
+                    return Ok(Some(i + 1));
+                }
+            }
+            b' ' | b'\t' if prev(1) == Some(b'\n') => return Err(HeadError::Malformed),
+            b'\t' => {}
+            0..=0x1f | 0x7f => return Err(HeadError::Malformed),
+            _ => {}
+        }
+        *scanned = i + 1;
+    }
+    Ok(None)
+}
+
 /// Read until the end of the head (`\r\n\r\n`). Returns the head and the bytes that followed it.
 pub(crate) async fn read_request_head<R: AsyncRead + Unpin>(
     io: &mut R,
@@ -70,17 +104,11 @@ pub(crate) async fn read_request_head<R: AsyncRead + Unpin>(
                 return Err(HeadError::Malformed);
             }
         }
-        let from = scanned.saturating_sub(3);
-        if let Some(pos) = buf
-            .get(from..)
-            .and_then(|tail| tail.windows(4).position(|w| w == b"\r\n\r\n"))
-        {
-            let end = from + pos + 4;
+        if let Some(end) = scan_head(&buf, &mut scanned)? {
             let head = parse_request(buf.get(..end).unwrap_or_default())?;
             let rest = buf.split_off(end);
             return Ok((head, rest));
         }
-        scanned = buf.len();
         let room = max.saturating_sub(buf.len());
         if room == 0 {
             return Err(HeadError::TooLarge);
@@ -103,7 +131,7 @@ pub(crate) async fn read_request_head<R: AsyncRead + Unpin>(
     }
 }
 
-fn parse_request(bytes: &[u8]) -> Result<RequestHead, HeadError> {
+pub(crate) fn parse_request(bytes: &[u8]) -> Result<RequestHead, HeadError> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
     match req.parse(bytes) {
@@ -229,6 +257,45 @@ mod tests {
             read(b"GET / HT", 1024).await.unwrap_err(),
             HeadError::Closed { empty: false }
         );
+    }
+
+    #[tokio::test]
+    async fn malformed_framing_is_refused_without_waiting_for_more_bytes() {
+        for bad in [
+            &b"CONNECT a.b:443 HTTP/1.1\nHost: a.b\n\n"[..],
+            b"CONNECT a.b:443 HTTP/1.1\r\nHost: a.b\n",
+            b"CONNECT a.b:443 HTTP/1.1\r\nHost: a.b\r\n folded\r\n",
+            b"CONNECT a.b:443 HTTP/1.1\r\nHost:\ta.b\r\n\tfolded",
+            b"CONNECT a.b:443 HTTP/1.1\r\nHost: a\0b\r\n",
+            b"CONNECT a.b:443 HTTP/1.1\rHost: a.b",
+            b"GET / HTTP/1.1\r\nX: \x1b[31m\r\n",
+        ] {
+            // The writer stays open: only the bytes themselves can end the wait.
+            let (mut client, mut server) = tokio::io::duplex(4096);
+            client.write_all(bad).await.unwrap();
+            let read = tokio::time::timeout(
+                Duration::from_secs(5),
+                read_request_head(&mut server, 1024, Duration::from_secs(600)),
+            )
+            .await
+            .unwrap_or_else(|_| panic!("waited on {:?}", String::from_utf8_lossy(bad)));
+            assert_eq!(
+                read.unwrap_err(),
+                HeadError::Malformed,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+            drop(client);
+        }
+    }
+
+    #[test]
+    fn scan_head_waits_on_a_trailing_cr_and_accepts_tabs_in_values() {
+        let mut scanned = 0;
+        assert_eq!(scan_head(b"GET / HTTP/1.1\r", &mut scanned), Ok(None));
+        assert_eq!(scanned, 14);
+        let full = b"GET / HTTP/1.1\r\nX:\ta\r\n\r\nrest";
+        assert_eq!(scan_head(full, &mut scanned), Ok(Some(full.len() - 4)));
     }
 
     #[test]

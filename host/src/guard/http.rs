@@ -15,7 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{ReadHalf, WriteHalf};
 use tokio::net::TcpStream;
 
-use super::audit::{sanitize, Decision, Pending};
+use super::audit::{Decision, Pending};
 use super::connect::{check_host, parse_port, TargetError};
 use super::dial;
 use super::head::{connection_tokens, RequestHead, HOP_BY_HOP, MAX_HEADERS};
@@ -46,7 +46,7 @@ pub(crate) enum UrlError {
 }
 
 impl UrlError {
-    fn reason(self) -> &'static str {
+    pub(crate) fn reason(self) -> &'static str {
         match self {
             UrlError::NotAbsolute => "not_absolute_form",
             UrlError::Scheme => "scheme_not_allowed",
@@ -115,7 +115,7 @@ pub(crate) async fn handle(
 ) {
     let parsed = split_url(&request.target);
     if let Ok(url) = &parsed {
-        pending.host = Some(sanitize(url.host));
+        pending.set_host(url.host, check_host(url.host).ok().as_deref());
         pending.port = Some(url.port);
     }
     let policy = &shared.policy;

@@ -128,39 +128,12 @@ pub(crate) async fn pump(
     }
 }
 
-/// Splice `client` and `upstream` both ways. Returns bytes client-to-upstream,
-/// upstream-to-client, and how it ended.
-pub(crate) async fn splice(
-    client: &TcpStream,
-    upstream: &TcpStream,
-    buffer_bytes: usize,
-    idle: Duration,
-    shutdown: &mut watch::Receiver<bool>,
-) -> (u64, u64, Close) {
-    let up = AtomicU64::new(0);
-    let down = AtomicU64::new(0);
-    let activity = Activity::new();
-    let both = async {
-        tokio::try_join!(
-            direction(client, upstream, buffer_bytes, &up, &activity),
-            direction(upstream, client, buffer_bytes, &down, &activity),
-        )
-        .map(|_| ())
-    };
-    let close = supervise(both, &activity, idle, shutdown).await;
-    (
-        up.load(Ordering::Relaxed),
-        down.load(Ordering::Relaxed),
-        close,
-    )
-}
-
-fn half_close(dst: &TcpStream) {
+pub(crate) fn half_close(dst: &TcpStream) {
     let _ = nix::sys::socket::shutdown(dst.as_raw_fd(), nix::sys::socket::Shutdown::Write);
 }
 
 /// One direction of a tunnel, over shared references (both directions run in one task).
-async fn direction(
+pub(crate) async fn direction(
     src: &TcpStream,
     dst: &TcpStream,
     buffer_bytes: usize,
