@@ -1,8 +1,10 @@
 //! What docker/compose.yml and the container policies declare, checked by parsing the files
-//! (no Docker engine runs here, so nothing about running containers is proven):
-//! every service non-root, read-only, all capabilities dropped, no-new-privileges, init; no
-//! Docker socket or absolute host path mounted; only the Devin-side guard has a route out;
-//! Claude Code's proxy is the deny-all guard and the bridge is reached directly.
+//! (`cargo xtask test-container` proves the running containers): every service read-only, all
+//! capabilities dropped, no-new-privileges, init, images never pulled; the bridge starts as
+//! root with exactly SETUID, SETGID and KILL (the host then switches to its own user), every
+//! other service runs as 10001 with none; no Docker socket or absolute host path mounted; only
+//! the Devin-side guard has a route out; Claude Code's proxy is the deny-all guard and the bridge
+//! is reached directly.
 
 use std::path::Path;
 
@@ -47,18 +49,30 @@ fn networks_of(service: &Yaml) -> Vec<String> {
     }
 }
 
+/// The services that run the bridge host: started as root with exactly the capabilities to run
+/// agents under their own uid (the host switches to `[server] user` itself).
+const BRIDGE_SERVICES: [&str; 2] = ["bridge-offline", "bridge-live"];
+
 #[test]
 fn compose_file_declares_every_service_hardened() {
     let compose = compose();
     let services = compose["services"].as_hash().expect("services");
-    assert!(services.len() >= 5);
+    assert!(services.len() >= 6);
     for (name, service) in services {
         let name = name.as_str().expect("service name");
-        assert_eq!(
-            service["user"].as_str(),
-            Some("10001:10001"),
-            "{name}: user"
-        );
+        if BRIDGE_SERVICES.contains(&name) {
+            assert_eq!(service["user"].as_str(), Some("0:0"), "{name}: user");
+            let mut added = strings(&service["cap_add"]);
+            added.sort();
+            assert_eq!(added, ["KILL", "SETGID", "SETUID"], "{name}: cap_add");
+        } else {
+            assert_eq!(
+                service["user"].as_str(),
+                Some("10001:10001"),
+                "{name}: user"
+            );
+            assert!(service["cap_add"].is_badvalue(), "{name}: cap_add");
+        }
         assert_eq!(
             service["read_only"].as_bool(),
             Some(true),
@@ -70,6 +84,11 @@ fn compose_file_declares_every_service_hardened() {
             "{name}: no-new-privileges"
         );
         assert_eq!(service["init"].as_bool(), Some(true), "{name}: init");
+        assert_eq!(
+            service["pull_policy"].as_str(),
+            Some("never"),
+            "{name}: images come from `cargo xtask image`, never a registry"
+        );
         assert!(
             service["privileged"].is_badvalue(),
             "{name}: privileged must not be set"
@@ -80,7 +99,7 @@ fn compose_file_declares_every_service_hardened() {
         );
         for tmpfs in strings(&service["tmpfs"]) {
             assert!(
-                tmpfs.contains("noexec") && tmpfs.contains("nosuid") && tmpfs.contains("size="),
+                tmpfs.contains("nosuid") && tmpfs.contains("size="),
                 "{name}: tmpfs {tmpfs}"
             );
         }
@@ -107,8 +126,38 @@ fn compose_file_declares_every_service_hardened() {
                 ["internal"],
                 "{name}: only the Devin-side guard may reach the outside"
             );
+            assert_eq!(
+                strings(&service["dns"]),
+                ["127.0.0.1"],
+                "{name}: outside names must not resolve on the internal network"
+            );
         }
     }
+}
+
+#[test]
+fn compose_file_gives_the_host_and_the_agent_private_directories_of_their_own_uids() {
+    let compose = compose();
+    let offline = strings(&compose["services"]["bridge-offline"]["tmpfs"]);
+    let mount = |path: &str| {
+        offline
+            .iter()
+            .find(|entry| entry.split(':').next() == Some(path))
+            .unwrap_or_else(|| panic!("no tmpfs at {path}: {offline:?}"))
+            .clone()
+    };
+    for (path, uid) in [
+        ("/run/devin-bridge", "10001"),
+        ("/home/bridge", "10002"),
+        ("/home/bridge/tmp", "10002"),
+    ] {
+        let entry = mount(path);
+        assert!(
+            entry.contains(&format!("uid={uid}")) && entry.contains("mode=0700"),
+            "{path}: {entry}"
+        );
+    }
+    assert!(mount("/run/devin-bridge").contains("noexec"));
 }
 
 #[test]
@@ -143,11 +192,14 @@ fn compose_file_points_claude_code_at_the_bridge_and_the_deny_all_guard() {
     );
     assert_eq!(env["HTTP_PROXY"].as_str(), Some("http://claude-guard:8080"));
     assert_eq!(env["NO_PROXY"].as_str(), Some("bridge"));
-    for secret in [
-        "ANTHROPIC_API_KEY",
-        "CLAUDE_CODE_OAUTH_TOKEN",
-        "ANTHROPIC_AUTH_TOKEN",
-    ] {
+    // The only key Claude Code gets is the bridge's local key, interpolated at run time.
+    assert!(
+        env["ANTHROPIC_API_KEY"]
+            .as_str()
+            .is_some_and(|value| value.starts_with("${BRIDGE_API_KEY:?")),
+        "claude: ANTHROPIC_API_KEY must be the bridge's local key from the environment"
+    );
+    for secret in ["CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN"] {
         assert!(
             env[secret].is_badvalue(),
             "claude: {secret} must not be baked into the compose file"
@@ -164,14 +216,29 @@ fn compose_file_points_claude_code_at_the_bridge_and_the_deny_all_guard() {
 }
 
 #[test]
-fn container_policy_files_load_and_the_live_one_names_only_the_trusted_proxy() {
-    for file in ["offline-container.toml", "live-container.toml"] {
-        let path = docker_dir().join(file);
-        Policy::load(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+fn container_policy_files_load_with_separate_identities_and_the_live_one_names_only_the_trusted_proxy(
+) {
+    let policies = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../policies"));
+    for file in ["container-offline.toml", "container-live.toml"] {
+        let policy = Policy::load(&policies.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(policy.server.user.as_deref(), Some("bridge"), "{file}");
+        assert_eq!(policy.agent.user.as_deref(), Some("bridge-agent"), "{file}");
+        assert!(policy.server.require_key, "{file}");
+        let key = policy.server.api_key_file.clone().expect("key file");
+        assert!(
+            key.starts_with("/run/devin-bridge-secrets"),
+            "{file}: {key:?}"
+        );
+        let cache = policy.engine.cache_dir.clone().expect("cache dir");
+        assert!(cache.starts_with("/run/devin-bridge"), "{file}: {cache:?}");
+        let socket = policy.control.socket.clone().expect("control socket");
+        assert!(
+            socket.starts_with("/run/devin-bridge"),
+            "{file}: {socket:?}"
+        );
+        assert_eq!(policy.agent.home, Path::new("/home/bridge"), "{file}");
     }
-    let live = Policy::load(&docker_dir().join("live-container.toml")).expect("live");
+    let live = Policy::load(&policies.join("container-live.toml")).expect("live");
     assert_eq!(live.agent.proxy.as_deref(), Some(TRUSTED_PROXY));
-    assert!(live.server.require_key);
-    let offline = Policy::load(&docker_dir().join("offline-container.toml")).expect("offline");
-    assert!(offline.agent.home.starts_with("/home/bridge/.sandbox"));
+    assert!(!live.agent.offline);
 }
