@@ -8,9 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use wasmtime::component::ResourceTable;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::{EngineError, TransformKind};
 use crate::policy::RuntimeLimits;
@@ -148,12 +146,9 @@ impl Runtime {
     }
 }
 
-/// What a store holds: the memory limiter and, for components that import WASI, an empty
-/// WASI context (no files, no environment, no network, no inherited stdio).
+/// What a store holds: the memory limiter. Components import nothing that needs state.
 pub(crate) struct CallState {
     limiter: MemoryCap,
-    wasi: WasiCtx,
-    table: ResourceTable,
 }
 
 impl CallState {
@@ -163,19 +158,6 @@ impl CallState {
                 limit: memory_bytes,
                 exceeded: false,
             },
-            // `WasiCtx::builder().build()` inherits nothing: stdio goes to a closed sink,
-            // no env, no args, no preopens, and sockets are denied by default.
-            wasi: WasiCtx::builder().build(),
-            table: ResourceTable::new(),
-        }
-    }
-}
-
-impl WasiView for CallState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
         }
     }
 }
