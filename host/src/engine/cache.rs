@@ -162,8 +162,7 @@ fn load_or_create_key(dir: &Path) -> Result<Key, EngineError> {
         .map_err(|error| EngineError::Cache(format!("no randomness for the cache key: {error}")))?;
     // Written under a temporary name and linked into place: a concurrent host that created
     // the key first wins, and both then use its key.
-    let temporary = dir.join(format!("{KEY_FILE}.tmp{}", std::process::id()));
-    let _ = std::fs::remove_file(&temporary);
+    let temporary = dir.join(format!("{KEY_FILE}.{}", temporary_suffix()));
     let written = (|| {
         let mut file = std::fs::OpenOptions::new()
             .write(true)
@@ -320,16 +319,32 @@ impl Entry<'_> {
     }
 }
 
+/// A name for a temporary file no other thread or process of ours uses at the same time.
+fn temporary_suffix() -> String {
+    let mut nonce = [0u8; 8];
+    if getrandom::fill(&mut nonce).is_err() {
+        // Without randomness the thread id still separates writers of this process.
+        let thread = format!("{:?}", std::thread::current().id());
+        nonce.copy_from_slice(&crate::engine::sha256_hex(thread.as_bytes()).as_bytes()[..8]);
+    }
+    format!("tmp{}-{}", std::process::id(), hex::encode(nonce))
+}
+
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let temporary = path.with_extension(format!("tmp{}", std::process::id()));
-    let _ = std::fs::remove_file(&temporary);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(nix::libc::O_NOFOLLOW)
-        .open(&temporary)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&temporary, path)
+    let temporary = path.with_extension(temporary_suffix());
+    let written = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(&temporary)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
 }

@@ -6,7 +6,11 @@
 
 #[cfg(target_arch = "wasm32")]
 mod wasm {
-    wit_bindgen::generate!({ world: "devin-bridge:twin/twin", path: ["../../../wit", "wit"] });
+    wit_bindgen::generate!({
+        world: "devin-bridge:twin/twin",
+        path: ["../../../wit", "wit"],
+        generate_all,
+    });
 
     use devin_bridge::transforms::types::Failure;
     use exports::devin_bridge::transforms::serializer::Prompt;
