@@ -12,7 +12,8 @@
 //!
 //! On success, per call:
 //! - `serialize`: `model`, `stream` and `input_tokens` equal; `tools` parses as JSON and is the
-//!   same JSON value; `text` contains `[Execution Trace]` (the framing wording is free);
+//!   same JSON value; `text` contains the `[Devin Summarizer Bridge]` and `[Execution Trace]`
+//!   headers the agent side relies on (the rest of the framing is free);
 //!   `id_seed` is 1-64 characters of `[A-Za-z0-9_-]`;
 //! - `repair`: the new prompt contains the original prompt and the rejection's code;
 //! - `parse`: the reply variant (text or tool) is the same; a text reply is the same text up to
@@ -164,8 +165,10 @@ fn check_prompt(expected: &Value, actual: &Value) -> Result<(), String> {
         return Err("the prompt's tools differ from the expected tools (as JSON)".into());
     }
     let text = actual.get("text").and_then(Value::as_str).unwrap_or("");
-    if !text.contains("[Execution Trace]") {
-        return Err("the prompt text has no [Execution Trace] section".into());
+    for header in ["[Devin Summarizer Bridge]", "[Execution Trace]"] {
+        if !text.contains(header) {
+            return Err(format!("the prompt text has no {header} header"));
+        }
     }
     let seed = actual.get("id_seed").and_then(Value::as_str).unwrap_or("");
     let seed_ok = (1..=64).contains(&seed.len())

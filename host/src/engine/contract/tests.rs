@@ -207,7 +207,7 @@ fn a_prompt_keeps_model_stream_tokens_and_tools_but_may_reword_its_framing() {
     let reframed = with(
         &case.expect,
         "/ok/text",
-        json!(text.replacen("Bridge]", "Bridge v2]", 1)),
+        json!(text.replacen("and nothing else", "and nothing more", 1)),
     );
     check(&case.call, &case.expect, &reframed).expect("framing is free");
     for (pointer, value) in [
@@ -215,6 +215,10 @@ fn a_prompt_keeps_model_stream_tokens_and_tools_but_may_reword_its_framing() {
         ("/ok/model", json!("devin-cli-agentic/other")),
         ("/ok/tools", json!("[{}]")),
         ("/ok/text", json!("no trace here")),
+        (
+            "/ok/text",
+            json!(text.replacen("[Devin Summarizer Bridge]", "[Bridge]", 1)),
+        ),
         ("/ok/id_seed", json!("")),
     ] {
         assert!(

@@ -1,6 +1,6 @@
 //! A twin of all four transforms: it keeps every promise of the WIT contract but differs from
 //! the real components byte for byte, the way a legitimate rebuild may: other failure wording,
-//! another prompt heading, JSON with spaces after `:` and `,`. The host must accept it as a
+//! another framing sentence, JSON with spaces after `:` and `,`. The host must accept it as a
 //! swap candidate for each transform, and requests served by it must be indistinguishable
 //! from the real ones to a client that parses what it receives.
 
@@ -93,8 +93,8 @@ mod wasm {
             real_serialize(&request)
                 .map(|prompt| Prompt {
                     text: prompt.text.replacen(
-                        "[Devin Summarizer Bridge]",
-                        "[Devin Summarizer Bridge: twin build]",
+                        "Produce the assistant's next output, and nothing else.",
+                        "Write the assistant's next output and nothing more.",
                         1,
                     ),
                     ..prompt
