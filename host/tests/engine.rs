@@ -500,7 +500,8 @@ fn a_planted_artifact_under_another_components_key_is_never_run() {
     // 1: the whole entry (artifact and its genuine MAC) moved under the real component's key.
     // 2: the artifact with the sidecar digest the old scheme trusted, and that digest as a MAC.
     let sha_sidecar = sha256_hex(&planted);
-    let plants: [(&str, Vec<(std::path::PathBuf, Vec<u8>)>); 2] = [
+    type Sidecars = Vec<(std::path::PathBuf, Vec<u8>)>;
+    let plants: [(&str, Sidecars); 2] = [
         (
             "moved entry",
             vec![(target.with_extension("cwasm.mac"), evil_mac)],
