@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::control;
-use crate::engine::{self, CompileCache, Loaded, Runtime, TransformKind, Transforms};
+use crate::engine::{self, CompileCache, Corpus, Loaded, Runtime, TransformKind, Transforms};
 use crate::identity::{self, AgentIdentity};
 use crate::policy::{Mode, Policy};
 use crate::reload::Reloader;
@@ -37,7 +37,8 @@ pub struct ServeArgs {
 /// `devin-bridge components ...`.
 #[derive(Debug, Subcommand)]
 pub enum ComponentsCommand {
-    /// Validate a component file for a transform: interface, imports, golden corpus, timings.
+    /// Validate a component file for a transform: interface, imports, golden corpus (the one
+    /// shipped next to the file, else the embedded one), timings.
     Check {
         /// The `.wasm` component file.
         file: PathBuf,
@@ -233,22 +234,17 @@ fn check(kind: TransformKind, file: &std::path::Path) -> anyhow::Result<ExitCode
     println!("transform {kind}");
     println!("sha256    {}", loaded.sha256);
     println!("size      {} bytes", loaded.size);
-    println!(
-        "imports   {}",
-        if loaded.uses_wasi {
-            "WASI (runs with an empty context)"
-        } else {
-            "none"
-        }
-    );
+    println!("imports   none (type definitions only)");
     println!(
         "compile   {:.1} ms (interface and imports checked)",
         compile.as_secs_f64() * 1e3
     );
-    let report = engine::self_test(&runtime, &loaded)?;
+    let corpus = Corpus::for_component(kind, file)?;
+    let report = engine::self_test(&runtime, &loaded, &corpus)?;
     println!(
-        "self-test {} golden cases passed in {:.1} ms ({:.1} µs per fresh instance + call)",
+        "self-test {} golden cases passed ({} corpus) in {:.1} ms ({:.1} µs per fresh instance + call)",
         report.cases,
+        report.corpus,
         report.elapsed.as_secs_f64() * 1e3,
         report.elapsed.as_secs_f64() * 1e6 / report.cases.max(1) as f64
     );

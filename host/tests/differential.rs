@@ -92,7 +92,7 @@ fn every_fixture_agrees_natively_and_in_wasm_and_matches_its_expectation() {
                 "{} ({}): native result differs from the fixture",
                 case.file, case.name
             );
-            assert_same(&transforms, &case.call, case.file);
+            assert_same(&transforms, &case.call, &case.file);
             total += 1;
         }
     }

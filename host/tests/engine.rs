@@ -1,4 +1,5 @@
-//! The wasm runtime: loading, pinning, faults, hot swap, WASI isolation and the compile cache.
+//! The wasm runtime: loading, pinning, faults, hot swap, the import policy, the contract
+//! self-test and the compile cache.
 
 mod common;
 
@@ -27,7 +28,6 @@ fn the_built_components_load_and_pass_their_corpus() {
     for entry in info {
         let bytes = std::fs::read(common::component(entry.name)).expect("component file");
         assert_eq!(entry.sha256, sha256_hex(&bytes), "{} digest", entry.name);
-        assert!(!entry.uses_wasi, "{} must import nothing", entry.name);
     }
 }
 
@@ -158,21 +158,89 @@ fn a_component_with_the_wrong_interface_is_refused_and_the_old_one_keeps_serving
 }
 
 #[test]
-fn a_component_that_fails_the_corpus_is_refused() {
+fn contract_breaking_candidates_are_refused_naming_the_fixture_and_what_differs() {
     let transforms = common::transforms();
-    let before = transforms.current(TransformKind::Serializer).sha256.clone();
-    let wrong =
-        std::fs::read(common::test_component("wrong-answers-serializer")).expect("test component");
-    match transforms.swap(TransformKind::Serializer, &wrong, "test".into()) {
-        Err(EngineError::SelfTest {
-            transform: TransformKind::Serializer,
-            message,
-        }) => {
-            assert!(message.contains("expected"), "{message}");
+    let wrong = std::fs::read(common::test_component("wrong-answers")).expect("test component");
+    for (kind, fixture, difference) in [
+        (
+            TransformKind::Serializer,
+            "fixture err_",
+            "not in the class of the expected 400 (4xx)",
+        ),
+        (
+            TransformKind::Envelope,
+            "fixture tool_",
+            "the tool id \"DEVIN_CALL_",
+        ),
+        (
+            TransformKind::Sse,
+            "fixture 03_stream_finish_text.json",
+            "event sequence",
+        ),
+        (
+            TransformKind::ModelAlias,
+            "fixture 03_validate_missing_prefix.json",
+            "failure code missing_model_prefix_v2 differs from the expected missing_model_prefix",
+        ),
+    ] {
+        let before = transforms.current(kind).sha256.clone();
+        match transforms.swap(kind, &wrong, "test".into()) {
+            Err(EngineError::SelfTest { transform, message }) => {
+                assert_eq!(transform, kind);
+                assert!(message.contains(fixture), "{kind}: {message}");
+                assert!(message.contains(difference), "{kind}: {message}");
+            }
+            other => panic!("{kind}: expected a self-test failure, got {other:?}"),
         }
-        other => panic!("expected a self-test failure, got {other:?}"),
+        assert_eq!(transforms.current(kind).sha256, before, "{kind} changed");
     }
-    assert_eq!(transforms.current(TransformKind::Serializer).sha256, before);
+}
+
+#[test]
+fn a_byte_different_twin_that_keeps_the_contract_is_accepted_for_every_transform() {
+    let transforms = common::transforms();
+    let twin = std::fs::read(common::test_component("twin")).expect("test component");
+    // The twin answers differently byte for byte: a failure's wording, an SSE body's spacing.
+    let refused = "{\"model\":\"devin-cli-agentic/swe-1-7\",\"messages\":[]}".to_owned();
+    let real_failure = transforms
+        .serialize(refused.clone())
+        .expect("engine")
+        .expect_err("no messages");
+    let head = devin_bridge::engine::MessageHead {
+        id: "msg_0".into(),
+        model: "devin-cli-agentic/swe-1-7".into(),
+        usage: devin_bridge_types::Usage {
+            input_tokens: 1,
+            output_tokens: 2,
+        },
+    };
+    let reply = devin_bridge_types::Reply::Text("hello".into());
+    let real_body = transforms
+        .render_json(head.clone(), reply.clone())
+        .expect("render");
+    for kind in TransformKind::ALL {
+        let report = transforms
+            .swap(kind, &twin, "test".into())
+            .unwrap_or_else(|error| panic!("{kind}: the twin must be accepted: {error}"));
+        assert_eq!(report.new_sha256, sha256_hex(&twin));
+        assert!(report.self_test_cases > 0);
+        assert_eq!(transforms.current(kind).sha256, sha256_hex(&twin));
+    }
+    let twin_failure = transforms
+        .serialize(refused)
+        .expect("engine")
+        .expect_err("no messages");
+    assert_eq!(twin_failure.code, real_failure.code);
+    assert_ne!(
+        twin_failure.message, real_failure.message,
+        "the twin rewords failures"
+    );
+    let twin_body = transforms.render_json(head, reply).expect("render");
+    assert_ne!(twin_body, real_body, "the twin spaces its JSON");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&twin_body).expect("JSON"),
+        serde_json::from_str::<serde_json::Value>(&real_body).expect("JSON"),
+    );
 }
 
 #[test]
@@ -239,24 +307,39 @@ fn hot_swap_under_eight_concurrent_callers_loses_no_call() {
 }
 
 #[test]
-fn a_wasi_importing_component_sees_an_empty_world() {
-    std::env::set_var("DEVIN_BRIDGE_PROBE_SECRET", "must-not-leak");
+fn a_wasi_importing_component_is_refused_at_load_naming_the_import() {
     let transforms = common::transforms();
-    let probe =
-        std::fs::read(common::test_component("wasi-probe-serializer")).expect("test component");
-    transforms
-        .swap(TransformKind::Serializer, &probe, "test".into())
-        .expect("probe passes the corpus");
-    assert!(transforms.current(TransformKind::Serializer).uses_wasi);
-    let failure = transforms
-        .serialize(request("__ENV__"))
-        .expect("engine")
-        .expect_err("the probe reports");
-    assert_eq!(failure.code, "probe");
-    assert_eq!(
-        failure.message, "env=0 args=0 cwd=",
-        "the component saw something of the host"
+    let before = transforms.current(TransformKind::Serializer).sha256.clone();
+    let path = common::test_component("wasi-probe-serializer");
+    let probe = std::fs::read(&path).expect("test component");
+    let import = "wasi:cli/environment@0.2.0";
+    match transforms.swap(TransformKind::Serializer, &probe, "test".into()) {
+        Err(EngineError::Imports { transform, message }) => {
+            assert_eq!(transform, TransformKind::Serializer);
+            assert!(message.contains(import), "{message}");
+        }
+        other => panic!("expected an import refusal, got {other:?}"),
+    }
+    assert_eq!(transforms.current(TransformKind::Serializer).sha256, before);
+    // Serving it from a policy is refused the same way.
+    let text = common::policy_text("").replacen(
+        &format!(
+            "path = {:?}",
+            common::component("serializer").display().to_string()
+        ),
+        &format!("path = {:?}", path.display().to_string()),
+        1,
     );
+    let policy = Policy::parse(
+        &text,
+        std::path::Path::new("p.toml"),
+        std::path::Path::new("/"),
+    )
+    .expect("policy");
+    let error = Transforms::load_with(common::test_runtime(), common::test_cache(), &policy)
+        .err()
+        .expect("a WASI importer must not load");
+    assert!(error.to_string().contains(import), "{error}");
 }
 
 #[test]
@@ -334,4 +417,455 @@ fn a_cache_directory_open_to_others_is_refused() {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
     let error = CompileCache::open(dir.path()).expect_err("world-writable cache must be refused");
     assert!(error.to_string().contains("0700"), "{error}");
+}
+
+/// Warnings logged while `f` runs on this thread.
+fn warnings_during<T>(f: impl FnOnce() -> T) -> (T, String) {
+    #[derive(Clone, Default)]
+    struct Logs(Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Logs {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
+        type Writer = Logs;
+        fn make_writer(&'a self) -> Logs {
+            self.clone()
+        }
+    }
+    let logs = Logs::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(logs.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::WARN)
+        .finish();
+    let value = tracing::subscriber::with_default(subscriber, f);
+    let text =
+        String::from_utf8_lossy(&logs.0.lock().unwrap_or_else(|p| p.into_inner())).into_owned();
+    (value, text)
+}
+
+/// The one `.cwasm` entry of the cache whose name starts with `sha256`.
+fn artifact_of(cache_dir: &std::path::Path, sha256: &str) -> std::path::PathBuf {
+    std::fs::read_dir(cache_dir)
+        .expect("cache dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.extension().is_some_and(|x| x == "cwasm")
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(sha256))
+        })
+        .unwrap_or_else(|| panic!("no cache entry for {sha256}"))
+}
+
+#[test]
+fn a_planted_artifact_under_another_components_key_is_never_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache_dir = dir.path().join("cache");
+    let runtime = common::test_runtime();
+    let cache = CompileCache::open(&cache_dir).expect("cache");
+    let real_path = common::component("serializer");
+    let real = Loaded::from_file(
+        &runtime,
+        &cache,
+        TransformKind::Serializer,
+        &real_path,
+        None,
+    )
+    .expect("compile the real serializer");
+    // Another valid artifact of the same engine: the serializer that panics on a marker.
+    let evil = Loaded::from_file(
+        &runtime,
+        &cache,
+        TransformKind::Serializer,
+        &common::test_component("misbehaving-serializer"),
+        None,
+    )
+    .expect("compile the misbehaving serializer");
+    let target = artifact_of(&cache_dir, &real.sha256);
+    let planted = std::fs::read(artifact_of(&cache_dir, &evil.sha256)).expect("planted bytes");
+    let evil_mac = std::fs::read(artifact_of(&cache_dir, &evil.sha256).with_extension("cwasm.mac"))
+        .expect("its MAC");
+    let panics = request("__PANIC__");
+
+    // 1: the whole entry (artifact and its genuine MAC) moved under the real component's key.
+    // 2: the artifact with the sidecar digest the old scheme trusted, and that digest as a MAC.
+    let sha_sidecar = sha256_hex(&planted);
+    type Sidecars = Vec<(std::path::PathBuf, Vec<u8>)>;
+    let plants: [(&str, Sidecars); 2] = [
+        (
+            "moved entry",
+            vec![(target.with_extension("cwasm.mac"), evil_mac)],
+        ),
+        (
+            "recomputed digest",
+            vec![
+                (
+                    target.with_extension("cwasm.sha256"),
+                    sha_sidecar.clone().into_bytes(),
+                ),
+                (target.with_extension("cwasm.mac"), sha_sidecar.into_bytes()),
+            ],
+        ),
+    ];
+    for (label, sidecars) in plants {
+        std::fs::write(&target, &planted).expect("plant");
+        for (path, bytes) in sidecars {
+            std::fs::write(path, bytes).expect("plant sidecar");
+        }
+        let (loaded, logs) = warnings_during(|| {
+            Loaded::from_file(
+                &runtime,
+                &cache,
+                TransformKind::Serializer,
+                &real_path,
+                None,
+            )
+        });
+        let loaded = loaded.expect("recompiled");
+        assert!(
+            logs.contains("WARN")
+                && logs.contains(&real.sha256)
+                && logs.contains("not authenticated"),
+            "{label}: no warning naming the component digest: {logs}"
+        );
+        // The real serializer serializes the marker; the planted one would panic (a trap).
+        let answer = loaded.call(
+            &runtime,
+            &devin_bridge::engine::Call::Serialize {
+                request: panics.clone(),
+            },
+        );
+        assert!(
+            matches!(answer, Ok(devin_bridge::engine::Answer::Prompt(Ok(_)))),
+            "{label}: the planted code ran: {answer:?}"
+        );
+        assert_ne!(
+            std::fs::read(&target).expect("entry"),
+            planted,
+            "{label}: the planted entry was not replaced"
+        );
+    }
+}
+
+#[test]
+fn the_cache_key_is_private_and_a_loose_or_linked_key_is_replaced() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache_dir = dir.path().join("cache");
+    CompileCache::open(&cache_dir).expect("cache");
+    let key_path = cache_dir.join(devin_bridge::engine::CACHE_KEY_FILE);
+    let meta = std::fs::symlink_metadata(&key_path).expect("key file");
+    assert!(meta.file_type().is_file());
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    assert_eq!(meta.len(), 32);
+    assert_eq!(meta.uid(), nix::unistd::geteuid().as_raw());
+    let key = std::fs::read(&key_path).expect("key");
+    CompileCache::open(&cache_dir).expect("reopen");
+    assert_eq!(
+        std::fs::read(&key_path).expect("key"),
+        key,
+        "a good key is kept"
+    );
+    // Debug output never shows the key.
+    let shown = format!("{:?}", CompileCache::open(&cache_dir).expect("reopen"));
+    assert!(
+        !shown.contains(&hex::encode(&key)) && !shown.contains(&format!("{:?}", &key[..4])),
+        "{shown}"
+    );
+
+    std::fs::set_permissions(&key_path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    CompileCache::open(&cache_dir).expect("reopen");
+    let replaced = std::fs::read(&key_path).expect("key");
+    assert_ne!(replaced, key, "a key others could read must be replaced");
+    assert_eq!(
+        std::fs::metadata(&key_path)
+            .expect("key")
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+
+    let elsewhere = dir.path().join("chosen-key");
+    std::fs::write(&elsewhere, [7u8; 32]).expect("write");
+    std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    std::fs::remove_file(&key_path).expect("rm");
+    std::os::unix::fs::symlink(&elsewhere, &key_path).expect("symlink");
+    CompileCache::open(&cache_dir).expect("reopen");
+    assert!(std::fs::symlink_metadata(&key_path)
+        .expect("key")
+        .file_type()
+        .is_file());
+    assert_ne!(std::fs::read(&key_path).expect("key"), vec![7u8; 32]);
+}
+
+fn pinned_policy(kind: &str, digest: &str) -> Policy {
+    let text = common::policy_text("").replacen(
+        &format!("[components.{kind}]\n"),
+        &format!("[components.{kind}]\nsha256 = \"{digest}\"\n"),
+        1,
+    );
+    Policy::parse(
+        &text,
+        std::path::Path::new("p.toml"),
+        std::path::Path::new("/"),
+    )
+    .expect("policy")
+}
+
+#[test]
+fn a_pinned_transform_refuses_a_swap_to_another_digest_naming_both() {
+    let real = std::fs::read(common::component("serializer")).expect("serializer");
+    let other = std::fs::read(common::test_component("misbehaving-serializer")).expect("other");
+    let (real_sha, other_sha) = (sha256_hex(&real), sha256_hex(&other));
+    let transforms = Transforms::load_with(
+        common::test_runtime(),
+        common::test_cache(),
+        &pinned_policy("serializer", &real_sha),
+    )
+    .expect("pinned load");
+    assert_eq!(
+        transforms.pin(TransformKind::Serializer).as_deref(),
+        Some(real_sha.as_str())
+    );
+    let error = transforms
+        .swap(TransformKind::Serializer, &other, "test".into())
+        .expect_err("a pinned transform must refuse other bytes");
+    assert!(matches!(error, EngineError::PinnedSwap { .. }), "{error:?}");
+    let message = error.to_string();
+    for needle in [
+        real_sha.as_str(),
+        other_sha.as_str(),
+        "[components.serializer] sha256",
+        "SIGHUP",
+    ] {
+        assert!(message.contains(needle), "{needle} missing from: {message}");
+    }
+    assert_eq!(
+        transforms.current(TransformKind::Serializer).sha256,
+        real_sha
+    );
+    // The pinned bytes themselves still go through the self-test and are accepted.
+    let report = transforms
+        .swap(TransformKind::Serializer, &real, "test".into())
+        .expect("the pinned digest is accepted");
+    assert!(report.self_test_cases > 0);
+    // Transforms without a pin still swap.
+    let twin = std::fs::read(common::test_component("twin")).expect("twin");
+    transforms
+        .swap(TransformKind::Envelope, &twin, "test".into())
+        .expect("unpinned swap");
+}
+
+#[test]
+fn a_reload_honours_the_new_pins_even_for_the_version_already_serving() {
+    let real = std::fs::read(common::component("serializer")).expect("serializer");
+    let other = std::fs::read(common::test_component("misbehaving-serializer")).expect("other");
+    let (real_sha, other_sha) = (sha256_hex(&real), sha256_hex(&other));
+    let transforms = common::transforms();
+    // The policy now pins another digest than the file it names (the file that serves now).
+    let outcomes = transforms.reload(&pinned_policy("serializer", &other_sha));
+    let serializer = outcomes
+        .iter()
+        .find(|(kind, _)| *kind == TransformKind::Serializer)
+        .map(|(_, outcome)| outcome)
+        .expect("serializer outcome");
+    match serializer {
+        Err(EngineError::PinMismatch {
+            expected, actual, ..
+        }) => {
+            assert_eq!(expected, &other_sha);
+            assert_eq!(actual, &real_sha);
+        }
+        other => panic!("expected a pin mismatch, got {other:?}"),
+    }
+    assert_eq!(
+        transforms.current(TransformKind::Serializer).sha256,
+        real_sha
+    );
+    // The new pin governs later swaps: only the pinned bytes are accepted.
+    assert!(matches!(
+        transforms.swap(TransformKind::Serializer, &real, "test".into()),
+        Err(EngineError::PinnedSwap { .. })
+    ));
+    transforms
+        .swap(TransformKind::Serializer, &other, "test".into())
+        .expect("the newly pinned digest is accepted");
+    // A reload without pins lifts them and restores the file the policy names.
+    let outcomes = transforms.reload(&common::policy(""));
+    assert!(
+        outcomes.iter().all(|(_, outcome)| outcome.is_ok()),
+        "{outcomes:?}"
+    );
+    assert_eq!(
+        transforms.current(TransformKind::Serializer).sha256,
+        real_sha
+    );
+    assert_eq!(transforms.pin(TransformKind::Serializer), None);
+}
+
+/// A copy of the built component set with a corpus built from `tests/fixtures`, where
+/// `edit` may change a fixture before it is listed.
+fn component_set_with_corpus(
+    dir: &std::path::Path,
+    edit: impl Fn(&str, &str, String) -> String,
+) -> std::path::PathBuf {
+    let set = dir.join("set");
+    let mut components = Vec::new();
+    for kind in TransformKind::ALL {
+        let name = kind.name();
+        std::fs::create_dir_all(set.join("corpus").join(name)).expect("mkdir");
+        std::fs::copy(common::component(name), set.join(format!("{name}.wasm"))).expect("copy");
+        let mut corpus = Vec::new();
+        for (file, text) in devin_bridge::engine::corpus::files(kind) {
+            let text = edit(name, file, (*text).to_owned());
+            std::fs::write(set.join("corpus").join(name).join(file), &text).expect("write");
+            corpus.push(serde_json::json!({
+                "file": format!("corpus/{name}/{file}"),
+                "sha256": sha256_hex(text.as_bytes()),
+            }));
+        }
+        components.push(
+            serde_json::json!({ "name": name, "file": format!("{name}.wasm"), "corpus": corpus }),
+        );
+    }
+    std::fs::write(
+        set.join("manifest.json"),
+        serde_json::to_vec(&serde_json::json!({ "components": components })).expect("json"),
+    )
+    .expect("manifest");
+    set
+}
+
+fn policy_for_set(set: &std::path::Path) -> Policy {
+    let mut text = String::from("mode = \"summarizer\"\n");
+    for kind in TransformKind::ALL {
+        text.push_str(&format!(
+            "[components.{}]\npath = {:?}\n",
+            kind.name(),
+            set.join(kind.file_name()).display().to_string()
+        ));
+    }
+    Policy::parse(
+        &text,
+        std::path::Path::new("p.toml"),
+        std::path::Path::new("/"),
+    )
+    .expect("policy")
+}
+
+#[test]
+fn the_corpus_shipped_with_the_component_set_is_used_and_verified() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A set whose corpus expects another code for one model-alias case: the real component
+    // must now fail its self-test, which shows the shipped corpus (not the embedded one) ran.
+    let set = component_set_with_corpus(dir.path(), |name, file, text| {
+        if name == "model-alias" && file == "05_validate_unknown_model.json" {
+            text.replace("\"unknown_model\"", "\"renamed_code\"")
+        } else {
+            text
+        }
+    });
+    let error = Transforms::load_with(
+        common::test_runtime(),
+        common::test_cache(),
+        &policy_for_set(&set),
+    )
+    .err()
+    .expect("the shipped corpus must be the one used");
+    let message = error.to_string();
+    assert!(
+        message.contains("05_validate_unknown_model.json") && message.contains("renamed_code"),
+        "{message}"
+    );
+
+    // An untouched corpus loads, and a swap reports it as the corpus it used.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let set = component_set_with_corpus(dir.path(), |_, _, text| text);
+    let transforms = Transforms::load_with(
+        common::test_runtime(),
+        common::test_cache(),
+        &policy_for_set(&set),
+    )
+    .expect("set with its corpus");
+    let report = transforms
+        .swap(
+            TransformKind::Sse,
+            &std::fs::read(common::component("sse")).expect("sse"),
+            "t".into(),
+        )
+        .expect("swap");
+    assert_eq!(
+        report.corpus,
+        set.join("manifest.json").display().to_string()
+    );
+
+    // A corpus file that no longer matches its listed digest is refused (fail closed).
+    let case = set.join("corpus").join("sse").join("02_stream_ping.json");
+    std::fs::write(&case, "{}").expect("tamper");
+    let error = Transforms::load_with(
+        common::test_runtime(),
+        common::test_cache(),
+        &policy_for_set(&set),
+    )
+    .err()
+    .expect("a tampered corpus must be refused");
+    assert!(
+        matches!(
+            error,
+            EngineError::Corpus {
+                transform: TransformKind::Sse,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert!(error.to_string().contains("02_stream_ping.json"), "{error}");
+}
+
+#[test]
+fn the_built_component_set_ships_its_corpus_listed_with_digests() {
+    let dir = common::components_dir();
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).expect("manifest"))
+            .expect("manifest JSON");
+    for kind in TransformKind::ALL {
+        let entry = manifest["components"]
+            .as_array()
+            .and_then(|c| c.iter().find(|e| e["name"] == kind.name()))
+            .unwrap_or_else(|| panic!("{kind} missing from the manifest"));
+        let corpus = entry["corpus"].as_array().expect("corpus list");
+        assert_eq!(
+            corpus.len(),
+            devin_bridge::engine::corpus::files(kind).len(),
+            "{kind}"
+        );
+        for item in corpus {
+            let file = item["file"].as_str().expect("file");
+            assert!(
+                file.starts_with(&format!("corpus/{}/", kind.name())),
+                "{file}"
+            );
+            let bytes = std::fs::read(dir.join(file)).expect("corpus file");
+            assert_eq!(item["sha256"], sha256_hex(&bytes).as_str(), "{file}");
+        }
+        let shipped =
+            devin_bridge::engine::Corpus::for_component(kind, &common::component(kind.name()))
+                .expect("corpus");
+        assert!(
+            shipped.origin.ends_with("manifest.json"),
+            "{}",
+            shipped.origin
+        );
+    }
 }

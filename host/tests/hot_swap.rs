@@ -138,6 +138,12 @@ fn swap_over_the_control_socket_and_reload_on_sighup() {
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("report");
     assert_eq!(report["old_sha256"], original.as_str());
     assert_eq!(report["new_sha256"], alternate.as_str());
+    assert!(
+        report["corpus"]
+            .as_str()
+            .is_some_and(|corpus| corpus.ends_with("manifest.json")),
+        "the set's shipped corpus was not used: {report}"
+    );
     assert_eq!(sha_of(&list(&socket), "serializer"), alternate);
 
     // A bad candidate is refused with a clear error and a failing exit status.
@@ -242,14 +248,14 @@ fn components_check_reports_digest_and_corpus_and_refuses_a_wrong_component() {
             "does not export the serializer interface",
         ),
         (
-            common::test_component("wrong-answers-serializer"),
+            common::test_component("wrong-answers"),
             "serializer",
             "failed its self-test",
         ),
         (
             common::test_component("wasi-probe-serializer"),
-            "envelope",
-            "does not export the envelope interface",
+            "serializer",
+            "imports something the host does not provide: wasi:cli/environment@0.2.0",
         ),
     ] {
         let output = Command::new(env!("CARGO_BIN_EXE_devin-bridge"))
@@ -266,4 +272,68 @@ fn components_check_reports_digest_and_corpus_and_refuses_a_wrong_component() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains(expected), "{stderr}");
     }
+}
+
+#[tokio::test]
+async fn a_swap_over_the_control_socket_honours_the_policys_pin() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let socket = dir.path().join("ctl").join("control.sock");
+    let listener = control::bind(&socket).expect("bind");
+    let real = std::fs::read(common::component("sse")).expect("sse");
+    let twin = std::fs::read(common::test_component("twin")).expect("twin");
+    let (real_sha, twin_sha) = (sha256_hex(&real), sha256_hex(&twin));
+    let text = common::policy_text("").replacen(
+        "[components.sse]\n",
+        &format!("[components.sse]\nsha256 = \"{real_sha}\"\n"),
+        1,
+    );
+    let policy = devin_bridge::policy::Policy::parse(
+        &text,
+        std::path::Path::new("p.toml"),
+        std::path::Path::new("/"),
+    )
+    .expect("policy");
+    let transforms = Arc::new(
+        tokio::task::spawn_blocking(move || {
+            devin_bridge::engine::Transforms::load_with(
+                common::test_runtime(),
+                common::test_cache(),
+                &policy,
+            )
+            .expect("load")
+        })
+        .await
+        .expect("load"),
+    );
+    let server = tokio::spawn(control::serve(listener, transforms.clone()));
+    let swap = |transform: &str, bytes: &[u8]| control::Request::Swap {
+        transform: transform.into(),
+        size: bytes.len() as u64,
+        source: "twin.wasm".into(),
+    };
+    let error = control::request(&socket, &swap("sse", &twin), &twin)
+        .await
+        .expect_err("a pinned transform must refuse another digest");
+    let message = error.to_string();
+    for needle in [
+        real_sha.as_str(),
+        twin_sha.as_str(),
+        "[components.sse] sha256",
+        "SIGHUP",
+    ] {
+        assert!(message.contains(needle), "{needle} missing from: {message}");
+    }
+    assert_eq!(
+        transforms
+            .current(devin_bridge::engine::TransformKind::Sse)
+            .sha256,
+        real_sha
+    );
+    // An unpinned transform still swaps, after its self-test.
+    let report = control::request(&socket, &swap("envelope", &twin), &twin)
+        .await
+        .expect("unpinned swap");
+    assert_eq!(report["new_sha256"], twin_sha.as_str());
+    assert!(report["self_test_cases"].as_u64().is_some_and(|n| n > 0));
+    server.abort();
 }

@@ -46,8 +46,9 @@ pub const TRANSFORMS: [Spec; 4] = [
     },
 ];
 
-/// Deliberately faulty components for the runtime fault tests.
-pub const TEST_COMPONENTS: [Spec; 3] = [
+/// Components for the runtime tests: faulty ones, a WASI importer the host must refuse, and a
+/// contract-compatible twin of the transforms.
+pub const TEST_COMPONENTS: [Spec; 4] = [
     Spec {
         package: "test-component-misbehaving",
         lib: "test_component_misbehaving",
@@ -57,7 +58,13 @@ pub const TEST_COMPONENTS: [Spec; 3] = [
     Spec {
         package: "test-component-wrong-answers",
         lib: "test_component_wrong_answers",
-        name: "wrong-answers-serializer",
+        name: "wrong-answers",
+        may_import: false,
+    },
+    Spec {
+        package: "test-component-twin",
+        lib: "test_component_twin",
+        name: "twin",
         may_import: false,
     },
     Spec {
@@ -294,16 +301,62 @@ fn component_imports(component: &[u8]) -> Result<Vec<String>> {
     Ok(granted)
 }
 
-/// Writes `manifest.json`: every component's name, file, sha256 and size.
+/// Writes `manifest.json`: every component's name, file, sha256 and size, and its golden
+/// corpus, copied from `tests/fixtures/<name>/` to `corpus/<name>/` beside the components,
+/// each file with its sha256. The host self-tests a component of this set against this
+/// corpus (see `host/src/engine/corpus.rs`), so the corpus travels with the set.
 pub fn write_manifest(out_dir: &Path, built: &[(String, String, usize)]) -> Result<PathBuf> {
-    let components: Vec<_> = built
-        .iter()
-        .map(|(name, sha, size)| serde_json::json!({ "name": name, "file": format!("{name}.wasm"), "sha256": sha, "size": size }))
-        .collect();
+    let mut components = Vec::new();
+    for (name, sha, size) in built {
+        let corpus = ship_corpus(out_dir, name)?;
+        eprintln!("xtask: {name:<26} corpus of {} cases", corpus.len());
+        components.push(serde_json::json!({
+            "name": name,
+            "file": format!("{name}.wasm"),
+            "sha256": sha,
+            "size": size,
+            "corpus": corpus,
+        }));
+    }
     let manifest = out_dir.join("manifest.json");
     std::fs::write(
         &manifest,
         serde_json::to_vec_pretty(&serde_json::json!({ "components": components }))?,
     )?;
     Ok(manifest)
+}
+
+/// Copies `tests/fixtures/<name>/*.json` to `out_dir/corpus/<name>/` (replacing what was
+/// there) and returns `[{file, sha256}]` in file-name order.
+fn ship_corpus(out_dir: &Path, name: &str) -> Result<Vec<serde_json::Value>> {
+    let source = workspace_root().join("tests").join("fixtures").join(name);
+    let target = out_dir.join("corpus").join(name);
+    if target.exists() {
+        std::fs::remove_dir_all(&target)
+            .with_context(|| format!("removing the old {}", target.display()))?;
+    }
+    std::fs::create_dir_all(&target)?;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&source)
+        .with_context(|| format!("reading {}", source.display()))?
+        .map(|entry| entry.map(|entry| entry.path()))
+        .collect::<std::io::Result<_>>()?;
+    files.retain(|path| path.extension().is_some_and(|ext| ext == "json"));
+    files.sort();
+    if files.is_empty() {
+        bail!("{}: no golden fixtures to ship", source.display());
+    }
+    let mut listed = Vec::new();
+    for path in files {
+        let file_name = path
+            .file_name()
+            .and_then(|name| name.to_str())
+            .with_context(|| format!("{}: not a UTF-8 file name", path.display()))?;
+        let bytes = std::fs::read(&path)?;
+        std::fs::write(target.join(file_name), &bytes)?;
+        listed.push(serde_json::json!({
+            "file": format!("corpus/{name}/{file_name}"),
+            "sha256": hex::encode(Sha256::digest(&bytes)),
+        }));
+    }
+    Ok(listed)
 }

@@ -1,15 +1,34 @@
-//! The golden self-test corpus: the fixtures under `tests/fixtures/`, embedded at build time.
+//! The golden self-test corpus: the fixtures under `tests/fixtures/<transform>/`.
 //!
-//! A candidate component runs every case of its transform and must reproduce each expected
-//! answer exactly before it may serve. The same decoding of cases is used by the differential
-//! tests, so "the corpus passes" and "native and wasm agree" mean the same thing.
+//! A candidate component runs every case of its transform and must keep the contract each
+//! expected answer illustrates (see `contract` for exactly what is compared) before it may
+//! serve. Where the corpus comes from:
+//!
+//! - `cargo xtask components` ships it with the component set, as
+//!   `corpus/<transform>/<case>.json` next to the components, each file listed with its sha256
+//!   in `manifest.json` (`components[].corpus[] = {file, sha256}`);
+//! - the host uses the corpus shipped next to a transform's component file (the policy's
+//!   path; `components check` uses the one next to the checked file), so a component is held
+//!   to the corpus of the set it was built with. A listed file that is missing, outside
+//!   `corpus/<transform>/`, or whose digest differs is an error (fail closed);
+//! - a set without a corpus (no `manifest.json`, or no `corpus` list for the transform) is
+//!   checked against the copy embedded in the host at build time.
+//!
+//! The same decoding of cases is used by the differential tests.
+
+use std::path::{Path, PathBuf};
 
 use devin_bridge_types::Failure;
 use serde_json::{json, Value};
 
 use super::bindings::{Answer, Call};
+use super::contract;
 use super::runtime::Runtime;
-use super::{EngineError, Loaded, TransformKind};
+use super::{sha256_hex, EngineError, Loaded, TransformKind};
+
+/// The largest manifest and corpus file read from disk.
+const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+const MAX_CASE_BYTES: u64 = 16 << 20;
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/corpus.rs"));
@@ -18,7 +37,7 @@ mod embedded {
 /// One golden case.
 #[derive(Debug, Clone)]
 pub struct Case {
-    pub file: &'static str,
+    pub file: String,
     pub name: String,
     pub call: Call,
     pub expect: Value,
@@ -53,7 +72,7 @@ pub fn cases(kind: TransformKind) -> Result<Vec<Case>, CaseError> {
             })?;
             decode_case(kind, &fixture)
                 .map(|(name, call, expect)| Case {
-                    file,
+                    file: (*file).to_owned(),
                     name,
                     call,
                     expect,
@@ -198,59 +217,184 @@ pub fn answer_json(answer: &Answer) -> Value {
     }
 }
 
+/// The cases one transform is checked against, and where they came from.
+#[derive(Debug, Clone)]
+pub struct Corpus {
+    pub kind: TransformKind,
+    /// `embedded`, or the manifest the cases were read through.
+    pub origin: String,
+    pub cases: Vec<Case>,
+}
+
+impl Corpus {
+    /// The copy embedded in the host at build time.
+    pub fn embedded(kind: TransformKind) -> Result<Self, EngineError> {
+        let cases = cases(kind).map_err(|error| EngineError::Corpus {
+            transform: kind,
+            message: error.to_string(),
+        })?;
+        Ok(Self {
+            kind,
+            origin: "embedded".into(),
+            cases,
+        })
+    }
+
+    /// The corpus shipped with the component set `component` belongs to, else the embedded one.
+    pub fn for_component(kind: TransformKind, component: &Path) -> Result<Self, EngineError> {
+        match Self::shipped(kind, component)? {
+            Some(corpus) => Ok(corpus),
+            None => Self::embedded(kind),
+        }
+    }
+
+    /// Reads `corpus/<transform>/*.json` as listed (with digests) in the `manifest.json` next
+    /// to `component`. `None` when the set ships no corpus for this transform.
+    pub fn shipped(kind: TransformKind, component: &Path) -> Result<Option<Self>, EngineError> {
+        let error = |message: String| EngineError::Corpus {
+            transform: kind,
+            message,
+        };
+        let dir = component.parent().unwrap_or(Path::new("."));
+        let manifest_path = dir.join("manifest.json");
+        let manifest = match read_bounded(&manifest_path, MAX_MANIFEST_BYTES) {
+            Ok(bytes) => bytes,
+            Err(problem) if problem.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(problem) => return Err(error(format!("{}: {problem}", manifest_path.display()))),
+        };
+        let manifest: Value = serde_json::from_slice(&manifest)
+            .map_err(|problem| error(format!("{}: {problem}", manifest_path.display())))?;
+        let Some(listed) = manifest
+            .get("components")
+            .and_then(Value::as_array)
+            .and_then(|components| {
+                components
+                    .iter()
+                    .find(|entry| entry.get("name").and_then(Value::as_str) == Some(kind.name()))
+            })
+            .and_then(|entry| entry.get("corpus"))
+        else {
+            return Ok(None);
+        };
+        let listed = listed
+            .as_array()
+            .ok_or_else(|| error(format!("{}: corpus is not a list", manifest_path.display())))?;
+        if listed.is_empty() {
+            return Err(error(format!(
+                "{} lists an empty corpus for {kind}",
+                manifest_path.display()
+            )));
+        }
+        let mut cases = Vec::with_capacity(listed.len());
+        for item in listed {
+            let file = item.get("file").and_then(Value::as_str).unwrap_or("");
+            let expected = item.get("sha256").and_then(Value::as_str).unwrap_or("");
+            let path = corpus_file(dir, kind, file).ok_or_else(|| {
+                error(format!(
+                    "{} lists {file:?}, which is not a file under corpus/{kind}/",
+                    manifest_path.display()
+                ))
+            })?;
+            let bytes = read_bounded(&path, MAX_CASE_BYTES)
+                .map_err(|problem| error(format!("{}: {problem}", path.display())))?;
+            let actual = sha256_hex(&bytes);
+            if !expected.eq_ignore_ascii_case(&actual) {
+                return Err(error(format!(
+                    "{} has sha256 {actual}, but {} lists {expected}",
+                    path.display(),
+                    manifest_path.display()
+                )));
+            }
+            let fixture: Value = serde_json::from_slice(&bytes)
+                .map_err(|problem| error(format!("{}: {problem}", path.display())))?;
+            let (name, call, expect) = decode_case(kind, &fixture)
+                .map_err(|problem| error(format!("{}: {problem}", path.display())))?;
+            cases.push(Case {
+                file: file.rsplit('/').next().unwrap_or(file).to_owned(),
+                name,
+                call,
+                expect,
+            });
+        }
+        Ok(Some(Self {
+            kind,
+            origin: manifest_path.display().to_string(),
+            cases,
+        }))
+    }
+}
+
+/// `dir/corpus/<kind>/<name>.json` for a listed `corpus/<kind>/<name>.json`, nothing else.
+fn corpus_file(dir: &Path, kind: TransformKind, listed: &str) -> Option<PathBuf> {
+    let name = listed.strip_prefix(&format!("corpus/{}/", kind.name()))?;
+    let valid = name.ends_with(".json")
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    valid.then(|| dir.join("corpus").join(kind.name()).join(name))
+}
+
+fn read_bounded(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(limit + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(std::io::Error::other(format!(
+            "larger than the {limit} byte limit"
+        )));
+    }
+    Ok(bytes)
+}
+
 /// What a self-test run found.
 #[derive(Debug, Clone)]
 pub struct SelfTestReport {
     pub cases: usize,
+    pub corpus: String,
     pub elapsed: std::time::Duration,
 }
 
-/// Runs every case of `loaded`'s transform; the first mismatch fails the component.
-pub fn self_test(runtime: &Runtime, loaded: &Loaded) -> Result<SelfTestReport, EngineError> {
+/// Runs every case of `corpus` on `loaded`; the first broken promise fails the component.
+pub fn self_test(
+    runtime: &Runtime,
+    loaded: &Loaded,
+    corpus: &Corpus,
+) -> Result<SelfTestReport, EngineError> {
     let started = std::time::Instant::now();
     let kind = loaded.kind;
-    let cases = cases(kind).map_err(|error| EngineError::SelfTest {
-        transform: kind,
-        message: error.to_string(),
-    })?;
-    if cases.is_empty() {
+    if corpus.kind != kind {
         return Err(EngineError::SelfTest {
             transform: kind,
-            message: "this build has no golden cases for it".into(),
+            message: format!("the corpus given is {}'s", corpus.kind),
         });
     }
-    for case in &cases {
+    if corpus.cases.is_empty() {
+        return Err(EngineError::SelfTest {
+            transform: kind,
+            message: "there are no golden cases for it".into(),
+        });
+    }
+    for case in &corpus.cases {
         let answer = loaded
             .call(runtime, &case.call)
             .map_err(|error| EngineError::SelfTest {
                 transform: kind,
-                message: format!("case {} ({}): {error}", case.file, case.name),
+                message: format!("fixture {} ({}): {error}", case.file, case.name),
             })?;
         let got = answer_json(&answer);
-        if got != case.expect {
-            return Err(EngineError::SelfTest {
+        contract::check(&case.call, &case.expect, &got).map_err(|difference| {
+            EngineError::SelfTest {
                 transform: kind,
-                message: format!(
-                    "case {} ({}): expected {}, got {}",
-                    case.file,
-                    case.name,
-                    excerpt(&case.expect),
-                    excerpt(&got)
-                ),
-            });
-        }
+                message: format!("fixture {} ({}): {difference}", case.file, case.name),
+            }
+        })?;
     }
     Ok(SelfTestReport {
-        cases: cases.len(),
+        cases: corpus.cases.len(),
+        corpus: corpus.origin.clone(),
         elapsed: started.elapsed(),
     })
-}
-
-/// A bounded rendering of a value for error messages.
-fn excerpt(value: &Value) -> String {
-    let text = value.to_string();
-    match text.char_indices().nth(300) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text,
-    }
 }

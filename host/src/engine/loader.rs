@@ -1,5 +1,6 @@
 //! Turning component bytes into something that can serve: digest and pin check, compilation
-//! (through the disk cache), import policy, and the exported interface's type check.
+//! (through the disk cache), import policy (nothing but the shared type definitions), and the
+//! exported interface's type check.
 
 use std::path::Path;
 use std::time::Instant;
@@ -17,8 +18,16 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// Whether an import is an instance that exports nothing but (non-resource) types.
-fn types_only(engine: &wasmtime::Engine, item: &ComponentItem) -> bool {
+/// The one import a transform may have: the shared WIT records, which arrive as an imported
+/// instance that exports only (non-resource) types. It grants no capability.
+const TYPES_INTERFACE: &str = "devin-bridge:transforms/types";
+
+/// Whether `name` is the shared types interface (any version) and `item` exports types only.
+fn is_types_import(engine: &wasmtime::Engine, name: &str, item: &ComponentItem) -> bool {
+    let unversioned = name.split_once('@').map_or(name, |(base, _)| base);
+    if unversioned != TYPES_INTERFACE {
+        return false;
+    }
     match item {
         ComponentItem::ComponentInstance(instance) => instance
             .exports(engine)
@@ -34,8 +43,6 @@ pub struct Loaded {
     pub sha256: String,
     /// Where the bytes came from (a path, or "control socket").
     pub source: String,
-    /// Whether the component imports WASI (and so runs with an empty WASI context).
-    pub uses_wasi: bool,
     pub size: usize,
     pre: TypedPre,
 }
@@ -46,7 +53,6 @@ impl std::fmt::Debug for Loaded {
             .field("kind", &self.kind)
             .field("sha256", &self.sha256)
             .field("source", &self.source)
-            .field("uses_wasi", &self.uses_wasi)
             .finish_non_exhaustive()
     }
 }
@@ -97,34 +103,25 @@ impl Loaded {
         let engine = runtime.engine();
         let component = cache.load_or_compile(engine, kind, &sha256, bytes)?;
 
+        // A transform is pure computation: it may import the type-only records interface and
+        // nothing else. WASI or any other import is refused, naming it, before instantiation.
         let mut linker: Linker<CallState> = Linker::new(engine);
-        let mut uses_wasi = false;
         for (name, import) in component.component_type().imports(engine) {
-            if types_only(engine, &import.ty) {
-                // Shared WIT records (`devin-bridge:transforms/types`) arrive as an imported
-                // instance that exports only types: no capability, satisfied by an empty instance.
-                linker
-                    .instance(name)
-                    .map_err(|error| EngineError::Imports {
-                        transform: kind,
-                        message: format!("{name}: {error:#}"),
-                    })?;
-            } else if name.starts_with("wasi:") {
-                uses_wasi = true;
-            } else {
+            if !is_types_import(engine, name, &import.ty) {
                 return Err(EngineError::Imports {
                     transform: kind,
-                    message: format!("{name} (only type definitions and WASI, with an empty context, can be imported)"),
+                    message: format!(
+                        "{name} (a transform may import only the type definitions of {TYPES_INTERFACE})"
+                    ),
                 });
             }
-        }
-        if uses_wasi {
-            wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|error| {
-                EngineError::Imports {
+            // No capability: satisfied by an empty instance.
+            linker
+                .instance(name)
+                .map_err(|error| EngineError::Imports {
                     transform: kind,
-                    message: format!("{error:#}"),
-                }
-            })?;
+                    message: format!("{name}: {error:#}"),
+                })?;
         }
         let pre = linker
             .instantiate_pre(&component)
@@ -136,12 +133,11 @@ impl Loaded {
             transform: kind,
             message: format!("{error:#}"),
         })?;
-        tracing::debug!(%kind, %sha256, elapsed_ms = started.elapsed().as_millis() as u64, uses_wasi, "component loaded");
+        tracing::debug!(%kind, %sha256, elapsed_ms = started.elapsed().as_millis() as u64, "component loaded");
         Ok(Self {
             kind,
             sha256,
             source,
-            uses_wasi,
             size: bytes.len(),
             pre,
         })

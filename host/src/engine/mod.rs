@@ -2,14 +2,19 @@
 //!
 //! - `runtime`: one wasmtime engine (component model, pooling allocator, epoch deadlines,
 //!   a memory cap per store) and the per-call store;
-//! - `cache`: precompiled components on disk, keyed by component sha256 and engine hash;
-//! - `loader`: bytes -> checked, compiled, pre-instantiated component;
+//! - `cache`: precompiled components on disk, keyed by component sha256 and engine hash and
+//!   authenticated with an HMAC under a private key;
+//! - `loader`: bytes -> checked (pin, imports: type definitions only), compiled,
+//!   pre-instantiated component;
 //! - `bindings`: typed calls into each transform's WIT interface;
-//! - `registry`: the live set of transforms with atomic hot swap;
-//! - `corpus`: the golden self-test every candidate passes before it serves.
+//! - `registry`: the live set of transforms with atomic hot swap, honouring the policy's pins;
+//! - `corpus`: the golden self-test every candidate passes before it serves (shipped with the
+//!   component set, or embedded);
+//! - `contract`: what "passes" means: the promises of the WIT contract, not identical bytes.
 
 mod bindings;
 mod cache;
+pub mod contract;
 pub mod corpus;
 mod loader;
 mod registry;
@@ -17,8 +22,8 @@ mod runtime;
 mod status;
 
 pub use bindings::{Answer, Call, MessageHead, Prompt, ResolvedModel};
-pub use cache::CompileCache;
-pub use corpus::{self_test, SelfTestReport};
+pub use cache::{CompileCache, KEY_FILE as CACHE_KEY_FILE};
+pub use corpus::{self_test, Corpus, SelfTestReport};
 pub use loader::{sha256_hex, Loaded, Warm};
 pub use registry::{ComponentInfo, SwapReport, Transforms};
 pub use runtime::{Runtime, RuntimeConfig};
@@ -99,6 +104,12 @@ pub enum EngineError {
         expected: String,
         actual: String,
     },
+    #[error("{transform} is pinned by the running policy to sha256 {pinned}, but the candidate has sha256 {candidate}; to serve it, change `[components.{transform}] sha256` in the policy and send SIGHUP (or restart)")]
+    PinnedSwap {
+        transform: TransformKind,
+        pinned: String,
+        candidate: String,
+    },
     #[error("component for {transform} does not compile: {message}")]
     Compile {
         transform: TransformKind,
@@ -116,6 +127,11 @@ pub enum EngineError {
     },
     #[error("component for {transform} failed its self-test: {message}")]
     SelfTest {
+        transform: TransformKind,
+        message: String,
+    },
+    #[error("golden corpus of {transform}: {message}")]
+    Corpus {
         transform: TransformKind,
         message: String,
     },

@@ -5,6 +5,11 @@
 //! candidate is compiled, type-checked and run through the golden corpus *before* it is
 //! stored; a failing candidate leaves the old version serving. Swaps are serialised by a mutex;
 //! calls never take it.
+//!
+//! The policy's sha256 pins stay in force while serving: a swap over the control socket of a
+//! pinned transform accepts only the pinned bytes (changing a pin means editing the policy and
+//! sending SIGHUP, which re-reads the pins), and a reload refuses a file that does not match
+//! the new policy's pin even when it is the version already serving.
 
 use std::sync::{Arc, Mutex};
 
@@ -14,7 +19,7 @@ use serde::Serialize;
 
 use super::bindings::{Answer, Call, MessageHead, Prompt, ResolvedModel};
 use super::cache::CompileCache;
-use super::corpus::self_test;
+use super::corpus::{self_test, Corpus};
 use super::runtime::Runtime;
 use super::{EngineError, Loaded, TransformKind};
 use crate::policy::Policy;
@@ -26,7 +31,6 @@ pub struct ComponentInfo {
     pub sha256: String,
     pub source: String,
     pub size: usize,
-    pub uses_wasi: bool,
 }
 
 /// The outcome of a swap.
@@ -36,6 +40,8 @@ pub struct SwapReport {
     pub old_sha256: String,
     pub new_sha256: String,
     pub self_test_cases: usize,
+    /// Where the self-test corpus came from: a component set's `manifest.json`, or `embedded`.
+    pub corpus: String,
     pub elapsed_ms: u64,
 }
 
@@ -44,7 +50,15 @@ pub struct Transforms {
     runtime: Runtime,
     cache: CompileCache,
     slots: [ArcSwap<Loaded>; 4],
-    swap_lock: Mutex<()>,
+    /// What the running policy pins and the corpus of its component set, per transform;
+    /// guarded by the swap lock, since only swaps and reloads read or change them.
+    swap_lock: Mutex<Checks>,
+}
+
+/// What every candidate of a transform is held to.
+struct Checks {
+    pins: [Option<String>; 4],
+    corpora: [Arc<Corpus>; 4],
 }
 
 impl Transforms {
@@ -70,24 +84,31 @@ impl Transforms {
         cache: CompileCache,
         policy: &Policy,
     ) -> Result<Self, EngineError> {
-        let load = |kind: TransformKind| -> Result<ArcSwap<Loaded>, EngineError> {
+        let load = |kind: TransformKind| -> Result<(ArcSwap<Loaded>, Arc<Corpus>), EngineError> {
             let (path, pin) = policy.component_location(kind);
             let loaded = Loaded::from_file(&runtime, &cache, kind, &path, pin.as_deref())?;
-            let report = self_test(&runtime, &loaded)?;
-            tracing::info!(transform = %kind, sha256 = %loaded.sha256, path = %path.display(), cases = report.cases, "component loaded and self-tested");
-            Ok(ArcSwap::from_pointee(loaded))
+            let corpus = Corpus::for_component(kind, &path)?;
+            let report = self_test(&runtime, &loaded, &corpus)?;
+            tracing::info!(transform = %kind, sha256 = %loaded.sha256, path = %path.display(), cases = report.cases, corpus = %report.corpus, "component loaded and self-tested");
+            Ok((ArcSwap::from_pointee(loaded), Arc::new(corpus)))
         };
-        let slots = [
-            load(TransformKind::Serializer)?,
-            load(TransformKind::Envelope)?,
-            load(TransformKind::Sse)?,
-            load(TransformKind::ModelAlias)?,
-        ];
+        let (serializer, serializer_corpus) = load(TransformKind::Serializer)?;
+        let (envelope, envelope_corpus) = load(TransformKind::Envelope)?;
+        let (sse, sse_corpus) = load(TransformKind::Sse)?;
+        let (model_alias, model_alias_corpus) = load(TransformKind::ModelAlias)?;
         Ok(Self {
             runtime,
             cache,
-            slots,
-            swap_lock: Mutex::new(()),
+            slots: [serializer, envelope, sse, model_alias],
+            swap_lock: Mutex::new(Checks {
+                pins: TransformKind::ALL.map(|kind| policy.component_location(kind).1),
+                corpora: [
+                    serializer_corpus,
+                    envelope_corpus,
+                    sse_corpus,
+                    model_alias_corpus,
+                ],
+            }),
         })
     }
 
@@ -111,7 +132,6 @@ impl Transforms {
                     sha256: loaded.sha256.clone(),
                     source: loaded.source.clone(),
                     size: loaded.size,
-                    uses_wasi: loaded.uses_wasi,
                 }
             })
             .collect()
@@ -122,32 +142,56 @@ impl Transforms {
         self.current(call.transform()).call(&self.runtime, call)
     }
 
-    /// Compiles, checks and self-tests a candidate, then swaps it in atomically.
+    /// The sha256 the running policy pins for `kind`, if any.
+    pub fn pin(&self, kind: TransformKind) -> Option<String> {
+        self.checks().pins[kind.index()].clone()
+    }
+
+    fn checks(&self) -> std::sync::MutexGuard<'_, Checks> {
+        self.swap_lock
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Compiles, checks and self-tests a candidate, then swaps it in atomically (the control
+    /// socket). A transform the running policy pins accepts only the pinned bytes.
     pub fn swap(
         &self,
         kind: TransformKind,
         bytes: &[u8],
         source: String,
     ) -> Result<SwapReport, EngineError> {
-        self.swap_pinned(kind, bytes, None, source)
+        let checks = self.checks();
+        if let Some(pinned) = &checks.pins[kind.index()] {
+            let candidate = super::sha256_hex(bytes);
+            if !pinned.eq_ignore_ascii_case(&candidate) {
+                let error = EngineError::PinnedSwap {
+                    transform: kind,
+                    pinned: pinned.to_ascii_lowercase(),
+                    candidate,
+                };
+                tracing::warn!(transform = %kind, %error, "swap refused; the old version keeps serving");
+                return Err(error);
+            }
+        }
+        self.swap_checked(&checks, kind, bytes, None, source)
     }
 
-    /// `swap`, refusing bytes whose sha256 differs from `pin`.
-    fn swap_pinned(
+    /// Compiles and self-tests a candidate (refusing bytes whose sha256 differs from `pin`),
+    /// then swaps it in. The caller holds the swap lock, passed in as `checks`.
+    fn swap_checked(
         &self,
+        checks: &Checks,
         kind: TransformKind,
         bytes: &[u8],
         pin: Option<&str>,
         source: String,
     ) -> Result<SwapReport, EngineError> {
         let started = std::time::Instant::now();
-        let _one_swap_at_a_time = self
-            .swap_lock
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let corpus = &checks.corpora[kind.index()];
         let candidate = Loaded::from_bytes(&self.runtime, &self.cache, kind, bytes, pin, source)
             .and_then(|candidate| {
-                self_test(&self.runtime, &candidate).map(|report| (candidate, report))
+                self_test(&self.runtime, &candidate, corpus).map(|report| (candidate, report))
             });
         let (candidate, report) = match candidate {
             Ok(ok) => ok,
@@ -163,18 +207,21 @@ impl Transforms {
             old_sha256: old.sha256.clone(),
             new_sha256,
             self_test_cases: report.cases,
+            corpus: report.corpus,
             elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         };
-        tracing::info!(transform = %kind, old_sha256 = %report.old_sha256, new_sha256 = %report.new_sha256, cases = report.self_test_cases, "component swapped");
+        tracing::info!(transform = %kind, old_sha256 = %report.old_sha256, new_sha256 = %report.new_sha256, cases = report.self_test_cases, corpus = %report.corpus, "component swapped");
         Ok(report)
     }
 
     /// Re-reads the components a policy names and swaps in those whose bytes changed (SIGHUP),
-    /// all or nothing: every changed component is compiled, checked against its pin and
-    /// self-tested under `trial` (a runtime with the limits the new policy will put in force)
-    /// before any is swapped in. With `retest_unchanged`, the versions that stay are
-    /// self-tested under `trial` too (the limits are changing). The first failure refuses
-    /// the lot and nothing changes.
+    /// all or nothing: every changed component is compiled, checked against the new policy's
+    /// pin and self-tested, against the corpus of the component set the policy names, under
+    /// `trial` (a runtime with the limits the new policy will put in force) before any is
+    /// swapped in. A file that does not match its new pin is refused even when it is the
+    /// version already serving. With `retest_unchanged`, the versions that stay are
+    /// self-tested under `trial` too (the limits are changing). The first failure refuses the
+    /// lot and nothing changes; on success the new pins and corpora hold for later swaps.
     pub fn reload(
         &self,
         policy: &Policy,
@@ -183,10 +230,9 @@ impl Transforms {
     ) -> Result<Vec<SwapReport>, EngineError> {
         let started = std::time::Instant::now();
         // Held from the first read to the last swap, so no control-socket swap interleaves.
-        let _one_swap_at_a_time = self
-            .swap_lock
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut checks = self.checks();
+        let pins = TransformKind::ALL.map(|kind| policy.component_location(kind).1);
+        let mut corpora = checks.corpora.clone();
         let mut staged = Vec::new();
         for kind in TransformKind::ALL {
             let (path, pin) = policy.component_location(kind);
@@ -194,21 +240,24 @@ impl Transforms {
                 path: path.clone(),
                 source,
             })?;
+            let sha256 = super::sha256_hex(&bytes);
+            if let Some(expected) = pin.as_deref() {
+                if !expected.eq_ignore_ascii_case(&sha256) {
+                    return Err(EngineError::PinMismatch {
+                        transform: kind,
+                        expected: expected.to_ascii_lowercase(),
+                        actual: sha256,
+                    });
+                }
+            }
+            // The corpus of the (possibly new) component set the policy names.
+            let corpus = Arc::new(Corpus::for_component(kind, &path)?);
             let current = self.current(kind);
-            if super::sha256_hex(&bytes) == current.sha256 {
-                if let Some(pin) = &pin {
-                    // Same bytes; a new pin must still match them.
-                    if *pin != current.sha256 {
-                        return Err(EngineError::PinMismatch {
-                            transform: kind,
-                            expected: pin.clone(),
-                            actual: current.sha256.clone(),
-                        });
-                    }
-                }
+            if sha256 == current.sha256 {
                 if retest_unchanged {
-                    self_test(trial, &current)?;
+                    self_test(trial, &current, &corpus)?;
                 }
+                corpora[kind.index()] = corpus;
                 continue;
             }
             let candidate = Loaded::from_bytes(
@@ -219,22 +268,26 @@ impl Transforms {
                 pin.as_deref(),
                 path.display().to_string(),
             )?;
-            let report = self_test(trial, &candidate)?;
-            staged.push((candidate, report.cases));
+            let report = self_test(trial, &candidate, &corpus)?;
+            corpora[kind.index()] = corpus;
+            staged.push((candidate, report));
         }
+        checks.pins = pins;
+        checks.corpora = corpora;
         let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         Ok(staged
             .into_iter()
-            .map(|(candidate, cases)| {
+            .map(|(candidate, report)| {
                 let kind = candidate.kind;
                 let new_sha256 = candidate.sha256.clone();
                 let old = self.slots[kind.index()].swap(Arc::new(candidate));
-                tracing::info!(transform = %kind, old_sha256 = %old.sha256, new_sha256 = %new_sha256, cases, "component swapped");
+                tracing::info!(transform = %kind, old_sha256 = %old.sha256, new_sha256 = %new_sha256, cases = report.cases, corpus = %report.corpus, "component swapped");
                 SwapReport {
                     transform: kind.name(),
                     old_sha256: old.sha256.clone(),
                     new_sha256,
-                    self_test_cases: cases,
+                    self_test_cases: report.cases,
+                    corpus: report.corpus,
                     elapsed_ms,
                 }
             })

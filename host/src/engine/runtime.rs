@@ -10,9 +10,7 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 
-use wasmtime::component::ResourceTable;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::{EngineError, TransformKind};
 use crate::policy::RuntimeLimits;
@@ -188,14 +186,11 @@ impl Runtime {
     }
 }
 
-/// What a store holds: the memory limiter and, for components that import WASI, an empty
-/// WASI context (no files, no environment, no network, no inherited stdio).
+/// What a store holds: the memory limiter. Components import nothing that needs state.
 pub(crate) struct CallState {
     limiter: MemoryCap,
     /// The deadline of every call in this store (re-armed per call).
     call_timeout: Duration,
-    wasi: WasiCtx,
-    table: ResourceTable,
 }
 
 impl CallState {
@@ -206,19 +201,6 @@ impl CallState {
                 exceeded: false,
             },
             call_timeout,
-            // `WasiCtx::builder().build()` inherits nothing: stdio goes to a closed sink,
-            // no env, no args, no preopens, and sockets are denied by default.
-            wasi: WasiCtx::builder().build(),
-            table: ResourceTable::new(),
-        }
-    }
-}
-
-impl WasiView for CallState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
         }
     }
 }

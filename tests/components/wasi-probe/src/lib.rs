@@ -1,6 +1,7 @@
-//! A serializer that imports WASI: on the marker `__ENV__` it reports what the host let it
-//! see (environment, arguments, working directory) as a failure message; anything else is
-//! served by the real serializer.
+//! A serializer that imports WASI (`wasi:cli/environment`): on the marker `__ENV__` it would
+//! report what it can see of the host (environment, arguments, working directory); anything
+//! else is served by the real serializer. Transforms may import nothing with a capability, so
+//! the host must refuse it at load, naming the import.
 
 #[cfg(target_arch = "wasm32")]
 mod wasm {

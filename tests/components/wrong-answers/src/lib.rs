@@ -1,27 +1,126 @@
-//! A serializer with the right interface but wrong answers (its token estimate is off by
-//! one): the host must refuse it because it fails the golden corpus.
+//! All four transforms, each breaking one promise of the WIT contract while everything else
+//! is delegated to the real libraries. Swapped into a slot, each must be refused by the
+//! host's self-test with a message that names the fixture and what differs:
+//!
+//! - serializer: a client error (4xx) is reported as a server error (5xx);
+//! - envelope: tool-call ids in upper case (outside the id charset);
+//! - sse: a finished stream without its `message_stop` event;
+//! - model-alias: failure codes that are not the stable ones.
 
 #[cfg(target_arch = "wasm32")]
 mod wasm {
-    wit_bindgen::generate!({ world: "serializer-component", path: "../../../wit" });
+    wit_bindgen::generate!({
+        world: "devin-bridge:wrong-answers/wrong-answers",
+        path: ["../../../wit", "wit"],
+        generate_all,
+    });
 
     use devin_bridge::transforms::types::Failure;
-    use exports::devin_bridge::transforms::serializer::{Guest, Prompt};
+    use exports::devin_bridge::transforms::serializer::Prompt;
+    use exports::devin_bridge::transforms::{envelope, model_alias, serializer, sse};
 
-    include!("../../delegate.rs");
+    include!("../../delegate_all.rs");
 
     struct Component;
 
-    impl Guest for Component {
+    fn without_message_stop(stream: String) -> String {
+        stream
+            .split_inclusive("\n\n")
+            .filter(|event| !event.starts_with("event: message_stop\n"))
+            .collect()
+    }
+
+    fn renamed_code(failure: Failure) -> Failure {
+        Failure {
+            code: format!("{}_v2", failure.code),
+            ..failure
+        }
+    }
+
+    impl serializer::Guest for Component {
         fn serialize(request: String) -> Result<Prompt, Failure> {
-            real_serialize(&request).map(|p| Prompt {
-                input_tokens: p.input_tokens + 1,
-                ..p
+            real_serialize(&request).map_err(|failure| Failure {
+                status: if (400..500).contains(&failure.status) {
+                    failure.status + 100
+                } else {
+                    failure.status
+                },
+                ..failure
             })
         }
 
-        fn repair(prompt: String, _rejection: Failure) -> String {
-            prompt
+        fn repair(prompt: String, rejection: Failure) -> String {
+            real_repair(&prompt, rejection)
+        }
+    }
+
+    impl envelope::Guest for Component {
+        fn parse(output: String, tools: String, id_seed: String) -> Result<Reply, Failure> {
+            real_parse(&output, &tools, &id_seed).map(|reply| match reply {
+                Reply::Tool(call) => Reply::Tool(ToolCall {
+                    id: call.id.to_uppercase(),
+                    ..call
+                }),
+                text => text,
+            })
+        }
+
+        fn narrates_unexecuted_action(output: String) -> bool {
+            devin_bridge_envelope::narrates_unexecuted_action(&output)
+        }
+    }
+
+    impl sse::Guest for Component {
+        fn stream_start(head: MessageHead) -> String {
+            devin_bridge_sse::stream_start(&plain_head(&head))
+        }
+        fn stream_ping() -> String {
+            devin_bridge_sse::stream_ping()
+        }
+        fn stream_finish(reply: Reply, usage: Usage) -> String {
+            without_message_stop(devin_bridge_sse::stream_finish(
+                &plain_reply(&reply),
+                &plain_usage(&usage),
+            ))
+        }
+        fn render_stream(head: MessageHead, reply: Reply) -> String {
+            without_message_stop(devin_bridge_sse::render_stream(
+                &plain_head(&head),
+                &plain_reply(&reply),
+            ))
+        }
+        fn render_json(head: MessageHead, reply: Reply) -> String {
+            devin_bridge_sse::render_json(&plain_head(&head), &plain_reply(&reply))
+        }
+        fn error_event(failure: Failure) -> String {
+            devin_bridge_sse::error_event(&plain_failure(&failure))
+        }
+        fn error_body(failure: Failure) -> String {
+            devin_bridge_sse::error_body(&plain_failure(&failure))
+        }
+    }
+
+    impl model_alias::Guest for Component {
+        fn validate(reference: String, catalog: String) -> Result<String, Failure> {
+            devin_bridge_model_alias::validate(&reference, &catalog)
+                .map_err(wit_failure)
+                .map_err(renamed_code)
+        }
+        fn client_environment(
+            settings: Vec<(String, String)>,
+            catalog: String,
+        ) -> Result<Vec<(String, String)>, Failure> {
+            devin_bridge_model_alias::client_environment(&settings, &catalog)
+                .map_err(wit_failure)
+                .map_err(renamed_code)
+        }
+        fn resolve(requested: String, catalog: String) -> Result<ResolvedModel, Failure> {
+            real_resolve(&requested, &catalog).map_err(renamed_code)
+        }
+        fn list_models(catalog: String) -> Result<String, Failure> {
+            devin_bridge_model_alias::list_models(&catalog)
+                .map_err(wit_failure)
+                .map_err(renamed_code)
         }
     }
 

@@ -1,0 +1,381 @@
+//! What a swap candidate must agree on with the golden corpus: the promises of the WIT
+//! contract, not the bytes of the reference build.
+//!
+//! For each fixture, the candidate's answer (in the fixtures' JSON encoding) is compared with
+//! the expected one as follows.
+//!
+//! Every call:
+//! - success or failure agrees with the fixture;
+//! - a failure has the expected `code` (codes are the stable contract) and the expected
+//!   `repairable` flag, a `status` within 400-599 and in the same class (4xx or 5xx) as the
+//!   expected one, and a non-empty `message` (its wording is free).
+//!
+//! On success, per call:
+//! - `serialize`: `model`, `stream` and `input_tokens` equal; `tools` parses as JSON and is the
+//!   same JSON value; `text` contains the `[Devin Summarizer Bridge]` and `[Execution Trace]`
+//!   headers the agent side relies on (the rest of the framing is free);
+//!   `id_seed` is 1-64 characters of `[A-Za-z0-9_-]`;
+//! - `repair`: the new prompt contains the original prompt and the rejection's code;
+//! - `parse`: the reply variant (text or tool) is the same; a text reply is the same text up to
+//!   surrounding whitespace; a tool reply has the same tool name, an input that parses as a
+//!   JSON object equal (as a JSON value) to the expected one, and a well-formed id
+//!   (`devin_call_` followed by 16 lowercase hex digits, as the envelope makes them);
+//! - `narrates_unexecuted_action`: the same flag;
+//! - `stream_start`, `stream_ping`, `stream_finish`, `render_stream`, `error_event`: the output
+//!   is a well-formed event stream (events separated by a blank line, each with one `event:`
+//!   line and `data:` lines, comments allowed, nothing else), with the same sequence of event
+//!   names, and each event's data parses as a JSON object whose `type` is the event name and
+//!   which equals the expected data as a JSON value (so only formatting may differ);
+//! - `render_json`, `error_body`: the body parses as JSON and equals the expected body as a
+//!   JSON value (its `type` included);
+//! - `validate`: the same model id; `resolve`: the same `family`, `model_uid` and `acp_id`
+//!   (the display label is free); `client_environment`: the same variables and values;
+//!   `list_models`: the same JSON value.
+
+use serde_json::Value;
+
+use super::bindings::Call;
+
+/// The prefix and length of the tool-call ids the envelope makes.
+const TOOL_ID_PREFIX: &str = "devin_call_";
+const TOOL_ID_HEX_DIGITS: usize = 16;
+
+/// `Ok` when `got` keeps the contract that `expect` illustrates for `call`; otherwise what
+/// differs, in one sentence.
+pub fn check(call: &Call, expect: &Value, got: &Value) -> Result<(), String> {
+    match (
+        expect.get("ok"),
+        expect.get("err"),
+        got.get("ok"),
+        got.get("err"),
+    ) {
+        (Some(expected), _, Some(actual), _) => check_ok(call, expected, actual),
+        (_, Some(expected), _, Some(actual)) => check_failure(expected, actual),
+        (Some(_), _, _, Some(actual)) => Err(format!(
+            "expected a success, got the failure {} ({}): {}",
+            field(actual, "code"),
+            field(actual, "status"),
+            excerpt(&field(actual, "message"))
+        )),
+        (_, Some(expected), Some(_), _) => Err(format!(
+            "expected the failure {} ({}), got a success",
+            field(expected, "code"),
+            field(expected, "status")
+        )),
+        _ => Err("the answer is neither a success nor a failure".into()),
+    }
+}
+
+fn check_failure(expected: &Value, actual: &Value) -> Result<(), String> {
+    let (want_code, got_code) = (field(expected, "code"), field(actual, "code"));
+    if want_code != got_code {
+        return Err(format!(
+            "failure code {got_code} differs from the expected {want_code}"
+        ));
+    }
+    let want_status = expected.get("status").and_then(Value::as_u64).unwrap_or(0);
+    let got_status = actual.get("status").and_then(Value::as_u64).unwrap_or(0);
+    if !(400..=599).contains(&got_status) {
+        return Err(format!(
+            "failure {got_code} has status {got_status}, outside 400-599"
+        ));
+    }
+    if want_status / 100 != got_status / 100 {
+        return Err(format!(
+            "failure {got_code} has status {got_status}, not in the class of the expected {want_status} ({}xx)",
+            want_status / 100
+        ));
+    }
+    if expected.get("repairable") != actual.get("repairable") {
+        return Err(format!(
+            "failure {got_code} has repairable {}, expected {}",
+            field(actual, "repairable"),
+            field(expected, "repairable")
+        ));
+    }
+    if actual
+        .get("message")
+        .and_then(Value::as_str)
+        .is_none_or(|message| message.trim().is_empty())
+    {
+        return Err(format!("failure {got_code} has no message"));
+    }
+    Ok(())
+}
+
+fn check_ok(call: &Call, expected: &Value, actual: &Value) -> Result<(), String> {
+    match call {
+        Call::Serialize { .. } => check_prompt(expected, actual),
+        Call::Repair { prompt, rejection } => {
+            let text = actual.as_str().ok_or("the repair prompt is not a string")?;
+            if !text.contains(prompt.as_str()) {
+                return Err("the repair prompt does not contain the original prompt".into());
+            }
+            if !text.contains(rejection.code.as_str()) {
+                return Err(format!(
+                    "the repair prompt does not name the rejection code {}",
+                    rejection.code
+                ));
+            }
+            Ok(())
+        }
+        Call::Parse { .. } => check_reply(expected, actual),
+        Call::NarratesUnexecutedAction { .. } | Call::Validate { .. } => {
+            same(expected, actual, "the answer")
+        }
+        Call::ClientEnvironment { .. } => same(expected, actual, "the client environment"),
+        Call::StreamStart { .. }
+        | Call::StreamPing
+        | Call::StreamFinish { .. }
+        | Call::RenderStream { .. }
+        | Call::ErrorEvent { .. } => check_stream(expected, actual),
+        Call::RenderJson { .. } | Call::ErrorBody { .. } | Call::ListModels { .. } => {
+            check_json_body(expected, actual)
+        }
+        Call::Resolve { .. } => {
+            for key in ["family", "model_uid", "acp_id"] {
+                same(
+                    expected.get(key).unwrap_or(&Value::Null),
+                    actual.get(key).unwrap_or(&Value::Null),
+                    &format!("the resolved {key}"),
+                )?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn check_prompt(expected: &Value, actual: &Value) -> Result<(), String> {
+    for key in ["model", "stream", "input_tokens"] {
+        same(
+            expected.get(key).unwrap_or(&Value::Null),
+            actual.get(key).unwrap_or(&Value::Null),
+            &format!("the prompt's {key}"),
+        )?;
+    }
+    let tools = |value: &Value| -> Result<Value, String> {
+        let text = value
+            .get("tools")
+            .and_then(Value::as_str)
+            .ok_or("the prompt's tools is not a string")?;
+        serde_json::from_str(text)
+            .map_err(|error| format!("the prompt's tools is not JSON ({error})"))
+    };
+    if tools(expected)? != tools(actual)? {
+        return Err("the prompt's tools differ from the expected tools (as JSON)".into());
+    }
+    let text = actual.get("text").and_then(Value::as_str).unwrap_or("");
+    for header in ["[Devin Summarizer Bridge]", "[Execution Trace]"] {
+        if !text.contains(header) {
+            return Err(format!("the prompt text has no {header} header"));
+        }
+    }
+    let seed = actual.get("id_seed").and_then(Value::as_str).unwrap_or("");
+    let seed_ok = (1..=64).contains(&seed.len())
+        && seed
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !seed_ok {
+        return Err(format!("the prompt's id_seed {seed:?} is malformed"));
+    }
+    Ok(())
+}
+
+fn check_reply(expected: &Value, actual: &Value) -> Result<(), String> {
+    let kind = |value: &Value| field(value, "kind");
+    if kind(expected) != kind(actual) {
+        return Err(format!(
+            "the reply is a {} reply, expected a {} reply",
+            kind(actual),
+            kind(expected)
+        ));
+    }
+    let (want, got) = (
+        expected.get("value").unwrap_or(&Value::Null),
+        actual.get("value").unwrap_or(&Value::Null),
+    );
+    if kind(expected) == "text" {
+        let trimmed = |value: &Value| value.as_str().map(|text| text.trim().to_owned());
+        if trimmed(want) != trimmed(got) {
+            return Err(format!(
+                "the text reply {} differs from the expected {}",
+                excerpt(&got.to_string()),
+                excerpt(&want.to_string())
+            ));
+        }
+        return Ok(());
+    }
+    same(
+        want.get("name").unwrap_or(&Value::Null),
+        got.get("name").unwrap_or(&Value::Null),
+        "the tool name",
+    )?;
+    let input = |value: &Value| -> Result<Value, String> {
+        value
+            .get("input")
+            .and_then(Value::as_str)
+            .and_then(|text| serde_json::from_str::<Value>(text).ok())
+            .filter(Value::is_object)
+            .ok_or_else(|| "the tool input is not the text of a JSON object".to_owned())
+    };
+    if input(want)? != input(got)? {
+        return Err("the tool input differs from the expected input (as JSON)".into());
+    }
+    let id = got.get("id").and_then(Value::as_str).unwrap_or("");
+    if !well_formed_tool_id(id) {
+        return Err(format!(
+            "the tool id {id:?} is malformed (expected {TOOL_ID_PREFIX} and {TOOL_ID_HEX_DIGITS} lowercase hex digits)"
+        ));
+    }
+    Ok(())
+}
+
+/// `devin_call_` + 16 lowercase hex digits.
+pub fn well_formed_tool_id(id: &str) -> bool {
+    id.strip_prefix(TOOL_ID_PREFIX).is_some_and(|hex| {
+        hex.len() == TOOL_ID_HEX_DIGITS
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// One server-sent event: its name and its data, joined.
+#[derive(Debug, PartialEq)]
+pub struct Event {
+    pub name: String,
+    pub data: String,
+}
+
+/// Parses a complete event stream strictly: every event ends with a blank line and has one
+/// `event:` field and at least one `data:` field; `:` comment lines are allowed.
+pub fn parse_events(stream: &str) -> Result<Vec<Event>, String> {
+    if stream.is_empty() {
+        return Ok(Vec::new());
+    }
+    let body = stream
+        .strip_suffix("\n\n")
+        .ok_or("the event stream does not end with a blank line")?;
+    body.split("\n\n")
+        .enumerate()
+        .map(|(index, block)| {
+            let mut name = None;
+            let mut data: Option<String> = None;
+            for line in block.split('\n') {
+                if line.starts_with(':') {
+                    continue;
+                }
+                let (field, value) = line.split_once(':').ok_or_else(|| {
+                    format!("event {index}: line {:?} is not a field", excerpt(line))
+                })?;
+                let value = value.strip_prefix(' ').unwrap_or(value);
+                match field {
+                    "event" if name.is_none() => name = Some(value.to_owned()),
+                    "data" => match &mut data {
+                        Some(joined) => {
+                            joined.push('\n');
+                            joined.push_str(value);
+                        }
+                        None => data = Some(value.to_owned()),
+                    },
+                    other => return Err(format!("event {index}: unexpected field {other:?}")),
+                }
+            }
+            match (name, data) {
+                (Some(name), Some(data)) => Ok(Event { name, data }),
+                _ => Err(format!("event {index} lacks an event name or data")),
+            }
+        })
+        .collect()
+}
+
+fn check_stream(expected: &Value, actual: &Value) -> Result<(), String> {
+    let want = parse_events(
+        expected
+            .as_str()
+            .ok_or("the fixture's stream is not a string")?,
+    )
+    .map_err(|error| format!("the fixture's stream: {error}"))?;
+    let got = parse_events(actual.as_str().ok_or("the answer is not a string")?)?;
+    let names =
+        |events: &[Event]| -> Vec<String> { events.iter().map(|e| e.name.clone()).collect() };
+    if names(&want) != names(&got) {
+        return Err(format!(
+            "event sequence {:?} differs from the expected {:?}",
+            names(&got),
+            names(&want)
+        ));
+    }
+    for (index, (want, got)) in want.iter().zip(&got).enumerate() {
+        let data: Value = serde_json::from_str(&got.data)
+            .map_err(|error| format!("event {index} ({}): data is not JSON ({error})", got.name))?;
+        if data.get("type").and_then(Value::as_str) != Some(got.name.as_str()) {
+            return Err(format!(
+                "event {index} ({}): data type {} is not the event name",
+                got.name,
+                field(&data, "type")
+            ));
+        }
+        let expected: Value = serde_json::from_str(&want.data)
+            .map_err(|error| format!("the fixture's event {index}: {error}"))?;
+        if data != expected {
+            return Err(format!(
+                "event {index} ({}): data {} differs from the expected {}",
+                got.name,
+                excerpt(&data.to_string()),
+                excerpt(&expected.to_string())
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_json_body(expected: &Value, actual: &Value) -> Result<(), String> {
+    let want: Value = serde_json::from_str(
+        expected
+            .as_str()
+            .ok_or("the fixture's body is not a string")?,
+    )
+    .map_err(|error| format!("the fixture's body: {error}"))?;
+    let got: Value = serde_json::from_str(actual.as_str().ok_or("the answer is not a string")?)
+        .map_err(|error| format!("the body is not JSON ({error})"))?;
+    if want.get("type") != got.get("type") {
+        return Err(format!(
+            "the body's type {} differs from the expected {}",
+            field(&got, "type"),
+            field(&want, "type")
+        ));
+    }
+    same(&want, &got, "the body (as JSON)")
+}
+
+fn same(expected: &Value, actual: &Value, what: &str) -> Result<(), String> {
+    if expected == actual {
+        return Ok(());
+    }
+    Err(format!(
+        "{what} {} differs from the expected {}",
+        excerpt(&actual.to_string()),
+        excerpt(&expected.to_string())
+    ))
+}
+
+/// A field of a JSON object, rendered for a message.
+fn field(value: &Value, key: &str) -> String {
+    match value.get(key) {
+        Some(Value::String(text)) => text.clone(),
+        Some(other) => other.to_string(),
+        None => "(none)".into(),
+    }
+}
+
+/// A bounded rendering of text for error messages.
+pub(crate) fn excerpt(text: &str) -> String {
+    match text.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,183 @@
+//! A twin of all four transforms: it keeps every promise of the WIT contract but differs from
+//! the real components byte for byte, the way a legitimate rebuild may: other failure wording,
+//! another framing sentence, JSON with spaces after `:` and `,`. The host must accept it as a
+//! swap candidate for each transform, and requests served by it must be indistinguishable
+//! from the real ones to a client that parses what it receives.
+
+#[cfg(target_arch = "wasm32")]
+mod wasm {
+    wit_bindgen::generate!({
+        world: "devin-bridge:twin/twin",
+        path: ["../../../wit", "wit"],
+        generate_all,
+    });
+
+    use devin_bridge::transforms::types::Failure;
+    use exports::devin_bridge::transforms::serializer::Prompt;
+    use exports::devin_bridge::transforms::{envelope, model_alias, serializer, sse};
+
+    include!("../../delegate_all.rs");
+
+    struct Component;
+
+    /// The same failure, worded differently.
+    fn reworded(failure: Failure) -> Failure {
+        Failure {
+            message: format!("{} (twin build)", failure.message),
+            ..failure
+        }
+    }
+
+    /// `{"a": 1, "b": [1, 2]}`: the same JSON value with spaces after `:` and `,`.
+    struct Spaced;
+
+    impl serde_json::ser::Formatter for Spaced {
+        fn begin_array_value<W: ?Sized + std::io::Write>(
+            &mut self,
+            writer: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first {
+                Ok(())
+            } else {
+                writer.write_all(b", ")
+            }
+        }
+        fn begin_object_key<W: ?Sized + std::io::Write>(
+            &mut self,
+            writer: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first {
+                Ok(())
+            } else {
+                writer.write_all(b", ")
+            }
+        }
+        fn begin_object_value<W: ?Sized + std::io::Write>(
+            &mut self,
+            writer: &mut W,
+        ) -> std::io::Result<()> {
+            writer.write_all(b": ")
+        }
+    }
+
+    fn spaced_json(text: &str) -> String {
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else {
+            return text.to_owned();
+        };
+        let mut out = Vec::new();
+        let mut serializer = serde_json::Serializer::with_formatter(&mut out, Spaced);
+        if serde::Serialize::serialize(&value, &mut serializer).is_err() {
+            return text.to_owned();
+        }
+        String::from_utf8(out).unwrap_or_else(|_| text.to_owned())
+    }
+
+    /// Every `data:` line of an SSE stream re-encoded with `spaced_json`.
+    fn spaced_events(stream: &str) -> String {
+        stream
+            .split_inclusive('\n')
+            .map(|line| match line.strip_prefix("data: ") {
+                Some(data) => {
+                    let (json, end) = data.split_at(data.trim_end_matches('\n').len());
+                    format!("data: {}{end}", spaced_json(json))
+                }
+                None => line.to_owned(),
+            })
+            .collect()
+    }
+
+    impl serializer::Guest for Component {
+        fn serialize(request: String) -> Result<Prompt, Failure> {
+            real_serialize(&request)
+                .map(|prompt| Prompt {
+                    text: prompt.text.replacen(
+                        "Produce the assistant's next output, and nothing else.",
+                        "Write the assistant's next output and nothing more.",
+                        1,
+                    ),
+                    ..prompt
+                })
+                .map_err(reworded)
+        }
+
+        fn repair(prompt: String, rejection: Failure) -> String {
+            real_repair(&prompt, rejection).replacen(
+                "[Single Repair Attempt]",
+                "[Single Repair Attempt: twin build]",
+                1,
+            )
+        }
+    }
+
+    impl envelope::Guest for Component {
+        fn parse(output: String, tools: String, id_seed: String) -> Result<Reply, Failure> {
+            real_parse(&output, &tools, &id_seed).map_err(reworded)
+        }
+
+        fn narrates_unexecuted_action(output: String) -> bool {
+            devin_bridge_envelope::narrates_unexecuted_action(&output)
+        }
+    }
+
+    impl sse::Guest for Component {
+        fn stream_start(head: MessageHead) -> String {
+            spaced_events(&devin_bridge_sse::stream_start(&plain_head(&head)))
+        }
+        fn stream_ping() -> String {
+            spaced_events(&devin_bridge_sse::stream_ping())
+        }
+        fn stream_finish(reply: Reply, usage: Usage) -> String {
+            spaced_events(&devin_bridge_sse::stream_finish(
+                &plain_reply(&reply),
+                &plain_usage(&usage),
+            ))
+        }
+        fn render_stream(head: MessageHead, reply: Reply) -> String {
+            spaced_events(&devin_bridge_sse::render_stream(
+                &plain_head(&head),
+                &plain_reply(&reply),
+            ))
+        }
+        fn render_json(head: MessageHead, reply: Reply) -> String {
+            spaced_json(&devin_bridge_sse::render_json(
+                &plain_head(&head),
+                &plain_reply(&reply),
+            ))
+        }
+        fn error_event(failure: Failure) -> String {
+            spaced_events(&devin_bridge_sse::error_event(&plain_failure(&failure)))
+        }
+        fn error_body(failure: Failure) -> String {
+            spaced_json(&devin_bridge_sse::error_body(&plain_failure(&failure)))
+        }
+    }
+
+    impl model_alias::Guest for Component {
+        fn validate(reference: String, catalog: String) -> Result<String, Failure> {
+            devin_bridge_model_alias::validate(&reference, &catalog)
+                .map_err(wit_failure)
+                .map_err(reworded)
+        }
+        fn client_environment(
+            settings: Vec<(String, String)>,
+            catalog: String,
+        ) -> Result<Vec<(String, String)>, Failure> {
+            devin_bridge_model_alias::client_environment(&settings, &catalog)
+                .map_err(wit_failure)
+                .map_err(reworded)
+        }
+        fn resolve(requested: String, catalog: String) -> Result<ResolvedModel, Failure> {
+            real_resolve(&requested, &catalog).map_err(reworded)
+        }
+        fn list_models(catalog: String) -> Result<String, Failure> {
+            devin_bridge_model_alias::list_models(&catalog)
+                .map(|body| spaced_json(&body))
+                .map_err(wit_failure)
+                .map_err(reworded)
+        }
+    }
+
+    export!(Component);
+}
