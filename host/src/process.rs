@@ -249,30 +249,31 @@ impl Drop for Sandboxed {
 /// Every agent runs in the sandbox home, so this counts the agents of a bridge: `/healthz`
 /// reports it, and tests and benchmarks use it to prove no agent outlives its turn.
 pub fn live_processes_in(dir: &std::path::Path) -> usize {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter(|entry| {
-            entry
-                .file_name()
-                .to_string_lossy()
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-        })
-        .filter(|entry| std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd == dir))
-        .filter(|entry| is_live(&entry.path()))
-        .count()
+    count_live_processes(|proc_dir| {
+        std::fs::read_link(proc_dir.join("cwd")).is_ok_and(|cwd| cwd == dir)
+    })
 }
 
 /// Live processes whose real uid is `uid`, from `/proc/<pid>/status` (readable across uids,
 /// unlike `cwd`): how a host counts the agents that run under their own uid.
 pub fn live_processes_of_uid(uid: u32) -> usize {
+    let wanted = uid.to_string();
+    count_live_processes(|proc_dir| {
+        std::fs::read_to_string(proc_dir.join("status")).is_ok_and(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("Uid:"))
+                .and_then(|ids| ids.split_whitespace().next())
+                == Some(wanted.as_str())
+        })
+    })
+}
+
+/// Live processes whose `/proc/<pid>` directory satisfies `selected` (0 without `/proc`).
+fn count_live_processes(selected: impl Fn(&std::path::Path) -> bool) -> usize {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return 0;
     };
-    let wanted = uid.to_string();
     entries
         .filter_map(Result::ok)
         .filter(|entry| {
@@ -282,16 +283,8 @@ pub fn live_processes_of_uid(uid: u32) -> usize {
                 .bytes()
                 .all(|b| b.is_ascii_digit())
         })
-        .filter(|entry| {
-            std::fs::read_to_string(entry.path().join("status")).is_ok_and(|status| {
-                status
-                    .lines()
-                    .find_map(|line| line.strip_prefix("Uid:"))
-                    .and_then(|ids| ids.split_whitespace().next())
-                    == Some(wanted.as_str())
-            })
-        })
-        .filter(|entry| is_live(&entry.path()))
+        .map(|entry| entry.path())
+        .filter(|proc_dir| selected(proc_dir) && is_live(proc_dir))
         .count()
 }
 

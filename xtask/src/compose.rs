@@ -21,6 +21,15 @@ use crate::workspace_root;
 pub const TEST_PROJECT: &str = "devin-bridge-test";
 pub const OPERATOR_PROJECT: &str = "devin-bridge";
 pub const BRIDGE_PORT: u16 = 20128;
+/// How every non-interactive Claude Code run here is made: client-owned tools only, and the
+/// structured event stream to check instead of its prose.
+pub const CLAUDE_PRINT_FLAGS: [&str; 5] = [
+    "--allowedTools",
+    "Bash,Read,Edit",
+    "--output-format",
+    "stream-json",
+    "--verbose",
+];
 pub const DEMO_PROMPT: &str = "Fix the failing test in this project.";
 
 /// `docker compose` (the plugin) when present, else `docker-compose`.
@@ -72,6 +81,16 @@ impl Compose {
             profile: profile.into(),
             key,
         })
+    }
+
+    /// Claude Code's container, once, in print mode with `prompt` (stream-json events out).
+    pub fn run_claude_print(&self, prompt: &str) -> Result<Output> {
+        Ok(self
+            .command()
+            .args(["run", "--rm", "-T", "claude", "-p", prompt])
+            .args(CLAUDE_PRINT_FLAGS)
+            .stdin(Stdio::null())
+            .output()?)
     }
 
     /// The bridge's local key that this project's clients present.

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 
 use crate::compose::{
-    demo_fixed, http, processes, write_demo_project, Compose, SandboxDirs, BRIDGE_PORT, DEMO_PROMPT,
+    demo_fixed, http, processes, write_demo_project, Compose, SandboxDirs, BRIDGE_PORT,
+    CLAUDE_PRINT_FLAGS, DEMO_PROMPT,
 };
 use crate::gate::{
     agent_private_args, bridge_route_args, check_identities, claude_audit_has_no_allow,
@@ -209,15 +210,8 @@ fn host_claude_code(address: &str, key: &str) -> Result<String> {
     let home = work.join("home");
     std::fs::create_dir_all(&home)?;
     let output = Command::new(claude)
-        .args([
-            "-p",
-            DEMO_PROMPT,
-            "--allowedTools",
-            "Bash,Read,Edit",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-        ])
+        .args(["-p", DEMO_PROMPT])
+        .args(CLAUDE_PRINT_FLAGS)
         .current_dir(&project)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -241,23 +235,7 @@ fn host_claude_code(address: &str, key: &str) -> Result<String> {
 
 /// The offline twin of `launch`: Claude Code in its own container, proxy = deny-all guard.
 fn claude_container(compose: &Compose, dirs: &SandboxDirs) -> Result<String> {
-    let output = compose
-        .command()
-        .args([
-            "run",
-            "--rm",
-            "-T",
-            "claude",
-            "-p",
-            DEMO_PROMPT,
-            "--allowedTools",
-            "Bash,Read,Edit",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-        ])
-        .stdin(Stdio::null())
-        .output()?;
+    let output = compose.run_claude_print(DEMO_PROMPT)?;
     let result = final_result(&output)?;
     demo_fixed(&dirs.workspace())?;
     Ok(format!(

@@ -401,18 +401,7 @@ fn os_release_codename() -> Result<String> {
 fn load_archive(staging: &Path, config: &Config, tag: &str, work: &Path) -> Result<Built> {
     fresh_dir(work)?;
     let layer = work.join("layer.tar");
-    run(Command::new("tar")
-        .args([
-            "--sort=name",
-            "--mtime=@0",
-            "--numeric-owner",
-            "--format=gnu",
-            "-C",
-        ])
-        .arg(staging)
-        .arg("-cf")
-        .arg(&layer)
-        .arg("."))?;
+    deterministic_tar(staging, &layer)?;
     let layer_bytes = fs::metadata(&layer)?.len();
     let diff_id = format!("sha256:{}", sha256_file(&layer)?);
     let epoch = "1970-01-01T00:00:00Z";
@@ -447,18 +436,7 @@ fn load_archive(staging: &Path, config: &Config, tag: &str, work: &Path) -> Resu
         serde_json::to_vec(&manifest)?,
     )?;
     let archive = work.join("image.tar");
-    run(Command::new("tar")
-        .args([
-            "--sort=name",
-            "--mtime=@0",
-            "--numeric-owner",
-            "--format=gnu",
-            "-C",
-        ])
-        .arg(&archive_dir)
-        .arg("-cf")
-        .arg(&archive)
-        .arg("."))?;
+    deterministic_tar(&archive_dir, &archive)?;
     fs::remove_dir_all(&archive_dir)?;
     eprintln!("xtask: docker load {tag}");
     run(Command::new("docker")
@@ -472,6 +450,23 @@ fn load_archive(staging: &Path, config: &Config, tag: &str, work: &Path) -> Resu
         id: format!("sha256:{id}"),
         layer_bytes,
     })
+}
+
+/// GNU tar of `dir`'s content with sorted names, mtime 0 and numeric owners: the same files
+/// always give the same bytes.
+fn deterministic_tar(dir: &Path, out: &Path) -> Result<()> {
+    run(Command::new("tar")
+        .args([
+            "--sort=name",
+            "--mtime=@0",
+            "--numeric-owner",
+            "--format=gnu",
+            "-C",
+        ])
+        .arg(dir)
+        .arg("-cf")
+        .arg(out)
+        .arg("."))
 }
 
 fn sha256_file(path: &Path) -> Result<String> {

@@ -167,23 +167,7 @@ pub fn test_live() -> Result<()> {
             std::thread::sleep(Duration::from_secs(20));
         }
         compose::write_demo_project(&dirs.workspace(), Some(image::HOST_UID))?;
-        let output = compose
-            .command()
-            .args([
-                "run",
-                "--rm",
-                "-T",
-                "claude",
-                "-p",
-                prompt,
-                "--allowedTools",
-                "Bash,Read,Edit",
-                "--output-format",
-                "stream-json",
-                "--verbose",
-            ])
-            .stdin(Stdio::null())
-            .output()?;
+        let output = compose.run_claude_print(prompt)?;
         let used = gate::tools_used(&output)?;
         for tool in *tools {
             if !used.iter().any(|name| name == tool) {
