@@ -132,6 +132,7 @@ fn check_ok(call: &Call, expected: &Value, actual: &Value) -> Result<(), String>
         Call::RenderJson { .. } | Call::ErrorBody { .. } | Call::ListModels { .. } => {
             check_json_body(expected, actual)
         }
+        Call::AgentErrorMessage { .. } => check_agent_error_message(actual),
         Call::Resolve { .. } => {
             for key in ["family", "model_uid", "acp_id"] {
                 same(
@@ -143,6 +144,39 @@ fn check_ok(call: &Call, expected: &Value, actual: &Value) -> Result<(), String>
             Ok(())
         }
     }
+}
+
+/// What any cleaner of agent error text promises (its wording may differ): a non-empty text
+/// of at most 200 characters, with no control characters, no path-like words and no vendor
+/// names.
+fn check_agent_error_message(actual: &Value) -> Result<(), String> {
+    let text = actual
+        .as_str()
+        .ok_or("the cleaned message is not a string")?;
+    if text.trim().is_empty() {
+        return Err("the cleaned message is empty".into());
+    }
+    let chars = text.chars().count();
+    if chars > 200 {
+        return Err(format!("the cleaned message has {chars} characters (at most 200)"));
+    }
+    if text.chars().any(char::is_control) {
+        return Err("the cleaned message keeps control characters".into());
+    }
+    if let Some(word) = text
+        .split_whitespace()
+        .find(|word| word.contains('/') || word.contains('\\'))
+    {
+        return Err(format!("the cleaned message keeps the path-like word {}", excerpt(word)));
+    }
+    let lower = text.to_lowercase();
+    if let Some(vendor) = ["cognition", "windsurf", "codeium"]
+        .into_iter()
+        .find(|vendor| lower.contains(vendor))
+    {
+        return Err(format!("the cleaned message names the vendor {vendor}"));
+    }
+    Ok(())
 }
 
 fn check_prompt(expected: &Value, actual: &Value) -> Result<(), String> {

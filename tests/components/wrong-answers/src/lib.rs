@@ -98,6 +98,9 @@ mod wasm {
         fn error_body(failure: Failure) -> String {
             devin_bridge_sse::error_body(&plain_failure(&failure))
         }
+        fn agent_error_message(raw: String) -> String {
+            devin_bridge_sse::agent_error_message(&raw)
+        }
     }
 
     impl model_alias::Guest for Component {
