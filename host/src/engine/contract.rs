@@ -158,7 +158,9 @@ fn check_agent_error_message(actual: &Value) -> Result<(), String> {
     }
     let chars = text.chars().count();
     if chars > 200 {
-        return Err(format!("the cleaned message has {chars} characters (at most 200)"));
+        return Err(format!(
+            "the cleaned message has {chars} characters (at most 200)"
+        ));
     }
     if text.chars().any(char::is_control) {
         return Err("the cleaned message keeps control characters".into());
@@ -167,7 +169,10 @@ fn check_agent_error_message(actual: &Value) -> Result<(), String> {
         .split_whitespace()
         .find(|word| word.contains('/') || word.contains('\\'))
     {
-        return Err(format!("the cleaned message keeps the path-like word {}", excerpt(word)));
+        return Err(format!(
+            "the cleaned message keeps the path-like word {}",
+            excerpt(word)
+        ));
     }
     let lower = text.to_lowercase();
     if let Some(vendor) = ["cognition", "windsurf", "codeium"]
