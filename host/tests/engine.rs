@@ -673,19 +673,19 @@ fn a_reload_honours_the_new_pins_even_for_the_version_already_serving() {
     let other = std::fs::read(common::test_component("misbehaving-serializer")).expect("other");
     let (real_sha, other_sha) = (sha256_hex(&real), sha256_hex(&other));
     let transforms = common::transforms();
-    // The policy now pins another digest than the file it names (the file that serves now).
-    let outcomes = transforms.reload(&pinned_policy("serializer", &other_sha));
-    let serializer = outcomes
-        .iter()
-        .find(|(kind, _)| *kind == TransformKind::Serializer)
-        .map(|(_, outcome)| outcome)
-        .expect("serializer outcome");
-    match serializer {
+    // The policy now pins another digest than the file it names (the file that serves now):
+    // the whole reload is refused, and nothing changes, the pins included.
+    let refused = transforms.reload(
+        &pinned_policy("serializer", &other_sha),
+        transforms.runtime(),
+        false,
+    );
+    match refused {
         Err(EngineError::PinMismatch {
             expected, actual, ..
         }) => {
-            assert_eq!(expected, &other_sha);
-            assert_eq!(actual, &real_sha);
+            assert_eq!(expected, other_sha);
+            assert_eq!(actual, real_sha);
         }
         other => panic!("expected a pin mismatch, got {other:?}"),
     }
@@ -693,25 +693,32 @@ fn a_reload_honours_the_new_pins_even_for_the_version_already_serving() {
         transforms.current(TransformKind::Serializer).sha256,
         real_sha
     );
-    // The new pin governs later swaps: only the pinned bytes are accepted.
+    assert_eq!(transforms.pin(TransformKind::Serializer), None);
+    // A policy that pins the serving digest is accepted, and its pin governs later swaps.
+    let reports = transforms
+        .reload(
+            &pinned_policy("serializer", &real_sha),
+            transforms.runtime(),
+            false,
+        )
+        .expect("a matching pin reloads");
+    assert!(reports.is_empty(), "nothing changed bytes: {reports:?}");
+    assert_eq!(
+        transforms.pin(TransformKind::Serializer).as_deref(),
+        Some(real_sha.as_str())
+    );
     assert!(matches!(
-        transforms.swap(TransformKind::Serializer, &real, "test".into()),
+        transforms.swap(TransformKind::Serializer, &other, "test".into()),
         Err(EngineError::PinnedSwap { .. })
     ));
+    // A reload without pins lifts them.
+    transforms
+        .reload(&common::policy(""), transforms.runtime(), false)
+        .expect("reload without pins");
+    assert_eq!(transforms.pin(TransformKind::Serializer), None);
     transforms
         .swap(TransformKind::Serializer, &other, "test".into())
-        .expect("the newly pinned digest is accepted");
-    // A reload without pins lifts them and restores the file the policy names.
-    let outcomes = transforms.reload(&common::policy(""));
-    assert!(
-        outcomes.iter().all(|(_, outcome)| outcome.is_ok()),
-        "{outcomes:?}"
-    );
-    assert_eq!(
-        transforms.current(TransformKind::Serializer).sha256,
-        real_sha
-    );
-    assert_eq!(transforms.pin(TransformKind::Serializer), None);
+        .expect("an unpinned swap");
 }
 
 /// A copy of the built component set with a corpus built from `tests/fixtures`, where
