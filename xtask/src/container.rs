@@ -45,6 +45,7 @@ impl Report {
 
 /// `cargo xtask test-container`.
 pub fn test_container(components: &Path) -> Result<()> {
+    let started = Instant::now();
     image::require_docker()?;
     let built = image::build_images(components)?;
     let (dirs, key) = SandboxDirs::prepare()?;
@@ -89,6 +90,10 @@ pub fn test_container(components: &Path) -> Result<()> {
                 bail!("containers left: {left:?}")
             }
         }),
+    );
+    println!(
+        "test-container took {:.0} s (images included)",
+        started.elapsed().as_secs_f64()
     );
     println!(
         "test-container: {} passed, {} failed",
