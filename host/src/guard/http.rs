@@ -83,6 +83,11 @@ pub(crate) fn split_url(target: &str) -> Result<AbsoluteUrl<'_>, UrlError> {
     if authority.is_empty() {
         return Err(UrlError::Target(TargetError::Syntax));
     }
+    if authority.contains('@') {
+        // Userinfo is refused before anything is read out of the authority, a bracketed
+        // literal included (an IPv6 address never holds an `@`).
+        return Err(UrlError::Target(TargetError::Userinfo));
+    }
     let (host, port) = if authority.starts_with('[') {
         let close = authority
             .find(']')
@@ -94,9 +99,6 @@ pub(crate) fn split_url(target: &str) -> Result<AbsoluteUrl<'_>, UrlError> {
             None => return Err(UrlError::Target(TargetError::Syntax)),
         };
         (host, port)
-    } else if authority.contains('@') {
-        // Refuse userinfo before reading a port out of `user:pass`.
-        return Err(UrlError::Target(TargetError::Userinfo));
     } else {
         match authority.rsplit_once(':') {
             Some((host, p)) => (host, parse_port(p).map_err(UrlError::Target)?),
@@ -387,6 +389,12 @@ mod tests {
         assert_eq!(split_url("ftp://a.b/"), Err(UrlError::Scheme));
         assert_eq!(
             split_url("http://user:pw@a.b/"),
+            Err(UrlError::Target(TargetError::Userinfo))
+        );
+        // Found by the proxy-target fuzzer: an `@` inside a bracketed literal was kept in
+        // the host.
+        assert_eq!(
+            split_url("http://[::1@evil.example]:80/"),
             Err(UrlError::Target(TargetError::Userinfo))
         );
         assert_eq!(
