@@ -1,4 +1,4 @@
-//! End-to-end with the real Claude Code CLI (issue 3, "Tests").
+//! End-to-end with the real Claude Code CLI.
 //!
 //! The real `devin-bridge serve` binary runs a copy of `policies/offline.toml` (absolute paths,
 //! a temporary sandbox home, a local key) with the offline agent `mock-devin`; `claude -p` runs

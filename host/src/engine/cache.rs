@@ -164,14 +164,7 @@ fn load_or_create_key(dir: &Path) -> Result<Key, EngineError> {
     // the key first wins, and both then use its key.
     let temporary = dir.join(format!("{KEY_FILE}.{}", temporary_suffix()));
     let written = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(nix::libc::O_NOFOLLOW)
-            .open(&temporary)?;
-        file.write_all(&key)?;
-        file.sync_all()?;
+        create_private(&temporary, &key)?;
         std::fs::hard_link(&temporary, &path)
     })();
     let _ = std::fs::remove_file(&temporary);
@@ -330,17 +323,22 @@ fn temporary_suffix() -> String {
     format!("tmp{}-{}", std::process::id(), hex::encode(nonce))
 }
 
+/// Creates `path` (never following a link, never reusing a file) as 0600 with `bytes`, synced.
+fn create_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let temporary = path.with_extension(temporary_suffix());
     let written = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(nix::libc::O_NOFOLLOW)
-            .open(&temporary)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
+        create_private(&temporary, bytes)?;
         std::fs::rename(&temporary, path)
     })();
     if written.is_err() {

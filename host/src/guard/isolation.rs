@@ -1,5 +1,5 @@
 //! `devin-bridge verify-isolation`: prove that this environment cannot reach Anthropic and
-//! carries no credentials, the way seed 001's `verify-anthropic-isolation` does.
+//! carries no credentials.
 //!
 //! Checks, one `PASS|FAIL <check>: <detail>` line each (`SKIP` for a check that was not asked
 //! for), exit status non-zero on any `FAIL`:
