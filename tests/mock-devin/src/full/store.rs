@@ -11,7 +11,7 @@
 use std::fs::{DirBuilder, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -189,7 +189,7 @@ impl Store {
     }
 
     #[cfg(test)]
-    pub fn dir(&self) -> &Path {
+    pub fn dir(&self) -> &std::path::Path {
         &self.dir
     }
 }
