@@ -85,7 +85,7 @@
 //! | `session/load {sessionId, cwd, mcpServers}` | the same checks as `session/new`; unknown session -32002 `Resource not found`; replays the transcript as `user_message_chunk` / `agent_message_chunk` updates, then answers `{modes, configOptions}` with the stored mode and model. If the stored first prompt holds `[mock:replay-after-answer]`, the last replay update comes after the answer |
 //! | `session/prompt` | unknown session -32002, non-text blocks -32602, a second prompt while a turn runs -32600; otherwise a turn |
 //! | `session/cancel` | ends the running turn of that session: `stopReason: "cancelled"`, agent_stopped cause `cancelled` |
-//! | other requests | -32601 (`fs/*` and `terminal/*` are never sent by this agent) |
+//! | other requests | -32601 |
 //! | stdin EOF | exit 0 at once (except `[mock:hang]`, and 60 s later after `[mock:late-close]`) |
 //!
 //! A turn sends an `available_commands_update`, `_cognition.ai/turn_stats {sessionId,
@@ -102,12 +102,14 @@
 //!
 //! | marker | kind | behaviour |
 //! |---|---|---|
-//! | (none) | outcome | reply `Devin mock: done. turns seen: N` (N = earlier turns of the session), stopReason `end_turn`, cause `complete` |
+//! | (none) | outcome | reply `Devin mock: done. turns seen: N` (N = earlier prompts of the session, failed and cancelled ones included; a loaded session counts its stored ones), stopReason `end_turn`, cause `complete`; notes of the steps come first, one per line |
 //! | `[mock:tool NAME KIND]` | step | `tool_call` (`_meta {"cognition.ai/toolName": NAME}`, `kind` KIND, a title, status `pending`), then `tool_call_update` `completed` |
 //! | `[mock:tool-kind KIND]` | step | the same without `_meta` |
 //! | `[mock:write PATH]` | step | `tool_call` `write` (kind `edit`, `rawInput.file_path` the absolute path; PATH is relative to the session's cwd or absolute, `..` resolved). Writes `mock write\n` only when the mode is `bypass` or `accept-edits`, a `Write(...)` allow rule covers the path and no `Write(...)`/`Edit(...)` deny rule matches it (checked on the path as given and with symlinks resolved); the reply gets a line `wrote: <path>` or `write denied: <path>` |
 //! | `[mock:permission]` | step | `session/request_permission` (options `allow-once`, `reject-once`); outcome `cancelled`: the turn ends `cancelled` (agent_stopped cause `cancelled`); otherwise the reply gets `permission outcome: <outcome>` |
 //! | `[mock:malformed]` | step | the stdout line `this is not json` mid-turn |
+//! | `[mock:client-request METHOD]` | step | the request METHOD (`fs/read_text_file`, `fs/write_text_file` or `terminal/create`) to the client; the reply gets `client answered METHOD: error <code>` or `client answered METHOD: result <json>` |
+//! | `[mock:extra-updates]` | step | `plan`, `usage_update`, `current_mode_update`, `config_option_update` and an unknown `mystery_update` session update |
 //! | `[mock:fail auth]` | outcome | JSON-RPC -32000 `Authentication required`, errorKind `Unauthenticated` |
 //! | `[mock:fail quota]` | outcome | -32603, errorKind `QuotaExceeded` |
 //! | `[mock:fail rate_limited]` | outcome | -32603, errorKind `RateLimited` |

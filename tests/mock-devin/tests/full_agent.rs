@@ -885,3 +885,69 @@ fn replay_after_answer_sends_one_update_late() {
         "Devin mock: done. turns seen: 1"
     );
 }
+
+#[test]
+fn client_requests_and_extra_updates() {
+    let home = Home::new(&permissive());
+    let mut agent = Agent::spawn(&home, &[]);
+    let session = agent.start(&home.work);
+    let id = agent.prompt(
+        &session,
+        "[mock:extra-updates] [mock:client-request fs/read_text_file] \
+         [mock:client-request terminal/create]",
+    );
+    let mut seen = Vec::new();
+    let mut reply = String::new();
+    let mut answered = 0;
+    let (before, result) = loop {
+        let message = match agent.next() {
+            Out::Json(message) => message,
+            Out::Raw(line) => panic!("not JSON: {line}"),
+        };
+        let method = message["method"].as_str().unwrap_or_default().to_owned();
+        if method.starts_with("fs/") || method.starts_with("terminal/") {
+            answered += 1;
+            agent.send(&json!({"jsonrpc": "2.0", "id": message["id"],
+                               "error": {"code": -32601, "message": "Method not found"}}));
+            seen.push(method);
+            continue;
+        }
+        if message.get("method").is_none() && message["id"] == json!(id) {
+            break (seen.clone(), message);
+        }
+        if message["method"] == "session/update" {
+            if let Some(text) = message["params"]["update"]["content"]["text"].as_str() {
+                if message["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
+                    reply.push_str(text);
+                }
+            }
+            seen.push(
+                message["params"]["update"]["sessionUpdate"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            );
+        }
+    };
+    assert_eq!(answered, 2);
+    assert_eq!(result["result"]["stopReason"], "end_turn", "{result}");
+    for kind in [
+        "plan",
+        "usage_update",
+        "current_mode_update",
+        "config_option_update",
+        "mystery_update",
+        "fs/read_text_file",
+        "terminal/create",
+    ] {
+        assert!(before.iter().any(|k| k == kind), "{kind} in {before:?}");
+    }
+    assert!(
+        reply.contains("client answered fs/read_text_file: error -32601\n"),
+        "{reply}"
+    );
+    assert!(
+        reply.contains("client answered terminal/create: error -32601\n"),
+        "{reply}"
+    );
+}

@@ -1,7 +1,8 @@
 //! The full agent's scenario markers: `[mock:NAME]` or `[mock:NAME ARGS]` anywhere in the
 //! prompt text. They combine into one [`Plan`] for the turn:
 //!
-//! - steps (`tool`, `tool-kind`, `write`, `permission`, `malformed`) run in prompt order;
+//! - steps (`tool`, `tool-kind`, `write`, `permission`, `malformed`, `client-request`,
+//!   `extra-updates`) run in prompt order;
 //! - the first outcome marker (`fail`, `refusal`, `max-tokens`, `exit`, `hang`, `echo`, `env`,
 //!   `review-*`) decides how the turn ends (default: the text reply);
 //! - modifiers (`model`, `slow`, `cache-tokens`, `late-close`, `no-stopped`,
@@ -115,6 +116,38 @@ pub enum Step {
     Permission,
     /// A stdout line that is not JSON.
     Malformed,
+    /// A request to the client (`fs/read_text_file`, `fs/write_text_file`, `terminal/create`).
+    ClientRequest { method: ClientMethod },
+    /// Session updates a client must tolerate: `plan`, `usage_update`, `current_mode_update`,
+    /// `config_option_update` and an unknown variant.
+    ExtraUpdates,
+}
+
+/// The client methods `[mock:client-request METHOD]` can call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientMethod {
+    ReadTextFile,
+    WriteTextFile,
+    TerminalCreate,
+}
+
+impl ClientMethod {
+    fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "fs/read_text_file" => Self::ReadTextFile,
+            "fs/write_text_file" => Self::WriteTextFile,
+            "terminal/create" => Self::TerminalCreate,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ReadTextFile => "fs/read_text_file",
+            Self::WriteTextFile => "fs/write_text_file",
+            Self::TerminalCreate => "terminal/create",
+        }
+    }
 }
 
 /// Everything the markers of one prompt ask for.
@@ -170,6 +203,11 @@ impl Plan {
             }),
             ("permission", []) => self.step(Step::Permission),
             ("malformed", []) => self.step(Step::Malformed),
+            ("extra-updates", []) => self.step(Step::ExtraUpdates),
+            ("client-request", [method]) => match ClientMethod::from_name(method) {
+                Some(method) => self.step(Step::ClientRequest { method }),
+                None => false,
+            },
             ("fail", [kind]) => match Failure::from_name(kind) {
                 Some(failure) => set_outcome(Outcome::Fail(failure)),
                 None => false,
@@ -264,7 +302,8 @@ mod tests {
     fn steps_keep_prompt_order_and_outcome_first_wins() {
         let plan = Plan::parse(
             "[mock:write src/a.rs] then [mock:tool grep search] [mock:refusal] \
-             [mock:tool-kind execute] [mock:fail quota] [mock:permission] [mock:malformed]",
+             [mock:tool-kind execute] [mock:fail quota] [mock:permission] [mock:malformed] \
+             [mock:client-request terminal/create] [mock:extra-updates]",
         );
         assert_eq!(
             plan.steps,
@@ -281,6 +320,10 @@ mod tests {
                 },
                 Step::Permission,
                 Step::Malformed,
+                Step::ClientRequest {
+                    method: ClientMethod::TerminalCreate
+                },
+                Step::ExtraUpdates,
             ]
         );
         assert_eq!(plan.outcome, Outcome::Refusal);
@@ -336,8 +379,13 @@ mod tests {
         assert_eq!(marker_bodies("[mock:echo"), Vec::<&str>::new());
         assert_eq!(marker_bodies("[mock:\n[mock:echo]"), vec!["echo"]);
         assert_eq!(marker_bodies("[mock:  hang ]"), vec!["hang"]);
-        let plan = Plan::parse("[mock:tool onlyname] [mock:write] [mock:what]");
-        assert_eq!(plan.unknown, vec!["tool onlyname", "write", "what"]);
+        let plan = Plan::parse(
+            "[mock:tool onlyname] [mock:write] [mock:what] [mock:client-request fs/delete]",
+        );
+        assert_eq!(
+            plan.unknown,
+            vec!["tool onlyname", "write", "what", "client-request fs/delete"]
+        );
         assert!(plan.steps.is_empty());
         let long = format!("[mock:write {}]", "a/".repeat(300));
         assert!(Plan::parse(&long).steps.is_empty());

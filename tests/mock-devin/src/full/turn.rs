@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::markers::{Failure, Outcome, Plan, Review, Step};
+use super::markers::{ClientMethod, Failure, Outcome, Plan, Review, Step};
 use super::permissions::{absolute, Permissions};
 use super::server::{lock, model_label, record_turn, SessionRef};
 use super::store::Store;
@@ -187,6 +187,8 @@ impl Turn {
                     self.agent.out.line(b"this is not json");
                     self.log("malformed_frame", json!({}));
                 }
+                Step::ClientRequest { method } => notes.push(self.client_request(*method)?),
+                Step::ExtraUpdates => self.extra_updates(),
             }
         }
         self.check_cancel()?;
@@ -491,9 +493,70 @@ impl Turn {
         note
     }
 
+    /// Sends a request to the client and waits for its answer (or a cancel).
+    fn ask(&self, method: &str, params: Value) -> Result<Result<Value, Value>, Cancelled> {
+        let id = self.agent.out.request(method, params);
+        self.log("agent_request", json!({"method": method, "id": id}));
+        loop {
+            match self.inbox.recv() {
+                Ok(Event::Cancel) => return Err(Cancelled),
+                Ok(Event::Response {
+                    id: answered,
+                    outcome,
+                }) if answered == id => return Ok(outcome),
+                Ok(Event::Response { id: other, .. }) => self.stray(&other),
+                Err(_) => return Ok(Err(json!({"code": INTERNAL_ERROR}))),
+            }
+        }
+    }
+
+    /// `[mock:client-request METHOD]`: the note says what the client answered.
+    fn client_request(&self, method: ClientMethod) -> Result<String, Cancelled> {
+        let file = self.cwd.join("README.md").display().to_string();
+        let params = match method {
+            ClientMethod::ReadTextFile => json!({"sessionId": self.session_id, "path": file}),
+            ClientMethod::WriteTextFile => {
+                json!({"sessionId": self.session_id, "path": file, "content": WRITTEN})
+            }
+            ClientMethod::TerminalCreate => json!({"sessionId": self.session_id,
+                "command": "ls", "args": ["-la"], "cwd": self.cwd.display().to_string()}),
+        };
+        let answer = self.ask(method.name(), params)?;
+        let shown = match &answer {
+            Err(error) => format!(
+                "error {}",
+                error
+                    .get("code")
+                    .map_or_else(|| error.to_string(), Value::to_string)
+            ),
+            Ok(result) => format!("result {result}"),
+        };
+        self.log(
+            "client_answer",
+            json!({"method": method.name(), "error": answer.is_err(),
+                   "code": answer.as_ref().err().and_then(|e| e.get("code").cloned())}),
+        );
+        Ok(format!("client answered {}: {shown}", method.name()))
+    }
+
+    /// Updates a client must tolerate, known and unknown.
+    fn extra_updates(&self) {
+        self.update(json!({"sessionUpdate": "plan", "entries": [
+            {"content": "Read the code", "priority": "high", "status": "completed"},
+            {"content": "Answer", "priority": "medium", "status": "in_progress"},
+        ]}));
+        self.update(json!({"sessionUpdate": "usage_update", "used": 1200, "size": 256_000}));
+        self.update(json!({"sessionUpdate": "current_mode_update", "currentModeId": self.mode}));
+        let record = lock(&self.session).record.clone();
+        self.update(json!({"sessionUpdate": "config_option_update",
+                           "configOptions": super::server::config_options(&record)}));
+        self.update(json!({"sessionUpdate": "mystery_update", "detail": "from a newer agent"}));
+        self.log("extra_updates", json!({"count": 5}));
+    }
+
     /// `session/request_permission`; a `cancelled` outcome cancels the turn.
     fn permission(&self, call_id: &str) -> Result<String, Cancelled> {
-        let id = self.agent.out.request(
+        let answer = self.ask(
             "session/request_permission",
             json!({
                 "sessionId": self.session_id,
@@ -503,22 +566,7 @@ impl Turn {
                     {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"},
                 ],
             }),
-        );
-        self.log(
-            "agent_request",
-            json!({"method": "session/request_permission", "id": id}),
-        );
-        let answer = loop {
-            match self.inbox.recv() {
-                Ok(Event::Cancel) => return Err(Cancelled),
-                Ok(Event::Response {
-                    id: answered,
-                    outcome,
-                }) if answered == id => break outcome,
-                Ok(Event::Response { id: other, .. }) => self.stray(&other),
-                Err(_) => break Err(json!({"code": INTERNAL_ERROR})),
-            }
-        };
+        )?;
         let outcome = match &answer {
             Err(_) => "error".to_owned(),
             Ok(result) => match result.pointer("/outcome/outcome").and_then(Value::as_str) {
