@@ -120,7 +120,7 @@
 //! | `[mock:max-tokens]` | outcome | a partial reply, stopReason `max_tokens` |
 //! | `[mock:exit]` | outcome | one chunk, then exit status 3 before the result |
 //! | `[mock:hang]` | outcome | after turn_stats nothing more: never answers, ignores cancel and stdin EOF |
-//! | `[mock:echo]` | outcome | the reply is the prompt text, verbatim |
+//! | `[mock:echo]` | outcome | the reply is the prompt text, verbatim (several text blocks joined by a blank line) |
 //! | `[mock:env]` | outcome | the environment as sorted `NAME=VALUE` lines (`DEVIN_SANDBOX` like any other) |
 //! | `[mock:review-json]` | outcome | prose, then the JSON object `{"verdict":"request_changes","summary":...,"findings":[{"severity":"high","file":"a.rs","line":3,"title":...,"body":...}]}` |
 //! | `[mock:review-bad]` | outcome | prose, then `{"verdict":"maybe",...}` (not a valid review) |
@@ -147,7 +147,8 @@
 //! - `MOCK_DEVIN_LOG`: append one JSON line per action to this file
 //!   (`{"at","event","scenario","pid",...}`; never prompt text or environment values). The
 //!   full agent logs its argv flags and cwd, session ids and cwds, modes and config options
-//!   set, steps, writes and replies (lengths, stop reasons, model labels).
+//!   set, steps, writes and replies (lengths, stop reasons, model labels); a refused argv is
+//!   logged as `argv_refused` with the names of its flags.
 //!
 //! Invalid values are refused at start-up with exit status 64.
 
@@ -318,6 +319,23 @@ fn main() {
         }
         Invocation::Refused(message) => {
             eprintln!("mock-devin: {message}");
+            // The flags' names only (never their values), as evidence of what a caller passed.
+            let flags: Vec<String> = args
+                .iter()
+                .filter_map(|arg| arg.to_str())
+                .filter(|arg| arg.starts_with('-'))
+                .map(|arg| arg.split('=').next().unwrap_or(arg).to_owned())
+                .collect();
+            log::Log::new(
+                std::env::var_os("MOCK_DEVIN_LOG")
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from),
+            )
+            .event(
+                "argv_refused",
+                None,
+                json!({"flags": flags, "status": USAGE_EXIT}),
+            );
             std::process::exit(USAGE_EXIT);
         }
         Invocation::Full => {

@@ -533,6 +533,21 @@ fn argv_version_and_catalog() {
         assert!(output.stdout.is_empty());
         assert!(!output.stderr.is_empty());
     }
+    let refused: Vec<Value> = home
+        .log_events()
+        .into_iter()
+        .filter(|event| event["event"] == "argv_refused")
+        .map(|event| event["flags"].clone())
+        .collect();
+    assert_eq!(
+        refused,
+        [
+            json!(["--cloud"]),
+            json!(["--model"]),
+            json!(["--refusal-fallback"]),
+            json!(["--agent-type"])
+        ]
+    );
     let version = command(&[]).arg("--version").output().expect("run");
     assert!(version.status.success());
     assert_eq!(
