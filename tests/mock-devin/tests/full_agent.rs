@@ -966,3 +966,28 @@ fn client_requests_and_extra_updates() {
         "{reply}"
     );
 }
+
+#[test]
+fn scenario_variable_applies_to_prompts_without_markers() {
+    let home = Home::new(&permissive());
+    let mut agent = Agent::spawn(&home, &[("MOCK_DEVIN_SCENARIO", "fail quota")]);
+    let session = agent.start(&home.work);
+    let (_, result) = agent.turn(&session, "No marker here.");
+    assert_eq!(
+        result["error"]["data"]["cognition.ai/errorKind"],
+        "QuotaExceeded"
+    );
+    // A marker in the prompt wins.
+    let (_, result) = agent.turn(&session, "[mock:refusal]");
+    assert_eq!(result["result"]["stopReason"], "refusal");
+
+    let mut env = home.env();
+    env.push(("MOCK_DEVIN_SCENARIO".into(), "no-such-marker".into()));
+    let output = command(&env)
+        .arg("acp")
+        .current_dir(&home.work)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(64));
+}
