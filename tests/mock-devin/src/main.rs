@@ -67,6 +67,9 @@
 //!
 //! Without a marker the default scripted session (see [`script`]) leads a client through
 //! fixing `add()` in `math.js` with the client's Bash, Read and Edit tools.
+//! When the conversation holds a slash command of the Claude Code plugin (`plugins/devin`),
+//! the scripted session instead plays that command's raw-argument transport handshake (see
+//! [`plugin_script`]).
 //!
 //! # The full agent (`mock-devin acp`)
 //! A scriptable stand-in for `devin acp`, run by companion mode with a private HOME and XDG_*
@@ -154,6 +157,7 @@
 
 mod full;
 mod log;
+mod plugin_script;
 mod probe;
 mod rpc;
 mod scenario;

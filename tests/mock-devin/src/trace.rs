@@ -125,6 +125,15 @@ impl<'a> Prompt<'a> {
             .map(|s| s.body)
     }
 
+    /// The subcommand and raw arguments of the first `[User]` section that holds a slash
+    /// command of the Claude Code plugin (see `plugin_script`).
+    pub fn plugin_command(&self) -> Option<(String, String)> {
+        self.sections
+            .iter()
+            .filter(|s| s.kind == Kind::User)
+            .find_map(|s| crate::plugin_script::command(s.body))
+    }
+
     /// The tool names of `[Available Tools]`, in declaration order.
     pub fn tool_names(&self) -> Vec<&'a str> {
         let Some(section) = self

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::plugin_script;
 use crate::rpc::{AUTH_REQUIRED, INTERNAL_ERROR};
 use crate::scenario::{ErrorKind, Scenario};
 use crate::script::{self, Action};
@@ -207,19 +208,31 @@ impl Turn {
                 let report = crate::probe::report(prompt.last_user().unwrap_or_default());
                 self.answer(&report, Route::Update, "probe")
             }
-            Scenario::Script => match script::next(&results, &tools) {
-                Action::Tool { name, arguments } => {
-                    self.log("script_step", json!({"step": results.len(), "tool": name}));
-                    self.log_envelope(name, &arguments);
-                    self.answer(&envelope(name, &arguments), Route::Update, "tool")
-                }
-                Action::Text(text) => {
-                    self.log("script_step", json!({"step": results.len(), "tool": null}));
-                    self.answer(&text, Route::Update, "text")
-                }
+            Scenario::Script => match prompt.plugin_command() {
+                // A slash command of the Claude Code plugin: its transport handshake.
+                Some((subcommand, raw)) => self.play_action(
+                    plugin_script::next(&subcommand, &raw, &results),
+                    results.len(),
+                ),
+                None => self.play_action(script::next(&results, &tools), results.len()),
             },
             // Handled above: they never get here.
             Scenario::Hang | Scenario::Grandchild => hang_forever(),
+        }
+    }
+
+    /// Plays one step of a scripted session.
+    fn play_action(&self, action: Action, step: usize) -> Result<(), Cancelled> {
+        match action {
+            Action::Tool { name, arguments } => {
+                self.log("script_step", json!({"step": step, "tool": name}));
+                self.log_envelope(name, &arguments);
+                self.answer(&envelope(name, &arguments), Route::Update, "tool")
+            }
+            Action::Text(text) => {
+                self.log("script_step", json!({"step": step, "tool": null}));
+                self.answer(&text, Route::Update, "text")
+            }
         }
     }
 
