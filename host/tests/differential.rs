@@ -315,7 +315,11 @@ fn generated_reviews_agree() {
         let output = match rng.below(3) {
             0 => value.to_string(),
             1 => format!("{}\n```json\n{value:#}\n```", random_text(&mut rng, 6)),
-            _ => format!("{} {value} {}", random_text(&mut rng, 6), random_text(&mut rng, 4)),
+            _ => format!(
+                "{} {value} {}",
+                random_text(&mut rng, 6),
+                random_text(&mut rng, 4)
+            ),
         };
         assert_same(
             &transforms,

@@ -284,7 +284,9 @@ fn parse_review_runs_in_the_envelope_component() {
         .expect_err("invalid");
     assert_eq!(invalid.code, "review_invalid");
     assert!(
-        invalid.message.contains("findings[0].line must be an integer >= 1 or null"),
+        invalid
+            .message
+            .contains("findings[0].line must be an integer >= 1 or null"),
         "{}",
         invalid.message
     );
@@ -294,7 +296,58 @@ fn parse_review_runs_in_the_envelope_component() {
         .expect("engine")
         .expect_err("too large");
     assert_eq!(too_large.code, "review_invalid");
-    assert!(too_large.message.contains("too large"), "{}", too_large.message);
+    assert!(
+        too_large.message.contains("too large"),
+        "{}",
+        too_large.message
+    );
+}
+
+/// Texts built to make the scan for the first object re-read as much as possible are answered
+/// within the default two-second call limit (the production limits, not the tests' short ones).
+#[test]
+fn hostile_megabyte_reviews_are_answered_within_the_default_call_limit() {
+    let runtime = devin_bridge::engine::Runtime::new(devin_bridge::engine::RuntimeConfig {
+        memory_bytes: 256 << 20,
+        call_timeout: std::time::Duration::from_millis(2_000),
+        max_instances: 4,
+        fuel: None,
+    })
+    .expect("runtime");
+    let envelope = Loaded::from_file(
+        &runtime,
+        &common::test_cache(),
+        TransformKind::Envelope,
+        &common::component("envelope"),
+        None,
+    )
+    .expect("the envelope loads");
+    let near_limit =
+        |unit: &str| unit.repeat((devin_bridge_envelope::MAX_TEXT_BYTES - 512) / unit.len());
+    for output in [
+        near_limit("{"),
+        near_limit("{\"a\":"),
+        near_limit("{\"a\":["),
+        near_limit("{\"\\\"{"),
+        near_limit("\"{\":"),
+    ] {
+        let started = std::time::Instant::now();
+        let answer = envelope
+            .call(
+                &runtime,
+                &Call::ParseReview {
+                    output: output.clone(),
+                },
+            )
+            .unwrap_or_else(|error| panic!("{:?}…: {error}", &output[..8]));
+        eprintln!("{:?}…: {:?}", &output[..8], started.elapsed());
+        match answer {
+            devin_bridge::engine::Answer::Review(Err(failure)) => {
+                assert_eq!(failure.code, "review_missing", "{failure}");
+            }
+            other => panic!("unexpected answer {other:?}"),
+        }
+    }
 }
 
 #[test]

@@ -73,7 +73,8 @@ pub fn parse_review(output: &str) -> Result<String, Failure> {
             ))
         }
     };
-    let review = Review::from_object(&value).map_err(|problem| failure::review_invalid(&problem))?;
+    let review =
+        Review::from_object(&value).map_err(|problem| failure::review_invalid(&problem))?;
     Ok(review.to_canonical())
 }
 
@@ -86,7 +87,10 @@ pub fn first_json_object(text: &str) -> Option<&str> {
         // An object's next token is a key or its end: most braces in prose fail here, cheaply.
         let next = text[start + 1..].trim_start_matches([' ', '\t', '\n', '\r']);
         let may_start = next.starts_with('"') || next.starts_with('}');
-        if let Some(len) = may_start.then(|| complete_value_len(&text[start..])).flatten() {
+        if let Some(len) = may_start
+            .then(|| complete_value_len(&text[start..]))
+            .flatten()
+        {
             return text.get(start..start + len);
         }
         from = start + 1;

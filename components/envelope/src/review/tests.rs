@@ -143,10 +143,7 @@ mod validation {
             r#"{"verdict":true,"summary":"s","findings":[]}"#,
             "verdict must be",
         );
-        invalid(
-            r#"{"summary":"s","findings":[]}"#,
-            "verdict is required",
-        );
+        invalid(r#"{"summary":"s","findings":[]}"#, "verdict is required");
     }
 
     #[test]
@@ -155,10 +152,12 @@ mod validation {
             r#"{"verdict":"approve","summary":1,"findings":[]}"#,
             "summary must be a string of at most 8192 characters",
         );
-        invalid(r#"{"verdict":"approve","findings":[]}"#, "summary is required");
+        invalid(
+            r#"{"verdict":"approve","findings":[]}"#,
+            "summary is required",
+        );
         let at_limit = "é".repeat(MAX_SUMMARY_CHARS);
-        let output =
-            json!({"verdict": "approve", "summary": at_limit, "findings": []}).to_string();
+        let output = json!({"verdict": "approve", "summary": at_limit, "findings": []}).to_string();
         assert_eq!(
             as_value(&ok(&output)),
             as_value(&output),
@@ -188,7 +187,10 @@ mod validation {
         let at_limit = many(MAX_FINDINGS);
         let accepted = as_value(&ok(&at_limit));
         assert_eq!(accepted, as_value(&at_limit));
-        assert_eq!(accepted["findings"].as_array().map(Vec::len), Some(MAX_FINDINGS));
+        assert_eq!(
+            accepted["findings"].as_array().map(Vec::len),
+            Some(MAX_FINDINGS)
+        );
         invalid(
             &many(MAX_FINDINGS + 1),
             "findings must hold at most 200 items (it holds 201)",
@@ -209,7 +211,10 @@ mod validation {
             &finding_with("severity", json!("blocker")),
             "findings[0].severity must be one of \"critical\", \"high\", \"medium\", \"low\", \"info\"",
         );
-        invalid(&finding_without("severity"), "findings[0].severity is required");
+        invalid(
+            &finding_without("severity"),
+            "findings[0].severity is required",
+        );
     }
 
     #[test]
@@ -217,7 +222,14 @@ mod validation {
         for line in [json!(1), json!(null), json!(u64::MAX)] {
             ok(&finding_with("line", line));
         }
-        for line in [json!(0), json!(-3), json!(2.5), json!(1.0), json!("12"), json!(1e30)] {
+        for line in [
+            json!(0),
+            json!(-3),
+            json!(2.5),
+            json!(1.0),
+            json!("12"),
+            json!(1e30),
+        ] {
             invalid(
                 &finding_with("line", line.clone()),
                 "findings[0].line must be an integer >= 1 or null",
@@ -279,7 +291,9 @@ mod validation {
             format!(r#"{{"verdict":"{secret}","summary":"s","findings":[]}}"#),
             finding_with("severity", json!(secret)),
             finding_with("line", json!(secret)),
-            format!(r#"{{"verdict":"approve","{secret}":1,"{secret}":2,"summary":"s","findings":[]}}"#),
+            format!(
+                r#"{{"verdict":"approve","{secret}":1,"{secret}":2,"summary":"s","findings":[]}}"#
+            ),
         ] {
             let failure = rejected(&output, "review_invalid");
             assert!(!failure.message.contains(secret), "{}", failure.message);
@@ -343,8 +357,28 @@ mod property {
     }
 
     const PIECES: &[&str] = &[
-        "a", "Z", " ", "{", "}", "[", "]", "\"", "\\", "\n", "\t", "\u{1}", "\u{7f}", "é", "✓",
-        "\u{2028}", "\u{1F600}", "```", "</tool>", ":", ",", "null",
+        "a",
+        "Z",
+        " ",
+        "{",
+        "}",
+        "[",
+        "]",
+        "\"",
+        "\\",
+        "\n",
+        "\t",
+        "\u{1}",
+        "\u{7f}",
+        "é",
+        "✓",
+        "\u{2028}",
+        "\u{1F600}",
+        "```",
+        "</tool>",
+        ":",
+        ",",
+        "null",
     ];
 
     fn text(rng: &mut Rng, max: usize) -> String {
@@ -395,7 +429,11 @@ mod property {
             };
             let output = match rng.below(3) {
                 0 => body.clone(),
-                1 => format!("{}\n```json\n{body}\n```\n{}", prose(&mut rng), text(&mut rng, 6)),
+                1 => format!(
+                    "{}\n```json\n{body}\n```\n{}",
+                    prose(&mut rng),
+                    text(&mut rng, 6)
+                ),
                 _ => format!("{} {body} {}", prose(&mut rng), text(&mut rng, 6)),
             };
             let canonical =
@@ -411,8 +449,14 @@ mod property {
             assert_eq!(parsed["verdict"], value["verdict"]);
             assert_eq!(parsed["summary"], value["summary"]);
             let findings = parsed["findings"].as_array().expect("array");
-            assert_eq!(findings.len(), value["findings"].as_array().map_or(0, Vec::len));
-            for (got, want) in findings.iter().zip(value["findings"].as_array().into_iter().flatten()) {
+            assert_eq!(
+                findings.len(),
+                value["findings"].as_array().map_or(0, Vec::len)
+            );
+            for (got, want) in findings
+                .iter()
+                .zip(value["findings"].as_array().into_iter().flatten())
+            {
                 for key in ["severity", "file", "line", "title", "body"] {
                     assert_eq!(got[key], want[key], "round {round}: {key}");
                 }

@@ -273,7 +273,10 @@ fn an_invalid_review_passed_through_is_refused() {
         &with(&case.expect, "/err/code", json!("review_missing")),
     )
     .expect_err("code");
-    assert!(missing.contains("differs from the expected review_invalid"), "{missing}");
+    assert!(
+        missing.contains("differs from the expected review_invalid"),
+        "{missing}"
+    );
     let repairable = check(
         &case.call,
         &case.expect,
