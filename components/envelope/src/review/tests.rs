@@ -472,8 +472,9 @@ mod property {
             let mut output = review(&mut rng).to_string();
             for _ in 0..rng.below(4) {
                 let at = rng.below(output.len() + 1);
+                let piece = PIECES[rng.below(PIECES.len())];
                 if output.is_char_boundary(at) {
-                    output.insert_str(at, *rng.pick(PIECES));
+                    output.insert_str(at, piece);
                 }
             }
             match parse_review(&output) {
