@@ -300,9 +300,19 @@ fn redact_after_markers(text: &str) -> String {
         out.push_str(&text[index..value_start]);
         let rest = &text[value_start..];
         let skip_spaces = rest.len() - rest.trim_start().len();
-        let value_len = rest[skip_spaces..]
-            .find(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == ',')
-            .unwrap_or(rest.len() - skip_spaces);
+        let token_end = |from: usize| {
+            rest[from..]
+                .find(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == ',')
+                .unwrap_or(rest.len() - from)
+        };
+        let mut value_len = token_end(skip_spaces);
+        let scheme = rest[skip_spaces..skip_spaces + value_len].to_ascii_lowercase();
+        if scheme == "bearer" || scheme == "basic" {
+            // `Authorization: Bearer <token>`: the credential is the token after the scheme.
+            let after = skip_spaces + value_len;
+            let gap = rest[after..].len() - rest[after..].trim_start().len();
+            value_len += gap + token_end(after + gap);
+        }
         if value_len > 0 {
             out.push_str(&rest[..skip_spaces]);
             out.push_str("[redacted]");

@@ -15,3 +15,6 @@ pub use record::{
     JobRecord, JobStatus, Role, RunMode,
 };
 pub use store::{JobStore, StoreError};
+
+#[cfg(test)]
+mod tests;

@@ -276,6 +276,19 @@ impl JobStore {
         status: JobStatus,
         apply: impl FnOnce(&mut JobRecord),
     ) -> Result<JobRecord, StoreError> {
+        self.try_finish(workspace, id, status, apply)
+            .map(|(record, _)| record)
+    }
+
+    /// [`JobStore::finish`], also saying whether this call ended the job (false: it had
+    /// already ended and nothing changed).
+    pub fn try_finish(
+        &self,
+        workspace: &Path,
+        id: &str,
+        status: JobStatus,
+        apply: impl FnOnce(&mut JobRecord),
+    ) -> Result<(JobRecord, bool), StoreError> {
         let location = self.locate(Some(workspace), id)?;
         self.finish_at(&location, status, apply)
     }
@@ -695,7 +708,7 @@ impl JobStore {
         location: &Location,
         status: JobStatus,
         apply: impl FnOnce(&mut JobRecord),
-    ) -> Result<JobRecord, StoreError> {
+    ) -> Result<(JobRecord, bool), StoreError> {
         if !status.is_terminal() {
             return Err(StoreError::Refused {
                 id: location.id.clone(),
@@ -706,12 +719,12 @@ impl JobStore {
             let _lock = RecordLock::acquire(&location.lock(), LOCK_WAIT)?;
             let current = self.read_locked(location)?;
             if current.is_terminal() {
-                return Ok(current);
+                return Ok((current, false));
             }
             self.finish_locked(location, current, status, apply)?
         };
         self.after_finish(&record);
-        Ok(record)
+        Ok((record, true))
     }
 
     fn finish_locked(
