@@ -536,3 +536,486 @@ pub fn remove_stale_transport(dir: &Path, max_age: Duration) -> usize {
     }
     removed
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::CommandExt;
+    use std::process::{Child, Command};
+
+    use super::*;
+    use crate::companion::jobs::{Delivery, ProcessStamp, Role, RunMode};
+
+    struct Fixture {
+        _dirs: (tempfile::TempDir, tempfile::TempDir),
+        settings: Settings,
+        workspace: PathBuf,
+        store: JobStore,
+    }
+
+    fn fixture() -> Fixture {
+        let data = tempfile::tempdir().unwrap();
+        let workspace = tempfile::tempdir().unwrap();
+        let settings = Settings {
+            data_dir: data.path().join("data"),
+            timeout: Duration::from_secs(540),
+            exit_grace: Duration::from_secs(15),
+            wait_timeout: Duration::from_millis(300),
+            wait_poll: Duration::from_millis(20),
+            pidless_running_grace: Duration::from_secs(10),
+            history_limit: 20,
+        };
+        let store = JobStore::from_settings(&settings).unwrap();
+        Fixture {
+            workspace: fs::canonicalize(workspace.path()).unwrap(),
+            _dirs: (data, workspace),
+            settings,
+            store,
+        }
+    }
+
+    impl Fixture {
+        fn job(&self, worker: Option<ProcessStamp>, prompt: &str) -> JobRecord {
+            let mut record =
+                JobRecord::new(Role::Task, RunMode::Consult, self.workspace.clone(), prompt)
+                    .unwrap();
+            record.worker = worker;
+            self.store.create(&record).unwrap();
+            record
+        }
+
+        fn finished(&self, status: JobStatus, failure: Option<Failure>) -> JobRecord {
+            let record = self.job(Some(ProcessStamp::current().unwrap()), "finished job");
+            self.store
+                .finish(&self.workspace, &record.id, status, |r| {
+                    r.result = Some("the answer".into());
+                    r.session_id = Some("sess-1".into());
+                    r.delivery = Delivery::Complete;
+                    r.failure = failure;
+                })
+                .unwrap()
+        }
+
+        fn cwd(&self) -> Option<PathBuf> {
+            Some(self.workspace.clone())
+        }
+    }
+
+    fn group_leader() -> Child {
+        Command::new("sleep")
+            .arg("60")
+            .process_group(0)
+            .spawn()
+            .unwrap()
+    }
+
+    fn reaped_within(child: &mut Child, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if child.try_wait().unwrap().is_some() {
+                return true;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+
+    fn result_args(id: &str, wait: bool) -> ResultArgs {
+        ResultArgs {
+            job: id.to_owned(),
+            wait,
+            cwd: None,
+            json: false,
+        }
+    }
+
+    #[test]
+    fn a_missing_cwd_is_an_input_error() {
+        let f = fixture();
+        let error = status(
+            &f.settings,
+            StatusArgs {
+                job: None,
+                all: false,
+                cwd: Some(f.workspace.join("absent")),
+                json: false,
+            },
+        )
+        .unwrap_err();
+        assert_eq!(error.exit_code(), 2);
+        let error = result(&f.settings, result_args("not-a-job", false)).unwrap_err();
+        assert_eq!(error.exit_code(), 2);
+        let error = result(&f.settings, result_args("job-0123456789abcdef", false)).unwrap_err();
+        assert_eq!(error.exit_code(), 2);
+        assert!(error.to_string().contains("no job"), "{error}");
+    }
+
+    #[test]
+    fn status_shows_one_job_in_detail_and_lists_the_workspace() {
+        let f = fixture();
+        let done = f.finished(JobStatus::Done, None);
+        let running = f.job(Some(ProcessStamp::current().unwrap()), "still going");
+        let out = status(
+            &f.settings,
+            StatusArgs {
+                job: Some(done.id.clone()),
+                all: false,
+                cwd: None,
+                json: false,
+            },
+        )
+        .unwrap();
+        assert_eq!(out.exit, ExitCode::from(0));
+        assert!(
+            out.text.starts_with("title: finished job\n"),
+            "{}",
+            out.text
+        );
+        assert!(
+            out.text.ends_with("semantic: unverified\nstate: done\n"),
+            "{}",
+            out.text
+        );
+        assert!(out.text.contains("devin-session: sess-1\n"));
+        let out = status(
+            &f.settings,
+            StatusArgs {
+                job: None,
+                all: false,
+                cwd: f.cwd(),
+                json: true,
+            },
+        )
+        .unwrap();
+        let lines: Vec<&str> = out.text.lines().collect();
+        assert_eq!(lines.len(), 2, "{}", out.text);
+        assert!(lines
+            .iter()
+            .any(|l| l.starts_with(&running.id) && l.contains("running")));
+        assert!(lines
+            .iter()
+            .any(|l| l.starts_with(&done.id) && l.contains("done")));
+        assert_eq!(out.json["jobs"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn result_exit_codes_follow_the_outcome() {
+        let f = fixture();
+        let cases = [
+            (f.finished(JobStatus::Done, None), 0),
+            (
+                f.finished(
+                    JobStatus::Error,
+                    Some(Failure::new(FailureKind::Auth, "log in")),
+                ),
+                4,
+            ),
+            (
+                f.finished(
+                    JobStatus::Error,
+                    Some(Failure::new(FailureKind::Network, "down")),
+                ),
+                1,
+            ),
+            (f.finished(JobStatus::Died, None), 1),
+            (f.finished(JobStatus::Cancelled, None), 3),
+        ];
+        for (record, code) in cases {
+            let out = result(&f.settings, result_args(&record.id, false)).unwrap();
+            assert_eq!(out.exit, ExitCode::from(code), "{}", out.text);
+            assert!(out.text.starts_with("the answer\n"), "{}", out.text);
+            assert_eq!(out.json["state"], json!(record.status));
+        }
+    }
+
+    #[test]
+    fn result_wait_gives_up_after_the_budget_with_state_running_and_exit_5() {
+        let f = fixture();
+        let record = f.job(Some(ProcessStamp::current().unwrap()), "slow");
+        let started = Instant::now();
+        let out = result(&f.settings, result_args(&record.id, true)).unwrap();
+        assert!(started.elapsed() >= f.settings.wait_timeout);
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(out.exit, ExitCode::from(5));
+        assert!(out.text.ends_with("state: running\n"), "{}", out.text);
+    }
+
+    #[test]
+    fn result_wait_returns_once_the_job_ends() {
+        let mut f = fixture();
+        f.settings.wait_timeout = Duration::from_secs(10);
+        let record = f.job(Some(ProcessStamp::current().unwrap()), "soon");
+        let store = f.store.clone();
+        let (workspace, id) = (f.workspace.clone(), record.id.clone());
+        let finisher = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(150));
+            store
+                .finish(&workspace, &id, JobStatus::Done, |r| {
+                    r.result = Some("finally".into())
+                })
+                .unwrap();
+        });
+        let started = Instant::now();
+        let out = result(&f.settings, result_args(&record.id, true)).unwrap();
+        finisher.join().unwrap();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(out.exit, ExitCode::from(0));
+        assert!(out.text.starts_with("finally\n"), "{}", out.text);
+    }
+
+    #[test]
+    fn cancel_finishes_first_then_ends_worker_and_engine_groups() {
+        let f = fixture();
+        let mut worker = group_leader();
+        let mut engine = group_leader();
+        let worker_stamp = ProcessStamp::of_pid(worker.id() as i32).unwrap().unwrap();
+        let record = f.job(Some(worker_stamp), "to cancel");
+        f.store
+            .update_running(&f.workspace, &record.id, |r| {
+                r.engine_process = ProcessStamp::of_pid(engine.id() as i32).unwrap();
+            })
+            .unwrap();
+        let out = cancel(
+            &f.settings,
+            CancelArgs {
+                job: record.id.clone(),
+                cwd: f.cwd(),
+                json: false,
+            },
+        )
+        .unwrap();
+        assert_eq!(out.exit, ExitCode::from(0));
+        assert!(
+            out.text
+                .ends_with("state: cancelled\nfailure: cancelled: cancelled by the user\n"),
+            "{}",
+            out.text
+        );
+        assert!(reaped_within(&mut worker, Duration::from_secs(5)));
+        assert!(reaped_within(&mut engine, Duration::from_secs(5)));
+        // The worker's own finish, arriving late, changes nothing.
+        let after = f
+            .store
+            .finish(&f.workspace, &record.id, JobStatus::Done, |r| {
+                r.result = Some("late".into())
+            })
+            .unwrap();
+        assert_eq!(after.status, JobStatus::Cancelled);
+        assert_eq!(after.result, None);
+        let again = cancel(
+            &f.settings,
+            CancelArgs {
+                job: record.id.clone(),
+                cwd: None,
+                json: true,
+            },
+        )
+        .unwrap();
+        assert_eq!(again.exit, ExitCode::from(0));
+        assert!(again.text.contains("already ended"), "{}", again.text);
+        assert_eq!(again.json["cancelled"], json!(false));
+    }
+
+    #[test]
+    fn cancel_signals_a_worker_that_shares_its_callers_group_alone() {
+        let f = fixture();
+        // Same process group as this test: signalling the group would end the test runner.
+        let mut worker = Command::new("sleep").arg("60").spawn().unwrap();
+        let stamp = ProcessStamp::of_pid(worker.id() as i32).unwrap().unwrap();
+        let record = f.job(Some(stamp), "foreground");
+        let out = cancel(
+            &f.settings,
+            CancelArgs {
+                job: record.id,
+                cwd: None,
+                json: false,
+            },
+        )
+        .unwrap();
+        assert!(out.text.contains("state: cancelled"));
+        assert!(reaped_within(&mut worker, Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn history_shows_the_safe_projection_only() {
+        let f = fixture();
+        let record = f.job(
+            Some(ProcessStamp::current().unwrap()),
+            "Explain the parser\nprompt body with details",
+        );
+        f.store
+            .finish(&f.workspace, &record.id, JobStatus::Done, |r| {
+                r.result = Some("the answer".into());
+                r.session_id = Some("sess-1".into());
+                r.warn("project config found at /home/me/.devin/config.json");
+            })
+            .unwrap();
+        let out = history(
+            &f.settings,
+            HistoryArgs {
+                all: false,
+                limit: None,
+                cwd: f.cwd(),
+                json: true,
+            },
+        )
+        .unwrap();
+        assert!(out.text.contains(&record.id));
+        assert!(out.text.contains("sess-1"));
+        assert!(out.text.contains("Explain the parser"));
+        for secret in ["the answer", "prompt body", ".devin/config.json"] {
+            assert!(!out.text.contains(secret), "{}", out.text);
+            assert!(!out.json.to_string().contains(secret), "{}", out.json);
+        }
+        let job = &out.json["jobs"][0];
+        let keys: Vec<&String> = job.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "createdAt",
+                "devinSession",
+                "id",
+                "mode",
+                "model",
+                "role",
+                "state",
+                "title"
+            ]
+        );
+        let error = history(
+            &f.settings,
+            HistoryArgs {
+                all: true,
+                limit: Some(0),
+                cwd: None,
+                json: false,
+            },
+        )
+        .unwrap_err();
+        assert_eq!(error.exit_code(), 2);
+    }
+
+    fn acceptance_args(id: &str, acceptance: &str) -> RecordAcceptanceArgs {
+        RecordAcceptanceArgs {
+            job_id: id.to_owned(),
+            acceptance: acceptance.to_owned(),
+            reason: None,
+            failure_kind: None,
+            source: None,
+            accept_failed_transport: false,
+            json: false,
+        }
+    }
+
+    #[test]
+    fn record_acceptance_validates_its_input_and_the_job_state() {
+        let f = fixture();
+        let done = f.finished(JobStatus::Done, None);
+        let running = f.job(Some(ProcessStamp::current().unwrap()), "running");
+        let input_errors = [
+            acceptance_args(&done.id, "maybe"),
+            RecordAcceptanceArgs {
+                source: Some("robot".into()),
+                ..acceptance_args(&done.id, "rejected")
+            },
+            RecordAcceptanceArgs {
+                failure_kind: Some("flaky".into()),
+                ..acceptance_args(&done.id, "rejected")
+            },
+            RecordAcceptanceArgs {
+                failure_kind: Some("error".into()),
+                ..acceptance_args(&done.id, "accepted")
+            },
+            acceptance_args(&running.id, "accepted"),
+            acceptance_args("job-0123456789abcdef", "accepted"),
+            acceptance_args("nope", "accepted"),
+        ];
+        for args in input_errors {
+            let error = record_acceptance(&f.settings, args.clone()).unwrap_err();
+            assert_eq!(error.exit_code(), 2, "{args:?}: {error}");
+        }
+        let out = record_acceptance(
+            &f.settings,
+            RecordAcceptanceArgs {
+                reason: Some("tests fail\nbadly".into()),
+                failure_kind: Some("error".into()),
+                source: Some("main-loop".into()),
+                ..acceptance_args(&done.id, "rejected")
+            },
+        )
+        .unwrap();
+        assert!(out.text.contains("semantic: rejected\n"), "{}", out.text);
+        assert_eq!(out.json["acceptance"]["reason"], "tests fail badly");
+        assert_eq!(out.json["acceptance"]["source"], "main-loop");
+        let error =
+            record_acceptance(&f.settings, acceptance_args(&done.id, "accepted")).unwrap_err();
+        assert_eq!(error.exit_code(), 2);
+    }
+
+    #[test]
+    fn session_end_cancels_live_jobs_of_the_session_and_marks_the_rest_died() {
+        let f = fixture();
+        let mut worker = group_leader();
+        let stamp = ProcessStamp::of_pid(worker.id() as i32).unwrap().unwrap();
+        let ours = |worker: Option<ProcessStamp>, session: &str| {
+            let mut record =
+                JobRecord::new(Role::Task, RunMode::Write, f.workspace.clone(), "job").unwrap();
+            record.worker = worker;
+            record.claude_session_id = Some(session.to_owned());
+            f.store.create(&record).unwrap();
+            record
+        };
+        let live = ours(Some(stamp), "session-a");
+        let pidless = ours(None, "session-a");
+        let other = ours(Some(ProcessStamp::current().unwrap()), "session-b");
+        let transport = f.settings.data_dir.join("transport");
+        fs::create_dir_all(&transport).unwrap();
+        let stale = transport.join("0123456789abcdef0123456789abcdef");
+        let fresh = transport.join("fedcba9876543210fedcba9876543210");
+        fs::write(&stale, b"--write").unwrap();
+        fs::write(&fresh, b"--write").unwrap();
+        fs::File::open(&stale)
+            .unwrap()
+            .set_modified(SystemTime::now() - Duration::from_secs(1200))
+            .unwrap();
+        let summary = session_end_from(
+            &f.settings,
+            br#"{"session_id":"session-a","reason":"exit"}"#.as_slice(),
+        );
+        assert_eq!(summary.cancelled, 1, "{summary:?}");
+        assert_eq!(summary.died, 1, "{summary:?}");
+        assert_eq!(summary.transport_removed, 1);
+        assert!(summary.problems.is_empty(), "{summary:?}");
+        assert!(!stale.exists() && fresh.exists());
+        assert!(reaped_within(&mut worker, Duration::from_secs(5)));
+        let state = |id: &str| f.store.get(None, id).unwrap().status;
+        assert_eq!(state(&live.id), JobStatus::Cancelled);
+        assert_eq!(state(&pidless.id), JobStatus::Died);
+        assert_eq!(state(&other.id), JobStatus::Running);
+        assert!(summary.line().contains("cancelled 1, marked 1 died"));
+    }
+
+    #[test]
+    fn session_end_never_fails_on_bad_input() {
+        let f = fixture();
+        let record = f.job(Some(ProcessStamp::current().unwrap()), "untouched");
+        for input in [
+            &b"not json"[..],
+            b"{}",
+            b"{\"session_id\": 7}",
+            &[b'x'; 70_000][..],
+        ] {
+            let summary = session_end_from(&f.settings, input);
+            assert_eq!(summary.session_id, None);
+            assert_eq!(summary.cancelled + summary.died, 0);
+        }
+        assert_eq!(
+            f.store.get(None, &record.id).unwrap().status,
+            JobStatus::Running
+        );
+        let mut broken = f.settings.clone();
+        broken.data_dir = f.workspace.join("file");
+        fs::write(&broken.data_dir, b"").unwrap();
+        let summary = session_end_from(&broken, br#"{"session_id":"s"}"#.as_slice());
+        assert!(!summary.problems.is_empty());
+    }
+}
