@@ -4,12 +4,14 @@
 //!   the record (a hard link for creation, so an existing record is never replaced), fsync of
 //!   the directory. A temporary file left by a crash is never read.
 //! - Every read-modify-write holds the record's lock (`<id>.lock`, see [`RecordLock`]).
-//! - A record file's mtime is set to its `createdAt`, so a listing orders by creation from
-//!   directory metadata alone and parses only what it shows. A running job also has an empty
-//!   `<id>.running` marker (removed when it ends), so a listing finds every running job
-//!   without parsing the rest, and checks each one's liveness.
+//! - Each workspace keeps an append-only index `jobs/index` of `<created unix ms> <id>` lines
+//!   (appended, fsynced, before the record is written), so a listing orders by creation and
+//!   parses only the records it shows, without reading the directory of records. A missing
+//!   index is rebuilt from the records' mtimes, which every write sets to `createdAt`.
+//! - A running job also has an empty marker `jobs/running/<id>` (removed when it ends), so a
+//!   listing finds every running job without parsing the rest, and checks each one's liveness.
 //! - A record that does not parse, has another schema or names another id is moved aside to
-//!   `<id>.json.corrupt-<unix-ms>` and reported; listings keep naming moved files.
+//!   `jobs/corrupt/<id>.json.corrupt-<unix-ms>` and reported; listings keep naming moved files.
 
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
@@ -38,8 +40,13 @@ pub const DEFAULT_PIDLESS_GRACE: Duration = Duration::from_secs(10);
 pub const ENGINE_KILL_GRACE: Duration = Duration::from_secs(2);
 
 const RECORD_SUFFIX: &str = ".json";
-const RUNNING_SUFFIX: &str = ".running";
 const CORRUPT_INFIX: &str = ".json.corrupt-";
+const INDEX: &str = "index";
+const INDEX_LOCK: &str = "index.lock";
+const RUNNING_DIR: &str = "running";
+const CORRUPT_DIR: &str = "corrupt";
+/// The largest index read (about 1.5 million jobs).
+const INDEX_LIMIT: u64 = 64 * 1024 * 1024;
 
 /// Errors of the job store.
 #[derive(Debug, thiserror::Error)]
@@ -114,7 +121,7 @@ impl Location {
         self.jobs_dir.join(format!("{}.lock", self.id))
     }
     fn marker(&self) -> PathBuf {
-        self.jobs_dir.join(format!("{}{RUNNING_SUFFIX}", self.id))
+        self.jobs_dir.join(RUNNING_DIR).join(&self.id)
     }
 }
 
@@ -222,9 +229,16 @@ impl JobStore {
             return Err(StoreError::Exists(record.id.clone()));
         }
         if !record.is_terminal() {
-            write_atomic(&location.jobs_dir, &location.marker(), b"", None, false)
+            let running = location.jobs_dir.join(RUNNING_DIR);
+            write_atomic(&running, &location.marker(), b"", None, false)
                 .map_err(io_error("write", &location.marker()))?;
         }
+        let created_ms = parse_rfc3339(&record.created_at)
+            .unwrap_or_else(SystemTime::now)
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis();
+        self.append_index(&location.jobs_dir, created_ms, &record.id)?;
         let mut record = record.clone();
         record.enforce_bounds();
         self.write_record(&location, &record, true)
@@ -355,52 +369,50 @@ impl JobStore {
                 .collect(),
         };
         let mut warnings = BTreeSet::new();
-        let mut candidates: Vec<(SystemTime, Location)> = Vec::new();
+        let mut candidates: Vec<(u128, usize, String)> = Vec::new();
         let mut running: Vec<Location> = Vec::new();
-        for dir in dirs {
-            let entries = match fs::read_dir(&dir) {
-                Ok(entries) => entries,
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(error) => return Err(io_error("list", &dir)(error)),
-            };
-            for entry in entries.flatten() {
-                let name = entry.file_name();
-                let Some(name) = name.to_str() else { continue };
-                if let Some(id) = name.strip_suffix(RECORD_SUFFIX) {
-                    if !is_valid_job_id(id) {
-                        continue;
-                    }
-                    let Ok(meta) = entry.metadata() else { continue };
-                    let mtime = meta.modified().unwrap_or(UNIX_EPOCH);
-                    let location = Location {
+        for (number, dir) in dirs.iter().enumerate() {
+            if fs::symlink_metadata(dir).is_err() {
+                continue;
+            }
+            candidates.extend(
+                self.index_entries(dir)?
+                    .into_iter()
+                    .map(|(created_ms, id)| (created_ms, number, id)),
+            );
+            for id in names_in(&dir.join(RUNNING_DIR)) {
+                if is_valid_job_id(&id) {
+                    running.push(Location {
                         jobs_dir: dir.clone(),
-                        id: id.to_owned(),
-                    };
-                    candidates.push((mtime, location));
-                } else if let Some(id) = name.strip_suffix(RUNNING_SUFFIX) {
-                    if is_valid_job_id(id) {
-                        running.push(Location {
-                            jobs_dir: dir.clone(),
-                            id: id.to_owned(),
-                        });
-                    }
-                } else if name.contains(CORRUPT_INFIX) {
+                        id,
+                    });
+                }
+            }
+            for name in names_in(&dir.join(CORRUPT_DIR)) {
+                if name.contains(CORRUPT_INFIX) {
                     warnings.insert(format!(
                         "a corrupt job record was moved aside: {}",
-                        dir.join(name).display()
+                        dir.join(CORRUPT_DIR).join(name).display()
                     ));
                 }
             }
         }
-        candidates.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
+        candidates.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.2.cmp(&b.2)));
         let mut shown: Vec<JobRecord> = Vec::new();
-        let mut shown_ids = BTreeSet::new();
-        for (_, location) in candidates.iter().take(limit) {
-            match self.load_checked(location) {
-                Ok(record) => {
-                    shown_ids.insert(record.id.clone());
-                    shown.push(record);
-                }
+        let mut seen = BTreeSet::new();
+        for (_, number, id) in candidates {
+            if shown.len() >= limit {
+                break;
+            }
+            if !seen.insert(id.clone()) {
+                continue;
+            }
+            let location = Location {
+                jobs_dir: dirs[number].clone(),
+                id,
+            };
+            match self.load_checked(&location) {
+                Ok(record) => shown.push(record),
                 Err(error) => note(&mut warnings, error),
             }
         }
@@ -409,19 +421,21 @@ impl JobStore {
                 .cmp(&a.created_at)
                 .then_with(|| a.id.cmp(&b.id))
         });
+        let shown_ids: BTreeSet<String> = shown.iter().map(|r| r.id.clone()).collect();
         let mut older_running = Vec::new();
         for location in running {
             if shown_ids.contains(&location.id) {
                 continue;
             }
-            if location.record().symlink_metadata().is_err() {
-                // A marker whose record is gone (a crash between the two writes): nothing to show.
-                let _ = fs::remove_file(location.marker());
-                continue;
-            }
             match self.load_checked(&location) {
                 Ok(record) if !record.is_terminal() => older_running.push(record),
-                Ok(_) => {}
+                Ok(_) => {
+                    let _ = fs::remove_file(location.marker());
+                }
+                Err(StoreError::NotFound(_)) => {
+                    // A marker whose record is gone (a crash between the two writes).
+                    let _ = fs::remove_file(location.marker());
+                }
                 Err(error) => note(&mut warnings, error),
             }
         }
@@ -454,25 +468,17 @@ impl JobStore {
         let mut warnings = BTreeSet::new();
         for dir in self.workspace_dirs()? {
             let jobs = dir.join("jobs");
-            let Ok(entries) = fs::read_dir(&jobs) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let name = entry.file_name();
-                let Some(id) = name.to_str().and_then(|n| n.strip_suffix(RUNNING_SUFFIX)) else {
-                    continue;
-                };
-                if !is_valid_job_id(id) {
+            for id in names_in(&jobs.join(RUNNING_DIR)) {
+                if !is_valid_job_id(&id) {
                     continue;
                 }
                 let location = Location {
                     jobs_dir: jobs.clone(),
-                    id: id.to_owned(),
+                    id,
                 };
                 match self.load_checked(&location) {
                     Ok(record) if !record.is_terminal() => records.push(record),
-                    Ok(_) => {}
-                    Err(StoreError::NotFound(_)) => {
+                    Ok(_) | Err(StoreError::NotFound(_)) => {
                         let _ = fs::remove_file(location.marker());
                     }
                     Err(error) => note(&mut warnings, error),
@@ -508,6 +514,94 @@ impl JobStore {
     }
 
     // ---- internals ----
+
+    /// Appends `<created ms> <id>` to a workspace's index (rebuilding a missing index first),
+    /// under the index lock, synced.
+    fn append_index(&self, jobs_dir: &Path, created_ms: u128, id: &str) -> Result<(), StoreError> {
+        let _lock = RecordLock::acquire(&jobs_dir.join(INDEX_LOCK), LOCK_WAIT)?;
+        let index = jobs_dir.join(INDEX);
+        if index.symlink_metadata().is_err() {
+            self.rebuild_index(jobs_dir)?;
+        }
+        let mut file = OpenOptions::new()
+            .append(true)
+            .mode(0o600)
+            .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_CLOEXEC)
+            .open(&index)
+            .map_err(io_error("open", &index))?;
+        let meta = file.metadata().map_err(io_error("inspect", &index))?;
+        check_private(&index, &meta, self.uid, false)?;
+        file.write_all(format!("{created_ms} {id}\n").as_bytes())
+            .and_then(|()| file.sync_data())
+            .map_err(io_error("append to", &index))
+    }
+
+    /// The `(created ms, id)` entries of a workspace's index; a missing index is rebuilt.
+    fn index_entries(&self, jobs_dir: &Path) -> Result<Vec<(u128, String)>, StoreError> {
+        let index = jobs_dir.join(INDEX);
+        let bytes = match read_private(&index, INDEX_LIMIT, self.uid) {
+            Ok(bytes) => bytes,
+            Err(ReadError::NotFound) => {
+                let _lock = RecordLock::acquire(&jobs_dir.join(INDEX_LOCK), LOCK_WAIT)?;
+                if index.symlink_metadata().is_err() {
+                    self.rebuild_index(jobs_dir)?;
+                }
+                match read_private(&index, INDEX_LIMIT, self.uid) {
+                    Ok(bytes) => bytes,
+                    Err(ReadError::NotFound) => return Ok(Vec::new()),
+                    Err(ReadError::TooLarge) => return Err(index_too_large(&index)),
+                    Err(ReadError::Store(error)) => return Err(error),
+                }
+            }
+            Err(ReadError::TooLarge) => return Err(index_too_large(&index)),
+            Err(ReadError::Store(error)) => return Err(error),
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        Ok(text
+            .lines()
+            .filter_map(|line| {
+                let (created, id) = line.split_once(' ')?;
+                let created = created.parse().ok()?;
+                is_valid_job_id(id).then(|| (created, id.to_owned()))
+            })
+            .collect())
+    }
+
+    /// Writes a workspace's index from its records (the mtime of each is its creation time).
+    /// Called with the index lock held.
+    fn rebuild_index(&self, jobs_dir: &Path) -> Result<(), StoreError> {
+        let mut entries: Vec<(u128, String)> = Vec::new();
+        let listing = match fs::read_dir(jobs_dir) {
+            Ok(listing) => listing,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(error) => return Err(io_error("list", jobs_dir)(error)),
+        };
+        for entry in listing.flatten() {
+            let name = entry.file_name();
+            let Some(id) = name.to_str().and_then(|n| n.strip_suffix(RECORD_SUFFIX)) else {
+                continue;
+            };
+            if !is_valid_job_id(id) {
+                continue;
+            }
+            let created = entry
+                .metadata()
+                .and_then(|meta| meta.modified())
+                .ok()
+                .and_then(|mtime| mtime.duration_since(UNIX_EPOCH).ok())
+                .unwrap_or_default()
+                .as_millis();
+            entries.push((created, id.to_owned()));
+        }
+        entries.sort();
+        let text: String = entries
+            .iter()
+            .map(|(created, id)| format!("{created} {id}\n"))
+            .collect();
+        let index = jobs_dir.join(INDEX);
+        write_atomic(jobs_dir, &index, text.as_bytes(), None, false)
+            .map_err(io_error("write", &index))
+    }
 
     fn workspace_dirs(&self) -> Result<Vec<PathBuf>, StoreError> {
         let entries = match fs::read_dir(&self.state_dir) {
@@ -547,6 +641,7 @@ impl JobStore {
         self.private_dir(&dir)?;
         let jobs_dir = dir.join("jobs");
         self.private_dir(&jobs_dir)?;
+        self.private_dir(&jobs_dir.join(RUNNING_DIR))?;
         let name_file = dir.join("workspace");
         if name_file.symlink_metadata().is_err() {
             let canonical = fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
@@ -597,9 +692,9 @@ impl JobStore {
                     .duration_since(UNIX_EPOCH)
                     .unwrap_or_default()
                     .as_millis();
-                let moved_to = location
-                    .jobs_dir
-                    .join(format!("{}{CORRUPT_INFIX}{now_ms}", location.id));
+                let corrupt_dir = location.jobs_dir.join(CORRUPT_DIR);
+                self.private_dir(&corrupt_dir)?;
+                let moved_to = corrupt_dir.join(format!("{}{CORRUPT_INFIX}{now_ms}", location.id));
                 fs::rename(&path, &moved_to).map_err(io_error("move aside", &path))?;
                 let _ = fs::remove_file(location.marker());
                 sync_dir(&location.jobs_dir);
@@ -814,6 +909,26 @@ enum ReadError {
     NotFound,
     TooLarge,
     Store(StoreError),
+}
+
+/// The names in a directory (none if it is absent or unreadable).
+fn names_in(dir: &Path) -> Vec<String> {
+    fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|entry| entry.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn index_too_large(index: &Path) -> StoreError {
+    StoreError::Io {
+        action: "read",
+        path: index.to_path_buf(),
+        source: std::io::Error::other(format!("the index is larger than {INDEX_LIMIT} bytes")),
+    }
 }
 
 fn note(warnings: &mut BTreeSet<String>, error: StoreError) {

@@ -305,7 +305,7 @@ fn a_reused_pid_with_another_start_time_is_died() {
     assert!(read.finished_at.is_some());
     // Persisted, and the running marker is gone.
     assert_eq!(f.raw(&record.id)["status"], "died");
-    assert!(!f.jobs_dir().join(format!("{}.running", record.id)).exists());
+    assert!(!f.jobs_dir().join("running").join(&record.id).exists());
 }
 
 #[test]
@@ -706,4 +706,40 @@ fn finish_with_error_keeps_the_given_failure() {
     let failure = finished.failure.unwrap();
     assert_eq!(failure.kind, FailureKind::Quota);
     assert_eq!(failure.billing_pool.as_deref(), Some("first-party"));
+}
+
+#[test]
+fn a_missing_index_is_rebuilt_and_dangling_entries_are_skipped() {
+    let f = fixture();
+    let base = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    let mut ids = Vec::new();
+    for i in 0..5u64 {
+        let mut record = JobRecord::new(
+            Role::Task,
+            RunMode::Consult,
+            f.workspace.clone(),
+            &format!("t{i}"),
+        )
+        .unwrap();
+        record.created_at = format_rfc3339(base + Duration::from_secs(i));
+        record.status = JobStatus::Done;
+        f.store.create(&record).unwrap();
+        ids.push(record.id);
+    }
+    let index = f.jobs_dir().join("index");
+    // An entry whose record was never written (a crash between the two writes).
+    let mut text = fs::read_to_string(&index).unwrap();
+    text.push_str("9999999999999 job-00000000000000ff\ntorn line wi");
+    fs::write(&index, text).unwrap();
+    let newest_first: Vec<String> = ids.iter().rev().cloned().collect();
+    let (records, warnings) = f.store.list(Some(&f.workspace), 3).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let shown: Vec<String> = records.into_iter().map(|r| r.id).collect();
+    assert_eq!(shown, newest_first[..3]);
+    fs::remove_file(&index).unwrap();
+    let (records, _) = f.store.list(Some(&f.workspace), 10).unwrap();
+    let shown: Vec<String> = records.into_iter().map(|r| r.id).collect();
+    assert_eq!(shown, newest_first);
+    assert_eq!(mode_of(&index), 0o600);
+    assert_eq!(fs::read_to_string(&index).unwrap().lines().count(), 5);
 }
