@@ -553,6 +553,19 @@ fn finish_removes_the_config_dir_only_inside_runs() {
 fn listing_two_thousand_records_orders_by_creation_and_honours_the_limit() {
     let f = fixture();
     let base = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    // Two old running jobs: outside the newest 20, one with a live worker, one whose worker
+    // is gone.
+    let mut alive =
+        JobRecord::new(Role::Task, RunMode::Write, f.workspace.clone(), "alive").unwrap();
+    alive.created_at = format_rfc3339(base - Duration::from_secs(10));
+    alive.worker = Some(ProcessStamp::current().unwrap());
+    f.store.create(&alive).unwrap();
+    let mut dead = JobRecord::new(Role::Task, RunMode::Write, f.workspace.clone(), "dead").unwrap();
+    dead.created_at = format_rfc3339(base - Duration::from_secs(20));
+    let mut gone = ProcessStamp::current().unwrap();
+    gone.start_time += 5;
+    dead.worker = Some(gone);
+    f.store.create(&dead).unwrap();
     let mut ids = Vec::new();
     for i in 0..2000u64 {
         let mut record = JobRecord::new(
@@ -567,37 +580,23 @@ fn listing_two_thousand_records_orders_by_creation_and_honours_the_limit() {
         f.store.create(&record).unwrap();
         ids.push(record.id);
     }
-    // An old job finished late keeps its place (its creation time decides).
-    let (records, warnings) = f.store.list(Some(&f.workspace), 20).unwrap();
-    assert!(warnings.is_empty());
-    let shown: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
-    let expected: Vec<&str> = ids.iter().rev().take(20).map(String::as_str).collect();
-    assert_eq!(shown, expected);
-
-    // An old running job outside the limit is still listed (after the newest) when its
-    // worker lives, and finished as died when it does not.
-    let mut alive =
-        JobRecord::new(Role::Task, RunMode::Write, f.workspace.clone(), "alive").unwrap();
-    alive.created_at = format_rfc3339(base - Duration::from_secs(10));
-    alive.worker = Some(ProcessStamp::current().unwrap());
-    f.store.create(&alive).unwrap();
-    let mut dead = JobRecord::new(Role::Task, RunMode::Write, f.workspace.clone(), "dead").unwrap();
-    dead.created_at = format_rfc3339(base - Duration::from_secs(20));
-    let mut gone = ProcessStamp::current().unwrap();
-    gone.start_time += 5;
-    dead.worker = Some(gone);
-    f.store.create(&dead).unwrap();
     let started = Instant::now();
-    let (records, _) = f.store.list(Some(&f.workspace), 20).unwrap();
+    let (records, warnings) = f.store.list(Some(&f.workspace), 20).unwrap();
     let took = started.elapsed();
-    assert_eq!(records.len(), 21);
-    assert_eq!(records[20].id, alive.id);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let shown: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
+    let mut expected: Vec<&str> = ids.iter().rev().take(20).map(String::as_str).collect();
+    // The old running job with a live worker follows the newest 20; the dead one is
+    // finished as died by the listing and not shown.
+    expected.push(&alive.id);
+    assert_eq!(shown, expected);
     assert_eq!(f.raw(&dead.id)["status"], "died");
     eprintln!("listing 20 of 2002 records took {took:?}");
 
     let (all, _) = f.store.list(None, 5).unwrap();
     assert_eq!(all.len(), 6);
     assert_eq!(all[0].id, ids[1999]);
+    assert_eq!(all[5].id, alive.id);
 }
 
 #[test]
