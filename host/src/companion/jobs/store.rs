@@ -450,6 +450,40 @@ impl JobStore {
         Ok((shown, warnings.into_iter().collect()))
     }
 
+    /// The newest record of `workspace` (in listing order) for which `predicate` holds, e.g.
+    /// the session to resume. Records are read one at a time from the newest, and the walk
+    /// stops at the first match; unreadable or corrupt records are skipped.
+    pub fn newest_matching(
+        &self,
+        workspace: &Path,
+        predicate: impl Fn(&JobRecord) -> bool,
+    ) -> Result<Option<JobRecord>, StoreError> {
+        let dir = self
+            .state_dir
+            .join(Self::workspace_key(workspace))
+            .join("jobs");
+        if fs::symlink_metadata(&dir).is_err() {
+            return Ok(None);
+        }
+        let mut cursor = IndexCursor::new(self.index_text(&dir)?, 0);
+        let mut seen = BTreeSet::new();
+        while let Some((_, id)) = cursor.advance() {
+            if !seen.insert(id.clone()) {
+                continue;
+            }
+            let location = Location {
+                jobs_dir: dir.clone(),
+                id,
+            };
+            match self.load_checked(&location) {
+                Ok(record) if predicate(&record) => return Ok(Some(record)),
+                Ok(_) | Err(StoreError::NotFound(_)) | Err(StoreError::Corrupt { .. }) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(None)
+    }
+
     /// The canonical paths of every workspace that has records.
     pub fn workspaces(&self) -> Result<Vec<PathBuf>, StoreError> {
         let mut paths = Vec::new();

@@ -742,3 +742,35 @@ fn a_missing_index_is_rebuilt_and_dangling_entries_are_skipped() {
     assert_eq!(mode_of(&index), 0o600);
     assert_eq!(fs::read_to_string(&index).unwrap().lines().count(), 5);
 }
+
+#[test]
+fn newest_matching_finds_the_latest_resumable_session_of_a_mode() {
+    let f = fixture();
+    let finish = |mode: RunMode, session: &str| {
+        let mut record = JobRecord::new(Role::Task, mode, f.workspace.clone(), session).unwrap();
+        record.worker = Some(ProcessStamp::current().unwrap());
+        f.store.create(&record).unwrap();
+        f.store
+            .finish(&f.workspace, &record.id, JobStatus::Done, |r| {
+                r.session_id = Some(session.to_owned())
+            })
+            .unwrap()
+    };
+    finish(RunMode::Write, "older-write");
+    let wanted = finish(RunMode::Write, "newer-write");
+    finish(RunMode::Consult, "newest-consult");
+    f.running("running write");
+    let found = f
+        .store
+        .newest_matching(&f.workspace, |r| {
+            r.mode == RunMode::Write && r.resumable_session().is_some()
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(found.id, wanted.id);
+    let none = f
+        .store
+        .newest_matching(&f.workspace, |r| r.mode == RunMode::Review)
+        .unwrap();
+    assert!(none.is_none());
+}
