@@ -774,3 +774,43 @@ fn newest_matching_finds_the_latest_resumable_session_of_a_mode() {
         .unwrap();
     assert!(none.is_none());
 }
+
+#[test]
+fn a_lock_held_by_another_process_is_waited_for_and_freed_by_kill_9() {
+    let f = fixture();
+    let record = f.running("job");
+    let lock = f.jobs_dir().join(format!("{}.lock", record.id));
+    // util-linux flock(1) takes the same kind of lock (flock(2)) and holds it until it dies.
+    let mut holder = Command::new("flock")
+        .arg("--exclusive")
+        .arg(&lock)
+        .args(["sleep", "60"])
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while RecordLock::acquire(&lock, Duration::from_millis(1)).is_ok() {
+        assert!(Instant::now() < deadline, "flock never took the lock");
+        thread::sleep(Duration::from_millis(10));
+    }
+    let store = f.store.clone();
+    let (workspace, id) = (f.workspace.clone(), record.id.clone());
+    let started = Instant::now();
+    let writer = thread::spawn(move || {
+        store.update_running(&workspace, &id, |r| r.session_id = Some("after".into()))
+    });
+    thread::sleep(Duration::from_millis(300));
+    assert!(
+        !writer.is_finished(),
+        "the writer did not wait for the lock"
+    );
+    nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(holder.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let updated = writer.join().unwrap().unwrap();
+    assert!(started.elapsed() < LOCK_WAIT, "{:?}", started.elapsed());
+    assert_eq!(updated.session_id.as_deref(), Some("after"));
+    holder.wait().unwrap();
+}
