@@ -210,7 +210,10 @@ mod tests {
     #[test]
     fn labels_name_the_kind_when_there_is_no_tool_name() {
         assert_eq!(seen(None, Some(v1::ToolKind::Delete)).label(), "delete");
-        assert_eq!(seen(None, Some(v1::ToolKind::SwitchMode)).label(), "switch_mode");
+        assert_eq!(
+            seen(None, Some(v1::ToolKind::SwitchMode)).label(),
+            "switch_mode"
+        );
         assert_eq!(seen(None, None).label(), "unidentified");
         assert_eq!(seen(Some("write"), None).label(), "write");
     }
