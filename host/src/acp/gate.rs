@@ -128,7 +128,7 @@ impl ToolCallSeen {
             name: update
                 .and_then(|u| u.get("_meta"))
                 .and_then(Value::as_object)
-                .and_then(|meta| name_in(meta)),
+                .and_then(name_in),
             kind: update
                 .and_then(|u| u.get("kind"))
                 .and_then(|kind| serde_json::from_value(kind.clone()).ok()),
