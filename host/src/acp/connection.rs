@@ -317,7 +317,9 @@ impl AgentConnection {
     }
 
     /// Closes stdin and waits up to `grace` for the agent to exit, then SIGTERM to the group,
-    /// the spec's kill grace, SIGKILL, reap. `killed` = it had to be signalled.
+    /// the spec's kill grace, SIGKILL, reap. `killed` = it did not exit by itself: it needed
+    /// SIGKILL, or it ended by a signal (SIGTERM, or [`AgentConnection::kill_now`] earlier). An
+    /// agent that catches SIGTERM and exits with a status of its own counts as not killed.
     pub async fn close(self, grace: Duration) -> Ended {
         let mut ended = self.child.shutdown_after(grace).await;
         // `Sandboxed` counts only SIGKILL; a process that needed SIGTERM was signalled too.
