@@ -1099,6 +1099,7 @@ fn bench(
             init_timeout: Duration::from_millis(floor_policy.agent.init_timeout_ms),
             turn_timeout: Duration::from_millis(floor_policy.agent.turn_timeout_ms),
             output_cap: floor_policy.agent.output_cap_bytes,
+            stopped_wait: Duration::ZERO,
         },
         prompt: Arc::from(native.text.as_str()),
     });

@@ -38,6 +38,10 @@ pub struct AgentLimits {
     pub turn_timeout: Duration,
     /// Cap on the text collected in one prompt.
     pub output_cap: usize,
+    /// After a prompt's answer, how long to keep reading for `_cognition.ai/agent_stopped`
+    /// when it did not come before the answer. Zero for a caller that does not need the
+    /// agent's account of the turn (the summarizer), so its answers are never delayed.
+    pub stopped_wait: Duration,
 }
 
 impl AgentLimits {
@@ -79,8 +83,6 @@ pub struct PromptOutcome {
 
 const AGENT_STOPPED: &str = "_cognition.ai/agent_stopped";
 const TURN_STATS: &str = "_cognition.ai/turn_stats";
-/// How long to wait after a prompt's answer for `agent_stopped`, when it came not before it.
-const AGENT_STOPPED_WAIT: Duration = Duration::from_secs(2);
 /// `session/load`: the replay is over once the agent has been quiet this long after answering.
 const REPLAY_QUIET: Duration = Duration::from_millis(300);
 /// Tool calls allowed over the connection's life (each is remembered so its updates pass).
@@ -265,7 +267,8 @@ impl AgentConnection {
     /// `session/prompt`, answered within `limits.turn_timeout`. Every tool call is shown to
     /// `gate` (an update of a call it allowed already passes unless it changes the tool); a
     /// refusal kills the process group at once and fails the prompt with `gate.refusal`. After
-    /// the answer, waits up to 2 s for `_cognition.ai/agent_stopped` if it has not come yet.
+    /// the answer, waits up to `limits.stopped_wait` for `_cognition.ai/agent_stopped` if it has
+    /// not come yet.
     pub async fn prompt(
         &mut self,
         session_id: &str,
@@ -294,7 +297,7 @@ impl AgentConnection {
             .get("usage")
             .filter(|usage| !usage.is_null())
             .cloned();
-        if turn.stopped.is_none() {
+        if turn.stopped.is_none() && !self.limits.stopped_wait.is_zero() {
             self.await_stopped(session_id, &mut turn, gate).await?;
         }
         Ok(PromptOutcome {
@@ -345,7 +348,7 @@ impl AgentConnection {
         turn: &mut Turn,
         gate: &dyn ToolGate,
     ) -> Result<(), AcpError> {
-        let deadline = Instant::now() + AGENT_STOPPED_WAIT;
+        let deadline = Instant::now() + self.limits.stopped_wait;
         while turn.stopped.is_none() {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {

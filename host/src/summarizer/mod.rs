@@ -106,6 +106,8 @@ impl Bridge {
             init_timeout: Duration::from_millis(policy.agent.init_timeout_ms),
             turn_timeout: Duration::from_millis(policy.agent.turn_timeout_ms),
             output_cap: policy.agent.output_cap_bytes,
+            // The summarizer needs only the reply text: never wait after the answer.
+            stopped_wait: Duration::ZERO,
         };
         let agent = AgentInfo {
             command: spec.program.display().to_string(),

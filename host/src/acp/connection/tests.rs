@@ -264,6 +264,7 @@ fn limits() -> AgentLimits {
         init_timeout: Duration::from_secs(10),
         turn_timeout: Duration::from_secs(20),
         output_cap: 1 << 20,
+        stopped_wait: Duration::from_secs(2),
     }
 }
 
@@ -595,4 +596,37 @@ async fn an_old_protocol_version_is_refused() {
         AgentConnection::start(&agent(script), limits()).await,
         Err(AcpError::ProtocolVersion(version)) if version == "2"
     ));
+}
+
+#[tokio::test]
+async fn a_zero_stopped_wait_answers_without_waiting_for_agent_stopped() {
+    // The agent answers, sends nothing more and keeps its stdout open.
+    let script = format!(
+        r#"{INIT}
+{NEW}
+read -r l
+echo '{{"jsonrpc":"2.0","id":2,"result":{{"stopReason":"end_turn"}}}}'
+sleep 30
+"#
+    );
+    let mut no_wait = limits();
+    no_wait.stopped_wait = Duration::ZERO;
+    let mut connection = AgentConnection::start(&agent(&script), no_wait)
+        .await
+        .expect("start");
+    connection
+        .new_session(&std::env::temp_dir())
+        .await
+        .expect("session");
+    let started = std::time::Instant::now();
+    let outcome = connection
+        .prompt("s1", text("hi"), &NoTools)
+        .await
+        .expect("prompt");
+    let elapsed = started.elapsed();
+    assert!(outcome.stopped.is_none());
+    // The 2 s wait of `limits()` did not happen (a generous bound: this only has to tell
+    // "no wait" from "waited 2 s" on a loaded machine).
+    assert!(elapsed < Duration::from_millis(1500), "{elapsed:?}");
+    connection.kill_now();
 }
