@@ -23,7 +23,7 @@ commands:
   test [ARGS...]            build everything and run every test: the cargo tests, then
                             test-container (needs root and a running Docker daemon); with
                             ARGS (passed to cargo test) only the cargo tests
-  bench <transforms|bridge|guard>
+  bench <transforms|bridge|guard|companion>
                             run a benchmark and print its table
   fuzz <target|all> [--seconds N]
                             run a cargo-fuzz target (a transform or a native parser; default 30 s)
@@ -211,7 +211,7 @@ fn devin_cli() -> Option<PathBuf> {
 
 fn bench(rest: &[String]) -> Result<()> {
     let Some(name) = rest.first() else {
-        bail!("usage: cargo xtask bench <transforms|bridge|guard>")
+        bail!("usage: cargo xtask bench <transforms|bridge|guard|companion>")
     };
     if !["transforms", "bridge", "guard"].contains(&name.as_str()) {
         bail!("unknown benchmark {name:?} (transforms, bridge or guard)");
@@ -229,6 +229,22 @@ fn bench(rest: &[String]) -> Result<()> {
                 .join("release")
                 .join("mock-devin"),
         );
+    }
+    if name == "companion" {
+        // The helper and the agent run as processes, optimised as users run them.
+        run(cargo().args([
+            "build",
+            "--locked",
+            "--release",
+            "-p",
+            "devin-bridge",
+            "-p",
+            "mock-devin",
+        ]))?;
+        let release = workspace_root().join("target").join("release");
+        bench
+            .env("DEVIN_BRIDGE_BIN", release.join("devin-bridge"))
+            .env("DEVIN_BRIDGE_MOCK_DEVIN", release.join("mock-devin"));
     }
     bench
         .args([
