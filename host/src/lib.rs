@@ -5,6 +5,7 @@
 
 pub mod acp;
 pub mod cli;
+pub mod companion;
 pub mod control;
 pub mod engine;
 #[doc(hidden)]
