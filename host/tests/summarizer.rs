@@ -517,7 +517,7 @@ async fn count_tokens_models_and_health() {
     assert_eq!(health["agent_processes"], 1, "{health}");
     assert_eq!(health["mode"], "summarizer");
     assert_eq!(health["agent"]["kind"], "offline");
-    assert_eq!(health["agent"]["version"], "mock-devin 3000.2.17 (offline)");
+    assert_eq!(health["agent"]["version"], "devin 3000.11.4 (mock-devin offline)");
     assert_eq!(
         health["agent"]["args"],
         json!(["acp", "--agent-type", "summarizer"])

@@ -359,7 +359,7 @@ impl Server {
 
 /// The prompt's text blocks, joined by blank lines. Other block types are refused: the
 /// agent declares no image, audio or embedded-context support.
-fn prompt_text(prompt: Option<&Value>) -> Result<String, String> {
+pub(crate) fn prompt_text(prompt: Option<&Value>) -> Result<String, String> {
     let blocks = prompt
         .and_then(Value::as_array)
         .ok_or("prompt must be an array of content blocks")?;

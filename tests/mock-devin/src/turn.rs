@@ -62,13 +62,13 @@ pub struct Turn {
 }
 
 /// `max(1, ceil(chars / 4))`, the bridge's own estimate.
-fn tokens(text: &str) -> u64 {
+pub(crate) fn tokens(text: &str) -> u64 {
     let chars = text.chars().count() as u64;
     chars.div_ceil(4).max(1)
 }
 
 /// Splits `text` in two at the character boundary nearest its middle.
-fn halves(text: &str) -> [&str; 2] {
+pub(crate) fn halves(text: &str) -> [&str; 2] {
     let mut at = text.len() / 2;
     while !text.is_char_boundary(at) {
         at += 1;
@@ -543,7 +543,7 @@ impl Turn {
 }
 
 /// `NAME=VALUE` lines for the whole environment, sorted by name.
-fn environment() -> String {
+pub(crate) fn environment() -> String {
     let mut vars: Vec<(String, String)> = std::env::vars_os()
         .map(|(name, value)| {
             (

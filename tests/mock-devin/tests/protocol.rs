@@ -252,7 +252,6 @@ fn turn(text: &str, env: &[(&str, &str)]) -> (Vec<Value>, Value) {
 fn refuses_any_other_argv() {
     for args in [
         &[][..],
-        &["acp"],
         &["acp", "--agent-type", "default"],
         &["acp", "--agent-type", "summarizer", "--extra"],
         &["acp", "--mode", "summarizer"],
@@ -270,7 +269,7 @@ fn refuses_any_other_argv() {
     assert!(version.status.success());
     assert_eq!(
         String::from_utf8_lossy(&version.stdout),
-        "mock-devin 3000.2.17 (offline)\n"
+        "devin 3000.11.4 (mock-devin offline)\n"
     );
     let bad_env = Command::new(BIN)
         .args(["acp", "--agent-type", "summarizer"])
@@ -304,7 +303,7 @@ fn happy_path_streams_chunks_then_the_result() {
             "protocolVersion": 1,
             "agentCapabilities": {"loadSession": false,
                 "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false}},
-            "agentInfo": {"name": "mock-devin", "version": "3000.2.17"},
+            "agentInfo": {"name": "mock-devin", "version": "3000.11.4"},
             "authMethods": [],
         })
     );

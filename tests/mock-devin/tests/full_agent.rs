@@ -1,0 +1,993 @@
+//! Drives the full agent (`mock-devin acp`, no agent type) over pipes, as companion mode does:
+//! a private HOME and XDG directories, a generated `devin/config.json`, a credential.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mock-devin");
+const WAIT: Duration = Duration::from_secs(20);
+
+/// A private home: `home/`, `config/devin/config.json`, `data/devin/credentials.toml`, and a
+/// project directory `work/`.
+struct Home {
+    dir: tempfile::TempDir,
+    work: PathBuf,
+    log: PathBuf,
+}
+
+impl Home {
+    fn new(config: &Value) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        for sub in ["home", "config/devin", "data/devin", "work"] {
+            std::fs::create_dir_all(root.join(sub)).expect("mkdir");
+        }
+        std::fs::write(
+            root.join("config/devin/config.json"),
+            serde_json::to_vec(config).expect("json"),
+        )
+        .expect("config");
+        std::fs::write(root.join("data/devin/credentials.toml"), "token = \"x\"\n")
+            .expect("credentials");
+        Self {
+            work: root.join("work"),
+            log: root.join("mock-devin.jsonl"),
+            dir,
+        }
+    }
+
+    fn root(&self) -> PathBuf {
+        self.dir.path().canonicalize().expect("canonical")
+    }
+
+    fn env(&self) -> Vec<(String, String)> {
+        let root = self.root();
+        let path = |sub: &str| root.join(sub).display().to_string();
+        vec![
+            ("HOME".into(), path("home")),
+            ("XDG_CONFIG_HOME".into(), path("config")),
+            ("XDG_DATA_HOME".into(), path("data")),
+            ("MOCK_DEVIN_LOG".into(), self.log.display().to_string()),
+        ]
+    }
+
+    fn sessions(&self) -> PathBuf {
+        self.root().join("data/devin/sessions")
+    }
+
+    fn log_events(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("log line"))
+            .collect()
+    }
+}
+
+fn permissive() -> Value {
+    json!({"permissions": {"allow": ["Read(**)"], "deny": []}})
+}
+
+#[derive(Debug)]
+enum Out {
+    Json(Value),
+    Raw(String),
+}
+
+struct Agent {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Out>,
+    next_id: u64,
+}
+
+fn command(env: &[(String, String)]) -> Command {
+    let mut command = Command::new(BIN);
+    command.env_clear();
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command
+}
+
+impl Agent {
+    fn spawn(home: &Home, extra: &[(&str, &str)]) -> Self {
+        let mut env = home.env();
+        env.extend(
+            extra
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), (*v).to_owned())),
+        );
+        let mut command = command(&env);
+        command
+            .arg("acp")
+            .current_dir(&home.work)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .process_group(0);
+        let mut child = command.spawn().expect("spawn mock-devin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                let out = match serde_json::from_str::<Value>(&line) {
+                    Ok(value) => Out::Json(value),
+                    Err(_) => Out::Raw(line),
+                };
+                if tx.send(out).is_err() {
+                    return;
+                }
+            }
+        });
+        Self {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            next_id: 0,
+        }
+    }
+
+    fn send(&mut self, message: &Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin
+            .write_all(format!("{message}\n").as_bytes())
+            .expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    fn next(&self) -> Out {
+        match self.lines.recv_timeout(WAIT) {
+            Ok(out) => out,
+            Err(RecvTimeoutError::Timeout) => panic!("no output from the agent within {WAIT:?}"),
+            Err(RecvTimeoutError::Disconnected) => panic!("the agent closed its stdout"),
+        }
+    }
+
+    /// Every message up to the response with `id` (raw lines as strings), and that response.
+    fn until_response(&self, id: u64) -> (Vec<Value>, Value) {
+        let mut before = Vec::new();
+        loop {
+            match self.next() {
+                Out::Json(message)
+                    if message.get("method").is_none() && message["id"] == json!(id) =>
+                {
+                    return (before, message)
+                }
+                Out::Json(message) => before.push(message),
+                Out::Raw(line) => before.push(Value::String(line)),
+            }
+        }
+    }
+
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.request(method, params);
+        let (before, response) = self.until_response(id);
+        assert!(before.is_empty(), "unexpected messages: {before:?}");
+        response
+    }
+
+    fn initialize(&mut self) -> Value {
+        let init = self.call(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        );
+        assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+        init
+    }
+
+    fn new_session(&mut self, cwd: &Path) -> Value {
+        self.call(
+            "session/new",
+            json!({"cwd": cwd.to_str().expect("utf8"), "mcpServers": []}),
+        )
+    }
+
+    fn start(&mut self, cwd: &Path) -> String {
+        self.initialize();
+        let new = self.new_session(cwd);
+        new["result"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session: {new}"))
+            .to_owned()
+    }
+
+    fn prompt(&mut self, session: &str, text: &str) -> u64 {
+        self.request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
+        )
+    }
+
+    fn turn(&mut self, session: &str, text: &str) -> (Vec<Value>, Value) {
+        let id = self.prompt(session, text);
+        self.until_response(id)
+    }
+
+    fn set_mode(&mut self, session: &str, mode: &str) -> Value {
+        self.call(
+            "session/set_mode",
+            json!({"sessionId": session, "modeId": mode}),
+        )
+    }
+
+    fn close_stdin(&mut self) {
+        self.stdin.take();
+    }
+
+    fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return Some(status);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The text of the updates of one kind among `messages`, joined.
+fn text_of(messages: &[Value], kind: &str) -> String {
+    messages
+        .iter()
+        .filter(|m| {
+            m["method"] == "session/update" && m["params"]["update"]["sessionUpdate"] == kind
+        })
+        .filter_map(|m| m["params"]["update"]["content"]["text"].as_str())
+        .collect()
+}
+
+fn count_updates(messages: &[Value], kind: &str) -> usize {
+    messages
+        .iter()
+        .filter(|m| {
+            m["method"] == "session/update" && m["params"]["update"]["sessionUpdate"] == kind
+        })
+        .count()
+}
+
+fn notification<'a>(messages: &'a [Value], method: &str) -> Option<&'a Value> {
+    messages.iter().find(|m| m["method"] == method)
+}
+
+fn option<'a>(options: &'a Value, category: &str) -> Option<&'a Value> {
+    options
+        .as_array()
+        .expect("configOptions")
+        .iter()
+        .find(|o| o["category"] == category)
+}
+
+fn values(option: &Value) -> Vec<&str> {
+    option["options"]
+        .as_array()
+        .expect("options")
+        .iter()
+        .filter_map(|o| o["value"].as_str())
+        .collect()
+}
+
+#[test]
+fn session_round_trip_then_load_in_a_second_process() {
+    let home = Home::new(&permissive());
+    let mut agent = Agent::spawn(&home, &[]);
+    let init = agent.initialize();
+    assert_eq!(init["result"]["agentCapabilities"]["loadSession"], true);
+    let new = agent.new_session(&home.work);
+    let result = &new["result"];
+    let session = result["sessionId"].as_str().expect("session id").to_owned();
+    assert!(
+        session.starts_with("mock-") && session.len() > 10,
+        "{session}"
+    );
+    assert_eq!(result["modes"]["currentModeId"], "smart");
+    let mode_ids: Vec<&str> = result["modes"]["availableModes"]
+        .as_array()
+        .expect("modes")
+        .iter()
+        .filter_map(|m| m["id"].as_str())
+        .collect();
+    assert_eq!(mode_ids, ["accept-edits", "smart", "ask", "plan", "bypass"]);
+    let options = &result["configOptions"];
+    let model = option(options, "model").expect("model option");
+    assert_eq!(model["currentValue"], "swe-2");
+    assert_eq!(model["type"], "select");
+    assert_eq!(
+        values(model),
+        ["swe-2", "swe-2-fast", "kimi-k3", "glm-5-2", "muse-wonder"]
+    );
+    let thought = option(options, "thought_level").expect("thought_level option");
+    assert_eq!(thought["currentValue"], "medium");
+    assert_eq!(values(thought), ["low", "medium", "high"]);
+    assert_eq!(
+        values(option(options, "speed").expect("speed")),
+        ["standard", "fast"]
+    );
+    assert_eq!(
+        option(options, "mode").expect("mode")["currentValue"],
+        "smart"
+    );
+
+    // A second session gets another id.
+    let other = agent.new_session(&home.work);
+    assert_ne!(other["result"]["sessionId"], json!(session));
+
+    // GLM-5.2 takes the thought_level option away.
+    let set = agent.call(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "model", "value": "glm-5-2"}),
+    );
+    let options = &set["result"]["configOptions"];
+    assert_eq!(
+        option(options, "model").expect("model")["currentValue"],
+        "glm-5-2"
+    );
+    assert!(option(options, "thought_level").is_none(), "{options}");
+    let refused = agent.call(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "thought_level", "value": "high"}),
+    );
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let bad_value = agent.call(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "model", "value": "legacy-9"}),
+    );
+    assert_eq!(bad_value["error"]["code"], -32602, "{bad_value}");
+
+    assert_eq!(agent.set_mode(&session, "bypass")["result"], json!({}));
+    assert_eq!(agent.set_mode(&session, "yolo")["error"]["code"], -32602);
+
+    let (before, result) = agent.turn(&session, "Say hello.");
+    assert_eq!(result["result"]["stopReason"], "end_turn", "{result}");
+    let usage = &result["result"]["usage"];
+    assert!(usage["inputTokens"].as_u64().is_some_and(|n| n > 0));
+    assert_eq!(
+        usage["totalTokens"].as_u64(),
+        Some(usage["inputTokens"].as_u64().unwrap() + usage["outputTokens"].as_u64().unwrap())
+    );
+    assert!(usage.get("cachedReadTokens").is_none(), "{usage}");
+    assert!(count_updates(&before, "agent_message_chunk") >= 2);
+    assert_eq!(
+        text_of(&before, "agent_message_chunk"),
+        "Devin mock: done. turns seen: 0"
+    );
+    let stats = notification(&before, "_cognition.ai/turn_stats").expect("turn_stats");
+    assert_eq!(stats["params"]["modelLabel"], "GLM-5.2");
+    assert_eq!(stats["params"]["sessionId"], json!(session));
+    let stopped = notification(&before, "_cognition.ai/agent_stopped").expect("agent_stopped");
+    assert_eq!(stopped["params"]["cause"], "complete");
+    assert_eq!(stopped["params"]["stats"]["modelLabel"], "GLM-5.2");
+
+    // The session database holds the transcript, privately.
+    let file = home.sessions().join(format!("{session}.json"));
+    let mode = std::fs::metadata(&file)
+        .expect("session file")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let stored: Value = serde_json::from_slice(&std::fs::read(&file).expect("read")).expect("json");
+    assert_eq!(stored["model"], "glm-5-2");
+    assert_eq!(stored["mode"], "bypass");
+    assert_eq!(stored["history"][0]["text"], "Say hello.");
+
+    agent.close_stdin();
+    assert_eq!(
+        agent
+            .wait_exit(Duration::from_secs(5))
+            .and_then(|s| s.code()),
+        Some(0)
+    );
+
+    // A second process loads the session: replay, then the stored configuration.
+    let mut second = Agent::spawn(&home, &[]);
+    second.initialize();
+    let missing = second.call(
+        "session/load",
+        json!({"sessionId": "mock-0000000000000000", "cwd": home.work, "mcpServers": []}),
+    );
+    assert_eq!(missing["error"]["code"], -32002, "{missing}");
+    assert_eq!(missing["error"]["message"], "Resource not found");
+    let id = second.request(
+        "session/load",
+        json!({"sessionId": session, "cwd": home.work, "mcpServers": []}),
+    );
+    let (replayed, loaded) = second.until_response(id);
+    assert_eq!(text_of(&replayed, "user_message_chunk"), "Say hello.");
+    assert_eq!(
+        text_of(&replayed, "agent_message_chunk"),
+        "Devin mock: done. turns seen: 0"
+    );
+    assert_eq!(loaded["result"]["modes"]["currentModeId"], "bypass");
+    let options = &loaded["result"]["configOptions"];
+    assert_eq!(
+        option(options, "model").expect("model")["currentValue"],
+        "glm-5-2"
+    );
+    let (before, result) = second.turn(&session, "Again.");
+    assert_eq!(result["result"]["stopReason"], "end_turn");
+    assert_eq!(
+        text_of(&before, "agent_message_chunk"),
+        "Devin mock: done. turns seen: 1"
+    );
+
+    // The log names sessions and settings, never prompt text.
+    let log = std::fs::read_to_string(&home.log).expect("log");
+    assert!(log.contains(&session));
+    assert!(log.contains("\"configId\":\"model\""));
+    assert!(!log.contains("Say hello."));
+}
+
+#[test]
+fn writes_need_an_editing_mode_an_allow_rule_and_no_deny_rule() {
+    let home = Home::new(&permissive());
+    // The session's cwd is the project directory; the rules name absolute paths under it.
+    let project = home.work.clone();
+    let allowed = project.join("allowed");
+    std::fs::create_dir_all(&allowed).expect("mkdir");
+    let config = json!({"permissions": {
+        "allow": ["Read(**)", format!("Write({}/**)", allowed.display())],
+        "deny": [format!("Write({}/secret/**)", allowed.display()), "Exec(*)"],
+    }});
+    std::fs::write(
+        home.root().join("config/devin/config.json"),
+        serde_json::to_vec(&config).expect("json"),
+    )
+    .expect("config");
+    let mut agent = Agent::spawn(&home, &[]);
+    let session = agent.start(&project);
+
+    // Smart mode: nothing is written even where the rules allow it.
+    let (before, _) = agent.turn(&session, "[mock:write allowed/a.txt]");
+    let reply = text_of(&before, "agent_message_chunk");
+    let target = allowed.join("a.txt");
+    assert!(
+        reply.contains(&format!("write denied: {}", target.display())),
+        "{reply}"
+    );
+    assert!(!target.exists());
+    let call = before
+        .iter()
+        .find(|m| m["params"]["update"]["sessionUpdate"] == "tool_call")
+        .expect("tool_call");
+    assert_eq!(
+        call["params"]["update"]["_meta"]["cognition.ai/toolName"],
+        "write"
+    );
+    assert_eq!(call["params"]["update"]["kind"], "edit");
+
+    assert_eq!(agent.set_mode(&session, "bypass")["result"], json!({}));
+    let (before, result) = agent.turn(
+        &session,
+        "[mock:write allowed/a.txt] [mock:write allowed/secret/b.txt] \
+         [mock:write ../outside.txt] [mock:write other/c.txt]",
+    );
+    assert_eq!(result["result"]["stopReason"], "end_turn");
+    let reply = text_of(&before, "agent_message_chunk");
+    assert!(
+        reply.contains(&format!("wrote: {}", target.display())),
+        "{reply}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&target).expect("written"),
+        "mock write\n"
+    );
+    for denied in [
+        allowed.join("secret/b.txt"),
+        home.root().join("outside.txt"),
+        project.join("other/c.txt"),
+    ] {
+        assert!(
+            reply.contains(&format!("write denied: {}", denied.display())),
+            "{reply}"
+        );
+        assert!(!denied.exists(), "{}", denied.display());
+    }
+    assert!(reply.ends_with("turns seen: 1"), "{reply}");
+}
+
+#[test]
+fn argv_version_and_catalog() {
+    let home = Home::new(&permissive());
+    for flags in [
+        &["acp", "--cloud"][..],
+        &["acp", "--model", "swe-2"],
+        &["acp", "--refusal-fallback"],
+        &["acp", "--agent-type", "reviewer"],
+    ] {
+        let output = command(&home.env())
+            .args(flags)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run");
+        assert_eq!(output.status.code(), Some(64), "{flags:?}");
+        assert!(output.stdout.is_empty());
+        assert!(!output.stderr.is_empty());
+    }
+    let refused: Vec<Value> = home
+        .log_events()
+        .into_iter()
+        .filter(|event| event["event"] == "argv_refused")
+        .map(|event| event["flags"].clone())
+        .collect();
+    assert_eq!(
+        refused,
+        [
+            json!(["--cloud"]),
+            json!(["--model"]),
+            json!(["--refusal-fallback"]),
+            json!(["--agent-type"])
+        ]
+    );
+    let version = command(&[]).arg("--version").output().expect("run");
+    assert!(version.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout),
+        "devin 3000.11.4 (mock-devin offline)\n"
+    );
+    // Signed out and without any configuration, the catalog is still listed.
+    let models = command(&[])
+        .args(["models", "list", "--format", "json"])
+        .output()
+        .expect("run");
+    assert_eq!(models.status.code(), Some(0));
+    let catalog: Value = serde_json::from_slice(&models.stdout).expect("catalog json");
+    let families = catalog["families"].as_array().expect("families");
+    let find = |uid: &str| {
+        families
+            .iter()
+            .find(|f| f["family_uid"] == uid)
+            .unwrap_or_else(|| panic!("no family {uid}"))
+    };
+    let variants: Vec<&str> = find("swe-2")["variants"]
+        .as_array()
+        .expect("variants")
+        .iter()
+        .filter_map(|v| v["model_uid"].as_str())
+        .collect();
+    assert_eq!(variants, ["swe-2", "swe-2-fast"]);
+    assert!(find("kimi-k3")["aliases"]
+        .as_array()
+        .expect("aliases")
+        .contains(&json!("kimi")));
+    assert_eq!(find("glm-5.2")["variants"][0]["model_uid"], "glm-5.2");
+    find("muse-wonder");
+    find("legacy-9");
+
+    // legacy-9 is in the catalog but not offered to the account.
+    let mut agent = Agent::spawn(&home, &[]);
+    agent.initialize();
+    let new = agent.new_session(&home.work);
+    let model = option(&new["result"]["configOptions"], "model").expect("model");
+    assert!(!values(model).contains(&"legacy-9"));
+}
+
+#[test]
+fn missing_or_malformed_config_exits_78() {
+    let home = Home::new(&permissive());
+    let config = home.root().join("config/devin/config.json");
+    for content in [
+        None,
+        Some("{not json"),
+        Some(r#"{"permissions": {"allow": "Read(**)"}}"#),
+        Some(r#"{"permissions": {"deny": ["Write("]}}"#),
+    ] {
+        match content {
+            None => std::fs::remove_file(&config).expect("remove"),
+            Some(text) => std::fs::write(&config, text).expect("write"),
+        }
+        let output = command(&home.env())
+            .arg("acp")
+            .current_dir(&home.work)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run");
+        assert_eq!(output.status.code(), Some(78), "{content:?}");
+        assert!(String::from_utf8_lossy(&output.stderr).contains("config"));
+    }
+}
+
+#[test]
+fn signed_out_sessions_need_authentication() {
+    let home = Home::new(&permissive());
+    let credentials = home.root().join("data/devin/credentials.toml");
+    std::fs::remove_file(&credentials).expect("remove");
+    let mut agent = Agent::spawn(&home, &[]);
+    agent.initialize();
+    let new = agent.new_session(&home.work);
+    assert_eq!(new["error"]["code"], -32000, "{new}");
+    assert_eq!(
+        new["error"]["data"]["cognition.ai/errorKind"],
+        "Unauthenticated"
+    );
+    drop(agent);
+
+    // An API key in the environment signs the agent in.
+    let mut agent = Agent::spawn(&home, &[("WINDSURF_API_KEY", "k")]);
+    agent.initialize();
+    assert!(agent.new_session(&home.work)["result"]["sessionId"].is_string());
+    drop(agent);
+
+    // So does a credentials file reached through a symlink.
+    let real = home.root().join("home/creds.toml");
+    std::fs::write(&real, "x").expect("write");
+    std::os::unix::fs::symlink(&real, &credentials).expect("symlink");
+    let mut agent = Agent::spawn(&home, &[]);
+    agent.initialize();
+    assert!(agent.new_session(&home.work)["result"]["sessionId"].is_string());
+
+    // A relative cwd, a missing one and missing mcpServers are refused.
+    for params in [
+        json!({"cwd": "work", "mcpServers": []}),
+        json!({"cwd": home.root().join("nope"), "mcpServers": []}),
+        json!({"cwd": home.work}),
+    ] {
+        let refused = agent.call("session/new", params);
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    }
+}
+
+#[test]
+fn failure_markers_end_turns_as_scripted() {
+    let home = Home::new(&permissive());
+    let mut agent = Agent::spawn(&home, &[]);
+    let session = agent.start(&home.work);
+    for (marker, code, kind) in [
+        ("auth", -32000, "Unauthenticated"),
+        ("quota", -32603, "QuotaExceeded"),
+        ("rate_limited", -32603, "RateLimited"),
+        ("network", -32603, "NetworkError"),
+    ] {
+        let (before, result) = agent.turn(&session, &format!("[mock:fail {marker}]"));
+        assert_eq!(result["error"]["code"], code, "{marker}: {result}");
+        assert_eq!(
+            result["error"]["data"]["cognition.ai/errorKind"], kind,
+            "{marker}"
+        );
+        let stopped = notification(&before, "_cognition.ai/agent_stopped").expect("stopped");
+        assert_eq!(stopped["params"]["cause"], "error");
+    }
+    let (before, result) = agent.turn(&session, "[mock:fail error]");
+    assert_eq!(result["result"]["stopReason"], "end_turn");
+    assert_eq!(
+        notification(&before, "_cognition.ai/agent_stopped").expect("stopped")["params"]["cause"],
+        "error"
+    );
+    for (marker, reason) in [("refusal", "refusal"), ("max-tokens", "max_tokens")] {
+        let (_, result) = agent.turn(&session, &format!("[mock:{marker}]"));
+        assert_eq!(result["result"]["stopReason"], reason, "{marker}");
+    }
+    let (before, result) = agent.turn(
+        &session,
+        "[mock:no-stopped] [mock:model Custom 1] [mock:cache-tokens]",
+    );
+    assert!(notification(&before, "_cognition.ai/agent_stopped").is_none());
+    assert_eq!(
+        notification(&before, "_cognition.ai/turn_stats").expect("stats")["params"]["modelLabel"],
+        "Custom 1"
+    );
+    assert!(result["result"]["usage"]["cachedReadTokens"].is_u64());
+    // Seven earlier turns.
+    assert!(text_of(&before, "agent_message_chunk").ends_with("turns seen: 7"));
+
+    let (before, _) = agent.turn(&session, "[mock:model X] use the label");
+    assert_eq!(
+        notification(&before, "_cognition.ai/agent_stopped").expect("stopped")["params"]["stats"]
+            ["modelLabel"],
+        "X"
+    );
+
+    let brief = "Review this change.\n[mock:echo]\nLine three.";
+    let (before, _) = agent.turn(&session, brief);
+    assert_eq!(text_of(&before, "agent_message_chunk"), brief);
+
+    let (before, _) = agent.turn(&session, "[mock:malformed]");
+    assert!(before.iter().any(|m| m == "this is not json"), "{before:?}");
+
+    let (before, _) = agent.turn(&session, "[mock:tool grep search] [mock:tool-kind execute]");
+    let calls: Vec<&Value> = before
+        .iter()
+        .filter(|m| m["params"]["update"]["sessionUpdate"] == "tool_call")
+        .map(|m| &m["params"]["update"])
+        .collect();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0]["_meta"]["cognition.ai/toolName"], "grep");
+    assert_eq!(calls[0]["kind"], "search");
+    assert_eq!(calls[0]["status"], "pending");
+    assert!(calls[1].get("_meta").is_none());
+    assert_eq!(calls[1]["kind"], "execute");
+    assert_eq!(count_updates(&before, "tool_call_update"), 2);
+
+    let (before, _) = agent.turn(&session, "[mock:review-json]");
+    let reply = text_of(&before, "agent_message_chunk");
+    let start = reply.find('{').expect("a JSON object");
+    assert!(start > 0, "prose first: {reply}");
+    let review: Value = serde_json::from_str(&reply[start..]).expect("review json");
+    assert_eq!(review["verdict"], "request_changes");
+    assert_eq!(review["findings"][0]["severity"], "high");
+    let (before, _) = agent.turn(&session, "[mock:review-bad]");
+    assert!(text_of(&before, "agent_message_chunk").contains("\"verdict\":\"maybe\""));
+    let (before, _) = agent.turn(&session, "[mock:review-none]");
+    assert!(!text_of(&before, "agent_message_chunk").contains('{'));
+
+    let (before, _) = agent.turn(&session, "[mock:env]");
+    let listing = text_of(&before, "agent_message_chunk");
+    assert!(
+        listing.lines().any(|l| l.starts_with("XDG_DATA_HOME=")),
+        "{listing}"
+    );
+}
+
+#[test]
+fn env_listing_shows_the_sandbox_flag() {
+    let home = Home::new(&permissive());
+    let mut agent = Agent::spawn(&home, &[("DEVIN_SANDBOX", "true")]);
+    let session = agent.start(&home.work);
+    let (before, _) = agent.turn(&session, "[mock:env]");
+    let listing = text_of(&before, "agent_message_chunk");
+    assert!(
+        listing.lines().any(|l| l == "DEVIN_SANDBOX=true"),
+        "{listing}"
+    );
+}
+
+#[test]
+fn a_cancelled_permission_request_cancels_the_turn() {
+    let home = Home::new(&permissive());
+    let mut agent = Agent::spawn(&home, &[]);
+    let session = agent.start(&home.work);
+    let id = agent.prompt(&session, "[mock:permission]");
+    let request = match agent.next() {
+        Out::Json(message) if message["method"] == "session/request_permission" => message,
+        Out::Json(message) => {
+            // Updates come first; skip to the request.
+            let mut message = message;
+            while message["method"] != "session/request_permission" {
+                message = match agent.next() {
+                    Out::Json(m) => m,
+                    Out::Raw(line) => panic!("not JSON: {line}"),
+                };
+            }
+            message
+        }
+        Out::Raw(line) => panic!("not JSON: {line}"),
+    };
+    let options: Vec<&str> = request["params"]["options"]
+        .as_array()
+        .expect("options")
+        .iter()
+        .filter_map(|o| o["optionId"].as_str())
+        .collect();
+    assert_eq!(options, ["allow-once", "reject-once"]);
+    agent.send(&json!({"jsonrpc": "2.0", "id": request["id"],
+                       "result": {"outcome": {"outcome": "cancelled"}}}));
+    let (before, result) = agent.until_response(id);
+    assert_eq!(result["result"]["stopReason"], "cancelled", "{result}");
+    assert_eq!(
+        notification(&before, "_cognition.ai/agent_stopped").expect("stopped")["params"]["cause"],
+        "cancelled"
+    );
+}
+
+#[test]
+fn a_slow_turn_is_cancelled_and_its_grandchild_goes() {
+    let home = Home::new(&permissive());
+    let mut agent = Agent::spawn(&home, &[]);
+    let session = agent.start(&home.work);
+    let started = Instant::now();
+    let id = agent.prompt(&session, "[mock:slow 10000]");
+    // The grandchild is logged once it runs.
+    let pid = loop {
+        if let Some(pid) = home
+            .log_events()
+            .iter()
+            .find_map(|event| event["grandchildPid"].as_u64())
+        {
+            break pid;
+        }
+        assert!(started.elapsed() < WAIT, "no grandchild logged");
+        thread::sleep(Duration::from_millis(20));
+    };
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("grandchild runs");
+    let pgrp: u32 = stat
+        .rsplit(')')
+        .next()
+        .and_then(|rest| rest.split_whitespace().nth(2))
+        .and_then(|field| field.parse().ok())
+        .expect("pgrp");
+    assert_eq!(
+        pgrp,
+        agent.child.id(),
+        "the grandchild is in the agent's group"
+    );
+    agent.send(&json!({"jsonrpc": "2.0", "method": "session/cancel",
+                       "params": {"sessionId": session}}));
+    let (_, result) = agent.until_response(id);
+    assert_eq!(result["result"]["stopReason"], "cancelled");
+    assert!(started.elapsed() < Duration::from_secs(8));
+    // Reaped when the wait ends.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(
+            Instant::now() < deadline,
+            "grandchild {pid} outlived the wait"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn exit_hang_and_late_close() {
+    let home = Home::new(&permissive());
+    let mut agent = Agent::spawn(&home, &[]);
+    let session = agent.start(&home.work);
+    agent.prompt(&session, "[mock:exit]");
+    assert_eq!(agent.wait_exit(WAIT).and_then(|s| s.code()), Some(3));
+
+    for marker in ["[mock:hang]", "[mock:late-close]"] {
+        let mut agent = Agent::spawn(&home, &[]);
+        let session = agent.start(&home.work);
+        let id = agent.prompt(&session, marker);
+        if marker == "[mock:late-close]" {
+            let (_, result) = agent.until_response(id);
+            assert_eq!(result["result"]["stopReason"], "end_turn");
+        }
+        agent.close_stdin();
+        assert!(
+            agent.wait_exit(Duration::from_millis(1500)).is_none(),
+            "{marker}: the agent must outlive stdin EOF"
+        );
+    }
+}
+
+#[test]
+fn replay_after_answer_sends_one_update_late() {
+    let home = Home::new(&permissive());
+    let mut agent = Agent::spawn(&home, &[]);
+    let session = agent.start(&home.work);
+    agent.turn(&session, "[mock:replay-after-answer] first");
+    agent.turn(&session, "second");
+    drop(agent);
+
+    let mut agent = Agent::spawn(&home, &[]);
+    agent.initialize();
+    let id = agent.request(
+        "session/load",
+        json!({"sessionId": session, "cwd": home.work, "mcpServers": []}),
+    );
+    let (before, answer) = agent.until_response(id);
+    assert!(answer["result"]["configOptions"].is_array(), "{answer}");
+    assert_eq!(before.len(), 3, "{before:?}");
+    let late = match agent.next() {
+        Out::Json(message) => message,
+        Out::Raw(line) => panic!("not JSON: {line}"),
+    };
+    assert_eq!(
+        late["params"]["update"]["sessionUpdate"],
+        "agent_message_chunk"
+    );
+    assert_eq!(
+        late["params"]["update"]["content"]["text"],
+        "Devin mock: done. turns seen: 1"
+    );
+}
+
+#[test]
+fn client_requests_and_extra_updates() {
+    let home = Home::new(&permissive());
+    let mut agent = Agent::spawn(&home, &[]);
+    let session = agent.start(&home.work);
+    let id = agent.prompt(
+        &session,
+        "[mock:extra-updates] [mock:client-request fs/read_text_file] \
+         [mock:client-request terminal/create]",
+    );
+    let mut seen = Vec::new();
+    let mut reply = String::new();
+    let mut answered = 0;
+    let (before, result) = loop {
+        let message = match agent.next() {
+            Out::Json(message) => message,
+            Out::Raw(line) => panic!("not JSON: {line}"),
+        };
+        let method = message["method"].as_str().unwrap_or_default().to_owned();
+        if method.starts_with("fs/") || method.starts_with("terminal/") {
+            answered += 1;
+            agent.send(&json!({"jsonrpc": "2.0", "id": message["id"],
+                               "error": {"code": -32601, "message": "Method not found"}}));
+            seen.push(method);
+            continue;
+        }
+        if message.get("method").is_none() && message["id"] == json!(id) {
+            break (seen.clone(), message);
+        }
+        if message["method"] == "session/update" {
+            if let Some(text) = message["params"]["update"]["content"]["text"].as_str() {
+                if message["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
+                    reply.push_str(text);
+                }
+            }
+            seen.push(
+                message["params"]["update"]["sessionUpdate"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            );
+        }
+    };
+    assert_eq!(answered, 2);
+    assert_eq!(result["result"]["stopReason"], "end_turn", "{result}");
+    for kind in [
+        "plan",
+        "usage_update",
+        "current_mode_update",
+        "config_option_update",
+        "mystery_update",
+        "fs/read_text_file",
+        "terminal/create",
+    ] {
+        assert!(before.iter().any(|k| k == kind), "{kind} in {before:?}");
+    }
+    assert!(
+        reply.contains("client answered fs/read_text_file: error -32601\n"),
+        "{reply}"
+    );
+    assert!(
+        reply.contains("client answered terminal/create: error -32601\n"),
+        "{reply}"
+    );
+}
+
+#[test]
+fn scenario_variable_applies_to_prompts_without_markers() {
+    let home = Home::new(&permissive());
+    let mut agent = Agent::spawn(&home, &[("MOCK_DEVIN_SCENARIO", "fail quota")]);
+    let session = agent.start(&home.work);
+    let (_, result) = agent.turn(&session, "No marker here.");
+    assert_eq!(
+        result["error"]["data"]["cognition.ai/errorKind"],
+        "QuotaExceeded"
+    );
+    // A marker in the prompt wins.
+    let (_, result) = agent.turn(&session, "[mock:refusal]");
+    assert_eq!(result["result"]["stopReason"], "refusal");
+
+    let mut env = home.env();
+    env.push(("MOCK_DEVIN_SCENARIO".into(), "no-such-marker".into()));
+    let output = command(&env)
+        .arg("acp")
+        .current_dir(&home.work)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(64));
+}
