@@ -1,6 +1,6 @@
 #![no_main]
 //! Envelope: the first byte picks a tool set, the rest is agent output; native vs wasm for
-//! both `parse` and the narration heuristic.
+//! `parse`, the narration heuristic and `parse_review` (the same text read as a review reply).
 
 use devin_bridge::engine::Call;
 use devin_bridge_fuzz::{differential, outcome};
@@ -27,4 +27,6 @@ fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge::engine::TransformKin
     differential(Call::Parse { output: output.to_owned(), tools, id_seed: seed.to_owned() }, native);
     let narrates = devin_bridge_envelope::narrates_unexecuted_action(output);
     differential(Call::NarratesUnexecutedAction { output: output.to_owned() }, json!({ "ok": narrates }));
+    let review = outcome(&devin_bridge_envelope::parse_review(output));
+    differential(Call::ParseReview { output: output.to_owned() }, review);
 });

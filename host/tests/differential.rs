@@ -37,6 +37,7 @@ fn native(call: &Call) -> Value {
         Call::NarratesUnexecutedAction { output } => {
             json!({ "ok": devin_bridge_envelope::narrates_unexecuted_action(output) })
         }
+        Call::ParseReview { output } => outcome(&devin_bridge_envelope::parse_review(output)),
         Call::StreamStart { head } => {
             json!({ "ok": devin_bridge_sse::stream_start(&sse_head(head)) })
         }
@@ -290,6 +291,40 @@ fn generated_agent_outputs_agree() {
             &transforms,
             &Call::NarratesUnexecutedAction { output },
             &format!("narration #{i}"),
+        );
+    }
+}
+
+#[test]
+fn generated_reviews_agree() {
+    let transforms = common::transforms();
+    let mut rng = Rng(0x55e0_0000_0000_0004);
+    let review = json!({
+        "verdict": "request_changes",
+        "summary": "Two findings.",
+        "findings": [
+            {"severity": "high", "file": "src/lib.rs", "line": 12, "title": "Bug", "body": "It breaks."},
+            {"severity": "info", "file": "README.md", "line": null, "title": "Nit", "body": "{ braces }"}
+        ]
+    });
+    for i in 0..500 {
+        let mut value = review.clone();
+        for _ in 0..rng.below(3) {
+            mutate(&mut rng, &mut value, 0);
+        }
+        let output = match rng.below(3) {
+            0 => value.to_string(),
+            1 => format!("{}\n```json\n{value:#}\n```", random_text(&mut rng, 6)),
+            _ => format!(
+                "{} {value} {}",
+                random_text(&mut rng, 6),
+                random_text(&mut rng, 4)
+            ),
+        };
+        assert_same(
+            &transforms,
+            &Call::ParseReview { output },
+            &format!("review #{i}"),
         );
     }
 }

@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use devin_bridge::engine::{
-    sha256_hex, CompileCache, EngineError, Loaded, TransformKind, Transforms,
+    self_test, sha256_hex, Call, CompileCache, Corpus, EngineError, Loaded, TransformKind,
+    Transforms,
 };
 use devin_bridge::policy::Policy;
 
@@ -168,9 +169,10 @@ fn contract_breaking_candidates_are_refused_naming_the_fixture_and_what_differs(
             "not in the class of the expected 400 (4xx)",
         ),
         (
+            // The first envelope fixture it breaks: a review with a bad line passes unchecked.
             TransformKind::Envelope,
-            "fixture tool_",
-            "the tool id \"DEVIN_CALL_",
+            "fixture review_bad_line.json",
+            "expected the failure review_invalid (502), got a success",
         ),
         (
             TransformKind::Sse,
@@ -193,6 +195,158 @@ fn contract_breaking_candidates_are_refused_naming_the_fixture_and_what_differs(
             other => panic!("{kind}: expected a self-test failure, got {other:?}"),
         }
         assert_eq!(transforms.current(kind).sha256, before, "{kind} changed");
+    }
+}
+
+/// The wrong-answers envelope breaks two promises; each is caught on its own part of the corpus.
+#[test]
+fn a_wrong_parse_and_a_wrong_parse_review_are_each_refused_by_the_corpus() {
+    let runtime = common::test_runtime();
+    let wrong = Loaded::from_file(
+        &runtime,
+        &common::test_cache(),
+        TransformKind::Envelope,
+        &common::test_component("wrong-answers"),
+        None,
+    )
+    .expect("the test component loads as an envelope");
+    let embedded = Corpus::embedded(TransformKind::Envelope).expect("embedded corpus");
+    let only = |keep: fn(&Call) -> bool| Corpus {
+        cases: embedded
+            .cases
+            .iter()
+            .filter(|case| keep(&case.call))
+            .cloned()
+            .collect(),
+        ..embedded.clone()
+    };
+    for (corpus, fixture, difference) in [
+        (
+            only(|call| matches!(call, Call::Parse { .. })),
+            "fixture tool_",
+            "the tool id \"DEVIN_CALL_",
+        ),
+        (
+            only(|call| matches!(call, Call::ParseReview { .. })),
+            "fixture review_bad_line.json",
+            "expected the failure review_invalid (502), got a success",
+        ),
+    ] {
+        assert!(!corpus.cases.is_empty(), "no cases for {fixture}");
+        match self_test(&runtime, &wrong, &corpus) {
+            Err(EngineError::SelfTest { message, .. }) => {
+                assert!(message.contains(fixture), "{message}");
+                assert!(message.contains(difference), "{message}");
+            }
+            other => panic!("expected a self-test failure at {fixture}, got {other:?}"),
+        }
+    }
+    // The real envelope keeps both promises on the same cases.
+    let real = Loaded::from_file(
+        &runtime,
+        &common::test_cache(),
+        TransformKind::Envelope,
+        &common::component("envelope"),
+        None,
+    )
+    .expect("the envelope loads");
+    let report = self_test(&runtime, &real, &embedded).expect("the real envelope passes");
+    assert_eq!(report.cases, embedded.cases.len());
+}
+
+/// The envelope component validates a reviewer's reply: found after prose, canonical, and
+/// refused with the stable codes when it is missing or invalid.
+#[test]
+fn parse_review_runs_in_the_envelope_component() {
+    let transforms = common::transforms();
+    let reply = "Done.\n```json\n{\"findings\": [{\"body\": \"b }\", \"title\": \"t\", \"line\": null, \"file\": \"a.rs\", \"severity\": \"low\", \"x\": 1}], \"summary\": \"ok\", \"verdict\": \"approve\"}\n```";
+    let review = transforms
+        .parse_review(reply.to_owned())
+        .expect("engine")
+        .expect("a valid review");
+    assert_eq!(
+        review,
+        r#"{"verdict":"approve","summary":"ok","findings":[{"severity":"low","file":"a.rs","line":null,"title":"t","body":"b }"}]}"#
+    );
+    let missing = transforms
+        .parse_review("No JSON here.".into())
+        .expect("engine")
+        .expect_err("missing");
+    assert_eq!(
+        (missing.code.as_str(), missing.status, missing.repairable),
+        ("review_missing", 502, false)
+    );
+    let invalid = transforms
+        .parse_review(
+            r#"{"verdict":"approve","summary":"s","findings":[{"severity":"low","file":"f","line":-1,"title":"SECRET","body":"b"}]}"#.into(),
+        )
+        .expect("engine")
+        .expect_err("invalid");
+    assert_eq!(invalid.code, "review_invalid");
+    assert!(
+        invalid
+            .message
+            .contains("findings[0].line must be an integer >= 1 or null"),
+        "{}",
+        invalid.message
+    );
+    assert!(!invalid.message.contains("SECRET"), "{}", invalid.message);
+    let too_large = transforms
+        .parse_review(" ".repeat(devin_bridge_envelope::MAX_TEXT_BYTES + 1))
+        .expect("engine")
+        .expect_err("too large");
+    assert_eq!(too_large.code, "review_invalid");
+    assert!(
+        too_large.message.contains("too large"),
+        "{}",
+        too_large.message
+    );
+}
+
+/// Texts built to make the scan for the first object re-read as much as possible are answered
+/// within the default two-second call limit (the production limits, not the tests' short ones).
+#[test]
+fn hostile_megabyte_reviews_are_answered_within_the_default_call_limit() {
+    let runtime = devin_bridge::engine::Runtime::new(devin_bridge::engine::RuntimeConfig {
+        memory_bytes: 256 << 20,
+        call_timeout: std::time::Duration::from_millis(2_000),
+        max_instances: 4,
+        fuel: None,
+    })
+    .expect("runtime");
+    let envelope = Loaded::from_file(
+        &runtime,
+        &common::test_cache(),
+        TransformKind::Envelope,
+        &common::component("envelope"),
+        None,
+    )
+    .expect("the envelope loads");
+    let near_limit =
+        |unit: &str| unit.repeat((devin_bridge_envelope::MAX_TEXT_BYTES - 512) / unit.len());
+    for output in [
+        near_limit("{"),
+        near_limit("{\"a\":"),
+        near_limit("{\"a\":["),
+        near_limit("{\"\\\"{"),
+        near_limit("\"{\":"),
+    ] {
+        let started = std::time::Instant::now();
+        let answer = envelope
+            .call(
+                &runtime,
+                &Call::ParseReview {
+                    output: output.clone(),
+                },
+            )
+            .unwrap_or_else(|error| panic!("{:?}…: {error}", &output[..8]));
+        eprintln!("{:?}…: {:?}", &output[..8], started.elapsed());
+        match answer {
+            devin_bridge::engine::Answer::Review(Err(failure)) => {
+                assert_eq!(failure.code, "review_missing", "{failure}");
+            }
+            other => panic!("unexpected answer {other:?}"),
+        }
     }
 }
 
@@ -234,6 +388,16 @@ fn a_byte_different_twin_that_keeps_the_contract_is_accepted_for_every_transform
     assert_ne!(
         twin_failure.message, real_failure.message,
         "the twin rewords failures"
+    );
+    let twin_review = transforms
+        .parse_review("no review here".into())
+        .expect("engine")
+        .expect_err("missing");
+    assert_eq!(twin_review.code, "review_missing");
+    assert!(
+        twin_review.message.ends_with("(twin build)"),
+        "the swapped-in envelope answers parse_review: {}",
+        twin_review.message
     );
     let twin_body = transforms.render_json(head, reply).expect("render");
     assert_ne!(twin_body, real_body, "the twin spaces its JSON");

@@ -70,7 +70,7 @@ fn write_value(value: &Value, out: &mut String) {
 /// A JSON string literal, escaped like serde_json: the short escapes for `"`, `\`, backspace,
 /// form feed, newline, carriage return and tab, `\u00xx` (lowercase) for other controls, and
 /// everything else (DEL, non-ASCII, U+2028) verbatim.
-fn write_string(text: &str, out: &mut String) {
+pub(crate) fn write_string(text: &str, out: &mut String) {
     out.reserve(text.len() + 2);
     out.push('"');
     for c in text.chars() {

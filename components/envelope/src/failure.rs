@@ -18,6 +18,8 @@ pub(crate) mod codes {
     pub const INVALID_TOOL_ARGUMENTS: &str = "invalid_tool_arguments";
     pub const INVALID_TOOL_SCHEMA: &str = "invalid_tool_schema";
     pub const INVALID_TOOLS: &str = "invalid_tools";
+    pub const REVIEW_MISSING: &str = "review_missing";
+    pub const REVIEW_INVALID: &str = "review_invalid";
 }
 
 /// The status of every failure the agent's output causes: a bad gateway answer, not a bad request.
@@ -173,5 +175,31 @@ pub(crate) fn invalid_tools(reason: &str) -> Failure {
     Failure::invalid(
         codes::INVALID_TOOLS,
         format!("the tools list is invalid: {reason}"),
+    )
+}
+
+/// A review reply that cannot be used: a bad gateway answer, and not one a repair prompt is
+/// spent on (the reviewer runs read-only and the caller decides whether to ask again).
+fn review(code: &str, message: String) -> Failure {
+    Failure {
+        code: code.to_owned(),
+        message,
+        status: AGENT_STATUS,
+        repairable: false,
+    }
+}
+
+pub(crate) fn review_missing() -> Failure {
+    review(
+        codes::REVIEW_MISSING,
+        "the review reply contains no JSON object".to_owned(),
+    )
+}
+
+/// `problem` names a field path and what it must be; it never quotes the agent's text.
+pub(crate) fn review_invalid(problem: &str) -> Failure {
+    review(
+        codes::REVIEW_INVALID,
+        format!("the review reply is invalid: {problem}"),
     )
 }

@@ -1,8 +1,12 @@
 //! The `envelope` transform: the summarizer agent's raw output becomes either final text or
 //! exactly one client-owned tool call, checked against the request's tools.
 //!
-//! This is the native logic; the wasm component is a thin shell around [`parse`] and
-//! [`narrates_unexecuted_action`]. Nothing here touches the world (no clock, no randomness, no
+//! It also validates a read-only reviewer's reply: [`parse_review`] takes the first JSON object
+//! of the reply, checks it against the review shape and returns it in canonical form (the
+//! rules are in `review.rs`).
+//!
+//! This is the native logic; the wasm component is a thin shell around [`parse`],
+//! [`narrates_unexecuted_action`] and [`parse_review`]. Nothing here touches the world (no clock, no randomness, no
 //! files, no network), so native and wasm answers are identical.
 //!
 //! # `parse`, rule by rule
@@ -53,6 +57,7 @@ mod canonical;
 mod failure;
 mod json;
 mod narration;
+mod review;
 mod scan;
 mod schema;
 mod tools;
@@ -61,6 +66,10 @@ mod tools;
 mod wasm;
 
 pub use devin_bridge_types::{Failure, Reply, ToolCall};
+pub use review::{
+    first_json_object, parse_review, MAX_FIELD_CHARS, MAX_FINDINGS, MAX_SCAN_DEPTH,
+    MAX_SUMMARY_CHARS, MAX_TEXT_BYTES,
+};
 
 use serde_json::{Map, Value};
 

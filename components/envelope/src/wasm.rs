@@ -19,17 +19,25 @@ impl Guest for Component {
                 name: call.name,
                 input: call.input,
             })),
-            Err(failure) => Err(Failure {
-                code: failure.code,
-                message: failure.message,
-                status: failure.status,
-                repairable: failure.repairable,
-            }),
+            Err(failure) => Err(wit_failure(failure)),
         }
     }
 
     fn narrates_unexecuted_action(output: String) -> bool {
         crate::narrates_unexecuted_action(&output)
+    }
+
+    fn parse_review(output: String) -> Result<String, Failure> {
+        crate::parse_review(&output).map_err(wit_failure)
+    }
+}
+
+fn wit_failure(failure: crate::Failure) -> Failure {
+    Failure {
+        code: failure.code,
+        message: failure.message,
+        status: failure.status,
+        repairable: failure.repairable,
     }
 }
 

@@ -3,7 +3,7 @@
 //! The format is described in `tests/fixtures/README.md`. Expected values are exact; a change in
 //! wording is a deliberate fixture update.
 
-use devin_bridge_envelope::{narrates_unexecuted_action, parse};
+use devin_bridge_envelope::{narrates_unexecuted_action, parse, parse_review};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -92,6 +92,10 @@ fn run(case: &Case) -> Value {
         "narrates_unexecuted_action" => {
             json!({ "ok": narrates_unexecuted_action(string_arg(case, "output")) })
         }
+        "parse_review" => match parse_review(string_arg(case, "output")) {
+            Ok(review) => json!({ "ok": review }),
+            Err(failure) => json!({ "err": failure }),
+        },
         other => panic!("{}: unknown call {other:?}", case.file),
     }
 }
@@ -129,7 +133,7 @@ fn every_fixture_matches_the_native_library() {
 }
 
 #[test]
-fn fixtures_cover_every_code_and_both_calls() {
+fn fixtures_cover_every_code_and_every_call() {
     let cases: Vec<Case> = std::fs::read_dir(fixtures_dir())
         .expect("the fixture directory exists")
         .map(|entry| entry.expect("readable directory entry").path())
@@ -150,6 +154,8 @@ fn fixtures_cover_every_code_and_both_calls() {
         "invalid_tool_arguments",
         "invalid_tool_schema",
         "invalid_tools",
+        "review_missing",
+        "review_invalid",
     ] {
         assert!(codes.contains(&code), "no fixture expects {code}");
     }
@@ -170,4 +176,10 @@ fn fixtures_cover_every_code_and_both_calls() {
             "no heuristic fixture expects {value}"
         );
     }
+    assert!(
+        cases
+            .iter()
+            .any(|case| case.call == "parse_review" && case.expect.get("ok").is_some()),
+        "no review fixture expects a valid review"
+    );
 }

@@ -172,6 +172,9 @@ pub enum Call {
     NarratesUnexecutedAction {
         output: String,
     },
+    ParseReview {
+        output: String,
+    },
     StreamStart {
         head: MessageHead,
     },
@@ -224,6 +227,8 @@ pub enum Answer {
     Model(Result<String, Failure>),
     Environment(Result<Vec<(String, String)>, Failure>),
     Resolved(Result<ResolvedModel, Failure>),
+    /// A review reply in canonical JSON, or why it was refused.
+    Review(Result<String, Failure>),
 }
 
 impl Call {
@@ -232,7 +237,9 @@ impl Call {
         use super::TransformKind as K;
         match self {
             Call::Serialize { .. } | Call::Repair { .. } => K::Serializer,
-            Call::Parse { .. } | Call::NarratesUnexecutedAction { .. } => K::Envelope,
+            Call::Parse { .. }
+            | Call::NarratesUnexecutedAction { .. }
+            | Call::ParseReview { .. } => K::Envelope,
             Call::StreamStart { .. }
             | Call::StreamPing
             | Call::StreamFinish { .. }
@@ -352,6 +359,12 @@ pub(crate) fn call_instance(
             instance
                 .devin_bridge_transforms_envelope()
                 .call_narrates_unexecuted_action(&mut *store, output)?,
+        ),
+        (Instance::Envelope(instance), Call::ParseReview { output }) => Answer::Review(
+            instance
+                .devin_bridge_transforms_envelope()
+                .call_parse_review(&mut *store, output)?
+                .map_err(|f| checked_failure(K::Envelope, f.into())),
         ),
         (Instance::Sse(instance), call) => {
             let sse = instance.devin_bridge_transforms_sse();

@@ -21,6 +21,9 @@
 //!   JSON object equal (as a JSON value) to the expected one, and a well-formed id
 //!   (`devin_call_` followed by 16 lowercase hex digits, as the envelope makes them);
 //! - `narrates_unexecuted_action`: the same flag;
+//! - `parse_review`: the same review, as the same JSON value and in the same canonical spelling
+//!   (compact, known fields only, fixed order): the output is the one text a review has, so
+//!   callers may compare or hash it;
 //! - `stream_start`, `stream_ping`, `stream_finish`, `render_stream`, `error_event`: the output
 //!   is a well-formed event stream (events separated by a blank line, each with one `event:`
 //!   line and `data:` lines, comments allowed, nothing else), with the same sequence of event
@@ -120,6 +123,7 @@ fn check_ok(call: &Call, expected: &Value, actual: &Value) -> Result<(), String>
             Ok(())
         }
         Call::Parse { .. } => check_reply(expected, actual),
+        Call::ParseReview { .. } => check_review(expected, actual),
         Call::NarratesUnexecutedAction { .. } | Call::Validate { .. } => {
             same(expected, actual, "the answer")
         }
@@ -264,6 +268,27 @@ fn check_reply(expected: &Value, actual: &Value) -> Result<(), String> {
     if !well_formed_tool_id(id) {
         return Err(format!(
             "the tool id {id:?} is malformed (expected {TOOL_ID_PREFIX} and {TOOL_ID_HEX_DIGITS} lowercase hex digits)"
+        ));
+    }
+    Ok(())
+}
+
+/// The same review as the same JSON value, then the same canonical text.
+fn check_review(expected: &Value, actual: &Value) -> Result<(), String> {
+    let want_text = expected
+        .as_str()
+        .ok_or("the fixture's review is not a string")?;
+    let got_text = actual.as_str().ok_or("the review is not a string")?;
+    let want: Value = serde_json::from_str(want_text)
+        .map_err(|error| format!("the fixture's review: {error}"))?;
+    let got: Value = serde_json::from_str(got_text)
+        .map_err(|error| format!("the review is not JSON ({error})"))?;
+    same(&want, &got, "the review")?;
+    if want_text != got_text {
+        return Err(format!(
+            "the review {} is not in the canonical form {}",
+            excerpt(got_text),
+            excerpt(want_text)
         ));
     }
     Ok(())

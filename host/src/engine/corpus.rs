@@ -127,6 +127,9 @@ pub fn decode_call(call_name: &str, args: &Value) -> Result<Call, String> {
         "narrates_unexecuted_action" => Call::NarratesUnexecutedAction {
             output: string(args, "output")?,
         },
+        "parse_review" => Call::ParseReview {
+            output: string(args, "output")?,
+        },
         "stream_start" => Call::StreamStart {
             head: typed(args, "head")?,
         },
@@ -214,6 +217,7 @@ pub fn answer_json(answer: &Answer) -> Value {
         Answer::Model(result) => outcome(result),
         Answer::Environment(result) => outcome(result),
         Answer::Resolved(result) => outcome(result),
+        Answer::Review(result) => outcome(result),
     }
 }
 

@@ -334,6 +334,15 @@ impl Transforms {
         }
     }
 
+    /// A read-only reviewer's reply, validated by the envelope component: the first JSON object
+    /// of `output` in canonical form, or `review_missing` / `review_invalid`.
+    pub fn parse_review(&self, output: String) -> Result<Result<String, Failure>, EngineError> {
+        match self.call(&Call::ParseReview { output })? {
+            Answer::Review(result) => Ok(result),
+            other => Err(mismatch(TransformKind::Envelope, &other)),
+        }
+    }
+
     pub fn stream_start(&self, head: MessageHead) -> Result<String, EngineError> {
         self.text(Call::StreamStart { head }, TransformKind::Sse)
     }

@@ -232,3 +232,56 @@ fn a_prompt_keeps_model_stream_tokens_and_tools_but_may_reword_its_framing() {
         );
     }
 }
+
+#[test]
+fn a_review_must_be_the_same_value_in_the_same_canonical_spelling() {
+    let case = case(TransformKind::Envelope, "review_valid.json");
+    let text = case.expect["ok"].as_str().expect("review").to_owned();
+    check(&case.call, &case.expect, &json!({ "ok": text.clone() })).expect("itself");
+    let value: Value = serde_json::from_str(&text).expect("json");
+    let pretty = serde_json::to_string_pretty(&value).expect("pretty");
+    let error = check(&case.call, &case.expect, &json!({ "ok": pretty })).expect_err("spelling");
+    assert!(error.contains("not in the canonical form"), "{error}");
+    let reordered = value.to_string(); // serde_json sorts keys: findings first
+    assert_ne!(reordered, text);
+    let error =
+        check(&case.call, &case.expect, &json!({ "ok": reordered })).expect_err("key order");
+    assert!(error.contains("not in the canonical form"), "{error}");
+    let other_verdict = text.replacen("request_changes", "approve", 1);
+    let error =
+        check(&case.call, &case.expect, &json!({ "ok": other_verdict })).expect_err("verdict");
+    assert!(error.contains("the review"), "{error}");
+    assert!(error.contains("differs from the expected"), "{error}");
+    let error = check(&case.call, &case.expect, &json!({ "ok": "not json" })).expect_err("json");
+    assert!(error.contains("the review is not JSON"), "{error}");
+}
+
+#[test]
+fn an_invalid_review_passed_through_is_refused() {
+    let case = case(TransformKind::Envelope, "review_bad_line.json");
+    let Call::ParseReview { output } = &case.call else {
+        panic!("review_bad_line.json is a parse_review case");
+    };
+    let error = check(&case.call, &case.expect, &json!({ "ok": output })).expect_err("passed");
+    assert!(
+        error.contains("expected the failure review_invalid (502), got a success"),
+        "{error}"
+    );
+    let missing = check(
+        &case.call,
+        &case.expect,
+        &with(&case.expect, "/err/code", json!("review_missing")),
+    )
+    .expect_err("code");
+    assert!(
+        missing.contains("differs from the expected review_invalid"),
+        "{missing}"
+    );
+    let repairable = check(
+        &case.call,
+        &case.expect,
+        &with(&case.expect, "/err/repairable", json!(true)),
+    )
+    .expect_err("repairable");
+    assert!(repairable.contains("repairable"), "{repairable}");
+}

@@ -119,6 +119,12 @@ mod wasm {
         fn narrates_unexecuted_action(output: String) -> bool {
             devin_bridge_envelope::narrates_unexecuted_action(&output)
         }
+
+        fn parse_review(output: String) -> Result<String, Failure> {
+            devin_bridge_envelope::parse_review(&output)
+                .map_err(wit_failure)
+                .map_err(reworded)
+        }
     }
 
     impl sse::Guest for Component {

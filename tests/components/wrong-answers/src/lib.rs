@@ -3,7 +3,8 @@
 //! host's self-test with a message that names the fixture and what differs:
 //!
 //! - serializer: a client error (4xx) is reported as a server error (5xx);
-//! - envelope: tool-call ids in upper case (outside the id charset);
+//! - envelope: tool-call ids in upper case (outside the id charset), and review replies that
+//!   fail validation passed through unchecked (the agent's first JSON object, as it wrote it);
 //! - sse: a finished stream without its `message_stop` event;
 //! - model-alias: failure codes that are not the stable ones.
 
@@ -67,6 +68,16 @@ mod wasm {
 
         fn narrates_unexecuted_action(output: String) -> bool {
             devin_bridge_envelope::narrates_unexecuted_action(&output)
+        }
+
+        fn parse_review(output: String) -> Result<String, Failure> {
+            match devin_bridge_envelope::parse_review(&output) {
+                Ok(review) => Ok(review),
+                Err(failure) => match devin_bridge_envelope::first_json_object(&output) {
+                    Some(object) if failure.code == "review_invalid" => Ok(object.to_owned()),
+                    _ => Err(wit_failure(failure)),
+                },
+            }
         }
     }
 
