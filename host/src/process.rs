@@ -185,7 +185,14 @@ impl Sandboxed {
     }
 
     /// Close stdin, a moment to exit, SIGTERM the group, wait the grace, SIGKILL the group, reap.
-    pub async fn shutdown(mut self) -> Ended {
+    pub async fn shutdown(self) -> Ended {
+        let exit_wait = EXIT_WAIT.min(self.kill_grace);
+        self.shutdown_after(exit_wait).await
+    }
+
+    /// As [`Sandboxed::shutdown`], giving the child `exit_wait` to exit by itself once its stdin
+    /// is closed (an agent that finishes writing its session before it exits needs longer).
+    pub async fn shutdown_after(mut self, exit_wait: Duration) -> Ended {
         self.stdin = None;
         self.stdout = None;
         let Some(mut child) = self.child.take() else {
@@ -205,8 +212,7 @@ impl Sandboxed {
             };
         }
         // Closing stdin asks a well-behaved agent to exit on its own; give it a moment first.
-        if let Ok(Ok(status)) =
-            tokio::time::timeout(EXIT_WAIT.min(self.kill_grace), child.wait()).await
+        if let Ok(Ok(status)) = tokio::time::timeout(exit_wait, child.wait()).await
         {
             let _ = killpg(self.pgid, Signal::SIGKILL);
             return Ended {

@@ -24,16 +24,26 @@ pub enum AcpError {
         message: String,
         kind: Option<String>,
     },
-    #[error("the agent is rate limited or out of quota")]
+    #[error("the agent is rate limited")]
     RateLimited,
+    #[error("the agent's account is out of quota")]
+    QuotaExceeded,
+    /// The agent's own service failed or could not be reached (`ServerError`, `NetworkError`).
+    #[error("the agent's service failed or could not be reached")]
+    Network,
     #[error("the agent's account is not authenticated")]
     Unauthenticated,
     #[error("the agent exited before finishing the turn")]
     EarlyExit,
     #[error("the agent's output exceeded the {0} byte limit")]
     OutputTooLarge(usize),
+    /// A tool call from an agent that may run none (the summarizer).
     #[error("the agent tried to run a tool itself; the turn was stopped")]
     UnauthorizedTool,
+    /// A tool call the mode's tool list does not allow; the agent was killed. `tool` is the
+    /// tool's name, or its ACP kind when it gave none (`unidentified` when neither helps).
+    #[error("the agent tried to run a tool it may not use ({tool}); the turn was stopped")]
+    ToolRefused { tool: String },
     #[error("the agent did not finish within {0} ms")]
     Timeout(u64),
     #[error("the agent stopped without completing the turn ({0})")]
@@ -53,10 +63,13 @@ impl AcpError {
             AcpError::WrongSession => "agent_wrong_session",
             AcpError::Rpc { .. } => "agent_error",
             AcpError::RateLimited => "agent_rate_limited",
+            AcpError::QuotaExceeded => "agent_quota_exceeded",
+            AcpError::Network => "agent_network",
             AcpError::Unauthenticated => "agent_unauthenticated",
             AcpError::EarlyExit => "agent_exited",
             AcpError::OutputTooLarge(_) => "agent_output_too_large",
             AcpError::UnauthorizedTool => "unauthorized_tool_execution",
+            AcpError::ToolRefused { .. } => "tool_refused",
             AcpError::Timeout(_) => "agent_timeout",
             AcpError::Stopped(_) => "agent_stopped",
             AcpError::Io(_) => "agent_io",
@@ -68,9 +81,28 @@ impl AcpError {
     pub fn status(&self) -> u16 {
         match self {
             AcpError::Spawn(_) => 503,
-            AcpError::RateLimited => 429,
+            AcpError::RateLimited | AcpError::QuotaExceeded => 429,
             AcpError::Timeout(_) => 504,
             _ => 502,
         }
+    }
+
+    /// Devin's `cognition.ai/errorKind` behind this error, when it came from one (or is its
+    /// meaning: `-32000` is `Unauthenticated`). `Network` answers `NetworkError` for both
+    /// `ServerError` and `NetworkError`.
+    pub fn error_kind(&self) -> Option<&str> {
+        match self {
+            AcpError::RateLimited => Some("RateLimited"),
+            AcpError::QuotaExceeded => Some("QuotaExceeded"),
+            AcpError::Unauthenticated => Some("Unauthenticated"),
+            AcpError::Network => Some("NetworkError"),
+            AcpError::Rpc { kind, .. } => kind.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Whether the agent was killed at once for trying to run a tool.
+    pub fn is_tool_refusal(&self) -> bool {
+        matches!(self, AcpError::UnauthorizedTool | AcpError::ToolRefused { .. })
     }
 }

@@ -39,28 +39,31 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     }
 
     /// The next message; `Ok(None)` at end of stream. Blank lines are skipped.
+    ///
+    /// Cancel safe: a line cut short by a timeout stays buffered and is completed by the next
+    /// call, so a connection stays in step after a caller stopped waiting.
     pub async fn next(&mut self) -> Result<Option<Incoming>, AcpError> {
         loop {
-            self.buffer.clear();
-            let limit = u64::try_from(self.max_line)
-                .unwrap_or(u64::MAX)
-                .saturating_add(1);
+            let limit = u64::try_from(self.max_line.saturating_add(1).saturating_sub(self.buffer.len()))
+                .unwrap_or(u64::MAX);
             let read = (&mut self.reader)
                 .take(limit)
                 .read_until(b'\n', &mut self.buffer)
                 .await
                 .map_err(AcpError::Io)?;
-            if read == 0 {
+            if read == 0 && self.buffer.is_empty() {
                 return Ok(None);
             }
             if self.buffer.last() != Some(&b'\n') && self.buffer.len() > self.max_line {
+                self.buffer.clear();
                 return Err(AcpError::OutputTooLarge(self.max_line));
             }
             let line = self.buffer.trim_ascii();
-            if line.is_empty() {
-                continue;
+            let parsed = (!line.is_empty()).then(|| parse(line));
+            self.buffer.clear();
+            if let Some(parsed) = parsed {
+                return parsed.map(Some);
             }
-            return parse(line).map(Some);
         }
     }
 }
@@ -99,6 +102,11 @@ pub(crate) fn parse(line: &[u8]) -> Result<Incoming, AcpError> {
 /// A request frame, newline-terminated.
 pub fn request(id: u64, method: &str, params: Value) -> Vec<u8> {
     line(serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
+}
+
+/// A notification frame, newline-terminated.
+pub fn notification(method: &str, params: Value) -> Vec<u8> {
+    line(serde_json::json!({ "jsonrpc": "2.0", "method": method, "params": params }))
 }
 
 /// A response frame, newline-terminated.
@@ -140,6 +148,24 @@ mod tests {
         assert!(matches!(frames[1], Ok(Some(Incoming::Notification { .. }))));
         assert!(matches!(frames[2], Ok(Some(Incoming::Request { .. }))));
         assert!(matches!(frames[3], Ok(None)));
+    }
+
+    #[tokio::test]
+    async fn a_read_cut_short_by_a_timeout_resumes_in_step() {
+        let (mut writer, reader) = tokio::io::duplex(1024);
+        let mut frames = FrameReader::new(reader, 1024);
+        use tokio::io::AsyncWriteExt;
+        writer
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":")
+            .await
+            .unwrap();
+        let cut = tokio::time::timeout(std::time::Duration::from_millis(50), frames.next()).await;
+        assert!(cut.is_err(), "half a line is not a frame");
+        writer.write_all(b"\"late\"}\n").await.unwrap();
+        match frames.next().await {
+            Ok(Some(Incoming::Notification { method, .. })) => assert_eq!(method, "late"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[tokio::test]

@@ -1,12 +1,19 @@
-//! A JSON-RPC client for the Agent Client Protocol over a child's stdio, used for one
-//! summarizer turn per process: `initialize`, `session/new`, `session/prompt`, collect the
-//! message chunks, fail closed on anything else the agent tries.
+//! A client for the Agent Client Protocol over a child's stdio, in the protocol's own types
+//! (`agent_client_protocol_schema::v1`). [`AgentConnection`] serves every mode: the summarizer
+//! runs one tool-less turn per process ([`Agent`], [`AgentPool`]); companion mode runs the full
+//! agent with its own [`ToolGate`].
 
+mod connection;
 mod error;
 pub(crate) mod frame;
+mod gate;
 mod pool;
 mod turn;
 
+pub use connection::{
+    AgentConnection, AgentLimits, AgentStopped, Ended, PromptOutcome, MAX_AGENT_MESSAGE_BYTES,
+};
 pub use error::AcpError;
+pub use gate::{NoTools, ToolCallSeen, ToolGate, TOOL_NAME_META};
 pub use pool::{AgentPool, PoolStats};
-pub use turn::{Agent, AgentLimits, TurnOutput};
+pub use turn::{Agent, TurnOutput};

@@ -1,0 +1,584 @@
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use super::*;
+use crate::acp::NoTools;
+
+// ---- notifications, without a process ----
+
+fn prompt_phase<'a>(turn: &'a mut Turn, gate: &'a dyn ToolGate) -> Phase<'a> {
+    Phase::Prompt {
+        session: "s",
+        turn,
+        gate,
+    }
+}
+
+fn chunk(session: &str, text: &str) -> Value {
+    json!({"sessionId": session, "update": {"sessionUpdate": "agent_message_chunk",
+           "content": {"type": "text", "text": text}}})
+}
+
+#[test]
+fn updates_are_collected_checked_and_tool_calls_refused() {
+    let mut turn = Turn::new(100);
+    let mut allowed = HashMap::new();
+    let mut phase = prompt_phase(&mut turn, &NoTools);
+    phase
+        .notification("session/update", &chunk("s", "Hel"), &mut allowed)
+        .expect("chunk");
+    phase
+        .notification(
+            "$/update",
+            &json!({"sessionId":"s","type":"agent_message_chunk","content":{"type":"text","text":"lo"}}),
+            &mut allowed,
+        )
+        .expect("legacy");
+    for tolerated in [
+        json!({"sessionId":"s","update":{"sessionUpdate":"plan","entries":[]}}),
+        json!({"sessionId":"s","update":{"sessionUpdate":"a_variant_from_the_future","x":1}}),
+        json!({"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"image","data":"","mimeType":"image/png"}}}),
+    ] {
+        phase
+            .notification("session/update", &tolerated, &mut allowed)
+            .expect("tolerated");
+    }
+    phase
+        .notification("_cognition.ai/unknown", &json!({}), &mut allowed)
+        .expect("vendor");
+    assert!(matches!(
+        phase.notification("session/update", &chunk("other", "x"), &mut allowed),
+        Err(AcpError::WrongSession)
+    ));
+    assert!(matches!(
+        phase.notification("session/update", &json!({"update": {}}), &mut allowed),
+        Err(AcpError::WrongSession)
+    ));
+    for kind in ["tool_call", "tool_call_update"] {
+        let update =
+            json!({"sessionId":"s","update":{"sessionUpdate":kind,"toolCallId":"c","title":"t"}});
+        assert!(matches!(
+            phase.notification("session/update", &update, &mut allowed),
+            Err(AcpError::UnauthorizedTool)
+        ));
+    }
+    // Unreadable as a tool call (no id, no title): still a tool call.
+    assert!(matches!(
+        phase.notification(
+            "session/update",
+            &json!({"sessionId":"s","update":{"sessionUpdate":"tool_call"}}),
+            &mut allowed
+        ),
+        Err(AcpError::UnauthorizedTool)
+    ));
+    assert!(matches!(
+        phase.notification("session/update", &chunk("s", &"y".repeat(96)), &mut allowed),
+        Err(AcpError::OutputTooLarge(100))
+    ));
+    assert_eq!(turn.text, "Hello");
+}
+
+#[test]
+fn allowed_tools_are_listed_once_and_their_updates_pass() {
+    let reads = |call: &ToolCallSeen| call.tool_name().as_deref() == Some("read");
+    let mut turn = Turn::new(100);
+    let mut allowed = HashMap::new();
+    let mut phase = prompt_phase(&mut turn, &reads);
+    let call = json!({"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"c1",
+        "title":"Read a.rs","kind":"read","_meta":{"cognition.ai/toolName":"read"}}});
+    phase
+        .notification("session/update", &call, &mut allowed)
+        .expect("allowed");
+    // A later update without kind or name is the same tool.
+    let done = json!({"sessionId":"s","update":{"sessionUpdate":"tool_call_update",
+        "toolCallId":"c1","status":"completed"}});
+    phase
+        .notification("session/update", &done, &mut allowed)
+        .expect("update of an allowed call");
+    // An update that turns the call into another tool is checked again.
+    let switched = json!({"sessionId":"s","update":{"sessionUpdate":"tool_call_update",
+        "toolCallId":"c1","_meta":{"cognition.ai/toolName":"exec"}}});
+    match phase.notification("session/update", &switched, &mut allowed) {
+        Err(AcpError::ToolRefused { tool }) => assert_eq!(tool, "exec"),
+        other => panic!("{other:?}"),
+    }
+    // An update for a call never seen is a call of its own.
+    let unseen = json!({"sessionId":"s","update":{"sessionUpdate":"tool_call_update",
+        "toolCallId":"c9","kind":"delete"}});
+    match phase.notification("session/update", &unseen, &mut allowed) {
+        Err(AcpError::ToolRefused { tool }) => assert_eq!(tool, "delete"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(turn.tool_calls.len(), 1);
+    assert_eq!(turn.tool_calls[0].id, "c1");
+    assert_eq!(turn.tool_calls[0].title, "Read a.rs");
+}
+
+#[test]
+fn tool_calls_outside_a_prompt_are_refused_and_replays_drained() {
+    let mut allowed = HashMap::new();
+    let call = json!({"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"c",
+        "title":"t","kind":"read"}});
+    assert!(matches!(
+        Phase::Session("s").notification("session/update", &call, &mut allowed),
+        Err(AcpError::ToolRefused { .. })
+    ));
+    assert!(matches!(
+        Phase::Setup { seen: None }.notification("session/update", &call, &mut allowed),
+        Err(AcpError::ToolRefused { .. })
+    ));
+    assert!(matches!(
+        Phase::Idle.notification("session/update", &chunk("s", "x"), &mut allowed),
+        Err(AcpError::WrongSession)
+    ));
+    let mut replay = Phase::Replay("s");
+    replay
+        .notification("session/update", &call, &mut allowed)
+        .expect("history is not run");
+    replay
+        .notification("session/update", &chunk("s", "old"), &mut allowed)
+        .expect("history text");
+    assert!(matches!(
+        replay.notification("session/update", &chunk("t", "x"), &mut allowed),
+        Err(AcpError::WrongSession)
+    ));
+    let mut setup = Phase::Setup { seen: None };
+    setup
+        .notification("session/update", &chunk("new", "x"), &mut allowed)
+        .expect("first");
+    assert!(matches!(
+        setup.notification("session/update", &chunk("other", "x"), &mut allowed),
+        Err(AcpError::WrongSession)
+    ));
+    assert!(allowed.is_empty());
+}
+
+#[test]
+fn vendor_statistics_are_collected_for_this_session_only() {
+    let mut turn = Turn::new(100);
+    let mut allowed = HashMap::new();
+    let mut phase = prompt_phase(&mut turn, &NoTools);
+    phase
+        .notification(
+            AGENT_STOPPED,
+            &json!({"sessionId":"other","cause":"error","stats":{"modelLabel":"X"}}),
+            &mut allowed,
+        )
+        .expect("other session");
+    phase
+        .notification(
+            TURN_STATS,
+            &json!({"sessionId":"s","modelLabel":"SWE-1.7","elapsedMs":3}),
+            &mut allowed,
+        )
+        .expect("turn stats");
+    let stats = json!({"inputTokens": 10, "outputTokens": 2, "modelLabel": "SWE-1.7 (mock)"});
+    phase
+        .notification(
+            AGENT_STOPPED,
+            &json!({"sessionId":"s","cause":"complete","stats":stats}),
+            &mut allowed,
+        )
+        .expect("agent stopped");
+    assert_eq!(turn.turn_stats_model.as_deref(), Some("SWE-1.7"));
+    assert_eq!(
+        turn.stopped,
+        Some(AgentStopped {
+            cause: "complete".into(),
+            model_label: Some("SWE-1.7 (mock)".into()),
+            stats,
+        })
+    );
+}
+
+#[test]
+fn rpc_errors_are_classified() {
+    let kind = |kind: &str| {
+        rpc_error(json!({"code":-32603,"message":"x","data":{"cognition.ai/errorKind":kind}}))
+    };
+    assert!(matches!(kind("RateLimited"), AcpError::RateLimited));
+    assert!(matches!(kind("QuotaExceeded"), AcpError::QuotaExceeded));
+    assert!(matches!(kind("ServerError"), AcpError::Network));
+    assert!(matches!(kind("NetworkError"), AcpError::Network));
+    assert!(matches!(kind("Unauthenticated"), AcpError::Unauthenticated));
+    assert_eq!(kind("QuotaExceeded").error_kind(), Some("QuotaExceeded"));
+    match kind("SomethingNew") {
+        error @ AcpError::Rpc { .. } => assert_eq!(error.error_kind(), Some("SomethingNew")),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        rpc_error(json!({"code":-32000,"message":"auth"})),
+        AcpError::Unauthenticated
+    ));
+    // The raw message is handed over as is (cleaning is the mode's job), only bounded.
+    match rpc_error(json!({"code":-32603,"message":"failed reading /home/user/.secret now"})) {
+        AcpError::Rpc { message, .. } => {
+            assert_eq!(message, "failed reading /home/user/.secret now")
+        }
+        other => panic!("{other:?}"),
+    }
+    match rpc_error(json!({"code":-32603})) {
+        AcpError::Rpc { message, .. } => assert_eq!(message, ""),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn agent_messages_are_bounded_at_a_character_boundary() {
+    let long = format!("a{}", "é".repeat(MAX_AGENT_MESSAGE_BYTES));
+    match rpc_error(json!({"code":-32603,"message":long})) {
+        AcpError::Rpc { message, .. } => {
+            assert!(message.len() <= MAX_AGENT_MESSAGE_BYTES);
+            assert!(message.len() >= MAX_AGENT_MESSAGE_BYTES - 1);
+            assert!(long.starts_with(&message));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn stop_reasons_are_typed_and_unknown_ones_are_stops() {
+    assert_eq!(
+        stop_reason(&json!({"stopReason":"max_tokens"})).unwrap(),
+        v1::StopReason::MaxTokens
+    );
+    match stop_reason(&json!({"stopReason":"out_of_patience"})) {
+        Err(AcpError::Stopped(reason)) => assert_eq!(reason, "out_of_patience"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        stop_reason(&json!({})),
+        Err(AcpError::MalformedFrame)
+    ));
+}
+
+// ---- scripted agents ----
+
+/// Frames the scripted agents answer with; requests are numbered from 0 in the order sent.
+const INIT: &str = r#"read -r l; echo '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true},"authMethods":[]}}'"#;
+const NEW: &str = r#"read -r l; echo '{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1","modes":{"currentModeId":"smart","availableModes":[{"id":"smart","name":"Smart"}]}}}'"#;
+
+fn limits() -> AgentLimits {
+    AgentLimits {
+        init_timeout: Duration::from_secs(10),
+        turn_timeout: Duration::from_secs(20),
+        output_cap: 1 << 20,
+    }
+}
+
+fn agent(script: &str) -> Spec {
+    Spec {
+        program: PathBuf::from("/bin/sh"),
+        args: vec!["-c".into(), script.into()],
+        cwd: std::env::temp_dir(),
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        stderr_tail_bytes: 4096,
+        kill_grace: Duration::from_millis(300),
+        identity: None,
+    }
+}
+
+fn text(prompt: &str) -> Vec<v1::ContentBlock> {
+    vec![v1::ContentBlock::from(prompt.to_owned())]
+}
+
+/// `Some(true)` running or sleeping, `Some(false)` zombie or dead, from `/proc/<pid>/stat`.
+fn live(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(") ")
+                .and_then(|(_, rest)| rest.chars().next())
+        })
+        .is_some_and(|state| state != 'Z' && state != 'X')
+}
+
+#[tokio::test]
+async fn a_prompt_reports_usage_exactly_statistics_and_permissions() {
+    let script = format!(
+        r#"{INIT}
+{NEW}
+read -r l
+echo '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"before "}}}}}}}}'
+echo '{{"jsonrpc":"2.0","id":"p1","method":"session/request_permission","params":{{"sessionId":"s1","toolCall":{{"toolCallId":"c"}},"options":[]}}}}'
+read -r answer; echo "answer1 $answer" >&2
+echo '{{"jsonrpc":"2.0","id":"p2","method":"session/request_permission","params":{{"sessionId":"s1","toolCall":{{"toolCallId":"c"}},"options":[]}}}}'
+read -r answer; echo "answer2 $answer" >&2
+echo '{{"jsonrpc":"2.0","id":"f1","method":"fs/read_text_file","params":{{"sessionId":"s1","path":"/etc/passwd"}}}}'
+read -r answer; echo "answer3 $answer" >&2
+echo '{{"jsonrpc":"2.0","method":"_cognition.ai/turn_stats","params":{{"sessionId":"s1","modelLabel":"SWE-1.7"}}}}'
+echo '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"after"}}}}}}}}'
+echo '{{"jsonrpc":"2.0","id":2,"result":{{"stopReason":"end_turn","usage":{{"inputTokens":7,"outputTokens":3,"totalTokens":10}}}}}}'
+echo '{{"jsonrpc":"2.0","method":"_cognition.ai/agent_stopped","params":{{"sessionId":"s1","cause":"complete","stats":{{"modelLabel":"SWE-1.7 (x)"}}}}}}'
+read -r l
+"#
+    );
+    let mut connection = AgentConnection::start(&agent(&script), limits())
+        .await
+        .expect("start");
+    assert_eq!(
+        connection.initialize_response().protocol_version,
+        v1::ProtocolVersion::V1
+    );
+    assert!(connection.initialize_response().agent_capabilities.load_session);
+    let session = connection
+        .new_session(&std::env::temp_dir())
+        .await
+        .expect("session");
+    assert_eq!(&*session.session_id.0, "s1");
+    assert_eq!(
+        session.modes.map(|modes| modes.current_mode_id.0.to_string()),
+        Some("smart".to_owned())
+    );
+    let outcome = connection
+        .prompt("s1", text("hi"), &NoTools)
+        .await
+        .expect("prompt");
+    assert_eq!(outcome.stop_reason, v1::StopReason::EndTurn);
+    assert_eq!(outcome.text, "before after");
+    // Exactly as reported: no cached token counts appear that the agent did not send.
+    assert_eq!(
+        outcome.usage,
+        Some(json!({"inputTokens":7,"outputTokens":3,"totalTokens":10}))
+    );
+    assert_eq!(outcome.permission_requests, 2);
+    assert_eq!(outcome.turn_stats_model.as_deref(), Some("SWE-1.7"));
+    // agent_stopped came after the answer and was waited for.
+    let stopped = outcome.stopped.expect("agent_stopped");
+    assert_eq!(stopped.cause, "complete");
+    assert_eq!(stopped.model_label.as_deref(), Some("SWE-1.7 (x)"));
+    assert!(outcome.tool_calls.is_empty());
+    let ended = connection.close(Duration::from_secs(2)).await;
+    assert!(!ended.killed, "the agent exits by itself once stdin closes");
+    let answers: Vec<Value> = ended
+        .stderr_tail
+        .lines()
+        .filter_map(|line| line.split_once(' '))
+        .map(|(_, json)| serde_json::from_str(json).expect("answer frame"))
+        .collect();
+    assert_eq!(answers.len(), 3, "{}", ended.stderr_tail);
+    for (answer, id) in answers[..2].iter().zip(["p1", "p2"]) {
+        assert_eq!(answer["id"], id);
+        assert_eq!(answer["result"], json!({"outcome": {"outcome": "cancelled"}}));
+    }
+    assert_eq!(answers[2]["id"], "f1");
+    assert_eq!(answers[2]["error"]["code"], -32601);
+}
+
+#[tokio::test]
+async fn a_refused_tool_kills_the_process_group_at_once() {
+    let script = format!(
+        r#"{INIT}
+{NEW}
+read -r l
+sleep 300 &
+echo "grandchild $!" >&2
+echo '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{{"sessionUpdate":"tool_call","toolCallId":"c1","title":"Remove files","kind":"delete","status":"pending"}}}}}}'
+sleep 300
+echo '{{"jsonrpc":"2.0","id":2,"result":{{"stopReason":"end_turn"}}}}'
+"#
+    );
+    let mut connection = AgentConnection::start(&agent(&script), limits())
+        .await
+        .expect("start");
+    connection
+        .new_session(&std::env::temp_dir())
+        .await
+        .expect("session");
+    let leader = connection.pid();
+    let reads = |call: &ToolCallSeen| call.tool_name().as_deref() == Some("read");
+    let started = Instant::now();
+    match connection.prompt("s1", text("go"), &reads).await {
+        Err(AcpError::ToolRefused { tool }) => assert_eq!(tool, "delete"),
+        other => panic!("{other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // Killed, not asked: the leader dies without stdin being closed.
+    let mut dead = false;
+    for _ in 0..100 {
+        if !connection.is_alive() {
+            dead = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(dead, "leader {leader} survived the refusal");
+    let ended = connection.close(Duration::from_millis(100)).await;
+    let grandchild: i32 = ended
+        .stderr_tail
+        .lines()
+        .find_map(|line| line.strip_prefix("grandchild "))
+        .and_then(|pid| pid.trim().parse().ok())
+        .expect("grandchild pid");
+    for _ in 0..100 {
+        if !live(grandchild) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("grandchild {grandchild} survived the refusal");
+}
+
+#[tokio::test]
+async fn load_session_drains_the_replay_before_and_after_its_answer() {
+    let update = |body: &str| {
+        format!(
+            r#"echo '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"old","update":{body}}}}}'"#
+        )
+    };
+    let replayed_text =
+        update(r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"history "}}"#);
+    let replayed_user =
+        update(r#"{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"question"}}"#);
+    let replayed_tool = update(
+        r#"{"sessionUpdate":"tool_call","toolCallId":"old1","title":"Edit","kind":"edit"}"#,
+    );
+    let script = format!(
+        r#"{INIT}
+read -r l
+{replayed_user}
+{replayed_tool}
+{replayed_text}
+echo '{{"jsonrpc":"2.0","id":1,"result":{{"modes":{{"currentModeId":"ask","availableModes":[{{"id":"ask","name":"Ask"}}]}}}}}}'
+sleep 0.1
+{replayed_text}
+{replayed_tool}
+read -r l
+{answer}
+echo '{{"jsonrpc":"2.0","method":"_cognition.ai/agent_stopped","params":{{"sessionId":"old","cause":"complete","stats":{{}}}}}}'
+echo '{{"jsonrpc":"2.0","id":2,"result":{{"stopReason":"end_turn"}}}}'
+read -r l
+"#,
+        answer = update(
+            r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"new"}}"#
+        ),
+    );
+    let mut connection = AgentConnection::start(&agent(&script), limits())
+        .await
+        .expect("start");
+    let loaded = connection
+        .load_session("old", &std::env::temp_dir())
+        .await
+        .expect("load");
+    assert_eq!(
+        loaded.modes.map(|modes| modes.current_mode_id.0.to_string()),
+        Some("ask".to_owned())
+    );
+    let outcome = connection
+        .prompt("old", text("continue"), &NoTools)
+        .await
+        .expect("the replayed tool call is history, not a call");
+    assert_eq!(outcome.text, "new", "replayed text is not this prompt's");
+    connection.close(Duration::from_secs(1)).await;
+}
+
+#[tokio::test]
+async fn an_abandoned_request_is_answered_late_without_an_error() {
+    let script = format!(
+        r#"{INIT}
+{NEW}
+read -r l
+sleep 1
+echo '{{"jsonrpc":"2.0","id":2,"result":{{"stopReason":"cancelled"}}}}'
+read -r l
+echo "$l" >&2
+read -r l
+echo '{{"jsonrpc":"2.0","method":"_cognition.ai/agent_stopped","params":{{"sessionId":"s1","cause":"complete","stats":{{}}}}}}'
+echo '{{"jsonrpc":"2.0","id":3,"result":{{"stopReason":"end_turn"}}}}'
+read -r l
+"#
+    );
+    let mut quick = limits();
+    quick.turn_timeout = Duration::from_millis(300);
+    let mut connection = AgentConnection::start(&agent(&script), quick)
+        .await
+        .expect("start");
+    connection
+        .new_session(&std::env::temp_dir())
+        .await
+        .expect("session");
+    assert!(matches!(
+        connection.prompt("s1", text("slow"), &NoTools).await,
+        Err(AcpError::Timeout(300))
+    ));
+    connection.cancel("s1").await.expect("cancel");
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let outcome = connection
+        .prompt("s1", text("again"), &NoTools)
+        .await
+        .expect("the late answer to the first prompt is dropped, not stray");
+    assert_eq!(outcome.stop_reason, v1::StopReason::EndTurn);
+    let ended = connection.close(Duration::from_secs(1)).await;
+    let cancel: Value = serde_json::from_str(ended.stderr_tail.trim()).expect("cancel frame");
+    assert_eq!(cancel["method"], "session/cancel");
+    assert_eq!(cancel["params"]["sessionId"], "s1");
+    assert!(cancel.get("id").is_none(), "a notification");
+}
+
+#[tokio::test]
+async fn session_settings_are_typed() {
+    let script = format!(
+        r#"{INIT}
+{NEW}
+read -r l
+echo "$l" >&2
+echo '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{{"sessionUpdate":"current_mode_update","currentModeId":"ask"}}}}}}'
+echo '{{"jsonrpc":"2.0","id":2,"result":{{}}}}'
+read -r l
+echo "$l" >&2
+echo '{{"jsonrpc":"2.0","id":3,"result":{{"configOptions":[{{"id":"model","name":"Model","category":"model","type":"select","currentValue":"swe-1-7-lightning","options":[{{"value":"swe-1-7","name":"SWE-1.7"}},{{"value":"swe-1-7-lightning","name":"Lightning"}}]}},{{"id":"speed","name":"Speed","category":"speed","type":"select","currentValue":"fast","options":[]}}]}}}}'
+read -r l
+"#
+    );
+    let mut connection = AgentConnection::start(&agent(&script), limits())
+        .await
+        .expect("start");
+    connection
+        .new_session(&std::env::temp_dir())
+        .await
+        .expect("session");
+    connection.set_mode("s1", "ask").await.expect("set_mode");
+    let options = connection
+        .set_config_option("s1", "model", "swe-1-7-lightning")
+        .await
+        .expect("set_config_option");
+    assert_eq!(options.len(), 2);
+    assert_eq!(
+        options[0].category,
+        Some(v1::SessionConfigOptionCategory::Model)
+    );
+    match &options[0].kind {
+        v1::SessionConfigKind::Select(select) => {
+            assert_eq!(&*select.current_value.0, "swe-1-7-lightning")
+        }
+        other => panic!("{other:?}"),
+    }
+    // Without the unstable feature a speed category is still recognisable.
+    assert_eq!(
+        options[1].category,
+        Some(v1::SessionConfigOptionCategory::Other("speed".into()))
+    );
+    let ended = connection.close(Duration::from_secs(1)).await;
+    let sent: Vec<Value> = ended
+        .stderr_tail
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("request frame"))
+        .collect();
+    assert_eq!(sent[0]["method"], "session/set_mode");
+    assert_eq!(sent[0]["params"], json!({"sessionId":"s1","modeId":"ask"}));
+    assert_eq!(sent[1]["method"], "session/set_config_option");
+    assert_eq!(
+        sent[1]["params"],
+        json!({"sessionId":"s1","configId":"model","value":"swe-1-7-lightning"})
+    );
+}
+
+#[tokio::test]
+async fn an_old_protocol_version_is_refused() {
+    let script = r#"read -r l; echo '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2}}'; read -r l"#;
+    assert!(matches!(
+        AgentConnection::start(&agent(script), limits()).await,
+        Err(AcpError::ProtocolVersion(version)) if version == "2"
+    ));
+}
