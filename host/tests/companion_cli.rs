@@ -12,8 +12,14 @@ use serde_json::Value;
 fn mock_devin() -> PathBuf {
     let path = std::env::var_os("DEVIN_BRIDGE_MOCK_DEVIN")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/mock-devin"));
-    assert!(path.exists(), "no offline agent at {}: build mock-devin", path.display());
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/mock-devin")
+        });
+    assert!(
+        path.exists(),
+        "no offline agent at {}: build mock-devin",
+        path.display()
+    );
     path
 }
 
@@ -56,8 +62,11 @@ impl Env {
         let home = root.path().join("home");
         let workspace = root.path().join("repo");
         std::fs::create_dir_all(home.join(".local/share/devin")).expect("home");
-        std::fs::write(home.join(".local/share/devin/credentials.toml"), "token = \"x\"\n")
-            .expect("credentials");
+        std::fs::write(
+            home.join(".local/share/devin/credentials.toml"),
+            "token = \"x\"\n",
+        )
+        .expect("credentials");
         std::fs::create_dir_all(workspace.join("src")).expect("workspace");
         git(&workspace, &["init", "-q", "-b", "main"]);
         std::fs::write(workspace.join("src/lib.rs"), "pub fn a() {}\n").expect("write");
@@ -117,7 +126,12 @@ impl Env {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn");
-        child.stdin.take().expect("stdin").write_all(stdin).expect("write");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(stdin)
+            .expect("write");
         child.wait_with_output().expect("wait")
     }
 
@@ -206,10 +220,18 @@ fn a_consult_task_finishes_done_with_the_footer() {
     assert_eq!(record["stopReason"], "end_turn");
     assert_eq!(record["stopCause"], "complete");
     assert!(record["usage"]["inputTokens"].is_number(), "{record}");
-    assert!(record["usage"].get("cachedReadTokens").is_none(), "usage is passed through");
+    assert!(
+        record["usage"].get("cachedReadTokens").is_none(),
+        "usage is passed through"
+    );
     assert!(record["sessionId"].is_string());
     // The private per-job config is gone once the job is terminal.
-    assert!(!env.data.join("runs").join(record["id"].as_str().unwrap()).join("config").exists());
+    assert!(!env
+        .data
+        .join("runs")
+        .join(record["id"].as_str().unwrap())
+        .join("config")
+        .exists());
 }
 
 #[test]
@@ -217,7 +239,11 @@ fn the_prompt_can_come_from_stdin_and_an_empty_one_is_input() {
     let env = Env::new();
     let output = env.run_stdin(&["task"], b"from stdin [mock:echo]");
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert!(stdout(&output).contains("from stdin"), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("from stdin"),
+        "{}",
+        stdout(&output)
+    );
     let empty = env.run_stdin(&["task"], b"  \n");
     assert_input_error(&empty, "empty");
     let binary = env.run_stdin(&["task"], &[0xff, 0xfe]);
@@ -246,7 +272,12 @@ fn bad_flags_bad_cwd_and_a_cwd_below_the_root_are_input_without_records() {
     assert_input_error(&env.run(&["task", "--effort", "fusion-max", "x"]), "effort");
     assert!(env.records().is_empty(), "no record for bad input");
     // An explicit --cwd below the root is fine.
-    let ok = env.run(&["task", "--cwd", env.workspace.join("src").to_str().unwrap(), "x"]);
+    let ok = env.run(&[
+        "task",
+        "--cwd",
+        env.workspace.join("src").to_str().unwrap(),
+        "x",
+    ]);
     assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
 }
 
@@ -280,7 +311,10 @@ fn raw_args_are_consumed_once_and_never_expanded() {
     assert!(result.contains("-x $HOME `id` [mock:echo] *"), "{result}");
     assert!(!path.exists(), "consumed");
     // Replay: the file is gone.
-    assert_input_error(&env.run(&["task", "--raw-args-token", &token]), "does not exist");
+    assert_input_error(
+        &env.run(&["task", "--raw-args-token", &token]),
+        "does not exist",
+    );
     // Mixed with other arguments.
     assert_input_error(
         &env.run(&["task", "--write", "--raw-args-token", &token]),
@@ -367,8 +401,16 @@ fn an_old_cli_is_setup_and_setup_reports_it() {
     env.devin = script(&env, "new-devin", "echo 'devin 3000.12.0'");
     let setup = env.run(&["setup"]);
     assert_eq!(setup.status.code(), Some(0), "{}", stderr(&setup));
-    assert!(stdout(&setup).contains("newer than the tested interval"), "{}", stdout(&setup));
-    assert!(stdout(&setup).contains("credentials: linkable"), "{}", stdout(&setup));
+    assert!(
+        stdout(&setup).contains("newer than the tested interval"),
+        "{}",
+        stdout(&setup)
+    );
+    assert!(
+        stdout(&setup).contains("credentials: linkable"),
+        "{}",
+        stdout(&setup)
+    );
 }
 
 #[test]
@@ -390,7 +432,11 @@ fn models_lists_and_caches_the_catalog() {
     assert!(catalog["families"].as_array().is_some_and(|f| f.len() >= 5));
     let cache = env.data.join("models.json");
     assert_eq!(
-        std::fs::metadata(&cache).expect("cache").permissions().mode() & 0o777,
+        std::fs::metadata(&cache)
+            .expect("cache")
+            .permissions()
+            .mode()
+            & 0o777,
         0o600
     );
     assert!(stdout(&env.run(&["models"])).contains("kimi"));
@@ -403,14 +449,25 @@ fn model_and_effort_are_applied_and_a_mismatch_is_warned() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(record["effortApplied"], "high");
     assert_eq!(record["billingPool"], "api");
-    assert!(record["resolvedModel"].as_str().is_some_and(|m| m.contains("kimi")));
-    let (output, record) = task(&env, &["task", "--model", "swe-2", "[mock:model Someone Else]"]);
+    assert!(record["resolvedModel"]
+        .as_str()
+        .is_some_and(|m| m.contains("kimi")));
+    let (output, record) = task(
+        &env,
+        &["task", "--model", "swe-2", "[mock:model Someone Else]"],
+    );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let warnings = record["warnings"].to_string();
-    assert!(warnings.contains("model_mismatch: selected SWE-2, served Someone Else"), "{warnings}");
+    assert!(
+        warnings.contains("model_mismatch: selected SWE-2, served Someone Else"),
+        "{warnings}"
+    );
     assert_eq!(record["billingPool"], "first-party");
     // glm-5.2 offers no effort levels: an explicit one is input.
-    let (output, record) = task(&env, &["task", "--model", "glm-5.2", "--effort", "high", "x"]);
+    let (output, record) = task(
+        &env,
+        &["task", "--model", "glm-5.2", "--effort", "high", "x"],
+    );
     assert_eq!(output.status.code(), Some(2));
     assert_eq!(failure_kind(&record), "input");
 }
@@ -437,7 +494,11 @@ fn every_agent_outcome_maps_to_its_failure_kind() {
         let (output, record) = task(&env, &["task", marker]);
         assert_eq!(failure_kind(&record), kind, "{marker}: {record}");
         assert_eq!(output.status.code(), Some(code), "{marker}");
-        assert!(stdout(&output).contains(&format!("failure: {kind}: ")), "{marker}: {}", stdout(&output));
+        assert!(
+            stdout(&output).contains(&format!("failure: {kind}: ")),
+            "{marker}: {}",
+            stdout(&output)
+        );
         if kind == "quota" || kind == "rate_limited" {
             assert_eq!(record["failure"]["billingPool"], "first-party", "{marker}");
         }
@@ -473,7 +534,11 @@ fn the_run_timeout_is_timeout_and_kills_the_agent() {
 fn an_agent_that_cannot_be_spawned_is_process() {
     let mut env = Env::new();
     // Answers the version probe, then makes itself impossible to execute.
-    env.devin = script(&env, "vanishing-devin", "chmod a-x \"$0\"; echo 'devin 3000.11.0'");
+    env.devin = script(
+        &env,
+        "vanishing-devin",
+        "chmod a-x \"$0\"; echo 'devin 3000.11.0'",
+    );
     let (output, record) = task(&env, &["task", "x"]);
     assert_eq!(failure_kind(&record), "process", "{record}");
     assert_eq!(output.status.code(), Some(1));
@@ -486,7 +551,12 @@ fn a_consult_write_stays_denied() {
     assert_ne!(record["status"], "done");
     assert!(!env.workspace.join("out.txt").exists());
     let (output, record) = task(&env, &["task", "--write", "[mock:write out.txt]"]);
-    assert_eq!(output.status.code(), Some(0), "{} {record}", stderr(&output));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{} {record}",
+        stderr(&output)
+    );
     assert!(stdout(&output).contains("sandbox: workspace-write"));
     assert!(env.workspace.join("out.txt").exists(), "write mode writes");
 }
@@ -512,18 +582,35 @@ fn resume_loads_the_earlier_session() {
     assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
     assert_eq!(resumed["sessionId"], session.as_str());
     assert_eq!(resumed["resumedFrom"], record["id"]);
-    assert!(stdout(&second).contains("turns seen: 1"), "{}", stdout(&second));
+    assert!(
+        stdout(&second).contains("turns seen: 1"),
+        "{}",
+        stdout(&second)
+    );
     let (third, _) = task(&env, &["task", "--resume", &session, "again"]);
-    assert!(stdout(&third).contains("turns seen: 2"), "{}", stdout(&third));
+    assert!(
+        stdout(&third).contains("turns seen: 2"),
+        "{}",
+        stdout(&third)
+    );
     // A write-mode resume of a consult session is refused.
-    assert_input_error(&env.run(&["task", "--write", "--resume", &session, "x"]), "session");
-    assert_input_error(&env.run(&["task", "--resume", "mock-unknown", "x"]), "session");
+    assert_input_error(
+        &env.run(&["task", "--write", "--resume", &session, "x"]),
+        "session",
+    );
+    assert_input_error(
+        &env.run(&["task", "--resume", "mock-unknown", "x"]),
+        "session",
+    );
 }
 
 fn proc_alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
-        .and_then(|s| s.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next()))
+        .and_then(|s| {
+            s.rsplit_once(") ")
+                .and_then(|(_, rest)| rest.chars().next())
+        })
         .is_some_and(|state| state != 'Z' && state != 'X')
 }
 
@@ -578,15 +665,24 @@ fn background_jobs_run_detached_and_cancel_kills_the_group() {
     let id = job_id(&output);
     assert!(text.contains(&format!("/devin:status {id}")), "{text}");
     assert!(text.contains(&format!("/devin:result {id}")), "{text}");
-    let record = wait_for(&env, &id, |r| r["engineProcess"]["pid"].is_number() && r["sessionId"].is_string());
+    let record = wait_for(&env, &id, |r| {
+        r["engineProcess"]["pid"].is_number() && r["sessionId"].is_string()
+    });
     let engine = record["engineProcess"]["pid"].as_i64().expect("pid") as i32;
     let worker = record["worker"]["pid"].as_i64().expect("worker") as i32;
     assert!(group_alive(engine));
     let cancel = env.run(&["cancel", &id]);
-    assert!(cancel.status.success() || cancel.status.code() == Some(3), "{}", stderr(&cancel));
+    assert!(
+        cancel.status.success() || cancel.status.code() == Some(3),
+        "{}",
+        stderr(&cancel)
+    );
     let record = env.record(&id);
     assert_eq!(record["status"], "cancelled");
-    assert!(wait_group_gone(engine), "the engine's group outlived the cancel");
+    assert!(
+        wait_group_gone(engine),
+        "the engine's group outlived the cancel"
+    );
     for _ in 0..100 {
         if !proc_alive(worker) {
             break;
@@ -594,7 +690,11 @@ fn background_jobs_run_detached_and_cancel_kills_the_group() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(!proc_alive(worker), "the worker outlived the cancel");
-    assert_eq!(env.record(&id)["status"], "cancelled", "cancel wins over the worker");
+    assert_eq!(
+        env.record(&id)["status"],
+        "cancelled",
+        "cancel wins over the worker"
+    );
 }
 
 #[test]
@@ -602,10 +702,15 @@ fn a_killed_worker_is_died_at_the_next_read() {
     let env = Env::new();
     let output = env.run(&["task", "--background", "[mock:slow 30000]"]);
     let id = job_id(&output);
-    let record = wait_for(&env, &id, |r| r["worker"]["pid"].is_number() && r["engineProcess"]["pid"].is_number());
+    let record = wait_for(&env, &id, |r| {
+        r["worker"]["pid"].is_number() && r["engineProcess"]["pid"].is_number()
+    });
     let worker = record["worker"]["pid"].as_i64().expect("worker") as i32;
     let engine = record["engineProcess"]["pid"].as_i64().expect("engine") as i32;
-    Command::new("kill").args(["-9", &worker.to_string()]).status().expect("kill");
+    Command::new("kill")
+        .args(["-9", &worker.to_string()])
+        .status()
+        .expect("kill");
     for _ in 0..100 {
         if !proc_alive(worker) {
             break;
@@ -615,7 +720,10 @@ fn a_killed_worker_is_died_at_the_next_read() {
     let status = env.run(&["status", &id, "--json"]);
     assert!(stdout(&status).contains("died"), "{}", stdout(&status));
     assert_eq!(env.record(&id)["status"], "died");
-    assert!(wait_group_gone(engine), "the engine outlived its dead worker");
+    assert!(
+        wait_group_gone(engine),
+        "the engine outlived its dead worker"
+    );
 }
 
 #[test]
@@ -658,7 +766,12 @@ fn review_validates_the_reviewers_json() {
 
     commit_change(&env, "pub fn a() {} // [mock:review-json]\n");
     let (output, record) = task(&env, &["review", "--focus", "errors"]);
-    assert_eq!(output.status.code(), Some(0), "{} {record}", stderr(&output));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{} {record}",
+        stderr(&output)
+    );
     assert_eq!(record["mode"], "review");
     assert_eq!(record["role"], "review");
     assert_eq!(record["review"]["verdict"], "request_changes");
@@ -689,7 +802,10 @@ fn review_uses_the_plugin_template_when_given() {
     commit_change(&env, "pub fn b() {}\n");
     let (_, record) = task(&env, &["review", "--focus", "naming"]);
     let result = record["result"].as_str().unwrap_or_default();
-    assert!(result.contains("CUSTOM scope=working-tree focus=naming"), "{result}");
+    assert!(
+        result.contains("CUSTOM scope=working-tree focus=naming"),
+        "{result}"
+    );
     assert!(result.contains("+pub fn b() {}"), "{result}");
 }
 
@@ -709,7 +825,12 @@ fn the_print_transport_runs_devin_p_and_keeps_the_tail() {
         ),
     );
     let (output, record) = task(&env, &["task", "--transport", "print", "--", "-p $(x)"]);
-    assert_eq!(output.status.code(), Some(0), "{} {record}", stderr(&output));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{} {record}",
+        stderr(&output)
+    );
     let result = record["result"].as_str().unwrap_or_default();
     assert!(result.len() <= 1 << 20);
     assert!(result.ends_with("THE END\n"), "the tail is kept");
@@ -720,11 +841,18 @@ fn the_print_transport_runs_devin_p_and_keeps_the_tail() {
     assert_eq!(args.last(), Some(&"-p $(x)"));
     assert!(args.windows(2).any(|w| w == ["--permission-mode", "ask"]));
 
-    env.devin = script(&env, "failing-print", "if [ \"$1\" = --version ]; then echo 'devin 3000.11.2'; exit 0; fi\necho boom >&2; exit 7");
+    env.devin = script(
+        &env,
+        "failing-print",
+        "if [ \"$1\" = --version ]; then echo 'devin 3000.11.2'; exit 0; fi\necho boom >&2; exit 7",
+    );
     let (output, record) = task(&env, &["task", "--transport", "print", "x"]);
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(failure_kind(&record), "error");
-    assert!(record["failure"]["message"].as_str().unwrap_or_default().contains('7'));
+    assert!(record["failure"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains('7'));
 }
 
 #[test]

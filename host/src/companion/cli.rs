@@ -186,8 +186,9 @@ pub struct WorkerArgs {
 }
 
 /// Subcommands that accept `--raw-args-token`.
-pub const RAW_ARGS_SUBCOMMANDS: [&str; 7] =
-    ["task", "review", "status", "history", "result", "cancel", "setup"];
+pub const RAW_ARGS_SUBCOMMANDS: [&str; 7] = [
+    "task", "review", "status", "history", "result", "cancel", "setup",
+];
 
 /// The arguments split into the global part, the subcommand name and its own arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -216,7 +217,10 @@ pub fn split_args(args: &[String]) -> Split {
     Split {
         policy,
         subcommand: args.get(index).cloned(),
-        rest: args.get(index + 1..).map(<[String]>::to_vec).unwrap_or_default(),
+        rest: args
+            .get(index + 1..)
+            .map(<[String]>::to_vec)
+            .unwrap_or_default(),
     }
 }
 
@@ -236,9 +240,7 @@ pub fn raw_args_token(split: &Split) -> Result<Option<String>, String> {
     }
     match split.rest.as_slice() {
         [flag, token] if flag == "--raw-args-token" => Ok(Some(token.clone())),
-        [single] => Ok(single
-            .strip_prefix("--raw-args-token=")
-            .map(str::to_owned)),
+        [single] => Ok(single.strip_prefix("--raw-args-token=").map(str::to_owned)),
         _ => Err("--raw-args-token must be the only argument of the subcommand".into()),
     }
 }
@@ -258,7 +260,10 @@ pub fn parse(split: &Split) -> Result<CompanionCli, clap::Error> {
 /// Clap's error as one line, without the `error: ` prefix and the usage.
 pub fn one_line(error: &clap::Error) -> String {
     let text = error.to_string();
-    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid arguments");
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid arguments");
     line.trim_start_matches("error: ").trim().to_owned()
 }
 

@@ -91,8 +91,7 @@ pub fn private_dir(dir: &Path) -> Result<(), IsolationError> {
         .create(dir)
         .map_err(io(dir))?;
     let meta = std::fs::symlink_metadata(dir).map_err(io(dir))?;
-    if !meta.is_dir() || meta.uid() != nix::unistd::geteuid().as_raw() || meta.mode() & 0o077 != 0
-    {
+    if !meta.is_dir() || meta.uid() != nix::unistd::geteuid().as_raw() || meta.mode() & 0o077 != 0 {
         return Err(IsolationError::NotPrivate(dir.to_owned()));
     }
     Ok(())
@@ -130,7 +129,14 @@ pub fn prepare_home(data_dir: &Path) -> Result<(SharedHome, bool), IsolationErro
 
 /// Variables copied from the helper's own environment into every child.
 const PASSED: [&str; 8] = [
-    "PATH", "LANG", "TERM", "TZ", "USER", "LOGNAME", "SHELL", "WINDSURF_API_KEY",
+    "PATH",
+    "LANG",
+    "TERM",
+    "TZ",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "WINDSURF_API_KEY",
 ];
 
 /// The child environment: an allowlist of the helper's variables, the private HOME/XDG
@@ -268,7 +274,12 @@ pub fn project_config_warnings(workspace: &Path) -> Vec<String> {
     .iter()
     .map(|name| workspace.join(".devin").join(name))
     .filter(|path| path.exists())
-    .map(|path| format!("project_config: {} is read by the Devin CLI", path.display()))
+    .map(|path| {
+        format!(
+            "project_config: {} is read by the Devin CLI",
+            path.display()
+        )
+    })
     .collect()
 }
 
@@ -381,7 +392,11 @@ mod tests {
     #[test]
     fn the_child_environment_is_an_allowlist() {
         let shared = SharedHome::paths(Path::new("/d"));
-        let env = child_env(&shared, Some(Path::new("/d/runs/j/config")), Sandbox::WorkspaceWrite);
+        let env = child_env(
+            &shared,
+            Some(Path::new("/d/runs/j/config")),
+            Sandbox::WorkspaceWrite,
+        );
         let names: Vec<String> = env
             .iter()
             .map(|(name, _)| name.to_string_lossy().into_owned())
@@ -403,7 +418,10 @@ mod tests {
             );
         }
         assert!(names.contains(&"DEVIN_SANDBOX".to_owned()));
-        let home = env.iter().find(|(n, _)| n == "HOME").map(|(_, v)| v.clone());
+        let home = env
+            .iter()
+            .find(|(n, _)| n == "HOME")
+            .map(|(_, v)| v.clone());
         assert_eq!(home, Some(OsString::from("/d/home")));
         let read_only = child_env(&shared, None, Sandbox::ReadOnly);
         assert!(!read_only.iter().any(|(n, _)| n == "DEVIN_SANDBOX"));
@@ -424,7 +442,11 @@ mod tests {
         )
         .expect("prepare");
         let config = job.config_home.join("devin/config.json");
-        let mode = std::fs::metadata(&config).expect("meta").permissions().mode() & 0o777;
+        let mode = std::fs::metadata(&config)
+            .expect("meta")
+            .permissions()
+            .mode()
+            & 0o777;
         assert_eq!(mode, 0o600);
         let value: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&config).expect("read")).expect("json");
@@ -434,8 +456,8 @@ mod tests {
             .expect("deny")
             .iter()
             .any(|r| r == "Write(**)"));
-        let mcp = std::fs::read_to_string(job.config_home.join("devin/mcp_config.json"))
-            .expect("mcp");
+        let mcp =
+            std::fs::read_to_string(job.config_home.join("devin/mcp_config.json")).expect("mcp");
         assert_eq!(mcp, r#"{"mcpServers":{}}"#);
         assert_eq!(job.warnings.len(), 1, "{:?}", job.warnings);
         let link = data.path().join("home/.local/share/devin/credentials.toml");

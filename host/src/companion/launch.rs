@@ -22,7 +22,6 @@ use super::preflight::{self, Devin, PreflightError};
 use super::print::{self, PrintRequest};
 use super::review;
 use super::run::{self, Progress, RunRequest};
-use super::settings::Settings;
 use super::Context;
 use super::Output;
 use crate::engine::ResolvedModel;
@@ -67,7 +66,9 @@ pub fn workspace(cwd: Option<&Path>) -> Result<PathBuf, CompanionError> {
         None => {
             let current = std::env::current_dir()
                 .and_then(std::fs::canonicalize)
-                .map_err(|error| input_error(format!("cannot read the current directory: {error}")))?;
+                .map_err(|error| {
+                    input_error(format!("cannot read the current directory: {error}"))
+                })?;
             if let Some(top) = review::toplevel(&current) {
                 let top = std::fs::canonicalize(&top).unwrap_or(top);
                 if top != current {
@@ -91,14 +92,18 @@ pub fn prompt(args: &[String], limit: usize) -> Result<String, CompanionError> {
             .read_to_end(&mut bytes)
             .map_err(|error| input_error(format!("cannot read the prompt from stdin: {error}")))?;
         if bytes.len() > limit {
-            return Err(input_error(format!("the prompt is larger than {limit} bytes")));
+            return Err(input_error(format!(
+                "the prompt is larger than {limit} bytes"
+            )));
         }
         String::from_utf8(bytes).map_err(|_| input_error("the prompt on stdin is not UTF-8"))?
     } else {
         args.join(" ")
     };
     if text.len() > limit {
-        return Err(input_error(format!("the prompt is larger than {limit} bytes")));
+        return Err(input_error(format!(
+            "the prompt is larger than {limit} bytes"
+        )));
     }
     if text.trim().is_empty() {
         return Err(input_error("the prompt is empty"));
@@ -116,7 +121,8 @@ fn preflight_failure(error: PreflightError) -> Failure {
 
 /// Resolves and checks the Devin CLI (with the isolation's environment).
 pub async fn preflight(ctx: &Context, workspace: &Path) -> Result<Devin, Failure> {
-    let path = preflight::resolve_binary(&ctx.policy.companion.command).map_err(preflight_failure)?;
+    let path =
+        preflight::resolve_binary(&ctx.policy.companion.command).map_err(preflight_failure)?;
     let (shared, _) = isolation::prepare_home(&ctx.settings.data_dir)
         .map_err(|error| Failure::new(FailureKind::Setup, error.to_string()))?;
     let env = isolation::child_env(&shared, None, Sandbox::ReadOnly);
@@ -221,7 +227,6 @@ struct Plan {
     workspace: PathBuf,
     title: String,
     background: bool,
-    json: bool,
     requested_model: Option<String>,
     requested_effort: Option<String>,
     resumed_from: Option<String>,
@@ -250,7 +255,6 @@ pub async fn task(ctx: &Context, args: TaskArgs) -> Result<Output, CompanionErro
         workspace,
         title: brief.clone(),
         background: args.background,
-        json: args.json,
         requested_model: args.model.clone(),
         requested_effort: args.effort.clone(),
         resumed_from: resume.as_ref().map(|(_, job)| job.clone()),
@@ -281,7 +285,10 @@ pub async fn review(ctx: &Context, args: ReviewArgs) -> Result<Output, Companion
             )))
         }
     };
-    let focus = args.focus.clone().unwrap_or_else(|| "general review".to_owned());
+    let focus = args
+        .focus
+        .clone()
+        .unwrap_or_else(|| "general review".to_owned());
     let (brief, title) = match &changes {
         Some(changes) => (
             review::interpolate(&review::template(), &changes.diff, &focus, &changes.scope),
@@ -295,7 +302,6 @@ pub async fn review(ctx: &Context, args: ReviewArgs) -> Result<Output, Companion
         workspace,
         title,
         background: args.background,
-        json: args.json,
         requested_model: args.model.clone(),
         requested_effort: args.effort.clone(),
         resumed_from: None,
@@ -309,7 +315,7 @@ pub async fn review(ctx: &Context, args: ReviewArgs) -> Result<Output, Companion
     };
     if changes.is_none() {
         // The diff is too large to send: the job exists and ends as `resource` at once.
-        let record = create_record(ctx, &store, &plan, None)?;
+        let record = create_record(&store, &plan, None)?;
         let record = store.finish(&record.workspace, &record.id, JobStatus::Error, |r| {
             r.delivery = Delivery::Failed;
             r.failure = Some(Failure::new(
@@ -320,13 +326,12 @@ pub async fn review(ctx: &Context, args: ReviewArgs) -> Result<Output, Companion
                 ),
             ));
         })?;
-        return Ok(super::job_output(&record, plan.json));
+        return Ok(super::job_output(&record));
     }
     launch(ctx, &store, plan).await
 }
 
 fn create_record(
-    ctx: &Context,
     store: &JobStore,
     plan: &Plan,
     devin: Option<&Devin>,
@@ -357,7 +362,6 @@ fn create_record(
         record.resolved_model = Some(model.model_uid.clone());
         record.billing_pool = Some(super::failure::billing_pool_for(&model.model_uid).to_owned());
     }
-    let _ = &ctx.settings;
     store.create(&record)?;
     Ok(record)
 }
@@ -367,25 +371,25 @@ async fn launch(ctx: &Context, store: &JobStore, mut plan: Plan) -> Result<Outpu
         Ok(devin) => devin,
         Err(failure) => {
             // The job exists so the failure has a footer and a record.
-            let record = create_record(ctx, store, &plan, None)?;
+            let record = create_record(store, &plan, None)?;
             let record = store.finish(&record.workspace, &record.id, JobStatus::Error, |r| {
                 r.delivery = Delivery::Failed;
                 r.failure = Some(failure);
             })?;
-            return Ok(super::job_output(&record, plan.json));
+            return Ok(super::job_output(&record));
         }
     };
     if let Some(requested) = &plan.requested_model {
         plan.input.model = Some(resolve_model(ctx, &devin, &plan.workspace, requested).await?);
     }
-    let record = create_record(ctx, store, &plan, Some(&devin))?;
+    let record = create_record(store, &plan, Some(&devin))?;
     if plan.background {
-        return detach(ctx, store, &record, &plan.input, plan.json);
+        return detach(ctx, store, &record, &plan.input);
     }
     let stamp = ProcessStamp::current().ok();
     store.update_running(&record.workspace, &record.id, |r| r.worker = stamp)?;
     let finished = execute(ctx, store, &record, plan.input, devin).await?;
-    Ok(super::job_output(&finished, plan.json))
+    Ok(super::job_output(&finished))
 }
 
 /// Writes the worker's input and starts `task-worker`/`review-worker` in its own session.
@@ -394,7 +398,6 @@ fn detach(
     store: &JobStore,
     record: &JobRecord,
     input: &JobInput,
-    json: bool,
 ) -> Result<Output, CompanionError> {
     let fail = |message: String| {
         let failure = Failure::new(FailureKind::Process, message);
@@ -418,7 +421,8 @@ fn detach(
     let log_err = log
         .try_clone()
         .map_err(|e| fail(format!("cannot open the worker log: {e}")))?;
-    let exe = std::env::current_exe().map_err(|e| fail(format!("cannot find this program: {e}")))?;
+    let exe =
+        std::env::current_exe().map_err(|e| fail(format!("cannot find this program: {e}")))?;
     let worker = match record.role {
         Role::Task => "task-worker",
         Role::Review => "review-worker",
@@ -447,7 +451,6 @@ fn detach(
         "background": true,
         "hints": [format!("/devin:status {}", record.id), format!("/devin:result {}", record.id)],
     });
-    let _ = json;
     Ok(Output {
         text,
         json: json_value,
@@ -478,7 +481,10 @@ pub async fn worker(ctx: &Context, job: &str, role: Role) -> Result<Output, Comp
     let store = JobStore::from_settings(&ctx.settings)?;
     let record = store.get(None, job)?;
     if record.role != role || record.is_terminal() {
-        return Err(input_error(format!("job {job} is not waiting for a {} worker", role.as_str())));
+        return Err(input_error(format!(
+            "job {job} is not waiting for a {} worker",
+            role.as_str()
+        )));
     }
     let stamp = ProcessStamp::current().ok();
     let record = store.update_running(&record.workspace, &record.id, |r| r.worker = stamp)?;
@@ -491,9 +497,12 @@ pub async fn worker(ctx: &Context, job: &str, role: Role) -> Result<Output, Comp
     let Some(input) = input else {
         let record = store.finish(&record.workspace, &record.id, JobStatus::Error, |r| {
             r.delivery = Delivery::Failed;
-            r.failure = Some(Failure::new(FailureKind::Process, "the worker's job input is missing"));
+            r.failure = Some(Failure::new(
+                FailureKind::Process,
+                "the worker's job input is missing",
+            ));
         })?;
-        return Ok(super::job_output(&record, false));
+        return Ok(super::job_output(&record));
     };
     let devin = match preflight(ctx, &record.workspace).await {
         Ok(devin) => devin,
@@ -502,15 +511,11 @@ pub async fn worker(ctx: &Context, job: &str, role: Role) -> Result<Output, Comp
                 r.delivery = Delivery::Failed;
                 r.failure = Some(failure);
             })?;
-            return Ok(super::job_output(&record, false));
+            return Ok(super::job_output(&record));
         }
     };
-    let finished = execute(ctx, store_ref(&store), &record, input, devin).await?;
-    Ok(super::job_output(&finished, false))
-}
-
-fn store_ref(store: &JobStore) -> &JobStore {
-    store
+    let finished = execute(ctx, &store, &record, input, devin).await?;
+    Ok(super::job_output(&finished))
 }
 
 /// Runs a created, stamped job to its end and finishes its record.
@@ -525,13 +530,20 @@ async fn execute(
         RunMode::Write => Sandbox::WorkspaceWrite,
         RunMode::Consult | RunMode::Review => Sandbox::ReadOnly,
     };
-    let prepared = match isolation::prepare_job(&ctx.settings.data_dir, &record.id, sandbox, &record.workspace) {
+    let prepared = match isolation::prepare_job(
+        &ctx.settings.data_dir,
+        &record.id,
+        sandbox,
+        &record.workspace,
+    ) {
         Ok(prepared) => prepared,
         Err(error) => {
-            return Ok(store.finish(&record.workspace, &record.id, JobStatus::Error, |r| {
-                r.delivery = Delivery::Failed;
-                r.failure = Some(Failure::new(FailureKind::Setup, error.to_string()));
-            })?)
+            return Ok(
+                store.finish(&record.workspace, &record.id, JobStatus::Error, |r| {
+                    r.delivery = Delivery::Failed;
+                    r.failure = Some(Failure::new(FailureKind::Setup, error.to_string()));
+                })?,
+            )
         }
     };
     store.update_running(&record.workspace, &record.id, |r| {
@@ -572,7 +584,8 @@ async fn execute_print(
     Ok(store.finish(&record.workspace, &record.id, status, |r| {
         r.result = Some(outcome.stdout.clone());
         if outcome.stdout_truncated {
-            r.warnings.push("output_truncated: only the tail of the output was kept".into());
+            r.warnings
+                .push("output_truncated: only the tail of the output was kept".into());
         }
         r.stop_reason = outcome.exit_code.map(|code| format!("exit {code}"));
         r.delivery = if outcome.failure.is_some() {
@@ -683,6 +696,3 @@ async fn execute_acp(
         r.failure = failure.clone().map(|f| f.with_model(model.as_deref()));
     })?)
 }
-
-#[allow(dead_code)]
-fn _settings_used(_: &Settings) {}

@@ -61,9 +61,19 @@ impl Context {
     }
 }
 
-/// A finished or running job as printed by task/review/workers.
-pub fn job_output(record: &JobRecord, _json: bool) -> Output {
-    render::job_output(record)
+/// A finished or running job as printed by task, review and workers: the result (or the
+/// review) and the footer; the exit code follows the failure kind (input 2, cancelled 3,
+/// engine-wide setup 4, others 1).
+pub fn job_output(record: &JobRecord) -> Output {
+    let code = match (&record.status, &record.failure) {
+        (jobs::JobStatus::Error | jobs::JobStatus::Died, Some(failure)) => failure.kind.exit_code(),
+        _ => commands::exit_code_of(record),
+    };
+    Output {
+        text: render::result_text(record, std::time::SystemTime::now()),
+        json: render::record_json(record),
+        exit: ExitCode::from(code),
+    }
 }
 
 const PREFIX: &str = "devin-bridge companion";
@@ -87,10 +97,11 @@ pub async fn main(args: CompanionArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let mut split = cli::split_args(&strings);
-    let policy_path = split
-        .policy
-        .clone()
-        .or_else(|| std::env::var_os("DEVIN_BRIDGE_POLICY").filter(|p| !p.is_empty()).map(PathBuf::from));
+    let policy_path = split.policy.clone().or_else(|| {
+        std::env::var_os("DEVIN_BRIDGE_POLICY")
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+    });
     let policy = match settings::load_policy(policy_path.as_deref()) {
         Ok(policy) => policy,
         Err(error) => return Ok(fail_line(&error.to_string(), failure::EXIT_INPUT)),
@@ -154,12 +165,10 @@ async fn dispatch(ctx: &Context, command: Command) -> (bool, Result<Output, Comp
         Command::Task(args) => (args.json, launch::task(ctx, args).await),
         Command::Review(args) => (args.json, launch::review(ctx, args).await),
         Command::Status(args) => (args.json, commands::status(settings, args)),
-        Command::Result(args) => (args.json, commands::result(settings, args).await),
+        Command::Result(args) => (args.json, commands::result(settings, args)),
         Command::Cancel(args) => (args.json, commands::cancel(settings, args)),
         Command::History(args) => (args.json, commands::history(settings, args)),
-        Command::RecordAcceptance(args) => {
-            (args.json, commands::record_acceptance(settings, args))
-        }
+        Command::RecordAcceptance(args) => (args.json, commands::record_acceptance(settings, args)),
         Command::SessionEnd(args) => (false, commands::session_end(settings, args)),
         Command::Models(args) => (args.json, models_command(ctx, args.refresh).await),
         Command::Setup(args) => (args.json, setup(ctx).await),
@@ -168,9 +177,7 @@ async fn dispatch(ctx: &Context, command: Command) -> (bool, Result<Output, Comp
             (args.json, transport_discard(settings, &args.raw_args_token))
         }
         Command::TaskWorker(args) => (false, launch::worker(ctx, &args.job, Role::Task).await),
-        Command::ReviewWorker(args) => {
-            (false, launch::worker(ctx, &args.job, Role::Review).await)
-        }
+        Command::ReviewWorker(args) => (false, launch::worker(ctx, &args.job, Role::Review).await),
     }
 }
 
@@ -246,7 +253,10 @@ async fn models_command(ctx: &Context, refresh: bool) -> Result<Output, Companio
             .flatten()
             .filter_map(|v| v["model_uid"].as_str())
             .collect();
-        lines.push_str(&format!("{slug}\t{label}\tvariants: {}", variants.join(", ")));
+        lines.push_str(&format!(
+            "{slug}\t{label}\tvariants: {}",
+            variants.join(", ")
+        ));
         if !aliases.is_empty() {
             lines.push_str(&format!("\taliases: {}", aliases.join(", ")));
         }
@@ -290,7 +300,10 @@ async fn setup(ctx: &Context) -> Result<Output, CompanionError> {
     };
     let version = devin.as_ref().ok().map(|d| d.version.clone());
     let mut text = String::new();
-    text.push_str(&format!("devin: {}\n", path.as_deref().unwrap_or("not found")));
+    text.push_str(&format!(
+        "devin: {}\n",
+        path.as_deref().unwrap_or("not found")
+    ));
     text.push_str(&format!(
         "version: {}\n",
         version.as_deref().unwrap_or("unknown")

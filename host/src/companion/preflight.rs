@@ -51,7 +51,8 @@ pub struct Devin {
 }
 
 fn is_executable(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
 /// `DEVIN_BIN` if set (absolute and executable), else `command` (absolute, or searched on
@@ -223,8 +224,7 @@ mod tests {
         let script = |name: &str, version: &str| {
             let path = dir.path().join(name);
             std::fs::write(&path, format!("#!/bin/sh\necho 'devin {version}'\n")).expect("write");
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
-                .expect("chmod");
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
             path
         };
         let env = vec![(OsString::from("PATH"), OsString::from("/usr/bin:/bin"))];

@@ -116,7 +116,10 @@ pub async fn run(request: PrintRequest) -> PrintResult {
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            return failed(FailureKind::MissingCli, format!("cannot start devin: {error}"))
+            return failed(
+                FailureKind::MissingCli,
+                format!("cannot start devin: {error}"),
+            )
         }
         Err(error) => return failed(FailureKind::Process, format!("cannot start devin: {error}")),
     };
@@ -149,9 +152,8 @@ pub async fn run(request: PrintRequest) -> PrintResult {
         Ok(Ok(status)) => Some(status),
         _ => child.wait().await.ok(),
     };
-    let collect = |joined: Result<(Vec<u8>, bool), tokio::task::JoinError>| {
-        joined.unwrap_or_default()
-    };
+    let collect =
+        |joined: Result<(Vec<u8>, bool), tokio::task::JoinError>| joined.unwrap_or_default();
     let (out, stdout_truncated) = collect(
         tokio::time::timeout(Duration::from_secs(2), out_task)
             .await
@@ -166,7 +168,10 @@ pub async fn run(request: PrintRequest) -> PrintResult {
     let failure = if timed_out {
         Some(Failure::new(
             FailureKind::Timeout,
-            format!("devin -p exceeded its {} ms budget", request.timeout.as_millis()),
+            format!(
+                "devin -p exceeded its {} ms budget",
+                request.timeout.as_millis()
+            ),
         ))
     } else if exit_code == Some(0) {
         None

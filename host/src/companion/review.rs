@@ -95,7 +95,12 @@ fn is_dirty(workspace: &Path) -> Result<bool, ReviewError> {
 fn default_base(workspace: &Path) -> Result<String, ReviewError> {
     if let Some(origin) = git_small(
         workspace,
-        &["symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"],
+        &[
+            "symbolic-ref",
+            "--quiet",
+            "--short",
+            "refs/remotes/origin/HEAD",
+        ],
     )
     .filter(|s| !s.is_empty())
     {
@@ -104,7 +109,12 @@ fn default_base(workspace: &Path) -> Result<String, ReviewError> {
     for candidate in ["main", "master"] {
         if git_small(
             workspace,
-            &["rev-parse", "--verify", "--quiet", &format!("{candidate}^{{commit}}")],
+            &[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("{candidate}^{{commit}}"),
+            ],
         )
         .is_some_and(|s| !s.is_empty())
         {
@@ -117,11 +127,7 @@ fn default_base(workspace: &Path) -> Result<String, ReviewError> {
 }
 
 /// Collects the diff of `scope`. An empty diff is `input` ("nothing to review").
-pub fn collect(
-    workspace: &Path,
-    scope: Scope,
-    base: Option<&str>,
-) -> Result<Changes, ReviewError> {
+pub fn collect(workspace: &Path, scope: Scope, base: Option<&str>) -> Result<Changes, ReviewError> {
     if toplevel(workspace).is_none() {
         return Err(ReviewError::Input(
             "the workspace is not inside a git repository".into(),
@@ -133,8 +139,12 @@ pub fn collect(
         Scope::Auto => base.is_none() && is_dirty(workspace)?,
     };
     let changes = if working_tree {
-        let mut diff = git(workspace, &["diff", "HEAD", "--no-color", "--no-ext-diff"], MAX_DIFF_BYTES)?
-            .ok_or(ReviewError::TooLarge)?;
+        let mut diff = git(
+            workspace,
+            &["diff", "HEAD", "--no-color", "--no-ext-diff"],
+            MAX_DIFF_BYTES,
+        )?
+        .ok_or(ReviewError::TooLarge)?;
         let untracked = git(
             workspace,
             &["ls-files", "--others", "--exclude-standard"],
@@ -164,9 +174,13 @@ pub fn collect(
             None => default_base(workspace)?,
         };
         let range = format!("{base}...HEAD");
-        let diff = git(workspace, &["diff", "--no-color", "--no-ext-diff", &range, "--"], MAX_DIFF_BYTES)
-            .map_err(|_| ReviewError::Input(format!("cannot diff {range}: is {base} a ref?")))?
-            .ok_or(ReviewError::TooLarge)?;
+        let diff = git(
+            workspace,
+            &["diff", "--no-color", "--no-ext-diff", &range, "--"],
+            MAX_DIFF_BYTES,
+        )
+        .map_err(|_| ReviewError::Input(format!("cannot diff {range}: is {base} a ref?")))?
+        .ok_or(ReviewError::TooLarge)?;
         Changes {
             scope: format!("branch {range}"),
             diff,
@@ -207,9 +221,13 @@ pub fn interpolate(template: &str, diff: &str, focus: &str, scope: &str) -> Stri
     while let Some(start) = rest.find("{{") {
         out.push_str(&rest[..start]);
         let after = &rest[start..];
-        let replaced = [("{{DIFF}}", diff), ("{{FOCUS}}", focus), ("{{SCOPE}}", scope)]
-            .into_iter()
-            .find(|(name, _)| after.starts_with(name));
+        let replaced = [
+            ("{{DIFF}}", diff),
+            ("{{FOCUS}}", focus),
+            ("{{SCOPE}}", scope),
+        ]
+        .into_iter()
+        .find(|(name, _)| after.starts_with(name));
         match replaced {
             Some((name, value)) => {
                 out.push_str(value);
@@ -227,7 +245,10 @@ pub fn interpolate(template: &str, diff: &str, focus: &str, scope: &str) -> Stri
 
 /// Validates the reviewer's reply (its first JSON object) with the envelope component.
 /// `Ok(Ok(json))` is the canonical review; `Ok(Err(message))` a missing or invalid one.
-pub fn validate(policy: &Policy, reply: &str) -> Result<Result<serde_json::Value, String>, EngineError> {
+pub fn validate(
+    policy: &Policy,
+    reply: &str,
+) -> Result<Result<serde_json::Value, String>, EngineError> {
     let (runtime, loaded) = super::models::load_component(policy, TransformKind::Envelope)?;
     match loaded.call(
         &runtime,
@@ -257,7 +278,10 @@ mod tests {
             "errors",
             "working-tree",
         );
-        assert_eq!(text, "scope=working-tree focus=errors {{OTHER}}\n+ {{FOCUS}}");
+        assert_eq!(
+            text,
+            "scope=working-tree focus=errors {{OTHER}}\n+ {{FOCUS}}"
+        );
     }
 
     #[test]

@@ -60,8 +60,7 @@ impl ModeGate {
 
 impl ToolGate for ModeGate {
     fn allows(&self, call: &ToolCallSeen) -> bool {
-        call.tool_name()
-            .is_some_and(|name| self.allows_name(&name))
+        call.tool_name().is_some_and(|name| self.allows_name(&name))
     }
 }
 
@@ -186,18 +185,17 @@ pub async fn run(request: RunRequest, progress: &(dyn Fn(Progress) + Sync)) -> R
         turn_timeout: deadline,
         output_cap: request.output_cap,
     };
-    let mut connection = match tokio::time::timeout(deadline, AgentConnection::start(&spec, limits))
-        .await
-    {
-        Err(_) => {
-            return result.failed(
-                FailureKind::Timeout,
-                format!("the agent did not start within {} ms", deadline.as_millis()),
-            )
-        }
-        Ok(Err(error)) => return result.failed(classify(&error), describe(&error)),
-        Ok(Ok(connection)) => connection,
-    };
+    let mut connection =
+        match tokio::time::timeout(deadline, AgentConnection::start(&spec, limits)).await {
+            Err(_) => {
+                return result.failed(
+                    FailureKind::Timeout,
+                    format!("the agent did not start within {} ms", deadline.as_millis()),
+                )
+            }
+            Ok(Err(error)) => return result.failed(classify(&error), describe(&error)),
+            Ok(Ok(connection)) => connection,
+        };
     progress(Progress::Started {
         pid: connection.pid(),
     });
@@ -348,14 +346,16 @@ async fn drive(
                 format!("the agent stopped at a limit ({stop_reason})"),
             ))
         }
-        v1::StopReason::Cancelled if outcome.permission_requests > 0 => {
-            return Err((
-                FailureKind::Permission,
-                "the agent asked for a permission the companion does not grant; the turn was cancelled".into(),
-            ))
-        }
+        v1::StopReason::Cancelled if outcome.permission_requests > 0 => return Err((
+            FailureKind::Permission,
+            "the agent asked for a permission the companion does not grant; the turn was cancelled"
+                .into(),
+        )),
         v1::StopReason::Cancelled => {
-            return Err((FailureKind::Cancelled, "the agent cancelled the turn".into()))
+            return Err((
+                FailureKind::Cancelled,
+                "the agent cancelled the turn".into(),
+            ))
         }
         #[allow(unreachable_patterns)]
         _ => {

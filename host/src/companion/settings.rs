@@ -140,7 +140,10 @@ mod tests {
         let path = dir.path().join("p.toml");
         std::fs::write(&path, "mode = \"summarizer\"\n").expect("write");
         let error = load_policy(Some(&path)).expect_err("wrong mode");
-        assert!(matches!(error, SettingsError::WrongMode(_, Mode::Summarizer)));
+        assert!(matches!(
+            error,
+            SettingsError::WrongMode(_, Mode::Summarizer)
+        ));
     }
 
     #[test]

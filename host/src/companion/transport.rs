@@ -58,7 +58,10 @@ impl TransportError {
 
     /// Whether this is the caller's fault (`input`) rather than the machine's.
     pub fn is_input(&self) -> bool {
-        !matches!(self, TransportError::Io { .. } | TransportError::NotPrivate(_))
+        !matches!(
+            self,
+            TransportError::Io { .. } | TransportError::NotPrivate(_)
+        )
     }
 }
 
@@ -80,8 +83,7 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), TransportError> {
         Err(error) => return Err(TransportError::io(dir, error)),
     }
     let meta = std::fs::symlink_metadata(dir).map_err(|e| TransportError::io(dir, e))?;
-    if !meta.is_dir() || meta.uid() != nix::unistd::geteuid().as_raw() || meta.mode() & 0o077 != 0
-    {
+    if !meta.is_dir() || meta.uid() != nix::unistd::geteuid().as_raw() || meta.mode() & 0o077 != 0 {
         return Err(TransportError::NotPrivate(dir.to_owned()));
     }
     Ok(())
@@ -101,7 +103,10 @@ pub fn new_token() -> Result<String, TransportError> {
 
 /// Whether `token` has the shape of one `new_token` makes.
 pub fn valid_token(token: &str) -> bool {
-    token.len() == 32 && token.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    token.len() == 32
+        && token
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// `transport-create`: a new empty 0600 file; returns its token and absolute path.
@@ -130,7 +135,8 @@ pub fn create_with_token(data_dir: &Path, token: &str) -> Result<PathBuf, Transp
     {
         Ok(_) => Ok(path),
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
-            let meta = std::fs::symlink_metadata(&path).map_err(|e| TransportError::io(&path, e))?;
+            let meta =
+                std::fs::symlink_metadata(&path).map_err(|e| TransportError::io(&path, e))?;
             if meta.is_file()
                 && meta.len() == 0
                 && meta.uid() == nix::unistd::geteuid().as_raw()
@@ -394,7 +400,10 @@ mod tests {
         let data = tempfile::tempdir().expect("tempdir");
         let token = "0123456789abcdef0123456789abcdef";
         let path = create_with_token(data.path(), token).expect("create");
-        assert_eq!(create_with_token(data.path(), token).expect("empty kept"), path);
+        assert_eq!(
+            create_with_token(data.path(), token).expect("empty kept"),
+            path
+        );
         std::fs::write(&path, "x").expect("write");
         assert!(matches!(
             create_with_token(data.path(), token),
