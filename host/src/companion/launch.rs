@@ -682,7 +682,10 @@ async fn execute_acp(
         for warning in &result.warnings {
             r.warnings.push(warning.clone());
         }
-        if let Some(model) = r.observed_model.clone().or(r.resolved_model.clone()) {
+        if r.resolved_model.is_none() {
+            r.resolved_model = result.session_model.clone();
+        }
+        if let Some(model) = r.resolved_model.clone().or(r.observed_model.clone()) {
             if r.billing_pool.is_none() {
                 r.billing_pool = Some(super::failure::billing_pool_for(&model).to_owned());
             }
@@ -692,7 +695,7 @@ async fn execute_acp(
             (Some(_), _) => Delivery::Failed,
             (None, delivery) => delivery.unwrap_or(Delivery::Complete),
         };
-        let model = r.model().map(str::to_owned);
+        let model = r.resolved_model.clone().or(r.observed_model.clone());
         r.failure = failure.clone().map(|f| f.with_model(model.as_deref()));
     })?)
 }

@@ -243,6 +243,17 @@ pub fn option_values(option: &v1::SessionConfigOption) -> (String, Vec<(String, 
     (id, values)
 }
 
+/// The current value of the session's model option (the account's default model when no
+/// `--model` was given).
+pub fn session_current_model(options: &[v1::SessionConfigOption]) -> Option<String> {
+    let option = option_by_category(options, "model")?;
+    serde_json::to_value(option)
+        .ok()?
+        .get("currentValue")?
+        .as_str()
+        .map(str::to_owned)
+}
+
 /// Flat or grouped select options: `[{value, name}]` or `[{group, options:[...]}]`.
 fn collect_values(options: Option<&serde_json::Value>, out: &mut Vec<(String, String)>) {
     let Some(list) = options.and_then(|o| o.as_array()) else {
@@ -399,6 +410,7 @@ mod tests {
             session_effort_value(&options()[..1], "high"),
             Err(ModelsError::Input(_))
         ));
+        assert_eq!(session_current_model(&options()).as_deref(), Some("swe-2"));
         assert_eq!(
             session_speed_standard(&options()),
             Some(("speed".into(), "standard".into()))

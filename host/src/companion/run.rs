@@ -111,11 +111,16 @@ pub struct RunResult {
     pub delivery: Option<Delivery>,
     pub warnings: Vec<String>,
     pub effort_applied: Option<String>,
+    /// The session's model (the selected one, or the account's default).
+    pub session_model: Option<String>,
 }
 
 impl RunResult {
     fn failed(mut self, kind: FailureKind, message: impl AsRef<str>) -> Self {
-        let model = self.observed_model.clone();
+        let model = self
+            .observed_model
+            .clone()
+            .or_else(|| self.session_model.clone());
         self.failure = Some(Failure::new(kind, message).with_model(model.as_deref()));
         self.delivery.get_or_insert(Delivery::Failed);
         self
@@ -286,6 +291,13 @@ async fn drive(
         progress(Progress::ModelSet {
             resolved: resolved.model_uid.clone(),
         });
+        result.session_model = Some(resolved.model_uid.clone());
+    } else if let Some(current) = models::session_current_model(&options) {
+        // No --model: the account's default (or a resumed session's own) model.
+        progress(Progress::ModelSet {
+            resolved: current.clone(),
+        });
+        result.session_model = Some(current);
     }
     if let Some(effort) = &request.effort {
         if let Some((config_id, value)) =
