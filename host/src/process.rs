@@ -212,8 +212,7 @@ impl Sandboxed {
             };
         }
         // Closing stdin asks a well-behaved agent to exit on its own; give it a moment first.
-        if let Ok(Ok(status)) = tokio::time::timeout(exit_wait, child.wait()).await
-        {
+        if let Ok(Ok(status)) = tokio::time::timeout(exit_wait, child.wait()).await {
             let _ = killpg(self.pgid, Signal::SIGKILL);
             return Ended {
                 status: Some(status),

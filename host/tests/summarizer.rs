@@ -256,6 +256,12 @@ async fn each_fault_has_its_own_code_in_the_logs_and_status() {
         AcpError::UnauthorizedTool.code(),
         AcpError::Timeout(1).code(),
         AcpError::RateLimited.code(),
+        AcpError::QuotaExceeded.code(),
+        AcpError::Network.code(),
+        AcpError::ToolRefused {
+            tool: "exec".into(),
+        }
+        .code(),
         AcpError::Unauthenticated.code(),
     ];
     let unique: std::collections::BTreeSet<_> = codes.iter().collect();

@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use agent_client_protocol_schema::v1;
+use agent_client_protocol_schema::{v1, ProtocolVersion};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
@@ -121,9 +121,9 @@ impl AgentConnection {
             next_id: 0,
             unanswered: HashSet::new(),
             allowed: HashMap::new(),
-            initialized: v1::InitializeResponse::new(v1::ProtocolVersion::V1),
+            initialized: v1::InitializeResponse::new(ProtocolVersion::V1),
         };
-        let request = v1::InitializeRequest::new(v1::ProtocolVersion::V1)
+        let request = v1::InitializeRequest::new(ProtocolVersion::V1)
             .client_capabilities(v1::ClientCapabilities::new())
             .client_info(v1::Implementation::new(
                 "devin-bridge",
@@ -216,8 +216,7 @@ impl AgentConnection {
             if left.is_zero() {
                 break;
             }
-            match tokio::time::timeout(left.min(REPLAY_QUIET), self.step(None, &mut phase)).await
-            {
+            match tokio::time::timeout(left.min(REPLAY_QUIET), self.step(None, &mut phase)).await {
                 Err(_quiet) => break,
                 Ok(Ok(Step::Ended)) => return Err(AcpError::EarlyExit),
                 Ok(Ok(_)) => {}
@@ -291,7 +290,10 @@ impl AgentConnection {
             .await?
         };
         let stop_reason = stop_reason(&result)?;
-        let usage = result.get("usage").filter(|usage| !usage.is_null()).cloned();
+        let usage = result
+            .get("usage")
+            .filter(|usage| !usage.is_null())
+            .cloned();
         if turn.stopped.is_none() {
             self.await_stopped(session_id, &mut turn, gate).await?;
         }
@@ -315,7 +317,9 @@ impl AgentConnection {
     }
 
     /// Closes stdin and waits up to `grace` for the agent to exit, then SIGTERM to the group,
-    /// the spec's kill grace, SIGKILL, reap. `killed` = it had to be signalled.
+    /// the spec's kill grace, SIGKILL, reap. `killed` = it did not exit by itself: it needed
+    /// SIGKILL, or it ended by a signal (SIGTERM, or [`AgentConnection::kill_now`] earlier). An
+    /// agent that catches SIGTERM and exits with a status of its own counts as not killed.
     pub async fn close(self, grace: Duration) -> Ended {
         let mut ended = self.child.shutdown_after(grace).await;
         // `Sandboxed` counts only SIGKILL; a process that needed SIGTERM was signalled too.
@@ -398,7 +402,11 @@ impl AgentConnection {
     }
 
     /// Reads and handles one frame.
-    async fn step(&mut self, awaited: Option<u64>, phase: &mut Phase<'_>) -> Result<Step, AcpError> {
+    async fn step(
+        &mut self,
+        awaited: Option<u64>,
+        phase: &mut Phase<'_>,
+    ) -> Result<Step, AcpError> {
         let Some(message) = self.frames.next().await? else {
             return Ok(Step::Ended);
         };

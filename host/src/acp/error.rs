@@ -103,6 +103,9 @@ impl AcpError {
 
     /// Whether the agent was killed at once for trying to run a tool.
     pub fn is_tool_refusal(&self) -> bool {
-        matches!(self, AcpError::UnauthorizedTool | AcpError::ToolRefused { .. })
+        matches!(
+            self,
+            AcpError::UnauthorizedTool | AcpError::ToolRefused { .. }
+        )
     }
 }

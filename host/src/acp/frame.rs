@@ -44,8 +44,12 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     /// call, so a connection stays in step after a caller stopped waiting.
     pub async fn next(&mut self) -> Result<Option<Incoming>, AcpError> {
         loop {
-            let limit = u64::try_from(self.max_line.saturating_add(1).saturating_sub(self.buffer.len()))
-                .unwrap_or(u64::MAX);
+            let limit = u64::try_from(
+                self.max_line
+                    .saturating_add(1)
+                    .saturating_sub(self.buffer.len()),
+            )
+            .unwrap_or(u64::MAX);
             let read = (&mut self.reader)
                 .take(limit)
                 .read_until(b'\n', &mut self.buffer)

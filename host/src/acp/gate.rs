@@ -128,7 +128,7 @@ impl ToolCallSeen {
             name: update
                 .and_then(|u| u.get("_meta"))
                 .and_then(Value::as_object)
-                .and_then(|meta| name_in(meta)),
+                .and_then(name_in),
             kind: update
                 .and_then(|u| u.get("kind"))
                 .and_then(|kind| serde_json::from_value(kind.clone()).ok()),
@@ -210,7 +210,10 @@ mod tests {
     #[test]
     fn labels_name_the_kind_when_there_is_no_tool_name() {
         assert_eq!(seen(None, Some(v1::ToolKind::Delete)).label(), "delete");
-        assert_eq!(seen(None, Some(v1::ToolKind::SwitchMode)).label(), "switch_mode");
+        assert_eq!(
+            seen(None, Some(v1::ToolKind::SwitchMode)).label(),
+            "switch_mode"
+        );
         assert_eq!(seen(None, None).label(), "unidentified");
         assert_eq!(seen(Some("write"), None).label(), "write");
     }

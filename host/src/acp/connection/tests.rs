@@ -319,16 +319,23 @@ read -r l
         .expect("start");
     assert_eq!(
         connection.initialize_response().protocol_version,
-        v1::ProtocolVersion::V1
+        ProtocolVersion::V1
     );
-    assert!(connection.initialize_response().agent_capabilities.load_session);
+    assert!(
+        connection
+            .initialize_response()
+            .agent_capabilities
+            .load_session
+    );
     let session = connection
         .new_session(&std::env::temp_dir())
         .await
         .expect("session");
     assert_eq!(&*session.session_id.0, "s1");
     assert_eq!(
-        session.modes.map(|modes| modes.current_mode_id.0.to_string()),
+        session
+            .modes
+            .map(|modes| modes.current_mode_id.0.to_string()),
         Some("smart".to_owned())
     );
     let outcome = connection
@@ -360,7 +367,10 @@ read -r l
     assert_eq!(answers.len(), 3, "{}", ended.stderr_tail);
     for (answer, id) in answers[..2].iter().zip(["p1", "p2"]) {
         assert_eq!(answer["id"], id);
-        assert_eq!(answer["result"], json!({"outcome": {"outcome": "cancelled"}}));
+        assert_eq!(
+            answer["result"],
+            json!({"outcome": {"outcome": "cancelled"}})
+        );
     }
     assert_eq!(answers[2]["id"], "f1");
     assert_eq!(answers[2]["error"]["code"], -32601);
@@ -427,13 +437,14 @@ async fn load_session_drains_the_replay_before_and_after_its_answer() {
             r#"echo '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"old","update":{body}}}}}'"#
         )
     };
-    let replayed_text =
-        update(r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"history "}}"#);
-    let replayed_user =
-        update(r#"{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"question"}}"#);
-    let replayed_tool = update(
-        r#"{"sessionUpdate":"tool_call","toolCallId":"old1","title":"Edit","kind":"edit"}"#,
+    let replayed_text = update(
+        r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"history "}}"#,
     );
+    let replayed_user = update(
+        r#"{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"question"}}"#,
+    );
+    let replayed_tool =
+        update(r#"{"sessionUpdate":"tool_call","toolCallId":"old1","title":"Edit","kind":"edit"}"#);
     let script = format!(
         r#"{INIT}
 read -r l
@@ -462,7 +473,9 @@ read -r l
         .await
         .expect("load");
     assert_eq!(
-        loaded.modes.map(|modes| modes.current_mode_id.0.to_string()),
+        loaded
+            .modes
+            .map(|modes| modes.current_mode_id.0.to_string()),
         Some("ask".to_owned())
     );
     let outcome = connection
@@ -576,7 +589,8 @@ read -r l
 
 #[tokio::test]
 async fn an_old_protocol_version_is_refused() {
-    let script = r#"read -r l; echo '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2}}'; read -r l"#;
+    let script =
+        r#"read -r l; echo '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2}}'; read -r l"#;
     assert!(matches!(
         AgentConnection::start(&agent(script), limits()).await,
         Err(AcpError::ProtocolVersion(version)) if version == "2"
