@@ -342,9 +342,8 @@ fn hostile_megabyte_reviews_are_answered_within_the_default_call_limit() {
             .unwrap_or_else(|error| panic!("{:?}…: {error}", &output[..8]));
         eprintln!("{:?}…: {:?}", &output[..8], started.elapsed());
         match answer {
-            devin_bridge::engine::Answer::Review(Err(failure)) => {
-                assert_eq!(failure.code, "review_missing", "{failure}");
-            }
+            devin_bridge::engine::Answer::Review(Err(failure))
+                if ["review_missing", "review_invalid"].contains(&failure.code.as_str()) => {}
             other => panic!("unexpected answer {other:?}"),
         }
     }

@@ -68,7 +68,7 @@ mod wasm;
 pub use devin_bridge_types::{Failure, Reply, ToolCall};
 pub use review::{
     first_json_object, parse_review, MAX_FIELD_CHARS, MAX_FINDINGS, MAX_SCAN_DEPTH,
-    MAX_SUMMARY_CHARS, MAX_TEXT_BYTES,
+    MAX_SCAN_VALUES, MAX_SUMMARY_CHARS, MAX_TEXT_BYTES,
 };
 
 use serde_json::{Map, Value};

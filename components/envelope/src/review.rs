@@ -8,9 +8,10 @@
 //! string values neither open nor close anything). The first `{` where that succeeds wins; a `{`
 //! in prose that does not start valid JSON is skipped and the scan continues after it. This finds
 //! an object inside a ```` ```json ```` fence as well as one after a sentence of prose. An object
-//! nested more than [`MAX_SCAN_DEPTH`] levels deep does not count as complete: the limit bounds
-//! the work of a hostile text (every failed attempt re-reads at most the text after it, and only
-//! the attempts still open at a syntax error can fail after a long read).
+//! nested more than [`MAX_SCAN_DEPTH`] levels deep does not count as complete. Two limits bound
+//! the work of a hostile text that keeps opening objects it never finishes (each failed attempt
+//! may re-read what the one before it read): that depth, and a budget of [`MAX_SCAN_VALUES`]
+//! values read over all attempts; a scan that spends it fails closed with `review_invalid`.
 //!
 //! # Validation
 //!
@@ -48,6 +49,10 @@ pub const MAX_SUMMARY_CHARS: usize = 8192;
 pub const MAX_FIELD_CHARS: usize = 4096;
 /// The deepest nesting an object may have and still count as complete during the scan.
 pub const MAX_SCAN_DEPTH: usize = 16;
+/// The most JSON values (keys included) the scan reads, over all its attempts, before it gives
+/// up. One object of a text within [`MAX_TEXT_BYTES`] holds fewer, so only text that keeps
+/// starting objects it never finishes can run out.
+pub const MAX_SCAN_VALUES: usize = 1 << 20;
 
 const VERDICTS: [&str; 2] = ["approve", "request_changes"];
 const SEVERITIES: [&str; 5] = ["critical", "high", "medium", "low", "info"];
@@ -63,7 +68,14 @@ pub fn parse_review(output: &str) -> Result<String, Failure> {
             output.len()
         )));
     }
-    let object = first_json_object(output).ok_or_else(failure::review_missing)?;
+    let object = find_first_object(output)
+        .map_err(|OverBudget| {
+            failure::review_invalid(&format!(
+                "the reply holds too much unfinished JSON to scan (more than {MAX_SCAN_VALUES} \
+                 values read before a complete object)"
+            ))
+        })?
+        .ok_or_else(failure::review_missing)?;
     let value = match json::parse_strict(object) {
         Ok(Value::Object(object)) => object,
         // The scan accepted the text as one object, so only a repeated key is left to refuse.
@@ -79,107 +91,143 @@ pub fn parse_review(output: &str) -> Result<String, Failure> {
 }
 
 /// The first `{` of `text` that starts a syntactically complete JSON object, up to its closing
-/// `}`; `None` when there is none.
+/// `}`; `None` when there is none, or when the scan ran out of its budget first.
 pub fn first_json_object(text: &str) -> Option<&str> {
+    find_first_object(text).ok().flatten()
+}
+
+/// The scan spent [`MAX_SCAN_VALUES`] before finding a complete object.
+struct OverBudget;
+
+/// The scan: `Ok(None)` when no complete object exists, `Err` when the budget ran out first.
+fn find_first_object(text: &str) -> Result<Option<&str>, OverBudget> {
+    let budget = std::cell::Cell::new(MAX_SCAN_VALUES);
     let mut from = 0;
-    while let Some(offset) = text.get(from..)?.find('{') {
+    while let Some(offset) = text.get(from..).and_then(|rest| rest.find('{')) {
         let start = from + offset;
         // An object's next token is a key or its end: most braces in prose fail here, cheaply.
         let next = text[start + 1..].trim_start_matches([' ', '\t', '\n', '\r']);
-        let may_start = next.starts_with('"') || next.starts_with('}');
-        if let Some(len) = may_start
-            .then(|| complete_value_len(&text[start..]))
-            .flatten()
-        {
-            return text.get(start..start + len);
+        if next.starts_with('"') || next.starts_with('}') {
+            let rest = &text[start..];
+            let mut deserializer = serde_json::Deserializer::from_str(rest);
+            let seed = Depth {
+                level: 0,
+                budget: &budget,
+            };
+            if seed.deserialize(&mut deserializer).is_ok() {
+                return Ok(closing_brace(rest).and_then(|end| rest.get(..=end)));
+            }
+            if budget.get() == 0 {
+                return Err(OverBudget);
+            }
         }
         from = start + 1;
+    }
+    Ok(None)
+}
+
+/// The offset of the `}` that closes the object `text` starts with (string- and escape-aware
+/// brace matching; `text` is known to start with a well-formed object).
+fn closing_brace(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (at, byte) in text.bytes().enumerate() {
+        match (in_string, escaped, byte) {
+            (true, true, _) => escaped = false,
+            (true, false, b'\\') => escaped = true,
+            (true, false, b'"') => in_string = false,
+            (true, false, _) => {}
+            (false, _, b'"') => in_string = true,
+            (false, _, b'{' | b'[') => depth += 1,
+            (false, _, b'}' | b']') => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(at);
+                }
+            }
+            (false, _, _) => {}
+        }
     }
     None
 }
 
-/// The length of the JSON value that `text` starts with, when it is complete and well-formed.
-fn complete_value_len(text: &str) -> Option<usize> {
-    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Syntax>();
-    match stream.next() {
-        Some(Ok(Syntax)) => Some(stream.byte_offset()),
-        _ => None,
-    }
-}
-
-/// A JSON value read for its syntax only (nothing is kept), at most [`MAX_SCAN_DEPTH`] deep.
-struct Syntax;
-
-impl<'de> serde::Deserialize<'de> for Syntax {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Depth(0).deserialize(deserializer)
-    }
-}
-
-/// A value at this nesting depth.
+/// A JSON value read for its syntax only (nothing is kept), at a nesting level; every value and
+/// key read spends one unit of the scan's budget.
 #[derive(Clone, Copy)]
-struct Depth(usize);
+struct Depth<'b> {
+    level: usize,
+    budget: &'b std::cell::Cell<usize>,
+}
 
-impl<'de> DeserializeSeed<'de> for Depth {
-    type Value = Syntax;
+impl<'de> DeserializeSeed<'de> for Depth<'_> {
+    type Value = ();
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Syntax, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        let left = self.budget.get();
+        if left == 0 {
+            return Err(de::Error::custom("scan budget spent"));
+        }
+        self.budget.set(left - 1);
         deserializer.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Depth {
-    type Value = Syntax;
+impl<'de> Visitor<'de> for Depth<'_> {
+    type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON value")
     }
 
-    fn visit_bool<E>(self, _: bool) -> Result<Syntax, E> {
-        Ok(Syntax)
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
     }
 
-    fn visit_i64<E>(self, _: i64) -> Result<Syntax, E> {
-        Ok(Syntax)
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
     }
 
-    fn visit_u64<E>(self, _: u64) -> Result<Syntax, E> {
-        Ok(Syntax)
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
     }
 
-    fn visit_f64<E>(self, _: f64) -> Result<Syntax, E> {
-        Ok(Syntax)
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
     }
 
-    fn visit_str<E>(self, _: &str) -> Result<Syntax, E> {
-        Ok(Syntax)
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
     }
 
-    fn visit_unit<E>(self) -> Result<Syntax, E> {
-        Ok(Syntax)
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Syntax, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let inner = self.nested()?;
         while seq.next_element_seed(inner)?.is_some() {}
-        Ok(Syntax)
+        Ok(())
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Syntax, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let inner = self.nested()?;
         while map.next_key_seed(inner)?.is_some() {
             map.next_value_seed(inner)?;
         }
-        Ok(Syntax)
+        Ok(())
     }
 }
 
-impl Depth {
-    fn nested<E: de::Error>(self) -> Result<Depth, E> {
-        if self.0 >= MAX_SCAN_DEPTH {
+impl Depth<'_> {
+    fn nested<E: de::Error>(self) -> Result<Self, E> {
+        if self.level >= MAX_SCAN_DEPTH {
             return Err(E::custom("nested too deeply"));
         }
-        Ok(Depth(self.0 + 1))
+        Ok(Self {
+            level: self.level + 1,
+            ..self
+        })
     }
 }
 

@@ -491,24 +491,48 @@ mod property {
 mod bounds {
     use super::*;
 
-    /// Texts built to make the scan re-read as much as possible: every attempt fails, so the
-    /// whole megabyte is scanned from each candidate brace.
+    /// Texts built to make the scan re-read as much as possible: every attempt fails. Each is
+    /// answered (no object: `review_missing`; the scan's budget spent: `review_invalid`).
     #[test]
     fn hostile_megabyte_texts_are_answered() {
         let near_limit = |unit: &str| unit.repeat((MAX_TEXT_BYTES - 512) / unit.len());
-        let started = std::time::Instant::now();
         for output in [
             near_limit("{"),
             near_limit("{\"a\":"),
             near_limit("{\"a\":["),
-            "{\"a\":".repeat(MAX_SCAN_DEPTH) + &near_limit("1,"),
+            "{\"a\":[".repeat(MAX_SCAN_DEPTH) + &near_limit("1,"),
             near_limit("{\"\\\"{"),
             near_limit("\"{\":"),
         ] {
-            let one = std::time::Instant::now();
-            rejected(&output, "review_missing");
-            eprintln!("{:?}: {:?}", &output[..8], one.elapsed());
+            let label = &output[..8];
+            let started = std::time::Instant::now();
+            match parse_review(&output) {
+                Err(failure) if failure.code == "review_missing" => {}
+                Err(failure) if failure.code == "review_invalid" => {
+                    assert!(
+                        failure.message.contains("too much unfinished JSON"),
+                        "{label}: {failure}"
+                    );
+                }
+                other => panic!("{label}: unexpected {other:?}"),
+            }
+            eprintln!("{label:?}: {:?}", started.elapsed());
         }
-        eprintln!("hostile texts took {:?}", started.elapsed());
+    }
+
+    #[test]
+    fn the_scan_budget_is_spent_only_by_unfinished_objects() {
+        let unfinished = "{\"a\":".repeat(MAX_SCAN_DEPTH + 1);
+        let many = unfinished.repeat(MAX_TEXT_BYTES / 2 / unfinished.len());
+        let failure = parse_review(&format!("{many} {VALID}")).expect_err("budget");
+        assert_eq!(failure.code, "review_invalid");
+        assert!(
+            failure.message.contains("too much unfinished JSON"),
+            "{failure}"
+        );
+        // A large but finished object costs one value per value, well within the budget.
+        let numbers = vec![1; 400_000];
+        let big = json!({"verdict": "approve", "summary": "s", "findings": [], "extra": numbers});
+        assert!(ok(&big.to_string()).starts_with("{\"verdict\":\"approve\""));
     }
 }
