@@ -340,6 +340,55 @@ mod tests {
     }
 
     #[test]
+    fn result_of_a_review_prints_the_review_object_not_the_raw_reply() {
+        let mut record = record();
+        record.role = Role::Review;
+        record.mode = RunMode::Review;
+        record.status = JobStatus::Done;
+        record.result = Some("raw reply with prose around the JSON".to_owned());
+        record.review = Some(json!({"verdict": "approve", "findings": []}));
+        let text = result_text(&record, SystemTime::now());
+        assert!(
+            text.starts_with("{\n  \"findings\": [],\n  \"verdict\": \"approve\"\n}\n"),
+            "{text}"
+        );
+        assert!(!text.contains("raw reply"), "{text}");
+        assert!(
+            text.ends_with(
+                "sandbox: read-only\ndelivery: pending\nsemantic: unverified\nstate: done\n"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn status_list_has_one_line_per_job_and_names_workspaces_for_all() {
+        let running = record();
+        let mut done = record();
+        done.status = JobStatus::Done;
+        let now = SystemTime::now();
+        let text = status_list(
+            &[running.clone(), done.clone()],
+            &["moved x".to_owned()],
+            now,
+            true,
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert_eq!(lines[0], "warning: moved x");
+        assert!(
+            lines[1].starts_with(&format!("{}  running    consult", running.id)),
+            "{text}"
+        );
+        assert!(
+            lines[1].ends_with("Explain the parser  (/work/project)"),
+            "{text}"
+        );
+        assert!(lines[2].contains("done"), "{text}");
+        assert_eq!(status_list(&[], &[], now, false), "no jobs\n");
+    }
+
+    #[test]
     fn history_projection_excludes_prompt_result_and_warnings() {
         let mut record = record();
         record.status = JobStatus::Done;

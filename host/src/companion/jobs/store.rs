@@ -349,9 +349,11 @@ impl JobStore {
         Ok(record)
     }
 
-    /// The newest `limit` records (by creation) of `workspace`, or of every workspace, newest
-    /// first, followed by any older job that is still running; and warnings (corrupt records
-    /// moved aside, unreadable entries). Only the shown records and the running ones are read.
+    /// The newest `limit` records of `workspace`, or of every workspace, newest first,
+    /// followed by any older job that is still running; and warnings (corrupt records moved
+    /// aside, unreadable entries). "Newest" is the order in which jobs were stored (a job's
+    /// `createdAt` is set just before); each index is read from its end, and only the shown
+    /// records and the running ones are parsed, so the cost does not grow with history.
     pub fn list(
         &self,
         workspace: Option<&Path>,
@@ -369,17 +371,13 @@ impl JobStore {
                 .collect(),
         };
         let mut warnings = BTreeSet::new();
-        let mut candidates: Vec<(u128, usize, String)> = Vec::new();
+        let mut cursors: Vec<IndexCursor> = Vec::new();
         let mut running: Vec<Location> = Vec::new();
         for (number, dir) in dirs.iter().enumerate() {
             if fs::symlink_metadata(dir).is_err() {
                 continue;
             }
-            candidates.extend(
-                self.index_entries(dir)?
-                    .into_iter()
-                    .map(|(created_ms, id)| (created_ms, number, id)),
-            );
+            cursors.push(IndexCursor::new(self.index_text(dir)?, number));
             for id in names_in(&dir.join(RUNNING_DIR)) {
                 if is_valid_job_id(&id) {
                     running.push(Location {
@@ -397,18 +395,26 @@ impl JobStore {
                 }
             }
         }
-        candidates.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.2.cmp(&b.2)));
+        // Each index is read from its end (the newest entries) and only as far as needed;
+        // several workspaces are merged by creation time.
         let mut shown: Vec<JobRecord> = Vec::new();
         let mut seen = BTreeSet::new();
-        for (_, number, id) in candidates {
-            if shown.len() >= limit {
+        while shown.len() < limit {
+            let Some(cursor) = cursors
+                .iter_mut()
+                .filter(|cursor| cursor.head.is_some())
+                .max_by_key(|cursor| cursor.head.as_ref().map(|(created, _)| *created))
+            else {
                 break;
-            }
+            };
+            let Some((_, id)) = cursor.advance() else {
+                break;
+            };
             if !seen.insert(id.clone()) {
                 continue;
             }
             let location = Location {
-                jobs_dir: dirs[number].clone(),
+                jobs_dir: dirs[cursor.dir].clone(),
                 id,
             };
             match self.load_checked(&location) {
@@ -442,6 +448,40 @@ impl JobStore {
         older_running.sort_by(|a, b| b.created_at.cmp(&a.created_at));
         shown.extend(older_running);
         Ok((shown, warnings.into_iter().collect()))
+    }
+
+    /// The newest record of `workspace` (in listing order) for which `predicate` holds, e.g.
+    /// the session to resume. Records are read one at a time from the newest, and the walk
+    /// stops at the first match; unreadable or corrupt records are skipped.
+    pub fn newest_matching(
+        &self,
+        workspace: &Path,
+        predicate: impl Fn(&JobRecord) -> bool,
+    ) -> Result<Option<JobRecord>, StoreError> {
+        let dir = self
+            .state_dir
+            .join(Self::workspace_key(workspace))
+            .join("jobs");
+        if fs::symlink_metadata(&dir).is_err() {
+            return Ok(None);
+        }
+        let mut cursor = IndexCursor::new(self.index_text(&dir)?, 0);
+        let mut seen = BTreeSet::new();
+        while let Some((_, id)) = cursor.advance() {
+            if !seen.insert(id.clone()) {
+                continue;
+            }
+            let location = Location {
+                jobs_dir: dir.clone(),
+                id,
+            };
+            match self.load_checked(&location) {
+                Ok(record) if predicate(&record) => return Ok(Some(record)),
+                Ok(_) | Err(StoreError::NotFound(_)) | Err(StoreError::Corrupt { .. }) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(None)
     }
 
     /// The canonical paths of every workspace that has records.
@@ -536,8 +576,8 @@ impl JobStore {
             .map_err(io_error("append to", &index))
     }
 
-    /// The `(created ms, id)` entries of a workspace's index; a missing index is rebuilt.
-    fn index_entries(&self, jobs_dir: &Path) -> Result<Vec<(u128, String)>, StoreError> {
+    /// The text of a workspace's index; a missing index is rebuilt.
+    fn index_text(&self, jobs_dir: &Path) -> Result<String, StoreError> {
         let index = jobs_dir.join(INDEX);
         let bytes = match read_private(&index, INDEX_LIMIT, self.uid) {
             Ok(bytes) => bytes,
@@ -548,7 +588,7 @@ impl JobStore {
                 }
                 match read_private(&index, INDEX_LIMIT, self.uid) {
                     Ok(bytes) => bytes,
-                    Err(ReadError::NotFound) => return Ok(Vec::new()),
+                    Err(ReadError::NotFound) => return Ok(String::new()),
                     Err(ReadError::TooLarge) => return Err(index_too_large(&index)),
                     Err(ReadError::Store(error)) => return Err(error),
                 }
@@ -556,15 +596,8 @@ impl JobStore {
             Err(ReadError::TooLarge) => return Err(index_too_large(&index)),
             Err(ReadError::Store(error)) => return Err(error),
         };
-        let text = String::from_utf8_lossy(&bytes);
-        Ok(text
-            .lines()
-            .filter_map(|line| {
-                let (created, id) = line.split_once(' ')?;
-                let created = created.parse().ok()?;
-                is_valid_job_id(id).then(|| (created, id.to_owned()))
-            })
-            .collect())
+        Ok(String::from_utf8(bytes)
+            .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned()))
     }
 
     /// Writes a workspace's index from its records (the mtime of each is its creation time).
@@ -897,6 +930,50 @@ impl JobStore {
             }
             Err(error) => Err(io_error("write", &location.record())(error)),
         }
+    }
+}
+
+/// Walks one index from its end (newest entries first), skipping malformed lines.
+struct IndexCursor {
+    text: String,
+    end: usize,
+    dir: usize,
+    head: Option<(u128, String)>,
+}
+
+impl IndexCursor {
+    fn new(text: String, dir: usize) -> Self {
+        let mut cursor = IndexCursor {
+            end: text.len(),
+            text,
+            dir,
+            head: None,
+        };
+        cursor.head = cursor.previous();
+        cursor
+    }
+
+    /// Returns the current head and moves to the entry before it.
+    fn advance(&mut self) -> Option<(u128, String)> {
+        let head = self.head.take();
+        self.head = self.previous();
+        head
+    }
+
+    fn previous(&mut self) -> Option<(u128, String)> {
+        while self.end > 0 {
+            let before = &self.text[..self.end];
+            let line_end = before.strip_suffix('\n').map_or(before.len(), str::len);
+            let start = before[..line_end].rfind('\n').map_or(0, |at| at + 1);
+            let line = &before[start..line_end];
+            self.end = start;
+            if let Some((created, id)) = line.split_once(' ') {
+                if let (Ok(created), true) = (created.parse::<u128>(), is_valid_job_id(id)) {
+                    return Some((created, id.to_owned()));
+                }
+            }
+        }
+        None
     }
 }
 

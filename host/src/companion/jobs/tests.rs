@@ -553,6 +553,19 @@ fn finish_removes_the_config_dir_only_inside_runs() {
 fn listing_two_thousand_records_orders_by_creation_and_honours_the_limit() {
     let f = fixture();
     let base = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    // Two old running jobs: outside the newest 20, one with a live worker, one whose worker
+    // is gone.
+    let mut alive =
+        JobRecord::new(Role::Task, RunMode::Write, f.workspace.clone(), "alive").unwrap();
+    alive.created_at = format_rfc3339(base - Duration::from_secs(10));
+    alive.worker = Some(ProcessStamp::current().unwrap());
+    f.store.create(&alive).unwrap();
+    let mut dead = JobRecord::new(Role::Task, RunMode::Write, f.workspace.clone(), "dead").unwrap();
+    dead.created_at = format_rfc3339(base - Duration::from_secs(20));
+    let mut gone = ProcessStamp::current().unwrap();
+    gone.start_time += 5;
+    dead.worker = Some(gone);
+    f.store.create(&dead).unwrap();
     let mut ids = Vec::new();
     for i in 0..2000u64 {
         let mut record = JobRecord::new(
@@ -567,37 +580,23 @@ fn listing_two_thousand_records_orders_by_creation_and_honours_the_limit() {
         f.store.create(&record).unwrap();
         ids.push(record.id);
     }
-    // An old job finished late keeps its place (its creation time decides).
-    let (records, warnings) = f.store.list(Some(&f.workspace), 20).unwrap();
-    assert!(warnings.is_empty());
-    let shown: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
-    let expected: Vec<&str> = ids.iter().rev().take(20).map(String::as_str).collect();
-    assert_eq!(shown, expected);
-
-    // An old running job outside the limit is still listed (after the newest) when its
-    // worker lives, and finished as died when it does not.
-    let mut alive =
-        JobRecord::new(Role::Task, RunMode::Write, f.workspace.clone(), "alive").unwrap();
-    alive.created_at = format_rfc3339(base - Duration::from_secs(10));
-    alive.worker = Some(ProcessStamp::current().unwrap());
-    f.store.create(&alive).unwrap();
-    let mut dead = JobRecord::new(Role::Task, RunMode::Write, f.workspace.clone(), "dead").unwrap();
-    dead.created_at = format_rfc3339(base - Duration::from_secs(20));
-    let mut gone = ProcessStamp::current().unwrap();
-    gone.start_time += 5;
-    dead.worker = Some(gone);
-    f.store.create(&dead).unwrap();
     let started = Instant::now();
-    let (records, _) = f.store.list(Some(&f.workspace), 20).unwrap();
+    let (records, warnings) = f.store.list(Some(&f.workspace), 20).unwrap();
     let took = started.elapsed();
-    assert_eq!(records.len(), 21);
-    assert_eq!(records[20].id, alive.id);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let shown: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
+    let mut expected: Vec<&str> = ids.iter().rev().take(20).map(String::as_str).collect();
+    // The old running job with a live worker follows the newest 20; the dead one is
+    // finished as died by the listing and not shown.
+    expected.push(&alive.id);
+    assert_eq!(shown, expected);
     assert_eq!(f.raw(&dead.id)["status"], "died");
     eprintln!("listing 20 of 2002 records took {took:?}");
 
     let (all, _) = f.store.list(None, 5).unwrap();
     assert_eq!(all.len(), 6);
     assert_eq!(all[0].id, ids[1999]);
+    assert_eq!(all[5].id, alive.id);
 }
 
 #[test]
@@ -742,4 +741,76 @@ fn a_missing_index_is_rebuilt_and_dangling_entries_are_skipped() {
     assert_eq!(shown, newest_first);
     assert_eq!(mode_of(&index), 0o600);
     assert_eq!(fs::read_to_string(&index).unwrap().lines().count(), 5);
+}
+
+#[test]
+fn newest_matching_finds_the_latest_resumable_session_of_a_mode() {
+    let f = fixture();
+    let finish = |mode: RunMode, session: &str| {
+        let mut record = JobRecord::new(Role::Task, mode, f.workspace.clone(), session).unwrap();
+        record.worker = Some(ProcessStamp::current().unwrap());
+        f.store.create(&record).unwrap();
+        f.store
+            .finish(&f.workspace, &record.id, JobStatus::Done, |r| {
+                r.session_id = Some(session.to_owned())
+            })
+            .unwrap()
+    };
+    finish(RunMode::Write, "older-write");
+    let wanted = finish(RunMode::Write, "newer-write");
+    finish(RunMode::Consult, "newest-consult");
+    f.running("running write");
+    let found = f
+        .store
+        .newest_matching(&f.workspace, |r| {
+            r.mode == RunMode::Write && r.resumable_session().is_some()
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(found.id, wanted.id);
+    let none = f
+        .store
+        .newest_matching(&f.workspace, |r| r.mode == RunMode::Review)
+        .unwrap();
+    assert!(none.is_none());
+}
+
+#[test]
+fn a_lock_held_by_another_process_is_waited_for_and_freed_by_kill_9() {
+    let f = fixture();
+    let record = f.running("job");
+    let lock = f.jobs_dir().join(format!("{}.lock", record.id));
+    // util-linux flock(1) takes the same kind of lock (flock(2)) and holds it until it dies.
+    let mut holder = Command::new("flock")
+        .arg("--exclusive")
+        .arg(&lock)
+        .args(["sleep", "60"])
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while RecordLock::acquire(&lock, Duration::from_millis(1)).is_ok() {
+        assert!(Instant::now() < deadline, "flock never took the lock");
+        thread::sleep(Duration::from_millis(10));
+    }
+    let store = f.store.clone();
+    let (workspace, id) = (f.workspace.clone(), record.id.clone());
+    let started = Instant::now();
+    let writer = thread::spawn(move || {
+        store.update_running(&workspace, &id, |r| r.session_id = Some("after".into()))
+    });
+    thread::sleep(Duration::from_millis(300));
+    assert!(
+        !writer.is_finished(),
+        "the writer did not wait for the lock"
+    );
+    nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(holder.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let updated = writer.join().unwrap().unwrap();
+    assert!(started.elapsed() < LOCK_WAIT, "{:?}", started.elapsed());
+    assert_eq!(updated.session_id.as_deref(), Some("after"));
+    holder.wait().unwrap();
 }
