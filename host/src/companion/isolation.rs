@@ -349,6 +349,15 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), IsolationError> {
 mod tests {
     use super::*;
 
+    /// A temporary data directory with the mode the helper demands (0700).
+    fn private_tempdir() -> tempfile::TempDir {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
+            .expect("chmod");
+        dir
+    }
+
     #[test]
     fn read_only_jobs_deny_edits_writes_commands_fetches_and_secrets() {
         let rules = permissions(
@@ -430,7 +439,7 @@ mod tests {
     #[test]
     fn prepared_jobs_get_private_generated_config() {
         use std::os::unix::fs::PermissionsExt;
-        let data = tempfile::tempdir().expect("tempdir");
+        let data = private_tempdir();
         let workspace = tempfile::tempdir().expect("workspace");
         std::fs::create_dir(workspace.path().join(".devin")).expect("mkdir");
         std::fs::write(workspace.path().join(".devin/mcp_config.json"), "{}").expect("write");

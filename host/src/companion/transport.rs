@@ -291,6 +291,15 @@ pub fn split(text: &str) -> Result<Vec<String>, TransportError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A temporary data directory with the mode the helper demands (0700).
+    fn private_tempdir() -> tempfile::TempDir {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
+            .expect("chmod");
+        dir
+    }
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
@@ -335,7 +344,7 @@ mod tests {
 
     #[test]
     fn a_file_is_consumed_exactly_once() {
-        let data = tempfile::tempdir().expect("tempdir");
+        let data = private_tempdir();
         let (token, path) = create(data.path()).expect("create");
         assert!(valid_token(&token));
         let mode = std::fs::metadata(&path).expect("meta").permissions().mode() & 0o7777;
@@ -360,7 +369,7 @@ mod tests {
 
     #[test]
     fn changed_mode_symlink_oversize_and_non_utf8_are_refused() {
-        let data = tempfile::tempdir().expect("tempdir");
+        let data = private_tempdir();
         let (token, path) = create(data.path()).expect("create");
         std::fs::write(&path, "x").expect("write");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
@@ -397,7 +406,7 @@ mod tests {
 
     #[test]
     fn create_refuses_a_non_empty_file_and_discard_is_idempotent() {
-        let data = tempfile::tempdir().expect("tempdir");
+        let data = private_tempdir();
         let token = "0123456789abcdef0123456789abcdef";
         let path = create_with_token(data.path(), token).expect("create");
         assert_eq!(
