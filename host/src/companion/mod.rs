@@ -79,12 +79,21 @@ pub fn job_output(record: &JobRecord) -> Output {
 const PREFIX: &str = "devin-bridge companion";
 
 fn fail_line(message: &str, code: u8) -> ExitCode {
+    use std::io::Write;
     let line: String = message
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
-    eprintln!("{PREFIX}: {line}");
+    // A closed stderr is no reason to panic: the exit code still tells the outcome.
+    let _ = writeln!(std::io::stderr().lock(), "{PREFIX}: {line}");
     ExitCode::from(code)
+}
+
+/// Writes to stdout; a reader that went away (a closed pipe) is not an error of the job.
+fn emit(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
 /// The entry point: parses the arguments after `companion` and runs the subcommand.
@@ -132,7 +141,7 @@ pub async fn main(args: CompanionArgs) -> anyhow::Result<ExitCode> {
                     | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
             ) =>
         {
-            print!("{}", error.render());
+            emit(&error.render().to_string());
             return Ok(ExitCode::SUCCESS);
         }
         Err(error) => return Ok(fail_line(&cli::one_line(&error), failure::EXIT_INPUT)),
@@ -146,12 +155,11 @@ pub async fn main(args: CompanionArgs) -> anyhow::Result<ExitCode> {
     match outcome {
         Ok(output) => {
             if json {
-                println!("{}", output.json);
+                emit(&format!("{}\n", output.json));
+            } else if output.text.is_empty() || output.text.ends_with('\n') {
+                emit(&output.text);
             } else {
-                print!("{}", output.text);
-                if !output.text.ends_with('\n') && !output.text.is_empty() {
-                    println!();
-                }
+                emit(&format!("{}\n", output.text));
             }
             Ok(output.exit)
         }
