@@ -26,6 +26,8 @@ enum Command {
     /// Inspect, check and hot-swap transform components.
     #[command(subcommand)]
     Components(cli::ComponentsCommand),
+    /// Delegate tasks and reviews to the Devin CLI (the Claude Code plugin's helper).
+    Companion(devin_bridge::companion::CompanionArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -62,6 +64,8 @@ fn main() -> std::process::ExitCode {
             Command::Guard(args) => devin_bridge::guard::run(args).await,
             Command::VerifyIsolation(args) => devin_bridge::guard::isolation::run(args).await,
             Command::Components(command) => cli::components(command).await,
+            // Runs as the invoking user: no identity switch.
+            Command::Companion(args) => devin_bridge::companion::main(args).await,
         }
     });
     match outcome {
