@@ -43,11 +43,13 @@ fn env_usize(name: &str, default: usize) -> usize {
 }
 
 fn target_binary(variable: &str, name: &str) -> PathBuf {
-    std::env::var_os(variable).map(PathBuf::from).unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../target/release")
-            .join(name)
-    })
+    std::env::var_os(variable)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../target/release")
+                .join(name)
+        })
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -198,9 +200,8 @@ impl Fixture {
             writeln!(stdin, "{frame}").map_err(|e| e.to_string())?;
             stdin.flush().map_err(|e| e.to_string())?;
             for line in lines.by_ref() {
-                let message: Value =
-                    serde_json::from_str(&line.map_err(|e| e.to_string())?)
-                        .map_err(|e| e.to_string())?;
+                let message: Value = serde_json::from_str(&line.map_err(|e| e.to_string())?)
+                    .map_err(|e| e.to_string())?;
                 if message.get("id") == Some(&json!(id)) {
                     return match message.get("result") {
                         Some(result) => Ok(result.clone()),
@@ -259,10 +260,7 @@ fn run() -> Result<(), String> {
     let workspace = fixture.workspace.to_string_lossy().into_owned();
 
     println!("companion benchmark ({turns} turns, {records} records, {calls} calls per command)");
-    println!(
-        "{:<34} {:>5} {:>10} {:>10}",
-        "", "runs", "p50 ms", "p99 ms"
-    );
+    println!("{:<34} {:>5} {:>10} {:>10}", "", "runs", "p50 ms", "p99 ms");
 
     // Warm both paths once (page cache, first-run directory creation).
     fixture.bare_turn()?;
@@ -273,9 +271,13 @@ fn run() -> Result<(), String> {
     let mut start = Sample::new("helper start (`--help`, reference)");
     for _ in 0..turns {
         bare.times.push(fixture.bare_turn()?);
-        helper
-            .times
-            .push(fixture.time_helper(&["task", "--cwd", &workspace, "--", "bench turn"])?);
+        helper.times.push(fixture.time_helper(&[
+            "task",
+            "--cwd",
+            &workspace,
+            "--",
+            "bench turn",
+        ])?);
         start.times.push(fixture.time_helper(&["--help"])?);
     }
     bare.row();

@@ -336,6 +336,11 @@ impl AgentConnection {
     }
 
     /// SIGKILL to the whole process group, now.
+    /// The JSON-RPC id the next request will carry (a job records its prompt's id).
+    pub fn next_request_id(&self) -> u64 {
+        self.next_id
+    }
+
     pub fn kill_now(&mut self) {
         self.child.kill_now();
     }

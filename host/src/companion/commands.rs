@@ -269,6 +269,9 @@ pub fn cancel_job(
         .collect();
     if ours {
         liveness::terminate(&stamps, CANCEL_GRACE);
+        if let Some(engine) = &finished.engine_process {
+            liveness::end_orphaned_group(engine, CANCEL_GRACE);
+        }
     }
     Ok((finished, ours))
 }
@@ -506,6 +509,9 @@ fn end_for_session(store: &JobStore, record: &JobRecord, summary: &mut SessionEn
             summary.died += 1;
             let engine: Vec<&liveness::ProcessStamp> = finished.engine_process.iter().collect();
             liveness::terminate(&engine, CANCEL_GRACE);
+            if let Some(engine) = &finished.engine_process {
+                liveness::end_orphaned_group(engine, CANCEL_GRACE);
+            }
         }
         Ok(_) => {}
         Err(error) => summary.problems.push(error.to_string()),
@@ -867,7 +873,8 @@ mod tests {
             assert!(!out.json.to_string().contains(secret), "{}", out.json);
         }
         let job = &out.json["jobs"][0];
-        let keys: Vec<&String> = job.as_object().unwrap().keys().collect();
+        let mut keys: Vec<&String> = job.as_object().unwrap().keys().collect();
+        keys.sort();
         assert_eq!(
             keys,
             [

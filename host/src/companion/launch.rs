@@ -623,6 +623,7 @@ async fn execute_acp(
             Progress::Session { id } => r.session_id = Some(id.clone()),
             Progress::ModelSet { resolved } => r.resolved_model = Some(resolved.clone()),
             Progress::EffortSet { value } => r.effort_applied = Some(value.clone()),
+            Progress::Prompting { request_id } => r.request_id = Some(request_id.to_string()),
         });
         if let Err(error) = outcome {
             tracing::warn!(%error, "cannot record the job's progress");

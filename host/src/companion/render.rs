@@ -349,7 +349,7 @@ mod tests {
         record.review = Some(json!({"verdict": "approve", "findings": []}));
         let text = result_text(&record, SystemTime::now());
         assert!(
-            text.starts_with("{\n  \"findings\": [],\n  \"verdict\": \"approve\"\n}\n"),
+            text.starts_with("{\n  \"verdict\": \"approve\",\n  \"findings\": []\n}\n"),
             "{text}"
         );
         assert!(!text.contains("raw reply"), "{text}");

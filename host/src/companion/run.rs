@@ -92,10 +92,22 @@ pub struct RunRequest {
 /// Facts learnt while the run progresses, for the record.
 #[derive(Debug, Clone)]
 pub enum Progress {
-    Started { pid: i32 },
-    Session { id: String },
-    ModelSet { resolved: String },
-    EffortSet { value: String },
+    Started {
+        pid: i32,
+    },
+    Session {
+        id: String,
+    },
+    ModelSet {
+        resolved: String,
+    },
+    EffortSet {
+        value: String,
+    },
+    /// The `session/prompt` request is about to be sent with this JSON-RPC id.
+    Prompting {
+        request_id: u64,
+    },
 }
 
 /// The end of a run.
@@ -189,6 +201,8 @@ pub async fn run(request: RunRequest, progress: &(dyn Fn(Progress) + Sync)) -> R
         init_timeout: deadline.min(Duration::from_secs(30)),
         turn_timeout: deadline,
         output_cap: request.output_cap,
+        // Success needs the agent's own account of the turn: give it a moment after the answer.
+        stopped_wait: Duration::from_secs(2),
     };
     let mut connection =
         match tokio::time::timeout(deadline, AgentConnection::start(&spec, limits)).await {
@@ -325,6 +339,9 @@ async fn drive(
     let prompt = vec![v1::ContentBlock::Text(v1::TextContent::new(
         request.brief.clone(),
     ))];
+    progress(Progress::Prompting {
+        request_id: connection.next_request_id(),
+    });
     let outcome = connection
         .prompt(&session_id, prompt, &gate)
         .await

@@ -87,6 +87,47 @@ impl ProcessStamp {
     }
 }
 
+/// Ends what is left of the process group an engine process led (every agent runs as the
+/// leader of its own group), when the leader itself is gone or a zombie: children it started
+/// may outlive it. The group is ours when the leader's pid is a zombie with the stamped start
+/// time, or when no process has that pid at all but some process is still in a group of that
+/// id (the kernel never hands out a pid that is still in use as a process group id). A pid now
+/// used by another process is left alone. Returns whether a group was signalled.
+pub fn end_orphaned_group(engine: &ProcessStamp, grace: Duration) -> bool {
+    if engine.pid <= 1 || boot_id().is_ok_and(|current| current != engine.boot_id) {
+        return false;
+    }
+    let ours = match proc_stat(engine.pid) {
+        Some(stat) => stat.start_time == engine.start_time && stat.state == 'Z',
+        None => group_has_members(engine.pid),
+    };
+    if !ours {
+        return false;
+    }
+    let group = Target::Group(engine.pid);
+    group.signal(Signal::SIGTERM);
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline && group_has_members(engine.pid) {
+        thread::sleep(Duration::from_millis(20));
+    }
+    if group_has_members(engine.pid) {
+        group.signal(Signal::SIGKILL);
+    }
+    true
+}
+
+/// Whether a live (not zombie) process is in process group `pgid`.
+fn group_has_members(pgid: i32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(proc_stat)
+        .any(|stat| stat.pgid == pgid && stat.state != 'Z' && stat.state != 'X')
+}
+
 /// The boot id of the running kernel.
 pub fn boot_id() -> std::io::Result<String> {
     let text = read_bounded(Path::new("/proc/sys/kernel/random/boot_id"), 128)?;

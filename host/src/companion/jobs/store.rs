@@ -804,6 +804,9 @@ impl JobStore {
                 if liveness::terminate(&[engine], self.engine_kill_grace) {
                     tracing::warn!(job = %record.id, pid = engine.pid, "the engine process outlived its dead worker; its process group was ended");
                 }
+                if liveness::end_orphaned_group(engine, self.engine_kill_grace) {
+                    tracing::warn!(job = %record.id, pid = engine.pid, "processes the engine started outlived it and its dead worker; their process group was ended");
+                }
             }
         }
         Ok(record)
