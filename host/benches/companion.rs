@@ -235,7 +235,6 @@ impl Fixture {
         if result["stopReason"] != "end_turn" {
             return Err(format!("unexpected prompt result {result}"));
         }
-        drop(call);
         drop(stdin);
         child.wait().map_err(|e| e.to_string())?;
         Ok(started.elapsed())
