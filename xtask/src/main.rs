@@ -213,8 +213,8 @@ fn bench(rest: &[String]) -> Result<()> {
     let Some(name) = rest.first() else {
         bail!("usage: cargo xtask bench <transforms|bridge|guard|companion>")
     };
-    if !["transforms", "bridge", "guard"].contains(&name.as_str()) {
-        bail!("unknown benchmark {name:?} (transforms, bridge or guard)");
+    if !["transforms", "bridge", "guard", "companion"].contains(&name.as_str()) {
+        bail!("unknown benchmark {name:?} (transforms, bridge, guard or companion)");
     }
     let components = build_components(false)?;
     let mut bench = cargo();
