@@ -247,6 +247,38 @@ impl Output {
     }
 }
 
+/// Reads messages until `input` ends (or fails) and hands each to `handle`; blank lines are
+/// skipped and a line over [`MAX_LINE`] is discarded with a parse error, as the CLI does.
+pub fn serve_lines<R: BufRead>(input: &mut R, out: &Output, mut handle: impl FnMut(Incoming)) {
+    let mut buf = Vec::new();
+    loop {
+        match read_line(input, MAX_LINE, &mut buf) {
+            Ok(Line::Eof) => return,
+            Ok(Line::Complete(line)) => {
+                if !line.iter().all(u8::is_ascii_whitespace) {
+                    handle(classify(&line));
+                }
+                buf = line;
+            }
+            Ok(Line::TooLong(length)) => {
+                eprintln!(
+                    "mock-devin: discarded an input line of {length} bytes (limit {MAX_LINE})"
+                );
+                out.error(
+                    &Value::Null,
+                    PARSE_ERROR,
+                    "Parse error: message exceeds the 64 MiB line limit",
+                    None,
+                );
+            }
+            Err(err) => {
+                eprintln!("mock-devin: cannot read stdin: {err}");
+                return;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

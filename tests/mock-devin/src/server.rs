@@ -11,8 +11,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use crate::rpc::{
-    self, Incoming, Line, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
-    NOT_FOUND,
+    self, Incoming, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, NOT_FOUND,
 };
 use crate::scenario::{find_marker, Scenario};
 use crate::trace::{Prompt, BRIDGE_HEADER, TRACE_HEADER};
@@ -64,34 +63,8 @@ impl Server {
 
     /// Reads and answers messages until stdin ends (or fails).
     pub fn serve<R: BufRead>(&mut self, input: &mut R) {
-        let mut buf = Vec::new();
-        loop {
-            match rpc::read_line(input, rpc::MAX_LINE, &mut buf) {
-                Ok(Line::Eof) => return,
-                Ok(Line::Complete(line)) => {
-                    if !line.iter().all(u8::is_ascii_whitespace) {
-                        self.handle(rpc::classify(&line));
-                    }
-                    buf = line;
-                }
-                Ok(Line::TooLong(length)) => {
-                    eprintln!(
-                        "mock-devin: discarded an input line of {length} bytes (limit {})",
-                        rpc::MAX_LINE
-                    );
-                    self.shared.out.error(
-                        &Value::Null,
-                        rpc::PARSE_ERROR,
-                        "Parse error: message exceeds the 64 MiB line limit",
-                        None,
-                    );
-                }
-                Err(err) => {
-                    eprintln!("mock-devin: cannot read stdin: {err}");
-                    return;
-                }
-            }
-        }
+        let shared = self.shared.clone();
+        rpc::serve_lines(input, &shared.out, |incoming| self.handle(incoming));
     }
 
     fn log(&self, event: &str, fields: Value) {

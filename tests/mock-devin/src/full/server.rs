@@ -18,7 +18,7 @@ use super::store::{self, Entry, Record, Role, Store, StoreError};
 use super::turn::Turn;
 use super::{Agent, CONFIG_EXIT};
 use crate::rpc::{
-    self, Incoming, Line, AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
+    self, Incoming, AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
     METHOD_NOT_FOUND, NOT_FOUND,
 };
 use crate::turn::Event;
@@ -314,34 +314,8 @@ impl Server {
 
     /// Reads and answers messages until stdin ends (or fails).
     pub fn serve<R: BufRead>(&mut self, input: &mut R) {
-        let mut buf = Vec::new();
-        loop {
-            match rpc::read_line(input, rpc::MAX_LINE, &mut buf) {
-                Ok(Line::Eof) => return,
-                Ok(Line::Complete(line)) => {
-                    if !line.iter().all(u8::is_ascii_whitespace) {
-                        self.handle(rpc::classify(&line));
-                    }
-                    buf = line;
-                }
-                Ok(Line::TooLong(length)) => {
-                    eprintln!(
-                        "mock-devin: discarded an input line of {length} bytes (limit {})",
-                        rpc::MAX_LINE
-                    );
-                    self.agent.out.error(
-                        &Value::Null,
-                        rpc::PARSE_ERROR,
-                        "Parse error: message exceeds the 64 MiB line limit",
-                        None,
-                    );
-                }
-                Err(err) => {
-                    eprintln!("mock-devin: cannot read stdin: {err}");
-                    return;
-                }
-            }
-        }
+        let agent = self.agent.clone();
+        rpc::serve_lines(input, &agent.out, |incoming| self.handle(incoming));
     }
 
     fn log(&self, event: &str, fields: Value) {
