@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use agent_client_protocol_schema::v1;
 
+use super::preflight::{probe, ProbeError};
 use crate::engine::{
     Answer, Call, CompileCache, EngineError, Loaded, ResolvedModel, Runtime, TransformKind,
 };
 use crate::policy::Policy;
-use crate::process::{command_for, Spec};
 
 /// Largest catalog accepted from the CLI.
 const MAX_CATALOG_BYTES: usize = 4 << 20;
@@ -103,34 +103,27 @@ async fn list_models(
     cwd: &Path,
     timeout: Duration,
 ) -> Result<String, ModelsError> {
-    let spec = Spec {
-        program: devin.to_owned(),
-        args: Vec::new(),
-        cwd: cwd.to_owned(),
+    let output = match probe(
+        devin,
+        &["models", "list", "--format", "json"],
         env,
-        stderr_tail_bytes: 0,
-        kill_grace: Duration::from_millis(200),
-        identity: None,
-    };
-    let mut command = command_for(&spec);
-    command
-        .args(["models", "list", "--format", "json"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null());
-    let output = match tokio::time::timeout(timeout, command.output()).await {
-        Err(_) => {
+        cwd,
+        timeout,
+    )
+    .await
+    {
+        Err(ProbeError::TimedOut) => {
             return Err(ModelsError::Setup(format!(
                 "`devin models list` did not answer within {} ms",
                 timeout.as_millis()
             )))
         }
-        Ok(Err(error)) => {
+        Err(ProbeError::Io(error)) => {
             return Err(ModelsError::Setup(format!(
                 "cannot run `devin models list`: {error}"
             )))
         }
-        Ok(Ok(output)) => output,
+        Ok(output) => output,
     };
     if !output.status.success() || output.stdout.len() > MAX_CATALOG_BYTES {
         return Err(ModelsError::Setup(

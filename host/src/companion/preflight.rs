@@ -132,42 +132,27 @@ pub async fn check(
     cwd: &Path,
     timeout: Duration,
 ) -> Result<Devin, PreflightError> {
-    let spec = Spec {
-        program: path.to_owned(),
-        args: Vec::new(),
-        cwd: cwd.to_owned(),
-        env,
-        stderr_tail_bytes: 0,
-        kill_grace: Duration::from_millis(200),
-        identity: None,
-    };
-    let mut command = command_for(&spec);
-    command
-        .arg("--version")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null());
-    let output = match tokio::time::timeout(timeout, command.output()).await {
-        Err(_) => {
+    let output = match probe(path, &["--version"], env, cwd, timeout).await {
+        Err(ProbeError::TimedOut) => {
             return Err(PreflightError::Setup(format!(
                 "`{} --version` did not answer within {} ms",
                 path.display(),
                 timeout.as_millis()
             )))
         }
-        Ok(Err(error)) if error.kind() == std::io::ErrorKind::NotFound => {
+        Err(ProbeError::Io(error)) if error.kind() == std::io::ErrorKind::NotFound => {
             return Err(PreflightError::Missing(format!(
                 "cannot run the Devin CLI {}: {error}",
                 path.display()
             )))
         }
-        Ok(Err(error)) => {
+        Err(ProbeError::Io(error)) => {
             return Err(PreflightError::Setup(format!(
                 "cannot run `{} --version`: {error}",
                 path.display()
             )))
         }
-        Ok(Ok(output)) => output,
+        Ok(output) => output,
     };
     let text = String::from_utf8_lossy(&output.stdout[..output.stdout.len().min(4096)]);
     let first_line = text.lines().next().unwrap_or("");
@@ -189,6 +174,44 @@ pub async fn check(
         version,
         standing,
     })
+}
+
+/// Why a short-lived CLI command (`--version`, `models list`) gave no output.
+#[derive(Debug)]
+pub enum ProbeError {
+    TimedOut,
+    Io(std::io::Error),
+}
+
+/// Runs the Devin CLI with `args` through the host's process launcher (own process group, the
+/// job's allowlisted environment, no stdin, stderr discarded) and collects its output within
+/// `timeout`; a CLI that overstays is killed with its group.
+pub async fn probe(
+    program: &Path,
+    args: &[&str],
+    env: Vec<(OsString, OsString)>,
+    cwd: &Path,
+    timeout: Duration,
+) -> Result<std::process::Output, ProbeError> {
+    let spec = Spec {
+        program: program.to_owned(),
+        args: Vec::new(),
+        cwd: cwd.to_owned(),
+        env,
+        stderr_tail_bytes: 0,
+        kill_grace: Duration::from_millis(200),
+        identity: None,
+    };
+    let mut command = command_for(&spec);
+    command
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    match tokio::time::timeout(timeout, command.output()).await {
+        Err(_) => Err(ProbeError::TimedOut),
+        Ok(result) => result.map_err(ProbeError::Io),
+    }
 }
 
 #[cfg(test)]
