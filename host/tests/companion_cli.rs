@@ -2,6 +2,8 @@
 //! (`DEVIN_BIN`), a temporary data directory (`DEVIN_COMPANION_DATA`), a temporary home with
 //! a credentials file, and a temporary git repository as the workspace.
 
+mod common;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -9,19 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-fn mock_devin() -> PathBuf {
-    let path = std::env::var_os("DEVIN_BRIDGE_MOCK_DEVIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/mock-devin")
-        });
-    assert!(
-        path.exists(),
-        "no offline agent at {}: build mock-devin",
-        path.display()
-    );
-    path
-}
+use common::bridge::mock_devin;
 
 /// A shared compile cache for the transform components, so each test does not recompile.
 fn component_cache() -> PathBuf {
