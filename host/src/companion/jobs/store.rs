@@ -1058,7 +1058,9 @@ fn check_private(
     let mode = meta.mode() & 0o777;
     if mode & 0o077 != 0 {
         return Err(insecure(format!(
-            "mode {mode:03o} gives access to group or others"
+            "mode {mode:03o} gives access to group or others (`chmod {}` it, or point \
+             DEVIN_COMPANION_DATA at a private directory)",
+            if directory { "700" } else { "600" }
         )));
     }
     Ok(())
