@@ -623,7 +623,6 @@ async fn execute_acp(
             Progress::Session { id } => r.session_id = Some(id.clone()),
             Progress::ModelSet { resolved } => r.resolved_model = Some(resolved.clone()),
             Progress::EffortSet { value } => r.effort_applied = Some(value.clone()),
-            Progress::Prompting { request_id } => r.request_id = Some(request_id.to_string()),
         });
         if let Err(error) = outcome {
             tracing::warn!(%error, "cannot record the job's progress");
@@ -672,6 +671,9 @@ async fn execute_acp(
         r.review = validated.clone();
         if let Some(session) = &result.session_id {
             r.session_id = Some(session.clone());
+        }
+        if result.request_id.is_some() {
+            r.request_id = result.request_id.clone();
         }
         r.observed_model = result.observed_model.clone();
         r.usage = result.usage.clone();

@@ -92,22 +92,10 @@ pub struct RunRequest {
 /// Facts learnt while the run progresses, for the record.
 #[derive(Debug, Clone)]
 pub enum Progress {
-    Started {
-        pid: i32,
-    },
-    Session {
-        id: String,
-    },
-    ModelSet {
-        resolved: String,
-    },
-    EffortSet {
-        value: String,
-    },
-    /// The `session/prompt` request is about to be sent with this JSON-RPC id.
-    Prompting {
-        request_id: u64,
-    },
+    Started { pid: i32 },
+    Session { id: String },
+    ModelSet { resolved: String },
+    EffortSet { value: String },
 }
 
 /// The end of a run.
@@ -125,6 +113,8 @@ pub struct RunResult {
     pub effort_applied: Option<String>,
     /// The session's model (the selected one, or the account's default).
     pub session_model: Option<String>,
+    /// The JSON-RPC id of the `session/prompt` request.
+    pub request_id: Option<String>,
 }
 
 impl RunResult {
@@ -339,9 +329,8 @@ async fn drive(
     let prompt = vec![v1::ContentBlock::Text(v1::TextContent::new(
         request.brief.clone(),
     ))];
-    progress(Progress::Prompting {
-        request_id: connection.next_request_id(),
-    });
+    // Recorded with the outcome, not as progress: one fewer synced write per job.
+    result.request_id = Some(connection.next_request_id().to_string());
     let outcome = connection
         .prompt(&session_id, prompt, &gate)
         .await
