@@ -107,8 +107,15 @@ pub fn serve_identity(args: &ServeArgs) -> anyhow::Result<AgentIdentity> {
 pub async fn serve(args: ServeArgs, identity: AgentIdentity) -> anyhow::Result<ExitCode> {
     let policy = Policy::load(&args.policy)?;
     crate::logging::apply_policy_filter(policy.log.filter_or_default())?;
-    if policy.mode != Mode::Summarizer {
-        bail!("mode {} is not served by `devin-bridge serve` in this build; refusing to start (fail closed)", policy.mode);
+    match policy.mode {
+        Mode::Summarizer => {}
+        Mode::Companion => bail!(
+            "a companion policy is not served: run `devin-bridge companion --policy {} <subcommand>` instead; refusing to start (fail closed)",
+            args.policy.display()
+        ),
+        Mode::Outpost => bail!(
+            "mode outpost is not served by `devin-bridge serve` in this build; refusing to start (fail closed)"
+        ),
     }
     let transforms = {
         let policy = policy.clone();
