@@ -7,20 +7,10 @@ pub fn now_rfc3339() -> String {
     format_rfc3339(SystemTime::now())
 }
 
-/// Formats `time` as RFC 3339 UTC with milliseconds (times before 1970 print as the epoch).
+/// Formats `time` as RFC 3339 UTC with milliseconds (times before 1970 print as the epoch):
+/// the same format as the guard's audit log.
 pub fn format_rfc3339(time: SystemTime) -> String {
-    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let seconds = since.as_secs();
-    let days = (seconds / 86_400) as i64;
-    let of_day = seconds % 86_400;
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        of_day / 3600,
-        (of_day / 60) % 60,
-        of_day % 60,
-        since.subsec_millis()
-    )
+    crate::guard::audit::rfc3339(time)
 }
 
 /// Parses an RFC 3339 timestamp (`Z` or a numeric offset, optional fraction).
@@ -105,20 +95,6 @@ pub fn short_age(age: Duration) -> String {
         3600..86_400 => format!("{}h", seconds / 3600),
         _ => format!("{}d", seconds / 86_400),
     }
-}
-
-// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let year = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if month <= 2 { year + 1 } else { year }, month, day)
 }
 
 fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
