@@ -114,7 +114,8 @@ pub async fn serve(args: ServeArgs, identity: AgentIdentity) -> anyhow::Result<E
             args.policy.display()
         ),
         Mode::Outpost => bail!(
-            "mode outpost is not served by `devin-bridge serve` in this build; refusing to start (fail closed)"
+            "an outpost policy is not served: run `devin-bridge outpost start --policy {}` instead; refusing to start (fail closed)",
+            args.policy.display()
         ),
     }
     let transforms = {

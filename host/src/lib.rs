@@ -13,6 +13,7 @@ pub mod fuzzing;
 pub mod guard;
 pub mod identity;
 pub mod logging;
+pub mod outpost;
 pub mod policy;
 pub mod process;
 pub mod reload;

@@ -28,6 +28,8 @@ enum Command {
     Components(cli::ComponentsCommand),
     /// Delegate tasks and reviews to the Devin CLI (the Claude Code plugin's helper).
     Companion(devin_bridge::companion::CompanionArgs),
+    /// Serve Devin Outposts sessions from a fleet queue, and manage outposts.
+    Outpost(devin_bridge::outpost::cli::OutpostArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -66,6 +68,8 @@ fn main() -> std::process::ExitCode {
             Command::Components(command) => cli::components(command).await,
             // Runs as the invoking user: no identity switch.
             Command::Companion(args) => devin_bridge::companion::main(args).await,
+            // Runs as the invoking user: no identity switch.
+            Command::Outpost(args) => devin_bridge::outpost::main(args).await,
         }
     });
     match outcome {

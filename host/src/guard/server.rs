@@ -145,15 +145,38 @@ pub struct Guard {
 impl Guard {
     /// Validate the policy, open the audit file, and bind the listen address.
     pub async fn bind(policy: GuardPolicy) -> Result<Self, GuardError> {
-        let policy = policy.compile()?;
-        let audit = AuditLog::open(&policy.audit)?;
+        let compiled = policy.compile()?;
         let listener =
-            TcpListener::bind(policy.listen)
+            TcpListener::bind(compiled.listen)
                 .await
                 .map_err(|source| GuardError::Bind {
-                    addr: policy.listen,
+                    addr: compiled.listen,
                     source,
                 })?;
+        Self::with_listener(compiled, listener)
+    }
+
+    /// Like [`bind`](Guard::bind), on a socket that is already listening (the policy's
+    /// `listen` is ignored). The socket may belong to another network namespace: a guard that
+    /// accepts inside a session's namespace while it dials from the host's.
+    pub fn from_listener(
+        policy: GuardPolicy,
+        listener: std::net::TcpListener,
+    ) -> Result<Self, GuardError> {
+        let compiled = policy.compile()?;
+        let addr = compiled.listen;
+        let listener = listener
+            .set_nonblocking(true)
+            .and_then(|()| TcpListener::from_std(listener))
+            .map_err(|source| GuardError::Bind { addr, source })?;
+        Self::with_listener(compiled, listener)
+    }
+
+    fn with_listener(
+        policy: super::policy::CompiledPolicy,
+        listener: TcpListener,
+    ) -> Result<Self, GuardError> {
+        let audit = AuditLog::open(&policy.audit)?;
         let local_addr = listener.local_addr().map_err(|source| GuardError::Bind {
             addr: policy.listen,
             source,
@@ -178,7 +201,12 @@ impl Guard {
 
     /// Bind and serve on a background task until [`RunningGuard::shutdown`] (or drop).
     pub async fn spawn(policy: GuardPolicy) -> Result<RunningGuard, GuardError> {
-        let guard = Self::bind(policy).await?;
+        Ok(Self::bind(policy).await?.run_in_background())
+    }
+
+    /// Serve on a background task until [`RunningGuard::shutdown`] (or drop).
+    pub fn run_in_background(self) -> RunningGuard {
+        let guard = self;
         let local_addr = guard.local_addr();
         let stats = guard.stats();
         let audit_path = guard.audit_path().to_owned();
@@ -186,13 +214,13 @@ impl Guard {
         let task = tokio::spawn(guard.serve(async move {
             let _ = rx.await;
         }));
-        Ok(RunningGuard {
+        RunningGuard {
             local_addr,
             stats,
             audit_path,
             stop: Some(tx),
             task: Some(task),
-        })
+        }
     }
 
     /// The address actually bound (useful with port 0).

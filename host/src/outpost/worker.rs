@@ -1,0 +1,461 @@
+//! The worker: keeps a store of the queue, claims what it can serve, runs sessions, recovers
+//! its own claims after a restart, and shuts down cleanly.
+//!
+//! One task owns all state (the store, the running sessions); the reflector, the sessions and
+//! the signals talk to it over channels, so no lock is held across an await.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use super::fleet::{Claim, FleetClient, FleetError, Phase, QueueEntry, SessionId};
+use super::queue::QueueEvent;
+use super::session::{self, Outcome, SessionContext};
+
+/// Why the worker stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error("the fleet API refused this worker's token; stopping: {0}")]
+    Unauthorized(FleetError),
+    #[error("the queue watch stopped unexpectedly")]
+    QueueGone,
+    #[error("cannot install a signal handler: {0}")]
+    Signals(std::io::Error),
+}
+
+/// How the worker ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub served: usize,
+    pub completed: usize,
+    pub failed: usize,
+}
+
+struct Running {
+    updates: watch::Sender<Option<QueueEntry>>,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+/// The worker's state.
+pub struct Worker {
+    context: Arc<SessionContext>,
+    client: Arc<FleetClient>,
+    store: BTreeMap<SessionId, QueueEntry>,
+    running: HashMap<SessionId, Running>,
+    /// Sessions whose claim was just lost: not retried until they change or a poll passes.
+    lost: HashMap<SessionId, Instant>,
+    /// Entries for another platform, logged once each.
+    skipped_platform: std::collections::HashSet<SessionId>,
+    /// True once the first listing was reconciled (own claims recovered).
+    recovered: bool,
+    claims_started: usize,
+    /// A refused token seen by a claim or release: the worker stops.
+    fatal: Option<FleetError>,
+    /// A transient failure paused claiming until this instant.
+    paused_until: Option<Instant>,
+    summary: Summary,
+    done_tx: mpsc::UnboundedSender<(SessionId, Outcome)>,
+    done_rx: mpsc::UnboundedReceiver<(SessionId, Outcome)>,
+}
+
+impl Worker {
+    pub fn new(context: Arc<SessionContext>) -> Self {
+        let (done_tx, done_rx) = mpsc::unbounded_channel();
+        Self {
+            client: context.client.clone(),
+            context,
+            store: BTreeMap::new(),
+            running: HashMap::new(),
+            lost: HashMap::new(),
+            skipped_platform: Default::default(),
+            recovered: false,
+            claims_started: 0,
+            fatal: None,
+            paused_until: None,
+            summary: Summary::default(),
+            done_tx,
+            done_rx,
+        }
+    }
+
+    fn once(&self) -> bool {
+        self.context.settings.once
+    }
+
+    /// Claiming stops in `--once` mode after the first claim.
+    fn may_claim(&self) -> bool {
+        !(self.once() && self.claims_started > 0)
+    }
+
+    /// Runs until SIGTERM/SIGINT (or, with `--once`, one session served), then ends every
+    /// remote, releases every claim and returns.
+    pub async fn run(
+        mut self,
+        mut queue: mpsc::Receiver<QueueEvent>,
+        reflector: JoinHandle<Result<(), FleetError>>,
+    ) -> Result<Summary, WorkerError> {
+        let mut terminate = signal(SignalKind::terminate()).map_err(WorkerError::Signals)?;
+        let mut interrupt = signal(SignalKind::interrupt()).map_err(WorkerError::Signals)?;
+        let poll_interval = self.context.settings.poll_interval;
+        let mut poll = tokio::time::interval(poll_interval);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut reflector = reflector;
+        let result = loop {
+            if let Some(error) = self.fatal.take() {
+                break Err(WorkerError::Unauthorized(error));
+            }
+            tokio::select! {
+                event = queue.recv() => match event {
+                    Some(event) => {
+                        self.apply(event).await;
+                        self.reconcile().await;
+                    }
+                    None => break Err(WorkerError::QueueGone),
+                },
+                Some((session, outcome)) = self.done_rx.recv() => {
+                    self.finished(session, outcome);
+                    if self.once() && self.claims_started > 0 && self.running.is_empty() {
+                        break Ok(());
+                    }
+                    self.reconcile().await;
+                }
+                _ = poll.tick() => {
+                    self.lost.retain(|_, at| at.elapsed() < poll_interval);
+                    self.reconcile().await;
+                }
+                _ = terminate.recv() => {
+                    tracing::info!("SIGTERM: no new claims; ending the remotes and releasing their claims");
+                    break Ok(());
+                }
+                _ = interrupt.recv() => {
+                    tracing::info!("SIGINT: no new claims; ending the remotes and releasing their claims");
+                    break Ok(());
+                }
+                joined = &mut reflector => {
+                    break match joined {
+                        Ok(Err(error)) if error.is_auth() => Err(WorkerError::Unauthorized(error)),
+                        _ => Err(WorkerError::QueueGone),
+                    };
+                }
+            }
+        };
+        reflector.abort();
+        self.shutdown().await;
+        result.map(|()| self.summary.clone())
+    }
+
+    async fn apply(&mut self, event: QueueEvent) {
+        match event {
+            QueueEvent::Listed(entries) => {
+                let listed: BTreeMap<SessionId, QueueEntry> = entries
+                    .into_iter()
+                    .map(|entry| (entry.id().clone(), entry))
+                    .collect();
+                // Sessions that vanished from the listing are gone for the running tasks too.
+                for (id, running) in &self.running {
+                    let _ = running.updates.send(listed.get(id).cloned());
+                }
+                self.store = listed;
+                if !self.recovered {
+                    self.recovered = true;
+                    self.recover().await;
+                }
+            }
+            QueueEvent::Applied(entry) => {
+                let id = entry.id().clone();
+                self.lost.remove(&id);
+                if let Some(running) = self.running.get(&id) {
+                    let _ = running.updates.send(Some(entry.clone()));
+                }
+                self.store.insert(id, entry);
+            }
+            QueueEvent::Deleted(entry) => {
+                let id = entry.id().clone();
+                if let Some(running) = self.running.get(&id) {
+                    let _ = running.updates.send(None);
+                }
+                self.store.remove(&id);
+            }
+        }
+    }
+
+    /// After a restart: sessions this acceptor still holds are served again (the claim is
+    /// renewed, which gives fresh gateway credentials) or released when that fails, right
+    /// after the first listing, so none waits for its claim deadline.
+    async fn recover(&mut self) {
+        let acceptor = self.context.acceptor.clone();
+        let held: Vec<QueueEntry> = self
+            .store
+            .values()
+            .filter(|entry| entry.claimed_by(&acceptor) && !self.running.contains_key(entry.id()))
+            .cloned()
+            .collect();
+        for entry in held {
+            let id = entry.id().clone();
+            let serve = !entry.status.session_status.has_ended()
+                && self.may_claim()
+                && self.running.len() < self.context.settings.max_sessions
+                && self.platform_ok(&entry);
+            if serve {
+                tracing::info!(session = %id, "recovering a session this worker held before it restarted");
+                match self.client.claim(&id, &acceptor).await {
+                    Ok(Claim::Won(claimed)) => {
+                        self.claims_started += 1;
+                        self.store.insert(id.clone(), (*claimed).clone());
+                        self.start(*claimed);
+                    }
+                    Err(error) if error.is_auth() => {
+                        self.fatal = Some(error);
+                        return;
+                    }
+                    Ok(Claim::Lost) | Err(_) => {
+                        tracing::info!(session = %id, "its claim cannot be renewed; releasing it");
+                        session::release(&self.context, &id).await;
+                    }
+                }
+            } else {
+                tracing::info!(session = %id, "releasing a claim left by an earlier run of this worker");
+                session::release(&self.context, &id).await;
+            }
+        }
+    }
+
+    fn platform_ok(&mut self, entry: &QueueEntry) -> bool {
+        let ours = &self.context.settings.platform;
+        match entry.spec.platform.as_deref() {
+            None => true,
+            Some(platform) if platform_matches(platform, ours) => true,
+            Some(platform) => {
+                if self.skipped_platform.insert(entry.id().clone()) {
+                    tracing::warn!(session = %entry.id(), platform, machine = %ours, "not claiming a session for another platform");
+                }
+                false
+            }
+        }
+    }
+
+    /// Claims pending sessions while slots are free, oldest first.
+    async fn reconcile(&mut self) {
+        if !self.recovered {
+            return;
+        }
+        if self
+            .paused_until
+            .is_some_and(|until| Instant::now() < until)
+        {
+            return;
+        }
+        let max = self.context.settings.max_sessions;
+        while self.running.len() < max && self.may_claim() && self.fatal.is_none() {
+            let mut candidates: Vec<QueueEntry> = self
+                .store
+                .values()
+                .filter(|entry| {
+                    entry.status.phase == Phase::Pending
+                        && !entry.status.session_status.has_ended()
+                        && !self.running.contains_key(entry.id())
+                        && !self.lost.contains_key(entry.id())
+                })
+                .cloned()
+                .collect();
+            candidates.retain(|entry| self.platform_ok(entry));
+            candidates.sort_by_key(|entry| (entry.metadata.created_at, entry.id().clone()));
+            let Some(next) = candidates.into_iter().next() else {
+                return;
+            };
+            if !self.claim(&next).await {
+                return;
+            }
+        }
+    }
+
+    /// Claims one session and, when won, starts serving it. False: stop claiming for now.
+    async fn claim(&mut self, entry: &QueueEntry) -> bool {
+        let id = entry.id().clone();
+        match self.client.claim(&id, &self.context.acceptor).await {
+            Ok(Claim::Won(claimed)) => {
+                tracing::info!(session = %id, kind = ?claimed.spec.kind, "claimed");
+                self.claims_started += 1;
+                self.store.insert(id.clone(), (*claimed).clone());
+                self.start(*claimed);
+                true
+            }
+            Ok(Claim::Lost) => {
+                tracing::debug!(session = %id, "another worker has it");
+                self.lost.insert(id.clone(), Instant::now());
+                if let Some(stored) = self.store.get_mut(&id) {
+                    // Until the watch says otherwise, treat it as taken.
+                    stored.status.phase = Phase::Claimed;
+                }
+                true
+            }
+            Err(error) if error.is_auth() => {
+                self.fatal = Some(error);
+                false
+            }
+            Err(error) => {
+                // The API is struggling: claim nothing more until the next poll.
+                tracing::warn!(session = %id, %error, "claim failed; pausing claims until the next poll");
+                self.paused_until = Some(Instant::now() + self.context.settings.poll_interval);
+                false
+            }
+        }
+    }
+
+    fn start(&mut self, claimed: QueueEntry) {
+        let id = claimed.id().clone();
+        let (updates_tx, updates_rx) = watch::channel(Some(claimed.clone()));
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let context = self.context.clone();
+        let done = self.done_tx.clone();
+        let session_id = id.clone();
+        let task = tokio::spawn(async move {
+            let outcome = session::serve(context, claimed, updates_rx, stop_rx).await;
+            let _ = done.send((session_id, outcome));
+        });
+        self.running.insert(
+            id,
+            Running {
+                updates: updates_tx,
+                stop: stop_tx,
+                task,
+            },
+        );
+    }
+
+    fn finished(&mut self, session: SessionId, outcome: Outcome) {
+        self.running.remove(&session);
+        // The entry as stored predates the release: forget it; the watch re-adds it if the
+        // session requeues.
+        self.store.remove(&session);
+        self.summary.served += 1;
+        match outcome {
+            Outcome::Completed | Outcome::Ended | Outcome::ExitedUnconfirmed => {
+                self.summary.completed += 1
+            }
+            _ => self.summary.failed += 1,
+        }
+    }
+
+    /// Ends every running session (each releases its claim) within the shutdown grace.
+    async fn shutdown(&mut self) {
+        if self.running.is_empty() {
+            return;
+        }
+        let grace = self.context.settings.shutdown_grace;
+        for running in self.running.values() {
+            let _ = running.stop.send(true);
+        }
+        let deadline = tokio::time::Instant::now() + grace + Duration::from_secs(5);
+        let sessions: Vec<(SessionId, Running)> = self.running.drain().collect();
+        for (id, running) in sessions {
+            let mut task = running.task;
+            if tokio::time::timeout_at(deadline, &mut task).await.is_err() {
+                tracing::error!(session = %id, "session did not end within the shutdown grace; abandoning it");
+                task.abort();
+            }
+        }
+        while let Ok((session, outcome)) = self.done_rx.try_recv() {
+            tracing::debug!(session = %session, ?outcome, "ended at shutdown");
+            self.summary.served += 1;
+        }
+    }
+}
+
+/// `linux` matches `linux`, `linux_x64`, `linux-arm64`...
+pub fn platform_matches(entry_platform: &str, ours: &str) -> bool {
+    let lower = entry_platform.to_ascii_lowercase();
+    lower == ours
+        || lower
+            .strip_prefix(ours)
+            .is_some_and(|rest| rest.starts_with(['_', '-']))
+}
+
+/// `--session ID`: claim that one session (or recover it if this acceptor holds it), serve it,
+/// and return its outcome.
+pub async fn serve_one(
+    context: Arc<SessionContext>,
+    session: SessionId,
+) -> Result<Outcome, WorkerError> {
+    let client = context.client.clone();
+    let entry = loop {
+        match client.get(&session).await {
+            Ok(Some(entry)) => break entry,
+            Ok(None) => {
+                return Ok(Outcome::NotStarted(format!(
+                    "session {session} is not in the queue"
+                )))
+            }
+            Err(error) if error.is_auth() => return Err(WorkerError::Unauthorized(error)),
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the session's entry; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    };
+    if entry.status.session_status.has_ended() {
+        return Ok(Outcome::NotStarted(format!(
+            "session {session} has already ended"
+        )));
+    }
+    if !platform_matches(
+        entry
+            .spec
+            .platform
+            .as_deref()
+            .unwrap_or(&context.settings.platform),
+        &context.settings.platform,
+    ) {
+        return Ok(Outcome::NotStarted(format!(
+            "session {session} is for platform {:?}, this machine is {}",
+            entry.spec.platform, context.settings.platform
+        )));
+    }
+    let claimed = match client.claim(&session, &context.acceptor).await {
+        Ok(Claim::Won(claimed)) => *claimed,
+        Ok(Claim::Lost) => {
+            return Ok(Outcome::NotStarted(format!(
+                "session {session} is claimed by another worker"
+            )))
+        }
+        Err(error) if error.is_auth() => return Err(WorkerError::Unauthorized(error)),
+        Err(error) => return Ok(Outcome::NotStarted(format!("claim failed: {error}"))),
+    };
+    let (_updates_tx, updates_rx) = watch::channel(Some(claimed.clone()));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut terminate = signal(SignalKind::terminate()).map_err(WorkerError::Signals)?;
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(WorkerError::Signals)?;
+    let mut task = tokio::spawn(session::serve(context, claimed, updates_rx, stop_rx));
+    let outcome = tokio::select! {
+        joined = &mut task => joined.ok(),
+        _ = terminate.recv() => None,
+        _ = interrupt.recv() => None,
+    };
+    match outcome {
+        Some(outcome) => Ok(outcome),
+        None => {
+            let _ = stop_tx.send(true);
+            Ok(task.await.unwrap_or(Outcome::Stopped))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn platforms_match_by_operating_system() {
+        assert!(platform_matches("linux", "linux"));
+        assert!(platform_matches("Linux_x64", "linux"));
+        assert!(platform_matches("linux-arm64", "linux"));
+        assert!(!platform_matches("linuxish", "linux"));
+        assert!(!platform_matches("macos", "linux"));
+        assert!(!platform_matches("windows", "linux"));
+    }
+}
