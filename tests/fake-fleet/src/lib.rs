@@ -417,6 +417,20 @@ impl FakeFleet {
         self.shared.lock().files.downloads(path)
     }
 
+    /// Publishes the `fake-devin-remote` executable at `path` (see [`fake_remote_path`]) as
+    /// `devin-remote_<sha>_<suffix>` with a correct `.sha256`, and makes it the latest.
+    pub fn publish_fake_remote(
+        &self,
+        path: &std::path::Path,
+        sha: &str,
+        platform_suffix: &str,
+    ) -> std::io::Result<()> {
+        let bytes = std::fs::read(path)?;
+        self.publish_binary(sha, platform_suffix, bytes, Sha256File::Correct);
+        self.set_latest(platform_suffix, sha);
+        Ok(())
+    }
+
     /// Every cursor issued so far becomes expired (lists and watches answer 410 for it).
     pub fn expire_cursors_before_now(&self) {
         self.shared.with_state(|state| state.expire_cursors());
@@ -450,6 +464,21 @@ impl FakeFleet {
         self.shared.shutdown.send_replace(true);
         tokio::task::yield_now().await;
     }
+}
+
+/// Where the `fake-devin-remote` executable is: `$FAKE_DEVIN_REMOTE` if set, else next to the
+/// running test binary's target directory (`target/<profile>/fake-devin-remote`, there once
+/// `cargo build -p devin-bridge-fake-fleet --bins` has run). `None` if it is not there.
+pub fn fake_remote_path() -> Option<std::path::PathBuf> {
+    if let Some(path) = std::env::var_os("FAKE_DEVIN_REMOTE") {
+        return Some(path.into());
+    }
+    let exe = std::env::current_exe().ok()?;
+    exe.ancestors()
+        .skip(1)
+        .take(2)
+        .map(|dir| dir.join("fake-devin-remote"))
+        .find(|candidate| candidate.is_file())
 }
 
 /// Resolves once the fleet stops.

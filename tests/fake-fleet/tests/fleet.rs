@@ -558,3 +558,18 @@ fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(bytes))
 }
+
+#[tokio::test]
+async fn streams_end_after_their_maximum_duration() {
+    let (fleet, outpost) = fleet(FleetConfig {
+        stream_max: Duration::from_millis(200),
+        ..FleetConfig::default()
+    })
+    .await;
+    fleet.enqueue(&outpost, SessionSpec::default());
+    let watch = format!("/opbeta/outposts/devins?watch=true&outpost={outpost}");
+    let mut sse = Sse::open(&fleet.api_url(), &watch, MACHINE).await;
+    assert!(sse.next(SECOND).await.is_some());
+    assert!(sse.next(SECOND).await.is_none());
+    assert!(sse.ended, "closed by the server");
+}

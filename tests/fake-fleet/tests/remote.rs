@@ -219,3 +219,41 @@ async fn a_probing_remote_reports_direct_and_proxied_attempts() {
     assert_eq!(exits(&mut child, 5 * SECOND).await.unwrap().code(), Some(0));
     drop(target);
 }
+
+#[tokio::test]
+async fn a_remote_that_loses_the_gateway_exits_1() {
+    let started = claimed(RemoteBehaviour::Normal).await;
+    let mut child = remote(&started).stderr(Stdio::null()).spawn().unwrap();
+    let session = started.session.clone();
+    assert!(
+        started
+            .fleet
+            .wait_until(5 * SECOND, |f| f.connected_at(&session).is_some())
+            .await
+    );
+    started.fleet.shutdown().await;
+    assert_eq!(exits(&mut child, 5 * SECOND).await.unwrap().code(), Some(1));
+}
+
+#[tokio::test]
+async fn the_fake_remote_can_be_served_as_the_latest_binary() {
+    let fleet = FakeFleet::start(FleetConfig::default()).await.unwrap();
+    let path = std::path::Path::new(env!("CARGO_BIN_EXE_fake-devin-remote"));
+    fleet
+        .publish_fake_remote(path, "f00dfee", "linux_x64")
+        .unwrap();
+    let base = fleet.static_base_url();
+    let static_path = base.trim_start_matches(&fleet.api_url());
+    let mut stream = tokio::net::TcpStream::connect(fleet.api_url().trim_start_matches("http://"))
+        .await
+        .unwrap();
+    let request = format!(
+        "GET {static_path}/devin-remote_f00dfee_linux_x64 HTTP/1.1\r\nHost: f\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await.unwrap();
+    let body_start = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    assert_eq!(raw[body_start..], std::fs::read(path).unwrap()[..]);
+    assert_eq!(fleet.downloads("devin-remote_f00dfee_linux_x64"), 1);
+}
