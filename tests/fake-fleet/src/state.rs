@@ -421,6 +421,13 @@ impl State {
     }
 
     pub fn list(&self, config: &FleetConfig, query: &ListQuery) -> Result<Value, ApiError> {
+        if query
+            .phase
+            .as_deref()
+            .is_some_and(|p| p != "pending" && p != "claimed")
+        {
+            return Err(ApiError::bad_request("phase must be pending or claimed"));
+        }
         let cursor = match &query.cursor {
             Some(cursor) => self.check_cursor(cursor)?,
             None => Cursor {

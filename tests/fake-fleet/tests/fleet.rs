@@ -5,7 +5,9 @@ mod common;
 use std::time::Duration;
 
 use common::{call, Sse};
-use fake_fleet::{ClaimEventKind, FakeFleet, FleetConfig, SessionSpec, SessionStatus, Sha256File};
+use devin_bridge_fake_fleet::{
+    ClaimEventKind, FakeFleet, FleetConfig, SessionSpec, SessionStatus, Sha256File,
+};
 use serde_json::{json, Value};
 
 const MACHINE: &str = "machine-token";

@@ -4,7 +4,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use fake_fleet::{FakeFleet, FleetConfig, RemoteBehaviour, SessionSpec, SessionStatus};
+use devin_bridge_fake_fleet::{
+    FakeFleet, FleetConfig, RemoteBehaviour, SessionSpec, SessionStatus,
+};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use clap::Parser;
-use fake_fleet::{FakeFleet, FleetConfig};
+use devin_bridge_fake_fleet::{FakeFleet, FleetConfig};
 
 #[derive(Parser)]
 #[command(about = "An offline double of the Devin Outposts fleet API")]
