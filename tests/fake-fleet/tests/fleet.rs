@@ -575,3 +575,42 @@ async fn streams_end_after_their_maximum_duration() {
     assert!(sse.next(SECOND).await.is_none());
     assert!(sse.ended, "closed by the server");
 }
+
+#[tokio::test]
+async fn the_session_status_follows_the_end_of_a_session_after_the_lag() {
+    let (fleet, outpost) = fleet(FleetConfig {
+        session_status_lag: Duration::from_millis(300),
+        ..FleetConfig::default()
+    })
+    .await;
+    let id = fleet.enqueue(&outpost, SessionSpec::default());
+    let (_, claimed) = claim(&fleet, &id, "w1").await;
+    let token = claimed["status"]["connect_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = format!("/gateway/connect?session={id}");
+    let gateway = fleet.gateway_url();
+    let poll = tokio::spawn(async move { call(&gateway, "GET", &path, Some(&token), None).await });
+    assert!(
+        fleet
+            .wait_until(SECOND, |f| f.connected_at(&id).is_some())
+            .await
+    );
+    fleet.end_session(&id, SessionStatus::Terminated);
+    assert_eq!(poll.await.unwrap(), (200, json!({"action": "exit"})));
+    assert_eq!(
+        fleet.entry(&id).unwrap()["status"]["session_status"],
+        "running"
+    );
+    assert!(
+        fleet
+            .wait_until(2 * SECOND, |f| f.entry(&id).unwrap()["status"]
+                ["session_status"]
+                == "terminated")
+            .await
+    );
+    // Released once ended: the entry is gone.
+    assert_eq!(release(&fleet, &id, "w1").await.0, 200);
+    assert!(fleet.entry(&id).is_none());
+}

@@ -147,9 +147,24 @@ async fn crash_exit_early_and_hang() {
             .wait_until(5 * SECOND, |f| f.connected_at(session).is_some())
             .await
     );
-    // Give it a moment to install its SIGTERM handler after the answer.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Wait until it catches SIGTERM (bit 15 of SigCgt in /proc/<pid>/status).
     let pid = child.id().unwrap().to_string();
+    let catches_term = || {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|status| {
+                let mask = status.lines().find_map(|l| l.strip_prefix("SigCgt:"))?;
+                u64::from_str_radix(mask.trim(), 16).ok()
+            })
+            .is_some_and(|mask| mask & (1 << 14) != 0)
+    };
+    for _ in 0..250 {
+        if catches_term() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(catches_term(), "the hanging remote handles SIGTERM");
     let term = std::process::Command::new("kill")
         .args(["-TERM", &pid])
         .status()
