@@ -1,0 +1,292 @@
+//! The outpost test rig: the fake fleet API (with its static server and gateway) on loopback,
+//! the fake `devin-remote` published on it, and real `devin-bridge outpost start` processes.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use devin_bridge_fake_fleet::{
+    fake_remote_path, ClaimEventKind, FakeFleet, FleetConfig, SessionSpec, SessionStatus,
+};
+use tokio::process::{Child, Command};
+
+use super::components_dir;
+
+/// The commit the fake remote is published under (and the latest one).
+pub const REMOTE_SHA: &str = "abc1234";
+pub const SUFFIX: &str = "linux_x64";
+pub const OUTPOST: &str = "linux-fleet";
+
+/// A fleet with one linux outpost and the fake remote published.
+pub struct Rig {
+    pub fleet: FakeFleet,
+    pub outpost_id: String,
+    pub dir: tempfile::TempDir,
+}
+
+impl Rig {
+    pub async fn start(config: FleetConfig) -> Rig {
+        let fleet = FakeFleet::start(config).await.expect("fake fleet starts");
+        let outpost_id = fleet.create_outpost(OUTPOST, Some("linux"));
+        let remote = fake_remote_path().expect(
+            "fake-devin-remote is built (cargo build --workspace --bins, as `cargo xtask test` does)",
+        );
+        fleet
+            .publish_fake_remote(&remote, REMOTE_SHA, SUFFIX)
+            .expect("publish the fake remote");
+        let dir = tempfile::tempdir().expect("tempdir");
+        Rig {
+            fleet,
+            outpost_id,
+            dir,
+        }
+    }
+
+    pub fn enqueue(&self, spec: SessionSpec) -> String {
+        self.fleet.enqueue(&self.outpost_id, spec)
+    }
+
+    pub fn enqueue_normal(&self) -> String {
+        self.enqueue(SessionSpec::default())
+    }
+
+    /// A worker with its own data directory `name` (same name: same acceptor id).
+    pub fn worker(&self, name: &str) -> WorkerBuilder<'_> {
+        WorkerBuilder {
+            rig: self,
+            name: name.to_owned(),
+            policy_extra: String::new(),
+            args: Vec::new(),
+            env: vec![("DEVIN_OUTPOSTS_TOKEN".into(), "machine-token".into())],
+            max_sessions: 4,
+        }
+    }
+
+    /// Ends each of `sessions` (as `status`) as soon as its remote connects.
+    pub fn end_when_connected(
+        &self,
+        sessions: Vec<String>,
+        status: SessionStatus,
+    ) -> tokio::task::JoinHandle<()> {
+        let fleet = self.fleet.clone();
+        tokio::spawn(async move {
+            let mut waiting = sessions;
+            while !waiting.is_empty() {
+                waiting.retain(|id| {
+                    if fleet.connected_at(id).is_some() {
+                        fleet.end_session(id, status);
+                        false
+                    } else {
+                        true
+                    }
+                });
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+    }
+
+    /// Waits until `predicate` holds (panics with `what` after `timeout`).
+    pub async fn wait(&self, timeout: Duration, what: &str, predicate: impl Fn(&FakeFleet) -> bool) {
+        assert!(
+            self.fleet.wait_until(timeout, predicate).await,
+            "timed out waiting for: {what}"
+        );
+    }
+
+    pub fn kinds(&self, session: &str) -> Vec<ClaimEventKind> {
+        self.fleet
+            .history(session)
+            .into_iter()
+            .map(|event| event.kind)
+            .collect()
+    }
+
+    /// The environment the session's remote reported.
+    pub fn remote_env(&self, session: &str) -> serde_json::Map<String, serde_json::Value> {
+        self.fleet
+            .reports(session)
+            .into_iter()
+            .find_map(|report| report.get("env").and_then(|e| e.as_object()).cloned())
+            .expect("the remote reported its environment")
+    }
+
+    pub fn report(&self, session: &str) -> serde_json::Value {
+        self.fleet
+            .reports(session)
+            .into_iter()
+            .find(|report| report.get("env").is_some())
+            .expect("the remote reported")
+    }
+}
+
+/// Connected remotes of `session` so far (one per start).
+pub fn connections(fleet: &FakeFleet, session: &str) -> usize {
+    fleet
+        .reports(session)
+        .iter()
+        .filter(|report| report.get("env").is_some())
+        .count()
+}
+
+pub struct WorkerBuilder<'a> {
+    rig: &'a Rig,
+    name: String,
+    policy_extra: String,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    max_sessions: usize,
+}
+
+impl WorkerBuilder<'_> {
+    pub fn policy(mut self, extra: &str) -> Self {
+        self.policy_extra.push_str(extra);
+        self.policy_extra.push('\n');
+        self
+    }
+    pub fn arg(mut self, arg: &str) -> Self {
+        self.args.push(arg.to_owned());
+        self
+    }
+    pub fn env(mut self, name: &str, value: &str) -> Self {
+        self.env.push((name.to_owned(), value.to_owned()));
+        self
+    }
+    pub fn max_sessions(mut self, n: usize) -> Self {
+        self.max_sessions = n;
+        self
+    }
+
+    pub fn paths(&self) -> WorkerPaths {
+        let root = self.rig.dir.path().join(&self.name);
+        WorkerPaths {
+            data: root.join("data"),
+            work: root.join("work"),
+            cache: self.rig.dir.path().join("cache"),
+            home: root.join("home"),
+            log: root.join("worker.log"),
+            policy: root.join("outpost.toml"),
+            root,
+        }
+    }
+
+    /// Starts `devin-bridge outpost start` (stderr to its log file).
+    pub fn spawn(self) -> Worker {
+        let paths = self.paths();
+        for dir in [&paths.root, &paths.home, &paths.work] {
+            std::fs::create_dir_all(dir).expect("mkdir");
+        }
+        let policy = format!(
+            "mode = \"outpost\"\n[components.sse]\npath = {sse:?}\n[outpost]\nwork_dir = {work:?}\ndata_dir = {data:?}\ncache_dir = {cache:?}\nmax_sessions = {max}\nwatch_idle_timeout_secs = 30\nexit_confirm_interval_ms = 200\nremote_kill_grace_ms = 1000\nshutdown_grace_ms = 5000\nrequest_timeout_ms = 5000\nnetwork_enforcement = \"proxy\"\n{extra}",
+            sse = components_dir().join("sse.wasm").display().to_string(),
+            work = paths.work.display().to_string(),
+            data = paths.data.display().to_string(),
+            cache = paths.cache.display().to_string(),
+            max = self.max_sessions,
+            extra = self.policy_extra,
+        );
+        std::fs::write(&paths.policy, policy).expect("policy");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&paths.log)
+            .expect("log");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_devin-bridge"));
+        command
+            .args(["outpost", "start", "--policy"])
+            .arg(&paths.policy)
+            .args(["--outpost", OUTPOST, "--poll-interval-secs", "1"])
+            .args(["--api-url", &self.rig.fleet.api_url()])
+            .args(["--static-base-url", &self.rig.fleet.static_base_url()])
+            .args(&self.args)
+            .current_dir(&paths.work)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &paths.home)
+            .env("DEVIN_BRIDGE_LOG", "devin_bridge=debug,info")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .kill_on_drop(true);
+        let child = command.spawn().expect("worker starts");
+        Worker { child, paths }
+    }
+}
+
+pub struct WorkerPaths {
+    pub root: PathBuf,
+    pub data: PathBuf,
+    pub work: PathBuf,
+    pub cache: PathBuf,
+    pub home: PathBuf,
+    pub log: PathBuf,
+    pub policy: PathBuf,
+}
+
+pub struct Worker {
+    pub child: Child,
+    pub paths: WorkerPaths,
+}
+
+impl Worker {
+    pub fn pid(&self) -> i32 {
+        self.child.id().expect("running") as i32
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.paths.log).unwrap_or_default()
+    }
+
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid()), signal).expect("signal");
+    }
+
+    /// Waits for the worker to exit; its exit code.
+    pub async fn exit_code(&mut self, timeout: Duration) -> Option<i32> {
+        match tokio::time::timeout(timeout, self.child.wait()).await {
+            Ok(Ok(status)) => status.code(),
+            _ => panic!("the worker did not exit within {timeout:?}; log:\n{}", self.log()),
+        }
+    }
+
+    /// Waits until the log contains `needle`.
+    pub async fn wait_log(&self, needle: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if self.log().contains(needle) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("log never said {needle:?}:\n{}", self.log());
+    }
+}
+
+/// True when a process with this pid exists (and is not a zombie).
+pub fn alive(pid: i64) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .map(|(_, rest)| !rest.starts_with('Z'))
+            .unwrap_or(false),
+        Err(_) => false,
+    }
+}
+
+/// Waits until `pid` is gone.
+pub async fn wait_gone(pid: i64, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if !alive(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+/// The octal permission bits of a path.
+pub fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).expect("exists").permissions().mode() & 0o777
+}
