@@ -14,7 +14,8 @@ use hyper::{Method, Request, Response};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use crate::state::{ApiError, ListQuery};
+use crate::queue::ListQuery;
+use crate::state::ApiError;
 use crate::Shared;
 
 pub type Body = BoxBody<Bytes, Infallible>;
