@@ -16,7 +16,7 @@ pub struct FleetConfig {
     pub claim_ttl: Duration,
     /// The longest a watch stream stays open (default 300 s, as the real service).
     pub stream_max: Duration,
-    /// How long after [`FakeFleet::end_session`] the entry's `session_status` changes
+    /// How long after [`crate::FakeFleet::end_session`] the entry's `session_status` changes
     /// (default 0: at once).
     pub session_status_lag: Duration,
     /// Claim responses carry no `status.gateway_url`.
