@@ -161,10 +161,10 @@ async fn api_inner(
     if let Some(status) = shared.faults.take_failure() {
         return Err(ApiError::new(
             status,
-            if status == 503 {
-                "unavailable"
-            } else {
-                "injected_failure"
+            match status {
+                429 => "rate_limited",
+                500..=599 => "unavailable",
+                _ => "injected_failure",
             },
             "an injected failure",
         ));
