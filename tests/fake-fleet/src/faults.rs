@@ -27,12 +27,13 @@ impl Faults {
         self.unauthorized.store(on, Ordering::SeqCst);
     }
 
-    /// Every watch event is sent twice.
+    /// Every watch event is sent twice (on open streams too).
     pub fn duplicate_events(&self, on: bool) {
         self.duplicate_events.store(on, Ordering::SeqCst);
     }
 
-    /// Watch streams close after `n` events (`None`: only at the maximum duration).
+    /// Watch streams opened from now on close after `n` events (a duplicated event counts
+    /// once; `None`: only at the maximum duration).
     pub fn end_streams_after(&self, n: Option<usize>) {
         *self
             .end_streams_after

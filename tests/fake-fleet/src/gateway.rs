@@ -72,10 +72,14 @@ async fn connect(
         .ok_or_else(|| ApiError::bad_request("session is required"))?;
     let token = bearer(&request).ok_or_else(unauthorized)?;
     let action = shared.with_state(|state| {
-        let record = state.sessions.get_mut(&session).ok_or_else(unauthorized)?;
+        let record = state.sessions.get(&session).ok_or_else(unauthorized)?;
         if record.token.as_deref() != Some(token.as_str()) {
             return Err(unauthorized());
         }
+        if !state.entries.contains_key(&session) {
+            return Err(ApiError::not_found("session"));
+        }
+        let record = state.sessions.get_mut(&session).ok_or_else(unauthorized)?;
         let action = match &record.behaviour {
             RemoteBehaviour::Normal => None,
             RemoteBehaviour::Crash => Some(json!({"action": "crash"})),
@@ -87,9 +91,6 @@ async fn connect(
             }
             RemoteBehaviour::Probe(_) => None,
         };
-        if !state.entries.contains_key(&session) {
-            return Err(ApiError::not_found("session"));
-        }
         state.connected(&session);
         Ok(action)
     })?;

@@ -14,7 +14,8 @@ use hyper::{Method, Request, Response};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use crate::state::{ApiError, ListQuery};
+use crate::queue::ListQuery;
+use crate::state::ApiError;
 use crate::Shared;
 
 pub type Body = BoxBody<Bytes, Infallible>;
@@ -160,10 +161,10 @@ async fn api_inner(
     if let Some(status) = shared.faults.take_failure() {
         return Err(ApiError::new(
             status,
-            if status == 503 {
-                "unavailable"
-            } else {
-                "injected_failure"
+            match status {
+                429 => "rate_limited",
+                500..=599 => "unavailable",
+                _ => "injected_failure",
             },
             "an injected failure",
         ));

@@ -37,6 +37,9 @@ async fn stream(shared: Arc<Shared>, outpost: Option<String>, from: u64, tx: mps
         ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
         ticks
     });
+    if limit == Some(0) {
+        return;
+    }
     let mut last = from;
     let mut sent = 0usize;
     loop {
