@@ -3,6 +3,7 @@
 
 pub mod bridge;
 pub mod claude;
+pub mod outpost;
 
 use std::path::{Path, PathBuf};
 
