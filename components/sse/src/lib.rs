@@ -22,8 +22,8 @@ mod wasm;
 mod wire;
 
 pub use agent_error::agent_error_message;
-pub use events::{codes, parse_events, SseEvent, SseFrames};
 pub use devin_bridge_types::{error_type, Failure, Reply, ToolCall, Usage};
+pub use events::{codes, parse_events, SseEvent, SseFrames};
 
 use frame::Frame;
 use tool_input::ToolInput;

@@ -50,13 +50,12 @@ fn one_event_with_every_field() {
 
 #[test]
 fn every_line_ending_frames_the_same_events() {
-    let expected = [
-        event("a", "1\n2", Some("x")),
-        event("message", "3", None),
-    ];
+    let expected = [event("a", "1\n2", Some("x")), event("message", "3", None)];
     for ending in ["\n", "\r\n", "\r"] {
-        let stream = ["event: a", "data: 1", "data: 2", "id: x", "", "data: 3", "", ""]
-            .join(ending);
+        let stream = [
+            "event: a", "data: 1", "data: 2", "id: x", "", "data: 3", "", "",
+        ]
+        .join(ending);
         let frames = parse(stream.as_bytes());
         if ending == "\r" {
             // The final CR may be followed by an LF: the last event waits for one more byte.
@@ -160,7 +159,10 @@ fn unicode_is_kept() {
 
 #[test]
 fn invalid_utf8_in_a_complete_event_fails_but_waits_while_incomplete() {
-    assert_eq!(code(parse_events(b"data: \xff\n\n", LIMIT)), "sse_invalid_utf8");
+    assert_eq!(
+        code(parse_events(b"data: \xff\n\n", LIMIT)),
+        "sse_invalid_utf8"
+    );
     // Comments are part of the event too.
     assert_eq!(
         code(parse_events(b":\xc3\ndata: x\n\n", LIMIT)),
@@ -185,19 +187,25 @@ fn invalid_utf8_in_a_complete_event_fails_but_waits_while_incomplete() {
 #[test]
 fn the_size_limit_counts_every_byte_of_an_event_and_of_the_tail() {
     let stream = b"data: 12345\n\n"; // 13 bytes
-    assert_eq!(parse_events(stream, 13).expect("at the limit").events.len(), 1);
+    assert_eq!(
+        parse_events(stream, 13).expect("at the limit").events.len(),
+        1
+    );
     assert_eq!(code(parse_events(stream, 12)), "sse_event_too_large");
     // The tail alone: 11 bytes.
     assert_eq!(
-        parse_events(b"data: 12345", 11).expect("at the limit").tail.len(),
+        parse_events(b"data: 12345", 11)
+            .expect("at the limit")
+            .tail
+            .len(),
         11
     );
-    assert_eq!(code(parse_events(b"data: 12345", 10)), "sse_event_too_large");
-    // A stream that never ends a line is refused once it passes the limit.
     assert_eq!(
-        code(parse_events(&[b'a'; 100], 99)),
+        code(parse_events(b"data: 12345", 10)),
         "sse_event_too_large"
     );
+    // A stream that never ends a line is refused once it passes the limit.
+    assert_eq!(code(parse_events(&[b'a'; 100], 99)), "sse_event_too_large");
     // Each event is measured on its own.
     let two = b"data: 1\n\ndata: 2\n\n";
     assert_eq!(parse_events(two, 9).expect("each fits").events.len(), 2);
@@ -212,7 +220,10 @@ fn the_first_problem_in_stream_order_is_reported() {
     let bad_then_large = b"data: \xff\n\ndata: 0123456789\n\n";
     assert_eq!(code(parse_events(bad_then_large, 14)), "sse_invalid_utf8");
     let large_then_bad = b"data: 0123456789\n\ndata: \xff\n\n";
-    assert_eq!(code(parse_events(large_then_bad, 14)), "sse_event_too_large");
+    assert_eq!(
+        code(parse_events(large_then_bad, 14)),
+        "sse_event_too_large"
+    );
     // An oversized event is refused before its bytes are decoded.
     assert_eq!(
         code(parse_events(b"data: \xff\xff\xff\n\n", 4)),
