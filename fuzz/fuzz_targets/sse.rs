@@ -1,9 +1,12 @@
 #![no_main]
 //! SSE: the first byte picks text or tool reply and the status of an error; the rest is the
 //! text (or the tool input, or the agent error text); native vs wasm for every function.
+//! The raw bytes after the first are also an event stream for `parse_events` (the first byte
+//! picks the size limit and where the stream is cut in two): native vs wasm on the whole
+//! buffer, and natively the promise that the cut changes nothing.
 
 use devin_bridge::engine::{Call, MessageHead};
-use devin_bridge_fuzz::differential;
+use devin_bridge_fuzz::{differential, outcome};
 use devin_bridge_types::{Failure, Reply, ToolCall, Usage};
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
@@ -28,4 +31,19 @@ fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge::engine::TransformKin
     differential(Call::ErrorEvent { failure: failure.clone() }, json!({ "ok": devin_bridge_sse::error_event(&failure) }));
     differential(Call::ErrorBody { failure: failure.clone() }, json!({ "ok": devin_bridge_sse::error_body(&failure) }));
     differential(Call::AgentErrorMessage { raw: text.clone() }, json!({ "ok": devin_bridge_sse::agent_error_message(&text) }));
+
+    let limit = [16u32, 256, 4096, u32::MAX][usize::from(*selector & 3)];
+    let whole = devin_bridge_sse::parse_events(rest, limit);
+    differential(Call::ParseEvents { buffer: rest.to_vec(), max_event_bytes: limit }, outcome(&whole));
+    let (first, second) = rest.split_at(usize::from(*selector) % (rest.len() + 1));
+    let split = devin_bridge_sse::parse_events(first, limit).and_then(|head| {
+        let mut buffer = head.tail;
+        buffer.extend_from_slice(second);
+        devin_bridge_sse::parse_events(&buffer, limit).map(|tail| {
+            let mut events = head.events;
+            events.extend(tail.events);
+            devin_bridge_sse::SseFrames { events, tail: tail.tail }
+        })
+    });
+    assert_eq!(whole.map_err(|f| f.code), split.map_err(|f| f.code), "a cut at byte {} changed the framing", first.len());
 });

@@ -56,6 +56,10 @@ fn native(call: &Call) -> Value {
         Call::AgentErrorMessage { raw } => {
             json!({ "ok": devin_bridge_sse::agent_error_message(raw) })
         }
+        Call::ParseEvents {
+            buffer,
+            max_event_bytes,
+        } => outcome(&devin_bridge_sse::parse_events(buffer, *max_event_bytes)),
         Call::Validate { reference, catalog } => {
             outcome(&devin_bridge_model_alias::validate(reference, catalog))
         }
@@ -391,6 +395,57 @@ fn generated_renders_agree() {
             Call::AgentErrorMessage { raw },
         ] {
             assert_same(&transforms, &call, &format!("sse #{i}"));
+        }
+    }
+}
+
+/// Event streams of random lines (every line ending, fields, comments, bytes that are not
+/// UTF-8) cut at random points, fed chunk by chunk as the worker reads them.
+#[test]
+fn generated_event_streams_agree() {
+    let transforms = common::transforms();
+    let mut rng = Rng(0x55e0_0000_0000_0005);
+    let lines: &[&[u8]] = &[
+        b"data: {\"type\":\"ADDED\"}",
+        b"data",
+        b"data:",
+        b"data:  two",
+        b"event: modified",
+        b"event:",
+        b"id: 17",
+        b"id: a\0b",
+        b"retry: 100",
+        b": keep-alive",
+        b"unknown: x",
+        b"",
+        b"data: \xc3\xa9t\xc3\xa9",
+        b"data: \xff",
+        b"data: \xf0\x9f",
+    ];
+    let endings: &[&[u8]] = &[b"\n", b"\r\n", b"\r"];
+    for i in 0..400 {
+        let mut stream = Vec::new();
+        for _ in 0..rng.below(24) {
+            stream.extend_from_slice(lines[rng.below(lines.len())]);
+            stream.extend_from_slice(endings[rng.below(endings.len())]);
+        }
+        let limit = *rng.pick(&[8u32, 32, 64, 1 << 16]);
+        let mut tail = Vec::new();
+        let mut rest = stream.as_slice();
+        while !rest.is_empty() {
+            let (chunk, after) = rest.split_at(1 + rng.below(rest.len()));
+            rest = after;
+            let mut buffer = std::mem::take(&mut tail);
+            buffer.extend_from_slice(chunk);
+            let call = Call::ParseEvents {
+                buffer: buffer.clone(),
+                max_event_bytes: limit,
+            };
+            assert_same(&transforms, &call, &format!("event stream #{i}"));
+            match devin_bridge_sse::parse_events(&buffer, limit) {
+                Ok(frames) => tail = frames.tail,
+                Err(_) => break,
+            }
         }
     }
 }

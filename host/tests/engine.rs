@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use devin_bridge::engine::{
-    self_test, sha256_hex, Call, CompileCache, Corpus, EngineError, Loaded, TransformKind,
-    Transforms,
+    self_test, sha256_hex, Call, CompileCache, Corpus, EngineError, Loaded, SseEvent, SseFrames,
+    TransformKind, Transforms,
 };
 use devin_bridge::policy::Policy;
 
@@ -303,6 +303,119 @@ fn parse_review_runs_in_the_envelope_component() {
     );
 }
 
+/// The wrong-answers sse breaks two promises; each is caught on its own part of the corpus.
+#[test]
+fn a_wrong_stream_render_and_a_wrong_event_framing_are_each_refused_by_the_corpus() {
+    let runtime = common::test_runtime();
+    let wrong = Loaded::from_file(
+        &runtime,
+        &common::test_cache(),
+        TransformKind::Sse,
+        &common::test_component("wrong-answers"),
+        None,
+    )
+    .expect("the test component loads as an sse");
+    let embedded = Corpus::embedded(TransformKind::Sse).expect("embedded corpus");
+    let only = |keep: fn(&Call) -> bool| Corpus {
+        cases: embedded
+            .cases
+            .iter()
+            .filter(|case| keep(&case.call))
+            .cloned()
+            .collect(),
+        ..embedded.clone()
+    };
+    for (corpus, fixture, difference) in [
+        (
+            only(|call| !matches!(call, Call::ParseEvents { .. })),
+            "fixture 03_stream_finish_text.json",
+            "event sequence",
+        ),
+        (
+            only(|call| matches!(call, Call::ParseEvents { .. })),
+            "fixture 34_parse_events_cr_only.json",
+            "the tail [] differs from the expected",
+        ),
+    ] {
+        assert!(!corpus.cases.is_empty(), "no cases for {fixture}");
+        match self_test(&runtime, &wrong, &corpus) {
+            Err(EngineError::SelfTest { message, .. }) => {
+                assert!(message.contains(fixture), "{message}");
+                assert!(message.contains(difference), "{message}");
+            }
+            other => panic!("expected a self-test failure at {fixture}, got {other:?}"),
+        }
+    }
+    let real = Loaded::from_file(
+        &runtime,
+        &common::test_cache(),
+        TransformKind::Sse,
+        &common::component("sse"),
+        None,
+    )
+    .expect("the sse component loads");
+    let report = self_test(&runtime, &real, &embedded).expect("the real sse passes");
+    assert_eq!(report.cases, embedded.cases.len());
+}
+
+/// The sse component frames an event stream fed in pieces, keeps the unfinished event for the
+/// next call, and ends the stream with the stable codes.
+#[test]
+fn parse_events_runs_in_the_sse_component() {
+    let transforms = common::transforms();
+    let first = transforms
+        .parse_events(
+            b"event: added
+id: 1
+data: {\"a\":1}
+
+data: par"
+                .to_vec(),
+            1024,
+        )
+        .expect("engine")
+        .expect("valid frames");
+    assert_eq!(
+        first.events,
+        [SseEvent {
+            event: "added".into(),
+            data: "{\"a\":1}".into(),
+            id: Some("1".into()),
+        }]
+    );
+    assert_eq!(first.tail, b"data: par");
+    let mut buffer = first.tail;
+    buffer.extend_from_slice(b"tial\n\n: ping\n\n");
+    let second = transforms
+        .parse_events(buffer, 1024)
+        .expect("engine")
+        .expect("valid frames");
+    assert_eq!(
+        second,
+        SseFrames {
+            events: vec![SseEvent {
+                event: "message".into(),
+                data: "partial".into(),
+                id: None,
+            }],
+            tail: Vec::new(),
+        }
+    );
+    for (buffer, limit, code) in [
+        (&b"data: 0123456789"[..], 8, "sse_event_too_large"),
+        (b"data: \xff\n\n", 1024, "sse_invalid_utf8"),
+    ] {
+        let failure = transforms
+            .parse_events(buffer.to_vec(), limit)
+            .expect("engine")
+            .expect_err(code);
+        assert_eq!(
+            (failure.code.as_str(), failure.status, failure.repairable),
+            (code, 502, false)
+        );
+    }
+}
+
 /// Texts built to make the scan for the first object re-read as much as possible are answered
 /// within the default two-second call limit (the production limits, not the tests' short ones).
 #[test]
@@ -397,6 +510,16 @@ fn a_byte_different_twin_that_keeps_the_contract_is_accepted_for_every_transform
         twin_review.message.ends_with("(twin build)"),
         "the swapped-in envelope answers parse_review: {}",
         twin_review.message
+    );
+    let twin_frames = transforms
+        .parse_events(b"data: 0123456789".to_vec(), 8)
+        .expect("engine")
+        .expect_err("too large");
+    assert_eq!(twin_frames.code, "sse_event_too_large");
+    assert!(
+        twin_frames.message.ends_with("(twin build)"),
+        "the swapped-in sse answers parse_events: {}",
+        twin_frames.message
     );
     let twin_body = transforms.render_json(head, reply).expect("render");
     assert_ne!(twin_body, real_body, "the twin spaces its JSON");

@@ -4,7 +4,7 @@
 
 use devin_bridge::transforms::types::{Reply, ToolCall, Usage};
 use exports::devin_bridge::transforms::model_alias::ResolvedModel;
-use exports::devin_bridge::transforms::sse::MessageHead;
+use exports::devin_bridge::transforms::sse::{MessageHead, SseEvent, SseFrames};
 
 include!("delegate.rs");
 
@@ -52,6 +52,19 @@ fn real_parse(output: &str, tools: &str, id_seed: &str) -> Result<Reply, Failure
         }
         Err(failure) => Err(wit_failure(failure)),
     }
+}
+
+fn real_parse_events(buffer: &[u8], max_event_bytes: u32) -> Result<SseFrames, Failure> {
+    devin_bridge_sse::parse_events(buffer, max_event_bytes)
+        .map(|frames| SseFrames {
+            events: frames
+                .events
+                .into_iter()
+                .map(|e| SseEvent { event: e.event, data: e.data, id: e.id })
+                .collect(),
+            tail: frames.tail,
+        })
+        .map_err(wit_failure)
 }
 
 fn real_resolve(requested: &str, catalog: &str) -> Result<ResolvedModel, Failure> {

@@ -386,7 +386,15 @@ fn write_seeds(target: &str, dir: &Path) -> Result<usize> {
                         .map(str::to_owned)
                         .unwrap_or_else(|| value.to_string())
                 })
-                .map(|text| [&[0u8][..], text.as_bytes()].concat()),
+                .map(|text| [&[0u8][..], text.as_bytes()].concat())
+                .or_else(|| {
+                    // A `parse_events` buffer; selector 2 = a 4096-byte event limit.
+                    let bytes = match args.get("buffer_bytes") {
+                        Some(list) => serde_json::from_value::<Vec<u8>>(list.clone()).ok(),
+                        None => string("buffer").map(String::into_bytes),
+                    };
+                    bytes.map(|bytes| [&[2u8][..], &bytes].concat())
+                }),
             _ => {
                 string("requested")
                     .or_else(|| string("reference"))

@@ -1,5 +1,6 @@
-//! Rendering of finished replies and failures in the Anthropic Messages wire formats, and the
-//! cleaning of agent error text before it goes into an error body.
+//! Rendering of finished replies and failures in the Anthropic Messages wire formats, the
+//! cleaning of agent error text before it goes into an error body, and the framing of event
+//! streams read from untrusted servers (`parse_events`).
 //!
 //! The bridge collects a whole agent turn before it answers, so a reply is always complete
 //! when it reaches this crate: a streamed answer is `message_start` (sent early by the host,
@@ -12,6 +13,7 @@
 
 mod agent_error;
 mod errors;
+mod events;
 mod frame;
 mod tool_input;
 /// The component export (a thin shell); off when another component embeds this library.
@@ -21,6 +23,7 @@ mod wire;
 
 pub use agent_error::agent_error_message;
 pub use devin_bridge_types::{error_type, Failure, Reply, ToolCall, Usage};
+pub use events::{codes, parse_events, SseEvent, SseFrames};
 
 use frame::Frame;
 use tool_input::ToolInput;

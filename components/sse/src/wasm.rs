@@ -6,7 +6,7 @@ wit_bindgen::generate!({
 });
 
 use devin_bridge::transforms::types::{Failure, Reply, Usage};
-use exports::devin_bridge::transforms::sse::{Guest, MessageHead};
+use exports::devin_bridge::transforms::sse::{Guest, MessageHead, SseEvent, SseFrames};
 
 struct Component;
 
@@ -76,6 +76,28 @@ impl Guest for Component {
 
     fn agent_error_message(raw: String) -> String {
         crate::agent_error_message(&raw)
+    }
+
+    fn parse_events(buffer: Vec<u8>, max_event_bytes: u32) -> Result<SseFrames, Failure> {
+        crate::parse_events(&buffer, max_event_bytes)
+            .map(|frames| SseFrames {
+                events: frames
+                    .events
+                    .into_iter()
+                    .map(|event| SseEvent {
+                        event: event.event,
+                        data: event.data,
+                        id: event.id,
+                    })
+                    .collect(),
+                tail: frames.tail,
+            })
+            .map_err(|problem| Failure {
+                code: problem.code,
+                message: problem.message,
+                status: problem.status,
+                repairable: problem.repairable,
+            })
     }
 }
 

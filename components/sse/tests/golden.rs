@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-const CALLS: [&str; 8] = [
+const CALLS: [&str; 9] = [
     "stream_start",
     "stream_ping",
     "stream_finish",
@@ -23,6 +23,7 @@ const CALLS: [&str; 8] = [
     "error_event",
     "error_body",
     "agent_error_message",
+    "parse_events",
 ];
 
 #[derive(Deserialize)]
@@ -82,13 +83,33 @@ fn run(case: &Case) -> String {
     }
 }
 
+/// `buffer` as text (its UTF-8 bytes), or `buffer_bytes` as a list of byte values.
+fn buffer(case: &Case) -> Vec<u8> {
+    if case.args.contains_key("buffer_bytes") {
+        arg(case, "buffer_bytes")
+    } else {
+        arg::<String>(case, "buffer").into_bytes()
+    }
+}
+
+/// A case's answer in the fixtures' encoding.
+fn answer(case: &Case) -> Value {
+    if case.call != "parse_events" {
+        return json!({ "ok": run(case) });
+    }
+    match devin_bridge_sse::parse_events(&buffer(case), arg(case, "max_event_bytes")) {
+        Ok(frames) => json!({ "ok": frames }),
+        Err(failure) => json!({ "err": failure }),
+    }
+}
+
 #[test]
 fn golden_fixtures_match() {
     let cases = fixtures();
     assert!(cases.len() >= 12, "expected at least 12 sse fixtures");
     let mut failures = Vec::new();
     for (path, case) in &cases {
-        let actual = json!({ "ok": run(case) });
+        let actual = answer(case);
         if actual != case.expect {
             failures.push(format!(
                 "{} ({}):\n  expected {}\n  actual   {}",
@@ -104,10 +125,31 @@ fn golden_fixtures_match() {
 
 #[test]
 fn fixtures_cover_every_function() {
-    let seen: BTreeSet<String> = fixtures().into_iter().map(|(_, case)| case.call).collect();
+    let cases = fixtures();
+    let seen: BTreeSet<&str> = cases.iter().map(|(_, case)| case.call.as_str()).collect();
     for call in CALLS {
         assert!(seen.contains(call), "no fixture calls `{call}`");
     }
+    // A swapped-in component is held to these cases, so each way framing can fail is shown.
+    let codes: BTreeSet<&str> = cases
+        .iter()
+        .filter_map(|(_, case)| case.expect.pointer("/err/code").and_then(Value::as_str))
+        .collect();
+    for code in [
+        devin_bridge_sse::codes::SSE_EVENT_TOO_LARGE,
+        devin_bridge_sse::codes::SSE_INVALID_UTF8,
+    ] {
+        assert!(codes.contains(code), "no fixture expects {code}");
+    }
+    assert!(
+        cases.iter().any(|(_, case)| case.call == "parse_events"
+            && case
+                .expect
+                .pointer("/ok/tail")
+                .and_then(Value::as_array)
+                .is_some_and(|tail| !tail.is_empty())),
+        "no parse_events fixture leaves a tail"
+    );
 }
 
 /// Every `render_stream` fixture, parsed back event by event: the `event:` name equals the

@@ -44,6 +44,25 @@ pub struct MessageHead {
     pub usage: Usage,
 }
 
+/// One complete server-sent event (mirror of `sse-event`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SseEvent {
+    /// The `event:` field; `message` when absent.
+    pub event: String,
+    /// The `data:` lines joined with `\n`.
+    pub data: String,
+    /// The last `id:` field of the event, if any.
+    pub id: Option<String>,
+}
+
+/// The events framed from a buffer and the bytes left over (mirror of `sse-frames`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SseFrames {
+    pub events: Vec<SseEvent>,
+    /// Bytes after the last complete event, to be passed back before the next bytes read.
+    pub tail: Vec<u8>,
+}
+
 /// A resolved catalog entry (mirror of `resolved-model`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResolvedModel {
@@ -200,6 +219,10 @@ pub enum Call {
     AgentErrorMessage {
         raw: String,
     },
+    ParseEvents {
+        buffer: Vec<u8>,
+        max_event_bytes: u32,
+    },
     Validate {
         reference: String,
         catalog: String,
@@ -229,6 +252,8 @@ pub enum Answer {
     Resolved(Result<ResolvedModel, Failure>),
     /// A review reply in canonical JSON, or why it was refused.
     Review(Result<String, Failure>),
+    /// The events framed from an event-stream buffer, or why the stream was refused.
+    Frames(Result<SseFrames, Failure>),
 }
 
 impl Call {
@@ -247,7 +272,8 @@ impl Call {
             | Call::RenderJson { .. }
             | Call::ErrorEvent { .. }
             | Call::ErrorBody { .. }
-            | Call::AgentErrorMessage { .. } => K::Sse,
+            | Call::AgentErrorMessage { .. }
+            | Call::ParseEvents { .. } => K::Sse,
             Call::Validate { .. }
             | Call::ClientEnvironment { .. }
             | Call::Resolve { .. }
@@ -365,6 +391,30 @@ pub(crate) fn call_instance(
                 .devin_bridge_transforms_envelope()
                 .call_parse_review(&mut *store, output)?
                 .map_err(|f| checked_failure(K::Envelope, f.into())),
+        ),
+        (
+            Instance::Sse(instance),
+            Call::ParseEvents {
+                buffer,
+                max_event_bytes,
+            },
+        ) => Answer::Frames(
+            instance
+                .devin_bridge_transforms_sse()
+                .call_parse_events(&mut *store, buffer, *max_event_bytes)?
+                .map(|frames| SseFrames {
+                    events: frames
+                        .events
+                        .into_iter()
+                        .map(|event| SseEvent {
+                            event: event.event,
+                            data: event.data,
+                            id: event.id,
+                        })
+                        .collect(),
+                    tail: frames.tail,
+                })
+                .map_err(|f| checked_failure(K::Sse, f.into())),
         ),
         (Instance::Sse(instance), call) => {
             let sse = instance.devin_bridge_transforms_sse();

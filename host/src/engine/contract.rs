@@ -31,6 +31,9 @@
 //!   which equals the expected data as a JSON value (so only formatting may differ);
 //! - `render_json`, `error_body`: the body parses as JSON and equals the expected body as a
 //!   JSON value (its `type` included);
+//! - `parse_events`: exactly the same events (type, data and id of each, in order) and the
+//!   same tail bytes: framing has one right answer, and a caller that feeds the tail back must
+//!   lose or repeat nothing;
 //! - `validate`: the same model id; `resolve`: the same `family`, `model_uid` and `acp_id`
 //!   (the display label is free); `client_environment`: the same variables and values;
 //!   `list_models`: the same JSON value.
@@ -137,6 +140,7 @@ fn check_ok(call: &Call, expected: &Value, actual: &Value) -> Result<(), String>
             check_json_body(expected, actual)
         }
         Call::AgentErrorMessage { .. } => check_agent_error_message(actual),
+        Call::ParseEvents { .. } => check_frames(expected, actual),
         Call::Resolve { .. } => {
             for key in ["family", "model_uid", "acp_id"] {
                 same(
@@ -292,6 +296,31 @@ fn check_review(expected: &Value, actual: &Value) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The same events in the same order, then the same tail.
+fn check_frames(expected: &Value, actual: &Value) -> Result<(), String> {
+    let events = |value: &Value| value.get("events").cloned().unwrap_or(Value::Null);
+    let (want, got) = (events(expected), events(actual));
+    let (want_list, got_list) = (
+        want.as_array().map(Vec::as_slice).unwrap_or_default(),
+        got.as_array().ok_or("the frames have no list of events")?,
+    );
+    if want_list.len() != got_list.len() {
+        return Err(format!(
+            "{} events framed, expected {}",
+            got_list.len(),
+            want_list.len()
+        ));
+    }
+    for (index, (want, got)) in want_list.iter().zip(got_list).enumerate() {
+        same(want, got, &format!("event {index}"))?;
+    }
+    same(
+        expected.get("tail").unwrap_or(&Value::Null),
+        actual.get("tail").unwrap_or(&Value::Null),
+        "the tail",
+    )
 }
 
 /// `devin_call_` + 16 lowercase hex digits.

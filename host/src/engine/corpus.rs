@@ -155,6 +155,10 @@ pub fn decode_call(call_name: &str, args: &Value) -> Result<Call, String> {
         "agent_error_message" => Call::AgentErrorMessage {
             raw: string(args, "raw")?,
         },
+        "parse_events" => Call::ParseEvents {
+            buffer: bytes(args, "buffer")?,
+            max_event_bytes: typed(args, "max_event_bytes")?,
+        },
         "validate" => Call::Validate {
             reference: string(args, "reference")?,
             catalog: json_text(args, "catalog")?,
@@ -179,6 +183,16 @@ fn string(args: &Value, key: &str) -> Result<String, String> {
         .and_then(Value::as_str)
         .map(str::to_owned)
         .ok_or_else(|| format!("argument {key:?} must be a string"))
+}
+
+/// `key` as text (its UTF-8 bytes), or `key_bytes` as a list of byte values (for bytes that
+/// are not UTF-8).
+fn bytes(args: &Value, key: &str) -> Result<Vec<u8>, String> {
+    if let Some(raw) = args.get(format!("{key}_bytes")) {
+        return serde_json::from_value(raw.clone())
+            .map_err(|error| format!("argument {key}_bytes must be a list of bytes: {error}"));
+    }
+    string(args, key).map(String::into_bytes)
 }
 
 /// `key` as a JSON value serialised compactly, or `key_raw` as exact text.
@@ -218,6 +232,7 @@ pub fn answer_json(answer: &Answer) -> Value {
         Answer::Environment(result) => outcome(result),
         Answer::Resolved(result) => outcome(result),
         Answer::Review(result) => outcome(result),
+        Answer::Frames(result) => outcome(result),
     }
 }
 

@@ -17,7 +17,7 @@ use arc_swap::ArcSwap;
 use devin_bridge_types::{Failure, Reply, Usage};
 use serde::Serialize;
 
-use super::bindings::{Answer, Call, MessageHead, Prompt, ResolvedModel};
+use super::bindings::{Answer, Call, MessageHead, Prompt, ResolvedModel, SseFrames};
 use super::cache::CompileCache;
 use super::corpus::{self_test, Corpus};
 use super::runtime::Runtime;
@@ -365,6 +365,23 @@ impl Transforms {
 
     pub fn error_body(&self, failure: Failure) -> Result<String, EngineError> {
         self.text(Call::ErrorBody { failure }, TransformKind::Sse)
+    }
+
+    /// Frames the complete events of an event stream read from an untrusted server, in the
+    /// sse component: `buffer` is the previous call's tail followed by the bytes read since.
+    /// `sse_event_too_large` / `sse_invalid_utf8` end the stream.
+    pub fn parse_events(
+        &self,
+        buffer: Vec<u8>,
+        max_event_bytes: u32,
+    ) -> Result<Result<SseFrames, Failure>, EngineError> {
+        match self.call(&Call::ParseEvents {
+            buffer,
+            max_event_bytes,
+        })? {
+            Answer::Frames(result) => Ok(result),
+            other => Err(mismatch(TransformKind::Sse, &other)),
+        }
     }
 
     pub fn validate_model(

@@ -293,3 +293,37 @@ fn an_invalid_review_passed_through_is_refused() {
     .expect_err("repairable");
     assert!(repairable.contains("repairable"), "{repairable}");
 }
+
+#[test]
+fn framed_events_and_the_tail_must_be_exactly_the_expected_ones() {
+    let framed = case(TransformKind::Sse, "35_parse_events_partial_tail.json");
+    check(&framed.call, &framed.expect, &framed.expect).expect("the fixture's own answer");
+    for (pointer, value, says) in [
+        ("/ok/tail", json!([]), "the tail"),
+        ("/ok/events/0/data", json!("done\n"), "event 0"),
+        ("/ok/events/0/event", json!("done"), "event 0"),
+        ("/ok/events/0/id", json!(""), "event 0"),
+        ("/ok/events", json!([]), "0 events framed, expected 1"),
+    ] {
+        let error = check(
+            &framed.call,
+            &framed.expect,
+            &with(&framed.expect, pointer, value),
+        )
+        .expect_err(pointer);
+        assert!(error.contains(says), "{pointer}: {error}");
+    }
+    let error = check(
+        &framed.call,
+        &framed.expect,
+        &json!({ "ok": { "tail": [] } }),
+    )
+    .expect_err("no events");
+    assert!(error.contains("no list of events"), "{error}");
+    let failure = case(TransformKind::Sse, "38_parse_events_event_too_large.json");
+    let error = check(&failure.call, &failure.expect, &framed.expect).expect_err("a success");
+    assert!(
+        error.contains("expected the failure sse_event_too_large"),
+        "{error}"
+    );
+}

@@ -161,6 +161,9 @@ mod wasm {
         fn agent_error_message(raw: String) -> String {
             devin_bridge_sse::agent_error_message(&raw)
         }
+        fn parse_events(buffer: Vec<u8>, max_event_bytes: u32) -> Result<SseFrames, Failure> {
+            real_parse_events(&buffer, max_event_bytes).map_err(reworded)
+        }
     }
 
     impl model_alias::Guest for Component {

@@ -5,7 +5,8 @@
 //! - serializer: a client error (4xx) is reported as a server error (5xx);
 //! - envelope: tool-call ids in upper case (outside the id charset), and review replies that
 //!   fail validation passed through unchecked (the agent's first JSON object, as it wrote it);
-//! - sse: a finished stream without its `message_stop` event;
+//! - sse: a finished stream without its `message_stop` event, and event-stream framing that
+//!   drops the unfinished event at the end of the buffer (a caller would lose its bytes);
 //! - model-alias: failure codes that are not the stable ones.
 
 #[cfg(target_arch = "wasm32")]
@@ -111,6 +112,12 @@ mod wasm {
         }
         fn agent_error_message(raw: String) -> String {
             devin_bridge_sse::agent_error_message(&raw)
+        }
+        fn parse_events(buffer: Vec<u8>, max_event_bytes: u32) -> Result<SseFrames, Failure> {
+            real_parse_events(&buffer, max_event_bytes).map(|frames| SseFrames {
+                tail: Vec::new(),
+                ..frames
+            })
         }
     }
 
