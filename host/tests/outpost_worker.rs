@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::outpost::{alive, connections, mode, wait_gone, Rig, REMOTE_SHA, SUFFIX};
 use devin_bridge_fake_fleet::{
-    ClaimEventKind as K, FleetConfig, RemoteBehaviour, Sha256File, SessionSpec, SessionStatus,
+    ClaimEventKind as K, FleetConfig, RemoteBehaviour, SessionSpec, SessionStatus, Sha256File,
 };
 use nix::sys::signal::Signal;
 
@@ -22,8 +22,10 @@ async fn a_queued_session_is_served_in_the_work_directory_and_released_when_it_e
     let rig = Rig::start(FleetConfig::default()).await;
     let worker = rig.worker("w").spawn();
     let session = rig.enqueue_normal();
-    rig.wait(T, "the remote connects", |f| f.connected_at(&session).is_some())
-        .await;
+    rig.wait(T, "the remote connects", |f| {
+        f.connected_at(&session).is_some()
+    })
+    .await;
     let report = rig.report(&session);
     assert_eq!(report["argv"][1], "serve");
     assert_eq!(
@@ -66,8 +68,10 @@ async fn the_remote_sees_exactly_the_allowed_environment_and_none_of_the_workers
         .env("SSH_AUTH_SOCK", "/tmp/planted.sock")
         .spawn();
     let session = rig.enqueue_normal();
-    rig.wait(T, "the remote connects", |f| f.connected_at(&session).is_some())
-        .await;
+    rig.wait(T, "the remote connects", |f| {
+        f.connected_at(&session).is_some()
+    })
+    .await;
     let env = rig.remote_env(&session);
     let mut names: Vec<&str> = env.keys().map(String::as_str).collect();
     names.sort_unstable();
@@ -97,9 +101,13 @@ async fn the_remote_sees_exactly_the_allowed_environment_and_none_of_the_workers
         rig.fleet.history(&session)[0].acceptor.as_deref() == Some("acceptor-env"),
         "DEVIN_WORKER_ACCEPTOR_ID names the claimer"
     );
-    assert!(!worker.log().contains("machine-token"), "the token was logged");
+    assert!(
+        !worker.log().contains("machine-token"),
+        "the token was logged"
+    );
     rig.fleet.end_session(&session, SessionStatus::Terminated);
-    rig.wait(T, "released", |f| f.entry(&session).is_none()).await;
+    rig.wait(T, "released", |f| f.entry(&session).is_none())
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -120,9 +128,7 @@ async fn a_binary_whose_digest_does_not_match_never_runs_and_the_claim_is_releas
         f.history(&session).iter().any(|e| e.kind == K::Released)
     })
     .await;
-    worker
-        .wait_log("refusing to run it", T)
-        .await;
+    worker.wait_log("refusing to run it", T).await;
     assert!(rig.fleet.connected_at(&session).is_none());
     let blobs = std::fs::read_dir(worker.paths.cache.join("blobs"))
         .map(|d| d.count())
@@ -140,8 +146,10 @@ async fn sessions_needing_the_same_build_download_it_once() {
     let sessions: Vec<String> = (0..3).map(|_| rig.enqueue_normal()).collect();
     let _worker = rig.worker("w").max_sessions(3).spawn();
     for session in &sessions {
-        rig.wait(T, "every remote connects", |f| f.connected_at(session).is_some())
-            .await;
+        rig.wait(T, "every remote connects", |f| {
+            f.connected_at(session).is_some()
+        })
+        .await;
     }
     assert_eq!(
         rig.fleet
@@ -150,7 +158,8 @@ async fn sessions_needing_the_same_build_download_it_once() {
     );
     let ender = rig.end_when_connected(sessions.clone(), SessionStatus::Terminated);
     for session in &sessions {
-        rig.wait(T, "released", |f| f.entry(session).is_none()).await;
+        rig.wait(T, "released", |f| f.entry(session).is_none())
+            .await;
     }
     ender.abort();
 }
@@ -185,12 +194,15 @@ async fn a_session_terminated_while_its_remote_runs_has_the_remote_killed_even_i
         ..SessionSpec::default()
     });
     let _worker = rig.worker("w").spawn();
-    rig.wait(T, "the remote connects", |f| f.connected_at(&session).is_some())
-        .await;
+    rig.wait(T, "the remote connects", |f| {
+        f.connected_at(&session).is_some()
+    })
+    .await;
     let pid = remote_pid(&rig, &session);
     rig.fleet.terminate_silently(&session);
     assert!(wait_gone(pid, T).await, "the hung remote was killed");
-    rig.wait(T, "released", |f| f.entry(&session).is_none()).await;
+    rig.wait(T, "released", |f| f.entry(&session).is_none())
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -198,8 +210,10 @@ async fn an_entry_that_disappears_ends_its_remote() {
     let rig = Rig::start(FleetConfig::default()).await;
     let session = rig.enqueue_normal();
     let _worker = rig.worker("w").spawn();
-    rig.wait(T, "the remote connects", |f| f.connected_at(&session).is_some())
-        .await;
+    rig.wait(T, "the remote connects", |f| {
+        f.connected_at(&session).is_some()
+    })
+    .await;
     let pid = remote_pid(&rig, &session);
     rig.fleet.delete_entry(&session);
     assert!(wait_gone(pid, T).await, "the remote was ended");
@@ -214,10 +228,13 @@ async fn a_clean_exit_waits_for_the_lagging_status_before_releasing() {
     .await;
     let session = rig.enqueue_normal();
     let _worker = rig.worker("w").spawn();
-    rig.wait(T, "the remote connects", |f| f.connected_at(&session).is_some())
-        .await;
+    rig.wait(T, "the remote connects", |f| {
+        f.connected_at(&session).is_some()
+    })
+    .await;
     rig.fleet.end_session(&session, SessionStatus::Suspended);
-    rig.wait(T, "released", |f| f.entry(&session).is_none()).await;
+    rig.wait(T, "released", |f| f.entry(&session).is_none())
+        .await;
     // Released only once the status said suspended: the entry was deleted, never requeued.
     assert_eq!(rig.kinds(&session), vec![K::Claimed, K::ReleasedAndDeleted]);
 }
@@ -250,7 +267,8 @@ async fn a_claim_lost_to_another_worker_is_not_an_error_and_is_retried_later() {
     assert_eq!(&rig.kinds(&session)[..2], &[K::ClaimConflict, K::Claimed]);
     assert!(!worker.log().contains("ERROR"), "{}", worker.log());
     rig.fleet.end_session(&session, SessionStatus::Terminated);
-    rig.wait(T, "released", |f| f.entry(&session).is_none()).await;
+    rig.wait(T, "released", |f| f.entry(&session).is_none())
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -276,8 +294,8 @@ async fn sigterm_ends_the_remotes_releases_their_claims_and_exits_zero() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill_9_takes_the_remotes_down_and_the_restarted_worker_recovers_its_claims_within_a_poll(
-) {
+async fn kill_9_takes_the_remotes_down_and_the_restarted_worker_recovers_its_claims_within_a_poll()
+{
     let rig = Rig::start(FleetConfig::default()).await;
     let session = rig.enqueue_normal();
     let mut first = rig.worker("w").spawn();
@@ -290,7 +308,11 @@ async fn kill_9_takes_the_remotes_down_and_the_restarted_worker_recovers_its_cla
         wait_gone(pid, Duration::from_secs(5)).await,
         "the remote outlived its killed worker"
     );
-    assert_eq!(rig.kinds(&session), vec![K::Claimed], "nothing released yet");
+    assert_eq!(
+        rig.kinds(&session),
+        vec![K::Claimed],
+        "nothing released yet"
+    );
     let restarted_at = std::time::Instant::now();
     let _second = rig.worker("w").spawn();
     rig.wait(T, "served again", |f| connections(f, &session) == 2)
@@ -307,7 +329,8 @@ async fn kill_9_takes_the_remotes_down_and_the_restarted_worker_recovers_its_cla
         "recovery waited for more than a start plus one poll interval"
     );
     rig.fleet.end_session(&session, SessionStatus::Terminated);
-    rig.wait(T, "released", |f| f.entry(&session).is_none()).await;
+    rig.wait(T, "released", |f| f.entry(&session).is_none())
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -327,7 +350,7 @@ async fn a_refused_token_stops_the_worker_with_a_clear_message() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_server_errors_is_retried_with_backoff() {
     let rig = Rig::start(FleetConfig::default()).await;
-    rig.fleet.faults().fail_next(4, 503);
+    rig.fleet.faults().fail_next(3, 503);
     let session = rig.enqueue_normal();
     let worker = rig.worker("w").spawn();
     rig.wait(Duration::from_secs(40), "served despite the 503s", |f| {
@@ -336,47 +359,89 @@ async fn a_burst_of_server_errors_is_retried_with_backoff() {
     .await;
     assert!(worker.log().contains("503"), "{}", worker.log());
     rig.fleet.end_session(&session, SessionStatus::Terminated);
-    rig.wait(T, "released", |f| f.entry(&session).is_none()).await;
+    rig.wait(T, "released", |f| f.entry(&session).is_none())
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_watch_is_detected_and_resumed_from_its_cursor_without_losing_the_event() {
     let rig = Rig::start(FleetConfig::default()).await;
-    let worker = rig
-        .worker("w")
-        .policy("")
-        .spawn();
-    worker.wait_log("queue listed", T).await;
-    // The stream now open will write half of the next event and go silent.
+    // The first watch stream will write half of its first event and then go silent.
     rig.fleet.faults().stall_next_stream_mid_event();
-    rig.fleet.faults().end_streams_after(Some(0));
-    rig.wait(T, "the worker reopened its watch", |f| {
-        f.requests().iter().filter(|r| r.path.contains("watch=true")).count() >= 2
-    })
-    .await;
+    let worker = rig.worker("w").watch_idle_timeout_secs(2).spawn();
+    worker.wait_log("queue listed", T).await;
     let session = rig.enqueue_normal();
-    rig.wait(Duration::from_secs(60), "the event is replayed and served", |f| {
+    rig.wait(T, "the event is replayed and served", |f| {
         f.connected_at(&session).is_some()
     })
     .await;
-    worker.wait_log("stalled", T).await;
+    assert!(
+        worker.log().contains("watch stream stalled"),
+        "{}",
+        worker.log()
+    );
+    let watches: Vec<String> = rig
+        .fleet
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.contains("watch=true"))
+        .map(|r| r.path)
+        .collect();
+    assert!(watches.len() >= 2, "{watches:?}");
+    assert!(
+        watches[1].contains("cursor="),
+        "the second watch resumed from a cursor: {watches:?}"
+    );
+    assert_eq!(
+        rig.fleet
+            .requests()
+            .iter()
+            .filter(|r| r.path.starts_with("/opbeta/outposts/devins?")
+                && !r.path.contains("watch=true"))
+            .count(),
+        1,
+        "a stall must not cost a relist"
+    );
     rig.fleet.end_session(&session, SessionStatus::Terminated);
-    rig.wait(T, "released", |f| f.entry(&session).is_none()).await;
+    rig.wait(T, "released", |f| f.entry(&session).is_none())
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_cursor_makes_the_worker_relist() {
     let rig = Rig::start(FleetConfig::default()).await;
+    // Every stream ends at once, so the worker keeps reconnecting from its cursor.
+    rig.fleet.faults().end_streams_after(Some(0));
     let worker = rig.worker("w").spawn();
     worker.wait_log("queue listed", T).await;
     rig.fleet.expire_cursors_before_now();
-    rig.fleet.faults().end_streams_after(Some(0));
-    let session = rig.enqueue_normal();
-    rig.wait(T, "served after a relist", |f| f.connected_at(&session).is_some())
-        .await;
     worker.wait_log("relisting", T).await;
+    rig.fleet.faults().end_streams_after(None);
+    let session = rig.enqueue_normal();
+    rig.wait(T, "served after the relist", |f| {
+        f.connected_at(&session).is_some()
+    })
+    .await;
     rig.fleet.end_session(&session, SessionStatus::Terminated);
-    rig.wait(T, "released", |f| f.entry(&session).is_none()).await;
+    rig.wait(T, "released", |f| f.entry(&session).is_none())
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicate_watch_events_do_not_serve_a_session_twice() {
+    let rig = Rig::start(FleetConfig::default()).await;
+    rig.fleet.faults().duplicate_events(true);
+    let worker = rig.worker("w").spawn();
+    worker.wait_log("queue listed", T).await;
+    let sessions: Vec<String> = (0..5).map(|_| rig.enqueue_normal()).collect();
+    let ender = rig.end_when_connected(sessions.clone(), SessionStatus::Terminated);
+    for session in &sessions {
+        rig.wait(T, "released", |f| f.entry(session).is_none())
+            .await;
+        assert_eq!(connections(&rig.fleet, session), 1);
+        assert_eq!(rig.kinds(session), vec![K::Claimed, K::ReleasedAndDeleted]);
+    }
+    ender.abort();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -390,10 +455,12 @@ async fn an_outpost_for_another_platform_is_refused_before_any_claim() {
             ..SessionSpec::default()
         },
     );
-    let mut worker = rig.worker("w").arg("--outpost").arg("mac-fleet").spawn();
+    let mut worker = rig.worker("w").outpost("mac-fleet").spawn();
     assert_ne!(worker.exit_code(T).await, Some(0));
     assert!(
-        worker.log().contains("serves macos machines and this one is linux"),
+        worker
+            .log()
+            .contains("serves macos machines and this one is linux"),
         "{}",
         worker.log()
     );
@@ -409,8 +476,10 @@ async fn entries_for_another_platform_are_left_alone() {
     });
     let linux = rig.enqueue_normal();
     let worker = rig.worker("w").spawn();
-    rig.wait(T, "the linux one is served", |f| f.connected_at(&linux).is_some())
-        .await;
+    rig.wait(T, "the linux one is served", |f| {
+        f.connected_at(&linux).is_some()
+    })
+    .await;
     worker.wait_log("another platform", T).await;
     assert!(rig.fleet.history(&windows).is_empty());
     rig.fleet.end_session(&linux, SessionStatus::Terminated);
@@ -420,14 +489,20 @@ async fn entries_for_another_platform_are_left_alone() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn once_serves_one_session_and_exits() {
     let rig = Rig::start(FleetConfig::default()).await;
-    let first = rig.enqueue_normal();
-    let second = rig.enqueue_normal();
+    let sessions = [rig.enqueue_normal(), rig.enqueue_normal()];
     let mut worker = rig.worker("w").arg("--once").spawn();
-    rig.wait(T, "one is served", |f| f.connected_at(&first).is_some())
-        .await;
-    rig.fleet.end_session(&first, SessionStatus::Terminated);
+    rig.wait(T, "one is served", |f| {
+        sessions.iter().any(|s| f.connected_at(s).is_some())
+    })
+    .await;
+    let (served, other) = if rig.fleet.connected_at(&sessions[0]).is_some() {
+        (&sessions[0], &sessions[1])
+    } else {
+        (&sessions[1], &sessions[0])
+    };
+    rig.fleet.end_session(served, SessionStatus::Terminated);
     assert_eq!(worker.exit_code(T).await, Some(0), "{}", worker.log());
-    assert!(rig.fleet.history(&second).is_empty(), "--once claimed twice");
+    assert!(rig.fleet.history(other).is_empty(), "--once claimed twice");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -444,8 +519,8 @@ async fn session_serves_exactly_that_session_and_exits() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_a_gateway_in_the_claim_the_fallback_is_used_and_without_one_the_claim_is_released(
-) {
+async fn without_a_gateway_in_the_claim_the_fallback_is_used_and_without_one_the_claim_is_released()
+{
     let rig = Rig::start(FleetConfig {
         omit_gateway_url: true,
         ..FleetConfig::default()
@@ -466,16 +541,14 @@ async fn without_a_gateway_in_the_claim_the_fallback_is_used_and_without_one_the
     })
     .await;
     rig.fleet.end_session(&session, SessionStatus::Terminated);
-    rig.wait(T, "released", |f| f.entry(&session).is_none()).await;
+    rig.wait(T, "released", |f| f.entry(&session).is_none())
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_token_anywhere_is_a_one_line_error() {
     let rig = Rig::start(FleetConfig::default()).await;
-    let mut worker = rig
-        .worker("w")
-        .env("DEVIN_OUTPOSTS_TOKEN", "")
-        .spawn();
+    let mut worker = rig.worker("w").env("DEVIN_OUTPOSTS_TOKEN", "").spawn();
     assert_ne!(worker.exit_code(T).await, Some(0));
     let log = worker.log();
     let line = log

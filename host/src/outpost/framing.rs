@@ -59,13 +59,31 @@ impl ComponentFramer {
 
 impl Framer for ComponentFramer {
     fn frame(&self, buffer: Vec<u8>) -> Result<(Vec<StreamEvent>, Vec<u8>), FramingError> {
-        let _ = (
-            &self.runtime,
-            &self.loaded,
-            self.max_event_bytes,
-            Call::StreamPing,
-            std::mem::size_of::<Answer>(),
-        );
-        Ok((Vec::new(), buffer))
+        let call = Call::ParseEvents {
+            buffer,
+            max_event_bytes: self.max_event_bytes,
+        };
+        match self.loaded.call(&self.runtime, &call)? {
+            Answer::Frames(Ok(frames)) => Ok((
+                frames
+                    .events
+                    .into_iter()
+                    .map(|event| StreamEvent {
+                        event: event.event,
+                        data: event.data,
+                        id: event.id,
+                    })
+                    .collect(),
+                frames.tail,
+            )),
+            Answer::Frames(Err(failure)) => Err(FramingError::Stream {
+                code: failure.code,
+                message: failure.message,
+            }),
+            other => Err(FramingError::Engine(EngineError::Interface {
+                transform: TransformKind::Sse,
+                message: format!("parse-events answered with {other:?}"),
+            })),
+        }
     }
 }

@@ -51,11 +51,14 @@ pub async fn run(args: KeeperArgs) -> anyhow::Result<ExitCode> {
 
     let mut terminate = signal(SignalKind::terminate()).context("keeper: SIGTERM handler")?;
     let mut interrupt = signal(SignalKind::interrupt()).context("keeper: SIGINT handler")?;
+    // The lifeline is read through the reactor, not `tokio::io::stdin()`: that one reads on a
+    // blocking thread that cannot be cancelled, and would keep this process alive after the
+    // remote exited until the worker closed the pipe.
+    let mut pipe = lifeline_pipe()?;
     let lifeline = async {
-        let mut stdin = tokio::io::stdin();
         let mut buffer = [0u8; 64];
         // Any byte is ignored; only the end of the pipe counts.
-        while matches!(stdin.read(&mut buffer).await, Ok(n) if n > 0) {}
+        while matches!(pipe.read(&mut buffer).await, Ok(n) if n > 0) {}
     };
     let grace = Duration::from_millis(args.grace_ms);
     let status = tokio::select! {
@@ -69,6 +72,17 @@ pub async fn run(args: KeeperArgs) -> anyhow::Result<ExitCode> {
         _ = interrupt.recv() => end_group(&mut child, group, grace).await,
     };
     Ok(exit_code(status))
+}
+
+/// Standard input as an async pipe (it must be one: the worker gives the keeper a pipe).
+fn lifeline_pipe() -> anyhow::Result<tokio::net::unix::pipe::Receiver> {
+    use std::os::fd::AsFd;
+    let fd = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .context("keeper: cannot use stdin")?;
+    tokio::net::unix::pipe::Receiver::from_file(std::fs::File::from(fd))
+        .context("keeper: stdin must be the worker's pipe")
 }
 
 async fn end_group(

@@ -153,7 +153,17 @@ async fn resolve_outpost(
     wanted: Option<&str>,
     platform: &str,
 ) -> anyhow::Result<OutpostId> {
-    let listed = client.outposts().await;
+    let mut backoff = backoff::Backoff::queue();
+    let listed = loop {
+        match client.outposts().await {
+            Err(error) if error.is_transient() => {
+                let delay = backoff.next_delay();
+                tracing::warn!(%error, retry_in_ms = delay.as_millis() as u64, "cannot list outposts yet");
+                tokio::time::sleep(delay).await;
+            }
+            other => break other,
+        }
+    };
     let outposts = match (listed, wanted) {
         (Ok(outposts), _) => outposts,
         (Err(error), _) if error.is_auth() => {

@@ -84,7 +84,7 @@ pub async fn serve(
     let mut updates_open = true;
     let outcome = loop {
         tokio::select! {
-            exit = running.wait() => break after_exit(&context, &session, exit, &updates).await,
+            exit = running.wait() => break after_exit(&context, &session, exit, &mut updates).await,
             changed = updates.changed(), if updates_open => {
                 if changed.is_err() {
                     updates_open = false;
@@ -253,7 +253,7 @@ async fn after_exit(
     context: &SessionContext,
     session: &SessionId,
     exit: RemoteExit,
-    updates: &watch::Receiver<Option<QueueEntry>>,
+    updates: &mut watch::Receiver<Option<QueueEntry>>,
 ) -> Outcome {
     match exit {
         RemoteExit::Exited(0) => {
@@ -285,21 +285,41 @@ async fn after_exit(
     }
 }
 
-/// Waits (a few reads) for the session to show as suspended or terminated.
+/// Waits (a few reads) for the session to show as suspended or terminated. A status pushed by
+/// the watch counts as well as a read, so a healthy watch usually saves every read.
 async fn confirm_ended(
     context: &SessionContext,
     session: &SessionId,
-    updates: &watch::Receiver<Option<QueueEntry>>,
+    updates: &mut watch::Receiver<Option<QueueEntry>>,
 ) -> Option<SessionStatus> {
-    let pushed = updates.borrow().clone();
-    if let Some(entry) = pushed {
-        if entry.status.session_status.has_ended() {
-            return Some(entry.status.session_status);
-        }
+    let pushed_end = |updates: &mut watch::Receiver<Option<QueueEntry>>| {
+        updates
+            .borrow_and_update()
+            .as_ref()
+            .map(|entry| entry.status.session_status)
+            .filter(|status| status.has_ended())
+    };
+    if let Some(status) = pushed_end(updates) {
+        return Some(status);
     }
     for attempt in 0..context.settings.exit_confirm_reads {
         if attempt > 0 {
-            tokio::time::sleep(context.settings.exit_confirm_interval).await;
+            let pause = tokio::time::sleep(context.settings.exit_confirm_interval);
+            tokio::pin!(pause);
+            loop {
+                tokio::select! {
+                    () = &mut pause => break,
+                    changed = updates.changed() => {
+                        if changed.is_err() {
+                            (&mut pause).await;
+                            break;
+                        }
+                        if let Some(status) = pushed_end(updates) {
+                            return Some(status);
+                        }
+                    }
+                }
+            }
         }
         match context.client.get(session).await {
             Ok(Some(entry)) if entry.status.session_status.has_ended() => {

@@ -47,7 +47,9 @@ pub struct Worker {
     client: Arc<FleetClient>,
     store: BTreeMap<SessionId, QueueEntry>,
     running: HashMap<SessionId, Running>,
-    /// Sessions whose claim was just lost: not retried until they change or a poll passes.
+    /// Sessions whose claim was just lost (or that just crashed here): not claimed again by
+    /// this worker until a poll interval has passed. Watch events do not clear it, since a
+    /// duplicate of an old `pending` event is normal.
     lost: HashMap<SessionId, Instant>,
     /// Entries for another platform, logged once each.
     skipped_platform: std::collections::HashSet<SessionId>,
@@ -168,7 +170,6 @@ impl Worker {
             }
             QueueEvent::Applied(entry) => {
                 let id = entry.id().clone();
-                self.lost.remove(&id);
                 if let Some(running) = self.running.get(&id) {
                     let _ = running.updates.send(Some(entry.clone()));
                 }
@@ -288,10 +289,6 @@ impl Worker {
             Ok(Claim::Lost) => {
                 tracing::debug!(session = %id, "another worker has it");
                 self.lost.insert(id.clone(), Instant::now());
-                if let Some(stored) = self.store.get_mut(&id) {
-                    // Until the watch says otherwise, treat it as taken.
-                    stored.status.phase = Phase::Claimed;
-                }
                 true
             }
             Err(error) if error.is_auth() => {
@@ -335,10 +332,12 @@ impl Worker {
         self.store.remove(&session);
         self.summary.served += 1;
         match outcome {
-            Outcome::Completed | Outcome::Ended | Outcome::ExitedUnconfirmed => {
-                self.summary.completed += 1
+            Outcome::Completed | Outcome::Ended => self.summary.completed += 1,
+            _ => {
+                // Requeued: give other workers the first chance at it.
+                self.lost.insert(session, Instant::now());
+                self.summary.failed += 1
             }
-            _ => self.summary.failed += 1,
         }
     }
 

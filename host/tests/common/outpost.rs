@@ -60,6 +60,8 @@ impl Rig {
             args: Vec::new(),
             env: vec![("DEVIN_OUTPOSTS_TOKEN".into(), "machine-token".into())],
             max_sessions: 4,
+            outpost: OUTPOST.to_owned(),
+            watch_idle_timeout_secs: 30,
         }
     }
 
@@ -87,11 +89,29 @@ impl Rig {
     }
 
     /// Waits until `predicate` holds (panics with `what` after `timeout`).
-    pub async fn wait(&self, timeout: Duration, what: &str, predicate: impl Fn(&FakeFleet) -> bool) {
-        assert!(
-            self.fleet.wait_until(timeout, predicate).await,
-            "timed out waiting for: {what}"
-        );
+    pub async fn wait(
+        &self,
+        timeout: Duration,
+        what: &str,
+        predicate: impl Fn(&FakeFleet) -> bool,
+    ) {
+        if !self.fleet.wait_until(timeout, predicate).await {
+            panic!("timed out waiting for: {what}\n{}", self.worker_logs());
+        }
+    }
+
+    /// Every worker log of this rig (for failure messages).
+    pub fn worker_logs(&self) -> String {
+        let mut logs = String::new();
+        if let Ok(entries) = std::fs::read_dir(self.dir.path()) {
+            for entry in entries.flatten() {
+                let log = entry.path().join("worker.log");
+                if let Ok(text) = std::fs::read_to_string(&log) {
+                    logs.push_str(&format!("--- {}\n{text}\n", log.display()));
+                }
+            }
+        }
+        logs
     }
 
     pub fn kinds(&self, session: &str) -> Vec<ClaimEventKind> {
@@ -136,9 +156,21 @@ pub struct WorkerBuilder<'a> {
     args: Vec<String>,
     env: Vec<(String, String)>,
     max_sessions: usize,
+    outpost: String,
+    watch_idle_timeout_secs: u64,
 }
 
 impl WorkerBuilder<'_> {
+    pub fn watch_idle_timeout_secs(mut self, secs: u64) -> Self {
+        self.watch_idle_timeout_secs = secs;
+        self
+    }
+
+    /// Serve another outpost (by name or id).
+    pub fn outpost(mut self, outpost: &str) -> Self {
+        self.outpost = outpost.to_owned();
+        self
+    }
     pub fn policy(mut self, extra: &str) -> Self {
         self.policy_extra.push_str(extra);
         self.policy_extra.push('\n');
@@ -177,12 +209,13 @@ impl WorkerBuilder<'_> {
             std::fs::create_dir_all(dir).expect("mkdir");
         }
         let policy = format!(
-            "mode = \"outpost\"\n[components.sse]\npath = {sse:?}\n[outpost]\nwork_dir = {work:?}\ndata_dir = {data:?}\ncache_dir = {cache:?}\nmax_sessions = {max}\nwatch_idle_timeout_secs = 30\nexit_confirm_interval_ms = 200\nremote_kill_grace_ms = 1000\nshutdown_grace_ms = 5000\nrequest_timeout_ms = 5000\nnetwork_enforcement = \"proxy\"\n{extra}",
+            "mode = \"outpost\"\n[components.sse]\npath = {sse:?}\n[outpost]\nwork_dir = {work:?}\ndata_dir = {data:?}\ncache_dir = {cache:?}\nmax_sessions = {max}\nwatch_idle_timeout_secs = {idle}\nexit_confirm_reads = 15\nexit_confirm_interval_ms = 200\nremote_kill_grace_ms = 1000\nshutdown_grace_ms = 5000\nrequest_timeout_ms = 5000\nnetwork_enforcement = \"proxy\"\n{extra}",
             sse = components_dir().join("sse.wasm").display().to_string(),
             work = paths.work.display().to_string(),
             data = paths.data.display().to_string(),
             cache = paths.cache.display().to_string(),
             max = self.max_sessions,
+            idle = self.watch_idle_timeout_secs,
             extra = self.policy_extra,
         );
         std::fs::write(&paths.policy, policy).expect("policy");
@@ -195,7 +228,7 @@ impl WorkerBuilder<'_> {
         command
             .args(["outpost", "start", "--policy"])
             .arg(&paths.policy)
-            .args(["--outpost", OUTPOST, "--poll-interval-secs", "1"])
+            .args(["--outpost", &self.outpost, "--poll-interval-secs", "1"])
             .args(["--api-url", &self.rig.fleet.api_url()])
             .args(["--static-base-url", &self.rig.fleet.static_base_url()])
             .args(&self.args)
@@ -246,7 +279,10 @@ impl Worker {
     pub async fn exit_code(&mut self, timeout: Duration) -> Option<i32> {
         match tokio::time::timeout(timeout, self.child.wait()).await {
             Ok(Ok(status)) => status.code(),
-            _ => panic!("the worker did not exit within {timeout:?}; log:\n{}", self.log()),
+            _ => panic!(
+                "the worker did not exit within {timeout:?}; log:\n{}",
+                self.log()
+            ),
         }
     }
 
@@ -288,5 +324,9 @@ pub async fn wait_gone(pid: i64, timeout: Duration) -> bool {
 
 /// The octal permission bits of a path.
 pub fn mode(path: &Path) -> u32 {
-    std::fs::metadata(path).expect("exists").permissions().mode() & 0o777
+    std::fs::metadata(path)
+        .expect("exists")
+        .permissions()
+        .mode()
+        & 0o777
 }
