@@ -318,6 +318,10 @@ pub struct OutpostSection {
     pub cache_dir: Option<PathBuf>,
     /// Sessions served at once.
     pub max_sessions: usize,
+    /// With other workers on the same queue, a claim waits a per-worker delay below this
+    /// (more when this worker is busy) and is skipped if another worker takes the session
+    /// meanwhile; 0 claims at once and races.
+    pub claim_spread_ms: u64,
     /// The platform this machine serves (`linux`, `macos`, `windows`); default: this machine's.
     pub platform: Option<String>,
     /// Queue re-scan and session status polling interval (`--poll-interval-secs`).
@@ -373,6 +377,7 @@ impl Default for OutpostSection {
             data_dir: None,
             cache_dir: None,
             max_sessions: 1,
+            claim_spread_ms: 40,
             platform: None,
             poll_interval_secs: 5,
             watch_idle_timeout_secs: 305,

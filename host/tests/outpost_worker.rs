@@ -559,3 +559,40 @@ async fn no_token_anywhere_is_a_one_line_error() {
         assert!(line.contains(needle), "{line}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_workers_serve_a_hundred_queued_sessions_exactly_once_and_release_every_claim() {
+    let rig = Rig::start(FleetConfig::default()).await;
+    let sessions: Vec<String> = (0..100).map(|_| rig.enqueue_normal()).collect();
+    let ender = rig.end_when_connected(sessions.clone(), SessionStatus::Terminated);
+    let mut first = rig.worker("a").max_sessions(8).spawn();
+    let mut second = rig.worker("b").max_sessions(8).spawn();
+    rig.wait(Duration::from_secs(120), "every session served and released", |f| {
+        sessions.iter().all(|s| f.entry(s).is_none())
+    })
+    .await;
+    ender.abort();
+    let mut per_worker = std::collections::HashMap::new();
+    for session in &sessions {
+        assert_eq!(connections(&rig.fleet, session), 1, "{session} served twice");
+        let history = rig.fleet.history(session);
+        let claims: Vec<_> = history
+            .iter()
+            .filter(|e| matches!(e.kind, K::Claimed | K::Renewed))
+            .collect();
+        assert_eq!(claims.len(), 1, "{session}: {history:?}");
+        assert_eq!(
+            history.last().map(|e| &e.kind),
+            Some(&K::ReleasedAndDeleted),
+            "{session}: {history:?}"
+        );
+        *per_worker
+            .entry(claims[0].acceptor.clone())
+            .or_insert(0usize) += 1;
+    }
+    assert_eq!(per_worker.len(), 2, "both workers served: {per_worker:?}");
+    for worker in [&mut first, &mut second] {
+        worker.signal(Signal::SIGTERM);
+        assert_eq!(worker.exit_code(T).await, Some(0), "{}", worker.log());
+    }
+}

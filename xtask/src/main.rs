@@ -23,7 +23,7 @@ commands:
   test [ARGS...]            build everything and run every test: the cargo tests, then
                             test-container (needs root and a running Docker daemon); with
                             ARGS (passed to cargo test) only the cargo tests
-  bench <transforms|bridge|guard|companion>
+  bench <transforms|bridge|guard|companion|outpost>
                             run a benchmark and print its table
   fuzz <target|all> [--seconds N]
                             run a cargo-fuzz target (a transform or a native parser; default 30 s)
@@ -211,10 +211,10 @@ fn devin_cli() -> Option<PathBuf> {
 
 fn bench(rest: &[String]) -> Result<()> {
     let Some(name) = rest.first() else {
-        bail!("usage: cargo xtask bench <transforms|bridge|guard|companion>")
+        bail!("usage: cargo xtask bench <transforms|bridge|guard|companion|outpost>")
     };
-    if !["transforms", "bridge", "guard", "companion"].contains(&name.as_str()) {
-        bail!("unknown benchmark {name:?} (transforms, bridge, guard or companion)");
+    if !["transforms", "bridge", "guard", "companion", "outpost"].contains(&name.as_str()) {
+        bail!("unknown benchmark {name:?} (transforms, bridge, guard, companion or outpost)");
     }
     let components = build_components(false)?;
     let mut bench = cargo();
@@ -245,6 +245,23 @@ fn bench(rest: &[String]) -> Result<()> {
         bench
             .env("DEVIN_BRIDGE_BIN", release.join("devin-bridge"))
             .env("DEVIN_BRIDGE_MOCK_DEVIN", release.join("mock-devin"));
+    }
+    if name == "outpost" {
+        // The workers and the fake remote run as processes, optimised as they would be.
+        run(cargo().args([
+            "build",
+            "--locked",
+            "--release",
+            "-p",
+            "devin-bridge",
+            "-p",
+            "devin-bridge-fake-fleet",
+            "--bins",
+        ]))?;
+        let release = workspace_root().join("target").join("release");
+        bench
+            .env("DEVIN_BRIDGE_BIN", release.join("devin-bridge"))
+            .env("FAKE_DEVIN_REMOTE", release.join("fake-devin-remote"));
     }
     bench
         .args([

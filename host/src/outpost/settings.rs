@@ -90,6 +90,8 @@ pub struct WorkerSettings {
     pub data_dir: PathBuf,
     pub cache_dir: PathBuf,
     pub max_sessions: usize,
+    /// With other workers on the queue, claims wait up to this (see `worker::claim_delay`).
+    pub claim_spread: Duration,
     /// `linux`, `macos` or `windows`.
     pub platform: String,
     /// The binary suffix (`linux_x64`, ...).
@@ -329,6 +331,7 @@ impl WorkerSettings {
             data_dir,
             cache_dir,
             max_sessions: section.max_sessions,
+            claim_spread: Duration::from_millis(section.claim_spread_ms),
             platform,
             binary_suffix: binary_suffix.to_owned(),
             poll_interval: Duration::from_secs(poll_secs),

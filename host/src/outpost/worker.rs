@@ -58,6 +58,10 @@ pub struct Worker {
     claims_started: usize,
     /// A refused token seen by a claim or release: the worker stops.
     fatal: Option<FleetError>,
+    /// Another worker was seen serving this queue: claims are spread (see `claim_delay`).
+    peers_seen: bool,
+    /// When each pending session may be claimed by this worker (only with peers).
+    not_before: HashMap<SessionId, Instant>,
     /// A transient failure paused claiming until this instant.
     paused_until: Option<Instant>,
     summary: Summary,
@@ -78,6 +82,8 @@ impl Worker {
             recovered: false,
             claims_started: 0,
             fatal: None,
+            peers_seen: false,
+            not_before: HashMap::new(),
             paused_until: None,
             summary: Summary::default(),
             done_tx,
@@ -111,6 +117,7 @@ impl Worker {
             if let Some(error) = self.fatal.take() {
                 break Err(WorkerError::Unauthorized(error));
             }
+            let due = self.next_due();
             tokio::select! {
                 event = queue.recv() => match event {
                     Some(event) => {
@@ -124,6 +131,9 @@ impl Worker {
                     if self.once() && self.claims_started > 0 && self.running.is_empty() {
                         break Ok(());
                     }
+                    self.reconcile().await;
+                }
+                () = sleep_until_due(due) => {
                     self.reconcile().await;
                 }
                 _ = poll.tick() => {
@@ -162,6 +172,10 @@ impl Worker {
                 for (id, running) in &self.running {
                     let _ = running.updates.send(listed.get(id).cloned());
                 }
+                for entry in listed.values() {
+                    self.note_peer(entry);
+                }
+                self.not_before.retain(|id, _| listed.contains_key(id));
                 self.store = listed;
                 if !self.recovered {
                     self.recovered = true;
@@ -169,7 +183,11 @@ impl Worker {
                 }
             }
             QueueEvent::Applied(entry) => {
+                self.note_peer(&entry);
                 let id = entry.id().clone();
+                if entry.status.phase != Phase::Pending {
+                    self.not_before.remove(&id);
+                }
                 if let Some(running) = self.running.get(&id) {
                     let _ = running.updates.send(Some(entry.clone()));
                 }
@@ -177,6 +195,7 @@ impl Worker {
             }
             QueueEvent::Deleted(entry) => {
                 let id = entry.id().clone();
+                self.not_before.remove(&id);
                 if let Some(running) = self.running.get(&id) {
                     let _ = running.updates.send(None);
                 }
@@ -226,6 +245,28 @@ impl Worker {
         }
     }
 
+    /// An entry held by another acceptor means other workers serve this queue.
+    fn note_peer(&mut self, entry: &QueueEntry) {
+        if !self.peers_seen
+            && entry
+                .status
+                .acceptor_id
+                .as_deref()
+                .is_some_and(|holder| holder != self.context.acceptor.as_str())
+        {
+            tracing::info!("other workers serve this queue: claims are spread to avoid races");
+            self.peers_seen = true;
+        }
+    }
+
+    /// The earliest instant a delayed claim becomes due.
+    fn next_due(&self) -> Option<Instant> {
+        if self.running.len() >= self.context.settings.max_sessions {
+            return None;
+        }
+        self.not_before.values().min().copied()
+    }
+
     fn platform_ok(&mut self, entry: &QueueEntry) -> bool {
         let ours = &self.context.settings.platform;
         match entry.spec.platform.as_deref() {
@@ -265,6 +306,19 @@ impl Worker {
                 .cloned()
                 .collect();
             candidates.retain(|entry| self.platform_ok(entry));
+            if self.peers_seen {
+                let now = Instant::now();
+                let load = (self.running.len() as u32, max as u32);
+                let acceptor = self.context.acceptor.clone();
+                let spread = self.context.settings.claim_spread;
+                candidates.retain(|entry| {
+                    let due = *self
+                        .not_before
+                        .entry(entry.id().clone())
+                        .or_insert_with(|| now + claim_delay(&acceptor, entry.id(), spread, load));
+                    due <= now
+                });
+            }
             candidates.sort_by_key(|entry| (entry.metadata.created_at, entry.id().clone()));
             let Some(next) = candidates.into_iter().next() else {
                 return;
@@ -281,6 +335,7 @@ impl Worker {
         match self.client.claim(&id, &self.context.acceptor).await {
             Ok(Claim::Won(claimed)) => {
                 tracing::info!(session = %id, kind = ?claimed.spec.kind, "claimed");
+                self.not_before.remove(&id);
                 self.claims_started += 1;
                 self.store.insert(id.clone(), (*claimed).clone());
                 self.start(*claimed);
@@ -288,6 +343,8 @@ impl Worker {
             }
             Ok(Claim::Lost) => {
                 tracing::debug!(session = %id, "another worker has it");
+                self.peers_seen = true;
+                self.not_before.remove(&id);
                 self.lost.insert(id.clone(), Instant::now());
                 true
             }
@@ -363,6 +420,38 @@ impl Worker {
             tracing::debug!(session = %session, ?outcome, "ended at shutdown");
             self.summary.served += 1;
         }
+    }
+}
+
+/// How long this worker waits before claiming `session` when other workers watch the same
+/// queue: a fraction of `spread` fixed by hashing the acceptor and session ids (so workers
+/// spread without talking to each other), plus up to another `spread` in proportion to how
+/// busy this worker is (so idle workers tend to win). A worker that sees the session claimed
+/// meanwhile (the winner's claim arrives as a watch event within milliseconds) never sends
+/// its claim, which keeps 409s rare.
+pub fn claim_delay(
+    acceptor: &super::fleet::AcceptorId,
+    session: &SessionId,
+    spread: Duration,
+    (running, max): (u32, u32),
+) -> Duration {
+    use sha2::Digest;
+    let digest = sha2::Sha256::new()
+        .chain_update(acceptor.as_str().as_bytes())
+        .chain_update([0u8])
+        .chain_update(session.as_str().as_bytes())
+        .finalize();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    let fraction = u64::from_be_bytes(first) as f64 / u64::MAX as f64;
+    let load = f64::from(running) / f64::from(max.max(1));
+    spread.mul_f64(fraction + load)
+}
+
+async fn sleep_until_due(due: Option<Instant>) {
+    match due {
+        Some(due) => tokio::time::sleep_until(due.into()).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -447,6 +536,21 @@ pub async fn serve_one(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn claim_delays_differ_between_workers_stay_within_the_spread_and_grow_with_load() {
+        let spread = Duration::from_millis(40);
+        let session: SessionId = "devin-1".parse().expect("id");
+        let a: super::super::fleet::AcceptorId = "worker-a".parse().expect("id");
+        let b: super::super::fleet::AcceptorId = "worker-b".parse().expect("id");
+        let idle_a = claim_delay(&a, &session, spread, (0, 4));
+        let idle_b = claim_delay(&b, &session, spread, (0, 4));
+        assert_ne!(idle_a, idle_b);
+        assert!(idle_a < spread && idle_b < spread);
+        assert_eq!(idle_a, claim_delay(&a, &session, spread, (0, 4)), "stable");
+        let busy_a = claim_delay(&a, &session, spread, (3, 4));
+        assert_eq!(busy_a, idle_a + spread.mul_f64(0.75));
+    }
 
     #[test]
     fn platforms_match_by_operating_system() {
