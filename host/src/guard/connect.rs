@@ -1,7 +1,7 @@
 //! The `CONNECT` flow.
 //!
-//! 1. The authority must be `host:port`; the host a DNS name (never an IP literal, never with
-//!    userinfo); the port one of the policy's; the name on the allowlist. Otherwise the answer
+//! 1. The authority must be `host:port`; the host a DNS name (no IP literal unless
+//!    `allow_ip_literals` lists it, see below; never with userinfo); the port one of the policy's; the name on the allowlist. Otherwise the answer
 //!    is `403 Forbidden` (or `400` for syntax), written after the audit line and before any name
 //!    resolution.
 //! 2. `200 Connection Established`, then the ClientHello is read (reassembled, capped, timed)
