@@ -1265,3 +1265,104 @@ async fn malformed_request_heads_are_answered_at_once() {
     }
     guard.shutdown().await.unwrap();
 }
+
+/// `allow_ip_literals`: a CONNECT to an IP literal inside a listed range is tunnelled (TLS to an
+/// IP certificate, so no SNI at all) and audited; outside the ranges, on another port, at the
+/// guard itself or only through a broad range, it is refused before anything is dialled.
+#[tokio::test]
+async fn ip_literals_inside_listed_ranges_are_tunnelled_and_audited() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = pki(&["127.0.0.1"]);
+    let echo = tls_server(pki.server.clone(), ServerMode::Echo).await;
+    let listen = free_port();
+    let mut policy = test_policy(dir.path(), &[]);
+    policy.listen = SocketAddr::from(([127, 0, 0, 1], listen));
+    policy.ports = vec![echo.port(), listen];
+    policy.allow_ip_literals = vec!["127.0.0.1/32".into(), "2001:db8::/32".into()];
+    policy.limits.connect_timeout_ms = 500;
+    let guard = Guard::spawn(policy).await.unwrap();
+    let audit = guard.audit_path().to_owned();
+
+    let tls = tls_via_guard(
+        guard.local_addr(),
+        &echo.to_string(),
+        "127.0.0.1",
+        pki.client.clone(),
+    )
+    .await
+    .unwrap();
+    let data = pattern(300_000, 3);
+    assert!(echo_roundtrip(tls, data.clone()).await == data);
+    let lines = wait_audit(&audit, 1).await;
+    let line = last(&lines);
+    assert_eq!(line["decision"], "allow", "{line}");
+    assert_eq!(line["reason"], "ip_literal_allowed");
+    assert_eq!(line["method"], "CONNECT");
+    assert_eq!(line["host"], "127.0.0.1");
+    assert_eq!(line["port"], echo.port());
+    assert_eq!(line["resolved"], echo.to_string());
+    assert!(line["sni"].is_null(), "the bytes are not inspected: {line}");
+    assert_eq!(line["close"], "eof");
+    assert!(line["bytes_up"].as_u64().unwrap() > data.len() as u64);
+    assert!(line["bytes_down"].as_u64().unwrap() > data.len() as u64);
+    assert_eq!(
+        guard.stats().snapshot().resolutions,
+        0,
+        "nothing is resolved"
+    );
+
+    let p = echo.port();
+    for (authority, status, reason) in [
+        (format!("127.0.0.2:{p}"), 403, "ip_literal"),
+        (format!("[::1]:{p}"), 403, "ip_literal"),
+        (format!("[::ffff:127.0.0.1]:{p}"), 403, "ip_literal"),
+        (format!("169.254.169.254:{p}"), 403, "ip_literal"),
+        (format!("2130706433:{p}"), 403, "ip_literal"),
+        ("127.0.0.1:443".to_owned(), 403, "port_not_allowed"),
+        (format!("127.0.0.1:{listen}"), 403, "guard_self"),
+    ] {
+        let before = audit_lines(&audit).len();
+        let (_, reply) = client::connect(guard.local_addr(), &authority)
+            .await
+            .unwrap();
+        assert_eq!(reply.status, status, "{authority}: {}", reply.head);
+        let lines = wait_audit(&audit, before + 1).await;
+        let line = last(&lines);
+        assert_eq!(line["decision"], "deny", "{authority}: {line}");
+        assert_eq!(line["reason"], reason, "{authority}: {line}");
+    }
+
+    // An IPv6 literal in a listed range passes the policy; this machine has no route to the
+    // documentation range, so the dial fails and says so.
+    let before = audit_lines(&audit).len();
+    let authority = format!("[2001:db8::1]:{p}");
+    let (_, reply) = client::connect(guard.local_addr(), &authority)
+        .await
+        .unwrap();
+    assert_eq!(reply.status, 502, "{}", reply.head);
+    let lines = wait_audit(&audit, before + 1).await;
+    let line = last(&lines);
+    assert_eq!(line["host"], "2001:db8::1", "{line}");
+    assert_eq!(line["resolved"], format!("[2001:db8::1]:{p}"), "{line}");
+    assert!(
+        line["reason"]
+            .as_str()
+            .is_some_and(|reason| reason.starts_with("upstream_connect_")),
+        "{line}"
+    );
+    guard.shutdown().await.unwrap();
+
+    // A range that also holds public addresses opens no loopback.
+    let dir = tempfile::tempdir().unwrap();
+    let mut policy = test_policy(dir.path(), &[]);
+    policy.ports = vec![p];
+    policy.allow_ip_literals = vec!["0.0.0.0/0".into()];
+    let guard = Guard::spawn(policy).await.unwrap();
+    let (_, reply) = client::connect(guard.local_addr(), &echo.to_string())
+        .await
+        .unwrap();
+    assert_eq!(reply.status, 403, "{}", reply.head);
+    let lines = wait_audit(guard.audit_path(), 1).await;
+    assert_eq!(lines[0]["reason"], "address_loopback", "{}", lines[0]);
+    guard.shutdown().await.unwrap();
+}

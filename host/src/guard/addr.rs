@@ -238,6 +238,69 @@ impl Cidr {
     }
 }
 
+impl Cidr {
+    /// The network address as written (host bits included).
+    pub fn network(&self) -> IpAddr {
+        self.net
+    }
+
+    /// The prefix length.
+    pub fn prefix(&self) -> u8 {
+        self.prefix
+    }
+
+    /// The same range with the bits after the prefix cleared (`10.1.2.3/8` -> `10.0.0.0/8`).
+    pub fn masked(&self) -> Cidr {
+        let net = match self.net {
+            IpAddr::V4(net) => {
+                let mask = u32::MAX
+                    .checked_shl(32 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                IpAddr::V4((u32::from(net) & mask).into())
+            }
+            IpAddr::V6(net) => {
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                IpAddr::V6((u128::from(net) & mask).into())
+            }
+        };
+        Cidr {
+            net,
+            prefix: self.prefix,
+        }
+    }
+
+    /// Are bits set after the prefix (`10.1.2.3/8`)? Such a range is the same as its network
+    /// (`10.0.0.0/8`), but writing it that way usually means a mistake.
+    pub fn has_host_bits(&self) -> bool {
+        self.masked().net != self.net
+    }
+
+    /// The non-public class of the one address-table block that holds the whole range, if
+    /// one does: `10.0.0.0/8` and `10.1.0.0/16` are `Private`, `127.0.0.1/32` and `::1/128`
+    /// `Loopback`; `0.0.0.0/0`, `10.0.0.0/7` or a public range are `None`.
+    pub fn within_class(&self) -> Option<AddrClass> {
+        match self.net {
+            IpAddr::V4(net) => V4_TABLE
+                .iter()
+                .find(|(block, prefix, _)| v4_in(net, *block, *prefix))
+                .filter(|(_, prefix, _)| self.prefix >= *prefix)
+                .map(|(_, _, class)| *class),
+            IpAddr::V6(net) => {
+                if self.prefix == 128 && (net.is_loopback() || net.is_unspecified()) {
+                    return Some(classify_v6(net));
+                }
+                V6_TABLE
+                    .iter()
+                    .find(|(block, prefix, _)| v6_in(net, *block, *prefix))
+                    .filter(|(_, prefix, _)| self.prefix >= *prefix)
+                    .map(|(_, _, class)| *class)
+            }
+        }
+    }
+}
+
 impl FromStr for Cidr {
     type Err = &'static str;
 
@@ -345,6 +408,81 @@ pub(crate) fn check(
         return Ok(());
     }
     Err(AddrDenied::Class(class))
+}
+
+/// Classes an IP-literal destination is refused in whatever `allow_ip_literals` lists: no
+/// TCP service is meant there (unspecified reaches the local host, multicast and broadcast
+/// are not unicast), or the address carries an IPv4 address that the IPv4 ranges would judge
+/// differently (list that IPv4 address instead).
+const LITERAL_NEVER: [AddrClass; 9] = [
+    AddrClass::Metadata,
+    AddrClass::Unspecified,
+    AddrClass::Multicast,
+    AddrClass::Broadcast,
+    AddrClass::Ipv4Mapped,
+    AddrClass::Ipv4Compatible,
+    AddrClass::Nat64,
+    AddrClass::SixToFour,
+    AddrClass::Teredo,
+];
+
+/// Is `class` refused for IP-literal destinations whatever the policy lists?
+pub(crate) fn literal_never(class: AddrClass) -> bool {
+    LITERAL_NEVER.contains(&class)
+}
+
+/// Why an IP-literal destination was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LiteralDenied {
+    /// No `allow_ip_literals` range holds the address.
+    NotListed,
+    /// A listed range holds it, but its class or the guard's own address refuses it.
+    Addr(AddrDenied),
+}
+
+impl LiteralDenied {
+    pub(crate) fn reason(self) -> &'static str {
+        match self {
+            // The reason IP literals have always been refused with.
+            LiteralDenied::NotListed => "ip_literal",
+            LiteralDenied::Addr(denied) => denied.reason(),
+        }
+    }
+}
+
+/// Check an IP-literal CONNECT destination against `allow_ip_literals`.
+///
+/// The address must be inside a listed range. Public unicast then passes. A non-public
+/// address (loopback, private, link-local, CGNAT, documentation, benchmarking, reserved)
+/// passes only when a listed range holding it lies entirely within that class's block, so
+/// `10.0.0.0/8` opens `10.1.2.3` but `0.0.0.0/0` opens public addresses only. Metadata,
+/// unspecified, multicast, broadcast, IPv4-embedding IPv6 forms and the guard's own address
+/// are refused whatever is listed.
+pub(crate) fn check_literal(
+    addr: SocketAddr,
+    allow: &[Cidr],
+    self_addrs: &SelfAddrs,
+) -> Result<(), LiteralDenied> {
+    let ip = addr.ip();
+    let class = classify(ip);
+    let holding: Vec<&Cidr> = allow.iter().filter(|range| range.contains(ip)).collect();
+    if holding.is_empty() {
+        return Err(LiteralDenied::NotListed);
+    }
+    if literal_never(class) {
+        return Err(LiteralDenied::Addr(AddrDenied::Class(class)));
+    }
+    if self_addrs.contains(addr) {
+        return Err(LiteralDenied::Addr(AddrDenied::GuardSelf));
+    }
+    if class == AddrClass::Global
+        || holding
+            .iter()
+            .any(|range| range.within_class() == Some(class))
+    {
+        return Ok(());
+    }
+    Err(LiteralDenied::Addr(AddrDenied::Class(class)))
 }
 
 #[cfg(test)]
@@ -479,5 +617,144 @@ mod tests {
         assert!(any.contains(a("127.0.0.1:8080")));
         assert!(any.contains(a("0.0.0.0:8080")));
         assert!(!any.contains(a("127.0.0.1:8081")));
+    }
+
+    fn ranges(list: &[&str]) -> Vec<Cidr> {
+        list.iter().map(|r| r.parse().unwrap()).collect()
+    }
+
+    #[test]
+    fn a_range_is_within_a_class_only_when_one_block_holds_all_of_it() {
+        use AddrClass::*;
+        for (range, class) in [
+            ("10.0.0.0/8", Some(Private)),
+            ("10.1.2.0/24", Some(Private)),
+            ("10.1.2.3/32", Some(Private)),
+            ("192.168.0.0/16", Some(Private)),
+            ("172.16.0.0/12", Some(Private)),
+            ("127.0.0.1/32", Some(Loopback)),
+            ("100.64.0.0/10", Some(Cgnat)),
+            ("169.254.0.0/16", Some(LinkLocal)),
+            ("224.0.0.0/4", Some(Multicast)),
+            ("2001:db8::/32", Some(Documentation)),
+            ("2001:db8:1::/48", Some(Documentation)),
+            ("fd00::/8", Some(Private)),
+            ("::1/128", Some(Loopback)),
+            ("::/128", Some(Unspecified)),
+            ("::ffff:10.0.0.0/104", Some(Ipv4Mapped)),
+            ("10.0.0.0/7", None),
+            ("172.0.0.0/8", None),
+            ("0.0.0.0/0", None),
+            ("::/0", None),
+            ("8.8.8.0/24", None),
+            ("2606:4700::/32", None),
+            ("2001:db8::/31", None),
+        ] {
+            let cidr: Cidr = range.parse().unwrap();
+            assert_eq!(cidr.within_class(), class, "{range}");
+        }
+    }
+
+    #[test]
+    fn host_bits_after_the_prefix_are_found() {
+        for (range, set) in [
+            ("10.0.0.0/8", false),
+            ("10.1.2.3/8", true),
+            ("10.1.2.3/32", false),
+            ("10.1.2.3", false),
+            ("0.0.0.0/0", false),
+            ("2001:db8::/32", false),
+            ("2001:db8::1/32", true),
+            ("::1/128", false),
+            ("::1/0", true),
+        ] {
+            assert_eq!(
+                range.parse::<Cidr>().unwrap().has_host_bits(),
+                set,
+                "{range}"
+            );
+        }
+    }
+
+    #[test]
+    fn ip_literals_pass_only_inside_a_listed_range_of_their_class() {
+        let me = SelfAddrs::new("127.0.0.1:8080".parse().unwrap());
+        let a = |s: &str| s.parse::<SocketAddr>().unwrap();
+        let denied = |class| Err(LiteralDenied::Addr(AddrDenied::Class(class)));
+        let listed = ranges(&["10.0.0.0/8", "2001:db8::/32", "8.8.8.0/24", "127.0.0.0/8"]);
+        assert_eq!(check_literal(a("10.1.2.3:443"), &listed, &me), Ok(()));
+        assert_eq!(check_literal(a("[2001:db8::1]:443"), &listed, &me), Ok(()));
+        assert_eq!(check_literal(a("8.8.8.8:443"), &listed, &me), Ok(()));
+        assert_eq!(check_literal(a("127.0.0.1:443"), &listed, &me), Ok(()));
+        assert_eq!(
+            check_literal(a("11.1.2.3:443"), &listed, &me),
+            Err(LiteralDenied::NotListed)
+        );
+        assert_eq!(
+            check_literal(a("192.168.1.1:443"), &listed, &me),
+            Err(LiteralDenied::NotListed)
+        );
+        assert_eq!(
+            check_literal(a("127.0.0.1:8080"), &listed, &me),
+            Err(LiteralDenied::Addr(AddrDenied::GuardSelf))
+        );
+        // A broad range opens public addresses only.
+        let everything = ranges(&["0.0.0.0/0", "::/0"]);
+        assert_eq!(check_literal(a("1.1.1.1:443"), &everything, &me), Ok(()));
+        assert_eq!(
+            check_literal(a("[2606:4700::1111]:443"), &everything, &me),
+            Ok(())
+        );
+        for (addr, class) in [
+            ("10.1.2.3:443", AddrClass::Private),
+            ("127.0.0.1:443", AddrClass::Loopback),
+            ("[::1]:443", AddrClass::Loopback),
+            ("100.64.0.1:443", AddrClass::Cgnat),
+            ("169.254.1.1:443", AddrClass::LinkLocal),
+            ("[fd12::1]:443", AddrClass::Private),
+            ("[2001:db8::1]:443", AddrClass::Documentation),
+        ] {
+            assert_eq!(
+                check_literal(a(addr), &everything, &me),
+                denied(class),
+                "{addr}"
+            );
+        }
+        // Whatever is listed: metadata, unspecified, multicast, broadcast, IPv4 in IPv6.
+        let listed = ranges(&[
+            "169.254.0.0/16",
+            "0.0.0.0/8",
+            "224.0.0.0/4",
+            "255.255.255.255/32",
+            "::ffff:0:0/96",
+            "64:ff9b::/96",
+            "2002::/16",
+            "2001::/32",
+            "::/128",
+            "fd00::/8",
+        ]);
+        for (addr, class) in [
+            ("169.254.169.254:443", AddrClass::Metadata),
+            ("0.0.0.0:443", AddrClass::Unspecified),
+            ("224.0.0.1:443", AddrClass::Multicast),
+            ("255.255.255.255:443", AddrClass::Broadcast),
+            ("[::ffff:10.1.2.3]:443", AddrClass::Ipv4Mapped),
+            ("[64:ff9b::a01:203]:443", AddrClass::Nat64),
+            ("[2002:a01:203::1]:443", AddrClass::SixToFour),
+            ("[2001:0:a01:203::1]:443", AddrClass::Teredo),
+            ("[::]:443", AddrClass::Unspecified),
+            ("[fd00:ec2::254]:443", AddrClass::Metadata),
+        ] {
+            assert_eq!(
+                check_literal(a(addr), &listed, &me),
+                denied(class),
+                "{addr}"
+            );
+        }
+        assert_eq!(check_literal(a("169.254.1.1:443"), &listed, &me), Ok(()));
+        assert_eq!(
+            check_literal(a("10.1.2.3:443"), &[], &me),
+            Err(LiteralDenied::NotListed)
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! The `CONNECT` flow.
 //!
-//! 1. The authority must be `host:port`; the host a DNS name (never an IP literal, never with
-//!    userinfo); the port one of the policy's; the name on the allowlist. Otherwise the answer
+//! 1. The authority must be `host:port`; the host a DNS name (no IP literal unless
+//!    `allow_ip_literals` lists it, see below; never with userinfo); the port one of the policy's; the name on the allowlist. Otherwise the answer
 //!    is `403 Forbidden` (or `400` for syntax), written after the audit line and before any name
 //!    resolution.
 //! 2. `200 Connection Established`, then the ClientHello is read (reassembled, capped, timed)
@@ -13,10 +13,19 @@
 //!    is held back and checked like the first (`handshake`); a refusal closes the tunnel and
 //!    its audit line is a denial with its own reason.
 //!    One audit line is written when the tunnel ends, with bytes each way and how it ended.
+//!
+//! An IP-literal target (`10.1.2.3:443`, `[2001:db8::1]:443`) is refused as always unless the
+//! policy lists ranges in `allow_ip_literals`; then [`handle_literal`] decides it on the address
+//! and port alone, like a network policy's CIDR rule: there is no name for an SNI to match and
+//! nothing to resolve, so the tunnel is dialled before `200` and its bytes are not inspected.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
+use super::addr;
 use super::audit::{sanitize, Decision, Pending};
 use super::client_hello::read_client_hello;
 use super::dial;
@@ -24,9 +33,13 @@ use super::handshake::{splice_watched, ClientWatch, TunnelEnd};
 use super::head::RequestHead;
 use super::hostmatch::{normalize_host, HostError};
 use super::server::Shared;
+use super::splice::{direction, supervise, Activity};
 
 const FORBIDDEN: (u16, &str) = (403, "Forbidden");
 const BAD_REQUEST: (u16, &str) = (400, "Bad Request");
+const BAD_GATEWAY: (u16, &str) = (502, "Bad Gateway");
+/// The audit reason of a tunnel to an IP literal inside `allow_ip_literals`.
+const LITERAL_ALLOWED: &str = "ip_literal_allowed";
 const ESTABLISHED: &[u8] = b"HTTP/1.1 200 Connection Established\r\n\r\n";
 
 /// Why a request target was refused before any policy lookup.
@@ -118,6 +131,26 @@ pub(crate) async fn handle(
             pending.set_host(raw_host, Some(&host));
             host
         }
+        Err(TargetError::Host(HostError::IpLiteral))
+            if !shared.policy.allow_ip_literals.is_empty() =>
+        {
+            return match ip_literal(raw_host) {
+                Some(ip) => {
+                    pending.set_host(raw_host, Some(&ip.to_string()));
+                    handle_literal(shared, stream, pending, SocketAddr::new(ip, port), early).await
+                }
+                // Only the plain forms are addresses here: a bare IPv6 address, a zone, or a
+                // spelling a resolver would read as a number (`2130706433`, `0x7f.1`) is
+                // refused as before.
+                None => {
+                    pending.set_host(raw_host, None);
+                    let e = TargetError::Host(HostError::IpLiteral);
+                    shared
+                        .deny_with(&mut stream, &pending, e.status(), e.reason())
+                        .await
+                }
+            };
+        }
         Err(e) => {
             pending.set_host(raw_host, None);
             return shared
@@ -206,9 +239,129 @@ pub(crate) async fn handle(
     }
 }
 
+/// The address of a dotted-quad IPv4 target or a bracketed IPv6 one, in the strict forms the
+/// standard library parses (no leading zeros, no zone).
+pub(crate) fn ip_literal(host: &str) -> Option<IpAddr> {
+    match host
+        .strip_prefix('[')
+        .and_then(|rest| rest.strip_suffix(']'))
+    {
+        Some(inner) => inner.parse::<Ipv6Addr>().ok().map(IpAddr::V6),
+        None => host.parse::<Ipv4Addr>().ok().map(IpAddr::V4),
+    }
+}
+
+/// An IP-literal `CONNECT`: port, `allow_ip_literals` and the address class, then dial, `200`
+/// and splice the bytes as they are.
+async fn handle_literal(
+    shared: &Shared,
+    mut stream: TcpStream,
+    mut pending: Pending,
+    target: SocketAddr,
+    early: Vec<u8>,
+) {
+    let policy = &shared.policy;
+    if !policy.ports.contains(&target.port()) {
+        return shared
+            .deny_with(&mut stream, &pending, FORBIDDEN, "port_not_allowed")
+            .await;
+    }
+    pending.resolved = Some(target);
+    if let Err(denied) = addr::check_literal(target, &policy.allow_ip_literals, &shared.self_addrs)
+    {
+        return shared
+            .deny_with(&mut stream, &pending, FORBIDDEN, denied.reason())
+            .await;
+    }
+    let limits = policy.limits;
+    let mut upstream =
+        match tokio::time::timeout(limits.connect_timeout(), TcpStream::connect(target)).await {
+            Ok(Ok(upstream)) => upstream,
+            Ok(Err(error)) => {
+                tracing::debug!(%error, %target, "upstream connect failed");
+                return shared
+                    .deny_with(
+                        &mut stream,
+                        &pending,
+                        BAD_GATEWAY,
+                        "upstream_connect_failed",
+                    )
+                    .await;
+            }
+            Err(_) => {
+                return shared
+                    .deny_with(
+                        &mut stream,
+                        &pending,
+                        BAD_GATEWAY,
+                        "upstream_connect_timeout",
+                    )
+                    .await
+            }
+        };
+    let _ = upstream.set_nodelay(true);
+    if stream.write_all(ESTABLISHED).await.is_err() {
+        return shared.decide(&pending, Decision::Deny, "client_write_error", None, (0, 0));
+    }
+    // Bytes the client sent right behind the request head belong to the tunnel.
+    if upstream.write_all(&early).await.is_err() {
+        return shared.decide(
+            &pending,
+            Decision::Allow,
+            LITERAL_ALLOWED,
+            Some("error"),
+            (0, 0),
+        );
+    }
+    let up = AtomicU64::new(early.len() as u64);
+    drop(early);
+    let down = AtomicU64::new(0);
+    let activity = Activity::new();
+    let both = async {
+        tokio::try_join!(
+            direction(&stream, &upstream, limits.buffer_bytes, &up, &activity),
+            direction(&upstream, &stream, limits.buffer_bytes, &down, &activity),
+        )
+        .map(|_| ())
+    };
+    let mut shutdown = shared.shutdown.clone();
+    let close = supervise(both, &activity, limits.idle_timeout(), &mut shutdown).await;
+    shared.decide(
+        &pending,
+        Decision::Allow,
+        LITERAL_ALLOWED,
+        Some(close.as_str()),
+        (up.load(Ordering::Relaxed), down.load(Ordering::Relaxed)),
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_plain_ip_literals_are_addresses() {
+        for (host, ip) in [
+            ("10.1.2.3", Some("10.1.2.3")),
+            ("[2001:db8::1]", Some("2001:db8::1")),
+            ("[::ffff:10.1.2.3]", Some("::ffff:10.1.2.3")),
+            ("2001:db8::1", None),
+            ("[10.1.2.3]", None),
+            ("[fe80::1%eth0]", None),
+            ("010.1.2.3", None),
+            ("2130706433", None),
+            ("0x7f.1", None),
+            ("10.1.2", None),
+            ("[2001:db8::1", None),
+            ("api.devin.ai", None),
+        ] {
+            assert_eq!(
+                ip_literal(host),
+                ip.map(|ip| ip.parse::<IpAddr>().unwrap()),
+                "{host}"
+            );
+        }
+    }
 
     #[test]
     fn authority_parsing() {

@@ -10,7 +10,9 @@
 //!    request head is capped in size and time ([`policy::Limits`]).
 //! 2. **Request checks, before any resolution** (`connect`, `http`): `CONNECT host:port`
 //!    with an allowed port and an allowlisted DNS name ([`hostmatch`]: case-insensitive,
-//!    trailing dot removed, IDN to punycode, IP literals refused). A refusal is `403`.
+//!    trailing dot removed, IDN to punycode, IP literals refused unless the policy's
+//!    `allow_ip_literals` holds them: then the address and port alone decide, see `connect`).
+//!    A refusal is `403`.
 //! 3. **SNI** ([`client_hello`]): after `200 Connection Established` the TLS ClientHello is
 //!    read (reassembled across records and segments, at most 64 KiB and 3 s) and its SNI must
 //!    equal the CONNECT host.

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::addr::Cidr;
+use super::addr::{self, Cidr};
 use super::hostmatch::{self, Allowlist};
 
 /// Hard ceiling of the ClientHello buffer (the issue fixes it at 64 KiB).
@@ -66,6 +66,13 @@ pub struct GuardPolicy {
     /// Resolved-address ranges (CIDR) allowed although their class is denied by default
     /// (loopback, private...). Cloud metadata and the guard's own address stay denied.
     pub allow_ranges: Vec<String>,
+    /// IP-literal `CONNECT` destinations (CIDR): `CONNECT 10.1.2.3:443` or
+    /// `CONNECT [2001:db8::1]:443` is allowed when the address is inside one of them. Empty (the
+    /// default) = every IP literal refused. A non-public address passes only through a range
+    /// that lies within its class's block (`10.0.0.0/8` opens `10.1.2.3`, `0.0.0.0/0` does
+    /// not); metadata, unspecified, multicast, broadcast, IPv4-embedding IPv6 forms and the
+    /// guard's own address stay refused.
+    pub allow_ip_literals: Vec<String>,
     /// Plain-HTTP forwarding.
     pub http: HttpPolicy,
     /// Resource limits.
@@ -84,6 +91,7 @@ impl Default for GuardPolicy {
             allow: Vec::new(),
             ports: vec![443],
             allow_ranges: Vec::new(),
+            allow_ip_literals: Vec::new(),
             http: HttpPolicy::default(),
             limits: Limits::default(),
             resolve: BTreeMap::new(),
@@ -195,6 +203,7 @@ pub(crate) struct CompiledPolicy {
     pub allow: Allowlist,
     pub ports: Vec<u16>,
     pub allow_ranges: Vec<Cidr>,
+    pub allow_ip_literals: Vec<Cidr>,
     pub http: HttpPolicy,
     pub limits: Limits,
     pub resolve: BTreeMap<String, Pin>,
@@ -254,6 +263,11 @@ impl GuardPolicy {
                     .map_err(|why| invalid(format!("allow_ranges entry {range:?}: {why}")))?,
             );
         }
+        let allow_ip_literals = self
+            .allow_ip_literals
+            .iter()
+            .map(|range| ip_literal_range(range).map_err(invalid))
+            .collect::<Result<Vec<_>, _>>()?;
         let l = &self.limits;
         let positive = [
             ("limits.max_connections", l.max_connections as u64),
@@ -323,11 +337,49 @@ impl GuardPolicy {
             allow,
             ports: self.ports.clone(),
             allow_ranges,
+            allow_ip_literals,
             http: self.http.clone(),
             limits: self.limits,
             resolve,
         })
     }
+}
+
+/// One `allow_ip_literals` entry, refused with a message that says how to write it when it is
+/// malformed, ambiguous (bits after the prefix) or could never allow anything.
+fn ip_literal_range(range: &str) -> Result<Cidr, String> {
+    let entry = |why: String| format!("allow_ip_literals entry {range:?}: {why}");
+    let cidr: Cidr = range.trim().parse().map_err(|why: &str| {
+        entry(format!(
+            "{why} (expected a CIDR such as 10.0.0.0/8 or 2001:db8::/32)"
+        ))
+    })?;
+    if cidr.has_host_bits() {
+        return Err(entry(format!(
+            "has bits set after the prefix; write the network, {}",
+            cidr.masked()
+        )));
+    }
+    let single = matches!(
+        (cidr.network(), cidr.prefix()),
+        (IpAddr::V4(_), 32) | (IpAddr::V6(_), 128)
+    );
+    let never = if single {
+        Some(addr::classify(cidr.network()))
+    } else {
+        cidr.within_class()
+    }
+    .filter(|class| addr::literal_never(*class));
+    if let Some(class) = never {
+        return Err(entry(format!(
+            "holds only {} addresses, which are never allowed as IP literals",
+            class
+                .reason()
+                .trim_start_matches("address_")
+                .replace('_', " ")
+        )));
+    }
+    Ok(cidr)
 }
 
 fn check_ports(name: &str, ports: &[u16]) -> Result<(), GuardPolicyError> {
@@ -411,6 +463,46 @@ mod tests {
         ] {
             let p = GuardPolicy::from_toml_str(text).unwrap();
             assert!(p.compile().is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn ip_literal_ranges_are_parsed_and_checked_at_load() {
+        let p = GuardPolicy::from_toml_str(
+            "audit='a'\nallow_ip_literals=['10.0.0.0/8', '2001:db8::/32', ' 8.8.8.8 ', '0.0.0.0/0']",
+        )
+        .unwrap();
+        let c = p.compile().unwrap();
+        assert_eq!(c.allow_ip_literals.len(), 4);
+        assert!(c.allow_ip_literals[0].contains("10.1.2.3".parse().unwrap()));
+        assert!(c.allow_ip_literals[2].contains("8.8.8.8".parse().unwrap()));
+        assert!(GuardPolicy::default().allow_ip_literals.is_empty());
+        for (entry, says) in [
+            ("10.1.2.3/8", "write the network, 10.0.0.0/8"),
+            ("2001:db8::1/32", "write the network, 2001:db8::/32"),
+            ("10.0.0.0/33", "prefix length too large"),
+            ("10.0.0.0/", "prefix length is not a number"),
+            ("example.com", "not an IP address"),
+            ("", "not an IP address"),
+            ("fe80::1%eth0/128", "not an IP address"),
+            ("224.0.0.0/4", "holds only multicast addresses"),
+            ("169.254.169.254", "holds only metadata addresses"),
+            ("169.254.169.254/32", "holds only metadata addresses"),
+            ("0.0.0.0/8", "holds only unspecified addresses"),
+            ("::ffff:0:0/96", "holds only ipv4 mapped addresses"),
+            ("64:ff9b::/96", "holds only nat64 addresses"),
+            ("255.255.255.255", "holds only broadcast addresses"),
+        ] {
+            let text = format!("audit='a'\nallow_ip_literals=[{entry:?}]");
+            let error = GuardPolicy::from_toml_str(&text)
+                .unwrap()
+                .compile()
+                .expect_err(entry)
+                .to_string();
+            assert!(
+                error.contains("allow_ip_literals entry") && error.contains(says),
+                "{entry}: {error}"
+            );
         }
     }
 
