@@ -26,9 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-use devin_bridge_fake_fleet::{
-    ClaimEventKind, FakeFleet, FleetConfig, SessionSpec, SessionStatus,
-};
+use devin_bridge_fake_fleet::{ClaimEventKind, FakeFleet, FleetConfig, SessionSpec, SessionStatus};
 use tokio::process::{Child, Command};
 
 const SHA: &str = "abc1234";
@@ -176,10 +174,20 @@ fn spawn_worker(bin: &Path, fleet: &FakeFleet, root: &Path, name: &str, cache: &
 }
 
 /// Workers serving sessions enqueued one by one.
-async fn workers_run(bin: &Path, remote: &Path, workers: usize, sessions: usize, interval: Duration) -> Run {
-    let fleet = FakeFleet::start(FleetConfig::default()).await.expect("fleet");
+async fn workers_run(
+    bin: &Path,
+    remote: &Path,
+    workers: usize,
+    sessions: usize,
+    interval: Duration,
+) -> Run {
+    let fleet = FakeFleet::start(FleetConfig::default())
+        .await
+        .expect("fleet");
     let outpost = fleet.create_outpost("bench", Some("linux"));
-    fleet.publish_fake_remote(remote, SHA, SUFFIX).expect("publish");
+    fleet
+        .publish_fake_remote(remote, SHA, SUFFIX)
+        .expect("publish");
     let root = tempfile::tempdir().expect("tempdir");
     let cache = root.path().join("cache");
     let mut children: Vec<Worker> = (0..workers)
@@ -265,7 +273,9 @@ async fn workers_run(bin: &Path, remote: &Path, workers: usize, sessions: usize,
 
 /// The floor: claim over HTTP and spawn the binary directly, per session.
 async fn direct_run(remote: &Path, sessions: usize, interval: Duration) -> Run {
-    let fleet = FakeFleet::start(FleetConfig::default()).await.expect("fleet");
+    let fleet = FakeFleet::start(FleetConfig::default())
+        .await
+        .expect("fleet");
     let outpost = fleet.create_outpost("bench", Some("linux"));
     let root = tempfile::tempdir().expect("tempdir");
     let client = reqwest_like::Client::new(fleet.api_url());
@@ -274,8 +284,14 @@ async fn direct_run(remote: &Path, sessions: usize, interval: Duration) -> Run {
     for _ in 0..sessions {
         let id = fleet.enqueue(&outpost, SessionSpec::default());
         let claimed = client.claim(&id).await;
-        let token = claimed["status"]["connect_token"].as_str().unwrap_or_default().to_owned();
-        let gateway = claimed["status"]["gateway_url"].as_str().unwrap_or_default().to_owned();
+        let token = claimed["status"]["connect_token"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let gateway = claimed["status"]["gateway_url"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         let state = root.path().join(&id);
         std::fs::create_dir_all(&state).expect("state dir");
         let child = Command::new(remote)
@@ -353,16 +369,19 @@ mod reqwest_like {
         }
 
         pub async fn claim(&self, id: &str) -> Value {
-            let request = hyper::Request::post(format!(
-                "{}/opbeta/outposts/devins/{id}/claim",
-                self.base
-            ))
-            .header("authorization", "Bearer machine-token")
-            .header("content-type", "application/json")
-            .body(Full::new(Bytes::from(r#"{"acceptor_id":"floor"}"#)))
-            .expect("request");
+            let request =
+                hyper::Request::post(format!("{}/opbeta/outposts/devins/{id}/claim", self.base))
+                    .header("authorization", "Bearer machine-token")
+                    .header("content-type", "application/json")
+                    .body(Full::new(Bytes::from(r#"{"acceptor_id":"floor"}"#)))
+                    .expect("request");
             let response = self.http.request(request).await.expect("claim");
-            let body = response.into_body().collect().await.expect("body").to_bytes();
+            let body = response
+                .into_body()
+                .collect()
+                .await
+                .expect("body")
+                .to_bytes();
             serde_json::from_slice(&body).unwrap_or(Value::Null)
         }
     }

@@ -567,14 +567,20 @@ async fn two_workers_serve_a_hundred_queued_sessions_exactly_once_and_release_ev
     let ender = rig.end_when_connected(sessions.clone(), SessionStatus::Terminated);
     let mut first = rig.worker("a").max_sessions(8).spawn();
     let mut second = rig.worker("b").max_sessions(8).spawn();
-    rig.wait(Duration::from_secs(120), "every session served and released", |f| {
-        sessions.iter().all(|s| f.entry(s).is_none())
-    })
+    rig.wait(
+        Duration::from_secs(120),
+        "every session served and released",
+        |f| sessions.iter().all(|s| f.entry(s).is_none()),
+    )
     .await;
     ender.abort();
     let mut per_worker = std::collections::HashMap::new();
     for session in &sessions {
-        assert_eq!(connections(&rig.fleet, session), 1, "{session} served twice");
+        assert_eq!(
+            connections(&rig.fleet, session),
+            1,
+            "{session} served twice"
+        );
         let history = rig.fleet.history(session);
         let claims: Vec<_> = history
             .iter()

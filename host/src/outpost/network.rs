@@ -36,8 +36,14 @@ pub enum NetworkError {
     Guard(#[from] crate::guard::GuardError),
 }
 
-/// The guard policy for a session's network policy.
-pub fn guard_policy(policy: &NetworkPolicy, audit: PathBuf) -> Result<GuardPolicy, NetworkError> {
+/// The guard policy for a session's network policy. The policy names destinations, not
+/// ports, so every port of an allowed destination is open; the session's gateway is always
+/// allowed (the remote must reach it to serve the session at all).
+pub fn guard_policy(
+    policy: &NetworkPolicy,
+    gateway: &str,
+    audit: PathBuf,
+) -> Result<GuardPolicy, NetworkError> {
     let mut allow = Vec::new();
     let mut ranges = Vec::new();
     for rule in &policy.allow {
@@ -47,18 +53,47 @@ pub fn guard_policy(policy: &NetworkPolicy, audit: PathBuf) -> Result<GuardPolic
             AllowRule::Ipv6(range) => ranges.push(ip_range(range, false)?),
         }
     }
+    match gateway_host(gateway) {
+        Some(GatewayHost::Ip(ip)) => {
+            let prefix = if ip.is_ipv4() { 32 } else { 128 };
+            let range = format!("{ip}/{prefix}");
+            if !ranges.contains(&range) {
+                ranges.push(range);
+            }
+        }
+        Some(GatewayHost::Name(name)) => {
+            if !allow.contains(&name) {
+                allow.push(name);
+            }
+        }
+        None => return Err(NetworkError::UnsupportedPattern(gateway.to_owned())),
+    }
     Ok(GuardPolicy {
         listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
         audit: Some(audit),
         allow,
-        ports: vec![443, 80],
-        allow_ranges: ranges,
+        ports: (1..=u16::MAX).collect(),
+        allow_ip_literals: ranges,
         http: HttpPolicy {
             enabled: true,
-            ports: vec![80],
+            ports: (1..=u16::MAX).collect(),
         },
         ..GuardPolicy::default()
     })
+}
+
+enum GatewayHost {
+    Ip(std::net::IpAddr),
+    Name(String),
+}
+
+fn gateway_host(gateway: &str) -> Option<GatewayHost> {
+    let uri: hyper::Uri = gateway.parse().ok()?;
+    let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
+    match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => Some(GatewayHost::Ip(ip)),
+        Err(_) => Some(GatewayHost::Name(host.to_ascii_lowercase())),
+    }
 }
 
 fn hostname_pattern(pattern: &str) -> Result<String, NetworkError> {
@@ -115,12 +150,13 @@ impl SessionNetwork {
     pub async fn start(
         session: &SessionId,
         policy: &NetworkPolicy,
+        gateway: &str,
         enforcement: NetworkEnforcement,
         namespace_prefix: &str,
         audit_dir: &Path,
     ) -> Result<Self, NetworkError> {
         let audit = audit_dir.join(format!("{session}.jsonl"));
-        let guard_policy = guard_policy(policy, audit)?;
+        let guard_policy = guard_policy(policy, gateway, audit)?;
         let use_namespace = match enforcement {
             NetworkEnforcement::Proxy => false,
             NetworkEnforcement::Auto => Namespace::available(),
@@ -333,14 +369,26 @@ mod tests {
                 AllowRule::Ipv4("192.0.2.7".into()),
                 AllowRule::Ipv6("2001:db8::/32".into()),
             ]),
+            "wss://outpost-gateway.devin.ai",
             PathBuf::from("/tmp/a.jsonl"),
         )
         .expect("policy");
-        assert_eq!(guard.allow, vec!["*.github.com", "pypi.org"]);
         assert_eq!(
-            guard.allow_ranges,
+            guard.allow,
+            vec!["*.github.com", "pypi.org", "outpost-gateway.devin.ai"]
+        );
+        assert_eq!(
+            guard.allow_ip_literals,
             vec!["10.1.0.0/16", "192.0.2.7/32", "2001:db8::/32"]
         );
+        let local = guard_policy(
+            &policy(Vec::new()),
+            "http://127.0.0.1:9/gw",
+            PathBuf::from("/tmp/a"),
+        )
+        .expect("policy");
+        assert_eq!(local.allow_ip_literals, vec!["127.0.0.1/32"]);
+        assert!(local.allow.is_empty());
     }
 
     #[test]
@@ -349,6 +397,7 @@ mod tests {
             assert!(
                 guard_policy(
                     &policy(vec![AllowRule::Hostname(pattern.into())]),
+                    "wss://gw.devin.ai",
                     PathBuf::from("/tmp/a")
                 )
                 .is_err(),
@@ -359,6 +408,7 @@ mod tests {
             assert!(
                 guard_policy(
                     &policy(vec![AllowRule::Ipv4(range.into())]),
+                    "wss://gw.devin.ai",
                     PathBuf::from("/tmp/a")
                 )
                 .is_err(),
@@ -367,6 +417,7 @@ mod tests {
         }
         assert!(guard_policy(
             &policy(vec![AllowRule::Ipv6("10.0.0.1".into())]),
+            "wss://gw.devin.ai",
             PathBuf::from("/tmp/a")
         )
         .is_err());

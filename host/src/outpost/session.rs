@@ -175,6 +175,7 @@ async fn provision(
             SessionNetwork::start(
                 session,
                 policy,
+                &gateway,
                 settings.network_enforcement,
                 &context.namespace_prefix,
                 &audit,

@@ -202,20 +202,27 @@ impl WorkerBuilder<'_> {
         }
     }
 
-    /// Starts `devin-bridge outpost start` (stderr to its log file).
+    /// Starts `devin-bridge outpost start` (stderr to its log file); network policies are
+    /// applied through proxy variables.
     pub fn spawn(self) -> Worker {
+        self.spawn_with_enforcement("proxy")
+    }
+
+    /// Like `spawn`, with `network_enforcement` set to `enforcement`.
+    pub fn spawn_with_enforcement(self, enforcement: &str) -> Worker {
         let paths = self.paths();
         for dir in [&paths.root, &paths.home, &paths.work] {
             std::fs::create_dir_all(dir).expect("mkdir");
         }
         let policy = format!(
-            "mode = \"outpost\"\n[components.sse]\npath = {sse:?}\n[outpost]\nwork_dir = {work:?}\ndata_dir = {data:?}\ncache_dir = {cache:?}\nmax_sessions = {max}\nwatch_idle_timeout_secs = {idle}\nexit_confirm_reads = 15\nexit_confirm_interval_ms = 200\nremote_kill_grace_ms = 1000\nshutdown_grace_ms = 5000\nrequest_timeout_ms = 5000\nnetwork_enforcement = \"proxy\"\n{extra}",
+            "mode = \"outpost\"\n[components.sse]\npath = {sse:?}\n[outpost]\nwork_dir = {work:?}\ndata_dir = {data:?}\ncache_dir = {cache:?}\nmax_sessions = {max}\nwatch_idle_timeout_secs = {idle}\nexit_confirm_reads = 15\nexit_confirm_interval_ms = 200\nremote_kill_grace_ms = 1000\nshutdown_grace_ms = 5000\nrequest_timeout_ms = 5000\nnetwork_enforcement = {enforcement:?}\n{extra}",
             sse = components_dir().join("sse.wasm").display().to_string(),
             work = paths.work.display().to_string(),
             data = paths.data.display().to_string(),
             cache = paths.cache.display().to_string(),
             max = self.max_sessions,
             idle = self.watch_idle_timeout_secs,
+            enforcement = enforcement,
             extra = self.policy_extra,
         );
         std::fs::write(&paths.policy, policy).expect("policy");

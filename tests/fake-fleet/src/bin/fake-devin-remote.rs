@@ -11,6 +11,8 @@
 //!    (try each target directly and through the CONNECT proxy of the environment, report the
 //!    results, then poll again).
 //!
+//! With `HTTPS_PROXY` set, every gateway exchange goes through a `CONNECT` tunnel of that proxy.
+//!
 //! Losing the gateway (a refused or cut connection, an error answer) is exit 1.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -51,7 +53,7 @@ fn request(
     token: &str,
     body: &[u8],
 ) -> std::io::Result<(u16, Vec<u8>)> {
-    let mut stream = TcpStream::connect(authority)?;
+    let mut stream = open(authority)?;
     let head = format!(
         "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
@@ -106,6 +108,37 @@ fn request(
         reader.read_to_end(&mut body)?;
     }
     Ok((status, body))
+}
+
+/// A connection to `authority`: direct, or, when `HTTPS_PROXY` is set, through a `CONNECT`
+/// tunnel of that proxy (as a real remote reaches its gateway from a restricted network).
+fn open(authority: &str) -> std::io::Result<TcpStream> {
+    let Some(proxy) = env("HTTPS_PROXY").or_else(|| env("https_proxy")) else {
+        return TcpStream::connect(authority);
+    };
+    let (proxy_authority, _) =
+        split_url(&proxy).ok_or_else(|| std::io::Error::other("HTTPS_PROXY is not http://"))?;
+    let mut stream = TcpStream::connect(&proxy_authority)?;
+    stream.write_all(
+        format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n").as_bytes(),
+    )?;
+    // Read the proxy's answer head byte by byte, so nothing of the tunnel is consumed.
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if stream.read(&mut byte)? == 0 || head.len() > 8192 {
+            return Err(std::io::Error::other("the proxy closed the tunnel request"));
+        }
+        head.push(byte[0]);
+    }
+    let status_line = String::from_utf8_lossy(&head);
+    if status_line.split_whitespace().nth(1) != Some("200") {
+        return Err(std::io::Error::other(format!(
+            "the proxy refused the tunnel: {}",
+            status_line.lines().next().unwrap_or_default()
+        )));
+    }
+    Ok(stream)
 }
 
 struct Gateway {
