@@ -741,3 +741,33 @@ fn an_unlisted_manifest_is_refused() {
         .expect_err("extra.yaml is not listed");
     assert!(problem.contains("extra.yaml"), "{problem}");
 }
+
+/// The policy the ConfigMap mounts is a valid outpost policy, and the worker it configures
+/// stops within the budget the grace period is checked against: its shutdown waits at most
+/// `shutdown_grace_ms` plus five seconds for the remotes to end and the claims to be released.
+#[test]
+fn the_configmap_policy_is_an_outpost_policy_whose_shutdown_fits_the_grace_budget() {
+    let deploy = Deploy::real();
+    let text = &deploy.files["configmap.yaml"];
+    let docs = YamlLoader::load_from_str(text).expect("configmap.yaml parses");
+    let policy_text = docs[0]["data"]["outpost.toml"]
+        .as_str()
+        .expect("the ConfigMap holds outpost.toml");
+    let policy = devin_bridge::policy::Policy::parse(
+        policy_text,
+        Path::new("configmap.yaml"),
+        Path::new("/etc/devin-bridge"),
+    )
+    .expect("the mounted policy is valid");
+    assert_eq!(policy.mode, devin_bridge::policy::Mode::Outpost);
+    let shutdown_secs = (policy.outpost.shutdown_grace_ms / 1000) as i64 + 5;
+    assert!(
+        shutdown_secs <= WORKER_SHUTDOWN_BUDGET_SECS,
+        "the worker may take {shutdown_secs} s to stop, more than the {WORKER_SHUTDOWN_BUDGET_SECS} s budget"
+    );
+    assert_eq!(
+        policy.outpost.data_dir.as_deref(),
+        Some(Path::new("/var/lib/devin-bridge/data")),
+        "the data dir (acceptor id, session state) is on the persistent volume"
+    );
+}

@@ -4,6 +4,8 @@
 //!   agent built on this machine, exactly the shared libraries they link (found with `ldd`),
 //!   the components, the policies, and `/etc/passwd` with `bridge` (10001, the host) and
 //!   `bridge-agent` (10002, every agent process). No shell, no package manager.
+//!   The same image is tagged `devin-bridge:outpost` for the outpost workers
+//!   (`deploy/kubernetes`).
 //! - `devin-bridge-claude:<version>`: a Debian root filesystem made with `debootstrap` from the
 //!   mirror this machine's apt uses, plus this machine's `node`/`npm` and the pinned Claude
 //!   Code binary; user `bridge` (10001).
@@ -25,6 +27,8 @@ use sha2::{Digest, Sha256};
 use crate::{claude_code, run, workspace_root};
 
 pub const BRIDGE_TAG: &str = "devin-bridge:offline";
+/// The same image under the name the outpost workers' Kubernetes manifests use.
+pub const OUTPOST_TAG: &str = "devin-bridge:outpost";
 pub const HOST_UID: u32 = 10001;
 pub const AGENT_UID: u32 = 10002;
 
@@ -60,6 +64,9 @@ pub fn build_images(components: &Path) -> Result<Vec<Built>> {
     let out = images_dir();
     fs::create_dir_all(&out)?;
     let bridge = build_bridge_image(components, &out)?;
+    // `devin-bridge outpost start` needs nothing the bridge image lacks: the binary, the
+    // components (DEVIN_BRIDGE_COMPONENTS) and a non-root user.
+    run(Command::new("docker").args(["tag", &bridge.id, OUTPOST_TAG]))?;
     let claude = build_claude_image(&out)?;
     println!("{:<34} {:<73} {:>10}", "image", "id", "layer MiB");
     for built in [&bridge, &claude] {

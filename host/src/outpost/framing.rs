@@ -41,7 +41,12 @@ pub struct ComponentFramer {
 impl ComponentFramer {
     /// Loads the policy's `sse` component (compiled once, cached like every component).
     pub fn load(policy: &Policy, max_event_bytes: u32) -> Result<Self, EngineError> {
-        let runtime = Runtime::new(policy.limits.into())?;
+        // One watch stream frames one chunk at a time: a pool of two instances is plenty, and
+        // the pool's size is most of what the engine keeps resident (a worker's memory budget
+        // is tight: many of them run per machine).
+        let mut limits = policy.limits;
+        limits.max_instances = limits.max_instances.min(2);
+        let runtime = Runtime::new(limits.into())?;
         let cache = match CompileCache::default_dir() {
             Some(dir) => CompileCache::open(&dir).unwrap_or_else(|_| CompileCache::disabled()),
             None => CompileCache::disabled(),
