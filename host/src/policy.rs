@@ -475,6 +475,14 @@ impl Policy {
         Self::parse(&text, path, &base_dir)
     }
 
+    /// Parses a policy embedded in the binary (a mode's built-in default, named `name` in
+    /// messages). Its relative paths resolve against this build's `policies/` directory, as
+    /// they would for the shipped file; components default to `DEVIN_BRIDGE_COMPONENTS`.
+    pub fn builtin(text: &str, name: &str) -> Result<Self, PolicyError> {
+        let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies");
+        Self::parse(text, Path::new(name), &normalize(&base))
+    }
+
     /// Parses policy text; `source` names it in messages, `base_dir` anchors relative paths.
     pub fn parse(text: &str, source: &Path, base_dir: &Path) -> Result<Self, PolicyError> {
         let mut policy: Policy = toml::from_str(text).map_err(|error| PolicyError::Parse {

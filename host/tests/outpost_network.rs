@@ -137,9 +137,7 @@ async fn without_a_namespace_the_guard_is_the_remotes_proxy_and_audits_every_dec
         decision_for(&audit, "127.0.0.4").contains(&"deny".to_owned()),
         "{audit:?}"
     );
-    rig.fleet.end_session(&session, SessionStatus::Terminated);
-    rig.wait(T, "released", |f| f.entry(&session).is_none())
-        .await;
+    rig.finish(&session).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -192,9 +190,7 @@ async fn in_a_namespace_the_remote_reaches_nothing_but_its_guard() {
             .unwrap_or_default()
     };
     assert_eq!(namespaces().len(), 1, "the session has its namespace");
-    rig.fleet.end_session(&session, SessionStatus::Terminated);
-    rig.wait(T, "released", |f| f.entry(&session).is_none())
-        .await;
+    rig.finish(&session).await;
     let deadline = std::time::Instant::now() + T;
     while !namespaces().is_empty() && std::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;

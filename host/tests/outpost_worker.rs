@@ -22,10 +22,7 @@ async fn a_queued_session_is_served_in_the_work_directory_and_released_when_it_e
     let rig = Rig::start(FleetConfig::default()).await;
     let worker = rig.worker("w").spawn();
     let session = rig.enqueue_normal();
-    rig.wait(T, "the remote connects", |f| {
-        f.connected_at(&session).is_some()
-    })
-    .await;
+    rig.wait_connected(&session).await;
     let report = rig.report(&session);
     assert_eq!(report["argv"][1], "serve");
     assert_eq!(
@@ -68,10 +65,7 @@ async fn the_remote_sees_exactly_the_allowed_environment_and_none_of_the_workers
         .env("SSH_AUTH_SOCK", "/tmp/planted.sock")
         .spawn();
     let session = rig.enqueue_normal();
-    rig.wait(T, "the remote connects", |f| {
-        f.connected_at(&session).is_some()
-    })
-    .await;
+    rig.wait_connected(&session).await;
     let env = rig.remote_env(&session);
     let mut names: Vec<&str> = env.keys().map(String::as_str).collect();
     names.sort_unstable();
@@ -105,9 +99,7 @@ async fn the_remote_sees_exactly_the_allowed_environment_and_none_of_the_workers
         !worker.log().contains("machine-token"),
         "the token was logged"
     );
-    rig.fleet.end_session(&session, SessionStatus::Terminated);
-    rig.wait(T, "released", |f| f.entry(&session).is_none())
-        .await;
+    rig.finish(&session).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -194,10 +186,7 @@ async fn a_session_terminated_while_its_remote_runs_has_the_remote_killed_even_i
         ..SessionSpec::default()
     });
     let _worker = rig.worker("w").spawn();
-    rig.wait(T, "the remote connects", |f| {
-        f.connected_at(&session).is_some()
-    })
-    .await;
+    rig.wait_connected(&session).await;
     let pid = remote_pid(&rig, &session);
     rig.fleet.terminate_silently(&session);
     assert!(wait_gone(pid, T).await, "the hung remote was killed");
@@ -210,10 +199,7 @@ async fn an_entry_that_disappears_ends_its_remote() {
     let rig = Rig::start(FleetConfig::default()).await;
     let session = rig.enqueue_normal();
     let _worker = rig.worker("w").spawn();
-    rig.wait(T, "the remote connects", |f| {
-        f.connected_at(&session).is_some()
-    })
-    .await;
+    rig.wait_connected(&session).await;
     let pid = remote_pid(&rig, &session);
     rig.fleet.delete_entry(&session);
     assert!(wait_gone(pid, T).await, "the remote was ended");
@@ -228,10 +214,7 @@ async fn a_clean_exit_waits_for_the_lagging_status_before_releasing() {
     .await;
     let session = rig.enqueue_normal();
     let _worker = rig.worker("w").spawn();
-    rig.wait(T, "the remote connects", |f| {
-        f.connected_at(&session).is_some()
-    })
-    .await;
+    rig.wait_connected(&session).await;
     rig.fleet.end_session(&session, SessionStatus::Suspended);
     rig.wait(T, "released", |f| f.entry(&session).is_none())
         .await;
@@ -266,9 +249,7 @@ async fn a_claim_lost_to_another_worker_is_not_an_error_and_is_retried_later() {
     .await;
     assert_eq!(&rig.kinds(&session)[..2], &[K::ClaimConflict, K::Claimed]);
     assert!(!worker.log().contains("ERROR"), "{}", worker.log());
-    rig.fleet.end_session(&session, SessionStatus::Terminated);
-    rig.wait(T, "released", |f| f.entry(&session).is_none())
-        .await;
+    rig.finish(&session).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -299,8 +280,7 @@ async fn kill_9_takes_the_remotes_down_and_the_restarted_worker_recovers_its_cla
     let rig = Rig::start(FleetConfig::default()).await;
     let session = rig.enqueue_normal();
     let mut first = rig.worker("w").spawn();
-    rig.wait(T, "connected", |f| f.connected_at(&session).is_some())
-        .await;
+    rig.wait_connected(&session).await;
     let pid = remote_pid(&rig, &session);
     first.signal(Signal::SIGKILL);
     let _ = first.child.wait().await;
@@ -328,9 +308,7 @@ async fn kill_9_takes_the_remotes_down_and_the_restarted_worker_recovers_its_cla
         recovered.saturating_duration_since(restarted_at) < Duration::from_secs(5),
         "recovery waited for more than a start plus one poll interval"
     );
-    rig.fleet.end_session(&session, SessionStatus::Terminated);
-    rig.wait(T, "released", |f| f.entry(&session).is_none())
-        .await;
+    rig.finish(&session).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -358,9 +336,7 @@ async fn a_burst_of_server_errors_is_retried_with_backoff() {
     })
     .await;
     assert!(worker.log().contains("503"), "{}", worker.log());
-    rig.fleet.end_session(&session, SessionStatus::Terminated);
-    rig.wait(T, "released", |f| f.entry(&session).is_none())
-        .await;
+    rig.finish(&session).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -402,9 +378,7 @@ async fn a_stalled_watch_is_detected_and_resumed_from_its_cursor_without_losing_
         1,
         "a stall must not cost a relist"
     );
-    rig.fleet.end_session(&session, SessionStatus::Terminated);
-    rig.wait(T, "released", |f| f.entry(&session).is_none())
-        .await;
+    rig.finish(&session).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -422,9 +396,7 @@ async fn an_expired_cursor_makes_the_worker_relist() {
         f.connected_at(&session).is_some()
     })
     .await;
-    rig.fleet.end_session(&session, SessionStatus::Terminated);
-    rig.wait(T, "released", |f| f.entry(&session).is_none())
-        .await;
+    rig.finish(&session).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -482,8 +454,7 @@ async fn entries_for_another_platform_are_left_alone() {
     .await;
     worker.wait_log("another platform", T).await;
     assert!(rig.fleet.history(&windows).is_empty());
-    rig.fleet.end_session(&linux, SessionStatus::Terminated);
-    rig.wait(T, "released", |f| f.entry(&linux).is_none()).await;
+    rig.finish(&linux).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -540,9 +511,7 @@ async fn without_a_gateway_in_the_claim_the_fallback_is_used_and_without_one_the
         f.connected_at(&session).is_some()
     })
     .await;
-    rig.fleet.end_session(&session, SessionStatus::Terminated);
-    rig.wait(T, "released", |f| f.entry(&session).is_none())
-        .await;
+    rig.finish(&session).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -601,4 +570,59 @@ async fn two_workers_serve_a_hundred_queued_sessions_exactly_once_and_release_ev
         worker.signal(Signal::SIGTERM);
         assert_eq!(worker.exit_code(T).await, Some(0), "{}", worker.log());
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_over_several_pages_merges_the_rows_repeated_at_page_boundaries() {
+    let rig = Rig::start(FleetConfig::default()).await;
+    for _ in 0..250 {
+        rig.enqueue_normal();
+    }
+    let mut worker = rig.worker("w").max_sessions(1).spawn();
+    worker.wait_log("queue listed entries=250", T).await;
+    let pages = rig
+        .fleet
+        .requests()
+        .iter()
+        .filter(|r| r.path.starts_with("/opbeta/outposts/devins?") && !r.path.contains("watch="))
+        .count();
+    assert!(
+        pages >= 3,
+        "250 rows at 100 a page take 3 pages, saw {pages}"
+    );
+    worker.signal(Signal::SIGTERM);
+    assert_eq!(worker.exit_code(T).await, Some(0), "{}", worker.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_workers_claim_expires_and_another_worker_serves_the_session() {
+    let rig = Rig::start(FleetConfig {
+        claim_ttl: Duration::from_secs(1),
+        ..FleetConfig::default()
+    })
+    .await;
+    let session = rig.enqueue_normal();
+    let mut first = rig.worker("a").spawn();
+    rig.wait_connected(&session).await;
+    first.signal(Signal::SIGKILL);
+    let _ = first.child.wait().await;
+    rig.wait(T, "the claim expired and the session requeued", |f| {
+        f.history(&session).iter().any(|e| e.kind == K::Expired)
+    })
+    .await;
+    let _second = rig.worker("b").spawn();
+    rig.wait(T, "another worker serves it", |f| {
+        connections(f, &session) == 2
+    })
+    .await;
+    let claimers: Vec<Option<String>> = rig
+        .fleet
+        .history(&session)
+        .into_iter()
+        .filter(|e| e.kind == K::Claimed)
+        .map(|e| e.acceptor)
+        .collect();
+    assert_eq!(claimers.len(), 2);
+    assert_ne!(claimers[0], claimers[1]);
+    rig.finish(&session).await;
 }

@@ -230,35 +230,17 @@ fn bench(rest: &[String]) -> Result<()> {
                 .join("mock-devin"),
         );
     }
+    // The companion and outpost benchmarks run the host (and their stand-ins) as processes,
+    // optimised as users run them.
+    let release = workspace_root().join("target").join("release");
     if name == "companion" {
-        // The helper and the agent run as processes, optimised as users run them.
-        run(cargo().args([
-            "build",
-            "--locked",
-            "--release",
-            "-p",
-            "devin-bridge",
-            "-p",
-            "mock-devin",
-        ]))?;
-        let release = workspace_root().join("target").join("release");
+        release_build(&["devin-bridge", "mock-devin"])?;
         bench
             .env("DEVIN_BRIDGE_BIN", release.join("devin-bridge"))
             .env("DEVIN_BRIDGE_MOCK_DEVIN", release.join("mock-devin"));
     }
     if name == "outpost" {
-        // The workers and the fake remote run as processes, optimised as they would be.
-        run(cargo().args([
-            "build",
-            "--locked",
-            "--release",
-            "-p",
-            "devin-bridge",
-            "-p",
-            "devin-bridge-fake-fleet",
-            "--bins",
-        ]))?;
-        let release = workspace_root().join("target").join("release");
+        release_build(&["devin-bridge", "devin-bridge-fake-fleet"])?;
         bench
             .env("DEVIN_BRIDGE_BIN", release.join("devin-bridge"))
             .env("FAKE_DEVIN_REMOTE", release.join("fake-devin-remote"));
@@ -276,6 +258,16 @@ fn bench(rest: &[String]) -> Result<()> {
         .args(&rest[1..])
         .env("DEVIN_BRIDGE_COMPONENTS", &components);
     run(&mut bench)
+}
+
+/// `cargo build --release` of the binaries of `packages`.
+fn release_build(packages: &[&str]) -> Result<()> {
+    let mut build = cargo();
+    build.args(["build", "--locked", "--release", "--bins"]);
+    for package in packages {
+        build.args(["-p", package]);
+    }
+    run(&mut build)
 }
 
 fn fuzz(rest: &[String]) -> Result<()> {

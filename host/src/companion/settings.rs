@@ -60,11 +60,9 @@ pub fn load_policy(path: Option<&Path>) -> Result<Policy, SettingsError> {
 /// The embedded default policy. Its relative paths resolve against the workspace's
 /// `policies/` directory of this build (components default to `DEVIN_BRIDGE_COMPONENTS`).
 pub fn builtin_policy() -> Result<Policy, SettingsError> {
-    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies");
-    Ok(Policy::parse(
+    Ok(Policy::builtin(
         BUILTIN_POLICY,
-        Path::new("(built-in companion policy)"),
-        &crate::policy::normalize(&base),
+        "(built-in companion policy)",
     )?)
 }
 

@@ -141,11 +141,9 @@ pub fn load_policy(path: Option<&Path>) -> Result<Policy, SettingsError> {
 
 /// The embedded default policy; relative paths resolve against this build's `policies/`.
 pub fn builtin_policy() -> Result<Policy, SettingsError> {
-    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies");
-    Ok(Policy::parse(
+    Ok(Policy::builtin(
         BUILTIN_POLICY,
-        Path::new("(built-in outpost policy)"),
-        &crate::policy::normalize(&base),
+        "(built-in outpost policy)",
     )?)
 }
 

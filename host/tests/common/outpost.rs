@@ -100,6 +100,23 @@ impl Rig {
         }
     }
 
+    /// Waits until the session's remote has connected to the gateway.
+    pub async fn wait_connected(&self, session: &str) {
+        self.wait(Duration::from_secs(20), "the remote connects", |f| {
+            f.connected_at(session).is_some()
+        })
+        .await;
+    }
+
+    /// Terminates the session and waits until the worker released it (the entry is gone).
+    pub async fn finish(&self, session: &str) {
+        self.fleet.end_session(session, SessionStatus::Terminated);
+        self.wait(Duration::from_secs(20), "released", |f| {
+            f.entry(session).is_none()
+        })
+        .await;
+    }
+
     /// Every worker log of this rig (for failure messages).
     pub fn worker_logs(&self) -> String {
         let mut logs = String::new();

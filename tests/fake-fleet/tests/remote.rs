@@ -197,22 +197,43 @@ async fn a_remote_without_its_environment_exits_2() {
 async fn a_probing_remote_reports_direct_and_proxied_attempts() {
     let target = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let target_addr = target.local_addr().unwrap().to_string();
-    // A proxy that refuses every CONNECT.
+    // A proxy that refuses a CONNECT to the probe's target and tunnels the rest (the remote
+    // reaches its gateway through HTTPS_PROXY too).
     let proxy = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let proxy_url = format!("http://{}", proxy.local_addr().unwrap());
+    let refused = target_addr.clone();
     tokio::spawn(async move {
         while let Ok((mut stream, _)) = proxy.accept().await {
-            let mut head = Vec::new();
-            let mut buf = [0; 1024];
-            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                match stream.read(&mut buf).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => head.extend_from_slice(&buf[..n]),
+            let refused = refused.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut byte = [0; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    match stream.read(&mut byte).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(_) => head.push(byte[0]),
+                    }
                 }
-            }
-            let _ = stream
-                .write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
-                .await;
+                let head = String::from_utf8_lossy(&head).into_owned();
+                let authority = head
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap_or_default()
+                    .to_owned();
+                if authority == refused {
+                    let _ = stream
+                        .write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+                        .await;
+                    return;
+                }
+                let Ok(mut upstream) = tokio::net::TcpStream::connect(&authority).await else {
+                    return;
+                };
+                let _ = stream
+                    .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+                    .await;
+                let _ = tokio::io::copy_bidirectional(&mut stream, &mut upstream).await;
+            });
         }
     });
     let started = claimed(RemoteBehaviour::Probe(vec![target_addr.clone()])).await;
