@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::outpost::Rig;
-use devin_bridge_fake_fleet::{FleetConfig, RemoteBehaviour, SessionSpec, SessionStatus};
+use devin_bridge_fake_fleet::{FleetConfig, RemoteBehaviour, SessionSpec};
 use serde_json::{json, Value};
 
 const T: Duration = Duration::from_secs(20);
