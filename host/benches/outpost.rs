@@ -12,7 +12,7 @@
 //!
 //! For each: time from enqueue (the watch event) to the remote connected (p50/p99), fleet API
 //! requests per served session (list and watch opens included), claim conflicts, and each
-//! worker's peak RSS (VmHWM). The worker's overhead over the floor is printed as a ratio.
+//! worker's peak RSS (VmHWM) with the anonymous part of its RSS at the end. The worker's overhead over the floor is printed as a ratio.
 //!
 //! Goals (reported, never asserted; the bench exits 0 on MISS): p50 < 100 ms from a watch
 //! event to the remote started; <= 4 API requests per served session; worker RSS < 30 MiB.
@@ -66,6 +66,8 @@ struct Run {
     served: usize,
     conflicts: usize,
     rss_kib: Vec<u64>,
+    /// Of each worker's current RSS at the end: anonymous memory (heap, stacks) in KiB.
+    anon_kib: Vec<u64>,
 }
 
 impl Run {
@@ -99,6 +101,19 @@ fn conflicts(fleet: &FakeFleet, sessions: &[String]) -> usize {
                 .count()
         })
         .sum()
+}
+
+fn anonymous_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+        .ok()
+        .and_then(|rollup| {
+            rollup
+                .lines()
+                .find(|line| line.starts_with("Anonymous:"))
+                .and_then(|line| line.split_whitespace().nth(1))
+                .and_then(|kib| kib.parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 fn peak_rss_kib(pid: u32) -> u64 {
@@ -250,6 +265,11 @@ async fn workers_run(
         .filter_map(|w| w.child.id())
         .map(peak_rss_kib)
         .collect();
+    let anon_kib = children
+        .iter()
+        .filter_map(|w| w.child.id())
+        .map(anonymous_kib)
+        .collect();
     let served = latencies_ms.len();
     let conflicts = conflicts(&fleet, &ids);
     for worker in &mut children {
@@ -268,6 +288,7 @@ async fn workers_run(
         served,
         conflicts,
         rss_kib,
+        anon_kib,
     }
 }
 
@@ -344,6 +365,7 @@ async fn direct_run(remote: &Path, sessions: usize, interval: Duration) -> Run {
         api_requests: sessions,
         conflicts: 0,
         rss_kib: Vec::new(),
+        anon_kib: Vec::new(),
     }
 }
 
@@ -444,6 +466,18 @@ fn main() -> ExitCode {
             run.requests_per_session(),
             run.conflicts,
             rss
+        );
+    }
+    for run in &runs[1..] {
+        let anon: Vec<String> = run
+            .anon_kib
+            .iter()
+            .map(|kib| format!("{:.1}", *kib as f64 / 1024.0))
+            .collect();
+        println!(
+            "{}: anonymous memory at the end {} MiB (the rest of the RSS is the executable's own pages)",
+            run.name,
+            anon.join("/")
         );
     }
     let floor = &runs[0];

@@ -32,6 +32,24 @@ enum Command {
     Outpost(devin_bridge::outpost::cli::OutpostArgs),
 }
 
+/// The async runtime a command needs. An outpost worker does little CPU work and many of them
+/// may run per machine, so it gets two worker threads and a small blocking pool whatever the
+/// core count (each thread costs memory); the keeper beside each remote needs only one thread.
+fn runtime_for(command: &Command) -> tokio::runtime::Builder {
+    use devin_bridge::outpost::cli::{OutpostArgs, OutpostCommand};
+    match command {
+        Command::Outpost(OutpostArgs {
+            command: OutpostCommand::Keeper(_),
+        }) => tokio::runtime::Builder::new_current_thread(),
+        Command::Outpost(_) => {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads(2).max_blocking_threads(8);
+            builder
+        }
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    }
+}
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     cli::init_tracing();
@@ -47,10 +65,7 @@ fn main() -> std::process::ExitCode {
         },
         _ => None,
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime_for(&cli.command).enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("devin-bridge: cannot start the async runtime: {error}");
