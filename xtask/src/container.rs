@@ -159,6 +159,10 @@ fn run_checks(compose: &Compose, dirs: &SandboxDirs, key: &str, report: &mut Rep
         hangup_kills_agent_group(&address, key, &bridge),
     );
     report.check("no_agent_outlives_its_turn", agents_settled(&bridge));
+    report.check(
+        "outpost_worker_in_image",
+        tempdir("outpost").and_then(|dir| crate::outpost_image::outpost_worker_in_image(&dir)),
+    );
     Ok(())
 }
 

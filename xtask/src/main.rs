@@ -6,6 +6,7 @@ mod container;
 mod gate;
 mod image;
 mod operator;
+mod outpost_image;
 mod wasm;
 
 use std::path::{Path, PathBuf};
