@@ -116,11 +116,21 @@ async fn a_binary_whose_digest_does_not_match_never_runs_and_the_claim_is_releas
         remote_binary_sha: Some("bad0001".into()),
         ..SessionSpec::default()
     });
-    rig.wait(T, "claimed and released", |f| {
-        f.history(&session).iter().any(|e| e.kind == K::Released)
+    rig.wait(T, "claimed and released twice", |f| {
+        f.history(&session)
+            .iter()
+            .filter(|e| e.kind == K::Released)
+            .count()
+            >= 2
     })
     .await;
     worker.wait_log("refusing to run it", T).await;
+    assert_eq!(
+        rig.fleet
+            .downloads(&format!("devin-remote_bad0001_{SUFFIX}")),
+        1,
+        "a build that failed verification is not downloaded again at once"
+    );
     assert!(rig.fleet.connected_at(&session).is_none());
     let blobs = std::fs::read_dir(worker.paths.cache.join("blobs"))
         .map(|d| d.count())

@@ -11,6 +11,7 @@
 //!   build in this process, and an advisory file lock across processes sharing the directory.
 //! - A cached blob is re-hashed once per process before its first use, so a file changed on disk
 //!   after it was verified is noticed (and downloaded again) rather than run.
+//! - A build that failed verification is refused without a new download for ten minutes.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -28,6 +29,9 @@ use super::fleet::{BaseUrl, Commit, FleetError, PublicFetcher};
 const MAX_BINARY_BYTES: u64 = 1 << 30;
 /// How long a `latest_*` answer is reused.
 const LATEST_TTL: Duration = Duration::from_secs(60);
+/// How long a build whose published digest did not match is refused without downloading it
+/// again (its session keeps being requeued; the download would fail the same way).
+const MISMATCH_TTL: Duration = Duration::from_secs(600);
 
 /// Why no verified binary is available.
 #[derive(Debug, thiserror::Error)]
@@ -77,6 +81,8 @@ pub struct BinaryCache {
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     verified: Mutex<HashSet<String>>,
     latest: Mutex<Option<(Commit, Instant)>>,
+    /// Builds that failed verification, with when and how.
+    mismatched: Mutex<HashMap<String, (Instant, String, String)>>,
 }
 
 impl BinaryCache {
@@ -101,6 +107,7 @@ impl BinaryCache {
             locks: Mutex::new(HashMap::new()),
             verified: Mutex::new(HashSet::new()),
             latest: Mutex::new(None),
+            mismatched: Mutex::new(HashMap::new()),
         })
     }
 
@@ -159,6 +166,13 @@ impl BinaryCache {
         if let Some(path) = self.cached(&name).await? {
             return Ok(path);
         }
+        if let Some((expected, actual)) = self.recent_mismatch(&name) {
+            return Err(BinaryError::DigestMismatch {
+                file: name,
+                expected,
+                actual,
+            });
+        }
         // Another process sharing this directory may be downloading the same build.
         let lock_path = self.dir.join("locks").join(format!("{name}.lock"));
         let file_lock = tokio::task::spawn_blocking(move || -> std::io::Result<std::fs::File> {
@@ -181,8 +195,26 @@ impl BinaryCache {
             Some(path) => Ok(path),
             None => self.download(&name).await,
         };
+        if let Err(BinaryError::DigestMismatch {
+            expected, actual, ..
+        }) = &result
+        {
+            if let Ok(mut mismatched) = self.mismatched.lock() {
+                mismatched.insert(
+                    name.clone(),
+                    (Instant::now(), expected.clone(), actual.clone()),
+                );
+            }
+        }
         drop(file_lock);
         result
+    }
+
+    /// The digests of a recent failed verification of `name`, if any.
+    fn recent_mismatch(&self, name: &str) -> Option<(String, String)> {
+        let mismatched = self.mismatched.lock().ok()?;
+        let (at, expected, actual) = mismatched.get(name)?;
+        (at.elapsed() < MISMATCH_TTL).then(|| (expected.clone(), actual.clone()))
     }
 
     /// The cached blob for `name`, re-verified once per process.

@@ -143,10 +143,6 @@ pub async fn launch(spec: &Launch) -> Result<RunningRemote, LaunchError> {
             path: spec.log.clone(),
             source,
         })?;
-    let log_err = log.try_clone().map_err(|source| LaunchError::Log {
-        path: spec.log.clone(),
-        source,
-    })?;
     let keeper = std::env::current_exe()
         .map_err(|error| LaunchError::Spawn(format!("cannot find this executable: {error}")))?;
     let mut args = vec![
@@ -180,9 +176,7 @@ pub async fn launch(spec: &Launch) -> Result<RunningRemote, LaunchError> {
         .args(&args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::from(log_err))
-        .stdout(Stdio::piped());
-    drop(log);
+        .stderr(Stdio::from(log));
     let mut keeper = command
         .spawn()
         .map_err(|error| LaunchError::Spawn(error.to_string()))?;
