@@ -30,35 +30,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::{env_usize, percentile, target_binary};
 use devin_bridge::companion::jobs::clock::format_rfc3339;
 use devin_bridge::companion::jobs::{JobRecord, JobStatus, JobStore, Role, RunMode};
 use serde_json::{json, Value};
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|v| *v > 0)
-        .unwrap_or(default)
-}
-
-fn target_binary(variable: &str, name: &str) -> PathBuf {
-    std::env::var_os(variable)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../target/release")
-                .join(name)
-        })
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
-}
 
 fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e3

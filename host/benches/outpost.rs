@@ -26,37 +26,14 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::{env_usize, percentile, target_binary};
 use devin_bridge_fake_fleet::{ClaimEventKind, FakeFleet, FleetConfig, SessionSpec, SessionStatus};
 use tokio::process::{Child, Command};
 
 const SHA: &str = "abc1234";
 const SUFFIX: &str = "linux_x64";
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|v| *v > 0)
-        .unwrap_or(default)
-}
-
-fn release_binary(variable: &str, name: &str) -> PathBuf {
-    std::env::var_os(variable)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../target/release")
-                .join(name)
-        })
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
-}
 
 /// What one scenario measured.
 struct Run {
@@ -71,10 +48,15 @@ struct Run {
 }
 
 impl Run {
+    /// The `p`th percentile latency, in milliseconds.
     fn p(&self, p: f64) -> f64 {
-        let mut sorted = self.latencies_ms.clone();
-        sorted.sort_by(f64::total_cmp);
-        percentile(&sorted, p)
+        let mut sorted: Vec<Duration> = self
+            .latencies_ms
+            .iter()
+            .map(|ms| Duration::from_secs_f64(ms / 1e3))
+            .collect();
+        sorted.sort_unstable();
+        percentile(&sorted, p).as_secs_f64() * 1e3
     }
     fn requests_per_session(&self) -> f64 {
         self.api_requests as f64 / self.served.max(1) as f64
@@ -420,8 +402,8 @@ fn verdict(ok: bool) -> &'static str {
 fn main() -> ExitCode {
     let sessions = env_usize("OUTPOST_BENCH_SESSIONS", 200);
     let interval = Duration::from_millis(env_usize("OUTPOST_BENCH_INTERVAL_MS", 15) as u64);
-    let bin = release_binary("DEVIN_BRIDGE_BIN", "devin-bridge");
-    let remote = release_binary("FAKE_DEVIN_REMOTE", "fake-devin-remote");
+    let bin = target_binary("DEVIN_BRIDGE_BIN", "devin-bridge");
+    let remote = target_binary("FAKE_DEVIN_REMOTE", "fake-devin-remote");
     for (path, what) in [(&bin, "devin-bridge"), (&remote, "fake-devin-remote")] {
         if !path.is_file() {
             eprintln!("outpost bench: {} not found ({what}); run `cargo xtask bench outpost`, which builds it", path.display());
