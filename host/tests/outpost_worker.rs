@@ -315,8 +315,8 @@ async fn kill_9_takes_the_remotes_down_and_the_restarted_worker_recovers_its_cla
         .map(|e| e.at)
         .expect("renewed or released");
     assert!(
-        recovered.saturating_duration_since(restarted_at) < Duration::from_secs(5),
-        "recovery waited for more than a start plus one poll interval"
+        recovered.saturating_duration_since(restarted_at) < Duration::from_secs(10),
+        "recovery took longer than a start plus one poll interval (the claim deadline is 30 s)"
     );
     rig.finish(&session).await;
 }
