@@ -37,7 +37,7 @@ pub struct Prompt {
     pub tools: String,
     /// `max(1, ceil(chars / 4))` of the trace (the text after the framing).
     pub input_tokens: u32,
-    /// The first 24 hex digits of sha256 of the trace; seeds deterministic tool-call ids.
+    /// 24 hex digits derived from the trace (see [`id_seed`]); seeds deterministic tool-call ids.
     pub id_seed: String,
     /// The request's `model`, verbatim.
     pub model: String,
@@ -99,9 +99,7 @@ pub fn serialize(request: &str) -> Result<Prompt, Failure> {
     let (text, trace_start) = trace.finish();
     let trace_text = text.get(trace_start..).unwrap_or_default();
     let input_tokens = devin_bridge_types::estimate_tokens(trace_text);
-    let digest = Sha256::digest(trace_text.as_bytes());
-    let mut id_seed = hex::encode(digest);
-    id_seed.truncate(ID_SEED_HEX_DIGITS);
+    let id_seed = id_seed(trace_text);
 
     Ok(Prompt {
         tools: catalog.to_json(),
@@ -121,3 +119,30 @@ pub fn repair(prompt: &str, rejection: &Failure) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// Bytes of the trace's start that the id seed covers.
+pub const SEED_HEAD_BYTES: usize = 4 << 10;
+/// Bytes of the trace's end that the id seed covers.
+pub const SEED_TAIL_BYTES: usize = 60 << 10;
+
+/// The id seed of a trace: the first 24 hex digits of sha256 over the trace's length (8 bytes,
+/// little endian) followed by the whole trace when it is at most 64 KiB, else by its first
+/// 4 KiB and its last 60 KiB.
+///
+/// Hashing a bounded part keeps the cost flat on long conversations (hashing a whole 1 MB
+/// trace was half of the serializer's time in wasm, which has no SHA instructions), and the
+/// seed still changes with every turn: a turn appends to the end of the trace and grows it.
+pub fn id_seed(trace: &str) -> String {
+    let bytes = trace.as_bytes();
+    let mut hasher = Sha256::new();
+    hasher.update((bytes.len() as u64).to_le_bytes());
+    if bytes.len() <= SEED_HEAD_BYTES + SEED_TAIL_BYTES {
+        hasher.update(bytes);
+    } else {
+        hasher.update(&bytes[..SEED_HEAD_BYTES]);
+        hasher.update(&bytes[bytes.len() - SEED_TAIL_BYTES..]);
+    }
+    let mut seed = hex::encode(hasher.finalize());
+    seed.truncate(ID_SEED_HEX_DIGITS);
+    seed
+}

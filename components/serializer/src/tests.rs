@@ -30,10 +30,34 @@ fn minimal_request() {
     assert_eq!(prompt.model, "devin-cli-agentic/swe-1-7");
     assert!(!prompt.stream);
     assert_eq!(prompt.input_tokens, 3, "ceil(10 chars / 4)");
-    // sha256("[User]\nhi")
-    let digest = hex::encode(Sha256::digest(b"[User]\nhi"));
+    // sha256(length as 8 little-endian bytes ++ "[User]\nhi")
+    let mut hashed = (b"[User]\nhi".len() as u64).to_le_bytes().to_vec();
+    hashed.extend_from_slice(b"[User]\nhi");
+    let digest = hex::encode(Sha256::digest(&hashed));
     assert_eq!(prompt.id_seed, digest[..24]);
     assert_eq!(prompt.id_seed.len(), 24);
+}
+
+#[test]
+fn the_id_seed_of_a_long_trace_changes_with_every_appended_turn_and_costs_a_bounded_hash() {
+    let long = "x".repeat(1 << 20);
+    let turn_one = format!("[User]\n{long}\n[Assistant]\nok");
+    let turn_two = format!("{turn_one}\n[User]\nnext");
+    assert_ne!(id_seed(&turn_one), id_seed(&turn_two));
+    // Same length, different last byte.
+    let mut changed = turn_one.clone();
+    changed.pop();
+    changed.push('l');
+    assert_ne!(id_seed(&turn_one), id_seed(&changed));
+    // The definition: length, first 4 KiB, last 60 KiB.
+    let bytes = turn_one.as_bytes();
+    let mut hashed = (bytes.len() as u64).to_le_bytes().to_vec();
+    hashed.extend_from_slice(&bytes[..SEED_HEAD_BYTES]);
+    hashed.extend_from_slice(&bytes[bytes.len() - SEED_TAIL_BYTES..]);
+    assert_eq!(
+        id_seed(&turn_one),
+        hex::encode(Sha256::digest(&hashed))[..24]
+    );
 }
 
 #[test]
