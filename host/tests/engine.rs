@@ -198,40 +198,30 @@ fn contract_breaking_candidates_are_refused_naming_the_fixture_and_what_differs(
     }
 }
 
-/// The wrong-answers envelope breaks two promises; each is caught on its own part of the corpus.
-#[test]
-fn a_wrong_parse_and_a_wrong_parse_review_are_each_refused_by_the_corpus() {
+/// Loads the wrong-answers test component as `kind` and checks that each part of the
+/// embedded corpus (the cases its predicate keeps) refuses it at `fixture`, naming
+/// `difference`; the real component passes the whole corpus.
+fn each_broken_promise_is_caught(kind: TransformKind, parts: [(fn(&Call) -> bool, &str, &str); 2]) {
     let runtime = common::test_runtime();
     let wrong = Loaded::from_file(
         &runtime,
         &common::test_cache(),
-        TransformKind::Envelope,
+        kind,
         &common::test_component("wrong-answers"),
         None,
     )
-    .expect("the test component loads as an envelope");
-    let embedded = Corpus::embedded(TransformKind::Envelope).expect("embedded corpus");
-    let only = |keep: fn(&Call) -> bool| Corpus {
-        cases: embedded
-            .cases
-            .iter()
-            .filter(|case| keep(&case.call))
-            .cloned()
-            .collect(),
-        ..embedded.clone()
-    };
-    for (corpus, fixture, difference) in [
-        (
-            only(|call| matches!(call, Call::Parse { .. })),
-            "fixture tool_",
-            "the tool id \"DEVIN_CALL_",
-        ),
-        (
-            only(|call| matches!(call, Call::ParseReview { .. })),
-            "fixture review_bad_line.json",
-            "expected the failure review_invalid (502), got a success",
-        ),
-    ] {
+    .unwrap_or_else(|error| panic!("the test component loads as {kind}: {error}"));
+    let embedded = Corpus::embedded(kind).expect("embedded corpus");
+    for (keep, fixture, difference) in parts {
+        let corpus = Corpus {
+            cases: embedded
+                .cases
+                .iter()
+                .filter(|case| keep(&case.call))
+                .cloned()
+                .collect(),
+            ..embedded.clone()
+        };
         assert!(!corpus.cases.is_empty(), "no cases for {fixture}");
         match self_test(&runtime, &wrong, &corpus) {
             Err(EngineError::SelfTest { message, .. }) => {
@@ -241,17 +231,37 @@ fn a_wrong_parse_and_a_wrong_parse_review_are_each_refused_by_the_corpus() {
             other => panic!("expected a self-test failure at {fixture}, got {other:?}"),
         }
     }
-    // The real envelope keeps both promises on the same cases.
+    // The real component keeps both promises on the same cases.
     let real = Loaded::from_file(
         &runtime,
         &common::test_cache(),
-        TransformKind::Envelope,
-        &common::component("envelope"),
+        kind,
+        &common::component(kind.name()),
         None,
     )
-    .expect("the envelope loads");
-    let report = self_test(&runtime, &real, &embedded).expect("the real envelope passes");
+    .unwrap_or_else(|error| panic!("the real {kind} loads: {error}"));
+    let report = self_test(&runtime, &real, &embedded).expect("the real component passes");
     assert_eq!(report.cases, embedded.cases.len());
+}
+
+/// The wrong-answers envelope breaks two promises; each is caught on its own part of the corpus.
+#[test]
+fn a_wrong_parse_and_a_wrong_parse_review_are_each_refused_by_the_corpus() {
+    each_broken_promise_is_caught(
+        TransformKind::Envelope,
+        [
+            (
+                |call| matches!(call, Call::Parse { .. }),
+                "fixture tool_",
+                "the tool id \"DEVIN_CALL_",
+            ),
+            (
+                |call| matches!(call, Call::ParseReview { .. }),
+                "fixture review_bad_line.json",
+                "expected the failure review_invalid (502), got a success",
+            ),
+        ],
+    );
 }
 
 /// The envelope component validates a reviewer's reply: found after prose, canonical, and
@@ -306,56 +316,21 @@ fn parse_review_runs_in_the_envelope_component() {
 /// The wrong-answers sse breaks two promises; each is caught on its own part of the corpus.
 #[test]
 fn a_wrong_stream_render_and_a_wrong_event_framing_are_each_refused_by_the_corpus() {
-    let runtime = common::test_runtime();
-    let wrong = Loaded::from_file(
-        &runtime,
-        &common::test_cache(),
+    each_broken_promise_is_caught(
         TransformKind::Sse,
-        &common::test_component("wrong-answers"),
-        None,
-    )
-    .expect("the test component loads as an sse");
-    let embedded = Corpus::embedded(TransformKind::Sse).expect("embedded corpus");
-    let only = |keep: fn(&Call) -> bool| Corpus {
-        cases: embedded
-            .cases
-            .iter()
-            .filter(|case| keep(&case.call))
-            .cloned()
-            .collect(),
-        ..embedded.clone()
-    };
-    for (corpus, fixture, difference) in [
-        (
-            only(|call| !matches!(call, Call::ParseEvents { .. })),
-            "fixture 03_stream_finish_text.json",
-            "event sequence",
-        ),
-        (
-            only(|call| matches!(call, Call::ParseEvents { .. })),
-            "fixture 34_parse_events_cr_only.json",
-            "the tail [] differs from the expected",
-        ),
-    ] {
-        assert!(!corpus.cases.is_empty(), "no cases for {fixture}");
-        match self_test(&runtime, &wrong, &corpus) {
-            Err(EngineError::SelfTest { message, .. }) => {
-                assert!(message.contains(fixture), "{message}");
-                assert!(message.contains(difference), "{message}");
-            }
-            other => panic!("expected a self-test failure at {fixture}, got {other:?}"),
-        }
-    }
-    let real = Loaded::from_file(
-        &runtime,
-        &common::test_cache(),
-        TransformKind::Sse,
-        &common::component("sse"),
-        None,
-    )
-    .expect("the sse component loads");
-    let report = self_test(&runtime, &real, &embedded).expect("the real sse passes");
-    assert_eq!(report.cases, embedded.cases.len());
+        [
+            (
+                |call| !matches!(call, Call::ParseEvents { .. }),
+                "fixture 03_stream_finish_text.json",
+                "event sequence",
+            ),
+            (
+                |call| matches!(call, Call::ParseEvents { .. }),
+                "fixture 34_parse_events_cr_only.json",
+                "the tail [] differs from the expected",
+            ),
+        ],
+    );
 }
 
 /// The sse component frames an event stream fed in pieces, keeps the unfinished event for the
