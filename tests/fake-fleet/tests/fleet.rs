@@ -57,6 +57,11 @@ async fn release(fleet: &FakeFleet, id: &str, acceptor: &str) -> (u16, Value) {
     .await
 }
 
+/// A GET with the machine token.
+async fn get(base: &str, path: &str) -> (u16, serde_json::Value) {
+    call(base, "GET", path, Some(MACHINE), None).await
+}
+
 #[tokio::test]
 async fn the_last_row_of_a_page_is_the_first_of_the_next() {
     let (fleet, outpost) = fleet(FleetConfig::default()).await;
@@ -71,7 +76,7 @@ async fn the_last_row_of_a_page_is_the_first_of_the_next() {
         if let Some(cursor) = &cursor {
             path.push_str(&format!("&cursor={}", enc(cursor)));
         }
-        let (status, page) = call(&fleet.api_url(), "GET", &path, Some(MACHINE), None).await;
+        let (status, page) = get(&fleet.api_url(), &path).await;
         assert_eq!(status, 200, "{page}");
         assert_eq!(page["total"], 5);
         pages.push(ids(&page));
@@ -87,14 +92,7 @@ async fn the_last_row_of_a_page_is_the_first_of_the_next() {
     }
     seen.dedup();
     assert_eq!(seen, enqueued);
-    let (status, _) = call(
-        &fleet.api_url(),
-        "GET",
-        "/opbeta/outposts/devins?first=201",
-        Some(MACHINE),
-        None,
-    )
-    .await;
+    let (status, _) = get(&fleet.api_url(), "/opbeta/outposts/devins?first=201").await;
     assert_eq!(status, 400);
 }
 
@@ -105,7 +103,7 @@ async fn a_watch_from_the_final_cursor_replays_what_changed_while_paging() {
     let _b = fleet.enqueue(&outpost, SessionSpec::default());
     let c = fleet.enqueue(&outpost, SessionSpec::default());
     let base = format!("/opbeta/outposts/devins?outpost={outpost}&first=2");
-    let (_, first) = call(&fleet.api_url(), "GET", &base, Some(MACHINE), None).await;
+    let (_, first) = get(&fleet.api_url(), &base).await;
     assert_eq!(first["has_next_page"], true);
     // Changes between the pages: a seen row is claimed, an unseen one deleted, one added.
     assert_eq!(claim(&fleet, &a, "w1").await.0, 200);
@@ -172,22 +170,12 @@ async fn a_watch_from_the_final_cursor_replays_what_changed_while_paging() {
 async fn expired_and_unknown_cursors_answer_410() {
     let (fleet, outpost) = fleet(FleetConfig::default()).await;
     fleet.enqueue(&outpost, SessionSpec::default());
-    let (_, page) = call(
-        &fleet.api_url(),
-        "GET",
-        "/opbeta/outposts/devins",
-        Some(MACHINE),
-        None,
-    )
-    .await;
+    let (_, page) = get(&fleet.api_url(), "/opbeta/outposts/devins").await;
     let cursor = enc(page["cursor"].as_str().unwrap());
     fleet.expire_cursors_before_now();
-    let (status, body) = call(
+    let (status, body) = get(
         &fleet.api_url(),
-        "GET",
         &format!("/opbeta/outposts/devins?cursor={cursor}"),
-        Some(MACHINE),
-        None,
     )
     .await;
     assert_eq!(status, 410);
@@ -199,24 +187,14 @@ async fn expired_and_unknown_cursors_answer_410() {
     )
     .await;
     assert_eq!(sse.status, 410);
-    let (status, _) = call(
+    let (status, _) = get(
         &fleet.api_url(),
-        "GET",
         "/opbeta/outposts/devins?cursor=bm9wZQ%3D%3D",
-        Some(MACHINE),
-        None,
     )
     .await;
     assert_eq!(status, 410);
     // A fresh list gives a cursor that works again.
-    let (_, page) = call(
-        &fleet.api_url(),
-        "GET",
-        "/opbeta/outposts/devins",
-        Some(MACHINE),
-        None,
-    )
-    .await;
+    let (_, page) = get(&fleet.api_url(), "/opbeta/outposts/devins").await;
     let cursor = enc(page["cursor"].as_str().unwrap());
     let sse = Sse::open(
         &fleet.api_url(),
@@ -398,14 +376,7 @@ async fn release_requeues_a_live_session_and_deletes_an_ended_one() {
 
     assert_eq!(claim(&fleet, &id, "w2").await.0, 200);
     fleet.end_session(&id, SessionStatus::Terminated);
-    let (_, page) = call(
-        &fleet.api_url(),
-        "GET",
-        "/opbeta/outposts/devins",
-        Some(MACHINE),
-        None,
-    )
-    .await;
+    let (_, page) = get(&fleet.api_url(), "/opbeta/outposts/devins").await;
     let watch = format!(
         "/opbeta/outposts/devins?watch=true&cursor={}",
         enc(page["cursor"].as_str().unwrap())
@@ -416,14 +387,7 @@ async fn release_requeues_a_live_session_and_deletes_an_ended_one() {
     let event = sse.next(SECOND).await.unwrap();
     assert_eq!(event["type"], "DELETED");
     assert_eq!(event["object"]["status"]["session_status"], "terminated");
-    let (status, _) = call(
-        &fleet.api_url(),
-        "GET",
-        &format!("/opbeta/outposts/devins/{id}"),
-        Some(MACHINE),
-        None,
-    )
-    .await;
+    let (status, _) = get(&fleet.api_url(), &format!("/opbeta/outposts/devins/{id}")).await;
     assert_eq!(status, 404);
 }
 
@@ -464,7 +428,7 @@ async fn tokens_scopes_and_injected_failures() {
         400
     );
     fleet.enqueue(&outpost, SessionSpec::default());
-    let (status, list) = call(&api, "GET", outposts, Some(MACHINE), None).await;
+    let (status, list) = get(&api, outposts).await;
     assert_eq!(status, 200);
     let rhel = list["items"]
         .as_array()
@@ -474,7 +438,7 @@ async fn tokens_scopes_and_injected_failures() {
         .unwrap();
     assert_eq!(rhel["status"]["queue_depth"], 1);
     let one = format!("{outposts}/{outpost}");
-    assert_eq!(call(&api, "GET", &one, Some(MACHINE), None).await.0, 403);
+    assert_eq!(get(&api, &one).await.0, 403);
     assert_eq!(
         call(&api, "GET", &one, Some(ORCHESTRATOR), None).await.0,
         200
@@ -498,9 +462,9 @@ async fn tokens_scopes_and_injected_failures() {
     fleet.faults().unauthorized(false);
     fleet.faults().fail_next(2, 503);
     let devins = "/opbeta/outposts/devins";
-    assert_eq!(call(&api, "GET", devins, Some(MACHINE), None).await.0, 503);
-    assert_eq!(call(&api, "GET", devins, Some(MACHINE), None).await.0, 503);
-    assert_eq!(call(&api, "GET", devins, Some(MACHINE), None).await.0, 200);
+    assert_eq!(get(&api, devins).await.0, 503);
+    assert_eq!(get(&api, devins).await.0, 503);
+    assert_eq!(get(&api, devins).await.0, 200);
     let statuses: Vec<u16> = fleet
         .requests()
         .iter()
