@@ -12,6 +12,10 @@ use devin_bridge::policy::Policy;
 use devin_bridge::summarizer::sandbox::TRUSTED_PROXY;
 use yaml_rust2::{Yaml, YamlLoader};
 
+#[path = "common/yaml.rs"]
+mod yaml;
+use yaml::strings;
+
 fn docker_dir() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../docker"))
 }
@@ -24,18 +28,6 @@ fn compose() -> Yaml {
         .into_iter()
         .next()
         .expect("one document")
-}
-
-fn strings(value: &Yaml) -> Vec<String> {
-    value
-        .as_vec()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|i| i.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn networks_of(service: &Yaml) -> Vec<String> {

@@ -14,6 +14,10 @@ use std::path::{Path, PathBuf};
 
 use yaml_rust2::{Yaml, YamlLoader};
 
+#[path = "common/yaml.rs"]
+mod yaml;
+use yaml::strings;
+
 /// How long the worker takes at most to stop claiming, end its remotes and release its claims
 /// after SIGTERM; the pod's grace period must leave margin beyond it.
 const WORKER_SHUTDOWN_BUDGET_SECS: i64 = 60;
@@ -127,18 +131,6 @@ fn ensure(condition: bool, what: &str) -> Result<(), String> {
     } else {
         Err(format!("not kept: {what}"))
     }
-}
-
-fn strings(value: &Yaml) -> Vec<String> {
-    value
-        .as_vec()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|i| i.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn items(value: &Yaml) -> Vec<Yaml> {
