@@ -198,10 +198,15 @@ fn contract_breaking_candidates_are_refused_naming_the_fixture_and_what_differs(
     }
 }
 
+/// A part of the corpus (the cases the predicate keeps), the fixture where the wrong component
+/// must be caught, and what the refusal must say differs.
+type BrokenPromise = (fn(&Call) -> bool, &'static str, &'static str);
+
 /// Loads the wrong-answers test component as `kind` and checks that each part of the
 /// embedded corpus (the cases its predicate keeps) refuses it at `fixture`, naming
 /// `difference`; the real component passes the whole corpus.
-fn each_broken_promise_is_caught(kind: TransformKind, parts: [(fn(&Call) -> bool, &str, &str); 2]) {
+
+fn each_broken_promise_is_caught(kind: TransformKind, parts: [BrokenPromise; 2]) {
     let runtime = common::test_runtime();
     let wrong = Loaded::from_file(
         &runtime,
