@@ -205,7 +205,6 @@ type BrokenPromise = (fn(&Call) -> bool, &'static str, &'static str);
 /// Loads the wrong-answers test component as `kind` and checks that each part of the
 /// embedded corpus (the cases its predicate keeps) refuses it at `fixture`, naming
 /// `difference`; the real component passes the whole corpus.
-
 fn each_broken_promise_is_caught(kind: TransformKind, parts: [BrokenPromise; 2]) {
     let runtime = common::test_runtime();
     let wrong = Loaded::from_file(
