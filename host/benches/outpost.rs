@@ -317,7 +317,6 @@ async fn direct_run(remote: &Path, sessions: usize, interval: Duration) -> Run {
         ids.push(id);
         tokio::time::sleep(interval).await;
     }
-    end_on_connect(fleet.clone(), Vec::new()).await;
     let deadline = Instant::now() + Duration::from_secs(120);
     while Instant::now() < deadline && ids.iter().any(|id| fleet.connected_at(id).is_none()) {
         tokio::time::sleep(Duration::from_millis(10)).await;

@@ -13,9 +13,7 @@ use std::time::Duration;
 use agent_client_protocol_schema::v1;
 
 use super::preflight::{probe, ProbeError};
-use crate::engine::{
-    Answer, Call, CompileCache, EngineError, Loaded, ResolvedModel, Runtime, TransformKind,
-};
+use crate::engine::{Answer, Call, EngineError, Loaded, ResolvedModel, Runtime, TransformKind};
 use crate::policy::Policy;
 
 /// Largest catalog accepted from the CLI.
@@ -163,14 +161,7 @@ pub fn load_component(
     policy: &Policy,
     kind: TransformKind,
 ) -> Result<(Runtime, Loaded), EngineError> {
-    let runtime = Runtime::new(policy.limits.into())?;
-    let cache = match CompileCache::default_dir() {
-        Some(dir) => CompileCache::open(&dir).unwrap_or_else(|_| CompileCache::disabled()),
-        None => CompileCache::disabled(),
-    };
-    let (path, pin) = policy.component_location(kind);
-    let loaded = Loaded::from_file(&runtime, &cache, kind, &path, pin.as_deref())?;
-    Ok((runtime, loaded))
+    crate::engine::load_one(policy, policy.limits, kind)
 }
 
 /// Resolves `--model` against the catalog with the model-alias component. Unknown names and

@@ -88,6 +88,24 @@ impl std::str::FromStr for TransformKind {
     }
 }
 
+/// Loads one transform component of `policy` on a runtime of its own with `limits` (from the
+/// compile cache when it is warm), for commands that call a single transform directly rather
+/// than serve the whole set.
+pub fn load_one(
+    policy: &crate::policy::Policy,
+    limits: crate::policy::RuntimeLimits,
+    kind: TransformKind,
+) -> Result<(Runtime, Loaded), EngineError> {
+    let runtime = Runtime::new(limits.into())?;
+    let cache = match CompileCache::default_dir() {
+        Some(dir) => CompileCache::open(&dir).unwrap_or_else(|_| CompileCache::disabled()),
+        None => CompileCache::disabled(),
+    };
+    let (path, pin) = policy.component_location(kind);
+    let loaded = Loaded::from_file(&runtime, &cache, kind, &path, pin.as_deref())?;
+    Ok((runtime, loaded))
+}
+
 /// Everything that can go wrong loading or calling a component.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {

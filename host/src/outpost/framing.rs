@@ -2,7 +2,7 @@
 //! stream are untrusted, so they are cut into events inside the wasm sandbox, and only complete
 //! events (plus the unconsumed tail) come back to the host.
 
-use crate::engine::{Answer, Call, CompileCache, EngineError, Loaded, Runtime, TransformKind};
+use crate::engine::{Answer, Call, EngineError, Loaded, Runtime, TransformKind};
 use crate::policy::Policy;
 
 /// One complete event of the stream.
@@ -24,13 +24,6 @@ pub enum FramingError {
     Engine(#[from] EngineError),
 }
 
-/// Cuts a byte stream into events.
-pub trait Framer: Send + Sync {
-    /// `buffer` is the previous tail followed by new bytes: returns the complete events and the
-    /// new tail.
-    fn frame(&self, buffer: Vec<u8>) -> Result<(Vec<StreamEvent>, Vec<u8>), FramingError>;
-}
-
 /// The `sse` component of a policy.
 pub struct ComponentFramer {
     runtime: Runtime,
@@ -46,14 +39,7 @@ impl ComponentFramer {
         // is tight: many of them run per machine).
         let mut limits = policy.limits;
         limits.max_instances = limits.max_instances.min(2);
-        let runtime = Runtime::new(limits.into())?;
-        let cache = match CompileCache::default_dir() {
-            Some(dir) => CompileCache::open(&dir).unwrap_or_else(|_| CompileCache::disabled()),
-            None => CompileCache::disabled(),
-        };
-        let (path, pin) = policy.component_location(TransformKind::Sse);
-        let loaded =
-            Loaded::from_file(&runtime, &cache, TransformKind::Sse, &path, pin.as_deref())?;
+        let (runtime, loaded) = crate::engine::load_one(policy, limits, TransformKind::Sse)?;
         Ok(Self {
             runtime,
             loaded,
@@ -62,8 +48,10 @@ impl ComponentFramer {
     }
 }
 
-impl Framer for ComponentFramer {
-    fn frame(&self, buffer: Vec<u8>) -> Result<(Vec<StreamEvent>, Vec<u8>), FramingError> {
+impl ComponentFramer {
+    /// `buffer` is the previous tail followed by new bytes: returns the complete events and the
+    /// new tail.
+    pub fn frame(&self, buffer: Vec<u8>) -> Result<(Vec<StreamEvent>, Vec<u8>), FramingError> {
         let call = Call::ParseEvents {
             buffer,
             max_event_bytes: self.max_event_bytes,

@@ -164,9 +164,9 @@ async fn resolve_outpost(
             other => break other,
         }
     };
-    let outposts = match (listed, wanted) {
-        (Ok(outposts), _) => outposts,
-        (Err(error), _) if error.is_auth() => {
+    let outposts = match listed {
+        Ok(outposts) => outposts,
+        Err(error) if error.is_auth() => {
             // The machine scope may not list outposts; an id is then taken as given.
             match wanted.map(str::parse::<OutpostId>) {
                 Some(Ok(id)) if id.as_str().starts_with("outpost_env-") => {
@@ -176,7 +176,7 @@ async fn resolve_outpost(
                 _ => bail!("cannot list outposts to find {wanted:?}: {error}"),
             }
         }
-        (Err(error), _) => return Err(error).context("cannot list outposts"),
+        Err(error) => return Err(error).context("cannot list outposts"),
     };
     let chosen = match wanted {
         Some(wanted) => outposts

@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 
 use super::backoff::Backoff;
 use super::fleet::{Cursor, EventType, FleetClient, FleetError, OutpostId, QueueEntry, WatchEvent};
-use super::framing::{Framer, FramingError};
+use super::framing::{ComponentFramer, FramingError};
 
 /// What the worker learns about the queue.
 #[derive(Debug, Clone)]
@@ -43,7 +43,7 @@ const HEALTHY_AFTER: Duration = Duration::from_secs(1);
 /// The list + watch loop of one outpost's queue.
 pub struct Reflector {
     pub client: Arc<FleetClient>,
-    pub framer: Arc<dyn Framer>,
+    pub framer: Arc<ComponentFramer>,
     pub outpost: Option<OutpostId>,
     pub idle_timeout: Duration,
 }
@@ -134,12 +134,6 @@ impl Reflector {
                 if self.wants(&entry) {
                     merged.insert(entry.id().as_str().to_owned(), entry);
                 }
-            }
-            if page.cursor.as_str().is_empty() {
-                return Err(FleetError::Invalid {
-                    what: "a queue listing",
-                    message: "no cursor".into(),
-                });
             }
             let next = page.cursor;
             if !page.has_next_page {

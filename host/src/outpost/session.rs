@@ -20,9 +20,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::binaries::BinaryCache;
-use super::fleet::{
-    AcceptorId, FleetClient, FleetError, QueueEntry, Release, SessionId, SessionStatus,
-};
+use super::fleet::{AcceptorId, FleetClient, QueueEntry, Release, SessionId, SessionStatus};
 use super::identity::private_dir;
 use super::network::SessionNetwork;
 use super::remote::{self, Launch, RemoteEnv, RemoteExit, RunningRemote};
@@ -353,15 +351,11 @@ pub async fn release(context: &SessionContext, session: &SessionId) {
                 delay *= 2;
             }
             Err(error) => {
-                log_release_failure(session, &error);
+                tracing::error!(session = %session, %error, "cannot release the claim; it expires at its deadline");
                 return;
             }
         }
     }
-}
-
-fn log_release_failure(session: &SessionId, error: &FleetError) {
-    tracing::error!(session = %session, %error, "cannot release the claim; it expires at its deadline");
 }
 
 /// A terminated session's state (its credentials) is not kept.

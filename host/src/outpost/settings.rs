@@ -404,13 +404,7 @@ pub fn check_gateway_url(url: &str) -> Result<(), SettingsError> {
     {
         return Err(invalid("no host, or credentials in the URL"));
     }
-    let loopback = host.eq_ignore_ascii_case("localhost")
-        || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .map(|ip| ip.is_loopback())
-            .unwrap_or(false);
+    let loopback = super::fleet::url::is_loopback_host(host);
     match scheme.to_ascii_lowercase().as_str() {
         "wss" | "https" => Ok(()),
         "ws" | "http" if loopback => Ok(()),

@@ -293,40 +293,46 @@ impl Worker {
             return;
         }
         let max = self.context.settings.max_sessions;
-        while self.running.len() < max && self.may_claim() && self.fatal.is_none() {
-            let mut candidates: Vec<QueueEntry> = self
-                .store
-                .values()
-                .filter(|entry| {
-                    entry.status.phase == Phase::Pending
-                        && !entry.status.session_status.has_ended()
-                        && !self.running.contains_key(entry.id())
-                        && !self.lost.contains_key(entry.id())
-                })
-                .cloned()
-                .collect();
-            candidates.retain(|entry| self.platform_ok(entry));
-            if self.peers_seen {
-                let now = Instant::now();
-                let load = (self.running.len() as u32, max as u32);
-                let acceptor = self.context.acceptor.clone();
-                let spread = self.context.settings.claim_spread;
-                candidates.retain(|entry| {
-                    let due = *self
-                        .not_before
-                        .entry(entry.id().clone())
-                        .or_insert_with(|| now + claim_delay(&acceptor, entry.id(), spread, load));
-                    due <= now
-                });
-            }
-            candidates.sort_by_key(|entry| (entry.metadata.created_at, entry.id().clone()));
-            let Some(next) = candidates.into_iter().next() else {
+        for next in self.due_candidates(max) {
+            if self.running.len() >= max || !self.may_claim() || self.fatal.is_some() {
                 return;
-            };
+            }
             if !self.claim(&next).await {
                 return;
             }
         }
+    }
+
+    /// The pending sessions this worker may claim now, oldest first: its outpost and platform,
+    /// not ended, not running here, not just lost, and (with peers) past their claim delay.
+    fn due_candidates(&mut self, max: usize) -> Vec<QueueEntry> {
+        let mut candidates: Vec<QueueEntry> = self
+            .store
+            .values()
+            .filter(|entry| {
+                entry.status.phase == Phase::Pending
+                    && !entry.status.session_status.has_ended()
+                    && !self.running.contains_key(entry.id())
+                    && !self.lost.contains_key(entry.id())
+            })
+            .cloned()
+            .collect();
+        candidates.retain(|entry| self.platform_ok(entry));
+        if self.peers_seen {
+            let now = Instant::now();
+            let load = (self.running.len() as u32, max as u32);
+            let acceptor = self.context.acceptor.clone();
+            let spread = self.context.settings.claim_spread;
+            candidates.retain(|entry| {
+                let due = *self
+                    .not_before
+                    .entry(entry.id().clone())
+                    .or_insert_with(|| now + claim_delay(&acceptor, entry.id(), spread, load));
+                due <= now
+            });
+        }
+        candidates.sort_by_key(|entry| (entry.metadata.created_at, entry.id().clone()));
+        candidates
     }
 
     /// Claims one session and, when won, starts serving it. False: stop claiming for now.

@@ -60,7 +60,8 @@ impl BaseUrl {
     }
 }
 
-fn is_loopback_host(host: &str) -> bool {
+/// `localhost` or a loopback address (brackets around IPv6 allowed).
+pub fn is_loopback_host(host: &str) -> bool {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     if bare.eq_ignore_ascii_case("localhost") {
         return true;
