@@ -8,12 +8,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{chown, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::bridge::{mock_devin, request};
@@ -145,24 +144,12 @@ impl Served {
             command.uid(uid).gid(uid);
         }
         let mut child = command.spawn().expect("spawn devin-bridge");
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let (addr_tx, addr_rx) = mpsc::channel();
-        {
-            let lines = lines.clone();
-            let pipe = child.stderr.take().expect("stderr");
-            std::thread::spawn(move || {
-                for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                    eprintln!("bridge: {line}");
-                    if let Some(rest) = line.strip_prefix("listening on http://") {
-                        let addr = rest.split_whitespace().next().unwrap_or_default();
-                        let _ = addr_tx.send(addr.parse().ok());
-                    }
-                    lines.lock().expect("lines").push(line);
-                }
-                let _ = addr_tx.send(None);
-            });
-        }
-        let addr = addr_rx.recv_timeout(START_TIMEOUT).ok().flatten();
+        let (lines, addr_rx) = common::follow_bridge_stderr(child.stderr.take().expect("stderr"));
+        let addr = addr_rx
+            .recv_timeout(START_TIMEOUT)
+            .ok()
+            .flatten()
+            .and_then(|addr| addr.parse().ok());
         Served { child, lines, addr }
     }
 

@@ -3,12 +3,12 @@
 //! allowlisted environment, and its stream-json events.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -163,23 +163,7 @@ impl ServedBridge {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn devin-bridge");
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let (addr_tx, addr_rx) = mpsc::channel();
-        {
-            let lines = stderr.clone();
-            let pipe = child.stderr.take().expect("stderr");
-            std::thread::spawn(move || {
-                for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                    eprintln!("bridge: {line}");
-                    // `listening on http://127.0.0.1:PORT (mode ...)`
-                    if let Some(rest) = line.strip_prefix("listening on http://") {
-                        let addr = rest.split_whitespace().next().unwrap_or_default();
-                        let _ = addr_tx.send(addr.to_owned());
-                    }
-                    lines.lock().expect("lines").push(line);
-                }
-            });
-        }
+        let (stderr, addr_rx) = super::follow_bridge_stderr(child.stderr.take().expect("stderr"));
         let mut bridge = ServedBridge {
             child: Some(child),
             addr: String::new(),
@@ -187,8 +171,8 @@ impl ServedBridge {
             stderr,
         };
         match addr_rx.recv_timeout(BRIDGE_START_TIMEOUT) {
-            Ok(addr) => bridge.addr = addr,
-            Err(_) => panic!("the bridge did not start listening\n{}", bridge.tail()),
+            Ok(Some(addr)) => bridge.addr = addr,
+            _ => panic!("the bridge did not start listening\n{}", bridge.tail()),
         }
         bridge
     }

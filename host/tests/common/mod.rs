@@ -87,3 +87,31 @@ pub fn test_cache() -> CompileCache {
 pub fn transforms() -> Transforms {
     Transforms::load_with(test_runtime(), test_cache(), &policy("")).expect("components load")
 }
+
+/// Follows a `devin-bridge serve` process's stderr on a thread: echoes and keeps every line,
+/// and sends the address of its `listening on http://ADDR` line once, or `None` when stderr
+/// ends without one (the process exited).
+pub fn follow_bridge_stderr(
+    pipe: std::process::ChildStderr,
+) -> (
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    std::sync::mpsc::Receiver<Option<String>>,
+) {
+    use std::io::BufRead;
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let kept = lines.clone();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+            eprintln!("bridge: {line}");
+            // `listening on http://127.0.0.1:PORT (mode ...)`
+            if let Some(rest) = line.strip_prefix("listening on http://") {
+                let addr = rest.split_whitespace().next().unwrap_or_default();
+                let _ = addr_tx.send(Some(addr.to_owned()));
+            }
+            kept.lock().expect("lines").push(line);
+        }
+        let _ = addr_tx.send(None);
+    });
+    (lines, addr_rx)
+}
