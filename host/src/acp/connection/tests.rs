@@ -295,6 +295,18 @@ fn live(pid: i32) -> bool {
         .is_some_and(|state| state != 'Z' && state != 'X')
 }
 
+/// The scripted agent started with `limits`, with its session open.
+async fn started_with_session(script: &str, limits: AgentLimits) -> AgentConnection {
+    let mut connection = AgentConnection::start(&agent(script), limits)
+        .await
+        .expect("start");
+    connection
+        .new_session(&std::env::temp_dir())
+        .await
+        .expect("session");
+    connection
+}
+
 #[tokio::test]
 async fn a_prompt_reports_usage_exactly_statistics_and_permissions() {
     let script = format!(
@@ -390,13 +402,7 @@ sleep 300
 echo '{{"jsonrpc":"2.0","id":2,"result":{{"stopReason":"end_turn"}}}}'
 "#
     );
-    let mut connection = AgentConnection::start(&agent(&script), limits())
-        .await
-        .expect("start");
-    connection
-        .new_session(&std::env::temp_dir())
-        .await
-        .expect("session");
+    let mut connection = started_with_session(&script, limits()).await;
     let leader = connection.pid();
     let reads = |call: &ToolCallSeen| call.tool_name().as_deref() == Some("read");
     let started = Instant::now();
@@ -505,13 +511,7 @@ read -r l
     );
     let mut quick = limits();
     quick.turn_timeout = Duration::from_millis(300);
-    let mut connection = AgentConnection::start(&agent(&script), quick)
-        .await
-        .expect("start");
-    connection
-        .new_session(&std::env::temp_dir())
-        .await
-        .expect("session");
+    let mut connection = started_with_session(&script, quick).await;
     assert!(matches!(
         connection.prompt("s1", text("slow"), &NoTools).await,
         Err(AcpError::Timeout(300))
@@ -545,13 +545,7 @@ echo '{{"jsonrpc":"2.0","id":3,"result":{{"configOptions":[{{"id":"model","name"
 read -r l
 "#
     );
-    let mut connection = AgentConnection::start(&agent(&script), limits())
-        .await
-        .expect("start");
-    connection
-        .new_session(&std::env::temp_dir())
-        .await
-        .expect("session");
+    let mut connection = started_with_session(&script, limits()).await;
     connection.set_mode("s1", "ask").await.expect("set_mode");
     let options = connection
         .set_config_option("s1", "model", "swe-1-7-lightning")
@@ -611,13 +605,7 @@ sleep 30
     );
     let mut no_wait = limits();
     no_wait.stopped_wait = Duration::ZERO;
-    let mut connection = AgentConnection::start(&agent(&script), no_wait)
-        .await
-        .expect("start");
-    connection
-        .new_session(&std::env::temp_dir())
-        .await
-        .expect("session");
+    let mut connection = started_with_session(&script, no_wait).await;
     let started = std::time::Instant::now();
     let outcome = connection
         .prompt("s1", text("hi"), &NoTools)
