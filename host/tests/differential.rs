@@ -26,6 +26,9 @@ fn sse_head(head: &MessageHead) -> devin_bridge_sse::MessageHead {
 fn native(call: &Call) -> Value {
     match call {
         Call::Serialize { request } => outcome(&devin_bridge_serializer::serialize(request)),
+        Call::SerializeUnseen { request, held } => {
+            outcome(&devin_bridge_serializer::serialize_unseen(request, *held))
+        }
         Call::Repair { prompt, rejection } => {
             json!({ "ok": devin_bridge_serializer::repair(prompt, rejection) })
         }
@@ -248,6 +251,17 @@ fn generated_serializer_requests_agree() {
                 cut -= 1;
             }
             text.truncate(cut);
+        }
+        if i % 5 == 0 {
+            let held = u32::try_from(rng.below(6)).unwrap_or(0);
+            assert_same(
+                &transforms,
+                &Call::SerializeUnseen {
+                    request: text.clone(),
+                    held,
+                },
+                &format!("serializer unseen #{i} (held {held})"),
+            );
         }
         assert_same(
             &transforms,

@@ -25,6 +25,29 @@ closing remark around it.
 [Execution Trace]
 ";
 
+/// Before the messages a resident session has not seen yet.
+pub(crate) const CONTINUATION_PREAMBLE: &str = "\
+[Devin Summarizer Bridge: continued]
+The execution trace of this session continues below with the messages the client added since \
+your last output; the assistant sections repeat your earlier outputs as the client recorded \
+them. Every rule given at the start of this session still applies: produce the assistant's next \
+output, and nothing else, either exactly one tool envelope or a concise final answer.
+
+[Execution Trace: continued]
+";
+
+/// The continuation prompt for `unseen`: the trace after the messages the session holds, which
+/// starts with the separator before its first section (dropped here).
+pub(crate) fn continuation(unseen: &str) -> String {
+    let unseen = unseen
+        .strip_prefix(crate::trace::SECTION_SEPARATOR)
+        .unwrap_or(unseen);
+    let mut out = String::with_capacity(CONTINUATION_PREAMBLE.len() + unseen.len());
+    out.push_str(CONTINUATION_PREAMBLE);
+    out.push_str(unseen);
+    out
+}
+
 /// The instructions at the top of the `[Available Tools]` section.
 pub(crate) const TOOL_CATALOG_INSTRUCTIONS: &str = "\
 The client declares the tools below, runs them, and sends each result back in a later turn.
@@ -88,6 +111,7 @@ mod tests {
             "---",
         ] {
             assert!(!PREAMBLE.contains(marker), "{marker}");
+            assert!(!CONTINUATION_PREAMBLE.contains(marker), "{marker}");
             assert!(!TOOL_CATALOG_INSTRUCTIONS.contains(marker), "{marker}");
         }
     }

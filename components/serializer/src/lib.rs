@@ -55,6 +55,69 @@ const ID_SEED_HEX_DIGITS: usize = 24;
 /// user and assistant, unknown block types), or is inconsistent (a tool result without its
 /// tool use, a tool use of an undeclared tool).
 pub fn serialize(request: &str) -> Result<Prompt, Failure> {
+    let (prompt, _) = build(request)?;
+    Ok(prompt)
+}
+
+/// A prompt for a session that may already hold the start of the conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnseenPrompt {
+    /// `text` is the whole prompt when `held` is 0; otherwise the continuation framing and the
+    /// messages after the first `held` ones. The other fields describe the whole request.
+    pub prompt: Prompt,
+    /// `history[i]`: the identity of the trace up to the end of message `i` (32 hex digits of
+    /// xxh3-128 over the trace's system, tools and messages `0..=i`, as serialized). Two
+    /// requests whose first `n` messages serialize identically, under the same system prompt
+    /// and tools, share `history[..n]`.
+    pub history: Vec<String>,
+}
+
+/// [`serialize`] for a session that has seen the first `held` messages of this request's
+/// conversation: the prompt carries only the later ones (none when `held` covers them all),
+/// and `history` lets the caller check that the session has seen exactly these messages.
+/// Validation covers the whole request, whatever `held` is.
+pub fn serialize_unseen(request: &str, held: u32) -> Result<UnseenPrompt, Failure> {
+    let (mut prompt, spans) = build(request)?;
+    let history = spans.history(&prompt.text);
+    let held = usize::try_from(held).unwrap_or(usize::MAX);
+    if held > 0 {
+        let from = spans
+            .message_ends
+            .get(held - 1)
+            .copied()
+            .unwrap_or(prompt.text.len());
+        prompt.text = framing::continuation(&prompt.text[from..]);
+    }
+    Ok(UnseenPrompt { prompt, history })
+}
+
+/// Where the trace and its messages sit in a prompt's text.
+struct Spans {
+    trace_start: usize,
+    message_ends: Vec<usize>,
+}
+
+impl Spans {
+    /// The identity of every prefix of the trace that ends with a message.
+    ///
+    /// xxh3 rather than SHA-256: the identity tells a continued conversation from an edited
+    /// one, sent by the same client, and is never a credential; a cryptographic hash of a
+    /// 1 MB trace would cost milliseconds in wasm on every turn.
+    fn history(&self, text: &str) -> Vec<String> {
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        let mut at = self.trace_start;
+        self.message_ends
+            .iter()
+            .map(|&end| {
+                hasher.update(text.as_bytes().get(at..end).unwrap_or_default());
+                at = end;
+                format!("{:032x}", hasher.digest128())
+            })
+            .collect()
+    }
+}
+
+fn build(request: &str) -> Result<(Prompt, Spans), Failure> {
     let root = Json::parse(request).map_err(|error| {
         failure::fail(
             failure::INVALID_JSON,
@@ -96,19 +159,25 @@ pub fn serialize(request: &str) -> Result<Prompt, Failure> {
         ));
     }
 
-    let (text, trace_start) = trace.finish();
+    let (text, trace_start, message_ends) = trace.finish();
     let trace_text = text.get(trace_start..).unwrap_or_default();
     let input_tokens = devin_bridge_types::estimate_tokens(trace_text);
     let id_seed = id_seed(trace_text);
 
-    Ok(Prompt {
-        tools: catalog.to_json(),
-        input_tokens,
-        id_seed,
-        model: model.to_owned(),
-        stream,
-        text,
-    })
+    Ok((
+        Prompt {
+            tools: catalog.to_json(),
+            input_tokens,
+            id_seed,
+            model: model.to_owned(),
+            stream,
+            text,
+        },
+        Spans {
+            trace_start,
+            message_ends,
+        },
+    ))
 }
 
 /// The prompt for the single repair attempt after the agent's answer to `prompt` was rejected

@@ -42,6 +42,7 @@ pub(crate) fn write(
     };
     for (index, message) in messages.iter().enumerate() {
         writer.message(index, message, trace)?;
+        trace.end_message();
     }
     Ok(())
 }

@@ -232,3 +232,105 @@ fn large_requests_serialize_completely() {
     let prompt = serialize(&request).expect("valid");
     assert_eq!(prompt.text.matches("[Tool Result]").count(), 400);
 }
+
+/// A request with a system prompt, one tool and `turns` user/assistant exchanges: the user says
+/// `step N`, the assistant answers `done N`; it ends with a user message.
+fn conversation(turns: usize, system: &str) -> String {
+    let mut messages = Vec::new();
+    for turn in 0..turns {
+        messages.push(serde_json::json!({"role": "user", "content": format!("step {turn}")}));
+        messages.push(serde_json::json!({"role": "assistant", "content": format!("done {turn}")}));
+    }
+    messages.push(serde_json::json!({"role": "user", "content": "last"}));
+    serde_json::json!({
+        "model": "devin-cli-agentic/swe-1-7",
+        "system": system,
+        "tools": [{"name": "Bash", "input_schema": {"type": "object"}}],
+        "messages": messages,
+    })
+    .to_string()
+}
+
+#[test]
+fn unseen_prompt_with_nothing_held_is_the_whole_prompt() {
+    let request = conversation(2, "be brief");
+    let unseen = serialize_unseen(&request, 0).expect("valid");
+    assert_eq!(unseen.prompt, serialize(&request).expect("valid"));
+    assert_eq!(unseen.history.len(), 5, "one identity per message");
+    assert!(unseen.history.iter().all(|id| id.len() == 32));
+}
+
+#[test]
+fn unseen_prompt_carries_only_the_later_messages() {
+    let request = conversation(2, "be brief");
+    let unseen = serialize_unseen(&request, 3).expect("valid");
+    let text = &unseen.prompt.text;
+    assert!(text.starts_with("[Devin Summarizer Bridge: continued]\n"));
+    let after = text
+        .split_once("[Execution Trace: continued]\n")
+        .expect("continuation header")
+        .1;
+    assert_eq!(after, "[Assistant]\ndone 1\n\n---\n\n[User]\nlast");
+    assert!(!text.contains("step 0") && !text.contains("be brief") && !text.contains("Bash"));
+    // Everything else describes the whole request.
+    let whole = serialize(&request).expect("valid");
+    assert_eq!(unseen.prompt.input_tokens, whole.input_tokens);
+    assert_eq!(unseen.prompt.id_seed, whole.id_seed);
+    assert_eq!(unseen.prompt.tools, whole.tools);
+}
+
+#[test]
+fn unseen_prompt_holding_every_message_has_no_trace() {
+    let request = conversation(1, "s");
+    for held in [3, 4, u32::MAX] {
+        let unseen = serialize_unseen(&request, held).expect("valid");
+        assert!(unseen
+            .prompt
+            .text
+            .ends_with("[Execution Trace: continued]\n"));
+    }
+}
+
+#[test]
+fn history_is_shared_by_a_continued_conversation_only() {
+    let earlier = serialize_unseen(&conversation(1, "s"), 0)
+        .expect("valid")
+        .history;
+    let later = serialize_unseen(&conversation(2, "s"), 0)
+        .expect("valid")
+        .history;
+    // The earlier request's last message is `last`, the later one's third is `step 1`.
+    assert_eq!(earlier[..2], later[..2]);
+    assert_ne!(earlier[2], later[2]);
+    // A different system prompt or tool list changes every identity.
+    let other_system = serialize_unseen(&conversation(2, "t"), 0)
+        .expect("valid")
+        .history;
+    assert!(other_system.iter().zip(&later).all(|(a, b)| a != b));
+    let mut no_tools: serde_json::Value =
+        serde_json::from_str(&conversation(2, "s")).expect("JSON");
+    no_tools.as_object_mut().expect("object").remove("tools");
+    let no_tools = serialize_unseen(&no_tools.to_string(), 0)
+        .expect("valid")
+        .history;
+    assert!(no_tools.iter().zip(&later).all(|(a, b)| a != b));
+}
+
+#[test]
+fn cache_markers_do_not_change_the_history() {
+    // Claude Code moves `cache_control` from message to message between turns.
+    let plain =
+        r#"{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}"#;
+    let marked = r#"{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}]}"#;
+    assert_eq!(
+        serialize_unseen(plain, 0).expect("valid").history,
+        serialize_unseen(marked, 0).expect("valid").history
+    );
+}
+
+#[test]
+fn unseen_prompt_still_validates_the_held_messages() {
+    let request = r#"{"model":"m","messages":[{"role":"robot","content":"x"},{"role":"user","content":"y"}]}"#;
+    let failure = serialize_unseen(request, 1).expect_err("invalid role");
+    assert_eq!(failure.code, "unsupported_role");
+}

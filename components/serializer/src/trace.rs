@@ -8,6 +8,8 @@ pub(crate) struct Trace {
     out: String,
     start: usize,
     sections: usize,
+    /// Where each message's sections end (byte offsets in `out`), in message order.
+    message_ends: Vec<usize>,
 }
 
 impl Trace {
@@ -18,7 +20,13 @@ impl Trace {
             out,
             start,
             sections: 0,
+            message_ends: Vec::new(),
         }
+    }
+
+    /// Records that a message's sections are complete.
+    pub(crate) fn end_message(&mut self) {
+        self.message_ends.push(self.out.len());
     }
 
     /// Starts a section with `header` and its line break, and returns the buffer for its body.
@@ -36,9 +44,9 @@ impl Trace {
         self.sections == 0
     }
 
-    /// The whole text and the byte offset where the trace begins.
-    pub(crate) fn finish(self) -> (String, usize) {
-        (self.out, self.start)
+    /// The whole text, the byte offset where the trace begins, and where each message ends.
+    pub(crate) fn finish(self) -> (String, usize, Vec<usize>) {
+        (self.out, self.start, self.message_ends)
     }
 }
 
@@ -51,10 +59,13 @@ mod tests {
         let mut trace = Trace::after("pre\n".to_owned());
         assert!(trace.is_empty());
         trace.section("[A]").push_str("one");
+        trace.end_message();
         trace.section("[B]").push_str("two");
+        trace.end_message();
         assert!(!trace.is_empty());
-        let (text, start) = trace.finish();
+        let (text, start, ends) = trace.finish();
         assert_eq!(text, "pre\n[A]\none\n\n---\n\n[B]\ntwo");
         assert_eq!(start, 4);
+        assert_eq!(ends, vec![11, text.len()]);
     }
 }

@@ -6,7 +6,7 @@ wit_bindgen::generate!({
 });
 
 use devin_bridge::transforms::types::Failure;
-use exports::devin_bridge::transforms::serializer::{Guest, Prompt};
+use exports::devin_bridge::transforms::serializer::{Guest, Prompt, UnseenPrompt};
 
 struct Component;
 
@@ -28,16 +28,29 @@ fn failure_from_wit(failure: Failure) -> crate::Failure {
     }
 }
 
+fn prompt_to_wit(prompt: crate::Prompt) -> Prompt {
+    Prompt {
+        text: prompt.text,
+        tools: prompt.tools,
+        input_tokens: prompt.input_tokens,
+        id_seed: prompt.id_seed,
+        model: prompt.model,
+        stream: prompt.stream,
+    }
+}
+
 impl Guest for Component {
     fn serialize(request: String) -> Result<Prompt, Failure> {
         crate::serialize(&request)
-            .map(|prompt| Prompt {
-                text: prompt.text,
-                tools: prompt.tools,
-                input_tokens: prompt.input_tokens,
-                id_seed: prompt.id_seed,
-                model: prompt.model,
-                stream: prompt.stream,
+            .map(prompt_to_wit)
+            .map_err(failure_to_wit)
+    }
+
+    fn serialize_unseen(request: String, held: u32) -> Result<UnseenPrompt, Failure> {
+        crate::serialize_unseen(&request, held)
+            .map(|unseen| UnseenPrompt {
+                prompt: prompt_to_wit(unseen.prompt),
+                history: unseen.history,
             })
             .map_err(failure_to_wit)
     }

@@ -36,6 +36,15 @@ pub struct Prompt {
     pub stream: bool,
 }
 
+/// The serializer's answer for a session that may hold part of the conversation (mirror of
+/// the WIT `unseen-prompt` record).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnseenPrompt {
+    pub prompt: Prompt,
+    /// The identity of the trace up to the end of each message.
+    pub history: Vec<String>,
+}
+
 /// What `message_start` and a JSON body need besides the reply (mirror of `message-head`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MessageHead {
@@ -179,6 +188,10 @@ pub enum Call {
     Serialize {
         request: String,
     },
+    SerializeUnseen {
+        request: String,
+        held: u32,
+    },
     Repair {
         prompt: String,
         rejection: Failure,
@@ -244,6 +257,7 @@ pub enum Call {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Answer {
     Prompt(Result<Prompt, Failure>),
+    Unseen(Result<UnseenPrompt, Failure>),
     Text(String),
     Reply(Result<Reply, Failure>),
     Flag(bool),
@@ -261,7 +275,9 @@ impl Call {
     pub fn transform(&self) -> super::TransformKind {
         use super::TransformKind as K;
         match self {
-            Call::Serialize { .. } | Call::Repair { .. } => K::Serializer,
+            Call::Serialize { .. } | Call::SerializeUnseen { .. } | Call::Repair { .. } => {
+                K::Serializer
+            }
             Call::Parse { .. }
             | Call::NarratesUnexecutedAction { .. }
             | Call::ParseReview { .. } => K::Envelope,
@@ -328,6 +344,19 @@ fn pre_kind(pre: &TypedPre) -> super::TransformKind {
     }
 }
 
+fn prompt_from_wit(
+    prompt: serializer_world::exports::devin_bridge::transforms::serializer::Prompt,
+) -> Prompt {
+    Prompt {
+        text: prompt.text,
+        tools: prompt.tools,
+        input_tokens: prompt.input_tokens,
+        id_seed: prompt.id_seed,
+        model: prompt.model,
+        stream: prompt.stream,
+    }
+}
+
 /// Performs `call` on an existing instance.
 pub(crate) fn call_instance(
     instance: &Instance,
@@ -343,13 +372,19 @@ pub(crate) fn call_instance(
                 .call_serialize(&mut *store, request)?;
             Answer::Prompt(
                 answer
-                    .map(|p| Prompt {
-                        text: p.text,
-                        tools: p.tools,
-                        input_tokens: p.input_tokens,
-                        id_seed: p.id_seed,
-                        model: p.model,
-                        stream: p.stream,
+                    .map(prompt_from_wit)
+                    .map_err(|f| checked_failure(K::Serializer, f.into())),
+            )
+        }
+        (Instance::Serializer(instance), Call::SerializeUnseen { request, held }) => {
+            let answer = instance
+                .devin_bridge_transforms_serializer()
+                .call_serialize_unseen(&mut *store, request, *held)?;
+            Answer::Unseen(
+                answer
+                    .map(|unseen| UnseenPrompt {
+                        prompt: prompt_from_wit(unseen.prompt),
+                        history: unseen.history,
                     })
                     .map_err(|f| checked_failure(K::Serializer, f.into())),
             )

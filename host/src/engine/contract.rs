@@ -112,6 +112,7 @@ fn check_failure(expected: &Value, actual: &Value) -> Result<(), String> {
 fn check_ok(call: &Call, expected: &Value, actual: &Value) -> Result<(), String> {
     match call {
         Call::Serialize { .. } => check_prompt(expected, actual),
+        Call::SerializeUnseen { held, .. } => check_unseen(*held, expected, actual),
         Call::Repair { prompt, rejection } => {
             let text = actual.as_str().ok_or("the repair prompt is not a string")?;
             if !text.contains(prompt.as_str()) {
@@ -188,6 +189,57 @@ fn check_agent_error_message(actual: &Value) -> Result<(), String> {
         .find(|vendor| lower.contains(vendor))
     {
         return Err(format!("the cleaned message names the vendor {vendor}"));
+    }
+    Ok(())
+}
+
+/// An unseen-messages prompt: the whole prompt when nothing is held, else a continuation
+/// (its wording is the component's; it must not carry the opening framing again). The history
+/// has one identity per message, all different (each covers one more message); how they are
+/// computed is the component's own.
+fn check_unseen(held: u32, expected: &Value, actual: &Value) -> Result<(), String> {
+    let prompt = |value: &Value| value.get("prompt").cloned().unwrap_or(Value::Null);
+    let (expected_prompt, actual_prompt) = (prompt(expected), prompt(actual));
+    if held == 0 {
+        check_prompt(&expected_prompt, &actual_prompt)?;
+    } else {
+        for key in ["model", "stream", "input_tokens"] {
+            same(
+                expected_prompt.get(key).unwrap_or(&Value::Null),
+                actual_prompt.get(key).unwrap_or(&Value::Null),
+                &format!("the prompt's {key}"),
+            )?;
+        }
+        let text = actual_prompt
+            .get("text")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if text.contains("[Devin Summarizer Bridge]\n") {
+            return Err("a continuation repeats the opening framing".into());
+        }
+    }
+    let history = |value: &Value| -> Vec<String> {
+        value
+            .get("history")
+            .and_then(Value::as_array)
+            .map(|ids| {
+                ids.iter()
+                    .map(|id| id.as_str().unwrap_or_default().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (want, got) = (history(expected), history(actual));
+    if want.len() != got.len() {
+        return Err(format!(
+            "the history has {} identities, expected {}",
+            got.len(),
+            want.len()
+        ));
+    }
+    let distinct: std::collections::HashSet<&String> = got.iter().collect();
+    if distinct.len() != got.len() || got.iter().any(|id| id.is_empty() || id.len() > 64) {
+        return Err("the history's identities must be distinct, non-empty and short".into());
     }
     Ok(())
 }

@@ -115,6 +115,10 @@ pub fn decode_call(call_name: &str, args: &Value) -> Result<Call, String> {
         "serialize" => Call::Serialize {
             request: json_text(args, "request")?,
         },
+        "serialize_unseen" => Call::SerializeUnseen {
+            request: json_text(args, "request")?,
+            held: typed(args, "held")?,
+        },
         "repair" => Call::Repair {
             prompt: string(args, "prompt")?,
             rejection: typed(args, "rejection")?,
@@ -225,6 +229,7 @@ pub fn answer_json(answer: &Answer) -> Value {
     }
     match answer {
         Answer::Prompt(result) => outcome(result),
+        Answer::Unseen(result) => outcome(result),
         Answer::Text(text) => json!({ "ok": text }),
         Answer::Reply(result) => outcome(result),
         Answer::Flag(flag) => json!({ "ok": flag }),

@@ -21,7 +21,9 @@ mod registry;
 mod runtime;
 mod status;
 
-pub use bindings::{Answer, Call, MessageHead, Prompt, ResolvedModel, SseEvent, SseFrames};
+pub use bindings::{
+    Answer, Call, MessageHead, Prompt, ResolvedModel, SseEvent, SseFrames, UnseenPrompt,
+};
 pub use cache::{CompileCache, KEY_FILE as CACHE_KEY_FILE};
 pub use corpus::{self_test, Corpus, SelfTestReport};
 pub use loader::{sha256_hex, Loaded, Warm};

@@ -17,7 +17,7 @@ use arc_swap::ArcSwap;
 use devin_bridge_types::{Failure, Reply, Usage};
 use serde::Serialize;
 
-use super::bindings::{Answer, Call, MessageHead, Prompt, ResolvedModel, SseFrames};
+use super::bindings::{Answer, Call, MessageHead, Prompt, ResolvedModel, SseFrames, UnseenPrompt};
 use super::cache::CompileCache;
 use super::corpus::{self_test, Corpus};
 use super::runtime::Runtime;
@@ -300,6 +300,18 @@ impl Transforms {
     pub fn serialize(&self, request: String) -> Result<Result<Prompt, Failure>, EngineError> {
         match self.call(&Call::Serialize { request })? {
             Answer::Prompt(result) => Ok(result),
+            other => Err(mismatch(TransformKind::Serializer, &other)),
+        }
+    }
+
+    /// The prompt for a session that holds the conversation's first `held` messages.
+    pub fn serialize_unseen(
+        &self,
+        request: String,
+        held: u32,
+    ) -> Result<Result<UnseenPrompt, Failure>, EngineError> {
+        match self.call(&Call::SerializeUnseen { request, held })? {
+            Answer::Unseen(result) => Ok(result),
             other => Err(mismatch(TransformKind::Serializer, &other)),
         }
     }

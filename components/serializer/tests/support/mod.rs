@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use devin_bridge_serializer::{repair, serialize, Failure};
+use devin_bridge_serializer::{repair, serialize, serialize_unseen, Failure};
 use serde_json::{json, Value};
 
 pub fn fixture_dir() -> PathBuf {
@@ -33,16 +33,24 @@ pub fn fixtures() -> Vec<(PathBuf, String, Value)> {
 /// Runs one case and encodes its result as the fixture's `expect` shape.
 pub fn run(case: &Value) -> Value {
     let args = &case["args"];
+    let request = || match (&args["request_raw"], &args["request"]) {
+        (Value::String(raw), _) => raw.clone(),
+        (Value::Null, Value::Null) => panic!("serialize needs request or request_raw"),
+        (Value::Null, request) => serde_json::to_string(request).expect("serializable"),
+        (other, _) => panic!("request_raw must be a string, not {other}"),
+    };
     match case["call"].as_str() {
-        Some("serialize") => {
-            let request = match (&args["request_raw"], &args["request"]) {
-                (Value::String(raw), _) => raw.clone(),
-                (Value::Null, Value::Null) => panic!("serialize needs request or request_raw"),
-                (Value::Null, request) => serde_json::to_string(request).expect("serializable"),
-                (other, _) => panic!("request_raw must be a string, not {other}"),
-            };
-            match serialize(&request) {
-                Ok(prompt) => json!({ "ok": serde_json::to_value(prompt).expect("serializable") }),
+        Some("serialize") => match serialize(&request()) {
+            Ok(prompt) => json!({ "ok": serde_json::to_value(prompt).expect("serializable") }),
+            Err(failure) => json!({ "err": failure }),
+        },
+        Some("serialize_unseen") => {
+            let held = args["held"]
+                .as_u64()
+                .and_then(|held| u32::try_from(held).ok())
+                .expect("serialize_unseen needs a u32 held");
+            match serialize_unseen(&request(), held) {
+                Ok(unseen) => json!({ "ok": serde_json::to_value(unseen).expect("serializable") }),
                 Err(failure) => json!({ "err": failure }),
             }
         }
