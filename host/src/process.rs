@@ -143,6 +143,11 @@ impl Sandboxed {
         self.stdin.as_mut()
     }
 
+    /// Takes the stdin pipe (a writer shared by several tasks owns it).
+    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.stdin.take()
+    }
+
     /// Takes the stdout pipe (the protocol reader owns it).
     pub fn take_stdout(&mut self) -> Option<ChildStdout> {
         self.stdout.take()

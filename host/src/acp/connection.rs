@@ -81,14 +81,14 @@ pub struct PromptOutcome {
     pub elapsed: Duration,
 }
 
-const AGENT_STOPPED: &str = "_cognition.ai/agent_stopped";
-const TURN_STATS: &str = "_cognition.ai/turn_stats";
+pub(super) const AGENT_STOPPED: &str = "_cognition.ai/agent_stopped";
+pub(super) const TURN_STATS: &str = "_cognition.ai/turn_stats";
 /// `session/load`: the replay is over once the agent has been quiet this long after answering.
 const REPLAY_QUIET: Duration = Duration::from_millis(300);
 /// Tool calls allowed over the connection's life (each is remembered so its updates pass).
 const MAX_TOOL_CALLS: usize = 10_000;
 /// Longest label kept from a vendor notification (characters).
-const MAX_LABEL_CHARS: usize = 200;
+pub(super) const MAX_LABEL_CHARS: usize = 200;
 /// Longest id of a stray response quoted in its error (characters).
 const MAX_ID_CHARS: usize = 64;
 
@@ -610,19 +610,19 @@ fn check_tool(
 }
 
 /// One session update, read with the schema types.
-struct Update {
-    session_id: String,
-    kind: UpdateKind,
+pub(super) struct Update {
+    pub(super) session_id: String,
+    pub(super) kind: UpdateKind,
 }
 
-enum UpdateKind {
+pub(super) enum UpdateKind {
     Text(String),
     Tool(ToolCallSeen),
     Other,
 }
 
 impl Update {
-    fn parse(method: &str, params: &Value) -> Result<Self, AcpError> {
+    pub(super) fn parse(method: &str, params: &Value) -> Result<Self, AcpError> {
         let legacy;
         let params = if method == "$/update" {
             legacy = legacy_form(params);
@@ -741,7 +741,7 @@ impl Turn {
 
 /// The stop reason of a prompt's answer. One this client does not know is the agent stopping
 /// for a reason of its own.
-fn stop_reason(result: &Value) -> Result<v1::StopReason, AcpError> {
+pub(super) fn stop_reason(result: &Value) -> Result<v1::StopReason, AcpError> {
     match v1::PromptResponse::deserialize(result) {
         Ok(response) => Ok(response.stop_reason),
         Err(_) => match result.get("stopReason").and_then(Value::as_str) {
@@ -754,14 +754,14 @@ fn stop_reason(result: &Value) -> Result<v1::StopReason, AcpError> {
 }
 
 /// An answer read as the schema type its method promises.
-fn typed<T: for<'de> Deserialize<'de>>(result: &Value) -> Result<T, AcpError> {
+pub(super) fn typed<T: for<'de> Deserialize<'de>>(result: &Value) -> Result<T, AcpError> {
     T::deserialize(result).map_err(|error| {
         tracing::debug!(%error, "unreadable answer from the agent");
         AcpError::MalformedFrame
     })
 }
 
-fn to_params(params: impl Serialize) -> Result<Value, AcpError> {
+pub(super) fn to_params(params: impl Serialize) -> Result<Value, AcpError> {
     serde_json::to_value(params).map_err(|_| AcpError::MalformedFrame)
 }
 

@@ -8,6 +8,7 @@ mod error;
 pub(crate) mod frame;
 mod gate;
 mod pool;
+mod shared;
 mod turn;
 
 pub use connection::{
@@ -16,4 +17,5 @@ pub use connection::{
 pub use error::AcpError;
 pub use gate::{NoTools, ToolCallSeen, ToolGate, TOOL_NAME_META};
 pub use pool::{AgentPool, PoolStats};
+pub use shared::{Death, SharedAgent};
 pub use turn::{Agent, TurnOutput};

@@ -123,7 +123,7 @@ impl Agent {
 }
 
 /// The wire name of a stop reason (`max_tokens`, `refusal`, ...).
-fn stop_reason_name(reason: v1::StopReason) -> String {
+pub(super) fn stop_reason_name(reason: v1::StopReason) -> String {
     match serde_json::to_value(reason) {
         Ok(serde_json::Value::String(name)) => name,
         _ => format!("{reason:?}"),

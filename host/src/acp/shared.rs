@@ -1,0 +1,461 @@
+//! One tool-less agent process serving several sessions at once: the summarizer's resident
+//! transport. A reader task owns the agent's stdout and routes every frame: an answer to the
+//! request waiting for it, a session update to the prompt running on that session (text of a
+//! session with no running prompt is dropped, so a reply can only land on its own session).
+//!
+//! The rules of [`super::AgentConnection`] hold here too, and every breach ends the process:
+//! - any tool call, of any session, in a prompt or outside one, kills the process group at once
+//!   (the summarizer may run no tool);
+//! - a malformed frame, an update without a session, an answer to a request never sent, a
+//!   line over the cap: the process is killed;
+//! - permission requests are answered `cancelled`, every other agent request `-32601`.
+//!
+//! When the process ends, every request still waiting fails, and [`SharedAgent::death`] says
+//! why, so a caller can tell the session that caused it from the ones that only shared it.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use agent_client_protocol_schema::{v1, ProtocolVersion};
+use serde::Serialize;
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+use tokio::process::{ChildStdin, ChildStdout};
+use tokio::sync::oneshot;
+
+use super::connection::{
+    millis, rpc_error, stop_reason, to_params, typed, Update, UpdateKind, AGENT_STOPPED,
+    MAX_LABEL_CHARS, TURN_STATS,
+};
+use super::frame::{self, FrameReader, Incoming};
+use super::{AcpError, AgentLimits, TurnOutput};
+use crate::process::{Sandboxed, Spec};
+
+/// Why a shared agent process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Death {
+    /// A session's agent tried to run a tool; the process group was killed.
+    ToolCall { session: String },
+    /// The agent broke the protocol (the error's code); the process group was killed.
+    Protocol(&'static str),
+    /// The agent closed its output or exited.
+    Exited,
+    /// The host ended it (idle, shutdown, or a turn that would not finish).
+    Closed,
+}
+
+/// A running agent shared by several sessions.
+pub struct SharedAgent {
+    pid: i32,
+    limits: AgentLimits,
+    child: Mutex<Option<Sandboxed>>,
+    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    routes: Mutex<Routes>,
+    next_id: AtomicU64,
+    death: OnceLock<Death>,
+    initialized: OnceLock<v1::InitializeResponse>,
+    pub started: Instant,
+}
+
+/// Where incoming frames go.
+#[derive(Default)]
+struct Routes {
+    /// Requests waiting for their answer.
+    waiting: HashMap<u64, oneshot::Sender<Result<Value, Value>>>,
+    /// Requests whose caller stopped waiting: their late answers are dropped.
+    abandoned: HashSet<u64>,
+    /// The running prompt of each session.
+    prompts: HashMap<String, Collected>,
+}
+
+/// What a running prompt has gathered.
+#[derive(Default)]
+struct Collected {
+    text: String,
+    over_cap: bool,
+    model: Option<String>,
+}
+
+impl SharedAgent {
+    /// Spawns `spec` and completes `initialize` (protocol version 1) within
+    /// `limits.init_timeout`.
+    pub async fn start(spec: &Spec, limits: AgentLimits) -> Result<Arc<Self>, AcpError> {
+        let mut child = Sandboxed::spawn(spec).map_err(AcpError::Spawn)?;
+        let (Some(stdin), Some(stdout)) = (child.take_stdin(), child.take_stdout()) else {
+            let _ = child.shutdown().await;
+            return Err(AcpError::EarlyExit);
+        };
+        let agent = Arc::new(Self {
+            pid: child.pid(),
+            limits,
+            child: Mutex::new(Some(child)),
+            stdin: tokio::sync::Mutex::new(Some(stdin)),
+            routes: Mutex::new(Routes::default()),
+            next_id: AtomicU64::new(0),
+            death: OnceLock::new(),
+            initialized: OnceLock::new(),
+            started: Instant::now(),
+        });
+        tokio::spawn(read_frames(
+            agent.clone(),
+            FrameReader::new(stdout, limits.max_line()),
+        ));
+        let request = v1::InitializeRequest::new(ProtocolVersion::V1)
+            .client_capabilities(v1::ClientCapabilities::new())
+            .client_info(v1::Implementation::new(
+                "devin-bridge",
+                env!("CARGO_PKG_VERSION"),
+            ));
+        let answer = agent
+            .request("initialize", to_params(request)?, limits.init_timeout)
+            .await
+            .and_then(
+                |result| match result.get("protocolVersion").and_then(Value::as_u64) {
+                    Some(1) => typed::<v1::InitializeResponse>(&result),
+                    other => Err(AcpError::ProtocolVersion(
+                        other.map_or_else(|| "none".to_owned(), |v| v.to_string()),
+                    )),
+                },
+            );
+        match answer {
+            Ok(response) => {
+                let _ = agent.initialized.set(response);
+                Ok(agent)
+            }
+            Err(error) => {
+                agent.end(Death::Closed);
+                let ended = agent.close().await;
+                tracing::warn!(code = error.code(), %error, exit = ?ended.map(|e| e.status), "agent start failed");
+                Err(error)
+            }
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// The agent's `initialize` answer.
+    pub fn initialize_response(&self) -> Option<&v1::InitializeResponse> {
+        self.initialized.get()
+    }
+
+    /// Why the process ended, once it has.
+    pub fn death(&self) -> Option<&Death> {
+        self.death.get()
+    }
+
+    pub fn is_alive(&self) -> bool {
+        if self.death.get().is_some() {
+            return false;
+        }
+        let exited = self
+            .child
+            .lock()
+            .ok()
+            .and_then(|mut child| child.as_mut().map(|child| child.try_exited().is_some()))
+            .unwrap_or(true);
+        !exited
+    }
+
+    /// `session/new` in `cwd` with no MCP servers, within `limits.init_timeout`.
+    pub async fn new_session(&self, cwd: &Path) -> Result<String, AcpError> {
+        let result = self
+            .request(
+                "session/new",
+                to_params(v1::NewSessionRequest::new(cwd))?,
+                self.limits.init_timeout,
+            )
+            .await?;
+        Ok(typed::<v1::NewSessionResponse>(&result)?
+            .session_id
+            .0
+            .to_string())
+    }
+
+    /// One prompt on `session`, answered within `limits.turn_timeout`. A turn that does not
+    /// finish in time is cancelled and its late output dropped.
+    pub async fn prompt(&self, session: &str, prompt: String) -> Result<TurnOutput, AcpError> {
+        let started = Instant::now();
+        {
+            let mut routes = self.lock_routes();
+            if routes.prompts.contains_key(session) {
+                // Turns on one session are single-flight: a caller broke that rule.
+                return Err(AcpError::WrongSession);
+            }
+            routes
+                .prompts
+                .insert(session.to_owned(), Collected::default());
+        }
+        let request =
+            v1::PromptRequest::new(session.to_owned(), vec![v1::ContentBlock::from(prompt)]);
+        let answer = match to_params(request) {
+            Ok(params) => {
+                self.request("session/prompt", params, self.limits.turn_timeout)
+                    .await
+            }
+            Err(error) => Err(error),
+        };
+        let collected = self.lock_routes().prompts.remove(session);
+        if matches!(answer, Err(AcpError::Timeout(_))) {
+            // The turn may still be running: ask the agent to stop it.
+            let _ = self
+                .notify(
+                    "session/cancel",
+                    v1::CancelNotification::new(session.to_owned()),
+                )
+                .await;
+        }
+        let result = answer.map_err(|error| self.attribute(session, error))?;
+        let collected = collected.unwrap_or_default();
+        if collected.over_cap {
+            return Err(AcpError::OutputTooLarge(self.limits.output_cap));
+        }
+        match stop_reason(&result)? {
+            v1::StopReason::EndTurn => Ok(TurnOutput {
+                text: collected.text,
+                observed_model: collected.model,
+                elapsed: started.elapsed(),
+            }),
+            other => Err(AcpError::Stopped(super::turn::stop_reason_name(other))),
+        }
+    }
+
+    /// Sends `session/cancel` for `session` (a notification).
+    pub async fn cancel(&self, session: &str) {
+        let _ = self
+            .notify(
+                "session/cancel",
+                v1::CancelNotification::new(session.to_owned()),
+            )
+            .await;
+    }
+
+    /// Kills the process group now and fails every waiting request.
+    pub fn kill(&self) {
+        self.end(Death::Closed);
+    }
+
+    /// Ends the process (close stdin, a moment to exit, SIGTERM, grace, SIGKILL, reap); `None`
+    /// when it was closed already.
+    pub async fn close(&self) -> Option<crate::process::Ended> {
+        let _ = self.death.set(Death::Closed);
+        self.stdin.lock().await.take();
+        let child = self.child.lock().ok().and_then(|mut child| child.take())?;
+        Some(child.shutdown().await)
+    }
+
+    /// A failure of a request as the caller should see it: when the process died under it,
+    /// the death decides (a tool call of this session is this session's fault).
+    fn attribute(&self, session: &str, error: AcpError) -> AcpError {
+        if !matches!(error, AcpError::EarlyExit) {
+            return error;
+        }
+        match self.death.get() {
+            Some(Death::ToolCall { session: culprit }) if culprit == session => {
+                AcpError::UnauthorizedTool
+            }
+            Some(Death::Protocol(code)) if *code == "wrong_session" => AcpError::WrongSession,
+            Some(Death::Protocol(_)) => AcpError::MalformedFrame,
+            _ => AcpError::EarlyExit,
+        }
+    }
+
+    async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, AcpError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (sender, receiver) = oneshot::channel();
+        {
+            let mut routes = self.lock_routes();
+            if self.death.get().is_some() {
+                return Err(AcpError::EarlyExit);
+            }
+            routes.waiting.insert(id, sender);
+        }
+        if let Err(error) = self.send(&frame::request(id, method, params)).await {
+            self.lock_routes().waiting.remove(&id);
+            return Err(error);
+        }
+        match tokio::time::timeout(timeout, receiver).await {
+            Ok(Ok(outcome)) => outcome.map_err(rpc_error),
+            Ok(Err(_closed)) => Err(AcpError::EarlyExit),
+            Err(_elapsed) => {
+                let mut routes = self.lock_routes();
+                if routes.waiting.remove(&id).is_some() {
+                    routes.abandoned.insert(id);
+                }
+                Err(AcpError::Timeout(millis(timeout)))
+            }
+        }
+    }
+
+    async fn notify(&self, method: &str, params: impl Serialize) -> Result<(), AcpError> {
+        self.send(&frame::notification(method, to_params(params)?))
+            .await
+    }
+
+    async fn send(&self, bytes: &[u8]) -> Result<(), AcpError> {
+        let mut stdin = self.stdin.lock().await;
+        let pipe = stdin.as_mut().ok_or(AcpError::EarlyExit)?;
+        match pipe.write_all(bytes).await.and(pipe.flush().await) {
+            Ok(()) => Ok(()),
+            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
+                Err(AcpError::EarlyExit)
+            }
+            Err(error) => Err(AcpError::Io(error)),
+        }
+    }
+
+    fn lock_routes(&self) -> std::sync::MutexGuard<'_, Routes> {
+        // A poisoned lock only means a panic elsewhere; the routes stay consistent.
+        self.routes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Records why the process ended (the first reason wins), kills its group unless it
+    /// exited by itself, and fails every waiting request.
+    fn end(&self, death: Death) {
+        let killed = death != Death::Exited;
+        let _ = self.death.set(death);
+        if killed {
+            if let Ok(mut child) = self.child.lock() {
+                if let Some(child) = child.as_mut() {
+                    child.kill_now();
+                }
+            }
+        }
+        let mut routes = self.lock_routes();
+        routes.waiting.clear();
+        routes.prompts.clear();
+    }
+
+    /// Handles one frame; `Err` ends the process with that death.
+    async fn handle(&self, incoming: Incoming) -> Result<(), Death> {
+        match incoming {
+            Incoming::Response { id, outcome } => {
+                let mut routes = self.lock_routes();
+                let waiting = id.as_u64().and_then(|got| routes.waiting.remove(&got));
+                match waiting {
+                    Some(sender) => {
+                        let _ = sender.send(outcome);
+                        Ok(())
+                    }
+                    None if id.as_u64().is_some_and(|got| routes.abandoned.remove(&got)) => Ok(()),
+                    None => Err(Death::Protocol("stray_response")),
+                }
+            }
+            Incoming::Request { id, method } => {
+                let answer = if method == "session/request_permission" {
+                    // Never grant anything: the client owns every action.
+                    to_params(v1::RequestPermissionResponse::new(
+                        v1::RequestPermissionOutcome::Cancelled,
+                    ))
+                    .map(Ok)
+                } else {
+                    to_params(v1::Error::method_not_found()).map(Err)
+                };
+                tracing::debug!(%method, pid = self.pid, "agent request refused");
+                match answer {
+                    Ok(answer) => {
+                        let _ = self.send(&frame::response(&id, answer)).await;
+                        Ok(())
+                    }
+                    Err(_) => Err(Death::Protocol("malformed_frame")),
+                }
+            }
+            Incoming::Notification { method, params } => self.notification(&method, &params),
+        }
+    }
+
+    fn notification(&self, method: &str, params: &Value) -> Result<(), Death> {
+        match method {
+            "session/update" | "$/update" => {
+                let update =
+                    Update::parse(method, params).map_err(|_| Death::Protocol("wrong_session"))?;
+                match update.kind {
+                    UpdateKind::Tool(_) => Err(Death::ToolCall {
+                        session: update.session_id,
+                    }),
+                    UpdateKind::Text(text) => {
+                        let cap = self.limits.output_cap;
+                        let mut routes = self.lock_routes();
+                        if let Some(collected) = routes.prompts.get_mut(&update.session_id) {
+                            if collected.text.len().saturating_add(text.len()) > cap {
+                                collected.over_cap = true;
+                            } else if !collected.over_cap {
+                                collected.text.push_str(&text);
+                            }
+                        }
+                        Ok(())
+                    }
+                    UpdateKind::Other => Ok(()),
+                }
+            }
+            AGENT_STOPPED | TURN_STATS => {
+                let session = params.get("sessionId").and_then(Value::as_str);
+                let label = if method == AGENT_STOPPED {
+                    params.pointer("/stats/modelLabel")
+                } else {
+                    params.get("modelLabel")
+                }
+                .and_then(Value::as_str);
+                if let (Some(session), Some(label)) = (session, label) {
+                    if let Some(collected) = self.lock_routes().prompts.get_mut(session) {
+                        collected.model = Some(label.chars().take(MAX_LABEL_CHARS).collect());
+                    }
+                }
+                Ok(())
+            }
+            // Other vendor and unknown notifications are ignored, as ACP requires.
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Drop for SharedAgent {
+    fn drop(&mut self) {
+        // `Sandboxed` kills its group when dropped; nothing else to do.
+        let _ = self.death.set(Death::Closed);
+    }
+}
+
+/// The reader task: routes frames until the agent ends its output or breaks a rule.
+async fn read_frames(agent: Arc<SharedAgent>, mut frames: FrameReader<ChildStdout>) {
+    let death = loop {
+        let incoming = match frames.next().await {
+            Ok(Some(incoming)) => incoming,
+            Ok(None) => break Death::Exited,
+            Err(error) => break Death::Protocol(error.code()),
+        };
+        if agent.death.get().is_some() {
+            return;
+        }
+        if let Err(death) = agent.handle(incoming).await {
+            break death;
+        }
+    };
+    match &death {
+        Death::Exited => tracing::debug!(pid = agent.pid, "shared agent ended its output"),
+        Death::ToolCall { .. } => {
+            tracing::warn!(
+                pid = agent.pid,
+                "the agent tried to run a tool; its process group was killed"
+            )
+        }
+        other => {
+            tracing::warn!(pid = agent.pid, death = ?other, "the agent broke the protocol; its process group was killed")
+        }
+    }
+    agent.end(death);
+}
+
+#[cfg(test)]
+mod tests;
