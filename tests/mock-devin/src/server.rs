@@ -1,7 +1,7 @@
 //! The reading loop: protocol state (initialized, sessions, the running turn) and the answers
 //! to every client message.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, HashMap};
 use std::io::BufRead;
 use std::path::{Component, Path};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,12 +14,13 @@ use crate::rpc::{
     self, Incoming, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, NOT_FOUND,
 };
 use crate::scenario::{find_marker, Scenario};
-use crate::trace::{Prompt, BRIDGE_HEADER, TRACE_HEADER};
+use crate::trace::{
+    continuation_trace, Prompt, BRIDGE_HEADER, REPAIR_HEADER, SEPARATOR, TRACE_HEADER,
+};
 use crate::turn::{Event, Turn};
 use crate::{Shared, AGENT_NAME, AGENT_VERSION};
 
 struct RunningTurn {
-    session_id: String,
     events: Sender<Event>,
     done: Arc<AtomicBool>,
 }
@@ -33,9 +34,11 @@ impl RunningTurn {
 pub struct Server {
     shared: Arc<Shared>,
     initialized: bool,
-    sessions: BTreeSet<String>,
+    /// Every session, with the trace it has received so far (framed as a full prompt).
+    sessions: BTreeMap<String, Option<String>>,
     sessions_created: u64,
-    turn: Option<RunningTurn>,
+    /// The running turn of each session (sessions run their turns in parallel).
+    turns: HashMap<String, RunningTurn>,
 }
 
 /// A refusal: JSON-RPC error code and message.
@@ -55,9 +58,9 @@ impl Server {
         Self {
             shared,
             initialized: false,
-            sessions: BTreeSet::new(),
+            sessions: BTreeMap::new(),
             sessions_created: 0,
-            turn: None,
+            turns: HashMap::new(),
         }
     }
 
@@ -93,17 +96,24 @@ impl Server {
                 }
             }
             Incoming::Notification { method, params } => self.notification(&method, &params),
-            Incoming::Response { id, outcome } => match &self.turn {
-                Some(turn) if turn.running() => {
-                    if turn.events.send(Event::Response { id, outcome }).is_err() {
-                        eprintln!("mock-devin: a response arrived after the turn ended");
-                    }
-                }
-                _ => {
+            Incoming::Response { id, outcome } => {
+                // Each running turn ignores answers to requests it did not send.
+                let running: Vec<&RunningTurn> =
+                    self.turns.values().filter(|turn| turn.running()).collect();
+                if running.is_empty() {
                     eprintln!("mock-devin: ignoring a response to unknown request id {id}");
                     self.log("stray_client_response", json!({"id": id}));
                 }
-            },
+                for turn in running {
+                    let event = Event::Response {
+                        id: id.clone(),
+                        outcome: outcome.clone(),
+                    };
+                    if turn.events.send(event).is_err() {
+                        eprintln!("mock-devin: a response arrived after the turn ended");
+                    }
+                }
+            }
         }
     }
 
@@ -137,7 +147,7 @@ impl Server {
                     .get("sessionId")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                if self.sessions.remove(session) {
+                if self.sessions.remove(session).is_some() {
                     Ok(Some(json!({})))
                 } else {
                     Err((NOT_FOUND, format!("Session not found: {session:?}")))
@@ -157,8 +167,8 @@ impl Server {
             return;
         }
         let session = params.get("sessionId").and_then(Value::as_str);
-        match &self.turn {
-            Some(turn) if turn.running() && Some(turn.session_id.as_str()) == session => {
+        match session.and_then(|session| self.turns.get(session)) {
+            Some(turn) if turn.running() => {
                 self.log("cancel", json!({"sessionId": session}));
                 // A turn that ended in the meantime has nothing left to cancel.
                 let _ = turn.events.send(Event::Cancel);
@@ -185,6 +195,7 @@ impl Server {
             "agentCapabilities": {
                 "loadSession": false,
                 "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false},
+                "sessionCapabilities": {"close": {}},
             },
             "agentInfo": {"name": AGENT_NAME, "version": AGENT_VERSION},
             "authMethods": [],
@@ -225,7 +236,7 @@ impl Server {
         }
         self.sessions_created += 1;
         let session_id = format!("mock-session-{}", self.sessions_created);
-        self.sessions.insert(session_id.clone());
+        self.sessions.insert(session_id.clone(), None);
         self.log("session_new", json!({"sessionId": session_id}));
         Ok(json!({
             "sessionId": session_id,
@@ -262,17 +273,19 @@ impl Server {
                     "Invalid params: missing sessionId".to_owned(),
                 )
             })?;
-        if !self.sessions.contains(session_id) {
+        let Some(earlier) = self.sessions.get(session_id) else {
             return Err((NOT_FOUND, format!("Session not found: {session_id:?}")));
-        }
-        if self.turn.as_ref().is_some_and(RunningTurn::running) {
+        };
+        self.turns.retain(|_, turn| turn.running());
+        if self.turns.contains_key(session_id) {
             return Err((
                 INVALID_REQUEST,
-                "Invalid Request: a prompt turn is already running".to_owned(),
+                "Invalid Request: a prompt turn is already running in this session".to_owned(),
             ));
         }
-        let text = prompt_text(params.get("prompt"))
+        let received = prompt_text(params.get("prompt"))
             .map_err(|message| (INVALID_PARAMS, format!("Invalid params: {message}")))?;
+        let (text, kind) = session_trace(earlier.as_deref(), &received)?;
         let parsed = Prompt::parse(&text).map_err(|_| {
             (
                 INVALID_PARAMS,
@@ -307,7 +320,9 @@ impl Server {
             shared: Arc::clone(&self.shared),
             session_id: session_id.to_owned(),
             request_id: id.clone(),
-            prompt: text,
+            prompt: text.clone(),
+            received: kind,
+            received_chars: received.chars().count(),
             scenario,
             inbox,
             done: Arc::clone(&done),
@@ -321,13 +336,46 @@ impl Server {
                     format!("Internal error: cannot start the turn: {err}"),
                 )
             })?;
-        self.turn = Some(RunningTurn {
-            session_id: session_id.to_owned(),
-            events,
-            done,
-        });
+        self.sessions.insert(session_id.to_owned(), Some(text));
+        self.turns
+            .insert(session_id.to_owned(), RunningTurn { events, done });
         Ok(())
     }
+}
+
+/// The session's whole trace after `received`, and what kind of prompt it was: a framed prompt
+/// starts (or restarts) the trace; a continuation or a lone repair section extends the trace
+/// the session already has.
+fn session_trace(earlier: Option<&str>, received: &str) -> Result<(String, &'static str), Refusal> {
+    if Prompt::parse(received).is_ok() {
+        return Ok((received.to_owned(), "full"));
+    }
+    let (addition, kind) = match continuation_trace(received) {
+        Some(trace) => (trace, "continuation"),
+        None if received.starts_with(REPAIR_HEADER) => (received, "repair"),
+        None => {
+            return Err((
+                INVALID_PARAMS,
+                format!(
+                    "missing bridge framing: the prompt must contain the {BRIDGE_HEADER} and \
+                     {TRACE_HEADER} headers, or continue this session's trace"
+                ),
+            ))
+        }
+    };
+    let Some(earlier) = earlier else {
+        return Err((
+            INVALID_PARAMS,
+            "Invalid params: a continuation needs an earlier prompt in this session".to_owned(),
+        ));
+    };
+    let mut text = String::with_capacity(earlier.len() + SEPARATOR.len() + addition.len());
+    text.push_str(earlier);
+    if !addition.is_empty() {
+        text.push_str(SEPARATOR);
+        text.push_str(addition);
+    }
+    Ok((text, kind))
 }
 
 /// The prompt's text blocks, joined by blank lines. Other block types are refused: the

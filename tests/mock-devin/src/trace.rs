@@ -8,8 +8,11 @@
 
 pub const BRIDGE_HEADER: &str = "[Devin Summarizer Bridge]";
 pub const TRACE_HEADER: &str = "[Execution Trace]";
+/// The framing of a continuation: the messages a resident session has not seen yet.
+pub const CONTINUED_BRIDGE_HEADER: &str = "[Devin Summarizer Bridge: continued]";
+pub const CONTINUED_TRACE_HEADER: &str = "[Execution Trace: continued]";
 pub const REPAIR_HEADER: &str = "[Single Repair Attempt]";
-const SEPARATOR: &str = "\n\n---\n\n";
+pub const SEPARATOR: &str = "\n\n---\n\n";
 const TOOL_RESULT: &str = "[Tool Result]\ntool_use_id: ";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,6 +59,15 @@ pub struct Prompt<'a> {
 /// Why a prompt is not a bridge prompt.
 #[derive(Debug, PartialEq, Eq)]
 pub struct MissingFraming;
+
+/// The trace of a continuation prompt (the text after its `[Execution Trace: continued]`
+/// header), or `None` when `text` is not one.
+pub fn continuation_trace(text: &str) -> Option<&str> {
+    let bridge = text.find(CONTINUED_BRIDGE_HEADER)?;
+    let at = text[bridge..].find(CONTINUED_TRACE_HEADER)?;
+    let trace = &text[bridge + at + CONTINUED_TRACE_HEADER.len()..];
+    Some(trace.strip_prefix('\n').unwrap_or(trace))
+}
 
 /// If `rest` starts with a known header line, its kind and the body after it.
 fn header(rest: &str) -> Option<(Kind, &str)> {
@@ -111,9 +123,9 @@ impl<'a> Prompt<'a> {
         Ok(Self { sections })
     }
 
-    /// Whether this is the single repair attempt.
+    /// Whether this is the single repair attempt (its section comes last).
     pub fn is_repair(&self) -> bool {
-        self.sections.iter().any(|s| s.kind == Kind::Repair)
+        self.sections.last().is_some_and(|s| s.kind == Kind::Repair)
     }
 
     /// The body of the last `[User]` section.

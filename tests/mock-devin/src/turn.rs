@@ -56,7 +56,12 @@ pub struct Turn {
     pub shared: Arc<Shared>,
     pub session_id: String,
     pub request_id: Value,
+    /// The session's whole trace so far, framed as a full prompt (what the turn decides on).
     pub prompt: String,
+    /// `full`, `continuation` or `repair`: what the client sent for this turn.
+    pub received: &'static str,
+    /// Characters the client sent for this turn.
+    pub received_chars: usize,
     pub scenario: Scenario,
     pub inbox: Receiver<Event>,
     pub done: Arc<AtomicBool>,
@@ -131,6 +136,8 @@ impl Turn {
             "prompt",
             json!({
                 "sessionId": self.session_id,
+                "received": self.received,
+                "receivedChars": self.received_chars,
                 "repair": repair,
                 "toolResults": results.len(),
                 "tools": tools.len(),
@@ -183,6 +190,14 @@ impl Turn {
                 Ok(())
             }
             Scenario::Exit => self.exit(),
+            Scenario::ExitAfter => {
+                self.answer(TEXT, Route::Update, "text")?;
+                self.log("exit", json!({"status": 3, "after": "answer"}));
+                eprintln!("mock-devin: [mock:exit-after] exiting with status 3 after the answer");
+                // Give the answer a moment to be read before the pipes close.
+                std::thread::sleep(Duration::from_millis(50));
+                std::process::exit(3);
+            }
             Scenario::ToolCall => self.tool_call("tool_call"),
             Scenario::ToolCallUpdate => self.tool_call("tool_call_update"),
             Scenario::LegacyUpdate => self.answer(TEXT, Route::Legacy, "text"),

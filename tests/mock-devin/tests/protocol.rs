@@ -302,7 +302,8 @@ fn happy_path_streams_chunks_then_the_result() {
         json!({
             "protocolVersion": 1,
             "agentCapabilities": {"loadSession": false,
-                "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false}},
+                "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false},
+                "sessionCapabilities": {"close": {}}},
             "agentInfo": {"name": "mock-devin", "version": "3000.11.4"},
             "authMethods": [],
         })
@@ -805,4 +806,84 @@ fn grandchild_lives_in_the_agent_process_group() {
         );
         thread::sleep(Duration::from_millis(20));
     }
+}
+
+fn continued(trace: &str) -> String {
+    format!("[Devin Summarizer Bridge: continued]\nThe trace continues.\n\n[Execution Trace: continued]\n{trace}")
+}
+
+#[test]
+fn sessions_keep_their_trace_across_prompts_and_run_in_parallel() {
+    let sandbox = sandbox();
+    let mut agent = Agent::spawn(&sandbox.home, &[]);
+    let first_session = agent.start_session(&sandbox.home);
+    let cwd = sandbox.home.to_str().expect("utf8");
+    let second = agent.call("session/new", json!({"cwd": cwd, "mcpServers": []}));
+    let second_session = second["result"]["sessionId"]
+        .as_str()
+        .expect("second session")
+        .to_owned();
+
+    // A continuation needs an earlier prompt in its session.
+    let orphan = agent.call(
+        "session/prompt",
+        json!({"sessionId": first_session, "prompt": [{"type": "text", "text": continued("[User]\nhi")}]}),
+    );
+    assert_eq!(orphan["error"]["code"], -32602, "{orphan}");
+
+    // The scripted task decides from the whole trace: the continuation's tool result is the
+    // first one, so the next step is Read.
+    let id = agent.prompt(
+        &first_session,
+        &user_prompt("npm test fails. Fix the bug in math.js and run the tests."),
+    );
+    let (before, _) = agent.until_response(id);
+    assert!(chunks(&before).concat().contains("\"pwd\""));
+    let id = agent.prompt(
+        &first_session,
+        &continued(
+            "[Assistant]\n[Assistant Tool Use]\nid: toolu_1\nname: Bash\narguments:\n{}\n\n---\n\n\
+             [User]\n[Tool Result]\ntool_use_id: toolu_1\nis_error: false\ncontent:\n/tmp/.sandbox/p",
+        ),
+    );
+    let (before, _) = agent.until_response(id);
+    assert_eq!(
+        chunks(&before).concat(),
+        r#"<tool>{"name":"Read","arguments":{"file_path":"/tmp/.sandbox/p/math.js"}}</tool>"#
+    );
+
+    // Two sessions' turns overlap: the slow one on the second session does not block the first.
+    let slow = agent.prompt(&second_session, &user_prompt("[mock:slow]"));
+    let quick = agent.prompt(&first_session, &continued("[User]\n[mock:text]"));
+    let (_, quick_result) = agent.until_response(quick);
+    assert_eq!(quick_result["result"]["stopReason"], "end_turn");
+    let busy = agent.call(
+        "session/prompt",
+        json!({"sessionId": second_session, "prompt": [{"type": "text", "text": user_prompt("[mock:text]")}]}),
+    );
+    assert_eq!(busy["error"]["code"], -32600, "{busy}");
+    let (_, slow_result) = agent.until_response(slow);
+    assert_eq!(slow_result["result"]["stopReason"], "end_turn");
+
+    // A closed session is gone.
+    let closed = agent.call("session/close", json!({"sessionId": first_session}));
+    assert_eq!(closed["result"], json!({}), "{closed}");
+    let gone = agent.call(
+        "session/prompt",
+        json!({"sessionId": first_session, "prompt": [{"type": "text", "text": user_prompt("[mock:text]")}]}),
+    );
+    assert_eq!(gone["error"]["code"], -32002, "{gone}");
+}
+
+#[test]
+fn exit_after_answers_then_ends_the_process() {
+    let sandbox = sandbox();
+    let mut agent = Agent::spawn(&sandbox.home, &[]);
+    let session = agent.start_session(&sandbox.home);
+    let id = agent.prompt(&session, &user_prompt("[mock:exit-after]"));
+    let (before, result) = agent.until_response(id);
+    assert_eq!(result["result"]["stopReason"], "end_turn");
+    assert_eq!(chunks(&before).concat(), TEXT);
+    let status = agent.wait_exit(Duration::from_secs(5)).expect("exited");
+    assert_eq!(status.code(), Some(3));
 }
