@@ -133,11 +133,12 @@ pub async fn serve(args: ServeArgs, identity: AgentIdentity) -> anyhow::Result<E
     }
     let bridge = Bridge::from_policy(&policy, transforms.clone(), &identity).await?;
     eprintln!(
-        "agent     {} {} ({}, {} agent; prewarm {}; identity {})",
+        "agent     {} {} ({}, {} agent; transport {:?}; prewarm {}; identity {})",
         bridge.agent.command,
         bridge.agent.args.join(" "),
         bridge.agent.version,
         bridge.agent.kind,
+        policy.agent.transport,
         policy.agent.prewarm,
         bridge.agent.identity
     );
@@ -155,6 +156,10 @@ pub async fn serve(args: ServeArgs, identity: AgentIdentity) -> anyhow::Result<E
     eprintln!("control socket {}", socket.display());
     let control_task = tokio::spawn(control::serve(control_listener, transforms.clone()));
     let refill = tokio::spawn(bridge.pool.clone().run_refill());
+    let reaper = bridge
+        .resident
+        .clone()
+        .map(|resident| tokio::spawn(resident.run_reaper()));
 
     eprintln!(
         "listening on http://{address} (mode {}, policy {})",
@@ -178,6 +183,9 @@ pub async fn serve(args: ServeArgs, identity: AgentIdentity) -> anyhow::Result<E
     )
     .await;
     refill.abort();
+    if let Some(reaper) = reaper {
+        reaper.abort();
+    }
     control_task.abort();
     let _ = std::fs::remove_file(&socket);
     eprintln!("devin-bridge: stopped");

@@ -158,10 +158,32 @@ impl Default for ServerSection {
     }
 }
 
-/// `[agent]`: the tool-less summarizer agent, one process per turn.
+/// How the summarizer talks to its agent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Transport {
+    /// A fresh agent process and session for every turn, sent the whole conversation.
+    #[default]
+    PerTurn,
+    /// Pooled agent processes, each serving several sessions; a conversation keeps its session
+    /// across turns and sends only the messages the session has not seen.
+    Resident,
+}
+
+/// `[agent]`: the tool-less summarizer agent.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AgentSection {
+    /// `per-turn` (default) or `resident`.
+    pub transport: Transport,
+    /// Resident transport: a conversation's session is forgotten after this long without a
+    /// turn, and a process with no session left is ended after this long.
+    pub session_idle_ms: u64,
+    /// Resident transport: sessions one agent process serves at most.
+    pub sessions_per_process: usize,
+    /// Resident transport: conversation sessions kept in all (the least recently used idle
+    /// one is forgotten beyond it).
+    pub max_sessions: usize,
     /// A name on PATH or a path (relative to the policy); `DEVIN_BIN` overrides it.
     pub command: String,
     pub args: Vec<String>,
@@ -195,6 +217,10 @@ pub struct AgentSection {
 impl Default for AgentSection {
     fn default() -> Self {
         Self {
+            transport: Transport::PerTurn,
+            session_idle_ms: 900_000,
+            sessions_per_process: 8,
+            max_sessions: 256,
             command: "devin".into(),
             args: vec!["acp".into(), "--agent-type".into(), "summarizer".into()],
             home: PathBuf::from("/home/bridge"),
@@ -574,8 +600,21 @@ impl Policy {
                 self.agent.prewarm
             )));
         }
+        if !(1..=64).contains(&self.agent.sessions_per_process) {
+            return Err(invalid(format!(
+                "agent.sessions_per_process must be between 1 and 64, not {}",
+                self.agent.sessions_per_process
+            )));
+        }
+        if !(1..=4096).contains(&self.agent.max_sessions) {
+            return Err(invalid(format!(
+                "agent.max_sessions must be between 1 and 4096, not {}",
+                self.agent.max_sessions
+            )));
+        }
         if self.agent.turn_timeout_ms == 0
             || self.agent.init_timeout_ms == 0
+            || self.agent.session_idle_ms == 0
             || self.server.ping_interval_ms == 0
         {
             return Err(invalid("timeouts and intervals must be positive".into()));

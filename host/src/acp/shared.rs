@@ -57,6 +57,8 @@ pub struct SharedAgent {
     next_id: AtomicU64,
     death: OnceLock<Death>,
     initialized: OnceLock<v1::InitializeResponse>,
+    /// This agent, for the background tasks its guards start.
+    me: OnceLock<std::sync::Weak<SharedAgent>>,
     pub started: Instant,
 }
 
@@ -69,6 +71,45 @@ struct Routes {
     abandoned: HashSet<u64>,
     /// The running prompt of each session.
     prompts: HashMap<String, Collected>,
+}
+
+/// A request in flight: when its caller stops waiting, its answer becomes an expected late one.
+struct Waiting<'a> {
+    agent: &'a SharedAgent,
+    id: u64,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let mut routes = self.agent.lock_routes();
+        if routes.waiting.remove(&self.id).is_some() {
+            routes.abandoned.insert(self.id);
+        }
+    }
+}
+
+/// A prompt in flight on a session: when its caller stops waiting (a timeout or a client that
+/// went away), its collector is removed and the agent is asked to cancel the turn.
+struct Running<'a> {
+    agent: &'a SharedAgent,
+    session: &'a str,
+    finished: bool,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.agent.lock_routes().prompts.remove(self.session);
+        if self.finished || self.agent.death.get().is_some() {
+            return;
+        }
+        if let (Ok(handle), Some(agent)) = (
+            tokio::runtime::Handle::try_current(),
+            self.agent.me.get().and_then(std::sync::Weak::upgrade),
+        ) {
+            let session = self.session.to_owned();
+            handle.spawn(async move { agent.cancel(&session).await });
+        }
+    }
 }
 
 /// What a running prompt has gathered.
@@ -97,8 +138,10 @@ impl SharedAgent {
             next_id: AtomicU64::new(0),
             death: OnceLock::new(),
             initialized: OnceLock::new(),
+            me: OnceLock::new(),
             started: Instant::now(),
         });
+        let _ = agent.me.set(Arc::downgrade(&agent));
         tokio::spawn(read_frames(
             agent.clone(),
             FrameReader::new(stdout, limits.max_line()),
@@ -190,25 +233,24 @@ impl SharedAgent {
                 .prompts
                 .insert(session.to_owned(), Collected::default());
         }
+        let mut running = Running {
+            agent: self,
+            session,
+            finished: false,
+        };
         let request =
             v1::PromptRequest::new(session.to_owned(), vec![v1::ContentBlock::from(prompt)]);
-        let answer = match to_params(request) {
-            Ok(params) => {
-                self.request("session/prompt", params, self.limits.turn_timeout)
-                    .await
-            }
-            Err(error) => Err(error),
-        };
+        let answer = self
+            .request(
+                "session/prompt",
+                to_params(request)?,
+                self.limits.turn_timeout,
+            )
+            .await;
+        // An answered turn has nothing left to cancel; an unanswered one is cancelled on drop.
+        running.finished = answer.is_ok();
         let collected = self.lock_routes().prompts.remove(session);
-        if matches!(answer, Err(AcpError::Timeout(_))) {
-            // The turn may still be running: ask the agent to stop it.
-            let _ = self
-                .notify(
-                    "session/cancel",
-                    v1::CancelNotification::new(session.to_owned()),
-                )
-                .await;
-        }
+        drop(running);
         let result = answer.map_err(|error| self.attribute(session, error))?;
         let collected = collected.unwrap_or_default();
         if collected.over_cap {
@@ -221,6 +263,33 @@ impl SharedAgent {
                 elapsed: started.elapsed(),
             }),
             other => Err(AcpError::Stopped(super::turn::stop_reason_name(other))),
+        }
+    }
+
+    /// Whether the agent advertised `session/close`.
+    pub fn closes_sessions(&self) -> bool {
+        self.initialized
+            .get()
+            .and_then(|response| serde_json::to_value(response).ok())
+            .is_some_and(|value| {
+                value
+                    .pointer("/agentCapabilities/sessionCapabilities/close")
+                    .is_some_and(|close| !close.is_null())
+            })
+    }
+
+    /// `session/close` when the agent supports it (frees the agent's memory of a session the
+    /// host has forgotten); errors only logged.
+    pub async fn close_session(&self, session: &str) {
+        if !self.closes_sessions() || self.death.get().is_some() {
+            return;
+        }
+        let params = serde_json::json!({ "sessionId": session });
+        if let Err(error) = self
+            .request("session/close", params, self.limits.init_timeout)
+            .await
+        {
+            tracing::debug!(pid = self.pid, code = error.code(), "session/close failed");
         }
     }
 
@@ -279,20 +348,14 @@ impl SharedAgent {
             }
             routes.waiting.insert(id, sender);
         }
-        if let Err(error) = self.send(&frame::request(id, method, params)).await {
-            self.lock_routes().waiting.remove(&id);
-            return Err(error);
-        }
+        // Whatever ends this call early (a timeout, or the caller dropping it), a late answer
+        // is then expected and dropped.
+        let _waiting = Waiting { agent: self, id };
+        self.send(&frame::request(id, method, params)).await?;
         match tokio::time::timeout(timeout, receiver).await {
             Ok(Ok(outcome)) => outcome.map_err(rpc_error),
             Ok(Err(_closed)) => Err(AcpError::EarlyExit),
-            Err(_elapsed) => {
-                let mut routes = self.lock_routes();
-                if routes.waiting.remove(&id).is_some() {
-                    routes.abandoned.insert(id);
-                }
-                Err(AcpError::Timeout(millis(timeout)))
-            }
+            Err(_elapsed) => Err(AcpError::Timeout(millis(timeout))),
         }
     }
 

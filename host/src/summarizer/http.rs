@@ -85,6 +85,9 @@ pub async fn serve(
     }
     connections.shutdown().await;
     bridge.pool.drain().await;
+    if let Some(resident) = &bridge.resident {
+        resident.shutdown().await;
+    }
 }
 
 fn failure(code: &str, message: &str, status: u16) -> Failure {
@@ -171,11 +174,13 @@ async fn read_body(bridge: &Bridge, request: Request<Incoming>) -> Result<String
 }
 
 async fn messages(bridge: Arc<Bridge>, request: Request<Incoming>) -> Response<ResponseBody> {
+    let conversation =
+        super::resident::conversation_key(request.headers().get(super::resident::SESSION_HEADER));
     let body = match read_body(&bridge, request).await {
         Ok(body) => body,
         Err(failure) => return error_response(&bridge, failure).await,
     };
-    let prepared = match turn::prepare(&bridge, body).await {
+    let prepared = match turn::prepare(&bridge, body, conversation).await {
         Ok(prepared) => prepared,
         Err(failure) => return error_response(&bridge, failure).await,
     };
@@ -196,10 +201,10 @@ async fn count_tokens(bridge: Arc<Bridge>, request: Request<Incoming>) -> Respon
         Ok(body) => body,
         Err(failure) => return error_response(&bridge, failure).await,
     };
-    match turn::prepare(&bridge, body).await {
-        Ok(prepared) => json_response(
+    match turn::serialize_whole(&bridge, body).await {
+        Ok(prompt) => json_response(
             StatusCode::OK,
-            serde_json::json!({ "input_tokens": prepared.prompt.input_tokens }).to_string(),
+            serde_json::json!({ "input_tokens": prompt.input_tokens }).to_string(),
         ),
         Err(failure) => error_response(&bridge, failure).await,
     }
@@ -228,6 +233,8 @@ fn health(bridge: &Bridge) -> Response<ResponseBody> {
         "in_flight_turns": bridge.in_flight(),
         "agent_processes": bridge.agent_processes(),
         "prewarm": bridge.pool.stats(),
+        "transport": if bridge.resident.is_some() { "resident" } else { "per-turn" },
+        "resident": bridge.resident.as_ref().map(|resident| resident.snapshot()),
     });
     json_response(StatusCode::OK, body.to_string())
 }

@@ -5,6 +5,7 @@
 mod auth;
 mod body;
 mod http;
+mod resident;
 pub mod sandbox;
 mod turn;
 
@@ -20,10 +21,11 @@ use tokio::sync::Semaphore;
 use crate::acp::{AgentLimits, AgentPool};
 use crate::engine::Transforms;
 use crate::identity::AgentIdentity;
-use crate::policy::Policy;
+use crate::policy::{Policy, Transport};
 
 pub use auth::{ApiKey, KeyError};
 pub use http::serve;
+pub use resident::{Resident, Snapshot as ResidentSnapshot, SESSION_HEADER};
 
 /// What `/healthz` says about the agent.
 #[derive(Debug, Clone, Serialize)]
@@ -41,6 +43,8 @@ pub struct AgentInfo {
 pub struct Bridge {
     pub transforms: Arc<Transforms>,
     pub pool: Arc<AgentPool>,
+    /// The resident transport, when the policy selects it.
+    pub resident: Option<Arc<Resident>>,
     pub agent: AgentInfo,
     catalog: String,
     key: Option<ApiKey>,
@@ -121,10 +125,26 @@ impl Bridge {
             identity: identity.describe(),
         };
         let home = spec.cwd.clone();
-        let pool = AgentPool::new(spec, limits, policy.agent.prewarm);
+        let resident = match policy.agent.transport {
+            Transport::Resident => Some(Resident::new(
+                spec.clone(),
+                limits,
+                &policy.agent,
+                home.clone(),
+            )),
+            Transport::PerTurn => None,
+        };
+        // The resident transport keeps its own processes warm; per-turn agents are not needed.
+        let prewarm = if resident.is_some() {
+            0
+        } else {
+            policy.agent.prewarm
+        };
+        let pool = AgentPool::new(spec, limits, prewarm);
         Ok(Arc::new(Self {
             transforms,
             pool,
+            resident,
             agent,
             catalog,
             key,

@@ -13,6 +13,7 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tracing::Instrument;
 
 use super::body::{full, ResponseBody, Streamed};
+use super::resident::Lease;
 use super::{Bridge, InFlight};
 use crate::acp::AcpError;
 use crate::engine::{is_error_status, EngineError, MessageHead, Prompt, Transforms};
@@ -32,7 +33,7 @@ pub fn engine_failure(error: &EngineError) -> Failure {
 /// An agent failure as the client sees it. The agent's own error text is untrusted: it is
 /// cleaned by the sse component (`agent-error-message`); if that component fails, the text is
 /// left out rather than passed on uncleaned.
-async fn agent_failure(bridge: &Bridge, error: AcpError) -> Failure {
+pub(super) async fn agent_failure(bridge: &Bridge, error: AcpError) -> Failure {
     let message = match error {
         AcpError::Rpc { ref message, .. } => {
             let raw = message.clone();
@@ -76,21 +77,25 @@ pub(super) async fn blocking<T: Send + 'static>(
 pub struct Prepared {
     pub prompt: Prompt,
     pub head: MessageHead,
+    /// The resident transport's session for this turn (none on the per-turn transport).
+    pub lease: Option<Lease>,
 }
 
-/// Serializes the request and validates its model.
-pub async fn prepare(bridge: &Bridge, body: String) -> Result<Prepared, Failure> {
-    // Both transforms in one hop off the async workers.
-    let catalog = bridge.catalog.clone();
-    let prompt = blocking(&bridge.transforms, move |t| {
-        Ok(match t.serialize(body)? {
-            Ok(prompt) => t
-                .validate_model(prompt.model.clone(), catalog)?
-                .map(|_| prompt),
-            Err(failure) => Err(failure),
-        })
-    })
-    .await??;
+/// Serializes the request and validates its model. On the resident transport this also finds
+/// the conversation's session (waiting for its running turn) and serializes only what that
+/// session has not seen; `conversation` is the client's conversation key.
+pub async fn prepare(
+    bridge: &Bridge,
+    body: String,
+    conversation: Option<String>,
+) -> Result<Prepared, Failure> {
+    let (prompt, lease) = match &bridge.resident {
+        Some(resident) => {
+            let (prompt, lease) = resident.prepare(bridge, body, conversation).await?;
+            (prompt, Some(lease))
+        }
+        None => (serialize_whole(bridge, body).await?, None),
+    };
     let head = MessageHead {
         id: message_id(),
         model: prompt.model.clone(),
@@ -99,7 +104,26 @@ pub async fn prepare(bridge: &Bridge, body: String) -> Result<Prepared, Failure>
             output_tokens: 1,
         },
     };
-    Ok(Prepared { prompt, head })
+    Ok(Prepared {
+        prompt,
+        head,
+        lease,
+    })
+}
+
+/// The whole prompt, with the model validated.
+pub async fn serialize_whole(bridge: &Bridge, body: String) -> Result<Prompt, Failure> {
+    // Both transforms in one hop off the async workers.
+    let catalog = bridge.catalog.clone();
+    blocking(&bridge.transforms, move |t| {
+        Ok(match t.serialize(body)? {
+            Ok(prompt) => t
+                .validate_model(prompt.model.clone(), catalog)?
+                .map(|_| prompt),
+            Err(failure) => Err(failure),
+        })
+    })
+    .await?
 }
 
 /// `msg_` + 24 random hex digits.
@@ -161,25 +185,46 @@ fn narrated_intent() -> Failure {
     )
 }
 
-/// The turn with its single repair. Returns the reply and the usage to report.
-pub async fn run(bridge: &Bridge, prompt: &Prompt) -> Result<(Reply, Usage), Failure> {
+/// The turn with its single repair. Returns the reply and the usage to report. With a lease
+/// (resident transport) the turn runs on the lease's session, the repair continues it, and a
+/// success commits the session's new history.
+pub async fn run(
+    bridge: &Bridge,
+    prompt: &Prompt,
+    mut lease: Option<&mut Lease>,
+) -> Result<(Reply, Usage), Failure> {
     let _counted = InFlight::enter(&bridge.in_flight);
     let started = Instant::now();
     let has_tools = prompt.tools.trim() != "[]";
-    let first = agent_turn(bridge, &prompt.text).await?;
+    let first = match (&bridge.resident, lease.as_deref_mut()) {
+        (Some(resident), Some(lease)) => resident.turn(bridge, lease, &prompt.text).await?,
+        _ => agent_turn(bridge, &prompt.text).await?,
+    };
     let rejection = match check(bridge, prompt, &first, has_tools).await? {
-        Ok(reply) => return Ok((reply, usage(prompt, &first))),
+        Ok(reply) => {
+            if let Some(lease) = lease {
+                lease.commit();
+            }
+            return Ok((reply, usage(prompt, &first)));
+        }
         Err(rejection) => rejection,
     };
     tracing::info!(code = %rejection.code, "agent output rejected; spending the single repair attempt");
-    let (text, rejection_for_repair) = (prompt.text.clone(), rejection.clone());
-    let repaired = blocking(&bridge.transforms, move |t| {
-        t.repair(text, rejection_for_repair)
-    })
-    .await?;
-    let second = agent_turn(bridge, &repaired).await?;
+    let second = match (&bridge.resident, lease.as_deref_mut()) {
+        (Some(resident), Some(lease)) => resident.repair(bridge, lease, rejection).await?,
+        _ => {
+            let text = prompt.text.clone();
+            let repaired = blocking(&bridge.transforms, move |t| t.repair(text, rejection)).await?;
+            agent_turn(bridge, &repaired).await?
+        }
+    };
     let outcome = match check(bridge, prompt, &second, has_tools).await? {
-        Ok(reply) => Ok((reply, usage(prompt, &second))),
+        Ok(reply) => {
+            if let Some(lease) = lease {
+                lease.commit();
+            }
+            Ok((reply, usage(prompt, &second)))
+        }
         Err(failure) => Err(Failure {
             repairable: false,
             ..failure
@@ -234,14 +279,17 @@ pub async fn respond_json(
     prepared: Prepared,
     permit: OwnedSemaphorePermit,
 ) -> Response<ResponseBody> {
-    let outcome = run(bridge, &prepared.prompt).await;
+    let Prepared {
+        prompt,
+        head,
+        mut lease,
+    } = prepared;
+    let outcome = run(bridge, &prompt, lease.as_mut()).await;
+    drop(lease);
     drop(permit);
     match outcome {
         Ok((reply, usage)) => {
-            let head = MessageHead {
-                usage,
-                ..prepared.head
-            };
+            let head = MessageHead { usage, ..head };
             match blocking(&bridge.transforms, move |t| t.render_json(head, reply)).await {
                 Ok(json) => json_response(StatusCode::OK, json),
                 Err(failure) => error_response(bridge, failure).await,
@@ -265,6 +313,7 @@ pub fn respond_stream(
         let _permit = permit;
         let transforms = &bridge.transforms;
         let head = prepared.head.clone();
+        let id = prepared.head.id.clone();
         let start = match blocking(transforms, move |t| t.stream_start(head)).await {
             Ok(start) => start,
             Err(failure) => {
@@ -280,7 +329,8 @@ pub fn respond_stream(
         let ping = blocking(transforms, |t| t.stream_ping())
             .await
             .unwrap_or_else(|_| "event: ping\ndata: {\"type\":\"ping\"}\n\n".into());
-        let turn = run(&bridge, &prepared.prompt);
+        let Prepared { prompt, mut lease, .. } = prepared;
+        let turn = run(&bridge, &prompt, lease.as_mut());
         tokio::pin!(turn);
         let mut ticker = tokio::time::interval_at(
             tokio::time::Instant::now() + bridge.ping_interval,
@@ -291,12 +341,12 @@ pub fn respond_stream(
                 outcome = &mut turn => break outcome,
                 _ = ticker.tick() => {
                     if frames.send(Bytes::from(ping.clone())).await.is_err() {
-                        tracing::info!(status = 499, id = %prepared.head.id, "client went away during the turn; agent killed");
+                        tracing::info!(status = 499, id = %id, "client went away during the turn; agent killed");
                         return;
                     }
                 }
                 _ = frames.closed() => {
-                    tracing::info!(status = 499, id = %prepared.head.id, "client went away during the turn; agent killed");
+                    tracing::info!(status = 499, id = %id, "client went away during the turn; agent killed");
                     return;
                 }
             }
@@ -310,7 +360,7 @@ pub fn respond_stream(
         let tail = match tail {
             Ok(events) => events,
             Err(failure) => {
-                tracing::warn!(code = %failure.code, status = failure.status, id = %prepared.head.id, "turn failed after the stream started");
+                tracing::warn!(code = %failure.code, status = failure.status, id = %id, "turn failed after the stream started");
                 let event_failure = failure.clone();
                 blocking(transforms, move |t| t.error_event(event_failure))
                     .await

@@ -76,6 +76,9 @@ impl TestBridge {
         let addr = listener.local_addr().expect("addr");
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(bridge.pool.clone().run_refill());
+        if let Some(resident) = bridge.resident.clone() {
+            tokio::spawn(resident.run_reaper());
+        }
         let server = tokio::spawn(summarizer::serve(
             bridge.clone(),
             listener,
@@ -137,6 +140,17 @@ impl TestBridge {
     pub fn messages_in_background(&self, body: &Value) -> tokio::task::JoinHandle<HttpResponse> {
         let (addr, body) = (self.addr, body.to_string());
         tokio::task::spawn_blocking(move || request(addr, "POST", "/v1/messages", &[], &body))
+    }
+
+    /// A `/v1/messages` request in the conversation `session` (Claude Code's session header).
+    pub async fn conversation_turn(&self, session: &str, body: &Value) -> HttpResponse {
+        self.request(
+            "POST",
+            "/v1/messages?beta=true",
+            &[("x-claude-code-session-id", session)],
+            &body.to_string(),
+        )
+        .await
     }
 
     pub async fn messages(&self, body: &Value) -> HttpResponse {

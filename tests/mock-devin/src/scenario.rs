@@ -30,6 +30,8 @@ pub enum Scenario {
     Exit,
     /// A normal text answer, then the process exits (a process lost between turns).
     ExitAfter,
+    /// The reply is the last `[User]` section, verbatim.
+    LastUser,
     Hang,
     ToolCall,
     ToolCallUpdate,
@@ -64,6 +66,7 @@ pub const MARKERS: &[&str] = &[
     "rpc-error=Unauthenticated",
     "exit",
     "exit-after",
+    "last-user",
     "hang",
     "tool-call",
     "tool-call-update",
@@ -97,6 +100,7 @@ impl Scenario {
             "rpc-error=Unauthenticated" => Self::RpcError(ErrorKind::Unauthenticated),
             "exit" => Self::Exit,
             "exit-after" => Self::ExitAfter,
+            "last-user" => Self::LastUser,
             "hang" => Self::Hang,
             "tool-call" => Self::ToolCall,
             "tool-call-update" => Self::ToolCallUpdate,
@@ -141,6 +145,7 @@ impl Scenario {
             Self::RpcError(ErrorKind::Unauthenticated) => "rpc-error=Unauthenticated",
             Self::Exit => "exit",
             Self::ExitAfter => "exit-after",
+            Self::LastUser => "last-user",
             Self::Hang => "hang",
             Self::ToolCall => "tool-call",
             Self::ToolCallUpdate => "tool-call-update",

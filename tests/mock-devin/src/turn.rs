@@ -190,6 +190,10 @@ impl Turn {
                 Ok(())
             }
             Scenario::Exit => self.exit(),
+            Scenario::LastUser => {
+                let last = prompt.last_user().unwrap_or_default().trim().to_owned();
+                self.answer(&last, Route::Update, "text")
+            }
             Scenario::ExitAfter => {
                 self.answer(TEXT, Route::Update, "text")?;
                 self.log("exit", json!({"status": 3, "after": "answer"}));

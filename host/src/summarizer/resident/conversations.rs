@@ -1,0 +1,291 @@
+//! The resident sessions of every conversation.
+//!
+//! A conversation is found by its key (the client's session header) and then by the identity
+//! of the history it has sent: several sessions may share one key (an edited or forked
+//! history, or subagents of one Claude Code session), and a request continues the session
+//! whose history it extends. Turns on one session are single-flight: a turn holds the
+//! session's lock from its first serialization to its answer.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::OwnedMutexGuard;
+
+use super::processes::Slot;
+use crate::acp::SharedAgent;
+
+/// Sessions kept per conversation key (the least recently used goes beyond it).
+const MAX_PER_KEY: usize = 8;
+
+/// A session on a resident agent; the agent forgets it (`session/close`) when this is dropped.
+pub struct Bound {
+    pub agent: Arc<SharedAgent>,
+    pub session: String,
+    /// Held for as long as the session lives.
+    _slot: Slot,
+}
+
+impl Bound {
+    pub fn new(agent: Arc<SharedAgent>, session: String, slot: Slot) -> Self {
+        Self {
+            agent,
+            session,
+            _slot: slot,
+        }
+    }
+}
+
+impl Drop for Bound {
+    fn drop(&mut self) {
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let (agent, session) = (self.agent.clone(), std::mem::take(&mut self.session));
+            handle.spawn(async move { agent.close_session(&session).await });
+        }
+    }
+}
+
+/// The session behind one conversation entry, if it has one.
+pub type Binding = Option<Bound>;
+
+/// One resident session of a conversation.
+pub struct Entry {
+    binding: Arc<tokio::sync::Mutex<Binding>>,
+    summary: Mutex<Summary>,
+}
+
+/// What is known of an entry without waiting for its running turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// Messages the session holds (0: none yet).
+    pub held: u32,
+    /// The identity of those messages.
+    pub digest: String,
+    pub last_used: Instant,
+    /// Forgotten (idle, evicted or failed): no turn may use it any more.
+    pub forgotten: bool,
+}
+
+impl Entry {
+    fn new() -> Self {
+        Self {
+            binding: Arc::new(tokio::sync::Mutex::new(None)),
+            summary: Mutex::new(Summary {
+                held: 0,
+                digest: String::new(),
+                last_used: Instant::now(),
+                forgotten: false,
+            }),
+        }
+    }
+
+    pub fn summary(&self) -> Summary {
+        self.summary
+            .lock()
+            .map(|summary| summary.clone())
+            .unwrap_or_else(|poisoned| poisoned.into_inner().clone())
+    }
+
+    fn update(&self, change: impl FnOnce(&mut Summary)) {
+        let mut summary = self
+            .summary
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        change(&mut summary);
+    }
+
+    /// Waits for the running turn, if any, and holds the session for this one.
+    pub async fn lock(&self) -> OwnedMutexGuard<Binding> {
+        self.binding.clone().lock_owned().await
+    }
+
+    /// The session now holds `history` (after a successful turn).
+    pub fn commit(&self, history: &[String]) {
+        let held = u32::try_from(history.len()).unwrap_or(u32::MAX);
+        let digest = history.last().cloned().unwrap_or_default();
+        self.update(|summary| {
+            summary.held = held;
+            summary.digest = digest;
+            summary.last_used = Instant::now();
+        });
+    }
+
+    /// No turn may use this entry again.
+    pub fn forget(&self) {
+        self.update(|summary| {
+            summary.forgotten = true;
+            summary.held = 0;
+        });
+    }
+
+    /// Whether a request whose history is `history` continues this session: the session holds
+    /// some messages, all of them are the request's first ones, and the request adds more.
+    fn continued_by(&self, history: &[String]) -> Option<u32> {
+        let summary = self.summary();
+        let held = usize::try_from(summary.held).ok()?;
+        (!summary.forgotten && held > 0 && held < history.len())
+            .then(|| history.get(held - 1))
+            .flatten()
+            .filter(|digest| **digest == summary.digest)
+            .map(|_| summary.held)
+    }
+}
+
+/// Every conversation's entries, by key.
+pub struct Conversations {
+    by_key: Mutex<HashMap<String, Vec<Arc<Entry>>>>,
+    max_total: usize,
+}
+
+impl Conversations {
+    pub fn new(max_total: usize) -> Self {
+        Self {
+            by_key: Mutex::new(HashMap::new()),
+            max_total: max_total.max(1),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Arc<Entry>>>> {
+        self.by_key
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// How many messages the most recently used session of `key` holds (0 when none): the
+    /// first guess of what a new request's session has seen.
+    pub fn likely_held(&self, key: &str) -> u32 {
+        self.lock()
+            .get(key)
+            .and_then(|entries| {
+                entries
+                    .iter()
+                    .map(|entry| entry.summary())
+                    .filter(|summary| !summary.forgotten && summary.held > 0)
+                    .max_by_key(|summary| summary.last_used)
+            })
+            .map_or(0, |summary| summary.held)
+    }
+
+    /// Whether `key` has any session.
+    pub fn knows(&self, key: &str) -> bool {
+        self.lock()
+            .get(key)
+            .is_some_and(|entries| !entries.is_empty())
+    }
+
+    /// The session of `key` that `history` continues (the one holding the most messages), and
+    /// how many it holds.
+    pub fn continued(&self, key: &str, history: &[String]) -> Option<(Arc<Entry>, u32)> {
+        self.lock().get(key).and_then(|entries| {
+            entries
+                .iter()
+                .filter_map(|entry| {
+                    entry
+                        .continued_by(history)
+                        .map(|held| (entry.clone(), held))
+                })
+                .max_by_key(|(_, held)| *held)
+        })
+    }
+
+    /// A new, empty entry for `key`. Beyond the caps, the least recently used idle entries
+    /// are forgotten.
+    pub fn create(&self, key: &str) -> Arc<Entry> {
+        let entry = Arc::new(Entry::new());
+        let mut by_key = self.lock();
+        let entries = by_key.entry(key.to_owned()).or_default();
+        if entries.len() >= MAX_PER_KEY {
+            evict_least_recent(entries, entries.len() + 1 - MAX_PER_KEY);
+        }
+        let total: usize = by_key.values().map(Vec::len).sum();
+        if total >= self.max_total {
+            let mut all: Vec<(String, Arc<Entry>)> = by_key
+                .iter()
+                .flat_map(|(key, entries)| entries.iter().map(|e| (key.clone(), e.clone())))
+                .collect();
+            all.sort_by_key(|(_, entry)| entry.summary().last_used);
+            let mut over = total + 1 - self.max_total;
+            for (key, victim) in all {
+                if over == 0 {
+                    break;
+                }
+                if !drop_binding_if_idle(&victim) {
+                    continue;
+                }
+                if let Some(entries) = by_key.get_mut(&key) {
+                    entries.retain(|e| !Arc::ptr_eq(e, &victim));
+                }
+                over -= 1;
+            }
+            by_key.retain(|_, entries| !entries.is_empty());
+        }
+        by_key
+            .entry(key.to_owned())
+            .or_default()
+            .push(entry.clone());
+        entry
+    }
+
+    /// Removes `entry` (its turn failed or it was superseded).
+    pub fn remove(&self, entry: &Arc<Entry>) {
+        entry.forget();
+        let mut by_key = self.lock();
+        for entries in by_key.values_mut() {
+            entries.retain(|e| !Arc::ptr_eq(e, entry));
+        }
+        by_key.retain(|_, entries| !entries.is_empty());
+    }
+
+    /// Forgets sessions without a turn for longer than `idle` (a running turn keeps its
+    /// session). Returns how many were forgotten.
+    pub fn forget_idle(&self, idle: Duration) -> usize {
+        let mut forgotten = 0;
+        let mut by_key = self.lock();
+        for entries in by_key.values_mut() {
+            entries.retain(|entry| {
+                let stale = entry.summary().last_used.elapsed() >= idle;
+                if stale && drop_binding_if_idle(entry) {
+                    forgotten += 1;
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+        by_key.retain(|_, entries| !entries.is_empty());
+        forgotten
+    }
+
+    /// Sessions kept now.
+    pub fn len(&self) -> usize {
+        self.lock().values().map(Vec::len).sum()
+    }
+}
+
+/// Forgets `entry` and ends its session unless a turn holds it; whether it did.
+fn drop_binding_if_idle(entry: &Entry) -> bool {
+    match entry.binding.try_lock() {
+        Ok(mut binding) => {
+            entry.forget();
+            binding.take();
+            true
+        }
+        Err(_busy) => false,
+    }
+}
+
+/// Forgets the `count` least recently used idle entries of one key.
+fn evict_least_recent(entries: &mut Vec<Arc<Entry>>, count: usize) {
+    let mut order: Vec<Arc<Entry>> = entries.clone();
+    order.sort_by_key(|entry| entry.summary().last_used);
+    let mut left = count;
+    for victim in order {
+        if left == 0 {
+            break;
+        }
+        if drop_binding_if_idle(&victim) {
+            entries.retain(|e| !Arc::ptr_eq(e, &victim));
+            left -= 1;
+        }
+    }
+}

@@ -1,0 +1,439 @@
+//! The resident transport: pooled agent processes, each serving several sessions, and one
+//! session per conversation that lives across turns.
+//!
+//! - A conversation is keyed by the client's session header and found by the identity of the
+//!   history it sends (see [`conversations`]). A request that continues a session sends only
+//!   the messages that session has not seen; any other request (a new conversation, an edited
+//!   or forked history, a replica that never saw it) starts a session with the whole prompt.
+//! - Requests without the header, and side requests without tools (title generation, quota
+//!   probes), run in an ephemeral session that is closed after the turn.
+//! - When a session's process dies (another session's tool call killed it, or it exited), the
+//!   next turn, or the turn that was running, rebuilds the session and sends the whole prompt
+//!   once: a replay.
+//! - The single repair attempt continues the same session with the repair instructions only.
+
+mod conversations;
+mod processes;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use devin_bridge_types::Failure;
+use serde::Serialize;
+use tokio::sync::OwnedMutexGuard;
+
+use self::conversations::{Binding, Bound, Conversations, Entry};
+use self::processes::Processes;
+use super::turn::{agent_failure, blocking};
+use super::Bridge;
+use crate::acp::{AcpError, AgentLimits, TurnOutput};
+use crate::engine::{Prompt, UnseenPrompt};
+use crate::policy::AgentSection;
+use crate::process::Spec;
+
+/// The request header that names a Claude Code conversation.
+pub const SESSION_HEADER: &str = "x-claude-code-session-id";
+/// Longest conversation key accepted (a longer header is ignored, as if absent).
+const MAX_KEY_LEN: usize = 128;
+/// Attempts at finding a session before the turn runs in an ephemeral one instead (each
+/// attempt that fails lost a race with another turn of the same conversation).
+const MAX_SELECTION_ATTEMPTS: usize = 3;
+
+/// The conversation key in `value`: 1 to 128 visible ASCII characters, else none.
+pub fn conversation_key(value: Option<&hyper::header::HeaderValue>) -> Option<String> {
+    let text = value?.to_str().ok()?.trim();
+    let valid = !text.is_empty()
+        && text.len() <= MAX_KEY_LEN
+        && text.bytes().all(|byte| byte.is_ascii_graphic());
+    valid.then(|| text.to_owned())
+}
+
+/// Counters for `/healthz` and `/metrics`.
+#[derive(Default)]
+pub struct Stats {
+    /// Turns that continued their conversation's session.
+    pub hits: AtomicU64,
+    /// Turns that started a conversation's first session.
+    pub misses: AtomicU64,
+    /// Turns whose history no session of their conversation holds (edited, compacted, forked).
+    pub forks: AtomicU64,
+    /// Turns whose session's process had died: the session was rebuilt.
+    pub rebuilds: AtomicU64,
+    /// Whole prompts sent again to rebuild a session (on a rebuild, or when the process died
+    /// during the turn).
+    pub replays: AtomicU64,
+    /// Turns in an ephemeral session (no conversation header, or a side request).
+    pub ephemeral: AtomicU64,
+    /// Prompts sent to agents, and their bytes.
+    pub prompts: AtomicU64,
+    pub prompt_bytes: AtomicU64,
+}
+
+/// What `/healthz` says about the resident transport.
+#[derive(Debug, Clone, Serialize)]
+pub struct Snapshot {
+    pub processes: usize,
+    pub processes_started: u64,
+    pub sessions: usize,
+    pub hits: u64,
+    pub misses: u64,
+    pub forks: u64,
+    pub rebuilds: u64,
+    pub replays: u64,
+    pub ephemeral: u64,
+    pub prompts: u64,
+    pub prompt_bytes: u64,
+}
+
+/// The resident transport's state.
+pub struct Resident {
+    processes: Processes,
+    conversations: Conversations,
+    pub stats: Stats,
+    home: PathBuf,
+    idle: Duration,
+    warm: usize,
+}
+
+/// How a turn found its session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    Hit,
+    New,
+    Fork,
+    Rebuild,
+}
+
+/// A turn's claim on its session: the conversation's single-flight lock, or an ephemeral
+/// session. Dropped without [`Lease::commit`], the session is forgotten (its state after a
+/// failed or abandoned turn is unknown).
+pub struct Lease {
+    resident: Arc<Resident>,
+    session: LeasedSession,
+    /// The request, for a replay.
+    body: Arc<String>,
+    /// The request's history identities.
+    history: Vec<String>,
+    /// Messages the session held before this turn (0: it gets the whole prompt).
+    held: u32,
+    replayed: bool,
+    committed: bool,
+}
+
+enum LeasedSession {
+    Conversation {
+        entry: Arc<Entry>,
+        binding: OwnedMutexGuard<Binding>,
+    },
+    Ephemeral {
+        binding: Binding,
+    },
+}
+
+impl LeasedSession {
+    fn binding(&mut self) -> &mut Binding {
+        match self {
+            LeasedSession::Conversation { binding, .. } => binding,
+            LeasedSession::Ephemeral { binding } => binding,
+        }
+    }
+}
+
+impl Lease {
+    /// The turn succeeded: the session now holds the request's messages.
+    pub fn commit(&mut self) {
+        self.committed = true;
+        if let LeasedSession::Conversation { entry, .. } = &self.session {
+            entry.commit(&self.history);
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        match &mut self.session {
+            LeasedSession::Conversation { entry, binding } if !self.committed => {
+                binding.take();
+                self.resident.conversations.remove(entry);
+            }
+            // An ephemeral session ends with its turn.
+            LeasedSession::Ephemeral { binding } => drop(binding.take()),
+            LeasedSession::Conversation { .. } => {}
+        }
+    }
+}
+
+impl Resident {
+    pub fn new(spec: Spec, limits: AgentLimits, agent: &AgentSection, home: PathBuf) -> Arc<Self> {
+        Arc::new(Self {
+            processes: Processes::new(spec, limits, agent.sessions_per_process),
+            conversations: Conversations::new(agent.max_sessions),
+            stats: Stats::default(),
+            home,
+            idle: Duration::from_millis(agent.session_idle_ms),
+            warm: agent.prewarm,
+        })
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        Snapshot {
+            processes: self.processes.live(),
+            processes_started: self.processes.started(),
+            sessions: self.conversations.len(),
+            hits: load(&self.stats.hits),
+            misses: load(&self.stats.misses),
+            forks: load(&self.stats.forks),
+            rebuilds: load(&self.stats.rebuilds),
+            replays: load(&self.stats.replays),
+            ephemeral: load(&self.stats.ephemeral),
+            prompts: load(&self.stats.prompts),
+            prompt_bytes: load(&self.stats.prompt_bytes),
+        }
+    }
+
+    /// Starts the policy's `prewarm` processes, then forgets idle sessions and ends idle and
+    /// dead processes until the bridge stops.
+    pub async fn run_reaper(self: Arc<Self>) {
+        self.processes.warm(self.warm).await;
+        let tick = (self.idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
+        loop {
+            tokio::time::sleep(tick).await;
+            let forgotten = self.conversations.forget_idle(self.idle);
+            if forgotten > 0 {
+                tracing::info!(forgotten, "idle conversation sessions forgotten");
+            }
+            self.processes.reap(self.idle).await;
+        }
+    }
+
+    /// Ends every process (shutdown).
+    pub async fn shutdown(&self) {
+        self.processes.close_all().await;
+    }
+
+    /// Serializes the request for the session it continues (found or started here) and
+    /// validates its model. Waits while another turn of the same session runs.
+    pub async fn prepare(
+        self: &Arc<Self>,
+        bridge: &Bridge,
+        body: String,
+        key: Option<String>,
+    ) -> Result<(Prompt, Lease), Failure> {
+        let body = Arc::new(body);
+        let Some(key) = key else {
+            let whole = serialize(bridge, &body, 0, true).await?;
+            return Ok(self.ephemeral(body, whole));
+        };
+        for _ in 0..MAX_SELECTION_ATTEMPTS {
+            let guess = self.conversations.likely_held(&key);
+            let unseen = serialize(bridge, &body, guess, true).await?;
+            if unseen.prompt.tools.trim() == "[]" {
+                // A side request (title, quota probe, summary): never the conversation's session.
+                let whole = if guess == 0 {
+                    unseen
+                } else {
+                    serialize(bridge, &body, 0, false).await?
+                };
+                return Ok(self.ephemeral(body, whole));
+            }
+            let continued = self.conversations.continued(&key, &unseen.history);
+            let known = self.conversations.knows(&key);
+            let (entry, expected) = match continued {
+                Some((entry, held)) => (entry, held),
+                None => (self.conversations.create(&key), 0),
+            };
+            let mut binding = entry.lock().await;
+            let summary = entry.summary();
+            if summary.forgotten || summary.held != expected {
+                // Another turn of this conversation changed the session while this one waited.
+                continue;
+            }
+            let alive = binding.as_ref().is_some_and(|bound| bound.agent.is_alive());
+            let found = match (expected, alive) {
+                (0, _) if known => Found::Fork,
+                (0, _) => Found::New,
+                (_, true) => Found::Hit,
+                (_, false) => Found::Rebuild,
+            };
+            let held = if found == Found::Hit { expected } else { 0 };
+            if found == Found::Rebuild {
+                binding.take();
+            }
+            self.count(found);
+            let unseen = if held == guess {
+                unseen
+            } else {
+                serialize(bridge, &body, held, false).await?
+            };
+            tracing::debug!(
+                ?found,
+                held,
+                messages = unseen.history.len(),
+                "conversation session chosen"
+            );
+            let UnseenPrompt { prompt, history } = unseen;
+            let lease = Lease {
+                resident: self.clone(),
+                session: LeasedSession::Conversation { entry, binding },
+                body,
+                history,
+                held,
+                replayed: false,
+                committed: false,
+            };
+            return Ok((prompt, lease));
+        }
+        tracing::info!(
+            "conversation busy with competing turns; this one runs in an ephemeral session"
+        );
+        let whole = serialize(bridge, &body, 0, false).await?;
+        Ok(self.ephemeral(body, whole))
+    }
+
+    fn ephemeral(self: &Arc<Self>, body: Arc<String>, whole: UnseenPrompt) -> (Prompt, Lease) {
+        self.stats.ephemeral.fetch_add(1, Ordering::Relaxed);
+        let lease = Lease {
+            resident: self.clone(),
+            session: LeasedSession::Ephemeral { binding: None },
+            body,
+            history: whole.history,
+            held: 0,
+            replayed: false,
+            committed: false,
+        };
+        (whole.prompt, lease)
+    }
+
+    fn count(&self, found: Found) {
+        let counter = match found {
+            Found::Hit => &self.stats.hits,
+            Found::New => &self.stats.misses,
+            Found::Fork => &self.stats.forks,
+            Found::Rebuild => {
+                self.stats.replays.fetch_add(1, Ordering::Relaxed);
+                &self.stats.rebuilds
+            }
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One agent turn on the lease's session. When the session's process dies under it for a
+    /// reason that is not this session's own tool call, the session is rebuilt once with the
+    /// whole prompt.
+    pub async fn turn(
+        &self,
+        bridge: &Bridge,
+        lease: &mut Lease,
+        text: &str,
+    ) -> Result<String, Failure> {
+        let error = match self.prompt(lease, text.to_owned()).await {
+            Ok(output) => return Ok(output.text),
+            Err(error) => error,
+        };
+        if !matches!(error, AcpError::EarlyExit) || lease.replayed {
+            return Err(agent_failure(bridge, error).await);
+        }
+        tracing::info!("the session's agent process ended under this turn; rebuilding the session with a replay");
+        lease.replayed = true;
+        lease.held = 0;
+        self.stats.replays.fetch_add(1, Ordering::Relaxed);
+        let whole = serialize(bridge, &lease.body, 0, false).await?;
+        match self.prompt(lease, whole.prompt.text).await {
+            Ok(output) => Ok(output.text),
+            Err(error) => Err(agent_failure(bridge, error).await),
+        }
+    }
+
+    /// The single repair attempt: the repair instructions alone, on the same session.
+    pub async fn repair(
+        &self,
+        bridge: &Bridge,
+        lease: &mut Lease,
+        rejection: Failure,
+    ) -> Result<String, Failure> {
+        let section = blocking(&bridge.transforms, move |t| {
+            t.repair(String::new(), rejection)
+        })
+        .await?;
+        let section = section.trim_start();
+        let section = section.strip_prefix("---").unwrap_or(section).trim_start();
+        match self.prompt(lease, section.to_owned()).await {
+            Ok(output) => Ok(output.text),
+            Err(error) => Err(agent_failure(bridge, error).await),
+        }
+    }
+
+    /// Sends `text` on the lease's session, opening one when it has none. A session that
+    /// holds messages and whose process died cannot take a continuation: `EarlyExit`, for the
+    /// caller to replay. After any failure the session is dropped.
+    async fn prompt(&self, lease: &mut Lease, text: String) -> Result<TurnOutput, AcpError> {
+        let held = lease.held;
+        let binding = lease.session.binding();
+        if binding
+            .as_ref()
+            .is_some_and(|bound| !bound.agent.is_alive())
+        {
+            binding.take();
+        }
+        if binding.is_none() {
+            if held > 0 {
+                return Err(AcpError::EarlyExit);
+            }
+            *binding = Some(self.open().await?);
+        }
+        let Some(bound) = binding.as_ref() else {
+            return Err(AcpError::EarlyExit);
+        };
+        self.stats.prompts.fetch_add(1, Ordering::Relaxed);
+        self.stats.prompt_bytes.fetch_add(
+            u64::try_from(text.len()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        let outcome = bound.agent.prompt(&bound.session, text).await;
+        match &outcome {
+            Ok(output) => tracing::info!(
+                pid = bound.agent.pid(),
+                elapsed_ms = output.elapsed.as_millis() as u64,
+                chars = output.text.len(),
+                held,
+                "resident turn complete"
+            ),
+            Err(error) => {
+                tracing::warn!(pid = bound.agent.pid(), code = error.code(), %error, "resident turn failed");
+                binding.take();
+            }
+        }
+        outcome
+    }
+
+    async fn open(&self) -> Result<Bound, AcpError> {
+        let slot = self.processes.reserve();
+        let agent = self.processes.agent(&slot).await?;
+        let session = agent.new_session(&self.home).await?;
+        Ok(Bound::new(agent, session, slot))
+    }
+}
+
+/// `serialize-unseen` for `held`, with the model validated when `validate`, off the async
+/// workers.
+async fn serialize(
+    bridge: &Bridge,
+    body: &Arc<String>,
+    held: u32,
+    validate: bool,
+) -> Result<UnseenPrompt, Failure> {
+    let body = body.clone();
+    let catalog = bridge.catalog.clone();
+    blocking(&bridge.transforms, move |t| {
+        Ok(match t.serialize_unseen(body.as_str().to_owned(), held)? {
+            Ok(unseen) if validate => t
+                .validate_model(unseen.prompt.model.clone(), catalog)?
+                .map(|_| unseen),
+            other => other,
+        })
+    })
+    .await?
+}
