@@ -152,6 +152,28 @@ async fn the_second_turn_sends_only_the_unseen_messages() {
     assert_eq!(stats["processes_started"], 1, "{health}");
     assert_eq!(stats["sessions"], 1, "{health}");
     assert_eq!(stats["prompts"], 2, "{health}");
+
+    let metrics = bridge.request("GET", "/metrics", &[], "").await;
+    assert_eq!(metrics.status, 200);
+    assert!(metrics
+        .header("content-type")
+        .is_some_and(|kind| kind.starts_with("application/openmetrics-text")));
+    for line in [
+        "devin_bridge_resident_hits_total 1",
+        "devin_bridge_resident_misses_total 1",
+        "devin_bridge_resident_processes 1",
+        "devin_bridge_resident_sessions 1",
+        "devin_bridge_resident_processes_started_total 1",
+        "devin_bridge_requests_total{path=\"/v1/messages\",status=\"200\"} 2",
+        "devin_bridge_requests_total{path=\"/healthz\",status=\"200\"} 1",
+    ] {
+        assert!(
+            metrics.body.lines().any(|l| l == line),
+            "no {line:?} in\n{}",
+            metrics.body
+        );
+    }
+    assert!(metrics.body.ends_with("# EOF\n"));
     bridge.stop().await;
 }
 

@@ -104,7 +104,12 @@ fn failure(code: &str, message: &str, status: u16) -> Failure {
 async fn route(bridge: Arc<Bridge>, request: Request<Incoming>) -> Response<ResponseBody> {
     let span =
         tracing::info_span!("request", method = %request.method(), path = %request.uri().path());
-    dispatch(bridge, request).instrument(span).await
+    let path = request.uri().path().to_owned();
+    let response = dispatch(bridge.clone(), request).instrument(span).await;
+    bridge
+        .metrics
+        .count_request(&path, response.status().as_u16());
+    response
 }
 
 async fn dispatch(bridge: Arc<Bridge>, request: Request<Incoming>) -> Response<ResponseBody> {
@@ -112,6 +117,7 @@ async fn dispatch(bridge: Arc<Bridge>, request: Request<Incoming>) -> Response<R
     let method = request.method().clone();
     match (&method, path.as_str()) {
         (&Method::GET, "/healthz") => return health(&bridge),
+        (&Method::GET, "/metrics") => return metrics(&bridge),
         (_, "/v1/messages" | "/v1/messages/count_tokens" | "/v1/models") => {}
         _ => return error_response(&bridge, failure("not_found", "no such endpoint", 404)).await,
     }
@@ -216,6 +222,21 @@ async fn models(bridge: &Bridge) -> Response<ResponseBody> {
         Ok(Ok(listing)) => json_response(StatusCode::OK, listing),
         Ok(Err(failure)) | Err(failure) => error_response(bridge, failure).await,
     }
+}
+
+/// Unauthenticated, like `/healthz`: counts and gauges only, nothing about any request's
+/// content.
+fn metrics(bridge: &Bridge) -> Response<ResponseBody> {
+    let text = bridge.metrics.render(
+        bridge.in_flight(),
+        bridge.agent_processes(),
+        bridge.resident.as_deref(),
+    );
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", super::metrics::CONTENT_TYPE)
+        .body(super::body::full(text))
+        .unwrap_or_else(|_| Response::new(super::body::full("")))
 }
 
 fn health(bridge: &Bridge) -> Response<ResponseBody> {

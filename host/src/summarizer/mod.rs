@@ -5,6 +5,7 @@
 mod auth;
 mod body;
 mod http;
+mod metrics;
 mod resident;
 pub mod sandbox;
 mod turn;
@@ -45,6 +46,7 @@ pub struct Bridge {
     pub pool: Arc<AgentPool>,
     /// The resident transport, when the policy selects it.
     pub resident: Option<Arc<Resident>>,
+    metrics: metrics::Metrics,
     pub agent: AgentInfo,
     catalog: String,
     key: Option<ApiKey>,
@@ -144,6 +146,7 @@ impl Bridge {
         Ok(Arc::new(Self {
             transforms,
             pool,
+            metrics: metrics::Metrics::new(resident.as_deref()),
             resident,
             agent,
             catalog,

@@ -16,11 +16,11 @@ mod conversations;
 mod processes;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use devin_bridge_types::Failure;
+use prometheus_client::metrics::counter::Counter;
 use serde::Serialize;
 use tokio::sync::OwnedMutexGuard;
 
@@ -50,25 +50,25 @@ pub fn conversation_key(value: Option<&hyper::header::HeaderValue>) -> Option<St
     valid.then(|| text.to_owned())
 }
 
-/// Counters for `/healthz` and `/metrics`.
+/// Counters for `/healthz` and `/metrics` (Prometheus counters: `/metrics` registers clones).
 #[derive(Default)]
 pub struct Stats {
     /// Turns that continued their conversation's session.
-    pub hits: AtomicU64,
+    pub hits: Counter,
     /// Turns that started a conversation's first session.
-    pub misses: AtomicU64,
+    pub misses: Counter,
     /// Turns whose history no session of their conversation holds (edited, compacted, forked).
-    pub forks: AtomicU64,
+    pub forks: Counter,
     /// Turns whose session's process had died: the session was rebuilt.
-    pub rebuilds: AtomicU64,
+    pub rebuilds: Counter,
     /// Whole prompts sent again to rebuild a session (on a rebuild, or when the process died
     /// during the turn).
-    pub replays: AtomicU64,
+    pub replays: Counter,
     /// Turns in an ephemeral session (no conversation header, or a side request).
-    pub ephemeral: AtomicU64,
+    pub ephemeral: Counter,
     /// Prompts sent to agents, and their bytes.
-    pub prompts: AtomicU64,
-    pub prompt_bytes: AtomicU64,
+    pub prompts: Counter,
+    pub prompt_bytes: Counter,
 }
 
 /// What `/healthz` says about the resident transport.
@@ -177,8 +177,23 @@ impl Resident {
         })
     }
 
+    /// Resident processes running now.
+    pub fn live_processes(&self) -> usize {
+        self.processes.live()
+    }
+
+    /// Conversation sessions kept now.
+    pub fn sessions(&self) -> usize {
+        self.conversations.len()
+    }
+
+    /// The counter of processes started.
+    pub fn processes_started(&self) -> &Counter {
+        self.processes.started_counter()
+    }
+
     pub fn snapshot(&self) -> Snapshot {
-        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        let load = |counter: &Counter| counter.get();
         Snapshot {
             processes: self.processes.live(),
             processes_started: self.processes.started(),
@@ -294,7 +309,7 @@ impl Resident {
     }
 
     fn ephemeral(self: &Arc<Self>, body: Arc<String>, whole: UnseenPrompt) -> (Prompt, Lease) {
-        self.stats.ephemeral.fetch_add(1, Ordering::Relaxed);
+        self.stats.ephemeral.inc();
         let lease = Lease {
             resident: self.clone(),
             session: LeasedSession::Ephemeral { binding: None },
@@ -313,11 +328,11 @@ impl Resident {
             Found::New => &self.stats.misses,
             Found::Fork => &self.stats.forks,
             Found::Rebuild => {
-                self.stats.replays.fetch_add(1, Ordering::Relaxed);
+                self.stats.replays.inc();
                 &self.stats.rebuilds
             }
         };
-        counter.fetch_add(1, Ordering::Relaxed);
+        counter.inc();
     }
 
     /// One agent turn on the lease's session. When the session's process dies under it for a
@@ -339,7 +354,7 @@ impl Resident {
         tracing::info!("the session's agent process ended under this turn; rebuilding the session with a replay");
         lease.replayed = true;
         lease.held = 0;
-        self.stats.replays.fetch_add(1, Ordering::Relaxed);
+        self.stats.replays.inc();
         let whole = serialize(bridge, &lease.body, 0, false).await?;
         match self.prompt(lease, whole.prompt.text).await {
             Ok(output) => Ok(output.text),
@@ -387,11 +402,10 @@ impl Resident {
         let Some(bound) = binding.as_ref() else {
             return Err(AcpError::EarlyExit);
         };
-        self.stats.prompts.fetch_add(1, Ordering::Relaxed);
-        self.stats.prompt_bytes.fetch_add(
-            u64::try_from(text.len()).unwrap_or(u64::MAX),
-            Ordering::Relaxed,
-        );
+        self.stats.prompts.inc();
+        self.stats
+            .prompt_bytes
+            .inc_by(u64::try_from(text.len()).unwrap_or(u64::MAX));
         let outcome = bound.agent.prompt(&bound.session, text).await;
         match &outcome {
             Ok(output) => tracing::info!(

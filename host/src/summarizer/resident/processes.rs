@@ -4,10 +4,11 @@
 //! burst of new conversations fills processes instead of starting one each. Processes are
 //! filled one at a time (the fullest one with room is chosen) to keep their number low.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use prometheus_client::metrics::counter::Counter;
 use tokio::sync::OnceCell;
 
 use crate::acp::{AcpError, AgentLimits, SharedAgent};
@@ -19,7 +20,7 @@ pub struct Processes {
     limits: AgentLimits,
     per_process: usize,
     list: Mutex<Vec<Arc<Process>>>,
-    started: AtomicU64,
+    started: Counter,
 }
 
 /// One process, started on first use.
@@ -78,7 +79,7 @@ impl Processes {
             limits,
             per_process: per_process.max(1),
             list: Mutex::new(Vec::new()),
-            started: AtomicU64::new(0),
+            started: Counter::default(),
         }
     }
 
@@ -112,7 +113,7 @@ impl Processes {
             .process
             .agent
             .get_or_try_init(|| async {
-                self.started.fetch_add(1, Ordering::Relaxed);
+                self.started.inc();
                 let agent = SharedAgent::start(&self.spec, self.limits).await?;
                 tracing::info!(pid = agent.pid(), "resident agent process started");
                 Ok::<_, AcpError>(agent)
@@ -184,6 +185,10 @@ impl Processes {
 
     /// Processes started since the bridge started.
     pub fn started(&self) -> u64 {
-        self.started.load(Ordering::Relaxed)
+        self.started.get()
+    }
+
+    pub fn started_counter(&self) -> &Counter {
+        &self.started
     }
 }

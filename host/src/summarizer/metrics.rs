@@ -1,0 +1,163 @@
+//! `/metrics`: the request counters and what `/healthz` reports, in the Prometheus
+//! (OpenMetrics) text format, encoded by `prometheus-client`.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use super::resident::Resident;
+
+/// The `Content-Type` of the encoding.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Labels of one request count. `path` is one of the bridge's routes (anything else is
+/// `other`), so the label set stays bounded whatever clients send.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    pub path: &'static str,
+    pub status: u16,
+}
+
+/// Every metric the bridge exports.
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    turns_in_flight: Gauge,
+    agent_processes: Gauge,
+    resident_processes: Gauge,
+    resident_sessions: Gauge,
+}
+
+impl Metrics {
+    /// The registry, with the resident transport's counters when it is in use.
+    pub fn new(resident: Option<&Resident>) -> Self {
+        let mut registry = Registry::with_prefix("devin_bridge");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "requests",
+            "HTTP requests answered, by route and status",
+            requests.clone(),
+        );
+        let turns_in_flight = Gauge::default();
+        registry.register(
+            "turns_in_flight",
+            "Agent turns running now",
+            turns_in_flight.clone(),
+        );
+        let agent_processes = Gauge::default();
+        registry.register(
+            "agent_processes",
+            "Agent processes running now",
+            agent_processes.clone(),
+        );
+        let resident_processes = Gauge::default();
+        let resident_sessions = Gauge::default();
+        if let Some(resident) = resident {
+            let sub = registry.sub_registry_with_prefix("resident");
+            sub.register(
+                "processes",
+                "Resident agent processes running now",
+                resident_processes.clone(),
+            );
+            sub.register(
+                "sessions",
+                "Conversation sessions kept now",
+                resident_sessions.clone(),
+            );
+            sub.register(
+                "processes_started",
+                "Resident agent processes started",
+                resident.processes_started().clone(),
+            );
+            let stats = &resident.stats;
+            for (name, help, counter) in [
+                (
+                    "hits",
+                    "Turns that continued their conversation's session",
+                    &stats.hits,
+                ),
+                (
+                    "misses",
+                    "Turns that started a conversation's first session",
+                    &stats.misses,
+                ),
+                (
+                    "forks",
+                    "Turns whose history no session of their conversation held",
+                    &stats.forks,
+                ),
+                (
+                    "rebuilds",
+                    "Turns whose session's process had died",
+                    &stats.rebuilds,
+                ),
+                (
+                    "replays",
+                    "Whole prompts sent again to rebuild a session",
+                    &stats.replays,
+                ),
+                (
+                    "ephemeral",
+                    "Turns in an ephemeral session",
+                    &stats.ephemeral,
+                ),
+                ("prompts", "Prompts sent to resident agents", &stats.prompts),
+                (
+                    "prompt_bytes",
+                    "Bytes of the prompts sent to resident agents",
+                    &stats.prompt_bytes,
+                ),
+            ] {
+                sub.register(name, help, counter.clone());
+            }
+        }
+        Self {
+            registry,
+            requests,
+            turns_in_flight,
+            agent_processes,
+            resident_processes,
+            resident_sessions,
+        }
+    }
+
+    /// Counts one answered request.
+    pub fn count_request(&self, path: &str, status: u16) {
+        let path = match path {
+            "/v1/messages" => "/v1/messages",
+            "/v1/messages/count_tokens" => "/v1/messages/count_tokens",
+            "/v1/models" => "/v1/models",
+            "/healthz" => "/healthz",
+            "/metrics" => "/metrics",
+            _ => "other",
+        };
+        self.requests
+            .get_or_create(&RequestLabels { path, status })
+            .inc();
+    }
+
+    /// The text exposition, with the gauges read now.
+    pub fn render(
+        &self,
+        turns_in_flight: usize,
+        agent_processes: usize,
+        resident: Option<&Resident>,
+    ) -> String {
+        let set = |gauge: &Gauge, value: usize| {
+            gauge.set(i64::try_from(value).unwrap_or(i64::MAX));
+        };
+        set(&self.turns_in_flight, turns_in_flight);
+        set(&self.agent_processes, agent_processes);
+        if let Some(resident) = resident {
+            set(&self.resident_processes, resident.live_processes());
+            set(&self.resident_sessions, resident.sessions());
+        }
+        let mut text = String::new();
+        if prometheus_client::encoding::text::encode(&mut text, &self.registry).is_err() {
+            text.clear();
+        }
+        text
+    }
+}
