@@ -53,6 +53,9 @@ use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use tokio::runtime::Runtime;
 
+#[path = "resident/mod.rs"]
+mod resident;
+
 /// What `[mock:text]` answers.
 const EXPECTED: &str = "Mock answer: the bridge works.";
 const MODEL: &str = "devin-cli-agentic/swe-1-7";
@@ -411,6 +414,11 @@ struct Setup {
 
 impl Setup {
     fn policy(&self, home: &str, prewarm: usize) -> Policy {
+        self.policy_with(home, prewarm, "")
+    }
+
+    /// The bench policy with extra `[agent]` lines.
+    fn policy_with(&self, home: &str, prewarm: usize, agent: &str) -> Policy {
         let mut text = String::from("mode = \"summarizer\"\n");
         for name in ["serializer", "envelope", "sse", "model-alias"] {
             text.push_str(&format!(
@@ -427,7 +435,7 @@ impl Setup {
              max_concurrent_turns = {}\nmax_connections = 1024\n\
              ping_interval_ms = 600000\nqueue_timeout_ms = 60000\n\
              [agent]\ncommand = {:?}\nhome = {:?}\noffline = true\nprewarm = {prewarm}\n\
-             pass_env = [\"MOCK_DEVIN_STARTUP_MS\"]\n\
+             pass_env = [\"MOCK_DEVIN_STARTUP_MS\"]\n{agent}\n\
              [models]\ncatalog = {:?}\n",
             root()
                 .join("target")
@@ -454,6 +462,7 @@ struct Running {
     stop: tokio::sync::oneshot::Sender<()>,
     server: tokio::task::JoinHandle<()>,
     refill: tokio::task::JoinHandle<()>,
+    reaper: Option<tokio::task::JoinHandle<()>>,
 }
 
 async fn start_bridge(
@@ -462,7 +471,18 @@ async fn start_bridge(
     home: &str,
     prewarm: usize,
 ) -> Running {
-    let policy = setup.policy(home, prewarm);
+    start_bridge_with(setup, transforms, home, prewarm, "").await
+}
+
+/// [`start_bridge`] with extra `[agent]` policy lines.
+async fn start_bridge_with(
+    setup: &Setup,
+    transforms: &Arc<Transforms>,
+    home: &str,
+    prewarm: usize,
+    agent: &str,
+) -> Running {
+    let policy = setup.policy_with(home, prewarm, agent);
     let bridge = Bridge::from_policy(
         &policy,
         transforms.clone(),
@@ -475,6 +495,10 @@ async fn start_bridge(
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
     let refill = tokio::spawn(bridge.pool.clone().run_refill());
+    let reaper = bridge
+        .resident
+        .clone()
+        .map(|resident| tokio::spawn(resident.run_reaper()));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(summarizer::serve(
         bridge.clone(),
@@ -497,6 +521,7 @@ async fn start_bridge(
         stop,
         server,
         refill,
+        reaper,
     }
 }
 
@@ -508,7 +533,13 @@ impl Running {
         let _ = tokio::time::timeout(Duration::from_secs(30), self.server).await;
         self.refill.abort();
         let _ = self.refill.await;
+        if let Some(reaper) = self.reaper {
+            reaper.abort();
+        }
         self.bridge.pool.drain().await;
+        if let Some(resident) = &self.bridge.resident {
+            resident.shutdown().await;
+        }
         settle(&self.home, 0, Duration::from_secs(15)).await
     }
 
@@ -1184,8 +1215,15 @@ fn bench(
             progress(rows.last());
         }
     }
+    let resident_rows = if std::env::var("BRIDGE_BENCH_RESIDENT").is_ok_and(|v| v == "0") {
+        None
+    } else {
+        resident_bench(
+            settings, setup, transforms, server_rt, client_rt, &floor, &body,
+        )
+    };
     // Every agent of every sandbox home must be gone.
-    for home in ["floor", "cold", "warm"] {
+    for home in ["floor", "cold", "warm", "resident", "per-turn"] {
         left_behind += server_rt.block_on(settle(
             &setup.sandbox.join(home),
             0,
@@ -1238,11 +1276,137 @@ fn bench(
     );
     print_goals(&rows);
     println!();
+    if let Some((rows, script)) = &resident_rows {
+        resident::report(rows, script);
+    }
     println!(
         "agent processes left behind: {left_behind}{}",
         if left_behind == 0 { "" } else { "  <-- LEAK" }
     );
     println!("total bench time {:.1} s", begun.elapsed().as_secs_f64());
+}
+
+/// The resident transport's rows (see `resident`): floor, resident bridge, per-turn bridge, for
+/// each client count.
+fn resident_bench(
+    settings: &Settings,
+    setup: &Setup,
+    transforms: &Arc<Transforms>,
+    server_rt: &Runtime,
+    client_rt: &Runtime,
+    floor: &Floor,
+    body: &str,
+) -> Option<(Vec<resident::Row>, resident::Script)> {
+    let script = match resident::Script::new(body) {
+        Ok(script) => Arc::new(script),
+        Err(error) => {
+            eprintln!("bench bridge: the resident conversation does not serialize: {error}");
+            return None;
+        }
+    };
+    let turns = resident::TURNS as f64;
+    let unseen_average = script
+        .unseen_prompts
+        .iter()
+        .map(|prompt| prompt.len() as f64)
+        .sum::<f64>()
+        / turns;
+    let whole_average = script.whole_prompt_bytes.iter().sum::<usize>() as f64 / turns;
+    let mut rows = Vec::new();
+    for &level in &settings.levels {
+        let (samples, elapsed, processes) = server_rt.block_on(resident::floor(
+            &floor.spec,
+            floor.limits,
+            script.clone(),
+            level,
+        ));
+        rows.push(resident::Row::new(
+            level,
+            "floor (resident ACP)",
+            samples,
+            elapsed,
+            unseen_average,
+            processes,
+        ));
+        resident_progress(rows.last());
+
+        let agent = format!(
+            "transport = \"resident\"\nsessions_per_process = {}\nmax_sessions = 1024\n",
+            resident::SESSIONS_PER_PROCESS
+        );
+        let running =
+            server_rt.block_on(start_bridge_with(setup, transforms, "resident", 0, &agent));
+        let before = running.bridge.resident.as_ref().map(|r| r.snapshot());
+        let (samples, elapsed) = client_rt.block_on(resident::conversations(
+            running.addr,
+            script.clone(),
+            level,
+            "resident",
+        ));
+        let after = running.bridge.resident.as_ref().map(|r| r.snapshot());
+        let (bytes, processes) = match (before, after) {
+            (Some(before), Some(after)) => (
+                (after.prompt_bytes - before.prompt_bytes) as f64 / (turns * level as f64),
+                usize::try_from(after.processes_started - before.processes_started)
+                    .unwrap_or(usize::MAX),
+            ),
+            _ => (0.0, 0),
+        };
+        server_rt.block_on(running.stop());
+        rows.push(resident::Row::new(
+            level,
+            "bridge resident",
+            samples,
+            elapsed,
+            bytes,
+            processes,
+        ));
+        resident_progress(rows.last());
+
+        let running = server_rt.block_on(start_bridge(
+            setup,
+            transforms,
+            "per-turn",
+            settings.prewarm,
+        ));
+        server_rt.block_on(running.refilled(settings.prewarm));
+        let before = running.bridge.pool.stats();
+        let (samples, elapsed) = client_rt.block_on(resident::conversations(
+            running.addr,
+            script.clone(),
+            level,
+            "per-turn",
+        ));
+        let after = running.bridge.pool.stats();
+        let processes =
+            after.served_warm + after.served_cold - before.served_warm - before.served_cold;
+        server_rt.block_on(running.stop());
+        rows.push(resident::Row::new(
+            level,
+            "bridge per-turn",
+            samples,
+            elapsed,
+            whole_average,
+            processes,
+        ));
+        resident_progress(rows.last());
+    }
+    let script = Arc::try_unwrap(script).ok()?;
+    Some((rows, script))
+}
+
+fn resident_progress(row: Option<&resident::Row>) {
+    if let Some(row) = row {
+        eprintln!(
+            "bench bridge: {:>3} conversations, {:<20} {:>7.1} turns/s  p50 {:>7.2} ms  p99 {:>7.2} ms  failed {}",
+            row.clients,
+            row.label,
+            row.turns_per_s,
+            ms(row.p50),
+            ms(row.p99),
+            row.failures
+        );
+    }
 }
 
 fn progress(row: Option<&Row>) {

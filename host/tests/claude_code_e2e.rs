@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use common::bridge::processes_in;
 use common::claude::{
-    agent_events, claude_code, claude_version, missing_node, offline_policy, on_path, reader,
+    agent_events, claude_code, claude_version, missing_node, offline_policy_with, on_path, reader,
     run_claude, wait_until, ClaudeInvocation, ClaudeRun, ServedBridge, ToolResult,
 };
 
@@ -51,6 +51,43 @@ const PACKAGE_JSON: &str = r#"{
 
 #[test]
 fn claude_code_fixes_the_project_through_the_bridge() {
+    let prompts = fix_the_project(&[]);
+    assert!(
+        prompts.iter().all(|p| p["received"] == "full"),
+        "the per-turn transport sends the whole prompt every turn: {prompts:?}"
+    );
+}
+
+/// The same task on the resident transport: the conversation keeps one agent session, which
+/// receives the whole prompt once and then only the messages it has not seen.
+#[test]
+fn claude_code_fixes_the_project_on_the_resident_transport() {
+    let prompts = fix_the_project(&[("transport", "resident")]);
+    let received: Vec<&str> = prompts
+        .iter()
+        .map(|p| p["received"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(received.first(), Some(&"full"), "{prompts:?}");
+    assert!(
+        received[1..].iter().all(|kind| *kind == "continuation"),
+        "every later turn continues the session: {prompts:?}"
+    );
+    assert!(
+        prompts
+            .iter()
+            .all(|p| p["sessionId"] == prompts[0]["sessionId"]),
+        "one session for the conversation: {prompts:?}"
+    );
+    let chars = |p: &Value| p["receivedChars"].as_u64().unwrap_or(u64::MAX);
+    assert!(
+        prompts[1..].iter().all(|p| chars(p) < chars(&prompts[0])),
+        "continuations carry less than the first prompt: {prompts:?}"
+    );
+}
+
+/// Claude Code fixes the project through `devin-bridge serve` with `agent` policy settings;
+/// returns the agent's prompt events of the conversation.
+fn fix_the_project(agent_settings: &[(&str, &str)]) -> Vec<Value> {
     let node = on_path("node").unwrap_or_else(|| panic!("{}", missing_node("node")));
     let npm = on_path("npm").unwrap_or_else(|| panic!("{}", missing_node("npm")));
     let claude = claude_code();
@@ -81,7 +118,7 @@ fn claude_code_fixes_the_project_through_the_bridge() {
         "npm test passed before the fix:\n{output}"
     );
 
-    let policy = offline_policy(&root, &home, &key_file);
+    let policy = offline_policy_with(&root, &home, &key_file, agent_settings);
     let mut bridge = ServedBridge::start(&policy, &root, &home, &agent_log);
     eprintln!("bridge listening on {}", bridge.addr);
 
@@ -105,6 +142,10 @@ fn claude_code_fixes_the_project_through_the_bridge() {
         let turns = check_the_client_ran_the_tools(&run, &project, &context);
         check_the_agent_only_answered(&agent_log, turns, &context);
     }
+    let prompts: Vec<Value> = agent_events(&agent_log)
+        .into_iter()
+        .filter(|event| event["event"] == "prompt")
+        .collect();
 
     // The file on disk, and the project's test run by this test.
     let fixed = std::fs::read_to_string(project.join("math.js")).expect("math.js");
@@ -136,6 +177,7 @@ fn claude_code_fixes_the_project_through_the_bridge() {
         "processes left in the sandbox home after the bridge stopped\n{}",
         bridge.tail()
     );
+    prompts
 }
 
 /// The stream-json events: assistant tool_use for Bash, Read, Edit and Bash in that order, a

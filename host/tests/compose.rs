@@ -43,7 +43,12 @@ fn networks_of(service: &Yaml) -> Vec<String> {
 
 /// The services that run the bridge host: started as root with exactly the capabilities to run
 /// agents under their own uid (the host switches to `[server] user` itself).
-const BRIDGE_SERVICES: [&str; 2] = ["bridge-offline", "bridge-live"];
+const BRIDGE_SERVICES: [&str; 4] = [
+    "bridge-offline",
+    "bridge-live",
+    "bridge-replica-a",
+    "bridge-replica-b",
+];
 
 #[test]
 fn compose_file_declares_every_service_hardened() {
@@ -211,7 +216,11 @@ fn compose_file_points_claude_code_at_the_bridge_and_the_deny_all_guard() {
 fn container_policy_files_load_with_separate_identities_and_the_live_one_names_only_the_trusted_proxy(
 ) {
     let policies = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../policies"));
-    for file in ["container-offline.toml", "container-live.toml"] {
+    for file in [
+        "container-offline.toml",
+        "container-live.toml",
+        "container-replica.toml",
+    ] {
         let policy = Policy::load(&policies.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         assert_eq!(policy.server.user.as_deref(), Some("bridge"), "{file}");
         assert_eq!(policy.agent.user.as_deref(), Some("bridge-agent"), "{file}");
@@ -233,4 +242,45 @@ fn container_policy_files_load_with_separate_identities_and_the_live_one_names_o
     let live = Policy::load(&policies.join("container-live.toml")).expect("live");
     assert_eq!(live.agent.proxy.as_deref(), Some(TRUSTED_PROXY));
     assert!(!live.agent.offline);
+}
+
+#[test]
+fn the_replicas_run_the_resident_transport_behind_a_proxy_that_hashes_on_the_conversation() {
+    let compose = compose();
+    let proxy = &compose["services"]["bridge-proxy"];
+    assert_eq!(strings(&proxy["profiles"]), ["replicas"]);
+    assert_eq!(proxy["image"].as_str(), Some("devin-bridge-proxy:haproxy"));
+    for name in ["bridge-replica-a", "bridge-replica-b"] {
+        let replica = &compose["services"][name];
+        assert_eq!(strings(&replica["profiles"]), ["replicas"], "{name}");
+        assert!(
+            strings(&replica["command"])
+                .iter()
+                .any(|arg| arg.ends_with("container-replica.toml")),
+            "{name}"
+        );
+    }
+    let policies = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../policies"));
+    let replica = Policy::load(&policies.join("container-replica.toml")).expect("replica policy");
+    assert_eq!(
+        replica.agent.transport,
+        devin_bridge::policy::Transport::Resident
+    );
+    let config =
+        std::fs::read_to_string(docker_dir().join("haproxy.cfg")).expect("docker/haproxy.cfg");
+    let directives: Vec<&str> = config
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.starts_with('#'))
+        .collect();
+    assert!(directives.contains(&"balance hdr(X-Claude-Code-Session-Id)"));
+    assert!(directives.contains(&"hash-type consistent"));
+    for server in ["bridge-replica-a:20128", "bridge-replica-b:20128"] {
+        assert!(
+            directives
+                .iter()
+                .any(|line| line.starts_with("server ") && line.contains(server)),
+            "{server}"
+        );
+    }
 }

@@ -518,3 +518,43 @@ async fn agent_faults_are_typed_and_the_conversation_recovers() {
     }
     bridge.stop().await;
 }
+
+#[tokio::test]
+async fn replicas_without_affinity_stay_correct() {
+    // Two bridges behind a balancer that alternates between them: each replica that has not
+    // seen the conversation (or has seen only part of it) continues from what its own session
+    // holds, so every turn is answered from the whole history.
+    let replicas = [resident("").await, resident("").await];
+    let mut conversation = Conversation::new("turn 0 [mock:last-user]");
+    for turn in 1..=6 {
+        let replica = &replicas[turn % 2];
+        let reply = ok(&replica
+            .conversation_turn("shared", &conversation.request())
+            .await);
+        assert_eq!(
+            text_of(&reply),
+            format!("turn {} [mock:last-user]", turn - 1)
+        );
+        conversation.answer(&reply, &format!("turn {turn} [mock:last-user]"));
+    }
+    for replica in &replicas {
+        let seen = prompts(replica);
+        let kinds: Vec<&str> = seen
+            .iter()
+            .map(|p| p["received"].as_str().unwrap_or(""))
+            .collect();
+        assert_eq!(kinds, ["full", "continuation", "continuation"]);
+        // Each continuation carries the other replica's turn too: 4 new messages, and the
+        // agent's trace holds every user turn so far.
+        assert!(seen.iter().all(|p| p["sessionId"] == seen[0]["sessionId"]));
+    }
+    let first = prompts(&replicas[1]);
+    let second = prompts(&replicas[0]);
+    // Replica 1 served turns 1, 3, 5 (1, 3 and 5 user messages); replica 0 turns 2, 4, 6.
+    let users = |p: &Value| p["chars"].as_u64().unwrap_or(0);
+    assert!(users(&first[2]) > users(&first[1]) && users(&first[1]) > users(&first[0]));
+    assert!(users(&second[2]) > users(&second[1]));
+    for replica in replicas {
+        replica.stop().await;
+    }
+}

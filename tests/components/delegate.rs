@@ -24,3 +24,23 @@ fn real_repair(prompt: &str, rejection: Failure) -> String {
     };
     devin_bridge_serializer::repair(prompt, &rejection)
 }
+
+#[allow(dead_code)]
+fn real_serialize_unseen(
+    request: &str,
+    held: u32,
+) -> Result<exports::devin_bridge::transforms::serializer::UnseenPrompt, Failure> {
+    devin_bridge_serializer::serialize_unseen(request, held)
+        .map(|unseen| exports::devin_bridge::transforms::serializer::UnseenPrompt {
+            prompt: Prompt {
+                text: unseen.prompt.text,
+                tools: unseen.prompt.tools,
+                input_tokens: unseen.prompt.input_tokens,
+                id_seed: unseen.prompt.id_seed,
+                model: unseen.prompt.model,
+                stream: unseen.prompt.stream,
+            },
+            history: unseen.history,
+        })
+        .map_err(|f| Failure { code: f.code, message: f.message, status: f.status, repairable: f.repairable })
+}

@@ -94,6 +94,16 @@ pub fn claude_version(claude: &Path) -> String {
 /// the agent and the catalog, a temporary sandbox home, a private control socket, the shared
 /// compile cache of the tests, a local key, and `MOCK_DEVIN_LOG` passed to the agent.
 pub fn offline_policy(root: &Path, home: &Path, key_file: &Path) -> PathBuf {
+    offline_policy_with(root, home, key_file, &[])
+}
+
+/// [`offline_policy`] with `[agent]` settings changed as well (name, TOML string value).
+pub fn offline_policy_with(
+    root: &Path,
+    home: &Path,
+    key_file: &Path,
+    agent: &[(&str, &str)],
+) -> PathBuf {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("workspace root");
@@ -119,6 +129,9 @@ pub fn offline_policy(root: &Path, home: &Path, key_file: &Path) -> PathBuf {
     set("agent", "command", path(&mock_devin()));
     set("agent", "home", path(home));
     set("agent", "pass_env", vec!["MOCK_DEVIN_LOG"].into());
+    for (key, value) in agent {
+        set("agent", key, toml::Value::String((*value).to_owned()));
+    }
     set(
         "models",
         "catalog",

@@ -45,6 +45,13 @@ mod wasm {
             real_serialize(&request)
         }
 
+        fn serialize_unseen(
+            request: String,
+            held: u32,
+        ) -> Result<exports::devin_bridge::transforms::serializer::UnseenPrompt, Failure> {
+            real_serialize_unseen(&request, held)
+        }
+
         fn repair(prompt: String, rejection: Failure) -> String {
             real_repair(&prompt, rejection)
         }

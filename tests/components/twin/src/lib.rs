@@ -102,6 +102,22 @@ mod wasm {
                 .map_err(reworded)
         }
 
+        fn serialize_unseen(
+            request: String,
+            held: u32,
+        ) -> Result<exports::devin_bridge::transforms::serializer::UnseenPrompt, Failure> {
+            real_serialize_unseen(&request, held)
+                .map(|mut unseen| {
+                    unseen.prompt.text = unseen.prompt.text.replacen(
+                        "Every rule given at the start of this session still applies",
+                        "All the rules from the start of this session still hold",
+                        1,
+                    );
+                    unseen
+                })
+                .map_err(reworded)
+        }
+
         fn repair(prompt: String, rejection: Failure) -> String {
             real_repair(&prompt, rejection).replacen(
                 "[Single Repair Attempt]",

@@ -51,6 +51,20 @@ mod wasm {
             })
         }
 
+        fn serialize_unseen(
+            request: String,
+            held: u32,
+        ) -> Result<exports::devin_bridge::transforms::serializer::UnseenPrompt, Failure> {
+            real_serialize_unseen(&request, held).map_err(|failure| Failure {
+                status: if (400..500).contains(&failure.status) {
+                    failure.status + 100
+                } else {
+                    failure.status
+                },
+                ..failure
+            })
+        }
+
         fn repair(prompt: String, rejection: Failure) -> String {
             real_repair(&prompt, rejection)
         }

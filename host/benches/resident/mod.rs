@@ -1,0 +1,360 @@
+//! The resident transport in the bridge benchmark: `clients` concurrent conversations of
+//! `TURNS` turns each, whose history grows to about 1 MB at the last turn, side by side:
+//! - **floor (resident ACP)**: the same continuation prompts sent straight to shared agent
+//!   processes (8 sessions per process), without HTTP and transforms;
+//! - **bridge resident**: the bridge on the resident transport, conversations keyed by
+//!   `X-Claude-Code-Session-Id`;
+//! - **bridge per-turn**: the same conversations on the per-turn transport (the whole prompt
+//!   on every turn, on a new process).
+//!
+//! Per row: turns per second, per-turn p50/p99 over every turn of every conversation, bytes
+//! sent to the agent per turn (measured by the resident transport's counters; for the per-turn
+//! transport it is the whole prompt, computed with the native serializer), and agent
+//! processes started. Goals (reported, never asserted): resident overhead above its floor
+//! < 1 ms p50 at 16 clients; on turn 20 at least 10x fewer bytes than per-turn; processes
+//! started <= one per conversation.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use devin_bridge::acp::{AgentLimits, SharedAgent};
+use devin_bridge::process::Spec;
+use http_body_util::{BodyExt, Full};
+use serde_json::{json, Value};
+
+use super::{connect, ms, percentile, Samples, EXPECTED, PATH};
+
+/// Turns per conversation.
+pub const TURNS: usize = 20;
+/// The history's size at the last turn.
+const LAST_TURN_BYTES: usize = 1 << 20;
+/// Sessions per agent process, as the bench policy sets it.
+pub const SESSIONS_PER_PROCESS: usize = 8;
+
+/// One conversation, turn by turn: the requests, the whole prompts, the unseen prompts.
+pub struct Script {
+    pub requests: Vec<Bytes>,
+    /// What the per-turn transport sends on each turn (the whole prompt).
+    pub whole_prompt_bytes: Vec<usize>,
+    /// What a session that holds the previous turn's messages receives on each turn.
+    pub unseen_prompts: Vec<Arc<str>>,
+}
+
+impl Script {
+    /// `base` (a Claude Code request ending with a user message that asks for `[mock:text]`)
+    /// grown by one assistant reply and one user message per turn, to about 1 MB at the last.
+    pub fn new(base: &str) -> Result<Self, String> {
+        let mut request: Value = serde_json::from_str(base).map_err(|e| e.to_string())?;
+        let per_turn = LAST_TURN_BYTES.saturating_sub(base.len()) / (TURNS - 1);
+        let mut requests = Vec::with_capacity(TURNS);
+        let mut whole_prompt_bytes = Vec::with_capacity(TURNS);
+        let mut unseen_prompts = Vec::with_capacity(TURNS);
+        let mut held = 0u32;
+        for turn in 0..TURNS {
+            if turn > 0 {
+                let messages = request["messages"]
+                    .as_array_mut()
+                    .ok_or("the base request has no messages")?;
+                messages.push(
+                    json!({"role": "assistant", "content": [{"type": "text", "text": EXPECTED}]}),
+                );
+                let filler = format!("log line {turn}: all quiet\n").repeat(per_turn / 24 + 1);
+                messages.push(json!({"role": "user", "content": [
+                    {"type": "text", "text": format!("{}\nTurn {turn}: summarize again. [mock:text]", &filler[..per_turn.min(filler.len())])}
+                ]}));
+            }
+            let text = request.to_string();
+            let whole = devin_bridge_serializer::serialize(&text).map_err(|f| f.message)?;
+            let unseen =
+                devin_bridge_serializer::serialize_unseen(&text, held).map_err(|f| f.message)?;
+            held = u32::try_from(unseen.history.len()).unwrap_or(u32::MAX);
+            whole_prompt_bytes.push(whole.text.len());
+            unseen_prompts.push(Arc::from(unseen.prompt.text.as_str()));
+            requests.push(Bytes::from(text));
+        }
+        Ok(Self {
+            requests,
+            whole_prompt_bytes,
+            unseen_prompts,
+        })
+    }
+}
+
+/// `clients` conversations over keep-alive connections, each turn after the previous answer.
+/// Returns every turn's latency and the wall time.
+pub async fn conversations(
+    addr: SocketAddr,
+    script: Arc<Script>,
+    clients: usize,
+    label: &str,
+) -> (Samples, Duration) {
+    let barrier = Arc::new(tokio::sync::Barrier::new(clients + 1));
+    let mut tasks = tokio::task::JoinSet::new();
+    for client in 0..clients {
+        let (barrier, script) = (barrier.clone(), script.clone());
+        let key = format!("bench-{label}-{client}");
+        tasks.spawn(async move {
+            let mut samples = Samples::default();
+            let mut sender = connect(addr).await;
+            barrier.wait().await;
+            for body in &script.requests {
+                let started = Instant::now();
+                let outcome = match sender.as_mut() {
+                    Ok(sender) => turn(sender, &key, body).await,
+                    Err(error) => Err(error.clone()),
+                };
+                match outcome {
+                    Ok(()) => samples.latencies.push(started.elapsed()),
+                    Err(error) => {
+                        samples.fail(error);
+                        sender = connect(addr).await;
+                    }
+                }
+            }
+            samples
+        });
+    }
+    barrier.wait().await;
+    let started = Instant::now();
+    let mut all = Samples::default();
+    while let Some(samples) = tasks.join_next().await {
+        match samples {
+            Ok(samples) => all.merge(samples),
+            Err(join) => all.fail(format!("client task: {join}")),
+        }
+    }
+    (all, started.elapsed())
+}
+
+async fn turn(sender: &mut super::Sender, key: &str, body: &Bytes) -> Result<(), String> {
+    sender
+        .ready()
+        .await
+        .map_err(|e| format!("connection: {e}"))?;
+    let request = hyper::Request::builder()
+        .method(hyper::Method::POST)
+        .uri(PATH)
+        .header(hyper::header::HOST, "127.0.0.1")
+        .header(hyper::header::CONTENT_TYPE, "application/json")
+        .header(hyper::header::CONTENT_LENGTH, body.len())
+        .header("x-claude-code-session-id", key)
+        .body(Full::new(body.clone()))
+        .map_err(|e| format!("request: {e}"))?;
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|e| format!("send: {e}"))?;
+    let status = response.status();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| format!("body: {e}"))?
+        .to_bytes();
+    let text = String::from_utf8_lossy(&bytes);
+    if status != hyper::StatusCode::OK || !text.contains(EXPECTED) {
+        return Err(format!(
+            "status {status}: {}",
+            text.chars().take(300).collect::<String>()
+        ));
+    }
+    Ok(())
+}
+
+/// The floor: each conversation's prompts sent straight to a session on a shared agent (one
+/// process per `SESSIONS_PER_PROCESS` conversations), the same prompts the resident bridge
+/// sends when every turn continues its session. Returns the samples, the wall time and the
+/// processes started.
+pub async fn floor(
+    spec: &Spec,
+    limits: AgentLimits,
+    script: Arc<Script>,
+    clients: usize,
+) -> (Samples, Duration, usize) {
+    let mut agents = Vec::new();
+    for _ in 0..clients.div_ceil(SESSIONS_PER_PROCESS) {
+        match SharedAgent::start(spec, limits).await {
+            Ok(agent) => agents.push(agent),
+            Err(error) => {
+                let mut samples = Samples::default();
+                samples.fail(format!("start: {error}"));
+                return (samples, Duration::ZERO, agents.len());
+            }
+        }
+    }
+    let barrier = Arc::new(tokio::sync::Barrier::new(clients + 1));
+    let mut tasks = tokio::task::JoinSet::new();
+    for client in 0..clients {
+        let agent = agents[client / SESSIONS_PER_PROCESS].clone();
+        let (barrier, script, cwd) = (barrier.clone(), script.clone(), spec.cwd.clone());
+        tasks.spawn(async move {
+            let mut samples = Samples::default();
+            let session = agent.new_session(&cwd).await;
+            barrier.wait().await;
+            let Ok(session) = session else {
+                samples.fail("session/new failed".into());
+                return samples;
+            };
+            for prompt in &script.unseen_prompts {
+                let started = Instant::now();
+                match agent.prompt(&session, prompt.to_string()).await {
+                    Ok(output) if output.text == EXPECTED => {
+                        samples.latencies.push(started.elapsed())
+                    }
+                    Ok(output) => samples.fail(format!("unexpected reply {:?}", output.text)),
+                    Err(error) => samples.fail(format!("turn: {error}")),
+                }
+            }
+            samples
+        });
+    }
+    barrier.wait().await;
+    let started = Instant::now();
+    let mut all = Samples::default();
+    while let Some(samples) = tasks.join_next().await {
+        match samples {
+            Ok(samples) => all.merge(samples),
+            Err(join) => all.fail(format!("client task: {join}")),
+        }
+    }
+    let elapsed = started.elapsed();
+    let processes = agents.len();
+    for agent in agents {
+        agent.close().await;
+    }
+    (all, elapsed, processes)
+}
+
+/// One row of the resident table.
+pub struct Row {
+    pub clients: usize,
+    pub label: &'static str,
+    pub turns_per_s: f64,
+    pub p50: Duration,
+    pub p99: Duration,
+    pub failures: usize,
+    pub first_error: Option<String>,
+    /// Average bytes sent to agents per turn.
+    pub bytes_per_turn: f64,
+    pub processes: usize,
+}
+
+impl Row {
+    pub fn new(
+        clients: usize,
+        label: &'static str,
+        mut samples: Samples,
+        elapsed: Duration,
+        bytes_per_turn: f64,
+        processes: usize,
+    ) -> Self {
+        samples.latencies.sort();
+        Self {
+            clients,
+            label,
+            turns_per_s: samples.latencies.len() as f64 / elapsed.as_secs_f64().max(1e-9),
+            p50: percentile(&samples.latencies, 50.0),
+            p99: percentile(&samples.latencies, 99.0),
+            failures: samples.failures,
+            first_error: samples.first_error,
+            bytes_per_turn,
+            processes,
+        }
+    }
+}
+
+/// The table and the goals.
+pub fn report(rows: &[Row], script: &Script) {
+    println!();
+    println!(
+        "resident transport: {} conversations x {TURNS} turns, history {} KB at turn 1 and {} KB at turn {TURNS}",
+        "1/16/64",
+        script.requests.first().map_or(0, Bytes::len) / 1000,
+        script.requests.last().map_or(0, Bytes::len) / 1000,
+    );
+    println!(
+        "{:>7}  {:<22} {:>8} {:>9} {:>9} {:>6} {:>9} {:>12} {:>10}",
+        "clients",
+        "mode",
+        "turns/s",
+        "p50 ms",
+        "p99 ms",
+        "failed",
+        "+p50 ms",
+        "bytes/turn",
+        "processes"
+    );
+    println!("{}", "-".repeat(100));
+    for row in rows {
+        let floor = rows
+            .iter()
+            .find(|r| r.clients == row.clients && r.label.starts_with("floor"));
+        let over = match floor {
+            Some(floor) if !row.label.starts_with("floor") => {
+                format!("{:+.3}", ms(row.p50) - ms(floor.p50))
+            }
+            _ => "-".into(),
+        };
+        println!(
+            "{:>7}  {:<22} {:>8.1} {:>9.3} {:>9.3} {:>6} {:>9} {:>12.0} {:>10}",
+            row.clients,
+            row.label,
+            row.turns_per_s,
+            ms(row.p50),
+            ms(row.p99),
+            row.failures,
+            over,
+            row.bytes_per_turn,
+            row.processes
+        );
+    }
+    for row in rows.iter().filter(|r| r.failures > 0) {
+        println!(
+            "  {} clients, {}: {} failed; first: {}",
+            row.clients,
+            row.label,
+            row.failures,
+            row.first_error.as_deref().unwrap_or("?")
+        );
+    }
+    let last = TURNS - 1;
+    let whole = script.whole_prompt_bytes[last];
+    let unseen = script.unseen_prompts[last].len();
+    let ratio = whole as f64 / unseen.max(1) as f64;
+    println!();
+    println!(
+        "turn {TURNS}: per-turn sends {whole} bytes (the whole prompt), resident sends {unseen} bytes (the unseen messages): {ratio:.1}x fewer"
+    );
+    println!("goals (reported, not asserted):");
+    if let (Some(resident), Some(floor)) = (
+        rows.iter()
+            .find(|r| r.clients == 16 && r.label == "bridge resident"),
+        rows.iter()
+            .find(|r| r.clients == 16 && r.label.starts_with("floor")),
+    ) {
+        let over = ms(resident.p50) - ms(floor.p50);
+        println!(
+            "  resident overhead above its floor at 16 clients, p50: {over:+.3} ms (goal < 1 ms)  {}",
+            if over < 1.0 { "PASS" } else { "MISS" }
+        );
+    }
+    println!(
+        "  bytes sent on turn {TURNS}, per-turn / resident: {ratio:.1}x (goal >= 10x)  {}",
+        if ratio >= 10.0 { "PASS" } else { "MISS" }
+    );
+    for row in rows.iter().filter(|r| r.label == "bridge resident") {
+        println!(
+            "  processes started for {} conversations: {} (goal <= {})  {}",
+            row.clients,
+            row.processes,
+            row.clients,
+            if row.processes <= row.clients {
+                "PASS"
+            } else {
+                "MISS"
+            }
+        );
+    }
+}
