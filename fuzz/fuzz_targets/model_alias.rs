@@ -17,6 +17,6 @@ fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge::engine::TransformKin
     differential(Call::Resolve { requested: name.to_owned(), catalog: catalog.to_owned() }, native);
     let native = outcome(&devin_bridge_model_alias::validate(name, catalog));
     differential(Call::Validate { reference: name.to_owned(), catalog: catalog.to_owned() }, native);
-    let native = outcome(&devin_bridge_model_alias::list_models(catalog));
-    differential(Call::ListModels { catalog: catalog.to_owned() }, native);
+    let native = outcome(&devin_bridge_model_alias::list_models(catalog, false));
+    differential(Call::ListModels { catalog: catalog.to_owned(), vision: false }, native);
 });

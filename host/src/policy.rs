@@ -184,6 +184,11 @@ pub struct AgentSection {
     /// Resident transport: conversation sessions kept in all (the least recently used idle
     /// one is forgotten beyond it).
     pub max_sessions: usize,
+    /// When the agent takes image prompts: images attached to one prompt at most (the most
+    /// recent ones; 0 refuses every image).
+    pub max_images: u32,
+    /// Largest image attached (decoded bytes); a larger one stays an `[image]` placeholder.
+    pub max_image_bytes: u32,
     /// A name on PATH or a path (relative to the policy); `DEVIN_BIN` overrides it.
     pub command: String,
     pub args: Vec<String>,
@@ -221,6 +226,8 @@ impl Default for AgentSection {
             session_idle_ms: 900_000,
             sessions_per_process: 8,
             max_sessions: 256,
+            max_images: 8,
+            max_image_bytes: 5 << 20,
             command: "devin".into(),
             args: vec!["acp".into(), "--agent-type".into(), "summarizer".into()],
             home: PathBuf::from("/home/bridge"),
@@ -610,6 +617,12 @@ impl Policy {
             return Err(invalid(format!(
                 "agent.max_sessions must be between 1 and 4096, not {}",
                 self.agent.max_sessions
+            )));
+        }
+        if self.agent.max_images > 64 || self.agent.max_image_bytes > 32 << 20 {
+            return Err(invalid(format!(
+                "agent.max_images must be at most 64 and agent.max_image_bytes at most 32 MiB, not {} and {}",
+                self.agent.max_images, self.agent.max_image_bytes
             )));
         }
         if self.agent.turn_timeout_ms == 0

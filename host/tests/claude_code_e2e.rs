@@ -346,3 +346,79 @@ fn npm_test(npm: &Path, project: &Path, root: &Path) -> (ExitStatus, String) {
     );
     (status, output)
 }
+
+/// A 1x1 PNG.
+const PNG: [u8; 70] = [
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4,
+    0x89, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0xda, 0x63, 0x64, 0xf8, 0xcf, 0x50,
+    0x0f, 0x00, 0x03, 0x86, 0x01, 0x80, 0x5a, 0x34, 0x7d, 0x6b, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45,
+    0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
+/// Claude Code reads a screenshot with its Read tool; the tool result's image reaches the agent
+/// as an ACP image block (the offline agent advertises image prompts here), on the resident
+/// transport.
+#[test]
+fn claude_code_sends_an_image_it_read_to_the_agent_as_an_image_block() {
+    let claude = claude_code();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().canonicalize().expect("canonical tempdir");
+    let home = root.join(".sandbox").join("home");
+    let project = root.join("project");
+    let agent_log = root.join("mock-devin.jsonl");
+    for path in [&project, &root.join("claude-home"), &root.join("tmp")] {
+        std::fs::create_dir_all(path).expect("create dir");
+    }
+    let screenshot = project.join("shot.png");
+    std::fs::write(&screenshot, PNG).expect("shot.png");
+    let key = format!("e2e-image-key-{}", std::process::id());
+    let key_file = root.join("bridge.key");
+    std::fs::write(&key_file, &key).expect("key file");
+    std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+
+    let policy = offline_policy_with(&root, &home, &key_file, &[("transport", "resident")]);
+    let mut bridge = ServedBridge::start_with_env(
+        &policy,
+        &root,
+        &home,
+        &agent_log,
+        &[
+            ("MOCK_DEVIN_IMAGES", "1"),
+            ("MOCK_DEVIN_SCENARIO", "read-image"),
+        ],
+    );
+    let prompt = format!("Describe the screenshot {}", screenshot.display());
+    let invocation = ClaudeInvocation {
+        prompt: &prompt,
+        allowed_tools: "Read",
+        extra_args: Vec::new(),
+        extra_env: Vec::new(),
+    };
+    let run = run_claude(&claude, &project, &root, &bridge.addr, &key, &invocation);
+    let context = || run.context(&bridge.tail());
+    assert!(run.status.success(), "claude failed\n{}", context());
+    let result = run
+        .result()
+        .and_then(|result| result["result"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        result.contains("I see 1 image(s): image/png"),
+        "the agent did not get the image: {result}\n{}",
+        context()
+    );
+    let prompts: Vec<Value> = agent_events(&agent_log)
+        .into_iter()
+        .filter(|event| event["event"] == "prompt")
+        .collect();
+    let with_image: Vec<&Value> = prompts.iter().filter(|p| p["images"] == 1).collect();
+    assert_eq!(with_image.len(), 1, "{prompts:?}");
+    assert_eq!(
+        with_image[0]["imageTypes"],
+        serde_json::json!(["image/png"])
+    );
+    assert_eq!(with_image[0]["received"], "continuation", "{prompts:?}");
+    let status = bridge.stop();
+    assert_eq!(status.code(), Some(0), "{}", bridge.tail());
+}

@@ -26,8 +26,15 @@ fn sse_head(head: &MessageHead) -> devin_bridge_sse::MessageHead {
 fn native(call: &Call) -> Value {
     match call {
         Call::Serialize { request } => outcome(&devin_bridge_serializer::serialize(request)),
-        Call::SerializeUnseen { request, held } => {
-            outcome(&devin_bridge_serializer::serialize_unseen(request, *held))
+        Call::SerializeUnseen { request, options } => {
+            let options = devin_bridge_serializer::PromptOptions {
+                held: options.held,
+                images: devin_bridge_serializer::ImageLimits {
+                    max_images: options.images.max_images,
+                    max_image_bytes: options.images.max_image_bytes,
+                },
+            };
+            outcome(&devin_bridge_serializer::serialize_unseen(request, options))
         }
         Call::Repair { prompt, rejection } => {
             json!({ "ok": devin_bridge_serializer::repair(prompt, rejection) })
@@ -72,7 +79,9 @@ fn native(call: &Call) -> Value {
         Call::Resolve { requested, catalog } => {
             outcome(&devin_bridge_model_alias::resolve(requested, catalog))
         }
-        Call::ListModels { catalog } => outcome(&devin_bridge_model_alias::list_models(catalog)),
+        Call::ListModels { catalog, vision } => {
+            outcome(&devin_bridge_model_alias::list_models(catalog, *vision))
+        }
     }
 }
 
@@ -254,13 +263,21 @@ fn generated_serializer_requests_agree() {
         }
         if i % 5 == 0 {
             let held = u32::try_from(rng.below(6)).unwrap_or(0);
+            let max_images = u32::try_from(rng.below(3)).unwrap_or(0);
+            let options = devin_bridge::engine::PromptOptions {
+                held,
+                images: devin_bridge::engine::ImageLimits {
+                    max_images,
+                    max_image_bytes: 64,
+                },
+            };
             assert_same(
                 &transforms,
                 &Call::SerializeUnseen {
                     request: text.clone(),
-                    held,
+                    options,
                 },
-                &format!("serializer unseen #{i} (held {held})"),
+                &format!("serializer unseen #{i} ({options:?})"),
             );
         }
         assert_same(

@@ -28,10 +28,18 @@ fn real_repair(prompt: &str, rejection: Failure) -> String {
 #[allow(dead_code)]
 fn real_serialize_unseen(
     request: &str,
-    held: u32,
+    options: exports::devin_bridge::transforms::serializer::PromptOptions,
 ) -> Result<exports::devin_bridge::transforms::serializer::UnseenPrompt, Failure> {
-    devin_bridge_serializer::serialize_unseen(request, held)
-        .map(|unseen| exports::devin_bridge::transforms::serializer::UnseenPrompt {
+    use exports::devin_bridge::transforms::serializer::{Image, UnseenPrompt};
+    let options = devin_bridge_serializer::PromptOptions {
+        held: options.held,
+        images: devin_bridge_serializer::ImageLimits {
+            max_images: options.images.max_images,
+            max_image_bytes: options.images.max_image_bytes,
+        },
+    };
+    devin_bridge_serializer::serialize_unseen(request, options)
+        .map(|unseen| UnseenPrompt {
             prompt: Prompt {
                 text: unseen.prompt.text,
                 tools: unseen.prompt.tools,
@@ -41,6 +49,11 @@ fn real_serialize_unseen(
                 stream: unseen.prompt.stream,
             },
             history: unseen.history,
+            images: unseen
+                .images
+                .into_iter()
+                .map(|image| Image { media_type: image.media_type, data: image.data })
+                .collect(),
         })
         .map_err(|f| Failure { code: f.code, message: f.message, status: f.status, repairable: f.repairable })
 }

@@ -66,10 +66,10 @@ pub fn resolve(requested: &str, catalog: &str) -> Result<ResolvedModel, Failure>
     Ok(target.resolved())
 }
 
-/// The `GET /v1/models` body for the catalog.
-pub fn list_models(catalog: &str) -> Result<String, Failure> {
+/// The `GET /v1/models` body for the catalog; `vision` says whether images reach the agent.
+pub fn list_models(catalog: &str, vision: bool) -> Result<String, Failure> {
     let catalog = Catalog::parse(catalog)?;
-    listing::render(&Index::new(&catalog))
+    listing::render(&Index::new(&catalog), vision)
 }
 
 /// `validate` against an already parsed catalog.

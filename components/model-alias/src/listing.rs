@@ -28,30 +28,29 @@ struct ModelCard<'a> {
     capabilities: Capabilities,
 }
 
-/// What the bridge offers, whatever the model: the client runs the tools, images are
-/// refused by the serializer, and the summarizer agent does not expose reasoning.
-#[derive(Serialize)]
+/// What the bridge offers, whatever the model: the client runs the tools, images reach the
+/// agent only when it takes image prompts, and the summarizer agent does not expose reasoning.
+#[derive(Serialize, Clone, Copy)]
 struct Capabilities {
     tool_calling: bool,
     vision: bool,
     reasoning: bool,
 }
 
-const CAPABILITIES: Capabilities = Capabilities {
-    tool_calling: true,
-    vision: false,
-    reasoning: false,
-};
-
 /// One card per variant, in catalog order, listed only when its id validates back to that
 /// very variant. That drops routing pairings and variants hidden by a normalised-name
 /// collision, so a client never picks an id we would refuse, and it makes ids unique:
 /// resolution maps an id to at most one variant.
-pub(crate) fn render(index: &Index<'_>) -> Result<String, Failure> {
+pub(crate) fn render(index: &Index<'_>, vision: bool) -> Result<String, Failure> {
+    let capabilities = Capabilities {
+        tool_calling: true,
+        vision,
+        reasoning: false,
+    };
     let data: Vec<ModelCard<'_>> = index
         .variants()
         .iter()
-        .filter_map(|at| card(index, at))
+        .filter_map(|at| card(index, at, capabilities))
         .collect();
     let list = ModelList {
         first_id: data.first().map(|card| card.id.clone()),
@@ -64,7 +63,11 @@ pub(crate) fn render(index: &Index<'_>) -> Result<String, Failure> {
     serde_json::to_string(&list).map_err(failures::internal)
 }
 
-fn card<'a>(index: &Index<'a>, at: &VariantRef<'a>) -> Option<ModelCard<'a>> {
+fn card<'a>(
+    index: &Index<'a>,
+    at: &VariantRef<'a>,
+    capabilities: Capabilities,
+) -> Option<ModelCard<'a>> {
     let acp_id = at.variant.acp_id();
     let resolved = resolve(index, &acp_id).ok()?;
     (resolved == *at).then(|| ModelCard {
@@ -72,6 +75,6 @@ fn card<'a>(index: &Index<'a>, at: &VariantRef<'a>) -> Option<ModelCard<'a>> {
         id: format!("{PREFIX}{acp_id}"),
         display_name: at.variant.label(),
         created_at: CREATED_AT,
-        capabilities: CAPABILITIES,
+        capabilities,
     })
 }

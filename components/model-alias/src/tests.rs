@@ -12,7 +12,7 @@ const CATALOG: &str = r#"{"families":[
 ]}"#;
 
 fn list(catalog: &str) -> Value {
-    serde_json::from_str(&list_models(catalog).expect("lists")).expect("valid JSON")
+    serde_json::from_str(&list_models(catalog, false).expect("lists")).expect("valid JSON")
 }
 
 #[test]
@@ -73,7 +73,7 @@ fn a_broken_catalog_is_reported_first() {
     for call in [
         validate("no-prefix", "{").unwrap_err(),
         resolve("swe-1-7", "{").unwrap_err(),
-        list_models("{").unwrap_err(),
+        list_models("{", false).unwrap_err(),
         client_environment(&[("NOPE".into(), String::new())], "{").unwrap_err(),
     ] {
         assert_eq!(call.code, "invalid_catalog");
@@ -117,11 +117,11 @@ fn list_models_shape() {
 #[test]
 fn list_models_empty() {
     assert_eq!(
-        list_models(r#"{"families":[]}"#).unwrap(),
+        list_models(r#"{"families":[]}"#, false).unwrap(),
         r#"{"data":[],"has_more":false,"first_id":null,"last_id":null}"#
     );
     assert_eq!(
-        list_models(r#"{"families":[{"slug":"x","variants":[]}]}"#).unwrap(),
+        list_models(r#"{"families":[{"slug":"x","variants":[]}]}"#, false).unwrap(),
         r#"{"data":[],"has_more":false,"first_id":null,"last_id":null}"#
     );
 }

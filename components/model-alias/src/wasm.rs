@@ -42,8 +42,8 @@ impl Guest for Component {
             .map_err(failure)
     }
 
-    fn list_models(catalog: String) -> Result<String, Failure> {
-        crate::list_models(&catalog).map_err(failure)
+    fn list_models(catalog: String, vision: bool) -> Result<String, Failure> {
+        crate::list_models(&catalog, vision).map_err(failure)
     }
 }
 

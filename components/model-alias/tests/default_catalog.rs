@@ -11,7 +11,7 @@ fn default_catalog() -> String {
 #[test]
 fn default_catalog_lists_every_variant() {
     let catalog = default_catalog();
-    let body: Value = serde_json::from_str(&list_models(&catalog).unwrap()).unwrap();
+    let body: Value = serde_json::from_str(&list_models(&catalog, false).unwrap()).unwrap();
     let ids: Vec<&str> = body["data"]
         .as_array()
         .unwrap()

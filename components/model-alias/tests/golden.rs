@@ -90,7 +90,13 @@ fn run(case: &Case) -> Value {
         "validate" => outcome(validate(string_arg(case, "reference"), &catalog)),
         "client_environment" => outcome(client_environment(&settings(case), &catalog)),
         "resolve" => outcome(resolve(string_arg(case, "requested"), &catalog)),
-        "list_models" => outcome(list_models(&catalog)),
+        "list_models" => outcome(list_models(
+            &catalog,
+            case.args
+                .get("vision")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        )),
         other => panic!("{}: unknown call `{other}`", case.name),
     }
 }
@@ -148,7 +154,7 @@ fn listed_ids_validate() {
             continue;
         }
         let catalog = catalog(&case);
-        let Ok(body) = list_models(&catalog) else {
+        let Ok(body) = list_models(&catalog, false) else {
             continue;
         };
         let body: Value = serde_json::from_str(&body).expect("list body is JSON");

@@ -11,6 +11,7 @@
 
 mod failure;
 mod framing;
+mod images;
 mod json;
 mod messages;
 mod request;
@@ -24,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub use devin_bridge_types::Failure;
+pub use images::{Image, ImageLimits};
 
 use crate::json::Json;
 use crate::trace::Trace;
@@ -55,8 +57,27 @@ const ID_SEED_HEX_DIGITS: usize = 24;
 /// user and assistant, unknown block types), or is inconsistent (a tool result without its
 /// tool use, a tool use of an undeclared tool).
 pub fn serialize(request: &str) -> Result<Prompt, Failure> {
-    let (prompt, _) = build(request)?;
+    let (prompt, _, _) = build(request, 0, ImageLimits::NONE)?;
     Ok(prompt)
+}
+
+/// How [`serialize_unseen`] serializes a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptOptions {
+    /// Messages the session already holds (0: a new session, the whole prompt).
+    pub held: u32,
+    /// Which images are attached (none: an image is an `unsupported_visual_block` failure).
+    pub images: ImageLimits,
+}
+
+impl PromptOptions {
+    /// A session that holds `held` messages, for an agent that takes no image.
+    pub fn held(held: u32) -> Self {
+        Self {
+            held,
+            images: ImageLimits::NONE,
+        }
+    }
 }
 
 /// A prompt for a session that may already hold the start of the conversation.
@@ -70,16 +91,19 @@ pub struct UnseenPrompt {
     /// requests whose first `n` messages serialize identically, under the same system prompt
     /// and tools, share `history[..n]`.
     pub history: Vec<String>,
+    /// The images that go with the prompt, in the order they appear (see `images`).
+    pub images: Vec<Image>,
 }
 
-/// [`serialize`] for a session that has seen the first `held` messages of this request's
-/// conversation: the prompt carries only the later ones (none when `held` covers them all),
-/// and `history` lets the caller check that the session has seen exactly these messages.
-/// Validation covers the whole request, whatever `held` is.
-pub fn serialize_unseen(request: &str, held: u32) -> Result<UnseenPrompt, Failure> {
-    let (mut prompt, spans) = build(request)?;
+/// [`serialize`] for a session that has seen the first `options.held` messages of this
+/// request's conversation: the prompt carries only the later ones (none when `held` covers them
+/// all), and `history` lets the caller check that the session has seen exactly these messages.
+/// Validation covers the whole request, whatever `held` is. With `options.images`, image blocks
+/// are placeholders in the text and the images of the carried messages come with the prompt.
+pub fn serialize_unseen(request: &str, options: PromptOptions) -> Result<UnseenPrompt, Failure> {
+    let (mut prompt, spans, images) = build(request, options.held, options.images)?;
     let history = spans.history(&prompt.text);
-    let held = usize::try_from(held).unwrap_or(usize::MAX);
+    let held = usize::try_from(options.held).unwrap_or(usize::MAX);
     if held > 0 {
         let from = spans
             .message_ends
@@ -88,7 +112,11 @@ pub fn serialize_unseen(request: &str, held: u32) -> Result<UnseenPrompt, Failur
             .unwrap_or(prompt.text.len());
         prompt.text = framing::continuation(&prompt.text[from..]);
     }
-    Ok(UnseenPrompt { prompt, history })
+    Ok(UnseenPrompt {
+        prompt,
+        history,
+        images,
+    })
 }
 
 /// Where the trace and its messages sit in a prompt's text.
@@ -117,7 +145,13 @@ impl Spans {
     }
 }
 
-fn build(request: &str) -> Result<(Prompt, Spans), Failure> {
+/// The whole prompt, where its messages end, and the images to attach for a prompt that
+/// carries the messages from `first_message` on.
+fn build(
+    request: &str,
+    first_message: u32,
+    limits: ImageLimits,
+) -> Result<(Prompt, Spans, Vec<Image>), Failure> {
     let root = Json::parse(request).map_err(|error| {
         failure::fail(
             failure::INVALID_JSON,
@@ -151,7 +185,12 @@ fn build(request: &str) -> Result<(Prompt, Spans), Failure> {
     if let Some(choice) = choice {
         choice.write(&mut trace);
     }
-    messages::write(&root, &catalog, &mut trace)?;
+    let found = messages::write(&root, &catalog, &mut trace, limits)?;
+    let images = images::attach(
+        &found,
+        usize::try_from(first_message).unwrap_or(usize::MAX),
+        limits,
+    );
     if trace.is_empty() {
         return Err(failure::fail(
             failure::EMPTY_MESSAGES,
@@ -177,6 +216,7 @@ fn build(request: &str) -> Result<(Prompt, Spans), Failure> {
             trace_start,
             message_ends,
         },
+        images,
     ))
 }
 

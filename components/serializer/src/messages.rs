@@ -13,6 +13,7 @@ use crate::failure::{
     MISSING_TOOL_USE_ID, ORPHAN_TOOL_RESULT, UNDECLARED_TOOL, UNSUPPORTED_CONTENT_BLOCK,
     UNSUPPORTED_ROLE, UNSUPPORTED_VISUAL_BLOCK,
 };
+use crate::images::{self, Found, ImageLimits, PLACEHOLDER};
 use crate::json::{write_compact, write_pretty, Json};
 use crate::tools::Catalog;
 use crate::trace::Trace;
@@ -21,11 +22,13 @@ use crate::trace::Trace;
 pub(crate) const TOOL_RESULT_CHAR_LIMIT: usize = 65_536;
 
 /// Writes every message of `request`.
-pub(crate) fn write(
-    request: &Json,
+/// Returns the image blocks that may be attached (none unless `images` accepts some).
+pub(crate) fn write<'a>(
+    request: &'a Json,
     catalog: &Catalog<'_>,
     trace: &mut Trace,
-) -> Result<(), Failure> {
+    images: ImageLimits,
+) -> Result<Vec<Found<'a>>, Failure> {
     let messages = match request.field("messages") {
         None => &[][..],
         Some(Json::Array(messages)) => messages.as_slice(),
@@ -39,17 +42,21 @@ pub(crate) fn write(
     let mut writer = Writer {
         catalog,
         known_tool_uses: BTreeSet::new(),
+        images,
+        found: Vec::new(),
     };
     for (index, message) in messages.iter().enumerate() {
         writer.message(index, message, trace)?;
         trace.end_message();
     }
-    Ok(())
+    Ok(writer.found)
 }
 
 struct Writer<'a, 'c> {
     catalog: &'c Catalog<'c>,
     known_tool_uses: BTreeSet<&'a str>,
+    images: ImageLimits,
+    found: Vec<Found<'a>>,
 }
 
 /// Where a block sits, rendered only when an error needs it.
@@ -174,6 +181,9 @@ impl<'a> Writer<'a, '_> {
             "redacted_thinking" => out.push_str("[Redacted Thinking]"),
             "tool_use" => self.tool_use(at, block, out)?,
             "tool_result" => self.tool_result(at, block, out)?,
+            "image" if self.images.max_images > 0 => {
+                self.image(&at.to_string(), at.message, block, out)?
+            }
             "image" | "document" => return Err(visual(&at.to_string(), kind)),
             other => {
                 return Err(fail(
@@ -267,7 +277,7 @@ impl<'a> Writer<'a, '_> {
                     if index > 0 {
                         out.push('\n');
                     }
-                    result_item(at, index, item, out)?;
+                    self.result_item(at, index, item, out)?;
                 }
             }
             Some(other) => write_compact(out, other),
@@ -281,27 +291,52 @@ impl<'a> Writer<'a, '_> {
         }
         Ok(())
     }
-}
 
-/// One element of a tool result's content array: text as is, anything non-visual as compact
-/// JSON.
-fn result_item(at: At, index: usize, item: &Json, out: &mut String) -> Result<(), Failure> {
-    match item.str_field("type") {
-        Some("text") if matches!(item, Json::Object(_)) => match item.str_field("text") {
-            Some(text) => out.push_str(text),
-            None => {
-                return Err(fail(
-                    INVALID_CONTENT_BLOCK,
-                    format!("{at}.content[{index}] is a text block without a string text"),
-                ))
-            }
-        },
-        Some(kind @ ("image" | "document")) => {
-            return Err(visual(&format!("{at}.content[{index}]"), kind))
+    /// An image block: the placeholder in the trace, and the image itself when it can be
+    /// attached.
+    fn image(
+        &mut self,
+        at: &str,
+        message: usize,
+        block: &'a Json,
+        out: &mut String,
+    ) -> Result<(), Failure> {
+        if let Some(found) = images::read(at, message, block)? {
+            self.found.push(found);
         }
-        _ => write_compact(out, item),
+        out.push_str(PLACEHOLDER);
+        Ok(())
     }
-    Ok(())
+
+    /// One element of a tool result's content array: text as is, an image as its placeholder
+    /// (when images are accepted), anything else non-visual as compact JSON.
+    fn result_item(
+        &mut self,
+        at: At,
+        index: usize,
+        item: &'a Json,
+        out: &mut String,
+    ) -> Result<(), Failure> {
+        match item.str_field("type") {
+            Some("text") if matches!(item, Json::Object(_)) => match item.str_field("text") {
+                Some(text) => out.push_str(text),
+                None => {
+                    return Err(fail(
+                        INVALID_CONTENT_BLOCK,
+                        format!("{at}.content[{index}] is a text block without a string text"),
+                    ))
+                }
+            },
+            Some("image") if self.images.max_images > 0 && matches!(item, Json::Object(_)) => {
+                self.image(&format!("{at}.content[{index}]"), at.message, item, out)?
+            }
+            Some(kind @ ("image" | "document")) => {
+                return Err(visual(&format!("{at}.content[{index}]"), kind))
+            }
+            _ => write_compact(out, item),
+        }
+        Ok(())
+    }
 }
 
 fn visual(at: &str, kind: &str) -> Failure {
@@ -348,7 +383,7 @@ mod tests {
         let request = Json::parse(text).expect("valid test JSON");
         let catalog = Catalog::read(&request)?;
         let mut trace = Trace::after(String::new());
-        write(&request, &catalog, &mut trace)?;
+        write(&request, &catalog, &mut trace, ImageLimits::NONE)?;
         Ok(trace.finish().0)
     }
 

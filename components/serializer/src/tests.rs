@@ -254,7 +254,7 @@ fn conversation(turns: usize, system: &str) -> String {
 #[test]
 fn unseen_prompt_with_nothing_held_is_the_whole_prompt() {
     let request = conversation(2, "be brief");
-    let unseen = serialize_unseen(&request, 0).expect("valid");
+    let unseen = serialize_unseen(&request, PromptOptions::held(0)).expect("valid");
     assert_eq!(unseen.prompt, serialize(&request).expect("valid"));
     assert_eq!(unseen.history.len(), 5, "one identity per message");
     assert!(unseen.history.iter().all(|id| id.len() == 32));
@@ -263,7 +263,7 @@ fn unseen_prompt_with_nothing_held_is_the_whole_prompt() {
 #[test]
 fn unseen_prompt_carries_only_the_later_messages() {
     let request = conversation(2, "be brief");
-    let unseen = serialize_unseen(&request, 3).expect("valid");
+    let unseen = serialize_unseen(&request, PromptOptions::held(3)).expect("valid");
     let text = &unseen.prompt.text;
     assert!(text.starts_with("[Devin Summarizer Bridge: continued]\n"));
     let after = text
@@ -283,7 +283,7 @@ fn unseen_prompt_carries_only_the_later_messages() {
 fn unseen_prompt_holding_every_message_has_no_trace() {
     let request = conversation(1, "s");
     for held in [3, 4, u32::MAX] {
-        let unseen = serialize_unseen(&request, held).expect("valid");
+        let unseen = serialize_unseen(&request, PromptOptions::held(held)).expect("valid");
         assert!(unseen
             .prompt
             .text
@@ -293,24 +293,24 @@ fn unseen_prompt_holding_every_message_has_no_trace() {
 
 #[test]
 fn history_is_shared_by_a_continued_conversation_only() {
-    let earlier = serialize_unseen(&conversation(1, "s"), 0)
+    let earlier = serialize_unseen(&conversation(1, "s"), PromptOptions::held(0))
         .expect("valid")
         .history;
-    let later = serialize_unseen(&conversation(2, "s"), 0)
+    let later = serialize_unseen(&conversation(2, "s"), PromptOptions::held(0))
         .expect("valid")
         .history;
     // The earlier request's last message is `last`, the later one's third is `step 1`.
     assert_eq!(earlier[..2], later[..2]);
     assert_ne!(earlier[2], later[2]);
     // A different system prompt or tool list changes every identity.
-    let other_system = serialize_unseen(&conversation(2, "t"), 0)
+    let other_system = serialize_unseen(&conversation(2, "t"), PromptOptions::held(0))
         .expect("valid")
         .history;
     assert!(other_system.iter().zip(&later).all(|(a, b)| a != b));
     let mut no_tools: serde_json::Value =
         serde_json::from_str(&conversation(2, "s")).expect("JSON");
     no_tools.as_object_mut().expect("object").remove("tools");
-    let no_tools = serialize_unseen(&no_tools.to_string(), 0)
+    let no_tools = serialize_unseen(&no_tools.to_string(), PromptOptions::held(0))
         .expect("valid")
         .history;
     assert!(no_tools.iter().zip(&later).all(|(a, b)| a != b));
@@ -323,14 +323,18 @@ fn cache_markers_do_not_change_the_history() {
         r#"{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}"#;
     let marked = r#"{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}]}"#;
     assert_eq!(
-        serialize_unseen(plain, 0).expect("valid").history,
-        serialize_unseen(marked, 0).expect("valid").history
+        serialize_unseen(plain, PromptOptions::held(0))
+            .expect("valid")
+            .history,
+        serialize_unseen(marked, PromptOptions::held(0))
+            .expect("valid")
+            .history
     );
 }
 
 #[test]
 fn unseen_prompt_still_validates_the_held_messages() {
     let request = r#"{"model":"m","messages":[{"role":"robot","content":"x"},{"role":"user","content":"y"}]}"#;
-    let failure = serialize_unseen(request, 1).expect_err("invalid role");
+    let failure = serialize_unseen(request, PromptOptions::held(1)).expect_err("invalid role");
     assert_eq!(failure.code, "unsupported_role");
 }

@@ -6,7 +6,9 @@ wit_bindgen::generate!({
 });
 
 use devin_bridge::transforms::types::Failure;
-use exports::devin_bridge::transforms::serializer::{Guest, Prompt, UnseenPrompt};
+use exports::devin_bridge::transforms::serializer::{
+    Guest, Image, Prompt, PromptOptions, UnseenPrompt,
+};
 
 struct Component;
 
@@ -46,11 +48,26 @@ impl Guest for Component {
             .map_err(failure_to_wit)
     }
 
-    fn serialize_unseen(request: String, held: u32) -> Result<UnseenPrompt, Failure> {
-        crate::serialize_unseen(&request, held)
+    fn serialize_unseen(request: String, options: PromptOptions) -> Result<UnseenPrompt, Failure> {
+        let options = crate::PromptOptions {
+            held: options.held,
+            images: crate::ImageLimits {
+                max_images: options.images.max_images,
+                max_image_bytes: options.images.max_image_bytes,
+            },
+        };
+        crate::serialize_unseen(&request, options)
             .map(|unseen| UnseenPrompt {
                 prompt: prompt_to_wit(unseen.prompt),
                 history: unseen.history,
+                images: unseen
+                    .images
+                    .into_iter()
+                    .map(|image| Image {
+                        media_type: image.media_type,
+                        data: image.data,
+                    })
+                    .collect(),
             })
             .map_err(failure_to_wit)
     }

@@ -67,8 +67,11 @@ impl Script {
             }
             let text = request.to_string();
             let whole = devin_bridge_serializer::serialize(&text).map_err(|f| f.message)?;
-            let unseen =
-                devin_bridge_serializer::serialize_unseen(&text, held).map_err(|f| f.message)?;
+            let unseen = devin_bridge_serializer::serialize_unseen(
+                &text,
+                devin_bridge_serializer::PromptOptions::held(held),
+            )
+            .map_err(|f| f.message)?;
             held = u32::try_from(unseen.history.len()).unwrap_or(u32::MAX);
             whole_prompt_bytes.push(whole.text.len());
             unseen_prompts.push(Arc::from(unseen.prompt.text.as_str()));
@@ -268,9 +271,11 @@ impl Row {
 /// The table and the goals.
 pub fn report(rows: &[Row], script: &Script) {
     println!();
+    let mut levels: Vec<String> = rows.iter().map(|row| row.clients.to_string()).collect();
+    levels.dedup();
     println!(
         "resident transport: {} conversations x {TURNS} turns, history {} KB at turn 1 and {} KB at turn {TURNS}",
-        "1/16/64",
+        levels.join("/"),
         script.requests.first().map_or(0, Bytes::len) / 1000,
         script.requests.last().map_or(0, Bytes::len) / 1000,
     );

@@ -18,4 +18,4 @@ pub use error::AcpError;
 pub use gate::{NoTools, ToolCallSeen, ToolGate, TOOL_NAME_META};
 pub use pool::{AgentPool, PoolStats};
 pub use shared::{Death, SharedAgent};
-pub use turn::{Agent, TurnOutput};
+pub use turn::{prompt_blocks, takes_images, Agent, TurnOutput};

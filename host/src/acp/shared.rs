@@ -222,6 +222,16 @@ impl SharedAgent {
     /// One prompt on `session`, answered within `limits.turn_timeout`. A turn that does not
     /// finish in time is cancelled and its late output dropped.
     pub async fn prompt(&self, session: &str, prompt: String) -> Result<TurnOutput, AcpError> {
+        self.prompt_blocks(session, vec![v1::ContentBlock::from(prompt)])
+            .await
+    }
+
+    /// [`SharedAgent::prompt`] with any content blocks (text and images).
+    pub async fn prompt_blocks(
+        &self,
+        session: &str,
+        blocks: Vec<v1::ContentBlock>,
+    ) -> Result<TurnOutput, AcpError> {
         let started = Instant::now();
         {
             let mut routes = self.lock_routes();
@@ -238,8 +248,7 @@ impl SharedAgent {
             session,
             finished: false,
         };
-        let request =
-            v1::PromptRequest::new(session.to_owned(), vec![v1::ContentBlock::from(prompt)]);
+        let request = v1::PromptRequest::new(session.to_owned(), blocks);
         let answer = self
             .request(
                 "session/prompt",

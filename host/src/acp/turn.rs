@@ -49,10 +49,20 @@ impl Agent {
     /// Runs one turn in a new session, all of it within the turn timeout. The process is ended
     /// in the background (close stdin, a moment to exit, SIGTERM, grace, SIGKILL, reap) so the
     /// answer is not delayed by it.
-    pub async fn run_turn(mut self, cwd: &Path, prompt: &str) -> Result<TurnOutput, AcpError> {
+    pub async fn run_turn(self, cwd: &Path, prompt: &str) -> Result<TurnOutput, AcpError> {
+        self.run_turn_blocks(cwd, vec![v1::ContentBlock::from(prompt.to_owned())])
+            .await
+    }
+
+    /// [`Agent::run_turn`] with any content blocks (text and images).
+    pub async fn run_turn_blocks(
+        mut self,
+        cwd: &Path,
+        blocks: Vec<v1::ContentBlock>,
+    ) -> Result<TurnOutput, AcpError> {
         let started = Instant::now();
         let limits = self.limits;
-        let outcome = tokio::time::timeout(limits.turn_timeout, self.turn(cwd, prompt)).await;
+        let outcome = tokio::time::timeout(limits.turn_timeout, self.turn(cwd, blocks)).await;
         let outcome = match outcome {
             Ok(Ok((text, observed_model))) => Ok(TurnOutput {
                 text,
@@ -96,16 +106,12 @@ impl Agent {
     async fn turn(
         &mut self,
         cwd: &Path,
-        prompt: &str,
+        blocks: Vec<v1::ContentBlock>,
     ) -> Result<(String, Option<String>), AcpError> {
         let session = self.connection.new_session(cwd).await?;
         let outcome = self
             .connection
-            .prompt(
-                &session.session_id.0,
-                vec![v1::ContentBlock::from(prompt.to_owned())],
-                &NoTools,
-            )
+            .prompt(&session.session_id.0, blocks, &NoTools)
             .await?;
         match outcome.stop_reason {
             v1::StopReason::EndTurn => Ok((
@@ -120,6 +126,23 @@ impl Agent {
     pub async fn close(self) {
         let _ = self.connection.shutdown().await;
     }
+}
+
+/// A prompt's content: its text, then its images (media type, base64 data) in order.
+pub fn prompt_blocks<'a>(
+    text: String,
+    images: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Vec<v1::ContentBlock> {
+    std::iter::once(v1::ContentBlock::from(text))
+        .chain(images.into_iter().map(|(media_type, data)| {
+            v1::ContentBlock::Image(v1::ImageContent::new(data, media_type))
+        }))
+        .collect()
+}
+
+/// Whether the agent's `initialize` answer advertises image prompts.
+pub fn takes_images(initialized: &v1::InitializeResponse) -> bool {
+    initialized.agent_capabilities.prompt_capabilities.image
 }
 
 /// The wire name of a stop reason (`max_tokens`, `refusal`, ...).

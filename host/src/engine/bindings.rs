@@ -43,6 +43,30 @@ pub struct UnseenPrompt {
     pub prompt: Prompt,
     /// The identity of the trace up to the end of each message.
     pub history: Vec<String>,
+    /// The images that go with the prompt.
+    pub images: Vec<Image>,
+}
+
+/// An image that goes with a prompt (mirror of `image`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Image {
+    pub media_type: String,
+    /// Base64.
+    pub data: String,
+}
+
+/// Which images go with a prompt (mirror of `image-limits`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageLimits {
+    pub max_images: u32,
+    pub max_image_bytes: u32,
+}
+
+/// How `serialize-unseen` serializes a request (mirror of `prompt-options`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptOptions {
+    pub held: u32,
+    pub images: ImageLimits,
 }
 
 /// What `message_start` and a JSON body need besides the reply (mirror of `message-head`).
@@ -190,7 +214,7 @@ pub enum Call {
     },
     SerializeUnseen {
         request: String,
-        held: u32,
+        options: PromptOptions,
     },
     Repair {
         prompt: String,
@@ -250,6 +274,7 @@ pub enum Call {
     },
     ListModels {
         catalog: String,
+        vision: bool,
     },
 }
 
@@ -376,15 +401,31 @@ pub(crate) fn call_instance(
                     .map_err(|f| checked_failure(K::Serializer, f.into())),
             )
         }
-        (Instance::Serializer(instance), Call::SerializeUnseen { request, held }) => {
+        (Instance::Serializer(instance), Call::SerializeUnseen { request, options }) => {
+            use serializer_world::exports::devin_bridge::transforms::serializer as wit;
+            let options = wit::PromptOptions {
+                held: options.held,
+                images: wit::ImageLimits {
+                    max_images: options.images.max_images,
+                    max_image_bytes: options.images.max_image_bytes,
+                },
+            };
             let answer = instance
                 .devin_bridge_transforms_serializer()
-                .call_serialize_unseen(&mut *store, request, *held)?;
+                .call_serialize_unseen(&mut *store, request, options)?;
             Answer::Unseen(
                 answer
                     .map(|unseen| UnseenPrompt {
                         prompt: prompt_from_wit(unseen.prompt),
                         history: unseen.history,
+                        images: unseen
+                            .images
+                            .into_iter()
+                            .map(|image| Image {
+                                media_type: image.media_type,
+                                data: image.data,
+                            })
+                            .collect(),
                     })
                     .map_err(|f| checked_failure(K::Serializer, f.into())),
             )
@@ -501,9 +542,9 @@ pub(crate) fn call_instance(
                         })
                         .map_err(|f| checked_failure(K::ModelAlias, f.into())),
                 ),
-                Call::ListModels { catalog } => Answer::Model(
+                Call::ListModels { catalog, vision } => Answer::Model(
                     alias
-                        .call_list_models(&mut *store, catalog)?
+                        .call_list_models(&mut *store, catalog, *vision)?
                         .map_err(|f| checked_failure(K::ModelAlias, f.into())),
                 ),
                 _ => return Ok(None),

@@ -112,7 +112,7 @@ fn check_failure(expected: &Value, actual: &Value) -> Result<(), String> {
 fn check_ok(call: &Call, expected: &Value, actual: &Value) -> Result<(), String> {
     match call {
         Call::Serialize { .. } => check_prompt(expected, actual),
-        Call::SerializeUnseen { held, .. } => check_unseen(*held, expected, actual),
+        Call::SerializeUnseen { options, .. } => check_unseen(options.held, expected, actual),
         Call::Repair { prompt, rejection } => {
             let text = actual.as_str().ok_or("the repair prompt is not a string")?;
             if !text.contains(prompt.as_str()) {
@@ -237,6 +237,11 @@ fn check_unseen(held: u32, expected: &Value, actual: &Value) -> Result<(), Strin
             want.len()
         ));
     }
+    same(
+        expected.get("images").unwrap_or(&Value::Null),
+        actual.get("images").unwrap_or(&Value::Null),
+        "the attached images",
+    )?;
     let distinct: std::collections::HashSet<&String> = got.iter().collect();
     if distinct.len() != got.len() || got.iter().any(|id| id.is_empty() || id.len() > 64) {
         return Err("the history's identities must be distinct, non-empty and short".into());

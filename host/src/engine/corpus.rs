@@ -115,10 +115,24 @@ pub fn decode_call(call_name: &str, args: &Value) -> Result<Call, String> {
         "serialize" => Call::Serialize {
             request: json_text(args, "request")?,
         },
-        "serialize_unseen" => Call::SerializeUnseen {
-            request: json_text(args, "request")?,
-            held: typed(args, "held")?,
-        },
+        "serialize_unseen" => {
+            let number = |key: &str| -> Result<u32, String> {
+                match args.get(key) {
+                    None => Ok(0),
+                    Some(_) => typed(args, key),
+                }
+            };
+            Call::SerializeUnseen {
+                request: json_text(args, "request")?,
+                options: crate::engine::PromptOptions {
+                    held: number("held")?,
+                    images: crate::engine::ImageLimits {
+                        max_images: number("max_images")?,
+                        max_image_bytes: number("max_image_bytes")?,
+                    },
+                },
+            }
+        }
         "repair" => Call::Repair {
             prompt: string(args, "prompt")?,
             rejection: typed(args, "rejection")?,
@@ -177,6 +191,10 @@ pub fn decode_call(call_name: &str, args: &Value) -> Result<Call, String> {
         },
         "list_models" => Call::ListModels {
             catalog: json_text(args, "catalog")?,
+            vision: match args.get("vision") {
+                None => false,
+                Some(_) => typed(args, "vision")?,
+            },
         },
         other => return Err(format!("unknown call {other:?}")),
     })

@@ -22,7 +22,8 @@ mod runtime;
 mod status;
 
 pub use bindings::{
-    Answer, Call, MessageHead, Prompt, ResolvedModel, SseEvent, SseFrames, UnseenPrompt,
+    Answer, Call, Image, ImageLimits, MessageHead, Prompt, PromptOptions, ResolvedModel, SseEvent,
+    SseFrames, UnseenPrompt,
 };
 pub use cache::{CompileCache, KEY_FILE as CACHE_KEY_FILE};
 pub use corpus::{self_test, Corpus, SelfTestReport};

@@ -17,7 +17,9 @@ use arc_swap::ArcSwap;
 use devin_bridge_types::{Failure, Reply, Usage};
 use serde::Serialize;
 
-use super::bindings::{Answer, Call, MessageHead, Prompt, ResolvedModel, SseFrames, UnseenPrompt};
+use super::bindings::{
+    Answer, Call, MessageHead, Prompt, PromptOptions, ResolvedModel, SseFrames, UnseenPrompt,
+};
 use super::cache::CompileCache;
 use super::corpus::{self_test, Corpus};
 use super::runtime::Runtime;
@@ -304,13 +306,13 @@ impl Transforms {
         }
     }
 
-    /// The prompt for a session that holds the conversation's first `held` messages.
+    /// The prompt for a session that holds the conversation's first `options.held` messages.
     pub fn serialize_unseen(
         &self,
         request: String,
-        held: u32,
+        options: PromptOptions,
     ) -> Result<Result<UnseenPrompt, Failure>, EngineError> {
-        match self.call(&Call::SerializeUnseen { request, held })? {
+        match self.call(&Call::SerializeUnseen { request, options })? {
             Answer::Unseen(result) => Ok(result),
             other => Err(mismatch(TransformKind::Serializer, &other)),
         }
@@ -429,8 +431,12 @@ impl Transforms {
         }
     }
 
-    pub fn list_models(&self, catalog: String) -> Result<Result<String, Failure>, EngineError> {
-        match self.call(&Call::ListModels { catalog })? {
+    pub fn list_models(
+        &self,
+        catalog: String,
+        vision: bool,
+    ) -> Result<Result<String, Failure>, EngineError> {
+        match self.call(&Call::ListModels { catalog, vision })? {
             Answer::Model(result) => Ok(result),
             other => Err(mismatch(TransformKind::ModelAlias, &other)),
         }

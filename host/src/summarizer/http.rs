@@ -208,17 +208,17 @@ async fn count_tokens(bridge: Arc<Bridge>, request: Request<Incoming>) -> Respon
         Err(failure) => return error_response(&bridge, failure).await,
     };
     match turn::serialize_whole(&bridge, body).await {
-        Ok(prompt) => json_response(
+        Ok(whole) => json_response(
             StatusCode::OK,
-            serde_json::json!({ "input_tokens": prompt.input_tokens }).to_string(),
+            serde_json::json!({ "input_tokens": whole.prompt.input_tokens }).to_string(),
         ),
         Err(failure) => error_response(&bridge, failure).await,
     }
 }
 
 async fn models(bridge: &Bridge) -> Response<ResponseBody> {
-    let catalog = bridge.catalog.clone();
-    match turn::blocking(&bridge.transforms, move |t| t.list_models(catalog)).await {
+    let (catalog, vision) = (bridge.catalog.clone(), bridge.vision());
+    match turn::blocking(&bridge.transforms, move |t| t.list_models(catalog, vision)).await {
         Ok(Ok(listing)) => json_response(StatusCode::OK, listing),
         Ok(Err(failure)) | Err(failure) => error_response(bridge, failure).await,
     }

@@ -20,7 +20,7 @@ use serde::Serialize;
 use tokio::sync::Semaphore;
 
 use crate::acp::{AgentLimits, AgentPool};
-use crate::engine::Transforms;
+use crate::engine::{ImageLimits, Transforms};
 use crate::identity::AgentIdentity;
 use crate::policy::{Policy, Transport};
 
@@ -49,6 +49,8 @@ pub struct Bridge {
     metrics: metrics::Metrics,
     pub agent: AgentInfo,
     catalog: String,
+    /// Which images go with a prompt: none unless the agent advertises image prompts.
+    images: ImageLimits,
     key: Option<ApiKey>,
     turn_slots: Arc<Semaphore>,
     queue_timeout: Duration,
@@ -100,7 +102,7 @@ impl Bridge {
         let catalog = std::fs::read_to_string(&catalog_path)
             .with_context(|| format!("reading the model catalog {}", catalog_path.display()))?;
         // A catalog the model-alias transform cannot read would fail every request: refuse now.
-        let listing = transforms.list_models(catalog.clone())?;
+        let listing = transforms.list_models(catalog.clone(), false)?;
         if let Err(failure) = listing {
             anyhow::bail!(
                 "model catalog {}: {}",
@@ -126,6 +128,14 @@ impl Bridge {
             },
             identity: identity.describe(),
         };
+        let images = if probe_images(&spec, limits).await {
+            ImageLimits {
+                max_images: policy.agent.max_images,
+                max_image_bytes: policy.agent.max_image_bytes,
+            }
+        } else {
+            ImageLimits::default()
+        };
         let home = spec.cwd.clone();
         let resident = match policy.agent.transport {
             Transport::Resident => Some(Resident::new(
@@ -150,6 +160,7 @@ impl Bridge {
             resident,
             agent,
             catalog,
+            images,
             key,
             turn_slots: Arc::new(Semaphore::new(policy.server.max_concurrent_turns)),
             queue_timeout: Duration::from_millis(policy.server.queue_timeout_ms),
@@ -167,6 +178,11 @@ impl Bridge {
             Some(uid) => crate::process::live_processes_of_uid(uid),
             None => crate::process::live_processes_in(&self.home),
         }
+    }
+
+    /// Whether image blocks reach the agent.
+    pub fn vision(&self) -> bool {
+        self.images.max_images > 0
     }
 
     pub fn in_flight(&self) -> usize {
@@ -187,6 +203,24 @@ impl<'a> InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Whether the agent takes image prompts: one agent is started and initialized to read its
+/// capabilities, then ended. An agent that cannot be probed is taken to have none (images are
+/// then refused with a clear error, as for an agent without them).
+async fn probe_images(spec: &crate::process::Spec, limits: AgentLimits) -> bool {
+    match crate::acp::AgentConnection::start(spec, limits).await {
+        Ok(connection) => {
+            let images = crate::acp::takes_images(connection.initialize_response());
+            let _ = connection.close(Duration::from_millis(200)).await;
+            tracing::info!(images, "agent capabilities probed");
+            images
+        }
+        Err(error) => {
+            tracing::warn!(code = error.code(), %error, "probing the agent's capabilities failed; images will be refused");
+            false
+        }
     }
 }
 

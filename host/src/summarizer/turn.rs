@@ -15,8 +15,11 @@ use tracing::Instrument;
 use super::body::{full, ResponseBody, Streamed};
 use super::resident::Lease;
 use super::{Bridge, InFlight};
-use crate::acp::AcpError;
-use crate::engine::{is_error_status, EngineError, MessageHead, Prompt, Transforms};
+use crate::acp::{prompt_blocks, AcpError};
+use crate::engine::{
+    is_error_status, EngineError, Image, MessageHead, Prompt, PromptOptions, Transforms,
+    UnseenPrompt,
+};
 
 /// A transform that trapped, timed out or ran out of memory: an internal error for this one
 /// request. Details go to the log, not to the client.
@@ -76,6 +79,8 @@ pub(super) async fn blocking<T: Send + 'static>(
 /// A request that passed the transforms and may now wait for an agent.
 pub struct Prepared {
     pub prompt: Prompt,
+    /// The images that go with the prompt.
+    pub images: Vec<Image>,
     pub head: MessageHead,
     /// The resident transport's session for this turn (none on the per-turn transport).
     pub lease: Option<Lease>,
@@ -89,10 +94,10 @@ pub async fn prepare(
     body: String,
     conversation: Option<String>,
 ) -> Result<Prepared, Failure> {
-    let (prompt, lease) = match &bridge.resident {
+    let (UnseenPrompt { prompt, images, .. }, lease) = match &bridge.resident {
         Some(resident) => {
-            let (prompt, lease) = resident.prepare(bridge, body, conversation).await?;
-            (prompt, Some(lease))
+            let (unseen, lease) = resident.prepare(bridge, body, conversation).await?;
+            (unseen, Some(lease))
         }
         None => (serialize_whole(bridge, body).await?, None),
     };
@@ -106,24 +111,36 @@ pub async fn prepare(
     };
     Ok(Prepared {
         prompt,
+        images,
         head,
         lease,
     })
 }
 
-/// The whole prompt, with the model validated.
-pub async fn serialize_whole(bridge: &Bridge, body: String) -> Result<Prompt, Failure> {
+/// The whole prompt and its images, with the model validated.
+pub async fn serialize_whole(bridge: &Bridge, body: String) -> Result<UnseenPrompt, Failure> {
     // Both transforms in one hop off the async workers.
     let catalog = bridge.catalog.clone();
+    let options = PromptOptions {
+        held: 0,
+        images: bridge.images,
+    };
     blocking(&bridge.transforms, move |t| {
-        Ok(match t.serialize(body)? {
-            Ok(prompt) => t
-                .validate_model(prompt.model.clone(), catalog)?
-                .map(|_| prompt),
+        Ok(match t.serialize_unseen(body, options)? {
+            Ok(whole) => t
+                .validate_model(whole.prompt.model.clone(), catalog)?
+                .map(|_| whole),
             Err(failure) => Err(failure),
         })
     })
     .await?
+}
+
+/// An image as the ACP prompt builder takes it: (media type, base64 data).
+pub(super) fn image_parts(images: &[Image]) -> impl Iterator<Item = (&str, &str)> {
+    images
+        .iter()
+        .map(|image| (image.media_type.as_str(), image.data.as_str()))
 }
 
 /// `msg_` + 24 random hex digits.
@@ -162,13 +179,14 @@ pub async fn acquire_slot(bridge: &Bridge) -> Result<OwnedSemaphorePermit, Failu
 }
 
 /// One agent turn on a prewarmed (or fresh) agent.
-async fn agent_turn(bridge: &Bridge, prompt: &str) -> Result<String, Failure> {
+async fn agent_turn(bridge: &Bridge, prompt: &str, images: &[Image]) -> Result<String, Failure> {
     let agent = match bridge.pool.take().await {
         Ok(agent) => agent,
         Err(error) => return Err(agent_failure(bridge, error).await),
     };
     let pid = agent.pid();
-    match agent.run_turn(&bridge.home, prompt).await {
+    let blocks = prompt_blocks(prompt.to_owned(), image_parts(images));
+    match agent.run_turn_blocks(&bridge.home, blocks).await {
         Ok(output) => {
             tracing::info!(pid, elapsed_ms = output.elapsed.as_millis() as u64, chars = output.text.len(), observed_model = ?output.observed_model, "agent turn complete");
             Ok(output.text)
@@ -191,14 +209,15 @@ fn narrated_intent() -> Failure {
 pub async fn run(
     bridge: &Bridge,
     prompt: &Prompt,
+    images: &[Image],
     mut lease: Option<&mut Lease>,
 ) -> Result<(Reply, Usage), Failure> {
     let _counted = InFlight::enter(&bridge.in_flight);
     let started = Instant::now();
     let has_tools = prompt.tools.trim() != "[]";
     let first = match (&bridge.resident, lease.as_deref_mut()) {
-        (Some(resident), Some(lease)) => resident.turn(bridge, lease, &prompt.text).await?,
-        _ => agent_turn(bridge, &prompt.text).await?,
+        (Some(resident), Some(lease)) => resident.turn(bridge, lease, &prompt.text, images).await?,
+        _ => agent_turn(bridge, &prompt.text, images).await?,
     };
     let rejection = match check(bridge, prompt, &first, has_tools).await? {
         Ok(reply) => {
@@ -215,7 +234,7 @@ pub async fn run(
         _ => {
             let text = prompt.text.clone();
             let repaired = blocking(&bridge.transforms, move |t| t.repair(text, rejection)).await?;
-            agent_turn(bridge, &repaired).await?
+            agent_turn(bridge, &repaired, images).await?
         }
     };
     let outcome = match check(bridge, prompt, &second, has_tools).await? {
@@ -281,10 +300,11 @@ pub async fn respond_json(
 ) -> Response<ResponseBody> {
     let Prepared {
         prompt,
+        images,
         head,
         mut lease,
     } = prepared;
-    let outcome = run(bridge, &prompt, lease.as_mut()).await;
+    let outcome = run(bridge, &prompt, &images, lease.as_mut()).await;
     drop(lease);
     drop(permit);
     match outcome {
@@ -329,8 +349,13 @@ pub fn respond_stream(
         let ping = blocking(transforms, |t| t.stream_ping())
             .await
             .unwrap_or_else(|_| "event: ping\ndata: {\"type\":\"ping\"}\n\n".into());
-        let Prepared { prompt, mut lease, .. } = prepared;
-        let turn = run(&bridge, &prompt, lease.as_mut());
+        let Prepared {
+            prompt,
+            images,
+            mut lease,
+            ..
+        } = prepared;
+        let turn = run(&bridge, &prompt, &images, lease.as_mut());
         tokio::pin!(turn);
         let mut ticker = tokio::time::interval_at(
             tokio::time::Instant::now() + bridge.ping_interval,

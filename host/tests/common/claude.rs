@@ -128,7 +128,11 @@ pub fn offline_policy_with(
     set("server", "api_key_file", path(key_file));
     set("agent", "command", path(&mock_devin()));
     set("agent", "home", path(home));
-    set("agent", "pass_env", vec!["MOCK_DEVIN_LOG"].into());
+    set(
+        "agent",
+        "pass_env",
+        vec!["MOCK_DEVIN_LOG", "MOCK_DEVIN_IMAGES", "MOCK_DEVIN_SCENARIO"].into(),
+    );
     for (key, value) in agent {
         set("agent", key, toml::Value::String((*value).to_owned()));
     }
@@ -158,6 +162,18 @@ pub struct ServedBridge {
 
 impl ServedBridge {
     pub fn start(policy: &Path, root: &Path, home: &Path, agent_log: &Path) -> ServedBridge {
+        Self::start_with_env(policy, root, home, agent_log, &[])
+    }
+
+    /// [`ServedBridge::start`] with more environment for the bridge (which passes to the
+    /// agent only what the policy's `pass_env` names).
+    pub fn start_with_env(
+        policy: &Path,
+        root: &Path,
+        home: &Path,
+        agent_log: &Path,
+        env: &[(&str, &str)],
+    ) -> ServedBridge {
         let bridge_home = root.join("bridge-home");
         std::fs::create_dir_all(&bridge_home).expect("bridge home");
         let mut child = Command::new(env!("CARGO_BIN_EXE_devin-bridge"))
@@ -171,6 +187,7 @@ impl ServedBridge {
             .env("NO_COLOR", "1")
             .env("DEVIN_BRIDGE_LOG", "info")
             .env("MOCK_DEVIN_LOG", agent_log)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -147,6 +147,8 @@
 //!   no marker, instead of the default script (`script` names the script). For the full
 //!   agent: marker text (`[mock:refusal]`) or a bare marker (`fail quota`) used when the
 //!   prompt has no marker.
+//! - `MOCK_DEVIN_IMAGES=1`: the summarizer agent advertises image prompts and accepts image
+//!   blocks (the count and types are logged and reported by `[mock:images]`).
 //! - `MOCK_DEVIN_LOG`: append one JSON line per action to this file
 //!   (`{"at","event","scenario","pid",...}`; never prompt text or environment values). The
 //!   full agent logs its argv flags and cwd, session ids and cwds, modes and config options
@@ -189,6 +191,8 @@ pub struct Config {
     pub slow: Duration,
     pub scenario: Option<Scenario>,
     pub log: Option<PathBuf>,
+    /// `MOCK_DEVIN_IMAGES=1`: the summarizer agent advertises and accepts image prompts.
+    pub images: bool,
 }
 
 /// What the reading loop and the turn thread share.
@@ -225,7 +229,13 @@ impl Config {
                 },
             )?),
         };
+        let images = match std::env::var("MOCK_DEVIN_IMAGES").as_deref() {
+            Err(_) | Ok("") | Ok("0") => false,
+            Ok("1") => true,
+            Ok(other) => return Err(format!("MOCK_DEVIN_IMAGES must be 0 or 1, not {other:?}")),
+        };
         Ok(Self {
+            images,
             startup: millis("MOCK_DEVIN_STARTUP_MS", 0)?,
             slow: millis("MOCK_DEVIN_SLOW_MS", 500)?,
             scenario,

@@ -32,6 +32,11 @@ pub enum Scenario {
     ExitAfter,
     /// The reply is the last `[User]` section, verbatim.
     LastUser,
+    /// The reply counts the image blocks sent with the prompt.
+    Images,
+    /// Asks the client to Read the first `/...png` path of the user's text, then reports the
+    /// images sent with the next prompt.
+    ReadImage,
     Hang,
     ToolCall,
     ToolCallUpdate,
@@ -67,6 +72,8 @@ pub const MARKERS: &[&str] = &[
     "exit",
     "exit-after",
     "last-user",
+    "images",
+    "read-image",
     "hang",
     "tool-call",
     "tool-call-update",
@@ -101,6 +108,8 @@ impl Scenario {
             "exit" => Self::Exit,
             "exit-after" => Self::ExitAfter,
             "last-user" => Self::LastUser,
+            "images" => Self::Images,
+            "read-image" => Self::ReadImage,
             "hang" => Self::Hang,
             "tool-call" => Self::ToolCall,
             "tool-call-update" => Self::ToolCallUpdate,
@@ -146,6 +155,8 @@ impl Scenario {
             Self::Exit => "exit",
             Self::ExitAfter => "exit-after",
             Self::LastUser => "last-user",
+            Self::Images => "images",
+            Self::ReadImage => "read-image",
             Self::Hang => "hang",
             Self::ToolCall => "tool-call",
             Self::ToolCallUpdate => "tool-call-update",

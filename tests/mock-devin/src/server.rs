@@ -194,7 +194,7 @@ impl Server {
             "protocolVersion": 1,
             "agentCapabilities": {
                 "loadSession": false,
-                "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false},
+                "promptCapabilities": {"image": self.shared.config.images, "audio": false, "embeddedContext": false},
                 "sessionCapabilities": {"close": {}},
             },
             "agentInfo": {"name": AGENT_NAME, "version": AGENT_VERSION},
@@ -283,7 +283,7 @@ impl Server {
                 "Invalid Request: a prompt turn is already running in this session".to_owned(),
             ));
         }
-        let received = prompt_text(params.get("prompt"))
+        let (received, images) = prompt_content(params.get("prompt"), self.shared.config.images)
             .map_err(|message| (INVALID_PARAMS, format!("Invalid params: {message}")))?;
         let (text, kind) = session_trace(earlier.as_deref(), &received)?;
         let parsed = Prompt::parse(&text).map_err(|_| {
@@ -323,6 +323,7 @@ impl Server {
             prompt: text.clone(),
             received: kind,
             received_chars: received.chars().count(),
+            images,
             scenario,
             inbox,
             done: Arc::clone(&done),
@@ -376,6 +377,40 @@ fn session_trace(earlier: Option<&str>, received: &str) -> Result<(String, &'sta
         text.push_str(addition);
     }
     Ok((text, kind))
+}
+
+/// The media type of each image block of a prompt.
+pub type Images = Vec<String>;
+
+/// The prompt's text blocks joined by blank lines, and its images when `images` allows them
+/// (each with a string `data` and `mimeType`). Other block types are refused.
+pub(crate) fn prompt_content(
+    prompt: Option<&Value>,
+    images: bool,
+) -> Result<(String, Images), String> {
+    let Some(blocks) = prompt.and_then(Value::as_array) else {
+        return Err("prompt must be an array of content blocks".into());
+    };
+    let mut seen = Vec::new();
+    let mut texts = Vec::new();
+    for (index, block) in blocks.iter().enumerate() {
+        if images && block.get("type").and_then(Value::as_str) == Some("image") {
+            match (
+                block.get("data").and_then(Value::as_str),
+                block.get("mimeType").and_then(Value::as_str),
+            ) {
+                (Some(_), Some(mime)) => seen.push(mime.to_owned()),
+                _ => {
+                    return Err(format!(
+                        "prompt[{index}] is an image without data and mimeType"
+                    ))
+                }
+            }
+        } else {
+            texts.push(block.clone());
+        }
+    }
+    Ok((prompt_text(Some(&Value::Array(texts)))?, seen))
 }
 
 /// The prompt's text blocks, joined by blank lines. Other block types are refused: the

@@ -62,6 +62,8 @@ pub struct Turn {
     pub received: &'static str,
     /// Characters the client sent for this turn.
     pub received_chars: usize,
+    /// The media types of the image blocks sent with this turn.
+    pub images: crate::server::Images,
     pub scenario: Scenario,
     pub inbox: Receiver<Event>,
     pub done: Arc<AtomicBool>,
@@ -103,6 +105,18 @@ fn marker_tool(tools: &[&str], command: &str, description: &str) -> (String, Val
     }
 }
 
+/// The first word ending in `.png` in the trace's `[User]` sections (what `[mock:read-image]`
+/// asks the client to read).
+fn image_path(prompt: &Prompt<'_>) -> Option<String> {
+    prompt
+        .sections
+        .iter()
+        .filter(|section| section.kind == crate::trace::Kind::User)
+        .flat_map(|section| section.body.split_whitespace())
+        .find(|word| word.ends_with(".png") && word.starts_with('/'))
+        .map(str::to_owned)
+}
+
 fn hang_forever() -> ! {
     loop {
         std::thread::sleep(Duration::from_secs(3600));
@@ -138,6 +152,8 @@ impl Turn {
                 "sessionId": self.session_id,
                 "received": self.received,
                 "receivedChars": self.received_chars,
+                "images": self.images.len(),
+                "imageTypes": self.images,
                 "repair": repair,
                 "toolResults": results.len(),
                 "tools": tools.len(),
@@ -190,6 +206,25 @@ impl Turn {
                 Ok(())
             }
             Scenario::Exit => self.exit(),
+            Scenario::Images => {
+                let text = format!("images: {} ({})", self.images.len(), self.images.join(", "));
+                self.answer(&text, Route::Update, "text")
+            }
+            Scenario::ReadImage => match (results.is_empty(), image_path(&prompt)) {
+                (true, Some(path)) => {
+                    let arguments = json!({"file_path": path});
+                    self.log_envelope("Read", &arguments);
+                    self.answer(&envelope("Read", &arguments), Route::Update, "tool")
+                }
+                _ => {
+                    let text = format!(
+                        "I see {} image(s): {}",
+                        self.images.len(),
+                        self.images.join(", ")
+                    );
+                    self.answer(&text, Route::Update, "text")
+                }
+            },
             Scenario::LastUser => {
                 let last = prompt.last_user().unwrap_or_default().trim().to_owned();
                 self.answer(&last, Route::Update, "text")

@@ -45,11 +45,19 @@ pub fn run(case: &Value) -> Value {
             Err(failure) => json!({ "err": failure }),
         },
         Some("serialize_unseen") => {
-            let held = args["held"]
-                .as_u64()
-                .and_then(|held| u32::try_from(held).ok())
-                .expect("serialize_unseen needs a u32 held");
-            match serialize_unseen(&request(), held) {
+            let number = |key: &str| {
+                args[key]
+                    .as_u64()
+                    .map_or(0, |n| u32::try_from(n).expect("a u32 argument"))
+            };
+            let options = devin_bridge_serializer::PromptOptions {
+                held: number("held"),
+                images: devin_bridge_serializer::ImageLimits {
+                    max_images: number("max_images"),
+                    max_image_bytes: number("max_image_bytes"),
+                },
+            };
+            match serialize_unseen(&request(), options) {
                 Ok(unseen) => json!({ "ok": serde_json::to_value(unseen).expect("serializable") }),
                 Err(failure) => json!({ "err": failure }),
             }

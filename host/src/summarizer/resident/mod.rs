@@ -26,12 +26,13 @@ use tokio::sync::OwnedMutexGuard;
 
 use self::conversations::{Binding, Bound, Conversations, Entry};
 use self::processes::Processes;
-use super::turn::{agent_failure, blocking};
+use super::turn::{agent_failure, blocking, image_parts};
 use super::Bridge;
-use crate::acp::{AcpError, AgentLimits, TurnOutput};
-use crate::engine::{Prompt, UnseenPrompt};
+use crate::acp::{prompt_blocks, AcpError, AgentLimits, TurnOutput};
+use crate::engine::{Image, PromptOptions, UnseenPrompt};
 use crate::policy::AgentSection;
 use crate::process::Spec;
+use agent_client_protocol_schema::v1;
 
 /// The request header that names a Claude Code conversation.
 pub const SESSION_HEADER: &str = "x-claude-code-session-id";
@@ -236,7 +237,7 @@ impl Resident {
         bridge: &Bridge,
         body: String,
         key: Option<String>,
-    ) -> Result<(Prompt, Lease), Failure> {
+    ) -> Result<(UnseenPrompt, Lease), Failure> {
         let body = Arc::new(body);
         let Some(key) = key else {
             let whole = serialize(bridge, &body, 0, true).await?;
@@ -289,17 +290,16 @@ impl Resident {
                 messages = unseen.history.len(),
                 "conversation session chosen"
             );
-            let UnseenPrompt { prompt, history } = unseen;
             let lease = Lease {
                 resident: self.clone(),
                 session: LeasedSession::Conversation { entry, binding },
                 body,
-                history,
+                history: unseen.history.clone(),
                 held,
                 replayed: false,
                 committed: false,
             };
-            return Ok((prompt, lease));
+            return Ok((unseen, lease));
         }
         tracing::info!(
             "conversation busy with competing turns; this one runs in an ephemeral session"
@@ -308,18 +308,22 @@ impl Resident {
         Ok(self.ephemeral(body, whole))
     }
 
-    fn ephemeral(self: &Arc<Self>, body: Arc<String>, whole: UnseenPrompt) -> (Prompt, Lease) {
+    fn ephemeral(
+        self: &Arc<Self>,
+        body: Arc<String>,
+        whole: UnseenPrompt,
+    ) -> (UnseenPrompt, Lease) {
         self.stats.ephemeral.inc();
         let lease = Lease {
             resident: self.clone(),
             session: LeasedSession::Ephemeral { binding: None },
             body,
-            history: whole.history,
+            history: whole.history.clone(),
             held: 0,
             replayed: false,
             committed: false,
         };
-        (whole.prompt, lease)
+        (whole, lease)
     }
 
     fn count(&self, found: Found) {
@@ -343,8 +347,12 @@ impl Resident {
         bridge: &Bridge,
         lease: &mut Lease,
         text: &str,
+        images: &[Image],
     ) -> Result<String, Failure> {
-        let error = match self.prompt(lease, text.to_owned()).await {
+        let error = match self
+            .prompt(lease, prompt_blocks(text.to_owned(), image_parts(images)))
+            .await
+        {
             Ok(output) => return Ok(output.text),
             Err(error) => error,
         };
@@ -356,7 +364,8 @@ impl Resident {
         lease.held = 0;
         self.stats.replays.inc();
         let whole = serialize(bridge, &lease.body, 0, false).await?;
-        match self.prompt(lease, whole.prompt.text).await {
+        let blocks = prompt_blocks(whole.prompt.text, image_parts(&whole.images));
+        match self.prompt(lease, blocks).await {
             Ok(output) => Ok(output.text),
             Err(error) => Err(agent_failure(bridge, error).await),
         }
@@ -375,7 +384,10 @@ impl Resident {
         .await?;
         let section = section.trim_start();
         let section = section.strip_prefix("---").unwrap_or(section).trim_start();
-        match self.prompt(lease, section.to_owned()).await {
+        match self
+            .prompt(lease, prompt_blocks(section.to_owned(), []))
+            .await
+        {
             Ok(output) => Ok(output.text),
             Err(error) => Err(agent_failure(bridge, error).await),
         }
@@ -384,7 +396,11 @@ impl Resident {
     /// Sends `text` on the lease's session, opening one when it has none. A session that
     /// holds messages and whose process died cannot take a continuation: `EarlyExit`, for the
     /// caller to replay. After any failure the session is dropped.
-    async fn prompt(&self, lease: &mut Lease, text: String) -> Result<TurnOutput, AcpError> {
+    async fn prompt(
+        &self,
+        lease: &mut Lease,
+        blocks: Vec<v1::ContentBlock>,
+    ) -> Result<TurnOutput, AcpError> {
         let held = lease.held;
         let binding = lease.session.binding();
         if binding
@@ -405,8 +421,8 @@ impl Resident {
         self.stats.prompts.inc();
         self.stats
             .prompt_bytes
-            .inc_by(u64::try_from(text.len()).unwrap_or(u64::MAX));
-        let outcome = bound.agent.prompt(&bound.session, text).await;
+            .inc_by(u64::try_from(content_bytes(&blocks)).unwrap_or(u64::MAX));
+        let outcome = bound.agent.prompt_blocks(&bound.session, blocks).await;
         match &outcome {
             Ok(output) => tracing::info!(
                 pid = bound.agent.pid(),
@@ -431,8 +447,20 @@ impl Resident {
     }
 }
 
-/// `serialize-unseen` for `held`, with the model validated when `validate`, off the async
-/// workers.
+/// Bytes of a prompt's text and image data.
+fn content_bytes(blocks: &[v1::ContentBlock]) -> usize {
+    blocks
+        .iter()
+        .map(|block| match block {
+            v1::ContentBlock::Text(text) => text.text.len(),
+            v1::ContentBlock::Image(image) => image.data.len(),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// `serialize-unseen` for `held` (with the images the agent takes), the model validated when
+/// `validate`, off the async workers.
 async fn serialize(
     bridge: &Bridge,
     body: &Arc<String>,
@@ -441,13 +469,19 @@ async fn serialize(
 ) -> Result<UnseenPrompt, Failure> {
     let body = body.clone();
     let catalog = bridge.catalog.clone();
+    let options = PromptOptions {
+        held,
+        images: bridge.images,
+    };
     blocking(&bridge.transforms, move |t| {
-        Ok(match t.serialize_unseen(body.as_str().to_owned(), held)? {
-            Ok(unseen) if validate => t
-                .validate_model(unseen.prompt.model.clone(), catalog)?
-                .map(|_| unseen),
-            other => other,
-        })
+        Ok(
+            match t.serialize_unseen(body.as_str().to_owned(), options)? {
+                Ok(unseen) if validate => t
+                    .validate_model(unseen.prompt.model.clone(), catalog)?
+                    .map(|_| unseen),
+                other => other,
+            },
+        )
     })
     .await?
 }

@@ -104,9 +104,9 @@ mod wasm {
 
         fn serialize_unseen(
             request: String,
-            held: u32,
+            options: exports::devin_bridge::transforms::serializer::PromptOptions,
         ) -> Result<exports::devin_bridge::transforms::serializer::UnseenPrompt, Failure> {
-            real_serialize_unseen(&request, held)
+            real_serialize_unseen(&request, options)
                 .map(|mut unseen| {
                     unseen.prompt.text = unseen.prompt.text.replacen(
                         "Every rule given at the start of this session still applies",
@@ -199,8 +199,8 @@ mod wasm {
         fn resolve(requested: String, catalog: String) -> Result<ResolvedModel, Failure> {
             real_resolve(&requested, &catalog).map_err(reworded)
         }
-        fn list_models(catalog: String) -> Result<String, Failure> {
-            devin_bridge_model_alias::list_models(&catalog)
+        fn list_models(catalog: String, vision: bool) -> Result<String, Failure> {
+            devin_bridge_model_alias::list_models(&catalog, vision)
                 .map(|body| spaced_json(&body))
                 .map_err(wit_failure)
                 .map_err(reworded)

@@ -42,9 +42,9 @@ mod wasm {
 
         fn serialize_unseen(
             request: String,
-            held: u32,
+            options: exports::devin_bridge::transforms::serializer::PromptOptions,
         ) -> Result<exports::devin_bridge::transforms::serializer::UnseenPrompt, Failure> {
-            real_serialize_unseen(&request, held)
+            real_serialize_unseen(&request, options)
         }
 
         fn repair(prompt: String, rejection: Failure) -> String {

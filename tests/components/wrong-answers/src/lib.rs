@@ -53,9 +53,9 @@ mod wasm {
 
         fn serialize_unseen(
             request: String,
-            held: u32,
+            options: exports::devin_bridge::transforms::serializer::PromptOptions,
         ) -> Result<exports::devin_bridge::transforms::serializer::UnseenPrompt, Failure> {
-            real_serialize_unseen(&request, held).map_err(|failure| Failure {
+            real_serialize_unseen(&request, options).map_err(|failure| Failure {
                 status: if (400..500).contains(&failure.status) {
                     failure.status + 100
                 } else {
@@ -152,8 +152,8 @@ mod wasm {
         fn resolve(requested: String, catalog: String) -> Result<ResolvedModel, Failure> {
             real_resolve(&requested, &catalog).map_err(renamed_code)
         }
-        fn list_models(catalog: String) -> Result<String, Failure> {
-            devin_bridge_model_alias::list_models(&catalog)
+        fn list_models(catalog: String, vision: bool) -> Result<String, Failure> {
+            devin_bridge_model_alias::list_models(&catalog, vision)
                 .map_err(wit_failure)
                 .map_err(renamed_code)
         }
