@@ -65,10 +65,15 @@ pub struct Compose {
 impl Compose {
     /// The test project (`devin-bridge-test`), offline profile.
     pub fn test(key: String) -> Result<Self> {
+        Self::test_profile("offline", key)
+    }
+
+    /// The test project in `profile`.
+    pub fn test_profile(profile: &str, key: String) -> Result<Self> {
         Ok(Self {
             program: compose_program()?,
             project: TEST_PROJECT.into(),
-            profile: "offline".into(),
+            profile: profile.into(),
             key,
         })
     }
@@ -298,6 +303,22 @@ pub fn http(
     key: &str,
     body: &str,
 ) -> Result<(u16, String)> {
+    http_with(address, method, path, key, &[], body)
+}
+
+/// [`http`] with extra request headers.
+pub fn http_with(
+    address: &str,
+    method: &str,
+    path: &str,
+    key: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Result<(u16, String)> {
+    let extra: String = headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
     let mut stream = TcpStream::connect_timeout(
         &format!("{address}:{BRIDGE_PORT}").parse()?,
         Duration::from_secs(5),
@@ -306,7 +327,7 @@ pub fn http(
     write!(
         stream,
         "{method} {path} HTTP/1.1\r\nHost: bridge\r\nConnection: close\r\nx-api-key: {key}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+         {extra}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )?;
     let mut raw = Vec::new();

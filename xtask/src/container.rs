@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 
 use crate::compose::{
-    demo_fixed, http, processes, write_demo_project, Compose, SandboxDirs, BRIDGE_PORT,
-    CLAUDE_PRINT_FLAGS, DEMO_PROMPT,
+    demo_fixed, http, http_with, internal_address, processes, wait_healthy, write_demo_project,
+    Compose, SandboxDirs, BRIDGE_PORT, CLAUDE_PRINT_FLAGS, DEMO_PROMPT,
 };
 use crate::gate::{
     agent_private_args, bridge_route_args, check_identities, claude_audit_has_no_allow,
@@ -160,10 +160,73 @@ fn run_checks(compose: &Compose, dirs: &SandboxDirs, key: &str, report: &mut Rep
     );
     report.check("no_agent_outlives_its_turn", agents_settled(&bridge));
     report.check(
+        "replicas_keep_a_conversation_on_one_replica",
+        replicas_affinity(compose.key()),
+    );
+    report.check(
         "outpost_worker_in_image",
         tempdir("outpost").and_then(|dir| crate::outpost_image::outpost_worker_in_image(&dir)),
     );
     Ok(())
+}
+
+/// The `replicas` profile: two bridges on the resident transport behind HAProxy. Three turns of
+/// one conversation (one `X-Claude-Code-Session-Id`) through the balancer all land on one
+/// replica, which starts the session once and continues it twice; the other sees nothing.
+fn replicas_affinity(key: &str) -> Result<String> {
+    let replicas = Compose::test_profile("replicas", key.to_owned())?;
+    let services = ["bridge-replica-a", "bridge-replica-b", "bridge-proxy"];
+    let outcome = (|| {
+        replicas.run(&[&["up", "-d"][..], &services[..]].concat())?;
+        let address = |service: &str| internal_address(&replicas, &replicas.container(service)?);
+        let backends = [address("bridge-replica-a")?, address("bridge-replica-b")?];
+        for backend in &backends {
+            wait_healthy(backend, key)?;
+        }
+        let proxy = address("bridge-proxy")?;
+        wait_healthy(&proxy, key)?;
+        let mut messages =
+            vec![serde_json::json!({"role": "user", "content": "Hello. [mock:text]"})];
+        for turn in 1..=3 {
+            let body = serde_json::json!({
+                "model": "devin-cli-agentic/swe-1-7", "max_tokens": 64,
+                "tools": [{"name": "Bash", "input_schema": {"type": "object"}}],
+                "messages": messages,
+            });
+            let (status, answer) = http_with(
+                &proxy,
+                "POST",
+                "/v1/messages",
+                key,
+                &[("X-Claude-Code-Session-Id", "container-affinity")],
+                &body.to_string(),
+            )?;
+            if status != 200 {
+                bail!("turn {turn} through the balancer: {status} {answer}");
+            }
+            messages.push(serde_json::json!({"role": "assistant", "content": "Mock answer: the bridge works."}));
+            messages.push(
+                serde_json::json!({"role": "user", "content": format!("Turn {turn}. [mock:text]")}),
+            );
+        }
+        let mut counts = Vec::new();
+        for backend in &backends {
+            let health = wait_healthy(backend, key)?;
+            let stats = &health["resident"];
+            let number = |name: &str| stats[name].as_u64().unwrap_or(0);
+            counts.push((number("misses"), number("hits"), number("prompts")));
+        }
+        match counts.as_slice() {
+            [(1, 2, 3), (0, 0, 0)] | [(0, 0, 0), (1, 2, 3)] => Ok(format!(
+                "3 turns on one replica (1 new session, 2 continuations); replicas (misses, hits, prompts): {counts:?}"
+            )),
+            _ => bail!("the conversation did not stay on one replica: (misses, hits, prompts) {counts:?}"),
+        }
+    })();
+    let removed = replicas.run(&[&["rm", "-fsv"][..], &services[..]].concat());
+    let result = outcome?;
+    removed?;
+    Ok(result)
 }
 
 /// A turn whose agent tries to reach the host's files; every probe must be denied.

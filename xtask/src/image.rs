@@ -6,6 +6,8 @@
 //!   `bridge-agent` (10002, every agent process). No shell, no package manager.
 //!   The same image is tagged `devin-bridge:outpost` for the outpost workers
 //!   (`deploy/kubernetes`).
+//! - `devin-bridge-proxy:haproxy`: the same Debian root filesystem plus Debian's `haproxy`
+//!   package, the balancer of the `replicas` profile; user `bridge` (10001).
 //! - `devin-bridge-claude:<version>`: a Debian root filesystem made with `debootstrap` from the
 //!   mirror this machine's apt uses, plus this machine's `node`/`npm` and the pinned Claude
 //!   Code binary; user `bridge` (10001).
@@ -27,6 +29,8 @@ use sha2::{Digest, Sha256};
 use crate::{claude_code, run, workspace_root};
 
 pub const BRIDGE_TAG: &str = "devin-bridge:offline";
+/// The balancer of the `replicas` profile.
+pub const PROXY_TAG: &str = "devin-bridge-proxy:haproxy";
 /// The same image under the name the outpost workers' Kubernetes manifests use.
 pub const OUTPOST_TAG: &str = "devin-bridge:outpost";
 pub const HOST_UID: u32 = 10001;
@@ -68,8 +72,9 @@ pub fn build_images(components: &Path) -> Result<Vec<Built>> {
     // components (DEVIN_BRIDGE_COMPONENTS) and a non-root user.
     run(Command::new("docker").args(["tag", &bridge.id, OUTPOST_TAG]))?;
     let claude = build_claude_image(&out)?;
+    let proxy = build_proxy_image(&out)?;
     println!("{:<34} {:<73} {:>10}", "image", "id", "layer MiB");
-    for built in [&bridge, &claude] {
+    for built in [&bridge, &claude, &proxy] {
         println!(
             "{:<34} {:<73} {:>10.1}",
             built.tag,
@@ -77,7 +82,7 @@ pub fn build_images(components: &Path) -> Result<Vec<Built>> {
             built.layer_bytes as f64 / (1 << 20) as f64
         );
     }
-    Ok(vec![bridge, claude])
+    Ok(vec![bridge, claude, proxy])
 }
 
 /// Builds the bridge image once more from the same inputs; `docker load` of the same bytes is
@@ -306,6 +311,76 @@ fn build_claude_image(out: &Path) -> Result<Built> {
         workdir: "/workspace",
     };
     load_archive(&staging, &config, &tag, &out.join("claude"))
+}
+
+/// The Debian root filesystem plus Debian's `haproxy` (installed with apt inside it, from the
+/// mirror it was made from), user `bridge` (10001).
+fn build_proxy_image(out: &Path) -> Result<Built> {
+    let base = debian_rootfs(out)?;
+    let staging = out.join("proxy-rootfs");
+    fresh_dir(&staging)?;
+    run(Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/.", base.display()))
+        .arg(&staging))?;
+    // apt inside the root filesystem needs a resolver; the copy is removed again.
+    let resolv = staging.join("etc/resolv.conf");
+    let _ = fs::remove_file(&resolv);
+    fs::copy("/etc/resolv.conf", &resolv).context("copying /etc/resolv.conf")?;
+    // No service may start in the root filesystem while packages are installed.
+    let policy_rc = staging.join("usr/sbin/policy-rc.d");
+    fs::write(
+        &policy_rc,
+        "#!/bin/sh
+exit 101
+",
+    )?;
+    fs::set_permissions(&policy_rc, fs::Permissions::from_mode(0o755))?;
+    eprintln!(
+        "xtask: installing haproxy into the proxy image's root filesystem (apt, once per build)"
+    );
+    for args in [
+        vec!["apt-get", "update", "-q"],
+        vec![
+            "apt-get",
+            "install",
+            "-y",
+            "-q",
+            "--no-install-recommends",
+            "haproxy",
+        ],
+    ] {
+        run(Command::new("chroot")
+            .arg(&staging)
+            .args(&args)
+            .env("DEBIAN_FRONTEND", "noninteractive"))?;
+    }
+    fs::remove_file(&policy_rc)?;
+    fs::remove_file(&resolv)?;
+    for junk in ["var/cache/apt/archives", "var/lib/apt/lists"] {
+        let dir = staging.join(junk);
+        if dir.exists() {
+            fs::remove_dir_all(&dir)?;
+            fs::create_dir_all(&dir)?;
+        }
+    }
+    let passwd = staging.join("etc/passwd");
+    let mut users = fs::read_to_string(&passwd)?;
+    users.push_str(&format!(
+        "bridge:x:{HOST_UID}:{HOST_UID}:balancer:/nonexistent:/usr/sbin/nologin\n"
+    ));
+    fs::write(&passwd, users)?;
+    let config = Config {
+        user: "10001:10001",
+        entrypoint: vec![],
+        cmd: vec!["haproxy", "-db", "-f", "/etc/haproxy/haproxy.cfg"],
+        env: vec![
+            "PATH=/usr/sbin:/usr/bin:/sbin:/bin".into(),
+            "LANG=C.UTF-8".into(),
+        ],
+        workdir: "/",
+    };
+    load_archive(&staging, &config, PROXY_TAG, &out.join("proxy"))
 }
 
 fn which(program: &str) -> Result<PathBuf> {
