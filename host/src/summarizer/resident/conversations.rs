@@ -289,3 +289,92 @@ fn evict_least_recent(entries: &mut Vec<Arc<Entry>>, count: usize) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn history(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("id{i}")).collect()
+    }
+
+    #[test]
+    fn a_request_continues_the_session_whose_messages_it_starts_with() {
+        let conversations = Conversations::new(16);
+        let entry = conversations.create("k");
+        assert!(
+            conversations.continued("k", &history(3)).is_none(),
+            "an empty session continues nothing"
+        );
+        entry.commit(&history(3));
+        assert_eq!(conversations.likely_held("k"), 3);
+        let (found, held) = conversations
+            .continued("k", &history(5))
+            .expect("continues");
+        assert!(Arc::ptr_eq(&found, &entry));
+        assert_eq!(held, 3);
+        // The same history again adds nothing: no continuation.
+        assert!(conversations.continued("k", &history(3)).is_none());
+        // An edited history (another identity at the session's last message) does not continue.
+        let mut edited = history(5);
+        edited[2] = "other".into();
+        assert!(conversations.continued("k", &edited).is_none());
+        // Another key never sees this session.
+        assert!(conversations.continued("other-key", &history(5)).is_none());
+    }
+
+    #[test]
+    fn the_session_holding_the_most_messages_wins_and_forgotten_ones_never_do() {
+        let conversations = Conversations::new(16);
+        let short = conversations.create("k");
+        short.commit(&history(2));
+        let long = conversations.create("k");
+        long.commit(&history(4));
+        let (found, held) = conversations.continued("k", &history(6)).expect("found");
+        assert!(Arc::ptr_eq(&found, &long));
+        assert_eq!(held, 4);
+        conversations.remove(&long);
+        let (found, _) = conversations.continued("k", &history(6)).expect("found");
+        assert!(Arc::ptr_eq(&found, &short));
+        assert!(long.summary().forgotten);
+        assert_eq!(conversations.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn caps_forget_the_least_recently_used_idle_entries_but_never_a_busy_one() {
+        let conversations = Conversations::new(2);
+        let first = conversations.create("a");
+        first.commit(&history(1));
+        let busy = first.lock().await;
+        let second = conversations.create("b");
+        second.commit(&history(1));
+        // A third entry goes over the cap of 2: the idle `second` goes, not the busy `first`.
+        let _third = conversations.create("c");
+        assert_eq!(conversations.len(), 2);
+        assert!(second.summary().forgotten);
+        assert!(!first.summary().forgotten);
+        drop(busy);
+        // Per key, at most MAX_PER_KEY entries.
+        let per_key = Conversations::new(100);
+        for _ in 0..(MAX_PER_KEY + 3) {
+            per_key.create("same");
+        }
+        assert_eq!(per_key.len(), MAX_PER_KEY);
+    }
+
+    #[tokio::test]
+    async fn idle_entries_are_forgotten_and_busy_ones_kept() {
+        let conversations = Conversations::new(16);
+        let idle = conversations.create("idle");
+        idle.commit(&history(1));
+        let busy = conversations.create("busy");
+        busy.commit(&history(1));
+        let guard = busy.lock().await;
+        assert_eq!(conversations.forget_idle(Duration::ZERO), 1);
+        assert!(idle.summary().forgotten);
+        assert!(!busy.summary().forgotten);
+        assert_eq!(conversations.len(), 1);
+        drop(guard);
+        assert_eq!(conversations.forget_idle(Duration::from_secs(3600)), 0);
+    }
+}

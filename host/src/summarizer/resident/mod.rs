@@ -485,3 +485,27 @@ async fn serialize(
     })
     .await?
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hyper::header::HeaderValue;
+
+    #[test]
+    fn conversation_keys_are_short_visible_ascii_or_none() {
+        let key =
+            |text: &str| conversation_key(Some(&HeaderValue::from_str(text).expect("header")));
+        assert_eq!(key("0f6c-uuid").as_deref(), Some("0f6c-uuid"));
+        assert_eq!(key("  padded  ").as_deref(), Some("padded"));
+        assert_eq!(
+            key(&"x".repeat(MAX_KEY_LEN)).map(|k| k.len()),
+            Some(MAX_KEY_LEN)
+        );
+        assert_eq!(key(&"x".repeat(MAX_KEY_LEN + 1)), None);
+        assert_eq!(key(""), None);
+        assert_eq!(key("two words"), None);
+        assert_eq!(conversation_key(None), None);
+        let opaque = HeaderValue::from_bytes(b"caf\xc3\xa9").expect("header");
+        assert_eq!(conversation_key(Some(&opaque)), None);
+    }
+}
