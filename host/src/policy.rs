@@ -265,11 +265,35 @@ impl LogSection {
 }
 
 /// `[models]`: the Devin model catalog (`devin models list --format json`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ModelsSection {
     /// Catalog file, relative to the policy; default `models.json` beside it.
     pub catalog: Option<PathBuf>,
+    /// `file` (default): the catalog file. `live`: the account's own catalog, read from the
+    /// agent (its session's model option) and cached; the file when that fails.
+    pub source: CatalogSource,
+    /// How long a live catalog is used before it is read again.
+    pub discovery_cache_ms: u64,
+}
+
+impl Default for ModelsSection {
+    fn default() -> Self {
+        Self {
+            catalog: None,
+            source: CatalogSource::File,
+            discovery_cache_ms: 300_000,
+        }
+    }
+}
+
+/// Where the model catalog comes from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CatalogSource {
+    #[default]
+    File,
+    Live,
 }
 
 /// `[companion]`: `devin-bridge companion`, the helper a Claude Code plugin calls to delegate
@@ -628,6 +652,7 @@ impl Policy {
         if self.agent.turn_timeout_ms == 0
             || self.agent.init_timeout_ms == 0
             || self.agent.session_idle_ms == 0
+            || self.models.discovery_cache_ms == 0
             || self.server.ping_interval_ms == 0
         {
             return Err(invalid("timeouts and intervals must be positive".into()));

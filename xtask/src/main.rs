@@ -29,10 +29,12 @@ commands:
   fuzz <target|all> [--seconds N]
                             run a cargo-fuzz target (a transform or a native parser; default 30 s)
   components                build only the components into target/components
-  image                     build the container images (bridge + guards, Claude Code) and
-                            print their ids and sizes (needs root and a running Docker daemon)
+  image                     build the container images (bridge + guards, Claude Code, the
+                            replicas' HAProxy) and print their ids and sizes (needs root and a
+                            running Docker daemon)
   test-container            build the images, bring up docker/compose.yml's offline profile
-                            and prove the isolation in the running containers
+                            and prove the isolation in the running containers, then the
+                            replicas profile's affinity
   login-devin               log the Devin CLI in on the isolated devin-auth volume (live)
   launch [--offline] [--stop] [-- CLAUDE_ARGS...]
                             re-check isolation, then start Claude Code in its own container

@@ -228,6 +228,18 @@ impl AgentConnection {
         Ok(response)
     }
 
+    /// `authenticate` with `method_id`, within `limits.init_timeout`.
+    pub async fn authenticate(&mut self, method_id: &str) -> Result<(), AcpError> {
+        self.request(
+            self.limits.init_timeout,
+            "authenticate",
+            v1::AuthenticateRequest::new(method_id.to_owned()),
+            &mut Phase::Idle,
+        )
+        .await
+        .map(drop)
+    }
+
     /// `session/set_mode`, within `limits.init_timeout`.
     pub async fn set_mode(&mut self, session_id: &str, mode_id: &str) -> Result<(), AcpError> {
         self.request(

@@ -217,7 +217,7 @@ async fn count_tokens(bridge: Arc<Bridge>, request: Request<Incoming>) -> Respon
 }
 
 async fn models(bridge: &Bridge) -> Response<ResponseBody> {
-    let (catalog, vision) = (bridge.catalog.clone(), bridge.vision());
+    let (catalog, vision) = (bridge.catalog(), bridge.vision());
     match turn::blocking(&bridge.transforms, move |t| t.list_models(catalog, vision)).await {
         Ok(Ok(listing)) => json_response(StatusCode::OK, listing),
         Ok(Err(failure)) | Err(failure) => error_response(bridge, failure).await,
@@ -255,6 +255,7 @@ fn health(bridge: &Bridge) -> Response<ResponseBody> {
         "agent_processes": bridge.agent_processes(),
         "prewarm": bridge.pool.stats(),
         "transport": if bridge.resident.is_some() { "resident" } else { "per-turn" },
+        "catalog": bridge.catalog_status(),
         "resident": bridge.resident.as_ref().map(|resident| resident.snapshot()),
     });
     json_response(StatusCode::OK, body.to_string())

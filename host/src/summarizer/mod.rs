@@ -4,6 +4,7 @@
 
 mod auth;
 mod body;
+mod catalog;
 mod http;
 mod metrics;
 mod resident;
@@ -22,7 +23,7 @@ use tokio::sync::Semaphore;
 use crate::acp::{AgentLimits, AgentPool};
 use crate::engine::{ImageLimits, Transforms};
 use crate::identity::AgentIdentity;
-use crate::policy::{Policy, Transport};
+use crate::policy::{CatalogSource, Policy, Transport};
 
 pub use auth::{ApiKey, KeyError};
 pub use http::serve;
@@ -48,7 +49,7 @@ pub struct Bridge {
     pub resident: Option<Arc<Resident>>,
     metrics: metrics::Metrics,
     pub agent: AgentInfo,
-    catalog: String,
+    catalogs: catalog::Catalogs,
     /// Which images go with a prompt: none unless the agent advertises image prompts.
     images: ImageLimits,
     key: Option<ApiKey>,
@@ -128,6 +129,19 @@ impl Bridge {
             },
             identity: identity.describe(),
         };
+        let catalogs = match policy.models.source {
+            CatalogSource::File => catalog::Catalogs::file(catalog),
+            CatalogSource::Live => {
+                catalog::Catalogs::live(
+                    catalog,
+                    spec.clone(),
+                    limits,
+                    Duration::from_millis(policy.models.discovery_cache_ms),
+                    transforms.clone(),
+                )
+                .await
+            }
+        };
         let images = if probe_images(&spec, limits).await {
             ImageLimits {
                 max_images: policy.agent.max_images,
@@ -159,7 +173,7 @@ impl Bridge {
             metrics: metrics::Metrics::new(resident.as_deref()),
             resident,
             agent,
-            catalog,
+            catalogs,
             images,
             key,
             turn_slots: Arc::new(Semaphore::new(policy.server.max_concurrent_turns)),
@@ -178,6 +192,16 @@ impl Bridge {
             Some(uid) => crate::process::live_processes_of_uid(uid),
             None => crate::process::live_processes_in(&self.home),
         }
+    }
+
+    /// The model catalog in force now.
+    pub fn catalog(&self) -> String {
+        self.catalogs.current()
+    }
+
+    /// Which catalog is in force (`/healthz`).
+    pub fn catalog_status(&self) -> catalog::CatalogStatus {
+        self.catalogs.status()
     }
 
     /// Whether image blocks reach the agent.

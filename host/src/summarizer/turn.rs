@@ -120,7 +120,7 @@ pub async fn prepare(
 /// The whole prompt and its images, with the model validated.
 pub async fn serialize_whole(bridge: &Bridge, body: String) -> Result<UnseenPrompt, Failure> {
     // Both transforms in one hop off the async workers.
-    let catalog = bridge.catalog.clone();
+    let catalog = bridge.catalog();
     let options = PromptOptions {
         held: 0,
         images: bridge.images,

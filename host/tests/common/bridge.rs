@@ -41,13 +41,18 @@ pub struct TestBridge {
 impl TestBridge {
     /// `server` and `agent` are extra TOML lines for those tables.
     pub async fn start(server: &str, agent: &str) -> TestBridge {
+        Self::start_with_models(server, agent, "").await
+    }
+
+    /// [`TestBridge::start`] with extra `[models]` lines too.
+    pub async fn start_with_models(server: &str, agent: &str, models: &str) -> TestBridge {
         let dir = tempfile::tempdir().expect("tempdir");
         let home = dir.path().join(".sandbox").join("home");
         let catalog = Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies/models.json");
         let text = super::policy_text(&format!(
             "[server]\nlisten = \"127.0.0.1:0\"\nrequire_key = false\n{server}\n\
              [agent]\ncommand = {:?}\nhome = {:?}\noffline = true\n{agent}\n\
-             [models]\ncatalog = {:?}\n",
+             [models]\ncatalog = {:?}\n{models}\n",
             mock_devin().display().to_string(),
             home.display().to_string(),
             catalog.display().to_string(),

@@ -149,6 +149,8 @@
 //!   prompt has no marker.
 //! - `MOCK_DEVIN_IMAGES=1`: the summarizer agent advertises image prompts and accepts image
 //!   blocks (the count and types are logged and reported by `[mock:images]`).
+//! - `MOCK_DEVIN_REQUIRE_AUTH=1`: the summarizer agent needs `authenticate` (with the
+//!   `windsurf-api-key` method and a non-empty `WINDSURF_API_KEY`) before `session/new`.
 //! - `MOCK_DEVIN_LOG`: append one JSON line per action to this file
 //!   (`{"at","event","scenario","pid",...}`; never prompt text or environment values). The
 //!   full agent logs its argv flags and cwd, session ids and cwds, modes and config options
@@ -193,6 +195,9 @@ pub struct Config {
     pub log: Option<PathBuf>,
     /// `MOCK_DEVIN_IMAGES=1`: the summarizer agent advertises and accepts image prompts.
     pub images: bool,
+    /// `MOCK_DEVIN_REQUIRE_AUTH=1`: the summarizer agent answers `session/new` with
+    /// -32000 until `authenticate` succeeded.
+    pub require_auth: bool,
 }
 
 /// What the reading loop and the turn thread share.
@@ -234,8 +239,18 @@ impl Config {
             Ok("1") => true,
             Ok(other) => return Err(format!("MOCK_DEVIN_IMAGES must be 0 or 1, not {other:?}")),
         };
+        let require_auth = match std::env::var("MOCK_DEVIN_REQUIRE_AUTH").as_deref() {
+            Err(_) | Ok("") | Ok("0") => false,
+            Ok("1") => true,
+            Ok(other) => {
+                return Err(format!(
+                    "MOCK_DEVIN_REQUIRE_AUTH must be 0 or 1, not {other:?}"
+                ))
+            }
+        };
         Ok(Self {
             images,
+            require_auth,
             startup: millis("MOCK_DEVIN_STARTUP_MS", 0)?,
             slow: millis("MOCK_DEVIN_SLOW_MS", 500)?,
             scenario,

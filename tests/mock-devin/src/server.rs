@@ -11,7 +11,8 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use crate::rpc::{
-    self, Incoming, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, NOT_FOUND,
+    self, Incoming, AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
+    METHOD_NOT_FOUND, NOT_FOUND,
 };
 use crate::scenario::{find_marker, Scenario};
 use crate::trace::{
@@ -34,6 +35,7 @@ impl RunningTurn {
 pub struct Server {
     shared: Arc<Shared>,
     initialized: bool,
+    authenticated: bool,
     /// Every session, with the trace it has received so far (framed as a full prompt).
     sessions: BTreeMap<String, Option<String>>,
     sessions_created: u64,
@@ -58,6 +60,7 @@ impl Server {
         Self {
             shared,
             initialized: false,
+            authenticated: false,
             sessions: BTreeMap::new(),
             sessions_created: 0,
             turns: HashMap::new(),
@@ -132,7 +135,7 @@ impl Server {
         }
         match method {
             "initialize" => self.initialize(params).map(Some),
-            "authenticate" => Ok(Some(json!({}))),
+            "authenticate" => self.authenticate(params).map(Some),
             "session/new" => self.new_session(params).map(Some),
             "session/prompt" => self.prompt(params, id).map(|()| None),
             "session/set_mode" | "session/set_config_option" => Err((
@@ -198,11 +201,48 @@ impl Server {
                 "sessionCapabilities": {"close": {}},
             },
             "agentInfo": {"name": AGENT_NAME, "version": AGENT_VERSION},
-            "authMethods": [],
+            "authMethods": if self.shared.config.require_auth {
+                json!([{"id": "devin-browser", "name": "Log in with browser"},
+                       {"id": "windsurf-api-key", "name": "Windsurf API key"}])
+            } else {
+                json!([])
+            },
         }))
     }
 
+    /// `authenticate`: the API-key method works when `WINDSURF_API_KEY` is set; the browser
+    /// method cannot run here and is logged as `browser_flow`.
+    fn authenticate(&mut self, params: &Value) -> Result<Value, Refusal> {
+        let method = params_object(params)?
+            .get("methodId")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        self.log("authenticate", json!({"methodId": method}));
+        match method.as_str() {
+            "windsurf-api-key" => {
+                let has_key = std::env::var("WINDSURF_API_KEY").is_ok_and(|key| !key.is_empty());
+                if !has_key {
+                    return Err((AUTH_REQUIRED, "Authentication required: no API key".into()));
+                }
+                self.authenticated = true;
+                Ok(json!({}))
+            }
+            "devin-browser" => {
+                self.log("browser_flow", json!({}));
+                Err((INTERNAL_ERROR, "Internal error: no browser here".into()))
+            }
+            _ => Err((
+                INVALID_PARAMS,
+                format!("Invalid params: unknown auth method {method:?}"),
+            )),
+        }
+    }
+
     fn new_session(&mut self, params: &Value) -> Result<Value, Refusal> {
+        if self.shared.config.require_auth && !self.authenticated {
+            return Err((AUTH_REQUIRED, "Authentication required".into()));
+        }
         let params = params_object(params)?;
         let cwd = params.get("cwd").and_then(Value::as_str).ok_or_else(|| {
             (

@@ -468,7 +468,7 @@ async fn serialize(
     validate: bool,
 ) -> Result<UnseenPrompt, Failure> {
     let body = body.clone();
-    let catalog = bridge.catalog.clone();
+    let catalog = bridge.catalog();
     let options = PromptOptions {
         held,
         images: bridge.images,

@@ -1,0 +1,134 @@
+//! `[models] source = "live"`: `/v1/models` and model validation use the account's catalog,
+//! read from the agent's session (the offline agent offers `swe-1-7` and `swe-1-7-lightning`,
+//! fewer than `policies/models.json`), cached, with the file as the fallback; an agent that
+//! needs authentication is authenticated once with its API-key method, never a browser.
+
+mod common;
+
+use std::sync::Once;
+use std::time::{Duration, Instant};
+
+use common::bridge::TestBridge;
+use serde_json::{json, Value};
+
+/// What the offline agent's session offers.
+const LIVE_MODELS: [&str; 2] = [
+    "devin-cli-agentic/swe-1-7",
+    "devin-cli-agentic/swe-1-7-lightning",
+];
+
+/// Set once for the whole binary; each bridge's policy decides which of them reach its agent.
+fn environment() {
+    static SET: Once = Once::new();
+    SET.call_once(|| {
+        std::env::set_var("MOCK_DEVIN_LOG", "mock.jsonl");
+        std::env::set_var("MOCK_DEVIN_REQUIRE_AUTH", "1");
+        std::env::set_var("WINDSURF_API_KEY", "offline-test-key");
+    });
+}
+
+async fn bridge(pass_env: &[&str], extra_server: &str) -> TestBridge {
+    environment();
+    let pass: Vec<String> = ["MOCK_DEVIN_LOG"]
+        .iter()
+        .chain(pass_env)
+        .map(|name| format!("{name:?}"))
+        .collect();
+    TestBridge::start_with_models(
+        "",
+        &format!("prewarm = 0\npass_env = [{}]", pass.join(", ")),
+        &format!("source = \"live\"\n{extra_server}"),
+    )
+    .await
+}
+
+async fn listed(bridge: &TestBridge) -> Vec<String> {
+    let models = bridge.request("GET", "/v1/models", &[], "").await;
+    assert_eq!(models.status, 200, "{}", models.body);
+    models.json()["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .filter_map(|card| card["id"].as_str().map(str::to_owned))
+        .collect()
+}
+
+async fn catalog_status(bridge: &TestBridge) -> Value {
+    bridge.request("GET", "/healthz", &[], "").await.json()["catalog"].clone()
+}
+
+fn agent_events(bridge: &TestBridge, event: &str) -> Vec<Value> {
+    std::fs::read_to_string(bridge.home.join("mock.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|e| e["event"] == event)
+        .collect()
+}
+
+fn turn(model: &str) -> Value {
+    json!({"model": model, "max_tokens": 16, "messages": [{"role": "user", "content": "hi [mock:text]"}]})
+}
+
+#[tokio::test]
+async fn the_live_catalog_is_listed_and_validates_models() {
+    let bridge = bridge(&[], "").await;
+    assert_eq!(listed(&bridge).await, LIVE_MODELS);
+    let status = catalog_status(&bridge).await;
+    assert_eq!(status["source"], "live", "{status}");
+    assert_eq!(status["models"], 2, "{status}");
+    // In the file's catalog, not in the account's: refused.
+    let refused = bridge.messages(&turn("devin-cli-agentic/swe-2")).await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    let accepted = bridge.messages(&turn("devin-cli-agentic/swe-1-7")).await;
+    assert_eq!(accepted.status, 200, "{}", accepted.body);
+    bridge.stop().await;
+}
+
+#[tokio::test]
+async fn an_agent_that_needs_authentication_is_authenticated_once_with_its_api_key() {
+    let bridge = bridge(&["MOCK_DEVIN_REQUIRE_AUTH", "WINDSURF_API_KEY"], "").await;
+    assert_eq!(listed(&bridge).await, LIVE_MODELS);
+    assert_eq!(catalog_status(&bridge).await["source"], "live");
+    let methods: Vec<Value> = agent_events(&bridge, "authenticate")
+        .into_iter()
+        .map(|event| event["methodId"].clone())
+        .collect();
+    assert_eq!(methods, [json!("windsurf-api-key")]);
+    assert!(agent_events(&bridge, "browser_flow").is_empty());
+    bridge.stop().await;
+}
+
+#[tokio::test]
+async fn without_a_key_the_probe_fails_closed_to_the_file_catalog_and_never_opens_a_browser() {
+    let bridge = bridge(&["MOCK_DEVIN_REQUIRE_AUTH"], "").await;
+    let models = listed(&bridge).await;
+    assert!(
+        models.len() > LIVE_MODELS.len(),
+        "the file's catalog: {models:?}"
+    );
+    assert!(models.iter().any(|id| id == "devin-cli-agentic/swe-2"));
+    let status = catalog_status(&bridge).await;
+    assert_eq!(status["source"], "file", "{status}");
+    assert!(status["probe_error"].is_string(), "{status}");
+    assert!(agent_events(&bridge, "authenticate").is_empty());
+    assert!(agent_events(&bridge, "browser_flow").is_empty());
+    bridge.stop().await;
+}
+
+#[tokio::test]
+async fn an_expired_catalog_is_read_again() {
+    let bridge = bridge(&[], "discovery_cache_ms = 200").await;
+    assert_eq!(listed(&bridge).await, LIVE_MODELS);
+    let probes = || agent_events(&bridge, "session_new").len();
+    let before = probes();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A use after expiry starts a refresh in the background; the catalog in force serves.
+    assert_eq!(listed(&bridge).await, LIVE_MODELS);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while probes() == before && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(probes() > before, "no second probe");
+    bridge.stop().await;
+}
