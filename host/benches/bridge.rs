@@ -371,11 +371,9 @@ impl Floor {
     }
 
     async fn run(self: Arc<Self>, clients: usize, duration: Duration) -> (Samples, Duration) {
-        let barrier = Arc::new(tokio::sync::Barrier::new(clients + 1));
-        let mut tasks = tokio::task::JoinSet::new();
-        for _ in 0..clients {
-            let (floor, barrier) = (self.clone(), barrier.clone());
-            tasks.spawn(async move {
+        gather(clients, |_, barrier| {
+            let floor = self.clone();
+            async move {
                 let mut samples = Samples::default();
                 barrier.wait().await;
                 let deadline = Instant::now() + duration;
@@ -387,19 +385,37 @@ impl Floor {
                     }
                 }
                 samples
-            });
-        }
-        barrier.wait().await;
-        let started = Instant::now();
-        let mut all = Samples::default();
-        while let Some(samples) = tasks.join_next().await {
-            match samples {
-                Ok(samples) => all.merge(samples),
-                Err(join) => all.fail(format!("client task: {join}")),
             }
-        }
-        (all, started.elapsed())
+        })
+        .await
     }
+}
+
+/// Runs `clients` tasks; each prepares (connects), waits on the barrier it is given with all
+/// the others, then measures. Returns their samples merged and the time from the common
+/// start to the last one's end.
+async fn gather<Fut>(
+    clients: usize,
+    client: impl Fn(usize, Arc<tokio::sync::Barrier>) -> Fut,
+) -> (Samples, Duration)
+where
+    Fut: std::future::Future<Output = Samples> + Send + 'static,
+{
+    let barrier = Arc::new(tokio::sync::Barrier::new(clients + 1));
+    let mut tasks = tokio::task::JoinSet::new();
+    for index in 0..clients {
+        tasks.spawn(client(index, barrier.clone()));
+    }
+    barrier.wait().await;
+    let started = Instant::now();
+    let mut all = Samples::default();
+    while let Some(samples) = tasks.join_next().await {
+        match samples {
+            Ok(samples) => all.merge(samples),
+            Err(join) => all.fail(format!("client task: {join}")),
+        }
+    }
+    (all, started.elapsed())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -625,11 +641,9 @@ async fn http_clients(
     clients: usize,
     duration: Duration,
 ) -> (Samples, Duration) {
-    let barrier = Arc::new(tokio::sync::Barrier::new(clients + 1));
-    let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..clients {
-        let (barrier, body) = (barrier.clone(), body.clone());
-        tasks.spawn(async move {
+    gather(clients, |_, barrier| {
+        let body = body.clone();
+        async move {
             let mut samples = Samples::default();
             let mut sender = connect(addr).await;
             barrier.wait().await;
@@ -653,18 +667,9 @@ async fn http_clients(
                 }
             }
             samples
-        });
-    }
-    barrier.wait().await;
-    let started = Instant::now();
-    let mut all = Samples::default();
-    while let Some(samples) = tasks.join_next().await {
-        match samples {
-            Ok(samples) => all.merge(samples),
-            Err(join) => all.fail(format!("client task: {join}")),
         }
-    }
-    (all, started.elapsed())
+    })
+    .await
 }
 
 /// Sequential round trips of `GET /healthz` (HTTP and routing, no transforms, no agent).

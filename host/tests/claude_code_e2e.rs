@@ -49,6 +49,42 @@ const PACKAGE_JSON: &str = r#"{
 }
 "#;
 
+/// A temporary root with the project, Claude Code's and the agent's homes, and a local key.
+struct Workspace {
+    _dir: tempfile::TempDir,
+    /// Canonical, so that the working directories of processes compare equal to its paths.
+    root: std::path::PathBuf,
+    home: std::path::PathBuf,
+    project: std::path::PathBuf,
+    agent_log: std::path::PathBuf,
+    key: String,
+    key_file: std::path::PathBuf,
+}
+
+impl Workspace {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical tempdir");
+        let project = root.join("project");
+        for path in [&project, &root.join("claude-home"), &root.join("tmp")] {
+            std::fs::create_dir_all(path).expect("create dir");
+        }
+        let key = format!("e2e-local-key-{}", std::process::id());
+        let key_file = root.join("bridge.key");
+        std::fs::write(&key_file, &key).expect("key file");
+        std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        Self {
+            home: root.join(".sandbox").join("home"),
+            agent_log: root.join("mock-devin.jsonl"),
+            project,
+            key,
+            key_file,
+            root,
+            _dir: dir,
+        }
+    }
+}
+
 #[test]
 fn claude_code_fixes_the_project_through_the_bridge() {
     let prompts = fix_the_project(&[]);
@@ -94,22 +130,18 @@ fn fix_the_project(agent_settings: &[(&str, &str)]) -> Vec<Value> {
     eprintln!("node {}, npm {}", node.display(), npm.display());
     eprintln!("claude {} ({})", claude.display(), claude_version(&claude));
 
-    let dir = tempfile::tempdir().expect("tempdir");
-    // Canonical, so that the working directories of processes compare equal to its paths.
-    let root = dir.path().canonicalize().expect("canonical tempdir");
-    let home = root.join(".sandbox").join("home");
-    let project = root.join("project");
-    let agent_log = root.join("mock-devin.jsonl");
-    for path in [&project, &root.join("claude-home"), &root.join("tmp")] {
-        std::fs::create_dir_all(path).expect("create dir");
-    }
+    let Workspace {
+        _dir,
+        root,
+        home,
+        project,
+        agent_log,
+        key,
+        key_file,
+    } = Workspace::new();
     std::fs::write(project.join("math.js"), MATH_JS).expect("math.js");
     std::fs::write(project.join("math.test.js"), MATH_TEST_JS).expect("math.test.js");
     std::fs::write(project.join("package.json"), PACKAGE_JSON).expect("package.json");
-    let key = format!("e2e-local-key-{}", std::process::id());
-    let key_file = root.join("bridge.key");
-    std::fs::write(&key_file, &key).expect("key file");
-    std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
 
     // The project's test really fails before Claude Code touches it.
     let (status, output) = npm_test(&npm, &project, &root);
@@ -362,20 +394,17 @@ const PNG: [u8; 70] = [
 #[test]
 fn claude_code_sends_an_image_it_read_to_the_agent_as_an_image_block() {
     let claude = claude_code();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().canonicalize().expect("canonical tempdir");
-    let home = root.join(".sandbox").join("home");
-    let project = root.join("project");
-    let agent_log = root.join("mock-devin.jsonl");
-    for path in [&project, &root.join("claude-home"), &root.join("tmp")] {
-        std::fs::create_dir_all(path).expect("create dir");
-    }
+    let Workspace {
+        _dir,
+        root,
+        home,
+        project,
+        agent_log,
+        key,
+        key_file,
+    } = Workspace::new();
     let screenshot = project.join("shot.png");
     std::fs::write(&screenshot, PNG).expect("shot.png");
-    let key = format!("e2e-image-key-{}", std::process::id());
-    let key_file = root.join("bridge.key");
-    std::fs::write(&key_file, &key).expect("key file");
-    std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
 
     let policy = offline_policy_with(&root, &home, &key_file, &[("transport", "resident")]);
     let mut bridge = ServedBridge::start_with_env(

@@ -16,7 +16,7 @@ fn environment() {
     static SET: Once = Once::new();
     SET.call_once(|| {
         std::env::set_var("MOCK_DEVIN_IMAGES", "1");
-        std::env::set_var("MOCK_DEVIN_LOG", "mock.jsonl");
+        std::env::set_var("MOCK_DEVIN_LOG", common::bridge::AGENT_LOG);
     });
 }
 
@@ -57,12 +57,7 @@ fn reply_text(response: &common::bridge::HttpResponse) -> String {
 }
 
 fn prompts(bridge: &TestBridge) -> Vec<Value> {
-    std::fs::read_to_string(bridge.home.join("mock.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|event| event["event"] == "prompt")
-        .collect()
+    bridge.agent_events("prompt")
 }
 
 async fn vision(bridge: &TestBridge) -> Vec<bool> {

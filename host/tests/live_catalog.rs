@@ -21,7 +21,7 @@ const LIVE_MODELS: [&str; 2] = [
 fn environment() {
     static SET: Once = Once::new();
     SET.call_once(|| {
-        std::env::set_var("MOCK_DEVIN_LOG", "mock.jsonl");
+        std::env::set_var("MOCK_DEVIN_LOG", common::bridge::AGENT_LOG);
         std::env::set_var("MOCK_DEVIN_REQUIRE_AUTH", "1");
         std::env::set_var("WINDSURF_API_KEY", "offline-test-key");
     });
@@ -57,15 +57,6 @@ async fn catalog_status(bridge: &TestBridge) -> Value {
     bridge.request("GET", "/healthz", &[], "").await.json()["catalog"].clone()
 }
 
-fn agent_events(bridge: &TestBridge, event: &str) -> Vec<Value> {
-    std::fs::read_to_string(bridge.home.join("mock.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|e| e["event"] == event)
-        .collect()
-}
-
 fn turn(model: &str) -> Value {
     json!({"model": model, "max_tokens": 16, "messages": [{"role": "user", "content": "hi [mock:text]"}]})
 }
@@ -90,12 +81,13 @@ async fn an_agent_that_needs_authentication_is_authenticated_once_with_its_api_k
     let bridge = bridge(&["MOCK_DEVIN_REQUIRE_AUTH", "WINDSURF_API_KEY"], "").await;
     assert_eq!(listed(&bridge).await, LIVE_MODELS);
     assert_eq!(catalog_status(&bridge).await["source"], "live");
-    let methods: Vec<Value> = agent_events(&bridge, "authenticate")
+    let methods: Vec<Value> = bridge
+        .agent_events("authenticate")
         .into_iter()
         .map(|event| event["methodId"].clone())
         .collect();
     assert_eq!(methods, [json!("windsurf-api-key")]);
-    assert!(agent_events(&bridge, "browser_flow").is_empty());
+    assert!(bridge.agent_events("browser_flow").is_empty());
     bridge.stop().await;
 }
 
@@ -111,8 +103,8 @@ async fn without_a_key_the_probe_fails_closed_to_the_file_catalog_and_never_open
     let status = catalog_status(&bridge).await;
     assert_eq!(status["source"], "file", "{status}");
     assert!(status["probe_error"].is_string(), "{status}");
-    assert!(agent_events(&bridge, "authenticate").is_empty());
-    assert!(agent_events(&bridge, "browser_flow").is_empty());
+    assert!(bridge.agent_events("authenticate").is_empty());
+    assert!(bridge.agent_events("browser_flow").is_empty());
     bridge.stop().await;
 }
 
@@ -120,7 +112,7 @@ async fn without_a_key_the_probe_fails_closed_to_the_file_catalog_and_never_open
 async fn an_expired_catalog_is_read_again() {
     let bridge = bridge(&[], "discovery_cache_ms = 200").await;
     assert_eq!(listed(&bridge).await, LIVE_MODELS);
-    let probes = || agent_events(&bridge, "session_new").len();
+    let probes = || bridge.agent_events("session_new").len();
     let before = probes();
     tokio::time::sleep(Duration::from_millis(300)).await;
     // A use after expiry starts a refresh in the background; the catalog in force serves.

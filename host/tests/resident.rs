@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 /// The offline agent logs to `mock.jsonl` in its working directory: each bridge's own home.
 fn log_in_agent_home() {
     static SET: Once = Once::new();
-    SET.call_once(|| std::env::set_var("MOCK_DEVIN_LOG", "mock.jsonl"));
+    SET.call_once(|| std::env::set_var("MOCK_DEVIN_LOG", common::bridge::AGENT_LOG));
 }
 
 async fn resident(extra: &str) -> TestBridge {
@@ -82,12 +82,20 @@ impl Conversation {
 
 /// The agent's `prompt` events so far, in order.
 fn prompts(bridge: &TestBridge) -> Vec<Value> {
-    std::fs::read_to_string(bridge.home.join("mock.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|event| event["event"] == "prompt")
+    bridge.agent_events("prompt")
+}
+
+/// What each prompt was: `full`, `continuation` or `repair`.
+fn received(prompts: &[Value]) -> Vec<&str> {
+    prompts
+        .iter()
+        .map(|p| p["received"].as_str().unwrap_or_default())
         .collect()
+}
+
+/// The conversation's next turn, which must succeed; its reply.
+async fn next_turn(bridge: &TestBridge, key: &str, conversation: &Conversation) -> Value {
+    ok(&bridge.conversation_turn(key, &conversation.request()).await)
 }
 
 async fn health(bridge: &TestBridge) -> Value {
@@ -113,14 +121,10 @@ async fn the_second_turn_sends_only_the_unseen_messages() {
         "Please list the files. {}[mock:tool]",
         "context ".repeat(400)
     ));
-    let first = ok(&bridge
-        .conversation_turn("conv-1", &conversation.request())
-        .await);
+    let first = next_turn(&bridge, "conv-1", &conversation).await;
     assert_eq!(first["stop_reason"], "tool_use");
     conversation.answer(&first, "a.txt b.txt [mock:text]");
-    let second = ok(&bridge
-        .conversation_turn("conv-1", &conversation.request())
-        .await);
+    let second = next_turn(&bridge, "conv-1", &conversation).await;
     assert_eq!(text_of(&second), "Mock answer: the bridge works.");
 
     let seen = prompts(&bridge);
@@ -181,37 +185,28 @@ async fn the_second_turn_sends_only_the_unseen_messages() {
 async fn an_edited_history_starts_a_new_session_and_leaves_the_old_one_intact() {
     let bridge = resident("").await;
     let mut original = Conversation::new("Start here. [mock:tool]");
-    let reply = ok(&bridge
-        .conversation_turn("conv-2", &original.request())
-        .await);
+    let reply = next_turn(&bridge, "conv-2", &original).await;
     original.answer(&reply, "listing [mock:tool]");
-    let reply = ok(&bridge
-        .conversation_turn("conv-2", &original.request())
-        .await);
+    let reply = next_turn(&bridge, "conv-2", &original).await;
 
     // The user edits the first message (same conversation header): a new session, whole prompt.
     let mut edited = Conversation::new("Start somewhere else. [mock:last-user]");
-    let forked = ok(&bridge.conversation_turn("conv-2", &edited.request()).await);
+    let forked = next_turn(&bridge, "conv-2", &edited).await;
     assert_eq!(text_of(&forked), "Start somewhere else. [mock:last-user]");
 
     // The original history goes on in its own session.
     original.answer(&reply, "more [mock:last-user]");
-    let continued = ok(&bridge
-        .conversation_turn("conv-2", &original.request())
-        .await);
+    let continued = next_turn(&bridge, "conv-2", &original).await;
     assert!(
         text_of(&continued).contains("more [mock:last-user]"),
         "{continued}"
     );
     // And the edited one in its own.
     edited.answer(&forked, "edited goes on [mock:last-user]");
-    ok(&bridge.conversation_turn("conv-2", &edited.request()).await);
+    next_turn(&bridge, "conv-2", &edited).await;
 
     let seen = prompts(&bridge);
-    let kinds: Vec<&str> = seen
-        .iter()
-        .map(|p| p["received"].as_str().unwrap_or(""))
-        .collect();
+    let kinds = received(&seen);
     assert_eq!(
         kinds,
         [
@@ -243,9 +238,7 @@ async fn an_edited_history_starts_a_new_session_and_leaves_the_old_one_intact() 
 async fn a_dead_process_leads_to_exactly_one_replay() {
     let bridge = resident("").await;
     let mut conversation = Conversation::new("First. [mock:exit-after]");
-    let reply = ok(&bridge
-        .conversation_turn("conv-3", &conversation.request())
-        .await);
+    let reply = next_turn(&bridge, "conv-3", &conversation).await;
     assert_eq!(text_of(&reply), "Mock answer: the bridge works.");
     // The process exits right after that answer.
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -253,19 +246,12 @@ async fn a_dead_process_leads_to_exactly_one_replay() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     conversation.answer(&reply, "Second. [mock:text]");
-    ok(&bridge
-        .conversation_turn("conv-3", &conversation.request())
-        .await);
+    next_turn(&bridge, "conv-3", &conversation).await;
     conversation.answer(&reply, "Third. [mock:text]");
-    ok(&bridge
-        .conversation_turn("conv-3", &conversation.request())
-        .await);
+    next_turn(&bridge, "conv-3", &conversation).await;
 
     let seen = prompts(&bridge);
-    let kinds: Vec<&str> = seen
-        .iter()
-        .map(|p| p["received"].as_str().unwrap_or(""))
-        .collect();
+    let kinds = received(&seen);
     assert_eq!(
         kinds,
         ["full", "full", "continuation"],
@@ -285,7 +271,7 @@ async fn a_dead_process_leads_to_exactly_one_replay() {
 async fn a_tool_call_kills_the_process_and_only_its_own_turn_fails() {
     let bridge = resident("").await;
     let mut calm = Conversation::new("Calm one. [mock:text]");
-    let calm_reply = ok(&bridge.conversation_turn("calm", &calm.request()).await);
+    let calm_reply = next_turn(&bridge, "calm", &calm).await;
     let rogue = Conversation::new("Rogue one. [mock:tool-call]");
     // The calm conversation's next turn is running when the rogue one's agent calls a tool.
     calm.answer(&calm_reply, "Calm again. [mock:slow]");
@@ -312,14 +298,12 @@ async fn a_tool_call_kills_the_process_and_only_its_own_turn_fails() {
     );
 
     let seen = prompts(&bridge);
-    let calm_prompts: Vec<&Value> = seen
+    let calm_prompts: Vec<Value> = seen
         .iter()
         .filter(|p| p["scenario"] != "tool-call")
+        .cloned()
         .collect();
-    let kinds: Vec<&str> = calm_prompts
-        .iter()
-        .map(|p| p["received"].as_str().unwrap_or(""))
-        .collect();
+    let kinds = received(&calm_prompts);
     // The slow turn was cut short with its process, then replayed whole on a new one.
     assert_eq!(kinds, ["full", "continuation", "full"], "{seen:?}");
     assert_ne!(calm_prompts[2]["pid"], calm_prompts[1]["pid"]);
@@ -382,9 +366,7 @@ async fn two_conversations_interleave_on_one_process_without_crossing() {
 async fn the_reaper_forgets_idle_sessions_and_kills_idle_processes() {
     let bridge = resident("session_idle_ms = 300").await;
     let mut conversation = Conversation::new("Hello. [mock:text]");
-    let reply = ok(&bridge
-        .conversation_turn("idle", &conversation.request())
-        .await);
+    let reply = next_turn(&bridge, "idle", &conversation).await;
     assert_eq!(bridge.agents(), 1);
     let deadline = Instant::now() + Duration::from_secs(10);
     while bridge.agents() > 0 && Instant::now() < deadline {
@@ -399,14 +381,8 @@ async fn the_reaper_forgets_idle_sessions_and_kills_idle_processes() {
     );
     // The conversation goes on with a new session and the whole prompt.
     conversation.answer(&reply, "Again. [mock:text]");
-    ok(&bridge
-        .conversation_turn("idle", &conversation.request())
-        .await);
-    let kinds: Vec<String> = prompts(&bridge)
-        .iter()
-        .map(|p| p["received"].to_string())
-        .collect();
-    assert_eq!(kinds, ["\"full\"", "\"full\""]);
+    next_turn(&bridge, "idle", &conversation).await;
+    assert_eq!(received(&prompts(&bridge)), ["full", "full"]);
     bridge.stop().await;
 }
 
@@ -414,9 +390,7 @@ async fn the_reaper_forgets_idle_sessions_and_kills_idle_processes() {
 async fn side_requests_and_headerless_requests_use_ephemeral_sessions() {
     let bridge = resident("").await;
     let mut conversation = Conversation::new("Main task. [mock:text]");
-    let reply = ok(&bridge
-        .conversation_turn("main", &conversation.request())
-        .await);
+    let reply = next_turn(&bridge, "main", &conversation).await;
     // A title request: same header, its own system prompt, no tools.
     let title = json!({
         "model": "devin-cli-agentic/swe-1-7", "max_tokens": 64,
@@ -427,15 +401,10 @@ async fn side_requests_and_headerless_requests_use_ephemeral_sessions() {
     // A client without the header.
     ok(&bridge.messages(&conversation.request()).await);
     conversation.answer(&reply, "Next. [mock:text]");
-    ok(&bridge
-        .conversation_turn("main", &conversation.request())
-        .await);
+    next_turn(&bridge, "main", &conversation).await;
 
     let seen = prompts(&bridge);
-    let kinds: Vec<&str> = seen
-        .iter()
-        .map(|p| p["received"].as_str().unwrap_or(""))
-        .collect();
+    let kinds = received(&seen);
     assert_eq!(kinds, ["full", "full", "full", "continuation"]);
     assert_eq!(
         seen[3]["sessionId"], seen[0]["sessionId"],
@@ -456,23 +425,14 @@ async fn side_requests_and_headerless_requests_use_ephemeral_sessions() {
 async fn the_repair_continues_the_session_with_the_repair_section_only() {
     let bridge = resident("").await;
     let mut conversation = Conversation::new("Go. [mock:text]");
-    let reply = ok(&bridge
-        .conversation_turn("repair", &conversation.request())
-        .await);
+    let reply = next_turn(&bridge, "repair", &conversation).await;
     conversation.answer(&reply, "Now run it. [mock:narrate-then-tool]");
-    let repaired = ok(&bridge
-        .conversation_turn("repair", &conversation.request())
-        .await);
+    let repaired = next_turn(&bridge, "repair", &conversation).await;
     assert_eq!(repaired["stop_reason"], "tool_use");
     conversation.answer(&repaired, "done [mock:text]");
-    ok(&bridge
-        .conversation_turn("repair", &conversation.request())
-        .await);
+    next_turn(&bridge, "repair", &conversation).await;
     let seen = prompts(&bridge);
-    let kinds: Vec<&str> = seen
-        .iter()
-        .map(|p| p["received"].as_str().unwrap_or(""))
-        .collect();
+    let kinds = received(&seen);
     assert_eq!(kinds, ["full", "continuation", "repair", "continuation"]);
     assert_eq!(seen[2]["repair"], true);
     assert_eq!(seen[3]["repair"], false);
@@ -495,9 +455,7 @@ async fn agent_faults_are_typed_and_the_conversation_recovers() {
     for (marker, status) in cases {
         let mut conversation = Conversation::new("Warm up. [mock:text]");
         let key = format!("fault-{marker}");
-        let reply = ok(&bridge
-            .conversation_turn(&key, &conversation.request())
-            .await);
+        let reply = next_turn(&bridge, &key, &conversation).await;
         conversation.answer(&reply, marker);
         let failed = bridge
             .conversation_turn(&key, &conversation.request())
@@ -528,9 +486,7 @@ async fn replicas_without_affinity_stay_correct() {
     let mut conversation = Conversation::new("turn 0 [mock:last-user]");
     for turn in 1..=6 {
         let replica = &replicas[turn % 2];
-        let reply = ok(&replica
-            .conversation_turn("shared", &conversation.request())
-            .await);
+        let reply = next_turn(&replica, "shared", &conversation).await;
         assert_eq!(
             text_of(&reply),
             format!("turn {} [mock:last-user]", turn - 1)
@@ -539,10 +495,7 @@ async fn replicas_without_affinity_stay_correct() {
     }
     for replica in &replicas {
         let seen = prompts(replica);
-        let kinds: Vec<&str> = seen
-            .iter()
-            .map(|p| p["received"].as_str().unwrap_or(""))
-            .collect();
+        let kinds = received(&seen);
         assert_eq!(kinds, ["full", "continuation", "continuation"]);
         // Each continuation carries the other replica's turn too: 4 new messages, and the
         // agent's trace holds every user turn so far.

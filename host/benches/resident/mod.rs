@@ -24,7 +24,7 @@ use devin_bridge::process::Spec;
 use http_body_util::{BodyExt, Full};
 use serde_json::{json, Value};
 
-use super::{connect, ms, percentile, Samples, EXPECTED, PATH};
+use super::{connect, gather, ms, percentile, Samples, EXPECTED, PATH};
 
 /// Turns per conversation.
 pub const TURNS: usize = 20;
@@ -93,12 +93,10 @@ pub async fn conversations(
     clients: usize,
     label: &str,
 ) -> (Samples, Duration) {
-    let barrier = Arc::new(tokio::sync::Barrier::new(clients + 1));
-    let mut tasks = tokio::task::JoinSet::new();
-    for client in 0..clients {
-        let (barrier, script) = (barrier.clone(), script.clone());
+    gather(clients, |client, barrier| {
+        let script = script.clone();
         let key = format!("bench-{label}-{client}");
-        tasks.spawn(async move {
+        async move {
             let mut samples = Samples::default();
             let mut sender = connect(addr).await;
             barrier.wait().await;
@@ -117,18 +115,9 @@ pub async fn conversations(
                 }
             }
             samples
-        });
-    }
-    barrier.wait().await;
-    let started = Instant::now();
-    let mut all = Samples::default();
-    while let Some(samples) = tasks.join_next().await {
-        match samples {
-            Ok(samples) => all.merge(samples),
-            Err(join) => all.fail(format!("client task: {join}")),
         }
-    }
-    (all, started.elapsed())
+    })
+    .await
 }
 
 async fn turn(sender: &mut super::Sender, key: &str, body: &Bytes) -> Result<(), String> {
@@ -187,12 +176,10 @@ pub async fn floor(
             }
         }
     }
-    let barrier = Arc::new(tokio::sync::Barrier::new(clients + 1));
-    let mut tasks = tokio::task::JoinSet::new();
-    for client in 0..clients {
+    let (all, elapsed) = gather(clients, |client, barrier| {
         let agent = agents[client / SESSIONS_PER_PROCESS].clone();
-        let (barrier, script, cwd) = (barrier.clone(), script.clone(), spec.cwd.clone());
-        tasks.spawn(async move {
+        let (script, cwd) = (script.clone(), spec.cwd.clone());
+        async move {
             let mut samples = Samples::default();
             let session = agent.new_session(&cwd).await;
             barrier.wait().await;
@@ -211,18 +198,9 @@ pub async fn floor(
                 }
             }
             samples
-        });
-    }
-    barrier.wait().await;
-    let started = Instant::now();
-    let mut all = Samples::default();
-    while let Some(samples) = tasks.join_next().await {
-        match samples {
-            Ok(samples) => all.merge(samples),
-            Err(join) => all.fail(format!("client task: {join}")),
         }
-    }
-    let elapsed = started.elapsed();
+    })
+    .await;
     let processes = agents.len();
     for agent in agents {
         agent.close().await;

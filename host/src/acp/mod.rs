@@ -8,6 +8,8 @@ mod error;
 pub(crate) mod frame;
 mod gate;
 mod pool;
+#[cfg(test)]
+mod scripted;
 mod shared;
 mod turn;
 

@@ -29,6 +29,9 @@ pub fn mock_devin() -> PathBuf {
     path
 }
 
+/// The offline agent's log, relative to its working directory.
+pub const AGENT_LOG: &str = "mock.jsonl";
+
 pub struct TestBridge {
     pub addr: SocketAddr,
     pub home: PathBuf,
@@ -111,6 +114,17 @@ impl TestBridge {
         if let Some(server) = self.server.take() {
             let _ = tokio::time::timeout(Duration::from_secs(30), server).await;
         }
+    }
+
+    /// The offline agent's `event` log lines, when its `MOCK_DEVIN_LOG` is the relative
+    /// [`AGENT_LOG`] (each agent writes it in its working directory: this bridge's home).
+    pub fn agent_events(&self, event: &str) -> Vec<Value> {
+        std::fs::read_to_string(self.home.join(AGENT_LOG))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|logged| logged["event"] == event)
+            .collect()
     }
 
     /// Agent processes still running in this bridge's sandbox home.

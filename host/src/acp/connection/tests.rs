@@ -1,8 +1,7 @@
-use std::path::PathBuf;
-
 use serde_json::json;
 
 use super::*;
+use crate::acp::scripted::agent;
 use crate::acp::NoTools;
 
 // ---- notifications, without a process ----
@@ -265,18 +264,6 @@ fn limits() -> AgentLimits {
         turn_timeout: Duration::from_secs(20),
         output_cap: 1 << 20,
         stopped_wait: Duration::from_secs(2),
-    }
-}
-
-fn agent(script: &str) -> Spec {
-    Spec {
-        program: PathBuf::from("/bin/sh"),
-        args: vec!["-c".into(), script.into()],
-        cwd: std::env::temp_dir(),
-        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
-        stderr_tail_bytes: 4096,
-        kill_grace: Duration::from_millis(300),
-        identity: None,
     }
 }
 

@@ -1,6 +1,5 @@
-use std::path::PathBuf;
-
 use super::*;
+use crate::acp::scripted::agent;
 
 /// Answers `initialize` (id 0) and two `session/new` (ids 1 and 2: sessions `s1`, `s2`).
 const OPEN_TWO: &str = r#"read -r l; echo '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{},"authMethods":[]}}'
@@ -23,18 +22,6 @@ fn limits() -> AgentLimits {
         turn_timeout: Duration::from_secs(20),
         output_cap: 1 << 20,
         stopped_wait: Duration::ZERO,
-    }
-}
-
-fn agent(script: &str) -> Spec {
-    Spec {
-        program: PathBuf::from("/bin/sh"),
-        args: vec!["-c".into(), script.into()],
-        cwd: std::env::temp_dir(),
-        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
-        stderr_tail_bytes: 4096,
-        kill_grace: Duration::from_millis(300),
-        identity: None,
     }
 }
 
