@@ -486,7 +486,7 @@ async fn replicas_without_affinity_stay_correct() {
     let mut conversation = Conversation::new("turn 0 [mock:last-user]");
     for turn in 1..=6 {
         let replica = &replicas[turn % 2];
-        let reply = next_turn(&replica, "shared", &conversation).await;
+        let reply = next_turn(replica, "shared", &conversation).await;
         assert_eq!(
             text_of(&reply),
             format!("turn {} [mock:last-user]", turn - 1)
