@@ -178,7 +178,16 @@ async fn the_second_turn_sends_only_the_unseen_messages() {
         );
     }
     assert!(metrics.body.ends_with("# EOF\n"));
+    // Shutdown ends every pooled process group.
+    let home = bridge.home.clone();
+    assert_eq!(bridge.agents(), 1);
     bridge.stop().await;
+    assert!(
+        common::bridge::wait_no_agents(&home, Duration::from_secs(5))
+            .await
+            .is_some(),
+        "a resident agent outlived the bridge"
+    );
 }
 
 #[tokio::test]
