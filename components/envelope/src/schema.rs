@@ -143,7 +143,7 @@ mod tests {
     fn check(schema: Value, arguments: Value) -> Result<(), Failure> {
         let tools = json!([{"name": "T", "input_schema": schema}]).to_string();
         let catalog = Catalog::parse(&tools).expect("valid catalog");
-        let tool = catalog.get("T").expect("declared");
+        let tool = catalog.get("T").expect("parses").expect("declared");
         check_arguments(tool, &arguments)
     }
 
@@ -327,8 +327,11 @@ mod tests {
     #[test]
     fn missing_schema_is_a_client_error() {
         let catalog = Catalog::parse(r#"[{"name":"T"}]"#).expect("valid");
-        let failure = check_arguments(catalog.get("T").expect("declared"), &json!({}))
-            .expect_err("no schema");
+        let failure = check_arguments(
+            catalog.get("T").expect("parses").expect("declared"),
+            &json!({}),
+        )
+        .expect_err("no schema");
         assert_eq!(failure.code, "invalid_tool_schema");
         assert_eq!(failure.message, "the input schema of tool \"T\" is missing");
     }
