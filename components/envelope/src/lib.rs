@@ -61,6 +61,7 @@ mod narration;
 mod review;
 mod scan;
 mod schema;
+mod simple_schema;
 mod tools;
 /// The component export (a thin shell); off when another component embeds this library.
 #[cfg(all(target_arch = "wasm32", feature = "export"))]
