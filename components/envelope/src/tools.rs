@@ -265,7 +265,7 @@ impl<'t> Scanner<'t> {
                     }
                 }
                 b'"' => {
-                    self.string()?;
+                    self.skip_string()?;
                 }
                 b't' => self.literal(b"true")?,
                 b'f' => self.literal(b"false")?,
@@ -323,48 +323,61 @@ impl<'t> Scanner<'t> {
     /// A string; its decoded value, borrowed unless it has escapes.
     fn string(&mut self) -> Option<Cow<'t, str>> {
         let start = self.at;
-        self.expect(b'"')?;
-        let mut escaped = false;
-        loop {
-            match *self.bytes.get(self.at)? {
-                b'"' => break,
-                b'\\' => {
-                    escaped = true;
-                    self.at += 1;
-                    match self.peek()? {
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.at += 1,
-                        b'u' => {
-                            self.at += 1;
-                            let unit = self.hex4()?;
-                            if (0xD800..0xDC00).contains(&unit) {
-                                // A high surrogate must be followed by an escaped low one.
-                                if !self.bytes[self.at..].starts_with(b"\\u") {
-                                    return None;
-                                }
-                                self.at += 2;
-                                let low = self.hex4()?;
-                                if !(0xDC00..0xE000).contains(&low) {
-                                    return None;
-                                }
-                            } else if (0xDC00..0xE000).contains(&unit) {
-                                return None;
-                            }
-                        }
-                        _ => return None,
-                    }
-                }
-                // Raw control characters are not allowed in JSON strings.
-                0x00..=0x1f => return None,
-                _ => self.at += 1,
-            }
-        }
-        self.at += 1;
+        let escaped = self.skip_string()?;
         let literal = &self.text[start..self.at];
         if escaped {
             serde_json::from_str::<String>(literal).ok().map(Cow::Owned)
         } else {
             Some(Cow::Borrowed(&literal[1..literal.len() - 1]))
         }
+    }
+
+    /// Skips a string, checking its escapes; true if it has any. Values are only skipped: most
+    /// of a tools list is descriptions, and decoding them would cost more than the scan.
+    fn skip_string(&mut self) -> Option<bool> {
+        self.expect(b'"')?;
+        let mut escaped = false;
+        loop {
+            self.at += plain_run(&self.bytes[self.at..])?;
+            match self.bytes[self.at] {
+                b'"' => break,
+                b'\\' => {
+                    escaped = true;
+                    self.at += 1;
+                    self.escape()?;
+                }
+                // Raw control characters are not allowed in JSON strings.
+                _ => return None,
+            }
+        }
+        self.at += 1;
+        Some(escaped)
+    }
+
+    /// The rest of an escape sequence, after its backslash.
+    fn escape(&mut self) -> Option<()> {
+        match self.peek()? {
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.at += 1,
+            b'u' => {
+                self.at += 1;
+                let unit = self.hex4()?;
+                if (0xD800..0xDC00).contains(&unit) {
+                    // A high surrogate must be followed by an escaped low one.
+                    if !self.bytes[self.at..].starts_with(b"\\u") {
+                        return None;
+                    }
+                    self.at += 2;
+                    let low = self.hex4()?;
+                    if !(0xDC00..0xE000).contains(&low) {
+                        return None;
+                    }
+                } else if (0xDC00..0xE000).contains(&unit) {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+        Some(())
     }
 
     fn hex4(&mut self) -> Option<u32> {
@@ -415,6 +428,38 @@ impl<'t> Scanner<'t> {
             self.at += 1;
         }
     }
+}
+
+/// The length of the plain text at the start of a string's contents: the offset of the first
+/// quote, backslash or control character, `None` if there is none.
+///
+/// Descriptions make up most of a tools list, so this is the scan's inner loop; it tests eight
+/// bytes at a time with word arithmetic (plain integer operations, as fast in wasm as natively)
+/// and finds the exact byte only in the word that holds it.
+fn plain_run(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    /// Nonzero if a byte of `word` is below `n` (n <= 0x80); never misses one.
+    const fn has_below(word: u64, n: u8) -> u64 {
+        word.wrapping_sub(ONES * n as u64) & !word & HIGHS
+    }
+    let is_special = |b: u8| b == b'"' || b == b'\\' || b < 0x20;
+    let mut at = 0;
+    let mut words = bytes.chunks_exact(8);
+    for chunk in &mut words {
+        let word = u64::from_ne_bytes(chunk.try_into().ok()?);
+        let hits = has_below(word ^ (ONES * u64::from(b'"')), 1)
+            | has_below(word ^ (ONES * u64::from(b'\\')), 1)
+            | has_below(word, 0x20);
+        if hits != 0 {
+            break;
+        }
+        at += 8;
+    }
+    bytes[at..]
+        .iter()
+        .position(|&b| is_special(b))
+        .map(|run| at + run)
 }
 
 #[cfg(test)]
@@ -596,6 +641,22 @@ mod tests {
             rejection(r#"[{"name":"A"},{"title":"B"}]"#).message,
             "the tools list is invalid: tool 1 has no string \"name\""
         );
+    }
+
+    #[test]
+    fn plain_runs_stop_at_the_first_special_byte_wherever_it_is() {
+        for len in 0..40 {
+            let plain = "aé~\u{7f}"
+                .repeat(len)
+                .chars()
+                .take(len)
+                .collect::<String>();
+            assert_eq!(plain_run(plain.as_bytes()), None, "{plain:?}");
+            for special in ["\"", "\\", "\n", "\u{0}", "\u{1f}"] {
+                let text = format!("{plain}{special}x\"");
+                assert_eq!(plain_run(text.as_bytes()), Some(plain.len()), "{text:?}");
+            }
+        }
     }
 
     /// A tiny deterministic generator, so the test needs no dependency and never flakes.
