@@ -148,6 +148,7 @@ fn scan(text: &str) -> Option<Vec<(Cow<'_, str>, &str)>> {
         bytes: text.as_bytes(),
         at: 0,
         keys: Vec::new(),
+        open: Vec::new(),
     };
     let mut entries = Vec::new();
     scanner.skip_whitespace();
@@ -174,6 +175,8 @@ struct Scanner<'t> {
     at: usize,
     /// The keys of the objects being scanned, innermost last.
     keys: Vec<Cow<'t, str>>,
+    /// The containers open inside the value being skipped, innermost last.
+    open: Vec<Open>,
 }
 
 /// An open container during [`Scanner::value`].
@@ -239,17 +242,17 @@ impl<'t> Scanner<'t> {
 
     /// Skips one value of any kind, checking it as the strict parser would.
     fn value(&mut self) -> Option<()> {
-        let mut open: Vec<Open> = Vec::new();
+        self.open.clear();
         loop {
             // A value starts here.
             match self.peek()? {
                 b'{' | b'[' => {
                     let object = self.peek() == Some(b'{');
                     self.at += 1;
-                    if open.len() >= MAX_DEPTH {
+                    if self.open.len() >= MAX_DEPTH {
                         return None;
                     }
-                    open.push(Open {
+                    self.open.push(Open {
                         object,
                         keys_from: self.keys.len(),
                     });
@@ -274,7 +277,7 @@ impl<'t> Scanner<'t> {
             }
             // A value ended: close containers, or move to the next member.
             loop {
-                let Some(innermost) = open.last() else {
+                let Some(innermost) = self.open.last() else {
                     return Some(());
                 };
                 let object = innermost.object;
@@ -287,7 +290,7 @@ impl<'t> Scanner<'t> {
                     break;
                 }
                 self.expect(if object { b'}' } else { b']' })?;
-                let closed = open.pop()?;
+                let closed = self.open.pop()?;
                 if closed.object {
                     self.close_object(closed.keys_from)?;
                 }
@@ -308,8 +311,14 @@ impl<'t> Scanner<'t> {
     /// Ends an object: `None` if two of its keys are equal (the strict parser rejects that).
     fn close_object(&mut self, keys_from: usize) -> Option<()> {
         let keys = &mut self.keys[keys_from..];
-        keys.sort_unstable();
-        let distinct = keys.windows(2).all(|pair| pair[0] != pair[1]);
+        // Schema objects have a handful of keys: comparing every pair (most differ in length)
+        // is cheaper than sorting; a large object is sorted, so the work stays O(n log n).
+        let distinct = if keys.len() <= 8 {
+            (1..keys.len()).all(|index| !keys[..index].contains(&keys[index]))
+        } else {
+            keys.sort_unstable();
+            keys.windows(2).all(|pair| pair[0] != pair[1])
+        };
         self.keys.truncate(keys_from);
         distinct.then_some(())
     }
@@ -550,6 +559,8 @@ mod tests {
         ]))
         .expect("serialises");
         assert!(scanned(&tools));
+        let many_keys = r#"[{"name":"A","input_schema":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":0}}]"#;
+        assert!(scanned(many_keys));
         assert_eq!(
             schema_of(&tools, "A"),
             Some(json!({"type": "object", "properties": {}}))
@@ -610,6 +621,7 @@ mod tests {
         // host input and is refused whole, exactly as when it was parsed whole.
         for tools in [
             r#"[{"name":"A","input_schema":{}},{"name":"B","input_schema":{"a":1,"a":2}}]"#,
+            r#"[{"name":"A","input_schema":{"k":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"c":0}}}]"#,
             r#"[{"name":"A","input_schema":{}},{"name":"B","input_schema":{"a":[1,}}}]"#,
             r#"[{"name":"A","input_schema":{}},{"name":"B","description":"\x"}]"#,
             r#"[{"name":"A","input_schema":{}},{"name":"B","input_schema":{"a":01}}]"#,
