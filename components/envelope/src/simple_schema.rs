@@ -4,7 +4,7 @@
 //! and on wasm32 the crate compiles that meta-schema validator again on every build (it is
 //! cached only natively, and the check cannot be turned off). In a fresh instance that, not the
 //! validation itself, is nearly the whole cost of a tool call. Most declared tools (all of
-//! Claude Code's but a handful) use only a few plain keywords, so this module decides the
+//! Claude Code's but three) use only a few plain keywords, so this module decides the
 //! common case directly: a schema made only of the keywords below, each with the shape its
 //! meta-schema requires, and arguments that satisfy it.
 //!
@@ -13,7 +13,8 @@
 //! which stays the authority for every rejection and every message. So the shortcut is sound as
 //! long as it never accepts what `jsonschema` would refuse, and it is written conservatively to
 //! that end (integers only where the meta-schema wants integers, exact number comparisons,
-//! string lengths that hold whichever way characters are counted).
+//! string lengths that hold whichever way characters are counted, and of regular expressions
+//! only the `^literal` kind).
 
 use jsonschema::Draft;
 use serde_json::{Map, Number, Value};
@@ -61,6 +62,7 @@ fn is_simple(schema: &Value, root: bool) -> bool {
                 .as_array()
                 .is_some_and(|names| names.iter().all(Value::is_string) && all_distinct(names)),
             "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => value.is_number(),
+            "pattern" => value.as_str().and_then(anchored_literal).is_some(),
             // Non-negative integers; bounded so they fit a 32-bit `usize` as well as a 64-bit one,
             // and native and wasm builds compile them alike.
             "minLength" | "maxLength" | "minItems" | "maxItems" | "minProperties"
@@ -143,6 +145,10 @@ fn keyword_accepts(
         ("exclusiveMaximum", Value::Number(number)) => {
             compare(number, value).is_some_and(Ordering::is_lt)
         }
+        ("pattern", Value::String(text)) => value
+            .as_str()
+            .and_then(anchored_literal)
+            .is_some_and(|prefix| text.starts_with(prefix)),
         ("minLength", Value::String(text)) => within(value, |limit| {
             string_lengths(text).into_iter().all(|n| n >= limit)
         }),
@@ -169,6 +175,7 @@ fn keyword_accepts(
             | "additionalProperties"
             | "required"
             | "items"
+            | "pattern"
             | "minimum"
             | "maximum"
             | "exclusiveMinimum"
@@ -183,6 +190,18 @@ fn keyword_accepts(
         ) => true,
         _ => false,
     }
+}
+
+/// The literal of a pattern that only anchors a literal at the start (`^/` in Claude Code's
+/// file tools): a string matches it exactly when it starts with that literal. Regular
+/// expressions in general are left to `jsonschema`; the characters allowed here mean
+/// themselves in every regex dialect, so the pattern is valid and its meaning unambiguous.
+fn anchored_literal(pattern: &str) -> Option<&str> {
+    let literal = pattern.strip_prefix('^')?;
+    literal
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'_' | b'-' | b':' | b'@' | b' '))
+        .then_some(literal)
 }
 
 fn within(limit: &Value, check: impl FnOnce(u64) -> bool) -> bool {
@@ -302,7 +321,7 @@ mod tests {
     #[test]
     fn leaves_everything_else_to_jsonschema() {
         for schema in [
-            json!({"type": "object", "properties": {"a": {"pattern": "^x"}}}),
+            json!({"type": "object", "properties": {"a": {"pattern": "^x+"}}}),
             json!({"type": "object", "properties": {"a": {"format": "uri"}}}),
             json!({"$defs": {"a": {}}, "properties": {"a": {"$ref": "#/$defs/a"}}}),
             json!({"anyOf": [{"type": "object"}]}),
@@ -328,6 +347,25 @@ mod tests {
             assert!(!certainly_valid(&simple, draft, &json!({})), "{draft:?}");
         }
         assert!(certainly_valid(&simple, Draft::Draft202012, &json!({})));
+    }
+
+    #[test]
+    fn only_anchored_literal_patterns_are_decided() {
+        let path = json!({"properties": {"p": {"type": "string", "pattern": "^/"}}});
+        assert!(fast(path.clone(), json!({"p": "/etc/hosts"})));
+        assert!(!fast(path.clone(), json!({"p": "etc/hosts"})));
+        assert!(!fast(path, json!({"p": 5})), "not a string");
+        let untyped = json!({"properties": {"p": {"pattern": "^/"}}});
+        assert!(
+            fast(untyped, json!({"p": 5})),
+            "pattern applies to strings only"
+        );
+        for pattern in [
+            "/", "^/.*", "^a.b", "^(a)", "^a$", "^\\d", "^[a]", "^a|b", "^a+", "^é",
+        ] {
+            let schema = json!({"properties": {"p": {"pattern": pattern}}});
+            assert!(!fast(schema, json!({"p": "x"})), "{pattern}");
+        }
     }
 
     #[test]
@@ -387,6 +425,8 @@ mod tests {
             json!(""),
             json!("a"),
             json!("ab"),
+            json!("a-b/"),
+            json!("/x"),
             json!("😀"),
             json!([]),
             json!([1, "a"]),
@@ -403,7 +443,7 @@ mod tests {
         let names = [json!("a"), json!("b")];
         let mut schema = Map::new();
         for _ in 0..1 + rng.below(4) {
-            let (keyword, value) = match rng.below(14) {
+            let (keyword, value) = match rng.below(15) {
                 0 => ("type", json!(TYPE_NAMES[rng.below(7)])),
                 1 => (
                     "type",
@@ -439,6 +479,10 @@ mod tests {
                 12 => (
                     ["minProperties", "maxProperties"][rng.below(2)],
                     json!(rng.below(3)),
+                ),
+                13 => (
+                    "pattern",
+                    json!(["^a", "^", "^ab", "^a-b", "^/"][rng.below(5)]),
                 ),
                 _ => ("description", json!("d")),
             };
