@@ -3,8 +3,8 @@
 //! The whole text is checked on every call (a JSON array of objects, each with a distinct string
 //! `name`, no duplicate key anywhere), but it is not turned into values: a Claude Code request
 //! declares a couple of dozen tools with long descriptions, and building all of them would
-//! dominate the cost of a turn. A single validating pass (see [`scan`]) records where each tool
-//! is declared; only the called tool's declaration is parsed, and only its schema is compiled.
+//! dominate the cost of a turn. A single validating pass (see [`scan`]) records each tool's name
+//! and where its `input_schema` is; only the called tool's schema is parsed (and compiled).
 //!
 //! The pass is deliberately conservative: whatever it is not certain the strict parser accepts
 //! (a lone surrogate escape, a huge exponent, very deep nesting, anything malformed) sends the
@@ -13,7 +13,7 @@
 
 use crate::{failure, json};
 use devin_bridge_types::Failure;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
@@ -23,17 +23,24 @@ pub(crate) struct Catalog<'t> {
 }
 
 enum Declarations<'t> {
-    /// Found by the scan: each tool's name and the JSON text of its whole declaration, sorted
-    /// by name.
-    Scanned(Vec<(Cow<'t, str>, &'t str)>),
-    /// Parsed whole, for a text the scan could not vouch for but the strict parser accepts.
-    Parsed(BTreeMap<String, Map<String, Value>>),
+    /// Found by the scan, sorted by name.
+    Scanned(Vec<Entry<'t>>),
+    /// Parsed whole, for a text the scan could not vouch for but the strict parser accepts:
+    /// each tool's `input_schema`, if it has one.
+    Parsed(BTreeMap<String, Option<Value>>),
+}
+
+/// One tool as the scan found it.
+struct Entry<'t> {
+    name: Cow<'t, str>,
+    /// The JSON text of its `input_schema` value, if it has one.
+    input_schema: Option<&'t str>,
 }
 
 /// One declared tool.
 pub(crate) struct Tool<'a> {
     pub(crate) name: &'a str,
-    declaration: Cow<'a, Map<String, Value>>,
+    input_schema: Option<Cow<'a, Value>>,
 }
 
 impl<'t> Catalog<'t> {
@@ -41,8 +48,8 @@ impl<'t> Catalog<'t> {
     pub(crate) fn parse(tools: &'t str) -> Result<Self, Failure> {
         match scan(tools) {
             Some(mut entries) => {
-                entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-                if entries.windows(2).all(|pair| pair[0].0 != pair[1].0) {
+                entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+                if entries.windows(2).all(|pair| pair[0].name != pair[1].name) {
                     return Ok(Self {
                         declarations: Declarations::Scanned(entries),
                     });
@@ -59,30 +66,32 @@ impl<'t> Catalog<'t> {
     pub(crate) fn get(&self, name: &str) -> Result<Option<Tool<'_>>, Failure> {
         match &self.declarations {
             Declarations::Scanned(entries) => {
-                let Ok(found) = entries.binary_search_by(|entry| entry.0.as_ref().cmp(name)) else {
+                let Ok(found) = entries.binary_search_by(|entry| entry.name.as_ref().cmp(name))
+                else {
                     return Ok(None);
                 };
-                let (name, text) = &entries[found];
-                // The scan vouched for this text, so this cannot fail; if it ever did, the
+                let entry = &entries[found];
+                // The scan vouched for this text, so parsing cannot fail; if it ever did, the
                 // failure is still the host's, reported as such rather than as a panic.
-                let mut declaration = match json::parse_strict(text) {
-                    Ok(Value::Object(declaration)) => declaration,
-                    Ok(_) => return Err(failure::invalid_tools("a tool is not an object")),
-                    Err(error) => {
-                        return Err(failure::invalid_tools(&format!("not valid JSON ({error})")))
-                    }
-                };
-                declaration.remove("name");
+                let input_schema = entry
+                    .input_schema
+                    .map(json::parse_strict)
+                    .transpose()
+                    .map_err(|error| {
+                        failure::invalid_tools(&format!("not valid JSON ({error})"))
+                    })?;
                 Ok(Some(Tool {
-                    name,
-                    declaration: Cow::Owned(declaration),
+                    name: &entry.name,
+                    input_schema: input_schema.map(Cow::Owned),
                 }))
             }
             Declarations::Parsed(by_name) => {
-                Ok(by_name.get_key_value(name).map(|(name, declaration)| Tool {
-                    name,
-                    declaration: Cow::Borrowed(declaration),
-                }))
+                Ok(by_name
+                    .get_key_value(name)
+                    .map(|(name, input_schema)| Tool {
+                        name,
+                        input_schema: input_schema.as_ref().map(Cow::Borrowed),
+                    }))
             }
         }
     }
@@ -91,7 +100,7 @@ impl<'t> Catalog<'t> {
 impl Tool<'_> {
     /// The declared `input_schema`, if any.
     pub(crate) fn input_schema(&self) -> Option<&Value> {
-        self.declaration.get("input_schema")
+        self.input_schema.as_deref()
     }
 }
 
@@ -121,7 +130,7 @@ fn parse_whole(tools: &str) -> Result<Catalog<'static>, Failure> {
                 failure::excerpt(&name, failure::EXCERPT_CHARS)
             )));
         }
-        by_name.insert(name, declaration);
+        by_name.insert(name, declaration.remove("input_schema"));
     }
     Ok(Catalog {
         declarations: Declarations::Parsed(by_name),
@@ -137,20 +146,19 @@ const MAX_DEPTH: usize = 100;
 /// they overflow; anything shorter with a small exponent is finite.
 const MAX_NUMBER_CHARS: usize = 300;
 
-/// One validating pass over the tools text: `(name, declaration text)` per tool in document
-/// order, or `None` when the text is not certainly a strict-parser-valid array of objects that
-/// each have a string `name`.
+/// One validating pass over the tools text: each tool in document order, or `None` when the text
+/// is not certainly a strict-parser-valid array of objects that each have a string `name`.
 ///
 /// Work is linear in the text, apart from sorting each object's keys to find duplicates.
-fn scan(text: &str) -> Option<Vec<(Cow<'_, str>, &str)>> {
+fn scan(text: &str) -> Option<Vec<Entry<'_>>> {
     let mut scanner = Scanner {
         text,
         bytes: text.as_bytes(),
         at: 0,
-        keys: Vec::new(),
-        open: Vec::new(),
+        keys: Vec::with_capacity(64),
+        open: Vec::with_capacity(16),
     };
-    let mut entries = Vec::new();
+    let mut entries = Vec::with_capacity(32);
     scanner.skip_whitespace();
     scanner.expect(b'[')?;
     scanner.skip_whitespace();
@@ -209,12 +217,12 @@ impl<'t> Scanner<'t> {
         }
     }
 
-    /// One tool: an object whose `name` is a string. Returns the name and the object's text.
-    fn entry(&mut self) -> Option<(Cow<'t, str>, &'t str)> {
-        let start = self.at;
+    /// One tool: an object whose `name` is a string.
+    fn entry(&mut self) -> Option<Entry<'t>> {
         self.expect(b'{')?;
         let keys_from = self.keys.len();
         let mut name = None;
+        let mut input_schema = None;
         self.skip_whitespace();
         if !self.eat(b'}') {
             loop {
@@ -226,7 +234,11 @@ impl<'t> Scanner<'t> {
                 if key == "name" {
                     name = Some(self.string()?);
                 } else {
+                    let start = self.at;
                     self.value()?;
+                    if key == "input_schema" {
+                        input_schema = Some(&self.text[start..self.at]);
+                    }
                 }
                 self.keys.push(key);
                 self.skip_whitespace();
@@ -237,7 +249,10 @@ impl<'t> Scanner<'t> {
             }
         }
         self.close_object(keys_from)?;
-        Some((name?, &self.text[start..self.at]))
+        Some(Entry {
+            name: name?,
+            input_schema,
+        })
     }
 
     /// Skips one value of any kind, checking it as the strict parser would.
@@ -443,31 +458,30 @@ impl<'t> Scanner<'t> {
 /// quote, backslash or control character, `None` if there is none.
 ///
 /// Descriptions make up most of a tools list, so this is the scan's inner loop; it tests eight
-/// bytes at a time with word arithmetic (plain integer operations, as fast in wasm as natively)
-/// and finds the exact byte only in the word that holds it.
+/// bytes at a time with word arithmetic (plain integer operations, as fast in wasm as natively).
 fn plain_run(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-    /// Nonzero if a byte of `word` is below `n` (n <= 0x80); never misses one.
-    const fn has_below(word: u64, n: u8) -> u64 {
+    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
+    /// Flags (high bit) the bytes of `word` below `n` (n <= 0x80). A flag can be spurious only
+    /// above a genuine one (a borrow carries upwards), so the lowest flag is always exact.
+    const fn below(word: u64, n: u8) -> u64 {
         word.wrapping_sub(ONES * n as u64) & !word & HIGHS
     }
-    let is_special = |b: u8| b == b'"' || b == b'\\' || b < 0x20;
     let mut at = 0;
-    let mut words = bytes.chunks_exact(8);
-    for chunk in &mut words {
-        let word = u64::from_ne_bytes(chunk.try_into().ok()?);
-        let hits = has_below(word ^ (ONES * u64::from(b'"')), 1)
-            | has_below(word ^ (ONES * u64::from(b'\\')), 1)
-            | has_below(word, 0x20);
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().ok()?);
+        let hits = below(word ^ (ONES * u64::from(b'"')), 1)
+            | below(word ^ (ONES * u64::from(b'\\')), 1)
+            | below(word, 0x20);
         if hits != 0 {
-            break;
+            // Little-endian: the lowest flagged byte is the first one in memory.
+            return Some(at + (hits.trailing_zeros() / 8) as usize);
         }
         at += 8;
     }
     bytes[at..]
         .iter()
-        .position(|&b| is_special(b))
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
         .map(|run| at + run)
 }
 
@@ -716,9 +730,14 @@ mod tests {
                 panic!("the scan accepted what the strict parser refuses: {text}");
             };
             assert_eq!(entries.len(), items.len(), "{text}");
-            for ((name, declaration), item) in entries.iter().zip(&items) {
-                assert_eq!(item.get("name"), Some(&json!(name)), "{text}");
-                assert_eq!(json::parse_strict(declaration).ok().as_ref(), Some(item));
+            for (entry, item) in entries.iter().zip(&items) {
+                assert_eq!(item.get("name"), Some(&json!(entry.name)), "{text}");
+                let schema = entry.input_schema.map(|text| json::parse_strict(text).ok());
+                assert_eq!(
+                    schema,
+                    item.get("input_schema").map(|s| Some(s.clone())),
+                    "{text}"
+                );
             }
         }
     }
