@@ -13,8 +13,9 @@
 //!
 //! `tools` comes from the host (the serializer's compact copy of the request's `tools` array) and
 //! is checked first, whatever the output says, so a broken host input is reported as such
-//! (`invalid_tools`) and never blamed on the agent. Only its shape is checked up front (an array
-//! of objects with distinct string names); a schema is compiled only for the tool that is called.
+//! (`invalid_tools`) and never blamed on the agent. The whole text is checked up front (strict
+//! JSON: an array of objects with distinct string names), but only the called tool's declaration
+//! is turned into a value and only its schema is compiled (`tools.rs`).
 //!
 //! Then, on the agent's output, in this order:
 //!
@@ -60,6 +61,7 @@ mod narration;
 mod review;
 mod scan;
 mod schema;
+mod simple_schema;
 mod tools;
 /// The component export (a thin shell); off when another component embeds this library.
 #[cfg(all(target_arch = "wasm32", feature = "export"))]
@@ -85,7 +87,7 @@ pub fn parse(output: &str, tools: &str, id_seed: &str) -> Result<Reply, Failure>
 
     let (name, arguments) = read_envelope(body)?;
     let tool = catalog
-        .get(&name)
+        .get(&name)?
         .ok_or_else(|| failure::unidentified_tool(&name))?;
     schema::check_arguments(tool, &arguments)?;
 

@@ -1,5 +1,9 @@
 //! Rule 7: the arguments against the called tool's full input schema, with the `jsonschema` crate.
 //!
+//! Arguments that plainly satisfy a plain schema are accepted without building a validator
+//! (`simple_schema.rs` says why and how that stays exact); everything else, every rejection
+//! included, is decided here.
+//!
 //! - Draft: from `$schema` when it names a known draft (Claude Code declares draft-07), draft
 //!   2020-12 when `$schema` is absent (what the Messages API and MCP assume). A `$schema` naming
 //!   anything else would need its meta-schema fetched, so that tool's schema is invalid.
@@ -12,7 +16,7 @@
 //!   (it may be megabytes long), sorted by path then message, so the order never depends on the
 //!   crate's evaluation order. Every error is counted; the first [`MAX_LISTED`] are listed.
 
-use crate::{failure, tools::Tool};
+use crate::{failure, simple_schema, tools::Tool};
 use devin_bridge_types::Failure;
 use jsonschema::Draft;
 use serde_json::Value;
@@ -34,6 +38,9 @@ pub(crate) fn check_arguments(tool: Tool<'_>, arguments: &Value) -> Result<(), F
         .input_schema()
         .ok_or_else(|| failure::invalid_schema(tool.name, "is missing"))?;
     let draft = draft_of(schema).map_err(|reason| failure::invalid_schema(tool.name, reason))?;
+    if simple_schema::certainly_valid(schema, draft, arguments) {
+        return Ok(());
+    }
     let validator = jsonschema::options()
         .offline()
         .with_draft(draft)
@@ -143,7 +150,7 @@ mod tests {
     fn check(schema: Value, arguments: Value) -> Result<(), Failure> {
         let tools = json!([{"name": "T", "input_schema": schema}]).to_string();
         let catalog = Catalog::parse(&tools).expect("valid catalog");
-        let tool = catalog.get("T").expect("declared");
+        let tool = catalog.get("T").expect("parses").expect("declared");
         check_arguments(tool, &arguments)
     }
 
@@ -327,8 +334,11 @@ mod tests {
     #[test]
     fn missing_schema_is_a_client_error() {
         let catalog = Catalog::parse(r#"[{"name":"T"}]"#).expect("valid");
-        let failure = check_arguments(catalog.get("T").expect("declared"), &json!({}))
-            .expect_err("no schema");
+        let failure = check_arguments(
+            catalog.get("T").expect("parses").expect("declared"),
+            &json!({}),
+        )
+        .expect_err("no schema");
         assert_eq!(failure.code, "invalid_tool_schema");
         assert_eq!(failure.message, "the input schema of tool \"T\" is missing");
     }

@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
+use wasmtime::{
+    Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store,
+};
 
 use super::{EngineError, TransformKind};
 use crate::policy::RuntimeLimits;
@@ -73,6 +75,11 @@ impl Runtime {
             // the kernel: a fresh instance then does not page-fault its way through the memory
             // every call touches (measured in `cargo xtask bench transforms`).
             .linear_memory_keep_resident(KEEP_RESIDENT)
+            // Where the kernel can tell (Linux 6.7+), reset only the pages a call dirtied
+            // instead of the whole resident prefix: otherwise every fresh instance pays a memset
+            // and an image copy proportional to the memory's size and its data segments, which
+            // for a component embedding large tables (the envelope's) is most of its cost.
+            .pagemap_scan(Enabled::Auto)
             .table_keep_resident(64 << 10)
             // ...but bound what idle slots keep: at most 16 x KEEP_RESIDENT stays resident.
             .max_unused_warm_slots(16);
