@@ -359,18 +359,48 @@ fn main() {
         .iter()
         .find(|r| r.operation == "serializer.serialize" && r.input.starts_with("claude-code"))
         .expect("cc row");
+    let envelope = rows
+        .iter()
+        .find(|r| r.operation == "envelope.parse" && r.input.starts_with("tool envelope"))
+        .expect("envelope row");
     let verdict = |ok: bool| if ok { "PASS" } else { "MISS" };
     println!();
-    println!("goal: wasm/native <= 2.5 on the 1 MB input (serialize, fresh instance): {:.2}  {}  (warm instance: {:.2})", large.ratio_fresh(), verdict(large.ratio_fresh() <= 2.5), large.ratio_warm());
+    for (label, row, limit) in [
+        (
+            "serializing the Claude-Code-sized request (79 KB)",
+            claude,
+            Duration::from_micros(150),
+        ),
+        (
+            "serializing the 1 MB request",
+            large,
+            Duration::from_micros(1400),
+        ),
+        (
+            "parsing the 21-tool envelope",
+            envelope,
+            Duration::from_micros(50),
+        ),
+    ] {
+        println!(
+            "goal: {label}, fresh instance + call <= {} µs: {} µs  {}",
+            limit.as_micros(),
+            micros(row.fresh),
+            verdict(row.fresh <= limit)
+        );
+    }
+    for (label, row) in [("79 KB", claude), ("1 MB", large)] {
+        println!(
+            "goal: serializer wasm/native <= 2.0 on the {label} request (fresh instance): {:.2}  {}  (warm instance: {:.2})",
+            row.ratio_fresh(),
+            verdict(row.ratio_fresh() <= 2.0),
+            row.ratio_warm()
+        );
+    }
     println!(
-        "goal: fresh-instance overhead <= 50 µs (worst store + instantiate):    {} µs  {}",
+        "goal: fresh-instance overhead <= 50 µs (worst store + instantiate): {} µs  {}",
         micros(worst_overhead),
         verdict(worst_overhead <= Duration::from_micros(50))
-    );
-    println!(
-        "goal: serializing the Claude-Code-sized request in wasm < 1 ms:       {} µs  {}",
-        micros(claude.fresh),
-        verdict(claude.fresh < Duration::from_millis(1))
     );
 }
 
