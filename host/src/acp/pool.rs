@@ -1,11 +1,6 @@
 //! Prewarmed agents: N processes spawned and initialized ahead of demand, each used for
 //! exactly one turn, so a request does not pay the CLI's start-up. No session state is ever
 //! shared between requests: a prewarmed agent has only answered `initialize`.
-//!
-//! The warm set is sized from demand: agents that requests start themselves (because none was
-//! ready) count against the target too. Under a load the warm set cannot keep up with, the
-//! requests' own starts fill the target and the refill stands back, so prewarming never adds
-//! starts on top of a saturated machine; when the load eases, it fills the pool again.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -27,8 +22,6 @@ pub struct AgentPool {
     closed: AtomicBool,
     served_warm: AtomicUsize,
     served_cold: AtomicUsize,
-    /// Agents requests are starting themselves right now.
-    cold_starting: AtomicUsize,
 }
 
 /// Counters for `/healthz`.
@@ -53,7 +46,6 @@ impl AgentPool {
             closed: AtomicBool::new(false),
             served_warm: AtomicUsize::new(0),
             served_cold: AtomicUsize::new(0),
-            cold_starting: AtomicUsize::new(0),
         })
     }
 
@@ -74,13 +66,9 @@ impl AgentPool {
                 "a prewarmed agent died while waiting; discarding it"
             );
         }
-        self.served_cold.fetch_add(1, Ordering::Relaxed);
-        self.cold_starting.fetch_add(1, Ordering::AcqRel);
-        let started = Agent::start(&self.spec, self.limits).await;
-        self.cold_starting.fetch_sub(1, Ordering::AcqRel);
-        // With one start fewer in progress, the refill may have room again.
         self.wanted.notify_one();
-        started
+        self.served_cold.fetch_add(1, Ordering::Relaxed);
+        Agent::start(&self.spec, self.limits).await
     }
 
     fn pop(&self) -> Option<Agent> {
@@ -113,10 +101,9 @@ impl AgentPool {
         let mut starting = tokio::task::JoinSet::new();
         let mut backoff = std::time::Duration::from_millis(100);
         while !self.closed.load(Ordering::Acquire) {
-            // Ready agents, the refill's own starts and the requests' starts all count.
-            let missing = self.target.saturating_sub(
-                self.ready_len() + starting.len() + self.cold_starting.load(Ordering::Acquire),
-            );
+            let missing = self
+                .target
+                .saturating_sub(self.ready_len() + starting.len());
             for _ in 0..missing {
                 let (spec, limits) = (self.spec.clone(), self.limits);
                 starting.spawn(async move { Agent::start(&spec, limits).await });
