@@ -12,36 +12,43 @@ mod wasm {
 
     include!("../../delegate.rs");
 
+    /// What the markers in a request ask for: a panic, an endless loop, unbounded allocation,
+    /// or a failure with a status that is not an error status (both serializing functions).
+    fn misbehave(request: &str) -> Result<(), Failure> {
+        if request.contains("__PANIC__") {
+            panic!("asked to panic");
+        }
+        if request.contains("__LOOP__") {
+            let mut spins: u64 = 0;
+            loop {
+                spins = core::hint::black_box(spins.wrapping_add(1));
+            }
+        }
+        if request.contains("__ALLOC__") {
+            let mut hoard: Vec<Vec<u8>> = Vec::new();
+            loop {
+                hoard.push(vec![1u8; 1 << 20]);
+                core::hint::black_box(&hoard);
+            }
+        }
+        for (marker, status) in [("__STATUS_204__", 204u16), ("__STATUS_101__", 101)] {
+            if request.contains(marker) {
+                return Err(Failure {
+                    code: "component_chosen_code".into(),
+                    message: "component text from /srv/secret/path".into(),
+                    status,
+                    repairable: true,
+                });
+            }
+        }
+        Ok(())
+    }
+
     struct Component;
 
     impl Guest for Component {
         fn serialize(request: String) -> Result<Prompt, Failure> {
-            if request.contains("__PANIC__") {
-                panic!("asked to panic");
-            }
-            if request.contains("__LOOP__") {
-                let mut spins: u64 = 0;
-                loop {
-                    spins = core::hint::black_box(spins.wrapping_add(1));
-                }
-            }
-            if request.contains("__ALLOC__") {
-                let mut hoard: Vec<Vec<u8>> = Vec::new();
-                loop {
-                    hoard.push(vec![1u8; 1 << 20]);
-                    core::hint::black_box(&hoard);
-                }
-            }
-            for (marker, status) in [("__STATUS_204__", 204u16), ("__STATUS_101__", 101)] {
-                if request.contains(marker) {
-                    return Err(Failure {
-                        code: "component_chosen_code".into(),
-                        message: "component text from /srv/secret/path".into(),
-                        status,
-                        repairable: true,
-                    });
-                }
-            }
+            misbehave(&request)?;
             real_serialize(&request)
         }
 
@@ -49,6 +56,7 @@ mod wasm {
             request: String,
             options: exports::devin_bridge::transforms::serializer::PromptOptions,
         ) -> Result<exports::devin_bridge::transforms::serializer::UnseenPrompt, Failure> {
+            misbehave(&request)?;
             real_serialize_unseen(&request, options)
         }
 

@@ -17,26 +17,33 @@ mod wasm {
 
     include!("../../delegate.rs");
 
+    /// `__ENV__` in a request: a failure that reports what the component can see of its
+    /// environment, arguments and working directory (both serializing functions).
+    fn probe(request: &str) -> Result<(), Failure> {
+        if request.contains("__ENV__") {
+            let env = environment::get_environment();
+            let args = environment::get_arguments();
+            let cwd = environment::initial_cwd();
+            return Err(Failure {
+                code: "probe".into(),
+                message: format!(
+                    "env={} args={} cwd={}",
+                    env.len(),
+                    args.len(),
+                    cwd.unwrap_or_default()
+                ),
+                status: 418,
+                repairable: false,
+            });
+        }
+        Ok(())
+    }
+
     struct Component;
 
     impl Guest for Component {
         fn serialize(request: String) -> Result<Prompt, Failure> {
-            if request.contains("__ENV__") {
-                let env = environment::get_environment();
-                let args = environment::get_arguments();
-                let cwd = environment::initial_cwd();
-                return Err(Failure {
-                    code: "probe".into(),
-                    message: format!(
-                        "env={} args={} cwd={}",
-                        env.len(),
-                        args.len(),
-                        cwd.unwrap_or_default()
-                    ),
-                    status: 418,
-                    repairable: false,
-                });
-            }
+            probe(&request)?;
             real_serialize(&request)
         }
 
@@ -44,6 +51,7 @@ mod wasm {
             request: String,
             options: exports::devin_bridge::transforms::serializer::PromptOptions,
         ) -> Result<exports::devin_bridge::transforms::serializer::UnseenPrompt, Failure> {
+            probe(&request)?;
             real_serialize_unseen(&request, options)
         }
 
