@@ -301,7 +301,11 @@ async fn a_tool_call_kills_the_process_and_only_its_own_turn_fails() {
     while prompts(&bridge).len() < 2 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(prompts(&bridge).len(), 2, "the slow turn never reached the agent");
+    assert_eq!(
+        prompts(&bridge).len(),
+        2,
+        "the slow turn never reached the agent"
+    );
     let refused = bridge.conversation_turn("rogue", &rogue.request()).await;
     assert_eq!(refused.status, 502, "{}", refused.body);
     let calm_after = calm_turn.await.expect("calm turn");
