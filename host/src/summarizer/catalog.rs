@@ -79,10 +79,11 @@ impl Catalogs {
         }
     }
 
-    /// The account's catalog, read now (the file's catalog when that fails) and again when it
-    /// is older than `ttl`.
+    /// The account's catalog: `first` (the models of the start-up probe, or the failure's
+    /// code; the file's catalog then), read again when older than `ttl`.
     pub async fn live(
         file: String,
+        first: Result<Vec<(String, String)>, String>,
         spec: Spec,
         limits: AgentLimits,
         ttl: Duration,
@@ -98,7 +99,7 @@ impl Catalogs {
             state: Mutex::new(Probed::default()),
             refreshing: AtomicBool::new(true),
         });
-        live.clone().refresh().await;
+        live.clone().record(first).await;
         Self {
             file,
             live: Some(live),
@@ -164,10 +165,18 @@ impl Live {
     /// One probe; its result replaces the live catalog, or its failure is recorded (a failed
     /// probe keeps the last good live catalog, or the file's).
     async fn refresh(self: Arc<Self>) {
-        let outcome = probe(&self.spec, self.limits, &self.home).await;
-        let checked = match outcome {
-            Ok(models) => self.checked(models).await,
+        let models = match probe(&self.spec, self.limits, &self.home, true).await {
+            Ok(probe) => probe.models.unwrap_or_else(|| Err("no_models".into())),
             Err(error) => Err(error.code().to_owned()),
+        };
+        self.record(models).await;
+    }
+
+    /// Makes `models` the live catalog, or records why there is none.
+    async fn record(&self, models: Result<Vec<(String, String)>, String>) {
+        let checked = match models {
+            Ok(models) => self.checked(models).await,
+            Err(code) => Err(code),
         };
         {
             let mut state = self.lock();
@@ -225,16 +234,48 @@ fn catalog_of(models: &[(String, String)]) -> String {
     json!({ "families": families }).to_string()
 }
 
-/// Starts an agent, opens a session and reads the model config option's values (id, label),
-/// then ends the agent.
-async fn probe(
+/// What one probe of the agent found.
+pub struct Probe {
+    /// Whether its `initialize` answer advertises image prompts.
+    pub images: bool,
+    /// When asked for: the values (id, label) of its session's model option, or why they
+    /// could not be read (a stable code).
+    pub models: Option<Result<Vec<(String, String)>, String>>,
+}
+
+/// Starts an agent and reads its capabilities; with `read_models`, also opens a session and
+/// reads the model option's values. Then ends the agent. One probe serves both the image
+/// capability and the live catalog, so start-up pays for one agent.
+pub async fn probe(
     spec: &Spec,
     limits: AgentLimits,
     home: &std::path::Path,
-) -> Result<Vec<(String, String)>, AcpError> {
+    read_models: bool,
+) -> Result<Probe, AcpError> {
     let mut connection = AgentConnection::start(spec, limits).await?;
+    let images = crate::acp::takes_images(connection.initialize_response());
+    let models = if read_models {
+        Some(
+            session_models(&mut connection, spec, home)
+                .await
+                .map_err(|error| error.code().to_owned()),
+        )
+    } else {
+        None
+    };
+    let _ = connection.close(Duration::from_millis(200)).await;
+    Ok(Probe { images, models })
+}
+
+/// `session/new` (with one API-key authentication when the agent asks for it) and the values
+/// of the session's model option.
+async fn session_models(
+    connection: &mut AgentConnection,
+    spec: &Spec,
+    home: &std::path::Path,
+) -> Result<Vec<(String, String)>, AcpError> {
     let session = match connection.new_session(home).await {
-        Err(AcpError::Unauthenticated) => match api_key_method(&connection, spec) {
+        Err(AcpError::Unauthenticated) => match api_key_method(connection, spec) {
             Some(method) => {
                 tracing::info!(%method, "the agent needs authentication; authenticating with its API key method once");
                 match connection.authenticate(&method).await {
@@ -246,7 +287,6 @@ async fn probe(
         },
         other => other,
     };
-    let _ = connection.close(Duration::from_millis(200)).await;
     let options = session?.config_options.unwrap_or_default();
     Ok(model_values(&options))
 }

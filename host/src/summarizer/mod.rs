@@ -129,11 +129,33 @@ impl Bridge {
             },
             identity: identity.describe(),
         };
+        // One agent, started once, says whether it takes images and (for a live catalog) which
+        // models the account has. An agent that cannot be probed is taken to take no image
+        // (images are then refused with a clear error) and leaves the file's catalog in force.
+        let live_catalog = policy.models.source == CatalogSource::Live;
+        let (takes_images, first_models) = match catalog::probe(
+            &spec,
+            limits,
+            &spec.cwd,
+            live_catalog,
+        )
+        .await
+        {
+            Ok(probe) => {
+                tracing::info!(images = probe.images, "agent capabilities probed");
+                (probe.images, probe.models)
+            }
+            Err(error) => {
+                tracing::warn!(code = error.code(), %error, "probing the agent failed; images will be refused");
+                (false, Some(Err(error.code().to_owned())))
+            }
+        };
         let catalogs = match policy.models.source {
             CatalogSource::File => catalog::Catalogs::file(catalog),
             CatalogSource::Live => {
                 catalog::Catalogs::live(
                     catalog,
+                    first_models.unwrap_or_else(|| Err("no_models".into())),
                     spec.clone(),
                     limits,
                     Duration::from_millis(policy.models.discovery_cache_ms),
@@ -142,7 +164,7 @@ impl Bridge {
                 .await
             }
         };
-        let images = if probe_images(&spec, limits).await {
+        let images = if takes_images {
             ImageLimits {
                 max_images: policy.agent.max_images,
                 max_image_bytes: policy.agent.max_image_bytes,
@@ -227,24 +249,6 @@ impl<'a> InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// Whether the agent takes image prompts: one agent is started and initialized to read its
-/// capabilities, then ended. An agent that cannot be probed is taken to have none (images are
-/// then refused with a clear error, as for an agent without them).
-async fn probe_images(spec: &crate::process::Spec, limits: AgentLimits) -> bool {
-    match crate::acp::AgentConnection::start(spec, limits).await {
-        Ok(connection) => {
-            let images = crate::acp::takes_images(connection.initialize_response());
-            let _ = connection.close(Duration::from_millis(200)).await;
-            tracing::info!(images, "agent capabilities probed");
-            images
-        }
-        Err(error) => {
-            tracing::warn!(code = error.code(), %error, "probing the agent's capabilities failed; images will be refused");
-            false
-        }
     }
 }
 

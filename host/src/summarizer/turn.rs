@@ -119,18 +119,29 @@ pub async fn prepare(
 
 /// The whole prompt and its images, with the model validated.
 pub async fn serialize_whole(bridge: &Bridge, body: String) -> Result<UnseenPrompt, Failure> {
-    // Both transforms in one hop off the async workers.
+    serialize_unseen(bridge, body, 0, true).await
+}
+
+/// `serialize-unseen` for a session holding `held` messages (with the images the agent
+/// takes), and the model validated when `validate`: both transforms in one hop off the async
+/// workers.
+pub(super) async fn serialize_unseen(
+    bridge: &Bridge,
+    body: String,
+    held: u32,
+    validate: bool,
+) -> Result<UnseenPrompt, Failure> {
     let catalog = bridge.catalog();
     let options = PromptOptions {
-        held: 0,
+        held,
         images: bridge.images,
     };
     blocking(&bridge.transforms, move |t| {
         Ok(match t.serialize_unseen(body, options)? {
-            Ok(whole) => t
-                .validate_model(whole.prompt.model.clone(), catalog)?
-                .map(|_| whole),
-            Err(failure) => Err(failure),
+            Ok(unseen) if validate => t
+                .validate_model(unseen.prompt.model.clone(), catalog)?
+                .map(|_| unseen),
+            other => other,
         })
     })
     .await?

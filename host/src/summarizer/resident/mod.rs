@@ -26,10 +26,10 @@ use tokio::sync::OwnedMutexGuard;
 
 use self::conversations::{Binding, Bound, Conversations, Entry};
 use self::processes::Processes;
-use super::turn::{agent_failure, blocking, image_parts};
+use super::turn::{agent_failure, blocking, image_parts, serialize_unseen};
 use super::Bridge;
 use crate::acp::{prompt_blocks, AcpError, AgentLimits, TurnOutput};
-use crate::engine::{Image, PromptOptions, UnseenPrompt};
+use crate::engine::{Image, UnseenPrompt};
 use crate::policy::AgentSection;
 use crate::process::Spec;
 use agent_client_protocol_schema::v1;
@@ -279,7 +279,7 @@ impl Resident {
                 binding.take();
             }
             self.count(found);
-            let unseen = if held == guess {
+            let mut unseen = if held == guess {
                 unseen
             } else {
                 serialize(bridge, &body, held, false).await?
@@ -294,7 +294,8 @@ impl Resident {
                 resident: self.clone(),
                 session: LeasedSession::Conversation { entry, binding },
                 body,
-                history: unseen.history.clone(),
+                // The lease keeps the identities it commits; the caller needs only the prompt.
+                history: std::mem::take(&mut unseen.history),
                 held,
                 replayed: false,
                 committed: false,
@@ -318,7 +319,8 @@ impl Resident {
             resident: self.clone(),
             session: LeasedSession::Ephemeral { binding: None },
             body,
-            history: whole.history.clone(),
+            // An ephemeral session commits nothing.
+            history: Vec::new(),
             held: 0,
             replayed: false,
             committed: false,
@@ -459,31 +461,14 @@ fn content_bytes(blocks: &[v1::ContentBlock]) -> usize {
         .sum()
 }
 
-/// `serialize-unseen` for `held` (with the images the agent takes), the model validated when
-/// `validate`, off the async workers.
+/// [`serialize_unseen`] of the lease's request.
 async fn serialize(
     bridge: &Bridge,
     body: &Arc<String>,
     held: u32,
     validate: bool,
 ) -> Result<UnseenPrompt, Failure> {
-    let body = body.clone();
-    let catalog = bridge.catalog();
-    let options = PromptOptions {
-        held,
-        images: bridge.images,
-    };
-    blocking(&bridge.transforms, move |t| {
-        Ok(
-            match t.serialize_unseen(body.as_str().to_owned(), options)? {
-                Ok(unseen) if validate => t
-                    .validate_model(unseen.prompt.model.clone(), catalog)?
-                    .map(|_| unseen),
-                other => other,
-            },
-        )
-    })
-    .await?
+    serialize_unseen(bridge, body.as_str().to_owned(), held, validate).await
 }
 
 #[cfg(test)]
