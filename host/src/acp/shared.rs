@@ -492,13 +492,6 @@ impl SharedAgent {
     }
 }
 
-impl Drop for SharedAgent {
-    fn drop(&mut self) {
-        // `Sandboxed` kills its group when dropped; nothing else to do.
-        let _ = self.death.set(Death::Closed);
-    }
-}
-
 /// The reader task: routes frames until the agent ends its output or breaks a rule.
 async fn read_frames(agent: Arc<SharedAgent>, mut frames: FrameReader<ChildStdout>) {
     let death = loop {

@@ -428,14 +428,18 @@ pub(crate) fn prompt_content(
     prompt: Option<&Value>,
     images: bool,
 ) -> Result<(String, Images), String> {
-    let Some(blocks) = prompt.and_then(Value::as_array) else {
-        return Err("prompt must be an array of content blocks".into());
-    };
+    let blocks = prompt
+        .and_then(Value::as_array)
+        .ok_or("prompt must be an array of content blocks")?;
     let mut seen = Vec::new();
-    let mut texts = Vec::new();
+    let mut texts = Vec::with_capacity(blocks.len());
     for (index, block) in blocks.iter().enumerate() {
-        if images && block.get("type").and_then(Value::as_str) == Some("image") {
-            match (
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => match block.get("text").and_then(Value::as_str) {
+                Some(text) => texts.push(text),
+                None => return Err(format!("prompt[{index}] is a text block without text")),
+            },
+            Some("image") if images => match (
                 block.get("data").and_then(Value::as_str),
                 block.get("mimeType").and_then(Value::as_str),
             ) {
@@ -445,26 +449,6 @@ pub(crate) fn prompt_content(
                         "prompt[{index}] is an image without data and mimeType"
                     ))
                 }
-            }
-        } else {
-            texts.push(block.clone());
-        }
-    }
-    Ok((prompt_text(Some(&Value::Array(texts)))?, seen))
-}
-
-/// The prompt's text blocks, joined by blank lines. Other block types are refused: the
-/// agent declares no image, audio or embedded-context support.
-pub(crate) fn prompt_text(prompt: Option<&Value>) -> Result<String, String> {
-    let blocks = prompt
-        .and_then(Value::as_array)
-        .ok_or("prompt must be an array of content blocks")?;
-    let mut texts = Vec::with_capacity(blocks.len());
-    for (index, block) in blocks.iter().enumerate() {
-        match block.get("type").and_then(Value::as_str) {
-            Some("text") => match block.get("text").and_then(Value::as_str) {
-                Some(text) => texts.push(text),
-                None => return Err(format!("prompt[{index}] is a text block without text")),
             },
             Some(other) => {
                 return Err(format!(
@@ -477,7 +461,13 @@ pub(crate) fn prompt_text(prompt: Option<&Value>) -> Result<String, String> {
     if texts.is_empty() {
         return Err("prompt has no text block".to_owned());
     }
-    Ok(texts.join("\n\n"))
+    Ok((texts.join("\n\n"), seen))
+}
+
+/// The prompt's text blocks, joined by blank lines. Other block types are refused: the
+/// agent declares no image, audio or embedded-context support.
+pub(crate) fn prompt_text(prompt: Option<&Value>) -> Result<String, String> {
+    prompt_content(prompt, false).map(|(text, _)| text)
 }
 
 /// The session's cwd must be absolute and plain (no `.` or `..`), be `/home/bridge` or lie
