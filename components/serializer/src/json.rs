@@ -14,6 +14,7 @@
 //! This relies on serde_json's `arbitrary_precision` feature staying off (it would hand numbers
 //! to `visit_map`); `printers_match_serde_json_on_sorted_input` fails if anything turns it on.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 
@@ -22,25 +23,28 @@ use serde_json::Number;
 
 /// A parsed JSON value. Objects keep their keys in document order; a repeated key keeps its
 /// first position and its last value, as `JSON.parse` and serde_json do.
+///
+/// Strings and keys borrow from the request text when they hold no escape, so parsing a large
+/// request allocates only for the strings it had to unescape and for the containers.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Json {
+pub(crate) enum Json<'a> {
     Null,
     Bool(bool),
     Number(Number),
-    String(String),
-    Array(Vec<Json>),
-    Object(Vec<(String, Json)>),
+    String(Cow<'a, str>),
+    Array(Vec<Json<'a>>),
+    Object(Vec<(Cow<'a, str>, Json<'a>)>),
 }
 
-impl Json {
+impl<'a> Json<'a> {
     /// Parses `text` as one JSON value (serde_json's grammar and recursion limit).
-    pub(crate) fn parse(text: &str) -> Result<Self, serde_json::Error> {
+    pub(crate) fn parse(text: &'a str) -> Result<Self, serde_json::Error> {
         serde_json::from_str(text)
     }
 
     /// The member `key` of an object, treating an explicit `null` as absent: clients that build
     /// requests from optional values often send `"system": null` meaning "no system".
-    pub(crate) fn field(&self, key: &str) -> Option<&Json> {
+    pub(crate) fn field(&self, key: &str) -> Option<&Json<'a>> {
         match self {
             Json::Object(entries) => entries
                 .iter()
@@ -157,12 +161,28 @@ fn write_scalar(out: &mut String, value: &Json) {
 
 /// Appends `text` as a JSON string literal with serde_json's escapes: `"`, `\` and the C0
 /// controls (short forms where JSON has them, `\u00xx` otherwise); everything else verbatim.
-pub(crate) fn write_string(out: &mut String, text: &str) {
+///
+/// A borrowed string is a literal the parser found without any escape, and JSON forbids raw
+/// quotes, backslashes and controls inside a literal, so it is copied as it is.
+pub(crate) fn write_string(out: &mut String, text: &Cow<'_, str>) {
+    match text {
+        Cow::Borrowed(raw) => {
+            debug_assert_eq!(first_escape(raw.as_bytes()), None, "{raw:?}");
+            out.push('"');
+            out.push_str(raw);
+            out.push('"');
+        }
+        Cow::Owned(text) => write_escaped(out, text),
+    }
+}
+
+/// [`write_string`] for any text.
+fn write_escaped(out: &mut String, text: &str) {
     out.push('"');
     let mut rest = text;
     // Copy unescaped runs in one go; the position found is always an ASCII byte, hence a char
     // boundary, so `split_at_checked` never declines in practice.
-    while let Some(at) = rest.bytes().position(needs_escape) {
+    while let Some(at) = first_escape(rest.as_bytes()) {
         let Some((run, tail)) = rest.split_at_checked(at) else {
             break;
         };
@@ -175,6 +195,38 @@ pub(crate) fn write_string(out: &mut String, text: &str) {
     }
     out.push_str(rest);
     out.push('"');
+}
+
+/// The position of the first byte that needs an escape. Eight bytes at a time: prompts echo
+/// long descriptions whose escapes are a few line breaks far apart.
+fn first_escape(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
+    // Nonzero exactly when some byte of `word` is zero (the classic "has zero byte" test).
+    let has_zero = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in &mut chunks {
+        let mut word = [0; 8];
+        word.copy_from_slice(chunk);
+        let word = u64::from_le_bytes(word);
+        // Some byte below 0x20 (exact for any threshold up to 0x80), a quote, a backslash.
+        let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
+        let quote = has_zero(word ^ (ONES * u64::from(b'"')));
+        let backslash = has_zero(word ^ (ONES * u64::from(b'\\')));
+        if control | quote | backslash != 0 {
+            return chunk
+                .iter()
+                .position(|&byte| needs_escape(byte))
+                .map(|at| offset + at);
+        }
+        offset += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&byte| needs_escape(byte))
+        .map(|at| offset + at)
 }
 
 fn needs_escape(byte: u8) -> bool {
@@ -196,7 +248,7 @@ fn push_escape(out: &mut String, special: char) {
     }
 }
 
-impl<'de> Deserialize<'de> for Json {
+impl<'de> Deserialize<'de> for Json<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_any(JsonVisitor)
     }
@@ -205,48 +257,52 @@ impl<'de> Deserialize<'de> for Json {
 struct JsonVisitor;
 
 impl<'de> Visitor<'de> for JsonVisitor {
-    type Value = Json;
+    type Value = Json<'de>;
 
     fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter.write_str("any JSON value")
     }
 
-    fn visit_bool<E>(self, value: bool) -> Result<Json, E> {
+    fn visit_bool<E>(self, value: bool) -> Result<Json<'de>, E> {
         Ok(Json::Bool(value))
     }
 
-    fn visit_i64<E>(self, value: i64) -> Result<Json, E> {
+    fn visit_i64<E>(self, value: i64) -> Result<Json<'de>, E> {
         Ok(Json::Number(value.into()))
     }
 
-    fn visit_u64<E>(self, value: u64) -> Result<Json, E> {
+    fn visit_u64<E>(self, value: u64) -> Result<Json<'de>, E> {
         Ok(Json::Number(value.into()))
     }
 
-    fn visit_f64<E: de::Error>(self, value: f64) -> Result<Json, E> {
+    fn visit_f64<E: de::Error>(self, value: f64) -> Result<Json<'de>, E> {
         // serde_json rejects out-of-range literals itself; this guards the type's contract.
         Number::from_f64(value)
             .map(Json::Number)
             .ok_or_else(|| E::custom("number is not finite"))
     }
 
-    fn visit_str<E>(self, value: &str) -> Result<Json, E> {
-        Ok(Json::String(value.to_owned()))
+    fn visit_borrowed_str<E>(self, value: &'de str) -> Result<Json<'de>, E> {
+        Ok(Json::String(Cow::Borrowed(value)))
     }
 
-    fn visit_string<E>(self, value: String) -> Result<Json, E> {
-        Ok(Json::String(value))
+    fn visit_str<E>(self, value: &str) -> Result<Json<'de>, E> {
+        Ok(Json::String(Cow::Owned(value.to_owned())))
     }
 
-    fn visit_unit<E>(self) -> Result<Json, E> {
+    fn visit_string<E>(self, value: String) -> Result<Json<'de>, E> {
+        Ok(Json::String(Cow::Owned(value)))
+    }
+
+    fn visit_unit<E>(self) -> Result<Json<'de>, E> {
         Ok(Json::Null)
     }
 
-    fn visit_none<E>(self) -> Result<Json, E> {
+    fn visit_none<E>(self) -> Result<Json<'de>, E> {
         Ok(Json::Null)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'de>, A::Error> {
         let mut items = Vec::new();
         while let Some(item) = seq.next_element()? {
             items.push(item);
@@ -254,13 +310,45 @@ impl<'de> Visitor<'de> for JsonVisitor {
         Ok(Json::Array(items))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
         let mut object = ObjectBuilder::default();
-        while let Some(key) = map.next_key::<String>()? {
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             let value = map.next_value()?;
             object.insert(key, value);
         }
         Ok(Json::Object(object.entries))
+    }
+}
+
+/// An object key, borrowed from the text unless it had to be unescaped (`Cow<str>`'s own
+/// `Deserialize` always copies).
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+struct KeyVisitor;
+
+impl<'de> Visitor<'de> for KeyVisitor {
+    type Value = Key<'de>;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("an object key")
+    }
+
+    fn visit_borrowed_str<E>(self, value: &'de str) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Borrowed(value)))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Owned(value.to_owned())))
+    }
+
+    fn visit_string<E>(self, value: String) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Owned(value)))
     }
 }
 
@@ -269,13 +357,13 @@ impl<'de> Visitor<'de> for JsonVisitor {
 const INDEX_FROM: usize = 16;
 
 #[derive(Default)]
-struct ObjectBuilder {
-    entries: Vec<(String, Json)>,
-    index: Option<BTreeMap<String, usize>>,
+struct ObjectBuilder<'a> {
+    entries: Vec<(Cow<'a, str>, Json<'a>)>,
+    index: Option<BTreeMap<Cow<'a, str>, usize>>,
 }
 
-impl ObjectBuilder {
-    fn insert(&mut self, key: String, value: Json) {
+impl<'a> ObjectBuilder<'a> {
+    fn insert(&mut self, key: Cow<'a, str>, value: Json<'a>) {
         let existing = match &self.index {
             Some(index) => index.get(&key).copied(),
             None => self.entries.iter().position(|(name, _)| *name == key),
@@ -290,7 +378,7 @@ impl ObjectBuilder {
                 index.insert(key.clone(), position);
             }
             None if position + 1 >= INDEX_FROM => {
-                let mut index: BTreeMap<String, usize> = self
+                let mut index: BTreeMap<Cow<'a, str>, usize> = self
                     .entries
                     .iter()
                     .enumerate()
@@ -309,7 +397,7 @@ impl ObjectBuilder {
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Json {
+    fn parse(text: &str) -> Json<'_> {
         Json::parse(text).expect("test input is valid JSON")
     }
 
@@ -347,9 +435,9 @@ mod tests {
         assert_eq!(entries.len(), 100);
         assert_eq!(
             entries[3],
-            ("k3".to_owned(), Json::String("again".to_owned()))
+            (Cow::Borrowed("k3"), Json::String(Cow::Borrowed("again")))
         );
-        assert_eq!(entries[99], ("k99".to_owned(), Json::Null));
+        assert_eq!(entries[99], (Cow::Borrowed("k99"), Json::Null));
     }
 
     #[test]
@@ -376,6 +464,25 @@ mod tests {
                 serde_json::to_string_pretty(&reference).expect("ser"),
                 "{sample}"
             );
+        }
+    }
+
+    #[test]
+    fn first_escape_finds_the_first_special_byte_in_any_position() {
+        for len in 0..40 {
+            let plain = "a".repeat(len);
+            assert_eq!(first_escape(plain.as_bytes()), None);
+            for at in 0..len {
+                for special in [b'"', b'\\', b'\n', 0u8, 0x1f] {
+                    let mut bytes = plain.clone().into_bytes();
+                    bytes[at] = special;
+                    assert_eq!(first_escape(&bytes), Some(at), "{len} {at} {special}");
+                }
+                // Bytes next to the special ones, and non-ASCII, are not escapes.
+                let mut bytes = plain.clone().into_bytes();
+                bytes[at] = [b' ', b'!', b'#', b'[', b']', 0x7f, 0x80, 0xff][at % 8];
+                assert_eq!(first_escape(&bytes), None, "{len} {at}");
+            }
         }
     }
 

@@ -22,7 +22,6 @@ mod trace;
 mod wasm;
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 pub use devin_bridge_types::Failure;
 pub use images::{Image, ImageLimits};
@@ -234,24 +233,27 @@ pub const SEED_HEAD_BYTES: usize = 4 << 10;
 /// Bytes of the trace's end that the id seed covers.
 pub const SEED_TAIL_BYTES: usize = 60 << 10;
 
-/// The id seed of a trace: the first 24 hex digits of sha256 over the trace's length (8 bytes,
+/// The id seed of a trace: the first 24 hex digits of xxh3-128 over the trace's length (8 bytes,
 /// little endian) followed by the whole trace when it is at most 64 KiB, else by its first
 /// 4 KiB and its last 60 KiB.
 ///
-/// Hashing a bounded part keeps the cost flat on long conversations (hashing a whole 1 MB
-/// trace was half of the serializer's time in wasm, which has no SHA instructions), and the
-/// seed still changes with every turn: a turn appends to the end of the trace and grows it.
+/// The seed only has to differ between turns so that tool-call ids do: it is neither a secret
+/// nor a credential (the envelope derives each call id from it with SHA-256). A bounded part
+/// keeps the cost flat on long conversations, and the seed still changes with every turn: a
+/// turn appends to the end of the trace and grows it. xxh3 rather than SHA-256, which wasm
+/// runs without SHA instructions: hashing 64 KiB with SHA-256 there took longer than the rest
+/// of serializing a Claude-Code-sized request.
 pub fn id_seed(trace: &str) -> String {
     let bytes = trace.as_bytes();
-    let mut hasher = Sha256::new();
-    hasher.update((bytes.len() as u64).to_le_bytes());
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    hasher.update(&(bytes.len() as u64).to_le_bytes());
     if bytes.len() <= SEED_HEAD_BYTES + SEED_TAIL_BYTES {
         hasher.update(bytes);
     } else {
         hasher.update(&bytes[..SEED_HEAD_BYTES]);
         hasher.update(&bytes[bytes.len() - SEED_TAIL_BYTES..]);
     }
-    let mut seed = hex::encode(hasher.finalize());
+    let mut seed = format!("{:032x}", hasher.digest128());
     seed.truncate(ID_SEED_HEX_DIGITS);
     seed
 }

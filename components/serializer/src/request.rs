@@ -7,7 +7,7 @@ use crate::json::Json;
 use crate::trace::Trace;
 
 /// `model`, verbatim. The alias transform validates it; here it only has to be there.
-pub(crate) fn model(request: &Json) -> Result<&str, Failure> {
+pub(crate) fn model<'a>(request: &'a Json) -> Result<&'a str, Failure> {
     match request.field("model") {
         Some(Json::String(model)) if !model.is_empty() => Ok(model),
         Some(Json::String(_)) => Err(fail(MISSING_MODEL, "model must not be empty")),
@@ -43,7 +43,7 @@ impl<'a> System<'a> {
     pub(crate) fn read(request: &'a Json) -> Result<Self, Failure> {
         let parts = match request.field("system") {
             None => Vec::new(),
-            Some(Json::String(text)) => vec![text.as_str()],
+            Some(Json::String(text)) => vec![text.as_ref()],
             Some(Json::Array(blocks)) => blocks
                 .iter()
                 .enumerate()
@@ -79,7 +79,7 @@ impl<'a> System<'a> {
     }
 }
 
-fn system_block_text(index: usize, block: &Json) -> Result<&str, Failure> {
+fn system_block_text<'a>(index: usize, block: &'a Json) -> Result<&'a str, Failure> {
     let at = || format!("system[{index}]");
     if !matches!(block, Json::Object(_)) {
         return Err(fail(

@@ -30,10 +30,10 @@ fn minimal_request() {
     assert_eq!(prompt.model, "devin-cli-agentic/swe-1-7");
     assert!(!prompt.stream);
     assert_eq!(prompt.input_tokens, 3, "ceil(10 chars / 4)");
-    // sha256(length as 8 little-endian bytes ++ "[User]\nhi")
+    // xxh3-128(length as 8 little-endian bytes ++ "[User]\nhi")
     let mut hashed = (b"[User]\nhi".len() as u64).to_le_bytes().to_vec();
     hashed.extend_from_slice(b"[User]\nhi");
-    let digest = hex::encode(Sha256::digest(&hashed));
+    let digest = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&hashed));
     assert_eq!(prompt.id_seed, digest[..24]);
     assert_eq!(prompt.id_seed.len(), 24);
 }
@@ -56,7 +56,7 @@ fn the_id_seed_of_a_long_trace_changes_with_every_appended_turn_and_costs_a_boun
     hashed.extend_from_slice(&bytes[bytes.len() - SEED_TAIL_BYTES..]);
     assert_eq!(
         id_seed(&turn_one),
-        hex::encode(Sha256::digest(&hashed))[..24]
+        format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&hashed))[..24]
     );
 }
 

@@ -17,7 +17,7 @@ use crate::trace::Trace;
 pub(crate) struct Catalog<'a> {
     /// The `tools` array exactly as given, for the envelope parser (it validates arguments
     /// against the schemas, so it gets every field, not our reading of them).
-    value: Option<&'a Json>,
+    value: Option<&'a Json<'a>>,
     tools: Vec<Tool<'a>>,
     names: BTreeSet<&'a str>,
 }
@@ -25,7 +25,7 @@ pub(crate) struct Catalog<'a> {
 struct Tool<'a> {
     name: &'a str,
     description: Option<&'a str>,
-    input_schema: Option<&'a Json>,
+    input_schema: Option<&'a Json<'a>>,
 }
 
 impl<'a> Catalog<'a> {
@@ -124,7 +124,7 @@ impl<'a> Tool<'a> {
         };
         let description = match item.field("description") {
             None => None,
-            Some(Json::String(text)) => Some(text.as_str()),
+            Some(Json::String(text)) => Some(text.as_ref()),
             Some(other) => {
                 return Err(fail(
                     INVALID_TOOL,
