@@ -164,6 +164,10 @@ fn write_scalar(out: &mut String, value: &Json) {
 ///
 /// A borrowed string is a literal the parser found without any escape, and JSON forbids raw
 /// quotes, backslashes and controls inside a literal, so it is copied as it is.
+#[expect(
+    clippy::ptr_arg,
+    reason = "the variant tells whether the text can hold a byte that needs an escape"
+)]
 pub(crate) fn write_string(out: &mut String, text: &Cow<'_, str>) {
     match text {
         Cow::Borrowed(raw) => {

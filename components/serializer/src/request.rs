@@ -115,7 +115,7 @@ fn system_block_text<'a>(index: usize, block: &'a Json) -> Result<&'a str, Failu
 mod tests {
     use super::*;
 
-    fn request(text: &str) -> Json {
+    fn request(text: &str) -> Json<'_> {
         Json::parse(text).expect("valid test JSON")
     }
 

@@ -248,7 +248,7 @@ impl<'a> Choice<'a> {
 mod tests {
     use super::*;
 
-    fn request(text: &str) -> Json {
+    fn request(text: &str) -> Json<'_> {
         Json::parse(text).expect("valid test JSON")
     }
 
