@@ -76,7 +76,8 @@ pub const TEST_COMPONENTS: [Spec; 4] = [
 ];
 
 const TARGET: &str = "wasm32-unknown-unknown";
-/// Debian's rustc (see shared/toolchain.md) and where its standard-library source lives.
+/// Debian's rustc (its `rustc-web` package carries the wasm targets) and where its
+/// standard-library source lives.
 const SYSTEM_RUSTC: &str = "/usr/bin/rustc";
 const SYSTEM_CARGO: &str = "/usr/bin/cargo";
 const SYSTEM_RUST_SRC: &str = "/usr/lib/rustlib/src/rust/library";
@@ -86,7 +87,7 @@ const SYSTEM_PACKAGES: [&str; 4] = ["rustc-web", "cargo-web", "rust-web-src", "l
 enum Toolchain {
     /// rustup has the target installed: a plain cargo build.
     Rustup,
-    /// Debian's rustc with `-Zbuild-std` (shared/toolchain.md).
+    /// Debian's rustc with `-Zbuild-std` (its standard library is built for the target here).
     SystemBuildStd,
 }
 
@@ -143,8 +144,7 @@ fn toolchain() -> Result<Toolchain> {
         }
     }
     bail!(
-        "no way to build for {TARGET}: run `rustup target add {TARGET}`, or install Debian's packages {} \
-         (see shared/toolchain.md)",
+        "no way to build for {TARGET}: run `rustup target add {TARGET}`, or install Debian's packages {}",
         SYSTEM_PACKAGES.join(" ")
     )
 }
@@ -186,7 +186,12 @@ pub fn build(specs: &[Spec], out_dir: &Path) -> Result<Vec<(String, String, usiz
     cargo
         .current_dir(&root)
         .env("CARGO_TARGET_DIR", &target_dir)
-        .env("RUSTFLAGS", "--cfg getrandom_backend=\"custom\"")
+        // 128-bit wasm SIMD (wasmtime runs it on every platform it supports) lets LLVM
+        // vectorise the transforms' scans and copies.
+        .env(
+            "RUSTFLAGS",
+            "--cfg getrandom_backend=\"custom\" -C target-feature=+simd128",
+        )
         .arg("--locked");
     for spec in specs {
         cargo.args(["-p", spec.package]);

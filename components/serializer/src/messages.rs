@@ -359,16 +359,26 @@ fn required_str<'j>(block: &'j Json, key: &str, at: At) -> Result<&'j str, Failu
         .ok_or_else(|| fail(INVALID_CONTENT_BLOCK, format!("{at} needs a string {key}")))
 }
 
-/// Cuts `out[start..]` to `limit` characters and says how many were removed. Linear: one pass
-/// to find the cut, one to count the rest.
+/// Cuts `out[start..]` to `limit` characters and says how many were removed. A tail of at most
+/// `limit` bytes is left alone without looking at it, and a longer one is counted with the
+/// standard library's word-at-a-time counter before any character is walked: almost every tool
+/// result fits, and walking each one character by character was most of a long conversation's
+/// serializing time.
 fn truncate_tail(out: &mut String, start: usize, limit: usize) {
     let Some(tail) = out.get(start..) else {
         return;
     };
+    if tail.len() <= limit {
+        return;
+    }
+    let total = tail.chars().count();
+    if total <= limit {
+        return;
+    }
     let Some((cut, _)) = tail.char_indices().nth(limit) else {
         return;
     };
-    let removed = tail.get(cut..).map_or(0, |rest| rest.chars().count());
+    let removed = total - limit;
     out.truncate(start + cut);
     out.push_str("\n[TRUNCATED BY DEVIN BRIDGE: ");
     out.push_str(&removed.to_string());
@@ -627,6 +637,13 @@ mod tests {
         let mut exact = String::from("abc");
         truncate_tail(&mut exact, 0, 3);
         assert_eq!(exact, "abc", "at the limit nothing is cut");
+
+        let mut wide = String::from("éééé");
+        truncate_tail(&mut wide, 0, 5);
+        assert_eq!(
+            wide, "éééé",
+            "more bytes than the limit but fewer characters"
+        );
     }
 
     #[test]

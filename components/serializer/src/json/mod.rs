@@ -7,19 +7,20 @@
 //! This tree keeps keys in request order, always; the printers emit exactly serde_json's compact
 //! and pretty formats, so the output reads like any other JSON the project prints.
 //!
-//! Parsing still goes through `serde_json::Deserializer`, which keeps its recursion limit
-//! (128 levels): a deeply nested request is an error, not a stack overflow. Every recursive
-//! function below is therefore bounded by that depth too.
-//!
-//! This relies on serde_json's `arbitrary_precision` feature staying off (it would hand numbers
-//! to `visit_map`); `printers_match_serde_json_on_sorted_input` fails if anything turns it on.
+//! The parser (`parser`) accepts exactly serde_json's grammar with its recursion limit (127
+//! nested containers): a deeply nested request is an error, not a stack overflow. Every
+//! recursive function below is therefore bounded by that depth too. The tests keep a serde-based
+//! reading of the same tree to check the parser against.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::fmt::{self, Write as _};
+use std::fmt::Write as _;
 
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Number;
+
+mod parser;
+
+pub(crate) use parser::SyntaxError;
 
 /// A parsed JSON value. Objects keep their keys in document order; a repeated key keeps its
 /// first position and its last value, as `JSON.parse` and serde_json do.
@@ -38,8 +39,8 @@ pub(crate) enum Json<'a> {
 
 impl<'a> Json<'a> {
     /// Parses `text` as one JSON value (serde_json's grammar and recursion limit).
-    pub(crate) fn parse(text: &'a str) -> Result<Self, serde_json::Error> {
-        serde_json::from_str(text)
+    pub(crate) fn parse(text: &'a str) -> Result<Self, SyntaxError> {
+        parser::parse(text)
     }
 
     /// The member `key` of an object, treating an explicit `null` as absent: clients that build
@@ -201,33 +202,32 @@ fn write_escaped(out: &mut String, text: &str) {
     out.push('"');
 }
 
-/// The position of the first byte that needs an escape. Eight bytes at a time: prompts echo
-/// long descriptions whose escapes are a few line breaks far apart.
-fn first_escape(bytes: &[u8]) -> Option<usize> {
+/// The position of the first byte that needs an escape (in a string literal: the first byte that
+/// ends a run of plain text). Eight bytes at a time: prompts and requests carry long texts whose
+/// escapes are a few line breaks far apart.
+pub(crate) fn first_escape(bytes: &[u8]) -> Option<usize> {
     const ONES: u64 = u64::from_le_bytes([0x01; 8]);
     const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
-    // Nonzero exactly when some byte of `word` is zero (the classic "has zero byte" test).
-    let has_zero = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS;
-    let mut chunks = bytes.chunks_exact(8);
+    // The high bit of each byte that is zero. A borrow can also flag a byte above a zero byte,
+    // never below one, so the lowest flag is exact.
+    let zero_bytes = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS;
     let mut offset = 0;
-    for chunk in &mut chunks {
+    while let Some(chunk) = bytes.get(offset..offset + 8) {
         let mut word = [0; 8];
         word.copy_from_slice(chunk);
         let word = u64::from_le_bytes(word);
-        // Some byte below 0x20 (exact for any threshold up to 0x80), a quote, a backslash.
-        let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
-        let quote = has_zero(word ^ (ONES * u64::from(b'"')));
-        let backslash = has_zero(word ^ (ONES * u64::from(b'\\')));
-        if control | quote | backslash != 0 {
-            return chunk
-                .iter()
-                .position(|&byte| needs_escape(byte))
-                .map(|at| offset + at);
+        // Bytes below 0x20 (the same borrow argument), quotes, backslashes.
+        let found = (word.wrapping_sub(ONES * 0x20) & !word & HIGHS)
+            | zero_bytes(word ^ (ONES * u64::from(b'"')))
+            | zero_bytes(word ^ (ONES * u64::from(b'\\')));
+        if found != 0 {
+            // Little endian: the lowest flagged bit is in the first such byte.
+            return Some(offset + (found.trailing_zeros() / 8) as usize);
         }
         offset += 8;
     }
-    chunks
-        .remainder()
+    bytes
+        .get(offset..)?
         .iter()
         .position(|&byte| needs_escape(byte))
         .map(|at| offset + at)
@@ -249,110 +249,6 @@ fn push_escape(out: &mut String, special: char) {
         other => {
             let _ = write!(out, "\\u{:04x}", u32::from(other));
         }
-    }
-}
-
-impl<'de> Deserialize<'de> for Json<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(JsonVisitor)
-    }
-}
-
-struct JsonVisitor;
-
-impl<'de> Visitor<'de> for JsonVisitor {
-    type Value = Json<'de>;
-
-    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str("any JSON value")
-    }
-
-    fn visit_bool<E>(self, value: bool) -> Result<Json<'de>, E> {
-        Ok(Json::Bool(value))
-    }
-
-    fn visit_i64<E>(self, value: i64) -> Result<Json<'de>, E> {
-        Ok(Json::Number(value.into()))
-    }
-
-    fn visit_u64<E>(self, value: u64) -> Result<Json<'de>, E> {
-        Ok(Json::Number(value.into()))
-    }
-
-    fn visit_f64<E: de::Error>(self, value: f64) -> Result<Json<'de>, E> {
-        // serde_json rejects out-of-range literals itself; this guards the type's contract.
-        Number::from_f64(value)
-            .map(Json::Number)
-            .ok_or_else(|| E::custom("number is not finite"))
-    }
-
-    fn visit_borrowed_str<E>(self, value: &'de str) -> Result<Json<'de>, E> {
-        Ok(Json::String(Cow::Borrowed(value)))
-    }
-
-    fn visit_str<E>(self, value: &str) -> Result<Json<'de>, E> {
-        Ok(Json::String(Cow::Owned(value.to_owned())))
-    }
-
-    fn visit_string<E>(self, value: String) -> Result<Json<'de>, E> {
-        Ok(Json::String(Cow::Owned(value)))
-    }
-
-    fn visit_unit<E>(self) -> Result<Json<'de>, E> {
-        Ok(Json::Null)
-    }
-
-    fn visit_none<E>(self) -> Result<Json<'de>, E> {
-        Ok(Json::Null)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'de>, A::Error> {
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(Json::Array(items))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
-        let mut object = ObjectBuilder::default();
-        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-            let value = map.next_value()?;
-            object.insert(key, value);
-        }
-        Ok(Json::Object(object.entries))
-    }
-}
-
-/// An object key, borrowed from the text unless it had to be unescaped (`Cow<str>`'s own
-/// `Deserialize` always copies).
-struct Key<'a>(Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_str(KeyVisitor)
-    }
-}
-
-struct KeyVisitor;
-
-impl<'de> Visitor<'de> for KeyVisitor {
-    type Value = Key<'de>;
-
-    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str("an object key")
-    }
-
-    fn visit_borrowed_str<E>(self, value: &'de str) -> Result<Key<'de>, E> {
-        Ok(Key(Cow::Borrowed(value)))
-    }
-
-    fn visit_str<E>(self, value: &str) -> Result<Key<'de>, E> {
-        Ok(Key(Cow::Owned(value.to_owned())))
-    }
-
-    fn visit_string<E>(self, value: String) -> Result<Key<'de>, E> {
-        Ok(Key(Cow::Owned(value)))
     }
 }
 
@@ -394,6 +290,129 @@ impl<'a> ObjectBuilder<'a> {
             None => {}
         }
         self.entries.push((key, value));
+    }
+}
+
+/// The tree as serde_json's deserializer reads it: the reference the parser is tested against.
+#[cfg(test)]
+pub(crate) mod reference {
+    use std::borrow::Cow;
+    use std::fmt;
+
+    use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+    use serde_json::Number;
+
+    use super::{Json, ObjectBuilder};
+
+    /// `text` read through serde_json.
+    pub(crate) fn parse(text: &str) -> Result<Json<'_>, serde_json::Error> {
+        serde_json::from_str::<Reference<'_>>(text).map(|reference| reference.0)
+    }
+
+    struct Reference<'a>(Json<'a>);
+
+    impl<'de> Deserialize<'de> for Reference<'de> {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            deserializer.deserialize_any(JsonVisitor).map(Reference)
+        }
+    }
+
+    struct JsonVisitor;
+
+    impl<'de> Visitor<'de> for JsonVisitor {
+        type Value = Json<'de>;
+
+        fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+            formatter.write_str("any JSON value")
+        }
+
+        fn visit_bool<E>(self, value: bool) -> Result<Json<'de>, E> {
+            Ok(Json::Bool(value))
+        }
+
+        fn visit_i64<E>(self, value: i64) -> Result<Json<'de>, E> {
+            Ok(Json::Number(value.into()))
+        }
+
+        fn visit_u64<E>(self, value: u64) -> Result<Json<'de>, E> {
+            Ok(Json::Number(value.into()))
+        }
+
+        fn visit_f64<E: de::Error>(self, value: f64) -> Result<Json<'de>, E> {
+            // serde_json rejects out-of-range literals itself; this guards the type's contract.
+            Number::from_f64(value)
+                .map(Json::Number)
+                .ok_or_else(|| E::custom("number is not finite"))
+        }
+
+        fn visit_borrowed_str<E>(self, value: &'de str) -> Result<Json<'de>, E> {
+            Ok(Json::String(Cow::Borrowed(value)))
+        }
+
+        fn visit_str<E>(self, value: &str) -> Result<Json<'de>, E> {
+            Ok(Json::String(Cow::Owned(value.to_owned())))
+        }
+
+        fn visit_string<E>(self, value: String) -> Result<Json<'de>, E> {
+            Ok(Json::String(Cow::Owned(value)))
+        }
+
+        fn visit_unit<E>(self) -> Result<Json<'de>, E> {
+            Ok(Json::Null)
+        }
+
+        fn visit_none<E>(self) -> Result<Json<'de>, E> {
+            Ok(Json::Null)
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'de>, A::Error> {
+            let mut items = Vec::new();
+            while let Some(Reference(item)) = seq.next_element()? {
+                items.push(item);
+            }
+            Ok(Json::Array(items))
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
+            let mut object = ObjectBuilder::default();
+            while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                let Reference(value) = map.next_value()?;
+                object.insert(key, value);
+            }
+            Ok(Json::Object(object.entries))
+        }
+    }
+
+    /// An object key, borrowed from the text unless it had to be unescaped (`Cow<str>`'s own
+    /// `Deserialize` always copies).
+    struct Key<'a>(Cow<'a, str>);
+
+    impl<'de> Deserialize<'de> for Key<'de> {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            deserializer.deserialize_str(KeyVisitor)
+        }
+    }
+
+    struct KeyVisitor;
+
+    impl<'de> Visitor<'de> for KeyVisitor {
+        type Value = Key<'de>;
+
+        fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+            formatter.write_str("an object key")
+        }
+
+        fn visit_borrowed_str<E>(self, value: &'de str) -> Result<Key<'de>, E> {
+            Ok(Key(Cow::Borrowed(value)))
+        }
+
+        fn visit_str<E>(self, value: &str) -> Result<Key<'de>, E> {
+            Ok(Key(Cow::Owned(value.to_owned())))
+        }
+
+        fn visit_string<E>(self, value: String) -> Result<Key<'de>, E> {
+            Ok(Key(Cow::Owned(value)))
+        }
     }
 }
 
@@ -488,6 +507,153 @@ mod tests {
                 assert_eq!(first_escape(&bytes), None, "{len} {at}");
             }
         }
+    }
+
+    /// The parser and serde_json agree on `text`: the same tree, or the same rejection.
+    fn assert_agrees(text: &str) {
+        match (Json::parse(text), reference::parse(text)) {
+            (Ok(ours), Ok(theirs)) => assert_eq!(ours, theirs, "{text:?}"),
+            (Err(ours), Err(theirs)) => assert_eq!(ours.to_string(), theirs.to_string()),
+            (ours, theirs) => panic!("{text:?}: parser {ours:?}, serde_json {theirs:?}"),
+        }
+    }
+
+    #[test]
+    fn the_parser_agrees_with_serde_json_on_edge_cases() {
+        let samples = [
+            "",
+            " ",
+            "null",
+            " true ",
+            "false",
+            "nul",
+            "tru",
+            "nulls",
+            "1 2",
+            "[1,]",
+            "{\"a\":1,}",
+            "[,1]",
+            "{,}",
+            "{\"a\"}",
+            "{\"a\":}",
+            "{1:2}",
+            "{\"a\" : 1 , \"b\":[ ]}",
+            "[\t\n\r 1]",
+            "\u{c}1",
+            "0",
+            "-0",
+            "-0.0",
+            "01",
+            "-",
+            "-a",
+            "1.",
+            ".5",
+            "1e",
+            "1e+",
+            "1E-2",
+            "1.5e3",
+            "12345678901234567890",
+            "123456789012345678901",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "1e308",
+            "1e309",
+            "-1e400",
+            "0e999999",
+            "2.2250738585072014e-308",
+            "0.1",
+            "1.7976931348623157e308",
+            r#""""#,
+            r#""a"#,
+            r#""\""#,
+            r#""\x""#,
+            r#""\/""#,
+            r#""\b\f\n\r\t\"\\""#,
+            r#""\u0041\u00e9\u2028""#,
+            r#""\u004""#,
+            r#""\u00g1""#,
+            r#""\ud83d\ude00""#,
+            r#""\uD83D\uDE00 tail""#,
+            r#""\ud800""#,
+            r#""\udc00""#,
+            r#""\ud800\u0041""#,
+            r#""\ud800x""#,
+            r#""\ud800\ud800""#,
+            r#""\udbff\udfff""#,
+            "\"raw\u{1}control\"",
+            "\"raw\u{7f}del é ✓ 𝄞\"",
+            "\"tab\tinside\"",
+            r#"{"a":1,"b":2,"a":3}"#,
+            r#"{"\u0061":1,"a":2}"#,
+            r#"[{"k":"v\n"},{"k":"v"}]"#,
+            "[1]x",
+            "{} {}",
+            "[[[[]]]]",
+        ];
+        for sample in samples {
+            assert_agrees(sample);
+        }
+        for depth in [1, 126, 127, 128, 129, 1000] {
+            assert_agrees(&format!("{}{}", "[".repeat(depth), "]".repeat(depth)));
+            assert_agrees(&format!("{}1{}", "[".repeat(depth), "]".repeat(depth)));
+            assert_agrees(&format!(
+                "{}{}",
+                r#"{"a":"#.repeat(depth),
+                "}".repeat(depth)
+            ));
+        }
+    }
+
+    #[test]
+    fn the_parser_agrees_with_serde_json_on_mutated_requests() {
+        let requests = [
+            include_str!("../../../../tests/fixtures/requests/claude-code.json").to_owned(),
+            r#"{"s":"line\none\ttab \"q\" \\ \u00e9 \ud83d\ude00 end","n":[0,-1.5e3,7],"o":{"k":null}}"#
+                .to_owned(),
+        ];
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            state >> 33
+        };
+        let alphabet = b"{}[]\":,0123456789eE.-+ \\ntrufalsud8c0\x00\x1f\t\xc3\xa9";
+        let mut outcomes = [0usize; 2];
+        for request in &requests {
+            for _ in 0..1500 {
+                let mut mutated = request.as_bytes().to_vec();
+                for _ in 0..=(next() % 3) {
+                    let len = mutated.len().max(1) as u64;
+                    let at = (next() % len) as usize;
+                    let byte = alphabet[(next() % alphabet.len() as u64) as usize];
+                    match next() % 3 {
+                        0 if at < mutated.len() => mutated[at] = byte,
+                        1 if at < mutated.len() => {
+                            mutated.remove(at);
+                        }
+                        _ => mutated.insert(at.min(mutated.len()), byte),
+                    }
+                }
+                if let Ok(text) = std::str::from_utf8(&mutated) {
+                    assert_agrees(text);
+                    outcomes[usize::from(Json::parse(text).is_ok())] += 1;
+                }
+            }
+        }
+        assert!(outcomes[0] > 100 && outcomes[1] > 100, "{outcomes:?}");
+    }
+
+    #[test]
+    fn strings_without_escapes_are_borrowed_and_escaped_ones_decoded() {
+        let value = parse(r#"{"plain":"abc","escaped":"a\nb","key\u0021":1}"#);
+        let Json::Object(entries) = value else {
+            panic!("object expected")
+        };
+        assert!(matches!(entries[0].0, Cow::Borrowed("plain")));
+        assert!(matches!(entries[0].1, Json::String(Cow::Borrowed("abc"))));
+        assert!(matches!(&entries[1].1, Json::String(Cow::Owned(text)) if text == "a\nb"));
+        assert!(matches!(&entries[2].0, Cow::Owned(key) if key == "key!"));
     }
 
     #[test]
