@@ -89,7 +89,6 @@ impl Runtime {
             .epoch_interruption(true)
             .consume_fuel(config.fuel.is_some())
             .memory_init_cow(true)
-            .profiler(if std::env::var_os("TMP_PERFMAP").is_some() {
                 wasmtime::ProfilingStrategy::PerfMap
             } else {
                 wasmtime::ProfilingStrategy::None
