@@ -89,10 +89,6 @@ impl Runtime {
             .epoch_interruption(true)
             .consume_fuel(config.fuel.is_some())
             .memory_init_cow(true)
-                wasmtime::ProfilingStrategy::PerfMap
-            } else {
-                wasmtime::ProfilingStrategy::None
-            })
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
         let engine =
             Engine::new(&wasm).map_err(|error| EngineError::Engine(format!("{error:#}")))?;
