@@ -228,6 +228,26 @@ impl AgentConnection {
         Ok(response)
     }
 
+    /// [`AgentConnection::new_session`], signing in once on the way when the agent says it is
+    /// not authenticated and `api_key` says its key reached it (see `acp::auth`).
+    pub async fn new_session_signing_in(
+        &mut self,
+        cwd: &Path,
+        api_key: bool,
+    ) -> Result<v1::NewSessionResponse, AcpError> {
+        match self.new_session(cwd).await {
+            Err(AcpError::Unauthenticated) if api_key => {
+                let Some(method) = super::auth::api_key_method(&self.initialized) else {
+                    return Err(AcpError::Unauthenticated);
+                };
+                tracing::info!(%method, pid = self.pid(), "the agent needs authentication; authenticating with its API key method once");
+                self.authenticate(&method).await?;
+                self.new_session(cwd).await
+            }
+            other => other,
+        }
+    }
+
     /// `authenticate` with `method_id`, within `limits.init_timeout`.
     pub async fn authenticate(&mut self, method_id: &str) -> Result<(), AcpError> {
         self.request(

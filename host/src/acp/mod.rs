@@ -3,6 +3,7 @@
 //! runs one tool-less turn per process ([`Agent`], [`AgentPool`]); companion mode runs the full
 //! agent with its own [`ToolGate`].
 
+mod auth;
 mod connection;
 mod error;
 pub(crate) mod frame;
@@ -13,6 +14,7 @@ mod scripted;
 mod shared;
 mod turn;
 
+pub(crate) use auth::has_api_key;
 pub use connection::{
     AgentConnection, AgentLimits, AgentStopped, Ended, PromptOutcome, MAX_AGENT_MESSAGE_BYTES,
 };

@@ -57,6 +57,8 @@ pub struct SharedAgent {
     next_id: AtomicU64,
     death: OnceLock<Death>,
     initialized: OnceLock<v1::InitializeResponse>,
+    /// Whether the agent's API key reaches it (it may then be signed in lazily).
+    api_key: bool,
     /// This agent, for the background tasks its guards start.
     me: OnceLock<std::sync::Weak<SharedAgent>>,
     pub started: Instant,
@@ -138,6 +140,7 @@ impl SharedAgent {
             next_id: AtomicU64::new(0),
             death: OnceLock::new(),
             initialized: OnceLock::new(),
+            api_key: super::auth::has_api_key(spec),
             me: OnceLock::new(),
             started: Instant::now(),
         });
@@ -204,8 +207,30 @@ impl SharedAgent {
         !exited
     }
 
-    /// `session/new` in `cwd` with no MCP servers, within `limits.init_timeout`.
+    /// `session/new` in `cwd` with no MCP servers, within `limits.init_timeout`. An agent that
+    /// answers that it is not authenticated is signed in once with its API-key method when its
+    /// key reaches it (see `acp::auth`), then asked again.
     pub async fn new_session(&self, cwd: &Path) -> Result<String, AcpError> {
+        match self.new_session_once(cwd).await {
+            Err(AcpError::Unauthenticated) if self.api_key => {
+                let Some(method) = self.initialized.get().and_then(super::auth::api_key_method)
+                else {
+                    return Err(AcpError::Unauthenticated);
+                };
+                tracing::info!(%method, pid = self.pid, "the agent needs authentication; authenticating with its API key method once");
+                self.request(
+                    "authenticate",
+                    to_params(v1::AuthenticateRequest::new(method))?,
+                    self.limits.init_timeout,
+                )
+                .await?;
+                self.new_session_once(cwd).await
+            }
+            other => other,
+        }
+    }
+
+    async fn new_session_once(&self, cwd: &Path) -> Result<String, AcpError> {
         let result = self
             .request(
                 "session/new",

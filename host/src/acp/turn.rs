@@ -24,6 +24,8 @@ pub struct TurnOutput {
 pub struct Agent {
     connection: AgentConnection,
     limits: AgentLimits,
+    /// Whether the agent's API key reaches it (it may then be signed in lazily).
+    api_key: bool,
     pub started: Instant,
 }
 
@@ -33,6 +35,7 @@ impl Agent {
         Ok(Agent {
             connection: AgentConnection::start(spec, limits).await?,
             limits,
+            api_key: super::auth::has_api_key(spec),
             started: Instant::now(),
         })
     }
@@ -108,7 +111,10 @@ impl Agent {
         cwd: &Path,
         blocks: Vec<v1::ContentBlock>,
     ) -> Result<(String, Option<String>), AcpError> {
-        let session = self.connection.new_session(cwd).await?;
+        let session = self
+            .connection
+            .new_session_signing_in(cwd, self.api_key)
+            .await?;
         let outcome = self
             .connection
             .prompt(&session.session_id.0, blocks, &NoTools)

@@ -21,8 +21,6 @@ use crate::acp::{AcpError, AgentConnection, AgentLimits};
 use crate::engine::Transforms;
 use crate::process::Spec;
 
-/// The environment variable that lets the agent authenticate without a browser.
-const API_KEY_VARIABLE: &str = "WINDSURF_API_KEY";
 /// Longest model id or label kept from the agent (characters).
 const MAX_NAME_CHARS: usize = 200;
 /// Most models kept from one probe.
@@ -274,46 +272,11 @@ async fn session_models(
     spec: &Spec,
     home: &std::path::Path,
 ) -> Result<Vec<(String, String)>, AcpError> {
-    let session = match connection.new_session(home).await {
-        Err(AcpError::Unauthenticated) => match api_key_method(connection, spec) {
-            Some(method) => {
-                tracing::info!(%method, "the agent needs authentication; authenticating with its API key method once");
-                match connection.authenticate(&method).await {
-                    Ok(()) => connection.new_session(home).await,
-                    Err(error) => Err(error),
-                }
-            }
-            None => Err(AcpError::Unauthenticated),
-        },
-        other => other,
-    };
-    let options = session?.config_options.unwrap_or_default();
+    let session = connection
+        .new_session_signing_in(home, crate::acp::has_api_key(spec))
+        .await?;
+    let options = session.config_options.unwrap_or_default();
     Ok(model_values(&options))
-}
-
-/// An authentication method the agent performs itself with an API key (never a browser or
-/// terminal flow), when the key reaches the agent.
-fn api_key_method(connection: &AgentConnection, spec: &Spec) -> Option<String> {
-    let has_key = spec
-        .env
-        .iter()
-        .any(|(name, value)| name == API_KEY_VARIABLE && !value.is_empty());
-    if !has_key {
-        return None;
-    }
-    connection
-        .initialize_response()
-        .auth_methods
-        .iter()
-        .filter_map(|method| match method {
-            v1::AuthMethod::Agent(agent) => Some(agent.id.0.to_string()),
-            _ => None,
-        })
-        .find(|id| {
-            let id = id.to_ascii_lowercase();
-            (id.contains("api-key") || id.contains("api_key") || id.contains("apikey"))
-                && !id.contains("browser")
-        })
 }
 
 /// The values of the session's model select option, bounded.
