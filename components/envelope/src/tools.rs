@@ -454,36 +454,7 @@ impl<'t> Scanner<'t> {
     }
 }
 
-/// The length of the plain text at the start of a string's contents: the offset of the first
-/// quote, backslash or control character, `None` if there is none.
-///
-/// Descriptions make up most of a tools list, so this is the scan's inner loop; it tests eight
-/// bytes at a time with word arithmetic (plain integer operations, as fast in wasm as natively).
-fn plain_run(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
-    /// Flags (high bit) the bytes of `word` below `n` (n <= 0x80). A flag can be spurious only
-    /// above a genuine one (a borrow carries upwards), so the lowest flag is always exact.
-    const fn below(word: u64, n: u8) -> u64 {
-        word.wrapping_sub(ONES * n as u64) & !word & HIGHS
-    }
-    let mut at = 0;
-    while let Some(chunk) = bytes.get(at..at + 8) {
-        let word = u64::from_le_bytes(chunk.try_into().ok()?);
-        let hits = below(word ^ (ONES * u64::from(b'"')), 1)
-            | below(word ^ (ONES * u64::from(b'\\')), 1)
-            | below(word, 0x20);
-        if hits != 0 {
-            // Little-endian: the lowest flagged byte is the first one in memory.
-            return Some(at + (hits.trailing_zeros() / 8) as usize);
-        }
-        at += 8;
-    }
-    bytes[at..]
-        .iter()
-        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
-        .map(|run| at + run)
-}
+use devin_bridge_types::text::plain_run;
 
 #[cfg(test)]
 mod tests {
@@ -667,22 +638,6 @@ mod tests {
             rejection(r#"[{"name":"A"},{"title":"B"}]"#).message,
             "the tools list is invalid: tool 1 has no string \"name\""
         );
-    }
-
-    #[test]
-    fn plain_runs_stop_at_the_first_special_byte_wherever_it_is() {
-        for len in 0..40 {
-            let plain = "aé~\u{7f}"
-                .repeat(len)
-                .chars()
-                .take(len)
-                .collect::<String>();
-            assert_eq!(plain_run(plain.as_bytes()), None, "{plain:?}");
-            for special in ["\"", "\\", "\n", "\u{0}", "\u{1f}"] {
-                let text = format!("{plain}{special}x\"");
-                assert_eq!(plain_run(text.as_bytes()), Some(plain.len()), "{text:?}");
-            }
-        }
     }
 
     /// A tiny deterministic generator, so the test needs no dependency and never flakes.

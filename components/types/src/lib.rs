@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 mod errors;
+pub mod text;
 
 pub use errors::error_type;
 
@@ -76,51 +77,14 @@ pub struct Usage {
 /// The token estimate every transform uses: `max(1, ceil(chars / 4))`, chars counted as
 /// Unicode scalar values.
 pub fn estimate_tokens(text: &str) -> u32 {
-    let chars = count_chars(text);
+    let chars = text::count_chars(text);
     let tokens = chars.div_ceil(4).max(1);
     u32::try_from(tokens).unwrap_or(u32::MAX)
-}
-
-/// `text.chars().count()`, eight bytes at a time on every target: a character is a byte that is
-/// not a UTF-8 continuation byte (`0b10xx_xxxx`). The standard library counts a machine word at
-/// a time, which is four bytes in the wasm components, where prompts of a megabyte are counted.
-fn count_chars(text: &str) -> usize {
-    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
-    let bytes = text.as_bytes();
-    let mut chunks = bytes.chunks_exact(8);
-    let mut continuations = 0;
-    for chunk in &mut chunks {
-        let mut word = [0; 8];
-        word.copy_from_slice(chunk);
-        let word = u64::from_le_bytes(word);
-        // Bit 7 set and bit 6 clear, moved to bit 7 of each byte.
-        continuations += (word & !(word << 1) & HIGHS).count_ones() as usize;
-    }
-    continuations += chunks
-        .remainder()
-        .iter()
-        .filter(|&&byte| byte & 0xC0 == 0x80)
-        .count();
-    bytes.len() - continuations
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn count_chars_matches_the_standard_library() {
-        let samples = ["", "a", "é", "abcdefgh", "✓ 𝄞 é ü ß and ascii", "𝄞𝄞𝄞𝄞𝄞𝄞𝄞𝄞𝄞"];
-        for sample in samples {
-            for start in 0..sample.len() {
-                if let Some(text) = sample.get(start..) {
-                    assert_eq!(count_chars(text), text.chars().count(), "{text:?}");
-                }
-            }
-        }
-        let long = "ab\u{7f}\u{80}\u{7ff}\u{800}\u{ffff}\u{10000}\u{10ffff}".repeat(37);
-        assert_eq!(count_chars(&long), long.chars().count());
-    }
 
     #[test]
     fn estimate_is_ceiling_of_quarter_with_floor_one() {

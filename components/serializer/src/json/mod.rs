@@ -203,38 +203,9 @@ fn write_escaped(out: &mut String, text: &str) {
 }
 
 /// The position of the first byte that needs an escape (in a string literal: the first byte that
-/// ends a run of plain text). Eight bytes at a time: prompts and requests carry long texts whose
-/// escapes are a few line breaks far apart.
+/// ends a run of plain text).
 pub(crate) fn first_escape(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
-    // The high bit of each byte that is zero. A borrow can also flag a byte above a zero byte,
-    // never below one, so the lowest flag is exact.
-    let zero_bytes = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS;
-    let mut offset = 0;
-    while let Some(chunk) = bytes.get(offset..offset + 8) {
-        let mut word = [0; 8];
-        word.copy_from_slice(chunk);
-        let word = u64::from_le_bytes(word);
-        // Bytes below 0x20 (the same borrow argument), quotes, backslashes.
-        let found = (word.wrapping_sub(ONES * 0x20) & !word & HIGHS)
-            | zero_bytes(word ^ (ONES * u64::from(b'"')))
-            | zero_bytes(word ^ (ONES * u64::from(b'\\')));
-        if found != 0 {
-            // Little endian: the lowest flagged bit is in the first such byte.
-            return Some(offset + (found.trailing_zeros() / 8) as usize);
-        }
-        offset += 8;
-    }
-    bytes
-        .get(offset..)?
-        .iter()
-        .position(|&byte| needs_escape(byte))
-        .map(|at| offset + at)
-}
-
-fn needs_escape(byte: u8) -> bool {
-    byte < 0x20 || byte == b'"' || byte == b'\\'
+    devin_bridge_types::text::plain_run(bytes)
 }
 
 fn push_escape(out: &mut String, special: char) {
@@ -487,25 +458,6 @@ mod tests {
                 serde_json::to_string_pretty(&reference).expect("ser"),
                 "{sample}"
             );
-        }
-    }
-
-    #[test]
-    fn first_escape_finds_the_first_special_byte_in_any_position() {
-        for len in 0..40 {
-            let plain = "a".repeat(len);
-            assert_eq!(first_escape(plain.as_bytes()), None);
-            for at in 0..len {
-                for special in [b'"', b'\\', b'\n', 0u8, 0x1f] {
-                    let mut bytes = plain.clone().into_bytes();
-                    bytes[at] = special;
-                    assert_eq!(first_escape(&bytes), Some(at), "{len} {at} {special}");
-                }
-                // Bytes next to the special ones, and non-ASCII, are not escapes.
-                let mut bytes = plain.clone().into_bytes();
-                bytes[at] = [b' ', b'!', b'#', b'[', b']', 0x7f, 0x80, 0xff][at % 8];
-                assert_eq!(first_escape(&bytes), None, "{len} {at}");
-            }
         }
     }
 
