@@ -1,6 +1,13 @@
 //! Prewarmed agents: N processes spawned and initialized ahead of demand, each used for
 //! exactly one turn, so a request does not pay the CLI's start-up. No session state is ever
 //! shared between requests: a prewarmed agent has only answered `initialize`.
+//!
+//! The warm set is sized by demand. A request that finds no ready agent starts one of its own
+//! and takes whichever agent is ready first, its own or one the refill was already starting;
+//! the loser joins the ready set instead of being wasted. The refill counts those requests'
+//! own starts as agents on their way, so under a burst (more requests than the prewarm target)
+//! it starts nothing extra: the machine then runs one start per request, as without prewarm,
+//! rather than one per request plus a refill's worth competing with them.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -18,7 +25,12 @@ pub struct AgentPool {
     limits: AgentLimits,
     target: usize,
     ready: Mutex<VecDeque<Agent>>,
+    /// Woken when the refill wants to look again (an agent was taken or shutdown began).
     wanted: Notify,
+    /// Woken when an agent joins the ready set, for requests waiting on their own start.
+    arrived: Notify,
+    /// Starts that requests made for themselves and that have not finished yet.
+    own_starts: AtomicUsize,
     closed: AtomicBool,
     served_warm: AtomicUsize,
     served_cold: AtomicUsize,
@@ -43,6 +55,8 @@ impl AgentPool {
             target,
             ready: Mutex::new(VecDeque::new()),
             wanted: Notify::new(),
+            arrived: Notify::new(),
+            own_starts: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             served_warm: AtomicUsize::new(0),
             served_cold: AtomicUsize::new(0),
@@ -53,13 +67,50 @@ impl AgentPool {
         &self.spec
     }
 
-    /// A ready agent if one is alive, else a freshly started one.
-    pub async fn take(&self) -> Result<Agent, AcpError> {
+    /// A ready agent if one is alive; else the first agent to be ready of one started for this
+    /// request and those the refill is starting (the other one joins the ready set).
+    pub async fn take(self: &Arc<Self>) -> Result<Agent, AcpError> {
+        if let Some(agent) = self.pop_alive() {
+            self.served_warm.fetch_add(1, Ordering::Relaxed);
+            return Ok(agent);
+        }
+        self.served_cold.fetch_add(1, Ordering::Relaxed);
+        if self.target == 0 {
+            return Agent::start(&self.spec, self.limits).await;
+        }
+        let (sender, mut own) = tokio::sync::oneshot::channel();
+        self.own_starts.fetch_add(1, Ordering::AcqRel);
+        let pool = Arc::clone(self);
+        tokio::spawn(async move {
+            let started = Agent::start(&pool.spec, pool.limits).await;
+            pool.own_starts.fetch_sub(1, Ordering::AcqRel);
+            pool.wanted.notify_one();
+            // The request took another agent first (or went away): keep this one warm.
+            if let Err(Ok(agent)) = sender.send(started) {
+                pool.put(agent).await;
+            }
+        });
+        loop {
+            tokio::select! {
+                started = &mut own => {
+                    return started.unwrap_or(Err(AcpError::EarlyExit));
+                }
+                () = self.arrived.notified() => {
+                    if let Some(agent) = self.pop_alive() {
+                        return Ok(agent);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The first ready agent that is still alive (dead ones are discarded); the refill is told
+    /// either way.
+    fn pop_alive(&self) -> Option<Agent> {
         while let Some(mut agent) = self.pop() {
             self.wanted.notify_one();
             if agent.is_alive() {
-                self.served_warm.fetch_add(1, Ordering::Relaxed);
-                return Ok(agent);
+                return Some(agent);
             }
             tracing::warn!(
                 pid = agent.pid(),
@@ -67,8 +118,20 @@ impl AgentPool {
             );
         }
         self.wanted.notify_one();
-        self.served_cold.fetch_add(1, Ordering::Relaxed);
-        Agent::start(&self.spec, self.limits).await
+        None
+    }
+
+    /// Adds a started agent to the ready set and wakes a request waiting for one; after
+    /// shutdown began, ends it instead.
+    async fn put(&self, agent: Agent) {
+        if self.closed.load(Ordering::Acquire) {
+            agent.close().await;
+            return;
+        }
+        if let Ok(mut ready) = self.ready.lock() {
+            ready.push_back(agent);
+        }
+        self.arrived.notify_one();
     }
 
     fn pop(&self) -> Option<Agent> {
@@ -101,21 +164,18 @@ impl AgentPool {
         let mut starting = tokio::task::JoinSet::new();
         let mut backoff = std::time::Duration::from_millis(100);
         while !self.closed.load(Ordering::Acquire) {
-            let missing = self
-                .target
-                .saturating_sub(self.ready_len() + starting.len());
+            let missing = self.target.saturating_sub(
+                self.ready_len() + starting.len() + self.own_starts.load(Ordering::Acquire),
+            );
             for _ in 0..missing {
                 let (spec, limits) = (self.spec.clone(), self.limits);
                 starting.spawn(async move { Agent::start(&spec, limits).await });
             }
             tokio::select! {
                 Some(started) = starting.join_next(), if !starting.is_empty() => match started {
-                    Ok(Ok(agent)) if self.closed.load(Ordering::Acquire) => agent.close().await,
                     Ok(Ok(agent)) => {
                         backoff = std::time::Duration::from_millis(100);
-                        if let Ok(mut ready) = self.ready.lock() {
-                            ready.push_back(agent);
-                        }
+                        self.put(agent).await;
                     }
                     Ok(Err(error)) => {
                         tracing::warn!(code = error.code(), %error, retry_in_ms = backoff.as_millis() as u64, "prewarming an agent failed");
@@ -141,5 +201,117 @@ impl AgentPool {
         for agent in agents {
             agent.close().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::acp::scripted::agent;
+
+    fn limits() -> AgentLimits {
+        AgentLimits {
+            init_timeout: Duration::from_secs(20),
+            turn_timeout: Duration::from_secs(20),
+            output_cap: 1 << 20,
+            stopped_wait: Duration::ZERO,
+        }
+    }
+
+    /// An agent that records its start as a line of `log`, takes `delays[n]` seconds (n: starts
+    /// recorded before it; the last delay for later ones) to answer `initialize`, then idles.
+    fn slow_agent(log: &Path, delays: &[&str]) -> Spec {
+        let mut choose = String::new();
+        for (n, delay) in delays.iter().enumerate() {
+            choose.push_str(&format!("[ \"$n\" -ge {n} ] && d={delay}; "));
+        }
+        agent(&format!(
+            r#"n=$(wc -l < {log:?} 2>/dev/null || echo 0); echo start >> {log:?}; {choose}
+read -r l; sleep "$d"
+echo '{{"jsonrpc":"2.0","id":0,"result":{{"protocolVersion":1,"agentCapabilities":{{}},"authMethods":[]}}}}'
+cat >/dev/null"#
+        ))
+    }
+
+    fn starts(log: &Path) -> usize {
+        std::fs::read_to_string(log)
+            .map(|text| text.lines().count())
+            .unwrap_or(0)
+    }
+
+    async fn wait_for(mut done: impl FnMut() -> bool, what: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !done() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_request_takes_the_refills_agent_when_it_is_ready_first_and_its_own_start_stays_warm()
+    {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = dir.path().join("starts");
+        // The refill's agent (the first start) is ready after 0.5 s, the request's own after 4 s.
+        let pool = AgentPool::new(slow_agent(&log, &["0.5", "4"]), limits(), 1);
+        tokio::spawn(pool.clone().run_refill());
+        wait_for(|| starts(&log) == 1, "the refill's start").await;
+
+        let asked = Instant::now();
+        let agent = pool.take().await.expect("an agent");
+        assert!(
+            asked.elapsed() < Duration::from_secs(3),
+            "took {:?}: waited for its own start instead of the refill's agent",
+            asked.elapsed()
+        );
+        assert_eq!(starts(&log), 2, "the request started one of its own");
+        // Its own start lands in the ready set; with the target met, nothing else starts.
+        wait_for(
+            || pool.stats().ready == 1,
+            "the request's own agent to be kept warm",
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(starts(&log), 2);
+        assert_eq!(pool.stats().served_cold, 1);
+        agent.close().await;
+        pool.drain().await;
+    }
+
+    #[tokio::test]
+    async fn during_a_burst_the_refill_starts_nothing_beyond_the_requests_own_starts() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = dir.path().join("starts");
+        // Two warm agents come quickly; every later start takes 3 s.
+        let pool = AgentPool::new(slow_agent(&log, &["0", "0", "3"]), limits(), 2);
+        tokio::spawn(pool.clone().run_refill());
+        wait_for(|| pool.stats().ready == 2, "the warm set").await;
+
+        let takers: Vec<_> = (0..6)
+            .map(|_| {
+                let pool = pool.clone();
+                tokio::spawn(async move { pool.take().await })
+            })
+            .collect();
+        // Two requests take the warm agents and four start their own. Those four starts count
+        // toward the warm set, so the refill does not add two more while they run.
+        wait_for(|| starts(&log) >= 6, "the requests' own starts").await;
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        assert_eq!(
+            starts(&log),
+            6,
+            "the refill started agents during the burst"
+        );
+        for taker in takers {
+            let agent = taker.await.expect("join").expect("an agent");
+            agent.close().await;
+        }
+        // After the burst the warm set is refilled.
+        wait_for(|| pool.stats().ready == 2, "the refill after the burst").await;
+        assert_eq!(starts(&log), 8);
+        pool.drain().await;
     }
 }
