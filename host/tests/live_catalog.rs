@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::sync::Once;
 use std::time::{Duration, Instant};
 
 use common::bridge::TestBridge;
@@ -17,18 +16,8 @@ const LIVE_MODELS: [&str; 2] = [
     "devin-cli-agentic/swe-1-7-lightning",
 ];
 
-/// Set once for the whole binary; each bridge's policy decides which of them reach its agent.
-fn environment() {
-    static SET: Once = Once::new();
-    SET.call_once(|| {
-        std::env::set_var("MOCK_DEVIN_LOG", common::bridge::AGENT_LOG);
-        std::env::set_var("MOCK_DEVIN_REQUIRE_AUTH", "1");
-        std::env::set_var("WINDSURF_API_KEY", "offline-test-key");
-    });
-}
-
 async fn bridge(pass_env: &[&str], extra_server: &str) -> TestBridge {
-    environment();
+    common::bridge::signed_out_agent_environment();
     let pass: Vec<String> = ["MOCK_DEVIN_LOG"]
         .iter()
         .chain(pass_env)

@@ -5,24 +5,12 @@
 
 mod common;
 
-use std::sync::Once;
-
 use common::bridge::TestBridge;
 use serde_json::{json, Value};
 
-/// Set once for the whole binary; each bridge's policy decides which of them reach its agent.
-fn environment() {
-    static SET: Once = Once::new();
-    SET.call_once(|| {
-        std::env::set_var("MOCK_DEVIN_LOG", common::bridge::AGENT_LOG);
-        std::env::set_var("MOCK_DEVIN_REQUIRE_AUTH", "1");
-        std::env::set_var("WINDSURF_API_KEY", "offline-test-key");
-    });
-}
-
 /// A bridge on the file catalog (no start-up probe signs the agent in first) and `transport`.
 async fn bridge(transport: &str, pass_env: &[&str]) -> TestBridge {
-    environment();
+    common::bridge::signed_out_agent_environment();
     let pass: Vec<String> = ["MOCK_DEVIN_LOG", "MOCK_DEVIN_REQUIRE_AUTH"]
         .iter()
         .chain(pass_env)

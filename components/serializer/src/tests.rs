@@ -174,38 +174,51 @@ fn repair_extends_the_prompt() {
     assert!(repaired.contains("prose around the envelope"));
 }
 
-/// A deterministic mutation loop (no randomness crate: a fixed LCG) over a realistic request:
-/// whatever the bytes, `serialize` returns, it never panics.
-#[test]
-fn mutated_requests_never_panic() {
-    let base = include_str!("../../../tests/fixtures/requests/claude-code.json");
-    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+/// Byte-level mutations of `base`, deterministic (a fixed LCG, no randomness crate): `count`
+/// variants, each with one to `max_edits` replaced, removed or inserted bytes from `alphabet`.
+/// Variants that are not UTF-8 are left out.
+pub(crate) fn mutations(
+    base: &str,
+    seed: u64,
+    count: usize,
+    max_edits: u64,
+    alphabet: &[u8],
+) -> Vec<String> {
+    let mut state = seed;
     let mut next = move || {
         state = state
             .wrapping_mul(6_364_136_223_846_793_005)
             .wrapping_add(1_442_695_040_888_963_407);
         state >> 33
     };
-    let bytes = base.as_bytes();
+    (0..count)
+        .filter_map(|_| {
+            let mut mutated = base.as_bytes().to_vec();
+            for _ in 0..=(next() % max_edits) {
+                let len = mutated.len().max(1) as u64;
+                let at = (next() % len) as usize;
+                let byte = alphabet[(next() % alphabet.len() as u64) as usize];
+                match next() % 3 {
+                    0 if at < mutated.len() => mutated[at] = byte,
+                    1 if at < mutated.len() => {
+                        mutated.remove(at);
+                    }
+                    _ => mutated.insert(at.min(mutated.len()), byte),
+                }
+            }
+            String::from_utf8(mutated).ok()
+        })
+        .collect()
+}
+
+/// Whatever the bytes of a realistic request become, `serialize` returns; it never panics.
+#[test]
+fn mutated_requests_never_panic() {
+    let base = include_str!("../../../tests/fixtures/requests/claude-code.json");
     let alphabet = b"{}[]\":,0123456789eE.-+ \\ntrufalse\x00\xc3\xa9";
     let mut outcomes = [0usize; 2];
-    for _ in 0..300 {
-        let mut mutated = bytes.to_vec();
-        for _ in 0..=(next() % 4) {
-            let len = mutated.len().max(1) as u64;
-            let at = (next() % len) as usize;
-            let byte = alphabet[(next() % alphabet.len() as u64) as usize];
-            match next() % 3 {
-                0 if at < mutated.len() => mutated[at] = byte,
-                1 if at < mutated.len() => {
-                    mutated.remove(at);
-                }
-                _ => mutated.insert(at.min(mutated.len()), byte),
-            }
-        }
-        if let Ok(text) = std::str::from_utf8(&mutated) {
-            outcomes[usize::from(serialize(text).is_ok())] += 1;
-        }
+    for text in mutations(base, 0x2545_f491_4f6c_dd1d, 300, 4, alphabet) {
+        outcomes[usize::from(serialize(&text).is_ok())] += 1;
     }
     assert!(outcomes[0] > 0, "some mutations must be rejected");
 }

@@ -32,6 +32,18 @@ pub fn mock_devin() -> PathBuf {
 /// The offline agent's log, relative to its working directory.
 pub const AGENT_LOG: &str = "mock.jsonl";
 
+/// Sets, once per test binary, what a signed-out offline agent needs: its log, the switch that
+/// makes it refuse sessions until it is authenticated, and an API key. Each bridge's
+/// `pass_env` decides which of them reach its agent.
+pub fn signed_out_agent_environment() {
+    static SET: std::sync::Once = std::sync::Once::new();
+    SET.call_once(|| {
+        std::env::set_var("MOCK_DEVIN_LOG", AGENT_LOG);
+        std::env::set_var("MOCK_DEVIN_REQUIRE_AUTH", "1");
+        std::env::set_var("WINDSURF_API_KEY", "offline-test-key");
+    });
+}
+
 pub struct TestBridge {
     pub addr: SocketAddr,
     pub home: PathBuf,

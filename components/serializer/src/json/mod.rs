@@ -563,34 +563,12 @@ mod tests {
             r#"{"s":"line\none\ttab \"q\" \\ \u00e9 \ud83d\ude00 end","n":[0,-1.5e3,7],"o":{"k":null}}"#
                 .to_owned(),
         ];
-        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = move || {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            state >> 33
-        };
         let alphabet = b"{}[]\":,0123456789eE.-+ \\ntrufalsud8c0\x00\x1f\t\xc3\xa9";
         let mut outcomes = [0usize; 2];
         for request in &requests {
-            for _ in 0..1500 {
-                let mut mutated = request.as_bytes().to_vec();
-                for _ in 0..=(next() % 3) {
-                    let len = mutated.len().max(1) as u64;
-                    let at = (next() % len) as usize;
-                    let byte = alphabet[(next() % alphabet.len() as u64) as usize];
-                    match next() % 3 {
-                        0 if at < mutated.len() => mutated[at] = byte,
-                        1 if at < mutated.len() => {
-                            mutated.remove(at);
-                        }
-                        _ => mutated.insert(at.min(mutated.len()), byte),
-                    }
-                }
-                if let Ok(text) = std::str::from_utf8(&mutated) {
-                    assert_agrees(text);
-                    outcomes[usize::from(Json::parse(text).is_ok())] += 1;
-                }
+            for text in crate::tests::mutations(request, 0x9e37_79b9_7f4a_7c15, 1500, 3, alphabet) {
+                assert_agrees(&text);
+                outcomes[usize::from(Json::parse(&text).is_ok())] += 1;
             }
         }
         assert!(outcomes[0] > 100 && outcomes[1] > 100, "{outcomes:?}");
