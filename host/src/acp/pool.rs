@@ -124,14 +124,19 @@ impl AgentPool {
     /// Adds a started agent to the ready set and wakes a request waiting for one; after
     /// shutdown began, ends it instead.
     async fn put(&self, agent: Agent) {
-        if self.closed.load(Ordering::Acquire) {
-            agent.close().await;
-            return;
+        // Checked under the lock `drain` takes after setting `closed`: an agent is either in
+        // the ready set before `drain` empties it, or ended here.
+        let refused = match self.ready.lock() {
+            Ok(mut ready) if !self.closed.load(Ordering::Acquire) => {
+                ready.push_back(agent);
+                None
+            }
+            _ => Some(agent),
+        };
+        match refused {
+            Some(agent) => agent.close().await,
+            None => self.arrived.notify_one(),
         }
-        if let Ok(mut ready) = self.ready.lock() {
-            ready.push_back(agent);
-        }
-        self.arrived.notify_one();
     }
 
     fn pop(&self) -> Option<Agent> {
