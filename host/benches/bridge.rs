@@ -967,10 +967,11 @@ fn print_goals(rows: &[Row]) {
     for level in levels {
         if let (Some(cold), Some(warm)) = (find(level, Mode::Cold), find(level, Mode::Warm)) {
             println!(
-                "  {}  with prewarm, p50 below the no-prewarm p50 at {level} clients: {:.2} ms vs {:.2} ms",
+                "  {}  with prewarm, p50 below the no-prewarm p50 at {level} clients: {:.2} ms vs {:.2} ms ({:+.1}%)",
                 verdict(warm.p50 < cold.p50 && warm.ok > 0),
                 ms(warm.p50),
-                ms(cold.p50)
+                ms(cold.p50),
+                (ms(warm.p50) / ms(cold.p50).max(1e-9) - 1.0) * 100.0
             );
         }
     }
