@@ -61,11 +61,9 @@ fn prompts(bridge: &TestBridge) -> Vec<Value> {
 }
 
 async fn vision(bridge: &TestBridge) -> Vec<bool> {
-    let models = bridge.request("GET", "/v1/models", &[], "").await;
-    assert_eq!(models.status, 200, "{}", models.body);
-    models.json()["data"]
-        .as_array()
-        .expect("models")
+    bridge
+        .model_cards()
+        .await
         .iter()
         .map(|card| card["capabilities"]["vision"].as_bool().unwrap_or(false))
         .collect()

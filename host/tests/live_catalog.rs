@@ -18,25 +18,19 @@ const LIVE_MODELS: [&str; 2] = [
 
 async fn bridge(pass_env: &[&str], extra_server: &str) -> TestBridge {
     common::bridge::signed_out_agent_environment();
-    let pass: Vec<String> = ["MOCK_DEVIN_LOG"]
-        .iter()
-        .chain(pass_env)
-        .map(|name| format!("{name:?}"))
-        .collect();
+    let pass: Vec<&str> = ["MOCK_DEVIN_LOG"].iter().chain(pass_env).copied().collect();
     TestBridge::start_with_models(
         "",
-        &format!("prewarm = 0\npass_env = [{}]", pass.join(", ")),
+        &format!("prewarm = 0\n{}", common::bridge::pass_env_line(&pass)),
         &format!("source = \"live\"\n{extra_server}"),
     )
     .await
 }
 
 async fn listed(bridge: &TestBridge) -> Vec<String> {
-    let models = bridge.request("GET", "/v1/models", &[], "").await;
-    assert_eq!(models.status, 200, "{}", models.body);
-    models.json()["data"]
-        .as_array()
-        .expect("data")
+    bridge
+        .model_cards()
+        .await
         .iter()
         .filter_map(|card| card["id"].as_str().map(str::to_owned))
         .collect()

@@ -11,16 +11,16 @@ use serde_json::{json, Value};
 /// A bridge on the file catalog (no start-up probe signs the agent in first) and `transport`.
 async fn bridge(transport: &str, pass_env: &[&str]) -> TestBridge {
     common::bridge::signed_out_agent_environment();
-    let pass: Vec<String> = ["MOCK_DEVIN_LOG", "MOCK_DEVIN_REQUIRE_AUTH"]
+    let pass: Vec<&str> = ["MOCK_DEVIN_LOG", "MOCK_DEVIN_REQUIRE_AUTH"]
         .iter()
         .chain(pass_env)
-        .map(|name| format!("{name:?}"))
+        .copied()
         .collect();
     TestBridge::start(
         "",
         &format!(
-            "transport = {transport:?}\nprewarm = 0\npass_env = [{}]",
-            pass.join(", ")
+            "transport = {transport:?}\nprewarm = 0\n{}",
+            common::bridge::pass_env_line(&pass)
         ),
     )
     .await

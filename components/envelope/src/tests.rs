@@ -433,14 +433,14 @@ mod tools_input {
     }
 }
 
-mod robustness {
+pub(crate) mod robustness {
     use super::*;
 
     /// A tiny deterministic generator, so the test needs no dependency and never flakes.
-    struct XorShift(u64);
+    pub(crate) struct XorShift(pub(crate) u64);
 
     impl XorShift {
-        fn next(&mut self) -> usize {
+        pub(crate) fn next(&mut self) -> usize {
             self.0 ^= self.0 << 13;
             self.0 ^= self.0 >> 7;
             self.0 ^= self.0 << 17;

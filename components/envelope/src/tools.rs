@@ -459,6 +459,7 @@ use devin_bridge_types::text::plain_run;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tests::robustness::XorShift;
     use serde_json::json;
 
     fn catalog(tools: &str) -> Catalog<'_> {
@@ -638,18 +639,6 @@ mod tests {
             rejection(r#"[{"name":"A"},{"title":"B"}]"#).message,
             "the tools list is invalid: tool 1 has no string \"name\""
         );
-    }
-
-    /// A tiny deterministic generator, so the test needs no dependency and never flakes.
-    struct XorShift(u64);
-
-    impl XorShift {
-        fn next(&mut self) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % 1_000_003) as usize
-        }
     }
 
     #[test]

@@ -19,7 +19,7 @@ pub(crate) fn has_api_key(spec: &Spec) -> bool {
 
 /// The agent's own API-key authentication method, if it advertises one (never a browser or
 /// terminal method, whatever else its id says).
-pub(crate) fn api_key_method(initialized: &v1::InitializeResponse) -> Option<String> {
+fn api_key_method(initialized: &v1::InitializeResponse) -> Option<String> {
     initialized
         .auth_methods
         .iter()
@@ -32,4 +32,16 @@ pub(crate) fn api_key_method(initialized: &v1::InitializeResponse) -> Option<Str
             (id.contains("api-key") || id.contains("api_key") || id.contains("apikey"))
                 && !id.contains("browser")
         })
+}
+
+/// The method to sign in with after an agent answered that its account is not authenticated:
+/// only when its key reached it (`api_key`) and it offers an API-key method. Logs the attempt.
+pub(crate) fn sign_in_method(
+    initialized: Option<&v1::InitializeResponse>,
+    api_key: bool,
+    pid: i32,
+) -> Option<String> {
+    let method = initialized.filter(|_| api_key).and_then(api_key_method)?;
+    tracing::info!(%method, pid, "the agent needs authentication; authenticating with its API key method once");
+    Some(method)
 }

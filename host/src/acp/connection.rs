@@ -236,11 +236,10 @@ impl AgentConnection {
         api_key: bool,
     ) -> Result<v1::NewSessionResponse, AcpError> {
         match self.new_session(cwd).await {
-            Err(AcpError::Unauthenticated) if api_key => {
-                let Some(method) = super::auth::api_key_method(&self.initialized) else {
-                    return Err(AcpError::Unauthenticated);
-                };
-                tracing::info!(%method, pid = self.pid(), "the agent needs authentication; authenticating with its API key method once");
+            Err(AcpError::Unauthenticated) => {
+                let method =
+                    super::auth::sign_in_method(Some(&self.initialized), api_key, self.pid())
+                        .ok_or(AcpError::Unauthenticated)?;
                 self.authenticate(&method).await?;
                 self.new_session(cwd).await
             }

@@ -212,12 +212,10 @@ impl SharedAgent {
     /// key reaches it (see `acp::auth`), then asked again.
     pub async fn new_session(&self, cwd: &Path) -> Result<String, AcpError> {
         match self.new_session_once(cwd).await {
-            Err(AcpError::Unauthenticated) if self.api_key => {
-                let Some(method) = self.initialized.get().and_then(super::auth::api_key_method)
-                else {
-                    return Err(AcpError::Unauthenticated);
-                };
-                tracing::info!(%method, pid = self.pid, "the agent needs authentication; authenticating with its API key method once");
+            Err(AcpError::Unauthenticated) => {
+                let method =
+                    super::auth::sign_in_method(self.initialized.get(), self.api_key, self.pid)
+                        .ok_or(AcpError::Unauthenticated)?;
                 self.request(
                     "authenticate",
                     to_params(v1::AuthenticateRequest::new(method))?,

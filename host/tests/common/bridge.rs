@@ -32,6 +32,12 @@ pub fn mock_devin() -> PathBuf {
 /// The offline agent's log, relative to its working directory.
 pub const AGENT_LOG: &str = "mock.jsonl";
 
+/// A policy's `pass_env = [...]` line naming `names`.
+pub fn pass_env_line(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|name| format!("{name:?}")).collect();
+    format!("pass_env = [{}]", quoted.join(", "))
+}
+
 /// Sets, once per test binary, what a signed-out offline agent needs: its log, the switch that
 /// makes it refuse sessions until it is authenticated, and an API key. Each bridge's
 /// `pass_env` decides which of them reach its agent.
@@ -182,6 +188,16 @@ impl TestBridge {
             &body.to_string(),
         )
         .await
+    }
+
+    /// The cards of `GET /v1/models` (asserting that it answers 200).
+    pub async fn model_cards(&self) -> Vec<Value> {
+        let models = self.request("GET", "/v1/models", &[], "").await;
+        assert_eq!(models.status, 200, "{}", models.body);
+        models.json()["data"]
+            .as_array()
+            .expect("the model list's data")
+            .clone()
     }
 
     pub async fn messages(&self, body: &Value) -> HttpResponse {
