@@ -31,7 +31,10 @@ pub(crate) use parser::SyntaxError;
 pub(crate) enum Json<'a> {
     Null,
     Bool(bool),
-    Number(Number),
+    /// The literal as the request wrote it, already checked to be a number serde_json reads
+    /// (finite as an f64). It is valued only when printed: a request's numbers are few, and a
+    /// text slice keeps the tree's nodes small.
+    Number(Literal<'a>),
     String(Cow<'a, str>),
     Array(Vec<Json<'a>>),
     Object(Vec<(Cow<'a, str>, Json<'a>)>),
@@ -74,6 +77,40 @@ impl<'a> Json<'a> {
             Json::Array(_) => "an array",
             Json::Object(_) => "an object",
         }
+    }
+}
+
+/// A number literal (see [`Json::Number`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Literal<'a>(Cow<'a, str>);
+
+impl<'a> Literal<'a> {
+    /// `text` when serde_json reads it as a number, `None` otherwise.
+    pub(crate) fn new(text: Cow<'a, str>) -> Option<Self> {
+        text.parse::<Number>().ok().map(|_| Self(text))
+    }
+
+    fn value(&self) -> Option<Number> {
+        self.0.parse().ok()
+    }
+
+    /// Appends the number as serde_json prints it (`Number`'s Display is the digit writer its
+    /// serializer uses).
+    fn write(&self, out: &mut String) {
+        match self.value() {
+            Some(number) => {
+                let _ = write!(out, "{number}");
+            }
+            // Unreachable: `new` admits only literals that parse.
+            None => out.push_str(&self.0),
+        }
+    }
+}
+
+/// Two literals are equal when they denote the same number (`1e2` and `100.0` do).
+impl PartialEq for Literal<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.value() == other.value()
     }
 }
 
@@ -151,10 +188,7 @@ fn write_scalar(out: &mut String, value: &Json) {
         Json::Null => out.push_str("null"),
         Json::Bool(true) => out.push_str("true"),
         Json::Bool(false) => out.push_str("false"),
-        // `Number`'s Display is the same digit writer its serializer uses.
-        Json::Number(number) => {
-            let _ = write!(out, "{number}");
-        }
+        Json::Number(literal) => literal.write(out),
         Json::String(text) => write_string(out, text),
         Json::Array(_) | Json::Object(_) => write_compact(out, value),
     }
@@ -230,14 +264,31 @@ const INDEX_FROM: usize = 16;
 #[derive(Default)]
 struct ObjectBuilder<'a> {
     entries: Vec<(Cow<'a, str>, Json<'a>)>,
+    /// One bit per key seen, chosen by [`key_bit`]: a key whose bit is clear is new, so most
+    /// keys skip the search for a repeat.
+    seen: u64,
     index: Option<BTreeMap<Cow<'a, str>, usize>>,
+}
+
+/// A key's bit in [`ObjectBuilder::seen`]: from its length and its last byte, which tell
+/// apart the keys of a typical object (`type`, `properties`, `required`, `description`...).
+fn key_bit(key: &str) -> u64 {
+    let last = key.as_bytes().last().copied().unwrap_or(0);
+    1 << ((key.len() as u32)
+        .wrapping_mul(7)
+        .wrapping_add(u32::from(last))
+        % 64)
 }
 
 impl<'a> ObjectBuilder<'a> {
     fn insert(&mut self, key: Cow<'a, str>, value: Json<'a>) {
+        let bit = key_bit(&key);
+        let maybe_repeated = self.seen & bit != 0;
+        self.seen |= bit;
         let existing = match &self.index {
             Some(index) => index.get(&key).copied(),
-            None => self.entries.iter().position(|(name, _)| *name == key),
+            None if maybe_repeated => self.entries.iter().position(|(name, _)| *name == key),
+            None => None,
         };
         if let Some(slot) = existing.and_then(|at| self.entries.get_mut(at)) {
             slot.1 = value;
@@ -273,7 +324,13 @@ pub(crate) mod reference {
     use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
     use serde_json::Number;
 
-    use super::{Json, ObjectBuilder};
+    use super::{Json, Literal, ObjectBuilder};
+
+    fn number<'a, E: de::Error>(value: Number) -> Result<Json<'a>, E> {
+        Literal::new(Cow::Owned(value.to_string()))
+            .map(Json::Number)
+            .ok_or_else(|| E::custom("number does not print as a number"))
+    }
 
     /// `text` read through serde_json.
     pub(crate) fn parse(text: &str) -> Result<Json<'_>, serde_json::Error> {
@@ -301,19 +358,19 @@ pub(crate) mod reference {
             Ok(Json::Bool(value))
         }
 
-        fn visit_i64<E>(self, value: i64) -> Result<Json<'de>, E> {
-            Ok(Json::Number(value.into()))
+        fn visit_i64<E: de::Error>(self, value: i64) -> Result<Json<'de>, E> {
+            number(value.into())
         }
 
-        fn visit_u64<E>(self, value: u64) -> Result<Json<'de>, E> {
-            Ok(Json::Number(value.into()))
+        fn visit_u64<E: de::Error>(self, value: u64) -> Result<Json<'de>, E> {
+            number(value.into())
         }
 
         fn visit_f64<E: de::Error>(self, value: f64) -> Result<Json<'de>, E> {
             // serde_json rejects out-of-range literals itself; this guards the type's contract.
             Number::from_f64(value)
-                .map(Json::Number)
                 .ok_or_else(|| E::custom("number is not finite"))
+                .and_then(number)
         }
 
         fn visit_borrowed_str<E>(self, value: &'de str) -> Result<Json<'de>, E> {

@@ -19,9 +19,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde_json::Number;
-
-use super::{first_escape, Json, ObjectBuilder};
+use super::{first_escape, Json, Literal, ObjectBuilder};
 
 /// serde_json's recursion limit: 127 nested arrays or objects parse, 128 do not.
 const MAX_DEPTH: usize = 127;
@@ -185,8 +183,7 @@ impl<'a> Parser<'a> {
             }
             self.one_or_more_digits()?;
         }
-        let number: Number = self.text.get(start..self.at)?.parse().ok()?;
-        Some(Json::Number(number))
+        Literal::new(Cow::Borrowed(self.text.get(start..self.at)?)).map(Json::Number)
     }
 
     fn digits(&mut self) {
