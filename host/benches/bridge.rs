@@ -308,7 +308,8 @@ fn status_kib(field: &str) -> u64 {
 }
 
 /// CPU time of this process (every thread) and of its reaped children (the agents), from
-/// /proc/self/stat.
+/// getrusage(2), which counts to the microsecond (/proc/self/stat counts clock ticks, too coarse
+/// for a short row).
 #[derive(Clone, Copy)]
 struct Cpu {
     host: Duration,
@@ -316,27 +317,21 @@ struct Cpu {
 }
 
 fn cpu() -> Cpu {
-    let fields: Vec<u64> = std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|s| s.rsplit_once(')').map(|(_, after)| after.to_owned()))
-        .map(|after| {
-            after
-                .split_whitespace()
-                .map(|f| f.parse().unwrap_or(0))
-                .collect()
+    use nix::sys::resource::{getrusage, UsageWho};
+    let spent = |who| {
+        getrusage(who).map_or(Duration::ZERO, |usage| {
+            let time = |t: nix::sys::time::TimeVal| {
+                Duration::new(
+                    u64::try_from(t.tv_sec()).unwrap_or(0),
+                    u32::try_from(t.tv_usec()).unwrap_or(0) * 1000,
+                )
+            };
+            time(usage.user_time()) + time(usage.system_time())
         })
-        .unwrap_or_default();
-    // Fields 14-17 of stat(5) are utime, stime, cutime, cstime; `after` starts at field 3.
-    let field = |n: usize| fields.get(n - 3).copied().unwrap_or(0);
-    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
-        .ok()
-        .flatten()
-        .unwrap_or(100)
-        .max(1) as u64;
-    let ticks = |t: u64| Duration::from_micros(t * 1_000_000 / hz);
+    };
     Cpu {
-        host: ticks(field(14) + field(15)),
-        children: ticks(field(16) + field(17)),
+        host: spent(UsageWho::RUSAGE_SELF),
+        children: spent(UsageWho::RUSAGE_CHILDREN),
     }
 }
 
@@ -1287,7 +1282,7 @@ fn bench(
     print_goals(&rows);
     println!();
     if let Some((rows, script)) = &resident_rows {
-        resident::report(rows, script);
+        resident::report(rows, script, cores);
     }
     println!(
         "agent processes left behind: {left_behind}{}",
@@ -1324,6 +1319,7 @@ fn resident_bench(
     let whole_average = script.whole_prompt_bytes.iter().sum::<usize>() as f64 / turns;
     let mut rows = Vec::new();
     for &level in &settings.levels {
+        let cpu_before = cpu();
         let (samples, elapsed, processes) = server_rt.block_on(resident::floor(
             &floor.spec,
             floor.limits,
@@ -1337,6 +1333,7 @@ fn resident_bench(
             elapsed,
             unseen_average,
             processes,
+            cpu().host.saturating_sub(cpu_before.host),
         ));
         resident_progress(rows.last());
 
@@ -1347,12 +1344,14 @@ fn resident_bench(
         let running =
             server_rt.block_on(start_bridge_with(setup, transforms, "resident", 0, &agent));
         let before = running.bridge.resident.as_ref().map(|r| r.snapshot());
+        let cpu_before = cpu();
         let (samples, elapsed) = client_rt.block_on(resident::conversations(
             running.addr,
             script.clone(),
             level,
             "resident",
         ));
+        let cpu_spent = cpu().host.saturating_sub(cpu_before.host);
         let after = running.bridge.resident.as_ref().map(|r| r.snapshot());
         let (bytes, processes) = match (before, after) {
             (Some(before), Some(after)) => (
@@ -1370,6 +1369,7 @@ fn resident_bench(
             elapsed,
             bytes,
             processes,
+            cpu_spent,
         ));
         resident_progress(rows.last());
 
@@ -1381,12 +1381,14 @@ fn resident_bench(
         ));
         server_rt.block_on(running.refilled(settings.prewarm));
         let before = running.bridge.pool.stats();
+        let cpu_before = cpu();
         let (samples, elapsed) = client_rt.block_on(resident::conversations(
             running.addr,
             script.clone(),
             level,
             "per-turn",
         ));
+        let cpu_spent = cpu().host.saturating_sub(cpu_before.host);
         let after = running.bridge.pool.stats();
         let processes =
             after.served_warm + after.served_cold - before.served_warm - before.served_cold;
@@ -1398,6 +1400,7 @@ fn resident_bench(
             elapsed,
             whole_average,
             processes,
+            cpu_spent,
         ));
         resident_progress(rows.last());
     }

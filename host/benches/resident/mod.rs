@@ -10,9 +10,14 @@
 //! Per row: turns per second, per-turn p50/p99 over every turn of every conversation, bytes
 //! sent to the agent per turn (measured by the resident transport's counters; for the per-turn
 //! transport it is the whole prompt, computed with the native serializer), and agent
-//! processes started. Goals (reported, never asserted): resident overhead above its floor
-//! < 1 ms p50 at 16 clients; on turn 20 at least 10x fewer bytes than per-turn; processes
+//! processes started, and the CPU time this process (the bridge and the clients, or the floor's
+//! ACP client) spent per turn. Goals (reported, never asserted): resident overhead above its
+//! floor < 1 ms p50 at 16 clients; on turn 20 at least 10x fewer bytes than per-turn; processes
 //! started <= one per conversation.
+//!
+//! The CPU column explains the overhead under load: when every core is busy, each turn also
+//! waits for the CPU time of the turns queued ahead of it, so the bridge's extra CPU per turn,
+//! times the conversations per core, bounds from below what it adds to p50.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -220,6 +225,8 @@ pub struct Row {
     /// Average bytes sent to agents per turn.
     pub bytes_per_turn: f64,
     pub processes: usize,
+    /// CPU time of this process per turn (every thread: bridge, clients, floor).
+    pub cpu_per_turn: Duration,
 }
 
 impl Row {
@@ -230,9 +237,12 @@ impl Row {
         elapsed: Duration,
         bytes_per_turn: f64,
         processes: usize,
+        cpu: Duration,
     ) -> Self {
         samples.latencies.sort();
+        let turns = u32::try_from(samples.latencies.len().max(1)).unwrap_or(u32::MAX);
         Self {
+            cpu_per_turn: cpu / turns,
             clients,
             label,
             turns_per_s: samples.latencies.len() as f64 / elapsed.as_secs_f64().max(1e-9),
@@ -247,7 +257,7 @@ impl Row {
 }
 
 /// The table and the goals.
-pub fn report(rows: &[Row], script: &Script) {
+pub fn report(rows: &[Row], script: &Script, cores: usize) {
     println!();
     let mut levels: Vec<String> = rows.iter().map(|row| row.clients.to_string()).collect();
     levels.dedup();
@@ -258,7 +268,7 @@ pub fn report(rows: &[Row], script: &Script) {
         script.requests.last().map_or(0, Bytes::len) / 1000,
     );
     println!(
-        "{:>7}  {:<22} {:>8} {:>9} {:>9} {:>6} {:>9} {:>12} {:>10}",
+        "{:>7}  {:<22} {:>8} {:>9} {:>9} {:>6} {:>9} {:>12} {:>10} {:>13}",
         "clients",
         "mode",
         "turns/s",
@@ -267,9 +277,10 @@ pub fn report(rows: &[Row], script: &Script) {
         "failed",
         "+p50 ms",
         "bytes/turn",
-        "processes"
+        "processes",
+        "cpu/turn ms"
     );
-    println!("{}", "-".repeat(100));
+    println!("{}", "-".repeat(114));
     for row in rows {
         let floor = rows
             .iter()
@@ -281,7 +292,7 @@ pub fn report(rows: &[Row], script: &Script) {
             _ => "-".into(),
         };
         println!(
-            "{:>7}  {:<22} {:>8.1} {:>9.3} {:>9.3} {:>6} {:>9} {:>12.0} {:>10}",
+            "{:>7}  {:<22} {:>8.1} {:>9.3} {:>9.3} {:>6} {:>9} {:>12.0} {:>10} {:>13.3}",
             row.clients,
             row.label,
             row.turns_per_s,
@@ -290,7 +301,8 @@ pub fn report(rows: &[Row], script: &Script) {
             row.failures,
             over,
             row.bytes_per_turn,
-            row.processes
+            row.processes,
+            ms(row.cpu_per_turn)
         );
     }
     for row in rows.iter().filter(|r| r.failures > 0) {
@@ -321,6 +333,13 @@ pub fn report(rows: &[Row], script: &Script) {
         println!(
             "  resident overhead above its floor at 16 clients, p50: {over:+.3} ms (goal < 1 ms)  {}",
             if over < 1.0 { "PASS" } else { "MISS" }
+        );
+        let extra_cpu = ms(resident.cpu_per_turn) - ms(floor.cpu_per_turn);
+        let per_core = 16.0 / cores.max(1) as f64;
+        println!(
+            "    the bridge and its HTTP clients spend {extra_cpu:.3} ms more CPU per turn than the floor; with {per_core:.0} \
+             conversations per core ({cores} cores) that alone queues a turn by about {:.1} ms",
+            extra_cpu * per_core
         );
     }
     println!(
