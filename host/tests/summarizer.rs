@@ -372,6 +372,20 @@ async fn client_errors_are_anthropic_shaped() {
         400,
         "invalid_request_error",
     );
+    let addr = bridge.addr;
+    let not_utf8 = tokio::task::spawn_blocking(move || {
+        common::bridge::request_bytes(
+            addr,
+            "POST",
+            "/v1/messages",
+            &[],
+            b"{\"model\":\"devin-cli-agentic/swe-1-7\",\"max_tokens\":9,\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}",
+        )
+    })
+    .await
+    .expect("client");
+    assert_error(&not_utf8, 400, "invalid_request_error");
+    assert!(not_utf8.body.contains("not UTF-8"), "{}", not_utf8.body);
     let image = json!({"model": "devin-cli-agentic/swe-1-7", "max_tokens": 9, "messages": [{"role": "user", "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}]}]});
     assert_error(&bridge.messages(&image).await, 400, "invalid_request_error");
     let unprefixed = json!({"model": "swe-1-7", "max_tokens": 9, "messages": [{"role": "user", "content": "hi"}]});

@@ -175,7 +175,9 @@ async fn read_body(bridge: &Bridge, request: Request<Incoming>) -> Result<String
                 failure("invalid_request", "the request body could not be read", 400)
             }
         })?;
-    String::from_utf8(collected.to_bytes().to_vec())
+    // `Vec::from` takes over the collected buffer when nothing else holds it, instead of copying
+    // a body that may be megabytes.
+    String::from_utf8(Vec::from(collected.to_bytes()))
         .map_err(|_| failure("invalid_request", "the request body is not UTF-8", 400))
 }
 

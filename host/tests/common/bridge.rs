@@ -270,6 +270,17 @@ pub fn request(
     headers: &[(String, String)],
     body: &str,
 ) -> HttpResponse {
+    request_bytes(addr, method, path, headers, body.as_bytes())
+}
+
+/// [`request`] with a body that need not be text.
+pub fn request_bytes(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> HttpResponse {
     let mut stream = TcpStream::connect(addr).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(120)))
@@ -289,7 +300,7 @@ pub fn request(
     }
     head.push_str("\r\n");
     stream.write_all(head.as_bytes()).expect("write head");
-    stream.write_all(body.as_bytes()).expect("write body");
+    stream.write_all(body).expect("write body");
     let mut raw = Vec::new();
     let _ = stream.read_to_end(&mut raw);
     parse_response(&raw)
