@@ -857,11 +857,20 @@ fn sessions_keep_their_trace_across_prompts_and_run_in_parallel() {
     let quick = agent.prompt(&first_session, &continued("[User]\n[mock:text]"));
     let (_, quick_result) = agent.until_response(quick);
     assert_eq!(quick_result["result"]["stopReason"], "end_turn");
-    let busy = agent.call(
+    let busy = agent.request(
         "session/prompt",
         json!({"sessionId": second_session, "prompt": [{"type": "text", "text": user_prompt("[mock:text]")}]}),
     );
+    let (meanwhile, busy) = agent.until_response(busy);
     assert_eq!(busy["error"]["code"], -32600, "{busy}");
+    // The slow turn may go on streaming before the refusal arrives; nothing else may.
+    assert!(
+        meanwhile
+            .iter()
+            .all(|message| message["method"] == "session/update"
+                && message["params"]["sessionId"] == json!(second_session)),
+        "{meanwhile:?}"
+    );
     let (_, slow_result) = agent.until_response(slow);
     assert_eq!(slow_result["result"]["stopReason"], "end_turn");
 
