@@ -335,6 +335,13 @@ fn cpu() -> Cpu {
     }
 }
 
+/// `run`'s result and the CPU time this process spent while it ran.
+fn host_cpu_during<T>(run: impl FnOnce() -> T) -> (T, Duration) {
+    let before = cpu().host;
+    let result = run();
+    (result, cpu().host.saturating_sub(before))
+}
+
 /// Waits up to `limit` until at most `expected` agents run in `dir`; returns how many remain.
 async fn settle(dir: &Path, expected: usize, limit: Duration) -> usize {
     let started = Instant::now();
@@ -1319,13 +1326,14 @@ fn resident_bench(
     let whole_average = script.whole_prompt_bytes.iter().sum::<usize>() as f64 / turns;
     let mut rows = Vec::new();
     for &level in &settings.levels {
-        let cpu_before = cpu();
-        let (samples, elapsed, processes) = server_rt.block_on(resident::floor(
-            &floor.spec,
-            floor.limits,
-            script.clone(),
-            level,
-        ));
+        let ((samples, elapsed, processes), cpu_spent) = host_cpu_during(|| {
+            server_rt.block_on(resident::floor(
+                &floor.spec,
+                floor.limits,
+                script.clone(),
+                level,
+            ))
+        });
         rows.push(resident::Row::new(
             level,
             "floor (resident ACP)",
@@ -1333,7 +1341,7 @@ fn resident_bench(
             elapsed,
             unseen_average,
             processes,
-            cpu().host.saturating_sub(cpu_before.host),
+            cpu_spent,
         ));
         resident_progress(rows.last());
 
@@ -1344,14 +1352,14 @@ fn resident_bench(
         let running =
             server_rt.block_on(start_bridge_with(setup, transforms, "resident", 0, &agent));
         let before = running.bridge.resident.as_ref().map(|r| r.snapshot());
-        let cpu_before = cpu();
-        let (samples, elapsed) = client_rt.block_on(resident::conversations(
-            running.addr,
-            script.clone(),
-            level,
-            "resident",
-        ));
-        let cpu_spent = cpu().host.saturating_sub(cpu_before.host);
+        let ((samples, elapsed), cpu_spent) = host_cpu_during(|| {
+            client_rt.block_on(resident::conversations(
+                running.addr,
+                script.clone(),
+                level,
+                "resident",
+            ))
+        });
         let after = running.bridge.resident.as_ref().map(|r| r.snapshot());
         let (bytes, processes) = match (before, after) {
             (Some(before), Some(after)) => (
@@ -1381,14 +1389,14 @@ fn resident_bench(
         ));
         server_rt.block_on(running.refilled(settings.prewarm));
         let before = running.bridge.pool.stats();
-        let cpu_before = cpu();
-        let (samples, elapsed) = client_rt.block_on(resident::conversations(
-            running.addr,
-            script.clone(),
-            level,
-            "per-turn",
-        ));
-        let cpu_spent = cpu().host.saturating_sub(cpu_before.host);
+        let ((samples, elapsed), cpu_spent) = host_cpu_during(|| {
+            client_rt.block_on(resident::conversations(
+                running.addr,
+                script.clone(),
+                level,
+                "per-turn",
+            ))
+        });
         let after = running.bridge.pool.stats();
         let processes =
             after.served_warm + after.served_cold - before.served_warm - before.served_cold;

@@ -69,8 +69,8 @@ pub fn count_chars(text: &str) -> usize {
 }
 
 /// The same scans sixteen bytes at a time with wasm's 128-bit SIMD, when the component is built
-/// with it: a quarter of the operations of the eight-byte integer tricks, and half the loop back
-/// edges, each of which the runtime also checks for the call's deadline.
+/// with it: a lane comparison per kind of byte instead of the integer borrow tricks, and half the
+/// loop back edges, each of which the runtime also checks for the call's deadline.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 mod wide {
     use core::arch::wasm32::{
