@@ -7,6 +7,7 @@ mod gate;
 mod image;
 mod operator;
 mod outpost_image;
+mod preinit;
 mod wasm;
 
 use std::path::{Path, PathBuf};

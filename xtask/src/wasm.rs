@@ -7,15 +7,18 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
 
+use crate::preinit::{self, WarmUpFor};
 use crate::{run, workspace_root};
 
-/// A component to build: cargo package, the library's file stem, the output name, and whether
-/// it may import anything (only test components may).
+/// A component to build: cargo package, the library's file stem, the output name, whether it
+/// may import anything (only test components may), and the call that pre-initialises it (see
+/// [`preinit`]; none for test components, which must stay as their source describes them).
 pub struct Spec {
     pub package: &'static str,
     pub lib: &'static str,
     pub name: &'static str,
     pub may_import: bool,
+    pub warm_up: Option<WarmUpFor>,
 }
 
 /// The four transforms.
@@ -25,24 +28,28 @@ pub const TRANSFORMS: [Spec; 4] = [
         lib: "devin_bridge_serializer",
         name: "serializer",
         may_import: false,
+        warm_up: Some(preinit::serializer_warm_up),
     },
     Spec {
         package: "devin-bridge-envelope",
         lib: "devin_bridge_envelope",
         name: "envelope",
         may_import: false,
+        warm_up: Some(preinit::envelope_warm_up),
     },
     Spec {
         package: "devin-bridge-sse",
         lib: "devin_bridge_sse",
         name: "sse",
         may_import: false,
+        warm_up: Some(preinit::sse_warm_up),
     },
     Spec {
         package: "devin-bridge-model-alias",
         lib: "devin_bridge_model_alias",
         name: "model-alias",
         may_import: false,
+        warm_up: Some(preinit::model_alias_warm_up),
     },
 ];
 
@@ -54,24 +61,28 @@ pub const TEST_COMPONENTS: [Spec; 4] = [
         lib: "test_component_misbehaving",
         name: "misbehaving-serializer",
         may_import: false,
+        warm_up: None,
     },
     Spec {
         package: "test-component-wrong-answers",
         lib: "test_component_wrong_answers",
         name: "wrong-answers",
         may_import: false,
+        warm_up: None,
     },
     Spec {
         package: "test-component-twin",
         lib: "test_component_twin",
         name: "twin",
         may_import: false,
+        warm_up: None,
     },
     Spec {
         package: "test-component-wasi-probe",
         lib: "test_component_wasi_probe",
         name: "wasi-probe-serializer",
         may_import: true,
+        warm_up: None,
     },
 ];
 
@@ -227,6 +238,26 @@ pub fn build(specs: &[Spec], out_dir: &Path) -> Result<Vec<(String, String, usiz
                 imports.join(", ")
             );
         }
+        let component = match spec.warm_up {
+            Some(warm_up) => {
+                let warm_up = warm_up(&root)?;
+                let snapshot = preinit::preinitialize(&component, &warm_up).with_context(|| {
+                    format!(
+                        "{}: pre-initialising with {}#{}",
+                        spec.name, warm_up.interface, warm_up.function
+                    )
+                })?;
+                eprintln!(
+                    "xtask: {:<26} pre-initialised by one {} call ({} -> {} bytes)",
+                    spec.name,
+                    warm_up.function,
+                    component.len(),
+                    snapshot.len()
+                );
+                snapshot
+            }
+            None => component,
+        };
         let out = out_dir.join(format!("{}.wasm", spec.name));
         std::fs::write(&out, &component)?;
         let sha = hex::encode(Sha256::digest(&component));
