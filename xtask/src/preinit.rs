@@ -33,10 +33,15 @@ pub struct WarmUp {
 /// Builds a component's warm-up call from the repository's fixtures.
 pub type WarmUpFor = fn(root: &Path) -> Result<WarmUp>;
 
+/// A file of the repository, as text.
+fn repository_file(root: &Path, relative: &str) -> Result<String> {
+    let path = root.join(relative);
+    std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
+}
+
 /// The Claude-Code-sized request the benchmarks and tests use (79 KB, 21 tools).
 fn claude_code_request(root: &Path) -> Result<String> {
-    let path = root.join("tests/fixtures/requests/claude-code.json");
-    std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
+    repository_file(root, "tests/fixtures/requests/claude-code.json")
 }
 
 /// The serializer turns the Claude-Code-sized request into a prompt.
@@ -101,9 +106,7 @@ pub fn sse_warm_up(_root: &Path) -> Result<WarmUp> {
 
 /// The model-alias validator checks the default model against the shipped catalog.
 pub fn model_alias_warm_up(root: &Path) -> Result<WarmUp> {
-    let path = root.join("policies/models.json");
-    let catalog =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let catalog = repository_file(root, "policies/models.json")?;
     Ok(WarmUp {
         interface: "devin-bridge:transforms/model-alias@0.1.0",
         function: "validate",

@@ -41,8 +41,9 @@ fn prompt_to_wit(prompt: crate::Prompt) -> Prompt {
     }
 }
 
-/// How much heap a call needs, as a multiple of the request's size (measured: the 79 KB and
-/// 1 MB benchmark requests peak at about 3.8 and 3.5 times their size).
+/// How much heap a call needs, as a multiple of the request's size (measured as linear-memory
+/// growth, in 64 KiB pages: the 79 KB and 1 MB benchmark requests grew it by about 4.0 and 3.5
+/// times their size).
 const HEAP_PER_REQUEST_BYTE: usize = 4;
 
 /// Makes the allocator's free space as large as this call will need, in one step. Linear memory
