@@ -119,7 +119,38 @@ fn system_toolchain_ready() -> bool {
     Path::new(SYSTEM_RUSTC).exists()
         && Path::new(SYSTEM_CARGO).exists()
         && Path::new(SYSTEM_RUST_SRC).exists()
-        && Path::new("/usr/bin/rust-lld").exists()
+        && system_wasm_linker().is_some()
+}
+
+/// The wasm linker for Debian's rustc: its `rust-lld` where the package ships that link, else
+/// the `wasm-ld` of an installed LLVM (`lld-22` and later); some `rustc-web` builds carry no
+/// `rust-lld` link at all, and rustc's default for the target is that name.
+fn system_wasm_linker() -> Option<PathBuf> {
+    let rust_lld = PathBuf::from("/usr/bin/rust-lld");
+    if rust_lld.exists() {
+        return Some(rust_lld);
+    }
+    let mut llvm: Vec<PathBuf> = std::fs::read_dir("/usr/lib")
+        .ok()?
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with("llvm-"))
+        .map(|entry| entry.path().join("bin").join("wasm-ld"))
+        .filter(|wasm_ld| wasm_ld.exists())
+        .collect();
+    // The newest LLVM: `llvm-22` sorts after `llvm-19` by its number, not by its text.
+    llvm.sort_by_key(|path| {
+        path.components()
+            .filter_map(|part| {
+                part.as_os_str()
+                    .to_str()?
+                    .strip_prefix("llvm-")?
+                    .parse::<u32>()
+                    .ok()
+            })
+            .next()
+            .unwrap_or(0)
+    });
+    llvm.pop()
 }
 
 /// `DEVIN_BRIDGE_WASM_TOOLCHAIN=rustup|system` forces a path (to test the other one).
@@ -174,8 +205,14 @@ pub fn build(specs: &[Spec], out_dir: &Path) -> Result<Vec<(String, String, usiz
             cargo
         }
         Toolchain::SystemBuildStd => {
-            eprintln!("xtask: building components with {SYSTEM_RUSTC} and -Zbuild-std");
+            let linker = system_wasm_linker()
+                .context("no wasm linker (/usr/bin/rust-lld or an LLVM wasm-ld): install lld-22")?;
+            eprintln!(
+                "xtask: building components with {SYSTEM_RUSTC}, -Zbuild-std and {}",
+                linker.display()
+            );
             let mut cargo = Command::new(SYSTEM_CARGO);
+            cargo.env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER", &linker);
             cargo
                 .args([
                     "build",
