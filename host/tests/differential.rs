@@ -274,7 +274,7 @@ fn generated_serializer_requests_agree() {
             assert_same(
                 &transforms,
                 &Call::SerializeUnseen {
-                    request: text.clone(),
+                    request: text.clone().into(),
                     options,
                 },
                 &format!("serializer unseen #{i} ({options:?})"),

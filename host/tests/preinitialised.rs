@@ -52,7 +52,7 @@ fn claude_code_sized_call(kind: TransformKind) -> Call {
     let prompt = devin_bridge_serializer::serialize(&request).expect("the fixture serializes");
     match kind {
         TransformKind::Serializer => Call::SerializeUnseen {
-            request,
+            request: request.into(),
             options: PromptOptions {
                 held: 0,
                 images: ImageLimits {

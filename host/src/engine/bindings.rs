@@ -5,6 +5,8 @@
 //! `devin-bridge-types` (the same types the native libraries use, which is what makes the
 //! differential tests a direct comparison).
 
+use std::sync::Arc;
+
 use devin_bridge_types::{Failure, Reply, ToolCall, Usage};
 use serde::{Deserialize, Serialize};
 use wasmtime::component::InstancePre;
@@ -212,8 +214,10 @@ pub enum Call {
     Serialize {
         request: String,
     },
+    /// The request is shared, not owned: the resident transport keeps it for a replay and may
+    /// serialize it more than once, and a request can be megabytes.
     SerializeUnseen {
-        request: String,
+        request: Arc<String>,
         options: PromptOptions,
     },
     Repair {

@@ -123,7 +123,7 @@ pub fn decode_call(call_name: &str, args: &Value) -> Result<Call, String> {
                 }
             };
             Call::SerializeUnseen {
-                request: json_text(args, "request")?,
+                request: json_text(args, "request")?.into(),
                 options: crate::engine::PromptOptions {
                     held: number("held")?,
                     images: crate::engine::ImageLimits {

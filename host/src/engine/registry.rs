@@ -309,7 +309,7 @@ impl Transforms {
     /// The prompt for a session that holds the conversation's first `options.held` messages.
     pub fn serialize_unseen(
         &self,
-        request: String,
+        request: Arc<String>,
         options: PromptOptions,
     ) -> Result<Result<UnseenPrompt, Failure>, EngineError> {
         match self.call(&Call::SerializeUnseen { request, options })? {

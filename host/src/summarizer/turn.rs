@@ -119,7 +119,7 @@ pub async fn prepare(
 
 /// The whole prompt and its images, with the model validated.
 pub async fn serialize_whole(bridge: &Bridge, body: String) -> Result<UnseenPrompt, Failure> {
-    serialize_unseen(bridge, body, 0, true).await
+    serialize_unseen(bridge, Arc::new(body), 0, true).await
 }
 
 /// `serialize-unseen` for a session holding `held` messages (with the images the agent
@@ -127,7 +127,7 @@ pub async fn serialize_whole(bridge: &Bridge, body: String) -> Result<UnseenProm
 /// workers.
 pub(super) async fn serialize_unseen(
     bridge: &Bridge,
-    body: String,
+    body: Arc<String>,
     held: u32,
     validate: bool,
 ) -> Result<UnseenPrompt, Failure> {

@@ -461,14 +461,14 @@ fn content_bytes(blocks: &[v1::ContentBlock]) -> usize {
         .sum()
 }
 
-/// [`serialize_unseen`] of the lease's request.
+/// [`serialize_unseen`] of the lease's request (shared with the call, not copied).
 async fn serialize(
     bridge: &Bridge,
     body: &Arc<String>,
     held: u32,
     validate: bool,
 ) -> Result<UnseenPrompt, Failure> {
-    serialize_unseen(bridge, body.as_str().to_owned(), held, validate).await
+    serialize_unseen(bridge, body.clone(), held, validate).await
 }
 
 #[cfg(test)]
