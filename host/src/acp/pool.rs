@@ -7,7 +7,10 @@
 //! the loser joins the ready set instead of being wasted. The refill counts those requests'
 //! own starts as agents on their way, so under a burst (more requests than the prewarm target)
 //! it starts nothing extra: the machine then runs one start per request, as without prewarm,
-//! rather than one per request plus a refill's worth competing with them.
+//! rather than one per request plus a refill's worth competing with them. While the refill has
+//! no start in flight, nothing can be ready before a request's own start, so the request runs
+//! that start itself, as without prewarm: handing it to a task of its own would cost the request
+//! one more wake-up, which on a saturated machine is one more trip through the run queue.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -31,6 +34,8 @@ pub struct AgentPool {
     arrived: Notify,
     /// Starts that requests made for themselves and that have not finished yet.
     own_starts: AtomicUsize,
+    /// Starts the refill has in flight.
+    refill_starts: AtomicUsize,
     closed: AtomicBool,
     served_warm: AtomicUsize,
     served_cold: AtomicUsize,
@@ -57,6 +62,7 @@ impl AgentPool {
             wanted: Notify::new(),
             arrived: Notify::new(),
             own_starts: AtomicUsize::new(0),
+            refill_starts: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             served_warm: AtomicUsize::new(0),
             served_cold: AtomicUsize::new(0),
@@ -68,7 +74,8 @@ impl AgentPool {
     }
 
     /// A ready agent if one is alive; else the first agent to be ready of one started for this
-    /// request and those the refill is starting (the other one joins the ready set).
+    /// request and those the refill is starting (the other one joins the ready set), or, when
+    /// the refill starts none, the one started for this request.
     pub async fn take(self: &Arc<Self>) -> Result<Agent, AcpError> {
         if let Some(agent) = self.pop_alive() {
             self.served_warm.fetch_add(1, Ordering::Relaxed);
@@ -76,6 +83,12 @@ impl AgentPool {
         }
         self.served_cold.fetch_add(1, Ordering::Relaxed);
         if self.target == 0 {
+            return Agent::start(&self.spec, self.limits).await;
+        }
+        // The refill starts nothing: only this request's own start can serve it (see the
+        // module's comment). Going away ends the start, as without prewarm.
+        if self.refill_starts.load(Ordering::Acquire) == 0 {
+            let _counted = OwnStart::enter(self);
             return Agent::start(&self.spec, self.limits).await;
         }
         let (sender, mut own) = tokio::sync::oneshot::channel();
@@ -176,19 +189,23 @@ impl AgentPool {
                 let (spec, limits) = (self.spec.clone(), self.limits);
                 starting.spawn(async move { Agent::start(&spec, limits).await });
             }
+            self.refill_starts.store(starting.len(), Ordering::Release);
             tokio::select! {
-                Some(started) = starting.join_next(), if !starting.is_empty() => match started {
-                    Ok(Ok(agent)) => {
-                        backoff = std::time::Duration::from_millis(100);
-                        self.put(agent).await;
+                Some(started) = starting.join_next(), if !starting.is_empty() => {
+                    self.refill_starts.store(starting.len(), Ordering::Release);
+                    match started {
+                        Ok(Ok(agent)) => {
+                            backoff = std::time::Duration::from_millis(100);
+                            self.put(agent).await;
+                        }
+                        Ok(Err(error)) => {
+                            tracing::warn!(code = error.code(), %error, retry_in_ms = backoff.as_millis() as u64, "prewarming an agent failed");
+                            tokio::time::sleep(backoff).await;
+                            backoff = (backoff * 2).min(std::time::Duration::from_secs(30));
+                        }
+                        Err(join) => tracing::error!(%join, "prewarm task failed"),
                     }
-                    Ok(Err(error)) => {
-                        tracing::warn!(code = error.code(), %error, retry_in_ms = backoff.as_millis() as u64, "prewarming an agent failed");
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(std::time::Duration::from_secs(30));
-                    }
-                    Err(join) => tracing::error!(%join, "prewarm task failed"),
-                },
+                }
                 _ = self.wanted.notified() => {}
             }
         }
@@ -206,6 +223,24 @@ impl AgentPool {
         for agent in agents {
             agent.close().await;
         }
+    }
+}
+
+/// A start a request runs in its own task, counted in `own_starts` until it ends or the request
+/// goes away.
+struct OwnStart<'a>(&'a AgentPool);
+
+impl<'a> OwnStart<'a> {
+    fn enter(pool: &'a AgentPool) -> Self {
+        pool.own_starts.fetch_add(1, Ordering::AcqRel);
+        Self(pool)
+    }
+}
+
+impl Drop for OwnStart<'_> {
+    fn drop(&mut self) {
+        self.0.own_starts.fetch_sub(1, Ordering::AcqRel);
+        self.0.wanted.notify_one();
     }
 }
 
@@ -283,6 +318,41 @@ cat >/dev/null"#
         assert_eq!(starts(&log), 2);
         assert_eq!(pool.stats().served_cold, 1);
         agent.close().await;
+        pool.drain().await;
+    }
+
+    #[tokio::test]
+    async fn a_request_that_goes_away_during_its_own_start_stops_counting_toward_the_warm_set() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = dir.path().join("starts");
+        // The warm agent comes at once; every later start takes 3 s.
+        let pool = AgentPool::new(slow_agent(&log, &["0", "3"]), limits(), 1);
+        tokio::spawn(pool.clone().run_refill());
+        wait_for(|| pool.stats().ready == 1, "the warm set").await;
+
+        // The first request takes the warm agent; the second finds none, and with the refill
+        // idle it runs its own start, which counts toward the warm set.
+        let first = {
+            let pool = pool.clone();
+            tokio::spawn(async move { pool.take().await })
+        };
+        let second = {
+            let pool = pool.clone();
+            tokio::spawn(async move { pool.take().await })
+        };
+        wait_for(|| starts(&log) == 2, "the second request's own start").await;
+        assert_eq!(pool.own_starts.load(Ordering::Acquire), 1);
+        // The second request goes away: its start no longer counts, and the refill replaces it
+        // at once instead of waiting for a start nobody will take.
+        second.abort();
+        wait_for(|| starts(&log) == 3, "the refill's replacement").await;
+        assert_eq!(pool.own_starts.load(Ordering::Acquire), 0);
+        first
+            .await
+            .expect("join")
+            .expect("the warm agent")
+            .close()
+            .await;
         pool.drain().await;
     }
 
