@@ -7,10 +7,7 @@
 //! the loser joins the ready set instead of being wasted. The refill counts those requests'
 //! own starts as agents on their way, so under a burst (more requests than the prewarm target)
 //! it starts nothing extra: the machine then runs one start per request, as without prewarm,
-//! rather than one per request plus a refill's worth competing with them. While the refill has
-//! no start in flight, nothing can be ready before a request's own start, so the request runs
-//! that start itself, as without prewarm: handing it to a task of its own would cost the request
-//! one more wake-up, which on a saturated machine is one more trip through the run queue.
+//! rather than one per request plus a refill's worth competing with them.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -34,8 +31,6 @@ pub struct AgentPool {
     arrived: Notify,
     /// Starts that requests made for themselves and that have not finished yet.
     own_starts: AtomicUsize,
-    /// Starts the refill has in flight.
-    refill_starts: AtomicUsize,
     closed: AtomicBool,
     served_warm: AtomicUsize,
     served_cold: AtomicUsize,
@@ -62,7 +57,6 @@ impl AgentPool {
             wanted: Notify::new(),
             arrived: Notify::new(),
             own_starts: AtomicUsize::new(0),
-            refill_starts: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             served_warm: AtomicUsize::new(0),
             served_cold: AtomicUsize::new(0),
@@ -74,8 +68,7 @@ impl AgentPool {
     }
 
     /// A ready agent if one is alive; else the first agent to be ready of one started for this
-    /// request and those the refill is starting (the other one joins the ready set), or, when
-    /// the refill starts none, the one started for this request.
+    /// request and those the refill is starting (the other one joins the ready set).
     pub async fn take(self: &Arc<Self>) -> Result<Agent, AcpError> {
         if let Some(agent) = self.pop_alive() {
             self.served_warm.fetch_add(1, Ordering::Relaxed);
@@ -85,31 +78,29 @@ impl AgentPool {
         if self.target == 0 {
             return Agent::start(&self.spec, self.limits).await;
         }
-        // The refill starts nothing: only this request's own start can serve it (see the
-        // module's comment). Going away ends the start, as without prewarm.
-        if self.refill_starts.load(Ordering::Acquire) == 0 {
-            let _counted = OwnStart::enter(self);
-            return Agent::start(&self.spec, self.limits).await;
-        }
-        let (sender, mut own) = tokio::sync::oneshot::channel();
-        self.own_starts.fetch_add(1, Ordering::AcqRel);
-        let pool = Arc::clone(self);
-        tokio::spawn(async move {
-            let started = Agent::start(&pool.spec, pool.limits).await;
-            pool.own_starts.fetch_sub(1, Ordering::AcqRel);
-            pool.wanted.notify_one();
-            // The request took another agent first (or went away): keep this one warm.
-            if let Err(Ok(agent)) = sender.send(started) {
-                pool.put(agent).await;
-            }
-        });
+        // The start runs in this request's task, so its end wakes the request directly (a start
+        // in a task of its own would cost one more wake-up, which on a saturated machine is one
+        // more trip through the run queue). If another agent is ready first, the start moves to
+        // a task of its own and its agent joins the ready set.
+        let counted = OwnStart::enter(self);
+        let (spec, limits) = (self.spec.clone(), self.limits);
+        let mut own = Box::pin(async move { Agent::start(&spec, limits).await });
         loop {
             tokio::select! {
                 started = &mut own => {
-                    return started.unwrap_or(Err(AcpError::EarlyExit));
+                    drop(counted);
+                    return started;
                 }
                 () = self.arrived.notified() => {
                     if let Some(agent) = self.pop_alive() {
+                        let pool = Arc::clone(self);
+                        tokio::spawn(async move {
+                            let started = own.await;
+                            drop(counted);
+                            if let Ok(agent) = started {
+                                pool.put(agent).await;
+                            }
+                        });
                         return Ok(agent);
                     }
                 }
@@ -189,10 +180,8 @@ impl AgentPool {
                 let (spec, limits) = (self.spec.clone(), self.limits);
                 starting.spawn(async move { Agent::start(&spec, limits).await });
             }
-            self.refill_starts.store(starting.len(), Ordering::Release);
             tokio::select! {
                 Some(started) = starting.join_next(), if !starting.is_empty() => {
-                    self.refill_starts.store(starting.len(), Ordering::Release);
                     match started {
                         Ok(Ok(agent)) => {
                             backoff = std::time::Duration::from_millis(100);
@@ -226,18 +215,18 @@ impl AgentPool {
     }
 }
 
-/// A start a request runs in its own task, counted in `own_starts` until it ends or the request
-/// goes away.
-struct OwnStart<'a>(&'a AgentPool);
+/// A start made for a request, counted in `own_starts` until it ends (or the request goes away
+/// while it runs, which ends it).
+struct OwnStart(Arc<AgentPool>);
 
-impl<'a> OwnStart<'a> {
-    fn enter(pool: &'a AgentPool) -> Self {
+impl OwnStart {
+    fn enter(pool: &Arc<AgentPool>) -> Self {
         pool.own_starts.fetch_add(1, Ordering::AcqRel);
-        Self(pool)
+        Self(Arc::clone(pool))
     }
 }
 
-impl Drop for OwnStart<'_> {
+impl Drop for OwnStart {
     fn drop(&mut self) {
         self.0.own_starts.fetch_sub(1, Ordering::AcqRel);
         self.0.wanted.notify_one();
@@ -330,8 +319,8 @@ cat >/dev/null"#
         tokio::spawn(pool.clone().run_refill());
         wait_for(|| pool.stats().ready == 1, "the warm set").await;
 
-        // The first request takes the warm agent; the second finds none, and with the refill
-        // idle it runs its own start, which counts toward the warm set.
+        // The first request takes the warm agent; the second finds none and starts its own,
+        // which counts toward the warm set.
         let first = {
             let pool = pool.clone();
             tokio::spawn(async move { pool.take().await })
