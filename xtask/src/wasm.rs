@@ -98,8 +98,9 @@ const SYSTEM_PACKAGES: [&str; 4] = ["rustc-web", "cargo-web", "rust-web-src", "l
 enum Toolchain {
     /// rustup has the target installed: a plain cargo build.
     Rustup,
-    /// Debian's rustc with `-Zbuild-std` (its standard library is built for the target here).
-    SystemBuildStd,
+    /// Debian's rustc with `-Zbuild-std` (its standard library is built for the target here),
+    /// linking with `linker`.
+    SystemBuildStd { linker: PathBuf },
 }
 
 fn rustup_has_target() -> bool {
@@ -115,56 +116,55 @@ fn rustup_has_target() -> bool {
         .unwrap_or(false)
 }
 
-fn system_toolchain_ready() -> bool {
-    Path::new(SYSTEM_RUSTC).exists()
+/// The wasm linker when Debian's rustc, cargo and standard-library source are all installed.
+fn system_toolchain_ready() -> Option<PathBuf> {
+    let installed = Path::new(SYSTEM_RUSTC).exists()
         && Path::new(SYSTEM_CARGO).exists()
-        && Path::new(SYSTEM_RUST_SRC).exists()
-        && system_wasm_linker().is_some()
+        && Path::new(SYSTEM_RUST_SRC).exists();
+    installed.then(system_wasm_linker).flatten()
 }
 
 /// The wasm linker for Debian's rustc: its `rust-lld` where the package ships that link, else
-/// the `wasm-ld` of an installed LLVM (`lld-22` and later); some `rustc-web` builds carry no
-/// `rust-lld` link at all, and rustc's default for the target is that name.
+/// the `wasm-ld` of the newest installed LLVM (`lld-22` installs one); some `rustc-web` builds
+/// carry no `rust-lld` link at all, and rustc's default for the target is that name.
 fn system_wasm_linker() -> Option<PathBuf> {
     let rust_lld = PathBuf::from("/usr/bin/rust-lld");
     if rust_lld.exists() {
         return Some(rust_lld);
     }
-    let mut llvm: Vec<PathBuf> = std::fs::read_dir("/usr/lib")
+    std::fs::read_dir("/usr/lib")
         .ok()?
-        .filter_map(|entry| entry.ok())
-        .filter(|entry| entry.file_name().to_string_lossy().starts_with("llvm-"))
-        .map(|entry| entry.path().join("bin").join("wasm-ld"))
-        .filter(|wasm_ld| wasm_ld.exists())
-        .collect();
-    // The newest LLVM: `llvm-22` sorts after `llvm-19` by its number, not by its text.
-    llvm.sort_by_key(|path| {
-        path.components()
-            .filter_map(|part| {
-                part.as_os_str()
-                    .to_str()?
-                    .strip_prefix("llvm-")?
-                    .parse::<u32>()
-                    .ok()
-            })
-            .next()
-            .unwrap_or(0)
-    });
-    llvm.pop()
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            let version: u32 = entry
+                .file_name()
+                .to_str()?
+                .strip_prefix("llvm-")?
+                .parse()
+                .ok()?;
+            let wasm_ld = entry.path().join("bin").join("wasm-ld");
+            wasm_ld.exists().then_some((version, wasm_ld))
+        })
+        .max_by_key(|(version, _)| *version)
+        .map(|(_, wasm_ld)| wasm_ld)
 }
 
 /// `DEVIN_BRIDGE_WASM_TOOLCHAIN=rustup|system` forces a path (to test the other one).
 fn toolchain() -> Result<Toolchain> {
     match std::env::var("DEVIN_BRIDGE_WASM_TOOLCHAIN").as_deref() {
         Ok("rustup") => return Ok(Toolchain::Rustup),
-        Ok("system") if system_toolchain_ready() => return Ok(Toolchain::SystemBuildStd),
+        Ok("system") => {
+            if let Some(linker) = system_toolchain_ready() {
+                return Ok(Toolchain::SystemBuildStd { linker });
+            }
+        }
         _ => {}
     }
     if rustup_has_target() {
         return Ok(Toolchain::Rustup);
     }
-    if system_toolchain_ready() {
-        return Ok(Toolchain::SystemBuildStd);
+    if let Some(linker) = system_toolchain_ready() {
+        return Ok(Toolchain::SystemBuildStd { linker });
     }
     let is_root = Command::new("id")
         .arg("-u")
@@ -181,8 +181,8 @@ fn toolchain() -> Result<Toolchain> {
         run(Command::new("apt-get")
             .args(["install", "-y", "-q"])
             .args(SYSTEM_PACKAGES))?;
-        if system_toolchain_ready() {
-            return Ok(Toolchain::SystemBuildStd);
+        if let Some(linker) = system_toolchain_ready() {
+            return Ok(Toolchain::SystemBuildStd { linker });
         }
     }
     bail!(
@@ -204,9 +204,7 @@ pub fn build(specs: &[Spec], out_dir: &Path) -> Result<Vec<(String, String, usiz
             cargo.args(["build", "--profile", "wasm", "--target", TARGET]);
             cargo
         }
-        Toolchain::SystemBuildStd => {
-            let linker = system_wasm_linker()
-                .context("no wasm linker (/usr/bin/rust-lld or an LLVM wasm-ld): install lld-22")?;
+        Toolchain::SystemBuildStd { linker } => {
             eprintln!(
                 "xtask: building components with {SYSTEM_RUSTC}, -Zbuild-std and {}",
                 linker.display()

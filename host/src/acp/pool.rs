@@ -87,15 +87,13 @@ impl AgentPool {
         let mut own = Box::pin(async move { Agent::start(&spec, limits).await });
         loop {
             tokio::select! {
-                started = &mut own => {
-                    drop(counted);
-                    return started;
-                }
+                started = &mut own => return started,
                 () = self.arrived.notified() => {
                     if let Some(agent) = self.pop_alive() {
                         let pool = Arc::clone(self);
                         tokio::spawn(async move {
                             let started = own.await;
+                            // No longer on its way: the refill sees it in the ready set instead.
                             drop(counted);
                             if let Ok(agent) = started {
                                 pool.put(agent).await;
@@ -181,20 +179,18 @@ impl AgentPool {
                 starting.spawn(async move { Agent::start(&spec, limits).await });
             }
             tokio::select! {
-                Some(started) = starting.join_next(), if !starting.is_empty() => {
-                    match started {
-                        Ok(Ok(agent)) => {
-                            backoff = std::time::Duration::from_millis(100);
-                            self.put(agent).await;
-                        }
-                        Ok(Err(error)) => {
-                            tracing::warn!(code = error.code(), %error, retry_in_ms = backoff.as_millis() as u64, "prewarming an agent failed");
-                            tokio::time::sleep(backoff).await;
-                            backoff = (backoff * 2).min(std::time::Duration::from_secs(30));
-                        }
-                        Err(join) => tracing::error!(%join, "prewarm task failed"),
+                Some(started) = starting.join_next(), if !starting.is_empty() => match started {
+                    Ok(Ok(agent)) => {
+                        backoff = std::time::Duration::from_millis(100);
+                        self.put(agent).await;
                     }
-                }
+                    Ok(Err(error)) => {
+                        tracing::warn!(code = error.code(), %error, retry_in_ms = backoff.as_millis() as u64, "prewarming an agent failed");
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(std::time::Duration::from_secs(30));
+                    }
+                    Err(join) => tracing::error!(%join, "prewarm task failed"),
+                },
                 _ = self.wanted.notified() => {}
             }
         }
