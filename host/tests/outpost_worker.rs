@@ -188,6 +188,35 @@ async fn a_crashed_remote_is_released_at_once_so_its_session_requeues() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_requeued_before_its_release_is_answered_is_claimed_again() {
+    // The requeue's watch event reaches the worker before the answer to its release does:
+    // the worker must not then forget the requeued entry as stale.
+    let rig = Rig::start(FleetConfig::default()).await;
+    rig.fleet
+        .faults()
+        .delay_release_answers(Some(Duration::from_millis(500)));
+    let session = rig.enqueue(SessionSpec {
+        behaviour: RemoteBehaviour::Crash,
+        ..SessionSpec::default()
+    });
+    let _worker = rig.worker("w").spawn();
+    rig.wait(T, "claimed, released and claimed again", |f| {
+        f.history(&session)
+            .iter()
+            .filter(|e| e.kind == K::Claimed)
+            .count()
+            >= 2
+    })
+    .await;
+    let kinds = rig.kinds(&session);
+    assert_eq!(
+        &kinds[..3],
+        &[K::Claimed, K::Released, K::Claimed],
+        "{kinds:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_terminated_while_its_remote_runs_has_the_remote_killed_even_if_it_ignores_sigterm(
 ) {
     let rig = Rig::start(FleetConfig::default()).await;

@@ -390,9 +390,16 @@ impl Worker {
 
     fn finished(&mut self, session: SessionId, outcome: Outcome) {
         self.running.remove(&session);
-        // The entry as stored predates the release: forget it; the watch re-adds it if the
-        // session requeues.
-        self.store.remove(&session);
+        // An entry still showing this worker's claim predates the release: forget it; the
+        // watch re-adds it if the session requeues. Any other entry came from an event after
+        // the claim (the requeue's event can overtake the release's answer) and stays.
+        if self
+            .store
+            .get(&session)
+            .is_some_and(|entry| entry.claimed_by(&self.context.acceptor))
+        {
+            self.store.remove(&session);
+        }
         self.summary.served += 1;
         match outcome {
             Outcome::Completed | Outcome::Ended => self.summary.completed += 1,

@@ -2,6 +2,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::time::Duration;
 
 #[derive(Default)]
 pub struct Faults {
@@ -13,6 +14,7 @@ pub struct Faults {
     stall_next_stream: AtomicBool,
     drop_gateway_url: AtomicBool,
     claim_conflicts: AtomicUsize,
+    release_answer_delay: Mutex<Option<Duration>>,
 }
 
 impl Faults {
@@ -54,6 +56,22 @@ impl Faults {
     /// The next `n` claims answer 409 as if another worker had won them.
     pub fn claim_conflict_next(&self, n: usize) {
         self.claim_conflicts.store(n, Ordering::SeqCst);
+    }
+
+    /// Releases take effect at once (their watch event goes out), but their answer reaches
+    /// the worker only after `delay`, as on a slow return path (`None`: at once).
+    pub fn delay_release_answers(&self, delay: Option<Duration>) {
+        *self
+            .release_answer_delay
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = delay;
+    }
+
+    pub(crate) fn release_answer_delay(&self) -> Option<Duration> {
+        *self
+            .release_answer_delay
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The status to fail this request with, if a `fail_next` burst is running.

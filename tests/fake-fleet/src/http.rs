@@ -210,7 +210,11 @@ async fn api_inner(
                 shared
                     .with_state(|state| state.claim(&config, &id, &acceptor, conflict, gateway_url))
             } else {
-                shared.with_state(|state| state.release(&id, &acceptor))
+                let released = shared.with_state(|state| state.release(&id, &acceptor));
+                if let Some(delay) = shared.faults.release_answer_delay() {
+                    tokio::time::sleep(delay).await;
+                }
+                released
             };
             result.map(|value| json_response(200, &value))
         }
