@@ -10,7 +10,7 @@
 //! - **bridge, no prewarm** (`prewarm = 0`): the same work plus HTTP and every transform, over
 //!   keep-alive connections to an in-process bridge on 127.0.0.1;
 //! - **bridge, prewarm** (`prewarm = 16` by default): as above with agents started ahead of
-//!   demand.
+//!   demand, measured between two no-prewarm runs (A-B-A) and compared with their mean.
 //!
 //! Each row reports requests/s, p50 and p99 latency, failed requests, the bridge's overhead
 //! above the floor (difference of the percentiles), how many turns found a prewarmed agent,
@@ -959,7 +959,7 @@ fn print_goals(rows: &[Row]) {
         let failed: usize = at64.iter().map(|r| r.failures).sum();
         let served: usize = at64.iter().map(|r| r.ok).sum();
         println!(
-            "  {}  zero failed requests at 64 clients: {failed} failed of {} (both bridge rows)",
+            "  {}  zero failed requests at 64 clients: {failed} failed of {} (every bridge row)",
             verdict(failed == 0 && served > 0),
             failed + served
         );
@@ -967,15 +967,24 @@ fn print_goals(rows: &[Row]) {
     let mut levels: Vec<usize> = rows.iter().map(|r| r.level).collect();
     levels.dedup();
     for level in levels {
-        if let (Some(cold), Some(warm)) = (find(level, Mode::Cold), find(level, Mode::Warm)) {
-            println!(
-                "  {}  with prewarm, p50 below the no-prewarm p50 at {level} clients: {:.2} ms vs {:.2} ms ({:+.1}%)",
-                verdict(warm.p50 < cold.p50 && warm.ok > 0),
-                ms(warm.p50),
-                ms(cold.p50),
-                (ms(warm.p50) / ms(cold.p50).max(1e-9) - 1.0) * 100.0
-            );
-        }
+        let colds: Vec<f64> = rows
+            .iter()
+            .filter(|r| r.level == level && r.mode == Mode::Cold)
+            .map(|r| ms(r.p50))
+            .collect();
+        let (Some(warm), false) = (find(level, Mode::Warm), colds.is_empty()) else {
+            continue;
+        };
+        let cold = colds.iter().sum::<f64>() / colds.len() as f64;
+        let spread = colds.iter().copied().fold(f64::MIN, f64::max)
+            - colds.iter().copied().fold(f64::MAX, f64::min);
+        println!(
+            "  {}  with prewarm, p50 below the no-prewarm p50 at {level} clients: {:.2} ms vs {cold:.2} ms ({:+.1}%; \
+             no-prewarm p50 is the mean of the runs before and after, which differ by {spread:.2} ms)",
+            verdict(ms(warm.p50) < cold && warm.ok > 0),
+            ms(warm.p50),
+            (ms(warm.p50) / cold.max(1e-9) - 1.0) * 100.0
+        );
     }
 }
 
@@ -1176,8 +1185,15 @@ fn bench(
         progress(rows.last());
 
         // The bridge, without and with prewarm.
-        for (mode, prewarm) in [(Mode::Cold, 0), (Mode::Warm, settings.prewarm)] {
-            let home = if mode == Mode::Cold { "cold" } else { "warm" };
+        // No prewarm, prewarm, no prewarm again (A-B-A): the prewarm row is compared with the
+        // mean of the runs on either side of it, which cancels a drift of the machine's speed
+        // during the level, and the two no-prewarm runs show how far identical runs differ.
+        let runs = [
+            (Mode::Cold, 0, "cold", "bridge no-prewarm"),
+            (Mode::Warm, settings.prewarm, "warm", "bridge prewarm"),
+            (Mode::Cold, 0, "cold-again", "bridge no-prewarm"),
+        ];
+        for (mode, prewarm, home, label) in runs {
             let running = server_rt.block_on(start_bridge(setup, transforms, home, prewarm));
             let addr = running.addr;
             if mode == Mode::Cold && health.is_none() {
@@ -1209,8 +1225,8 @@ fn bench(
             let warm = after.served_warm - before.served_warm;
             let all = warm + after.served_cold - before.served_cold;
             let label = match mode {
-                Mode::Cold => "bridge no-prewarm".to_owned(),
-                _ => format!("bridge prewarm={prewarm}"),
+                Mode::Warm => format!("{label}={prewarm}"),
+                _ => label.to_owned(),
             };
             // CPU is read before `stop`: draining the pool reaps idle agents.
             let row = row(
