@@ -1189,9 +1189,14 @@ fn bench(
         // mean of the runs on either side of it, which cancels a drift of the machine's speed
         // during the level, and the two no-prewarm runs show how far identical runs differ.
         let runs = [
-            (Mode::Cold, 0, "cold", "bridge no-prewarm"),
-            (Mode::Warm, settings.prewarm, "warm", "bridge prewarm"),
-            (Mode::Cold, 0, "cold-again", "bridge no-prewarm"),
+            (Mode::Cold, 0, "cold", "bridge no-prewarm".to_owned()),
+            (
+                Mode::Warm,
+                settings.prewarm,
+                "warm",
+                format!("bridge prewarm={}", settings.prewarm),
+            ),
+            (Mode::Cold, 0, "cold-again", "bridge no-prewarm".to_owned()),
         ];
         for (mode, prewarm, home, label) in runs {
             let running = server_rt.block_on(start_bridge(setup, transforms, home, prewarm));
@@ -1224,10 +1229,6 @@ fn bench(
             let after = running.bridge.pool.stats();
             let warm = after.served_warm - before.served_warm;
             let all = warm + after.served_cold - before.served_cold;
-            let label = match mode {
-                Mode::Warm => format!("{label}={prewarm}"),
-                _ => label.to_owned(),
-            };
             // CPU is read before `stop`: draining the pool reaps idle agents.
             let row = row(
                 level,

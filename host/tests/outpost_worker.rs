@@ -117,11 +117,7 @@ async fn a_binary_whose_digest_does_not_match_never_runs_and_the_claim_is_releas
         ..SessionSpec::default()
     });
     rig.wait(T, "claimed and released twice", |f| {
-        f.history(&session)
-            .iter()
-            .filter(|e| e.kind == K::Released)
-            .count()
-            >= 2
+        f.count_events(&session, K::Released) >= 2
     })
     .await;
     worker.wait_log("refusing to run it", T).await;
@@ -201,11 +197,7 @@ async fn a_session_requeued_before_its_release_is_answered_is_claimed_again() {
     });
     let _worker = rig.worker("w").spawn();
     rig.wait(T, "claimed, released and claimed again", |f| {
-        f.history(&session)
-            .iter()
-            .filter(|e| e.kind == K::Claimed)
-            .count()
-            >= 2
+        f.count_events(&session, K::Claimed) >= 2
     })
     .await;
     let kinds = rig.kinds(&session);

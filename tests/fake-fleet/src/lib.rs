@@ -197,6 +197,14 @@ impl FakeFleet {
         self.shared.lock().history(session_id)
     }
 
+    /// How many of the session's claim events are of `kind`.
+    pub fn count_events(&self, session_id: &str, kind: ClaimEventKind) -> usize {
+        self.history(session_id)
+            .iter()
+            .filter(|event| event.kind == kind)
+            .count()
+    }
+
     /// The JSON reports the session's fake remote posted to the gateway, oldest first.
     pub fn reports(&self, session_id: &str) -> Vec<Value> {
         self.shared.lock().reports(session_id)
