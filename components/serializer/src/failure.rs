@@ -8,6 +8,9 @@ use devin_bridge_types::Failure;
 
 /// The body is not JSON (syntax, a number out of range, or nesting deeper than 128 levels).
 pub(crate) const INVALID_JSON: &str = "invalid_json";
+/// A continuation's resume state does not fit it (a caller's mistake: the caller serializes the
+/// whole request instead, which says what, if anything, is wrong with it).
+pub(crate) const INVALID_RESUME: &str = "invalid_resume";
 /// The body is JSON but not an object.
 pub(crate) const INVALID_REQUEST: &str = "invalid_request";
 /// `model` is missing, empty or not a string.

@@ -56,8 +56,7 @@ const ID_SEED_HEX_DIGITS: usize = 24;
 /// user and assistant, unknown block types), or is inconsistent (a tool result without its
 /// tool use, a tool use of an undeclared tool).
 pub fn serialize(request: &str) -> Result<Prompt, Failure> {
-    let (prompt, _, _) = build(request, 0, ImageLimits::NONE)?;
-    Ok(prompt)
+    build(request, 0, ImageLimits::NONE).map(|built| built.prompt)
 }
 
 /// How [`serialize_unseen`] serializes a request.
@@ -85,12 +84,59 @@ pub struct UnseenPrompt {
     /// `text` is the whole prompt when `held` is 0; otherwise the continuation framing and the
     /// messages after the first `held` ones. The other fields describe the whole request.
     pub prompt: Prompt,
-    /// `history[i]`: the identity of the trace up to the end of message `i` (32 hex digits of
-    /// xxh3-128 over the trace's system, tools and messages `0..=i`, as serialized). Two
-    /// requests whose first `n` messages serialize identically, under the same system prompt
-    /// and tools, share `history[..n]`.
+    /// `history[i]`: the identity of the trace up to the end of message `i` (see
+    /// [`Spans::history`]). Two requests whose first `n` messages serialize identically, under
+    /// the same system prompt and tools, share `history[..n]`.
     pub history: Vec<String>,
     /// The images that go with the prompt, in the order they appear (see `images`).
+    pub images: Vec<Image>,
+    /// One mark per message: what a later request that repeats this one up to the end of the
+    /// message needs to be serialized from there on (see [`serialize_resumed`]).
+    pub marks: Vec<MessageMark>,
+    /// The tool names the request declares, in request order.
+    pub tool_names: Vec<String>,
+}
+
+/// Where a message of a request ends, and the state of the trace there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageMark {
+    /// The byte offset in the request just after the message's JSON value.
+    pub request_end: u32,
+    /// Characters (Unicode scalar values) of the trace up to the end of the message.
+    pub trace_chars: u64,
+    /// The tool-use ids the message introduced.
+    pub tool_uses: Vec<String>,
+}
+
+/// What [`serialize_resumed`] needs to know of the messages before its continuation, all of
+/// it from an earlier [`UnseenPrompt`] of a request with the same bytes up to there.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Resume {
+    /// How many messages come before the continuation (at least 1).
+    pub messages: u32,
+    /// `history[messages - 1]` of the earlier request.
+    pub history: String,
+    /// `marks[messages - 1].trace_chars` of the earlier request.
+    pub trace_chars: u64,
+    /// The tool-use ids of `marks[..messages]`.
+    pub tool_uses: Vec<String>,
+    /// The earlier request's `tool_names`.
+    pub tool_names: Vec<String>,
+}
+
+/// [`serialize_unseen`]'s answer for a request given as a continuation: the fields that
+/// depend on its messages. The rest of the request is the earlier one's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResumedPrompt {
+    /// The prompt text, as [`UnseenPrompt::prompt`] has it.
+    pub text: String,
+    pub input_tokens: u32,
+    pub id_seed: String,
+    /// The identities of the continuation's messages (of the whole trace up to each of them).
+    pub history: Vec<String>,
+    /// The marks of the continuation's messages, `request_end` counted from the continuation's
+    /// start.
+    pub marks: Vec<MessageMark>,
     pub images: Vec<Image>,
 }
 
@@ -100,8 +146,16 @@ pub struct UnseenPrompt {
 /// Validation covers the whole request, whatever `held` is. With `options.images`, image blocks
 /// are placeholders in the text and the images of the carried messages come with the prompt.
 pub fn serialize_unseen(request: &str, options: PromptOptions) -> Result<UnseenPrompt, Failure> {
-    let (mut prompt, spans, images) = build(request, options.held, options.images)?;
-    let history = spans.history(&prompt.text);
+    let Built {
+        mut prompt,
+        spans,
+        images,
+        tool_uses,
+        tool_names,
+    } = build(request, options.held, options.images)?;
+    let digests = spans.digests(&prompt.text);
+    prompt.id_seed = chain_seed(digests.last().copied().unwrap_or(spans.head_digest));
+    let marks = spans.marks(&prompt.text, tool_uses);
     let held = usize::try_from(options.held).unwrap_or(usize::MAX);
     if held > 0 {
         let from = spans
@@ -113,45 +167,193 @@ pub fn serialize_unseen(request: &str, options: PromptOptions) -> Result<UnseenP
     }
     Ok(UnseenPrompt {
         prompt,
-        history,
+        history: digests.into_iter().map(hex_digest).collect(),
+        images,
+        marks,
+        tool_names,
+    })
+}
+
+/// [`serialize_unseen`] of a request that repeats, byte for byte, an earlier request (one this
+/// function or [`serialize_unseen`] accepted) up to the end of its message
+/// `resume.messages - 1`, and whose bytes after its last message are the earlier request's
+/// after its own last message. `continuation` is what lies between: the rest of the
+/// `messages` array, `(ws "," ws message)* ws`. Given that, the request is the earlier one
+/// with these messages in place of the earlier ones from `resume.messages` on, and everything
+/// outside the continuation was validated already: only the continuation is parsed and
+/// checked, and the answer agrees with what [`serialize_unseen`] says of the whole request.
+///
+/// `options.held` must be at least `resume.messages` (the text starts after the first `held`
+/// messages, and only the continuation's are at hand). Any failure here may also be the
+/// caller's mistake; serializing the whole request says what, if anything, is wrong with it.
+pub fn serialize_resumed(
+    continuation: &str,
+    resume: &Resume,
+    options: PromptOptions,
+) -> Result<ResumedPrompt, Failure> {
+    let before = usize::try_from(resume.messages).unwrap_or(usize::MAX);
+    let held = usize::try_from(options.held).unwrap_or(usize::MAX);
+    if before == 0 || held < before {
+        return Err(failure::fail(
+            failure::INVALID_RESUME,
+            format!(
+                "a continuation needs at least one message before it, and a session that holds \
+                 them all (messages before it: {before}, held: {held})"
+            ),
+        ));
+    }
+    let previous = parse_digest(&resume.history).ok_or_else(|| {
+        failure::fail(
+            failure::INVALID_RESUME,
+            "the resumed history identity is not 32 hex digits",
+        )
+    })?;
+    let (messages, request_ends) = json::parse_elements(continuation, 2).map_err(|error| {
+        failure::fail(
+            failure::INVALID_JSON,
+            format!("the request body is not valid JSON: {error}"),
+        )
+    })?;
+    let declared = resume.tool_names.iter().map(String::as_str).collect();
+    let known = messages::Before {
+        count: before,
+        tool_uses: resume.tool_uses.iter().map(String::as_str).collect(),
+    };
+    let mut trace = Trace::continuing(String::with_capacity(continuation.len() + 1024));
+    let written = messages::write(&messages, known, &declared, &mut trace, options.images)?;
+    let images = images::attach(&written.found, held, options.images);
+    let (text, _, message_ends) = trace.finish();
+    let spans = Spans {
+        messages_start: 0,
+        message_ends,
+        request_ends,
+        head_digest: previous,
+        head_chars: resume.trace_chars,
+    };
+    let digests = spans.digests(&text);
+    let last = digests.last().copied().unwrap_or(previous);
+    let marks = spans.marks(&text, owned(written.tool_uses));
+    let chars = marks
+        .last()
+        .map_or(resume.trace_chars, |mark| mark.trace_chars);
+    let from = match held - before {
+        0 => 0,
+        carried => spans
+            .message_ends
+            .get(carried - 1)
+            .copied()
+            .unwrap_or(text.len()),
+    };
+    Ok(ResumedPrompt {
+        text: framing::continuation(&text[from..]),
+        input_tokens: devin_bridge_types::tokens_for_chars(chars),
+        id_seed: chain_seed(last),
+        history: digests.into_iter().map(hex_digest).collect(),
+        marks,
         images,
     })
 }
 
-/// Where the trace and its messages sit in a prompt's text.
+/// Where the trace and its messages sit in a prompt's text (or in a continuation's: then the
+/// trace before its first message is elsewhere, summed up by the head fields).
 struct Spans {
-    trace_start: usize,
+    /// Where the first message's sections begin (the head, system and tools, is before it).
+    messages_start: usize,
     message_ends: Vec<usize>,
+    /// Where each message ends in the request (or continuation) text.
+    request_ends: Vec<usize>,
+    /// The identity of the trace before the first message here.
+    head_digest: u128,
+    /// Characters of the trace before the first message here.
+    head_chars: u64,
 }
 
 impl Spans {
-    /// The identity of every prefix of the trace that ends with a message.
+    /// The identity of every prefix of the trace that ends with a message: a chain, each
+    /// link xxh3-128 over the previous link (the head's own digest before the first message)
+    /// and the message's sections, so that a continuation can extend it from the last link
+    /// alone.
     ///
     /// xxh3 rather than SHA-256: the identity tells a continued conversation from an edited
     /// one, sent by the same client, and is never a credential; a cryptographic hash of a
     /// 1 MB trace would cost milliseconds in wasm on every turn.
-    fn history(&self, text: &str) -> Vec<String> {
-        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-        let mut at = self.trace_start;
+    fn digests(&self, text: &str) -> Vec<u128> {
+        let mut link = self.head_digest;
+        let mut at = self.messages_start;
         self.message_ends
             .iter()
             .map(|&end| {
+                let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+                hasher.update(&link.to_le_bytes());
                 hasher.update(text.as_bytes().get(at..end).unwrap_or_default());
                 at = end;
-                format!("{:032x}", hasher.digest128())
+                link = hasher.digest128();
+                link
+            })
+            .collect()
+    }
+
+    /// Every message's mark.
+    fn marks(&self, text: &str, tool_uses: Vec<Vec<String>>) -> Vec<MessageMark> {
+        let mut chars = self.head_chars;
+        let mut at = self.messages_start;
+        let mut tool_uses = tool_uses.into_iter();
+        self.message_ends
+            .iter()
+            .zip(&self.request_ends)
+            .map(|(&end, &request_end)| {
+                let section = text.get(at..end).unwrap_or_default();
+                chars += devin_bridge_types::text::count_chars(section) as u64;
+                at = end;
+                MessageMark {
+                    request_end: u32::try_from(request_end).unwrap_or(u32::MAX),
+                    trace_chars: chars,
+                    tool_uses: tool_uses.next().unwrap_or_default(),
+                }
             })
             .collect()
     }
 }
 
+fn hex_digest(digest: u128) -> String {
+    format!("{digest:032x}")
+}
+
+fn parse_digest(text: &str) -> Option<u128> {
+    (text.len() == 32 && text.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| u128::from_str_radix(text, 16).ok())
+        .flatten()
+}
+
+/// The id seed of a prompt whose trace ends with the chain link `digest`: the seed changes
+/// with every message, and costs nothing beyond the history.
+fn chain_seed(digest: u128) -> String {
+    let mut seed = hex_digest(digest);
+    seed.truncate(ID_SEED_HEX_DIGITS);
+    seed
+}
+
+fn owned(tool_uses: Vec<Vec<&str>>) -> Vec<Vec<String>> {
+    tool_uses
+        .into_iter()
+        .map(|ids| ids.into_iter().map(str::to_owned).collect())
+        .collect()
+}
+
+/// What [`build`] makes of a request.
+struct Built {
+    prompt: Prompt,
+    spans: Spans,
+    images: Vec<Image>,
+    /// The tool-use ids each message introduced.
+    tool_uses: Vec<Vec<String>>,
+    tool_names: Vec<String>,
+}
+
 /// The whole prompt, where its messages end, and the images to attach for a prompt that
 /// carries the messages from `first_message` on.
-fn build(
-    request: &str,
-    first_message: u32,
-    limits: ImageLimits,
-) -> Result<(Prompt, Spans, Vec<Image>), Failure> {
-    let root = Json::parse(request).map_err(|error| {
+fn build(request: &str, first_message: u32, limits: ImageLimits) -> Result<Built, Failure> {
+    let (root, request_ends) = json::parse_request(request).map_err(|error| {
         failure::fail(
             failure::INVALID_JSON,
             format!("the request body is not valid JSON: {error}"),
@@ -172,6 +374,7 @@ fn build(
     let catalog = tools::Catalog::read(&root)?;
     let choice = tools::Choice::read(&root, &catalog)?;
     let system = request::System::read(&root)?;
+    let messages = messages::of(&root)?;
 
     // The prompt is roughly the request's text plus the framing and the indentation of pretty
     // schemas; reserving that up front keeps a large request from reallocating repeatedly.
@@ -184,9 +387,14 @@ fn build(
     if let Some(choice) = choice {
         choice.write(&mut trace);
     }
-    let found = messages::write(&root, &catalog, &mut trace, limits)?;
+    let messages_start = trace.len();
+    let before = messages::Before {
+        count: 0,
+        tool_uses: Default::default(),
+    };
+    let written = messages::write(messages, before, catalog.names(), &mut trace, limits)?;
     let images = images::attach(
-        &found,
+        &written.found,
         usize::try_from(first_message).unwrap_or(usize::MAX),
         limits,
     );
@@ -201,9 +409,17 @@ fn build(
     let trace_text = text.get(trace_start..).unwrap_or_default();
     let input_tokens = devin_bridge_types::estimate_tokens(trace_text);
     let id_seed = id_seed(trace_text);
+    let head = text.get(trace_start..messages_start).unwrap_or_default();
+    let spans = Spans {
+        messages_start,
+        message_ends,
+        request_ends,
+        head_digest: xxhash_rust::xxh3::xxh3_128(head.as_bytes()),
+        head_chars: devin_bridge_types::text::count_chars(head) as u64,
+    };
 
-    Ok((
-        Prompt {
+    Ok(Built {
+        prompt: Prompt {
             tools: catalog.to_json(),
             input_tokens,
             id_seed,
@@ -211,12 +427,11 @@ fn build(
             stream,
             text,
         },
-        Spans {
-            trace_start,
-            message_ends,
-        },
+        spans,
         images,
-    ))
+        tool_uses: owned(written.tool_uses),
+        tool_names: catalog.names_in_order(),
+    })
 }
 
 /// The prompt for the single repair attempt after the agent's answer to `prompt` was rejected

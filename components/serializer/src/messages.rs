@@ -15,46 +15,72 @@ use crate::failure::{
 };
 use crate::images::{self, Found, ImageLimits, PLACEHOLDER};
 use crate::json::{write_compact, write_pretty, Json};
-use crate::tools::Catalog;
 use crate::trace::Trace;
 
 /// A tool result keeps at most this many characters (Unicode scalar values).
 pub(crate) const TOOL_RESULT_CHAR_LIMIT: usize = 65_536;
 
-/// Writes every message of `request`.
-/// Returns the image blocks that may be attached (none unless `images` accepts some).
+/// The request's `messages` (none when absent).
+pub(crate) fn of<'r, 'a>(request: &'r Json<'a>) -> Result<&'r [Json<'a>], Failure> {
+    match request.field("messages") {
+        None => Ok(&[][..]),
+        Some(Json::Array(messages)) => Ok(messages.as_slice()),
+        Some(other) => Err(fail(
+            INVALID_MESSAGES,
+            format!("messages must be an array, not {}", other.kind()),
+        )),
+    }
+}
+
+/// What is known of the conversation's messages before the first one written.
+pub(crate) struct Before<'a> {
+    /// How many there are (the index of the first message written).
+    pub(crate) count: usize,
+    /// The tool-use ids they introduced.
+    pub(crate) tool_uses: BTreeSet<&'a str>,
+}
+
+/// What writing the messages found.
+pub(crate) struct Written<'a> {
+    /// The image blocks that may be attached (none unless the image limits accept some).
+    pub(crate) found: Vec<Found<'a>>,
+    /// The tool-use ids each written message introduced, in message order.
+    pub(crate) tool_uses: Vec<Vec<&'a str>>,
+}
+
+/// Writes `messages`, which follow the messages `before` describes, under the tools
+/// `declared`.
 pub(crate) fn write<'a>(
-    request: &'a Json,
-    catalog: &Catalog<'_>,
+    messages: &'a [Json<'a>],
+    before: Before<'a>,
+    declared: &BTreeSet<&str>,
     trace: &mut Trace,
     images: ImageLimits,
-) -> Result<Vec<Found<'a>>, Failure> {
-    let messages = match request.field("messages") {
-        None => &[][..],
-        Some(Json::Array(messages)) => messages.as_slice(),
-        Some(other) => {
-            return Err(fail(
-                INVALID_MESSAGES,
-                format!("messages must be an array, not {}", other.kind()),
-            ))
-        }
-    };
+) -> Result<Written<'a>, Failure> {
     let mut writer = Writer {
-        catalog,
-        known_tool_uses: BTreeSet::new(),
+        declared,
+        known_tool_uses: before.tool_uses,
+        introduced: Vec::new(),
         images,
         found: Vec::new(),
     };
-    for (index, message) in messages.iter().enumerate() {
-        writer.message(index, message, trace)?;
+    let mut tool_uses = Vec::with_capacity(messages.len());
+    for (offset, message) in messages.iter().enumerate() {
+        writer.message(before.count + offset, message, trace)?;
         trace.end_message();
+        tool_uses.push(std::mem::take(&mut writer.introduced));
     }
-    Ok(writer.found)
+    Ok(Written {
+        found: writer.found,
+        tool_uses,
+    })
 }
 
 struct Writer<'a, 'c> {
-    catalog: &'c Catalog<'c>,
+    declared: &'c BTreeSet<&'c str>,
     known_tool_uses: BTreeSet<&'a str>,
+    /// The tool-use ids of the message being written.
+    introduced: Vec<&'a str>,
     images: ImageLimits,
     found: Vec<Found<'a>>,
 }
@@ -215,7 +241,7 @@ impl<'a> Writer<'a, '_> {
                 ))
             }
         };
-        if !self.catalog.declares(name) {
+        if !self.declared.contains(name) {
             return Err(fail(
                 UNDECLARED_TOOL,
                 format!(
@@ -230,6 +256,7 @@ impl<'a> Writer<'a, '_> {
                 format!("{at} repeats the tool_use id {}", quote(id)),
             ));
         }
+        self.introduced.push(id);
         out.push_str("[Assistant Tool Use]\nid: ");
         out.push_str(id);
         out.push_str("\nname: ");
@@ -388,12 +415,23 @@ fn truncate_tail(out: &mut String, start: usize, limit: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::Catalog;
 
     fn render(text: &str) -> Result<String, Failure> {
         let request = Json::parse(text).expect("valid test JSON");
         let catalog = Catalog::read(&request)?;
         let mut trace = Trace::after(String::new());
-        write(&request, &catalog, &mut trace, ImageLimits::NONE)?;
+        let before = Before {
+            count: 0,
+            tool_uses: BTreeSet::new(),
+        };
+        write(
+            of(&request)?,
+            before,
+            catalog.names(),
+            &mut trace,
+            ImageLimits::NONE,
+        )?;
         Ok(trace.finish().0)
     }
 

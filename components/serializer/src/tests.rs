@@ -268,9 +268,18 @@ fn conversation(turns: usize, system: &str) -> String {
 fn unseen_prompt_with_nothing_held_is_the_whole_prompt() {
     let request = conversation(2, "be brief");
     let unseen = serialize_unseen(&request, PromptOptions::held(0)).expect("valid");
-    assert_eq!(unseen.prompt, serialize(&request).expect("valid"));
+    let whole = serialize(&request).expect("valid");
+    // The id seed is the history's last link: it covers the whole trace at no extra cost.
+    assert_eq!(
+        Prompt {
+            id_seed: whole.id_seed.clone(),
+            ..unseen.prompt.clone()
+        },
+        whole
+    );
     assert_eq!(unseen.history.len(), 5, "one identity per message");
     assert!(unseen.history.iter().all(|id| id.len() == 32));
+    assert_eq!(unseen.prompt.id_seed, unseen.history[4][..24]);
 }
 
 #[test]
@@ -288,8 +297,9 @@ fn unseen_prompt_carries_only_the_later_messages() {
     // Everything else describes the whole request.
     let whole = serialize(&request).expect("valid");
     assert_eq!(unseen.prompt.input_tokens, whole.input_tokens);
-    assert_eq!(unseen.prompt.id_seed, whole.id_seed);
     assert_eq!(unseen.prompt.tools, whole.tools);
+    let whole_unseen = serialize_unseen(&request, PromptOptions::held(0)).expect("valid");
+    assert_eq!(unseen.prompt.id_seed, whole_unseen.prompt.id_seed);
 }
 
 #[test]
@@ -350,4 +360,191 @@ fn unseen_prompt_still_validates_the_held_messages() {
     let request = r#"{"model":"m","messages":[{"role":"robot","content":"x"},{"role":"user","content":"y"}]}"#;
     let failure = serialize_unseen(request, PromptOptions::held(1)).expect_err("invalid role");
     assert_eq!(failure.code, "unsupported_role");
+}
+
+/// A Claude Code-like conversation after `turns` tool rounds: the cache marker sits on the last
+/// user message only, so it moves on every turn, and an image arrives in the second round.
+fn tool_rounds(turns: usize) -> String {
+    let mut messages = vec![serde_json::json!({"role": "user", "content": "Fix the build. é ✓"})];
+    for turn in 0..turns {
+        messages.push(serde_json::json!({"role": "assistant", "content": [
+            {"type": "text", "text": format!("Looking, round {turn}.")},
+            {"type": "tool_use", "id": format!("toolu_{turn}"), "name": "Bash", "input": {"command": format!("make {turn}")}}
+        ]}));
+        let mut result = vec![
+            serde_json::json!({"type": "tool_result", "tool_use_id": format!("toolu_{turn}"), "content": format!("line\n\"{turn}\"\tdone")}),
+        ];
+        if turn == 1 {
+            result.push(serde_json::json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}));
+        }
+        messages.push(serde_json::json!({"role": "user", "content": result}));
+    }
+    if let Some(last) = messages
+        .last_mut()
+        .and_then(|m| m["content"].as_array_mut())
+        .and_then(|c| c.last_mut())
+    {
+        last["cache_control"] = serde_json::json!({"type": "ephemeral"});
+    }
+    serde_json::json!({
+        "model": "devin-cli-agentic/swe-1-7",
+        "messages": messages,
+        "system": [{"type": "text", "text": "You are a coding assistant."}],
+        "tools": [{"name": "Bash", "input_schema": {"type": "object"}}],
+        "stream": true,
+    })
+    .to_string()
+}
+
+/// What the host hands [`serialize_resumed`] for `later` after `earlier` was serialized.
+fn resume_after(
+    earlier: &UnseenPrompt,
+    text: &str,
+    later: &str,
+) -> Option<(Resume, std::ops::Range<usize>)> {
+    let ends: Vec<u32> = earlier.marks.iter().map(|mark| mark.request_end).collect();
+    let found = devin_bridge_types::continuation::find(text, &ends, later)?;
+    let k = found.messages;
+    let resume = Resume {
+        messages: u32::try_from(k).expect("few messages"),
+        history: earlier.history[k - 1].clone(),
+        trace_chars: earlier.marks[k - 1].trace_chars,
+        tool_uses: earlier.marks[..k]
+            .iter()
+            .flat_map(|mark| mark.tool_uses.clone())
+            .collect(),
+        tool_names: earlier.tool_names.clone(),
+    };
+    Some((resume, found.range))
+}
+
+#[test]
+fn a_resumed_continuation_says_what_the_whole_request_says() {
+    let images = ImageLimits {
+        max_images: 8,
+        max_image_bytes: 1 << 20,
+    };
+    let mut checked = 0;
+    for turn in 1..5 {
+        let (earlier, later) = (tool_rounds(turn - 1), tool_rounds(turn));
+        let before = serialize_unseen(&earlier, PromptOptions { held: 0, images }).expect("valid");
+        let (resume, range) = resume_after(&before, &earlier, &later).expect("continues");
+        // From the second round on, the moved cache marker changed the earlier last message.
+        let changed = usize::from(turn > 1);
+        assert_eq!(
+            resume.messages as usize,
+            before.marks.len() - changed,
+            "turn {turn}"
+        );
+        let total = u32::try_from(before.marks.len() + 1).expect("few");
+        for held in resume.messages..=total {
+            let options = PromptOptions { held, images };
+            let whole = serialize_unseen(&later, options).expect("valid");
+            let resumed =
+                serialize_resumed(&later[range.clone()], &resume, options).expect("resumes");
+            let k = resume.messages as usize;
+            assert_eq!(resumed.text, whole.prompt.text, "turn {turn} held {held}");
+            assert_eq!(resumed.input_tokens, whole.prompt.input_tokens);
+            assert_eq!(resumed.id_seed, whole.prompt.id_seed);
+            assert_eq!(resumed.history, whole.history[k..]);
+            assert_eq!(resumed.images, whole.images, "turn {turn} held {held}");
+            let shifted: Vec<MessageMark> = resumed
+                .marks
+                .iter()
+                .map(|mark| MessageMark {
+                    request_end: mark.request_end + range.start as u32,
+                    ..mark.clone()
+                })
+                .collect();
+            assert_eq!(shifted, whole.marks[k..]);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 10, "{checked}");
+}
+
+#[test]
+fn a_continuation_that_leaves_the_messages_array_is_rejected() {
+    let earlier = tool_rounds(1);
+    let before = serialize_unseen(&earlier, PromptOptions::held(0)).expect("valid");
+    let first_end = before.marks[0].request_end as usize;
+    // A second `messages` key, opened from inside the first array: a valid request whose
+    // messages are the injected one and what follows, which no continuation can express.
+    let later = format!(
+        r#"{}],"messages":[{{"role":"user","content":"injected"}}{}"#,
+        &earlier[..first_end],
+        &earlier[first_end..]
+    );
+    serialize_unseen(&later, PromptOptions::held(0)).expect("the whole request is valid");
+    let (resume, range) = resume_after(&before, &earlier, &later).expect("the bytes match");
+    let failure = serialize_resumed(&later[range], &resume, PromptOptions::held(1))
+        .expect_err("not a continuation");
+    assert_eq!(failure.code, "invalid_json");
+}
+
+#[test]
+fn a_continuation_checks_its_messages_against_what_came_before() {
+    let earlier = tool_rounds(1);
+    let before = serialize_unseen(&earlier, PromptOptions::held(0)).expect("valid");
+    let (resume, _) = resume_after(&before, &earlier, &tool_rounds(2)).expect("continues");
+    let held = PromptOptions::held(resume.messages);
+    let result = |content: &str| {
+        format!(
+            r#",{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"{content}","content":"x"}}]}}"#
+        )
+    };
+    // toolu_0 came before the continuation; toolu_9 never did.
+    serialize_resumed(&result("toolu_0"), &resume, held).expect("answers an earlier call");
+    let orphan = serialize_resumed(&result("toolu_9"), &resume, held).expect_err("orphan");
+    assert_eq!(orphan.code, "orphan_tool_result");
+    assert!(
+        orphan
+            .message
+            .contains(&format!("messages[{}]", resume.messages)),
+        "{}",
+        orphan.message
+    );
+    let call = r#",{"role":"assistant","content":[{"type":"tool_use","id":"toolu_0","name":"Bash","input":{}}]}"#;
+    assert_eq!(
+        serialize_resumed(call, &resume, held)
+            .expect_err("repeated")
+            .code,
+        "duplicate_tool_use_id"
+    );
+    let undeclared = call.replace("toolu_0", "toolu_7").replace("Bash", "Read");
+    assert_eq!(
+        serialize_resumed(&undeclared, &resume, held)
+            .expect_err("undeclared")
+            .code,
+        "undeclared_tool"
+    );
+    for bad in [
+        r#"{"role":"user","content":"no comma"}"#,
+        r#",{"role":"user","content":"x"}]"#,
+        ",",
+        r#",{"role":"user""#,
+    ] {
+        assert_eq!(
+            serialize_resumed(bad, &resume, held).expect_err(bad).code,
+            "invalid_json",
+            "{bad}"
+        );
+    }
+    let unheld = PromptOptions::held(resume.messages - 1);
+    assert_eq!(
+        serialize_resumed(&result("toolu_0"), &resume, unheld)
+            .expect_err("held")
+            .code,
+        "invalid_resume"
+    );
+    let garbled = Resume {
+        history: "zz".into(),
+        ..resume.clone()
+    };
+    assert_eq!(
+        serialize_resumed(&result("toolu_0"), &garbled, held)
+            .expect_err("digest")
+            .code,
+        "invalid_resume"
+    );
 }

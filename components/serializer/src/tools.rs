@@ -60,8 +60,14 @@ impl<'a> Catalog<'a> {
         })
     }
 
-    pub(crate) fn declares(&self, name: &str) -> bool {
-        self.names.contains(name)
+    /// The declared tool names, in request order.
+    pub(crate) fn names_in_order(&self) -> Vec<String> {
+        self.tools.iter().map(|tool| tool.name.to_owned()).collect()
+    }
+
+    /// The declared tool names.
+    pub(crate) fn names(&self) -> &BTreeSet<&'a str> {
+        &self.names
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -192,7 +198,7 @@ impl<'a> Choice<'a> {
             }
             Some("any") => Choice::Any,
             Some("tool") => match value.str_field("name") {
-                Some(name) if catalog.declares(name) => Choice::Tool(name),
+                Some(name) if catalog.names().contains(name) => Choice::Tool(name),
                 Some(name) => {
                     return Err(fail(
                         UNKNOWN_TOOL_CHOICE,

@@ -24,6 +24,20 @@ impl Trace {
         }
     }
 
+    /// A trace in `out` (empty) that continues one whose earlier sections are elsewhere: its
+    /// first section is separated from them as every later section is.
+    pub(crate) fn continuing(out: String) -> Self {
+        Self {
+            sections: 1,
+            ..Self::after(out)
+        }
+    }
+
+    /// Bytes written so far (preamble included).
+    pub(crate) fn len(&self) -> usize {
+        self.out.len()
+    }
+
     /// Records that a message's sections are complete.
     pub(crate) fn end_message(&mut self) {
         self.message_ends.push(self.out.len());

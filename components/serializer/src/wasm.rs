@@ -7,7 +7,7 @@ wit_bindgen::generate!({
 
 use devin_bridge::transforms::types::Failure;
 use exports::devin_bridge::transforms::serializer::{
-    Guest, Image, Prompt, PromptOptions, UnseenPrompt,
+    Guest, Image, MessageMark, Prompt, PromptOptions, Resume, ResumedPrompt, UnseenPrompt,
 };
 
 struct Component;
@@ -41,6 +41,37 @@ fn prompt_to_wit(prompt: crate::Prompt) -> Prompt {
     }
 }
 
+fn options_from_wit(options: PromptOptions) -> crate::PromptOptions {
+    crate::PromptOptions {
+        held: options.held,
+        images: crate::ImageLimits {
+            max_images: options.images.max_images,
+            max_image_bytes: options.images.max_image_bytes,
+        },
+    }
+}
+
+fn images_to_wit(images: Vec<crate::Image>) -> Vec<Image> {
+    images
+        .into_iter()
+        .map(|image| Image {
+            media_type: image.media_type,
+            data: image.data,
+        })
+        .collect()
+}
+
+fn marks_to_wit(marks: Vec<crate::MessageMark>) -> Vec<MessageMark> {
+    marks
+        .into_iter()
+        .map(|mark| MessageMark {
+            request_end: mark.request_end,
+            trace_chars: mark.trace_chars,
+            tool_uses: mark.tool_uses,
+        })
+        .collect()
+}
+
 /// How much heap a call needs, as a multiple of the request's size (measured as linear-memory
 /// growth, in 64 KiB pages: the 79 KB and 1 MB benchmark requests grew it by about 4.0 and 3.5
 /// times their size).
@@ -68,25 +99,38 @@ impl Guest for Component {
 
     fn serialize_unseen(request: String, options: PromptOptions) -> Result<UnseenPrompt, Failure> {
         reserve_heap_for(&request);
-        let options = crate::PromptOptions {
-            held: options.held,
-            images: crate::ImageLimits {
-                max_images: options.images.max_images,
-                max_image_bytes: options.images.max_image_bytes,
-            },
-        };
-        crate::serialize_unseen(&request, options)
+        crate::serialize_unseen(&request, options_from_wit(options))
             .map(|unseen| UnseenPrompt {
                 prompt: prompt_to_wit(unseen.prompt),
                 history: unseen.history,
-                images: unseen
-                    .images
-                    .into_iter()
-                    .map(|image| Image {
-                        media_type: image.media_type,
-                        data: image.data,
-                    })
-                    .collect(),
+                images: images_to_wit(unseen.images),
+                marks: marks_to_wit(unseen.marks),
+                tool_names: unseen.tool_names,
+            })
+            .map_err(failure_to_wit)
+    }
+
+    fn serialize_resumed(
+        continuation: String,
+        resume: Resume,
+        options: PromptOptions,
+    ) -> Result<ResumedPrompt, Failure> {
+        reserve_heap_for(&continuation);
+        let resume = crate::Resume {
+            messages: resume.messages,
+            history: resume.history,
+            trace_chars: resume.trace_chars,
+            tool_uses: resume.tool_uses,
+            tool_names: resume.tool_names,
+        };
+        crate::serialize_resumed(&continuation, &resume, options_from_wit(options))
+            .map(|resumed| ResumedPrompt {
+                text: resumed.text,
+                input_tokens: resumed.input_tokens,
+                id_seed: resumed.id_seed,
+                history: resumed.history,
+                marks: marks_to_wit(resumed.marks),
+                images: images_to_wit(resumed.images),
             })
             .map_err(failure_to_wit)
     }

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 mod errors;
+pub mod continuation;
 pub mod text;
 
 pub use errors::error_type;
@@ -77,9 +78,12 @@ pub struct Usage {
 /// The token estimate every transform uses: `max(1, ceil(chars / 4))`, chars counted as
 /// Unicode scalar values.
 pub fn estimate_tokens(text: &str) -> u32 {
-    let chars = text::count_chars(text);
-    let tokens = chars.div_ceil(4).max(1);
-    u32::try_from(tokens).unwrap_or(u32::MAX)
+    tokens_for_chars(text::count_chars(text) as u64)
+}
+
+/// [`estimate_tokens`] of a text of `chars` characters.
+pub fn tokens_for_chars(chars: u64) -> u32 {
+    u32::try_from(chars.div_ceil(4).max(1)).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]

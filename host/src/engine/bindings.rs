@@ -47,6 +47,41 @@ pub struct UnseenPrompt {
     pub history: Vec<String>,
     /// The images that go with the prompt.
     pub images: Vec<Image>,
+    /// Where each message ends and the trace's state there, for a later continuation.
+    pub marks: Vec<MessageMark>,
+    /// The tool names the request declares.
+    pub tool_names: Vec<String>,
+}
+
+/// Where a message of a request ends, and the trace's state there (mirror of `message-mark`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageMark {
+    pub request_end: u32,
+    pub trace_chars: u64,
+    pub tool_uses: Vec<String>,
+}
+
+/// What a continuation's serialization needs of the messages before it (mirror of `resume`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Resume {
+    pub messages: u32,
+    pub history: String,
+    pub trace_chars: u64,
+    pub tool_uses: Vec<String>,
+    pub tool_names: Vec<String>,
+}
+
+/// What `serialize-resumed` says of a request (mirror of `resumed-prompt`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResumedPrompt {
+    pub text: String,
+    pub input_tokens: u32,
+    pub id_seed: String,
+    /// The identities of the continuation's messages.
+    pub history: Vec<String>,
+    /// Their marks, `request_end` counted from the continuation's start.
+    pub marks: Vec<MessageMark>,
+    pub images: Vec<Image>,
 }
 
 /// An image that goes with a prompt (mirror of `image`).
@@ -220,6 +255,11 @@ pub enum Call {
         request: Arc<String>,
         options: PromptOptions,
     },
+    SerializeResumed {
+        continuation: String,
+        resume: Resume,
+        options: PromptOptions,
+    },
     Repair {
         prompt: String,
         rejection: Failure,
@@ -287,6 +327,7 @@ pub enum Call {
 pub enum Answer {
     Prompt(Result<Prompt, Failure>),
     Unseen(Result<UnseenPrompt, Failure>),
+    Resumed(Result<ResumedPrompt, Failure>),
     Text(String),
     Reply(Result<Reply, Failure>),
     Flag(bool),
@@ -304,9 +345,10 @@ impl Call {
     pub fn transform(&self) -> super::TransformKind {
         use super::TransformKind as K;
         match self {
-            Call::Serialize { .. } | Call::SerializeUnseen { .. } | Call::Repair { .. } => {
-                K::Serializer
-            }
+            Call::Serialize { .. }
+            | Call::SerializeUnseen { .. }
+            | Call::SerializeResumed { .. }
+            | Call::Repair { .. } => K::Serializer,
             Call::Parse { .. }
             | Call::NarratesUnexecutedAction { .. }
             | Call::ParseReview { .. } => K::Envelope,
@@ -406,30 +448,49 @@ pub(crate) fn call_instance(
             )
         }
         (Instance::Serializer(instance), Call::SerializeUnseen { request, options }) => {
-            use serializer_world::exports::devin_bridge::transforms::serializer as wit;
-            let options = wit::PromptOptions {
-                held: options.held,
-                images: wit::ImageLimits {
-                    max_images: options.images.max_images,
-                    max_image_bytes: options.images.max_image_bytes,
-                },
-            };
             let answer = instance
                 .devin_bridge_transforms_serializer()
-                .call_serialize_unseen(&mut *store, request, options)?;
+                .call_serialize_unseen(&mut *store, request, options_to_wit(options))?;
             Answer::Unseen(
                 answer
                     .map(|unseen| UnseenPrompt {
                         prompt: prompt_from_wit(unseen.prompt),
                         history: unseen.history,
-                        images: unseen
-                            .images
-                            .into_iter()
-                            .map(|image| Image {
-                                media_type: image.media_type,
-                                data: image.data,
-                            })
-                            .collect(),
+                        images: images_from_wit(unseen.images),
+                        marks: marks_from_wit(unseen.marks),
+                        tool_names: unseen.tool_names,
+                    })
+                    .map_err(|f| checked_failure(K::Serializer, f.into())),
+            )
+        }
+        (
+            Instance::Serializer(instance),
+            Call::SerializeResumed {
+                continuation,
+                resume,
+                options,
+            },
+        ) => {
+            use serializer_world::exports::devin_bridge::transforms::serializer as wit;
+            let resume = wit::Resume {
+                messages: resume.messages,
+                history: resume.history.clone(),
+                trace_chars: resume.trace_chars,
+                tool_uses: resume.tool_uses.clone(),
+                tool_names: resume.tool_names.clone(),
+            };
+            let answer = instance
+                .devin_bridge_transforms_serializer()
+                .call_serialize_resumed(&mut *store, continuation, &resume, options_to_wit(options))?;
+            Answer::Resumed(
+                answer
+                    .map(|resumed| ResumedPrompt {
+                        text: resumed.text,
+                        input_tokens: resumed.input_tokens,
+                        id_seed: resumed.id_seed,
+                        history: resumed.history,
+                        marks: marks_from_wit(resumed.marks),
+                        images: images_from_wit(resumed.images),
                     })
                     .map_err(|f| checked_failure(K::Serializer, f.into())),
             )
@@ -569,4 +630,42 @@ impl super::Transforms {
             }),
         }
     }
+}
+
+fn options_to_wit(
+    options: &PromptOptions,
+) -> serializer_world::exports::devin_bridge::transforms::serializer::PromptOptions {
+    use serializer_world::exports::devin_bridge::transforms::serializer as wit;
+    wit::PromptOptions {
+        held: options.held,
+        images: wit::ImageLimits {
+            max_images: options.images.max_images,
+            max_image_bytes: options.images.max_image_bytes,
+        },
+    }
+}
+
+fn images_from_wit(
+    images: Vec<serializer_world::exports::devin_bridge::transforms::serializer::Image>,
+) -> Vec<Image> {
+    images
+        .into_iter()
+        .map(|image| Image {
+            media_type: image.media_type,
+            data: image.data,
+        })
+        .collect()
+}
+
+fn marks_from_wit(
+    marks: Vec<serializer_world::exports::devin_bridge::transforms::serializer::MessageMark>,
+) -> Vec<MessageMark> {
+    marks
+        .into_iter()
+        .map(|mark| MessageMark {
+            request_end: mark.request_end,
+            trace_chars: mark.trace_chars,
+            tool_uses: mark.tool_uses,
+        })
+        .collect()
 }

@@ -248,6 +248,7 @@ pub fn answer_json(answer: &Answer) -> Value {
     match answer {
         Answer::Prompt(result) => outcome(result),
         Answer::Unseen(result) => outcome(result),
+        Answer::Resumed(result) => outcome(result),
         Answer::Text(text) => json!({ "ok": text }),
         Answer::Reply(result) => outcome(result),
         Answer::Flag(flag) => json!({ "ok": flag }),

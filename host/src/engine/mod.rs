@@ -22,8 +22,8 @@ mod runtime;
 mod status;
 
 pub use bindings::{
-    Answer, Call, Image, ImageLimits, MessageHead, Prompt, PromptOptions, ResolvedModel, SseEvent,
-    SseFrames, UnseenPrompt,
+    Answer, Call, Image, ImageLimits, MessageHead, MessageMark, Prompt, PromptOptions,
+    ResolvedModel, Resume, ResumedPrompt, SseEvent, SseFrames, UnseenPrompt,
 };
 pub use cache::{CompileCache, KEY_FILE as CACHE_KEY_FILE};
 pub use corpus::{self_test, Corpus, SelfTestReport};

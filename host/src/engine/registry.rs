@@ -18,7 +18,8 @@ use devin_bridge_types::{Failure, Reply, Usage};
 use serde::Serialize;
 
 use super::bindings::{
-    Answer, Call, MessageHead, Prompt, PromptOptions, ResolvedModel, SseFrames, UnseenPrompt,
+    Answer, Call, MessageHead, Prompt, PromptOptions, ResolvedModel, Resume, ResumedPrompt,
+    SseFrames, UnseenPrompt,
 };
 use super::cache::CompileCache;
 use super::corpus::{self_test, Corpus};
@@ -314,6 +315,24 @@ impl Transforms {
     ) -> Result<Result<UnseenPrompt, Failure>, EngineError> {
         match self.call(&Call::SerializeUnseen { request, options })? {
             Answer::Unseen(result) => Ok(result),
+            other => Err(mismatch(TransformKind::Serializer, &other)),
+        }
+    }
+
+    /// The prompt for a request given as the continuation of an earlier one (see the WIT
+    /// `serialize-resumed`).
+    pub fn serialize_resumed(
+        &self,
+        continuation: String,
+        resume: Resume,
+        options: PromptOptions,
+    ) -> Result<Result<ResumedPrompt, Failure>, EngineError> {
+        match self.call(&Call::SerializeResumed {
+            continuation,
+            resume,
+            options,
+        })? {
+            Answer::Resumed(result) => Ok(result),
             other => Err(mismatch(TransformKind::Serializer, &other)),
         }
     }

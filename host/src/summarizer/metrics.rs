@@ -103,6 +103,11 @@ impl Metrics {
                     "Turns in an ephemeral session",
                     &stats.ephemeral,
                 ),
+                (
+                    "resumed",
+                    "Requests serialized from where they stop repeating the session's last request",
+                    &stats.resumed,
+                ),
                 ("prompts", "Prompts sent to resident agents", &stats.prompts),
                 (
                     "prompt_bytes",

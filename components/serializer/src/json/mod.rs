@@ -20,7 +20,9 @@ use serde_json::Number;
 
 mod parser;
 
+#[cfg(test)]
 pub(crate) use parser::SyntaxError;
+pub(crate) use parser::{parse_elements, parse_request};
 
 /// A parsed JSON value. Objects keep their keys in document order; a repeated key keeps its
 /// first position and its last value, as `JSON.parse` and serde_json do.
@@ -42,6 +44,7 @@ pub(crate) enum Json<'a> {
 
 impl<'a> Json<'a> {
     /// Parses `text` as one JSON value (serde_json's grammar and recursion limit).
+    #[cfg(test)]
     pub(crate) fn parse(text: &'a str) -> Result<Self, SyntaxError> {
         parser::parse(text)
     }

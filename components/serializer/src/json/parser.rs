@@ -37,16 +37,54 @@ impl fmt::Display for SyntaxError {
 impl std::error::Error for SyntaxError {}
 
 /// Parses `text` as one JSON value.
+#[cfg(test)]
 pub(crate) fn parse(text: &str) -> Result<Json<'_>, SyntaxError> {
-    let mut parser = Parser {
-        text,
-        bytes: text.as_bytes(),
-        at: 0,
-    };
-    parser
-        .document()
-        .ok_or_else(|| SyntaxError(reference_error(text)))
+    parse_request(text).map(|(value, _)| value)
 }
+
+/// Parses `text` as one JSON value, and says where each element of the root object's
+/// `messages` array ends (the byte offset just after it). When the root repeats the key, the
+/// offsets are those of its last value, the one that counts; none when that value is not an
+/// array.
+pub(crate) fn parse_request(text: &str) -> Result<(Json<'_>, Vec<usize>), SyntaxError> {
+    let mut parser = Parser::new(text);
+    let value = parser
+        .document()
+        .ok_or_else(|| SyntaxError(reference_error(text)))?;
+    Ok((value, parser.message_ends))
+}
+
+/// Parses `text` as the rest of an array after one of its elements, up to (not including) its
+/// closing bracket: `(ws "," ws value)* ws`, each value nested `depth` containers deep. Returns
+/// the values and where each ends.
+///
+/// Such a text, put after an element of an array, leaves the parser where it was before it:
+/// after an element of the same array. So a document whose bytes before and after this text
+/// are those of a document already parsed parses exactly as that one did, with these
+/// elements in place of its own.
+pub(crate) fn parse_elements(
+    text: &str,
+    depth: usize,
+) -> Result<(Vec<Json<'_>>, Vec<usize>), SyntaxError> {
+    let mut parser = Parser::new(text);
+    let mut values = Vec::new();
+    let mut ends = Vec::new();
+    loop {
+        match parser.peek() {
+            None if parser.at == text.len() => return Ok((values, ends)),
+            Some(b',') => parser.at += 1,
+            _ => return Err(SyntaxError(ELEMENTS_ERROR.to_owned())),
+        }
+        let value = parser
+            .value(depth)
+            .ok_or_else(|| SyntaxError(ELEMENTS_ERROR.to_owned()))?;
+        values.push(value);
+        ends.push(parser.at);
+    }
+}
+
+/// Why a text is not the rest of an array (its position means little outside the document).
+const ELEMENTS_ERROR: &str = "the continuation is not a sequence of comma-led JSON values";
 
 /// serde_json's message for a body this parser rejected.
 fn reference_error(text: &str) -> String {
@@ -61,12 +99,23 @@ struct Parser<'a> {
     text: &'a str,
     bytes: &'a [u8],
     at: usize,
+    /// Where the elements of the root object's `messages` array end.
+    message_ends: Vec<usize>,
 }
 
 /// `None` means "rejected"; the caller asks serde_json why.
 type Parsed<T> = Option<T>;
 
 impl<'a> Parser<'a> {
+    fn new(text: &'a str) -> Self {
+        Self {
+            text,
+            bytes: text.as_bytes(),
+            at: 0,
+            message_ends: Vec::new(),
+        }
+    }
+
     fn document(&mut self) -> Parsed<Json<'a>> {
         let value = self.value(0)?;
         self.skip_whitespace();
@@ -119,6 +168,11 @@ impl<'a> Parser<'a> {
 
     /// After `[`.
     fn array(&mut self, depth: usize) -> Parsed<Json<'a>> {
+        self.array_recording(depth, false)
+    }
+
+    /// After `[`; with `record`, where each element ends goes to `message_ends`.
+    fn array_recording(&mut self, depth: usize, record: bool) -> Parsed<Json<'a>> {
         let mut items = Vec::new();
         if self.peek()? == b']' {
             self.at += 1;
@@ -126,6 +180,9 @@ impl<'a> Parser<'a> {
         }
         loop {
             items.push(self.value(depth)?);
+            if record {
+                self.message_ends.push(self.at);
+            }
             match self.peek()? {
                 b',' => self.at += 1,
                 b']' => {
@@ -148,7 +205,11 @@ impl<'a> Parser<'a> {
             self.eat(b'"')?;
             let key = self.string()?;
             self.eat(b':')?;
-            let value = self.value(depth)?;
+            let value = if depth == 1 && key == "messages" {
+                self.messages(depth)?
+            } else {
+                self.value(depth)?
+            };
             object.insert(key, value);
             match self.peek()? {
                 b',' => self.at += 1,
@@ -159,6 +220,17 @@ impl<'a> Parser<'a> {
                 _ => return None,
             }
         }
+    }
+
+    /// The value of the root object's `messages` key (at `depth` 1): an array records where
+    /// its elements end, replacing what an earlier `messages` key recorded.
+    fn messages(&mut self, depth: usize) -> Parsed<Json<'a>> {
+        self.message_ends.clear();
+        if self.peek()? == b'[' && depth < MAX_DEPTH {
+            self.at += 1;
+            return self.array_recording(depth + 1, true);
+        }
+        self.value(depth)
     }
 
     /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`, valued by serde_json.

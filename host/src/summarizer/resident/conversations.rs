@@ -14,6 +14,7 @@ use tokio::sync::OwnedMutexGuard;
 
 use super::processes::Slot;
 use crate::acp::SharedAgent;
+use crate::engine::MessageMark;
 
 /// Sessions kept per conversation key (the least recently used goes beyond it).
 const MAX_PER_KEY: usize = 8;
@@ -52,6 +53,24 @@ pub type Binding = Option<Bound>;
 pub struct Entry {
     binding: Arc<tokio::sync::Mutex<Binding>>,
     summary: Mutex<Summary>,
+    /// The last request the session answered, to serialize the next one from where their
+    /// bytes part (none before the first answer and once forgotten).
+    earlier: Mutex<Option<Arc<Earlier>>>,
+}
+
+/// A request a session answered and what the serializer said of it: enough to serialize a
+/// later request that repeats its bytes from where they stop matching (see
+/// [`devin_bridge_types::continuation`]). It keeps the whole request body, so a conversation
+/// session holds up to one request's worth of memory.
+pub struct Earlier {
+    pub body: Arc<String>,
+    pub history: Vec<String>,
+    pub marks: Vec<MessageMark>,
+    pub tool_names: Vec<String>,
+    /// The request's `tools` as the serializer printed them, its model and stream flag.
+    pub tools: String,
+    pub model: String,
+    pub stream: bool,
 }
 
 /// What is known of an entry without waiting for its running turn.
@@ -76,7 +95,23 @@ impl Entry {
                 last_used: Instant::now(),
                 forgotten: false,
             }),
+            earlier: Mutex::new(None),
         }
+    }
+
+    /// The last request this session answered.
+    pub fn earlier(&self) -> Option<Arc<Earlier>> {
+        self.earlier
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    fn set_earlier(&self, earlier: Option<Arc<Earlier>>) {
+        *self
+            .earlier
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = earlier;
     }
 
     pub fn summary(&self) -> Summary {
@@ -99,8 +134,9 @@ impl Entry {
         self.binding.clone().lock_owned().await
     }
 
-    /// The session now holds `history` (after a successful turn).
-    pub fn commit(&self, history: &[String]) {
+    /// The session now holds `history` (after a successful turn), the messages of `earlier`.
+    pub fn commit(&self, history: &[String], earlier: Option<Arc<Earlier>>) {
+        self.set_earlier(earlier);
         let held = u32::try_from(history.len()).unwrap_or(u32::MAX);
         let digest = history.last().cloned().unwrap_or_default();
         self.update(|summary| {
@@ -116,6 +152,7 @@ impl Entry {
             summary.forgotten = true;
             summary.held = 0;
         });
+        self.set_earlier(None);
     }
 
     /// Whether a request whose history is `history` continues this session: the session holds
@@ -151,19 +188,21 @@ impl Conversations {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// How many messages the most recently used session of `key` holds (0 when none): the
-    /// first guess of what a new request's session has seen.
-    pub fn likely_held(&self, key: &str) -> u32 {
+    /// How many messages the most recently used session of `key` holds (0 when none), and
+    /// the last request it answered: the first guess of what a new request's session has
+    /// seen.
+    pub fn likely(&self, key: &str) -> (u32, Option<Arc<Earlier>>) {
         self.lock()
             .get(key)
             .and_then(|entries| {
                 entries
                     .iter()
-                    .map(|entry| entry.summary())
-                    .filter(|summary| !summary.forgotten && summary.held > 0)
-                    .max_by_key(|summary| summary.last_used)
+                    .map(|entry| (entry.summary(), entry))
+                    .filter(|(summary, _)| !summary.forgotten && summary.held > 0)
+                    .max_by_key(|(summary, _)| summary.last_used)
+                    .map(|(summary, entry)| (summary.held, entry.earlier()))
             })
-            .map_or(0, |summary| summary.held)
+            .unwrap_or((0, None))
     }
 
     /// Whether `key` has any session.
@@ -306,8 +345,8 @@ mod tests {
             conversations.continued("k", &history(3)).is_none(),
             "an empty session continues nothing"
         );
-        entry.commit(&history(3));
-        assert_eq!(conversations.likely_held("k"), 3);
+        entry.commit(&history(3), None);
+        assert_eq!(conversations.likely("k").0, 3);
         let (found, held) = conversations
             .continued("k", &history(5))
             .expect("continues");
@@ -327,9 +366,9 @@ mod tests {
     fn the_session_holding_the_most_messages_wins_and_forgotten_ones_never_do() {
         let conversations = Conversations::new(16);
         let short = conversations.create("k");
-        short.commit(&history(2));
+        short.commit(&history(2), None);
         let long = conversations.create("k");
-        long.commit(&history(4));
+        long.commit(&history(4), None);
         let (found, held) = conversations.continued("k", &history(6)).expect("found");
         assert!(Arc::ptr_eq(&found, &long));
         assert_eq!(held, 4);
@@ -344,10 +383,10 @@ mod tests {
     async fn caps_forget_the_least_recently_used_idle_entries_but_never_a_busy_one() {
         let conversations = Conversations::new(2);
         let first = conversations.create("a");
-        first.commit(&history(1));
+        first.commit(&history(1), None);
         let busy = first.lock().await;
         let second = conversations.create("b");
-        second.commit(&history(1));
+        second.commit(&history(1), None);
         // A third entry goes over the cap of 2: the idle `second` goes, not the busy `first`.
         let _third = conversations.create("c");
         assert_eq!(conversations.len(), 2);
@@ -366,9 +405,9 @@ mod tests {
     async fn idle_entries_are_forgotten_and_busy_ones_kept() {
         let conversations = Conversations::new(16);
         let idle = conversations.create("idle");
-        idle.commit(&history(1));
+        idle.commit(&history(1), None);
         let busy = conversations.create("busy");
-        busy.commit(&history(1));
+        busy.commit(&history(1), None);
         let guard = busy.lock().await;
         assert_eq!(conversations.forget_idle(Duration::ZERO), 1);
         assert!(idle.summary().forgotten);

@@ -24,12 +24,13 @@ use prometheus_client::metrics::counter::Counter;
 use serde::Serialize;
 use tokio::sync::OwnedMutexGuard;
 
-use self::conversations::{Binding, Bound, Conversations, Entry};
+use self::conversations::{Binding, Bound, Conversations, Earlier, Entry};
 use self::processes::Processes;
 use super::turn::{agent_failure, blocking, image_parts, serialize_unseen};
 use super::Bridge;
 use crate::acp::{prompt_blocks, AcpError, AgentLimits, TurnOutput};
-use crate::engine::{Image, UnseenPrompt};
+use crate::engine::{Image, MessageMark, Prompt, PromptOptions, Resume, UnseenPrompt};
+use devin_bridge_types::continuation::{self, Continuation};
 use crate::policy::AgentSection;
 use crate::process::Spec;
 use agent_client_protocol_schema::v1;
@@ -67,6 +68,9 @@ pub struct Stats {
     pub replays: Counter,
     /// Turns in an ephemeral session (no conversation header, or a side request).
     pub ephemeral: Counter,
+    /// Requests serialized as the continuation of the session's last request: only the
+    /// messages after the bytes the two share were parsed.
+    pub resumed: Counter,
     /// Prompts sent to agents, and their bytes.
     pub prompts: Counter,
     pub prompt_bytes: Counter,
@@ -84,6 +88,7 @@ pub struct Snapshot {
     pub rebuilds: u64,
     pub replays: u64,
     pub ephemeral: u64,
+    pub resumed: u64,
     pub prompts: u64,
     pub prompt_bytes: u64,
 }
@@ -117,6 +122,8 @@ pub struct Lease {
     body: Arc<String>,
     /// The request's history identities.
     history: Vec<String>,
+    /// What the session keeps of the request once the turn succeeds.
+    earlier: Option<Arc<Earlier>>,
     /// Messages the session held before this turn (0: it gets the whole prompt).
     held: u32,
     replayed: bool,
@@ -147,7 +154,7 @@ impl Lease {
     pub fn commit(&mut self) {
         self.committed = true;
         if let LeasedSession::Conversation { entry, .. } = &self.session {
-            entry.commit(&self.history);
+            entry.commit(&self.history, self.earlier.take());
         }
     }
 }
@@ -205,6 +212,7 @@ impl Resident {
             rebuilds: load(&self.stats.rebuilds),
             replays: load(&self.stats.replays),
             ephemeral: load(&self.stats.ephemeral),
+            resumed: load(&self.stats.resumed),
             prompts: load(&self.stats.prompts),
             prompt_bytes: load(&self.stats.prompt_bytes),
         }
@@ -244,8 +252,15 @@ impl Resident {
             return Ok(self.ephemeral(body, whole));
         };
         for _ in 0..MAX_SELECTION_ATTEMPTS {
-            let guess = self.conversations.likely_held(&key);
-            let unseen = serialize(bridge, &body, guess, true).await?;
+            let (guess, earlier) = self.conversations.likely(&key);
+            let resumed = match earlier {
+                Some(earlier) => self.resume(bridge, &body, &earlier, guess).await?,
+                None => None,
+            };
+            let unseen = match resumed {
+                Some(unseen) => unseen,
+                None => serialize(bridge, &body, guess, true).await?,
+            };
             if unseen.prompt.tools.trim() == "[]" {
                 // A side request (title, quota probe, summary): never the conversation's session.
                 let whole = if guess == 0 {
@@ -290,12 +305,22 @@ impl Resident {
                 messages = unseen.history.len(),
                 "conversation session chosen"
             );
+            let earlier = Earlier {
+                body: body.clone(),
+                history: unseen.history.clone(),
+                marks: std::mem::take(&mut unseen.marks),
+                tool_names: std::mem::take(&mut unseen.tool_names),
+                tools: unseen.prompt.tools.clone(),
+                model: unseen.prompt.model.clone(),
+                stream: unseen.prompt.stream,
+            };
             let lease = Lease {
                 resident: self.clone(),
                 session: LeasedSession::Conversation { entry, binding },
                 body,
                 // The lease keeps the identities it commits; the caller needs only the prompt.
                 history: std::mem::take(&mut unseen.history),
+                earlier: Some(Arc::new(earlier)),
                 held,
                 replayed: false,
                 committed: false,
@@ -307,6 +332,79 @@ impl Resident {
         );
         let whole = serialize(bridge, &body, 0, false).await?;
         Ok(self.ephemeral(body, whole))
+    }
+
+    /// The request serialized as the continuation of `earlier`, the last request of the
+    /// session that holds `held` messages, with its model validated: none when the request
+    /// does not repeat `earlier`'s bytes far enough, or the serializer refuses the
+    /// continuation (then serializing the whole request decides).
+    async fn resume(
+        &self,
+        bridge: &Bridge,
+        body: &Arc<String>,
+        earlier: &Arc<Earlier>,
+        held: u32,
+    ) -> Result<Option<UnseenPrompt>, Failure> {
+        let ends: Vec<u32> = earlier.marks.iter().map(|mark| mark.request_end).collect();
+        let Some(found) = continuation::find(&earlier.body, &ends, body) else {
+            return Ok(None);
+        };
+        let Some(resume) = resume_state(earlier, &found, held) else {
+            return Ok(None);
+        };
+        let Some(text) = body.get(found.range.clone()) else {
+            return Ok(None);
+        };
+        let (continuation, model, catalog) =
+            (text.to_owned(), earlier.model.clone(), bridge.catalog());
+        let options = PromptOptions {
+            held,
+            images: bridge.images,
+        };
+        let answer = blocking(&bridge.transforms, move |t| {
+            Ok(match t.serialize_resumed(continuation, resume, options)? {
+                Ok(resumed) => Some(t.validate_model(model, catalog)?.map(|_| resumed)),
+                Err(failure) => {
+                    tracing::debug!(code = %failure.code, "the continuation was refused; serializing the whole request");
+                    None
+                }
+            })
+        })
+        .await?;
+        let resumed = match answer {
+            Some(result) => result?,
+            None => return Ok(None),
+        };
+        self.stats.resumed.inc();
+        let before = found.messages;
+        let offset = u32::try_from(found.range.start).unwrap_or(u32::MAX);
+        let history = earlier.history[..before]
+            .iter()
+            .cloned()
+            .chain(resumed.history)
+            .collect();
+        let marks = earlier.marks[..before]
+            .iter()
+            .cloned()
+            .chain(resumed.marks.into_iter().map(|mark| MessageMark {
+                request_end: mark.request_end.saturating_add(offset),
+                ..mark
+            }))
+            .collect();
+        Ok(Some(UnseenPrompt {
+            prompt: Prompt {
+                text: resumed.text,
+                tools: earlier.tools.clone(),
+                input_tokens: resumed.input_tokens,
+                id_seed: resumed.id_seed,
+                model: earlier.model.clone(),
+                stream: earlier.stream,
+            },
+            history,
+            images: resumed.images,
+            marks,
+            tool_names: earlier.tool_names.clone(),
+        }))
     }
 
     fn ephemeral(
@@ -321,6 +419,7 @@ impl Resident {
             body,
             // An ephemeral session commits nothing.
             history: Vec::new(),
+            earlier: None,
             held: 0,
             replayed: false,
             committed: false,
@@ -447,6 +546,27 @@ impl Resident {
         let session = agent.new_session(&self.home).await?;
         Ok(Bound::new(agent, session, slot))
     }
+}
+
+/// What the serializer needs of `earlier`'s messages before `found`: none when the session,
+/// holding `held` messages, does not hold them all or the marks do not cover them.
+fn resume_state(earlier: &Earlier, found: &Continuation, held: u32) -> Option<Resume> {
+    let before = found.messages;
+    let last = before.checked_sub(1)?;
+    if usize::try_from(held).ok()? < before || earlier.history.len() < before {
+        return None;
+    }
+    let marks = earlier.marks.get(..before)?;
+    Some(Resume {
+        messages: u32::try_from(before).ok()?,
+        history: earlier.history.get(last)?.clone(),
+        trace_chars: marks.get(last)?.trace_chars,
+        tool_uses: marks
+            .iter()
+            .flat_map(|mark| mark.tool_uses.iter().cloned())
+            .collect(),
+        tool_names: earlier.tool_names.clone(),
+    })
 }
 
 /// Bytes of a prompt's text and image data.

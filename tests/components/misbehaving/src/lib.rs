@@ -60,6 +60,15 @@ mod wasm {
             real_serialize_unseen(&request, options)
         }
 
+        fn serialize_resumed(
+            continuation: String,
+            resume: exports::devin_bridge::transforms::serializer::Resume,
+            options: exports::devin_bridge::transforms::serializer::PromptOptions,
+        ) -> Result<exports::devin_bridge::transforms::serializer::ResumedPrompt, Failure> {
+            misbehave(&continuation)?;
+            real_serialize_resumed(&continuation, resume, options)
+        }
+
         fn repair(prompt: String, rejection: Failure) -> String {
             real_repair(&prompt, rejection)
         }

@@ -118,6 +118,23 @@ mod wasm {
                 .map_err(reworded)
         }
 
+        fn serialize_resumed(
+            continuation: String,
+            resume: exports::devin_bridge::transforms::serializer::Resume,
+            options: exports::devin_bridge::transforms::serializer::PromptOptions,
+        ) -> Result<exports::devin_bridge::transforms::serializer::ResumedPrompt, Failure> {
+            real_serialize_resumed(&continuation, resume, options)
+                .map(|mut resumed| {
+                    resumed.text = resumed.text.replacen(
+                        "Every rule given at the start of this session still applies",
+                        "All the rules from the start of this session still hold",
+                        1,
+                    );
+                    resumed
+                })
+                .map_err(reworded)
+        }
+
         fn repair(prompt: String, rejection: Failure) -> String {
             real_repair(&prompt, rejection).replacen(
                 "[Single Repair Attempt]",

@@ -65,6 +65,21 @@ mod wasm {
             })
         }
 
+        fn serialize_resumed(
+            continuation: String,
+            resume: exports::devin_bridge::transforms::serializer::Resume,
+            options: exports::devin_bridge::transforms::serializer::PromptOptions,
+        ) -> Result<exports::devin_bridge::transforms::serializer::ResumedPrompt, Failure> {
+            real_serialize_resumed(&continuation, resume, options).map_err(|failure| Failure {
+                status: if (400..500).contains(&failure.status) {
+                    failure.status + 100
+                } else {
+                    failure.status
+                },
+                ..failure
+            })
+        }
+
         fn repair(prompt: String, rejection: Failure) -> String {
             real_repair(&prompt, rejection)
         }
