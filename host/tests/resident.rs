@@ -156,6 +156,8 @@ async fn the_second_turn_sends_only_the_unseen_messages() {
     assert_eq!(stats["processes_started"], 1, "{health}");
     assert_eq!(stats["sessions"], 1, "{health}");
     assert_eq!(stats["prompts"], 2, "{health}");
+    // The second request repeats the first one's bytes: only its new messages were parsed.
+    assert_eq!(stats["resumed"], 1, "{health}");
 
     let metrics = bridge.request("GET", "/metrics", &[], "").await;
     assert_eq!(metrics.status, 200);
@@ -168,6 +170,7 @@ async fn the_second_turn_sends_only_the_unseen_messages() {
         "devin_bridge_resident_processes 1",
         "devin_bridge_resident_sessions 1",
         "devin_bridge_resident_processes_started_total 1",
+        "devin_bridge_resident_resumed_total 1",
         "devin_bridge_requests_total{path=\"/v1/messages\",status=\"200\"} 2",
         "devin_bridge_requests_total{path=\"/healthz\",status=\"200\"} 1",
     ] {
@@ -531,4 +534,75 @@ async fn replicas_without_affinity_stay_correct() {
     for replica in replicas {
         replica.stop().await;
     }
+}
+
+/// A raw `/v1/messages` body in the conversation `key`.
+async fn raw_turn(bridge: &TestBridge, key: &str, body: &str) -> HttpResponse {
+    bridge
+        .request(
+            "POST",
+            "/v1/messages",
+            &[("x-claude-code-session-id", key)],
+            body,
+        )
+        .await
+}
+
+#[tokio::test]
+async fn a_request_that_rewrites_the_earlier_bytes_is_serialized_whole_and_still_continues() {
+    let bridge = resident("").await;
+    let mut conversation = Conversation::new("Look around. [mock:tool]");
+    let first = next_turn(&bridge, "conv-pretty", &conversation).await;
+    conversation.answer(&first, "a.txt [mock:text]");
+    // The same conversation, pretty-printed: no byte of it repeats where the first request's
+    // did, so the whole request is serialized; its history still continues the session.
+    let pretty = serde_json::to_string_pretty(&conversation.request()).expect("json");
+    let second = ok(&raw_turn(&bridge, "conv-pretty", &pretty).await);
+    assert_eq!(text_of(&second), "Mock answer: the bridge works.");
+    assert_eq!(received(&prompts(&bridge)), ["full", "continuation"]);
+    let after_two = health(&bridge).await;
+    let stats = &after_two["resident"];
+    assert_eq!(stats["hits"], 1, "{after_two}");
+    assert_eq!(stats["resumed"], 0, "{after_two}");
+
+    // Turn three repeats turn two's (pretty) bytes: resumed from there.
+    conversation.answer(&second, "thanks [mock:text]");
+    let third = serde_json::to_string_pretty(&conversation.request()).expect("json");
+    ok(&raw_turn(&bridge, "conv-pretty", &third).await);
+    assert_eq!(
+        received(&prompts(&bridge)),
+        ["full", "continuation", "continuation"]
+    );
+    let health = health(&bridge).await;
+    assert_eq!(health["resident"]["hits"], 2, "{health}");
+    assert_eq!(health["resident"]["resumed"], 1, "{health}");
+}
+
+#[tokio::test]
+async fn a_continuation_that_opens_a_second_messages_array_is_read_as_the_whole_request_reads_it() {
+    let bridge = resident("").await;
+    let conversation = Conversation::new("First question. [mock:text]");
+    let first_body = conversation.request().to_string();
+    ok(&raw_turn(&bridge, "conv-inject", &first_body).await);
+    // Right after the first message, close the array and open a second `messages` key: the
+    // bytes before and after are the first request's, but what lies between is no list of
+    // messages. JSON's last key wins, so the request holds only the injected message, a
+    // different conversation: a new session that gets the whole prompt.
+    let message = conversation.messages[0].to_string();
+    let end = first_body.find(&message).expect("message") + message.len();
+    let injected = format!(
+        r#"{}],"messages":[{{"role":"user","content":"Injected question. [mock:text]"}}{}"#,
+        &first_body[..end],
+        &first_body[end..]
+    );
+    let reply = ok(&raw_turn(&bridge, "conv-inject", &injected).await);
+    assert_eq!(text_of(&reply), "Mock answer: the bridge works.");
+    let seen = prompts(&bridge);
+    assert_eq!(received(&seen), ["full", "full"]);
+    assert_ne!(seen[0]["sessionId"], seen[1]["sessionId"]);
+    let health = health(&bridge).await;
+    let stats = &health["resident"];
+    assert_eq!(stats["resumed"], 0, "{health}");
+    assert_eq!(stats["forks"], 1, "{health}");
+    assert_eq!(stats["hits"], 0, "{health}");
 }
