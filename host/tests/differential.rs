@@ -3,7 +3,9 @@
 
 mod common;
 
-use devin_bridge::engine::{corpus, Call, MessageHead, TransformKind, Transforms};
+use devin_bridge::engine::{
+    corpus, Call, ImageLimits, MessageHead, PromptOptions, Resume, TransformKind, Transforms,
+};
 use devin_bridge_types::{Failure, Reply, ToolCall, Usage};
 use serde_json::{json, Value};
 
@@ -26,16 +28,18 @@ fn sse_head(head: &MessageHead) -> devin_bridge_sse::MessageHead {
 fn native(call: &Call) -> Value {
     match call {
         Call::Serialize { request } => outcome(&devin_bridge_serializer::serialize(request)),
-        Call::SerializeUnseen { request, options } => {
-            let options = devin_bridge_serializer::PromptOptions {
-                held: options.held,
-                images: devin_bridge_serializer::ImageLimits {
-                    max_images: options.images.max_images,
-                    max_image_bytes: options.images.max_image_bytes,
-                },
-            };
-            outcome(&devin_bridge_serializer::serialize_unseen(request, options))
-        }
+        Call::SerializeUnseen { request, options } => outcome(
+            &devin_bridge_serializer::serialize_unseen(request, native_options(options)),
+        ),
+        Call::SerializeResumed {
+            continuation,
+            resume,
+            options,
+        } => outcome(&devin_bridge_serializer::serialize_resumed(
+            continuation,
+            &native_resume(resume),
+            native_options(options),
+        )),
         Call::Repair { prompt, rejection } => {
             json!({ "ok": devin_bridge_serializer::repair(prompt, rejection) })
         }
@@ -82,6 +86,26 @@ fn native(call: &Call) -> Value {
         Call::ListModels { catalog, vision } => {
             outcome(&devin_bridge_model_alias::list_models(catalog, *vision))
         }
+    }
+}
+
+fn native_options(options: &PromptOptions) -> devin_bridge_serializer::PromptOptions {
+    devin_bridge_serializer::PromptOptions {
+        held: options.held,
+        images: devin_bridge_serializer::ImageLimits {
+            max_images: options.images.max_images,
+            max_image_bytes: options.images.max_image_bytes,
+        },
+    }
+}
+
+fn native_resume(resume: &Resume) -> devin_bridge_serializer::Resume {
+    devin_bridge_serializer::Resume {
+        messages: resume.messages,
+        history: resume.history.clone(),
+        trace_chars: resume.trace_chars,
+        tool_uses: resume.tool_uses.clone(),
+        tool_names: resume.tool_names.clone(),
     }
 }
 
@@ -286,6 +310,102 @@ fn generated_serializer_requests_agree() {
             &format!("serializer #{i}"),
         );
     }
+}
+
+/// A later request of a conversation: the earlier one with a message after the first changed,
+/// removed or added. The continuation the host would find is serialized natively and in wasm
+/// (they must agree), and it must say what serializing the whole later request says: the same
+/// prompt when it is accepted, a failure when the whole request fails.
+#[test]
+fn generated_continuations_agree_and_say_what_the_whole_request_says() {
+    let transforms = common::transforms();
+    let mut rng = Rng(0x5e71_a112_e700_0002);
+    let requests: Vec<Value> = fixture_args(TransformKind::Serializer)
+        .into_iter()
+        .filter_map(|args| args.get("request").cloned())
+        .filter(|request| request["messages"].as_array().is_some_and(|m| m.len() >= 2))
+        .filter(|request| request.to_string().len() < 20_000)
+        .collect();
+    assert!(requests.len() >= 5, "{}", requests.len());
+    let (mut accepted, mut refused) = (0, 0);
+    for i in 0..400 {
+        let earlier = rng.pick(&requests).clone();
+        let mut later = earlier.clone();
+        if let Some(messages) = later["messages"].as_array_mut() {
+            let at = 1 + rng.below(messages.len() - 1);
+            match rng.below(4) {
+                0 => drop(messages.remove(at)),
+                1 => {
+                    let copy = messages[rng.below(messages.len())].clone();
+                    messages.push(copy);
+                }
+                _ => mutate(&mut rng, &mut messages[at], 1),
+            }
+        }
+        let (earlier, later) = (earlier.to_string(), later.to_string());
+        let images = ImageLimits {
+            max_images: u32::try_from(rng.below(3)).unwrap_or(0),
+            max_image_bytes: 64,
+        };
+        let whole_options = devin_bridge_serializer::PromptOptions {
+            held: 0,
+            images: devin_bridge_serializer::ImageLimits {
+                max_images: images.max_images,
+                max_image_bytes: images.max_image_bytes,
+            },
+        };
+        let Ok(before) = devin_bridge_serializer::serialize_unseen(&earlier, whole_options) else {
+            continue;
+        };
+        let ends: Vec<u32> = before.marks.iter().map(|mark| mark.request_end).collect();
+        let Some(found) = devin_bridge_types::continuation::find(&earlier, &ends, &later) else {
+            continue;
+        };
+        let k = found.messages;
+        let resume = Resume {
+            messages: u32::try_from(k).unwrap_or(u32::MAX),
+            history: before.history[k - 1].clone(),
+            trace_chars: before.marks[k - 1].trace_chars,
+            tool_uses: before.marks[..k]
+                .iter()
+                .flat_map(|mark| mark.tool_uses.clone())
+                .collect(),
+            tool_names: before.tool_names.clone(),
+        };
+        let options = PromptOptions {
+            held: u32::try_from(k + rng.below(3)).unwrap_or(u32::MAX),
+            images,
+        };
+        let call = Call::SerializeResumed {
+            continuation: later[found.range.clone()].to_owned(),
+            resume: resume.clone(),
+            options,
+        };
+        let label = format!("continuation #{i}");
+        assert_same(&transforms, &call, &label);
+        let resumed = devin_bridge_serializer::serialize_resumed(
+            &later[found.range.clone()],
+            &native_resume(&resume),
+            native_options(&options),
+        );
+        let whole = devin_bridge_serializer::serialize_unseen(&later, native_options(&options));
+        match (resumed, whole) {
+            (Ok(resumed), Ok(whole)) => {
+                assert_eq!(resumed.text, whole.prompt.text, "{label}");
+                assert_eq!(resumed.input_tokens, whole.prompt.input_tokens, "{label}");
+                assert_eq!(resumed.id_seed, whole.prompt.id_seed, "{label}");
+                assert_eq!(resumed.history, whole.history[k..], "{label}");
+                assert_eq!(resumed.images, whole.images, "{label}");
+                accepted += 1;
+            }
+            (Err(_), Err(_)) => refused += 1,
+            (resumed, whole) => panic!("{label}: resumed {resumed:?} but whole {whole:?}"),
+        }
+    }
+    assert!(
+        accepted >= 50 && refused >= 10,
+        "accepted {accepted}, refused {refused}"
+    );
 }
 
 #[test]

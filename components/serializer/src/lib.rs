@@ -56,7 +56,15 @@ const ID_SEED_HEX_DIGITS: usize = 24;
 /// user and assistant, unknown block types), or is inconsistent (a tool result without its
 /// tool use, a tool use of an undeclared tool).
 pub fn serialize(request: &str) -> Result<Prompt, Failure> {
-    build(request, 0, ImageLimits::NONE).map(|built| built.prompt)
+    let Built {
+        mut prompt,
+        trace_start,
+        ..
+    } = build(request, 0, ImageLimits::NONE)?;
+    let trace = prompt.text.get(trace_start..).unwrap_or_default();
+    prompt.input_tokens = devin_bridge_types::estimate_tokens(trace);
+    prompt.id_seed = id_seed(trace);
+    Ok(prompt)
 }
 
 /// How [`serialize_unseen`] serializes a request.
@@ -148,14 +156,21 @@ pub struct ResumedPrompt {
 pub fn serialize_unseen(request: &str, options: PromptOptions) -> Result<UnseenPrompt, Failure> {
     let Built {
         mut prompt,
-        spans,
+        trace_start,
+        mut spans,
         images,
         tool_uses,
         tool_names,
     } = build(request, options.held, options.images)?;
+    spans.measure_head(&prompt.text, trace_start);
     let digests = spans.digests(&prompt.text);
     prompt.id_seed = chain_seed(digests.last().copied().unwrap_or(spans.head_digest));
     let marks = spans.marks(&prompt.text, tool_uses);
+    // The marks counted the trace's characters already: the last one has them all.
+    let chars = marks
+        .last()
+        .map_or(spans.head_chars, |mark| mark.trace_chars);
+    prompt.input_tokens = devin_bridge_types::tokens_for_chars(chars);
     let held = usize::try_from(options.held).unwrap_or(usize::MAX);
     if held > 0 {
         let from = spans
@@ -269,6 +284,15 @@ struct Spans {
 }
 
 impl Spans {
+    /// Sets the head's digest and length from the trace in `text` that begins at `trace_start`.
+    fn measure_head(&mut self, text: &str, trace_start: usize) {
+        let head = text
+            .get(trace_start..self.messages_start)
+            .unwrap_or_default();
+        self.head_digest = xxhash_rust::xxh3::xxh3_128(head.as_bytes());
+        self.head_chars = devin_bridge_types::text::count_chars(head) as u64;
+    }
+
     /// The identity of every prefix of the trace that ends with a message: a chain, each
     /// link xxh3-128 over the previous link (the head's own digest before the first message)
     /// and the message's sections, so that a continuation can extend it from the last link
@@ -342,7 +366,10 @@ fn owned(tool_uses: Vec<Vec<&str>>) -> Vec<Vec<String>> {
 
 /// What [`build`] makes of a request.
 struct Built {
+    /// Without `input_tokens` and `id_seed`, which the callers derive each their own way.
     prompt: Prompt,
+    /// Where the trace begins in the prompt's text.
+    trace_start: usize,
     spans: Spans,
     images: Vec<Image>,
     /// The tool-use ids each message introduced.
@@ -406,27 +433,25 @@ fn build(request: &str, first_message: u32, limits: ImageLimits) -> Result<Built
     }
 
     let (text, trace_start, message_ends) = trace.finish();
-    let trace_text = text.get(trace_start..).unwrap_or_default();
-    let input_tokens = devin_bridge_types::estimate_tokens(trace_text);
-    let id_seed = id_seed(trace_text);
-    let head = text.get(trace_start..messages_start).unwrap_or_default();
+    // The head's digest and length are for `serialize_unseen` alone (see `Spans::measure_head`).
     let spans = Spans {
         messages_start,
         message_ends,
         request_ends,
-        head_digest: xxhash_rust::xxh3::xxh3_128(head.as_bytes()),
-        head_chars: devin_bridge_types::text::count_chars(head) as u64,
+        head_digest: 0,
+        head_chars: 0,
     };
 
     Ok(Built {
         prompt: Prompt {
             tools: catalog.to_json(),
-            input_tokens,
-            id_seed,
+            input_tokens: 0,
+            id_seed: String::new(),
             model: model.to_owned(),
             stream,
             text,
         },
+        trace_start,
         spans,
         images,
         tool_uses: owned(written.tool_uses),

@@ -111,7 +111,10 @@ mod tests {
         assert_eq!(found.messages, 1);
         assert!(found.range.is_empty());
         // Dropping the first message too leaves nothing repeated.
-        assert_eq!(find(EARLIER, &ends(), r#"{"messages":[],"tools":[]}"#), None);
+        assert_eq!(
+            find(EARLIER, &ends(), r#"{"messages":[],"tools":[]}"#),
+            None
+        );
     }
 
     #[test]

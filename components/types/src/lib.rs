@@ -6,8 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-mod errors;
 pub mod continuation;
+mod errors;
 pub mod text;
 
 pub use errors::error_type;

@@ -481,7 +481,12 @@ pub(crate) fn call_instance(
             };
             let answer = instance
                 .devin_bridge_transforms_serializer()
-                .call_serialize_resumed(&mut *store, continuation, &resume, options_to_wit(options))?;
+                .call_serialize_resumed(
+                    &mut *store,
+                    continuation,
+                    &resume,
+                    options_to_wit(options),
+                )?;
             Answer::Resumed(
                 answer
                     .map(|resumed| ResumedPrompt {

@@ -30,10 +30,10 @@ use super::turn::{agent_failure, blocking, image_parts, serialize_unseen};
 use super::Bridge;
 use crate::acp::{prompt_blocks, AcpError, AgentLimits, TurnOutput};
 use crate::engine::{Image, MessageMark, Prompt, PromptOptions, Resume, UnseenPrompt};
-use devin_bridge_types::continuation::{self, Continuation};
 use crate::policy::AgentSection;
 use crate::process::Spec;
 use agent_client_protocol_schema::v1;
+use devin_bridge_types::continuation::{self, Continuation};
 
 /// The request header that names a Claude Code conversation.
 pub const SESSION_HEADER: &str = "x-claude-code-session-id";
