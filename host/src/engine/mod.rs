@@ -17,6 +17,7 @@ mod cache;
 pub mod contract;
 pub mod corpus;
 mod loader;
+mod memo;
 mod registry;
 mod runtime;
 mod status;

@@ -23,6 +23,7 @@ use super::bindings::{
 };
 use super::cache::CompileCache;
 use super::corpus::{self_test, Corpus};
+use super::memo::ValidationMemo;
 use super::runtime::Runtime;
 use super::{EngineError, Loaded, TransformKind};
 use crate::policy::Policy;
@@ -56,6 +57,8 @@ pub struct Transforms {
     /// What the running policy pins and the corpus of its component set, per transform;
     /// guarded by the swap lock, since only swaps and reloads read or change them.
     swap_lock: Mutex<Checks>,
+    /// The model-alias component's `validate` answers (see [`ValidationMemo`]).
+    validations: ValidationMemo,
 }
 
 /// What every candidate of a transform is held to.
@@ -112,6 +115,7 @@ impl Transforms {
                     model_alias_corpus,
                 ],
             }),
+            validations: ValidationMemo::default(),
         })
     }
 
@@ -417,13 +421,30 @@ impl Transforms {
         }
     }
 
+    /// The model-alias component's `validate`; an answer it gave for the same reference and
+    /// catalog is not asked again.
     pub fn validate_model(
         &self,
         reference: String,
         catalog: String,
     ) -> Result<Result<String, Failure>, EngineError> {
-        match self.call(&Call::Validate { reference, catalog })? {
-            Answer::Model(result) => Ok(result),
+        let component = self.current(TransformKind::ModelAlias);
+        if let Some(answer) = self
+            .validations
+            .get(&component.sha256, &catalog, &reference)
+        {
+            return Ok(answer);
+        }
+        let call = Call::Validate {
+            reference: reference.clone(),
+            catalog: catalog.clone(),
+        };
+        match component.call(&self.runtime, &call)? {
+            Answer::Model(answer) => {
+                self.validations
+                    .put(&component.sha256, &catalog, reference, answer.clone());
+                Ok(answer)
+            }
             other => Err(mismatch(TransformKind::ModelAlias, &other)),
         }
     }
