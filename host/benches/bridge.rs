@@ -1362,6 +1362,36 @@ fn resident_bench(
         ));
         resident_progress(rows.last());
 
+        match server_rt.block_on(resident::HttpFloor::start(
+            &floor.spec,
+            floor.limits,
+            script.clone(),
+            level,
+        )) {
+            Ok(http_floor) => {
+                let ((samples, elapsed), cpu_spent) = host_cpu_during(|| {
+                    client_rt.block_on(resident::conversations(
+                        http_floor.addr,
+                        script.clone(),
+                        level,
+                        "http-floor",
+                    ))
+                });
+                let processes = server_rt.block_on(http_floor.stop());
+                rows.push(resident::Row::new(
+                    level,
+                    "floor + HTTP",
+                    samples,
+                    elapsed,
+                    unseen_average,
+                    processes,
+                    cpu_spent,
+                ));
+                resident_progress(rows.last());
+            }
+            Err(error) => eprintln!("bench bridge: the HTTP floor does not start: {error}"),
+        }
+
         let agent = format!(
             "transport = \"resident\"\nsessions_per_process = {}\nmax_sessions = 1024\n",
             resident::SESSIONS_PER_PROCESS

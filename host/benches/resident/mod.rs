@@ -2,6 +2,10 @@
 //! `TURNS` turns each, whose history grows to about 1 MB at the last turn, side by side:
 //! - **floor (resident ACP)**: the same continuation prompts sent straight to shared agent
 //!   processes (8 sessions per process), without HTTP and transforms;
+//! - **floor + HTTP**: the same, behind a minimal HTTP server that reads each request as the
+//!   bridge does (the whole body, within the limit, as UTF-8) and sends the turn's continuation
+//!   without looking at the body: what carrying Claude Code's requests over HTTP costs on its
+//!   own, so the bridge's row above it is what its transforms and sessions add;
 //! - **bridge resident**: the bridge on the resident transport, conversations keyed by
 //!   `X-Claude-Code-Session-Id`;
 //! - **bridge per-turn**: the same conversations on the per-turn transport (the whole prompt
@@ -35,6 +39,10 @@ use super::{connect, gather, ms, percentile, Samples, EXPECTED, PATH};
 pub const TURNS: usize = 20;
 /// The history's size at the last turn.
 const LAST_TURN_BYTES: usize = 1 << 20;
+/// Which turn of its conversation a request is (read by the HTTP floor only).
+const TURN_HEADER: &str = "x-bench-turn";
+/// The HTTP floor's body limit, the bridge's default.
+const MAX_BODY: usize = 32 << 20;
 /// Sessions per agent process, as the bench policy sets it.
 pub const SESSIONS_PER_PROCESS: usize = 8;
 
@@ -105,10 +113,10 @@ pub async fn conversations(
             let mut samples = Samples::default();
             let mut sender = connect(addr).await;
             barrier.wait().await;
-            for body in &script.requests {
+            for (index, body) in script.requests.iter().enumerate() {
                 let started = Instant::now();
                 let outcome = match sender.as_mut() {
-                    Ok(sender) => turn(sender, &key, body).await,
+                    Ok(sender) => turn(sender, &key, index, body).await,
                     Err(error) => Err(error.clone()),
                 };
                 match outcome {
@@ -125,7 +133,12 @@ pub async fn conversations(
     .await
 }
 
-async fn turn(sender: &mut super::Sender, key: &str, body: &Bytes) -> Result<(), String> {
+async fn turn(
+    sender: &mut super::Sender,
+    key: &str,
+    index: usize,
+    body: &Bytes,
+) -> Result<(), String> {
     sender
         .ready()
         .await
@@ -137,6 +150,7 @@ async fn turn(sender: &mut super::Sender, key: &str, body: &Bytes) -> Result<(),
         .header(hyper::header::CONTENT_TYPE, "application/json")
         .header(hyper::header::CONTENT_LENGTH, body.len())
         .header("x-claude-code-session-id", key)
+        .header(TURN_HEADER, index)
         .body(Full::new(body.clone()))
         .map_err(|e| format!("request: {e}"))?;
     let response = sender
@@ -213,6 +227,153 @@ pub async fn floor(
     (all, elapsed, processes)
 }
 
+/// The HTTP floor's server: shared agents behind HTTP (see the module header).
+pub struct HttpFloor {
+    pub addr: SocketAddr,
+    agents: Vec<Arc<SharedAgent>>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+struct FloorState {
+    script: Arc<Script>,
+    agents: Vec<Arc<SharedAgent>>,
+    cwd: std::path::PathBuf,
+    /// The session of each conversation key.
+    sessions: std::sync::Mutex<std::collections::HashMap<String, String>>,
+}
+
+impl HttpFloor {
+    /// Starts the agents (one per `SESSIONS_PER_PROCESS` conversations) and the server.
+    pub async fn start(
+        spec: &Spec,
+        limits: AgentLimits,
+        script: Arc<Script>,
+        clients: usize,
+    ) -> Result<Self, String> {
+        let mut agents = Vec::new();
+        for _ in 0..clients.div_ceil(SESSIONS_PER_PROCESS) {
+            agents.push(
+                SharedAgent::start(spec, limits)
+                    .await
+                    .map_err(|e| format!("start: {e}"))?,
+            );
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(|e| format!("bind: {e}"))?;
+        let addr = listener.local_addr().map_err(|e| format!("addr: {e}"))?;
+        let state = Arc::new(FloorState {
+            script,
+            agents: agents.clone(),
+            cwd: spec.cwd.clone(),
+            sessions: Default::default(),
+        });
+        let server = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let _ = stream.set_nodelay(true);
+                let state = state.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |request| {
+                        let state = state.clone();
+                        async move {
+                            Ok::<_, std::convert::Infallible>(floor_turn(&state, request).await)
+                        }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        Ok(Self {
+            addr,
+            agents,
+            server,
+        })
+    }
+
+    /// Stops the server and the agents; returns the processes started.
+    pub async fn stop(self) -> usize {
+        self.server.abort();
+        let processes = self.agents.len();
+        for agent in self.agents {
+            agent.close().await;
+        }
+        processes
+    }
+}
+
+/// One turn of the HTTP floor: the body read as the bridge reads it, then the turn's
+/// continuation on the conversation's session.
+async fn floor_turn(
+    state: &FloorState,
+    request: hyper::Request<hyper::body::Incoming>,
+) -> hyper::Response<Full<Bytes>> {
+    let answer = |status: u16, text: String| {
+        let body = json!({"type": "message", "content": [{"type": "text", "text": text}]});
+        hyper::Response::builder()
+            .status(status)
+            .header(hyper::header::CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(body.to_string())))
+            .unwrap_or_default()
+    };
+    let header = |name: &str| {
+        request
+            .headers()
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned)
+    };
+    let (Some(key), Some(index)) = (
+        header("x-claude-code-session-id"),
+        header(TURN_HEADER).and_then(|turn| turn.parse::<usize>().ok()),
+    ) else {
+        return answer(400, "no conversation key or turn".into());
+    };
+    let body = match http_body_util::Limited::new(request.into_body(), MAX_BODY)
+        .collect()
+        .await
+    {
+        Ok(collected) => String::from_utf8(Vec::from(collected.to_bytes())),
+        Err(error) => return answer(400, format!("body: {error}")),
+    };
+    if body.is_err() {
+        return answer(400, "the body is not UTF-8".into());
+    }
+    let client = key
+        .rsplit('-')
+        .next()
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(0);
+    let Some(agent) = state.agents.get(client / SESSIONS_PER_PROCESS) else {
+        return answer(500, "no agent for this client".into());
+    };
+    let known = state
+        .sessions
+        .lock()
+        .ok()
+        .and_then(|sessions| sessions.get(&key).cloned());
+    let session = match known {
+        Some(session) => session,
+        None => match agent.new_session(&state.cwd).await {
+            Ok(session) => {
+                if let Ok(mut sessions) = state.sessions.lock() {
+                    sessions.insert(key, session.clone());
+                }
+                session
+            }
+            Err(error) => return answer(502, format!("session/new: {error}")),
+        },
+    };
+    let Some(prompt) = state.script.unseen_prompts.get(index) else {
+        return answer(400, "no such turn".into());
+    };
+    match agent.prompt(&session, prompt.to_string()).await {
+        Ok(output) => answer(200, output.text),
+        Err(error) => answer(502, format!("turn: {error}")),
+    }
+}
+
 /// One row of the resident table.
 pub struct Row {
     pub clients: usize,
@@ -286,7 +447,7 @@ pub fn report(rows: &[Row], script: &Script, cores: usize) {
             .iter()
             .find(|r| r.clients == row.clients && r.label.starts_with("floor"));
         let over = match floor {
-            Some(floor) if !row.label.starts_with("floor") => {
+            Some(floor) if !std::ptr::eq(floor, row) => {
                 format!("{:+.3}", ms(row.p50) - ms(floor.p50))
             }
             _ => "-".into(),
@@ -341,6 +502,21 @@ pub fn report(rows: &[Row], script: &Script, cores: usize) {
              conversations per core ({cores} cores) that alone queues a turn by about {:.1} ms",
             extra_cpu * per_core
         );
+        if let Some(http) = rows
+            .iter()
+            .find(|r| r.clients == 16 && r.label == "floor + HTTP")
+        {
+            println!(
+                "    of which carrying the requests over HTTP (floor + HTTP above the floor): p50 {:+.3} ms, CPU {:+.3} ms per turn",
+                ms(http.p50) - ms(floor.p50),
+                ms(http.cpu_per_turn) - ms(floor.cpu_per_turn)
+            );
+            println!(
+                "    and the bridge's transforms and sessions (bridge resident above floor + HTTP): p50 {:+.3} ms, CPU {:+.3} ms per turn",
+                ms(resident.p50) - ms(http.p50),
+                ms(resident.cpu_per_turn) - ms(http.cpu_per_turn)
+            );
+        }
     }
     println!(
         "  bytes sent on turn {TURNS}, per-turn / resident: {ratio:.1}x (goal >= 10x)  {}",
