@@ -60,7 +60,7 @@ pub fn serialize(request: &str) -> Result<Prompt, Failure> {
         mut prompt,
         trace_start,
         ..
-    } = build(request, 0, ImageLimits::NONE)?;
+    } = build(request, 0, ImageLimits::NONE, false)?;
     let trace = prompt.text.get(trace_start..).unwrap_or_default();
     prompt.input_tokens = devin_bridge_types::estimate_tokens(trace);
     prompt.id_seed = id_seed(trace);
@@ -161,7 +161,7 @@ pub fn serialize_unseen(request: &str, options: PromptOptions) -> Result<UnseenP
         images,
         tool_uses,
         tool_names,
-    } = build(request, options.held, options.images)?;
+    } = build(request, options.held, options.images, true)?;
     spans.measure_head(&prompt.text, trace_start);
     let digests = spans.digests(&prompt.text);
     prompt.id_seed = chain_seed(digests.last().copied().unwrap_or(spans.head_digest));
@@ -372,14 +372,21 @@ struct Built {
     trace_start: usize,
     spans: Spans,
     images: Vec<Image>,
-    /// The tool-use ids each message introduced.
+    /// The tool-use ids each message introduced (none unless built for marks).
     tool_uses: Vec<Vec<String>>,
+    /// The declared tool names in request order (none unless built for marks).
     tool_names: Vec<String>,
 }
 
 /// The whole prompt, where its messages end, and the images to attach for a prompt that
-/// carries the messages from `first_message` on.
-fn build(request: &str, first_message: u32, limits: ImageLimits) -> Result<Built, Failure> {
+/// carries the messages from `first_message` on. The tool uses and names are collected only
+/// `for_marks` (a plain `serialize` has no use for them).
+fn build(
+    request: &str,
+    first_message: u32,
+    limits: ImageLimits,
+    for_marks: bool,
+) -> Result<Built, Failure> {
     let (root, request_ends) = json::parse_request(request).map_err(|error| {
         failure::fail(
             failure::INVALID_JSON,
@@ -454,8 +461,16 @@ fn build(request: &str, first_message: u32, limits: ImageLimits) -> Result<Built
         trace_start,
         spans,
         images,
-        tool_uses: owned(written.tool_uses),
-        tool_names: catalog.names_in_order(),
+        tool_uses: if for_marks {
+            owned(written.tool_uses)
+        } else {
+            Vec::new()
+        },
+        tool_names: if for_marks {
+            catalog.names_in_order()
+        } else {
+            Vec::new()
+        },
     })
 }
 
