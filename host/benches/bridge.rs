@@ -22,8 +22,9 @@
 //! makes them (each on the blocking pool), alone and 16 at a time.
 //!
 //! Then the resident transport (see `resident/mod.rs`): 20-turn conversations whose history
-//! grows to about 1 MB, at the same client counts, against a direct shared-agent floor and the
-//! per-turn transport (`BRIDGE_BENCH_RESIDENT=0` skips it).
+//! grows to about 1 MB, at the same client counts, against a direct shared-agent floor, the
+//! same floor behind a minimal HTTP server, and the per-turn transport
+//! (`BRIDGE_BENCH_RESIDENT=0` skips it).
 //!
 //! Goals (reported, never asserted; the bench exits 0 on MISS): overhead above the floor
 //! <= 2 ms p50 and <= 10 ms p99 at 16 clients; zero failed requests at 64; with prewarm, p50

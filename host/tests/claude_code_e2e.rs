@@ -87,7 +87,7 @@ impl Workspace {
 
 #[test]
 fn claude_code_fixes_the_project_through_the_bridge() {
-    let prompts = fix_the_project(&[]);
+    let (prompts, _) = fix_the_project(&[]);
     assert!(
         prompts.iter().all(|p| p["received"] == "full"),
         "the per-turn transport sends the whole prompt every turn: {prompts:?}"
@@ -98,7 +98,7 @@ fn claude_code_fixes_the_project_through_the_bridge() {
 /// receives the whole prompt once and then only the messages it has not seen.
 #[test]
 fn claude_code_fixes_the_project_on_the_resident_transport() {
-    let prompts = fix_the_project(&[("transport", "resident")]);
+    let (prompts, health) = fix_the_project(&[("transport", "resident")]);
     let received: Vec<&str> = prompts
         .iter()
         .map(|p| p["received"].as_str().unwrap_or_default())
@@ -119,11 +119,17 @@ fn claude_code_fixes_the_project_on_the_resident_transport() {
         prompts[1..].iter().all(|p| chars(p) < chars(&prompts[0])),
         "continuations carry less than the first prompt: {prompts:?}"
     );
+    // Each of Claude Code's later requests repeats the earlier one's bytes (its moving cache
+    // marker aside), so the serializer parsed only what was new in every one of them.
+    let stats = &health["resident"];
+    let continued = stats["hits"].as_u64().unwrap_or(0);
+    assert!(continued >= 3, "{health}");
+    assert_eq!(stats["resumed"], stats["hits"], "{health}");
 }
 
 /// Claude Code fixes the project through `devin-bridge serve` with `agent` policy settings;
-/// returns the agent's prompt events of the conversation.
-fn fix_the_project(agent_settings: &[(&str, &str)]) -> Vec<Value> {
+/// returns the agent's prompt events of the conversation and the bridge's `/healthz` after it.
+fn fix_the_project(agent_settings: &[(&str, &str)]) -> (Vec<Value>, Value) {
     let node = on_path("node").unwrap_or_else(|| panic!("{}", missing_node("node")));
     let npm = on_path("npm").unwrap_or_else(|| panic!("{}", missing_node("npm")));
     let claude = claude_code();
@@ -188,6 +194,15 @@ fn fix_the_project(agent_settings: &[(&str, &str)]) -> Vec<Value> {
     let (status, output) = npm_test(&npm, &project, &root);
     assert!(status.success(), "npm test fails after the fix:\n{output}");
 
+    let health = common::bridge::request(
+        bridge.addr.parse().expect("the bridge's address"),
+        "GET",
+        "/healthz",
+        &[],
+        "",
+    )
+    .json();
+
     // SIGTERM: the bridge exits 0 and leaves no agent behind. Its prewarmed agent shows first
     // that the count can see agents at all.
     assert!(
@@ -209,7 +224,7 @@ fn fix_the_project(agent_settings: &[(&str, &str)]) -> Vec<Value> {
         "processes left in the sandbox home after the bridge stopped\n{}",
         bridge.tail()
     );
-    prompts
+    (prompts, health)
 }
 
 /// The stream-json events: assistant tool_use for Bash, Read, Edit and Bash in that order, a
