@@ -220,7 +220,12 @@ async fn count_tokens(bridge: Arc<Bridge>, request: Request<Incoming>) -> Respon
 
 async fn models(bridge: &Bridge) -> Response<ResponseBody> {
     let (catalog, vision) = (bridge.catalog(), bridge.vision());
-    match turn::blocking(&bridge.transforms, move |t| t.list_models(catalog, vision)).await {
+    let size = catalog.len();
+    match turn::blocking(&bridge.transforms, size, move |t| {
+        t.list_models(catalog, vision)
+    })
+    .await
+    {
         Ok(Ok(listing)) => json_response(StatusCode::OK, listing),
         Ok(Err(failure)) | Err(failure) => error_response(bridge, failure).await,
     }

@@ -28,6 +28,7 @@ use crate::policy::{CatalogSource, Policy, Transport};
 pub use auth::{ApiKey, KeyError};
 pub use http::serve;
 pub use resident::{Resident, Snapshot as ResidentSnapshot, SESSION_HEADER};
+pub use turn::INLINE_INPUT_BYTES;
 
 /// What `/healthz` says about the agent.
 #[derive(Debug, Clone, Serialize)]

@@ -361,7 +361,8 @@ impl Resident {
             held,
             images: bridge.images,
         };
-        let answer = blocking(&bridge.transforms, move |t| {
+        let size = continuation.len();
+        let answer = blocking(&bridge.transforms, size, move |t| {
             Ok(match t.serialize_resumed(continuation, resume, options)? {
                 Ok(resumed) => Some(t.validate_model(model, catalog)?.map(|_| resumed)),
                 Err(failure) => {
@@ -479,7 +480,7 @@ impl Resident {
         lease: &mut Lease,
         rejection: Failure,
     ) -> Result<String, Failure> {
-        let section = blocking(&bridge.transforms, move |t| {
+        let section = blocking(&bridge.transforms, rejection.message.len(), move |t| {
             t.repair(String::new(), rejection)
         })
         .await?;
