@@ -184,6 +184,10 @@ pub struct AgentSection {
     /// Resident transport: conversation sessions kept in all (the least recently used idle
     /// one is forgotten beyond it).
     pub max_sessions: usize,
+    /// Resident transport: MiB of request bodies that sessions keep, all together, so that a
+    /// conversation's next request is parsed only where it differs (a session beyond the
+    /// budget keeps none, and its next request is serialized whole). 0 keeps none.
+    pub resume_memory_mib: u64,
     /// When the agent takes image prompts: images attached to one prompt at most (the most
     /// recent ones; 0 refuses every image).
     pub max_images: u32,
@@ -226,6 +230,7 @@ impl Default for AgentSection {
             session_idle_ms: 900_000,
             sessions_per_process: 8,
             max_sessions: 256,
+            resume_memory_mib: 256,
             max_images: 8,
             max_image_bytes: 5 << 20,
             command: "devin".into(),
@@ -643,6 +648,12 @@ impl Policy {
                 self.agent.max_sessions
             )));
         }
+        if self.agent.resume_memory_mib > 16 << 10 {
+            return Err(invalid(format!(
+                "agent.resume_memory_mib must be at most 16384, not {}",
+                self.agent.resume_memory_mib
+            )));
+        }
         if self.agent.max_images > 64 || self.agent.max_image_bytes > 32 << 20 {
             return Err(invalid(format!(
                 "agent.max_images must be at most 64 and agent.max_image_bytes at most 32 MiB, not {} and {}",
@@ -907,5 +918,23 @@ mod tests {
     fn limits_are_range_checked() {
         assert!(parse("mode = \"summarizer\"\n[limits]\nmemory_mib = 0").is_err());
         assert!(parse("mode = \"summarizer\"\n[limits]\ncall_timeout_ms = 0").is_err());
+    }
+
+    #[test]
+    fn the_resume_budget_defaults_to_256_mib_and_is_bounded() {
+        let policy = parse("mode = \"summarizer\"").expect("valid");
+        assert_eq!(policy.agent.resume_memory_mib, 256);
+        let agent = |value: u64| {
+            parse(&format!(
+                "mode = \"summarizer\"\n[agent]\nresume_memory_mib = {value}"
+            ))
+        };
+        assert_eq!(
+            agent(0).expect("zero keeps none").agent.resume_memory_mib,
+            0
+        );
+        assert!(agent(16384).is_ok());
+        let error = agent(16385).expect_err("too large");
+        assert!(error.to_string().contains("resume_memory_mib"), "{error}");
     }
 }

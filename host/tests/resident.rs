@@ -158,12 +158,22 @@ async fn the_second_turn_sends_only_the_unseen_messages() {
     assert_eq!(stats["prompts"], 2, "{health}");
     // The second request repeats the first one's bytes: only its new messages were parsed.
     assert_eq!(stats["resumed"], 1, "{health}");
+    // The session keeps the request it answered last, for the next one.
+    assert_eq!(
+        stats["kept_bytes"],
+        conversation.request().to_string().len(),
+        "{health}"
+    );
 
     let metrics = bridge.request("GET", "/metrics", &[], "").await;
     assert_eq!(metrics.status, 200);
     assert!(metrics
         .header("content-type")
         .is_some_and(|kind| kind.starts_with("application/openmetrics-text")));
+    let kept = format!(
+        "devin_bridge_resident_kept_bytes {}",
+        conversation.request().to_string().len()
+    );
     for line in [
         "devin_bridge_resident_hits_total 1",
         "devin_bridge_resident_misses_total 1",
@@ -171,6 +181,7 @@ async fn the_second_turn_sends_only_the_unseen_messages() {
         "devin_bridge_resident_sessions 1",
         "devin_bridge_resident_processes_started_total 1",
         "devin_bridge_resident_resumed_total 1",
+        kept.as_str(),
         "devin_bridge_requests_total{path=\"/v1/messages\",status=\"200\"} 2",
         "devin_bridge_requests_total{path=\"/healthz\",status=\"200\"} 1",
     ] {
@@ -605,4 +616,20 @@ async fn a_continuation_that_opens_a_second_messages_array_is_read_as_the_whole_
     assert_eq!(stats["resumed"], 0, "{health}");
     assert_eq!(stats["forks"], 1, "{health}");
     assert_eq!(stats["hits"], 0, "{health}");
+}
+
+#[tokio::test]
+async fn a_zero_resume_budget_keeps_no_request_and_still_continues_the_session() {
+    let bridge = resident("resume_memory_mib = 0").await;
+    let mut conversation = Conversation::new("Look around. [mock:tool]");
+    let first = next_turn(&bridge, "conv-budget", &conversation).await;
+    conversation.answer(&first, "a.txt [mock:text]");
+    let second = next_turn(&bridge, "conv-budget", &conversation).await;
+    assert_eq!(text_of(&second), "Mock answer: the bridge works.");
+    assert_eq!(received(&prompts(&bridge)), ["full", "continuation"]);
+    let health = health(&bridge).await;
+    let stats = &health["resident"];
+    assert_eq!(stats["hits"], 1, "{health}");
+    assert_eq!(stats["resumed"], 0, "{health}");
+    assert_eq!(stats["kept_bytes"], 0, "{health}");
 }

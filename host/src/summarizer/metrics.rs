@@ -28,6 +28,7 @@ pub struct Metrics {
     agent_processes: Gauge,
     resident_processes: Gauge,
     resident_sessions: Gauge,
+    resident_kept_bytes: Gauge,
 }
 
 impl Metrics {
@@ -54,6 +55,7 @@ impl Metrics {
         );
         let resident_processes = Gauge::default();
         let resident_sessions = Gauge::default();
+        let resident_kept_bytes = Gauge::default();
         if let Some(resident) = resident {
             let sub = registry.sub_registry_with_prefix("resident");
             sub.register(
@@ -65,6 +67,11 @@ impl Metrics {
                 "sessions",
                 "Conversation sessions kept now",
                 resident_sessions.clone(),
+            );
+            sub.register(
+                "kept_bytes",
+                "Bytes of request bodies the sessions keep to parse the next request only where it differs",
+                resident_kept_bytes.clone(),
             );
             sub.register(
                 "processes_started",
@@ -125,6 +132,7 @@ impl Metrics {
             agent_processes,
             resident_processes,
             resident_sessions,
+            resident_kept_bytes,
         }
     }
 
@@ -158,6 +166,7 @@ impl Metrics {
         if let Some(resident) = resident {
             set(&self.resident_processes, resident.live_processes());
             set(&self.resident_sessions, resident.sessions());
+            set(&self.resident_kept_bytes, resident.kept_bytes());
         }
         let mut text = String::new();
         if prometheus_client::encoding::text::encode(&mut text, &self.registry).is_err() {

@@ -7,6 +7,7 @@
 //! session's lock from its first serialization to its answer.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -46,6 +47,58 @@ impl Drop for Bound {
     }
 }
 
+/// The bytes of request bodies that all sessions keep, and how many they may keep.
+pub struct ResumeBudget {
+    used: AtomicUsize,
+    limit: usize,
+}
+
+/// A kept body's share of the budget.
+pub struct Charge {
+    budget: Arc<ResumeBudget>,
+    bytes: usize,
+}
+
+impl ResumeBudget {
+    pub fn new(limit: usize) -> Arc<Self> {
+        Arc::new(Self {
+            used: AtomicUsize::new(0),
+            limit,
+        })
+    }
+
+    /// Bytes kept now.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Acquire)
+    }
+
+    /// `bytes` more, if they fit.
+    pub fn charge(self: &Arc<Self>, bytes: usize) -> Option<Charge> {
+        let mut used = self.used.load(Ordering::Acquire);
+        loop {
+            let next = used.checked_add(bytes).filter(|next| *next <= self.limit)?;
+            match self
+                .used
+                .compare_exchange_weak(used, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    return Some(Charge {
+                        budget: self.clone(),
+                        bytes,
+                    })
+                }
+                Err(now) => used = now,
+            }
+        }
+    }
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.budget.used.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}
+
 /// The session behind one conversation entry, if it has one.
 pub type Binding = Option<Bound>;
 
@@ -60,10 +113,12 @@ pub struct Entry {
 
 /// A request a session answered and what the serializer said of it: enough to serialize a
 /// later request that repeats its bytes from where they stop matching (see
-/// [`devin_bridge_types::continuation`]). It keeps the whole request body, so a conversation
-/// session holds up to one request's worth of memory.
+/// [`devin_bridge_types::continuation`]). It keeps the whole request body, charged to the
+/// [`ResumeBudget`] for as long as it is kept.
 pub struct Earlier {
     pub body: Arc<String>,
+    /// The body's share of the budget, given back when this is dropped.
+    pub _charge: Charge,
     pub history: Vec<String>,
     pub marks: Vec<MessageMark>,
     pub tool_names: Vec<String>,
@@ -332,6 +387,25 @@ fn evict_least_recent(entries: &mut Vec<Arc<Entry>>, count: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_resume_budget_refuses_what_does_not_fit_and_takes_back_what_is_dropped() {
+        let budget = ResumeBudget::new(100);
+        let first = budget.charge(60).expect("fits");
+        assert_eq!(budget.used(), 60);
+        assert!(budget.charge(41).is_none(), "over the limit");
+        let second = budget.charge(40).expect("exactly fits");
+        assert_eq!(budget.used(), 100);
+        drop(first);
+        assert_eq!(budget.used(), 40);
+        assert!(budget.charge(usize::MAX).is_none(), "no overflow");
+        drop(second);
+        assert_eq!(budget.used(), 0);
+        assert!(
+            ResumeBudget::new(0).charge(1).is_none(),
+            "a zero budget keeps nothing"
+        );
+    }
 
     fn history(n: usize) -> Vec<String> {
         (0..n).map(|i| format!("id{i}")).collect()

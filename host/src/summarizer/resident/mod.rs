@@ -24,7 +24,7 @@ use prometheus_client::metrics::counter::Counter;
 use serde::Serialize;
 use tokio::sync::OwnedMutexGuard;
 
-use self::conversations::{Binding, Bound, Conversations, Earlier, Entry};
+use self::conversations::{Binding, Bound, Conversations, Earlier, Entry, ResumeBudget};
 use self::processes::Processes;
 use super::turn::{agent_failure, blocking, image_parts, serialize_unseen};
 use super::Bridge;
@@ -89,6 +89,8 @@ pub struct Snapshot {
     pub replays: u64,
     pub ephemeral: u64,
     pub resumed: u64,
+    /// Bytes of request bodies the sessions keep for resuming.
+    pub kept_bytes: u64,
     pub prompts: u64,
     pub prompt_bytes: u64,
 }
@@ -97,6 +99,8 @@ pub struct Snapshot {
 pub struct Resident {
     processes: Processes,
     conversations: Conversations,
+    /// What the sessions' kept requests may take.
+    budget: Arc<ResumeBudget>,
     pub stats: Stats,
     home: PathBuf,
     idle: Duration,
@@ -178,6 +182,10 @@ impl Resident {
         Arc::new(Self {
             processes: Processes::new(spec, limits, agent.sessions_per_process),
             conversations: Conversations::new(agent.max_sessions),
+            budget: ResumeBudget::new(
+                usize::try_from(agent.resume_memory_mib.saturating_mul(1 << 20))
+                    .unwrap_or(usize::MAX),
+            ),
             stats: Stats::default(),
             home,
             idle: Duration::from_millis(agent.session_idle_ms),
@@ -188,6 +196,11 @@ impl Resident {
     /// Resident processes running now.
     pub fn live_processes(&self) -> usize {
         self.processes.live()
+    }
+
+    /// Bytes of request bodies the sessions keep for resuming.
+    pub fn kept_bytes(&self) -> usize {
+        self.budget.used()
     }
 
     /// Conversation sessions kept now.
@@ -213,6 +226,7 @@ impl Resident {
             replays: load(&self.stats.replays),
             ephemeral: load(&self.stats.ephemeral),
             resumed: load(&self.stats.resumed),
+            kept_bytes: u64::try_from(self.kept_bytes()).unwrap_or(u64::MAX),
             prompts: load(&self.stats.prompts),
             prompt_bytes: load(&self.stats.prompt_bytes),
         }
@@ -305,22 +319,25 @@ impl Resident {
                 messages = unseen.history.len(),
                 "conversation session chosen"
             );
-            let earlier = Earlier {
+            // Kept only within the budget; without it, the next turn serializes the whole
+            // request, which is just as correct.
+            let earlier = self.budget.charge(body.len()).map(|charge| Earlier {
                 body: body.clone(),
+                _charge: charge,
                 history: unseen.history.clone(),
                 marks: std::mem::take(&mut unseen.marks),
                 tool_names: std::mem::take(&mut unseen.tool_names),
                 tools: unseen.prompt.tools.clone(),
                 model: unseen.prompt.model.clone(),
                 stream: unseen.prompt.stream,
-            };
+            });
             let lease = Lease {
                 resident: self.clone(),
                 session: LeasedSession::Conversation { entry, binding },
                 body,
                 // The lease keeps the identities it commits; the caller needs only the prompt.
                 history: std::mem::take(&mut unseen.history),
-                earlier: Some(Arc::new(earlier)),
+                earlier: earlier.map(Arc::new),
                 held,
                 replayed: false,
                 committed: false,
