@@ -221,7 +221,7 @@ async fn count_tokens(bridge: Arc<Bridge>, request: Request<Incoming>) -> Respon
 async fn models(bridge: &Bridge) -> Response<ResponseBody> {
     let (catalog, vision) = (bridge.catalog(), bridge.vision());
     let size = catalog.len();
-    match turn::blocking(&bridge.transforms, size, move |t| {
+    match turn::run_transform(&bridge.transforms, size, move |t| {
         t.list_models(catalog, vision)
     })
     .await

@@ -40,7 +40,7 @@ pub(super) async fn agent_failure(bridge: &Bridge, error: AcpError) -> Failure {
     let message = match error {
         AcpError::Rpc { ref message, .. } => {
             let raw = message.clone();
-            match blocking(&bridge.transforms, raw.len(), move |t| {
+            match run_transform(&bridge.transforms, raw.len(), move |t| {
                 t.agent_error_message(raw)
             })
             .await
@@ -62,14 +62,16 @@ pub(super) async fn agent_failure(bridge: &Bridge, error: AcpError) -> Failure {
 /// Inputs up to this size are transformed on the async worker that awaits the answer; larger
 /// ones on the blocking pool. Handing a call to the pool and waking the task again costs more
 /// than a small call itself (measured side by side in the bridge benchmark: 15% less CPU per
-/// turn with small calls inline), while a call on 64 KiB takes well under a tenth of a
-/// millisecond, short enough not to hold up the worker's other tasks; a megabyte request takes
-/// a millisecond or more and goes to the pool. Either way `call_timeout_ms` bounds a call.
+/// turn with small calls inline), while the costliest call on 64 KiB, serializing it, takes
+/// about a tenth of a millisecond (the transforms benchmark's 79 KB request: ~150 µs in a
+/// fresh instance), short enough not to hold up the worker's other tasks for long; a megabyte
+/// request takes over a millisecond and goes to the pool. Either way `call_timeout_ms` bounds a
+/// call.
 pub const INLINE_INPUT_BYTES: usize = 64 << 10;
 
 /// Runs a synchronous transform call whose input is `input_bytes` long: on this worker when
 /// it is small (see [`INLINE_INPUT_BYTES`]), else off the async workers.
-pub(super) async fn blocking<T: Send + 'static>(
+pub(super) async fn run_transform<T: Send + 'static>(
     transforms: &Arc<Transforms>,
     input_bytes: usize,
     call: impl FnOnce(&Transforms) -> Result<T, EngineError> + Send + 'static,
@@ -167,7 +169,7 @@ pub(super) async fn serialize_unseen(
         held,
         images: bridge.images,
     };
-    blocking(&bridge.transforms, body.len(), move |t| {
+    run_transform(&bridge.transforms, body.len(), move |t| {
         Ok(match t.serialize_unseen(body, options)? {
             Ok(unseen) if validate => t
                 .validate_model(unseen.prompt.model.clone(), catalog)?
@@ -275,7 +277,7 @@ pub async fn run(
         (Some(resident), Some(lease)) => resident.repair(bridge, lease, rejection).await?,
         _ => {
             let text = prompt.text.clone();
-            let repaired = blocking(&bridge.transforms, text.len(), move |t| {
+            let repaired = run_transform(&bridge.transforms, text.len(), move |t| {
                 t.repair(text, rejection)
             })
             .await?;
@@ -317,7 +319,7 @@ async fn check(
         prompt.id_seed.clone(),
     );
     let size = text.len() + tools.len();
-    let parsed = blocking(&bridge.transforms, size, move |t| {
+    let parsed = run_transform(&bridge.transforms, size, move |t| {
         if has_tools && t.narrates_unexecuted_action(text.clone())? {
             return Ok(Err(narrated_intent()));
         }
@@ -357,7 +359,7 @@ pub async fn respond_json(
         Ok((reply, usage)) => {
             let head = MessageHead { usage, ..head };
             let size = reply_bytes(&reply);
-            match blocking(&bridge.transforms, size, move |t| {
+            match run_transform(&bridge.transforms, size, move |t| {
                 t.render_json(head, reply)
             })
             .await
@@ -385,7 +387,7 @@ pub fn respond_stream(
         let transforms = &bridge.transforms;
         let head = prepared.head.clone();
         let id = prepared.head.id.clone();
-        let start = match blocking(transforms, 0, move |t| t.stream_start(head)).await {
+        let start = match run_transform(transforms, 0, move |t| t.stream_start(head)).await {
             Ok(start) => start,
             Err(failure) => {
                 let _ = frames
@@ -397,7 +399,7 @@ pub fn respond_stream(
         if frames.send(Bytes::from(start)).await.is_err() {
             return;
         }
-        let ping = blocking(transforms, 0, |t| t.stream_ping())
+        let ping = run_transform(transforms, 0, |t| t.stream_ping())
             .await
             .unwrap_or_else(|_| "event: ping\ndata: {\"type\":\"ping\"}\n\n".into());
         let Prepared {
@@ -430,7 +432,7 @@ pub fn respond_stream(
         let tail = match outcome {
             Ok((reply, usage)) => {
                 let size = reply_bytes(&reply);
-                blocking(transforms, size, move |t| t.stream_finish(reply, usage)).await
+                run_transform(transforms, size, move |t| t.stream_finish(reply, usage)).await
             }
             Err(failure) => Err(failure),
         };
@@ -439,7 +441,7 @@ pub fn respond_stream(
             Err(failure) => {
                 tracing::warn!(code = %failure.code, status = failure.status, id = %id, "turn failed after the stream started");
                 let event_failure = failure.clone();
-                blocking(transforms, event_failure.message.len(), move |t| {
+                run_transform(transforms, event_failure.message.len(), move |t| {
                     t.error_event(event_failure)
                 })
                     .await
@@ -473,7 +475,7 @@ pub async fn error_response(bridge: &Bridge, failure: Failure) -> Response<Respo
     let status = answer_status(failure.status);
     tracing::info!(code = %failure.code, status = failure.status, "request failed");
     let for_body = failure.clone();
-    let body = blocking(&bridge.transforms, for_body.message.len(), move |t| {
+    let body = run_transform(&bridge.transforms, for_body.message.len(), move |t| {
         t.error_body(for_body)
     })
     .await

@@ -26,7 +26,7 @@ use tokio::sync::OwnedMutexGuard;
 
 use self::conversations::{Binding, Bound, Conversations, Earlier, Entry, ResumeBudget};
 use self::processes::Processes;
-use super::turn::{agent_failure, blocking, image_parts, serialize_unseen};
+use super::turn::{agent_failure, image_parts, run_transform, serialize_unseen};
 use super::Bridge;
 use crate::acp::{prompt_blocks, AcpError, AgentLimits, TurnOutput};
 use crate::engine::{Image, MessageMark, Prompt, PromptOptions, Resume, UnseenPrompt};
@@ -379,7 +379,7 @@ impl Resident {
             images: bridge.images,
         };
         let size = continuation.len();
-        let answer = blocking(&bridge.transforms, size, move |t| {
+        let answer = run_transform(&bridge.transforms, size, move |t| {
             Ok(match t.serialize_resumed(continuation, resume, options)? {
                 Ok(resumed) => Some(t.validate_model(model, catalog)?.map(|_| resumed)),
                 Err(failure) => {
@@ -497,7 +497,7 @@ impl Resident {
         lease: &mut Lease,
         rejection: Failure,
     ) -> Result<String, Failure> {
-        let section = blocking(&bridge.transforms, rejection.message.len(), move |t| {
+        let section = run_transform(&bridge.transforms, rejection.message.len(), move |t| {
             t.repair(String::new(), rejection)
         })
         .await?;
