@@ -124,7 +124,9 @@ impl Worker {
                         self.apply(event).await;
                         self.reconcile().await;
                     }
-                    None => break Err(WorkerError::QueueGone),
+                    // The reflector dropped its sender: it has ended or is about to. Its own
+                    // result says why (a refused token must not read as a vanished queue).
+                    None => break reflector_ended((&mut reflector).await),
                 },
                 Some((session, outcome)) = self.done_rx.recv() => {
                     self.finished(session, outcome);
@@ -148,12 +150,7 @@ impl Worker {
                     tracing::info!("SIGINT: no new claims; ending the remotes and releasing their claims");
                     break Ok(());
                 }
-                joined = &mut reflector => {
-                    break match joined {
-                        Ok(Err(error)) if error.is_auth() => Err(WorkerError::Unauthorized(error)),
-                        _ => Err(WorkerError::QueueGone),
-                    };
-                }
+                joined = &mut reflector => break reflector_ended(joined),
             }
         };
         reflector.abort();
@@ -459,6 +456,16 @@ pub fn claim_delay(
     let fraction = u64::from_be_bytes(first) as f64 / u64::MAX as f64;
     let load = f64::from(running) / f64::from(max.max(1));
     spread.mul_f64(fraction + load)
+}
+
+/// Why the queue reflector ended, as the worker reports it.
+fn reflector_ended(
+    joined: Result<Result<(), FleetError>, tokio::task::JoinError>,
+) -> Result<(), WorkerError> {
+    match joined {
+        Ok(Err(error)) if error.is_auth() => Err(WorkerError::Unauthorized(error)),
+        _ => Err(WorkerError::QueueGone),
+    }
 }
 
 async fn sleep_until_due(due: Option<Instant>) {
