@@ -113,8 +113,7 @@ fn check_ok(call: &Call, expected: &Value, actual: &Value) -> Result<(), String>
     match call {
         Call::Serialize { .. } => check_prompt(expected, actual),
         Call::SerializeUnseen { options, .. } => check_unseen(options.held, expected, actual),
-        // No fixture calls it yet; an answer must then match exactly.
-        Call::SerializeResumed { .. } => same(expected, actual, "the resumed prompt"),
+        Call::SerializeResumed { .. } => check_resumed(expected, actual),
         Call::Repair { prompt, rejection } => {
             let text = actual.as_str().ok_or("the repair prompt is not a string")?;
             if !text.contains(prompt.as_str()) {
@@ -220,18 +219,76 @@ fn check_unseen(held: u32, expected: &Value, actual: &Value) -> Result<(), Strin
             return Err("a continuation repeats the opening framing".into());
         }
     }
-    let history = |value: &Value| -> Vec<String> {
+    check_history(&history(expected), &history(actual))?;
+    same(
+        expected.get("images").unwrap_or(&Value::Null),
+        actual.get("images").unwrap_or(&Value::Null),
+        "the attached images",
+    )
+}
+
+/// A continuation's prompt: the token count and images the whole request would give, one
+/// identity per continued message (the component's own, as for `serialize_unseen`), and the
+/// marks of those messages where the request has them: the byte positions and tool-use ids
+/// are facts of the request, the character counts follow the component's wording.
+fn check_resumed(expected: &Value, actual: &Value) -> Result<(), String> {
+    same(
+        expected.get("input_tokens").unwrap_or(&Value::Null),
+        actual.get("input_tokens").unwrap_or(&Value::Null),
+        "the prompt's input_tokens",
+    )?;
+    let text = actual.get("text").and_then(Value::as_str).unwrap_or("");
+    if text.contains("[Devin Summarizer Bridge]\n") {
+        return Err("a continuation repeats the opening framing".into());
+    }
+    let seed = actual.get("id_seed").and_then(Value::as_str).unwrap_or("");
+    if !well_formed_seed(seed) {
+        return Err(format!("the prompt's id_seed {seed:?} is malformed"));
+    }
+    check_history(&history(expected), &history(actual))?;
+    same(
+        expected.get("images").unwrap_or(&Value::Null),
+        actual.get("images").unwrap_or(&Value::Null),
+        "the attached images",
+    )?;
+    let marks = |value: &Value| -> Vec<(Value, Value)> {
         value
-            .get("history")
+            .get("marks")
             .and_then(Value::as_array)
-            .map(|ids| {
-                ids.iter()
-                    .map(|id| id.as_str().unwrap_or_default().to_owned())
+            .map(|marks| {
+                marks
+                    .iter()
+                    .map(|mark| {
+                        (
+                            mark.get("request_end").cloned().unwrap_or(Value::Null),
+                            mark.get("tool_uses").cloned().unwrap_or(Value::Null),
+                        )
+                    })
                     .collect()
             })
             .unwrap_or_default()
     };
-    let (want, got) = (history(expected), history(actual));
+    if marks(expected) != marks(actual) {
+        return Err("the marks' message ends or tool-use ids differ from the expected ones".into());
+    }
+    Ok(())
+}
+
+/// The `history` identities of an answer (empty when absent).
+fn history(value: &Value) -> Vec<String> {
+    value
+        .get("history")
+        .and_then(Value::as_array)
+        .map(|ids| {
+            ids.iter()
+                .map(|id| id.as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// As many identities as expected, all distinct, non-empty and short.
+fn check_history(want: &[String], got: &[String]) -> Result<(), String> {
     if want.len() != got.len() {
         return Err(format!(
             "the history has {} identities, expected {}",
@@ -239,11 +296,6 @@ fn check_unseen(held: u32, expected: &Value, actual: &Value) -> Result<(), Strin
             want.len()
         ));
     }
-    same(
-        expected.get("images").unwrap_or(&Value::Null),
-        actual.get("images").unwrap_or(&Value::Null),
-        "the attached images",
-    )?;
     let distinct: std::collections::HashSet<&String> = got.iter().collect();
     if distinct.len() != got.len() || got.iter().any(|id| id.is_empty() || id.len() > 64) {
         return Err("the history's identities must be distinct, non-empty and short".into());
@@ -277,14 +329,18 @@ fn check_prompt(expected: &Value, actual: &Value) -> Result<(), String> {
         }
     }
     let seed = actual.get("id_seed").and_then(Value::as_str).unwrap_or("");
-    let seed_ok = (1..=64).contains(&seed.len())
-        && seed
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if !seed_ok {
+    if !well_formed_seed(seed) {
         return Err(format!("the prompt's id_seed {seed:?} is malformed"));
     }
     Ok(())
+}
+
+/// 1 to 64 characters of `[A-Za-z0-9_-]`: safe in a tool-use id.
+fn well_formed_seed(seed: &str) -> bool {
+    (1..=64).contains(&seed.len())
+        && seed
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 fn check_reply(expected: &Value, actual: &Value) -> Result<(), String> {

@@ -115,24 +115,15 @@ pub fn decode_call(call_name: &str, args: &Value) -> Result<Call, String> {
         "serialize" => Call::Serialize {
             request: json_text(args, "request")?,
         },
-        "serialize_unseen" => {
-            let number = |key: &str| -> Result<u32, String> {
-                match args.get(key) {
-                    None => Ok(0),
-                    Some(_) => typed(args, key),
-                }
-            };
-            Call::SerializeUnseen {
-                request: json_text(args, "request")?.into(),
-                options: crate::engine::PromptOptions {
-                    held: number("held")?,
-                    images: crate::engine::ImageLimits {
-                        max_images: number("max_images")?,
-                        max_image_bytes: number("max_image_bytes")?,
-                    },
-                },
-            }
-        }
+        "serialize_unseen" => Call::SerializeUnseen {
+            request: json_text(args, "request")?.into(),
+            options: prompt_options(args)?,
+        },
+        "serialize_resumed" => Call::SerializeResumed {
+            continuation: string(args, "continuation")?,
+            resume: typed(args, "resume")?,
+            options: prompt_options(args)?,
+        },
         "repair" => Call::Repair {
             prompt: string(args, "prompt")?,
             rejection: typed(args, "rejection")?,
@@ -197,6 +188,23 @@ pub fn decode_call(call_name: &str, args: &Value) -> Result<Call, String> {
             },
         },
         other => return Err(format!("unknown call {other:?}")),
+    })
+}
+
+/// `held`, `max_images` and `max_image_bytes` of a serializer call (each 0 when absent).
+fn prompt_options(args: &Value) -> Result<crate::engine::PromptOptions, String> {
+    let number = |key: &str| -> Result<u32, String> {
+        match args.get(key) {
+            None => Ok(0),
+            Some(_) => typed(args, key),
+        }
+    };
+    Ok(crate::engine::PromptOptions {
+        held: number("held")?,
+        images: crate::engine::ImageLimits {
+            max_images: number("max_images")?,
+            max_image_bytes: number("max_image_bytes")?,
+        },
     })
 }
 

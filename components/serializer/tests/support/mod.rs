@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use devin_bridge_serializer::{repair, serialize, serialize_unseen, Failure};
+use devin_bridge_serializer::{repair, serialize, serialize_resumed, serialize_unseen, Failure};
 use serde_json::{json, Value};
 
 pub fn fixture_dir() -> PathBuf {
@@ -44,21 +44,20 @@ pub fn run(case: &Value) -> Value {
             Ok(prompt) => json!({ "ok": serde_json::to_value(prompt).expect("serializable") }),
             Err(failure) => json!({ "err": failure }),
         },
-        Some("serialize_unseen") => {
-            let number = |key: &str| {
-                args[key]
-                    .as_u64()
-                    .map_or(0, |n| u32::try_from(n).expect("a u32 argument"))
-            };
-            let options = devin_bridge_serializer::PromptOptions {
-                held: number("held"),
-                images: devin_bridge_serializer::ImageLimits {
-                    max_images: number("max_images"),
-                    max_image_bytes: number("max_image_bytes"),
-                },
-            };
-            match serialize_unseen(&request(), options) {
-                Ok(unseen) => json!({ "ok": serde_json::to_value(unseen).expect("serializable") }),
+        Some("serialize_unseen") => match serialize_unseen(&request(), options(args)) {
+            Ok(unseen) => json!({ "ok": serde_json::to_value(unseen).expect("serializable") }),
+            Err(failure) => json!({ "err": failure }),
+        },
+        Some("serialize_resumed") => {
+            let continuation = args["continuation"]
+                .as_str()
+                .expect("serialize_resumed needs a string continuation");
+            let resume = serde_json::from_value(args["resume"].clone())
+                .expect("resume is {messages, history, trace_chars, tool_uses, tool_names}");
+            match serialize_resumed(continuation, &resume, options(args)) {
+                Ok(resumed) => {
+                    json!({ "ok": serde_json::to_value(resumed).expect("serializable") })
+                }
                 Err(failure) => json!({ "err": failure }),
             }
         }
@@ -71,5 +70,21 @@ pub fn run(case: &Value) -> Value {
             json!({ "ok": repair(prompt, &rejection) })
         }
         other => panic!("unknown call {other:?}"),
+    }
+}
+
+/// `held`, `max_images` and `max_image_bytes` (each 0 when absent).
+fn options(args: &Value) -> devin_bridge_serializer::PromptOptions {
+    let number = |key: &str| {
+        args[key]
+            .as_u64()
+            .map_or(0, |n| u32::try_from(n).expect("a u32 argument"))
+    };
+    devin_bridge_serializer::PromptOptions {
+        held: number("held"),
+        images: devin_bridge_serializer::ImageLimits {
+            max_images: number("max_images"),
+            max_image_bytes: number("max_image_bytes"),
+        },
     }
 }

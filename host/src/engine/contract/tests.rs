@@ -234,6 +234,51 @@ fn a_prompt_keeps_model_stream_tokens_and_tools_but_may_reword_its_framing() {
 }
 
 #[test]
+fn a_resumed_prompt_keeps_tokens_images_and_message_marks_but_may_reword_and_rehash() {
+    let case = case(TransformKind::Serializer, "ok_resumed_continuation.json");
+    let text = case.expect["ok"]["text"].as_str().expect("text");
+    let reworded = with(
+        &case.expect,
+        "/ok/text",
+        json!(text.replacen("still applies", "still holds", 1)),
+    );
+    let rehashed = with(
+        &with(&reworded, "/ok/history", json!(["aa", "bb"])),
+        "/ok/id_seed",
+        json!("bb"),
+    );
+    let recounted = with(&rehashed, "/ok/marks/0/trace_chars", json!(1));
+    check(&case.call, &case.expect, &recounted).expect("wording and identities are free");
+    for (pointer, value) in [
+        ("/ok/input_tokens", json!(5)),
+        ("/ok/history", json!(["aa"])),
+        ("/ok/history", json!(["aa", "aa"])),
+        ("/ok/marks/0/request_end", json!(106)),
+        ("/ok/marks/0/tool_uses", json!([])),
+        ("/ok/marks", json!([])),
+        (
+            "/ok/images",
+            json!([{"media_type": "image/png", "data": "AA=="}]),
+        ),
+        ("/ok/id_seed", json!("not a seed")),
+        (
+            "/ok/text",
+            json!(format!("[Devin Summarizer Bridge]\n{text}")),
+        ),
+    ] {
+        assert!(
+            check(
+                &case.call,
+                &case.expect,
+                &with(&case.expect, pointer, value)
+            )
+            .is_err(),
+            "{pointer} must be checked"
+        );
+    }
+}
+
+#[test]
 fn a_review_must_be_the_same_value_in_the_same_canonical_spelling() {
     let case = case(TransformKind::Envelope, "review_valid.json");
     let text = case.expect["ok"].as_str().expect("review").to_owned();
