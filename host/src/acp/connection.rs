@@ -345,8 +345,8 @@ impl AgentConnection {
 
     /// Sends `session/cancel` (a notification; the running prompt answers `cancelled`).
     pub async fn cancel(&mut self, session_id: &str) -> Result<(), AcpError> {
-        let params = to_params(v1::CancelNotification::new(session_id.to_owned()))?;
-        self.send(&frame::notification("session/cancel", params))
+        let cancel = v1::CancelNotification::new(session_id.to_owned());
+        self.send(&frame::notification("session/cancel", &cancel)?)
             .await
     }
 
@@ -412,7 +412,6 @@ impl AgentConnection {
         params: impl Serialize,
         phase: &mut Phase<'_>,
     ) -> Result<Value, AcpError> {
-        let params = to_params(params)?;
         let outcome = tokio::time::timeout(timeout, self.call(method, params, phase)).await;
         match outcome {
             Ok(Ok(result)) => Ok(result),
@@ -424,13 +423,14 @@ impl AgentConnection {
     async fn call(
         &mut self,
         method: &str,
-        params: Value,
+        params: impl Serialize,
         phase: &mut Phase<'_>,
     ) -> Result<Value, AcpError> {
         let id = self.next_id;
+        let frame = frame::request(id, method, &params)?;
         self.next_id += 1;
         self.unanswered.insert(id);
-        self.send(&frame::request(id, method, params)).await?;
+        self.send(&frame).await?;
         loop {
             match self.step(Some(id), phase).await? {
                 Step::Answered(outcome) => return outcome.map_err(rpc_error),

@@ -1,5 +1,6 @@
 //! Newline-delimited JSON-RPC frames with a bounded line length.
 
+use serde::Serialize;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 
@@ -103,28 +104,56 @@ pub(crate) fn parse(line: &[u8]) -> Result<Incoming, AcpError> {
     }
 }
 
-/// A request frame, newline-terminated.
-pub fn request(id: u64, method: &str, params: Value) -> Vec<u8> {
-    line(serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
+/// A request frame, newline-terminated. The params are written straight into the frame
+/// (a prompt can be megabytes: no intermediate `Value`, no second copy of its text).
+pub fn request(id: u64, method: &str, params: &impl Serialize) -> Result<Vec<u8>, AcpError> {
+    line(&Frame {
+        jsonrpc: "2.0",
+        id: Some(id),
+        method: Some(method),
+        params: Some(params),
+    })
 }
 
 /// A notification frame, newline-terminated.
-pub fn notification(method: &str, params: Value) -> Vec<u8> {
-    line(serde_json::json!({ "jsonrpc": "2.0", "method": method, "params": params }))
+pub fn notification(method: &str, params: &impl Serialize) -> Result<Vec<u8>, AcpError> {
+    line(&Frame {
+        jsonrpc: "2.0",
+        id: None,
+        method: Some(method),
+        params: Some(params),
+    })
 }
 
 /// A response frame, newline-terminated.
 pub fn response(id: &Value, outcome: Result<Value, Value>) -> Vec<u8> {
-    line(match outcome {
+    let value = match outcome {
         Ok(result) => serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result }),
         Err(error) => serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": error }),
-    })
+    };
+    // A `Value` always serializes.
+    line(&value).unwrap_or_default()
 }
 
-fn line(value: Value) -> Vec<u8> {
-    let mut bytes = value.to_string().into_bytes();
+/// The fields of an outgoing request or notification, in JSON-RPC's order.
+#[derive(Serialize)]
+struct Frame<'a, P: Serialize> {
+    jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    method: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a P>,
+}
+
+/// `value` as compact JSON and a newline. Fails only for params that JSON cannot hold (a map
+/// with keys that are not strings).
+fn line(value: &impl Serialize) -> Result<Vec<u8>, AcpError> {
+    let mut bytes = Vec::with_capacity(256);
+    serde_json::to_writer(&mut bytes, value).map_err(|_| AcpError::MalformedFrame)?;
     bytes.push(b'\n');
-    bytes
+    Ok(bytes)
 }
 
 #[cfg(test)]
@@ -193,6 +222,43 @@ mod tests {
         assert!(matches!(
             read_all(long.as_bytes(), 50).await[0],
             Err(AcpError::OutputTooLarge(50))
+        ));
+    }
+
+    #[test]
+    fn outgoing_frames_are_one_compact_line_that_reads_back_as_sent() {
+        let text = "line one\nquote \" and tab\t and \u{1f600}";
+        let request = request(7, "session/prompt", &serde_json::json!({ "text": text }))
+            .expect("serializable");
+        assert_eq!(request.last(), Some(&b'\n'));
+        assert_eq!(request.iter().filter(|&&b| b == b'\n').count(), 1);
+        let value: Value = serde_json::from_slice(&request).expect("JSON");
+        assert_eq!(
+            value,
+            serde_json::json!({
+                "jsonrpc": "2.0", "id": 7, "method": "session/prompt", "params": { "text": text }
+            })
+        );
+        let notification = notification("session/cancel", &serde_json::json!({ "sessionId": "s" }))
+            .expect("serializable");
+        let value: Value = serde_json::from_slice(&notification).expect("JSON");
+        assert_eq!(
+            value,
+            serde_json::json!({ "jsonrpc": "2.0", "method": "session/cancel", "params": { "sessionId": "s" } })
+        );
+        assert!(matches!(
+            parse(notification.trim_ascii()),
+            Ok(Incoming::Notification { .. })
+        ));
+    }
+
+    #[test]
+    fn params_that_json_cannot_hold_are_refused_instead_of_sent() {
+        let mut map = std::collections::BTreeMap::new();
+        map.insert(vec![1u8], 1u8);
+        assert!(matches!(
+            request(1, "m", &map),
+            Err(AcpError::MalformedFrame)
         ));
     }
 }

@@ -156,7 +156,7 @@ impl SharedAgent {
                 env!("CARGO_PKG_VERSION"),
             ));
         let answer = agent
-            .request("initialize", to_params(request)?, limits.init_timeout)
+            .request("initialize", request, limits.init_timeout)
             .await
             .and_then(
                 |result| match result.get("protocolVersion").and_then(Value::as_u64) {
@@ -218,7 +218,7 @@ impl SharedAgent {
                         .ok_or(AcpError::Unauthenticated)?;
                 self.request(
                     "authenticate",
-                    to_params(v1::AuthenticateRequest::new(method))?,
+                    v1::AuthenticateRequest::new(method),
                     self.limits.init_timeout,
                 )
                 .await?;
@@ -232,7 +232,7 @@ impl SharedAgent {
         let result = self
             .request(
                 "session/new",
-                to_params(v1::NewSessionRequest::new(cwd))?,
+                v1::NewSessionRequest::new(cwd),
                 self.limits.init_timeout,
             )
             .await?;
@@ -273,11 +273,7 @@ impl SharedAgent {
         };
         let request = v1::PromptRequest::new(session.to_owned(), blocks);
         let answer = self
-            .request(
-                "session/prompt",
-                to_params(request)?,
-                self.limits.turn_timeout,
-            )
+            .request("session/prompt", request, self.limits.turn_timeout)
             .await;
         // An answered turn has nothing left to cancel; an unanswered one is cancelled on drop.
         running.finished = answer.is_ok();
@@ -368,10 +364,12 @@ impl SharedAgent {
     async fn request(
         &self,
         method: &str,
-        params: Value,
+        params: impl Serialize,
         timeout: Duration,
     ) -> Result<Value, AcpError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let frame = frame::request(id, method, &params)?;
+        drop(params);
         let (sender, receiver) = oneshot::channel();
         {
             let mut routes = self.lock_routes();
@@ -383,7 +381,7 @@ impl SharedAgent {
         // Whatever ends this call early (a timeout, or the caller dropping it), a late answer
         // is then expected and dropped.
         let _waiting = Waiting { agent: self, id };
-        self.send(&frame::request(id, method, params)).await?;
+        self.send(&frame).await?;
         match tokio::time::timeout(timeout, receiver).await {
             Ok(Ok(outcome)) => outcome.map_err(rpc_error),
             Ok(Err(_closed)) => Err(AcpError::EarlyExit),
@@ -392,8 +390,7 @@ impl SharedAgent {
     }
 
     async fn notify(&self, method: &str, params: impl Serialize) -> Result<(), AcpError> {
-        self.send(&frame::notification(method, to_params(params)?))
-            .await
+        self.send(&frame::notification(method, &params)?).await
     }
 
     async fn send(&self, bytes: &[u8]) -> Result<(), AcpError> {
