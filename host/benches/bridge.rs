@@ -1361,16 +1361,18 @@ fn resident_bench(
                 level,
             ))
         });
-        rows.push(resident::Row::new(
-            level,
-            "floor (resident ACP)",
-            samples,
-            elapsed,
-            unseen_average,
-            processes,
-            cpu_spent,
-        ));
-        resident_progress(rows.last());
+        push_resident(
+            &mut rows,
+            resident::Row::new(
+                level,
+                "floor (resident ACP)",
+                samples,
+                elapsed,
+                unseen_average,
+                processes,
+                cpu_spent,
+            ),
+        );
 
         match server_rt.block_on(resident::HttpFloor::start(
             &floor.spec,
@@ -1388,16 +1390,18 @@ fn resident_bench(
                     ))
                 });
                 let processes = server_rt.block_on(http_floor.stop());
-                rows.push(resident::Row::new(
-                    level,
-                    "floor + HTTP",
-                    samples,
-                    elapsed,
-                    unseen_average,
-                    processes,
-                    cpu_spent,
-                ));
-                resident_progress(rows.last());
+                push_resident(
+                    &mut rows,
+                    resident::Row::new(
+                        level,
+                        "floor + HTTP",
+                        samples,
+                        elapsed,
+                        unseen_average,
+                        processes,
+                        cpu_spent,
+                    ),
+                );
             }
             Err(error) => eprintln!("bench bridge: the HTTP floor does not start: {error}"),
         }
@@ -1427,16 +1431,18 @@ fn resident_bench(
             _ => (0.0, 0),
         };
         server_rt.block_on(running.stop());
-        rows.push(resident::Row::new(
-            level,
-            "bridge resident",
-            samples,
-            elapsed,
-            bytes,
-            processes,
-            cpu_spent,
-        ));
-        resident_progress(rows.last());
+        push_resident(
+            &mut rows,
+            resident::Row::new(
+                level,
+                "bridge resident",
+                samples,
+                elapsed,
+                bytes,
+                processes,
+                cpu_spent,
+            ),
+        );
 
         let running = server_rt.block_on(start_bridge(
             setup,
@@ -1458,33 +1464,35 @@ fn resident_bench(
         let processes =
             after.served_warm + after.served_cold - before.served_warm - before.served_cold;
         server_rt.block_on(running.stop());
-        rows.push(resident::Row::new(
-            level,
-            "bridge per-turn",
-            samples,
-            elapsed,
-            whole_average,
-            processes,
-            cpu_spent,
-        ));
-        resident_progress(rows.last());
+        push_resident(
+            &mut rows,
+            resident::Row::new(
+                level,
+                "bridge per-turn",
+                samples,
+                elapsed,
+                whole_average,
+                processes,
+                cpu_spent,
+            ),
+        );
     }
     let script = Arc::try_unwrap(script).ok()?;
     Some((rows, script))
 }
 
-fn resident_progress(row: Option<&resident::Row>) {
-    if let Some(row) = row {
-        eprintln!(
-            "bench bridge: {:>3} conversations, {:<20} {:>7.1} turns/s  p50 {:>7.2} ms  p99 {:>7.2} ms  failed {}",
-            row.clients,
-            row.label,
-            row.turns_per_s,
-            ms(row.p50),
-            ms(row.p99),
-            row.failures
-        );
-    }
+/// Reports a measured resident row on stderr (progress on long runs) and keeps it.
+fn push_resident(rows: &mut Vec<resident::Row>, row: resident::Row) {
+    eprintln!(
+        "bench bridge: {:>3} conversations, {:<20} {:>7.1} turns/s  p50 {:>7.2} ms  p99 {:>7.2} ms  failed {}",
+        row.clients,
+        row.label,
+        row.turns_per_s,
+        ms(row.p50),
+        ms(row.p99),
+        row.failures
+    );
+    rows.push(row);
 }
 
 fn progress(row: Option<&Row>) {

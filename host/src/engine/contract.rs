@@ -211,20 +211,9 @@ fn check_unseen(held: u32, expected: &Value, actual: &Value) -> Result<(), Strin
                 &format!("the prompt's {key}"),
             )?;
         }
-        let text = actual_prompt
-            .get("text")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        if text.contains("[Devin Summarizer Bridge]\n") {
-            return Err("a continuation repeats the opening framing".into());
-        }
+        check_continuation_text(&actual_prompt)?;
     }
-    check_history(&history(expected), &history(actual))?;
-    same(
-        expected.get("images").unwrap_or(&Value::Null),
-        actual.get("images").unwrap_or(&Value::Null),
-        "the attached images",
-    )
+    check_history_and_images(expected, actual)
 }
 
 /// A continuation's prompt: the token count and images the whole request would give, one
@@ -237,20 +226,12 @@ fn check_resumed(expected: &Value, actual: &Value) -> Result<(), String> {
         actual.get("input_tokens").unwrap_or(&Value::Null),
         "the prompt's input_tokens",
     )?;
-    let text = actual.get("text").and_then(Value::as_str).unwrap_or("");
-    if text.contains("[Devin Summarizer Bridge]\n") {
-        return Err("a continuation repeats the opening framing".into());
-    }
+    check_continuation_text(actual)?;
     let seed = actual.get("id_seed").and_then(Value::as_str).unwrap_or("");
     if !well_formed_seed(seed) {
         return Err(format!("the prompt's id_seed {seed:?} is malformed"));
     }
-    check_history(&history(expected), &history(actual))?;
-    same(
-        expected.get("images").unwrap_or(&Value::Null),
-        actual.get("images").unwrap_or(&Value::Null),
-        "the attached images",
-    )?;
+    check_history_and_images(expected, actual)?;
     let marks = |value: &Value| -> Vec<(Value, Value)> {
         value
             .get("marks")
@@ -274,21 +255,30 @@ fn check_resumed(expected: &Value, actual: &Value) -> Result<(), String> {
     Ok(())
 }
 
-/// The `history` identities of an answer (empty when absent).
-fn history(value: &Value) -> Vec<String> {
-    value
-        .get("history")
-        .and_then(Value::as_array)
-        .map(|ids| {
-            ids.iter()
-                .map(|id| id.as_str().unwrap_or_default().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
+/// A continuation's text (its wording is the component's) must not open the session again.
+fn check_continuation_text(prompt: &Value) -> Result<(), String> {
+    let text = prompt.get("text").and_then(Value::as_str).unwrap_or("");
+    if text.contains("[Devin Summarizer Bridge]\n") {
+        return Err("a continuation repeats the opening framing".into());
+    }
+    Ok(())
 }
 
-/// As many identities as expected, all distinct, non-empty and short.
-fn check_history(want: &[String], got: &[String]) -> Result<(), String> {
+/// As many history identities as expected, all distinct, non-empty and short (how they are
+/// computed is the component's own), and exactly the expected attached images.
+fn check_history_and_images(expected: &Value, actual: &Value) -> Result<(), String> {
+    let history = |value: &Value| -> Vec<String> {
+        value
+            .get("history")
+            .and_then(Value::as_array)
+            .map(|ids| {
+                ids.iter()
+                    .map(|id| id.as_str().unwrap_or_default().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (want, got) = (history(expected), history(actual));
     if want.len() != got.len() {
         return Err(format!(
             "the history has {} identities, expected {}",
@@ -300,7 +290,11 @@ fn check_history(want: &[String], got: &[String]) -> Result<(), String> {
     if distinct.len() != got.len() || got.iter().any(|id| id.is_empty() || id.len() > 64) {
         return Err("the history's identities must be distinct, non-empty and short".into());
     }
-    Ok(())
+    same(
+        expected.get("images").unwrap_or(&Value::Null),
+        actual.get("images").unwrap_or(&Value::Null),
+        "the attached images",
+    )
 }
 
 fn check_prompt(expected: &Value, actual: &Value) -> Result<(), String> {

@@ -29,6 +29,21 @@ fn with(expect: &Value, pointer: &str, value: Value) -> Value {
     changed
 }
 
+/// Each `(pointer, value)` change of the case's expected answer, made alone, fails its check.
+fn refuses_each_change<const N: usize>(case: &Case, changes: [(&str, Value); N]) {
+    for (pointer, value) in changes {
+        assert!(
+            check(
+                &case.call,
+                &case.expect,
+                &with(&case.expect, pointer, value)
+            )
+            .is_err(),
+            "{pointer} must be checked"
+        );
+    }
+}
+
 #[test]
 fn a_failure_may_change_its_wording_and_status_within_its_class() {
     let case = case(TransformKind::Envelope, "malformed_not_json.json");
@@ -210,27 +225,20 @@ fn a_prompt_keeps_model_stream_tokens_and_tools_but_may_reword_its_framing() {
         json!(text.replacen("and nothing else", "and nothing more", 1)),
     );
     check(&case.call, &case.expect, &reframed).expect("framing is free");
-    for (pointer, value) in [
-        ("/ok/input_tokens", json!(6)),
-        ("/ok/model", json!("devin-cli-agentic/other")),
-        ("/ok/tools", json!("[{}]")),
-        ("/ok/text", json!("no trace here")),
-        (
-            "/ok/text",
-            json!(text.replacen("[Devin Summarizer Bridge]", "[Bridge]", 1)),
-        ),
-        ("/ok/id_seed", json!("")),
-    ] {
-        assert!(
-            check(
-                &case.call,
-                &case.expect,
-                &with(&case.expect, pointer, value)
-            )
-            .is_err(),
-            "{pointer} must be checked"
-        );
-    }
+    refuses_each_change(
+        &case,
+        [
+            ("/ok/input_tokens", json!(6)),
+            ("/ok/model", json!("devin-cli-agentic/other")),
+            ("/ok/tools", json!("[{}]")),
+            ("/ok/text", json!("no trace here")),
+            (
+                "/ok/text",
+                json!(text.replacen("[Devin Summarizer Bridge]", "[Bridge]", 1)),
+            ),
+            ("/ok/id_seed", json!("")),
+        ],
+    );
 }
 
 #[test]
@@ -249,33 +257,26 @@ fn a_resumed_prompt_keeps_tokens_images_and_message_marks_but_may_reword_and_reh
     );
     let recounted = with(&rehashed, "/ok/marks/0/trace_chars", json!(1));
     check(&case.call, &case.expect, &recounted).expect("wording and identities are free");
-    for (pointer, value) in [
-        ("/ok/input_tokens", json!(5)),
-        ("/ok/history", json!(["aa"])),
-        ("/ok/history", json!(["aa", "aa"])),
-        ("/ok/marks/0/request_end", json!(106)),
-        ("/ok/marks/0/tool_uses", json!([])),
-        ("/ok/marks", json!([])),
-        (
-            "/ok/images",
-            json!([{"media_type": "image/png", "data": "AA=="}]),
-        ),
-        ("/ok/id_seed", json!("not a seed")),
-        (
-            "/ok/text",
-            json!(format!("[Devin Summarizer Bridge]\n{text}")),
-        ),
-    ] {
-        assert!(
-            check(
-                &case.call,
-                &case.expect,
-                &with(&case.expect, pointer, value)
-            )
-            .is_err(),
-            "{pointer} must be checked"
-        );
-    }
+    refuses_each_change(
+        &case,
+        [
+            ("/ok/input_tokens", json!(5)),
+            ("/ok/history", json!(["aa"])),
+            ("/ok/history", json!(["aa", "aa"])),
+            ("/ok/marks/0/request_end", json!(106)),
+            ("/ok/marks/0/tool_uses", json!([])),
+            ("/ok/marks", json!([])),
+            (
+                "/ok/images",
+                json!([{"media_type": "image/png", "data": "AA=="}]),
+            ),
+            ("/ok/id_seed", json!("not a seed")),
+            (
+                "/ok/text",
+                json!(format!("[Devin Summarizer Bridge]\n{text}")),
+            ),
+        ],
+    );
 }
 
 #[test]
