@@ -4,7 +4,7 @@
 //! skipped, a line over the cap refused (and nothing read past it), every other line parsed
 //! alone; an accepted frame is a JSON-RPC 2.0 object from a line within the cap.
 
-use devin_bridge::fuzzing::{acp_frame, acp_frames, Frame};
+use devin_bridge_agent::fuzzing::{acp_frame, acp_frames, Frame};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 

@@ -2,7 +2,7 @@
 //! Envelope: the first byte picks a tool set, the rest is agent output; native vs wasm for
 //! `parse`, the narration heuristic and `parse_review` (the same text read as a review reply).
 
-use devin_bridge::engine::Call;
+use devin_bridge_engine::Call;
 use devin_bridge_fuzz::{differential, outcome};
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
@@ -18,7 +18,7 @@ fn tool_sets() -> [String; 3] {
     ]
 }
 
-fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge::engine::TransformKind::Envelope), |data: &[u8]| {
+fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge_engine::TransformKind::Envelope), |data: &[u8]| {
     let Some((selector, rest)) = data.split_first() else { return };
     let Ok(output) = std::str::from_utf8(rest) else { return };
     let tools = tool_sets()[usize::from(*selector) % 3].clone();

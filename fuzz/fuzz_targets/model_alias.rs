@@ -1,13 +1,13 @@
 #![no_main]
 //! Model alias: `name` or `name\ncatalog`; without a catalog the embedded default is used.
 
-use devin_bridge::engine::Call;
+use devin_bridge_engine::Call;
 use devin_bridge_fuzz::{differential, outcome};
 use libfuzzer_sys::fuzz_target;
 
 const DEFAULT_CATALOG: &str = include_str!("../../policies/models.json");
 
-fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge::engine::TransformKind::ModelAlias), |data: &[u8]| {
+fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge_engine::TransformKind::ModelAlias), |data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let (name, catalog) = match text.split_once('\n') {
         Some((name, catalog)) => (name, catalog),

@@ -6,8 +6,8 @@
 
 use std::net::IpAddr;
 
-use devin_bridge::fuzzing::{check_host, split_authority, split_url};
-use devin_bridge::guard::hostmatch::{normalize_host, Allowlist, HostError};
+use devin_bridge_guard::fuzzing::{check_host, split_authority, split_url};
+use devin_bridge_guard::hostmatch::{normalize_host, Allowlist, HostError};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -3,7 +3,7 @@
 //! two. Reading them in two steps must give the one-shot answer (a refusal made early is never
 //! one that more bytes could have avoided), and an accepted head is well framed.
 
-use devin_bridge::fuzzing::request_head;
+use devin_bridge_guard::fuzzing::request_head;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -1,11 +1,11 @@
 #![no_main]
 //! Serializer: arbitrary request text, native vs wasm.
 
-use devin_bridge::engine::Call;
+use devin_bridge_engine::Call;
 use devin_bridge_fuzz::{differential, outcome};
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge::engine::TransformKind::Serializer), |data: &[u8]| {
+fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge_engine::TransformKind::Serializer), |data: &[u8]| {
     let Ok(request) = std::str::from_utf8(data) else { return };
     let native = outcome(&devin_bridge_serializer::serialize(request));
     differential(Call::Serialize { request: request.to_owned() }, native);

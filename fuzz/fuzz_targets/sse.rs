@@ -5,13 +5,13 @@
 //! picks the size limit and where the stream is cut in two): native vs wasm on the whole
 //! buffer, and natively the promise that the cut changes nothing.
 
-use devin_bridge::engine::{Call, MessageHead};
+use devin_bridge_engine::{Call, MessageHead};
 use devin_bridge_fuzz::{differential, outcome};
 use devin_bridge_types::{Failure, Reply, ToolCall, Usage};
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
 
-fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge::engine::TransformKind::Sse), |data: &[u8]| {
+fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge_engine::TransformKind::Sse), |data: &[u8]| {
     let Some((selector, rest)) = data.split_first() else { return };
     let text = String::from_utf8_lossy(rest).into_owned();
     let reply = if selector & 1 == 0 {

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use devin_bridge::engine::{
+use devin_bridge_engine::{
     corpus, Call, CompileCache, EngineError, Loaded, Runtime, RuntimeConfig, TransformKind,
 };
 use serde_json::Value;

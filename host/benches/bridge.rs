@@ -45,12 +45,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use devin_bridge::acp::{Agent, AgentLimits};
-use devin_bridge::engine::{MessageHead, Transforms};
-use devin_bridge::identity::AgentIdentity;
-use devin_bridge::policy::Policy;
-use devin_bridge::process::{live_processes_in as processes_in, Spec};
-use devin_bridge::summarizer::{self, sandbox, Bridge, INLINE_INPUT_BYTES};
+use devin_bridge_agent::acp::{Agent, AgentLimits};
+use devin_bridge_engine::{MessageHead, Transforms};
+use devin_bridge_agent::identity::AgentIdentity;
+use devin_bridge_summarizer::policy::SummarizerPolicy;
+use devin_bridge_policy::ModePolicy as _;
+use devin_bridge_agent::process::{live_processes_in as processes_in, Spec};
+use devin_bridge_summarizer::{self, sandbox, Bridge, INLINE_INPUT_BYTES};
 use devin_bridge_types::Usage;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1;
@@ -436,12 +437,12 @@ struct Setup {
 }
 
 impl Setup {
-    fn policy(&self, home: &str, prewarm: usize) -> Policy {
+    fn policy(&self, home: &str, prewarm: usize) -> SummarizerPolicy {
         self.policy_with(home, prewarm, "")
     }
 
     /// The bench policy with extra `[agent]` lines.
-    fn policy_with(&self, home: &str, prewarm: usize, agent: &str) -> Policy {
+    fn policy_with(&self, home: &str, prewarm: usize, agent: &str) -> SummarizerPolicy {
         let mut text = String::from("mode = \"summarizer\"\n");
         for name in ["serializer", "envelope", "sse", "model-alias"] {
             text.push_str(&format!(
@@ -474,7 +475,7 @@ impl Setup {
                 .display()
                 .to_string(),
         ));
-        Policy::parse(&text, Path::new("bench-bridge.toml"), &root()).expect("bench policy")
+        SummarizerPolicy::parse(&text, Path::new("bench-bridge.toml"), &root()).expect("bench policy")
     }
 }
 
@@ -523,7 +524,7 @@ async fn start_bridge_with(
         .clone()
         .map(|resident| tokio::spawn(resident.run_reaper()));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(summarizer::serve(
+    let server = tokio::spawn(devin_bridge_summarizer::serve(
         bridge.clone(),
         listener,
         policy.server.max_connections,
@@ -1065,7 +1066,7 @@ fn main() -> ExitCode {
     let transforms = {
         let policy = setup.policy("floor", 0);
         let started = Instant::now();
-        match Transforms::load(&policy) {
+        match Transforms::load(&policy.engine_config()) {
             Ok(transforms) => {
                 eprintln!(
                     "bench bridge: components loaded in {:.0} ms",

@@ -33,8 +33,8 @@ use std::time::{Duration, Instant};
 mod common;
 
 use common::{env_usize, percentile, target_binary};
-use devin_bridge::companion::jobs::clock::format_rfc3339;
-use devin_bridge::companion::jobs::{JobRecord, JobStatus, JobStore, Role, RunMode};
+use devin_bridge_companion::jobs::clock::format_rfc3339;
+use devin_bridge_companion::jobs::{JobRecord, JobStatus, JobStore, Role, RunMode};
 use serde_json::{json, Value};
 
 fn ms(duration: Duration) -> f64 {

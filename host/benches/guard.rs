@@ -22,10 +22,10 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use devin_bridge::guard::testkit::ClientHelloBuilder;
+use devin_bridge_guard::testkit::ClientHelloBuilder;
 use std::sync::Arc;
 
-use devin_bridge::guard::{client, Guard, GuardPolicy, GuardStats, Limits};
+use devin_bridge_guard::{client, Guard, GuardPolicy, GuardStats, Limits};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 

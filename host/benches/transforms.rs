@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use devin_bridge::engine::{Call, CompileCache, Loaded, Runtime, RuntimeConfig, TransformKind};
+use devin_bridge_engine::{Call, CompileCache, Loaded, Runtime, RuntimeConfig, TransformKind};
 use devin_bridge_types::{Reply, ToolCall, Usage};
 use serde_json::{json, Value};
 
@@ -213,7 +213,7 @@ fn main() {
         input_tokens: 12_000,
         output_tokens: 300,
     };
-    let head = devin_bridge::engine::MessageHead {
+    let head = devin_bridge_engine::MessageHead {
         id: "msg_0123456789abcdef01234567".into(),
         model: "devin-cli-agentic/swe-1-7".into(),
         usage,

@@ -2,7 +2,10 @@
 
 use clap::{Parser, Subcommand};
 
-use devin_bridge::cli;
+mod cli;
+mod policy;
+
+use devin_bridge_summarizer::policy::SummarizerPolicy;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -20,23 +23,23 @@ enum Command {
     /// Load a policy and serve it (summarizer: the Anthropic Messages endpoint).
     Serve(cli::ServeArgs),
     /// Run an egress guard: a forward proxy that enforces an allowlist and audits every decision.
-    Guard(devin_bridge::guard::GuardArgs),
+    Guard(devin_bridge_guard::GuardArgs),
     /// Check that this environment cannot reach Anthropic and leaks no credentials.
-    VerifyIsolation(devin_bridge::guard::isolation::VerifyIsolationArgs),
+    VerifyIsolation(devin_bridge_guard::isolation::VerifyIsolationArgs),
     /// Inspect, check and hot-swap transform components.
     #[command(subcommand)]
     Components(cli::ComponentsCommand),
     /// Delegate tasks and reviews to the Devin CLI (the Claude Code plugin's helper).
-    Companion(devin_bridge::companion::CompanionArgs),
+    Companion(devin_bridge_companion::CompanionArgs),
     /// Serve Devin Outposts sessions from a fleet queue, and manage outposts.
-    Outpost(devin_bridge::outpost::cli::OutpostArgs),
+    Outpost(devin_bridge_outpost::cli::OutpostArgs),
 }
 
 /// The async runtime a command needs. An outpost worker does little CPU work and many of them
 /// may run per machine, so it gets two worker threads and a small blocking pool whatever the
 /// core count (each thread costs memory); the keeper beside each remote needs only one thread.
 fn runtime_for(command: &Command) -> tokio::runtime::Builder {
-    use devin_bridge::outpost::cli::{OutpostArgs, OutpostCommand};
+    use devin_bridge_outpost::cli::{OutpostArgs, OutpostCommand};
     match command {
         Command::Outpost(OutpostArgs {
             command: OutpostCommand::Keeper(_),
@@ -50,14 +53,24 @@ fn runtime_for(command: &Command) -> tokio::runtime::Builder {
     }
 }
 
+/// Loads the policy `serve` runs and sets up identities: switches a root-started host to
+/// `[server] user` and decides whether agents get their own uid. Runs before any thread exists.
+fn serve_policy_and_identity(
+    args: &cli::ServeArgs,
+) -> anyhow::Result<(SummarizerPolicy, devin_bridge_agent::identity::AgentIdentity)> {
+    let policy = policy::load_summarizer(&args.policy, "serve")?;
+    let identity = devin_bridge_summarizer::startup::serve_identity(&policy)?;
+    Ok((policy, identity))
+}
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     cli::init_tracing();
     // Identity changes (switching uid, keeping capabilities) act on the calling thread only
     // for capabilities, so they happen here, before the runtime starts any thread.
-    let identity = match &cli.command {
-        Command::Serve(args) => match cli::serve_identity(args) {
-            Ok(identity) => Some(identity),
+    let serving = match &cli.command {
+        Command::Serve(args) => match serve_policy_and_identity(args) {
+            Ok(serving) => Some(serving),
             Err(error) => {
                 eprintln!("devin-bridge: {error:#}");
                 return std::process::ExitCode::FAILURE;
@@ -74,17 +87,20 @@ fn main() -> std::process::ExitCode {
     };
     let outcome = runtime.block_on(async move {
         match cli.command {
-            Command::Serve(args) => match identity {
-                Some(identity) => cli::serve(args, identity).await,
+            Command::Serve(args) => match serving {
+                Some((policy, identity)) => {
+                    devin_bridge_summarizer::startup::serve(policy, args.policy, args.listen, identity)
+                        .await
+                }
                 None => Err(anyhow::anyhow!("no agent identity was established")),
             },
-            Command::Guard(args) => devin_bridge::guard::run(args).await,
-            Command::VerifyIsolation(args) => devin_bridge::guard::isolation::run(args).await,
+            Command::Guard(args) => devin_bridge_guard::run(args).await,
+            Command::VerifyIsolation(args) => devin_bridge_guard::isolation::run(args).await,
             Command::Components(command) => cli::components(command).await,
             // Runs as the invoking user: no identity switch.
-            Command::Companion(args) => devin_bridge::companion::main(args).await,
+            Command::Companion(args) => devin_bridge_companion::main(args).await,
             // Runs as the invoking user: no identity switch.
-            Command::Outpost(args) => devin_bridge::outpost::main(args).await,
+            Command::Outpost(args) => devin_bridge_outpost::main(args).await,
         }
     });
     match outcome {

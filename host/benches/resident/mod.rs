@@ -28,8 +28,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use devin_bridge::acp::{AgentLimits, SharedAgent};
-use devin_bridge::process::Spec;
+use devin_bridge_agent::acp::{AgentLimits, SharedAgent};
+use devin_bridge_agent::process::Spec;
 use http_body_util::{BodyExt, Full};
 use serde_json::{json, Value};
 

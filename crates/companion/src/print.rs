@@ -1,0 +1,257 @@
+//! `task --transport print`: one stateless `devin -p` run.
+//!
+//! The prompt is the last argument of an argv (no shell), after `--`; the workspace is the
+//! cwd; the environment and isolation are those of an ACP job. stdout and stderr are each
+//! captured up to a cap that keeps the tail. Success is exit status 0.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use super::failure::{Failure, FailureKind};
+use super::jobs::RunMode;
+use super::preflight::Devin;
+use devin_bridge_agent::process::{command_for, Spec};
+
+/// Bytes kept of each stream (the tail).
+pub const PRINT_CAP: usize = 1 << 20;
+
+/// What a print run needs.
+#[derive(Debug, Clone)]
+pub struct PrintRequest {
+    pub mode: RunMode,
+    pub workspace: PathBuf,
+    pub prompt: String,
+    pub devin: Devin,
+    pub env: Vec<(OsString, OsString)>,
+    /// The catalog model uid, when `--model` was given.
+    pub model: Option<String>,
+    pub resume: Option<String>,
+    pub timeout: Duration,
+    pub cap: usize,
+}
+
+/// How a print run ended.
+#[derive(Debug, Clone)]
+pub struct PrintResult {
+    pub stdout: String,
+    pub stderr: String,
+    pub stdout_truncated: bool,
+    pub exit_code: Option<i32>,
+    pub failure: Option<Failure>,
+}
+
+/// The argv after the program.
+pub fn arguments(request: &PrintRequest) -> Vec<String> {
+    let mut args = vec!["-p".to_owned()];
+    if let Some(model) = &request.model {
+        args.push("--model".into());
+        args.push(model.clone());
+    }
+    args.push("--permission-mode".into());
+    args.push(
+        match request.mode {
+            RunMode::Write => "bypass",
+            RunMode::Consult | RunMode::Review => "ask",
+        }
+        .into(),
+    );
+    if let Some(session) = &request.resume {
+        args.push("-r".into());
+        args.push(session.clone());
+    }
+    args.push("--respect-workspace-trust".into());
+    args.push("false".into());
+    args.push("--".into());
+    args.push(request.prompt.clone());
+    args
+}
+
+/// Reads a stream to its end, keeping the last `cap` bytes.
+async fn tail<R: AsyncRead + Unpin>(mut reader: R, cap: usize) -> (Vec<u8>, bool) {
+    let mut kept: VecDeque<u8> = VecDeque::new();
+    let mut truncated = false;
+    let mut buffer = vec![0u8; 64 << 10];
+    while let Ok(n) = reader.read(&mut buffer).await {
+        if n == 0 {
+            break;
+        }
+        kept.extend(&buffer[..n]);
+        if kept.len() > cap {
+            let excess = kept.len() - cap;
+            kept.drain(..excess);
+            truncated = true;
+        }
+    }
+    (kept.into_iter().collect(), truncated)
+}
+
+/// Runs `devin -p`.
+pub async fn run(request: PrintRequest) -> PrintResult {
+    let spec = Spec {
+        program: request.devin.path.clone(),
+        args: arguments(&request),
+        cwd: request.workspace.clone(),
+        env: request.env.clone(),
+        stderr_tail_bytes: 0,
+        kill_grace: Duration::from_secs(2),
+        identity: None,
+    };
+    let mut command = command_for(&spec);
+    command
+        .args(&spec.args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let failed = |kind, message: String| PrintResult {
+        stdout: String::new(),
+        stderr: String::new(),
+        stdout_truncated: false,
+        exit_code: None,
+        failure: Some(Failure::new(kind, message)),
+    };
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return failed(
+                FailureKind::MissingCli,
+                format!("cannot start devin: {error}"),
+            )
+        }
+        Err(error) => return failed(FailureKind::Process, format!("cannot start devin: {error}")),
+    };
+    let pgid = child.id().and_then(|pid| i32::try_from(pid).ok());
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let cap = request.cap;
+    let out_task = tokio::spawn(async move {
+        match stdout {
+            Some(pipe) => tail(pipe, cap).await,
+            None => (Vec::new(), false),
+        }
+    });
+    let err_task = tokio::spawn(async move {
+        match stderr {
+            Some(pipe) => tail(pipe, cap).await,
+            None => (Vec::new(), false),
+        }
+    });
+    let status = tokio::time::timeout(request.timeout, child.wait()).await;
+    let timed_out = status.is_err();
+    if let Some(pgid) = pgid {
+        // The group goes with its leader, on time or not.
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pgid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let status = match status {
+        Ok(Ok(status)) => Some(status),
+        _ => child.wait().await.ok(),
+    };
+    let collect =
+        |joined: Result<(Vec<u8>, bool), tokio::task::JoinError>| joined.unwrap_or_default();
+    let (out, stdout_truncated) = collect(
+        tokio::time::timeout(Duration::from_secs(2), out_task)
+            .await
+            .unwrap_or_else(|_| Ok((Vec::new(), false))),
+    );
+    let (err, _) = collect(
+        tokio::time::timeout(Duration::from_secs(2), err_task)
+            .await
+            .unwrap_or_else(|_| Ok((Vec::new(), false))),
+    );
+    let exit_code = status.and_then(|s| s.code());
+    let failure = if timed_out {
+        Some(Failure::new(
+            FailureKind::Timeout,
+            format!(
+                "devin -p exceeded its {} ms budget",
+                request.timeout.as_millis()
+            ),
+        ))
+    } else if exit_code == Some(0) {
+        None
+    } else {
+        let last = String::from_utf8_lossy(&err)
+            .lines()
+            .rev()
+            .find(|line| !line.trim().is_empty())
+            .unwrap_or("")
+            .chars()
+            .take(300)
+            .collect::<String>();
+        Some(Failure::new(
+            FailureKind::Error,
+            match exit_code {
+                Some(code) => format!("devin -p exited with status {code}: {last}"),
+                None => "devin -p was killed by a signal".to_owned(),
+            },
+        ))
+    };
+    PrintResult {
+        stdout: String::from_utf8_lossy(&out).into_owned(),
+        stderr: String::from_utf8_lossy(&err).into_owned(),
+        stdout_truncated,
+        exit_code,
+        failure,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(mode: RunMode) -> PrintRequest {
+        PrintRequest {
+            mode,
+            workspace: PathBuf::from("/w"),
+            prompt: "-rf $(id)".into(),
+            devin: Devin {
+                path: PathBuf::from("/bin/devin"),
+                version: "3000.11.4".into(),
+                standing: super::super::preflight::Standing::Tested,
+            },
+            env: Vec::new(),
+            model: Some("swe-2".into()),
+            resume: Some("s1".into()),
+            timeout: Duration::from_secs(1),
+            cap: 16,
+        }
+    }
+
+    #[test]
+    fn the_prompt_is_the_last_argument_after_the_separator() {
+        let args = arguments(&request(RunMode::Consult));
+        assert_eq!(
+            args,
+            [
+                "-p",
+                "--model",
+                "swe-2",
+                "--permission-mode",
+                "ask",
+                "-r",
+                "s1",
+                "--respect-workspace-trust",
+                "false",
+                "--",
+                "-rf $(id)"
+            ]
+        );
+        assert!(arguments(&request(RunMode::Write)).contains(&"bypass".to_owned()));
+    }
+
+    #[tokio::test]
+    async fn the_tail_is_kept() {
+        let (kept, truncated) = tail(&b"0123456789abcdefXYZ"[..], 16).await;
+        assert_eq!(kept, b"3456789abcdefXYZ");
+        assert!(truncated);
+        let (kept, truncated) = tail(&b"short"[..], 16).await;
+        assert_eq!(kept, b"short");
+        assert!(!truncated);
+    }
+}

@@ -1,0 +1,153 @@
+//! What the engine is configured with: where each component's bytes are and the digest they
+//! must have, the limits every call runs under, and the compile cache directory.
+//!
+//! The engine never reads a policy file. A mode's policy deserializes the section types
+//! below (`[components.<transform>]`, `[limits]`, `[engine]`), resolves their paths against
+//! its own directory and hands the engine an [`EngineConfig`] of absolute locations.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::TransformKind;
+
+/// One transform component: where its bytes are and, optionally, the digest they must have.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComponentSource {
+    /// Path of the `.wasm` component, relative to the policy file.
+    pub path: PathBuf,
+    /// Hex sha256 the file must have; a mismatch refuses the component.
+    pub sha256: Option<String>,
+}
+
+/// `[components.<transform>]` tables. A missing table means the built-in default location.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComponentsTable {
+    pub serializer: Option<ComponentSource>,
+    pub envelope: Option<ComponentSource>,
+    pub sse: Option<ComponentSource>,
+    #[serde(rename = "model-alias")]
+    pub model_alias: Option<ComponentSource>,
+}
+
+/// Limits of the wasm runtime. Each call gets a fresh store with these caps.
+/// `memory_mib` and `call_timeout_ms` change live on SIGHUP; `max_instances` needs a restart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RuntimeLimits {
+    /// Linear memory cap per call, in MiB.
+    pub memory_mib: u32,
+    /// Wall-clock deadline per call, in milliseconds (epoch interruption).
+    pub call_timeout_ms: u64,
+    /// Component instances that can be live at once (the pooling allocator's size).
+    pub max_instances: u32,
+}
+
+impl RuntimeLimits {
+    /// The largest `memory_mib` a policy may set.
+    pub const MAX_MEMORY_MIB: u32 = 4096;
+}
+
+impl Default for RuntimeLimits {
+    fn default() -> Self {
+        Self {
+            memory_mib: 256,
+            call_timeout_ms: 2_000,
+            max_instances: 128,
+        }
+    }
+}
+
+/// `[engine]`: where compiled components are cached.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EngineSection {
+    /// Directory for precompiled components; default `$XDG_CACHE_HOME/devin-bridge`
+    /// (or `~/.cache/devin-bridge`). Must be private to this user.
+    pub cache_dir: Option<PathBuf>,
+}
+
+
+impl ComponentsTable {
+    /// The configured source of one transform, if the policy names one.
+    pub fn get(&self, kind: TransformKind) -> Option<&ComponentSource> {
+        match kind {
+            TransformKind::Serializer => self.serializer.as_ref(),
+            TransformKind::Envelope => self.envelope.as_ref(),
+            TransformKind::Sse => self.sse.as_ref(),
+            TransformKind::ModelAlias => self.model_alias.as_ref(),
+        }
+    }
+
+    /// Checks that every pin is a hex sha256 digest.
+    pub fn validate(&self) -> Result<(), String> {
+        for kind in TransformKind::ALL {
+            if let Some(pin) = self.get(kind).and_then(|source| source.sha256.as_deref()) {
+                if pin.len() != 64 || !pin.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return Err(format!(
+                        "components.{kind}.sha256 must be 64 hex digits, not {pin:?}"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl RuntimeLimits {
+    /// Checks every limit against its range.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.memory_mib == 0 || self.memory_mib > Self::MAX_MEMORY_MIB {
+            return Err(format!(
+                "limits.memory_mib must be between 1 and {}, not {}",
+                Self::MAX_MEMORY_MIB,
+                self.memory_mib
+            ));
+        }
+        if self.call_timeout_ms == 0 || self.call_timeout_ms > 600_000 {
+            return Err(format!(
+                "limits.call_timeout_ms must be between 1 and 600000, not {}",
+                self.call_timeout_ms
+            ));
+        }
+        if self.max_instances == 0 || self.max_instances > 10_000 {
+            return Err(format!(
+                "limits.max_instances must be between 1 and 10000, not {}",
+                self.max_instances
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Where one transform's component is read from and the pin it must match (lower-case hex).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ComponentLocation {
+    pub path: PathBuf,
+    pub pin: Option<String>,
+}
+
+/// Everything the engine needs to load and serve a component set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// The limits every call runs under.
+    pub limits: RuntimeLimits,
+    /// The compile cache directory; `None` means the per-user default.
+    pub cache_dir: Option<PathBuf>,
+    /// One location per transform, in [`TransformKind::ALL`] order.
+    pub components: [ComponentLocation; 4],
+}
+
+impl EngineConfig {
+    /// Where `kind`'s component is read from.
+    pub fn location(&self, kind: TransformKind) -> &ComponentLocation {
+        &self.components[kind.index()]
+    }
+
+    /// The pins of every transform, in [`TransformKind::ALL`] order.
+    pub fn pins(&self) -> [Option<String>; 4] {
+        TransformKind::ALL.map(|kind| self.location(kind).pin.clone())
+    }
+}

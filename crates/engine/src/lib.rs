@@ -1,0 +1,202 @@
+//! The wasm runtime that every transform of untrusted data runs in.
+//!
+//! - `runtime`: one wasmtime engine (component model, pooling allocator, epoch deadlines,
+//!   a memory cap per store) and the per-call store;
+//! - `cache`: precompiled components on disk, keyed by component sha256 and engine hash and
+//!   authenticated with an HMAC under a private key;
+//! - `loader`: bytes -> checked (pin, imports: type definitions only), compiled,
+//!   pre-instantiated component;
+//! - `bindings`: typed calls into each transform's WIT interface;
+//! - `registry`: the live set of transforms with atomic hot swap, honouring the policy's pins;
+//! - `corpus`: the golden self-test every candidate passes before it serves (shipped with the
+//!   component set, or embedded);
+//! - `contract`: what "passes" means: the promises of the WIT contract, not identical bytes.
+
+mod bindings;
+mod cache;
+pub mod config;
+pub mod contract;
+pub mod corpus;
+mod loader;
+mod memo;
+mod registry;
+mod runtime;
+mod status;
+
+pub use bindings::{
+    Answer, Call, Image, ImageLimits, MessageHead, MessageMark, Prompt, PromptOptions,
+    ResolvedModel, Resume, ResumedPrompt, SseEvent, SseFrames, UnseenPrompt,
+};
+pub use config::{
+    ComponentLocation, ComponentSource, ComponentsTable, EngineConfig, EngineSection, RuntimeLimits,
+};
+pub use cache::{CompileCache, KEY_FILE as CACHE_KEY_FILE};
+pub use corpus::{self_test, Corpus, SelfTestReport};
+pub use loader::{sha256_hex, Loaded, Warm};
+pub use registry::{ComponentInfo, SwapReport, Transforms};
+pub use runtime::{Runtime, RuntimeConfig};
+pub use status::{is_error_status, INVALID_STATUS_CODE};
+
+/// The four transforms, one component each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TransformKind {
+    Serializer,
+    Envelope,
+    Sse,
+    ModelAlias,
+}
+
+impl TransformKind {
+    pub const ALL: [TransformKind; 4] = [
+        TransformKind::Serializer,
+        TransformKind::Envelope,
+        TransformKind::Sse,
+        TransformKind::ModelAlias,
+    ];
+
+    /// The name used in policies, file names, logs and the CLI.
+    pub fn name(self) -> &'static str {
+        match self {
+            TransformKind::Serializer => "serializer",
+            TransformKind::Envelope => "envelope",
+            TransformKind::Sse => "sse",
+            TransformKind::ModelAlias => "model-alias",
+        }
+    }
+
+    /// File name of the built component.
+    pub fn file_name(self) -> String {
+        format!("{}.wasm", self.name())
+    }
+
+    pub(crate) fn index(self) -> usize {
+        match self {
+            TransformKind::Serializer => 0,
+            TransformKind::Envelope => 1,
+            TransformKind::Sse => 2,
+            TransformKind::ModelAlias => 3,
+        }
+    }
+}
+
+impl std::fmt::Display for TransformKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for TransformKind {
+    type Err = EngineError;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        TransformKind::ALL
+            .into_iter()
+            .find(|kind| kind.name() == name)
+            .ok_or_else(|| EngineError::UnknownTransform(name.to_owned()))
+    }
+}
+
+/// Loads one transform component from `location` on a runtime of its own with `limits` (from
+/// the compile cache when it is warm), for commands that call a single transform directly
+/// rather than serve the whole set.
+pub fn load_one(
+    location: &ComponentLocation,
+    limits: RuntimeLimits,
+    kind: TransformKind,
+) -> Result<(Runtime, Loaded), EngineError> {
+    let runtime = Runtime::new(limits.into())?;
+    let cache = match CompileCache::default_dir() {
+        Some(dir) => CompileCache::open(&dir).unwrap_or_else(|_| CompileCache::disabled()),
+        None => CompileCache::disabled(),
+    };
+    let loaded = Loaded::from_file(
+        &runtime,
+        &cache,
+        kind,
+        &location.path,
+        location.pin.as_deref(),
+    )?;
+    Ok((runtime, loaded))
+}
+
+/// Everything that can go wrong loading or calling a component.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("unknown transform {0:?} (expected serializer, envelope, sse or model-alias)")]
+    UnknownTransform(String),
+    #[error("cannot read component {path}: {source}")]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("component for {transform} has sha256 {actual}, but the policy pins {expected}")]
+    PinMismatch {
+        transform: TransformKind,
+        expected: String,
+        actual: String,
+    },
+    #[error("{transform} is pinned by the running policy to sha256 {pinned}, but the candidate has sha256 {candidate}; to serve it, change `[components.{transform}] sha256` in the policy and send SIGHUP (or restart)")]
+    PinnedSwap {
+        transform: TransformKind,
+        pinned: String,
+        candidate: String,
+    },
+    #[error("component for {transform} does not compile: {message}")]
+    Compile {
+        transform: TransformKind,
+        message: String,
+    },
+    #[error("component for {transform} does not export the {transform} interface of devin-bridge:transforms@0.1.0: {message}")]
+    Interface {
+        transform: TransformKind,
+        message: String,
+    },
+    #[error("component for {transform} imports something the host does not provide: {message}")]
+    Imports {
+        transform: TransformKind,
+        message: String,
+    },
+    #[error("component for {transform} failed its self-test: {message}")]
+    SelfTest {
+        transform: TransformKind,
+        message: String,
+    },
+    #[error("golden corpus of {transform}: {message}")]
+    Corpus {
+        transform: TransformKind,
+        message: String,
+    },
+    #[error("{transform} exceeded its {limit_ms} ms deadline")]
+    Timeout {
+        transform: TransformKind,
+        limit_ms: u64,
+    },
+    #[error("{transform} exceeded its memory cap of {limit_mib} MiB")]
+    OutOfMemory {
+        transform: TransformKind,
+        limit_mib: u32,
+    },
+    #[error("{transform} used up its fuel")]
+    OutOfFuel { transform: TransformKind },
+    #[error("{transform} trapped: {message}")]
+    Trap {
+        transform: TransformKind,
+        message: String,
+    },
+    #[error("cannot start the wasm engine: {0}")]
+    Engine(String),
+    #[error("compile cache: {0}")]
+    Cache(String),
+}
+
+impl EngineError {
+    /// Stable machine code, used in failures sent to clients and in logs.
+    pub fn code(&self) -> &'static str {
+        match self {
+            EngineError::Timeout { .. } | EngineError::OutOfFuel { .. } => "transform_timeout",
+            EngineError::OutOfMemory { .. } => "transform_out_of_memory",
+            EngineError::Trap { .. } => "transform_trap",
+            _ => "transform_unavailable",
+        }
+    }
+}

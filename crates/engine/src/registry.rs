@@ -1,0 +1,494 @@
+//! The live set of transforms, with atomic hot swap.
+//!
+//! Each transform sits in an `ArcSwap`. A call takes its own `Arc` of the current version, so
+//! a swap never disturbs calls in flight: they finish on the version they started with. A
+//! candidate is compiled, type-checked and run through the golden corpus *before* it is
+//! stored; a failing candidate leaves the old version serving. Swaps are serialised by a mutex;
+//! calls never take it.
+//!
+//! The policy's sha256 pins stay in force while serving: a swap over the control socket of a
+//! pinned transform accepts only the pinned bytes (changing a pin means editing the policy and
+//! sending SIGHUP, which re-reads the pins), and a reload refuses a file that does not match
+//! the new policy's pin even when it is the version already serving.
+
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+use devin_bridge_types::{Failure, Reply, Usage};
+use serde::Serialize;
+
+use super::bindings::{
+    Answer, Call, MessageHead, Prompt, PromptOptions, ResolvedModel, Resume, ResumedPrompt,
+    SseFrames, UnseenPrompt,
+};
+use super::cache::CompileCache;
+use super::corpus::{self_test, Corpus};
+use super::memo::ValidationMemo;
+use super::runtime::Runtime;
+use super::{EngineError, Loaded, TransformKind};
+use crate::config::EngineConfig;
+
+/// What `/healthz` and `components list` show about one loaded transform.
+#[derive(Debug, Clone, Serialize)]
+pub struct ComponentInfo {
+    pub name: &'static str,
+    pub sha256: String,
+    pub source: String,
+    pub size: usize,
+}
+
+/// The outcome of a swap.
+#[derive(Debug, Clone, Serialize)]
+pub struct SwapReport {
+    pub transform: &'static str,
+    pub old_sha256: String,
+    pub new_sha256: String,
+    pub self_test_cases: usize,
+    /// Where the self-test corpus came from: a component set's `manifest.json`, or `embedded`.
+    pub corpus: String,
+    pub elapsed_ms: u64,
+}
+
+/// The four live transforms.
+pub struct Transforms {
+    runtime: Runtime,
+    cache: CompileCache,
+    slots: [ArcSwap<Loaded>; 4],
+    /// What the running policy pins and the corpus of its component set, per transform;
+    /// guarded by the swap lock, since only swaps and reloads read or change them.
+    swap_lock: Mutex<Checks>,
+    /// The model-alias component's `validate` answers (see [`ValidationMemo`]).
+    validations: ValidationMemo,
+}
+
+/// What every candidate of a transform is held to.
+struct Checks {
+    pins: [Option<String>; 4],
+    corpora: [Arc<Corpus>; 4],
+}
+
+impl Transforms {
+    /// Loads, checks and self-tests the four components `config` names.
+    pub fn load(config: &EngineConfig) -> Result<Self, EngineError> {
+        let runtime = Runtime::new(config.limits.into())?;
+        let cache = match config.cache_dir.clone().or_else(CompileCache::default_dir) {
+            Some(dir) => CompileCache::open(&dir)?,
+            None => CompileCache::disabled(),
+        };
+        Self::load_with(runtime, cache, config)
+    }
+
+    /// Like `load`, with an explicit runtime and cache (tests, benchmarks).
+    pub fn load_with(
+        runtime: Runtime,
+        cache: CompileCache,
+        config: &EngineConfig,
+    ) -> Result<Self, EngineError> {
+        let load = |kind: TransformKind| -> Result<(ArcSwap<Loaded>, Arc<Corpus>), EngineError> {
+            let location = config.location(kind);
+            let path = &location.path;
+            let loaded = Loaded::from_file(&runtime, &cache, kind, path, location.pin.as_deref())?;
+            let corpus = Corpus::for_component(kind, path)?;
+            let report = self_test(&runtime, &loaded, &corpus)?;
+            tracing::info!(transform = %kind, sha256 = %loaded.sha256, path = %path.display(), cases = report.cases, corpus = %report.corpus, "component loaded and self-tested");
+            Ok((ArcSwap::from_pointee(loaded), Arc::new(corpus)))
+        };
+        let (serializer, serializer_corpus) = load(TransformKind::Serializer)?;
+        let (envelope, envelope_corpus) = load(TransformKind::Envelope)?;
+        let (sse, sse_corpus) = load(TransformKind::Sse)?;
+        let (model_alias, model_alias_corpus) = load(TransformKind::ModelAlias)?;
+        Ok(Self {
+            runtime,
+            cache,
+            slots: [serializer, envelope, sse, model_alias],
+            swap_lock: Mutex::new(Checks {
+                pins: config.pins(),
+                corpora: [
+                    serializer_corpus,
+                    envelope_corpus,
+                    sse_corpus,
+                    model_alias_corpus,
+                ],
+            }),
+            validations: ValidationMemo::default(),
+        })
+    }
+
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// The version of `kind` that serves right now.
+    pub fn current(&self, kind: TransformKind) -> Arc<Loaded> {
+        self.slots[kind.index()].load_full()
+    }
+
+    /// Name, digest and origin of every loaded transform.
+    pub fn info(&self) -> Vec<ComponentInfo> {
+        TransformKind::ALL
+            .into_iter()
+            .map(|kind| {
+                let loaded = self.current(kind);
+                ComponentInfo {
+                    name: kind.name(),
+                    sha256: loaded.sha256.clone(),
+                    source: loaded.source.clone(),
+                    size: loaded.size,
+                }
+            })
+            .collect()
+    }
+
+    /// Performs one call on the current version of its transform.
+    pub fn call(&self, call: &Call) -> Result<Answer, EngineError> {
+        self.current(call.transform()).call(&self.runtime, call)
+    }
+
+    /// The sha256 the running policy pins for `kind`, if any.
+    pub fn pin(&self, kind: TransformKind) -> Option<String> {
+        self.checks().pins[kind.index()].clone()
+    }
+
+    fn checks(&self) -> std::sync::MutexGuard<'_, Checks> {
+        self.swap_lock
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Compiles, checks and self-tests a candidate, then swaps it in atomically (the control
+    /// socket). A transform the running policy pins accepts only the pinned bytes.
+    pub fn swap(
+        &self,
+        kind: TransformKind,
+        bytes: &[u8],
+        source: String,
+    ) -> Result<SwapReport, EngineError> {
+        let checks = self.checks();
+        if let Some(pinned) = &checks.pins[kind.index()] {
+            let candidate = super::sha256_hex(bytes);
+            if !pinned.eq_ignore_ascii_case(&candidate) {
+                let error = EngineError::PinnedSwap {
+                    transform: kind,
+                    pinned: pinned.to_ascii_lowercase(),
+                    candidate,
+                };
+                tracing::warn!(transform = %kind, %error, "swap refused; the old version keeps serving");
+                return Err(error);
+            }
+        }
+        self.swap_checked(&checks, kind, bytes, None, source)
+    }
+
+    /// Compiles and self-tests a candidate (refusing bytes whose sha256 differs from `pin`),
+    /// then swaps it in. The caller holds the swap lock, passed in as `checks`.
+    fn swap_checked(
+        &self,
+        checks: &Checks,
+        kind: TransformKind,
+        bytes: &[u8],
+        pin: Option<&str>,
+        source: String,
+    ) -> Result<SwapReport, EngineError> {
+        let started = std::time::Instant::now();
+        let corpus = &checks.corpora[kind.index()];
+        let candidate = Loaded::from_bytes(&self.runtime, &self.cache, kind, bytes, pin, source)
+            .and_then(|candidate| {
+                self_test(&self.runtime, &candidate, corpus).map(|report| (candidate, report))
+            });
+        let (candidate, report) = match candidate {
+            Ok(ok) => ok,
+            Err(error) => {
+                tracing::warn!(transform = %kind, old_sha256 = %self.current(kind).sha256, %error, "swap refused; the old version keeps serving");
+                return Err(error);
+            }
+        };
+        let new_sha256 = candidate.sha256.clone();
+        let old = self.slots[kind.index()].swap(Arc::new(candidate));
+        let report = SwapReport {
+            transform: kind.name(),
+            old_sha256: old.sha256.clone(),
+            new_sha256,
+            self_test_cases: report.cases,
+            corpus: report.corpus,
+            elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        };
+        tracing::info!(transform = %kind, old_sha256 = %report.old_sha256, new_sha256 = %report.new_sha256, cases = report.self_test_cases, corpus = %report.corpus, "component swapped");
+        Ok(report)
+    }
+
+    /// Re-reads the components `config` names and swaps in those whose bytes changed (SIGHUP),
+    /// all or nothing: every changed component is compiled, checked against the new policy's
+    /// pin and self-tested, against the corpus of the component set the policy names, under
+    /// `trial` (a runtime with the limits the new policy will put in force) before any is
+    /// swapped in. A file that does not match its new pin is refused even when it is the
+    /// version already serving. With `retest_unchanged`, the versions that stay are
+    /// self-tested under `trial` too (the limits are changing). The first failure refuses the
+    /// lot and nothing changes; on success the new pins and corpora hold for later swaps.
+    pub fn reload(
+        &self,
+        config: &EngineConfig,
+        trial: &Runtime,
+        retest_unchanged: bool,
+    ) -> Result<Vec<SwapReport>, EngineError> {
+        let started = std::time::Instant::now();
+        // Held from the first read to the last swap, so no control-socket swap interleaves.
+        let mut checks = self.checks();
+        let pins = config.pins();
+        let mut corpora = checks.corpora.clone();
+        let mut staged = Vec::new();
+        for kind in TransformKind::ALL {
+            let location = config.location(kind);
+            let (path, pin) = (location.path.clone(), location.pin.clone());
+            let bytes = std::fs::read(&path).map_err(|source| EngineError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            let sha256 = super::sha256_hex(&bytes);
+            if let Some(expected) = pin.as_deref() {
+                if !expected.eq_ignore_ascii_case(&sha256) {
+                    return Err(EngineError::PinMismatch {
+                        transform: kind,
+                        expected: expected.to_ascii_lowercase(),
+                        actual: sha256,
+                    });
+                }
+            }
+            // The corpus of the (possibly new) component set the policy names.
+            let corpus = Arc::new(Corpus::for_component(kind, &path)?);
+            let current = self.current(kind);
+            if sha256 == current.sha256 {
+                if retest_unchanged {
+                    self_test(trial, &current, &corpus)?;
+                }
+                corpora[kind.index()] = corpus;
+                continue;
+            }
+            let candidate = Loaded::from_bytes(
+                trial,
+                &self.cache,
+                kind,
+                &bytes,
+                pin.as_deref(),
+                path.display().to_string(),
+            )?;
+            let report = self_test(trial, &candidate, &corpus)?;
+            corpora[kind.index()] = corpus;
+            staged.push((candidate, report));
+        }
+        checks.pins = pins;
+        checks.corpora = corpora;
+        let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        Ok(staged
+            .into_iter()
+            .map(|(candidate, report)| {
+                let kind = candidate.kind;
+                let new_sha256 = candidate.sha256.clone();
+                let old = self.slots[kind.index()].swap(Arc::new(candidate));
+                tracing::info!(transform = %kind, old_sha256 = %old.sha256, new_sha256 = %new_sha256, cases = report.cases, corpus = %report.corpus, "component swapped");
+                SwapReport {
+                    transform: kind.name(),
+                    old_sha256: old.sha256.clone(),
+                    new_sha256,
+                    self_test_cases: report.cases,
+                    corpus: report.corpus,
+                    elapsed_ms,
+                }
+            })
+            .collect())
+    }
+
+    // Typed entry points for the request pipeline. Arguments are taken by value so request
+    // bodies move into the call without a copy.
+
+    pub fn serialize(&self, request: String) -> Result<Result<Prompt, Failure>, EngineError> {
+        match self.call(&Call::Serialize { request })? {
+            Answer::Prompt(result) => Ok(result),
+            other => Err(mismatch(TransformKind::Serializer, &other)),
+        }
+    }
+
+    /// The prompt for a session that holds the conversation's first `options.held` messages.
+    pub fn serialize_unseen(
+        &self,
+        request: Arc<String>,
+        options: PromptOptions,
+    ) -> Result<Result<UnseenPrompt, Failure>, EngineError> {
+        match self.call(&Call::SerializeUnseen { request, options })? {
+            Answer::Unseen(result) => Ok(result),
+            other => Err(mismatch(TransformKind::Serializer, &other)),
+        }
+    }
+
+    /// The prompt for a request given as the continuation of an earlier one (see the WIT
+    /// `serialize-resumed`).
+    pub fn serialize_resumed(
+        &self,
+        continuation: String,
+        resume: Resume,
+        options: PromptOptions,
+    ) -> Result<Result<ResumedPrompt, Failure>, EngineError> {
+        match self.call(&Call::SerializeResumed {
+            continuation,
+            resume,
+            options,
+        })? {
+            Answer::Resumed(result) => Ok(result),
+            other => Err(mismatch(TransformKind::Serializer, &other)),
+        }
+    }
+
+    pub fn repair(&self, prompt: String, rejection: Failure) -> Result<String, EngineError> {
+        self.text(
+            Call::Repair { prompt, rejection },
+            TransformKind::Serializer,
+        )
+    }
+
+    pub fn parse(
+        &self,
+        output: String,
+        tools: String,
+        id_seed: String,
+    ) -> Result<Result<Reply, Failure>, EngineError> {
+        match self.call(&Call::Parse {
+            output,
+            tools,
+            id_seed,
+        })? {
+            Answer::Reply(result) => Ok(result),
+            other => Err(mismatch(TransformKind::Envelope, &other)),
+        }
+    }
+
+    pub fn narrates_unexecuted_action(&self, output: String) -> Result<bool, EngineError> {
+        match self.call(&Call::NarratesUnexecutedAction { output })? {
+            Answer::Flag(flag) => Ok(flag),
+            other => Err(mismatch(TransformKind::Envelope, &other)),
+        }
+    }
+
+    /// A read-only reviewer's reply, validated by the envelope component: the first JSON object
+    /// of `output` in canonical form, or `review_missing` / `review_invalid`.
+    pub fn parse_review(&self, output: String) -> Result<Result<String, Failure>, EngineError> {
+        match self.call(&Call::ParseReview { output })? {
+            Answer::Review(result) => Ok(result),
+            other => Err(mismatch(TransformKind::Envelope, &other)),
+        }
+    }
+
+    pub fn stream_start(&self, head: MessageHead) -> Result<String, EngineError> {
+        self.text(Call::StreamStart { head }, TransformKind::Sse)
+    }
+
+    pub fn stream_ping(&self) -> Result<String, EngineError> {
+        self.text(Call::StreamPing, TransformKind::Sse)
+    }
+
+    pub fn stream_finish(&self, reply: Reply, usage: Usage) -> Result<String, EngineError> {
+        self.text(Call::StreamFinish { reply, usage }, TransformKind::Sse)
+    }
+
+    pub fn render_json(&self, head: MessageHead, reply: Reply) -> Result<String, EngineError> {
+        self.text(Call::RenderJson { head, reply }, TransformKind::Sse)
+    }
+
+    pub fn error_event(&self, failure: Failure) -> Result<String, EngineError> {
+        self.text(Call::ErrorEvent { failure }, TransformKind::Sse)
+    }
+
+    pub fn error_body(&self, failure: Failure) -> Result<String, EngineError> {
+        self.text(Call::ErrorBody { failure }, TransformKind::Sse)
+    }
+
+    /// Frames the complete events of an event stream read from an untrusted server, in the
+    /// sse component: `buffer` is the previous call's tail followed by the bytes read since.
+    /// `sse_event_too_large` / `sse_invalid_utf8` end the stream.
+    pub fn parse_events(
+        &self,
+        buffer: Vec<u8>,
+        max_event_bytes: u32,
+    ) -> Result<Result<SseFrames, Failure>, EngineError> {
+        match self.call(&Call::ParseEvents {
+            buffer,
+            max_event_bytes,
+        })? {
+            Answer::Frames(result) => Ok(result),
+            other => Err(mismatch(TransformKind::Sse, &other)),
+        }
+    }
+
+    /// The model-alias component's `validate`; an answer it gave for the same reference and
+    /// catalog is not asked again.
+    pub fn validate_model(
+        &self,
+        reference: String,
+        catalog: String,
+    ) -> Result<Result<String, Failure>, EngineError> {
+        let component = self.current(TransformKind::ModelAlias);
+        if let Some(answer) = self
+            .validations
+            .get(&component.sha256, &catalog, &reference)
+        {
+            return Ok(answer);
+        }
+        let call = Call::Validate {
+            reference: reference.clone(),
+            catalog: catalog.clone(),
+        };
+        match component.call(&self.runtime, &call)? {
+            Answer::Model(answer) => {
+                self.validations
+                    .put(&component.sha256, &catalog, reference, answer.clone());
+                Ok(answer)
+            }
+            other => Err(mismatch(TransformKind::ModelAlias, &other)),
+        }
+    }
+
+    pub fn client_environment(
+        &self,
+        settings: Vec<(String, String)>,
+        catalog: String,
+    ) -> Result<Result<Vec<(String, String)>, Failure>, EngineError> {
+        match self.call(&Call::ClientEnvironment { settings, catalog })? {
+            Answer::Environment(result) => Ok(result),
+            other => Err(mismatch(TransformKind::ModelAlias, &other)),
+        }
+    }
+
+    pub fn resolve_model(
+        &self,
+        requested: String,
+        catalog: String,
+    ) -> Result<Result<ResolvedModel, Failure>, EngineError> {
+        match self.call(&Call::Resolve { requested, catalog })? {
+            Answer::Resolved(result) => Ok(result),
+            other => Err(mismatch(TransformKind::ModelAlias, &other)),
+        }
+    }
+
+    pub fn list_models(
+        &self,
+        catalog: String,
+        vision: bool,
+    ) -> Result<Result<String, Failure>, EngineError> {
+        match self.call(&Call::ListModels { catalog, vision })? {
+            Answer::Model(result) => Ok(result),
+            other => Err(mismatch(TransformKind::ModelAlias, &other)),
+        }
+    }
+
+    fn text(&self, call: Call, kind: TransformKind) -> Result<String, EngineError> {
+        match self.call(&call)? {
+            Answer::Text(text) => Ok(text),
+            other => Err(mismatch(kind, &other)),
+        }
+    }
+}
+
+fn mismatch(transform: TransformKind, answer: &Answer) -> EngineError {
+    EngineError::Interface {
+        transform,
+        message: format!("unexpected answer shape {answer:?}"),
+    }
+}

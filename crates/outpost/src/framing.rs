@@ -1,0 +1,85 @@
+//! SSE framing of the watch stream, done in the `sse` transform component: the bytes of the
+//! stream are untrusted, so they are cut into events inside the wasm sandbox, and only complete
+//! events (plus the unconsumed tail) come back to the host.
+
+use devin_bridge_engine::{Answer, Call, EngineError, Loaded, Runtime, TransformKind};
+use crate::policy::OutpostPolicy;
+use devin_bridge_policy::ModePolicy;
+
+/// One complete event of the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamEvent {
+    pub event: String,
+    pub data: String,
+    pub id: Option<String>,
+}
+
+/// Why a chunk could not be framed.
+#[derive(Debug, thiserror::Error)]
+pub enum FramingError {
+    /// The stream broke the framing rules (too large an event, not UTF-8): drop the stream.
+    #[error("unusable watch stream ({code}): {message}")]
+    Stream { code: String, message: String },
+    /// The component itself failed (trap, deadline).
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+/// The `sse` component of a policy.
+pub struct ComponentFramer {
+    runtime: Runtime,
+    loaded: Loaded,
+    max_event_bytes: u32,
+}
+
+impl ComponentFramer {
+    /// Loads the policy's `sse` component (compiled once, cached like every component).
+    pub fn load(policy: &OutpostPolicy, max_event_bytes: u32) -> Result<Self, EngineError> {
+        // One watch stream frames one chunk at a time: a pool of two instances is plenty, and
+        // the pool's size is most of what the engine keeps resident (a worker's memory budget
+        // is tight: many of them run per machine).
+        let mut limits = policy.limits;
+        limits.max_instances = limits.max_instances.min(2);
+        let config = policy.engine_config();
+        let (runtime, loaded) =
+            devin_bridge_engine::load_one(config.location(TransformKind::Sse), limits, TransformKind::Sse)?;
+        Ok(Self {
+            runtime,
+            loaded,
+            max_event_bytes,
+        })
+    }
+}
+
+impl ComponentFramer {
+    /// `buffer` is the previous tail followed by new bytes: returns the complete events and the
+    /// new tail.
+    pub fn frame(&self, buffer: Vec<u8>) -> Result<(Vec<StreamEvent>, Vec<u8>), FramingError> {
+        let call = Call::ParseEvents {
+            buffer,
+            max_event_bytes: self.max_event_bytes,
+        };
+        match self.loaded.call(&self.runtime, &call)? {
+            Answer::Frames(Ok(frames)) => Ok((
+                frames
+                    .events
+                    .into_iter()
+                    .map(|event| StreamEvent {
+                        event: event.event,
+                        data: event.data,
+                        id: event.id,
+                    })
+                    .collect(),
+                frames.tail,
+            )),
+            Answer::Frames(Err(failure)) => Err(FramingError::Stream {
+                code: failure.code,
+                message: failure.message,
+            }),
+            other => Err(FramingError::Engine(EngineError::Interface {
+                transform: TransformKind::Sse,
+                message: format!("parse-events answered with {other:?}"),
+            })),
+        }
+    }
+}

@@ -1,0 +1,358 @@
+//! The model catalog that `/v1/models` lists and requests are validated against: the policy's
+//! catalog file, or (`[models] source = "live"`) the account's own catalog, read from the
+//! agent and cached for `discovery_cache_ms`.
+//!
+//! The live catalog comes from a probe: `initialize`, then `session/new`, whose model config
+//! option lists the models the account may use. When the agent answers that it needs
+//! authentication, the probe authenticates once with an API-key method (only when
+//! `WINDSURF_API_KEY` reaches the agent) and asks again; a browser flow is never started. A
+//! failed probe keeps the file's catalog and is retried when the cache expires.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agent_client_protocol_schema::v1;
+use serde::Serialize;
+use serde_json::json;
+
+use devin_bridge_agent::acp::{AcpError, AgentConnection, AgentLimits};
+use devin_bridge_engine::Transforms;
+use devin_bridge_agent::process::Spec;
+
+/// Longest model id or label kept from the agent (characters).
+const MAX_NAME_CHARS: usize = 200;
+/// Most models kept from one probe.
+const MAX_MODELS: usize = 256;
+
+/// Which catalog is in force, for `/healthz`.
+#[derive(Debug, Clone, Serialize)]
+pub struct CatalogStatus {
+    /// `file` or `live`.
+    pub source: &'static str,
+    /// Models in the catalog in force (`live` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub models: Option<usize>,
+    /// Milliseconds since the live catalog was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub age_ms: Option<u64>,
+    /// Why the last probe failed (a stable code), when the file's catalog is in force because
+    /// of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe_error: Option<String>,
+}
+
+/// The catalog in force and how to refresh it.
+pub struct Catalogs {
+    file: String,
+    live: Option<Arc<Live>>,
+}
+
+struct Live {
+    spec: Spec,
+    limits: AgentLimits,
+    home: PathBuf,
+    ttl: Duration,
+    transforms: Arc<Transforms>,
+    state: Mutex<Probed>,
+    refreshing: AtomicBool,
+}
+
+#[derive(Default)]
+struct Probed {
+    /// The live catalog and its number of models, once a probe succeeded.
+    catalog: Option<(String, usize)>,
+    /// When the last probe ended (success or not).
+    at: Option<Instant>,
+    error: Option<String>,
+}
+
+impl Catalogs {
+    /// The policy's catalog only.
+    pub fn file(catalog: String) -> Self {
+        Self {
+            file: catalog,
+            live: None,
+        }
+    }
+
+    /// The account's catalog: `first` (the models of the start-up probe, or the failure's
+    /// code; the file's catalog then), read again when older than `ttl`.
+    pub async fn live(
+        file: String,
+        first: Result<Vec<(String, String)>, String>,
+        spec: Spec,
+        limits: AgentLimits,
+        ttl: Duration,
+        transforms: Arc<Transforms>,
+    ) -> Self {
+        let home = spec.cwd.clone();
+        let live = Arc::new(Live {
+            spec,
+            limits,
+            home,
+            ttl,
+            transforms,
+            state: Mutex::new(Probed::default()),
+            refreshing: AtomicBool::new(true),
+        });
+        live.clone().record(first).await;
+        Self {
+            file,
+            live: Some(live),
+        }
+    }
+
+    /// The catalog in force now. An expired live catalog is refreshed in the background; the
+    /// one in force serves meanwhile.
+    pub fn current(&self) -> String {
+        let Some(live) = &self.live else {
+            return self.file.clone();
+        };
+        let (catalog, expired) = {
+            let state = live.lock();
+            (
+                state.catalog.as_ref().map(|(text, _)| text.clone()),
+                state.at.is_none_or(|at| at.elapsed() >= live.ttl),
+            )
+        };
+        if expired && !live.refreshing.swap(true, Ordering::AcqRel) {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(live.clone().refresh());
+            } else {
+                live.refreshing.store(false, Ordering::Release);
+            }
+        }
+        catalog.unwrap_or_else(|| self.file.clone())
+    }
+
+    pub fn status(&self) -> CatalogStatus {
+        let Some(live) = &self.live else {
+            return CatalogStatus {
+                source: "file",
+                models: None,
+                age_ms: None,
+                probe_error: None,
+            };
+        };
+        let state = live.lock();
+        CatalogStatus {
+            source: if state.catalog.is_some() {
+                "live"
+            } else {
+                "file"
+            },
+            models: state.catalog.as_ref().map(|(_, models)| *models),
+            age_ms: state
+                .at
+                .filter(|_| state.catalog.is_some())
+                .map(|at| u64::try_from(at.elapsed().as_millis()).unwrap_or(u64::MAX)),
+            probe_error: state.error.clone(),
+        }
+    }
+}
+
+impl Live {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Probed> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// One probe; its result replaces the live catalog, or its failure is recorded (a failed
+    /// probe keeps the last good live catalog, or the file's).
+    async fn refresh(self: Arc<Self>) {
+        let models = match probe(&self.spec, self.limits, &self.home, true).await {
+            Ok(probe) => probe.models.unwrap_or_else(|| Err("no_models".into())),
+            Err(error) => Err(error.code().to_owned()),
+        };
+        self.record(models).await;
+    }
+
+    /// Makes `models` the live catalog, or records why there is none.
+    async fn record(&self, models: Result<Vec<(String, String)>, String>) {
+        let checked = match models {
+            Ok(models) => self.checked(models).await,
+            Err(code) => Err(code),
+        };
+        {
+            let mut state = self.lock();
+            state.at = Some(Instant::now());
+            match checked {
+                Ok((catalog, models)) => {
+                    tracing::info!(models, "live model catalog read from the agent");
+                    state.catalog = Some((catalog, models));
+                    state.error = None;
+                }
+                Err(code) => {
+                    tracing::warn!(%code, "reading the live model catalog failed; the catalog in force stays");
+                    state.error = Some(code);
+                }
+            }
+        }
+        self.refreshing.store(false, Ordering::Release);
+    }
+
+    /// The probed models as a catalog the model-alias transform accepts and lists.
+    async fn checked(&self, models: Vec<(String, String)>) -> Result<(String, usize), String> {
+        if models.is_empty() {
+            return Err("no_models".into());
+        }
+        let count = models.len();
+        let catalog = catalog_of(&models);
+        let transforms = self.transforms.clone();
+        let candidate = catalog.clone();
+        let listed = tokio::task::spawn_blocking(move || transforms.list_models(candidate, false))
+            .await
+            .map_err(|_| "transform_trap".to_owned())?;
+        match listed {
+            Ok(Ok(_)) => Ok((catalog, count)),
+            Ok(Err(failure)) => Err(failure.code),
+            Err(error) => Err(error.code().to_owned()),
+        }
+    }
+}
+
+/// A catalog in the format of `devin models list --format json`: one family per model, the
+/// model's id as its slug and only variant.
+fn catalog_of(models: &[(String, String)]) -> String {
+    let families: Vec<serde_json::Value> = models
+        .iter()
+        .map(|(id, label)| {
+            json!({
+                "slug": id,
+                "family_uid": id,
+                "family_label": label,
+                "aliases": [],
+                "variants": [{"model_uid": id, "label": label}],
+            })
+        })
+        .collect();
+    json!({ "families": families }).to_string()
+}
+
+/// What one probe of the agent found.
+pub struct Probe {
+    /// Whether its `initialize` answer advertises image prompts.
+    pub images: bool,
+    /// When asked for: the values (id, label) of its session's model option, or why they
+    /// could not be read (a stable code).
+    pub models: Option<Result<Vec<(String, String)>, String>>,
+}
+
+/// Starts an agent and reads its capabilities; with `read_models`, also opens a session and
+/// reads the model option's values. Then ends the agent. One probe serves both the image
+/// capability and the live catalog, so start-up pays for one agent.
+pub async fn probe(
+    spec: &Spec,
+    limits: AgentLimits,
+    home: &std::path::Path,
+    read_models: bool,
+) -> Result<Probe, AcpError> {
+    let mut connection = AgentConnection::start(spec, limits).await?;
+    let images = devin_bridge_agent::acp::takes_images(connection.initialize_response());
+    let models = if read_models {
+        Some(
+            session_models(&mut connection, spec, home)
+                .await
+                .map_err(|error| error.code().to_owned()),
+        )
+    } else {
+        None
+    };
+    let _ = connection.close(Duration::from_millis(200)).await;
+    Ok(Probe { images, models })
+}
+
+/// `session/new` (with one API-key authentication when the agent asks for it) and the values
+/// of the session's model option.
+async fn session_models(
+    connection: &mut AgentConnection,
+    spec: &Spec,
+    home: &std::path::Path,
+) -> Result<Vec<(String, String)>, AcpError> {
+    let session = connection
+        .new_session_signing_in(home, devin_bridge_agent::acp::has_api_key(spec))
+        .await?;
+    let options = session.config_options.unwrap_or_default();
+    Ok(model_values(&options))
+}
+
+/// The values of the session's model select option, bounded.
+fn model_values(options: &[v1::SessionConfigOption]) -> Vec<(String, String)> {
+    let bounded = |text: &str| text.chars().take(MAX_NAME_CHARS).collect::<String>();
+    let Some(select) = options
+        .iter()
+        .filter(|option| option.category == Some(v1::SessionConfigOptionCategory::Model))
+        .find_map(|option| match &option.kind {
+            v1::SessionConfigKind::Select(select) => Some(select),
+            _ => None,
+        })
+    else {
+        return Vec::new();
+    };
+    let values: Vec<&v1::SessionConfigSelectOption> = match &select.options {
+        v1::SessionConfigSelectOptions::Ungrouped(values) => values.iter().collect(),
+        v1::SessionConfigSelectOptions::Grouped(groups) => groups
+            .iter()
+            .flat_map(|group| group.options.iter())
+            .collect(),
+        _ => Vec::new(),
+    };
+    values
+        .into_iter()
+        .take(MAX_MODELS)
+        .map(|value| (bounded(&value.value.0), bounded(&value.name)))
+        .filter(|(id, _)| !id.is_empty())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_catalog_of_probed_models_lists_them_through_the_model_alias_rules() {
+        let catalog = catalog_of(&[
+            ("swe-1-7".into(), "SWE-1.7".into()),
+            ("glm-5-2".into(), "GLM 5.2".into()),
+        ]);
+        let listing: serde_json::Value =
+            serde_json::from_str(&devin_bridge_model_alias_listing(&catalog)).expect("listing");
+        let ids: Vec<&str> = listing["data"]
+            .as_array()
+            .expect("data")
+            .iter()
+            .filter_map(|card| card["id"].as_str())
+            .collect();
+        assert_eq!(
+            ids,
+            ["devin-cli-agentic/swe-1-7", "devin-cli-agentic/glm-5-2"]
+        );
+    }
+
+    /// The native model-alias library (a dev-dependency), as the component would list.
+    fn devin_bridge_model_alias_listing(catalog: &str) -> String {
+        devin_bridge_model_alias::list_models(catalog, false).expect("lists")
+    }
+
+    #[test]
+    fn model_values_come_from_the_model_select_only() {
+        let options: Vec<v1::SessionConfigOption> = serde_json::from_value(json!([
+            {"id": "mode", "name": "Mode", "category": "mode", "type": "select", "currentValue": "smart",
+             "options": [{"value": "smart", "name": "Smart"}]},
+            {"id": "model", "name": "Model", "category": "model", "type": "select", "currentValue": "a",
+             "options": [{"value": "a", "name": "A"}, {"value": "b", "name": "B"}]}
+        ]))
+        .expect("options");
+        assert_eq!(
+            model_values(&options),
+            [
+                ("a".to_owned(), "A".to_owned()),
+                ("b".to_owned(), "B".to_owned())
+            ]
+        );
+        assert!(model_values(&options[..1]).is_empty());
+    }
+}

@@ -1,0 +1,634 @@
+//! The resident transport: pooled agent processes, each serving several sessions, and one
+//! session per conversation that lives across turns.
+//!
+//! - A conversation is keyed by the client's session header and found by the identity of the
+//!   history it sends (see [`conversations`]). A request that continues a session sends only
+//!   the messages that session has not seen; any other request (a new conversation, an edited
+//!   or forked history, a replica that never saw it) starts a session with the whole prompt.
+//! - Requests without the header, and side requests without tools (title generation, quota
+//!   probes), run in an ephemeral session that is closed after the turn.
+//! - When a session's process dies (another session's tool call killed it, or it exited), the
+//!   next turn, or the turn that was running, rebuilds the session and sends the whole prompt
+//!   once: a replay.
+//! - The single repair attempt continues the same session with the repair instructions only.
+
+mod conversations;
+mod processes;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use devin_bridge_types::Failure;
+use prometheus_client::metrics::counter::Counter;
+use serde::Serialize;
+use tokio::sync::OwnedMutexGuard;
+
+use self::conversations::{Binding, Bound, Conversations, Earlier, Entry, ResumeBudget};
+use self::processes::Processes;
+use super::turn::{agent_failure, image_parts, run_transform, serialize_unseen};
+use super::Bridge;
+use devin_bridge_agent::acp::{prompt_blocks, AcpError, AgentLimits, TurnOutput};
+use devin_bridge_engine::{Image, MessageMark, Prompt, PromptOptions, Resume, UnseenPrompt};
+use crate::policy::AgentSection;
+use devin_bridge_agent::process::Spec;
+use agent_client_protocol_schema::v1;
+use devin_bridge_types::continuation::{self, Continuation};
+
+/// The request header that names a Claude Code conversation.
+pub const SESSION_HEADER: &str = "x-claude-code-session-id";
+/// Longest conversation key accepted (a longer header is ignored, as if absent).
+const MAX_KEY_LEN: usize = 128;
+/// Attempts at finding a session before the turn runs in an ephemeral one instead (each
+/// attempt that fails lost a race with another turn of the same conversation).
+const MAX_SELECTION_ATTEMPTS: usize = 3;
+
+/// The conversation key in `value`: 1 to 128 visible ASCII characters, else none.
+pub fn conversation_key(value: Option<&hyper::header::HeaderValue>) -> Option<String> {
+    let text = value?.to_str().ok()?.trim();
+    let valid = !text.is_empty()
+        && text.len() <= MAX_KEY_LEN
+        && text.bytes().all(|byte| byte.is_ascii_graphic());
+    valid.then(|| text.to_owned())
+}
+
+/// Counters for `/healthz` and `/metrics` (Prometheus counters: `/metrics` registers clones).
+#[derive(Default)]
+pub struct Stats {
+    /// Turns that continued their conversation's session.
+    pub hits: Counter,
+    /// Turns that started a conversation's first session.
+    pub misses: Counter,
+    /// Turns whose history no session of their conversation holds (edited, compacted, forked).
+    pub forks: Counter,
+    /// Turns whose session's process had died: the session was rebuilt.
+    pub rebuilds: Counter,
+    /// Whole prompts sent again to rebuild a session (on a rebuild, or when the process died
+    /// during the turn).
+    pub replays: Counter,
+    /// Turns in an ephemeral session (no conversation header, or a side request).
+    pub ephemeral: Counter,
+    /// Requests serialized as the continuation of the session's last request: only the
+    /// messages after the bytes the two share were parsed.
+    pub resumed: Counter,
+    /// Prompts sent to agents, and their bytes.
+    pub prompts: Counter,
+    pub prompt_bytes: Counter,
+}
+
+/// What `/healthz` says about the resident transport.
+#[derive(Debug, Clone, Serialize)]
+pub struct Snapshot {
+    pub processes: usize,
+    pub processes_started: u64,
+    pub sessions: usize,
+    pub hits: u64,
+    pub misses: u64,
+    pub forks: u64,
+    pub rebuilds: u64,
+    pub replays: u64,
+    pub ephemeral: u64,
+    pub resumed: u64,
+    /// Bytes of request bodies the sessions keep for resuming.
+    pub kept_bytes: u64,
+    pub prompts: u64,
+    pub prompt_bytes: u64,
+}
+
+/// The resident transport's state.
+pub struct Resident {
+    processes: Processes,
+    conversations: Conversations,
+    /// What the sessions' kept requests may take.
+    budget: Arc<ResumeBudget>,
+    pub stats: Stats,
+    home: PathBuf,
+    idle: Duration,
+    warm: usize,
+}
+
+/// How a turn found its session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    Hit,
+    New,
+    Fork,
+    Rebuild,
+}
+
+/// A turn's claim on its session: the conversation's single-flight lock, or an ephemeral
+/// session. Dropped without [`Lease::commit`], the session is forgotten (its state after a
+/// failed or abandoned turn is unknown).
+pub struct Lease {
+    resident: Arc<Resident>,
+    session: LeasedSession,
+    /// The request, for a replay.
+    body: Arc<String>,
+    /// The request's history identities.
+    history: Vec<String>,
+    /// What the session keeps of the request once the turn succeeds.
+    earlier: Option<Arc<Earlier>>,
+    /// Messages the session held before this turn (0: it gets the whole prompt).
+    held: u32,
+    replayed: bool,
+    committed: bool,
+}
+
+enum LeasedSession {
+    Conversation {
+        entry: Arc<Entry>,
+        binding: OwnedMutexGuard<Binding>,
+    },
+    Ephemeral {
+        binding: Binding,
+    },
+}
+
+impl LeasedSession {
+    fn binding(&mut self) -> &mut Binding {
+        match self {
+            LeasedSession::Conversation { binding, .. } => binding,
+            LeasedSession::Ephemeral { binding } => binding,
+        }
+    }
+}
+
+impl Lease {
+    /// The turn succeeded: the session now holds the request's messages.
+    pub fn commit(&mut self) {
+        self.committed = true;
+        if let LeasedSession::Conversation { entry, .. } = &self.session {
+            entry.commit(&self.history, self.earlier.take());
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        match &mut self.session {
+            LeasedSession::Conversation { entry, binding } if !self.committed => {
+                binding.take();
+                self.resident.conversations.remove(entry);
+            }
+            // An ephemeral session ends with its turn.
+            LeasedSession::Ephemeral { binding } => drop(binding.take()),
+            LeasedSession::Conversation { .. } => {}
+        }
+    }
+}
+
+impl Resident {
+    pub fn new(spec: Spec, limits: AgentLimits, agent: &AgentSection, home: PathBuf) -> Arc<Self> {
+        Arc::new(Self {
+            processes: Processes::new(spec, limits, agent.sessions_per_process),
+            conversations: Conversations::new(agent.max_sessions),
+            budget: ResumeBudget::new(
+                usize::try_from(agent.resume_memory_mib.saturating_mul(1 << 20))
+                    .unwrap_or(usize::MAX),
+            ),
+            stats: Stats::default(),
+            home,
+            idle: Duration::from_millis(agent.session_idle_ms),
+            warm: agent.prewarm,
+        })
+    }
+
+    /// Resident processes running now.
+    pub fn live_processes(&self) -> usize {
+        self.processes.live()
+    }
+
+    /// Bytes of request bodies the sessions keep for resuming.
+    pub fn kept_bytes(&self) -> usize {
+        self.budget.used()
+    }
+
+    /// Conversation sessions kept now.
+    pub fn sessions(&self) -> usize {
+        self.conversations.len()
+    }
+
+    /// The counter of processes started.
+    pub fn processes_started(&self) -> &Counter {
+        self.processes.started_counter()
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        let load = |counter: &Counter| counter.get();
+        Snapshot {
+            processes: self.processes.live(),
+            processes_started: self.processes.started(),
+            sessions: self.conversations.len(),
+            hits: load(&self.stats.hits),
+            misses: load(&self.stats.misses),
+            forks: load(&self.stats.forks),
+            rebuilds: load(&self.stats.rebuilds),
+            replays: load(&self.stats.replays),
+            ephemeral: load(&self.stats.ephemeral),
+            resumed: load(&self.stats.resumed),
+            kept_bytes: u64::try_from(self.kept_bytes()).unwrap_or(u64::MAX),
+            prompts: load(&self.stats.prompts),
+            prompt_bytes: load(&self.stats.prompt_bytes),
+        }
+    }
+
+    /// Starts the policy's `prewarm` processes, then forgets idle sessions and ends idle and
+    /// dead processes until the bridge stops.
+    pub async fn run_reaper(self: Arc<Self>) {
+        self.processes.warm(self.warm).await;
+        let tick = (self.idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
+        loop {
+            tokio::time::sleep(tick).await;
+            let forgotten = self.conversations.forget_idle(self.idle);
+            if forgotten > 0 {
+                tracing::info!(forgotten, "idle conversation sessions forgotten");
+            }
+            self.processes.reap(self.idle).await;
+        }
+    }
+
+    /// Ends every process (shutdown).
+    pub async fn shutdown(&self) {
+        self.processes.close_all().await;
+    }
+
+    /// Serializes the request for the session it continues (found or started here) and
+    /// validates its model. Waits while another turn of the same session runs.
+    pub async fn prepare(
+        self: &Arc<Self>,
+        bridge: &Bridge,
+        body: String,
+        key: Option<String>,
+    ) -> Result<(UnseenPrompt, Lease), Failure> {
+        let body = Arc::new(body);
+        let Some(key) = key else {
+            let whole = serialize(bridge, &body, 0, true).await?;
+            return Ok(self.ephemeral(body, whole));
+        };
+        for _ in 0..MAX_SELECTION_ATTEMPTS {
+            let (guess, earlier) = self.conversations.likely(&key);
+            let resumed = match earlier {
+                Some(earlier) => self.resume(bridge, &body, &earlier, guess).await?,
+                None => None,
+            };
+            let unseen = match resumed {
+                Some(unseen) => unseen,
+                None => serialize(bridge, &body, guess, true).await?,
+            };
+            if unseen.prompt.tools.trim() == "[]" {
+                // A side request (title, quota probe, summary): never the conversation's session.
+                let whole = if guess == 0 {
+                    unseen
+                } else {
+                    serialize(bridge, &body, 0, false).await?
+                };
+                return Ok(self.ephemeral(body, whole));
+            }
+            let continued = self.conversations.continued(&key, &unseen.history);
+            let known = self.conversations.knows(&key);
+            let (entry, expected) = match continued {
+                Some((entry, held)) => (entry, held),
+                None => (self.conversations.create(&key), 0),
+            };
+            let mut binding = entry.lock().await;
+            let summary = entry.summary();
+            if summary.forgotten || summary.held != expected {
+                // Another turn of this conversation changed the session while this one waited.
+                continue;
+            }
+            let alive = binding.as_ref().is_some_and(|bound| bound.agent.is_alive());
+            let found = match (expected, alive) {
+                (0, _) if known => Found::Fork,
+                (0, _) => Found::New,
+                (_, true) => Found::Hit,
+                (_, false) => Found::Rebuild,
+            };
+            let held = if found == Found::Hit { expected } else { 0 };
+            if found == Found::Rebuild {
+                binding.take();
+            }
+            self.count(found);
+            let mut unseen = if held == guess {
+                unseen
+            } else {
+                serialize(bridge, &body, held, false).await?
+            };
+            tracing::debug!(
+                ?found,
+                held,
+                messages = unseen.history.len(),
+                "conversation session chosen"
+            );
+            // Kept only within the budget; without it, the next turn serializes the whole
+            // request, which is just as correct.
+            let earlier = self.budget.charge(body.len()).map(|charge| Earlier {
+                body: body.clone(),
+                _charge: charge,
+                history: unseen.history.clone(),
+                marks: std::mem::take(&mut unseen.marks),
+                tool_names: std::mem::take(&mut unseen.tool_names),
+                tools: unseen.prompt.tools.clone(),
+                model: unseen.prompt.model.clone(),
+                stream: unseen.prompt.stream,
+            });
+            let lease = Lease {
+                resident: self.clone(),
+                session: LeasedSession::Conversation { entry, binding },
+                body,
+                // The lease keeps the identities it commits; the caller needs only the prompt.
+                history: std::mem::take(&mut unseen.history),
+                earlier: earlier.map(Arc::new),
+                held,
+                replayed: false,
+                committed: false,
+            };
+            return Ok((unseen, lease));
+        }
+        tracing::info!(
+            "conversation busy with competing turns; this one runs in an ephemeral session"
+        );
+        let whole = serialize(bridge, &body, 0, false).await?;
+        Ok(self.ephemeral(body, whole))
+    }
+
+    /// The request serialized as the continuation of `earlier`, the last request of the
+    /// session that holds `held` messages, with its model validated: none when the request
+    /// does not repeat `earlier`'s bytes far enough, or the serializer refuses the
+    /// continuation (then serializing the whole request decides).
+    async fn resume(
+        &self,
+        bridge: &Bridge,
+        body: &Arc<String>,
+        earlier: &Arc<Earlier>,
+        held: u32,
+    ) -> Result<Option<UnseenPrompt>, Failure> {
+        let ends: Vec<u32> = earlier.marks.iter().map(|mark| mark.request_end).collect();
+        let Some(found) = continuation::find(&earlier.body, &ends, body) else {
+            return Ok(None);
+        };
+        let Some(resume) = resume_state(earlier, &found, held) else {
+            return Ok(None);
+        };
+        let Some(text) = body.get(found.range.clone()) else {
+            return Ok(None);
+        };
+        let (continuation, model, catalog) =
+            (text.to_owned(), earlier.model.clone(), bridge.catalog());
+        let options = PromptOptions {
+            held,
+            images: bridge.images,
+        };
+        let size = continuation.len();
+        let answer = run_transform(&bridge.transforms, size, move |t| {
+            Ok(match t.serialize_resumed(continuation, resume, options)? {
+                Ok(resumed) => Some(t.validate_model(model, catalog)?.map(|_| resumed)),
+                Err(failure) => {
+                    tracing::debug!(code = %failure.code, "the continuation was refused; serializing the whole request");
+                    None
+                }
+            })
+        })
+        .await?;
+        let resumed = match answer {
+            Some(result) => result?,
+            None => return Ok(None),
+        };
+        self.stats.resumed.inc();
+        let before = found.messages;
+        let offset = u32::try_from(found.range.start).unwrap_or(u32::MAX);
+        let history = earlier.history[..before]
+            .iter()
+            .cloned()
+            .chain(resumed.history)
+            .collect();
+        let marks = earlier.marks[..before]
+            .iter()
+            .cloned()
+            .chain(resumed.marks.into_iter().map(|mark| MessageMark {
+                request_end: mark.request_end.saturating_add(offset),
+                ..mark
+            }))
+            .collect();
+        Ok(Some(UnseenPrompt {
+            prompt: Prompt {
+                text: resumed.text,
+                tools: earlier.tools.clone(),
+                input_tokens: resumed.input_tokens,
+                id_seed: resumed.id_seed,
+                model: earlier.model.clone(),
+                stream: earlier.stream,
+            },
+            history,
+            images: resumed.images,
+            marks,
+            tool_names: earlier.tool_names.clone(),
+        }))
+    }
+
+    fn ephemeral(
+        self: &Arc<Self>,
+        body: Arc<String>,
+        whole: UnseenPrompt,
+    ) -> (UnseenPrompt, Lease) {
+        self.stats.ephemeral.inc();
+        let lease = Lease {
+            resident: self.clone(),
+            session: LeasedSession::Ephemeral { binding: None },
+            body,
+            // An ephemeral session commits nothing.
+            history: Vec::new(),
+            earlier: None,
+            held: 0,
+            replayed: false,
+            committed: false,
+        };
+        (whole, lease)
+    }
+
+    fn count(&self, found: Found) {
+        let counter = match found {
+            Found::Hit => &self.stats.hits,
+            Found::New => &self.stats.misses,
+            Found::Fork => &self.stats.forks,
+            Found::Rebuild => {
+                self.stats.replays.inc();
+                &self.stats.rebuilds
+            }
+        };
+        counter.inc();
+    }
+
+    /// One agent turn on the lease's session. When the session's process dies under it for a
+    /// reason that is not this session's own tool call, the session is rebuilt once with the
+    /// whole prompt.
+    pub async fn turn(
+        &self,
+        bridge: &Bridge,
+        lease: &mut Lease,
+        text: &str,
+        images: &[Image],
+    ) -> Result<String, Failure> {
+        let error = match self
+            .prompt(lease, prompt_blocks(text.to_owned(), image_parts(images)))
+            .await
+        {
+            Ok(output) => return Ok(output.text),
+            Err(error) => error,
+        };
+        if !matches!(error, AcpError::EarlyExit) || lease.replayed {
+            return Err(agent_failure(bridge, error).await);
+        }
+        tracing::info!("the session's agent process ended under this turn; rebuilding the session with a replay");
+        lease.replayed = true;
+        lease.held = 0;
+        self.stats.replays.inc();
+        let whole = serialize(bridge, &lease.body, 0, false).await?;
+        let blocks = prompt_blocks(whole.prompt.text, image_parts(&whole.images));
+        match self.prompt(lease, blocks).await {
+            Ok(output) => Ok(output.text),
+            Err(error) => Err(agent_failure(bridge, error).await),
+        }
+    }
+
+    /// The single repair attempt: the repair instructions alone, on the same session.
+    pub async fn repair(
+        &self,
+        bridge: &Bridge,
+        lease: &mut Lease,
+        rejection: Failure,
+    ) -> Result<String, Failure> {
+        let section = run_transform(&bridge.transforms, rejection.message.len(), move |t| {
+            t.repair(String::new(), rejection)
+        })
+        .await?;
+        let section = section.trim_start();
+        let section = section.strip_prefix("---").unwrap_or(section).trim_start();
+        match self
+            .prompt(lease, prompt_blocks(section.to_owned(), []))
+            .await
+        {
+            Ok(output) => Ok(output.text),
+            Err(error) => Err(agent_failure(bridge, error).await),
+        }
+    }
+
+    /// Sends `text` on the lease's session, opening one when it has none. A session that
+    /// holds messages and whose process died cannot take a continuation: `EarlyExit`, for the
+    /// caller to replay. After any failure the session is dropped.
+    async fn prompt(
+        &self,
+        lease: &mut Lease,
+        blocks: Vec<v1::ContentBlock>,
+    ) -> Result<TurnOutput, AcpError> {
+        let held = lease.held;
+        let binding = lease.session.binding();
+        if binding
+            .as_ref()
+            .is_some_and(|bound| !bound.agent.is_alive())
+        {
+            binding.take();
+        }
+        if binding.is_none() {
+            if held > 0 {
+                return Err(AcpError::EarlyExit);
+            }
+            *binding = Some(self.open().await?);
+        }
+        let Some(bound) = binding.as_ref() else {
+            return Err(AcpError::EarlyExit);
+        };
+        self.stats.prompts.inc();
+        self.stats
+            .prompt_bytes
+            .inc_by(u64::try_from(content_bytes(&blocks)).unwrap_or(u64::MAX));
+        let outcome = bound.agent.prompt_blocks(&bound.session, blocks).await;
+        match &outcome {
+            Ok(output) => tracing::info!(
+                pid = bound.agent.pid(),
+                elapsed_ms = output.elapsed.as_millis() as u64,
+                chars = output.text.len(),
+                held,
+                "resident turn complete"
+            ),
+            Err(error) => {
+                tracing::warn!(pid = bound.agent.pid(), code = error.code(), %error, "resident turn failed");
+                binding.take();
+            }
+        }
+        outcome
+    }
+
+    async fn open(&self) -> Result<Bound, AcpError> {
+        let slot = self.processes.reserve();
+        let agent = self.processes.agent(&slot).await?;
+        let session = agent.new_session(&self.home).await?;
+        Ok(Bound::new(agent, session, slot))
+    }
+}
+
+/// What the serializer needs of `earlier`'s messages before `found`: none when the session,
+/// holding `held` messages, does not hold them all or the marks do not cover them.
+fn resume_state(earlier: &Earlier, found: &Continuation, held: u32) -> Option<Resume> {
+    let before = found.messages;
+    let last = before.checked_sub(1)?;
+    if usize::try_from(held).ok()? < before || earlier.history.len() < before {
+        return None;
+    }
+    let marks = earlier.marks.get(..before)?;
+    Some(Resume {
+        messages: u32::try_from(before).ok()?,
+        history: earlier.history.get(last)?.clone(),
+        trace_chars: marks.get(last)?.trace_chars,
+        tool_uses: marks
+            .iter()
+            .flat_map(|mark| mark.tool_uses.iter().cloned())
+            .collect(),
+        tool_names: earlier.tool_names.clone(),
+    })
+}
+
+/// Bytes of a prompt's text and image data.
+fn content_bytes(blocks: &[v1::ContentBlock]) -> usize {
+    blocks
+        .iter()
+        .map(|block| match block {
+            v1::ContentBlock::Text(text) => text.text.len(),
+            v1::ContentBlock::Image(image) => image.data.len(),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// [`serialize_unseen`] of the lease's request (shared with the call, not copied).
+async fn serialize(
+    bridge: &Bridge,
+    body: &Arc<String>,
+    held: u32,
+    validate: bool,
+) -> Result<UnseenPrompt, Failure> {
+    serialize_unseen(bridge, body.clone(), held, validate).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hyper::header::HeaderValue;
+
+    #[test]
+    fn conversation_keys_are_short_visible_ascii_or_none() {
+        let key =
+            |text: &str| conversation_key(Some(&HeaderValue::from_str(text).expect("header")));
+        assert_eq!(key("0f6c-uuid").as_deref(), Some("0f6c-uuid"));
+        assert_eq!(key("  padded  ").as_deref(), Some("padded"));
+        assert_eq!(
+            key(&"x".repeat(MAX_KEY_LEN)).map(|k| k.len()),
+            Some(MAX_KEY_LEN)
+        );
+        assert_eq!(key(&"x".repeat(MAX_KEY_LEN + 1)), None);
+        assert_eq!(key(""), None);
+        assert_eq!(key("two words"), None);
+        assert_eq!(conversation_key(None), None);
+        let opaque = HeaderValue::from_bytes(b"caf\xc3\xa9").expect("header");
+        assert_eq!(conversation_key(Some(&opaque)), None);
+    }
+}

@@ -1,0 +1,194 @@
+//! The resident transport's agent processes, each serving up to `per_process` sessions.
+//!
+//! A session slot is reserved on a process before that process has even finished starting, so a
+//! burst of new conversations fills processes instead of starting one each. Processes are
+//! filled one at a time (the fullest one with room is chosen) to keep their number low.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use prometheus_client::metrics::counter::Counter;
+use tokio::sync::OnceCell;
+
+use devin_bridge_agent::acp::{AcpError, AgentLimits, SharedAgent};
+use devin_bridge_agent::process::Spec;
+
+/// Every resident process, and the recipe for new ones.
+pub struct Processes {
+    spec: Spec,
+    limits: AgentLimits,
+    per_process: usize,
+    list: Mutex<Vec<Arc<Process>>>,
+    started: Counter,
+}
+
+/// One process, started on first use.
+pub struct Process {
+    agent: OnceCell<Arc<SharedAgent>>,
+    /// Reserved session slots.
+    sessions: AtomicUsize,
+    /// Its start failed: no new session goes there.
+    failed: AtomicBool,
+    /// When its last session was released.
+    idle_since: Mutex<Instant>,
+}
+
+/// A reserved session slot; released when dropped.
+pub struct Slot {
+    process: Arc<Process>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if self.process.sessions.fetch_sub(1, Ordering::AcqRel) == 1 {
+            if let Ok(mut idle) = self.process.idle_since.lock() {
+                *idle = Instant::now();
+            }
+        }
+    }
+}
+
+impl Process {
+    fn new() -> Self {
+        Self {
+            agent: OnceCell::new(),
+            sessions: AtomicUsize::new(0),
+            failed: AtomicBool::new(false),
+            idle_since: Mutex::new(Instant::now()),
+        }
+    }
+
+    /// Started and now dead, or failed to start.
+    fn is_dead(&self) -> bool {
+        self.failed.load(Ordering::Acquire) || self.agent.get().is_some_and(|a| !a.is_alive())
+    }
+
+    fn idle_for(&self) -> Duration {
+        self.idle_since
+            .lock()
+            .map(|since| since.elapsed())
+            .unwrap_or_default()
+    }
+}
+
+impl Processes {
+    pub fn new(spec: Spec, limits: AgentLimits, per_process: usize) -> Self {
+        Self {
+            spec,
+            limits,
+            per_process: per_process.max(1),
+            list: Mutex::new(Vec::new()),
+            started: Counter::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Process>>> {
+        self.list
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Reserves a session slot on the fullest live process with room, or on a new one.
+    pub fn reserve(&self) -> Slot {
+        let mut list = self.lock();
+        let chosen = list
+            .iter()
+            .filter(|process| !process.is_dead())
+            .filter(|process| process.sessions.load(Ordering::Acquire) < self.per_process)
+            .max_by_key(|process| process.sessions.load(Ordering::Acquire))
+            .cloned();
+        let process = chosen.unwrap_or_else(|| {
+            let process = Arc::new(Process::new());
+            list.push(process.clone());
+            process
+        });
+        process.sessions.fetch_add(1, Ordering::AcqRel);
+        Slot { process }
+    }
+
+    /// The slot's agent, started (and initialized) on first use.
+    pub async fn agent(&self, slot: &Slot) -> Result<Arc<SharedAgent>, AcpError> {
+        let started = slot
+            .process
+            .agent
+            .get_or_try_init(|| async {
+                self.started.inc();
+                let agent = SharedAgent::start(&self.spec, self.limits).await?;
+                tracing::info!(pid = agent.pid(), "resident agent process started");
+                Ok::<_, AcpError>(agent)
+            })
+            .await;
+        match started {
+            Ok(agent) => Ok(agent.clone()),
+            Err(error) => {
+                slot.process.failed.store(true, Ordering::Release);
+                Err(error)
+            }
+        }
+    }
+
+    /// Starts `count` processes ahead of demand (they hold no session until one is needed).
+    pub async fn warm(&self, count: usize) {
+        for _ in 0..count {
+            let slot = self.reserve();
+            if let Err(error) = self.agent(&slot).await {
+                tracing::warn!(code = error.code(), %error, "starting a resident agent ahead of demand failed");
+                return;
+            }
+        }
+    }
+
+    /// Removes processes that died, and those without a session for longer than `idle`, and
+    /// ends them.
+    pub async fn reap(&self, idle: Duration) {
+        let ended: Vec<Arc<Process>> = {
+            let mut list = self.lock();
+            let (ended, kept): (Vec<_>, Vec<_>) = list.drain(..).partition(|process| {
+                let unused = process.sessions.load(Ordering::Acquire) == 0;
+                (process.is_dead() && (unused || process.failed.load(Ordering::Acquire)))
+                    || (unused && process.agent.initialized() && process.idle_for() >= idle)
+            });
+            *list = kept;
+            ended
+        };
+        for process in ended {
+            if let Some(agent) = process.agent.get() {
+                let pid = agent.pid();
+                let ended = agent.close().await;
+                tracing::info!(
+                    pid,
+                    killed = ended.map(|e| e.killed),
+                    "resident agent process ended"
+                );
+            }
+        }
+    }
+
+    /// Ends every process (shutdown).
+    pub async fn close_all(&self) {
+        let all: Vec<Arc<Process>> = self.lock().drain(..).collect();
+        for process in all {
+            if let Some(agent) = process.agent.get() {
+                agent.close().await;
+            }
+        }
+    }
+
+    /// Processes running now.
+    pub fn live(&self) -> usize {
+        self.lock()
+            .iter()
+            .filter(|process| process.agent.get().is_some_and(|agent| agent.is_alive()))
+            .count()
+    }
+
+    /// Processes started since the bridge started.
+    pub fn started(&self) -> u64 {
+        self.started.get()
+    }
+
+    pub fn started_counter(&self) -> &Counter {
+        &self.started
+    }
+}

@@ -1,0 +1,468 @@
+//! End-to-end with the real Claude Code CLI.
+//!
+//! The real `devin-bridge serve` binary runs a copy of `policies/offline.toml` (absolute paths,
+//! a temporary sandbox home, a local key) with the offline agent `mock-devin`; `claude -p` runs
+//! in a temporary project whose test fails. The agent's default script leads Claude Code through
+//! Bash `pwd`, Read `math.js`, Edit and Bash `npm test`. The test checks that Claude Code ran
+//! every tool itself (its stream-json events, the file on disk, `npm test`), that the agent only
+//! ever answered with envelopes (its `MOCK_DEVIN_LOG`), and that SIGTERM stops the bridge
+//! cleanly with no agent process left behind.
+//!
+//! Needs node and npm, and the Claude Code executable in `DEVIN_BRIDGE_CLAUDE_CODE`:
+//! `cargo xtask test` installs the pinned version into `target/claude-code/` and sets it.
+
+use crate::common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use common::bridge::processes_in;
+use common::claude::{
+    agent_events, claude_code, claude_version, missing_node, offline_policy_with, on_path, reader,
+    run_claude, wait_until, ClaudeInvocation, ClaudeRun, ServedBridge, ToolResult,
+};
+
+const PROMPT: &str = "Fix the failing test in this project.";
+const NPM_TEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+const MATH_JS: &str = "function add(a, b) { return a - b; }\nmodule.exports = { add };\n";
+const MATH_TEST_JS: &str = r#"const assert = require('assert');
+const { add } = require('./math');
+try {
+  assert.strictEqual(add(2, 3), 5);
+  console.log('ok 1 - add(2, 3) is 5');
+  console.log('all tests passed');
+} catch (error) {
+  console.log('not ok 1 - add(2, 3) is 5: ' + error.message.split('\n')[0]);
+  process.exit(1);
+}
+"#;
+const PACKAGE_JSON: &str = r#"{
+  "name": "e2e-project",
+  "version": "1.0.0",
+  "private": true,
+  "scripts": { "test": "node math.test.js" }
+}
+"#;
+
+/// A temporary root with the project, Claude Code's and the agent's homes, and a local key.
+struct Workspace {
+    _dir: tempfile::TempDir,
+    /// Canonical, so that the working directories of processes compare equal to its paths.
+    root: std::path::PathBuf,
+    home: std::path::PathBuf,
+    project: std::path::PathBuf,
+    agent_log: std::path::PathBuf,
+    key: String,
+    key_file: std::path::PathBuf,
+}
+
+impl Workspace {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical tempdir");
+        let project = root.join("project");
+        for path in [&project, &root.join("claude-home"), &root.join("tmp")] {
+            std::fs::create_dir_all(path).expect("create dir");
+        }
+        let key = format!("e2e-local-key-{}", std::process::id());
+        let key_file = root.join("bridge.key");
+        std::fs::write(&key_file, &key).expect("key file");
+        std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        Self {
+            home: root.join(".sandbox").join("home"),
+            agent_log: root.join("mock-devin.jsonl"),
+            project,
+            key,
+            key_file,
+            root,
+            _dir: dir,
+        }
+    }
+}
+
+#[test]
+fn claude_code_fixes_the_project_through_the_bridge() {
+    let (prompts, _) = fix_the_project(&[]);
+    assert!(
+        prompts.iter().all(|p| p["received"] == "full"),
+        "the per-turn transport sends the whole prompt every turn: {prompts:?}"
+    );
+}
+
+/// The same task on the resident transport: the conversation keeps one agent session, which
+/// receives the whole prompt once and then only the messages it has not seen.
+#[test]
+fn claude_code_fixes_the_project_on_the_resident_transport() {
+    let (prompts, health) = fix_the_project(&[("transport", "resident")]);
+    let received: Vec<&str> = prompts
+        .iter()
+        .map(|p| p["received"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(received.first(), Some(&"full"), "{prompts:?}");
+    assert!(
+        received[1..].iter().all(|kind| *kind == "continuation"),
+        "every later turn continues the session: {prompts:?}"
+    );
+    assert!(
+        prompts
+            .iter()
+            .all(|p| p["sessionId"] == prompts[0]["sessionId"]),
+        "one session for the conversation: {prompts:?}"
+    );
+    let chars = |p: &Value| p["receivedChars"].as_u64().unwrap_or(u64::MAX);
+    assert!(
+        prompts[1..].iter().all(|p| chars(p) < chars(&prompts[0])),
+        "continuations carry less than the first prompt: {prompts:?}"
+    );
+    // Each of Claude Code's later requests repeats the earlier one's bytes (its moving cache
+    // marker aside), so the serializer parsed only what was new in every one of them.
+    let stats = &health["resident"];
+    let continued = stats["hits"].as_u64().unwrap_or(0);
+    assert!(continued >= 3, "{health}");
+    assert_eq!(stats["resumed"], stats["hits"], "{health}");
+}
+
+/// Claude Code fixes the project through `devin-bridge serve` with `agent` policy settings;
+/// returns the agent's prompt events of the conversation and the bridge's `/healthz` after it.
+fn fix_the_project(agent_settings: &[(&str, &str)]) -> (Vec<Value>, Value) {
+    let node = on_path("node").unwrap_or_else(|| panic!("{}", missing_node("node")));
+    let npm = on_path("npm").unwrap_or_else(|| panic!("{}", missing_node("npm")));
+    let claude = claude_code();
+    eprintln!("node {}, npm {}", node.display(), npm.display());
+    eprintln!("claude {} ({})", claude.display(), claude_version(&claude));
+
+    let Workspace {
+        _dir,
+        root,
+        home,
+        project,
+        agent_log,
+        key,
+        key_file,
+    } = Workspace::new();
+    std::fs::write(project.join("math.js"), MATH_JS).expect("math.js");
+    std::fs::write(project.join("math.test.js"), MATH_TEST_JS).expect("math.test.js");
+    std::fs::write(project.join("package.json"), PACKAGE_JSON).expect("package.json");
+
+    // The project's test really fails before Claude Code touches it.
+    let (status, output) = npm_test(&npm, &project, &root);
+    assert!(
+        !status.success(),
+        "npm test passed before the fix:\n{output}"
+    );
+
+    let policy = offline_policy_with(&root, &home, &key_file, agent_settings);
+    let mut bridge = ServedBridge::start(&policy, &root, &home, &agent_log);
+    eprintln!("bridge listening on {}", bridge.addr);
+
+    let started = Instant::now();
+    let invocation = ClaudeInvocation {
+        prompt: PROMPT,
+        allowed_tools: "Bash,Read,Edit",
+        extra_args: Vec::new(),
+        extra_env: Vec::new(),
+    };
+    let run = run_claude(&claude, &project, &root, &bridge.addr, &key, &invocation);
+    eprintln!(
+        "claude finished in {:.1} s with {} ({} events)",
+        started.elapsed().as_secs_f64(),
+        run.status,
+        run.events.len()
+    );
+    {
+        let context = || run.context(&bridge.tail());
+        assert!(run.status.success(), "claude failed\n{}", context());
+        let turns = check_the_client_ran_the_tools(&run, &project, &context);
+        check_the_agent_only_answered(&agent_log, turns, &context);
+    }
+    let prompts: Vec<Value> = agent_events(&agent_log)
+        .into_iter()
+        .filter(|event| event["event"] == "prompt")
+        .collect();
+
+    // The file on disk, and the project's test run by this test.
+    let fixed = std::fs::read_to_string(project.join("math.js")).expect("math.js");
+    assert!(
+        fixed.contains("return a + b;") && !fixed.contains("a - b"),
+        "math.js was not fixed:\n{fixed}"
+    );
+    let (status, output) = npm_test(&npm, &project, &root);
+    assert!(status.success(), "npm test fails after the fix:\n{output}");
+
+    let health = common::bridge::request(
+        bridge.addr.parse().expect("the bridge's address"),
+        "GET",
+        "/healthz",
+        &[],
+        "",
+    )
+    .json();
+
+    // SIGTERM: the bridge exits 0 and leaves no agent behind. Its prewarmed agent shows first
+    // that the count can see agents at all.
+    assert!(
+        bridge.wait_for_agents(Duration::from_secs(30)),
+        "no prewarmed agent in {}\n{}",
+        home.display(),
+        bridge.tail()
+    );
+    let status = bridge.stop();
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "bridge exit after SIGTERM: {status}\n{}",
+        bridge.tail()
+    );
+    assert_eq!(
+        processes_in(&home),
+        0,
+        "processes left in the sandbox home after the bridge stopped\n{}",
+        bridge.tail()
+    );
+    (prompts, health)
+}
+
+/// The stream-json events: assistant tool_use for Bash, Read, Edit and Bash in that order, a
+/// user tool_result from Claude Code for each, and a successful result. Returns the number of
+/// model answers (agent turns) the session needed.
+fn check_the_client_ran_the_tools(
+    run: &ClaudeRun,
+    project: &Path,
+    context: &dyn Fn() -> String,
+) -> usize {
+    let uses = run.tool_uses();
+    let names: Vec<&str> = uses.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(names, ["Bash", "Read", "Edit", "Bash"], "{}", context());
+    let math = project.join("math.js").display().to_string();
+    let inputs = [
+        ("command", "pwd"),
+        ("file_path", math.as_str()),
+        ("file_path", math.as_str()),
+        ("command", "npm test"),
+    ];
+    for (tool_use, (field, value)) in uses.iter().zip(inputs) {
+        assert_eq!(tool_use.input[field], value, "{}", context());
+    }
+    assert_eq!(
+        uses[2].input["old_string"],
+        "return a - b;",
+        "{}",
+        context()
+    );
+    assert_eq!(
+        uses[2].input["new_string"],
+        "return a + b;",
+        "{}",
+        context()
+    );
+
+    let results: Vec<ToolResult> = uses
+        .iter()
+        .map(|tool_use| {
+            run.tool_result(tool_use).unwrap_or_else(|| {
+                panic!(
+                    "no tool_result for {} {}\n{}",
+                    tool_use.name,
+                    tool_use.id,
+                    context()
+                )
+            })
+        })
+        .collect();
+    for (tool_use, result) in uses.iter().zip(&results) {
+        assert!(
+            !result.is_error,
+            "{} failed in Claude Code: {}\n{}",
+            tool_use.name,
+            result.text,
+            context()
+        );
+    }
+    // `pwd` ran in Claude Code's working directory (the project), not in the agent's (the
+    // sandbox home); Read saw the bug; the last `npm test` passed.
+    assert_eq!(
+        results[0].text.trim(),
+        project.display().to_string(),
+        "{}",
+        context()
+    );
+    assert!(results[1].text.contains("return a - b;"), "{}", context());
+    assert!(
+        results[3].text.contains("all tests passed") && !results[3].text.contains("not ok"),
+        "{}",
+        context()
+    );
+
+    let result = run
+        .result()
+        .unwrap_or_else(|| panic!("no result event\n{}", context()));
+    assert_eq!(result["subtype"], "success", "{}", context());
+    assert_eq!(result["is_error"], false, "{}", context());
+    assert!(
+        result["result"]
+            .as_str()
+            .is_some_and(|text| text.contains("npm test passes")),
+        "{}",
+        context()
+    );
+    uses.len() + 1
+}
+
+/// `MOCK_DEVIN_LOG`: the agent answered `turns` prompts of the default script with the four
+/// envelopes and a final text, needed no repair, and never ran or asked to run anything itself.
+fn check_the_agent_only_answered(log: &Path, turns: usize, context: &dyn Fn() -> String) {
+    let agent = agent_events(log);
+    let of = |name: &str| -> Vec<&Value> {
+        agent
+            .iter()
+            .filter(|event| event["event"] == name)
+            .collect()
+    };
+    for forbidden in [
+        "tool_call",
+        "agent_request",
+        "permission_answer",
+        "grandchild",
+        "hang",
+    ] {
+        assert!(
+            of(forbidden).is_empty(),
+            "the agent logged {forbidden}\n{}",
+            context()
+        );
+    }
+    let field = |events: Vec<&Value>, name: &str| -> Vec<String> {
+        events
+            .iter()
+            .map(|event| event[name].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        field(of("tool_envelope"), "name"),
+        ["Bash", "Read", "Edit", "Bash"],
+        "{}",
+        context()
+    );
+    assert_eq!(
+        field(of("reply"), "kind"),
+        ["tool", "tool", "tool", "tool", "text"],
+        "{}",
+        context()
+    );
+    let prompts = of("prompt");
+    assert_eq!(prompts.len(), turns, "{}", context());
+    assert!(
+        prompts
+            .iter()
+            .all(|p| p["repair"] == false && p["scenario"] == "script"),
+        "{}",
+        context()
+    );
+}
+
+/// `npm test` in the project, without the network (no update check): (status, output).
+fn npm_test(npm: &Path, project: &Path, root: &Path) -> (ExitStatus, String) {
+    let mut child = Command::new(npm)
+        .arg("test")
+        .current_dir(project)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", root.join("claude-home"))
+        .env("npm_config_update_notifier", "false")
+        .env("NO_UPDATE_NOTIFIER", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn npm test");
+    let stdout = reader(child.stdout.take());
+    let stderr = reader(child.stderr.take());
+    let status = wait_until(&mut child, Instant::now() + NPM_TEST_TIMEOUT).unwrap_or_else(|| {
+        let _ = child.kill();
+        panic!("npm test did not finish within {NPM_TEST_TIMEOUT:?}")
+    });
+    let output = format!(
+        "{}{}",
+        stdout.join().expect("stdout"),
+        stderr.join().expect("stderr")
+    );
+    (status, output)
+}
+
+/// A 1x1 PNG.
+const PNG: [u8; 70] = [
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4,
+    0x89, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0xda, 0x63, 0x64, 0xf8, 0xcf, 0x50,
+    0x0f, 0x00, 0x03, 0x86, 0x01, 0x80, 0x5a, 0x34, 0x7d, 0x6b, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45,
+    0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
+/// Claude Code reads a screenshot with its Read tool; the tool result's image reaches the agent
+/// as an ACP image block (the offline agent advertises image prompts here), on the resident
+/// transport.
+#[test]
+fn claude_code_sends_an_image_it_read_to_the_agent_as_an_image_block() {
+    let claude = claude_code();
+    let Workspace {
+        _dir,
+        root,
+        home,
+        project,
+        agent_log,
+        key,
+        key_file,
+    } = Workspace::new();
+    let screenshot = project.join("shot.png");
+    std::fs::write(&screenshot, PNG).expect("shot.png");
+
+    let policy = offline_policy_with(&root, &home, &key_file, &[("transport", "resident")]);
+    let mut bridge = ServedBridge::start_with_env(
+        &policy,
+        &root,
+        &home,
+        &agent_log,
+        &[
+            ("MOCK_DEVIN_IMAGES", "1"),
+            ("MOCK_DEVIN_SCENARIO", "read-image"),
+        ],
+    );
+    let prompt = format!("Describe the screenshot {}", screenshot.display());
+    let invocation = ClaudeInvocation {
+        prompt: &prompt,
+        allowed_tools: "Read",
+        extra_args: Vec::new(),
+        extra_env: Vec::new(),
+    };
+    let run = run_claude(&claude, &project, &root, &bridge.addr, &key, &invocation);
+    let context = || run.context(&bridge.tail());
+    assert!(run.status.success(), "claude failed\n{}", context());
+    let result = run
+        .result()
+        .and_then(|result| result["result"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        result.contains("I see 1 image(s): image/png"),
+        "the agent did not get the image: {result}\n{}",
+        context()
+    );
+    let prompts: Vec<Value> = agent_events(&agent_log)
+        .into_iter()
+        .filter(|event| event["event"] == "prompt")
+        .collect();
+    let with_image: Vec<&Value> = prompts.iter().filter(|p| p["images"] == 1).collect();
+    assert_eq!(with_image.len(), 1, "{prompts:?}");
+    assert_eq!(
+        with_image[0]["imageTypes"],
+        serde_json::json!(["image/png"])
+    );
+    assert_eq!(with_image[0]["received"], "continuation", "{prompts:?}");
+    let status = bridge.stop();
+    assert_eq!(status.code(), Some(0), "{}", bridge.tail());
+}

@@ -1,0 +1,355 @@
+//! An in-process bridge on 127.0.0.1:0 with the offline agent, and a tiny HTTP/1.1 client
+//! (raw sockets, so tests can also hang up mid-request).
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use devin_bridge_engine::Transforms;
+use devin_bridge_agent::identity::AgentIdentity;
+use devin_bridge_summarizer::policy::SummarizerPolicy;
+use devin_bridge_policy::ModePolicy as _;
+use devin_bridge_summarizer::{self, Bridge};
+use serde_json::Value;
+
+/// The offline agent binary (`cargo xtask test` builds it).
+pub fn mock_devin() -> PathBuf {
+    let path = std::env::var_os("DEVIN_BRIDGE_MOCK_DEVIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/mock-devin")
+        });
+    assert!(
+        path.exists(),
+        "no offline agent at {}: run `cargo xtask test`",
+        path.display()
+    );
+    path
+}
+
+/// The offline agent's log, relative to its working directory.
+pub const AGENT_LOG: &str = "mock.jsonl";
+
+/// A policy's `pass_env = [...]` line naming `names`.
+pub fn pass_env_line(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|name| format!("{name:?}")).collect();
+    format!("pass_env = [{}]", quoted.join(", "))
+}
+
+/// Sets, once per test binary, what a signed-out offline agent needs: its log, the switch that
+/// makes it refuse sessions until it is authenticated, and an API key. Each bridge's
+/// `pass_env` decides which of them reach its agent.
+pub fn signed_out_agent_environment() {
+    static SET: std::sync::Once = std::sync::Once::new();
+    SET.call_once(|| {
+        std::env::set_var("MOCK_DEVIN_LOG", AGENT_LOG);
+        std::env::set_var("MOCK_DEVIN_REQUIRE_AUTH", "1");
+        std::env::set_var("WINDSURF_API_KEY", "offline-test-key");
+    });
+}
+
+pub struct TestBridge {
+    pub addr: SocketAddr,
+    pub home: PathBuf,
+    pub bridge: Arc<Bridge>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<()>>,
+    _dir: tempfile::TempDir,
+}
+
+impl TestBridge {
+    /// `server` and `agent` are extra TOML lines for those tables.
+    pub async fn start(server: &str, agent: &str) -> TestBridge {
+        Self::start_with_models(server, agent, "").await
+    }
+
+    /// [`TestBridge::start`] with extra `[models]` lines too.
+    pub async fn start_with_models(server: &str, agent: &str, models: &str) -> TestBridge {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().join(".sandbox").join("home");
+        let catalog = Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies/models.json");
+        let text = super::policy_text(&format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\nrequire_key = false\n{server}\n\
+             [agent]\ncommand = {:?}\nhome = {:?}\noffline = true\n{agent}\n\
+             [models]\ncatalog = {:?}\n{models}\n",
+            mock_devin().display().to_string(),
+            home.display().to_string(),
+            catalog.display().to_string(),
+        ));
+        let policy = SummarizerPolicy::parse(&text, Path::new("test.toml"), dir.path()).expect("policy");
+        let transforms = tokio::task::spawn_blocking(move || {
+            Transforms::load_with(
+                super::test_runtime(),
+                super::test_cache(),
+                &super::policy("").engine_config(),
+            )
+            .expect("components")
+        })
+        .await
+        .expect("load");
+        let bridge = Bridge::from_policy(
+            &policy,
+            Arc::new(transforms),
+            &AgentIdentity::shared_with_host(),
+        )
+        .await
+        .expect("bridge");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(bridge.pool.clone().run_refill());
+        if let Some(resident) = bridge.resident.clone() {
+            tokio::spawn(resident.run_reaper());
+        }
+        let server = tokio::spawn(devin_bridge_summarizer::serve(
+            bridge.clone(),
+            listener,
+            policy.server.max_connections,
+            Duration::from_millis(policy.server.shutdown_grace_ms),
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        TestBridge {
+            addr,
+            home,
+            bridge,
+            stop: Some(stop),
+            server: Some(server),
+            _dir: dir,
+        }
+    }
+
+    /// Stops the server (graceful) and waits for it.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(server) = self.server.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(30), server).await;
+        }
+    }
+
+    /// The offline agent's `event` log lines, when its `MOCK_DEVIN_LOG` is the relative
+    /// [`AGENT_LOG`] (each agent writes it in its working directory: this bridge's home).
+    pub fn agent_events(&self, event: &str) -> Vec<Value> {
+        std::fs::read_to_string(self.home.join(AGENT_LOG))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|logged| logged["event"] == event)
+            .collect()
+    }
+
+    /// Agent processes still running in this bridge's sandbox home.
+    pub fn agents(&self) -> usize {
+        processes_in(&self.home)
+    }
+
+    pub async fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> HttpResponse {
+        let (addr, method, path, body) = (
+            self.addr,
+            method.to_owned(),
+            path.to_owned(),
+            body.to_owned(),
+        );
+        let headers: Vec<(String, String)> = headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        tokio::task::spawn_blocking(move || request(addr, &method, &path, &headers, &body))
+            .await
+            .expect("client")
+    }
+
+    /// Sends a `/v1/messages` request on its own thread, for requests that must still be
+    /// running while the test does something else.
+    pub fn messages_in_background(&self, body: &Value) -> tokio::task::JoinHandle<HttpResponse> {
+        let (addr, body) = (self.addr, body.to_string());
+        tokio::task::spawn_blocking(move || request(addr, "POST", "/v1/messages", &[], &body))
+    }
+
+    /// A `/v1/messages` request in the conversation `session` (Claude Code's session header).
+    pub async fn conversation_turn(&self, session: &str, body: &Value) -> HttpResponse {
+        self.request(
+            "POST",
+            "/v1/messages?beta=true",
+            &[("x-claude-code-session-id", session)],
+            &body.to_string(),
+        )
+        .await
+    }
+
+    /// The cards of `GET /v1/models` (asserting that it answers 200).
+    pub async fn model_cards(&self) -> Vec<Value> {
+        let models = self.request("GET", "/v1/models", &[], "").await;
+        assert_eq!(models.status, 200, "{}", models.body);
+        models.json()["data"]
+            .as_array()
+            .expect("the model list's data")
+            .clone()
+    }
+
+    pub async fn messages(&self, body: &Value) -> HttpResponse {
+        self.request("POST", "/v1/messages?beta=true", &[], &body.to_string())
+            .await
+    }
+}
+
+pub use devin_bridge_agent::process::live_processes_in as processes_in;
+
+/// Waits up to `limit` for no agent process to remain in `dir`; returns how long it took.
+pub async fn wait_no_agents(dir: &Path, limit: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if processes_in(dir) == 0 {
+            return Some(started.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    None
+}
+
+#[derive(Debug)]
+pub struct HttpResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl HttpResponse {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// SSE events as (event name, data JSON).
+    pub fn events(&self) -> Vec<(String, Value)> {
+        self.body
+            .split("\n\n")
+            .filter(|block| !block.trim().is_empty())
+            .map(|block| {
+                let mut name = String::new();
+                let mut data = String::new();
+                for line in block.lines() {
+                    if let Some(rest) = line.strip_prefix("event: ") {
+                        name = rest.to_owned();
+                    } else if let Some(rest) = line.strip_prefix("data: ") {
+                        data.push_str(rest);
+                    }
+                }
+                let value: Value = serde_json::from_str(&data)
+                    .unwrap_or_else(|e| panic!("bad SSE data ({e}): {block}"));
+                (name, value)
+            })
+            .collect()
+    }
+}
+
+/// One request with `Connection: close`, read to the end (chunked bodies decoded).
+pub fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(String, String)],
+    body: &str,
+) -> HttpResponse {
+    request_bytes(addr, method, path, headers, body.as_bytes())
+}
+
+/// [`request`] with a body that need not be text.
+pub fn request_bytes(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> HttpResponse {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(120)))
+        .expect("timeout");
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if !headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+    {
+        head.push_str("Content-Type: application/json\r\n");
+    }
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).expect("write head");
+    stream.write_all(body).expect("write body");
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    parse_response(&raw)
+}
+
+fn parse_response(raw: &[u8]) -> HttpResponse {
+    let text = String::from_utf8_lossy(raw);
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("no header end in {text:?}"));
+    let mut lines = head.lines();
+    let status: u16 = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .expect("status line");
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| {
+            l.split_once(':')
+                .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        })
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    HttpResponse {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(mut rest: &str) -> String {
+    let mut out = String::new();
+    loop {
+        let Some((size, after)) = rest.split_once("\r\n") else {
+            return out;
+        };
+        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if size == 0 || after.len() < size {
+            return out;
+        }
+        out.push_str(&after[..size]);
+        rest = after[size..].strip_prefix("\r\n").unwrap_or(&after[size..]);
+    }
+}

@@ -1,0 +1,864 @@
+//! `devin-bridge companion` end to end, with the offline agent `mock-devin` as the Devin CLI
+//! (`DEVIN_BIN`), a temporary data directory (`DEVIN_COMPANION_DATA`), a temporary home with
+//! a credentials file, and a temporary git repository as the workspace.
+
+use crate::common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use common::bridge::mock_devin;
+
+/// A shared compile cache for the transform components, so each test does not recompile.
+fn component_cache() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/companion-test-cache");
+    std::fs::create_dir_all(&dir).expect("cache dir");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    dir
+}
+
+struct Env {
+    root: tempfile::TempDir,
+    data: PathBuf,
+    home: PathBuf,
+    workspace: PathBuf,
+    devin: PathBuf,
+    extra: Vec<(String, String)>,
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("git");
+    assert!(status.success(), "git {args:?}");
+}
+
+impl Env {
+    fn new() -> Env {
+        let root = tempfile::tempdir().expect("tempdir");
+        let data = root.path().join("data");
+        let home = root.path().join("home");
+        let workspace = root.path().join("repo");
+        std::fs::create_dir_all(home.join(".local/share/devin")).expect("home");
+        std::fs::write(
+            home.join(".local/share/devin/credentials.toml"),
+            "token = \"x\"\n",
+        )
+        .expect("credentials");
+        std::fs::create_dir_all(workspace.join("src")).expect("workspace");
+        git(&workspace, &["init", "-q", "-b", "main"]);
+        std::fs::write(workspace.join("src/lib.rs"), "pub fn a() {}\n").expect("write");
+        git(&workspace, &["add", "."]);
+        git(&workspace, &["commit", "-q", "-m", "one"]);
+        let workspace = std::fs::canonicalize(&workspace).expect("canonical");
+        Env {
+            data,
+            home,
+            workspace,
+            devin: mock_devin(),
+            extra: Vec::new(),
+            root,
+        }
+    }
+
+    fn set(&mut self, name: &str, value: &str) -> &mut Self {
+        self.extra.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_devin-bridge"));
+        command
+            .arg("companion")
+            .args(args)
+            .current_dir(&self.workspace)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("DEVIN_BIN", &self.devin)
+            .env("DEVIN_COMPANION_DATA", &self.data)
+            .env("XDG_CACHE_HOME", component_cache())
+            .env(
+                "DEVIN_BRIDGE_COMPONENTS",
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/components"),
+            )
+            .env("DEVIN_COMPANION_EXIT_GRACE_MS", "2000")
+            .env("DEVIN_COMPANION_TIMEOUT_MS", "60000")
+            .stdin(Stdio::null());
+        for (name, value) in &self.extra {
+            command.env(name, value);
+        }
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("run companion")
+    }
+
+    fn run_stdin(&self, args: &[&str], stdin: &[u8]) -> Output {
+        use std::io::Write;
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(stdin)
+            .expect("write");
+        child.wait_with_output().expect("wait")
+    }
+
+    /// Every job record on disk.
+    fn records(&self) -> Vec<Value> {
+        let mut out = Vec::new();
+        let Ok(states) = std::fs::read_dir(self.data.join("state")) else {
+            return out;
+        };
+        for state in states.flatten() {
+            let Ok(jobs) = std::fs::read_dir(state.path().join("jobs")) else {
+                continue;
+            };
+            for job in jobs.flatten() {
+                let path = job.path();
+                if path.extension().is_some_and(|e| e == "json") {
+                    let text = std::fs::read_to_string(&path).expect("record");
+                    out.push(serde_json::from_str(&text).expect("record json"));
+                }
+            }
+        }
+        out
+    }
+
+    fn record(&self, id: &str) -> Value {
+        self.records()
+            .into_iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("no record {id}"))
+    }
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The `job: <id>` line of a footer (or the first line of a background launch).
+fn job_id(output: &Output) -> String {
+    let text = stdout(output);
+    text.lines()
+        .find_map(|line| line.strip_prefix("job: "))
+        .or_else(|| text.lines().next().filter(|l| l.starts_with("job-")))
+        .unwrap_or_else(|| panic!("no job id in {text:?} / {}", stderr(output)))
+        .trim()
+        .to_owned()
+}
+
+fn failure_kind(record: &Value) -> String {
+    record["failure"]["kind"].as_str().unwrap_or("").to_owned()
+}
+
+/// Runs a consult task and returns (output, record).
+fn task(env: &Env, args: &[&str]) -> (Output, Value) {
+    let output = env.run(args);
+    let id = job_id(&output);
+    let record = env.record(&id);
+    (output, record)
+}
+
+fn assert_input_error(output: &Output, needle: &str) {
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(output));
+    let err = stderr(output);
+    assert_eq!(err.lines().count(), 1, "one line: {err:?}");
+    assert!(err.starts_with("devin-bridge companion: "), "{err}");
+    assert!(err.contains(needle), "{err:?} lacks {needle:?}");
+}
+
+#[test]
+fn a_consult_task_finishes_done_with_the_footer() {
+    let env = Env::new();
+    let (output, record) = task(&env, &["task", "explain", "the", "code"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("Devin mock: done"), "{text}");
+    assert!(text.contains("state: done"), "{text}");
+    assert!(text.contains("sandbox: read-only"), "{text}");
+    assert_eq!(record["status"], "done");
+    assert_eq!(record["mode"], "consult");
+    assert_eq!(record["delivery"], "complete");
+    assert_eq!(record["devinVersion"], "3000.11.4");
+    assert_eq!(record["devinBuildPath"], env.devin.display().to_string());
+    assert_eq!(record["stopReason"], "end_turn");
+    assert_eq!(record["stopCause"], "complete");
+    assert!(record["usage"]["inputTokens"].is_number(), "{record}");
+    assert!(
+        record["usage"].get("cachedReadTokens").is_none(),
+        "usage is passed through"
+    );
+    assert!(record["sessionId"].is_string());
+    // The JSON-RPC id of the job's `session/prompt` request.
+    assert!(
+        record["requestId"]
+            .as_str()
+            .is_some_and(|id| id.parse::<u64>().is_ok()),
+        "{record}"
+    );
+    // The private per-job config is gone once the job is terminal.
+    assert!(!env
+        .data
+        .join("runs")
+        .join(record["id"].as_str().unwrap())
+        .join("config")
+        .exists());
+}
+
+#[test]
+fn the_prompt_can_come_from_stdin_and_an_empty_one_is_input() {
+    let env = Env::new();
+    let output = env.run_stdin(&["task"], b"from stdin [mock:echo]");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("from stdin"),
+        "{}",
+        stdout(&output)
+    );
+    let empty = env.run_stdin(&["task"], b"  \n");
+    assert_input_error(&empty, "empty");
+    let binary = env.run_stdin(&["task"], &[0xff, 0xfe]);
+    assert_input_error(&binary, "UTF-8");
+}
+
+#[test]
+fn bad_flags_bad_cwd_and_a_cwd_below_the_root_are_input_without_records() {
+    let env = Env::new();
+    assert_input_error(&env.run(&["task", "--bogus", "x"]), "--bogus");
+    assert_input_error(
+        &env.run(&["task", "--cwd", "/nonexistent/dir", "x"]),
+        "does not exist",
+    );
+    assert_input_error(
+        &env.run(&["task", "--resume", "s", "--fresh", "x"]),
+        "cannot be used with",
+    );
+    let below = env
+        .command(&["task", "x"])
+        .current_dir(env.workspace.join("src"))
+        .output()
+        .expect("run");
+    assert_input_error(&below, "below its repository root");
+    assert_input_error(&env.run(&["task", "--model", "adaptive", "x"]), "routing");
+    assert_input_error(&env.run(&["task", "--effort", "fusion-max", "x"]), "effort");
+    assert!(env.records().is_empty(), "no record for bad input");
+    // An explicit --cwd below the root is fine.
+    let ok = env.run(&[
+        "task",
+        "--cwd",
+        env.workspace.join("src").to_str().unwrap(),
+        "x",
+    ]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+}
+
+#[test]
+fn a_policy_of_another_mode_is_refused() {
+    let env = Env::new();
+    let policy = env.root.path().join("summarizer.toml");
+    std::fs::write(&policy, "mode = \"summarizer\"\n").expect("write");
+    let output = env.run(&["--policy", policy.to_str().unwrap(), "setup"]);
+    assert_input_error(&output, "not a companion policy");
+}
+
+#[test]
+fn raw_args_are_consumed_once_and_never_expanded() {
+    let env = Env::new();
+    let created = env.run(&["transport-create", "--json"]);
+    assert_eq!(created.status.code(), Some(0), "{}", stderr(&created));
+    let info: Value = serde_json::from_slice(&created.stdout).expect("json");
+    let token = info["token"].as_str().expect("token").to_owned();
+    let path = PathBuf::from(info["path"].as_str().expect("path"));
+    assert_eq!(
+        std::fs::metadata(&path).expect("meta").permissions().mode() & 0o777,
+        0o600
+    );
+    std::fs::write(&path, "--json -- '-x' \"$HOME `id` [mock:echo]\" *").expect("write");
+    let output = env.run(&["task", "--raw-args-token", &token]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let value: Value = serde_json::from_slice(&output.stdout).expect("json output");
+    let record = env.record(value["id"].as_str().expect("id"));
+    let result = record["result"].as_str().unwrap_or_default();
+    assert!(result.contains("-x $HOME `id` [mock:echo] *"), "{result}");
+    assert!(!path.exists(), "consumed");
+    // Replay: the file is gone.
+    assert_input_error(
+        &env.run(&["task", "--raw-args-token", &token]),
+        "does not exist",
+    );
+    // Mixed with other arguments.
+    assert_input_error(
+        &env.run(&["task", "--write", "--raw-args-token", &token]),
+        "only argument",
+    );
+}
+
+#[test]
+fn raw_args_files_with_a_changed_mode_a_symlink_or_too_much_text_are_refused() {
+    let env = Env::new();
+    let create = || {
+        let out = env.run(&["transport-create"]);
+        let text = stdout(&out);
+        let token = text
+            .lines()
+            .find_map(|l| l.strip_prefix("token: "))
+            .expect("token")
+            .to_owned();
+        let path = PathBuf::from(
+            text.lines()
+                .find_map(|l| l.strip_prefix("path: "))
+                .expect("path"),
+        );
+        (token, path)
+    };
+    let (token, path) = create();
+    std::fs::write(&path, "x").expect("write");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+    assert_input_error(&env.run(&["task", "--raw-args-token", &token]), "0600");
+
+    let (token, path) = create();
+    std::fs::write(&path, "a".repeat(65 * 1024)).expect("write");
+    assert_input_error(&env.run(&["status", "--raw-args-token", &token]), "larger");
+
+    let (token, path) = create();
+    std::fs::remove_file(&path).expect("rm");
+    let target = env.root.path().join("elsewhere");
+    std::fs::write(&target, "x").expect("write");
+    std::os::unix::fs::symlink(&target, &path).expect("symlink");
+    assert_input_error(&env.run(&["task", "--raw-args-token", &token]), "regular");
+
+    let (token, path) = create();
+    std::fs::write(&path, [0xffu8, 0x00]).expect("write");
+    assert_input_error(&env.run(&["history", "--raw-args-token", &token]), "UTF-8");
+
+    assert_input_error(&env.run(&["task", "--raw-args-token", "../../etc"]), "32");
+
+    let (token, path) = create();
+    let discard = env.run(&["transport-discard", "--raw-args-token", &token]);
+    assert_eq!(discard.status.code(), Some(0));
+    assert!(!path.exists());
+    let again = env.run(&["transport-discard", "--raw-args-token", &token]);
+    assert_eq!(again.status.code(), Some(0), "idempotent");
+    assert!(env.records().is_empty());
+}
+
+#[test]
+fn a_missing_cli_is_missing_cli() {
+    let mut env = Env::new();
+    env.devin = env.root.path().join("no-such-devin");
+    let (output, record) = task(&env, &["task", "x"]);
+    assert_eq!(output.status.code(), Some(4), "{}", stderr(&output));
+    assert_eq!(failure_kind(&record), "missing_cli");
+    assert_eq!(record["failure"]["engineWide"], true);
+}
+
+fn script(env: &Env, name: &str, body: &str) -> PathBuf {
+    let path = env.root.path().join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+#[test]
+fn an_old_cli_is_setup_and_setup_reports_it() {
+    let mut env = Env::new();
+    env.devin = script(&env, "old-devin", "echo 'devin 3000.10.1'");
+    let (output, record) = task(&env, &["task", "x"]);
+    assert_eq!(output.status.code(), Some(4));
+    assert_eq!(failure_kind(&record), "setup");
+    let setup = env.run(&["setup", "--json"]);
+    let value: Value = serde_json::from_slice(&setup.stdout).expect("json");
+    assert_eq!(value["failure"]["kind"], "setup");
+    env.devin = script(&env, "new-devin", "echo 'devin 3000.12.0'");
+    let setup = env.run(&["setup"]);
+    assert_eq!(setup.status.code(), Some(0), "{}", stderr(&setup));
+    assert!(
+        stdout(&setup).contains("newer than the tested interval"),
+        "{}",
+        stdout(&setup)
+    );
+    assert!(
+        stdout(&setup).contains("credentials: linkable"),
+        "{}",
+        stdout(&setup)
+    );
+}
+
+#[test]
+fn a_family_the_account_cannot_use_is_setup_and_an_unknown_one_is_input() {
+    let env = Env::new();
+    let (output, record) = task(&env, &["task", "--model", "legacy-9", "x"]);
+    assert_eq!(output.status.code(), Some(4), "{}", stderr(&output));
+    assert_eq!(failure_kind(&record), "setup");
+    assert_input_error(&env.run(&["task", "--model", "no-such-family", "x"]), "");
+    assert_eq!(env.records().len(), 1, "no record for the unknown family");
+}
+
+#[test]
+fn models_lists_and_caches_the_catalog() {
+    let env = Env::new();
+    let output = env.run(&["models", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let catalog: Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert!(catalog["families"].as_array().is_some_and(|f| f.len() >= 5));
+    let cache = env.data.join("models.json");
+    assert_eq!(
+        std::fs::metadata(&cache)
+            .expect("cache")
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+    assert!(stdout(&env.run(&["models"])).contains("kimi"));
+}
+
+#[test]
+fn model_and_effort_are_applied_and_a_mismatch_is_warned() {
+    let env = Env::new();
+    let (output, record) = task(&env, &["task", "--model", "kimi", "--effort", "high", "x"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(record["effortApplied"], "high");
+    assert_eq!(record["billingPool"], "api");
+    assert!(record["resolvedModel"]
+        .as_str()
+        .is_some_and(|m| m.contains("kimi")));
+    let (output, record) = task(
+        &env,
+        &["task", "--model", "swe-2", "[mock:model Someone Else]"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let warnings = record["warnings"].to_string();
+    assert!(
+        warnings.contains("model_mismatch: selected SWE-2, served Someone Else"),
+        "{warnings}"
+    );
+    assert_eq!(record["billingPool"], "first-party");
+    // glm-5.2 offers no effort levels: an explicit one is input.
+    let (output, record) = task(
+        &env,
+        &["task", "--model", "glm-5.2", "--effort", "high", "x"],
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(failure_kind(&record), "input");
+}
+
+/// (marker, failure kind, exit code)
+const OUTCOMES: [(&str, &str, i32); 11] = [
+    ("[mock:fail auth]", "auth", 4),
+    ("[mock:fail quota]", "quota", 1),
+    ("[mock:fail rate_limited]", "rate_limited", 1),
+    ("[mock:fail network]", "network", 1),
+    ("[mock:permission]", "permission", 1),
+    ("[mock:tool exec execute]", "policy", 1),
+    ("[mock:refusal]", "refused", 1),
+    ("[mock:malformed]", "protocol", 1),
+    ("[mock:max-tokens]", "resource", 1),
+    ("[mock:fail error]", "error", 1),
+    ("[mock:no-stopped]", "error", 1),
+];
+
+#[test]
+fn every_agent_outcome_maps_to_its_failure_kind() {
+    let env = Env::new();
+    for (marker, kind, code) in OUTCOMES {
+        let (output, record) = task(&env, &["task", marker]);
+        assert_eq!(failure_kind(&record), kind, "{marker}: {record}");
+        assert_eq!(output.status.code(), Some(code), "{marker}");
+        assert!(
+            stdout(&output).contains(&format!("failure: {kind}: ")),
+            "{marker}: {}",
+            stdout(&output)
+        );
+        if kind == "quota" || kind == "rate_limited" {
+            assert_eq!(record["failure"]["billingPool"], "first-party", "{marker}");
+        }
+    }
+    let (output, record) = task(&env, &["task", "[mock:exit]"]);
+    assert_eq!(failure_kind(&record), "protocol", "{record}");
+    assert_eq!(output.status.code(), Some(1));
+}
+
+#[test]
+fn missing_credentials_are_auth() {
+    let env = Env::new();
+    std::fs::remove_file(env.home.join(".local/share/devin/credentials.toml")).expect("rm");
+    let (output, record) = task(&env, &["task", "x"]);
+    assert_eq!(failure_kind(&record), "auth", "{record}");
+    assert_eq!(output.status.code(), Some(4));
+}
+
+#[test]
+fn the_run_timeout_is_timeout_and_kills_the_agent() {
+    let mut env = Env::new();
+    env.set("DEVIN_COMPANION_TIMEOUT_MS", "1500");
+    let started = Instant::now();
+    let (output, record) = task(&env, &["task", "[mock:hang]"]);
+    assert_eq!(failure_kind(&record), "timeout", "{record}");
+    assert_eq!(output.status.code(), Some(1));
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let pid = record["engineProcess"]["pid"].as_i64().expect("engine pid") as i32;
+    assert!(wait_group_gone(pid), "engine group {pid} survived");
+}
+
+#[test]
+fn an_agent_that_cannot_be_spawned_is_process() {
+    let mut env = Env::new();
+    // Answers the version probe, then makes itself impossible to execute.
+    env.devin = script(
+        &env,
+        "vanishing-devin",
+        "chmod a-x \"$0\"; echo 'devin 3000.11.0'",
+    );
+    let (output, record) = task(&env, &["task", "x"]);
+    assert_eq!(failure_kind(&record), "process", "{record}");
+    assert_eq!(output.status.code(), Some(1));
+}
+
+#[test]
+fn a_consult_write_stays_denied() {
+    let env = Env::new();
+    let (_, record) = task(&env, &["task", "[mock:write out.txt]"]);
+    assert_ne!(record["status"], "done");
+    assert!(!env.workspace.join("out.txt").exists());
+    let (output, record) = task(&env, &["task", "--write", "[mock:write out.txt]"]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{} {record}",
+        stderr(&output)
+    );
+    assert!(stdout(&output).contains("sandbox: workspace-write"));
+    assert!(env.workspace.join("out.txt").exists(), "write mode writes");
+}
+
+#[test]
+fn a_late_exit_is_late_close() {
+    let mut env = Env::new();
+    env.set("DEVIN_COMPANION_EXIT_GRACE_MS", "300");
+    let (output, record) = task(&env, &["task", "[mock:late-close]"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(record["delivery"], "late_close");
+    assert!(record["warnings"].to_string().contains("late_close"));
+    assert!(stdout(&output).contains("delivery: late_close"));
+}
+
+#[test]
+fn resume_loads_the_earlier_session() {
+    let env = Env::new();
+    let (first, record) = task(&env, &["task", "remember this"]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let session = record["sessionId"].as_str().expect("session").to_owned();
+    let (second, resumed) = task(&env, &["task", "--resume-last", "and now?"]);
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    assert_eq!(resumed["sessionId"], session.as_str());
+    assert_eq!(resumed["resumedFrom"], record["id"]);
+    assert!(
+        stdout(&second).contains("turns seen: 1"),
+        "{}",
+        stdout(&second)
+    );
+    let (third, _) = task(&env, &["task", "--resume", &session, "again"]);
+    assert!(
+        stdout(&third).contains("turns seen: 2"),
+        "{}",
+        stdout(&third)
+    );
+    // A write-mode resume of a consult session is refused.
+    assert_input_error(
+        &env.run(&["task", "--write", "--resume", &session, "x"]),
+        "session",
+    );
+    assert_input_error(
+        &env.run(&["task", "--resume", "mock-unknown", "x"]),
+        "session",
+    );
+}
+
+fn proc_alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(") ")
+                .and_then(|(_, rest)| rest.chars().next())
+        })
+        .is_some_and(|state| state != 'Z' && state != 'X')
+}
+
+/// Whether any live process has process group `pgid`.
+fn group_alive(pgid: i32) -> bool {
+    std::fs::read_dir("/proc")
+        .expect("proc")
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
+        .any(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    let (_, rest) = s.rsplit_once(") ")?;
+                    let fields: Vec<&str> = rest.split_whitespace().collect();
+                    let state = fields.first()?.chars().next()?;
+                    let pgrp: i32 = fields.get(2)?.parse().ok()?;
+                    Some(pgrp == pgid && state != 'Z' && state != 'X')
+                })
+                .unwrap_or(false)
+        })
+}
+
+fn wait_group_gone(pgid: i32) -> bool {
+    for _ in 0..100 {
+        if !group_alive(pgid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+fn wait_for(env: &Env, id: &str, what: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let record = env.record(id);
+        if what(&record) {
+            return record;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting on {record}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn background_jobs_run_detached_and_cancel_kills_the_group() {
+    let env = Env::new();
+    let output = env.run(&["task", "--background", "[mock:slow 30000]"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    let id = job_id(&output);
+    assert!(text.contains(&format!("/devin:status {id}")), "{text}");
+    assert!(text.contains(&format!("/devin:result {id}")), "{text}");
+    let record = wait_for(&env, &id, |r| {
+        r["engineProcess"]["pid"].is_number() && r["sessionId"].is_string()
+    });
+    let engine = record["engineProcess"]["pid"].as_i64().expect("pid") as i32;
+    let worker = record["worker"]["pid"].as_i64().expect("worker") as i32;
+    assert!(group_alive(engine));
+    let cancel = env.run(&["cancel", &id]);
+    assert!(
+        cancel.status.success() || cancel.status.code() == Some(3),
+        "{}",
+        stderr(&cancel)
+    );
+    let record = env.record(&id);
+    assert_eq!(record["status"], "cancelled");
+    assert!(
+        wait_group_gone(engine),
+        "the engine's group outlived the cancel"
+    );
+    for _ in 0..100 {
+        if !proc_alive(worker) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!proc_alive(worker), "the worker outlived the cancel");
+    assert_eq!(
+        env.record(&id)["status"],
+        "cancelled",
+        "cancel wins over the worker"
+    );
+}
+
+#[test]
+fn a_killed_worker_is_died_at_the_next_read() {
+    let env = Env::new();
+    let output = env.run(&["task", "--background", "[mock:slow 30000]"]);
+    let id = job_id(&output);
+    let record = wait_for(&env, &id, |r| {
+        r["worker"]["pid"].is_number() && r["engineProcess"]["pid"].is_number()
+    });
+    let worker = record["worker"]["pid"].as_i64().expect("worker") as i32;
+    let engine = record["engineProcess"]["pid"].as_i64().expect("engine") as i32;
+    Command::new("kill")
+        .args(["-9", &worker.to_string()])
+        .status()
+        .expect("kill");
+    for _ in 0..100 {
+        if !proc_alive(worker) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = env.run(&["status", &id, "--json"]);
+    assert!(stdout(&status).contains("died"), "{}", stdout(&status));
+    assert_eq!(env.record(&id)["status"], "died");
+    // Nothing of the engine's process group outlives the dead worker: not the engine, and not
+    // the child it started (`[mock:slow]` keeps one in its group), even when the engine itself
+    // exited on its own once its stdin closed.
+    assert!(
+        wait_group_gone(engine),
+        "the engine's process group outlived its dead worker"
+    );
+}
+
+#[test]
+fn sixteen_simultaneous_background_tasks_all_end_terminal() {
+    let env = Env::new();
+    let children: Vec<_> = (0..16)
+        .map(|i| {
+            env.command(&["task", "--background", &format!("job {i} [mock:slow 300]")])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    let ids: Vec<String> = children
+        .into_iter()
+        .map(|child| {
+            let output = child.wait_with_output().expect("wait");
+            assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+            job_id(&output)
+        })
+        .collect();
+    assert_eq!(env.records().len(), 16);
+    for id in &ids {
+        let record = wait_for(&env, id, |r| r["status"] != "running");
+        assert_eq!(record["status"], "done", "{record}");
+    }
+}
+
+fn commit_change(env: &Env, content: &str) {
+    std::fs::write(env.workspace.join("src/lib.rs"), content).expect("write");
+}
+
+#[test]
+fn review_validates_the_reviewers_json() {
+    let env = Env::new();
+    let nothing = env.run(&["review"]);
+    assert_input_error(&nothing, "nothing to review");
+    assert!(env.records().is_empty());
+
+    commit_change(&env, "pub fn a() {} // [mock:review-json]\n");
+    let (output, record) = task(&env, &["review", "--focus", "errors"]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{} {record}",
+        stderr(&output)
+    );
+    assert_eq!(record["mode"], "review");
+    assert_eq!(record["role"], "review");
+    assert_eq!(record["review"]["verdict"], "request_changes");
+    assert!(stdout(&output).contains("sandbox: read-only"));
+
+    commit_change(&env, "pub fn a() {} // [mock:review-bad]\n");
+    let (output, record) = task(&env, &["review"]);
+    assert_eq!(failure_kind(&record), "error", "{record}");
+    assert_eq!(output.status.code(), Some(1));
+    assert!(record["review"].is_null());
+
+    commit_change(&env, "pub fn a() {} // [mock:review-none]\n");
+    let (_, record) = task(&env, &["review"]);
+    assert_eq!(failure_kind(&record), "error", "{record}");
+}
+
+#[test]
+fn review_uses_the_plugin_template_when_given() {
+    let mut env = Env::new();
+    let plugin = env.root.path().join("plugin");
+    std::fs::create_dir_all(plugin.join("prompts")).expect("mkdir");
+    std::fs::write(
+        plugin.join("prompts/review.md"),
+        "CUSTOM scope={{SCOPE}} focus={{FOCUS}} [mock:echo]\n{{DIFF}}",
+    )
+    .expect("write");
+    env.set("CLAUDE_PLUGIN_ROOT", plugin.to_str().unwrap());
+    commit_change(&env, "pub fn b() {}\n");
+    let (_, record) = task(&env, &["review", "--focus", "naming"]);
+    let result = record["result"].as_str().unwrap_or_default();
+    assert!(
+        result.contains("CUSTOM scope=working-tree focus=naming"),
+        "{result}"
+    );
+    assert!(result.contains("+pub fn b() {}"), "{result}");
+}
+
+#[test]
+fn the_print_transport_runs_devin_p_and_keeps_the_tail() {
+    let mut env = Env::new();
+    let args_file = env.root.path().join("args.txt");
+    env.devin = script(
+        &env,
+        "print-devin",
+        &format!(
+            "if [ \"$1\" = --version ]; then echo 'devin 3000.11.2'; exit 0; fi\n\
+             printf '%s\\n' \"$@\" > {args}\n\
+             i=0; while [ $i -lt 1200 ]; do printf 'line %04d %s\\n' $i \"$(printf '%0900d' 0)\"; i=$((i+1)); done\n\
+             echo 'THE END'",
+            args = args_file.display()
+        ),
+    );
+    let (output, record) = task(&env, &["task", "--transport", "print", "--", "-p $(x)"]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{} {record}",
+        stderr(&output)
+    );
+    let result = record["result"].as_str().unwrap_or_default();
+    assert!(result.len() <= 1 << 20);
+    assert!(result.ends_with("THE END\n"), "the tail is kept");
+    assert!(!result.contains("line 0000 "), "the head was dropped");
+    let args = std::fs::read_to_string(&args_file).expect("args");
+    let args: Vec<&str> = args.lines().collect();
+    assert_eq!(args.first(), Some(&"-p"));
+    assert_eq!(args.last(), Some(&"-p $(x)"));
+    assert!(args.windows(2).any(|w| w == ["--permission-mode", "ask"]));
+
+    env.devin = script(
+        &env,
+        "failing-print",
+        "if [ \"$1\" = --version ]; then echo 'devin 3000.11.2'; exit 0; fi\necho boom >&2; exit 7",
+    );
+    let (output, record) = task(&env, &["task", "--transport", "print", "x"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(failure_kind(&record), "error");
+    assert!(record["failure"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains('7'));
+}
+
+#[test]
+fn unknown_jobs_are_input() {
+    let env = Env::new();
+    let output = env.run(&["status", "job-0000000000000000"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert_eq!(stderr(&output).lines().count(), 1);
+}

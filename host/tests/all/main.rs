@@ -1,0 +1,28 @@
+//! Every integration test of the `devin-bridge` binary and the crates behind it, in one test
+//! binary (one link of the host instead of one per file); each module is one area.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+mod claude_code_e2e;
+mod companion_cli;
+mod companion_plugin_e2e;
+mod component_status;
+mod compose;
+mod deploy_manifests;
+mod differential;
+mod engine;
+mod hot_swap;
+mod identity;
+mod images;
+mod live_catalog;
+mod outpost_admin;
+mod outpost_network;
+mod outpost_worker;
+mod preinitialised;
+mod resident;
+mod sighup;
+mod sign_in;
+mod summarizer;
+mod swap_under_load;
