@@ -46,11 +46,11 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use devin_bridge_agent::acp::{Agent, AgentLimits};
-use devin_bridge_engine::{MessageHead, Transforms};
 use devin_bridge_agent::identity::AgentIdentity;
-use devin_bridge_summarizer::policy::SummarizerPolicy;
-use devin_bridge_policy::ModePolicy as _;
 use devin_bridge_agent::process::{live_processes_in as processes_in, Spec};
+use devin_bridge_engine::{MessageHead, Transforms};
+use devin_bridge_policy::ModePolicy as _;
+use devin_bridge_summarizer::policy::SummarizerPolicy;
 use devin_bridge_summarizer::{self, sandbox, Bridge, INLINE_INPUT_BYTES};
 use devin_bridge_types::Usage;
 use http_body_util::{BodyExt, Full};
@@ -475,7 +475,8 @@ impl Setup {
                 .display()
                 .to_string(),
         ));
-        SummarizerPolicy::parse(&text, Path::new("bench-bridge.toml"), &root()).expect("bench policy")
+        SummarizerPolicy::parse(&text, Path::new("bench-bridge.toml"), &root())
+            .expect("bench policy")
     }
 }
 

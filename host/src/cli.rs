@@ -7,7 +7,9 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use devin_bridge_engine::{self as engine, CompileCache, Corpus, Loaded, Runtime, RuntimeLimits, TransformKind};
+use devin_bridge_engine::{
+    self as engine, CompileCache, Corpus, Loaded, Runtime, RuntimeLimits, TransformKind,
+};
 use devin_bridge_summarizer::control;
 use devin_bridge_summarizer::startup::control_socket_path;
 
@@ -82,7 +84,6 @@ impl ControlTarget {
         Ok(control::default_socket_path())
     }
 }
-
 
 /// `devin-bridge components ...`.
 pub async fn components(command: ComponentsCommand) -> anyhow::Result<ExitCode> {

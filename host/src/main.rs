@@ -57,7 +57,10 @@ fn runtime_for(command: &Command) -> tokio::runtime::Builder {
 /// `[server] user` and decides whether agents get their own uid. Runs before any thread exists.
 fn serve_policy_and_identity(
     args: &cli::ServeArgs,
-) -> anyhow::Result<(SummarizerPolicy, devin_bridge_agent::identity::AgentIdentity)> {
+) -> anyhow::Result<(
+    SummarizerPolicy,
+    devin_bridge_agent::identity::AgentIdentity,
+)> {
     let policy = policy::load_summarizer(&args.policy, "serve")?;
     let identity = devin_bridge_summarizer::startup::serve_identity(&policy)?;
     Ok((policy, identity))
@@ -89,8 +92,13 @@ fn main() -> std::process::ExitCode {
         match cli.command {
             Command::Serve(args) => match serving {
                 Some((policy, identity)) => {
-                    devin_bridge_summarizer::startup::serve(policy, args.policy, args.listen, identity)
-                        .await
+                    devin_bridge_summarizer::startup::serve(
+                        policy,
+                        args.policy,
+                        args.listen,
+                        identity,
+                    )
+                    .await
                 }
                 None => Err(anyhow::anyhow!("no agent identity was established")),
             },

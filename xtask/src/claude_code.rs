@@ -1,4 +1,4 @@
-//! The real Claude Code CLI for the end-to-end test (`host/tests/claude_code_e2e.rs`): an npm
+//! The real Claude Code CLI for the end-to-end test (`host/tests/all/claude_code_e2e.rs`): an npm
 //! install of one pinned version into `target/claude-code/`, reused as long as it is there and
 //! reports that version, so later runs need no network.
 

@@ -375,7 +375,7 @@ fn component_imports(component: &[u8]) -> Result<Vec<String>> {
 /// Writes `manifest.json`: every component's name, file, sha256 and size, and its golden
 /// corpus, copied from `tests/fixtures/<name>/` to `corpus/<name>/` beside the components,
 /// each file with its sha256. The host self-tests a component of this set against this
-/// corpus (see `host/src/engine/corpus.rs`), so the corpus travels with the set.
+/// corpus (see `crates/engine/src/corpus.rs`), so the corpus travels with the set.
 pub fn write_manifest(out_dir: &Path, built: &[(String, String, usize)]) -> Result<PathBuf> {
     let mut components = Vec::new();
     for (name, sha, size) in built {

@@ -22,7 +22,6 @@
 use caps::{CapSet, Capability, CapsHashSet};
 use nix::unistd::{Gid, Uid, User};
 
-
 /// The capabilities the host keeps to run agents under their own uid.
 pub const AGENT_SWITCH_CAPS: [Capability; 3] = [
     Capability::CAP_SETUID,

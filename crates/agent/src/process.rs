@@ -480,4 +480,3 @@ pub fn is_forbidden_env(name: &str) -> bool {
         || NAMES.contains(&upper.as_str())
         || upper.starts_with("DEVIN_")
 }
-

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::json;
 
 use super::failure::{
-    bound_text, clean_message, CompanionError, Failure, FailureKind, EXIT_CANCELLED, EXIT_DONE,
+    bound_text, clean_message, CompanionError, FailureKind, JobFailure, EXIT_CANCELLED, EXIT_DONE,
     EXIT_FAILED, EXIT_RUNNING,
 };
 use super::jobs::clock::now_rfc3339;
@@ -260,7 +260,7 @@ pub fn cancel_job(
     }
     let (finished, ours) =
         store.try_finish(&record.workspace, &record.id, JobStatus::Cancelled, |job| {
-            job.failure = Some(Failure::new(FailureKind::Cancelled, message));
+            job.failure = Some(JobFailure::new(FailureKind::Cancelled, message));
         })?;
     let stamps: Vec<&liveness::ProcessStamp> = finished
         .worker
@@ -499,7 +499,7 @@ fn end_for_session(store: &JobStore, record: &JobRecord, summary: &mut SessionEn
         return;
     }
     let outcome = store.try_finish(&record.workspace, &record.id, JobStatus::Died, |job| {
-        job.failure = Some(Failure::new(
+        job.failure = Some(JobFailure::new(
             FailureKind::Died,
             "the Claude Code session ended before a worker ran the job",
         ));
@@ -589,7 +589,7 @@ mod tests {
             record
         }
 
-        fn finished(&self, status: JobStatus, failure: Option<Failure>) -> JobRecord {
+        fn finished(&self, status: JobStatus, failure: Option<JobFailure>) -> JobRecord {
             let record = self.job(Some(ProcessStamp::current().unwrap()), "finished job");
             self.store
                 .finish(&self.workspace, &record.id, status, |r| {
@@ -711,14 +711,14 @@ mod tests {
             (
                 f.finished(
                     JobStatus::Error,
-                    Some(Failure::new(FailureKind::Auth, "log in")),
+                    Some(JobFailure::new(FailureKind::Auth, "log in")),
                 ),
                 4,
             ),
             (
                 f.finished(
                     JobStatus::Error,
-                    Some(Failure::new(FailureKind::Network, "down")),
+                    Some(JobFailure::new(FailureKind::Network, "down")),
                 ),
                 1,
             ),

@@ -165,7 +165,7 @@ pub fn billing_pool_for(model: &str) -> &'static str {
 /// A typed failure as stored in a job record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Failure {
+pub struct JobFailure {
     pub kind: FailureKind,
     pub message: String,
     pub engine_wide: bool,
@@ -173,11 +173,11 @@ pub struct Failure {
     pub billing_pool: Option<String>,
 }
 
-impl Failure {
+impl JobFailure {
     /// A failure of `kind`; the message is cleaned (control characters dropped, credentials
     /// redacted) and bounded.
     pub fn new(kind: FailureKind, message: impl AsRef<str>) -> Self {
-        Failure {
+        JobFailure {
             kind,
             message: clean_message(message.as_ref()),
             engine_wide: kind.engine_wide(),
@@ -199,7 +199,7 @@ impl Failure {
     }
 }
 
-impl fmt::Display for Failure {
+impl fmt::Display for JobFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.kind, self.message)
     }
@@ -214,7 +214,7 @@ pub enum CompanionError {
     Input(String),
     /// A typed failure of the given kind.
     #[error("{0}")]
-    Failure(Failure),
+    JobFailure(JobFailure),
     /// The job store refused or failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -230,7 +230,7 @@ impl CompanionError {
     pub fn kind(&self) -> FailureKind {
         match self {
             CompanionError::Input(_) => FailureKind::Input,
-            CompanionError::Failure(failure) => failure.kind,
+            CompanionError::JobFailure(failure) => failure.kind,
             CompanionError::Store(error) => error.kind(),
         }
     }
@@ -381,8 +381,8 @@ mod tests {
                 "protocol"
             ]
         );
-        assert!(Failure::new(FailureKind::Auth, "x").engine_wide);
-        assert!(!Failure::new(FailureKind::Died, "x").engine_wide);
+        assert!(JobFailure::new(FailureKind::Auth, "x").engine_wide);
+        assert!(!JobFailure::new(FailureKind::Died, "x").engine_wide);
     }
 
     #[test]
@@ -391,11 +391,11 @@ mod tests {
         assert_eq!(billing_pool_for("SWE-1.5"), "first-party");
         assert_eq!(billing_pool_for("claude-sonnet-4-5"), "api");
         assert_eq!(billing_pool_for(""), "api");
-        let quota = Failure::new(FailureKind::Quota, "out").with_model(Some("swe-1-5"));
+        let quota = JobFailure::new(FailureKind::Quota, "out").with_model(Some("swe-1-5"));
         assert_eq!(quota.billing_pool.as_deref(), Some("first-party"));
-        let limited = Failure::new(FailureKind::RateLimited, "slow").with_model(Some("gpt-5"));
+        let limited = JobFailure::new(FailureKind::RateLimited, "slow").with_model(Some("gpt-5"));
         assert_eq!(limited.billing_pool.as_deref(), Some("api"));
-        let other = Failure::new(FailureKind::Network, "down").with_model(Some("swe-1-5"));
+        let other = JobFailure::new(FailureKind::Network, "down").with_model(Some("swe-1-5"));
         assert_eq!(other.billing_pool, None);
     }
 
@@ -424,7 +424,7 @@ mod tests {
 
     #[test]
     fn failure_json_uses_camel_case_and_omits_an_absent_pool() {
-        let failure = Failure::new(FailureKind::Died, "gone");
+        let failure = JobFailure::new(FailureKind::Died, "gone");
         let json = serde_json::to_value(&failure).unwrap();
         assert_eq!(
             json,
@@ -435,10 +435,10 @@ mod tests {
     #[test]
     fn messages_are_bounded_and_lose_control_characters_and_credentials() {
         let long = "é".repeat(MESSAGE_LIMIT);
-        let bounded = Failure::new(FailureKind::Error, &long).message;
+        let bounded = JobFailure::new(FailureKind::Error, &long).message;
         assert!(bounded.len() <= MESSAGE_LIMIT, "{}", bounded.len());
         assert!(bounded.ends_with("[truncated]"));
-        let message = Failure::new(
+        let message = JobFailure::new(
             FailureKind::Auth,
             "denied\n\u{1b}[31m Authorization: Bearer abc.def-123 token=xyz9 ok",
         )

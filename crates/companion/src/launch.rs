@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use serde::{Deserialize, Serialize};
 
 use super::cli::{ReviewArgs, TaskArgs, TransportKind};
-use super::failure::{CompanionError, Failure, FailureKind};
+use super::failure::{CompanionError, FailureKind, JobFailure};
 use super::isolation::{self, Sandbox};
 use super::jobs::{Delivery, JobRecord, JobStatus, JobStore, ProcessStamp, Role, RunMode};
 use super::models;
@@ -112,19 +112,19 @@ pub fn prompt(args: &[String], limit: usize) -> Result<String, CompanionError> {
 }
 
 /// A preflight failure as a job failure.
-fn preflight_failure(error: PreflightError) -> Failure {
+fn preflight_failure(error: PreflightError) -> JobFailure {
     match error {
-        PreflightError::Missing(message) => Failure::new(FailureKind::MissingCli, message),
-        PreflightError::Setup(message) => Failure::new(FailureKind::Setup, message),
+        PreflightError::Missing(message) => JobFailure::new(FailureKind::MissingCli, message),
+        PreflightError::Setup(message) => JobFailure::new(FailureKind::Setup, message),
     }
 }
 
 /// Resolves and checks the Devin CLI (with the isolation's environment).
-pub async fn preflight(ctx: &Context, workspace: &Path) -> Result<Devin, Failure> {
+pub async fn preflight(ctx: &Context, workspace: &Path) -> Result<Devin, JobFailure> {
     let path =
         preflight::resolve_binary(&ctx.policy.companion.command).map_err(preflight_failure)?;
     let (shared, _) = isolation::prepare_home(&ctx.settings.data_dir)
-        .map_err(|error| Failure::new(FailureKind::Setup, error.to_string()))?;
+        .map_err(|error| JobFailure::new(FailureKind::Setup, error.to_string()))?;
     let env = isolation::child_env(&shared, None, Sandbox::ReadOnly);
     preflight::check(&path, env, workspace, ctx.probe_timeout())
         .await
@@ -143,8 +143,9 @@ async fn resolve_model(
             "--model {requested} selects a routing pairing; the companion runs one model"
         )));
     }
-    let (shared, _) = isolation::prepare_home(&ctx.settings.data_dir)
-        .map_err(|e| CompanionError::Failure(Failure::new(FailureKind::Setup, e.to_string())))?;
+    let (shared, _) = isolation::prepare_home(&ctx.settings.data_dir).map_err(|e| {
+        CompanionError::JobFailure(JobFailure::new(FailureKind::Setup, e.to_string()))
+    })?;
     let catalog = models::catalog(
         &ctx.settings.data_dir,
         &devin.path,
@@ -163,9 +164,9 @@ fn models_error(error: models::ModelsError) -> CompanionError {
     match error {
         models::ModelsError::Input(message) => CompanionError::input(message),
         models::ModelsError::Setup(message) => {
-            CompanionError::Failure(Failure::new(FailureKind::Setup, message))
+            CompanionError::JobFailure(JobFailure::new(FailureKind::Setup, message))
         }
-        other => CompanionError::Failure(Failure::new(FailureKind::Error, other.to_string())),
+        other => CompanionError::JobFailure(JobFailure::new(FailureKind::Error, other.to_string())),
     }
 }
 
@@ -279,7 +280,7 @@ pub async fn review(ctx: &Context, args: ReviewArgs) -> Result<Output, Companion
         Err(review::ReviewError::Input(message)) => return Err(input_error(message)),
         Err(review::ReviewError::TooLarge) => None,
         Err(review::ReviewError::Git(message)) => {
-            return Err(CompanionError::Failure(Failure::new(
+            return Err(CompanionError::JobFailure(JobFailure::new(
                 FailureKind::Error,
                 message,
             )))
@@ -318,7 +319,7 @@ pub async fn review(ctx: &Context, args: ReviewArgs) -> Result<Output, Companion
         let record = create_record(&store, &plan, None)?;
         let record = store.finish(&record.workspace, &record.id, JobStatus::Error, |r| {
             r.delivery = Delivery::Failed;
-            r.failure = Some(Failure::new(
+            r.failure = Some(JobFailure::new(
                 FailureKind::Resource,
                 format!(
                     "the diff is larger than {} bytes; narrow the review (--scope, --base)",
@@ -338,7 +339,7 @@ fn create_record(
 ) -> Result<JobRecord, CompanionError> {
     let mut record = JobRecord::new(plan.role, plan.mode, plan.workspace.clone(), &plan.title)
         .map_err(|error| {
-            CompanionError::Failure(Failure::new(
+            CompanionError::JobFailure(JobFailure::new(
                 FailureKind::Error,
                 format!("cannot create a job id: {error}"),
             ))
@@ -400,12 +401,12 @@ fn detach(
     input: &JobInput,
 ) -> Result<Output, CompanionError> {
     let fail = |message: String| {
-        let failure = Failure::new(FailureKind::Process, message);
+        let failure = JobFailure::new(FailureKind::Process, message);
         let _ = store.finish(&record.workspace, &record.id, JobStatus::Error, |r| {
             r.delivery = Delivery::Failed;
             r.failure = Some(failure.clone());
         });
-        CompanionError::Failure(failure)
+        CompanionError::JobFailure(failure)
     };
     let run_dir = store.run_dir(&record.id)?;
     isolation::private_dir(&run_dir).map_err(|e| fail(e.to_string()))?;
@@ -497,7 +498,7 @@ pub async fn worker(ctx: &Context, job: &str, role: Role) -> Result<Output, Comp
     let Some(input) = input else {
         let record = store.finish(&record.workspace, &record.id, JobStatus::Error, |r| {
             r.delivery = Delivery::Failed;
-            r.failure = Some(Failure::new(
+            r.failure = Some(JobFailure::new(
                 FailureKind::Process,
                 "the worker's job input is missing",
             ));
@@ -541,7 +542,7 @@ async fn execute(
             return Ok(
                 store.finish(&record.workspace, &record.id, JobStatus::Error, |r| {
                     r.delivery = Delivery::Failed;
-                    r.failure = Some(Failure::new(FailureKind::Setup, error.to_string()));
+                    r.failure = Some(JobFailure::new(FailureKind::Setup, error.to_string()));
                 })?,
             )
         }
@@ -597,7 +598,7 @@ async fn execute_print(
     })?)
 }
 
-fn status_of(failure: Option<&Failure>) -> JobStatus {
+fn status_of(failure: Option<&JobFailure>) -> JobStatus {
     match failure.map(|f| f.kind) {
         None => JobStatus::Done,
         Some(FailureKind::Cancelled) => JobStatus::Cancelled,
@@ -652,13 +653,13 @@ async fn execute_acp(
         match review::validate(&ctx.policy, result.text.as_deref().unwrap_or_default()) {
             Ok(Ok(value)) => validated = Some(value),
             Ok(Err(message)) => {
-                failure = Some(Failure::new(
+                failure = Some(JobFailure::new(
                     FailureKind::Error,
                     format!("the reviewer's answer is not a valid review ({message})"),
                 ))
             }
             Err(error) => {
-                failure = Some(Failure::new(
+                failure = Some(JobFailure::new(
                     FailureKind::Error,
                     format!("the review cannot be validated: {error}"),
                 ))

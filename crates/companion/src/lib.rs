@@ -17,11 +17,11 @@ pub mod models;
 pub mod policy;
 pub mod preflight;
 pub mod print;
+pub mod raw_args;
 pub mod render;
 pub mod review;
 pub mod run;
 pub mod settings;
-pub mod transport;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,7 +31,7 @@ pub use cli::CompanionArgs;
 pub use failure::CompanionError;
 
 use cli::Command;
-use failure::{Failure, FailureKind};
+use failure::{FailureKind, JobFailure};
 use jobs::{JobRecord, Role};
 use settings::Settings;
 
@@ -116,14 +116,16 @@ pub async fn main(args: CompanionArgs) -> anyhow::Result<ExitCode> {
         Ok(policy) => policy,
         Err(error) => return Ok(fail_line(&error.to_string(), failure::EXIT_INPUT)),
     };
-    let _ = devin_bridge_policy::log::apply_policy_filter(policy.log.filter.as_deref().unwrap_or("error"));
+    let _ = devin_bridge_policy::log::apply_policy_filter(
+        policy.log.filter.as_deref().unwrap_or("error"),
+    );
     let settings = match Settings::resolve(&policy) {
         Ok(settings) => settings,
         Err(error) => return Ok(fail_line(&error.to_string(), failure::EXIT_INPUT)),
     };
     match cli::raw_args_token(&split) {
         Ok(None) => {}
-        Ok(Some(token)) => match transport::consume(&settings.data_dir, &token) {
+        Ok(Some(token)) => match raw_args::consume(&settings.data_dir, &token) {
             Ok(words) => split.rest = words,
             Err(error) if error.is_input() => {
                 return Ok(fail_line(&error.to_string(), failure::EXIT_INPUT))
@@ -190,16 +192,16 @@ async fn dispatch(ctx: &Context, command: Command) -> (bool, Result<Output, Comp
     }
 }
 
-fn transport_error(error: transport::TransportError) -> CompanionError {
+fn transport_error(error: raw_args::RawArgsError) -> CompanionError {
     if error.is_input() {
         CompanionError::input(error.to_string())
     } else {
-        CompanionError::Failure(Failure::new(FailureKind::Error, error.to_string()))
+        CompanionError::JobFailure(JobFailure::new(FailureKind::Error, error.to_string()))
     }
 }
 
 fn transport_create(settings: &Settings) -> Result<Output, CompanionError> {
-    let (token, path) = transport::create(&settings.data_dir).map_err(transport_error)?;
+    let (token, path) = raw_args::create(&settings.data_dir).map_err(transport_error)?;
     Ok(Output {
         text: format!("token: {token}\npath: {}\n", path.display()),
         json: serde_json::json!({ "token": token, "path": path }),
@@ -208,7 +210,7 @@ fn transport_create(settings: &Settings) -> Result<Output, CompanionError> {
 }
 
 fn transport_discard(settings: &Settings, token: &str) -> Result<Output, CompanionError> {
-    let removed = transport::discard(&settings.data_dir, token).map_err(transport_error)?;
+    let removed = raw_args::discard(&settings.data_dir, token).map_err(transport_error)?;
     Ok(Output {
         text: format!(
             "{}\n",
@@ -228,9 +230,10 @@ async fn models_command(ctx: &Context, refresh: bool) -> Result<Output, Companio
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let devin = launch::preflight(ctx, &cwd)
         .await
-        .map_err(CompanionError::Failure)?;
-    let (shared, _) = isolation::prepare_home(&ctx.settings.data_dir)
-        .map_err(|e| CompanionError::Failure(Failure::new(FailureKind::Setup, e.to_string())))?;
+        .map_err(CompanionError::JobFailure)?;
+    let (shared, _) = isolation::prepare_home(&ctx.settings.data_dir).map_err(|e| {
+        CompanionError::JobFailure(JobFailure::new(FailureKind::Setup, e.to_string()))
+    })?;
     let text = models::catalog(
         &ctx.settings.data_dir,
         &devin.path,
@@ -243,7 +246,7 @@ async fn models_command(ctx: &Context, refresh: bool) -> Result<Output, Companio
     .await
     .map_err(|error| match error {
         models::ModelsError::Input(message) => CompanionError::input(message),
-        other => CompanionError::Failure(Failure::new(FailureKind::Setup, other.to_string())),
+        other => CompanionError::JobFailure(JobFailure::new(FailureKind::Setup, other.to_string())),
     })?;
     let catalog: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
     let mut lines = String::new();

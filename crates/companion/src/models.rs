@@ -5,17 +5,19 @@
 //! summarizer uses); only that component is loaded, and only when `--model` is given, so a
 //! companion call without a model pays nothing for the wasm engine.
 
+use devin_bridge_policy::ModePolicy;
 use std::ffi::OsString;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use devin_bridge_policy::ModePolicy;
 
 use agent_client_protocol_schema::v1;
 
 use super::preflight::{probe, ProbeError};
-use devin_bridge_engine::{Answer, Call, EngineError, Loaded, ResolvedModel, Runtime, TransformKind};
 use crate::policy::CompanionPolicy;
+use devin_bridge_engine::{
+    Answer, Call, EngineError, Loaded, ResolvedModel, Runtime, TransformKind,
+};
 
 /// Largest catalog accepted from the CLI.
 const MAX_CATALOG_BYTES: usize = 4 << 20;

@@ -60,9 +60,9 @@ impl ModePolicy for CompanionPolicy {
             || companion.max_prompt_bytes == 0
             || companion.output_cap_bytes == 0
         {
-            return Err(self.origin.invalid(
-                "companion timeouts, intervals, limits and caps must be positive",
-            ));
+            return Err(self
+                .origin
+                .invalid("companion timeouts, intervals, limits and caps must be positive"));
         }
         Ok(())
     }
@@ -119,4 +119,3 @@ impl Default for CompanionSection {
         }
     }
 }
-

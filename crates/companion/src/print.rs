@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::failure::{Failure, FailureKind};
+use super::failure::{FailureKind, JobFailure};
 use super::jobs::RunMode;
 use super::preflight::Devin;
 use devin_bridge_agent::process::{command_for, Spec};
@@ -41,7 +41,7 @@ pub struct PrintResult {
     pub stderr: String,
     pub stdout_truncated: bool,
     pub exit_code: Option<i32>,
-    pub failure: Option<Failure>,
+    pub failure: Option<JobFailure>,
 }
 
 /// The argv after the program.
@@ -111,7 +111,7 @@ pub async fn run(request: PrintRequest) -> PrintResult {
         stderr: String::new(),
         stdout_truncated: false,
         exit_code: None,
-        failure: Some(Failure::new(kind, message)),
+        failure: Some(JobFailure::new(kind, message)),
     };
     let mut child = match command.spawn() {
         Ok(child) => child,
@@ -166,7 +166,7 @@ pub async fn run(request: PrintRequest) -> PrintResult {
     );
     let exit_code = status.and_then(|s| s.code());
     let failure = if timed_out {
-        Some(Failure::new(
+        Some(JobFailure::new(
             FailureKind::Timeout,
             format!(
                 "devin -p exceeded its {} ms budget",
@@ -184,7 +184,7 @@ pub async fn run(request: PrintRequest) -> PrintResult {
             .chars()
             .take(300)
             .collect::<String>();
-        Some(Failure::new(
+        Some(JobFailure::new(
             FailureKind::Error,
             match exit_code {
                 Some(code) => format!("devin -p exited with status {code}: {last}"),

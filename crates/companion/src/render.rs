@@ -262,10 +262,8 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::failure::{Failure, FailureKind};
-    use crate::jobs::{
-        Acceptance, AcceptanceState, Delivery, JobRecord, JobStatus, Role, RunMode,
-    };
+    use crate::failure::{FailureKind, JobFailure};
+    use crate::jobs::{Acceptance, AcceptanceState, Delivery, JobRecord, JobStatus, Role, RunMode};
 
     fn record() -> JobRecord {
         let mut record = JobRecord::new(
@@ -297,7 +295,7 @@ mod tests {
         record.status = JobStatus::Cancelled;
         record.delivery = Delivery::LateClose;
         record.warnings = vec!["late_close".to_owned(), "two\nlines".to_owned()];
-        record.failure = Some(Failure::new(
+        record.failure = Some(JobFailure::new(
             FailureKind::Cancelled,
             "cancelled by the user",
         ));
@@ -321,7 +319,7 @@ mod tests {
     fn done_jobs_print_no_failure_line_even_if_one_is_set() {
         let mut record = record();
         record.status = JobStatus::Done;
-        record.failure = Some(Failure::new(FailureKind::Error, "stale"));
+        record.failure = Some(JobFailure::new(FailureKind::Error, "stale"));
         assert!(!footer(&record).contains("failure:"));
         assert!(footer_json(&record)["failure"].is_null());
     }

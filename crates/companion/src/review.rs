@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::cli::Scope;
-use devin_bridge_engine::{Answer, Call, EngineError, TransformKind};
 use crate::policy::CompanionPolicy;
+use devin_bridge_engine::{Answer, Call, EngineError, TransformKind};
 
 /// Largest diff sent for review.
 pub const MAX_DIFF_BYTES: usize = 1 << 20;

@@ -12,13 +12,13 @@ use std::time::{Duration, Instant};
 
 use agent_client_protocol_schema::v1;
 
-use super::failure::{Failure, FailureKind};
+use super::failure::{FailureKind, JobFailure};
 use super::jobs::{Delivery, RunMode};
 use super::models::{self, ModelsError};
 use super::preflight::Devin;
 use devin_bridge_agent::acp::{AcpError, AgentConnection, AgentLimits, ToolCallSeen, ToolGate};
-use devin_bridge_engine::ResolvedModel;
 use devin_bridge_agent::process::{SpawnError, Spec};
+use devin_bridge_engine::ResolvedModel;
 
 /// Tools every mode may use.
 pub const READ_TOOLS: [&str; 6] = [
@@ -102,7 +102,7 @@ pub enum Progress {
 #[derive(Debug, Clone, Default)]
 pub struct RunResult {
     pub text: Option<String>,
-    pub failure: Option<Failure>,
+    pub failure: Option<JobFailure>,
     pub session_id: Option<String>,
     pub observed_model: Option<String>,
     pub usage: Option<serde_json::Value>,
@@ -123,7 +123,7 @@ impl RunResult {
             .observed_model
             .clone()
             .or_else(|| self.session_model.clone());
-        self.failure = Some(Failure::new(kind, message).with_model(model.as_deref()));
+        self.failure = Some(JobFailure::new(kind, message).with_model(model.as_deref()));
         self.delivery.get_or_insert(Delivery::Failed);
         self
     }

@@ -14,7 +14,7 @@ pub const BUILTIN_POLICY: &str = include_str!("../../../policies/companion.toml"
 
 /// Why the settings could not be resolved.
 #[derive(Debug, thiserror::Error)]
-pub enum SettingsError {
+pub enum CompanionSettingsError {
     #[error(transparent)]
     Policy(#[from] PolicyError),
     #[error("{name} must be a whole number of milliseconds, not {value:?}")]
@@ -45,7 +45,7 @@ pub struct Settings {
 }
 
 /// Loads the policy a companion command runs under and refuses any other mode.
-pub fn load_policy(path: Option<&Path>) -> Result<CompanionPolicy, SettingsError> {
+pub fn load_policy(path: Option<&Path>) -> Result<CompanionPolicy, CompanionSettingsError> {
     Ok(match path {
         Some(path) => CompanionPolicy::load(path)?,
         None => builtin_policy()?,
@@ -54,7 +54,7 @@ pub fn load_policy(path: Option<&Path>) -> Result<CompanionPolicy, SettingsError
 
 /// The embedded default policy. Its relative paths resolve against the workspace's
 /// `policies/` directory of this build (components default to `DEVIN_BRIDGE_COMPONENTS`).
-pub fn builtin_policy() -> Result<CompanionPolicy, SettingsError> {
+pub fn builtin_policy() -> Result<CompanionPolicy, CompanionSettingsError> {
     Ok(CompanionPolicy::builtin(
         BUILTIN_POLICY,
         "(built-in companion policy)",
@@ -63,7 +63,7 @@ pub fn builtin_policy() -> Result<CompanionPolicy, SettingsError> {
 
 impl Settings {
     /// Resolves the settings from a companion policy and the process environment.
-    pub fn resolve(policy: &CompanionPolicy) -> Result<Self, SettingsError> {
+    pub fn resolve(policy: &CompanionPolicy) -> Result<Self, CompanionSettingsError> {
         Self::resolve_with(&policy.companion, policy, |name| std::env::var(name).ok())
     }
 
@@ -72,14 +72,14 @@ impl Settings {
         section: &CompanionSection,
         policy: &CompanionPolicy,
         env: impl Fn(&str) -> Option<String>,
-    ) -> Result<Self, SettingsError> {
-        let ms = |name: &'static str, default: u64| -> Result<Duration, SettingsError> {
+    ) -> Result<Self, CompanionSettingsError> {
+        let ms = |name: &'static str, default: u64| -> Result<Duration, CompanionSettingsError> {
             match env(name) {
                 Some(value) if !value.is_empty() => value
                     .trim()
                     .parse::<u64>()
                     .map(Duration::from_millis)
-                    .map_err(|_| SettingsError::BadDuration { name, value }),
+                    .map_err(|_| CompanionSettingsError::BadDuration { name, value }),
                 _ => Ok(Duration::from_millis(default)),
             }
         };
@@ -87,7 +87,7 @@ impl Settings {
             Some(dir) => {
                 let dir = PathBuf::from(dir);
                 if !dir.is_absolute() {
-                    return Err(SettingsError::RelativePath("DEVIN_COMPANION_DATA"));
+                    return Err(CompanionSettingsError::RelativePath("DEVIN_COMPANION_DATA"));
                 }
                 devin_bridge_policy::normalize(&dir)
             }
@@ -96,7 +96,7 @@ impl Settings {
                 None => {
                     let home = env("HOME")
                         .filter(|h| !h.is_empty())
-                        .ok_or(SettingsError::NoHome)?;
+                        .ok_or(CompanionSettingsError::NoHome)?;
                     PathBuf::from(home).join(".claude/plugins/data/devin-claude-code-fusion")
                 }
             },
@@ -136,7 +136,7 @@ mod tests {
         let error = load_policy(Some(&path)).expect_err("wrong mode");
         assert!(matches!(
             error,
-            SettingsError::Policy(PolicyError::WrongMode {
+            CompanionSettingsError::Policy(PolicyError::WrongMode {
                 found: devin_bridge_policy::Mode::Summarizer,
                 ..
             })

@@ -69,7 +69,6 @@ pub struct EngineSection {
     pub cache_dir: Option<PathBuf>,
 }
 
-
 impl ComponentsTable {
     /// The configured source of one transform, if the policy names one.
     pub fn get(&self, kind: TransformKind) -> Option<&ComponentSource> {

@@ -27,10 +27,10 @@ pub use bindings::{
     Answer, Call, Image, ImageLimits, MessageHead, MessageMark, Prompt, PromptOptions,
     ResolvedModel, Resume, ResumedPrompt, SseEvent, SseFrames, UnseenPrompt,
 };
+pub use cache::{CompileCache, KEY_FILE as CACHE_KEY_FILE};
 pub use config::{
     ComponentLocation, ComponentSource, ComponentsTable, EngineConfig, EngineSection, RuntimeLimits,
 };
-pub use cache::{CompileCache, KEY_FILE as CACHE_KEY_FILE};
 pub use corpus::{self_test, Corpus, SelfTestReport};
 pub use loader::{sha256_hex, Loaded, Warm};
 pub use registry::{ComponentInfo, SwapReport, Transforms};

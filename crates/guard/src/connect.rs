@@ -32,8 +32,8 @@ use super::dial;
 use super::handshake::{splice_watched, ClientWatch, TunnelEnd};
 use super::head::RequestHead;
 use super::hostmatch::{normalize_host, HostError};
-use super::server::Shared;
 use super::splice::{direction, supervise, Activity};
+use super::state::Shared;
 
 const FORBIDDEN: (u16, &str) = (403, "Forbidden");
 const BAD_REQUEST: (u16, &str) = (400, "Bad Request");

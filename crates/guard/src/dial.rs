@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use tokio::net::TcpStream;
 
 use super::addr::{self, AddrDenied};
-use super::server::Shared;
+use super::state::Shared;
 
 const MAX_ADDRESSES: usize = 16;
 const MAX_DIALS: usize = 4;

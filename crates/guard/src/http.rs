@@ -19,8 +19,8 @@ use super::audit::{Decision, Pending};
 use super::connect::{check_host, parse_port, TargetError};
 use super::dial;
 use super::head::{connection_tokens, RequestHead, HOP_BY_HOP, MAX_HEADERS};
-use super::server::Shared;
 use super::splice::{pump, supervise, Activity};
+use super::state::Shared;
 
 const FORBIDDEN: (u16, &str) = (403, "Forbidden");
 const BAD_REQUEST: (u16, &str) = (400, "Bad Request");

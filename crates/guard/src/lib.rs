@@ -45,6 +45,9 @@ pub mod client;
 pub mod client_hello;
 pub(crate) mod connect;
 mod dial;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod handshake;
 pub(crate) mod head;
 pub mod hostmatch;
@@ -53,11 +56,9 @@ pub mod isolation;
 pub mod policy;
 mod server;
 mod splice;
+mod state;
 #[cfg(any(test, feature = "test-util"))]
 pub mod testkit;
-#[cfg(any(test, feature = "fuzzing"))]
-#[doc(hidden)]
-pub mod fuzzing;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -67,7 +68,8 @@ use anyhow::Context;
 
 pub use audit::{AuditError, AuditRecord, Decision};
 pub use policy::{GuardPolicy, GuardPolicyError, HttpPolicy, Limits};
-pub use server::{Guard, GuardStats, RunningGuard, StatsSnapshot};
+pub use server::{Guard, RunningGuard};
+pub use state::{GuardStats, StatsSnapshot};
 
 /// Why a guard could not start or stopped abnormally.
 #[derive(Debug, thiserror::Error)]

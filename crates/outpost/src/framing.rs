@@ -2,8 +2,8 @@
 //! stream are untrusted, so they are cut into events inside the wasm sandbox, and only complete
 //! events (plus the unconsumed tail) come back to the host.
 
-use devin_bridge_engine::{Answer, Call, EngineError, Loaded, Runtime, TransformKind};
 use crate::policy::OutpostPolicy;
+use devin_bridge_engine::{Answer, Call, EngineError, Loaded, Runtime, TransformKind};
 use devin_bridge_policy::ModePolicy;
 
 /// One complete event of the stream.
@@ -41,8 +41,11 @@ impl ComponentFramer {
         let mut limits = policy.limits;
         limits.max_instances = limits.max_instances.min(2);
         let config = policy.engine_config();
-        let (runtime, loaded) =
-            devin_bridge_engine::load_one(config.location(TransformKind::Sse), limits, TransformKind::Sse)?;
+        let (runtime, loaded) = devin_bridge_engine::load_one(
+            config.location(TransformKind::Sse),
+            limits,
+            TransformKind::Sse,
+        )?;
         Ok(Self {
             runtime,
             loaded,

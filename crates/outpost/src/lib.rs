@@ -3,12 +3,12 @@
 //! environment in its own process group, follow the session, release), plus the `create`,
 //! `delete` and `list` commands for outposts. See `docs/outpost.md`.
 
+pub mod acceptor;
 pub mod backoff;
 pub mod binaries;
 pub mod cli;
 pub mod fleet;
 pub mod framing;
-pub mod identity;
 pub mod keeper;
 pub mod network;
 pub mod policy;
@@ -228,12 +228,12 @@ async fn start(args: StartArgs) -> anyhow::Result<ExitCode> {
     if let Some(port) = settings.pty_bridge_port {
         tracing::info!(port, "a PTY bridge port was set; this worker runs no PTY bridge of its own, so it is not used");
     }
-    identity::private_dir(&settings.data_dir)?;
+    acceptor::private_dir(&settings.data_dir)?;
     std::fs::create_dir_all(&settings.work_dir)
         .with_context(|| format!("work directory {}", settings.work_dir.display()))?;
     let acceptor = match &settings.acceptor_id {
         Some(id) => id.clone(),
-        None => identity::persisted_acceptor(&settings.data_dir)?,
+        None => acceptor::persisted_acceptor(&settings.data_dir)?,
     };
     let client = Arc::new(fleet_client(&settings)?);
     let fetcher = PublicFetcher::new(http_client()?, settings.request_timeout);

@@ -16,8 +16,8 @@
 
 use std::path::{Path, PathBuf};
 
-use devin_bridge_guard::{Guard, GuardPolicy, HttpPolicy, RunningGuard};
 use crate::policy::NetworkEnforcement;
+use devin_bridge_guard::{Guard, GuardPolicy, HttpPolicy, RunningGuard};
 
 use super::fleet::{AllowRule, NetworkPolicy, SessionId};
 

@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+use super::acceptor::private_dir;
 use super::binaries::BinaryCache;
 use super::fleet::{AcceptorId, FleetClient, QueueEntry, Release, SessionId, SessionStatus};
-use super::identity::private_dir;
 use super::network::SessionNetwork;
 use super::remote::{self, Launch, RemoteEnv, RemoteExit, RunningRemote};
 use super::settings::{check_gateway_url, WorkerSettings};

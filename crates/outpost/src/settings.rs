@@ -29,7 +29,7 @@ pub mod env {
 
 /// Why the worker cannot start with these settings.
 #[derive(Debug, thiserror::Error)]
-pub enum SettingsError {
+pub enum WorkerSettingsError {
     #[error(transparent)]
     Policy(#[from] PolicyError),
     #[error("no fleet API token: pass --token, set DEVIN_OUTPOSTS_TOKEN, or set token_file in the policy's [outpost] section (this build cannot borrow a Devin CLI login)")]
@@ -127,7 +127,7 @@ pub const SYSTEM_ENV: [&str; 10] = [
 ];
 
 /// Loads the policy (`None`: the built-in one) and refuses any other mode.
-pub fn load_policy(path: Option<&Path>) -> Result<OutpostPolicy, SettingsError> {
+pub fn load_policy(path: Option<&Path>) -> Result<OutpostPolicy, WorkerSettingsError> {
     Ok(match path {
         Some(path) => OutpostPolicy::load(path)?,
         None => builtin_policy()?,
@@ -135,7 +135,7 @@ pub fn load_policy(path: Option<&Path>) -> Result<OutpostPolicy, SettingsError> 
 }
 
 /// The embedded default policy; relative paths resolve against this build's `policies/`.
-pub fn builtin_policy() -> Result<OutpostPolicy, SettingsError> {
+pub fn builtin_policy() -> Result<OutpostPolicy, WorkerSettingsError> {
     Ok(OutpostPolicy::builtin(
         BUILTIN_POLICY,
         "(built-in outpost policy)",
@@ -158,21 +158,21 @@ impl WorkerSettings {
         flags: &Overrides,
         env: impl Fn(&str) -> Option<String>,
         current_dir: &Path,
-    ) -> Result<Self, SettingsError> {
+    ) -> Result<Self, WorkerSettingsError> {
         let section: &OutpostSection = &policy.outpost;
         let env_var = |name: &str| env(name).filter(|value| !value.trim().is_empty());
         let home = env_var("HOME").map(PathBuf::from);
         let worker_home = |what: &'static str| {
             home.as_ref()
                 .map(|home| home.join(".devin/worker"))
-                .ok_or(SettingsError::NoHome(what))
+                .ok_or(WorkerSettingsError::NoHome(what))
         };
 
         let token = match flags.token.clone().or_else(|| env_var(env::TOKEN)) {
             Some(token) => Secret::new(token.trim().to_owned()),
             None => match &section.token_file {
                 Some(file) => read_token_file(&policy.resolve(file))?,
-                None => return Err(SettingsError::NoToken),
+                None => return Err(WorkerSettingsError::NoToken),
             },
         };
         let api_url = flags
@@ -203,7 +203,7 @@ impl WorkerSettings {
                 Some(
                     value
                         .parse::<Commit>()
-                        .map_err(|error| SettingsError::Invalid {
+                        .map_err(|error| WorkerSettingsError::Invalid {
                             what: "the devin-remote commit",
                             value,
                             message: error.to_string(),
@@ -212,38 +212,32 @@ impl WorkerSettings {
             }
             None => None,
         };
-        let acceptor_id = match flags
-            .acceptor_id
-            .clone()
-            .or_else(|| env_var(env::ACCEPTOR_ID))
-        {
-            Some(value) => {
-                Some(
-                    value
-                        .parse::<AcceptorId>()
-                        .map_err(|error| SettingsError::Invalid {
-                            what: "the acceptor id",
-                            value,
-                            message: error.to_string(),
-                        })?,
-                )
-            }
-            None => None,
-        };
-        let session = match &flags.session {
-            Some(value) => {
-                Some(
-                    value
-                        .parse::<SessionId>()
-                        .map_err(|error| SettingsError::Invalid {
-                            what: "the session id",
-                            value: value.clone(),
-                            message: error.to_string(),
-                        })?,
-                )
-            }
-            None => None,
-        };
+        let acceptor_id =
+            match flags
+                .acceptor_id
+                .clone()
+                .or_else(|| env_var(env::ACCEPTOR_ID))
+            {
+                Some(value) => Some(value.parse::<AcceptorId>().map_err(|error| {
+                    WorkerSettingsError::Invalid {
+                        what: "the acceptor id",
+                        value,
+                        message: error.to_string(),
+                    }
+                })?),
+                None => None,
+            };
+        let session =
+            match &flags.session {
+                Some(value) => Some(value.parse::<SessionId>().map_err(|error| {
+                    WorkerSettingsError::Invalid {
+                        what: "the session id",
+                        value: value.clone(),
+                        message: error.to_string(),
+                    }
+                })?),
+                None => None,
+            };
         let cache_dir = match flags
             .cache_dir
             .clone()
@@ -266,18 +260,16 @@ impl WorkerSettings {
         let pty_bridge_port =
             match flags.pty_bridge_port {
                 Some(port) => Some(port),
-                None => {
-                    match env_var(env::PTY_BRIDGE_PORT) {
-                        Some(value) => Some(value.trim().parse::<u16>().map_err(|_| {
-                            SettingsError::Invalid {
-                                what: "DEVIN_PTY_BRIDGE_PORT",
-                                value,
-                                message: "not a port number".into(),
-                            }
-                        })?),
-                        None => section.pty_bridge_port,
-                    }
-                }
+                None => match env_var(env::PTY_BRIDGE_PORT) {
+                    Some(value) => Some(value.trim().parse::<u16>().map_err(|_| {
+                        WorkerSettingsError::Invalid {
+                            what: "DEVIN_PTY_BRIDGE_PORT",
+                            value,
+                            message: "not a port number".into(),
+                        }
+                    })?),
+                    None => section.pty_bridge_port,
+                },
             };
         let chrome_path = env_var(env::CHROME_PATH)
             .map(PathBuf::from)
@@ -286,7 +278,7 @@ impl WorkerSettings {
             .poll_interval_secs
             .unwrap_or(section.poll_interval_secs);
         if poll_secs == 0 {
-            return Err(SettingsError::Invalid {
+            return Err(WorkerSettingsError::Invalid {
                 what: "--poll-interval-secs",
                 value: "0".into(),
                 message: "must be at least 1".into(),
@@ -295,14 +287,14 @@ impl WorkerSettings {
         let actual = machine_platform();
         let platform = match &section.platform {
             Some(configured) if configured != actual => {
-                return Err(SettingsError::PlatformMismatch {
+                return Err(WorkerSettingsError::PlatformMismatch {
                     configured: configured.clone(),
                     actual: actual.to_owned(),
                 })
             }
             _ => actual.to_owned(),
         };
-        let binary_suffix = machine_suffix().ok_or(SettingsError::UnsupportedMachine {
+        let binary_suffix = machine_suffix().ok_or(WorkerSettingsError::UnsupportedMachine {
             os: std::env::consts::OS,
             arch: std::env::consts::ARCH,
         })?;
@@ -354,8 +346,8 @@ fn absolute(path: PathBuf, current_dir: &Path) -> PathBuf {
 }
 
 /// Reads a token file that only its owner can read.
-fn read_token_file(path: &Path) -> Result<Secret, SettingsError> {
-    let error = |message: String| SettingsError::TokenFile {
+fn read_token_file(path: &Path) -> Result<Secret, WorkerSettingsError> {
+    let error = |message: String| WorkerSettingsError::TokenFile {
         path: path.to_owned(),
         message,
     };
@@ -381,8 +373,8 @@ fn read_token_file(path: &Path) -> Result<Secret, SettingsError> {
 }
 
 /// A gateway URL the remote may be pointed at: `wss`/`https`, or `ws`/`http` to loopback.
-pub fn check_gateway_url(url: &str) -> Result<(), SettingsError> {
-    let invalid = |message: &str| SettingsError::Invalid {
+pub fn check_gateway_url(url: &str) -> Result<(), WorkerSettingsError> {
+    let invalid = |message: &str| WorkerSettingsError::Invalid {
         what: "the gateway URL",
         value: url.to_owned(),
         message: message.to_owned(),
@@ -551,7 +543,7 @@ mod tests {
                 .expect_err("insecure");
         assert!(matches!(
             error,
-            SettingsError::Url(UrlError::Insecure { .. })
+            WorkerSettingsError::Url(UrlError::Insecure { .. })
         ));
     }
 
@@ -570,7 +562,10 @@ mod tests {
             Path::new("/"),
         )
         .expect_err("wrong platform");
-        assert!(matches!(error, SettingsError::PlatformMismatch { .. }));
+        assert!(matches!(
+            error,
+            WorkerSettingsError::PlatformMismatch { .. }
+        ));
     }
 
     #[test]

@@ -196,10 +196,12 @@ pub fn parse_as<T: DeserializeOwned>(
             });
         }
     }
-    table.try_into().map_err(|error: toml::de::Error| PolicyError::Parse {
-        path: origin.source.clone(),
-        message: error.to_string(),
-    })
+    table
+        .try_into()
+        .map_err(|error: toml::de::Error| PolicyError::Parse {
+            path: origin.source.clone(),
+            message: error.to_string(),
+        })
 }
 
 fn parse_table(text: &str, origin: &Origin) -> Result<toml::Table, PolicyError> {
@@ -232,7 +234,9 @@ pub struct CommonSections<'a> {
 impl CommonSections<'_> {
     /// Range-checks the limits, the pins and the log filter.
     pub fn validate(&self, origin: &Origin) -> Result<(), PolicyError> {
-        self.limits.validate().map_err(|message| origin.invalid(message))?;
+        self.limits
+            .validate()
+            .map_err(|message| origin.invalid(message))?;
         if let Some(filter) = &self.log.filter {
             if let Err(error) = tracing_subscriber::EnvFilter::try_new(filter) {
                 return Err(origin.invalid(format!(
@@ -254,8 +258,13 @@ impl CommonSections<'_> {
     pub fn engine_config(&self, origin: &Origin) -> EngineConfig {
         EngineConfig {
             limits: self.limits,
-            cache_dir: self.engine.cache_dir.as_ref().map(|dir| origin.resolve(dir)),
-            components: TransformKind::ALL.map(|kind| component_location(self.components, kind, origin)),
+            cache_dir: self
+                .engine
+                .cache_dir
+                .as_ref()
+                .map(|dir| origin.resolve(dir)),
+            components: TransformKind::ALL
+                .map(|kind| component_location(self.components, kind, origin)),
         }
     }
 }
@@ -365,7 +374,6 @@ impl LogSection {
     }
 }
 
-
 /// Dotted names of every setting whose value differs between two policies (`server.listen`,
 /// `components.sse.path`, ...), in a stable order. A table present in one policy and absent
 /// (defaulted) in the other differs field by field.
@@ -447,7 +455,6 @@ pub fn default_components_dir(policy_dir: &Path) -> PathBuf {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -473,32 +480,49 @@ mod tests {
         let error = parse_as::<Minimal>("mode = \"outpost\"", &origin(), Mode::Companion)
             .expect_err("wrong mode");
         assert!(
-            error.to_string().contains("is not a companion policy (mode = \"outpost\")"),
+            error
+                .to_string()
+                .contains("is not a companion policy (mode = \"outpost\")"),
             "{error}"
         );
-        assert_eq!(read_mode("mode = \"outpost\"", &origin()).ok(), Some(Mode::Outpost));
+        assert_eq!(
+            read_mode("mode = \"outpost\"", &origin()).ok(),
+            Some(Mode::Outpost)
+        );
         let error = read_mode("mode = \"proxy-everything\"", &origin()).expect_err("unknown");
         assert!(error.to_string().contains("unknown variant"), "{error}");
         let error = read_mode("[log]", &origin()).expect_err("no mode");
-        assert!(error.to_string().contains("missing field `mode`"), "{error}");
+        assert!(
+            error.to_string().contains("missing field `mode`"),
+            "{error}"
+        );
     }
 
     #[test]
     fn a_section_of_another_mode_is_refused_by_name() {
         for (text, section, owner) in [
-            ("mode = \"companion\"\n[outpost]\nmax_sessions = 2", "outpost", "outpost"),
-            ("mode = \"companion\"\n[agent]\nprewarm = 1", "agent", "summarizer"),
+            (
+                "mode = \"companion\"\n[outpost]\nmax_sessions = 2",
+                "outpost",
+                "outpost",
+            ),
+            (
+                "mode = \"companion\"\n[agent]\nprewarm = 1",
+                "agent",
+                "summarizer",
+            ),
             ("mode = \"companion\"\n[server]", "server", "summarizer"),
         ] {
-            let error =
-                parse_as::<Minimal>(text, &origin(), Mode::Companion).expect_err("foreign");
+            let error = parse_as::<Minimal>(text, &origin(), Mode::Companion).expect_err("foreign");
             let message = error.to_string();
             assert!(
                 message.contains(&format!("[{section}] belongs to the {owner} mode")),
                 "{message}"
             );
         }
-        assert!(parse_as::<Minimal>("mode = \"companion\"\n[log]", &origin(), Mode::Companion).is_ok());
+        assert!(
+            parse_as::<Minimal>("mode = \"companion\"\n[log]", &origin(), Mode::Companion).is_ok()
+        );
     }
 
     #[test]

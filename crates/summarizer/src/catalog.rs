@@ -18,8 +18,8 @@ use serde::Serialize;
 use serde_json::json;
 
 use devin_bridge_agent::acp::{AcpError, AgentConnection, AgentLimits};
-use devin_bridge_engine::Transforms;
 use devin_bridge_agent::process::Spec;
+use devin_bridge_engine::Transforms;
 
 /// Longest model id or label kept from the agent (characters).
 const MAX_NAME_CHARS: usize = 200;

@@ -5,30 +5,30 @@
 mod auth;
 mod body;
 mod catalog;
+pub mod control;
 mod http;
 mod metrics;
+pub mod policy;
+pub mod reload;
 mod resident;
 pub mod sandbox;
-pub mod policy;
-pub mod control;
-pub mod reload;
 pub mod startup;
 mod turn;
 
+use devin_bridge_policy::ModePolicy;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use devin_bridge_policy::ModePolicy;
 
 use anyhow::Context;
 use serde::Serialize;
 use tokio::sync::Semaphore;
 
-use devin_bridge_agent::acp::{AgentLimits, AgentPool};
-use devin_bridge_engine::{ImageLimits, Transforms};
-use devin_bridge_agent::identity::AgentIdentity;
 use crate::policy::{CatalogSource, SummarizerPolicy, Transport};
+use devin_bridge_agent::acp::{AgentLimits, AgentPool};
+use devin_bridge_agent::identity::AgentIdentity;
+use devin_bridge_engine::{ImageLimits, Transforms};
 
 pub use auth::{ApiKey, KeyError};
 pub use http::serve;

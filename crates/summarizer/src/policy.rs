@@ -295,8 +295,8 @@ pub enum CatalogSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
     use devin_bridge_engine::TransformKind;
+    use std::path::Path;
 
     fn parse(text: &str) -> Result<SummarizerPolicy, PolicyError> {
         SummarizerPolicy::parse(text, Path::new("test.toml"), Path::new("/etc/bridge"))
@@ -325,9 +325,18 @@ mod tests {
     #[test]
     fn a_policy_of_another_mode_or_with_its_sections_is_refused() {
         let error = parse("mode = \"companion\"").expect_err("companion policy");
-        assert!(error.to_string().contains("not a summarizer policy"), "{error}");
-        let error = parse("mode = \"summarizer\"\n[outpost]\nmax_sessions = 2").expect_err("foreign");
-        assert!(error.to_string().contains("[outpost] belongs to the outpost mode"), "{error}");
+        assert!(
+            error.to_string().contains("not a summarizer policy"),
+            "{error}"
+        );
+        let error =
+            parse("mode = \"summarizer\"\n[outpost]\nmax_sessions = 2").expect_err("foreign");
+        assert!(
+            error
+                .to_string()
+                .contains("[outpost] belongs to the outpost mode"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -429,4 +438,3 @@ mod tests {
         assert!(error.to_string().contains("resume_memory_mib"), "{error}");
     }
 }
-

@@ -7,14 +7,14 @@
 //! `log.filter`. Every other setting that differs is logged as needing a restart, and its old
 //! value stays in force.
 
+use devin_bridge_policy::ModePolicy;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use devin_bridge_policy::ModePolicy;
 
+use crate::policy::SummarizerPolicy;
 use devin_bridge_engine::Transforms;
 use devin_bridge_policy::log as logging;
-use crate::policy::SummarizerPolicy;
 
 /// Whether a changed setting (a dotted field name) takes effect without a restart.
 pub fn is_live(field: &str) -> bool {

@@ -1,14 +1,14 @@
 //! Where and how the agent runs: the sandbox home check, the agent command, and the
 //! environment built from an allowlist.
 
+use devin_bridge_policy::ModePolicy;
 use std::ffi::OsString;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
-use devin_bridge_policy::ModePolicy;
 
-use devin_bridge_agent::identity::AgentIdentity;
 use crate::policy::SummarizerPolicy;
+use devin_bridge_agent::identity::AgentIdentity;
 use devin_bridge_agent::process::Spec;
 
 /// The only proxy URL ever injected into the agent's environment: the Devin-side guard of the
@@ -175,7 +175,11 @@ fn is_executable(path: &Path) -> bool {
 
 /// The agent's complete environment. Nothing is inherited but PATH, LANG/LC_ALL/TZ and the
 /// names the policy passes through (which policy validation already filtered).
-pub fn environment(policy: &SummarizerPolicy, home: &Path, tmpdir: &Path) -> Vec<(OsString, OsString)> {
+pub fn environment(
+    policy: &SummarizerPolicy,
+    home: &Path,
+    tmpdir: &Path,
+) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = Vec::new();
     let mut set = |name: &str, value: OsString| env.push((name.into(), value));
     set(
@@ -222,7 +226,10 @@ pub fn environment(policy: &SummarizerPolicy, home: &Path, tmpdir: &Path) -> Vec
 }
 
 /// The full spawn recipe for one agent.
-pub fn agent_spec(policy: &SummarizerPolicy, identity: &AgentIdentity) -> Result<Spec, SandboxError> {
+pub fn agent_spec(
+    policy: &SummarizerPolicy,
+    identity: &AgentIdentity,
+) -> Result<Spec, SandboxError> {
     let (home, tmpdir) = prepare_agent_dirs(policy, identity)?;
     let program = resolve_command(policy)?;
     Ok(Spec {

@@ -133,4 +133,3 @@ async fn wait_for_shutdown(mut reloader: Reloader) -> anyhow::Result<()> {
         }
     }
 }
-

@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tracing::Instrument;
 
 use super::body::{full, ResponseBody, Streamed};
-use super::resident::Lease;
+use super::resident::{Lease, Resident};
 use super::{Bridge, InFlight};
 use devin_bridge_agent::acp::{prompt_blocks, AcpError};
 use devin_bridge_engine::{
@@ -115,8 +115,24 @@ pub struct Prepared {
     /// The images that go with the prompt.
     pub images: Vec<Image>,
     pub head: MessageHead,
-    /// The resident transport's session for this turn (none on the per-turn transport).
-    pub lease: Option<Lease>,
+    /// Where the turn runs.
+    pub session: Session,
+}
+
+/// Where a turn runs: the transport the policy selected, with what it holds for this turn.
+pub enum Session {
+    /// A fresh agent process from the pool, sent the whole conversation.
+    PerTurn,
+    /// The resident transport: the conversation's session, leased for this turn.
+    Resident(Arc<Resident>, Lease),
+}
+
+/// What the envelope check says of an agent's output.
+enum Verdict {
+    /// A reply for the client.
+    Accept(Reply),
+    /// Rejected, and the agent may fix it: the failure goes into the single repair.
+    Repair(Failure),
 }
 
 /// Serializes the request and validates its model. On the resident transport this also finds
@@ -127,12 +143,12 @@ pub async fn prepare(
     body: String,
     conversation: Option<String>,
 ) -> Result<Prepared, Failure> {
-    let (UnseenPrompt { prompt, images, .. }, lease) = match &bridge.resident {
+    let (UnseenPrompt { prompt, images, .. }, session) = match &bridge.resident {
         Some(resident) => {
             let (unseen, lease) = resident.prepare(bridge, body, conversation).await?;
-            (unseen, Some(lease))
+            (unseen, Session::Resident(resident.clone(), lease))
         }
-        None => (serialize_whole(bridge, body).await?, None),
+        None => (serialize_whole(bridge, body).await?, Session::PerTurn),
     };
     let head = MessageHead {
         id: message_id(),
@@ -146,7 +162,7 @@ pub async fn prepare(
         prompt,
         images,
         head,
-        lease,
+        session,
     })
 }
 
@@ -247,35 +263,35 @@ fn narrated_intent() -> Failure {
     )
 }
 
-/// The turn with its single repair. Returns the reply and the usage to report. With a lease
-/// (resident transport) the turn runs on the lease's session, the repair continues it, and a
+/// The turn with its single repair. Returns the reply and the usage to report. On the
+/// resident transport the turn runs on the leased session, the repair continues it, and a
 /// success commits the session's new history.
 pub async fn run(
     bridge: &Bridge,
     prompt: &Prompt,
     images: &[Image],
-    mut lease: Option<&mut Lease>,
+    session: &mut Session,
 ) -> Result<(Reply, Usage), Failure> {
     let _counted = InFlight::enter(&bridge.in_flight);
     let started = Instant::now();
     let has_tools = prompt.tools.trim() != "[]";
-    let first = match (&bridge.resident, lease.as_deref_mut()) {
-        (Some(resident), Some(lease)) => resident.turn(bridge, lease, &prompt.text, images).await?,
-        _ => agent_turn(bridge, &prompt.text, images).await?,
+    let first = match session {
+        Session::Resident(resident, lease) => {
+            resident.turn(bridge, lease, &prompt.text, images).await?
+        }
+        Session::PerTurn => agent_turn(bridge, &prompt.text, images).await?,
     };
     let rejection = match check(bridge, prompt, &first, has_tools).await? {
-        Ok(reply) => {
-            if let Some(lease) = lease {
-                lease.commit();
-            }
+        Verdict::Accept(reply) => {
+            session.commit();
             return Ok((reply, usage(prompt, &first)));
         }
-        Err(rejection) => rejection,
+        Verdict::Repair(rejection) => rejection,
     };
     tracing::info!(code = %rejection.code, "agent output rejected; spending the single repair attempt");
-    let second = match (&bridge.resident, lease.as_deref_mut()) {
-        (Some(resident), Some(lease)) => resident.repair(bridge, lease, rejection).await?,
-        _ => {
+    let second = match session {
+        Session::Resident(resident, lease) => resident.repair(bridge, lease, rejection).await?,
+        Session::PerTurn => {
             let text = prompt.text.clone();
             let repaired = run_transform(&bridge.transforms, text.len(), move |t| {
                 t.repair(text, rejection)
@@ -285,13 +301,11 @@ pub async fn run(
         }
     };
     let outcome = match check(bridge, prompt, &second, has_tools).await? {
-        Ok(reply) => {
-            if let Some(lease) = lease {
-                lease.commit();
-            }
+        Verdict::Accept(reply) => {
+            session.commit();
             Ok((reply, usage(prompt, &second)))
         }
-        Err(failure) => Err(Failure {
+        Verdict::Repair(failure) => Err(Failure {
             repairable: false,
             ..failure
         }),
@@ -304,14 +318,14 @@ pub async fn run(
     outcome
 }
 
-/// Outer error: the transform itself failed. Inner error: the output is rejected (repairable
-/// or not; a non-repairable rejection is returned as the outer error directly).
+/// The verdict on an agent's output. An error is the turn's end: the transform itself failed,
+/// or the output is rejected in a way no repair can fix.
 async fn check(
     bridge: &Bridge,
     prompt: &Prompt,
     output: &str,
     has_tools: bool,
-) -> Result<Result<Reply, Failure>, Failure> {
+) -> Result<Verdict, Failure> {
     // The heuristic and the parser in one hop off the async workers.
     let (text, tools, seed) = (
         output.to_owned(),
@@ -327,9 +341,18 @@ async fn check(
     })
     .await?;
     match parsed {
-        Ok(reply) => Ok(Ok(reply)),
-        Err(failure) if failure.repairable => Ok(Err(failure)),
+        Ok(reply) => Ok(Verdict::Accept(reply)),
+        Err(failure) if failure.repairable => Ok(Verdict::Repair(failure)),
         Err(failure) => Err(failure),
+    }
+}
+
+impl Session {
+    /// After an accepted reply: the resident session keeps the conversation's new history.
+    fn commit(&mut self) {
+        if let Session::Resident(_, lease) = self {
+            lease.commit();
+        }
     }
 }
 
@@ -350,10 +373,10 @@ pub async fn respond_json(
         prompt,
         images,
         head,
-        mut lease,
+        mut session,
     } = prepared;
-    let outcome = run(bridge, &prompt, &images, lease.as_mut()).await;
-    drop(lease);
+    let outcome = run(bridge, &prompt, &images, &mut session).await;
+    drop(session);
     drop(permit);
     match outcome {
         Ok((reply, usage)) => {
@@ -405,10 +428,10 @@ pub fn respond_stream(
         let Prepared {
             prompt,
             images,
-            mut lease,
+            mut session,
             ..
         } = prepared;
-        let turn = run(&bridge, &prompt, &images, lease.as_mut());
+        let turn = run(&bridge, &prompt, &images, &mut session);
         tokio::pin!(turn);
         let mut ticker = tokio::time::interval_at(
             tokio::time::Instant::now() + bridge.ping_interval,

@@ -8,8 +8,8 @@
 
 use std::path::Path;
 
-use devin_bridge_summarizer::policy::SummarizerPolicy;
 use devin_bridge_policy::ModePolicy as _;
+use devin_bridge_summarizer::policy::SummarizerPolicy;
 use devin_bridge_summarizer::sandbox::TRUSTED_PROXY;
 use yaml_rust2::{Yaml, YamlLoader};
 
@@ -221,7 +221,8 @@ fn container_policy_files_load_with_separate_identities_and_the_live_one_names_o
         "container-live.toml",
         "container-replica.toml",
     ] {
-        let policy = SummarizerPolicy::load(&policies.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let policy =
+            SummarizerPolicy::load(&policies.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         assert_eq!(policy.server.user.as_deref(), Some("bridge"), "{file}");
         assert_eq!(policy.agent.user.as_deref(), Some("bridge-agent"), "{file}");
         assert!(policy.server.require_key, "{file}");
@@ -261,7 +262,8 @@ fn the_replicas_run_the_resident_transport_behind_a_proxy_that_hashes_on_the_con
         );
     }
     let policies = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../policies"));
-    let replica = SummarizerPolicy::load(&policies.join("container-replica.toml")).expect("replica policy");
+    let replica =
+        SummarizerPolicy::load(&policies.join("container-replica.toml")).expect("replica policy");
     assert_eq!(
         replica.agent.transport,
         devin_bridge_summarizer::policy::Transport::Resident

@@ -9,8 +9,8 @@
 //! `every_check_refuses_a_copy_that_breaks_it` edits a copy of the files in each way a check
 //! is meant to catch and requires that check to fail, so no check can silently stop checking.
 
-use std::collections::{BTreeMap, BTreeSet};
 use devin_bridge_policy::ModePolicy as _;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use yaml_rust2::{Yaml, YamlLoader};

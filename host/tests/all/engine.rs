@@ -10,8 +10,8 @@ use devin_bridge_engine::{
     self_test, sha256_hex, Call, CompileCache, Corpus, EngineError, Loaded, SseEvent, SseFrames,
     TransformKind, Transforms,
 };
-use devin_bridge_summarizer::policy::SummarizerPolicy;
 use devin_bridge_policy::ModePolicy as _;
+use devin_bridge_summarizer::policy::SummarizerPolicy;
 
 fn request(marker: &str) -> String {
     serde_json::json!({
@@ -48,9 +48,13 @@ fn a_pin_mismatch_is_refused_naming_both_digests() {
         std::path::Path::new("/"),
     )
     .expect("policy");
-    let error = Transforms::load_with(common::test_runtime(), common::test_cache(), &policy.engine_config())
-        .err()
-        .expect("pin mismatch must refuse");
+    let error = Transforms::load_with(
+        common::test_runtime(),
+        common::test_cache(),
+        &policy.engine_config(),
+    )
+    .err()
+    .expect("pin mismatch must refuse");
     let actual = sha256_hex(&std::fs::read(common::component("sse")).expect("sse"));
     match &error {
         EngineError::PinMismatch {
@@ -85,8 +89,12 @@ fn a_correct_pin_is_accepted() {
         std::path::Path::new("/"),
     )
     .expect("policy");
-    Transforms::load_with(common::test_runtime(), common::test_cache(), &policy.engine_config())
-        .expect("pinned load");
+    Transforms::load_with(
+        common::test_runtime(),
+        common::test_cache(),
+        &policy.engine_config(),
+    )
+    .expect("pinned load");
 }
 
 #[test]
@@ -602,9 +610,13 @@ fn a_wasi_importing_component_is_refused_at_load_naming_the_import() {
         std::path::Path::new("/"),
     )
     .expect("policy");
-    let error = Transforms::load_with(common::test_runtime(), common::test_cache(), &policy.engine_config())
-        .err()
-        .expect("a WASI importer must not load");
+    let error = Transforms::load_with(
+        common::test_runtime(),
+        common::test_cache(),
+        &policy.engine_config(),
+    )
+    .err()
+    .expect("a WASI importer must not load");
     assert!(error.to_string().contains(import), "{error}");
 }
 
@@ -979,7 +991,11 @@ fn a_reload_honours_the_new_pins_even_for_the_version_already_serving() {
     ));
     // A reload without pins lifts them.
     transforms
-        .reload(&common::policy("").engine_config(), transforms.runtime(), false)
+        .reload(
+            &common::policy("").engine_config(),
+            transforms.runtime(),
+            false,
+        )
         .expect("reload without pins");
     assert_eq!(transforms.pin(TransformKind::Serializer), None);
     transforms

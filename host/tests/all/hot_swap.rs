@@ -9,8 +9,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use devin_bridge_summarizer::control;
 use devin_bridge_engine::sha256_hex;
+use devin_bridge_summarizer::control;
 
 /// A `devin-bridge serve` child that is killed if the test fails.
 struct Host {

@@ -322,7 +322,9 @@ fn a_hostile_agent_under_its_own_uid_cannot_reach_the_key_cache_or_control_socke
     );
     assert_eq!(response.status, 504, "{}", response.body);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while devin_bridge_agent::process::live_processes_of_uid(AGENT_UID) > 0 && Instant::now() < deadline {
+    while devin_bridge_agent::process::live_processes_of_uid(AGENT_UID) > 0
+        && Instant::now() < deadline
+    {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::clock::now_rfc3339;
 use super::liveness::ProcessStamp;
-use crate::failure::{bound_text, clean_message, Failure, FailureKind};
+use crate::failure::{bound_text, clean_message, FailureKind, JobFailure};
 
 /// The record format version this code reads and writes.
 pub const SCHEMA: u32 = 1;
@@ -260,7 +260,7 @@ pub struct JobRecord {
     #[serde(default)]
     pub acceptance: Option<Acceptance>,
     #[serde(default)]
-    pub failure: Option<Failure>,
+    pub failure: Option<JobFailure>,
 }
 
 impl JobRecord {

@@ -30,7 +30,7 @@ use super::lock::{LockError, RecordLock, LOCK_WAIT};
 use super::record::{
     is_valid_job_id, Acceptance, AcceptanceState, Delivery, JobRecord, JobStatus, SCHEMA,
 };
-use crate::failure::{bound_text, Failure, FailureKind};
+use crate::failure::{bound_text, FailureKind, JobFailure};
 
 /// The largest record file read (a bigger one is treated as corrupt).
 pub const RECORD_LIMIT: u64 = 8 * 1024 * 1024;
@@ -164,9 +164,7 @@ impl JobStore {
     }
 
     /// Opens the store of `settings.data_dir` with its pidless-running grace.
-    pub fn from_settings(
-        settings: &crate::settings::Settings,
-    ) -> Result<Self, StoreError> {
+    pub fn from_settings(settings: &crate::settings::Settings) -> Result<Self, StoreError> {
         Ok(Self::open(&settings.data_dir)?.with_pidless_grace(settings.pidless_running_grace))
     }
 
@@ -792,7 +790,7 @@ impl JobStore {
                 (false, Some(reason)) => {
                     died = true;
                     self.finish_locked(location, current, JobStatus::Died, |record| {
-                        record.failure = Some(Failure::new(FailureKind::Died, reason));
+                        record.failure = Some(JobFailure::new(FailureKind::Died, reason));
                     })?
                 }
                 _ => current,
@@ -879,18 +877,18 @@ impl JobStore {
             JobStatus::Done => next.failure = None,
             _ if next.failure.is_some() => {}
             JobStatus::Cancelled => {
-                next.failure = Some(Failure::new(
+                next.failure = Some(JobFailure::new(
                     FailureKind::Cancelled,
                     "cancelled by the user",
                 ))
             }
             JobStatus::Died => {
-                next.failure = Some(Failure::new(
+                next.failure = Some(JobFailure::new(
                     FailureKind::Died,
                     "the worker process is gone",
                 ))
             }
-            _ => next.failure = Some(Failure::new(FailureKind::Error, "the job failed")),
+            _ => next.failure = Some(JobFailure::new(FailureKind::Error, "the job failed")),
         }
         next.enforce_bounds();
         self.write_record(location, &next, false)?;

@@ -13,7 +13,7 @@ use super::clock::format_rfc3339;
 use super::liveness::{proc_stat, ProcessStamp};
 use super::sweep::{sweep_now, sweep_orphan_runs};
 use super::*;
-use crate::failure::{Failure, FailureKind};
+use crate::failure::{FailureKind, JobFailure};
 
 struct Fixture {
     _data: tempfile::TempDir,
@@ -698,7 +698,7 @@ fn finish_with_error_keeps_the_given_failure() {
         .store
         .finish(&f.workspace, &record.id, JobStatus::Error, |r| {
             r.failure = Some(
-                Failure::new(FailureKind::Quota, "out of credits").with_model(Some("swe-1-5")),
+                JobFailure::new(FailureKind::Quota, "out of credits").with_model(Some("swe-1-5")),
             );
         })
         .unwrap();

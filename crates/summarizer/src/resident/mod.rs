@@ -28,11 +28,11 @@ use self::conversations::{Binding, Bound, Conversations, Earlier, Entry, ResumeB
 use self::processes::Processes;
 use super::turn::{agent_failure, image_parts, run_transform, serialize_unseen};
 use super::Bridge;
-use devin_bridge_agent::acp::{prompt_blocks, AcpError, AgentLimits, TurnOutput};
-use devin_bridge_engine::{Image, MessageMark, Prompt, PromptOptions, Resume, UnseenPrompt};
 use crate::policy::AgentSection;
-use devin_bridge_agent::process::Spec;
 use agent_client_protocol_schema::v1;
+use devin_bridge_agent::acp::{prompt_blocks, AcpError, AgentLimits, TurnOutput};
+use devin_bridge_agent::process::Spec;
+use devin_bridge_engine::{Image, MessageMark, Prompt, PromptOptions, Resume, UnseenPrompt};
 use devin_bridge_types::continuation::{self, Continuation};
 
 /// The request header that names a Claude Code conversation.

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use devin_bridge_engine::Transforms;
 use devin_bridge_agent::identity::AgentIdentity;
-use devin_bridge_summarizer::policy::SummarizerPolicy;
+use devin_bridge_engine::Transforms;
 use devin_bridge_policy::ModePolicy as _;
+use devin_bridge_summarizer::policy::SummarizerPolicy;
 use devin_bridge_summarizer::{self, Bridge};
 use serde_json::Value;
 
@@ -79,7 +79,8 @@ impl TestBridge {
             home.display().to_string(),
             catalog.display().to_string(),
         ));
-        let policy = SummarizerPolicy::parse(&text, Path::new("test.toml"), dir.path()).expect("policy");
+        let policy =
+            SummarizerPolicy::parse(&text, Path::new("test.toml"), dir.path()).expect("policy");
         let transforms = tokio::task::spawn_blocking(move || {
             Transforms::load_with(
                 super::test_runtime(),

@@ -9,8 +9,8 @@ pub mod yaml;
 use std::path::{Path, PathBuf};
 
 use devin_bridge_engine::{CompileCache, Runtime, RuntimeConfig, Transforms};
-use devin_bridge_summarizer::policy::SummarizerPolicy;
 use devin_bridge_policy::ModePolicy as _;
+use devin_bridge_summarizer::policy::SummarizerPolicy;
 
 /// The built transform components (`cargo xtask test` sets `DEVIN_BRIDGE_COMPONENTS`).
 pub fn components_dir() -> PathBuf {
@@ -87,7 +87,8 @@ pub fn test_cache() -> CompileCache {
 }
 
 pub fn transforms() -> Transforms {
-    Transforms::load_with(test_runtime(), test_cache(), &policy("").engine_config()).expect("components load")
+    Transforms::load_with(test_runtime(), test_cache(), &policy("").engine_config())
+        .expect("components load")
 }
 
 /// Follows a `devin-bridge serve` process's stderr on a thread: echoes and keeps every line,

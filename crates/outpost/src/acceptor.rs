@@ -14,7 +14,7 @@ const ACCEPTOR_FILE: &str = "acceptor-id";
 
 /// Why a private directory or the id cannot be used.
 #[derive(Debug, thiserror::Error)]
-pub enum IdentityError {
+pub enum AcceptorIdError {
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -27,8 +27,8 @@ pub enum IdentityError {
     BadId { path: PathBuf, why: String },
 }
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> IdentityError + '_ {
-    move |source| IdentityError::Io {
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> AcceptorIdError + '_ {
+    move |source| AcceptorIdError::Io {
         path: path.to_owned(),
         source,
     }
@@ -36,10 +36,10 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> IdentityError + '_ {
 
 /// Creates `path` (and parents) if needed and makes sure it is a real directory of this user
 /// with mode 0700 (tightening it if it was looser).
-pub fn private_dir(path: &Path) -> Result<(), IdentityError> {
+pub fn private_dir(path: &Path) -> Result<(), AcceptorIdError> {
     std::fs::create_dir_all(path).map_err(io(path))?;
     let metadata = std::fs::symlink_metadata(path).map_err(io(path))?;
-    let not_private = |why: &str| IdentityError::NotPrivate {
+    let not_private = |why: &str| AcceptorIdError::NotPrivate {
         path: path.to_owned(),
         why: why.to_owned(),
     };
@@ -56,19 +56,19 @@ pub fn private_dir(path: &Path) -> Result<(), IdentityError> {
 }
 
 /// The acceptor id stored in `data_dir`, created on first use.
-pub fn persisted_acceptor(data_dir: &Path) -> Result<AcceptorId, IdentityError> {
+pub fn persisted_acceptor(data_dir: &Path) -> Result<AcceptorId, AcceptorIdError> {
     private_dir(data_dir)?;
     let path = data_dir.join(ACCEPTOR_FILE);
     match std::fs::read_to_string(&path) {
         Ok(text) => text
             .trim()
             .parse::<AcceptorId>()
-            .map_err(|error| IdentityError::BadId {
+            .map_err(|error| AcceptorIdError::BadId {
                 path: path.clone(),
                 why: error.to_string(),
             }),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            let id = generate().map_err(|error| IdentityError::BadId {
+            let id = generate().map_err(|error| AcceptorIdError::BadId {
                 path: path.clone(),
                 why: error.to_string(),
             })?;
@@ -143,7 +143,7 @@ mod tests {
         std::os::unix::fs::symlink(&data, &link).expect("symlink");
         assert!(matches!(
             private_dir(&link),
-            Err(IdentityError::NotPrivate { .. })
+            Err(AcceptorIdError::NotPrivate { .. })
         ));
     }
 
@@ -154,7 +154,7 @@ mod tests {
         std::fs::write(dir.path().join(ACCEPTOR_FILE), "../../etc\n").expect("write");
         assert!(matches!(
             persisted_acceptor(dir.path()),
-            Err(IdentityError::BadId { .. })
+            Err(AcceptorIdError::BadId { .. })
         ));
     }
 }

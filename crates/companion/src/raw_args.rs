@@ -18,7 +18,7 @@ pub const MAX_RAW_ARGS_BYTES: u64 = 64 << 10;
 
 /// Why a transport file could not be created, consumed or discarded.
 #[derive(Debug, thiserror::Error)]
-pub enum TransportError {
+pub enum RawArgsError {
     #[error("raw-args token must be 32 lowercase hex digits")]
     BadToken,
     #[error("raw-args file for this token does not exist (already consumed or never created)")]
@@ -48,9 +48,9 @@ pub enum TransportError {
     NotPrivate(PathBuf),
 }
 
-impl TransportError {
+impl RawArgsError {
     fn io(path: &Path, source: std::io::Error) -> Self {
-        TransportError::Io {
+        RawArgsError::Io {
             path: path.to_owned(),
             source,
         }
@@ -58,10 +58,7 @@ impl TransportError {
 
     /// Whether this is the caller's fault (`input`) rather than the machine's.
     pub fn is_input(&self) -> bool {
-        !matches!(
-            self,
-            TransportError::Io { .. } | TransportError::NotPrivate(_)
-        )
+        !matches!(self, RawArgsError::Io { .. } | RawArgsError::NotPrivate(_))
     }
 }
 
@@ -72,7 +69,7 @@ pub fn transport_dir(data_dir: &Path) -> PathBuf {
 
 /// Creates `dir` (and missing parents) 0700, or checks an existing one is a directory of this
 /// user with no group or other permission bits.
-pub fn ensure_private_dir(dir: &Path) -> Result<(), TransportError> {
+pub fn ensure_private_dir(dir: &Path) -> Result<(), RawArgsError> {
     use std::os::unix::fs::DirBuilderExt;
     match std::fs::DirBuilder::new()
         .recursive(true)
@@ -80,20 +77,20 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), TransportError> {
         .create(dir)
     {
         Ok(()) => {}
-        Err(error) => return Err(TransportError::io(dir, error)),
+        Err(error) => return Err(RawArgsError::io(dir, error)),
     }
-    let meta = std::fs::symlink_metadata(dir).map_err(|e| TransportError::io(dir, e))?;
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| RawArgsError::io(dir, e))?;
     if !meta.is_dir() || meta.uid() != nix::unistd::geteuid().as_raw() || meta.mode() & 0o077 != 0 {
-        return Err(TransportError::NotPrivate(dir.to_owned()));
+        return Err(RawArgsError::NotPrivate(dir.to_owned()));
     }
     Ok(())
 }
 
 /// A fresh 128-bit token, as 32 lowercase hex digits.
-pub fn new_token() -> Result<String, TransportError> {
+pub fn new_token() -> Result<String, RawArgsError> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|error| {
-        TransportError::io(
+        RawArgsError::io(
             Path::new("/dev/urandom"),
             std::io::Error::other(error.to_string()),
         )
@@ -110,7 +107,7 @@ pub fn valid_token(token: &str) -> bool {
 }
 
 /// `transport-create`: a new empty 0600 file; returns its token and absolute path.
-pub fn create(data_dir: &Path) -> Result<(String, PathBuf), TransportError> {
+pub fn create(data_dir: &Path) -> Result<(String, PathBuf), RawArgsError> {
     let token = new_token()?;
     let path = create_with_token(data_dir, &token)?;
     Ok((token, path))
@@ -118,9 +115,9 @@ pub fn create(data_dir: &Path) -> Result<(String, PathBuf), TransportError> {
 
 /// Creates the file for a given token; an existing empty file of this user with mode 0600 is
 /// kept, anything else already there is refused.
-pub fn create_with_token(data_dir: &Path, token: &str) -> Result<PathBuf, TransportError> {
+pub fn create_with_token(data_dir: &Path, token: &str) -> Result<PathBuf, RawArgsError> {
     if !valid_token(token) {
-        return Err(TransportError::BadToken);
+        return Err(RawArgsError::BadToken);
     }
     let dir = transport_dir(data_dir);
     ensure_private_dir(data_dir)?;
@@ -135,8 +132,7 @@ pub fn create_with_token(data_dir: &Path, token: &str) -> Result<PathBuf, Transp
     {
         Ok(_) => Ok(path),
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
-            let meta =
-                std::fs::symlink_metadata(&path).map_err(|e| TransportError::io(&path, e))?;
+            let meta = std::fs::symlink_metadata(&path).map_err(|e| RawArgsError::io(&path, e))?;
             if meta.is_file()
                 && meta.len() == 0
                 && meta.uid() == nix::unistd::geteuid().as_raw()
@@ -144,30 +140,30 @@ pub fn create_with_token(data_dir: &Path, token: &str) -> Result<PathBuf, Transp
             {
                 Ok(path)
             } else {
-                Err(TransportError::Exists)
+                Err(RawArgsError::Exists)
             }
         }
-        Err(error) => Err(TransportError::io(&path, error)),
+        Err(error) => Err(RawArgsError::io(&path, error)),
     }
 }
 
 /// `transport-discard`: removes the file if it is there (idempotent).
-pub fn discard(data_dir: &Path, token: &str) -> Result<bool, TransportError> {
+pub fn discard(data_dir: &Path, token: &str) -> Result<bool, RawArgsError> {
     if !valid_token(token) {
-        return Err(TransportError::BadToken);
+        return Err(RawArgsError::BadToken);
     }
     let path = transport_dir(data_dir).join(token);
     match std::fs::remove_file(&path) {
         Ok(()) => Ok(true),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(error) => Err(TransportError::io(&path, error)),
+        Err(error) => Err(RawArgsError::io(&path, error)),
     }
 }
 
 /// `--raw-args-token`: checks, reads and deletes the file, then splits it into arguments.
-pub fn consume(data_dir: &Path, token: &str) -> Result<Vec<String>, TransportError> {
+pub fn consume(data_dir: &Path, token: &str) -> Result<Vec<String>, RawArgsError> {
     if !valid_token(token) {
-        return Err(TransportError::BadToken);
+        return Err(RawArgsError::BadToken);
     }
     let path = transport_dir(data_dir).join(token);
     let file = match std::fs::OpenOptions::new()
@@ -177,37 +173,37 @@ pub fn consume(data_dir: &Path, token: &str) -> Result<Vec<String>, TransportErr
     {
         Ok(file) => file,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            return Err(TransportError::Missing)
+            return Err(RawArgsError::Missing)
         }
         // ELOOP: the name is a symbolic link.
         Err(error) if error.raw_os_error() == Some(nix::errno::Errno::ELOOP as i32) => {
-            return Err(TransportError::NotRegular)
+            return Err(RawArgsError::NotRegular)
         }
-        Err(error) => return Err(TransportError::io(&path, error)),
+        Err(error) => return Err(RawArgsError::io(&path, error)),
     };
-    let meta = file.metadata().map_err(|e| TransportError::io(&path, e))?;
+    let meta = file.metadata().map_err(|e| RawArgsError::io(&path, e))?;
     if !meta.is_file() {
-        return Err(TransportError::NotRegular);
+        return Err(RawArgsError::NotRegular);
     }
     if meta.uid() != nix::unistd::geteuid().as_raw() {
-        return Err(TransportError::WrongOwner);
+        return Err(RawArgsError::WrongOwner);
     }
     // Consume once: whatever the checks below say, this file is never read again.
     remove_if_same(&path, &meta);
     if meta.mode() & 0o7777 != 0o600 {
-        return Err(TransportError::WrongMode(meta.mode() & 0o7777));
+        return Err(RawArgsError::WrongMode(meta.mode() & 0o7777));
     }
     if meta.len() > MAX_RAW_ARGS_BYTES {
-        return Err(TransportError::TooLarge);
+        return Err(RawArgsError::TooLarge);
     }
     let mut bytes = Vec::new();
     file.take(MAX_RAW_ARGS_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| TransportError::io(&path, e))?;
+        .map_err(|e| RawArgsError::io(&path, e))?;
     if bytes.len() as u64 > MAX_RAW_ARGS_BYTES {
-        return Err(TransportError::TooLarge);
+        return Err(RawArgsError::TooLarge);
     }
-    let text = String::from_utf8(bytes).map_err(|_| TransportError::NotUtf8)?;
+    let text = String::from_utf8(bytes).map_err(|_| RawArgsError::NotUtf8)?;
     split(&text)
 }
 
@@ -226,7 +222,7 @@ fn remove_if_same(path: &Path, opened: &std::fs::Metadata) {
 /// separates words; `'...'` is literal; inside `"..."` a backslash escapes only `"`, `\`,
 /// `$`, a backtick or a newline; outside quotes a backslash makes the next character literal
 /// (a backslash-newline joins lines). `$`, backticks, `*`, `?`, `~` and `#` are ordinary.
-pub fn split(text: &str) -> Result<Vec<String>, TransportError> {
+pub fn split(text: &str) -> Result<Vec<String>, RawArgsError> {
     let mut words = Vec::new();
     let mut word = String::new();
     let mut in_word = false;
@@ -245,7 +241,7 @@ pub fn split(text: &str) -> Result<Vec<String>, TransportError> {
                     match chars.next() {
                         Some('\'') => break,
                         Some(c) => word.push(c),
-                        None => return Err(TransportError::Unterminated("single")),
+                        None => return Err(RawArgsError::Unterminated("single")),
                     }
                 }
             }
@@ -261,10 +257,10 @@ pub fn split(text: &str) -> Result<Vec<String>, TransportError> {
                                 word.push('\\');
                                 word.push(c);
                             }
-                            None => return Err(TransportError::Unterminated("double")),
+                            None => return Err(RawArgsError::Unterminated("double")),
                         },
                         Some(c) => word.push(c),
-                        None => return Err(TransportError::Unterminated("double")),
+                        None => return Err(RawArgsError::Unterminated("double")),
                     }
                 }
             }
@@ -274,7 +270,7 @@ pub fn split(text: &str) -> Result<Vec<String>, TransportError> {
                     in_word = true;
                     word.push(c);
                 }
-                None => return Err(TransportError::TrailingBackslash),
+                None => return Err(RawArgsError::TrailingBackslash),
             },
             c => {
                 in_word = true;
@@ -330,15 +326,15 @@ mod tests {
     fn unbalanced_quotes_and_trailing_backslash_are_refused() {
         assert!(matches!(
             split("'abc"),
-            Err(TransportError::Unterminated("single"))
+            Err(RawArgsError::Unterminated("single"))
         ));
         assert!(matches!(
             split("\"abc"),
-            Err(TransportError::Unterminated("double"))
+            Err(RawArgsError::Unterminated("double"))
         ));
         assert!(matches!(
             split("abc\\"),
-            Err(TransportError::TrailingBackslash)
+            Err(RawArgsError::TrailingBackslash)
         ));
     }
 
@@ -363,7 +359,7 @@ mod tests {
         assert!(!path.exists());
         assert!(matches!(
             consume(data.path(), &token),
-            Err(TransportError::Missing)
+            Err(RawArgsError::Missing)
         ));
     }
 
@@ -375,21 +371,21 @@ mod tests {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
         assert!(matches!(
             consume(data.path(), &token),
-            Err(TransportError::WrongMode(0o644))
+            Err(RawArgsError::WrongMode(0o644))
         ));
 
         let (token, path) = create(data.path()).expect("create");
         std::fs::write(&path, vec![b'a'; MAX_RAW_ARGS_BYTES as usize + 1]).expect("write");
         assert!(matches!(
             consume(data.path(), &token),
-            Err(TransportError::TooLarge)
+            Err(RawArgsError::TooLarge)
         ));
 
         let (token, path) = create(data.path()).expect("create");
         std::fs::write(&path, [0xff, 0xfe]).expect("write");
         assert!(matches!(
             consume(data.path(), &token),
-            Err(TransportError::NotUtf8)
+            Err(RawArgsError::NotUtf8)
         ));
 
         let target = data.path().join("target");
@@ -399,7 +395,7 @@ mod tests {
             .expect("symlink");
         assert!(matches!(
             consume(data.path(), &token),
-            Err(TransportError::NotRegular)
+            Err(RawArgsError::NotRegular)
         ));
         assert!(target.exists(), "the link target is never touched");
     }
@@ -416,13 +412,13 @@ mod tests {
         std::fs::write(&path, "x").expect("write");
         assert!(matches!(
             create_with_token(data.path(), token),
-            Err(TransportError::Exists)
+            Err(RawArgsError::Exists)
         ));
         assert!(discard(data.path(), token).expect("discard"));
         assert!(!discard(data.path(), token).expect("discard again"));
         assert!(matches!(
             discard(data.path(), "../x"),
-            Err(TransportError::BadToken)
+            Err(RawArgsError::BadToken)
         ));
     }
 }
