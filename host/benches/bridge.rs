@@ -38,6 +38,8 @@
 //! bridge's log to this file instead of formatting it into a sink), `BRIDGE_BENCH_LOG_FILTER`
 //! (default `info`, as the server).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark: a failure aborts the run
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -25,6 +25,8 @@
 //! `target/release/devin-bridge`), `DEVIN_BRIDGE_MOCK_DEVIN` (default
 //! `target/release/mock-devin`).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark: a failure aborts the run
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};

@@ -19,6 +19,8 @@
 //! `GUARD_BENCH_TUNNELS` (default 200), `GUARD_BENCH_BUFFER` (the guard's `buffer_bytes`),
 //! `GUARD_BENCH_GUARD_THREADS` (default 1).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark: a failure aborts the run
+
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 

@@ -22,6 +22,8 @@
 //! `target/release/devin-bridge`), `FAKE_DEVIN_REMOTE` (default
 //! `target/release/fake-devin-remote`).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark: a failure aborts the run
+
 use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
 use std::time::{Duration, Instant};

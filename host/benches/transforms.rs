@@ -3,6 +3,8 @@
 //! with a fresh instance per call (what production does), and wasm on a warm instance (the
 //! call alone). Goals are reported as PASS/MISS, never asserted.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark: a failure aborts the run
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 

@@ -3,6 +3,8 @@
 //! The format is described in `tests/fixtures/README.md`. Expected values are exact; a change in
 //! wording is a deliberate fixture update.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use devin_bridge_envelope::{narrates_unexecuted_action, parse, parse_review};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};

@@ -4,6 +4,8 @@
 //! and the host's self-test of a component, so they must also cover every function and
 //! every error code.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 

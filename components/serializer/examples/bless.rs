@@ -1,6 +1,8 @@
 //! Fills in the `expect` of golden fixtures that have none (never touches existing ones) and
 //! rewrites every fixture in canonical form: `cargo run -p devin-bridge-serializer --example bless`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a developer tool: a failure stops it
+
 #[path = "../tests/support/mod.rs"]
 mod support;
 

@@ -1,6 +1,8 @@
 //! Prints the prompt for a request file: `cargo run --example serialize -- request.json`.
 //! Also times the call, for a quick look (benchmarks proper live in `cargo xtask bench`).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a developer tool: a failure stops it
+
 use std::time::Instant;
 
 fn main() {

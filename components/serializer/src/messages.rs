@@ -208,7 +208,7 @@ impl<'a> Writer<'a, '_> {
             "tool_use" => self.tool_use(at, block, out)?,
             "tool_result" => self.tool_result(at, block, out)?,
             "image" if self.images.max_images > 0 => {
-                self.image(&at.to_string(), at.message, block, out)?
+                self.image(&at.to_string(), at.message, block, out)?;
             }
             "image" | "document" => return Err(visual(&at.to_string(), kind)),
             other => {
@@ -232,14 +232,11 @@ impl<'a> Writer<'a, '_> {
             }
         };
         let name = required_str(block, "name", at)?;
-        let input = match block.field("input") {
-            Some(input @ Json::Object(_)) => input,
-            _ => {
-                return Err(fail(
-                    INVALID_CONTENT_BLOCK,
-                    format!("{at} is a tool_use whose input is not an object"),
-                ))
-            }
+        let Some(input @ Json::Object(_)) = block.field("input") else {
+            return Err(fail(
+                INVALID_CONTENT_BLOCK,
+                format!("{at} is a tool_use whose input is not an object"),
+            ));
         };
         if !self.declared.contains(name) {
             return Err(fail(
@@ -355,7 +352,7 @@ impl<'a> Writer<'a, '_> {
                 }
             },
             Some("image") if self.images.max_images > 0 && matches!(item, Json::Object(_)) => {
-                self.image(&format!("{at}.content[{index}]"), at.message, item, out)?
+                self.image(&format!("{at}.content[{index}]"), at.message, item, out)?;
             }
             Some(kind @ ("image" | "document")) => {
                 return Err(visual(&format!("{at}.content[{index}]"), kind))

@@ -5,6 +5,8 @@
 //! `cargo run -p devin-bridge-serializer --example bless`: it fills in the missing
 //! expectations (and never touches existing ones). Read the result before committing.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod support;
 
 use support::{fixture_dir, fixtures, run};

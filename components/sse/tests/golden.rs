@@ -3,6 +3,8 @@
 //! Every case must match exactly; the same files drive the native-vs-wasm differential test
 //! and the host's self-test of a component, so they must also cover every function.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 

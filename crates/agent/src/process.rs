@@ -340,6 +340,34 @@ impl Tail {
     }
 }
 
+/// Environment variables that must never reach an agent, even when a policy asks.
+pub fn is_forbidden_env(name: &str) -> bool {
+    const PREFIXES: [&str; 10] = [
+        "ANTHROPIC_",
+        "CLAUDE_",
+        "AWS_",
+        "GOOGLE_",
+        "GCLOUD_",
+        "CLOUDSDK_",
+        "VERTEX",
+        "BEDROCK",
+        "AZURE_",
+        "OPENAI_",
+    ];
+    const NAMES: [&str; 6] = [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "NO_PROXY",
+        "LD_PRELOAD",
+        "LD_LIBRARY_PATH",
+    ];
+    let upper = name.to_ascii_uppercase();
+    PREFIXES.iter().any(|prefix| upper.starts_with(prefix))
+        || NAMES.contains(&upper.as_str())
+        || upper.starts_with("DEVIN_")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -452,31 +480,4 @@ mod tests {
             Err(SpawnError::Spawn { .. })
         ));
     }
-}
-/// Environment variables that must never reach an agent, even when a policy asks.
-pub fn is_forbidden_env(name: &str) -> bool {
-    const PREFIXES: [&str; 10] = [
-        "ANTHROPIC_",
-        "CLAUDE_",
-        "AWS_",
-        "GOOGLE_",
-        "GCLOUD_",
-        "CLOUDSDK_",
-        "VERTEX",
-        "BEDROCK",
-        "AZURE_",
-        "OPENAI_",
-    ];
-    const NAMES: [&str; 6] = [
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "NO_PROXY",
-        "LD_PRELOAD",
-        "LD_LIBRARY_PATH",
-    ];
-    let upper = name.to_ascii_uppercase();
-    PREFIXES.iter().any(|prefix| upper.starts_with(prefix))
-        || NAMES.contains(&upper.as_str())
-        || upper.starts_with("DEVIN_")
 }

@@ -756,7 +756,7 @@ mod tests {
             thread::sleep(Duration::from_millis(150));
             store
                 .finish(&workspace, &id, JobStatus::Done, |r| {
-                    r.result = Some("finally".into())
+                    r.result = Some("finally".into());
                 })
                 .unwrap();
         });
@@ -802,7 +802,7 @@ mod tests {
         let after = f
             .store
             .finish(&f.workspace, &record.id, JobStatus::Done, |r| {
-                r.result = Some("late".into())
+                r.result = Some("late".into());
             })
             .unwrap();
         assert_eq!(after.status, JobStatus::Cancelled);

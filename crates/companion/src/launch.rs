@@ -656,13 +656,13 @@ async fn execute_acp(
                 failure = Some(JobFailure::new(
                     FailureKind::Error,
                     format!("the reviewer's answer is not a valid review ({message})"),
-                ))
+                ));
             }
             Err(error) => {
                 failure = Some(JobFailure::new(
                     FailureKind::Error,
                     format!("the review cannot be validated: {error}"),
-                ))
+                ));
             }
         }
     }

@@ -137,7 +137,7 @@ pub(crate) async fn handle(
             return match ip_literal(raw_host) {
                 Some(ip) => {
                     pending.set_host(raw_host, Some(&ip.to_string()));
-                    handle_literal(shared, stream, pending, SocketAddr::new(ip, port), early).await
+                    handle_literal(shared, stream, pending, SocketAddr::new(ip, port), early).await;
                 }
                 // Only the plain forms are addresses here: a bare IPv6 address, a zone, or a
                 // spelling a resolver would read as a number (`2130706433`, `0x7f.1`) is
@@ -147,7 +147,7 @@ pub(crate) async fn handle(
                     let e = TargetError::Host(HostError::IpLiteral);
                     shared
                         .deny_with(&mut stream, &pending, e.status(), e.reason())
-                        .await
+                        .await;
                 }
             };
         }

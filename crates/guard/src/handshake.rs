@@ -537,7 +537,7 @@ async fn watched_up(
             Some(since) => {
                 tokio::time::timeout_at(since + limits.client_hello_timeout(), src.readable())
                     .await
-                    .map_err(|_| refuse(LaterHelloError::Timeout))??
+                    .map_err(|_| refuse(LaterHelloError::Timeout))??;
             }
             None => src.readable().await?,
         }

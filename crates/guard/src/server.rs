@@ -241,7 +241,7 @@ async fn handle(
                 Some(status) => {
                     shared
                         .deny_with(&mut stream, &pending, status, error.reason())
-                        .await
+                        .await;
                 }
                 None => shared.decide(&pending, Decision::Deny, error.reason(), None, (0, 0)),
             },

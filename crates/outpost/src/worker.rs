@@ -403,7 +403,7 @@ impl Worker {
             _ => {
                 // Requeued: give other workers the first chance at it.
                 self.lost.insert(session, Instant::now());
-                self.summary.failed += 1
+                self.summary.failed += 1;
             }
         }
     }

@@ -98,7 +98,7 @@ impl Reloader {
                     tracing::info!(
                         filter = new.log.filter_or_default(),
                         "SIGHUP: new log filter in force"
-                    )
+                    );
                 }
                 Ok(false) => tracing::warn!(
                     "SIGHUP: log.filter changed, but DEVIN_BRIDGE_LOG (or RUST_LOG) overrides it"

@@ -213,7 +213,7 @@ pub fn environment(
             set("NO_PROXY", "localhost,127.0.0.1,::1".into());
         }
         Some(other) => {
-            tracing::warn!(proxy = %other, trusted = TRUSTED_PROXY, "agent.proxy is not the trusted guard URL; no proxy is injected")
+            tracing::warn!(proxy = %other, trusted = TRUSTED_PROXY, "agent.proxy is not the trusted guard URL; no proxy is injected");
         }
         None => {}
     }

@@ -210,7 +210,7 @@ pub async fn floor(
                 let started = Instant::now();
                 match agent.prompt(&session, prompt.to_string()).await {
                     Ok(output) if output.text == EXPECTED => {
-                        samples.latencies.push(started.elapsed())
+                        samples.latencies.push(started.elapsed());
                     }
                     Ok(output) => samples.fail(format!("unexpected reply {:?}", output.text)),
                     Err(error) => samples.fail(format!("turn: {error}")),

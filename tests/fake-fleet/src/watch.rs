@@ -74,7 +74,7 @@ async fn stream(shared: Arc<Shared>, outpost: Option<String>, from: u64, tx: mps
         tokio::select! {
             changed = changes.changed() => if changed.is_err() { return },
             _ = sleep_until(deadline) => return,
-            _ = async { ticks.as_mut().expect("only polled with keepalives").tick().await }, if ticks.is_some() => {
+            _ = async { if let Some(ticks) = ticks.as_mut() { ticks.tick().await; } }, if ticks.is_some() => {
                 if tx.send(Bytes::from_static(b": keepalive\n\n")).await.is_err() {
                     return;
                 }

@@ -1,5 +1,7 @@
 //! The nasty edges of the fake fleet, over real loopback HTTP.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::time::Duration;

@@ -1,5 +1,7 @@
 //! The fake `devin-remote` binary against the fake gateway: real processes, real sockets.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::os::unix::fs::PermissionsExt;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;

@@ -1,5 +1,7 @@
 //! The standalone `fake-fleet` binary and its `/_control/` API.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::process::Stdio;

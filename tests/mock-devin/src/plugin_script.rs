@@ -131,7 +131,7 @@ mod tests {
                 name: "Read",
                 arguments,
             } => {
-                assert_eq!(arguments["file_path"], "/data/transport/abc123")
+                assert_eq!(arguments["file_path"], "/data/transport/abc123");
             }
             other => panic!("{other:?}"),
         }

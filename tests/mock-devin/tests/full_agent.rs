@@ -1,6 +1,8 @@
 //! Drives the full agent (`mock-devin acp`, no agent type) over pipes, as companion mode does:
 //! a private HOME and XDG directories, a generated `devin/config.json`, a credential.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;

@@ -1,5 +1,7 @@
 //! Reading the serializer's golden fixtures and running a case natively; shared by the golden
 //! test and the `bless` example.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(dead_code)]
 
 use std::fs;

@@ -533,10 +533,10 @@ async fn read_frames(agent: Arc<SharedAgent>, mut frames: FrameReader<ChildStdou
             tracing::warn!(
                 pid = agent.pid,
                 "the agent tried to run a tool; its process group was killed"
-            )
+            );
         }
         other => {
-            tracing::warn!(pid = agent.pid, death = ?other, "the agent broke the protocol; its process group was killed")
+            tracing::warn!(pid = agent.pid, death = ?other, "the agent broke the protocol; its process group was killed");
         }
     }
     agent.end(death);

@@ -96,10 +96,10 @@ impl Agent {
             let ended = connection.shutdown().await;
             match failure {
                 Some((code, error, detail)) => {
-                    tracing::warn!(code, %error, %detail, pid, exit = ?ended.status, killed = ended.killed, stderr_tail = %ended.stderr_tail, "agent turn failed")
+                    tracing::warn!(code, %error, %detail, pid, exit = ?ended.status, killed = ended.killed, stderr_tail = %ended.stderr_tail, "agent turn failed");
                 }
                 None => {
-                    tracing::debug!(pid, exit = ?ended.status, killed = ended.killed, "agent ended")
+                    tracing::debug!(pid, exit = ?ended.status, killed = ended.killed, "agent ended");
                 }
             }
         });

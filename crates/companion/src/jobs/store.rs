@@ -880,13 +880,13 @@ impl JobStore {
                 next.failure = Some(JobFailure::new(
                     FailureKind::Cancelled,
                     "cancelled by the user",
-                ))
+                ));
             }
             JobStatus::Died => {
                 next.failure = Some(JobFailure::new(
                     FailureKind::Died,
                     "the worker process is gone",
-                ))
+                ));
             }
             _ => next.failure = Some(JobFailure::new(FailureKind::Error, "the job failed")),
         }

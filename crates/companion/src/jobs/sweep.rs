@@ -91,7 +91,7 @@ pub fn sweep_now(store: &JobStore, older_than: Duration) -> Result<SweepOutcome,
             match fs::remove_dir_all(&path) {
                 Ok(()) => outcome.removed.push(path),
                 Err(error) => {
-                    tracing::warn!(path = %path.display(), %error, "cannot remove a run directory")
+                    tracing::warn!(path = %path.display(), %error, "cannot remove a run directory");
                 }
             }
         }

@@ -179,7 +179,7 @@ fn a_temporary_file_left_by_a_crash_is_ignored() {
     // A later update still works and leaves no temporary file of its own.
     f.store
         .update_running(&f.workspace, &record.id, |r| {
-            r.session_id = Some("s".into())
+            r.session_id = Some("s".into());
         })
         .unwrap();
     let temporaries = fs::read_dir(f.jobs_dir())
@@ -380,7 +380,7 @@ fn cancel_wins_over_a_later_finish_and_terminal_records_never_change() {
     let (after, changed) = f
         .store
         .try_finish(&f.workspace, &record.id, JobStatus::Done, |r| {
-            r.result = Some("late".into())
+            r.result = Some("late".into());
         })
         .unwrap();
     assert!(!changed);
@@ -412,7 +412,7 @@ fn racing_finishers_leave_exactly_one_winner() {
                 let (_, changed) = f
                     .store
                     .try_finish(&f.workspace, &id, status, |r| {
-                        r.result = Some(format!("{i}"))
+                        r.result = Some(format!("{i}"));
                     })
                     .unwrap();
                 changed.then_some(status)
@@ -468,7 +468,7 @@ fn acceptance_is_recorded_once_on_terminal_jobs_only() {
     ));
     f.store
         .finish(&f.workspace, &record.id, JobStatus::Done, |r| {
-            r.delivery = Delivery::Failed
+            r.delivery = Delivery::Failed;
         })
         .unwrap();
     let refused = f
@@ -520,7 +520,7 @@ fn finish_removes_the_config_dir_only_inside_runs() {
     fs::write(config.join("devin/config.json"), b"{}").unwrap();
     f.store
         .update_running(&f.workspace, &record.id, |r| {
-            r.config_dir = Some(config.clone())
+            r.config_dir = Some(config.clone());
         })
         .unwrap();
     f.store
@@ -533,7 +533,7 @@ fn finish_removes_the_config_dir_only_inside_runs() {
     let other = f.running("other");
     f.store
         .update_running(&f.workspace, &other.id, |r| {
-            r.config_dir = Some(outside.path().to_path_buf())
+            r.config_dir = Some(outside.path().to_path_buf());
         })
         .unwrap();
     f.store
@@ -752,7 +752,7 @@ fn newest_matching_finds_the_latest_resumable_session_of_a_mode() {
         f.store.create(&record).unwrap();
         f.store
             .finish(&f.workspace, &record.id, JobStatus::Done, |r| {
-                r.session_id = Some(session.to_owned())
+                r.session_id = Some(session.to_owned());
             })
             .unwrap()
     };

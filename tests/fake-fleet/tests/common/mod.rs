@@ -1,6 +1,7 @@
 //! A tiny raw HTTP/1.1 client for the tests: one request per connection, and an incremental
 //! reader of `text/event-stream` answers.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(dead_code)]
 
 use std::time::Duration;

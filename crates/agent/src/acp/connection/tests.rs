@@ -213,7 +213,7 @@ fn rpc_errors_are_classified() {
     // The raw message is handed over as is (cleaning is the mode's job), only bounded.
     match rpc_error(json!({"code":-32603,"message":"failed reading /home/user/.secret now"})) {
         AcpError::Rpc { message, .. } => {
-            assert_eq!(message, "failed reading /home/user/.secret now")
+            assert_eq!(message, "failed reading /home/user/.secret now");
         }
         other => panic!("{other:?}"),
     }
@@ -545,7 +545,7 @@ read -r l
     );
     match &options[0].kind {
         v1::SessionConfigKind::Select(select) => {
-            assert_eq!(&*select.current_value.0, "swe-1-7-lightning")
+            assert_eq!(&*select.current_value.0, "swe-1-7-lightning");
         }
         other => panic!("{other:?}"),
     }
