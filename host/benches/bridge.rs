@@ -40,6 +40,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark: a failure aborts the run
 
+use devin_bridge_engine::TransformCalls as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -15,9 +15,7 @@ use agent_client_protocol_schema::v1;
 
 use super::preflight::{probe, ProbeError};
 use crate::policy::CompanionPolicy;
-use devin_bridge_engine::{
-    Answer, Call, EngineError, Loaded, ResolvedModel, Runtime, TransformKind,
-};
+use devin_bridge_engine::{Component, EngineError, ResolvedModel, TransformCalls, TransformKind};
 
 /// Largest catalog accepted from the CLI.
 const MAX_CATALOG_BYTES: usize = 4 << 20;
@@ -163,7 +161,7 @@ fn write_cache(path: &Path, text: &str) -> Result<(), ModelsError> {
 pub fn load_component(
     policy: &CompanionPolicy,
     kind: TransformKind,
-) -> Result<(Runtime, Loaded), EngineError> {
+) -> Result<Component, EngineError> {
     let config = policy.engine_config();
     devin_bridge_engine::load_one(config.location(kind), policy.limits, kind)
 }
@@ -180,23 +178,14 @@ pub fn resolve(
             "--model {requested} selects a routing pairing; the companion runs one model"
         )));
     }
-    let (runtime, loaded) = load_component(policy, TransformKind::ModelAlias)?;
-    match loaded.call(
-        &runtime,
-        &Call::Resolve {
-            requested: requested.to_owned(),
-            catalog: catalog.to_owned(),
-        },
-    )? {
-        Answer::Resolved(Ok(resolved)) => Ok(resolved),
-        Answer::Resolved(Err(failure)) if failure.code == "invalid_catalog" => Err(
-            ModelsError::Setup(format!("the model catalog is invalid: {}", failure.message)),
-        ),
-        Answer::Resolved(Err(failure)) => Err(ModelsError::Input(failure.message)),
-        other => Err(ModelsError::Engine(EngineError::Interface {
-            transform: TransformKind::ModelAlias,
-            message: format!("unexpected answer shape {other:?}"),
-        })),
+    let component = load_component(policy, TransformKind::ModelAlias)?;
+    match component.resolve_model(requested.to_owned(), catalog.to_owned())? {
+        Ok(resolved) => Ok(resolved),
+        Err(failure) if failure.code == "invalid_catalog" => Err(ModelsError::Setup(format!(
+            "the model catalog is invalid: {}",
+            failure.message
+        ))),
+        Err(failure) => Err(ModelsError::Input(failure.message)),
     }
 }
 

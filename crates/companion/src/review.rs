@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 
 use super::cli::Scope;
 use crate::policy::CompanionPolicy;
-use devin_bridge_engine::{Answer, Call, EngineError, TransformKind};
+use devin_bridge_engine::{EngineError, TransformCalls, TransformKind};
 
 /// Largest diff sent for review.
 pub const MAX_DIFF_BYTES: usize = 1 << 20;
@@ -249,21 +249,12 @@ pub fn validate(
     policy: &CompanionPolicy,
     reply: &str,
 ) -> Result<Result<serde_json::Value, String>, EngineError> {
-    let (runtime, loaded) = super::models::load_component(policy, TransformKind::Envelope)?;
-    match loaded.call(
-        &runtime,
-        &Call::ParseReview {
-            output: reply.to_owned(),
-        },
-    )? {
-        Answer::Review(Ok(text)) => Ok(serde_json::from_str(&text)
-            .map_err(|error| format!("the validated review is not JSON: {error}"))),
-        Answer::Review(Err(failure)) => Ok(Err(format!("{}: {}", failure.code, failure.message))),
-        other => Err(EngineError::Interface {
-            transform: TransformKind::Envelope,
-            message: format!("unexpected answer shape {other:?}"),
-        }),
-    }
+    let component = super::models::load_component(policy, TransformKind::Envelope)?;
+    Ok(match component.parse_review(reply.to_owned())? {
+        Ok(text) => serde_json::from_str(&text)
+            .map_err(|error| format!("the validated review is not JSON: {error}")),
+        Err(failure) => Err(format!("{}: {}", failure.code, failure.message)),
+    })
 }
 
 #[cfg(test)]

@@ -1,9 +1,16 @@
 //! Typed calls into each transform's WIT interface.
 //!
-//! `wasmtime::component::bindgen!` generates one module per world; each module has its own
-//! copy of the shared WIT records, so this file converts them to the plain Rust types of
+//! `wasmtime::component::bindgen!` generates one module per world. The shared records of the
+//! `types` interface are generated once, with the serializer's world, and every other world
+//! reuses them (`with:`), so there is one conversion between them and the plain Rust types of
 //! `devin-bridge-types` (the same types the native libraries use, which is what makes the
 //! differential tests a direct comparison).
+//!
+//! Each WIT function has one typed function here (`serializer::serialize`, ...) that runs on a
+//! fresh instance of its world ([`World`]); the registry's methods call them directly. The
+//! [`Call`] and [`Answer`] enums are the data form of the same calls, for the golden corpus,
+//! the differential tests, the fuzz targets and the benchmarks: [`call_instance`] maps a
+//! `Call` onto the typed function.
 
 use std::sync::Arc;
 
@@ -11,21 +18,39 @@ use devin_bridge_types::{Failure, Reply, ToolCall, Usage};
 use serde::{Deserialize, Serialize};
 use wasmtime::component::InstancePre;
 
+use wasmtime::Store;
+
 use super::runtime::CallState;
 use super::status::checked_failure;
+use super::TransformKind;
 
 mod serializer_world {
     wasmtime::component::bindgen!({ world: "serializer-component", path: "../../wit" });
 }
 mod envelope_world {
-    wasmtime::component::bindgen!({ world: "envelope-component", path: "../../wit" });
+    wasmtime::component::bindgen!({
+        world: "envelope-component",
+        path: "../../wit",
+        with: { "devin-bridge:transforms/types": crate::bindings::wit_types },
+    });
 }
 mod sse_world {
-    wasmtime::component::bindgen!({ world: "sse-component", path: "../../wit" });
+    wasmtime::component::bindgen!({
+        world: "sse-component",
+        path: "../../wit",
+        with: { "devin-bridge:transforms/types": crate::bindings::wit_types },
+    });
 }
 mod model_alias_world {
-    wasmtime::component::bindgen!({ world: "model-alias-component", path: "../../wit" });
+    wasmtime::component::bindgen!({
+        world: "model-alias-component",
+        path: "../../wit",
+        with: { "devin-bridge:transforms/types": crate::bindings::wit_types },
+    });
 }
+
+/// The shared records, generated once.
+pub use serializer_world::devin_bridge::transforms::types as wit_types;
 
 /// The serializer's answer (mirror of the WIT `prompt` record).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -142,42 +167,33 @@ pub struct ResolvedModel {
     pub acp_id: String,
 }
 
-/// Converts between one world's copy of the shared records and the plain types.
-macro_rules! shared_records {
-    ($world:ident) => {
-        impl From<$world::devin_bridge::transforms::types::Failure> for Failure {
-            fn from(f: $world::devin_bridge::transforms::types::Failure) -> Self {
-                Failure {
-                    code: f.code,
-                    message: f.message,
-                    status: f.status,
-                    repairable: f.repairable,
-                }
-            }
+impl From<wit_types::Failure> for Failure {
+    fn from(f: wit_types::Failure) -> Self {
+        Failure {
+            code: f.code,
+            message: f.message,
+            status: f.status,
+            repairable: f.repairable,
         }
-        impl From<&Failure> for $world::devin_bridge::transforms::types::Failure {
-            fn from(f: &Failure) -> Self {
-                Self {
-                    code: f.code.clone(),
-                    message: f.message.clone(),
-                    status: f.status,
-                    repairable: f.repairable,
-                }
-            }
-        }
-    };
+    }
 }
-shared_records!(serializer_world);
-shared_records!(envelope_world);
-shared_records!(sse_world);
-shared_records!(model_alias_world);
 
-impl From<envelope_world::devin_bridge::transforms::types::Reply> for Reply {
-    fn from(reply: envelope_world::devin_bridge::transforms::types::Reply) -> Self {
-        use envelope_world::devin_bridge::transforms::types::Reply as Wit;
+impl From<&Failure> for wit_types::Failure {
+    fn from(f: &Failure) -> Self {
+        Self {
+            code: f.code.clone(),
+            message: f.message.clone(),
+            status: f.status,
+            repairable: f.repairable,
+        }
+    }
+}
+
+impl From<wit_types::Reply> for Reply {
+    fn from(reply: wit_types::Reply) -> Self {
         match reply {
-            Wit::Text(text) => Reply::Text(text),
-            Wit::Tool(call) => Reply::Tool(ToolCall {
+            wit_types::Reply::Text(text) => Reply::Text(text),
+            wit_types::Reply::Tool(call) => Reply::Tool(ToolCall {
                 id: call.id,
                 name: call.name,
                 input: call.input,
@@ -186,30 +202,25 @@ impl From<envelope_world::devin_bridge::transforms::types::Reply> for Reply {
     }
 }
 
-fn sse_reply(reply: &Reply) -> sse_world::devin_bridge::transforms::types::Reply {
-    use sse_world::devin_bridge::transforms::types::{Reply as Wit, ToolCall as WitCall};
-    match reply {
-        Reply::Text(text) => Wit::Text(text.clone()),
-        Reply::Tool(call) => Wit::Tool(WitCall {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            input: call.input.clone(),
-        }),
+impl From<&Reply> for wit_types::Reply {
+    fn from(reply: &Reply) -> Self {
+        match reply {
+            Reply::Text(text) => wit_types::Reply::Text(text.clone()),
+            Reply::Tool(call) => wit_types::Reply::Tool(wit_types::ToolCall {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                input: call.input.clone(),
+            }),
+        }
     }
 }
 
-fn sse_usage(usage: &Usage) -> sse_world::devin_bridge::transforms::types::Usage {
-    sse_world::devin_bridge::transforms::types::Usage {
-        input_tokens: usage.input_tokens,
-        output_tokens: usage.output_tokens,
-    }
-}
-
-fn sse_head(head: &MessageHead) -> sse_world::exports::devin_bridge::transforms::sse::MessageHead {
-    sse_world::exports::devin_bridge::transforms::sse::MessageHead {
-        id: head.id.clone(),
-        model: head.model.clone(),
-        usage: sse_usage(&head.usage),
+impl From<Usage> for wit_types::Usage {
+    fn from(usage: Usage) -> Self {
+        Self {
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+        }
     }
 }
 
@@ -224,21 +235,440 @@ pub(crate) enum TypedPre {
 
 impl TypedPre {
     /// Checks that the component exports `kind`'s interface with the right types.
-    pub(crate) fn new(
-        kind: super::TransformKind,
-        pre: InstancePre<CallState>,
-    ) -> wasmtime::Result<Self> {
-        use super::TransformKind as K;
+    pub(crate) fn new(kind: TransformKind, pre: InstancePre<CallState>) -> wasmtime::Result<Self> {
         Ok(match kind {
-            K::Serializer => {
+            TransformKind::Serializer => {
                 TypedPre::Serializer(serializer_world::SerializerComponentPre::new(pre)?)
             }
-            K::Envelope => TypedPre::Envelope(envelope_world::EnvelopeComponentPre::new(pre)?),
-            K::Sse => TypedPre::Sse(sse_world::SseComponentPre::new(pre)?),
-            K::ModelAlias => {
+            TransformKind::Envelope => {
+                TypedPre::Envelope(envelope_world::EnvelopeComponentPre::new(pre)?)
+            }
+            TransformKind::Sse => TypedPre::Sse(sse_world::SseComponentPre::new(pre)?),
+            TransformKind::ModelAlias => {
                 TypedPre::ModelAlias(model_alias_world::ModelAliasComponentPre::new(pre)?)
             }
         })
+    }
+
+    pub(crate) fn instantiate(&self, store: &mut Store<CallState>) -> wasmtime::Result<Instance> {
+        Ok(match self {
+            TypedPre::Serializer(pre) => Instance::Serializer(pre.instantiate(store)?),
+            TypedPre::Envelope(pre) => Instance::Envelope(pre.instantiate(store)?),
+            TypedPre::Sse(pre) => Instance::Sse(pre.instantiate(store)?),
+            TypedPre::ModelAlias(pre) => Instance::ModelAlias(pre.instantiate(store)?),
+        })
+    }
+}
+
+/// A live instance of one transform (a fresh one per call in production).
+pub enum Instance {
+    Serializer(serializer_world::SerializerComponent),
+    Envelope(envelope_world::EnvelopeComponent),
+    Sse(sse_world::SseComponent),
+    ModelAlias(model_alias_world::ModelAliasComponent),
+}
+
+/// One transform's world: which instance answers its functions. The typed functions below take
+/// `W::Instance`; [`crate::Loaded::run`] makes the fresh instance they run on.
+pub trait World {
+    const KIND: TransformKind;
+    type Instance;
+    /// This world's instance, or `None` when `instance` is another transform's.
+    fn of(instance: &Instance) -> Option<&Self::Instance>;
+}
+
+macro_rules! world {
+    ($marker:ident, $kind:ident, $instance:ty) => {
+        pub struct $marker;
+        impl World for $marker {
+            const KIND: TransformKind = TransformKind::$kind;
+            type Instance = $instance;
+            fn of(instance: &Instance) -> Option<&Self::Instance> {
+                match instance {
+                    Instance::$kind(instance) => Some(instance),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+world!(
+    SerializerWorld,
+    Serializer,
+    serializer_world::SerializerComponent
+);
+world!(EnvelopeWorld, Envelope, envelope_world::EnvelopeComponent);
+world!(SseWorld, Sse, sse_world::SseComponent);
+world!(
+    ModelAliasWorld,
+    ModelAlias,
+    model_alias_world::ModelAliasComponent
+);
+
+/// A call's store; every function below runs in one.
+type CallStore = Store<CallState>;
+
+/// The serializer's functions. Every failure a component returns has its status checked on
+/// the way out.
+pub(crate) mod serializer {
+    use super::serializer_world::exports::devin_bridge::transforms::serializer as wit;
+    use super::serializer_world::SerializerComponent as Component;
+    use super::*;
+
+    fn failed(f: super::wit_types::Failure) -> Failure {
+        checked_failure(TransformKind::Serializer, f.into())
+    }
+
+    pub(crate) fn serialize(
+        instance: &Component,
+        store: &mut CallStore,
+        request: &str,
+    ) -> wasmtime::Result<Result<Prompt, Failure>> {
+        let answer = instance
+            .devin_bridge_transforms_serializer()
+            .call_serialize(store, request)?;
+        Ok(answer.map(prompt_from_wit).map_err(failed))
+    }
+
+    pub(crate) fn serialize_unseen(
+        instance: &Component,
+        store: &mut CallStore,
+        request: &str,
+        options: &PromptOptions,
+    ) -> wasmtime::Result<Result<UnseenPrompt, Failure>> {
+        let answer = instance
+            .devin_bridge_transforms_serializer()
+            .call_serialize_unseen(store, request, options_to_wit(options))?;
+        Ok(answer
+            .map(|unseen| UnseenPrompt {
+                prompt: prompt_from_wit(unseen.prompt),
+                history: unseen.history,
+                images: images_from_wit(unseen.images),
+                marks: marks_from_wit(unseen.marks),
+                tool_names: unseen.tool_names,
+            })
+            .map_err(failed))
+    }
+
+    pub(crate) fn serialize_resumed(
+        instance: &Component,
+        store: &mut CallStore,
+        continuation: &str,
+        resume: &Resume,
+        options: &PromptOptions,
+    ) -> wasmtime::Result<Result<ResumedPrompt, Failure>> {
+        let resume = wit::Resume {
+            messages: resume.messages,
+            history: resume.history.clone(),
+            trace_chars: resume.trace_chars,
+            tool_uses: resume.tool_uses.clone(),
+            tool_names: resume.tool_names.clone(),
+        };
+        let answer = instance
+            .devin_bridge_transforms_serializer()
+            .call_serialize_resumed(store, continuation, &resume, options_to_wit(options))?;
+        Ok(answer
+            .map(|resumed| ResumedPrompt {
+                text: resumed.text,
+                input_tokens: resumed.input_tokens,
+                id_seed: resumed.id_seed,
+                history: resumed.history,
+                marks: marks_from_wit(resumed.marks),
+                images: images_from_wit(resumed.images),
+            })
+            .map_err(failed))
+    }
+
+    pub(crate) fn repair(
+        instance: &Component,
+        store: &mut CallStore,
+        prompt: &str,
+        rejection: &Failure,
+    ) -> wasmtime::Result<String> {
+        instance
+            .devin_bridge_transforms_serializer()
+            .call_repair(store, prompt, &rejection.into())
+    }
+
+    fn prompt_from_wit(prompt: wit::Prompt) -> Prompt {
+        Prompt {
+            text: prompt.text,
+            tools: prompt.tools,
+            input_tokens: prompt.input_tokens,
+            id_seed: prompt.id_seed,
+            model: prompt.model,
+            stream: prompt.stream,
+        }
+    }
+
+    fn options_to_wit(options: &PromptOptions) -> wit::PromptOptions {
+        wit::PromptOptions {
+            held: options.held,
+            images: wit::ImageLimits {
+                max_images: options.images.max_images,
+                max_image_bytes: options.images.max_image_bytes,
+            },
+        }
+    }
+
+    fn images_from_wit(images: Vec<wit::Image>) -> Vec<Image> {
+        images
+            .into_iter()
+            .map(|image| Image {
+                media_type: image.media_type,
+                data: image.data,
+            })
+            .collect()
+    }
+
+    fn marks_from_wit(marks: Vec<wit::MessageMark>) -> Vec<MessageMark> {
+        marks
+            .into_iter()
+            .map(|mark| MessageMark {
+                request_end: mark.request_end,
+                trace_chars: mark.trace_chars,
+                tool_uses: mark.tool_uses,
+            })
+            .collect()
+    }
+}
+
+/// The envelope parser's functions.
+pub(crate) mod envelope {
+    use super::envelope_world::EnvelopeComponent as Component;
+    use super::*;
+
+    fn failed(f: super::wit_types::Failure) -> Failure {
+        checked_failure(TransformKind::Envelope, f.into())
+    }
+
+    pub(crate) fn parse(
+        instance: &Component,
+        store: &mut CallStore,
+        output: &str,
+        tools: &str,
+        id_seed: &str,
+    ) -> wasmtime::Result<Result<Reply, Failure>> {
+        let answer = instance
+            .devin_bridge_transforms_envelope()
+            .call_parse(store, output, tools, id_seed)?;
+        Ok(answer.map(Reply::from).map_err(failed))
+    }
+
+    pub(crate) fn narrates_unexecuted_action(
+        instance: &Component,
+        store: &mut CallStore,
+        output: &str,
+    ) -> wasmtime::Result<bool> {
+        instance
+            .devin_bridge_transforms_envelope()
+            .call_narrates_unexecuted_action(store, output)
+    }
+
+    pub(crate) fn parse_review(
+        instance: &Component,
+        store: &mut CallStore,
+        output: &str,
+    ) -> wasmtime::Result<Result<String, Failure>> {
+        let answer = instance
+            .devin_bridge_transforms_envelope()
+            .call_parse_review(store, output)?;
+        Ok(answer.map_err(failed))
+    }
+}
+
+/// The SSE component's functions.
+pub(crate) mod sse {
+    use super::sse_world::exports::devin_bridge::transforms::sse as wit;
+    use super::sse_world::SseComponent as Component;
+    use super::*;
+
+    fn head_to_wit(head: &MessageHead) -> wit::MessageHead {
+        wit::MessageHead {
+            id: head.id.clone(),
+            model: head.model.clone(),
+            usage: head.usage.into(),
+        }
+    }
+
+    pub(crate) fn stream_start(
+        instance: &Component,
+        store: &mut CallStore,
+        head: &MessageHead,
+    ) -> wasmtime::Result<String> {
+        instance
+            .devin_bridge_transforms_sse()
+            .call_stream_start(store, &head_to_wit(head))
+    }
+
+    pub(crate) fn stream_ping(
+        instance: &Component,
+        store: &mut CallStore,
+    ) -> wasmtime::Result<String> {
+        instance
+            .devin_bridge_transforms_sse()
+            .call_stream_ping(store)
+    }
+
+    pub(crate) fn stream_finish(
+        instance: &Component,
+        store: &mut CallStore,
+        reply: &Reply,
+        usage: Usage,
+    ) -> wasmtime::Result<String> {
+        instance.devin_bridge_transforms_sse().call_stream_finish(
+            store,
+            &reply.into(),
+            usage.into(),
+        )
+    }
+
+    pub(crate) fn render_stream(
+        instance: &Component,
+        store: &mut CallStore,
+        head: &MessageHead,
+        reply: &Reply,
+    ) -> wasmtime::Result<String> {
+        instance.devin_bridge_transforms_sse().call_render_stream(
+            store,
+            &head_to_wit(head),
+            &reply.into(),
+        )
+    }
+
+    pub(crate) fn render_json(
+        instance: &Component,
+        store: &mut CallStore,
+        head: &MessageHead,
+        reply: &Reply,
+    ) -> wasmtime::Result<String> {
+        instance.devin_bridge_transforms_sse().call_render_json(
+            store,
+            &head_to_wit(head),
+            &reply.into(),
+        )
+    }
+
+    pub(crate) fn error_event(
+        instance: &Component,
+        store: &mut CallStore,
+        failure: &Failure,
+    ) -> wasmtime::Result<String> {
+        instance
+            .devin_bridge_transforms_sse()
+            .call_error_event(store, &failure.into())
+    }
+
+    pub(crate) fn error_body(
+        instance: &Component,
+        store: &mut CallStore,
+        failure: &Failure,
+    ) -> wasmtime::Result<String> {
+        instance
+            .devin_bridge_transforms_sse()
+            .call_error_body(store, &failure.into())
+    }
+
+    pub(crate) fn agent_error_message(
+        instance: &Component,
+        store: &mut CallStore,
+        raw: &str,
+    ) -> wasmtime::Result<String> {
+        instance
+            .devin_bridge_transforms_sse()
+            .call_agent_error_message(store, raw)
+    }
+
+    pub(crate) fn parse_events(
+        instance: &Component,
+        store: &mut CallStore,
+        buffer: &[u8],
+        max_event_bytes: u32,
+    ) -> wasmtime::Result<Result<SseFrames, Failure>> {
+        let answer = instance.devin_bridge_transforms_sse().call_parse_events(
+            store,
+            buffer,
+            max_event_bytes,
+        )?;
+        Ok(answer
+            .map(|frames| SseFrames {
+                events: frames
+                    .events
+                    .into_iter()
+                    .map(|event| SseEvent {
+                        event: event.event,
+                        data: event.data,
+                        id: event.id,
+                    })
+                    .collect(),
+                tail: frames.tail,
+            })
+            .map_err(|f| checked_failure(TransformKind::Sse, f.into())))
+    }
+}
+
+/// The model-alias validator's functions.
+pub(crate) mod model_alias {
+    use super::model_alias_world::ModelAliasComponent as Component;
+    use super::*;
+
+    fn failed(f: super::wit_types::Failure) -> Failure {
+        checked_failure(TransformKind::ModelAlias, f.into())
+    }
+
+    pub(crate) fn validate(
+        instance: &Component,
+        store: &mut CallStore,
+        reference: &str,
+        catalog: &str,
+    ) -> wasmtime::Result<Result<String, Failure>> {
+        let answer = instance
+            .devin_bridge_transforms_model_alias()
+            .call_validate(store, reference, catalog)?;
+        Ok(answer.map_err(failed))
+    }
+
+    pub(crate) fn client_environment(
+        instance: &Component,
+        store: &mut CallStore,
+        settings: &[(String, String)],
+        catalog: &str,
+    ) -> wasmtime::Result<Result<Vec<(String, String)>, Failure>> {
+        let answer = instance
+            .devin_bridge_transforms_model_alias()
+            .call_client_environment(store, settings, catalog)?;
+        Ok(answer.map_err(failed))
+    }
+
+    pub(crate) fn resolve(
+        instance: &Component,
+        store: &mut CallStore,
+        requested: &str,
+        catalog: &str,
+    ) -> wasmtime::Result<Result<ResolvedModel, Failure>> {
+        let answer = instance
+            .devin_bridge_transforms_model_alias()
+            .call_resolve(store, requested, catalog)?;
+        Ok(answer
+            .map(|m| ResolvedModel {
+                family: m.family,
+                model_uid: m.model_uid,
+                label: m.label,
+                acp_id: m.acp_id,
+            })
+            .map_err(failed))
+    }
+
+    pub(crate) fn list_models(
+        instance: &Component,
+        store: &mut CallStore,
+        catalog: &str,
+        vision: bool,
+    ) -> wasmtime::Result<Result<String, Failure>> {
+        let answer = instance
+            .devin_bridge_transforms_model_alias()
+            .call_list_models(store, catalog, vision)?;
+        Ok(answer.map_err(failed))
     }
 }
 
@@ -369,308 +799,95 @@ impl Call {
     }
 }
 
-/// A live instance of one transform (a fresh one per call in production).
-pub(crate) enum Instance {
-    Serializer(serializer_world::SerializerComponent),
-    Envelope(envelope_world::EnvelopeComponent),
-    Sse(sse_world::SseComponent),
-    ModelAlias(model_alias_world::ModelAliasComponent),
-}
-
-impl TypedPre {
-    pub(crate) fn instantiate(
-        &self,
-        store: &mut wasmtime::Store<CallState>,
-    ) -> wasmtime::Result<Instance> {
-        Ok(match self {
-            TypedPre::Serializer(pre) => Instance::Serializer(pre.instantiate(store)?),
-            TypedPre::Envelope(pre) => Instance::Envelope(pre.instantiate(store)?),
-            TypedPre::Sse(pre) => Instance::Sse(pre.instantiate(store)?),
-            TypedPre::ModelAlias(pre) => Instance::ModelAlias(pre.instantiate(store)?),
-        })
-    }
-}
-
-/// Instantiates `pre` in `store` and performs `call`. Returns `None` when the call belongs to
-/// another transform than the component (a programming error the caller reports).
-pub(crate) fn invoke(
-    pre: &TypedPre,
-    store: &mut wasmtime::Store<CallState>,
-    call: &Call,
-) -> wasmtime::Result<Option<Answer>> {
-    if pre_kind(pre) != call.transform() {
-        return Ok(None);
-    }
-    let instance = pre.instantiate(store)?;
-    call_instance(&instance, store, call)
-}
-
-fn pre_kind(pre: &TypedPre) -> super::TransformKind {
-    use super::TransformKind as K;
-    match pre {
-        TypedPre::Serializer(_) => K::Serializer,
-        TypedPre::Envelope(_) => K::Envelope,
-        TypedPre::Sse(_) => K::Sse,
-        TypedPre::ModelAlias(_) => K::ModelAlias,
-    }
-}
-
-fn prompt_from_wit(
-    prompt: serializer_world::exports::devin_bridge::transforms::serializer::Prompt,
-) -> Prompt {
-    Prompt {
-        text: prompt.text,
-        tools: prompt.tools,
-        input_tokens: prompt.input_tokens,
-        id_seed: prompt.id_seed,
-        model: prompt.model,
-        stream: prompt.stream,
-    }
-}
-
-/// Performs `call` on an existing instance.
+/// Performs `call` (the data form of a call) on an existing instance through the typed
+/// function it names. `None`: the call belongs to another transform than the instance.
 pub(crate) fn call_instance(
     instance: &Instance,
-    store: &mut wasmtime::Store<CallState>,
+    store: &mut CallStore,
     call: &Call,
 ) -> wasmtime::Result<Option<Answer>> {
-    use super::TransformKind as K;
-    // Every failure a component returns has its status checked on the way out.
-    Ok(Some(match (instance, call) {
-        (Instance::Serializer(instance), Call::Serialize { request }) => {
-            let answer = instance
-                .devin_bridge_transforms_serializer()
-                .call_serialize(&mut *store, request)?;
-            Answer::Prompt(
-                answer
-                    .map(prompt_from_wit)
-                    .map_err(|f| checked_failure(K::Serializer, f.into())),
-            )
+    let answer = match (instance, call) {
+        (Instance::Serializer(i), Call::Serialize { request }) => {
+            Answer::Prompt(serializer::serialize(i, store, request)?)
         }
-        (Instance::Serializer(instance), Call::SerializeUnseen { request, options }) => {
-            let answer = instance
-                .devin_bridge_transforms_serializer()
-                .call_serialize_unseen(&mut *store, request, options_to_wit(options))?;
-            Answer::Unseen(
-                answer
-                    .map(|unseen| UnseenPrompt {
-                        prompt: prompt_from_wit(unseen.prompt),
-                        history: unseen.history,
-                        images: images_from_wit(unseen.images),
-                        marks: marks_from_wit(unseen.marks),
-                        tool_names: unseen.tool_names,
-                    })
-                    .map_err(|f| checked_failure(K::Serializer, f.into())),
-            )
+        (Instance::Serializer(i), Call::SerializeUnseen { request, options }) => {
+            Answer::Unseen(serializer::serialize_unseen(i, store, request, options)?)
         }
         (
-            Instance::Serializer(instance),
+            Instance::Serializer(i),
             Call::SerializeResumed {
                 continuation,
                 resume,
                 options,
             },
-        ) => {
-            use serializer_world::exports::devin_bridge::transforms::serializer as wit;
-            let resume = wit::Resume {
-                messages: resume.messages,
-                history: resume.history.clone(),
-                trace_chars: resume.trace_chars,
-                tool_uses: resume.tool_uses.clone(),
-                tool_names: resume.tool_names.clone(),
-            };
-            let answer = instance
-                .devin_bridge_transforms_serializer()
-                .call_serialize_resumed(
-                    &mut *store,
-                    continuation,
-                    &resume,
-                    options_to_wit(options),
-                )?;
-            Answer::Resumed(
-                answer
-                    .map(|resumed| ResumedPrompt {
-                        text: resumed.text,
-                        input_tokens: resumed.input_tokens,
-                        id_seed: resumed.id_seed,
-                        history: resumed.history,
-                        marks: marks_from_wit(resumed.marks),
-                        images: images_from_wit(resumed.images),
-                    })
-                    .map_err(|f| checked_failure(K::Serializer, f.into())),
-            )
-        }
-        (Instance::Serializer(instance), Call::Repair { prompt, rejection }) => {
-            Answer::Text(instance.devin_bridge_transforms_serializer().call_repair(
-                &mut *store,
-                prompt,
-                &rejection.into(),
-            )?)
+        ) => Answer::Resumed(serializer::serialize_resumed(
+            i,
+            store,
+            continuation,
+            resume,
+            options,
+        )?),
+        (Instance::Serializer(i), Call::Repair { prompt, rejection }) => {
+            Answer::Text(serializer::repair(i, store, prompt, rejection)?)
         }
         (
-            Instance::Envelope(instance),
+            Instance::Envelope(i),
             Call::Parse {
                 output,
                 tools,
                 id_seed,
             },
-        ) => {
-            let answer = instance.devin_bridge_transforms_envelope().call_parse(
-                &mut *store,
-                output,
-                tools,
-                id_seed,
-            )?;
-            Answer::Reply(
-                answer
-                    .map(Reply::from)
-                    .map_err(|f| checked_failure(K::Envelope, f.into())),
-            )
+        ) => Answer::Reply(envelope::parse(i, store, output, tools, id_seed)?),
+        (Instance::Envelope(i), Call::NarratesUnexecutedAction { output }) => {
+            Answer::Flag(envelope::narrates_unexecuted_action(i, store, output)?)
         }
-        (Instance::Envelope(instance), Call::NarratesUnexecutedAction { output }) => Answer::Flag(
-            instance
-                .devin_bridge_transforms_envelope()
-                .call_narrates_unexecuted_action(&mut *store, output)?,
-        ),
-        (Instance::Envelope(instance), Call::ParseReview { output }) => Answer::Review(
-            instance
-                .devin_bridge_transforms_envelope()
-                .call_parse_review(&mut *store, output)?
-                .map_err(|f| checked_failure(K::Envelope, f.into())),
-        ),
+        (Instance::Envelope(i), Call::ParseReview { output }) => {
+            Answer::Review(envelope::parse_review(i, store, output)?)
+        }
+        (Instance::Sse(i), Call::StreamStart { head }) => {
+            Answer::Text(sse::stream_start(i, store, head)?)
+        }
+        (Instance::Sse(i), Call::StreamPing) => Answer::Text(sse::stream_ping(i, store)?),
+        (Instance::Sse(i), Call::StreamFinish { reply, usage }) => {
+            Answer::Text(sse::stream_finish(i, store, reply, *usage)?)
+        }
+        (Instance::Sse(i), Call::RenderStream { head, reply }) => {
+            Answer::Text(sse::render_stream(i, store, head, reply)?)
+        }
+        (Instance::Sse(i), Call::RenderJson { head, reply }) => {
+            Answer::Text(sse::render_json(i, store, head, reply)?)
+        }
+        (Instance::Sse(i), Call::ErrorEvent { failure }) => {
+            Answer::Text(sse::error_event(i, store, failure)?)
+        }
+        (Instance::Sse(i), Call::ErrorBody { failure }) => {
+            Answer::Text(sse::error_body(i, store, failure)?)
+        }
+        (Instance::Sse(i), Call::AgentErrorMessage { raw }) => {
+            Answer::Text(sse::agent_error_message(i, store, raw)?)
+        }
         (
-            Instance::Sse(instance),
+            Instance::Sse(i),
             Call::ParseEvents {
                 buffer,
                 max_event_bytes,
             },
-        ) => Answer::Frames(
-            instance
-                .devin_bridge_transforms_sse()
-                .call_parse_events(&mut *store, buffer, *max_event_bytes)?
-                .map(|frames| SseFrames {
-                    events: frames
-                        .events
-                        .into_iter()
-                        .map(|event| SseEvent {
-                            event: event.event,
-                            data: event.data,
-                            id: event.id,
-                        })
-                        .collect(),
-                    tail: frames.tail,
-                })
-                .map_err(|f| checked_failure(K::Sse, f.into())),
-        ),
-        (Instance::Sse(instance), call) => {
-            let sse = instance.devin_bridge_transforms_sse();
-            Answer::Text(match call {
-                Call::StreamStart { head } => {
-                    sse.call_stream_start(&mut *store, &sse_head(head))?
-                }
-                Call::StreamPing => sse.call_stream_ping(&mut *store)?,
-                Call::StreamFinish { reply, usage } => {
-                    sse.call_stream_finish(&mut *store, &sse_reply(reply), sse_usage(usage))?
-                }
-                Call::RenderStream { head, reply } => {
-                    sse.call_render_stream(&mut *store, &sse_head(head), &sse_reply(reply))?
-                }
-                Call::RenderJson { head, reply } => {
-                    sse.call_render_json(&mut *store, &sse_head(head), &sse_reply(reply))?
-                }
-                Call::ErrorEvent { failure } => {
-                    sse.call_error_event(&mut *store, &failure.into())?
-                }
-                Call::ErrorBody { failure } => sse.call_error_body(&mut *store, &failure.into())?,
-                Call::AgentErrorMessage { raw } => {
-                    sse.call_agent_error_message(&mut *store, raw)?
-                }
-                _ => return Ok(None),
-            })
+        ) => Answer::Frames(sse::parse_events(i, store, buffer, *max_event_bytes)?),
+        (Instance::ModelAlias(i), Call::Validate { reference, catalog }) => {
+            Answer::Model(model_alias::validate(i, store, reference, catalog)?)
         }
-        (Instance::ModelAlias(instance), call) => {
-            let alias = instance.devin_bridge_transforms_model_alias();
-            match call {
-                Call::Validate { reference, catalog } => Answer::Model(
-                    alias
-                        .call_validate(&mut *store, reference, catalog)?
-                        .map_err(|f| checked_failure(K::ModelAlias, f.into())),
-                ),
-                Call::ClientEnvironment { settings, catalog } => Answer::Environment(
-                    alias
-                        .call_client_environment(&mut *store, settings, catalog)?
-                        .map_err(|f| checked_failure(K::ModelAlias, f.into())),
-                ),
-                Call::Resolve { requested, catalog } => Answer::Resolved(
-                    alias
-                        .call_resolve(&mut *store, requested, catalog)?
-                        .map(|m| ResolvedModel {
-                            family: m.family,
-                            model_uid: m.model_uid,
-                            label: m.label,
-                            acp_id: m.acp_id,
-                        })
-                        .map_err(|f| checked_failure(K::ModelAlias, f.into())),
-                ),
-                Call::ListModels { catalog, vision } => Answer::Model(
-                    alias
-                        .call_list_models(&mut *store, catalog, *vision)?
-                        .map_err(|f| checked_failure(K::ModelAlias, f.into())),
-                ),
-                _ => return Ok(None),
-            }
+        (Instance::ModelAlias(i), Call::ClientEnvironment { settings, catalog }) => {
+            Answer::Environment(model_alias::client_environment(
+                i, store, settings, catalog,
+            )?)
+        }
+        (Instance::ModelAlias(i), Call::Resolve { requested, catalog }) => {
+            Answer::Resolved(model_alias::resolve(i, store, requested, catalog)?)
+        }
+        (Instance::ModelAlias(i), Call::ListModels { catalog, vision }) => {
+            Answer::Model(model_alias::list_models(i, store, catalog, *vision)?)
         }
         _ => return Ok(None),
-    }))
-}
-
-impl super::Transforms {
-    /// `sse.agent-error-message`: an agent's error text, cleaned for clients.
-    pub fn agent_error_message(&self, raw: String) -> Result<String, super::EngineError> {
-        match self.call(&Call::AgentErrorMessage { raw })? {
-            Answer::Text(text) => Ok(text),
-            other => Err(super::EngineError::Interface {
-                transform: super::TransformKind::Sse,
-                message: format!("unexpected answer shape {other:?}"),
-            }),
-        }
-    }
-}
-
-fn options_to_wit(
-    options: &PromptOptions,
-) -> serializer_world::exports::devin_bridge::transforms::serializer::PromptOptions {
-    use serializer_world::exports::devin_bridge::transforms::serializer as wit;
-    wit::PromptOptions {
-        held: options.held,
-        images: wit::ImageLimits {
-            max_images: options.images.max_images,
-            max_image_bytes: options.images.max_image_bytes,
-        },
-    }
-}
-
-fn images_from_wit(
-    images: Vec<serializer_world::exports::devin_bridge::transforms::serializer::Image>,
-) -> Vec<Image> {
-    images
-        .into_iter()
-        .map(|image| Image {
-            media_type: image.media_type,
-            data: image.data,
-        })
-        .collect()
-}
-
-fn marks_from_wit(
-    marks: Vec<serializer_world::exports::devin_bridge::transforms::serializer::MessageMark>,
-) -> Vec<MessageMark> {
-    marks
-        .into_iter()
-        .map(|mark| MessageMark {
-            request_end: mark.request_end,
-            trace_chars: mark.trace_chars,
-            tool_uses: mark.tool_uses,
-        })
-        .collect()
+    };
+    Ok(Some(answer))
 }

@@ -14,6 +14,7 @@
 
 mod bindings;
 mod cache;
+mod calls;
 pub mod config;
 pub mod contract;
 pub mod corpus;
@@ -28,6 +29,7 @@ pub use bindings::{
     ResolvedModel, Resume, ResumedPrompt, SseEvent, SseFrames, UnseenPrompt,
 };
 pub use cache::{CompileCache, KEY_FILE as CACHE_KEY_FILE};
+pub use calls::{Component, Serving, TransformCalls};
 pub use config::{
     ComponentLocation, ComponentSource, ComponentsTable, EngineConfig, EngineSection, RuntimeLimits,
 };
@@ -103,7 +105,7 @@ pub fn load_one(
     location: &ComponentLocation,
     limits: RuntimeLimits,
     kind: TransformKind,
-) -> Result<(Runtime, Loaded), EngineError> {
+) -> Result<Component, EngineError> {
     let runtime = Runtime::new(limits.into())?;
     let cache = match CompileCache::default_dir() {
         Some(dir) => CompileCache::open(&dir).unwrap_or_else(|_| CompileCache::disabled()),
@@ -116,7 +118,10 @@ pub fn load_one(
         &location.path,
         location.pin.as_deref(),
     )?;
-    Ok((runtime, loaded))
+    Ok(Component {
+        runtime,
+        loaded: std::sync::Arc::new(loaded),
+    })
 }
 
 /// Everything that can go wrong loading or calling a component.

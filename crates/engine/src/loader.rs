@@ -8,7 +8,7 @@ use std::time::Instant;
 use sha2::{Digest, Sha256};
 use wasmtime::component::{types::ComponentItem, Linker};
 
-use super::bindings::{call_instance, invoke, Answer, Call, Instance, TypedPre};
+use super::bindings::{call_instance, Answer, Call, Instance, TypedPre, World};
 use super::cache::CompileCache;
 use super::runtime::{CallState, Runtime};
 use super::{EngineError, TransformKind};
@@ -159,16 +159,47 @@ impl Loaded {
         })
     }
 
-    /// Runs one call in a fresh store.
+    /// Runs one call, given in its data form, in a fresh store (the corpus, the differential
+    /// tests and the fuzz targets call this way; the request pipeline uses the typed methods of
+    /// [`crate::Transforms`]).
     pub fn call(&self, runtime: &Runtime, call: &Call) -> Result<Answer, EngineError> {
+        if call.transform() != self.kind {
+            return Err(self.cannot_answer(call.transform()));
+        }
         let mut store = runtime.store();
-        match invoke(&self.pre, &mut store, call) {
+        let answer = self
+            .pre
+            .instantiate(&mut store)
+            .and_then(|instance| call_instance(&instance, &mut store, call));
+        match answer {
             Ok(Some(answer)) => Ok(answer),
-            Ok(None) => Err(EngineError::Interface {
-                transform: self.kind,
-                message: format!("{} cannot answer a {} call", self.kind, call.transform()),
-            }),
+            Ok(None) => Err(self.cannot_answer(call.transform())),
             Err(error) => Err(runtime.classify(self.kind, &store, error)),
+        }
+    }
+
+    /// Runs `call`, one typed function of world `W`, on a fresh instance in a fresh store.
+    pub(crate) fn run<W: World, T>(
+        &self,
+        runtime: &Runtime,
+        call: impl FnOnce(&W::Instance, &mut wasmtime::Store<CallState>) -> wasmtime::Result<T>,
+    ) -> Result<T, EngineError> {
+        if W::KIND != self.kind {
+            return Err(self.cannot_answer(W::KIND));
+        }
+        let mut store = runtime.store();
+        let answer = self.pre.instantiate(&mut store).and_then(|instance| {
+            let instance = W::of(&instance)
+                .ok_or_else(|| wasmtime::Error::msg(format!("not a {} instance", W::KIND)))?;
+            call(instance, &mut store)
+        });
+        answer.map_err(|error| runtime.classify(self.kind, &store, error))
+    }
+
+    fn cannot_answer(&self, wanted: TransformKind) -> EngineError {
+        EngineError::Interface {
+            transform: self.kind,
+            message: format!("{} cannot answer a {wanted} call", self.kind),
         }
     }
 }

@@ -14,14 +14,12 @@
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
-use devin_bridge_types::{Failure, Reply, Usage};
+use devin_bridge_types::Failure;
 use serde::Serialize;
 
-use super::bindings::{
-    Answer, Call, MessageHead, Prompt, PromptOptions, ResolvedModel, Resume, ResumedPrompt,
-    SseFrames, UnseenPrompt,
-};
+use super::bindings::{model_alias, Answer, Call, ModelAliasWorld};
 use super::cache::CompileCache;
+use super::calls::{Serving, TransformCalls};
 use super::corpus::{self_test, Corpus};
 use super::memo::ValidationMemo;
 use super::runtime::Runtime;
@@ -296,130 +294,19 @@ impl Transforms {
             })
             .collect())
     }
+}
 
-    // Typed entry points for the request pipeline. Arguments are taken by value so request
-    // bodies move into the call without a copy.
-
-    pub fn serialize(&self, request: String) -> Result<Result<Prompt, Failure>, EngineError> {
-        match self.call(&Call::Serialize { request })? {
-            Answer::Prompt(result) => Ok(result),
-            other => Err(mismatch(TransformKind::Serializer, &other)),
-        }
-    }
-
-    /// The prompt for a session that holds the conversation's first `options.held` messages.
-    pub fn serialize_unseen(
-        &self,
-        request: Arc<String>,
-        options: PromptOptions,
-    ) -> Result<Result<UnseenPrompt, Failure>, EngineError> {
-        match self.call(&Call::SerializeUnseen { request, options })? {
-            Answer::Unseen(result) => Ok(result),
-            other => Err(mismatch(TransformKind::Serializer, &other)),
-        }
-    }
-
-    /// The prompt for a request given as the continuation of an earlier one (see the WIT
-    /// `serialize-resumed`).
-    pub fn serialize_resumed(
-        &self,
-        continuation: String,
-        resume: Resume,
-        options: PromptOptions,
-    ) -> Result<Result<ResumedPrompt, Failure>, EngineError> {
-        match self.call(&Call::SerializeResumed {
-            continuation,
-            resume,
-            options,
-        })? {
-            Answer::Resumed(result) => Ok(result),
-            other => Err(mismatch(TransformKind::Serializer, &other)),
-        }
-    }
-
-    pub fn repair(&self, prompt: String, rejection: Failure) -> Result<String, EngineError> {
-        self.text(
-            Call::Repair { prompt, rejection },
-            TransformKind::Serializer,
-        )
-    }
-
-    pub fn parse(
-        &self,
-        output: String,
-        tools: String,
-        id_seed: String,
-    ) -> Result<Result<Reply, Failure>, EngineError> {
-        match self.call(&Call::Parse {
-            output,
-            tools,
-            id_seed,
-        })? {
-            Answer::Reply(result) => Ok(result),
-            other => Err(mismatch(TransformKind::Envelope, &other)),
-        }
-    }
-
-    pub fn narrates_unexecuted_action(&self, output: String) -> Result<bool, EngineError> {
-        match self.call(&Call::NarratesUnexecutedAction { output })? {
-            Answer::Flag(flag) => Ok(flag),
-            other => Err(mismatch(TransformKind::Envelope, &other)),
-        }
-    }
-
-    /// A read-only reviewer's reply, validated by the envelope component: the first JSON object
-    /// of `output` in canonical form, or `review_missing` / `review_invalid`.
-    pub fn parse_review(&self, output: String) -> Result<Result<String, Failure>, EngineError> {
-        match self.call(&Call::ParseReview { output })? {
-            Answer::Review(result) => Ok(result),
-            other => Err(mismatch(TransformKind::Envelope, &other)),
-        }
-    }
-
-    pub fn stream_start(&self, head: MessageHead) -> Result<String, EngineError> {
-        self.text(Call::StreamStart { head }, TransformKind::Sse)
-    }
-
-    pub fn stream_ping(&self) -> Result<String, EngineError> {
-        self.text(Call::StreamPing, TransformKind::Sse)
-    }
-
-    pub fn stream_finish(&self, reply: Reply, usage: Usage) -> Result<String, EngineError> {
-        self.text(Call::StreamFinish { reply, usage }, TransformKind::Sse)
-    }
-
-    pub fn render_json(&self, head: MessageHead, reply: Reply) -> Result<String, EngineError> {
-        self.text(Call::RenderJson { head, reply }, TransformKind::Sse)
-    }
-
-    pub fn error_event(&self, failure: Failure) -> Result<String, EngineError> {
-        self.text(Call::ErrorEvent { failure }, TransformKind::Sse)
-    }
-
-    pub fn error_body(&self, failure: Failure) -> Result<String, EngineError> {
-        self.text(Call::ErrorBody { failure }, TransformKind::Sse)
-    }
-
-    /// Frames the complete events of an event stream read from an untrusted server, in the
-    /// sse component: `buffer` is the previous call's tail followed by the bytes read since.
-    /// `sse_event_too_large` / `sse_invalid_utf8` end the stream.
-    pub fn parse_events(
-        &self,
-        buffer: Vec<u8>,
-        max_event_bytes: u32,
-    ) -> Result<Result<SseFrames, Failure>, EngineError> {
-        match self.call(&Call::ParseEvents {
-            buffer,
-            max_event_bytes,
-        })? {
-            Answer::Frames(result) => Ok(result),
-            other => Err(mismatch(TransformKind::Sse, &other)),
+impl TransformCalls for Transforms {
+    fn serving(&self, kind: TransformKind) -> Serving<'_> {
+        Serving {
+            loaded: self.current(kind),
+            runtime: &self.runtime,
         }
     }
 
     /// The model-alias component's `validate`; an answer it gave for the same reference and
     /// catalog is not asked again.
-    pub fn validate_model(
+    fn validate_model(
         &self,
         reference: String,
         catalog: String,
@@ -431,64 +318,11 @@ impl Transforms {
         {
             return Ok(answer);
         }
-        let call = Call::Validate {
-            reference: reference.clone(),
-            catalog: catalog.clone(),
-        };
-        match component.call(&self.runtime, &call)? {
-            Answer::Model(answer) => {
-                self.validations
-                    .put(&component.sha256, &catalog, reference, answer.clone());
-                Ok(answer)
-            }
-            other => Err(mismatch(TransformKind::ModelAlias, &other)),
-        }
-    }
-
-    pub fn client_environment(
-        &self,
-        settings: Vec<(String, String)>,
-        catalog: String,
-    ) -> Result<Result<Vec<(String, String)>, Failure>, EngineError> {
-        match self.call(&Call::ClientEnvironment { settings, catalog })? {
-            Answer::Environment(result) => Ok(result),
-            other => Err(mismatch(TransformKind::ModelAlias, &other)),
-        }
-    }
-
-    pub fn resolve_model(
-        &self,
-        requested: String,
-        catalog: String,
-    ) -> Result<Result<ResolvedModel, Failure>, EngineError> {
-        match self.call(&Call::Resolve { requested, catalog })? {
-            Answer::Resolved(result) => Ok(result),
-            other => Err(mismatch(TransformKind::ModelAlias, &other)),
-        }
-    }
-
-    pub fn list_models(
-        &self,
-        catalog: String,
-        vision: bool,
-    ) -> Result<Result<String, Failure>, EngineError> {
-        match self.call(&Call::ListModels { catalog, vision })? {
-            Answer::Model(result) => Ok(result),
-            other => Err(mismatch(TransformKind::ModelAlias, &other)),
-        }
-    }
-
-    fn text(&self, call: Call, kind: TransformKind) -> Result<String, EngineError> {
-        match self.call(&call)? {
-            Answer::Text(text) => Ok(text),
-            other => Err(mismatch(kind, &other)),
-        }
-    }
-}
-
-fn mismatch(transform: TransformKind, answer: &Answer) -> EngineError {
-    EngineError::Interface {
-        transform,
-        message: format!("unexpected answer shape {answer:?}"),
+        let answer = component.run::<ModelAliasWorld, _>(&self.runtime, |i, store| {
+            model_alias::validate(i, store, &reference, &catalog)
+        })?;
+        self.validations
+            .put(&component.sha256, &catalog, reference, answer.clone());
+        Ok(answer)
     }
 }

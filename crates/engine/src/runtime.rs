@@ -194,7 +194,7 @@ impl Runtime {
 }
 
 /// What a store holds: the memory limiter. Components import nothing that needs state.
-pub(crate) struct CallState {
+pub struct CallState {
     limiter: MemoryCap,
     /// The deadline of every call in this store (re-armed per call).
     call_timeout: Duration,

@@ -3,7 +3,7 @@
 //! events (plus the unconsumed tail) come back to the host.
 
 use crate::policy::OutpostPolicy;
-use devin_bridge_engine::{Answer, Call, EngineError, Loaded, Runtime, TransformKind};
+use devin_bridge_engine::{Component, EngineError, TransformCalls, TransformKind};
 use devin_bridge_policy::ModePolicy;
 
 /// One complete event of the stream.
@@ -27,8 +27,7 @@ pub enum FramingError {
 
 /// The `sse` component of a policy.
 pub struct ComponentFramer {
-    runtime: Runtime,
-    loaded: Loaded,
+    component: Component,
     max_event_bytes: u32,
 }
 
@@ -41,14 +40,13 @@ impl ComponentFramer {
         let mut limits = policy.limits;
         limits.max_instances = limits.max_instances.min(2);
         let config = policy.engine_config();
-        let (runtime, loaded) = devin_bridge_engine::load_one(
+        let component = devin_bridge_engine::load_one(
             config.location(TransformKind::Sse),
             limits,
             TransformKind::Sse,
         )?;
         Ok(Self {
-            runtime,
-            loaded,
+            component,
             max_event_bytes,
         })
     }
@@ -58,12 +56,8 @@ impl ComponentFramer {
     /// `buffer` is the previous tail followed by new bytes: returns the complete events and the
     /// new tail.
     pub fn frame(&self, buffer: Vec<u8>) -> Result<(Vec<StreamEvent>, Vec<u8>), FramingError> {
-        let call = Call::ParseEvents {
-            buffer,
-            max_event_bytes: self.max_event_bytes,
-        };
-        match self.loaded.call(&self.runtime, &call)? {
-            Answer::Frames(Ok(frames)) => Ok((
+        match self.component.parse_events(buffer, self.max_event_bytes)? {
+            Ok(frames) => Ok((
                 frames
                     .events
                     .into_iter()
@@ -75,14 +69,10 @@ impl ComponentFramer {
                     .collect(),
                 frames.tail,
             )),
-            Answer::Frames(Err(failure)) => Err(FramingError::Stream {
+            Err(failure) => Err(FramingError::Stream {
                 code: failure.code,
                 message: failure.message,
             }),
-            other => Err(FramingError::Engine(EngineError::Interface {
-                transform: TransformKind::Sse,
-                message: format!("parse-events answered with {other:?}"),
-            })),
         }
     }
 }

@@ -19,6 +19,7 @@ use serde_json::json;
 
 use devin_bridge_agent::acp::{AcpError, AgentConnection, AgentLimits};
 use devin_bridge_agent::process::Spec;
+use devin_bridge_engine::TransformCalls as _;
 use devin_bridge_engine::Transforms;
 
 /// Longest model id or label kept from the agent (characters).

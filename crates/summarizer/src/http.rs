@@ -1,6 +1,7 @@
 //! The HTTP/1.1 server: routing, authentication, body limits, connection limits and graceful
 //! shutdown. Every error is an Anthropic-shaped body.
 
+use devin_bridge_engine::TransformCalls as _;
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;

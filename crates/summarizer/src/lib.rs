@@ -28,6 +28,7 @@ use tokio::sync::Semaphore;
 use crate::policy::{CatalogSource, SummarizerPolicy, Transport};
 use devin_bridge_agent::acp::{AgentLimits, AgentPool};
 use devin_bridge_agent::identity::AgentIdentity;
+use devin_bridge_engine::TransformCalls as _;
 use devin_bridge_engine::{ImageLimits, Transforms};
 
 pub use auth::{ApiKey, KeyError};

@@ -16,6 +16,7 @@ use super::body::{full, ResponseBody, Streamed};
 use super::resident::{Lease, Resident};
 use super::{Bridge, InFlight};
 use devin_bridge_agent::acp::{prompt_blocks, AcpError};
+use devin_bridge_engine::TransformCalls as _;
 use devin_bridge_engine::{
     is_error_status, EngineError, Image, MessageHead, Prompt, PromptOptions, Transforms,
     UnseenPrompt,

@@ -2,6 +2,7 @@
 //! self-test and the compile cache.
 
 use crate::common;
+use devin_bridge_engine::TransformCalls as _;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;

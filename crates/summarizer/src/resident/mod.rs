@@ -32,6 +32,7 @@ use crate::policy::AgentSection;
 use agent_client_protocol_schema::v1;
 use devin_bridge_agent::acp::{prompt_blocks, AcpError, AgentLimits, TurnOutput};
 use devin_bridge_agent::process::Spec;
+use devin_bridge_engine::TransformCalls as _;
 use devin_bridge_engine::{Image, MessageMark, Prompt, PromptOptions, Resume, UnseenPrompt};
 use devin_bridge_types::continuation::{self, Continuation};
 

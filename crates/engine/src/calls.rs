@@ -1,0 +1,194 @@
+//! The typed calls of every transform, on whatever serves them: the live, hot-swappable set
+//! ([`crate::Transforms`]) or one component loaded on its own ([`crate::Component`]).
+//!
+//! Each method runs its WIT function (see `bindings`) on a fresh instance in a fresh store.
+//! Arguments are taken by value so request bodies move into the call without a copy.
+
+use std::sync::Arc;
+
+use devin_bridge_types::{Failure, Reply, Usage};
+
+use crate::bindings::{
+    envelope, model_alias, serializer, sse, EnvelopeWorld, MessageHead, ModelAliasWorld, Prompt,
+    PromptOptions, ResolvedModel, Resume, ResumedPrompt, SerializerWorld, SseFrames, SseWorld,
+    UnseenPrompt, World,
+};
+use crate::runtime::{CallState, Runtime};
+use crate::{EngineError, Loaded, TransformKind};
+
+/// The version of a transform that answers a call, and the runtime it runs on.
+pub struct Serving<'a> {
+    pub(crate) loaded: Arc<Loaded>,
+    pub(crate) runtime: &'a Runtime,
+}
+
+/// The typed calls; implemented by everything that serves transforms.
+pub trait TransformCalls {
+    /// The version of `kind` that answers now.
+    fn serving(&self, kind: TransformKind) -> Serving<'_>;
+
+    #[doc(hidden)]
+    fn serving_run<W: World, T>(
+        &self,
+        call: impl FnOnce(&W::Instance, &mut wasmtime::Store<CallState>) -> wasmtime::Result<T>,
+    ) -> Result<T, EngineError> {
+        let serving = self.serving(W::KIND);
+        serving.loaded.run::<W, T>(serving.runtime, call)
+    }
+
+    fn serialize(&self, request: String) -> Result<Result<Prompt, Failure>, EngineError> {
+        self.serving_run::<SerializerWorld, _>(|i, store| serializer::serialize(i, store, &request))
+    }
+
+    /// The prompt for a session that holds the conversation's first `options.held` messages.
+    fn serialize_unseen(
+        &self,
+        request: Arc<String>,
+        options: PromptOptions,
+    ) -> Result<Result<UnseenPrompt, Failure>, EngineError> {
+        self.serving_run::<SerializerWorld, _>(|i, store| {
+            serializer::serialize_unseen(i, store, &request, &options)
+        })
+    }
+
+    /// The prompt for a request given as the continuation of an earlier one (see the WIT
+    /// `serialize-resumed`).
+    fn serialize_resumed(
+        &self,
+        continuation: String,
+        resume: Resume,
+        options: PromptOptions,
+    ) -> Result<Result<ResumedPrompt, Failure>, EngineError> {
+        self.serving_run::<SerializerWorld, _>(|i, store| {
+            serializer::serialize_resumed(i, store, &continuation, &resume, &options)
+        })
+    }
+
+    fn repair(&self, prompt: String, rejection: Failure) -> Result<String, EngineError> {
+        self.serving_run::<SerializerWorld, _>(|i, store| {
+            serializer::repair(i, store, &prompt, &rejection)
+        })
+    }
+
+    fn parse(
+        &self,
+        output: String,
+        tools: String,
+        id_seed: String,
+    ) -> Result<Result<Reply, Failure>, EngineError> {
+        self.serving_run::<EnvelopeWorld, _>(|i, store| {
+            envelope::parse(i, store, &output, &tools, &id_seed)
+        })
+    }
+
+    fn narrates_unexecuted_action(&self, output: String) -> Result<bool, EngineError> {
+        self.serving_run::<EnvelopeWorld, _>(|i, store| {
+            envelope::narrates_unexecuted_action(i, store, &output)
+        })
+    }
+
+    /// A read-only reviewer's reply, validated by the envelope component: the first JSON object
+    /// of `output` in canonical form, or `review_missing` / `review_invalid`.
+    fn parse_review(&self, output: String) -> Result<Result<String, Failure>, EngineError> {
+        self.serving_run::<EnvelopeWorld, _>(|i, store| envelope::parse_review(i, store, &output))
+    }
+
+    fn stream_start(&self, head: MessageHead) -> Result<String, EngineError> {
+        self.serving_run::<SseWorld, _>(|i, store| sse::stream_start(i, store, &head))
+    }
+
+    fn stream_ping(&self) -> Result<String, EngineError> {
+        self.serving_run::<SseWorld, _>(sse::stream_ping)
+    }
+
+    fn stream_finish(&self, reply: Reply, usage: Usage) -> Result<String, EngineError> {
+        self.serving_run::<SseWorld, _>(|i, store| sse::stream_finish(i, store, &reply, usage))
+    }
+
+    fn render_json(&self, head: MessageHead, reply: Reply) -> Result<String, EngineError> {
+        self.serving_run::<SseWorld, _>(|i, store| sse::render_json(i, store, &head, &reply))
+    }
+
+    fn error_event(&self, failure: Failure) -> Result<String, EngineError> {
+        self.serving_run::<SseWorld, _>(|i, store| sse::error_event(i, store, &failure))
+    }
+
+    fn error_body(&self, failure: Failure) -> Result<String, EngineError> {
+        self.serving_run::<SseWorld, _>(|i, store| sse::error_body(i, store, &failure))
+    }
+
+    /// `sse.agent-error-message`: an agent's error text, cleaned for clients.
+    fn agent_error_message(&self, raw: String) -> Result<String, EngineError> {
+        self.serving_run::<SseWorld, _>(|i, store| sse::agent_error_message(i, store, &raw))
+    }
+
+    /// Frames the complete events of an event stream read from an untrusted server, in the
+    /// sse component: `buffer` is the previous call's tail followed by the bytes read since.
+    /// `sse_event_too_large` / `sse_invalid_utf8` end the stream.
+    fn parse_events(
+        &self,
+        buffer: Vec<u8>,
+        max_event_bytes: u32,
+    ) -> Result<Result<SseFrames, Failure>, EngineError> {
+        self.serving_run::<SseWorld, _>(|i, store| {
+            sse::parse_events(i, store, &buffer, max_event_bytes)
+        })
+    }
+
+    fn client_environment(
+        &self,
+        settings: Vec<(String, String)>,
+        catalog: String,
+    ) -> Result<Result<Vec<(String, String)>, Failure>, EngineError> {
+        self.serving_run::<ModelAliasWorld, _>(|i, store| {
+            model_alias::client_environment(i, store, &settings, &catalog)
+        })
+    }
+
+    fn resolve_model(
+        &self,
+        requested: String,
+        catalog: String,
+    ) -> Result<Result<ResolvedModel, Failure>, EngineError> {
+        self.serving_run::<ModelAliasWorld, _>(|i, store| {
+            model_alias::resolve(i, store, &requested, &catalog)
+        })
+    }
+
+    fn list_models(
+        &self,
+        catalog: String,
+        vision: bool,
+    ) -> Result<Result<String, Failure>, EngineError> {
+        self.serving_run::<ModelAliasWorld, _>(|i, store| {
+            model_alias::list_models(i, store, &catalog, vision)
+        })
+    }
+
+    /// The model-alias component's `validate`.
+    fn validate_model(
+        &self,
+        reference: String,
+        catalog: String,
+    ) -> Result<Result<String, Failure>, EngineError> {
+        self.serving_run::<ModelAliasWorld, _>(|i, store| {
+            model_alias::validate(i, store, &reference, &catalog)
+        })
+    }
+}
+
+/// One transform component on a runtime of its own, for commands that call a single transform
+/// directly rather than serve the whole set (see [`crate::load_one`]).
+pub struct Component {
+    pub runtime: Runtime,
+    pub loaded: Arc<Loaded>,
+}
+
+impl TransformCalls for Component {
+    fn serving(&self, _kind: TransformKind) -> Serving<'_> {
+        Serving {
+            loaded: self.loaded.clone(),
+            runtime: &self.runtime,
+        }
+    }
+}
