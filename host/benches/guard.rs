@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use devin_bridge_guard::testkit::ClientHelloBuilder;
 use std::sync::Arc;
 
-use devin_bridge_guard::{client, Guard, GuardPolicy, GuardStats, Limits};
+use devin_bridge_guard::{client, ConnectionLimits, Guard, GuardPolicy, GuardStats};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -276,10 +276,13 @@ fn start_guard(dir: &std::path::Path, sink: SocketAddr, ping: SocketAddr) -> Ben
         audit: Some(dir.join("bench-audit.jsonl")),
         allow: vec!["*.devin.ai".into()],
         allow_ranges: vec!["127.0.0.0/8".into()],
-        limits: Limits {
+        connection_limits: ConnectionLimits {
             max_connections: 4096,
-            buffer_bytes: env_usize("GUARD_BENCH_BUFFER", Limits::default().buffer_bytes),
-            ..Limits::default()
+            buffer_bytes: env_usize(
+                "GUARD_BENCH_BUFFER",
+                ConnectionLimits::default().buffer_bytes,
+            ),
+            ..ConnectionLimits::default()
         },
         ..GuardPolicy::default()
     };

@@ -30,7 +30,7 @@ pub struct CompanionArgs {
     about = "Delegate tasks and reviews to the Devin CLI, with job records and typed failures",
     after_help = "task, review, status, history, result, cancel and setup also accept \
                   `--raw-args-token T` as their only argument: the arguments are then read from \
-                  the private file made by `transport-create` (see docs/companion.md)."
+                  the private file made by `raw-args-create` (see docs/companion.md)."
 )]
 pub struct CompanionCli {
     /// A companion policy (default: DEVIN_BRIDGE_POLICY, else the built-in one).
@@ -63,18 +63,20 @@ pub enum Command {
     /// Check the Devin CLI, its version, the data directory and the credentials.
     Setup(SetupArgs),
     /// Create an empty private raw-args file and print its token and path.
-    TransportCreate(TransportCreateArgs),
+    #[command(alias = "transport-create")]
+    RawArgsCreate(RawArgsCreateArgs),
     /// Remove a raw-args file (idempotent).
-    TransportDiscard(TransportDiscardArgs),
+    #[command(alias = "transport-discard")]
+    RawArgsDiscard(RawArgsDiscardArgs),
     #[command(hide = true)]
     TaskWorker(WorkerArgs),
     #[command(hide = true)]
     ReviewWorker(WorkerArgs),
 }
 
-/// How a task reaches Devin.
+/// Which Devin CLI interface runs a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum TransportKind {
+pub enum RunnerKind {
     /// `devin acp`: sessions, models, typed failures (default).
     #[default]
     Acp,
@@ -111,8 +113,10 @@ pub struct TaskArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
-    #[arg(long, value_enum, default_value_t = TransportKind::Acp)]
-    pub transport: TransportKind,
+    /// How the task runs: `acp` (sessions, models, typed failures) or `print` (`devin -p`).
+    /// `--transport` is the deprecated spelling.
+    #[arg(long, value_enum, default_value_t = RunnerKind::Acp, alias = "transport")]
+    pub runner: RunnerKind,
     /// The prompt (default: read from stdin). Put `--` before a prompt that starts with `-`.
     #[arg(trailing_var_arg = true, num_args = 0..)]
     pub prompt: Vec<String>,
@@ -166,13 +170,13 @@ pub struct SetupArgs {
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct TransportCreateArgs {
+pub struct RawArgsCreateArgs {
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct TransportDiscardArgs {
+pub struct RawArgsDiscardArgs {
     #[arg(long, value_name = "T")]
     pub raw_args_token: String,
     #[arg(long)]
@@ -232,7 +236,7 @@ pub fn raw_args_token(split: &Split) -> Result<Option<String>, String> {
         .iter()
         .any(|a| a == "--raw-args-token" || a.starts_with("--raw-args-token="));
     let sub = split.subcommand.as_deref().unwrap_or_default();
-    if !mentions || sub == "transport-discard" {
+    if !mentions || sub == "raw-args-discard" || sub == "transport-discard" {
         return Ok(None);
     }
     if !RAW_ARGS_SUBCOMMANDS.contains(&sub) {
@@ -243,6 +247,29 @@ pub fn raw_args_token(split: &Split) -> Result<Option<String>, String> {
         [single] => Ok(single.strip_prefix("--raw-args-token=").map(str::to_owned)),
         _ => Err("--raw-args-token must be the only argument of the subcommand".into()),
     }
+}
+
+/// The deprecated spellings still read, and what replaces them.
+const DEPRECATED: [(&str, &str); 3] = [
+    ("transport-create", "raw-args-create"),
+    ("transport-discard", "raw-args-discard"),
+    ("--transport", "--runner"),
+];
+
+/// One warning line for each deprecated spelling among the arguments.
+pub fn deprecation_warnings(split: &Split) -> Vec<String> {
+    let words = split.subcommand.iter().chain(split.rest.iter());
+    let mut warnings = Vec::new();
+    for word in words {
+        let name = word.split('=').next().unwrap_or(word);
+        if let Some((old, new)) = DEPRECATED.iter().find(|(old, _)| *old == name) {
+            warnings.push(format!("`{old}` is deprecated; use `{new}`"));
+        }
+        if word == "--" {
+            break;
+        }
+    }
+    warnings
 }
 
 /// Parses the arguments after `companion` (with the subcommand's own arguments replaced).

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use serde::{Deserialize, Serialize};
 
-use super::cli::{ReviewArgs, TaskArgs, TransportKind};
+use super::cli::{ReviewArgs, RunnerKind, TaskArgs};
 use super::failure::{CompanionError, FailureKind, JobFailure};
 use super::isolation::{self, Sandbox};
 use super::jobs::{Delivery, JobRecord, JobStatus, JobStore, ProcessStamp, Role, RunMode};
@@ -34,12 +34,14 @@ pub struct JobInput {
     pub model: Option<ResolvedModel>,
     pub effort: Option<String>,
     pub resume: Option<String>,
-    pub transport: Transport,
+    /// Written as `transport`: the job input file's format stays what it was.
+    #[serde(rename = "transport")]
+    pub runner: Runner,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Transport {
+pub enum Runner {
     Acp,
     Print,
 }
@@ -246,9 +248,9 @@ pub async fn task(ctx: &Context, args: TaskArgs) -> Result<Output, CompanionErro
     };
     let store = JobStore::from_settings(&ctx.settings)?;
     let resume = resume_session(&store, &workspace, mode, &args)?;
-    let transport = match args.transport {
-        TransportKind::Acp => Transport::Acp,
-        TransportKind::Print => Transport::Print,
+    let runner = match args.runner {
+        RunnerKind::Acp => Runner::Acp,
+        RunnerKind::Print => Runner::Print,
     };
     let plan = Plan {
         role: Role::Task,
@@ -264,7 +266,7 @@ pub async fn task(ctx: &Context, args: TaskArgs) -> Result<Output, CompanionErro
             model: None,
             effort: args.effort.clone(),
             resume: resume.map(|(session, _)| session),
-            transport,
+            runner,
         },
     };
     launch(ctx, &store, plan).await
@@ -311,7 +313,7 @@ pub async fn review(ctx: &Context, args: ReviewArgs) -> Result<Output, Companion
             model: None,
             effort: args.effort.clone(),
             resume: None,
-            transport: Transport::Acp,
+            runner: Runner::Acp,
         },
     };
     if changes.is_none() {
@@ -555,9 +557,9 @@ async fn execute(
             r.warnings.push(warning.clone());
         }
     })?;
-    match input.transport {
-        Transport::Print => execute_print(ctx, store, record, input, devin, prepared.env).await,
-        Transport::Acp => execute_acp(ctx, store, record, input, devin, prepared.env).await,
+    match input.runner {
+        Runner::Print => execute_print(ctx, store, record, input, devin, prepared.env).await,
+        Runner::Acp => execute_acp(ctx, store, record, input, devin, prepared.env).await,
     }
 }
 

@@ -107,6 +107,9 @@ pub async fn main(args: CompanionArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let mut split = cli::split_args(&strings);
+    for warning in cli::deprecation_warnings(&split) {
+        eprintln!("devin-bridge companion: warning: {warning}");
+    }
     let policy_path = split.policy.clone().or_else(|| {
         std::env::var_os("DEVIN_BRIDGE_POLICY")
             .filter(|p| !p.is_empty())
@@ -183,9 +186,9 @@ async fn dispatch(ctx: &Context, command: Command) -> (bool, Result<Output, Comp
         Command::SessionEnd(args) => (false, commands::session_end(settings, args)),
         Command::Models(args) => (args.json, models_command(ctx, args.refresh).await),
         Command::Setup(args) => (args.json, setup(ctx).await),
-        Command::TransportCreate(args) => (args.json, transport_create(settings)),
-        Command::TransportDiscard(args) => {
-            (args.json, transport_discard(settings, &args.raw_args_token))
+        Command::RawArgsCreate(args) => (args.json, raw_args_create(settings)),
+        Command::RawArgsDiscard(args) => {
+            (args.json, raw_args_discard(settings, &args.raw_args_token))
         }
         Command::TaskWorker(args) => (false, launch::worker(ctx, &args.job, Role::Task).await),
         Command::ReviewWorker(args) => (false, launch::worker(ctx, &args.job, Role::Review).await),
@@ -200,7 +203,7 @@ fn transport_error(error: raw_args::RawArgsError) -> CompanionError {
     }
 }
 
-fn transport_create(settings: &Settings) -> Result<Output, CompanionError> {
+fn raw_args_create(settings: &Settings) -> Result<Output, CompanionError> {
     let (token, path) = raw_args::create(&settings.data_dir).map_err(transport_error)?;
     Ok(Output {
         text: format!("token: {token}\npath: {}\n", path.display()),
@@ -209,7 +212,7 @@ fn transport_create(settings: &Settings) -> Result<Output, CompanionError> {
     })
 }
 
-fn transport_discard(settings: &Settings, token: &str) -> Result<Output, CompanionError> {
+fn raw_args_discard(settings: &Settings, token: &str) -> Result<Output, CompanionError> {
     let removed = raw_args::discard(&settings.data_dir, token).map_err(transport_error)?;
     Ok(Output {
         text: format!(

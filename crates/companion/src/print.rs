@@ -1,4 +1,4 @@
-//! `task --transport print`: one stateless `devin -p` run.
+//! `task --runner print`: one stateless `devin -p` run.
 //!
 //! The prompt is the last argument of an argv (no shell), after `--`; the workspace is the
 //! cwd; the environment and isolation are those of an ACP job. stdout and stderr are each

@@ -1,7 +1,7 @@
 //! The raw-args transport: a way for the plugin to hand arbitrary user text to the helper
 //! without any shell ever seeing it.
 //!
-//! `transport-create` makes an empty private file `<data>/transport/<token>` (0600 in a 0700
+//! `raw-args-create` makes an empty private file `<data>/transport/<token>` (0600 in a 0700
 //! directory) named by a 128-bit random token; the plugin writes the user's raw argument text
 //! into it with its file tool, then runs `<sub> --raw-args-token <token>`. The helper opens the
 //! file without following links, checks it is a regular file of this user with mode exactly
@@ -106,7 +106,7 @@ pub fn valid_token(token: &str) -> bool {
             .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-/// `transport-create`: a new empty 0600 file; returns its token and absolute path.
+/// `raw-args-create`: a new empty 0600 file; returns its token and absolute path.
 pub fn create(data_dir: &Path) -> Result<(String, PathBuf), RawArgsError> {
     let token = new_token()?;
     let path = create_with_token(data_dir, &token)?;
@@ -147,7 +147,7 @@ pub fn create_with_token(data_dir: &Path, token: &str) -> Result<PathBuf, RawArg
     }
 }
 
-/// `transport-discard`: removes the file if it is there (idempotent).
+/// `raw-args-discard`: removes the file if it is there (idempotent).
 pub fn discard(data_dir: &Path, token: &str) -> Result<bool, RawArgsError> {
     if !valid_token(token) {
         return Err(RawArgsError::BadToken);

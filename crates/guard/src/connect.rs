@@ -174,7 +174,7 @@ pub(crate) async fn handle(
     if stream.write_all(ESTABLISHED).await.is_err() {
         return shared.decide(&pending, Decision::Deny, "client_write_error", None, (0, 0));
     }
-    let limits = policy.limits;
+    let limits = policy.connection_limits;
     let (hello, raw, after) = match read_client_hello(
         &mut stream,
         early,
@@ -273,7 +273,7 @@ async fn handle_literal(
             .deny_with(&mut stream, &pending, FORBIDDEN, denied.reason())
             .await;
     }
-    let limits = policy.limits;
+    let limits = policy.connection_limits;
     let mut upstream =
         match tokio::time::timeout(limits.connect_timeout(), TcpStream::connect(target)).await {
             Ok(Ok(upstream)) => upstream,

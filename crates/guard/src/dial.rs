@@ -47,7 +47,7 @@ pub(crate) async fn resolve_and_dial(
     port: u16,
 ) -> Result<(TcpStream, SocketAddr), (DialError, Option<SocketAddr>)> {
     let policy = &shared.policy;
-    let deadline = tokio::time::Instant::now() + policy.limits.connect_timeout();
+    let deadline = tokio::time::Instant::now() + policy.connection_limits.connect_timeout();
     shared.stats.resolutions.fetch_add(1, Ordering::Relaxed);
     let addrs: Vec<SocketAddr> = match policy.resolve.get(host) {
         Some(pin) => vec![pin.to_socket(port)],

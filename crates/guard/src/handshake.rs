@@ -35,7 +35,7 @@ use tokio::time::Instant;
 
 use super::client_hello::{parse_client_hello_body, HelloError};
 use super::hostmatch::normalize_host;
-use super::policy::Limits;
+use super::policy::ConnectionLimits;
 use super::splice::{direction, half_close, supervise, Activity, Close};
 
 const RECORD_CHANGE_CIPHER_SPEC: u8 = 0x14;
@@ -428,7 +428,7 @@ pub(crate) enum TunnelEnd {
 pub(crate) async fn splice_watched(
     client: &TcpStream,
     upstream: &TcpStream,
-    limits: &Limits,
+    limits: &ConnectionLimits,
     shutdown: &mut watch::Receiver<bool>,
     watch: ClientWatch,
     early: &[u8],
@@ -499,7 +499,7 @@ async fn write_all(dst: &TcpStream, mut data: &[u8]) -> io::Result<()> {
 async fn watched_up(
     src: &TcpStream,
     dst: &TcpStream,
-    limits: &Limits,
+    limits: &ConnectionLimits,
     counters: Counters<'_>,
     (mut watch, early): (ClientWatch, &[u8]),
     server_hello: &AtomicBool,

@@ -180,7 +180,7 @@ pub(crate) async fn handle(
     let up = AtomicU64::new(0);
     let down = AtomicU64::new(0);
     let activity = Activity::new();
-    let limits = policy.limits;
+    let limits = policy.connection_limits;
     let mut shutdown = shared.shutdown.clone();
     let (mut client_read, mut client_write) = stream.split();
     let (mut upstream_read, mut upstream_write) = upstream.split();

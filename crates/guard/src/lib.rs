@@ -6,8 +6,8 @@
 //! hosts, port 443) and the Claude side (`policies/guard-deny-all.toml`: nothing at all).
 //!
 //! # What a connection goes through
-//! 1. **Limits.** Over `max_connections` the connection gets `503` and is closed at once; the
-//!    request head is capped in size and time ([`policy::Limits`]).
+//! 1. **ConnectionLimits.** Over `max_connections` the connection gets `503` and is closed at once; the
+//!    request head is capped in size and time ([`policy::ConnectionLimits`]).
 //! 2. **Request checks, before any resolution** (`connect`, `http`): `CONNECT host:port`
 //!    with an allowed port and an allowlisted DNS name ([`hostmatch`]: case-insensitive,
 //!    trailing dot removed, IDN to punycode, IP literals refused unless the policy's
@@ -67,7 +67,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 pub use audit::{AuditError, AuditRecord, Decision};
-pub use policy::{GuardPolicy, GuardPolicyError, HttpPolicy, Limits};
+pub use policy::{ConnectionLimits, GuardPolicy, GuardPolicyError, HttpPolicy};
 pub use server::{Guard, RunningGuard};
 pub use state::{GuardStats, StatsSnapshot};
 

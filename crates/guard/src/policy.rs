@@ -75,8 +75,10 @@ pub struct GuardPolicy {
     pub allow_ip_literals: Vec<String>,
     /// Plain-HTTP forwarding.
     pub http: HttpPolicy,
-    /// Resource limits.
-    pub limits: Limits,
+    /// `[connection_limits]`: what one client, or many, can make the guard hold. The old
+    /// spelling `[limits]` is still read, with a deprecation warning.
+    #[serde(alias = "limits")]
+    pub connection_limits: ConnectionLimits,
     /// Name pins, like curl's `--resolve`: `"api.devin.ai" = "203.0.113.7"` (keeps the
     /// requested port) or `"api.devin.ai" = "127.0.0.1:8443"` (also replaces the port).
     /// A pinned name is never looked up in DNS; the pinned address is still classified.
@@ -93,7 +95,7 @@ impl Default for GuardPolicy {
             allow_ranges: Vec::new(),
             allow_ip_literals: Vec::new(),
             http: HttpPolicy::default(),
-            limits: Limits::default(),
+            connection_limits: ConnectionLimits::default(),
             resolve: BTreeMap::new(),
         }
     }
@@ -118,10 +120,10 @@ impl Default for HttpPolicy {
     }
 }
 
-/// `[limits]`: everything that bounds what one client, or many, can make the guard hold.
+/// `[connection_limits]`: everything that bounds what one client, or many, can make the guard hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Limits {
+pub struct ConnectionLimits {
     /// Connections served at once; one more is refused (`503`) and audited. Default 256.
     pub max_connections: usize,
     /// Largest request head (request line + headers), bytes. Default 16384.
@@ -143,7 +145,7 @@ pub struct Limits {
     pub shutdown_grace_ms: u64,
 }
 
-impl Default for Limits {
+impl Default for ConnectionLimits {
     fn default() -> Self {
         Self {
             max_connections: 256,
@@ -159,7 +161,7 @@ impl Default for Limits {
     }
 }
 
-impl Limits {
+impl ConnectionLimits {
     pub(crate) fn header_timeout(&self) -> Duration {
         Duration::from_millis(self.header_timeout_ms)
     }
@@ -195,6 +197,19 @@ impl Pin {
     }
 }
 
+/// Says once per load that a policy still spells `[connection_limits]` the old way.
+fn warn_deprecated(text: &str, source: &str) {
+    let old = text
+        .parse::<toml::Table>()
+        .is_ok_and(|table| table.contains_key("limits"));
+    if old {
+        tracing::warn!(
+            policy = source,
+            "the guard policy's [limits] section is now [connection_limits]; the old name still works but is deprecated"
+        );
+    }
+}
+
 /// A validated policy, ready to serve.
 #[derive(Debug, Clone)]
 pub(crate) struct CompiledPolicy {
@@ -205,13 +220,14 @@ pub(crate) struct CompiledPolicy {
     pub allow_ranges: Vec<Cidr>,
     pub allow_ip_literals: Vec<Cidr>,
     pub http: HttpPolicy,
-    pub limits: Limits,
+    pub connection_limits: ConnectionLimits,
     pub resolve: BTreeMap<String, Pin>,
 }
 
 impl GuardPolicy {
     /// Parse a policy from TOML text (relative paths stay relative).
     pub fn from_toml_str(text: &str) -> Result<Self, GuardPolicyError> {
+        warn_deprecated(text, "(inline guard policy)");
         toml::from_str(text).map_err(|e| GuardPolicyError::Parse {
             path: None,
             message: e.message().to_owned(),
@@ -224,6 +240,7 @@ impl GuardPolicy {
             path: path.to_owned(),
             source,
         })?;
+        warn_deprecated(&text, &path.display().to_string());
         let mut policy: GuardPolicy =
             toml::from_str(&text).map_err(|e| GuardPolicyError::Parse {
                 path: Some(path.to_owned()),
@@ -268,19 +285,28 @@ impl GuardPolicy {
             .iter()
             .map(|range| ip_literal_range(range).map_err(invalid))
             .collect::<Result<Vec<_>, _>>()?;
-        let l = &self.limits;
+        let l = &self.connection_limits;
         let positive = [
-            ("limits.max_connections", l.max_connections as u64),
-            ("limits.header_max_bytes", l.header_max_bytes as u64),
-            ("limits.header_timeout_ms", l.header_timeout_ms),
             (
-                "limits.client_hello_max_bytes",
+                "connection_limits.max_connections",
+                l.max_connections as u64,
+            ),
+            (
+                "connection_limits.header_max_bytes",
+                l.header_max_bytes as u64,
+            ),
+            ("connection_limits.header_timeout_ms", l.header_timeout_ms),
+            (
+                "connection_limits.client_hello_max_bytes",
                 l.client_hello_max_bytes as u64,
             ),
-            ("limits.client_hello_timeout_ms", l.client_hello_timeout_ms),
-            ("limits.connect_timeout_ms", l.connect_timeout_ms),
-            ("limits.idle_timeout_ms", l.idle_timeout_ms),
-            ("limits.buffer_bytes", l.buffer_bytes as u64),
+            (
+                "connection_limits.client_hello_timeout_ms",
+                l.client_hello_timeout_ms,
+            ),
+            ("connection_limits.connect_timeout_ms", l.connect_timeout_ms),
+            ("connection_limits.idle_timeout_ms", l.idle_timeout_ms),
+            ("connection_limits.buffer_bytes", l.buffer_bytes as u64),
         ];
         for (name, value) in positive {
             if value == 0 {
@@ -289,20 +315,22 @@ impl GuardPolicy {
         }
         if l.client_hello_max_bytes > CLIENT_HELLO_CAP {
             return Err(invalid(format!(
-                "`limits.client_hello_max_bytes` is at most {CLIENT_HELLO_CAP}"
+                "`connection_limits.client_hello_max_bytes` is at most {CLIENT_HELLO_CAP}"
             )));
         }
         if l.header_max_bytes < 256 || l.header_max_bytes > 1024 * 1024 {
             return Err(invalid(
-                "`limits.header_max_bytes` must be between 256 and 1048576".into(),
+                "`connection_limits.header_max_bytes` must be between 256 and 1048576".into(),
             ));
         }
         if l.buffer_bytes > 16 * 1024 * 1024 {
-            return Err(invalid("`limits.buffer_bytes` is at most 16 MiB".into()));
+            return Err(invalid(
+                "`connection_limits.buffer_bytes` is at most 16 MiB".into(),
+            ));
         }
         if l.max_connections > 1_000_000 {
             return Err(invalid(
-                "`limits.max_connections` is at most 1000000".into(),
+                "`connection_limits.max_connections` is at most 1000000".into(),
             ));
         }
         let mut resolve = BTreeMap::new();
@@ -339,7 +367,7 @@ impl GuardPolicy {
             allow_ranges,
             allow_ip_literals,
             http: self.http.clone(),
-            limits: self.limits,
+            connection_limits: self.connection_limits,
             resolve,
         })
     }
@@ -396,6 +424,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_old_limits_spelling_is_still_read_and_both_spellings_are_refused() {
+        let old = GuardPolicy::from_toml_str("[limits]\nmax_connections = 7\n").unwrap();
+        let new = GuardPolicy::from_toml_str("[connection_limits]\nmax_connections = 7\n").unwrap();
+        assert_eq!(old.connection_limits.max_connections, 7);
+        assert_eq!(old.connection_limits, new.connection_limits);
+        let both = GuardPolicy::from_toml_str(
+            "[limits]\nmax_connections = 7\n[connection_limits]\nmax_connections = 8\n",
+        );
+        assert!(both.is_err(), "{both:?}");
+    }
+
+    #[test]
     fn defaults_are_safe() {
         let p = GuardPolicy::default();
         assert!(p.allow.is_empty());
@@ -437,7 +477,7 @@ mod tests {
         let c = p.compile().unwrap();
         assert!(c.allow.matches("api.devin.ai"));
         assert!(c.allow.matches("devin.ai"));
-        assert_eq!(c.limits.max_connections, 8);
+        assert_eq!(c.connection_limits.max_connections, 8);
         assert_eq!(
             c.resolve.get("api.devin.ai"),
             Some(&Pin::Socket("127.0.0.1:9999".parse().unwrap()))

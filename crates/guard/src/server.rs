@@ -73,7 +73,7 @@ impl Guard {
             source,
         })?;
         let (stop_tx, stop_rx) = watch::channel(false);
-        let permits = Arc::new(Semaphore::new(policy.limits.max_connections));
+        let permits = Arc::new(Semaphore::new(policy.connection_limits.max_connections));
         let shared = Arc::new(Shared {
             self_addrs: SelfAddrs::new(local_addr),
             policy,
@@ -162,8 +162,9 @@ impl Guard {
         }
         drop(listener);
         let _ = stop_tx.send(true);
-        let max = u32::try_from(shared.policy.limits.max_connections).unwrap_or(u32::MAX);
-        let grace = shared.policy.limits.shutdown_grace();
+        let max =
+            u32::try_from(shared.policy.connection_limits.max_connections).unwrap_or(u32::MAX);
+        let grace = shared.policy.connection_limits.shutdown_grace();
         if tokio::time::timeout(grace, permits.acquire_many(max))
             .await
             .is_err()
@@ -216,7 +217,7 @@ async fn handle(
     shared.stats.active.fetch_add(1, Ordering::Relaxed);
     let _ = stream.set_nodelay(true);
     let mut pending = Pending::new(id, peer);
-    let limits = shared.policy.limits;
+    let limits = shared.policy.connection_limits;
     if !shared.audit.healthy() {
         shared
             .deny_with(

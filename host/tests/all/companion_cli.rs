@@ -290,7 +290,7 @@ fn a_policy_of_another_mode_is_refused() {
 #[test]
 fn raw_args_are_consumed_once_and_never_expanded() {
     let env = Env::new();
-    let created = env.run(&["transport-create", "--json"]);
+    let created = env.run(&["raw-args-create", "--json"]);
     assert_eq!(created.status.code(), Some(0), "{}", stderr(&created));
     let info: Value = serde_json::from_slice(&created.stdout).expect("json");
     let token = info["token"].as_str().expect("token").to_owned();
@@ -320,10 +320,33 @@ fn raw_args_are_consumed_once_and_never_expanded() {
 }
 
 #[test]
+fn the_deprecated_transport_spellings_still_work_and_say_what_replaces_them() {
+    let env = Env::new();
+    let created = env.run(&["transport-create", "--json"]);
+    assert_eq!(created.status.code(), Some(0), "{}", stderr(&created));
+    assert!(
+        stderr(&created).contains("`transport-create` is deprecated; use `raw-args-create`"),
+        "{}",
+        stderr(&created)
+    );
+    let info: Value = serde_json::from_slice(&created.stdout).expect("json");
+    let token = info["token"].as_str().expect("token").to_owned();
+    let path = PathBuf::from(info["path"].as_str().expect("path"));
+    let discard = env.run(&["transport-discard", "--raw-args-token", &token]);
+    assert_eq!(discard.status.code(), Some(0), "{}", stderr(&discard));
+    assert!(stderr(&discard).contains("use `raw-args-discard`"));
+    assert!(!path.exists(), "discarded through the old name");
+    let (output, record) = task(&env, &["task", "--transport", "print", "x"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains("`--transport` is deprecated; use `--runner`"));
+    assert_eq!(record["status"], "done", "{record}");
+}
+
+#[test]
 fn raw_args_files_with_a_changed_mode_a_symlink_or_too_much_text_are_refused() {
     let env = Env::new();
     let create = || {
-        let out = env.run(&["transport-create"]);
+        let out = env.run(&["raw-args-create"]);
         let text = stdout(&out);
         let token = text
             .lines()
@@ -360,10 +383,10 @@ fn raw_args_files_with_a_changed_mode_a_symlink_or_too_much_text_are_refused() {
     assert_input_error(&env.run(&["task", "--raw-args-token", "../../etc"]), "32");
 
     let (token, path) = create();
-    let discard = env.run(&["transport-discard", "--raw-args-token", &token]);
+    let discard = env.run(&["raw-args-discard", "--raw-args-token", &token]);
     assert_eq!(discard.status.code(), Some(0));
     assert!(!path.exists());
-    let again = env.run(&["transport-discard", "--raw-args-token", &token]);
+    let again = env.run(&["raw-args-discard", "--raw-args-token", &token]);
     assert_eq!(again.status.code(), Some(0), "idempotent");
     assert!(env.records().is_empty());
 }
@@ -824,7 +847,7 @@ fn the_print_transport_runs_devin_p_and_keeps_the_tail() {
             args = args_file.display()
         ),
     );
-    let (output, record) = task(&env, &["task", "--transport", "print", "--", "-p $(x)"]);
+    let (output, record) = task(&env, &["task", "--runner", "print", "--", "-p $(x)"]);
     assert_eq!(
         output.status.code(),
         Some(0),
@@ -846,7 +869,7 @@ fn the_print_transport_runs_devin_p_and_keeps_the_tail() {
         "failing-print",
         "if [ \"$1\" = --version ]; then echo 'devin 3000.11.2'; exit 0; fi\necho boom >&2; exit 7",
     );
-    let (output, record) = task(&env, &["task", "--transport", "print", "x"]);
+    let (output, record) = task(&env, &["task", "--runner", "print", "x"]);
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(failure_kind(&record), "error");
     assert!(record["failure"]["message"]

@@ -2,7 +2,7 @@
 //!
 //! The pinned Claude Code validates the plugin, then runs `/devin:task` with `--plugin-dir
 //! plugins/devin` against the offline summarizer bridge. The offline summarizer plays the
-//! command's transport handshake with Claude Code's own tools (Bash `transport-create`, Read,
+//! command's transport handshake with Claude Code's own tools (Bash `raw-args-create`, Read,
 //! Write, Bash `task --raw-args-token`); the helper runs the task on the offline full agent
 //! (`DEVIN_BIN` = `mock-devin`). The test checks every step from Claude Code's stream-json
 //! events, that the helper's output reached the user unchanged, that the raw arguments never
@@ -138,11 +138,11 @@ fn slash_task_runs_through_the_transport_handshake() {
     assert_eq!(names, ["Bash", "Read", "Write", "Bash"], "{}", context());
     assert_eq!(
         uses[0].input["command"],
-        "devin-bridge companion transport-create",
+        "devin-bridge companion raw-args-create",
         "{}",
         context()
     );
-    let created = run.tool_result(&uses[0]).expect("transport-create result");
+    let created = run.tool_result(&uses[0]).expect("raw-args-create result");
     let transport = created
         .text
         .lines()

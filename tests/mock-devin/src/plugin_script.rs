@@ -5,7 +5,7 @@
 //!
 //! | results | answer |
 //! |---|---|
-//! | 0 | `Bash devin-bridge companion transport-create` |
+//! | 0 | `Bash devin-bridge companion raw-args-create` |
 //! | 1 | `Read {"file_path": <path>}` (the path the helper printed) |
 //! | 2 | `Write {"file_path": <path>, "content": <raw arguments>}` |
 //! | 3 | `Bash devin-bridge companion <subcommand> --raw-args-token <token>` (timeout 600000) |
@@ -46,7 +46,7 @@ pub fn next(subcommand: &str, raw: &str, results: &[ToolResult<'_>]) -> Action {
         return Action::Tool {
             name: "Bash",
             arguments: json!({
-                "command": "devin-bridge companion transport-create",
+                "command": "devin-bridge companion raw-args-create",
                 "description": "Allocate a private raw-argument transport"
             }),
         };
@@ -56,7 +56,7 @@ pub fn next(subcommand: &str, raw: &str, results: &[ToolResult<'_>]) -> Action {
         field(&created_text, "token:"),
         field(&created_text, "path:"),
     ) else {
-        return Action::Text(format!("transport-create failed: {}", created_text.trim()));
+        return Action::Text(format!("raw-args-create failed: {}", created_text.trim()));
     };
     match results.len() {
         1 => Action::Tool {
@@ -163,7 +163,7 @@ mod tests {
         );
         assert!(matches!(
             next("task", "x", &[result("devin-bridge companion: no data dir")]),
-            Action::Text(text) if text.starts_with("transport-create failed")
+            Action::Text(text) if text.starts_with("raw-args-create failed")
         ));
     }
 }

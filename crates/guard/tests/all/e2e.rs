@@ -81,7 +81,7 @@ async fn normalised_names_and_split_hellos_are_allowed() {
     let echo = tls_server(pki.server.clone(), ServerMode::Echo).await;
     let mut policy = test_policy(dir.path(), &[("api.devin.ai", echo.to_string())]);
     // Byte-by-byte segments with pauses take a while: the production timeout.
-    policy.limits.client_hello_timeout_ms = 3_000;
+    policy.connection_limits.client_hello_timeout_ms = 3_000;
     let guard = Guard::spawn(policy).await.unwrap();
     let audit = guard.audit_path().to_owned();
 
@@ -1238,7 +1238,7 @@ async fn malformed_request_heads_are_answered_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let mut policy = test_policy(dir.path(), &[]);
     // Long enough that waiting for it could not pass for an immediate answer.
-    policy.limits.header_timeout_ms = 60_000;
+    policy.connection_limits.header_timeout_ms = 60_000;
     let guard = Guard::spawn(policy).await.unwrap();
     let heads: [&[u8]; 4] = [
         b"CONNECT api.devin.ai:443 HTTP/1.1\nHost: api.devin.ai\n\n",
@@ -1279,7 +1279,7 @@ async fn ip_literals_inside_listed_ranges_are_tunnelled_and_audited() {
     policy.listen = SocketAddr::from(([127, 0, 0, 1], listen));
     policy.ports = vec![echo.port(), listen];
     policy.allow_ip_literals = vec!["127.0.0.1/32".into(), "2001:db8::/32".into()];
-    policy.limits.connect_timeout_ms = 500;
+    policy.connection_limits.connect_timeout_ms = 500;
     let guard = Guard::spawn(policy).await.unwrap();
     let audit = guard.audit_path().to_owned();
 

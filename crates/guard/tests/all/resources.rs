@@ -6,7 +6,7 @@ use crate::support as guard_support;
 
 use std::time::Duration;
 
-use devin_bridge_guard::{Guard, Limits};
+use devin_bridge_guard::{ConnectionLimits, Guard};
 use guard_support::*;
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
@@ -30,13 +30,13 @@ async fn idle_flood_is_capped_reaped_and_bounded() {
     let pki = pki(&["api.devin.ai"]);
     let echo = tls_server(pki.server.clone(), ServerMode::Echo).await;
     let mut policy = test_policy(dir.path(), &[("api.devin.ai", echo.to_string())]);
-    policy.limits = Limits {
+    policy.connection_limits = ConnectionLimits {
         max_connections: MAX,
         header_timeout_ms: 2_000,
         idle_timeout_ms: 8_000,
         client_hello_timeout_ms: 1_000,
         shutdown_grace_ms: 1_000,
-        ..Limits::default()
+        ..ConnectionLimits::default()
     };
     let guard = Guard::spawn(policy).await.unwrap();
     let addr = guard.local_addr();

@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use devin_bridge_guard::testkit;
-use devin_bridge_guard::{GuardPolicy, Limits};
+use devin_bridge_guard::{ConnectionLimits, GuardPolicy};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
@@ -243,13 +243,13 @@ pub fn test_policy(dir: &Path, pins: &[(&str, String)]) -> GuardPolicy {
         allow: DEVIN_ALLOW.iter().map(|s| s.to_string()).collect(),
         allow_ranges: vec!["127.0.0.0/8".into()],
         resolve,
-        limits: Limits {
+        connection_limits: ConnectionLimits {
             header_timeout_ms: 2_000,
             client_hello_timeout_ms: 400,
             connect_timeout_ms: 2_000,
             idle_timeout_ms: 10_000,
             shutdown_grace_ms: 1_000,
-            ..Limits::default()
+            ..ConnectionLimits::default()
         },
         ..GuardPolicy::default()
     }
