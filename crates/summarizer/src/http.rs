@@ -1,6 +1,7 @@
 //! The HTTP/1.1 server: routing, authentication, body limits, connection limits and graceful
 //! shutdown. Every error is an Anthropic-shaped body.
 
+use crate::failures::HostFailure;
 use devin_bridge_engine::TransformCalls as _;
 use std::convert::Infallible;
 use std::future::Future;
@@ -91,15 +92,6 @@ pub async fn serve(
     }
 }
 
-fn failure(code: &str, message: &str, status: u16) -> Failure {
-    Failure {
-        code: code.into(),
-        message: message.into(),
-        status,
-        repairable: false,
-    }
-}
-
 /// Every request runs in its own span (attached with `instrument`, so concurrent requests on
 /// one worker never nest into each other's spans).
 async fn route(bridge: Arc<Bridge>, request: Request<Incoming>) -> Response<ResponseBody> {
@@ -120,13 +112,13 @@ async fn dispatch(bridge: Arc<Bridge>, request: Request<Incoming>) -> Response<R
         (&Method::GET, "/healthz") => return health(&bridge),
         (&Method::GET, "/metrics") => return metrics(&bridge),
         (_, "/v1/messages" | "/v1/messages/count_tokens" | "/v1/models") => {}
-        _ => return error_response(&bridge, failure("not_found", "no such endpoint", 404)).await,
+        _ => return error_response(&bridge, HostFailure::NotFound.with("no such endpoint")).await,
     }
     if let Some(key) = &bridge.key {
         if !key.accepts(request.headers()) {
             return error_response(
                 &bridge,
-                failure("unauthorized", "invalid or missing API key", 401),
+                HostFailure::Unauthorized.with("invalid or missing API key"),
             )
             .await;
         }
@@ -138,11 +130,7 @@ async fn dispatch(bridge: Arc<Bridge>, request: Request<Incoming>) -> Response<R
         _ => {
             error_response(
                 &bridge,
-                failure(
-                    "method_not_allowed",
-                    "method not allowed for this endpoint",
-                    405,
-                ),
+                HostFailure::MethodNotAllowed.with("method not allowed for this endpoint"),
             )
             .await
         }
@@ -152,11 +140,7 @@ async fn dispatch(bridge: Arc<Bridge>, request: Request<Incoming>) -> Response<R
 /// Reads the body within the policy's limit (413 beyond it) as UTF-8 text.
 async fn read_body(bridge: &Bridge, request: Request<Incoming>) -> Result<String, Failure> {
     let too_large = || {
-        failure(
-            "request_too_large",
-            &format!("request body exceeds {} bytes", bridge.max_body),
-            413,
-        )
+        HostFailure::RequestTooLarge.with(format!("request body exceeds {} bytes", bridge.max_body))
     };
     let declared = request
         .headers()
@@ -173,13 +157,13 @@ async fn read_body(bridge: &Bridge, request: Request<Incoming>) -> Result<String
             if error.is::<http_body_util::LengthLimitError>() {
                 too_large()
             } else {
-                failure("invalid_request", "the request body could not be read", 400)
+                HostFailure::InvalidRequest.with("the request body could not be read")
             }
         })?;
     // `Vec::from` takes over the collected buffer when nothing else holds it, instead of copying
     // a body that may be megabytes.
     String::from_utf8(Vec::from(collected.to_bytes()))
-        .map_err(|_| failure("invalid_request", "the request body is not UTF-8", 400))
+        .map_err(|_| HostFailure::InvalidRequest.with("the request body is not UTF-8"))
 }
 
 async fn messages(bridge: Arc<Bridge>, request: Request<Incoming>) -> Response<ResponseBody> {

@@ -6,6 +6,7 @@ mod auth;
 mod body;
 mod catalog;
 pub mod control;
+mod failures;
 mod http;
 mod metrics;
 pub mod policy;

@@ -13,6 +13,7 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tracing::Instrument;
 
 use super::body::{full, ResponseBody, Streamed};
+use super::failures::HostFailure;
 use super::resident::{Lease, Resident};
 use super::{Bridge, InFlight};
 use devin_bridge_agent::acp::{prompt_blocks, AcpError};
@@ -26,12 +27,10 @@ use devin_bridge_engine::{
 /// request. Details go to the log, not to the client.
 pub fn engine_failure(error: &EngineError) -> Failure {
     tracing::error!(code = error.code(), %error, "transform failed");
-    Failure {
-        code: error.code().to_owned(),
-        message: "an internal transform failed while handling this request".into(),
-        status: 500,
-        repairable: false,
-    }
+    HostFailure::Transform.with_code(
+        error.code(),
+        "an internal transform failed while handling this request",
+    )
 }
 
 /// An agent failure as the client sees it. The agent's own error text is untrusted: it is
@@ -92,12 +91,7 @@ pub(super) async fn run_transform<T: Send + 'static>(
         Ok(Err(error)) => Err(engine_failure(&error)),
         Err(why) => {
             tracing::error!(%why, "transform task failed");
-            Err(Failure {
-                code: "transform_trap".into(),
-                message: "an internal transform failed".into(),
-                status: 500,
-                repairable: false,
-            })
+            Err(HostFailure::Transform.with("an internal transform failed"))
         }
     }
 }
@@ -230,12 +224,7 @@ pub async fn acquire_slot(bridge: &Bridge) -> Result<OwnedSemaphorePermit, Failu
     .await
     {
         Ok(Ok(permit)) => Ok(permit),
-        _ => Err(Failure {
-            code: "overloaded".into(),
-            message: "all agent slots are busy; retry later".into(),
-            status: 529,
-            repairable: false,
-        }),
+        _ => Err(HostFailure::Overloaded.with("all agent slots are busy; retry later")),
     }
 }
 
@@ -257,11 +246,8 @@ async fn agent_turn(bridge: &Bridge, prompt: &str, images: &[Image]) -> Result<S
 }
 
 fn narrated_intent() -> Failure {
-    Failure::repairable(
-        "unexecuted_action_narrative",
-        "the reply described a client action instead of requesting it with a tool envelope",
-        502,
-    )
+    HostFailure::UnexecutedActionNarrative
+        .with("the reply described a client action instead of requesting it with a tool envelope")
 }
 
 /// The turn with its single repair. Returns the reply and the usage to report. On the

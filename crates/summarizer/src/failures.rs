@@ -1,0 +1,99 @@
+//! The failures the summarizer's host side gives a client, with their stable codes, HTTP
+//! statuses and repairability in one table. (Failures a transform component returns carry
+//! their own codes and are status-checked by the engine; agent failures take theirs from
+//! `AcpError`.)
+
+use devin_bridge_types::Failure;
+
+/// A failure the host itself decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostFailure {
+    /// No such endpoint.
+    NotFound,
+    /// The endpoint exists, not for this method.
+    MethodNotAllowed,
+    /// No or a wrong local API key.
+    Unauthorized,
+    /// The body is over `[server] max_body_bytes`.
+    RequestTooLarge,
+    /// The body could not be read or is not UTF-8.
+    InvalidRequest,
+    /// Every turn slot stayed busy for `[server] queue_timeout_ms`.
+    Overloaded,
+    /// A transform trapped, timed out or ran out of memory (the engine's code is kept).
+    Transform,
+    /// The reply narrated a client action instead of requesting it with a tool envelope.
+    UnexecutedActionNarrative,
+}
+
+impl HostFailure {
+    /// The one table: code, HTTP status, may the agent repair it.
+    const fn spec(self) -> (&'static str, u16, bool) {
+        match self {
+            HostFailure::NotFound => ("not_found", 404, false),
+            HostFailure::MethodNotAllowed => ("method_not_allowed", 405, false),
+            HostFailure::Unauthorized => ("unauthorized", 401, false),
+            HostFailure::RequestTooLarge => ("request_too_large", 413, false),
+            HostFailure::InvalidRequest => ("invalid_request", 400, false),
+            HostFailure::Overloaded => ("overloaded", 529, false),
+            HostFailure::Transform => ("transform_trap", 500, false),
+            HostFailure::UnexecutedActionNarrative => ("unexecuted_action_narrative", 502, true),
+        }
+    }
+
+    /// This failure with `message`.
+    pub fn with(self, message: impl Into<String>) -> Failure {
+        let (code, status, repairable) = self.spec();
+        Failure {
+            code: code.to_owned(),
+            message: message.into(),
+            status,
+            repairable,
+        }
+    }
+
+    /// A transform's failure under the engine's own code (`transform_timeout`, ...), with this
+    /// entry's status.
+    pub fn with_code(self, code: &str, message: impl Into<String>) -> Failure {
+        Failure {
+            code: code.to_owned(),
+            ..self.with(message)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_are_error_statuses_and_only_the_narrative_is_repairable() {
+        use HostFailure::*;
+        for failure in [
+            NotFound,
+            MethodNotAllowed,
+            Unauthorized,
+            RequestTooLarge,
+            InvalidRequest,
+            Overloaded,
+            Transform,
+            UnexecutedActionNarrative,
+        ] {
+            let built = failure.with("m");
+            assert!(
+                devin_bridge_engine::is_error_status(built.status),
+                "{failure:?}"
+            );
+            assert_eq!(built.code, failure.spec().0);
+            assert_eq!(
+                built.repairable,
+                failure == UnexecutedActionNarrative,
+                "{failure:?}"
+            );
+        }
+        assert_eq!(
+            Transform.with_code("transform_timeout", "x").code,
+            "transform_timeout"
+        );
+    }
+}
