@@ -321,7 +321,7 @@ fn raw_args_are_consumed_once_and_never_expanded() {
 
 #[test]
 fn the_deprecated_transport_spellings_still_work_and_say_what_replaces_them() {
-    let env = Env::new();
+    let mut env = Env::new();
     let created = env.run(&["transport-create", "--json"]);
     assert_eq!(created.status.code(), Some(0), "{}", stderr(&created));
     assert!(
@@ -336,10 +336,19 @@ fn the_deprecated_transport_spellings_still_work_and_say_what_replaces_them() {
     assert_eq!(discard.status.code(), Some(0), "{}", stderr(&discard));
     assert!(stderr(&discard).contains("use `raw-args-discard`"));
     assert!(!path.exists(), "discarded through the old name");
+    // `--transport print` still selects the print runner: `devin -p`.
+    env.devin = script(
+        &env,
+        "print-devin",
+        "if [ \"$1\" = --version ]; then echo 'devin 3000.11.2'; exit 0; fi\n\
+         [ \"$1\" = -p ] && echo 'printed by devin -p'",
+    );
     let (output, record) = task(&env, &["task", "--transport", "print", "x"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stderr(&output).contains("`--transport` is deprecated; use `--runner`"));
     assert_eq!(record["status"], "done", "{record}");
+    let result = record["result"].as_str().unwrap_or_default();
+    assert!(result.contains("printed by devin -p"), "{result}");
 }
 
 #[test]
@@ -833,7 +842,7 @@ fn review_uses_the_plugin_template_when_given() {
 }
 
 #[test]
-fn the_print_transport_runs_devin_p_and_keeps_the_tail() {
+fn the_print_runner_runs_devin_p_and_keeps_the_tail() {
     let mut env = Env::new();
     let args_file = env.root.path().join("args.txt");
     env.devin = script(

@@ -1,12 +1,14 @@
 //! End-to-end with the real Claude Code CLI and the plugin in `plugins/devin`.
 //!
-//! The pinned Claude Code validates the plugin, then runs `/devin:task` with `--plugin-dir
-//! plugins/devin` against the offline summarizer bridge. The offline summarizer plays the
-//! command's transport handshake with Claude Code's own tools (Bash `raw-args-create`, Read,
+//! The pinned Claude Code validates the plugin, then runs `/devin:task` against the offline
+//! summarizer bridge, once with `--plugin-dir plugins/devin` and once with the plugin installed
+//! from the repository's marketplace (`claude plugin marketplace add`, `claude plugin install
+//! devin@devin-bridge`) into a fresh HOME. The offline summarizer plays the
+//! command's raw-args handshake with Claude Code's own tools (Bash `raw-args-create`, Read,
 //! Write, Bash `task --raw-args-token`); the helper runs the task on the offline full agent
 //! (`DEVIN_BIN` = `mock-devin`). The test checks every step from Claude Code's stream-json
 //! events, that the helper's output reached the user unchanged, that the raw arguments never
-//! appeared in a Bash command, that the transport file was consumed, and that the job record
+//! appeared in a Bash command, that the raw-args file was consumed, and that the job record
 //! says `done`.
 //!
 //! Needs node and npm, and the Claude Code executable in `DEVIN_BRIDGE_CLAUDE_CODE`:
@@ -76,8 +78,54 @@ fn the_pinned_claude_code_validates_the_plugin() {
     }
 }
 
+/// Where Claude Code finds the plugin.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PluginSource {
+    /// `--plugin-dir plugins/devin`.
+    Directory,
+    /// Installed into the user's HOME from this repository's marketplace
+    /// (`.claude-plugin/marketplace.json`), as a Claude Code user installs it.
+    Marketplace,
+}
+
 #[test]
-fn slash_task_runs_through_the_transport_handshake() {
+fn slash_task_runs_through_the_raw_args_handshake() {
+    slash_task(PluginSource::Directory);
+}
+
+#[test]
+fn the_plugin_installs_from_the_repository_marketplace_and_runs_slash_task() {
+    slash_task(PluginSource::Marketplace);
+}
+
+/// `claude plugin <args>` with the private HOME `home` and nothing else inherited but PATH.
+fn claude_plugin(claude: &Path, home: &Path, args: &[&std::ffi::OsStr]) -> String {
+    let output = Command::new(claude)
+        .arg("plugin")
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run claude plugin");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        output.status.success(),
+        "claude plugin {args:?} failed:\n{text}"
+    );
+    text
+}
+
+fn slash_task(source: PluginSource) {
     let claude = claude_code();
     eprintln!("claude {} ({})", claude.display(), claude_version(&claude));
     let dir = tempfile::tempdir().expect("tempdir");
@@ -112,16 +160,42 @@ fn slash_task_runs_through_the_transport_handshake() {
     path.extend(std::env::split_paths(
         &std::env::var_os("PATH").unwrap_or_default(),
     ));
+    let mut extra_args = vec![OsString::from("--add-dir"), data.clone().into_os_string()];
+    match source {
+        PluginSource::Directory => {
+            extra_args.extend([
+                OsString::from("--plugin-dir"),
+                plugin_dir().into_os_string(),
+            ]);
+        }
+        PluginSource::Marketplace => {
+            // The same HOME the run below uses: the plugin is installed for that user only.
+            let home = root.join("claude-home");
+            let added = claude_plugin(
+                &claude,
+                &home,
+                &[
+                    "marketplace".as_ref(),
+                    "add".as_ref(),
+                    repository_root().as_os_str(),
+                ],
+            );
+            assert!(added.contains("devin-bridge"), "{added}");
+            let installed = claude_plugin(
+                &claude,
+                &home,
+                &["install".as_ref(), "devin@devin-bridge".as_ref()],
+            );
+            assert!(installed.contains("devin@devin-bridge"), "{installed}");
+            let listed = claude_plugin(&claude, &home, &["list".as_ref()]);
+            assert!(listed.contains("devin@devin-bridge"), "{listed}");
+        }
+    }
     let prompt = format!("/devin:task {RAW_ARGUMENTS}");
     let invocation = ClaudeInvocation {
         prompt: &prompt,
         allowed_tools: "Bash(devin-bridge companion:*),Read,Write",
-        extra_args: vec![
-            OsString::from("--plugin-dir"),
-            plugin_dir().into_os_string(),
-            OsString::from("--add-dir"),
-            data.clone().into_os_string(),
-        ],
+        extra_args,
         extra_env: vec![
             ("PATH", std::env::join_paths(path).expect("PATH")),
             ("DEVIN_BIN", mock_devin().into_os_string()),
