@@ -119,15 +119,21 @@ pub struct Image {
 
 /// Which images go with a prompt (mirror of `image-limits`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ImageLimits {
     pub max_images: u32,
     pub max_image_bytes: u32,
 }
 
 /// How `serialize-unseen` serializes a request (mirror of `prompt-options`).
+///
+/// In a call's data form its three numbers stand beside the other arguments, each 0 when
+/// absent (`held`, `max_images`, `max_image_bytes`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PromptOptions {
     pub held: u32,
+    #[serde(flatten)]
     pub images: ImageLimits,
 }
 
@@ -672,9 +678,12 @@ pub(crate) mod model_alias {
     }
 }
 
-/// One call to a transform, with its arguments. The same enum drives the hot path, the golden
-/// self-test corpus and the differential tests.
-#[derive(Debug, Clone, PartialEq)]
+/// One call to a transform, with its arguments: the data form of the typed calls, which the
+/// golden corpus, the differential tests, the fuzz targets and the benchmarks drive. It
+/// deserializes from `{"call": "<name>", "args": {...}}` once the arguments are in their plain
+/// form (see `corpus::decode_call`, which turns the fixtures' text and byte encodings into it).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "call", content = "args", rename_all = "snake_case")]
 pub enum Call {
     Serialize {
         request: String,
@@ -683,11 +692,13 @@ pub enum Call {
     /// serialize it more than once, and a request can be megabytes.
     SerializeUnseen {
         request: Arc<String>,
+        #[serde(flatten)]
         options: PromptOptions,
     },
     SerializeResumed {
         continuation: String,
         resume: Resume,
+        #[serde(flatten)]
         options: PromptOptions,
     },
     Repair {
@@ -748,6 +759,7 @@ pub enum Call {
     },
     ListModels {
         catalog: String,
+        #[serde(default)]
         vision: bool,
     },
 }

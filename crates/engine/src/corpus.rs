@@ -109,140 +109,50 @@ pub fn decode_case(kind: TransformKind, fixture: &Value) -> Result<(String, Call
     Ok((name, call, expect))
 }
 
-/// Decodes one call by name from its JSON arguments (see `tests/fixtures/README.md`).
+/// Arguments the fixtures give as JSON values (or as exact text in `<name>_raw`) and the
+/// transform takes as text.
+const TEXT_ARGUMENTS: [&str; 3] = ["request", "tools", "catalog"];
+/// Arguments the fixtures give as text (or as a list of byte values in `<name>_bytes`, for bytes
+/// that are not UTF-8) and the transform takes as bytes.
+const BYTE_ARGUMENTS: [&str; 1] = ["buffer"];
+
+/// Decodes one call by name from its JSON arguments (see `tests/fixtures/README.md`): the
+/// fixtures' encodings become plain arguments, then serde reads the [`Call`].
 pub fn decode_call(call_name: &str, args: &Value) -> Result<Call, String> {
-    Ok(match call_name {
-        "serialize" => Call::Serialize {
-            request: json_text(args, "request")?,
-        },
-        "serialize_unseen" => Call::SerializeUnseen {
-            request: json_text(args, "request")?.into(),
-            options: prompt_options(args)?,
-        },
-        "serialize_resumed" => Call::SerializeResumed {
-            continuation: string(args, "continuation")?,
-            resume: typed(args, "resume")?,
-            options: prompt_options(args)?,
-        },
-        "repair" => Call::Repair {
-            prompt: string(args, "prompt")?,
-            rejection: typed(args, "rejection")?,
-        },
-        "parse" => Call::Parse {
-            output: string(args, "output")?,
-            tools: json_text(args, "tools")?,
-            id_seed: string(args, "id_seed")?,
-        },
-        "narrates_unexecuted_action" => Call::NarratesUnexecutedAction {
-            output: string(args, "output")?,
-        },
-        "parse_review" => Call::ParseReview {
-            output: string(args, "output")?,
-        },
-        "stream_start" => Call::StreamStart {
-            head: typed(args, "head")?,
-        },
-        "stream_ping" => Call::StreamPing,
-        "stream_finish" => Call::StreamFinish {
-            reply: typed(args, "reply")?,
-            usage: typed(args, "usage")?,
-        },
-        "render_stream" => Call::RenderStream {
-            head: typed(args, "head")?,
-            reply: typed(args, "reply")?,
-        },
-        "render_json" => Call::RenderJson {
-            head: typed(args, "head")?,
-            reply: typed(args, "reply")?,
-        },
-        "error_event" => Call::ErrorEvent {
-            failure: typed(args, "failure")?,
-        },
-        "error_body" => Call::ErrorBody {
-            failure: typed(args, "failure")?,
-        },
-        "agent_error_message" => Call::AgentErrorMessage {
-            raw: string(args, "raw")?,
-        },
-        "parse_events" => Call::ParseEvents {
-            buffer: bytes(args, "buffer")?,
-            max_event_bytes: typed(args, "max_event_bytes")?,
-        },
-        "validate" => Call::Validate {
-            reference: string(args, "reference")?,
-            catalog: json_text(args, "catalog")?,
-        },
-        "client_environment" => Call::ClientEnvironment {
-            settings: typed(args, "settings")?,
-            catalog: json_text(args, "catalog")?,
-        },
-        "resolve" => Call::Resolve {
-            requested: string(args, "requested")?,
-            catalog: json_text(args, "catalog")?,
-        },
-        "list_models" => Call::ListModels {
-            catalog: json_text(args, "catalog")?,
-            vision: match args.get("vision") {
-                None => false,
-                Some(_) => typed(args, "vision")?,
-            },
-        },
-        other => return Err(format!("unknown call {other:?}")),
-    })
-}
-
-/// `held`, `max_images` and `max_image_bytes` of a serializer call (each 0 when absent).
-fn prompt_options(args: &Value) -> Result<crate::PromptOptions, String> {
-    let number = |key: &str| -> Result<u32, String> {
-        match args.get(key) {
-            None => Ok(0),
-            Some(_) => typed(args, key),
-        }
+    let mut plain = match args {
+        Value::Object(map) => map.clone(),
+        Value::Null => serde_json::Map::new(),
+        other => return Err(format!("\"args\" must be an object, not {other}")),
     };
-    Ok(crate::PromptOptions {
-        held: number("held")?,
-        images: crate::ImageLimits {
-            max_images: number("max_images")?,
-            max_image_bytes: number("max_image_bytes")?,
-        },
-    })
-}
-
-fn string(args: &Value, key: &str) -> Result<String, String> {
-    args.get(key)
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| format!("argument {key:?} must be a string"))
-}
-
-/// `key` as text (its UTF-8 bytes), or `key_bytes` as a list of byte values (for bytes that
-/// are not UTF-8).
-fn bytes(args: &Value, key: &str) -> Result<Vec<u8>, String> {
-    if let Some(raw) = args.get(format!("{key}_bytes")) {
-        return serde_json::from_value(raw.clone())
-            .map_err(|error| format!("argument {key}_bytes must be a list of bytes: {error}"));
+    for name in TEXT_ARGUMENTS {
+        let raw = plain.remove(&format!("{name}_raw"));
+        match (raw, plain.get(name)) {
+            (Some(Value::String(text)), _) => {
+                plain.insert(name.to_owned(), Value::String(text));
+            }
+            (Some(_), _) => return Err(format!("argument {name}_raw must be a string")),
+            (None, Some(value)) => {
+                let text = value.to_string();
+                plain.insert(name.to_owned(), Value::String(text));
+            }
+            (None, None) => {}
+        }
     }
-    string(args, key).map(String::into_bytes)
-}
-
-/// `key` as a JSON value serialised compactly, or `key_raw` as exact text.
-fn json_text(args: &Value, key: &str) -> Result<String, String> {
-    if let Some(raw) = args.get(format!("{key}_raw")) {
-        return raw
-            .as_str()
-            .map(str::to_owned)
-            .ok_or_else(|| format!("argument {key}_raw must be a string"));
+    for name in BYTE_ARGUMENTS {
+        if let Some(list) = plain.remove(&format!("{name}_bytes")) {
+            plain.insert(name.to_owned(), list);
+        } else if let Some(Value::String(text)) = plain.get(name) {
+            let bytes = text.bytes().map(Value::from).collect();
+            plain.insert(name.to_owned(), Value::Array(bytes));
+        }
     }
-    args.get(key)
-        .map(|value| value.to_string())
-        .ok_or_else(|| format!("missing argument {key:?} (or {key}_raw)"))
-}
-
-fn typed<T: serde::de::DeserializeOwned>(args: &Value, key: &str) -> Result<T, String> {
-    let value = args
-        .get(key)
-        .ok_or_else(|| format!("missing argument {key:?}"))?;
-    serde_json::from_value(value.clone()).map_err(|error| format!("argument {key:?}: {error}"))
+    // A call without arguments (`stream_ping`) has no content at all.
+    let mut call = serde_json::Map::new();
+    call.insert("call".to_owned(), Value::String(call_name.to_owned()));
+    if !plain.is_empty() {
+        call.insert("args".to_owned(), Value::Object(plain));
+    }
+    serde_json::from_value(Value::Object(call)).map_err(|error| format!("{call_name}: {error}"))
 }
 
 /// An answer in the fixtures' encoding: `{"ok": value}` or `{"err": failure}`.
@@ -448,4 +358,109 @@ pub fn self_test(
         corpus: corpus.origin.clone(),
         elapsed: started.elapsed(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ImageLimits, PromptOptions};
+
+    #[test]
+    fn every_embedded_fixture_decodes() {
+        for kind in TransformKind::ALL {
+            let cases = cases(kind).unwrap_or_else(|error| panic!("{kind}: {error:?}"));
+            assert!(!cases.is_empty(), "{kind} has no cases");
+        }
+    }
+
+    #[test]
+    fn the_fixture_encodings_become_plain_arguments() {
+        // A JSON value for a text argument is its compact text, even a JSON string.
+        let call = decode_call("serialize", &json!({"request": {"model": "m"}})).unwrap();
+        assert_eq!(
+            call,
+            Call::Serialize {
+                request: r#"{"model":"m"}"#.into()
+            }
+        );
+        let call = decode_call("serialize", &json!({"request": "x"})).unwrap();
+        assert_eq!(
+            call,
+            Call::Serialize {
+                request: r#""x""#.into()
+            }
+        );
+        // `<name>_raw` is the exact text.
+        let call = decode_call("serialize", &json!({"request_raw": "{not json"})).unwrap();
+        assert_eq!(
+            call,
+            Call::Serialize {
+                request: "{not json".into()
+            }
+        );
+        assert!(decode_call("serialize", &json!({"request_raw": 3})).is_err());
+        // Bytes: text as its UTF-8 bytes, or `<name>_bytes`.
+        let call = decode_call(
+            "parse_events",
+            &json!({"buffer": "ab", "max_event_bytes": 9}),
+        )
+        .unwrap();
+        assert_eq!(
+            call,
+            Call::ParseEvents {
+                buffer: b"ab".to_vec(),
+                max_event_bytes: 9
+            }
+        );
+        let call = decode_call(
+            "parse_events",
+            &json!({"buffer_bytes": [255, 0], "max_event_bytes": 9}),
+        )
+        .unwrap();
+        assert_eq!(
+            call,
+            Call::ParseEvents {
+                buffer: vec![255, 0],
+                max_event_bytes: 9
+            }
+        );
+        // Prompt options stand beside the other arguments, 0 when absent.
+        let call =
+            decode_call("serialize_unseen", &json!({"request": {}, "max_images": 2})).unwrap();
+        assert_eq!(
+            call,
+            Call::SerializeUnseen {
+                request: std::sync::Arc::new("{}".to_owned()),
+                options: PromptOptions {
+                    held: 0,
+                    images: ImageLimits {
+                        max_images: 2,
+                        max_image_bytes: 0
+                    },
+                },
+            }
+        );
+        // No arguments, defaults, and refusals.
+        assert_eq!(
+            decode_call("stream_ping", &json!({})).unwrap(),
+            Call::StreamPing
+        );
+        let call = decode_call("list_models", &json!({"catalog": []})).unwrap();
+        assert_eq!(
+            call,
+            Call::ListModels {
+                catalog: "[]".into(),
+                vision: false
+            }
+        );
+        assert!(decode_call("no_such_call", &json!({})).is_err());
+        assert!(
+            decode_call("parse", &json!({"output": "x"})).is_err(),
+            "missing arguments"
+        );
+        assert!(
+            decode_call("serialize", &json!([1])).is_err(),
+            "args not an object"
+        );
+    }
 }
