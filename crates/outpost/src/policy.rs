@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use devin_bridge_engine::{ComponentsTable, EngineSection, RuntimeLimits};
-use devin_bridge_policy::{CommonSections, LogSection, Mode, ModePolicy, Origin, PolicyError};
+use devin_bridge_policy::{LogSection, Mode, ModePolicy, Origin, PolicyError};
 
 /// A whole outpost policy file.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -34,22 +34,7 @@ pub struct OutpostPolicy {
 impl ModePolicy for OutpostPolicy {
     const MODE: Mode = Mode::Outpost;
 
-    fn origin(&self) -> &Origin {
-        &self.origin
-    }
-
-    fn set_origin(&mut self, origin: Origin) {
-        self.origin = origin;
-    }
-
-    fn common(&self) -> CommonSections<'_> {
-        CommonSections {
-            components: &self.components,
-            limits: self.limits,
-            engine: &self.engine,
-            log: &self.log,
-        }
-    }
+    devin_bridge_policy::common_sections_access!();
 
     fn validate_own(&self) -> Result<(), PolicyError> {
         let outpost = &self.outpost;

@@ -269,6 +269,31 @@ impl CommonSections<'_> {
     }
 }
 
+/// The three accessors of [`ModePolicy`] that every mode's policy type writes the same way, for
+/// a type whose fields are named `origin`, `components`, `limits`, `engine` and `log`. Use it
+/// inside `impl ModePolicy for ...`.
+#[macro_export]
+macro_rules! common_sections_access {
+    () => {
+        fn origin(&self) -> &$crate::Origin {
+            &self.origin
+        }
+
+        fn set_origin(&mut self, origin: $crate::Origin) {
+            self.origin = origin;
+        }
+
+        fn common(&self) -> $crate::CommonSections<'_> {
+            $crate::CommonSections {
+                components: &self.components,
+                limits: self.limits,
+                engine: &self.engine,
+                log: &self.log,
+            }
+        }
+    };
+}
+
 /// What a mode's policy type provides; the loading, resolving and diffing every mode does
 /// the same way come with it.
 pub trait ModePolicy: DeserializeOwned + Serialize + Sized {

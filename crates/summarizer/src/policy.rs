@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use devin_bridge_agent::process::is_forbidden_env;
 use devin_bridge_engine::{ComponentsTable, EngineSection, RuntimeLimits};
-use devin_bridge_policy::{CommonSections, LogSection, Mode, ModePolicy, Origin, PolicyError};
+use devin_bridge_policy::{LogSection, Mode, ModePolicy, Origin, PolicyError};
 
 /// A whole summarizer policy file.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -41,22 +41,7 @@ pub struct SummarizerPolicy {
 impl ModePolicy for SummarizerPolicy {
     const MODE: Mode = Mode::Summarizer;
 
-    fn origin(&self) -> &Origin {
-        &self.origin
-    }
-
-    fn set_origin(&mut self, origin: Origin) {
-        self.origin = origin;
-    }
-
-    fn common(&self) -> CommonSections<'_> {
-        CommonSections {
-            components: &self.components,
-            limits: self.limits,
-            engine: &self.engine,
-            log: &self.log,
-        }
-    }
+    devin_bridge_policy::common_sections_access!();
 
     fn validate_own(&self) -> Result<(), PolicyError> {
         let invalid = |message: String| self.origin.invalid(message);
