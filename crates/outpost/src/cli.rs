@@ -82,7 +82,8 @@ pub struct StartArgs {
     /// its own: the value is validated and logged only.
     #[arg(long, value_name = "PORT")]
     pub pty_bridge_port: Option<u16>,
-    /// Seconds between queue re-scans and session status checks (default 5).
+    /// Seconds without a watch event after which the queue is listed again; also how often
+    /// running sessions' entries are read (default 5).
     #[arg(long, value_name = "N")]
     pub poll_interval_secs: Option<u64>,
 }

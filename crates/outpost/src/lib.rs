@@ -1,7 +1,8 @@
 //! Outpost mode: `devin-bridge outpost`, a worker that serves Devin Outposts sessions from a
-//! fleet queue (list + watch, claim, fetch and verify `devin-remote`, run it with a clean
-//! environment in its own process group, follow the session, release), plus the `create`,
-//! `delete` and `list` commands for outposts. See `docs/outpost.md`.
+//! fleet queue (list + watch, listed again whenever the watch is quiet for a poll interval;
+//! claim, fetch and verify `devin-remote`, run it with a clean environment in its own process
+//! group, follow the session, release), plus the `create`, `delete` and `list` commands for
+//! outposts. See `docs/outpost.md`.
 
 pub mod acceptor;
 pub mod backoff;
@@ -288,6 +289,7 @@ async fn start(args: StartArgs) -> anyhow::Result<ExitCode> {
         framer: Arc::new(framer),
         outpost: Some(outpost),
         idle_timeout: settings.watch_idle_timeout,
+        poll_interval: settings.poll_interval,
     };
     let reflector = tokio::spawn(reflector.run(events_tx));
     let summary = Worker::new(context).run(events_rx, reflector).await?;

@@ -92,10 +92,15 @@ pub struct OutpostSection {
     pub claim_spread_ms: u64,
     /// The platform this machine serves (`linux`, `macos`, `windows`); default: this machine's.
     pub platform: Option<String>,
-    /// Queue re-scan and session status polling interval (`--poll-interval-secs`).
+    /// The polling interval (`--poll-interval-secs`): when the watch has delivered no complete
+    /// event and the queue has not been listed for this long, the queue is listed again (so a
+    /// silent or stalled stream hides a session for about this long, and an idle worker sends
+    /// one list request per interval); the claimable entries are re-checked this often; and
+    /// each running session's entry is read this often.
     pub poll_interval_secs: u64,
     /// A watch stream that delivers no byte for this long is dropped and resumed from its
-    /// cursor (the server ends streams within five minutes; this catches stalled ones).
+    /// cursor (the server ends streams within five minutes; this catches stalled ones). Polls
+    /// while the stream is open do not reset it.
     pub watch_idle_timeout_secs: u64,
     /// Deadline of one fleet API request (the watch stream excepted).
     pub request_timeout_ms: u64,

@@ -8,6 +8,16 @@
 //!   server replays what happened in between. Duplicates are normal and harmless.
 //! - A stream that delivers no byte for `idle_timeout` is presumed stalled and reopened from
 //!   the cursor (a half-received event is discarded; it is replayed).
+//! - A stream can also stay open and deliver nothing useful (no bytes, keepalives only, or half
+//!   an event) for up to that idle timeout, or a watch can keep failing while lists work. So
+//!   whenever a `poll_interval` passes without a complete event or a listing, the queue is
+//!   listed again (page by page, one request for a small queue) and the listing delivered as
+//!   [`QueueEvent::Listed`], like a re-sync; the open stream is kept and read on afterwards.
+//!   An idle worker thus sends one list request per poll interval, a busy one none, and a
+//!   session the stream hides waits at most one interval plus the listing's own time (two
+//!   intervals when a poll fails).
+//!   Keepalive comments do not count as fresh: a stream can keep sending them after its events
+//!   stopped.
 //! - "Cursor unknown or too old" means relist; any other failure retries from the same cursor
 //!   after a jittered exponential backoff (0.8 s to 30 s), reset once a stream proved healthy.
 //! - Events are filtered by the object's outpost (the server ignores phase filters on watch).
@@ -15,10 +25,11 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use http_body_util::BodyExt;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use super::backoff::Backoff;
 use super::fleet::{Cursor, EventType, FleetClient, FleetError, OutpostId, QueueEntry, WatchEvent};
@@ -46,6 +57,16 @@ pub struct Reflector {
     pub framer: Arc<ComponentFramer>,
     pub outpost: Option<OutpostId>,
     pub idle_timeout: Duration,
+    /// Without a complete event or a listing for this long, the queue is listed again.
+    pub poll_interval: Duration,
+}
+
+/// Why the reflector must stop in the middle of a poll or a pause.
+enum Stop {
+    /// The worker is gone.
+    ReceiverGone,
+    /// The token was refused.
+    Refused(FleetError),
 }
 
 /// How one watch stream ended.
@@ -67,6 +88,9 @@ impl Reflector {
     /// Runs until the token is refused (the error) or the worker stops listening (`Ok`).
     pub async fn run(self, events: mpsc::Sender<QueueEvent>) -> Result<(), FleetError> {
         let mut backoff = Backoff::queue();
+        // When the worker last got a complete event or a listing; a poll is due one poll
+        // interval later. Set by every listing below.
+        let mut fresh: Instant;
         loop {
             let cursor = match self.list().await {
                 Ok((entries, cursor)) => {
@@ -74,10 +98,12 @@ impl Reflector {
                     if events.send(QueueEvent::Listed(entries)).await.is_err() {
                         return Ok(());
                     }
+                    fresh = Instant::now();
                     cursor
                 }
                 Err(error) if error.is_auth() => return Err(error),
                 Err(error) => {
+                    // The listing is what is being retried: no poll in this pause.
                     let delay = backoff.next_delay();
                     tracing::warn!(%error, retry_in_ms = delay.as_millis() as u64, "queue listing failed");
                     tokio::time::sleep(delay).await;
@@ -86,10 +112,11 @@ impl Reflector {
             };
             let mut cursor = cursor;
             loop {
-                match self.stream(&mut cursor, &events).await {
+                let paused = match self.stream(&mut cursor, &events, &mut fresh).await {
                     StreamEnd::Closed { healthy: true } => {
                         backoff.reset();
                         tracing::debug!("watch stream ended; resuming from its cursor");
+                        Ok(())
                     }
                     StreamEnd::Closed { healthy: false } => {
                         let delay = backoff.next_delay();
@@ -97,13 +124,14 @@ impl Reflector {
                             retry_in_ms = delay.as_millis() as u64,
                             "watch stream ended at once; resuming from its cursor after a pause"
                         );
-                        tokio::time::sleep(delay).await;
+                        self.pause(delay, &events, &mut fresh).await
                     }
                     StreamEnd::Stalled => {
                         tracing::warn!(
                             idle_timeout_secs = self.idle_timeout.as_secs(),
                             "watch stream stalled; resuming from its cursor"
                         );
+                        Ok(())
                     }
                     StreamEnd::Expired => {
                         tracing::info!("watch cursor expired; relisting");
@@ -114,10 +142,67 @@ impl Reflector {
                     StreamEnd::Failed(error) => {
                         let delay = backoff.next_delay();
                         tracing::warn!(%error, retry_in_ms = delay.as_millis() as u64, "watch failed; resuming from its cursor");
-                        tokio::time::sleep(delay).await;
+                        self.pause(delay, &events, &mut fresh).await
                     }
+                };
+                match paused {
+                    Ok(()) => {}
+                    Err(Stop::ReceiverGone) => return Ok(()),
+                    Err(Stop::Refused(error)) => return Err(error),
                 }
             }
+        }
+    }
+
+    /// When the next poll is due.
+    fn poll_due(&self, fresh: Instant) -> Instant {
+        fresh + self.poll_interval
+    }
+
+    /// Lists the queue while the watch is open and hands the listing to the worker. A failed
+    /// poll is logged and counts as a poll, so a struggling API gets one list per interval.
+    async fn poll(
+        &self,
+        events: &mpsc::Sender<QueueEvent>,
+        fresh: &mut Instant,
+    ) -> Result<(), Stop> {
+        let listed = self.list().await;
+        *fresh = Instant::now();
+        match listed {
+            Ok((entries, _)) => {
+                // The listing's cursor is not used: the open stream goes on from its own,
+                // which is never ahead of what the worker has seen.
+                tracing::debug!(entries = entries.len(), "queue polled");
+                events
+                    .send(QueueEvent::Listed(entries))
+                    .await
+                    .map_err(|_| Stop::ReceiverGone)
+            }
+            Err(error) if error.is_auth() => Err(Stop::Refused(error)),
+            Err(error) => {
+                tracing::warn!(%error, "queue poll failed; polling again in one interval");
+                Ok(())
+            }
+        }
+    }
+
+    /// Waits out a watch backoff, polling the queue meanwhile whenever a poll is due, so a
+    /// watch that keeps failing does not hide the queue either.
+    async fn pause(
+        &self,
+        delay: Duration,
+        events: &mpsc::Sender<QueueEvent>,
+        fresh: &mut Instant,
+    ) -> Result<(), Stop> {
+        let until = Instant::now() + delay;
+        loop {
+            let due = self.poll_due(*fresh);
+            if due >= until {
+                tokio::time::sleep_until(until).await;
+                return Ok(());
+            }
+            tokio::time::sleep_until(due).await;
+            self.poll(events, fresh).await?;
         }
     }
 
@@ -155,8 +240,14 @@ impl Reflector {
             .is_none_or(|outpost| &entry.metadata.outpost_id == outpost)
     }
 
-    /// Reads one watch stream; `cursor` advances past every event handed to the worker.
-    async fn stream(&self, cursor: &mut Cursor, events: &mpsc::Sender<QueueEvent>) -> StreamEnd {
+    /// Reads one watch stream; `cursor` advances past every event handed to the worker and
+    /// `fresh` to the time of the last one (or of the last poll, done while the stream is open).
+    async fn stream(
+        &self,
+        cursor: &mut Cursor,
+        events: &mpsc::Sender<QueueEvent>,
+        fresh: &mut Instant,
+    ) -> StreamEnd {
         let opened = Instant::now();
         let mut body = match self.client.watch(self.outpost.as_ref(), Some(cursor)).await {
             Ok(body) => body,
@@ -165,8 +256,26 @@ impl Reflector {
         };
         let mut tail: Vec<u8> = Vec::new();
         let mut delivered = 0usize;
+        // The idle timeout runs from the last byte, not from the last poll: polls interrupt
+        // the read below without resetting it.
+        let mut last_byte = opened;
         loop {
-            let frame = match tokio::time::timeout(self.idle_timeout, body.frame()).await {
+            let read = tokio::time::timeout_at(last_byte + self.idle_timeout, body.frame());
+            let due = self.poll_due(*fresh);
+            // `biased`: bytes already there are read before a due poll. Dropping the read to
+            // poll loses nothing (`frame()` takes a frame only when it completes).
+            let frame = tokio::select! {
+                biased;
+                read = read => read,
+                () = tokio::time::sleep_until(due) => {
+                    match self.poll(events, fresh).await {
+                        Ok(()) => continue,
+                        Err(Stop::ReceiverGone) => return StreamEnd::ReceiverGone,
+                        Err(Stop::Refused(error)) => return StreamEnd::Failed(error),
+                    }
+                }
+            };
+            let frame = match frame {
                 Err(_) => return StreamEnd::Stalled,
                 Ok(None) => {
                     return StreamEnd::Closed {
@@ -178,7 +287,10 @@ impl Reflector {
                         "the watch stream broke off: {error}"
                     )))
                 }
-                Ok(Some(Ok(frame))) => frame,
+                Ok(Some(Ok(frame))) => {
+                    last_byte = Instant::now();
+                    frame
+                }
             };
             let Ok(data) = frame.into_data() else {
                 continue;
@@ -230,6 +342,7 @@ impl Reflector {
                 }
                 *cursor = next;
                 delivered += 1;
+                *fresh = Instant::now();
             }
         }
     }

@@ -166,8 +166,14 @@ impl Worker {
                     .map(|entry| (entry.id().clone(), entry))
                     .collect();
                 // Sessions that vanished from the listing are gone for the running tasks too.
+                // The store holds what each running task was last sent, so an unchanged entry
+                // is not sent again: listings come every poll interval on an idle queue, and a
+                // push that looks unlike this worker's claim costs the task a fresh read.
                 for (id, running) in &self.running {
-                    let _ = running.updates.send(listed.get(id).cloned());
+                    let entry = listed.get(id);
+                    if entry != self.store.get(id) {
+                        let _ = running.updates.send(entry.cloned());
+                    }
                 }
                 for entry in listed.values() {
                     self.note_peer(entry);

@@ -19,6 +19,7 @@ mod images;
 mod live_catalog;
 mod outpost_admin;
 mod outpost_network;
+mod outpost_polling;
 mod outpost_worker;
 mod preinitialised;
 mod resident;
