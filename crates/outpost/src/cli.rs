@@ -50,7 +50,8 @@ pub struct ConnectionArgs {
 pub struct StartArgs {
     #[command(flatten)]
     pub connection: ConnectionArgs,
-    /// Only claim sessions of this outpost (name or id). Default: the account's only outpost.
+    /// Only claim sessions of this outpost (name or id). Default: the account's only outpost;
+    /// with several, asks which one when stdin is a terminal, else stops with their ids.
     #[arg(long, value_name = "NAME|ID")]
     pub outpost: Option<String>,
     /// Claim and serve this one session, then exit.

@@ -7,6 +7,7 @@
 pub mod acceptor;
 pub mod backoff;
 pub mod binaries;
+pub mod choose;
 pub mod cli;
 pub mod fleet;
 pub mod framing;
@@ -149,77 +150,6 @@ fn admin_client(connection: &ConnectionArgs) -> anyhow::Result<FleetClient> {
     fleet_client(&settings)
 }
 
-/// Finds the outpost to serve and checks that this machine can serve it.
-async fn resolve_outpost(
-    client: &FleetClient,
-    wanted: Option<&str>,
-    platform: &str,
-) -> anyhow::Result<OutpostId> {
-    let mut backoff = backoff::Backoff::queue();
-    let listed = loop {
-        match client.outposts().await {
-            Err(error) if error.is_transient() => {
-                let delay = backoff.next_delay();
-                tracing::warn!(%error, retry_in_ms = delay.as_millis() as u64, "cannot list outposts yet");
-                tokio::time::sleep(delay).await;
-            }
-            other => break other,
-        }
-    };
-    let outposts = match listed {
-        Ok(outposts) => outposts,
-        Err(error) if error.is_auth() => {
-            // The machine scope may not list outposts; an id is then taken as given.
-            match wanted.map(str::parse::<OutpostId>) {
-                Some(Ok(id)) if id.as_str().starts_with("outpost_env-") => {
-                    tracing::warn!(%error, outpost = %id, "cannot list outposts to check the platform; serving the given id");
-                    return Ok(id);
-                }
-                _ => bail!("cannot list outposts to find {wanted:?}: {error}"),
-            }
-        }
-        Err(error) => return Err(error).context("cannot list outposts"),
-    };
-    let chosen = match wanted {
-        Some(wanted) => outposts
-            .iter()
-            .find(|o| o.metadata.outpost_id.as_str() == wanted || o.spec.name == wanted)
-            .with_context(|| {
-                format!(
-                    "no outpost named or numbered {wanted:?} in this account (it has: {})",
-                    names(&outposts)
-                )
-            })?,
-        None => match outposts.as_slice() {
-            [only] => only,
-            [] => bail!("this account has no outpost; create one with `devin-bridge outpost create NAME --platform {platform}`"),
-            _ => bail!(
-                "--outpost is required: this account has {} outposts ({})",
-                outposts.len(),
-                names(&outposts)
-            ),
-        },
-    };
-    if let Some(outpost_platform) = chosen.spec.platform.as_deref() {
-        if !worker::platform_matches(outpost_platform, platform) {
-            bail!(
-                "outpost {} ({}) serves {outpost_platform} machines and this one is {platform}: not claiming anything",
-                chosen.spec.name,
-                chosen.metadata.outpost_id
-            );
-        }
-    }
-    Ok(chosen.metadata.outpost_id.clone())
-}
-
-fn names(outposts: &[Outpost]) -> String {
-    outposts
-        .iter()
-        .map(|o| format!("{} = {}", o.spec.name, o.metadata.outpost_id))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// `devin-bridge outpost start`.
 async fn start(args: StartArgs) -> anyhow::Result<ExitCode> {
     let (policy, settings) = resolve_settings(&args.connection, overrides(&args))?;
@@ -274,7 +204,8 @@ async fn start(args: StartArgs) -> anyhow::Result<ExitCode> {
         });
     }
 
-    let outpost = resolve_outpost(&client, settings.outpost.as_deref(), &settings.platform).await?;
+    let outpost =
+        choose::resolve_outpost(&client, settings.outpost.as_deref(), &settings.platform).await?;
     tracing::info!(outpost = %outpost, "serving the outpost's queue");
     let framer = {
         let policy = policy.clone();

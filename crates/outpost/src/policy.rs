@@ -65,7 +65,8 @@ impl ModePolicy for OutpostPolicy {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OutpostSection {
-    /// The outpost whose queue is served, by name or id (`--outpost`).
+    /// The outpost whose queue is served, by name or id (`--outpost`); unset: the account's
+    /// only outpost, or (with several, stdin a terminal) the one picked at a prompt.
     pub outpost: Option<String>,
     /// A file holding the fleet API token (must not be readable by group or others).
     pub token_file: Option<PathBuf>,

@@ -398,6 +398,16 @@ impl FleetClient {
         Ok(list.items)
     }
 
+    /// One outpost by id; `None` when the account has no such outpost (404).
+    pub async fn outpost(&self, outpost: &OutpostId) -> Result<Option<Outpost>, FleetError> {
+        let path = format!("/opbeta/outposts/outposts/{outpost}");
+        match self.call_json("an outpost", Method::GET, &path, None).await {
+            Ok(found) => Ok(Some(found)),
+            Err(FleetError::NotFound) => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
     /// Creates an outpost (orchestrator scope).
     pub async fn create_outpost(
         &self,
