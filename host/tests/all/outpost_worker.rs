@@ -375,7 +375,13 @@ async fn a_stalled_watch_is_detected_and_resumed_from_its_cursor_without_losing_
     let rig = Rig::start(FleetConfig::default()).await;
     // The first watch stream will write half of its first event and then go silent.
     rig.fleet.faults().stall_next_stream_mid_event();
-    let worker = rig.worker("w").watch_idle_timeout_secs(2).spawn();
+    // Polls are far apart, so what finds the session is the stall detection and the resumed
+    // watch, not a listing.
+    let worker = rig
+        .worker("w")
+        .watch_idle_timeout_secs(2)
+        .poll_interval_secs(60)
+        .spawn();
     worker.wait_log("queue listed", T).await;
     let session = rig.enqueue_normal();
     rig.wait(T, "the event is replayed and served", |f| {

@@ -62,6 +62,7 @@ impl Rig {
             max_sessions: 4,
             outpost: OUTPOST.to_owned(),
             watch_idle_timeout_secs: 30,
+            poll_interval_secs: 1,
         }
     }
 
@@ -175,9 +176,16 @@ pub struct WorkerBuilder<'a> {
     max_sessions: usize,
     outpost: String,
     watch_idle_timeout_secs: u64,
+    poll_interval_secs: u64,
 }
 
 impl WorkerBuilder<'_> {
+    /// `--poll-interval-secs` (default 1).
+    pub fn poll_interval_secs(mut self, secs: u64) -> Self {
+        self.poll_interval_secs = secs;
+        self
+    }
+
     pub fn watch_idle_timeout_secs(mut self, secs: u64) -> Self {
         self.watch_idle_timeout_secs = secs;
         self
@@ -252,7 +260,8 @@ impl WorkerBuilder<'_> {
         command
             .args(["outpost", "start", "--policy"])
             .arg(&paths.policy)
-            .args(["--outpost", &self.outpost, "--poll-interval-secs", "1"])
+            .args(["--outpost", &self.outpost])
+            .args(["--poll-interval-secs", &self.poll_interval_secs.to_string()])
             .args(["--api-url", &self.rig.fleet.api_url()])
             .args(["--static-base-url", &self.rig.fleet.static_base_url()])
             .args(&self.args)
