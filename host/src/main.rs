@@ -1,7 +1,8 @@
 //! `devin-bridge`: the command line of the trusted host.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
+mod builtin;
 mod cli;
 mod policy;
 
@@ -67,7 +68,14 @@ fn serve_policy_and_identity(
 }
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    builtin::install();
+    let matches = Cli::command()
+        .long_version(builtin::long_version())
+        .get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(error) => error.exit(),
+    };
     cli::init_tracing();
     // Identity changes (switching uid, keeping capabilities) act on the calling thread only
     // for capabilities, so they happen here, before the runtime starts any thread.

@@ -124,8 +124,77 @@ impl RuntimeLimits {
 /// Where one transform's component is read from and the pin it must match (lower-case hex).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ComponentLocation {
-    pub path: PathBuf,
+    pub place: ComponentPlace,
     pub pin: Option<String>,
+}
+
+/// Where a component's bytes are.
+#[derive(Clone, PartialEq, Eq)]
+pub enum ComponentPlace {
+    /// A component file (absolute once a policy resolved it).
+    File(PathBuf),
+    /// A component this binary carries (see [`crate::builtin`]).
+    BuiltIn(&'static [u8]),
+    /// The policy names no file and this binary carries no component for the transform.
+    NotBuiltIn,
+}
+
+impl std::fmt::Debug for ComponentPlace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::File(path) => f.debug_tuple("File").field(path).finish(),
+            Self::BuiltIn(bytes) => write!(f, "BuiltIn({} bytes)", bytes.len()),
+            Self::NotBuiltIn => f.write_str("NotBuiltIn"),
+        }
+    }
+}
+
+impl ComponentLocation {
+    /// A component file, with an optional pin.
+    pub fn file(path: impl Into<PathBuf>, pin: Option<String>) -> Self {
+        Self {
+            place: ComponentPlace::File(path.into()),
+            pin,
+        }
+    }
+
+    /// The file, when the component is one.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        match &self.place {
+            ComponentPlace::File(path) => Some(path),
+            _ => None,
+        }
+    }
+
+    /// How logs and messages name the component's origin: its path, or `built-in`.
+    pub fn describe(&self) -> String {
+        match &self.place {
+            ComponentPlace::File(path) => path.display().to_string(),
+            ComponentPlace::BuiltIn(_) => "built-in".to_owned(),
+            ComponentPlace::NotBuiltIn => "not built in".to_owned(),
+        }
+    }
+
+    /// The component's bytes: read from its file, or the ones built in.
+    pub fn read(
+        &self,
+        kind: TransformKind,
+    ) -> Result<std::borrow::Cow<'static, [u8]>, crate::EngineError> {
+        match &self.place {
+            ComponentPlace::File(path) => {
+                std::fs::read(path)
+                    .map(std::borrow::Cow::Owned)
+                    .map_err(|source| crate::EngineError::Read {
+                        path: path.clone(),
+                        source,
+                    })
+            }
+            ComponentPlace::BuiltIn(bytes) => Ok(std::borrow::Cow::Borrowed(bytes)),
+            ComponentPlace::NotBuiltIn => Err(crate::EngineError::NotBuiltIn {
+                transforms: kind.name().to_owned(),
+            }),
+        }
+    }
 }
 
 /// Everything the engine needs to load and serve a component set.
@@ -145,8 +214,74 @@ impl EngineConfig {
         &self.components[kind.index()]
     }
 
+    /// Refuses, in one error naming them all, a set in which some transform has no component
+    /// (a binary built without its components, and a policy that names none).
+    pub fn check_complete(&self) -> Result<(), crate::EngineError> {
+        let missing: Vec<&str> = TransformKind::ALL
+            .into_iter()
+            .filter(|kind| self.location(*kind).place == ComponentPlace::NotBuiltIn)
+            .map(TransformKind::name)
+            .collect();
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(crate::EngineError::NotBuiltIn {
+                transforms: missing.join(", "),
+            })
+        }
+    }
+
     /// The pins of every transform, in [`TransformKind::ALL`] order.
     pub fn pins(&self) -> [Option<String>; 4] {
         TransformKind::ALL.map(|kind| self.location(kind).pin.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(places: [ComponentPlace; 4]) -> EngineConfig {
+        EngineConfig {
+            limits: RuntimeLimits::default(),
+            cache_dir: None,
+            components: places.map(|place| ComponentLocation { place, pin: None }),
+        }
+    }
+
+    #[test]
+    fn a_set_without_components_is_refused_once_naming_every_missing_transform() {
+        let set = config([
+            ComponentPlace::File(PathBuf::from("/c/serializer.wasm")),
+            ComponentPlace::NotBuiltIn,
+            ComponentPlace::BuiltIn(b"\0asm"),
+            ComponentPlace::NotBuiltIn,
+        ]);
+        let message = set.check_complete().expect_err("incomplete").to_string();
+        assert!(
+            message.contains("no built-in envelope, model-alias"),
+            "{message}"
+        );
+        assert!(message.contains("cargo xtask build"), "{message}");
+        assert!(!message.contains("serializer"), "{message}");
+        let complete = config([
+            ComponentPlace::File(PathBuf::from("/c/serializer.wasm")),
+            ComponentPlace::BuiltIn(b"\0asm"),
+            ComponentPlace::BuiltIn(b"\0asm"),
+            ComponentPlace::BuiltIn(b"\0asm"),
+        ]);
+        assert!(complete.check_complete().is_ok());
+    }
+
+    #[test]
+    fn a_built_in_component_is_read_without_touching_the_file_system() {
+        let location = ComponentLocation {
+            place: ComponentPlace::BuiltIn(b"\0asm built in"),
+            pin: None,
+        };
+        let bytes = location.read(TransformKind::Sse).expect("built in");
+        assert_eq!(&*bytes, b"\0asm built in");
+        assert_eq!(location.describe(), "built-in");
+        assert_eq!(location.path(), None);
     }
 }

@@ -201,7 +201,20 @@ impl Corpus {
         })
     }
 
-    /// The corpus shipped with the component set `component` belongs to, else the embedded one.
+    /// The corpus of a component: shipped with the set its file belongs to, else the embedded
+    /// one (always for a built-in component).
+    pub fn for_location(
+        kind: TransformKind,
+        location: &crate::ComponentLocation,
+    ) -> Result<Self, EngineError> {
+        match location.path() {
+            Some(path) => Self::for_component(kind, path),
+            // A built-in component is tested against the corpus built in beside it.
+            None => Self::embedded(kind),
+        }
+    }
+
+    /// The corpus of a component file: shipped beside it, else the embedded one.
     pub fn for_component(kind: TransformKind, component: &Path) -> Result<Self, EngineError> {
         match Self::shipped(kind, component)? {
             Some(corpus) => Ok(corpus),

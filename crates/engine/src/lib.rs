@@ -7,12 +7,14 @@
 //! - `loader`: bytes -> checked (pin, imports: type definitions only), compiled,
 //!   pre-instantiated component;
 //! - `bindings`: typed calls into each transform's WIT interface;
+//! - `builtin`: the components the binary carries, for policies that name none;
 //! - `registry`: the live set of transforms with atomic hot swap, honouring the policy's pins;
 //! - `corpus`: the golden self-test every candidate passes before it serves (shipped with the
 //!   component set, or embedded);
 //! - `contract`: what "passes" means: the promises of the WIT contract, not identical bytes.
 
 mod bindings;
+pub mod builtin;
 mod cache;
 mod calls;
 pub mod config;
@@ -31,7 +33,8 @@ pub use bindings::{
 pub use cache::{CompileCache, KEY_FILE as CACHE_KEY_FILE};
 pub use calls::{Component, Serving, TransformCalls};
 pub use config::{
-    ComponentLocation, ComponentSource, ComponentsTable, EngineConfig, EngineSection, RuntimeLimits,
+    ComponentLocation, ComponentPlace, ComponentSource, ComponentsTable, EngineConfig,
+    EngineSection, RuntimeLimits,
 };
 pub use corpus::{self_test, Corpus, SelfTestReport};
 pub use loader::{sha256_hex, Loaded, Warm};
@@ -111,13 +114,7 @@ pub fn load_one(
         Some(dir) => CompileCache::open(&dir).unwrap_or_else(|_| CompileCache::disabled()),
         None => CompileCache::disabled(),
     };
-    let loaded = Loaded::from_file(
-        &runtime,
-        &cache,
-        kind,
-        &location.path,
-        location.pin.as_deref(),
-    )?;
+    let loaded = Loaded::from_location(&runtime, &cache, kind, location)?;
     Ok(Component {
         runtime,
         loaded: std::sync::Arc::new(loaded),
@@ -129,6 +126,8 @@ pub fn load_one(
 pub enum EngineError {
     #[error("unknown transform {0:?} (expected serializer, envelope, sse or model-alias)")]
     UnknownTransform(String),
+    #[error("this devin-bridge was built without its transform components (no built-in {transforms}) and the policy names no file for them: build the binary with `cargo xtask build` or `cargo xtask dist`, or name each file in the policy's [components.<transform>] path (or set DEVIN_BRIDGE_COMPONENTS to a directory of them)")]
+    NotBuiltIn { transforms: String },
     #[error("cannot read component {path}: {source}")]
     Read {
         path: std::path::PathBuf,

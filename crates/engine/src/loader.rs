@@ -11,7 +11,7 @@ use wasmtime::component::{types::ComponentItem, Linker};
 use super::bindings::{call_instance, Answer, Call, Instance, TypedPre, World};
 use super::cache::CompileCache;
 use super::runtime::{CallState, Runtime};
-use super::{EngineError, TransformKind};
+use super::{ComponentLocation, EngineError, TransformKind};
 
 /// Lowercase hex sha256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -66,17 +66,25 @@ impl Loaded {
         path: &Path,
         pin: Option<&str>,
     ) -> Result<Self, EngineError> {
-        let bytes = std::fs::read(path).map_err(|source| EngineError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
+        let location = ComponentLocation::file(path, pin.map(str::to_owned));
+        Self::from_location(runtime, cache, kind, &location)
+    }
+
+    /// Reads (or takes the built-in bytes), checks and compiles a component.
+    pub fn from_location(
+        runtime: &Runtime,
+        cache: &CompileCache,
+        kind: TransformKind,
+        location: &ComponentLocation,
+    ) -> Result<Self, EngineError> {
+        let bytes = location.read(kind)?;
         Self::from_bytes(
             runtime,
             cache,
             kind,
             &bytes,
-            pin,
-            path.display().to_string(),
+            location.pin.as_deref(),
+            location.describe(),
         )
     }
 

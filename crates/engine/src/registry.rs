@@ -82,13 +82,13 @@ impl Transforms {
         cache: CompileCache,
         config: &EngineConfig,
     ) -> Result<Self, EngineError> {
+        config.check_complete()?;
         let load = |kind: TransformKind| -> Result<(ArcSwap<Loaded>, Arc<Corpus>), EngineError> {
             let location = config.location(kind);
-            let path = &location.path;
-            let loaded = Loaded::from_file(&runtime, &cache, kind, path, location.pin.as_deref())?;
-            let corpus = Corpus::for_component(kind, path)?;
+            let loaded = Loaded::from_location(&runtime, &cache, kind, location)?;
+            let corpus = Corpus::for_location(kind, location)?;
             let report = self_test(&runtime, &loaded, &corpus)?;
-            tracing::info!(transform = %kind, sha256 = %loaded.sha256, path = %path.display(), cases = report.cases, corpus = %report.corpus, "component loaded and self-tested");
+            tracing::info!(transform = %kind, sha256 = %loaded.sha256, source = %loaded.source, cases = report.cases, corpus = %report.corpus, "component loaded and self-tested");
             Ok((ArcSwap::from_pointee(loaded), Arc::new(corpus)))
         };
         let (serializer, serializer_corpus) = load(TransformKind::Serializer)?;
@@ -229,6 +229,7 @@ impl Transforms {
         retest_unchanged: bool,
     ) -> Result<Vec<SwapReport>, EngineError> {
         let started = std::time::Instant::now();
+        config.check_complete()?;
         // Held from the first read to the last swap, so no control-socket swap interleaves.
         let mut checks = self.checks();
         let pins = config.pins();
@@ -236,11 +237,8 @@ impl Transforms {
         let mut staged = Vec::new();
         for kind in TransformKind::ALL {
             let location = config.location(kind);
-            let (path, pin) = (location.path.clone(), location.pin.clone());
-            let bytes = std::fs::read(&path).map_err(|source| EngineError::Read {
-                path: path.clone(),
-                source,
-            })?;
+            let pin = location.pin.clone();
+            let bytes = location.read(kind)?;
             let sha256 = super::sha256_hex(&bytes);
             if let Some(expected) = pin.as_deref() {
                 if !expected.eq_ignore_ascii_case(&sha256) {
@@ -252,7 +250,7 @@ impl Transforms {
                 }
             }
             // The corpus of the (possibly new) component set the policy names.
-            let corpus = Arc::new(Corpus::for_component(kind, &path)?);
+            let corpus = Arc::new(Corpus::for_location(kind, location)?);
             let current = self.current(kind);
             if sha256 == current.sha256 {
                 if retest_unchanged {
@@ -267,7 +265,7 @@ impl Transforms {
                 kind,
                 &bytes,
                 pin.as_deref(),
-                path.display().to_string(),
+                location.describe(),
             )?;
             let report = self_test(trial, &candidate, &corpus)?;
             corpora[kind.index()] = corpus;

@@ -22,7 +22,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use devin_bridge_engine::{
-    ComponentLocation, ComponentsTable, EngineConfig, EngineSection, RuntimeLimits, TransformKind,
+    ComponentLocation, ComponentPlace, ComponentsTable, EngineConfig, EngineSection, RuntimeLimits,
+    TransformKind,
 };
 
 /// Why a policy could not be loaded.
@@ -150,14 +151,18 @@ pub fn read(path: &Path) -> Result<(String, Origin), PolicyError> {
 }
 
 /// The origin of a policy embedded in the binary (a mode's built-in default, named `name` in
-/// messages). Its relative paths resolve against this build's `policies/` directory, as they
-/// would for the shipped file.
+/// messages). A built-in policy has no file and names no relative path; should one ever do,
+/// it resolves against the working directory, never against the tree the binary was built in.
 pub fn builtin_origin(name: &str) -> Origin {
     Origin {
         source: PathBuf::from(name),
-        base_dir: normalize(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../policies")),
+        base_dir: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
     }
 }
+
+/// The default model catalog (`devin models list --format json`), built into the binary: what
+/// a policy that names no catalog file uses.
+pub const BUILTIN_CATALOG: &str = include_str!("../../../policies/models.json");
 
 /// The mode a policy text declares, read before anything else.
 pub fn read_mode(text: &str, origin: &Origin) -> Result<Mode, PolicyError> {
@@ -252,9 +257,9 @@ impl CommonSections<'_> {
     /// The engine's configuration: every component location resolved against the policy's
     /// directory.
     ///
-    /// Without a `[components.<t>]` table the component is `<t>.wasm` in the default
-    /// components directory (`DEVIN_BRIDGE_COMPONENTS`, else `target/components` beside the
-    /// policy directory, which is where `cargo xtask build` writes them).
+    /// Without a `[components.<t>]` table the component is `<t>.wasm` in
+    /// `DEVIN_BRIDGE_COMPONENTS` when that is set, else the one built into the binary (see
+    /// [`devin_bridge_engine::builtin`]).
     pub fn engine_config(&self, origin: &Origin) -> EngineConfig {
         EngineConfig {
             limits: self.limits,
@@ -263,8 +268,14 @@ impl CommonSections<'_> {
                 .cache_dir
                 .as_ref()
                 .map(|dir| origin.resolve(dir)),
-            components: TransformKind::ALL
-                .map(|kind| component_location(self.components, kind, origin)),
+            components: TransformKind::ALL.map(|kind| {
+                component_location(
+                    self.components,
+                    kind,
+                    origin,
+                    components_override_dir().as_deref(),
+                )
+            }),
         }
     }
 }
@@ -368,16 +379,23 @@ fn component_location(
     components: &ComponentsTable,
     kind: TransformKind,
     origin: &Origin,
+    override_dir: Option<&Path>,
 ) -> ComponentLocation {
-    match components.get(kind) {
-        Some(source) => ComponentLocation {
-            path: origin.resolve(&source.path),
-            pin: source.sha256.as_ref().map(|pin| pin.to_ascii_lowercase()),
+    if let Some(source) = components.get(kind) {
+        return ComponentLocation::file(
+            origin.resolve(&source.path),
+            source.sha256.as_ref().map(|pin| pin.to_ascii_lowercase()),
+        );
+    }
+    if let Some(dir) = override_dir {
+        return ComponentLocation::file(normalize(&dir.join(kind.file_name())), None);
+    }
+    ComponentLocation {
+        place: match devin_bridge_engine::builtin::get(kind) {
+            Some(builtin) => ComponentPlace::BuiltIn(builtin.bytes),
+            None => ComponentPlace::NotBuiltIn,
         },
-        None => ComponentLocation {
-            path: normalize(&default_components_dir(&origin.base_dir).join(kind.file_name())),
-            pin: None,
-        },
+        pin: None,
     }
 }
 
@@ -472,12 +490,13 @@ pub fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-/// The directory `cargo xtask build` writes components to, or `DEVIN_BRIDGE_COMPONENTS`.
-pub fn default_components_dir(policy_dir: &Path) -> PathBuf {
-    match std::env::var_os("DEVIN_BRIDGE_COMPONENTS") {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => policy_dir.join("..").join("target").join("components"),
-    }
+/// `DEVIN_BRIDGE_COMPONENTS`: a directory whose `<transform>.wasm` files replace the
+/// built-in components of a policy that names none (how the tests and `cargo xtask serve` use
+/// freshly built components).
+pub fn components_override_dir() -> Option<PathBuf> {
+    std::env::var_os("DEVIN_BRIDGE_COMPONENTS")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
 }
 
 #[cfg(test)]
@@ -565,8 +584,61 @@ mod tests {
         };
         let config = common.engine_config(&origin());
         let location = config.location(TransformKind::Envelope);
-        assert_eq!(location.path, PathBuf::from("/etc/bridge/c/e.wasm"));
+        assert_eq!(location.path(), Some(Path::new("/etc/bridge/c/e.wasm")));
         assert_eq!(location.pin.as_deref(), Some("ab".repeat(32).as_str()));
+    }
+
+    #[test]
+    fn a_transform_without_a_table_is_the_override_file_else_built_in_else_not_built_in() {
+        static SERIALIZER: &[u8] = b"\0asm serializer";
+        let mut set = [None; 4];
+        // Index 0 is the serializer (`TransformKind::ALL` order).
+        set[0] = Some(devin_bridge_engine::builtin::BuiltInComponent {
+            bytes: SERIALIZER,
+            sha256: "00",
+        });
+        assert!(devin_bridge_engine::builtin::install(set));
+        let table = ComponentsTable::default();
+        let serializer = component_location(&table, TransformKind::Serializer, &origin(), None);
+        assert_eq!(serializer.place, ComponentPlace::BuiltIn(SERIALIZER));
+        let sse = component_location(&table, TransformKind::Sse, &origin(), None);
+        assert_eq!(sse.place, ComponentPlace::NotBuiltIn);
+        let overridden = component_location(
+            &table,
+            TransformKind::Serializer,
+            &origin(),
+            Some(Path::new("/opt/c")),
+        );
+        assert_eq!(overridden.path(), Some(Path::new("/opt/c/serializer.wasm")));
+        // A policy's own table wins over both.
+        let table: ComponentsTable =
+            toml::from_str("[serializer]\npath = \"mine.wasm\"").expect("table");
+        let own = component_location(
+            &table,
+            TransformKind::Serializer,
+            &origin(),
+            Some(Path::new("/opt/c")),
+        );
+        assert_eq!(own.path(), Some(Path::new("/etc/bridge/mine.wasm")));
+    }
+
+    #[test]
+    fn a_built_in_policy_resolves_nothing_against_the_build_tree() {
+        let origin = builtin_origin("built-in companion policy");
+        assert_eq!(
+            Some(origin.base_dir.as_path()),
+            std::env::current_dir().ok().as_deref()
+        );
+        assert!(!origin.base_dir.ends_with("policies"));
+    }
+
+    #[test]
+    fn the_built_in_catalog_lists_model_families() {
+        let catalog: serde_json::Value =
+            serde_json::from_str(BUILTIN_CATALOG).expect("the built-in catalog is JSON");
+        assert!(catalog["families"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty()));
     }
 
     #[test]

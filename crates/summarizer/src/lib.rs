@@ -101,23 +101,22 @@ impl Bridge {
                 spec.program.display()
             )
         })?;
-        let catalog_path = policy.resolve(
-            policy
-                .models
-                .catalog
-                .as_deref()
-                .unwrap_or(std::path::Path::new("models.json")),
-        );
-        let catalog = std::fs::read_to_string(&catalog_path)
-            .with_context(|| format!("reading the model catalog {}", catalog_path.display()))?;
+        let (catalog, catalog_name) = match &policy.models.catalog {
+            Some(file) => {
+                let path = policy.resolve(file);
+                let text = std::fs::read_to_string(&path)
+                    .with_context(|| format!("reading the model catalog {}", path.display()))?;
+                (text, path.display().to_string())
+            }
+            None => (
+                devin_bridge_policy::BUILTIN_CATALOG.to_owned(),
+                "(built-in)".to_owned(),
+            ),
+        };
         // A catalog the model-alias transform cannot read would fail every request: refuse now.
         let listing = transforms.list_models(catalog.clone(), false)?;
         if let Err(failure) = listing {
-            anyhow::bail!(
-                "model catalog {}: {}",
-                catalog_path.display(),
-                failure.message
-            );
+            anyhow::bail!("model catalog {catalog_name}: {}", failure.message);
         }
         let limits = AgentLimits {
             init_timeout: Duration::from_millis(policy.agent.init_timeout_ms),

@@ -249,7 +249,7 @@ impl Default for AgentSection {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ModelsSection {
-    /// Catalog file, relative to the policy; default `models.json` beside it.
+    /// Catalog file, relative to the policy; default: the catalog built into the binary.
     pub catalog: Option<PathBuf>,
     /// `file` (default): the catalog file. `live`: the account's own catalog, read from the
     /// agent (its session's model option) and cached; the file when that fails.
@@ -303,7 +303,7 @@ mod tests {
         .expect("valid");
         let config = policy.engine_config();
         let location = config.location(TransformKind::Envelope);
-        assert_eq!(location.path, PathBuf::from("/etc/bridge/c/e.wasm"));
+        assert_eq!(location.path(), Some(Path::new("/etc/bridge/c/e.wasm")));
         assert_eq!(location.pin.as_deref(), Some("ab".repeat(32).as_str()));
     }
 
