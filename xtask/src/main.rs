@@ -3,6 +3,7 @@
 mod claude_code;
 mod compose;
 mod container;
+mod dist;
 mod gate;
 mod image;
 mod operator;
@@ -29,6 +30,10 @@ commands:
                             run a benchmark and print its table
   fuzz <target|all> [--seconds N]
                             run a cargo-fuzz target (a transform or a native parser; default 30 s)
+  dist [--profile release|dev] [--out DIR]
+                            build the installable tarball
+                            target/dist/devin-bridge-<version>-<target>.tar.gz (the binary with
+                            its components embedded, policies, plugin, docs, license)
   components                build only the components into target/components
   image                     build the container images (bridge + guards, Claude Code, the
                             replicas' HAProxy) and print their ids and sizes (needs root and a
@@ -53,6 +58,7 @@ fn main() -> Result<()> {
     match command.as_str() {
         "build" => build_all(),
         "components" => build_components(false).map(|_| ()),
+        "dist" => dist::dist(rest).map(drop),
         "serve" => serve(rest),
         "test" => test(rest),
         "bench" => bench(rest),
@@ -139,6 +145,8 @@ fn test(rest: &[String]) -> Result<()> {
     // The tests start real binaries (the host, the offline agent): build them first.
     run(cargo().args(["build", "--locked", "--workspace", "--bins"]))?;
     let mut test = cargo();
+    // The installed-tarball tests run the dev binary packaged as `dist` packages it.
+    test.env("DEVIN_BRIDGE_DIST_TARBALL", dist::package_for_tests()?);
     // The end-to-end test runs the real Claude Code; without it, that one test fails and says why.
     match claude_code::ensure_claude_code() {
         Ok(claude) => {

@@ -16,6 +16,7 @@ mod engine;
 mod hot_swap;
 mod identity;
 mod images;
+mod installed_tarball;
 mod live_catalog;
 mod outpost_admin;
 mod outpost_network;

@@ -3,6 +3,7 @@
 
 pub mod bridge;
 pub mod claude;
+pub mod installed;
 pub mod outpost;
 pub mod yaml;
 

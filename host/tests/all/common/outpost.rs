@@ -63,6 +63,7 @@ impl Rig {
             outpost: OUTPOST.to_owned(),
             watch_idle_timeout_secs: 30,
             poll_interval_secs: 1,
+            installed: None,
         }
     }
 
@@ -177,9 +178,17 @@ pub struct WorkerBuilder<'a> {
     outpost: String,
     watch_idle_timeout_secs: u64,
     poll_interval_secs: u64,
+    installed: Option<PathBuf>,
 }
 
 impl WorkerBuilder<'_> {
+    /// Run `binary` (an installed `devin-bridge`) with the checkout hidden, on a policy that
+    /// names no component (so the built-in ones serve).
+    pub fn installed(mut self, binary: PathBuf) -> Self {
+        self.installed = Some(binary);
+        self
+    }
+
     /// `--poll-interval-secs` (default 1).
     pub fn poll_interval_secs(mut self, secs: u64) -> Self {
         self.poll_interval_secs = secs;
@@ -239,9 +248,15 @@ impl WorkerBuilder<'_> {
         for dir in [&paths.root, &paths.home, &paths.work] {
             std::fs::create_dir_all(dir).expect("mkdir");
         }
+        let components = match &self.installed {
+            Some(_) => String::new(),
+            None => format!(
+                "[components.sse]\npath = {:?}\n",
+                components_dir().join("sse.wasm").display().to_string()
+            ),
+        };
         let policy = format!(
-            "mode = \"outpost\"\n[components.sse]\npath = {sse:?}\n[outpost]\nwork_dir = {work:?}\ndata_dir = {data:?}\ncache_dir = {cache:?}\nmax_sessions = {max}\nwatch_idle_timeout_secs = {idle}\nexit_confirm_reads = 15\nexit_confirm_interval_ms = 200\nremote_kill_grace_ms = 1000\nshutdown_grace_ms = 5000\nrequest_timeout_ms = 5000\nnetwork_enforcement = {enforcement:?}\n{extra}",
-            sse = components_dir().join("sse.wasm").display().to_string(),
+            "mode = \"outpost\"\n{components}[outpost]\nwork_dir = {work:?}\ndata_dir = {data:?}\ncache_dir = {cache:?}\nmax_sessions = {max}\nwatch_idle_timeout_secs = {idle}\nexit_confirm_reads = 15\nexit_confirm_interval_ms = 200\nremote_kill_grace_ms = 1000\nshutdown_grace_ms = 5000\nrequest_timeout_ms = 5000\nnetwork_enforcement = {enforcement:?}\n{extra}",
             work = paths.work.display().to_string(),
             data = paths.data.display().to_string(),
             cache = paths.cache.display().to_string(),
@@ -256,7 +271,15 @@ impl WorkerBuilder<'_> {
             .append(true)
             .open(&paths.log)
             .expect("log");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_devin-bridge"));
+        let mut command = match &self.installed {
+            Some(binary) => {
+                let (unshare, args) = super::installed::hidden(binary);
+                let mut command = Command::new(unshare);
+                command.args(args);
+                command
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_devin-bridge")),
+        };
         command
             .args(["outpost", "start", "--policy"])
             .arg(&paths.policy)
