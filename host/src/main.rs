@@ -4,6 +4,7 @@ use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 mod builtin;
 mod cli;
+mod client_env;
 mod policy;
 
 use devin_bridge_summarizer::policy::SummarizerPolicy;
@@ -34,6 +35,9 @@ enum Command {
     Companion(devin_bridge_companion::CompanionArgs),
     /// Serve Devin Outposts sessions from a fleet queue, and manage outposts.
     Outpost(devin_bridge_outpost::cli::OutpostArgs),
+    /// Print the shell `export` lines that point Claude Code at a bridge, with the operator's
+    /// BRIDGE_*_MODEL settings checked against the catalog (`eval "$(devin-bridge client-env)"`).
+    ClientEnv(client_env::ClientEnvArgs),
 }
 
 /// The async runtime a command needs. An outpost worker does little CPU work and many of them
@@ -89,6 +93,10 @@ fn main() -> std::process::ExitCode {
         },
         _ => None,
     };
+    // Needs no async runtime, and must print nothing but its exports on stdout.
+    if let Command::ClientEnv(args) = &cli.command {
+        return client_env::run(args);
+    }
     let runtime = match runtime_for(&cli.command).enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -117,6 +125,8 @@ fn main() -> std::process::ExitCode {
             Command::Companion(args) => devin_bridge_companion::main(args).await,
             // Runs as the invoking user: no identity switch.
             Command::Outpost(args) => devin_bridge_outpost::main(args).await,
+            // Ran above, before the runtime started.
+            Command::ClientEnv(_) => Ok(std::process::ExitCode::SUCCESS),
         }
     });
     match outcome {

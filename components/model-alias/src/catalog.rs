@@ -1,8 +1,9 @@
 //! The catalog: the JSON of `devin models list --format json`, and an index of its names.
 //!
 //! Only the fields this transform uses are declared; every other field (`family_label`,
-//! `family_uid`, `max_context_tokens`, ...) is ignored, so a newer CLI that adds or retypes
-//! fields does not break the bridge. `aliases`, `variants` and `label` may be missing or null.
+//! `family_uid`, ...) is ignored, so a newer CLI that adds or retypes fields does not break
+//! the bridge. `aliases`, `variants` and `label` may be missing or null, and a
+//! `max_context_tokens` that is not a positive integer counts as missing.
 
 use serde::{Deserialize, Deserializer};
 
@@ -30,6 +31,18 @@ pub(crate) struct Variant {
     pub(crate) model_uid: String,
     #[serde(default, deserialize_with = "null_as_default")]
     label: String,
+    /// The variant's context window in tokens, when the catalog states a usable one.
+    #[serde(default, deserialize_with = "positive_or_none")]
+    pub(crate) max_context_tokens: Option<u64>,
+}
+
+/// A positive integer, or `None` for anything else (null, a string, zero, a fraction).
+fn positive_or_none<'de, D>(deserializer: D) -> Result<Option<u64>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    let value = serde_json::Value::deserialize(deserializer)?;
+    Ok(value.as_u64().filter(|tokens| *tokens > 0))
 }
 
 fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>

@@ -13,6 +13,10 @@ const SETTINGS: [(&str, &str); 5] = [
     ("BRIDGE_SUBAGENT_MODEL", "CLAUDE_CODE_SUBAGENT_MODEL"),
 ];
 
+/// Claude Code's auto-compact window (in tokens). Set, it decides the window ahead of the
+/// model's own (which Claude Code does not know for these models, so it assumes a million).
+pub(crate) const WINDOW_VARIABLE: &str = "CLAUDE_CODE_AUTO_COMPACT_WINDOW";
+
 /// Validates every setting and maps it. The first problem, in input order, is reported;
 /// a setting given twice is refused rather than letting one silently win.
 pub(crate) fn map(
@@ -20,6 +24,7 @@ pub(crate) fn map(
     settings: &[(String, String)],
 ) -> Result<Vec<(String, String)>, Failure> {
     let mut values: [Option<&str>; SETTINGS.len()] = [None; SETTINGS.len()];
+    let mut window: Option<u64> = None;
     for (name, value) in settings {
         let slot = SETTINGS
             .iter()
@@ -34,14 +39,23 @@ pub(crate) fn map(
         if value.trim().is_empty() {
             return Err(failures::empty_setting(name));
         }
-        crate::validate_in(index, value).map_err(|failure| failures::in_setting(name, failure))?;
+        let target = crate::target_in(index, value)
+            .map_err(|failure| failures::in_setting(name, failure))?;
+        // The smallest window of the models in use: compacting early is safe, late is not.
+        if let Some(tokens) = target.variant.max_context_tokens {
+            window = Some(window.map_or(tokens, |smallest: u64| smallest.min(tokens)));
+        }
         *slot = Some(value);
     }
-    Ok(SETTINGS
+    let mut out: Vec<(String, String)> = SETTINGS
         .iter()
         .zip(values)
         .filter_map(|((_, variable), value)| Some(((*variable).to_owned(), value?.to_owned())))
-        .collect())
+        .collect();
+    if let Some(tokens) = window {
+        out.push((WINDOW_VARIABLE.to_owned(), tokens.to_string()));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -97,6 +111,46 @@ mod tests {
                 ),
             ])
         );
+    }
+
+    #[test]
+    fn the_smallest_stated_window_of_the_mapped_models_is_the_auto_compact_window() {
+        const WINDOWS: &str = r#"{"families":[
+            {"slug":"big","variants":[{"model_uid":"big","max_context_tokens":262144}]},
+            {"slug":"small","variants":[{"model_uid":"small","max_context_tokens":200000}]},
+            {"slug":"silent","variants":[{"model_uid":"silent","max_context_tokens":"lots"}]}]}"#;
+        let catalog = Catalog::parse(WINDOWS).expect("catalog");
+        let index = Index::new(&catalog);
+        let settings = |list: &[(&str, &str)]| -> Vec<(String, String)> { pairs(list) };
+        let out = map(
+            &index,
+            &settings(&[
+                ("BRIDGE_PRIMARY_MODEL", "devin-cli-agentic/big"),
+                ("BRIDGE_HAIKU_MODEL", "devin-cli-agentic/small"),
+                ("BRIDGE_SUBAGENT_MODEL", "devin-cli-agentic/silent"),
+            ]),
+        )
+        .expect("valid");
+        assert_eq!(
+            out.last(),
+            Some(&(WINDOW_VARIABLE.to_owned(), "200000".to_owned()))
+        );
+        let out = map(
+            &index,
+            &settings(&[("BRIDGE_PRIMARY_MODEL", "devin-cli-agentic/big")]),
+        )
+        .expect("valid");
+        assert_eq!(
+            out.last(),
+            Some(&(WINDOW_VARIABLE.to_owned(), "262144".to_owned()))
+        );
+        // No stated window: no variable.
+        let out = map(
+            &index,
+            &settings(&[("BRIDGE_PRIMARY_MODEL", "devin-cli-agentic/silent")]),
+        )
+        .expect("valid");
+        assert_eq!(out.len(), 1, "{out:?}");
     }
 
     #[test]

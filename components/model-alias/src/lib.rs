@@ -49,7 +49,9 @@ pub fn validate(reference: &str, catalog: &str) -> Result<String, Failure> {
 ///
 /// Values keep their prefix (the client sends them back to us verbatim as `model`); the
 /// output follows the order of the mapping table (primary, sonnet, opus, haiku, subagent)
-/// and holds only the settings given.
+/// and holds only the settings given. When any mapped model states its context window, a
+/// last `CLAUDE_CODE_AUTO_COMPACT_WINDOW` carries the smallest: Claude Code does not know
+/// these models, and without it assumes a window of a million tokens and compacts too late.
 pub fn client_environment(
     settings: &[(String, String)],
     catalog: &str,
@@ -74,11 +76,15 @@ pub fn list_models(catalog: &str, vision: bool) -> Result<String, Failure> {
 
 /// `validate` against an already parsed catalog.
 fn validate_in(index: &Index<'_>, reference: &str) -> Result<String, Failure> {
+    Ok(target_in(index, reference)?.variant.acp_id())
+}
+
+/// The catalog variant a `devin-cli-agentic/<id>` reference names.
+fn target_in<'a>(index: &Index<'a>, reference: &str) -> Result<catalog::VariantRef<'a>, Failure> {
     let requested = reference
         .strip_prefix(PREFIX)
         .ok_or_else(|| failures::missing_prefix(reference))?;
-    let target = resolve::resolve(index, requested)?;
-    Ok(target.variant.acp_id())
+    resolve::resolve(index, requested)
 }
 
 #[cfg(test)]

@@ -191,6 +191,11 @@ fn client_environment_maps_validated_settings() {
                 "ANTHROPIC_DEFAULT_SONNET_MODEL".to_owned(),
                 "devin-cli-agentic/glm".to_owned()
             ),
+            // GLM's 200k is smaller than SWE-1.7's 256k.
+            (
+                "CLAUDE_CODE_AUTO_COMPACT_WINDOW".to_owned(),
+                "200000".to_owned()
+            ),
         ]
     );
 }

@@ -6,6 +6,7 @@
 mod common;
 
 mod claude_code_e2e;
+mod client_env;
 mod companion_cli;
 mod companion_plugin_e2e;
 mod component_status;
