@@ -98,6 +98,11 @@ impl Compose {
             .output()?)
     }
 
+    /// The compose project's name.
+    pub fn project(&self) -> &str {
+        &self.project
+    }
+
     /// The bridge's local key that this project's clients present.
     pub fn key(&self) -> &str {
         &self.key
@@ -153,6 +158,48 @@ impl Compose {
     pub fn down(&self) -> Result<()> {
         self.run(&["down", "-v", "--remove-orphans", "-t", "5"])
             .map(drop)
+    }
+
+    /// Stops and removes this project's containers and networks; with `volumes`, its named
+    /// volumes too (the Devin login in `devin-auth`), which are kept otherwise.
+    pub fn clean(&self, volumes: bool) -> Result<()> {
+        let mut args = vec!["down", "--remove-orphans", "-t", "5"];
+        if volumes {
+            args.push("-v");
+        }
+        self.run(&args).map(drop)
+    }
+
+    /// The networks of this project that exist.
+    pub fn networks(&self) -> Result<Vec<String>> {
+        self.docker_names(&["network", "ls", "--format", "{{.Name}}", "--filter"])
+    }
+
+    /// The named volumes of this project that exist.
+    pub fn volumes(&self) -> Result<Vec<String>> {
+        self.docker_names(&["volume", "ls", "--format", "{{.Name}}", "--filter"])
+    }
+
+    /// The login volume's name in this project (`<project>_devin-auth`).
+    pub fn auth_volume(&self) -> String {
+        format!("{}_devin-auth", self.project)
+    }
+
+    fn docker_names(&self, args: &[&str]) -> Result<Vec<String>> {
+        let output = Command::new("docker")
+            .args(args)
+            .arg(format!("label=com.docker.compose.project={}", self.project))
+            .output()?;
+        if !output.status.success() {
+            bail!(
+                "docker {args:?} failed: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            );
+        }
+        Ok(String::from_utf8_lossy(&output.stdout)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect())
     }
 }
 

@@ -79,6 +79,18 @@ pub fn test_container(components: &Path) -> Result<()> {
             eprintln!("{}", String::from_utf8_lossy(&logs.stdout));
         }
     }
+    report.check(
+        "live_image_refuses_unpinned_cli",
+        live_image_refuses_unpinned_cli(),
+    );
+    report.check(
+        "clean_keeps_the_login_volume",
+        clean_keeps_the_login(&compose),
+    );
+    report.check(
+        "clean_all_removes_the_login_volume",
+        clean_all_removes_the_login(&compose),
+    );
     let down = compose.down();
     report.check(
         "down_leaves_nothing",
@@ -104,6 +116,98 @@ pub fn test_container(components: &Path) -> Result<()> {
         bail!("container checks failed: {}", report.failed.join(", "));
     }
     Ok(())
+}
+
+/// docker/Dockerfile.live refuses to build without a pinned Devin CLI version and both
+/// architectures' digests (its placeholder defaults), before it fetches anything.
+fn live_image_refuses_unpinned_cli() -> Result<String> {
+    const DIGEST_REFUSAL: &str =
+        "a DEVIN_CLI_SHA256_* value is a placeholder, not a sha256: pin both architectures' digests";
+    let dockerfile = crate::workspace_root().join("docker/Dockerfile.live");
+    let context = std::env::temp_dir().join(format!("devin-bridge-live-{}", std::process::id()));
+    std::fs::create_dir_all(&context)?;
+    let build = |args: &[&str]| -> Result<std::process::Output> {
+        let output = Command::new("docker")
+            .args(["build", "--pull=false", "--target", "fetch", "-f"])
+            .arg(&dockerfile)
+            .args(args)
+            .arg(&context)
+            .env("DOCKER_BUILDKIT", "0")
+            .output()?;
+        Ok(output)
+    };
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &[],
+            "DEVIN_CLI_VERSION=UNPINNED is not a version: pin the Devin CLI version",
+        ),
+        (&["--build-arg", "DEVIN_CLI_VERSION=1.2.3"], DIGEST_REFUSAL),
+        (
+            &[
+                "--build-arg",
+                "DEVIN_CLI_VERSION=1.2.3",
+                "--build-arg",
+                "DEVIN_CLI_SHA256_AMD64=0000000000000000000000000000000000000000000000000000000000000000",
+                "--build-arg",
+                "DEVIN_CLI_SHA256_ARM64=1111111111111111111111111111111111111111111111111111111111111111",
+            ],
+            DIGEST_REFUSAL,
+        ),
+    ];
+    let result = cases.iter().try_for_each(|(args, needle)| {
+        let output = build(args)?;
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        // A whole line: the echoed RUN command contains the message text too.
+        if output.status.success() || !text.lines().any(|line| line.trim() == *needle) {
+            bail!("build with {args:?} did not refuse with {needle:?}:\n{text}");
+        }
+        Ok(())
+    });
+    let _ = std::fs::remove_dir_all(&context);
+    result.map(|()| "refused: no version, no digests, an all-zero digest".to_owned())
+}
+
+/// `cargo xtask clean` (what it runs on the operator's project, here on the test project):
+/// no container or network is left, and the login volume stays.
+fn clean_keeps_the_login(compose: &Compose) -> Result<String> {
+    // The offline profile never mounts the login volume: make it as compose would.
+    let volume = compose.auth_volume();
+    crate::run(
+        Command::new("docker")
+            .args(["volume", "create", "--label"])
+            .arg(format!("com.docker.compose.project={}", compose.project()))
+            .args(["--label", "com.docker.compose.volume=devin-auth"])
+            .arg(&volume)
+            .stdout(std::process::Stdio::null()),
+    )?;
+    compose.clean(false)?;
+    let (containers, networks, volumes) = (
+        compose.leftovers()?,
+        compose.networks()?,
+        compose.volumes()?,
+    );
+    if !containers.is_empty() || !networks.is_empty() {
+        bail!("clean left containers {containers:?} and networks {networks:?}");
+    }
+    if !volumes.contains(&volume) {
+        bail!("clean removed the login volume {volume} (volumes now: {volumes:?})");
+    }
+    Ok(format!("no container or network left; {volume} kept"))
+}
+
+/// `cargo xtask clean --all`: the login volume goes too.
+fn clean_all_removes_the_login(compose: &Compose) -> Result<String> {
+    compose.clean(true)?;
+    let volumes = compose.volumes()?;
+    if volumes.is_empty() {
+        Ok(format!("{} removed", compose.auth_volume()))
+    } else {
+        bail!("clean --all left volumes {volumes:?}")
+    }
 }
 
 fn run_checks(compose: &Compose, dirs: &SandboxDirs, key: &str, report: &mut Report) -> Result<()> {

@@ -45,6 +45,8 @@ commands:
   launch [--offline] [--stop] [-- CLAUDE_ARGS...]
                             re-check isolation, then start Claude Code in its own container
                             (--stop: stop the bridge and guards, keep the Devin login)
+  clean [--all]             stop and remove this project's containers and networks, keeping
+                            the Devin login volume (--all: remove the volumes too)
   test-live                 the opt-in live suite (ENABLE_LIVE_DEVIN_TESTS=1 and an account)
 ";
 
@@ -72,6 +74,7 @@ fn main() -> Result<()> {
         "login-devin" => operator::login_devin(),
         "launch" => build_for_images().and_then(|components| operator::launch(&components, rest)),
         "test-live" => operator::test_live(),
+        "clean" => operator::clean(rest),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             Ok(())

@@ -46,6 +46,34 @@ fn require_live_image() -> Result<()> {
     Ok(())
 }
 
+/// `cargo xtask clean [--all]`: stops and removes this project's containers and networks (the
+/// operator's project and the tests'), keeping the named volumes (the Devin login) unless
+/// `--all` is given.
+pub fn clean(rest: &[String]) -> Result<()> {
+    let all = match rest {
+        [] => false,
+        [flag] if flag == "--all" => true,
+        _ => bail!("usage: cargo xtask clean [--all]"),
+    };
+    image::require_docker()?;
+    // `down` needs no key, but compose.yml requires one to be set to read the file.
+    let placeholder = "clean".to_owned();
+    for compose in [
+        Compose::operator("offline", placeholder.clone())?,
+        Compose::operator("live", placeholder.clone())?,
+        Compose::test_profile("offline", placeholder.clone())?,
+        Compose::test_profile("live", placeholder.clone())?,
+    ] {
+        compose.clean(all)?;
+    }
+    if all {
+        println!("removed this project's containers, networks and volumes (the Devin login too)");
+    } else {
+        println!("removed this project's containers and networks; the Devin login volume is kept (`clean --all` removes it)");
+    }
+    Ok(())
+}
+
 /// `cargo xtask login-devin`: the Devin CLI's login, run once in a throwaway container on the
 /// devin-auth volume as the agent's uid. The token is typed at the CLI's own prompt: it is never
 /// an argument, an environment variable or a file of ours.
@@ -118,8 +146,12 @@ pub fn launch(components: &Path, rest: &[String]) -> Result<()> {
     gate::recheck_isolation(&compose, &started)?;
     let models = gate::discover_models(&started)?;
     println!("models: {}", models.join(", "));
+    let client = client_variables()?;
     let mut run = compose.command();
     run.args(["run", "--rm"]);
+    for (name, value) in &client {
+        run.arg("-e").arg(format!("{name}={value}"));
+    }
     if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         // No terminal to attach: Claude Code runs in print mode (`-- -p "..."`).
         run.arg("-T");
@@ -136,6 +168,44 @@ pub fn launch(components: &Path, rest: &[String]) -> Result<()> {
     };
     println!("Claude Code exited ({status}); `{stop}` stops the bridge and the guards");
     Ok(())
+}
+
+/// Claude Code's variables for the bridge container, from `devin-bridge client-env` run in the
+/// checkout (so `.env.devin-bridge` there and the BRIDGE_*_MODEL environment are read and
+/// checked against the catalog); a refused value stops the launch with its message.
+fn client_variables() -> Result<Vec<(String, String)>> {
+    let binary = crate::workspace_root().join("target/debug/devin-bridge");
+    let output = Command::new(&binary)
+        .args(["client-env", "--base-url", "http://bridge:20128"])
+        .current_dir(crate::workspace_root())
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run {} client-env", binary.display()))?;
+    if !output.status.success() {
+        bail!(
+            "the model settings were refused: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    parse_exports(&String::from_utf8_lossy(&output.stdout))
+}
+
+/// `export NAME='value'` lines (what `client-env` prints) as pairs.
+fn parse_exports(text: &str) -> Result<Vec<(String, String)>> {
+    text.lines()
+        .map(|line| {
+            let (name, value) = line
+                .strip_prefix("export ")
+                .and_then(|rest| rest.split_once('='))
+                .with_context(|| format!("not an export line: {line:?}"))?;
+            let value = value
+                .strip_prefix('\'')
+                .and_then(|v| v.strip_suffix('\''))
+                .filter(|v| !v.contains('\''))
+                .with_context(|| format!("not a plain quoted value: {line:?}"))?;
+            Ok((name.to_owned(), value.to_owned()))
+        })
+        .collect()
 }
 
 /// The three live scenarios, spaced out; each checks Claude Code's structured stream events,
@@ -186,4 +256,25 @@ pub fn test_live() -> Result<()> {
         "PASS live audits: Devin guard allowed only Devin hosts; Claude guard allowed nothing"
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn export_lines_parse_and_anything_else_is_refused() {
+        let pairs =
+            parse_exports("export A='x'\nexport B='devin-cli-agentic/swe-2'\n").expect("parsed");
+        assert_eq!(
+            pairs,
+            vec![
+                ("A".to_owned(), "x".to_owned()),
+                ("B".to_owned(), "devin-cli-agentic/swe-2".to_owned())
+            ]
+        );
+        assert!(parse_exports("A=x\n").is_err());
+        assert!(parse_exports("export A=x\n").is_err());
+        assert!(parse_exports("export A='a'\\''b'\n").is_err());
+    }
 }
