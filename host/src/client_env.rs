@@ -261,10 +261,7 @@ type EnvFile = (PathBuf, Vec<(String, String)>);
 
 /// Reads `NAME=value` lines (blank lines and `#` comments skipped, an `export ` prefix and
 /// one pair of surrounding quotes allowed). A missing file is `None` unless `required`.
-fn read_env_file(
-    path: &Path,
-    required: bool,
-) -> Result<Option<EnvFile>, Refusal> {
+fn read_env_file(path: &Path, required: bool) -> Result<Option<EnvFile>, Refusal> {
     const MAX_BYTES: u64 = 64 * 1024;
     let metadata = match std::fs::metadata(path) {
         Ok(metadata) => metadata,
