@@ -79,6 +79,7 @@ pub fn test_container(components: &Path) -> Result<()> {
             eprintln!("{}", String::from_utf8_lossy(&logs.stdout));
         }
     }
+    report.check("evidence_exported", export_evidence(&dirs, &key));
     report.check(
         "live_image_refuses_unpinned_cli",
         live_image_refuses_unpinned_cli(),
@@ -116,6 +117,21 @@ pub fn test_container(components: &Path) -> Result<()> {
         bail!("container checks failed: {}", report.failed.join(", "));
     }
     Ok(())
+}
+
+/// The guards' audits of the proof, copied to `.sandbox/evidence/` (the Claude Code stream was
+/// written there when it ran).
+fn export_evidence(dirs: &SandboxDirs, key: &str) -> Result<String> {
+    let evidence = crate::evidence::Evidence::open()?;
+    // The guards run as uid 10001 (docker/compose.yml).
+    evidence.copy(&dirs.devin_audit(), "egress.jsonl", &[10001], &[key])?;
+    evidence.copy(
+        &dirs.claude_audit(),
+        "claude-egress.jsonl",
+        &[10001],
+        &[key],
+    )?;
+    Ok("egress.jsonl, claude-egress.jsonl and claude-stream.jsonl in .sandbox/evidence".into())
 }
 
 /// docker/Dockerfile.live refuses to build without a pinned Devin CLI version and both
@@ -412,6 +428,11 @@ fn host_claude_code(address: &str, key: &str) -> Result<String> {
 /// The offline twin of `launch`: Claude Code in its own container, proxy = deny-all guard.
 fn claude_container(compose: &Compose, dirs: &SandboxDirs) -> Result<String> {
     let output = compose.run_claude_print(DEMO_PROMPT)?;
+    crate::evidence::Evidence::open()?.write(
+        "claude-stream.jsonl",
+        &output.stdout,
+        &[compose.key()],
+    )?;
     let result = final_result(&output)?;
     demo_fixed(&dirs.workspace())?;
     Ok(format!(

@@ -237,20 +237,22 @@ pub fn claude_audit_has_no_allow(path: &Path, require_denials: bool) -> Result<S
 }
 
 /// The Devin-side guard's audit after a live run: at least one allowed connection, and every
-/// allowed one to a Devin host.
+/// allowed one to a name the Devin-side policy (`policies/guard-devin.toml`) allowlists.
 pub fn devin_audit_allows_only_devin(path: &Path) -> Result<()> {
+    let policy = crate::workspace_root().join("policies/guard-devin.toml");
+    let allow = allowlist(
+        &std::fs::read_to_string(&policy)
+            .with_context(|| format!("reading {}", policy.display()))?,
+    )?;
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut allowed = 0;
     for line in text.lines() {
         let entry: serde_json::Value = serde_json::from_str(line)?;
         if entry["decision"] == "allow" {
-            let host = entry["host"]
-                .as_str()
-                .unwrap_or_default()
-                .to_ascii_lowercase();
-            if host != "devin.ai" && !host.ends_with(".devin.ai") {
-                bail!("the Devin-side guard allowed {host}");
+            let host = entry["host"].as_str().unwrap_or_default();
+            if !allowlisted(host, &allow) {
+                bail!("the Devin-side guard allowed {host}, which its policy does not list");
             }
             allowed += 1;
         }
@@ -259,6 +261,36 @@ pub fn devin_audit_allows_only_devin(path: &Path) -> Result<()> {
         bail!("the Devin-side guard allowed nothing: the live run did not reach Devin through it");
     }
     Ok(())
+}
+
+/// The `allow` list of a guard policy.
+fn allowlist(policy: &str) -> Result<Vec<String>> {
+    let table: toml::Table = policy.parse().context("the guard policy is not TOML")?;
+    table
+        .get("allow")
+        .and_then(toml::Value::as_array)
+        .context("the guard policy has no allow list")?
+        .iter()
+        .map(|entry| {
+            entry
+                .as_str()
+                .map(str::to_ascii_lowercase)
+                .context("an allow entry is not a string")
+        })
+        .collect()
+}
+
+/// Whether the guard's rule admits `host`: `*.suffix` any name under the suffix (not the
+/// suffix itself), anything else exactly; case-insensitive, one trailing dot ignored.
+fn allowlisted(host: &str, allow: &[String]) -> bool {
+    let host = host.to_ascii_lowercase();
+    let host = host.strip_suffix('.').unwrap_or(&host);
+    allow.iter().any(|entry| match entry.strip_prefix("*.") {
+        Some(suffix) => host
+            .strip_suffix(suffix)
+            .is_some_and(|head| head.len() > 1 && head.ends_with('.')),
+        None => host == entry,
+    })
 }
 
 /// The names of the tools Claude Code ran (`tool_use` blocks of assistant events).
@@ -277,4 +309,39 @@ pub fn tools_used(output: &Output) -> Result<Vec<String>> {
         .filter(|block| block["type"] == "tool_use")
         .filter_map(|block| block["name"].as_str().map(str::to_owned))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_the_devin_policy_lists_is_accepted_and_nothing_else() {
+        let policy =
+            std::fs::read_to_string(crate::workspace_root().join("policies/guard-devin.toml"))
+                .expect("policy");
+        let allow = allowlist(&policy).expect("allow list");
+        for host in [
+            "devin.ai",
+            "api.devin.ai",
+            "cognition.ai",
+            "app.cognition.ai",
+            "server.codeium.com",
+            "unleash.codeium.com",
+            "API.Devin.AI.",
+        ] {
+            assert!(allowlisted(host, &allow), "{host}");
+        }
+        for host in [
+            "evil.com",
+            "devin.ai.evil.com",
+            "notdevin.ai",
+            ".devin.ai",
+            "codeium.com",
+            "x.server.codeium.com",
+            "",
+        ] {
+            assert!(!allowlisted(host, &allow), "{host}");
+        }
+    }
 }

@@ -4,6 +4,7 @@ mod claude_code;
 mod compose;
 mod container;
 mod dist;
+mod evidence;
 mod gate;
 mod image;
 mod operator;

@@ -218,6 +218,7 @@ pub fn test_live() -> Result<()> {
     let compose = Compose::operator("live", compose::existing_or_new_key()?)?;
     let started = gate::start_bridge(&compose, false)?;
     gate::recheck_isolation(&compose, &started)?;
+    let evidence = crate::evidence::Evidence::open()?;
     let scenarios: [(&str, &[&str]); 3] = [
         (
             "Read math.js and math.test.js and explain the defect. Do not edit anything.",
@@ -238,6 +239,11 @@ pub fn test_live() -> Result<()> {
         }
         compose::write_demo_project(&dirs.workspace(), Some(image::HOST_UID))?;
         let output = compose.run_claude_print(prompt)?;
+        evidence.write(
+            &format!("live-scenario-{}.jsonl", index + 1),
+            &output.stdout,
+            &[compose.key()],
+        )?;
         let used = gate::tools_used(&output)?;
         for tool in *tools {
             if !used.iter().any(|name| name == tool) {
@@ -250,6 +256,18 @@ pub fn test_live() -> Result<()> {
         gate::final_result(&output)?;
         println!("PASS live scenario {}: {prompt}", index + 1);
     }
+    evidence.copy(
+        &dirs.devin_audit(),
+        "live-egress.jsonl",
+        &[10001],
+        &[compose.key()],
+    )?;
+    evidence.copy(
+        &dirs.claude_audit(),
+        "live-claude-egress.jsonl",
+        &[10001],
+        &[compose.key()],
+    )?;
     gate::devin_audit_allows_only_devin(&dirs.devin_audit())?;
     gate::claude_audit_has_no_allow(&dirs.claude_audit(), false)?;
     println!(
