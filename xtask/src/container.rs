@@ -85,6 +85,10 @@ pub fn test_container(components: &Path) -> Result<()> {
         live_image_refuses_unpinned_cli(),
     );
     report.check(
+        "launch_requires_a_devin_login",
+        launch_requires_a_devin_login(&compose),
+    );
+    report.check(
         "clean_keeps_the_login_volume",
         clean_keeps_the_login(&compose),
     );
@@ -132,6 +136,41 @@ fn export_evidence(dirs: &SandboxDirs, key: &str) -> Result<String> {
         &[key],
     )?;
     Ok("egress.jsonl, claude-egress.jsonl and claude-stream.jsonl in .sandbox/evidence".into())
+}
+
+/// The login check `launch` and `test-live` run first: an empty `devin-auth` volume is refused,
+/// one holding a credentials file passes (here on the test project's volume).
+fn launch_requires_a_devin_login(compose: &Compose) -> Result<String> {
+    let volume = compose.auth_volume();
+    let _ = Command::new("docker")
+        .args(["volume", "rm", "-f"])
+        .arg(&volume)
+        .output();
+    crate::run(
+        Command::new("docker")
+            .args(["volume", "create", "--label"])
+            .arg(format!("com.docker.compose.project={}", compose.project()))
+            .args(["--label", "com.docker.compose.volume=devin-auth"])
+            .arg(&volume)
+            .stdout(std::process::Stdio::null()),
+    )?;
+    if crate::gate::require_devin_login(&volume).is_ok() {
+        bail!("an empty {volume} passed the login check");
+    }
+    crate::run(
+        Command::new("docker")
+            .args(["run", "--rm", "--pull=never", "--network", "none", "-u", "0:0", "-v"])
+            .arg(format!("{volume}:/home/bridge"))
+            .args(["--entrypoint", "/bin/sh"])
+            .arg(crate::image::claude_tag())
+            .args([
+                "-c",
+                "mkdir -p /home/bridge/.local/share/devin && echo 'token = \"offline\"' > /home/bridge/.local/share/devin/credentials.toml && chown -R 10002:10002 /home/bridge && chmod 600 /home/bridge/.local/share/devin/credentials.toml",
+            ])
+            .stdout(std::process::Stdio::null()),
+    )?;
+    crate::gate::require_devin_login(&volume)
+        .map(|()| format!("an empty {volume} refused, one with a credentials file accepted"))
 }
 
 /// docker/Dockerfile.live refuses to build without a pinned Devin CLI version and both

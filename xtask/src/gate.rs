@@ -5,7 +5,7 @@
 //! of the guards' audits.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 use anyhow::{bail, Context, Result};
 
@@ -259,6 +259,43 @@ pub fn devin_audit_allows_only_devin(path: &Path) -> Result<()> {
     }
     if allowed == 0 {
         bail!("the Devin-side guard allowed nothing: the live run did not reach Devin through it");
+    }
+    Ok(())
+}
+
+/// Where the Devin CLI keeps its login, inside the `devin-auth` volume (the live bridge's HOME).
+const CREDENTIALS_IN_VOLUME: &str = ".local/share/devin/credentials.toml";
+
+/// Checks that `volume` holds a Devin login (a non-empty credentials file), in a throwaway
+/// container of the Claude image with no network, as the agent's uid, the volume read-only.
+/// Nothing of the file is read out: only `test -s` runs.
+pub fn require_devin_login(volume: &str) -> Result<()> {
+    let status = Command::new("docker")
+        .args([
+            "run",
+            "--rm",
+            "--pull=never",
+            "--network",
+            "none",
+            "--read-only",
+        ])
+        .args(["-u", &format!("{AGENT_UID}:{AGENT_UID}")])
+        .arg("-v")
+        .arg(format!("{volume}:/home/bridge:ro"))
+        .args(["--entrypoint", "/bin/sh"])
+        .arg(crate::image::claude_tag())
+        .args([
+            "-c",
+            &format!("test -s /home/bridge/{CREDENTIALS_IN_VOLUME}"),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .context("docker run (the login check)")?;
+    if !status.success() {
+        bail!(
+            "no Devin login in the {volume} volume: run `ENABLE_LIVE_DEVIN_TESTS=1 cargo xtask login-devin` first"
+        );
     }
     Ok(())
 }

@@ -142,6 +142,9 @@ pub fn launch(components: &Path, rest: &[String]) -> Result<()> {
     }
     SandboxDirs::ensure()?;
     let compose = Compose::operator(profile, compose::existing_or_new_key()?)?;
+    if !offline {
+        gate::require_devin_login(&compose.auth_volume())?;
+    }
     let started = gate::start_bridge(&compose, offline)?;
     gate::recheck_isolation(&compose, &started)?;
     let models = gate::discover_models(&started)?;
@@ -216,6 +219,7 @@ pub fn test_live() -> Result<()> {
     require_live_image()?;
     let dirs = SandboxDirs::ensure()?;
     let compose = Compose::operator("live", compose::existing_or_new_key()?)?;
+    gate::require_devin_login(&compose.auth_volume())?;
     let started = gate::start_bridge(&compose, false)?;
     gate::recheck_isolation(&compose, &started)?;
     let evidence = crate::evidence::Evidence::open()?;
