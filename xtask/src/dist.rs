@@ -1,7 +1,7 @@
 //! `cargo xtask dist`: the installable tarball.
 //!
 //! `target/dist/devin-bridge-<version>-<target>.tar.gz` holds `bin/devin-bridge` (its
-//! transform components embedded), the policies that work outside this checkout, the Claude
+//! transform components embedded, debug info stripped), the policies that work outside this checkout, the Claude
 //! Code plugin with its marketplace, the docs and the license; a `.sha256` file sits beside
 //! it. The tarball is staged in a private directory and renamed into place only when it is
 //! complete, so a failed run leaves no partial tarball.
@@ -149,8 +149,11 @@ fn package(binary: &Path, name: &str, out: &Path) -> Result<PathBuf> {
         let top = staging.join(name);
         std::fs::create_dir_all(top.join("bin"))?;
         std::fs::create_dir_all(top.join("policies"))?;
-        std::fs::copy(binary, top.join("bin").join("devin-bridge"))
+        let installed = top.join("bin").join("devin-bridge");
+        std::fs::copy(binary, &installed)
             .with_context(|| format!("cannot copy {}", binary.display()))?;
+        // Debug info is three quarters of the binary; symbols stay, so backtraces keep names.
+        run(Command::new("strip").arg("--strip-debug").arg(&installed))?;
         for policy in POLICIES {
             let from = root.join("policies").join(policy);
             std::fs::copy(&from, top.join("policies").join(policy))
