@@ -283,6 +283,33 @@ pub fn clean_message(text: &str) -> String {
     bound_text(cleaned.trim(), MESSAGE_LIMIT)
 }
 
+/// The end of a stream's text (a child's stderr) made safe to store and print over several
+/// lines: lines are kept, other control characters become spaces, credentials are redacted as
+/// in [`clean_message`], and only the last `limit` bytes are kept (cut at a character boundary,
+/// marked with a leading `…`), because the end of stderr is where a failing CLI says why.
+pub fn clean_tail(text: &str, limit: usize) -> String {
+    let mut cleaned: String = text
+        .chars()
+        .map(|c| if c.is_control() && c != '\n' { ' ' } else { c })
+        .collect();
+    if let Ok(key) = std::env::var("WINDSURF_API_KEY") {
+        if key.len() >= 8 {
+            cleaned = cleaned.replace(&key, "[redacted]");
+        }
+    }
+    let cleaned = redact_after_markers(&cleaned);
+    let trimmed = cleaned.trim_matches(|c: char| c.is_whitespace());
+    if trimmed.len() <= limit {
+        return trimmed.to_owned();
+    }
+    const MARK: &str = "…";
+    let mut start = trimmed.len() - limit.saturating_sub(MARK.len());
+    while start < trimmed.len() && !trimmed.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("{MARK}{}", &trimmed[start..])
+}
+
 fn redact_after_markers(text: &str) -> String {
     let lower = text.to_ascii_lowercase();
     let mut out = String::with_capacity(text.len());
@@ -430,6 +457,22 @@ mod tests {
             json,
             serde_json::json!({"kind": "died", "message": "gone", "engineWide": false})
         );
+    }
+
+    #[test]
+    fn a_tail_keeps_its_lines_and_end_and_loses_credentials() {
+        let text = format!(
+            "{}\nfirst\r\n\u{1b}[31mtoken=s3cret\nthe real reason\n\n",
+            "é".repeat(100)
+        );
+        let tail = clean_tail(&text, 64);
+        assert!(tail.len() <= 64, "{}", tail.len());
+        assert!(tail.starts_with('…'), "{tail}");
+        assert!(tail.ends_with("[redacted]\nthe real reason"), "{tail:?}");
+        assert!(!tail.contains('\u{1b}') && !tail.contains('\r'), "{tail:?}");
+        assert!(!tail.contains("s3cret"), "{tail}");
+        assert_eq!(clean_tail("  short\n", 64), "short");
+        assert_eq!(clean_tail("", 64), "");
     }
 
     #[test]

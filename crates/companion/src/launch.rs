@@ -580,12 +580,16 @@ async fn execute_print(
         model: input.model.as_ref().map(|m| m.model_uid.clone()),
         resume: input.resume,
         timeout: ctx.settings.timeout,
-        cap: print::PRINT_CAP,
+        cap: ctx.policy.companion.output_cap_bytes,
+        kill_grace: ctx.settings.exit_grace,
     })
     .await;
     let status = status_of(outcome.failure.as_ref());
     Ok(store.finish(&record.workspace, &record.id, status, |r| {
         r.result = Some(outcome.stdout.clone());
+        let tail =
+            crate::failure::clean_tail(&outcome.stderr, crate::jobs::record::STDERR_TAIL_LIMIT);
+        r.stderr_tail = (!tail.is_empty()).then_some(tail);
         if outcome.stdout_truncated {
             r.warnings
                 .push("output_truncated: only the tail of the output was kept".into());

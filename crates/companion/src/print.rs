@@ -2,7 +2,12 @@
 //!
 //! The prompt is the last argument of an argv (no shell), after `--`; the workspace is the
 //! cwd; the environment and isolation are those of an ACP job. stdout and stderr are each
-//! captured up to a cap that keeps the tail. Success is exit status 0.
+//! captured up to the policy's `output_cap_bytes`, keeping the tail. Success is exit status 0.
+//!
+//! devin leads a process group of its own. A run that overstays its budget is ended as a
+//! cancel ends one: SIGTERM to the group, up to `kill_grace` for devin to go, then SIGKILL to
+//! the group; whatever devin left in its group when it exited is killed too, so no process of
+//! the run outlives it.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -16,9 +21,6 @@ use super::jobs::RunMode;
 use super::preflight::Devin;
 use devin_bridge_agent::process::{command_for, Spec};
 
-/// Bytes kept of each stream (the tail).
-pub const PRINT_CAP: usize = 1 << 20;
-
 /// What a print run needs.
 #[derive(Debug, Clone)]
 pub struct PrintRequest {
@@ -31,7 +33,10 @@ pub struct PrintRequest {
     pub model: Option<String>,
     pub resume: Option<String>,
     pub timeout: Duration,
+    /// Bytes kept of each stream (the tail): the policy's `output_cap_bytes`.
     pub cap: usize,
+    /// Between SIGTERM and SIGKILL of the group when the budget runs out.
+    pub kill_grace: Duration,
 }
 
 /// How a print run ended.
@@ -97,7 +102,7 @@ pub async fn run(request: PrintRequest) -> PrintResult {
         cwd: request.workspace.clone(),
         env: request.env.clone(),
         stderr_tail_bytes: 0,
-        kill_grace: Duration::from_secs(2),
+        kill_grace: request.kill_grace,
         identity: None,
     };
     let mut command = command_for(&spec);
@@ -141,17 +146,27 @@ pub async fn run(request: PrintRequest) -> PrintResult {
     });
     let status = tokio::time::timeout(request.timeout, child.wait()).await;
     let timed_out = status.is_err();
-    if let Some(pgid) = pgid {
-        // The group goes with its leader, on time or not.
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(pgid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
+    let signal_group = |signal: nix::sys::signal::Signal| {
+        if let Some(pgid) = pgid {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), signal);
+        }
+    };
     let status = match status {
         Ok(Ok(status)) => Some(status),
-        _ => child.wait().await.ok(),
+        _ => {
+            // Over budget: ask the group to stop, give devin the grace, then force it.
+            signal_group(nix::sys::signal::Signal::SIGTERM);
+            match tokio::time::timeout(request.kill_grace, child.wait()).await {
+                Ok(Ok(status)) => Some(status),
+                _ => {
+                    signal_group(nix::sys::signal::Signal::SIGKILL);
+                    child.wait().await.ok()
+                }
+            }
+        }
     };
+    // Whatever devin left running in its group goes with it.
+    signal_group(nix::sys::signal::Signal::SIGKILL);
     let collect =
         |joined: Result<(Vec<u8>, bool), tokio::task::JoinError>| joined.unwrap_or_default();
     let (out, stdout_truncated) = collect(
@@ -220,6 +235,7 @@ mod tests {
             resume: Some("s1".into()),
             timeout: Duration::from_secs(1),
             cap: 16,
+            kill_grace: Duration::from_secs(1),
         }
     }
 
@@ -253,5 +269,113 @@ mod tests {
         let (kept, truncated) = tail(&b"short"[..], 16).await;
         assert_eq!(kept, b"short");
         assert!(!truncated);
+    }
+
+    /// A fake `devin` (a shell script) that runs `body`.
+    fn fake_devin(dir: &std::path::Path, body: &str) -> Devin {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join("devin");
+        std::fs::write(&path, format!("#!/bin/bash\n{body}\n")).expect("script");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        Devin {
+            path,
+            version: "3000.11.4".into(),
+            standing: super::super::preflight::Standing::Tested,
+        }
+    }
+
+    fn real_request(dir: &std::path::Path, body: &str) -> PrintRequest {
+        PrintRequest {
+            workspace: dir.to_owned(),
+            devin: fake_devin(dir, body),
+            env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+            resume: None,
+            model: None,
+            ..request(RunMode::Consult)
+        }
+    }
+
+    /// Whether a process whose command line holds `marker` is alive (zombies excluded).
+    fn running(marker: &str) -> bool {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .filter(|entry| {
+                std::fs::read_to_string(entry.path().join("stat"))
+                    .is_ok_and(|stat| !stat.contains(") Z "))
+            })
+            .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
+            .any(|cmdline| String::from_utf8_lossy(&cmdline).contains(marker))
+    }
+
+    #[tokio::test]
+    async fn output_is_capped_to_the_policy_cap_and_stderr_is_kept() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut request = real_request(
+            dir.path(),
+            "for i in $(seq 0 199); do echo line-$i; done; echo 'the reason' >&2; exit 3",
+        );
+        request.cap = 64;
+        let result = run(request).await;
+        assert!(result.stdout.len() <= 64, "{}", result.stdout.len());
+        assert!(result.stdout.ends_with("line-199\n"), "{:?}", result.stdout);
+        assert!(result.stdout_truncated);
+        assert_eq!(result.exit_code, Some(3));
+        assert_eq!(result.stderr.trim(), "the reason");
+        let failure = result.failure.expect("a failure");
+        assert!(
+            failure.message.contains("the reason"),
+            "{}",
+            failure.message
+        );
+    }
+
+    #[tokio::test]
+    async fn over_budget_the_group_gets_sigterm_first_and_its_grace() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let marker = dir.path().join("got-term");
+        let mut request = real_request(
+            dir.path(),
+            &format!(
+                "trap 'echo term > {}; exit 0' TERM; sleep 30 & wait",
+                marker.display()
+            ),
+        );
+        request.timeout = Duration::from_millis(300);
+        request.kill_grace = Duration::from_secs(10);
+        let started = std::time::Instant::now();
+        let result = run(request).await;
+        assert_eq!(result.failure.map(|f| f.kind), Some(FailureKind::Timeout));
+        assert!(marker.exists(), "devin never saw SIGTERM");
+        // It left on SIGTERM, long before the grace ran out.
+        assert!(
+            started.elapsed() < Duration::from_secs(8),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_run_that_ignores_sigterm_is_killed_after_the_grace_with_its_group() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let marker = format!("devin-bridge-print-grandchild-{}", std::process::id());
+        let mut request = real_request(
+            dir.path(),
+            &format!("trap '' TERM; (trap '' TERM; exec -a {marker} sleep 300) & sleep 300"),
+        );
+        request.timeout = Duration::from_millis(300);
+        request.kill_grace = Duration::from_millis(500);
+        let result = run(request).await;
+        assert_eq!(result.failure.map(|f| f.kind), Some(FailureKind::Timeout));
+        // SIGKILL reached the whole group: the grandchild is gone too.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while running(&marker) && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(
+            !running(&marker),
+            "the grandchild {marker} outlived the run"
+        );
     }
 }

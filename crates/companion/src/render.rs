@@ -61,6 +61,20 @@ fn failure_line(record: &JobRecord) -> Option<String> {
     })
 }
 
+/// For a job that ended in error, cancelled or died: the stored tail of the agent's stderr,
+/// one `stderr: <line>` per line (a failing CLI says why there, often not on stdout). Printed
+/// by `result` and `status JOB` just before the footer, whose fixed order it leaves alone.
+fn stderr_lines(record: &JobRecord) -> String {
+    let mut out = String::new();
+    if failure_line(record).is_none() {
+        return out;
+    }
+    for line in record.stderr_tail.iter().flat_map(|tail| tail.lines()) {
+        let _ = writeln!(out, "stderr: {}", one_line(line).trim_end());
+    }
+    out
+}
+
 /// The footer's facts as JSON.
 pub fn footer_json(record: &JobRecord) -> Value {
     json!({
@@ -126,6 +140,7 @@ pub fn status_detail(record: &JobRecord, now: SystemTime) -> String {
             let _ = writeln!(out, "worker pid: {}", worker.pid);
         }
     }
+    out.push_str(&stderr_lines(record));
     out.push_str(&footer(record));
     out
 }
@@ -186,6 +201,7 @@ pub fn result_text(record: &JobRecord, now: SystemTime) -> String {
             age(record, now)
         );
     }
+    out.push_str(&stderr_lines(record));
     out.push_str(&footer(record));
     out
 }
@@ -335,6 +351,28 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with("state: done\n"));
+    }
+
+    #[test]
+    fn a_failed_job_shows_its_stderr_tail_before_the_footer_and_a_done_one_does_not() {
+        let mut record = record();
+        record.status = JobStatus::Error;
+        record.result = Some(String::new());
+        record.stderr_tail = Some("Error: quota exceeded\n\tretry later\u{7}".to_owned());
+        record.failure = Some(JobFailure::new(FailureKind::Error, "exit 7"));
+        let lines = "stderr: Error: quota exceeded\nstderr:  retry later\n";
+        let now = SystemTime::now();
+        for text in [result_text(&record, now), status_detail(&record, now)] {
+            assert!(
+                text.contains(&format!("{lines}devin-session: sess-123\n")),
+                "{text}"
+            );
+        }
+        record.status = JobStatus::Done;
+        for text in [result_text(&record, now), status_detail(&record, now)] {
+            assert!(!text.contains("stderr:"), "{text}");
+        }
+        assert!(!history_json(&record).to_string().contains("quota"));
     }
 
     #[test]

@@ -885,6 +885,39 @@ fn the_print_runner_runs_devin_p_and_keeps_the_tail() {
         .as_str()
         .unwrap_or_default()
         .contains('7'));
+    // The failing CLI's stderr is kept in the record and shown with the failed job.
+    assert_eq!(record["stderrTail"], "boom", "{record}");
+    let shown = env.run(&["result", &job_id(&output)]);
+    assert!(
+        stdout(&shown).contains("stderr: boom"),
+        "{}",
+        stdout(&shown)
+    );
+}
+
+#[test]
+fn the_print_runner_keeps_only_the_policys_output_cap() {
+    let mut env = Env::new();
+    let policy = env.root.path().join("companion.toml");
+    std::fs::write(
+        &policy,
+        "mode = \"companion\"\n[companion]\noutput_cap_bytes = 100\n",
+    )
+    .expect("policy");
+    env.devin = script(
+        &env,
+        "long-print",
+        "if [ \"$1\" = --version ]; then echo 'devin 3000.11.2'; exit 0; fi\nfor i in $(seq 1 100); do echo \"line $i\"; done\necho 'THE END'",
+    );
+    let policy = policy.display().to_string();
+    let (output, record) = task(
+        &env,
+        &["--policy", &policy, "task", "--runner", "print", "x"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let result = record["result"].as_str().unwrap_or_default();
+    assert!(result.len() <= 100, "{} bytes kept", result.len());
+    assert!(result.ends_with("THE END\n"), "{result:?}");
 }
 
 #[test]

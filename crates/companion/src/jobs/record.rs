@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::clock::now_rfc3339;
 use super::liveness::ProcessStamp;
-use crate::failure::{bound_text, clean_message, FailureKind, JobFailure};
+use crate::failure::{bound_text, clean_message, clean_tail, FailureKind, JobFailure};
 
 /// The record format version this code reads and writes.
 pub const SCHEMA: u32 = 1;
@@ -21,6 +21,8 @@ pub const WARNING_LIMIT: usize = 1024;
 pub const WARNINGS_MAX: usize = 64;
 /// Other free-text fields (model names, ids, reasons) are bounded to this many bytes.
 pub const FIELD_LIMIT: usize = 512;
+/// The longest stored tail of the agent's stderr (bytes).
+pub const STDERR_TAIL_LIMIT: usize = 4096;
 
 /// The state of a job. Every state but `running` is terminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -253,6 +255,10 @@ pub struct JobRecord {
     pub title: String,
     #[serde(default)]
     pub result: Option<String>,
+    /// The end of what a print run's `devin -p` wrote on stderr (cleaned, at most
+    /// [`STDERR_TAIL_LIMIT`] bytes): where a failing CLI says why. Shown with a failed job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr_tail: Option<String>,
     #[serde(default)]
     pub review: Option<serde_json::Value>,
     #[serde(default)]
@@ -306,6 +312,7 @@ impl JobRecord {
             warnings: Vec::new(),
             title: title_of(prompt),
             result: None,
+            stderr_tail: None,
             review: None,
             delivery: Delivery::Pending,
             acceptance: None,
@@ -358,6 +365,11 @@ impl JobRecord {
         if let Some(result) = &mut self.result {
             if result.len() > RESULT_LIMIT {
                 *result = bound_text(result, RESULT_LIMIT);
+            }
+        }
+        if let Some(tail) = &mut self.stderr_tail {
+            if tail.len() > STDERR_TAIL_LIMIT {
+                *tail = clean_tail(tail, STDERR_TAIL_LIMIT);
             }
         }
         self.title = title_of(&self.title);
@@ -512,7 +524,10 @@ mod tests {
             JobRecord::new(Role::Task, RunMode::Consult, PathBuf::from("/w"), "t").unwrap();
         record.result = Some("r".repeat(RESULT_LIMIT + 10));
         record.warnings = vec!["w".repeat(5000); 100];
+        record.stderr_tail = Some(format!("{}the end", "e".repeat(STDERR_TAIL_LIMIT)));
         record.enforce_bounds();
+        let tail = record.stderr_tail.as_deref().unwrap();
+        assert!(tail.len() <= STDERR_TAIL_LIMIT && tail.ends_with("the end"));
         assert!(record.result.as_ref().unwrap().len() <= RESULT_LIMIT);
         assert_eq!(record.warnings.len(), WARNINGS_MAX);
         assert!(record.warnings.iter().all(|w| w.len() <= WARNING_LIMIT));
