@@ -582,6 +582,7 @@ async fn execute_print(
         timeout: ctx.settings.timeout,
         cap: ctx.policy.companion.output_cap_bytes,
         kill_grace: ctx.settings.exit_grace,
+        keeper: std::env::current_exe().ok(),
     })
     .await;
     let status = status_of(outcome.failure.as_ref());

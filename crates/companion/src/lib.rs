@@ -12,6 +12,7 @@ pub mod commands;
 pub mod failure;
 pub mod isolation;
 pub mod jobs;
+pub mod keeper;
 pub mod launch;
 pub mod models;
 pub mod policy;
@@ -105,6 +106,13 @@ pub async fn main(args: CompanionArgs) -> anyhow::Result<ExitCode> {
             Ok(arg) => strings.push(arg),
             Err(_) => return Ok(fail_line("arguments must be UTF-8", failure::EXIT_INPUT)),
         }
+    }
+    // The print runs' group keeper needs no policy: it only watches a lifeline.
+    if strings.first().map(String::as_str) == Some(keeper::SUBCOMMAND) {
+        return Ok(match keeper::parse_args(&strings[1..]) {
+            Some(args) => keeper::run(args).await,
+            None => fail_line("usage: group-keeper --grace-ms MS", failure::EXIT_INPUT),
+        });
     }
     let mut split = cli::split_args(&strings);
     for warning in cli::deprecation_warnings(&split) {

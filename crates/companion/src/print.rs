@@ -7,7 +7,9 @@
 //! devin leads a process group of its own. A run that overstays its budget is ended as a
 //! cancel ends one: SIGTERM to the group, up to `kill_grace` for devin to go, then SIGKILL to
 //! the group; whatever devin left in its group when it exited is killed too, so no process of
-//! the run outlives it.
+//! the run outlives it. A stop signal to the worker (SIGTERM, SIGINT, SIGHUP: what `cancel`
+//! sends) ends the group the same way, and a keeper process (`crate::keeper`) does it when the
+//! worker dies without a chance to.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -35,8 +37,12 @@ pub struct PrintRequest {
     pub timeout: Duration,
     /// Bytes kept of each stream (the tail): the policy's `output_cap_bytes`.
     pub cap: usize,
-    /// Between SIGTERM and SIGKILL of the group when the budget runs out.
+    /// Between SIGTERM and SIGKILL of the group when the budget runs out or the worker is
+    /// asked to stop.
     pub kill_grace: Duration,
+    /// The `devin-bridge` binary whose `companion group-keeper` watches the run's group, so
+    /// that it ends even when the worker is killed outright. `None` only in unit tests.
+    pub keeper: Option<PathBuf>,
 }
 
 /// How a print run ended.
@@ -118,6 +124,20 @@ pub async fn run(request: PrintRequest) -> PrintResult {
         exit_code: None,
         failure: Some(JobFailure::new(kind, message)),
     };
+    // The keeper first: once devin runs, nothing may leave it unwatched.
+    let mut lifeline = match &request.keeper {
+        Some(binary) => match super::keeper::Lifeline::start(binary, request.kill_grace) {
+            Ok(lifeline) => Some(lifeline),
+            Err(error) => {
+                return failed(
+                    FailureKind::Process,
+                    format!("cannot start the print run's group keeper: {error}"),
+                )
+            }
+        },
+        None => None,
+    };
+    let mut signals = super::keeper::StopSignals::register();
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
@@ -129,6 +149,12 @@ pub async fn run(request: PrintRequest) -> PrintResult {
         Err(error) => return failed(FailureKind::Process, format!("cannot start devin: {error}")),
     };
     let pgid = child.id().and_then(|pid| i32::try_from(pid).ok());
+    if let (Some(lifeline), Some(pid)) = (&mut lifeline, pgid) {
+        if let Err(error) = lifeline.watch(pid).await {
+            // devin already exited (its status is read below), or the keeper is gone.
+            tracing::warn!(%error, "the print run's group keeper was not told about devin");
+        }
+    }
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let cap = request.cap;
@@ -144,7 +170,14 @@ pub async fn run(request: PrintRequest) -> PrintResult {
             None => (Vec::new(), false),
         }
     });
-    let status = tokio::time::timeout(request.timeout, child.wait()).await;
+    let mut stopped_by: Option<&'static str> = None;
+    let status = tokio::select! {
+        status = tokio::time::timeout(request.timeout, child.wait()) => status,
+        name = signals.recv() => {
+            stopped_by = Some(name);
+            Ok(Err(std::io::Error::other(name)))
+        }
+    };
     let timed_out = status.is_err();
     let signal_group = |signal: nix::sys::signal::Signal| {
         if let Some(pgid) = pgid {
@@ -167,6 +200,9 @@ pub async fn run(request: PrintRequest) -> PrintResult {
     };
     // Whatever devin left running in its group goes with it.
     signal_group(nix::sys::signal::Signal::SIGKILL);
+    if let Some(lifeline) = lifeline {
+        lifeline.release().await;
+    }
     let collect =
         |joined: Result<(Vec<u8>, bool), tokio::task::JoinError>| joined.unwrap_or_default();
     let (out, stdout_truncated) = collect(
@@ -180,7 +216,12 @@ pub async fn run(request: PrintRequest) -> PrintResult {
             .unwrap_or_else(|_| Ok((Vec::new(), false))),
     );
     let exit_code = status.and_then(|s| s.code());
-    let failure = if timed_out {
+    let failure = if let Some(signal) = stopped_by {
+        Some(JobFailure::new(
+            FailureKind::Cancelled,
+            format!("the worker received {signal}; devin -p was ended"),
+        ))
+    } else if timed_out {
         Some(JobFailure::new(
             FailureKind::Timeout,
             format!(
@@ -236,6 +277,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             cap: 16,
             kill_grace: Duration::from_secs(1),
+            keeper: None,
         }
     }
 

@@ -927,3 +927,117 @@ fn unknown_jobs_are_input() {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert_eq!(stderr(&output).lines().count(), 1);
 }
+
+/// A print-runner `devin` that starts a grandchild and waits; both carry `marker` in their
+/// argv, so the test can see whether any of them outlives the job.
+fn lingering_print_devin(env: &Env, marker: &str) -> PathBuf {
+    let path = env.root.path().join("lingering-devin");
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/bash\nif [ \"$1\" = --version ]; then echo 'devin 3000.11.2'; exit 0; fi\n\
+             (exec -a {marker}-grandchild sleep 300) &\nexec -a {marker}-devin sleep 300\n"
+        ),
+    )
+    .expect("write");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+/// Whether a live (not zombie) process has `marker` in its argv.
+fn marked_running(marker: &str) -> bool {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            std::fs::read_to_string(entry.path().join("stat"))
+                .is_ok_and(|stat| !stat.contains(") Z "))
+        })
+        .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
+        .any(|cmdline| String::from_utf8_lossy(&cmdline).contains(marker))
+}
+
+fn wait_marked(marker: &str, running: bool, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if marked_running(marker) == running {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// A background print job of the lingering devin, once both of its processes run; its id and
+/// its worker's pid.
+fn lingering_print_job(env: &mut Env, marker: &str) -> (String, i32) {
+    env.devin = lingering_print_devin(env, marker);
+    let output = env.run(&["task", "--background", "--runner", "print", "x"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let id = job_id(&output);
+    let record = wait_for(env, &id, |r| r["worker"]["pid"].is_number());
+    let worker = record["worker"]["pid"].as_i64().expect("worker") as i32;
+    assert!(
+        wait_marked(
+            &format!("{marker}-grandchild"),
+            true,
+            Duration::from_secs(20)
+        ),
+        "the print run never started"
+    );
+    (id, worker)
+}
+
+#[test]
+fn sigkill_of_a_print_worker_leaves_no_devin_process() {
+    let mut env = Env::new();
+    let marker = format!("print-kill9-{}", std::process::id());
+    let (_, worker) = lingering_print_job(&mut env, &marker);
+    Command::new("kill")
+        .args(["-9", &worker.to_string()])
+        .status()
+        .expect("kill");
+    assert!(
+        wait_marked(&marker, false, Duration::from_secs(20)),
+        "devin -p or its child outlived the killed worker"
+    );
+}
+
+#[test]
+fn sigterm_to_a_print_worker_ends_devin_and_the_job_is_cancelled() {
+    let mut env = Env::new();
+    let marker = format!("print-term-{}", std::process::id());
+    let (id, worker) = lingering_print_job(&mut env, &marker);
+    Command::new("kill")
+        .args(["-TERM", &worker.to_string()])
+        .status()
+        .expect("kill");
+    assert!(
+        wait_marked(&marker, false, Duration::from_secs(20)),
+        "devin -p or its child outlived the worker's SIGTERM"
+    );
+    let record = wait_for(&env, &id, |r| r["status"] != "running");
+    assert_eq!(record["status"], "cancelled", "{record}");
+    assert!(
+        record["failure"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("SIGTERM"),
+        "{record}"
+    );
+}
+
+#[test]
+fn cancelling_a_print_job_leaves_no_devin_process() {
+    let mut env = Env::new();
+    let marker = format!("print-cancel-{}", std::process::id());
+    let (id, _) = lingering_print_job(&mut env, &marker);
+    let output = env.run(&["cancel", &id]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        wait_marked(&marker, false, Duration::from_secs(20)),
+        "devin -p or its child outlived the cancel"
+    );
+    assert_eq!(env.record(&id)["status"], "cancelled");
+}
