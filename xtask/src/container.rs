@@ -146,14 +146,7 @@ fn launch_requires_a_devin_login(compose: &Compose) -> Result<String> {
         .args(["volume", "rm", "-f"])
         .arg(&volume)
         .output();
-    crate::run(
-        Command::new("docker")
-            .args(["volume", "create", "--label"])
-            .arg(format!("com.docker.compose.project={}", compose.project()))
-            .args(["--label", "com.docker.compose.volume=devin-auth"])
-            .arg(&volume)
-            .stdout(std::process::Stdio::null()),
-    )?;
+    create_auth_volume(compose)?;
     if crate::gate::require_devin_login(&volume).is_ok() {
         bail!("an empty {volume} passed the login check");
     }
@@ -226,19 +219,24 @@ fn live_image_refuses_unpinned_cli() -> Result<String> {
     result.map(|()| "refused: no version, no digests, an all-zero digest".to_owned())
 }
 
-/// `cargo xtask clean` (what it runs on the operator's project, here on the test project):
-/// no container or network is left, and the login volume stays.
-fn clean_keeps_the_login(compose: &Compose) -> Result<String> {
-    // The offline profile never mounts the login volume: make it as compose would.
-    let volume = compose.auth_volume();
+/// Creates the project's login volume as compose would (the offline profile never mounts it),
+/// with compose's labels, so `down -v` and the listings treat it as the project's.
+fn create_auth_volume(compose: &Compose) -> Result<()> {
     crate::run(
         Command::new("docker")
             .args(["volume", "create", "--label"])
             .arg(format!("com.docker.compose.project={}", compose.project()))
             .args(["--label", "com.docker.compose.volume=devin-auth"])
-            .arg(&volume)
+            .arg(compose.auth_volume())
             .stdout(std::process::Stdio::null()),
-    )?;
+    )
+}
+
+/// `cargo xtask clean` (what it runs on the operator's project, here on the test project):
+/// no container or network is left, and the login volume stays.
+fn clean_keeps_the_login(compose: &Compose) -> Result<String> {
+    let volume = compose.auth_volume();
+    create_auth_volume(compose)?;
     compose.clean(false)?;
     let (containers, networks, volumes) = (
         compose.leftovers()?,
