@@ -15,9 +15,12 @@ What follows is the execution trace of a session between a user and an assistant
 through a client application. Produce the assistant's next output, and nothing else.
 - The client owns every tool and runs it. You cannot run tools: never run one, and never claim \
 or imply that one ran unless the trace already shows its result.
-- When the next step needs a client-owned action, return exactly one tool envelope and no prose \
-before or after it:
+- When the next step needs client-owned actions, return one tool envelope per action and no prose \
+before, between or after them:
 <tool>{\"name\":\"TOOL_NAME\",\"arguments\":{...}}</tool>
+- Actions that do not depend on each other (reading several files, running independent \
+searches) may be requested together, one envelope after another. An action that needs another \
+action's result waits for that result in a later turn.
 - When the task is complete, or no action is needed, return a concise final answer as plain text.
 - Do not wrap the output in Markdown code fences, and do not add a summary, a preamble or a \
 closing remark around it.
@@ -31,7 +34,7 @@ pub(crate) const CONTINUATION_PREAMBLE: &str = "\
 The execution trace of this session continues below with the messages the client added since \
 your last output; the assistant sections repeat your earlier outputs as the client recorded \
 them. Every rule given at the start of this session still applies: produce the assistant's next \
-output, and nothing else, either exactly one tool envelope or a concise final answer.
+output, and nothing else, either tool envelopes or a concise final answer.
 
 [Execution Trace: continued]
 ";
@@ -51,11 +54,13 @@ pub(crate) fn continuation(unseen: &str) -> String {
 /// The instructions at the top of the `[Available Tools]` section.
 pub(crate) const TOOL_CATALOG_INSTRUCTIONS: &str = "\
 The client declares the tools below, runs them, and sends each result back in a later turn.
-To use a tool, return exactly one envelope and nothing else, with no text before or after it:
+To use tools, return one envelope per call and nothing else, with no text before, between or \
+after them:
 <tool>{\"name\":\"TOOL_NAME\",\"arguments\":{...}}</tool>
 - \"name\" must be one of the tool names listed below, spelled exactly.
 - \"arguments\" must be a JSON object that satisfies that tool's input schema.
-- Request one tool per output; parallel calls are not supported.
+- Independent calls may be requested together in one output, each in its own envelope, unless \
+the tool choice below says otherwise; a call that needs another call's result must wait for it.
 - Never run a tool yourself, never say that a tool ran, and never invent a tool's result.
 - Never describe a future action in prose: request it now with an envelope, or give the final \
 answer.";
@@ -68,8 +73,8 @@ Your previous output was rejected and was not delivered to the client.\n\
 Reason (";
     const TAIL: &str = "\n\
 Produce the assistant's next output again, following every rule above. Return exactly one of:\n\
-- one standalone tool envelope, <tool>{\"name\":\"TOOL_NAME\",\"arguments\":{...}}</tool>, with no \
-text before or after it; or\n\
+- tool envelopes, one per call, <tool>{\"name\":\"TOOL_NAME\",\"arguments\":{...}}</tool>, with no \
+text before, between or after them; or\n\
 - a concise final answer as plain text, with no tool envelope, when no client action is needed.\n\
 Do not describe an action you intend to take: request it with the envelope instead. \
 This is the only repair attempt.";

@@ -44,6 +44,10 @@ pub struct Prompt {
     pub model: String,
     /// The request's `stream` flag, false when absent.
     pub stream: bool,
+    /// The request's `tool_choice.disable_parallel_tool_use`: the `[Tool Choice]` section asks
+    /// for at most one tool per output, and the host accepts at most one envelope.
+    #[serde(default)]
+    pub single_tool_call: bool,
 }
 
 /// How many hex digits of the trace digest make the id seed.
@@ -406,7 +410,7 @@ fn build(
     let model = request::model(&root)?;
     let stream = request::stream(&root)?;
     let catalog = tools::Catalog::read(&root)?;
-    let choice = tools::Choice::read(&root, &catalog)?;
+    let choice = tools::ToolChoice::read(&root, &catalog)?;
     let system = request::System::read(&root)?;
     let messages = messages::of(&root)?;
 
@@ -418,6 +422,7 @@ fn build(
     let mut trace = Trace::after(text);
     system.write(&mut trace);
     catalog.write(&mut trace);
+    let single_tool_call = choice.is_some_and(|choice| choice.single_call);
     if let Some(choice) = choice {
         choice.write(&mut trace);
     }
@@ -456,6 +461,7 @@ fn build(
             id_seed: String::new(),
             model: model.to_owned(),
             stream,
+            single_tool_call,
             text,
         },
         trace_start,

@@ -548,3 +548,116 @@ fn a_continuation_checks_its_messages_against_what_came_before() {
         "invalid_resume"
     );
 }
+
+/// A conversation whose assistant turns each request two tools at once, answered by one user
+/// message holding both results (the shape a client sends after parallel tool calls).
+fn parallel_tool_rounds(turns: usize) -> String {
+    let mut messages = vec![serde_json::json!({"role": "user", "content": "Compare a and b."})];
+    for turn in 0..turns {
+        messages.push(serde_json::json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": format!("toolu_a{turn}"), "name": "Read", "input": {"file_path": format!("/src/a{turn}.rs")}},
+            {"type": "tool_use", "id": format!("toolu_b{turn}"), "name": "Grep", "input": {"pattern": format!("fn b{turn}")}}
+        ]}));
+        messages.push(serde_json::json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": format!("toolu_a{turn}"), "content": format!("contents of a{turn}")},
+            {"type": "tool_result", "tool_use_id": format!("toolu_b{turn}"), "content": format!("match for b{turn}")}
+        ]}));
+    }
+    serde_json::json!({
+        "model": "devin-cli-agentic/swe-1-7",
+        "messages": messages,
+        "tools": [
+            {"name": "Read", "input_schema": {"type": "object"}},
+            {"name": "Grep", "input_schema": {"type": "object"}}
+        ],
+    })
+    .to_string()
+}
+
+#[test]
+fn parallel_tool_uses_and_their_results_serialize_in_order() {
+    let prompt = serialize(&parallel_tool_rounds(1)).expect("valid");
+    let trace = trace_of(&prompt);
+    let positions: Vec<usize> = [
+        "toolu_a0",
+        "/src/a0.rs",
+        "toolu_b0",
+        "fn b0",
+        "contents of a0",
+        "match for b0",
+    ]
+    .iter()
+    .map(|needle| trace.find(needle).unwrap_or_else(|| panic!("{needle} in {trace}")))
+    .collect();
+    assert!(
+        positions.windows(2).all(|pair| pair[0] < pair[1]),
+        "both calls, then both results, in request order: {positions:?}\n{trace}"
+    );
+}
+
+#[test]
+fn a_resumed_continuation_with_parallel_tool_calls_says_what_the_whole_request_says() {
+    let options = PromptOptions::held(0);
+    for turn in 1..4 {
+        let (earlier, later) = (parallel_tool_rounds(turn - 1), parallel_tool_rounds(turn));
+        let before = serialize_unseen(&earlier, options).expect("valid");
+        let (resume, range) = resume_after(&before, &earlier, &later).expect("continues");
+        assert_eq!(
+            resume.tool_uses.len(),
+            2 * (turn - 1),
+            "both ids of every earlier round are carried"
+        );
+        let held = resume.messages;
+        let options = PromptOptions::held(held);
+        let whole = serialize_unseen(&later, options).expect("valid");
+        let resumed = serialize_resumed(&later[range], &resume, options).expect("resumes");
+        assert_eq!(resumed.text, whole.prompt.text, "turn {turn}");
+        assert_eq!(resumed.input_tokens, whole.prompt.input_tokens);
+        assert_eq!(resumed.history, whole.history[held as usize..]);
+        let last = whole.marks.len() - 2;
+        assert_eq!(
+            whole.marks[last].tool_uses,
+            [format!("toolu_a{}", turn - 1), format!("toolu_b{}", turn - 1)],
+            "one mark lists every id its message introduced"
+        );
+    }
+}
+
+#[test]
+fn a_result_for_an_id_the_history_never_used_is_refused_even_beside_a_valid_one() {
+    let request = parallel_tool_rounds(1).replace(
+        "\"tool_use_id\":\"toolu_b0\"",
+        "\"tool_use_id\":\"toolu_zz\"",
+    );
+    assert_eq!(code(&request), "orphan_tool_result");
+    let twice = parallel_tool_rounds(1).replace("\"id\":\"toolu_b0\"", "\"id\":\"toolu_a0\"");
+    assert_eq!(code(&twice), "duplicate_tool_use_id");
+}
+
+#[test]
+fn disable_parallel_tool_use_asks_for_one_call_and_is_reported() {
+    let with_choice = |choice: &str| {
+        parallel_tool_rounds(0).replace(
+            "\"tools\":",
+            &format!("\"tool_choice\":{choice},\"tools\":"),
+        )
+    };
+    let single = serialize(&with_choice(
+        r#"{"type":"auto","disable_parallel_tool_use":true}"#,
+    ))
+    .expect("valid");
+    assert!(single.single_tool_call);
+    assert!(trace_of(&single).contains("Parallel tool use is disabled"));
+    let parallel = serialize(&with_choice(
+        r#"{"type":"auto","disable_parallel_tool_use":false}"#,
+    ))
+    .expect("valid");
+    assert!(!parallel.single_tool_call);
+    assert!(!trace_of(&parallel).contains("Parallel tool use is disabled"));
+    assert!(!serialize(&parallel_tool_rounds(0)).expect("valid").single_tool_call);
+    assert!(framing::PREAMBLE.contains("may be requested together"));
+    assert_eq!(
+        code(&with_choice(r#"{"type":"auto","disable_parallel_tool_use":"yes"}"#)),
+        "invalid_tool_choice"
+    );
+}

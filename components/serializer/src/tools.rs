@@ -176,7 +176,15 @@ pub(crate) enum Choice<'a> {
     Tool(&'a str),
 }
 
-impl<'a> Choice<'a> {
+/// A request's `tool_choice`: which kind, and whether it disables parallel tool use (at most
+/// one tool call per reply; the host enforces it with the envelope parser's call limit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ToolChoice<'a> {
+    pub(crate) kind: Choice<'a>,
+    pub(crate) single_call: bool,
+}
+
+impl<'a> ToolChoice<'a> {
     pub(crate) fn read(request: &'a Json, catalog: &Catalog<'_>) -> Result<Option<Self>, Failure> {
         let Some(value) = request.field("tool_choice") else {
             return Ok(None);
@@ -226,26 +234,53 @@ impl<'a> Choice<'a> {
             }
             None => return Err(fail(INVALID_TOOL_CHOICE, "tool_choice needs a string type")),
         };
-        Ok(Some(choice))
+        let single_call = match value.field("disable_parallel_tool_use") {
+            None | Some(Json::Null) | Some(Json::Bool(false)) => false,
+            Some(Json::Bool(true)) => true,
+            Some(other) => {
+                return Err(fail(
+                    INVALID_TOOL_CHOICE,
+                    format!(
+                        "tool_choice disable_parallel_tool_use must be a boolean, not {}",
+                        other.kind()
+                    ),
+                ))
+            }
+        };
+        Ok(Some(ToolChoice {
+            kind: choice,
+            single_call,
+        }))
     }
 
     pub(crate) fn write(self, trace: &mut Trace) {
         let out = trace.section("[Tool Choice]");
-        match self {
-            Choice::Auto => out.push_str(
+        match (self.kind, self.single_call) {
+            (Choice::Auto, false) => out.push_str(
+                "auto: answer with text, or request tools when the next step needs client actions.",
+            ),
+            (Choice::Auto, true) => out.push_str(
                 "auto: answer with text, or request one tool when the next step needs a client action.",
             ),
-            Choice::Any => out.push_str(
+            (Choice::Any, false) => out.push_str(
+                "any: a tool call is required. Return one or more tool envelopes for the available tools.",
+            ),
+            (Choice::Any, true) => out.push_str(
                 "any: a tool call is required. Return exactly one tool envelope for one of the available tools.",
             ),
-            Choice::None => {
+            (Choice::None, _) => {
                 out.push_str("none: do not call a tool. Answer with text only.");
             }
-            Choice::Tool(name) => {
+            (Choice::Tool(name), _) => {
                 out.push_str("tool: call exactly this tool: ");
                 out.push_str(name);
                 out.push_str(". Return exactly one tool envelope that calls it.");
             }
+        }
+        if self.single_call && self.kind != Choice::None {
+            out.push_str(
+                "\nParallel tool use is disabled: request at most one tool per output, never two envelopes.",
+            );
         }
     }
 }
@@ -268,7 +303,7 @@ mod tests {
     fn rendered(text: &str) -> Result<String, Failure> {
         let request = request(text);
         let catalog = Catalog::read(&request)?;
-        let choice = Choice::read(&request, &catalog)?;
+        let choice = ToolChoice::read(&request, &catalog)?;
         let mut trace = Trace::after(String::new());
         catalog.write(&mut trace);
         if let Some(choice) = choice {

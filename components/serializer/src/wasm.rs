@@ -38,6 +38,7 @@ fn prompt_to_wit(prompt: crate::Prompt) -> Prompt {
         id_seed: prompt.id_seed,
         model: prompt.model,
         stream: prompt.stream,
+        single_tool_call: prompt.single_tool_call,
     }
 }
 

@@ -60,19 +60,52 @@ pub struct ToolCall {
     pub input: String,
 }
 
-/// Final text, or exactly one tool call.
+/// Final text, or one or more tool calls (in the order the agent asked for them).
+///
+/// `Tools` is never empty where a transform produces it; a renderer given an empty list
+/// renders a message without content blocks rather than inventing one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "value")]
 pub enum Reply {
     Text(String),
-    Tool(ToolCall),
+    Tools(Vec<ToolCall>),
 }
 
-/// Estimated token counts, as Anthropic `usage` reports them.
+impl Reply {
+    /// Bytes of content a renderer has to write: the text, or every call's id, name and input.
+    pub fn content_bytes(&self) -> usize {
+        match self {
+            Reply::Text(text) => text.len(),
+            Reply::Tools(calls) => calls
+                .iter()
+                .map(|call| call.id.len() + call.name.len() + call.input.len())
+                .sum(),
+        }
+    }
+}
+
+/// Token counts, as Anthropic `usage` reports them: the agent's own counts when it reported
+/// them, else the bridge's estimate. The cache fields are 0 when nothing was reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {
     pub input_tokens: u32,
     pub output_tokens: u32,
+    #[serde(default)]
+    pub cache_read_input_tokens: u32,
+    #[serde(default)]
+    pub cache_creation_input_tokens: u32,
+}
+
+impl Usage {
+    /// An estimate: input and output counts, nothing read from or written to a cache.
+    pub fn estimated(input_tokens: u32, output_tokens: u32) -> Self {
+        Self {
+            input_tokens,
+            output_tokens,
+            cache_read_input_tokens: 0,
+            cache_creation_input_tokens: 0,
+        }
+    }
 }
 
 /// The token estimate every transform uses: `max(1, ceil(chars / 4))`, chars counted as

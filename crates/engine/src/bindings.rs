@@ -61,6 +61,9 @@ pub struct Prompt {
     pub id_seed: String,
     pub model: String,
     pub stream: bool,
+    /// `tool_choice.disable_parallel_tool_use`: at most one tool call per reply.
+    #[serde(default)]
+    pub single_tool_call: bool,
 }
 
 /// The serializer's answer for a session that may hold part of the conversation (mirror of
@@ -195,15 +198,33 @@ impl From<&Failure> for wit_types::Failure {
     }
 }
 
+impl From<wit_types::ToolCall> for ToolCall {
+    fn from(call: wit_types::ToolCall) -> Self {
+        ToolCall {
+            id: call.id,
+            name: call.name,
+            input: call.input,
+        }
+    }
+}
+
+impl From<&ToolCall> for wit_types::ToolCall {
+    fn from(call: &ToolCall) -> Self {
+        Self {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            input: call.input.clone(),
+        }
+    }
+}
+
 impl From<wit_types::Reply> for Reply {
     fn from(reply: wit_types::Reply) -> Self {
         match reply {
             wit_types::Reply::Text(text) => Reply::Text(text),
-            wit_types::Reply::Tool(call) => Reply::Tool(ToolCall {
-                id: call.id,
-                name: call.name,
-                input: call.input,
-            }),
+            wit_types::Reply::Tools(calls) => {
+                Reply::Tools(calls.into_iter().map(ToolCall::from).collect())
+            }
         }
     }
 }
@@ -212,11 +233,9 @@ impl From<&Reply> for wit_types::Reply {
     fn from(reply: &Reply) -> Self {
         match reply {
             Reply::Text(text) => wit_types::Reply::Text(text.clone()),
-            Reply::Tool(call) => wit_types::Reply::Tool(wit_types::ToolCall {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                input: call.input.clone(),
-            }),
+            Reply::Tools(calls) => {
+                wit_types::Reply::Tools(calls.iter().map(wit_types::ToolCall::from).collect())
+            }
         }
     }
 }
@@ -226,6 +245,8 @@ impl From<Usage> for wit_types::Usage {
         Self {
             input_tokens: usage.input_tokens,
             output_tokens: usage.output_tokens,
+            cache_read_input_tokens: usage.cache_read_input_tokens,
+            cache_creation_input_tokens: usage.cache_creation_input_tokens,
         }
     }
 }
@@ -404,6 +425,7 @@ pub(crate) mod serializer {
             id_seed: prompt.id_seed,
             model: prompt.model,
             stream: prompt.stream,
+            single_tool_call: prompt.single_tool_call,
         }
     }
 
@@ -454,10 +476,11 @@ pub(crate) mod envelope {
         output: &str,
         tools: &str,
         id_seed: &str,
+        max_calls: u32,
     ) -> wasmtime::Result<Result<Reply, Failure>> {
         let answer = instance
             .devin_bridge_transforms_envelope()
-            .call_parse(store, output, tools, id_seed)?;
+            .call_parse(store, output, tools, id_seed, max_calls)?;
         Ok(answer.map(Reply::from).map_err(failed))
     }
 
@@ -709,6 +732,8 @@ pub enum Call {
         output: String,
         tools: String,
         id_seed: String,
+        /// The most envelopes the reply may hold.
+        max_calls: u32,
     },
     NarratesUnexecutedAction {
         output: String,
@@ -848,8 +873,11 @@ pub(crate) fn call_instance(
                 output,
                 tools,
                 id_seed,
+                max_calls,
             },
-        ) => Answer::Reply(envelope::parse(i, store, output, tools, id_seed)?),
+        ) => Answer::Reply(envelope::parse(
+            i, store, output, tools, id_seed, *max_calls,
+        )?),
         (Instance::Envelope(i), Call::NarratesUnexecutedAction { output }) => {
             Answer::Flag(envelope::narrates_unexecuted_action(i, store, output)?)
         }

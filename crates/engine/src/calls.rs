@@ -75,9 +75,10 @@ pub trait TransformCalls {
         output: String,
         tools: String,
         id_seed: String,
+        max_calls: u32,
     ) -> Result<Result<Reply, Failure>, EngineError> {
         self.serving_run::<EnvelopeWorld, _>(|i, store| {
-            envelope::parse(i, store, &output, &tools, &id_seed)
+            envelope::parse(i, store, &output, &tools, &id_seed, max_calls)
         })
     }
 

@@ -305,6 +305,14 @@ fn check_prompt(expected: &Value, actual: &Value) -> Result<(), String> {
             &format!("the prompt's {key}"),
         )?;
     }
+    // A fixture that does not say asks for the default: parallel tool calls allowed.
+    same(
+        expected
+            .get("single_tool_call")
+            .unwrap_or(&Value::Bool(false)),
+        actual.get("single_tool_call").unwrap_or(&Value::Null),
+        "the prompt's single_tool_call",
+    )?;
     let tools = |value: &Value| -> Result<Value, String> {
         let text = value
             .get("tools")
@@ -361,6 +369,30 @@ fn check_reply(expected: &Value, actual: &Value) -> Result<(), String> {
         }
         return Ok(());
     }
+    let (want, got) = (
+        want.as_array().ok_or("the fixture's tool calls are not a list")?,
+        got.as_array().ok_or("the tool calls are not a list")?,
+    );
+    if want.len() != got.len() {
+        return Err(format!(
+            "the reply has {} tool calls, expected {}",
+            got.len(),
+            want.len()
+        ));
+    }
+    let mut ids = std::collections::HashSet::new();
+    for (position, (want, got)) in want.iter().zip(got).enumerate() {
+        check_tool_call(want, got).map_err(|why| format!("tool call {position}: {why}"))?;
+        let id = got.get("id").and_then(Value::as_str).unwrap_or("");
+        if !ids.insert(id) {
+            return Err(format!("the tool id {id:?} is used twice in one reply"));
+        }
+    }
+    Ok(())
+}
+
+/// One tool call: the same name, the same input as JSON, and a well-formed id.
+fn check_tool_call(want: &Value, got: &Value) -> Result<(), String> {
     same(
         want.get("name").unwrap_or(&Value::Null),
         got.get("name").unwrap_or(&Value::Null),
