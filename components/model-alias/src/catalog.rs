@@ -3,7 +3,7 @@
 //! Only the fields this transform uses are declared; every other field (`family_label`,
 //! `family_uid`, ...) is ignored, so a newer CLI that adds or retypes fields does not break
 //! the bridge. `aliases`, `variants` and `label` may be missing or null, and a
-//! `max_context_tokens` that is not a positive integer counts as missing.
+//! `max_context_tokens` or `max_output_tokens` that is not a positive integer counts as missing.
 
 use serde::{Deserialize, Deserializer};
 
@@ -34,6 +34,9 @@ pub(crate) struct Variant {
     /// The variant's context window in tokens, when the catalog states a usable one.
     #[serde(default, deserialize_with = "positive_or_none")]
     pub(crate) max_context_tokens: Option<u64>,
+    /// The most tokens the variant writes in one reply, when the catalog states a usable one.
+    #[serde(default, deserialize_with = "positive_or_none")]
+    pub(crate) max_output_tokens: Option<u64>,
 }
 
 /// A positive integer, or `None` for anything else (null, a string, zero, a fraction).

@@ -26,6 +26,12 @@ struct ModelCard<'a> {
     display_name: &'a str,
     created_at: &'static str,
     capabilities: Capabilities,
+    /// The catalog's `max_context_tokens`; absent when the catalog states none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    context_window: Option<u64>,
+    /// The catalog's `max_output_tokens`; absent when the catalog states none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_output_tokens: Option<u64>,
 }
 
 /// What the bridge offers, whatever the model: the client runs the tools, images reach the
@@ -37,7 +43,8 @@ struct Capabilities {
     reasoning: bool,
 }
 
-/// One card per variant, in catalog order, listed only when its id validates back to that
+/// One card per variant, in catalog order, with the variant's context window and output limit
+/// when the catalog states them (clients size their conversations by `context_window`), listed only when its id validates back to that
 /// very variant. That drops routing pairings and variants hidden by a normalised-name
 /// collision, so a client never picks an id we would refuse, and it makes ids unique:
 /// resolution maps an id to at most one variant.
@@ -76,5 +83,7 @@ fn card<'a>(
         display_name: at.variant.label(),
         created_at: CREATED_AT,
         capabilities,
+        context_window: at.variant.max_context_tokens,
+        max_output_tokens: at.variant.max_output_tokens,
     })
 }

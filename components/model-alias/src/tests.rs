@@ -101,13 +101,16 @@ fn list_models_shape() {
         json!({"data":[
             {"type":"model","id":"devin-cli-agentic/swe-1-7","display_name":"SWE-1.7",
              "created_at":"2025-01-01T00:00:00Z",
-             "capabilities":{"tool_calling":true,"vision":false,"reasoning":false}},
+             "capabilities":{"tool_calling":true,"vision":false,"reasoning":false},
+             "context_window":256000},
             {"type":"model","id":"devin-cli-agentic/swe-1-7-lightning","display_name":"SWE-1.7 Lightning",
              "created_at":"2025-01-01T00:00:00Z",
-             "capabilities":{"tool_calling":true,"vision":false,"reasoning":false}},
+             "capabilities":{"tool_calling":true,"vision":false,"reasoning":false},
+             "context_window":256000},
             {"type":"model","id":"devin-cli-agentic/glm-5-2","display_name":"GLM 5.2",
              "created_at":"2025-01-01T00:00:00Z",
-             "capabilities":{"tool_calling":true,"vision":false,"reasoning":false}}],
+             "capabilities":{"tool_calling":true,"vision":false,"reasoning":false},
+             "context_window":200000}],
          "has_more":false,
          "first_id":"devin-cli-agentic/swe-1-7",
          "last_id":"devin-cli-agentic/glm-5-2"})
@@ -206,4 +209,18 @@ fn long_input_is_not_echoed_in_full() {
     let failure = resolve(&requested, CATALOG).unwrap_err();
     assert_eq!(failure.code, "unknown_model");
     assert!(failure.message.len() < 200, "{}", failure.message.len());
+}
+
+#[test]
+fn list_models_carries_the_stated_windows_only() {
+    let body = list(
+        r#"{"families":[
+        {"slug":"a","variants":[{"model_uid":"a","max_context_tokens":128000,"max_output_tokens":8192}]},
+        {"slug":"b","variants":[{"model_uid":"b","max_context_tokens":"lots","max_output_tokens":0}]}]}"#,
+    );
+    assert_eq!(body["data"][0]["context_window"], 128000);
+    assert_eq!(body["data"][0]["max_output_tokens"], 8192);
+    let unknown = body["data"][1].as_object().unwrap();
+    assert!(!unknown.contains_key("context_window"), "{unknown:?}");
+    assert!(!unknown.contains_key("max_output_tokens"), "{unknown:?}");
 }

@@ -22,6 +22,8 @@ use devin_bridge_agent::process::Spec;
 use devin_bridge_engine::TransformCalls as _;
 use devin_bridge_engine::Transforms;
 
+use crate::window::Windows;
+
 /// Longest model id or label kept from the agent (characters).
 const MAX_NAME_CHARS: usize = 200;
 /// Most models kept from one probe.
@@ -51,6 +53,8 @@ pub struct Catalogs {
 }
 
 struct Live {
+    /// The policy's (or the built-in) catalog: the live catalog takes its context windows.
+    file: String,
     spec: Spec,
     limits: AgentLimits,
     home: PathBuf,
@@ -90,6 +94,7 @@ impl Catalogs {
     ) -> Self {
         let home = spec.cwd.clone();
         let live = Arc::new(Live {
+            file: file.clone(),
             spec,
             limits,
             home,
@@ -201,14 +206,24 @@ impl Live {
             return Err("no_models".into());
         }
         let count = models.len();
-        let catalog = catalog_of(&models);
         let transforms = self.transforms.clone();
-        let candidate = catalog.clone();
-        let listed = tokio::task::spawn_blocking(move || transforms.list_models(candidate, false))
-            .await
-            .map_err(|_| "transform_trap".to_owned())?;
+        let file = self.file.clone();
+        let listed = tokio::task::spawn_blocking(move || {
+            // The agent lists no context windows: the file's catalog states them for the ids
+            // it knows (a failure to list it only loses the windows).
+            let windows = match transforms.list_models(file, false) {
+                Ok(Ok(listing)) => Windows::from_listing(&listing),
+                _ => Windows::default(),
+            };
+            let catalog = catalog_of(&models, &windows);
+            transforms
+                .list_models(catalog.clone(), false)
+                .map(|listed| listed.map(|_| catalog))
+        })
+        .await
+        .map_err(|_| "transform_trap".to_owned())?;
         match listed {
-            Ok(Ok(_)) => Ok((catalog, count)),
+            Ok(Ok(catalog)) => Ok((catalog, count)),
             Ok(Err(failure)) => Err(failure.code),
             Err(error) => Err(error.code().to_owned()),
         }
@@ -216,17 +231,19 @@ impl Live {
 }
 
 /// A catalog in the format of `devin models list --format json`: one family per model, the
-/// model's id as its slug and only variant.
-fn catalog_of(models: &[(String, String)]) -> String {
+/// model's id as its slug and only variant, with the context window `windows` states for it.
+fn catalog_of(models: &[(String, String)], windows: &Windows) -> String {
     let families: Vec<serde_json::Value> = models
         .iter()
         .map(|(id, label)| {
+            // ACP spells ids with `-` where the catalog may have `.` or `_`.
+            let acp_id = id.replace(['.', '_'], "-");
             json!({
                 "slug": id,
                 "family_uid": id,
                 "family_label": label,
                 "aliases": [],
-                "variants": [{"model_uid": id, "label": label}],
+                "variants": [{"model_uid": id, "label": label, "max_context_tokens": windows.of(&acp_id)}],
             })
         })
         .collect();
@@ -314,11 +331,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_catalog_of_probed_models_lists_them_through_the_model_alias_rules() {
-        let catalog = catalog_of(&[
-            ("swe-1-7".into(), "SWE-1.7".into()),
-            ("glm-5-2".into(), "GLM 5.2".into()),
-        ]);
+    fn a_catalog_of_probed_models_lists_them_with_the_files_windows() {
+        let file_listing = devin_bridge_model_alias_listing(devin_bridge_policy::BUILTIN_CATALOG);
+        let windows = Windows::from_listing(&file_listing);
+        let catalog = catalog_of(
+            &[
+                ("swe-1-7".into(), "SWE-1.7".into()),
+                ("glm-5-2".into(), "GLM 5.2".into()),
+                ("brand-new".into(), "Brand new".into()),
+            ],
+            &windows,
+        );
         let listing: serde_json::Value =
             serde_json::from_str(&devin_bridge_model_alias_listing(&catalog)).expect("listing");
         let ids: Vec<&str> = listing["data"]
@@ -329,7 +352,23 @@ mod tests {
             .collect();
         assert_eq!(
             ids,
-            ["devin-cli-agentic/swe-1-7", "devin-cli-agentic/glm-5-2"]
+            [
+                "devin-cli-agentic/swe-1-7",
+                "devin-cli-agentic/glm-5-2",
+                "devin-cli-agentic/brand-new"
+            ]
+        );
+        let windows: Vec<&serde_json::Value> = listing["data"]
+            .as_array()
+            .expect("data")
+            .iter()
+            .map(|card| &card["context_window"])
+            .collect();
+        assert_eq!(windows[0], 256000, "the file's window for a model it knows");
+        assert!(windows[1].as_u64().is_some_and(|tokens| tokens > 0));
+        assert!(
+            windows[2].is_null(),
+            "no window for a model the file does not know"
         );
     }
 

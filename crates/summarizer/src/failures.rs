@@ -18,6 +18,8 @@ pub enum HostFailure {
     RequestTooLarge,
     /// The body could not be read or is not UTF-8.
     InvalidRequest,
+    /// The request's input estimate is over its model's context window.
+    PromptTooLong,
     /// Every turn slot stayed busy for `[server] queue_timeout_ms`.
     Overloaded,
     /// A transform trapped, timed out or ran out of memory (the engine's code is kept).
@@ -35,6 +37,7 @@ impl HostFailure {
             HostFailure::Unauthorized => ("unauthorized", 401, false),
             HostFailure::RequestTooLarge => ("request_too_large", 413, false),
             HostFailure::InvalidRequest => ("invalid_request", 400, false),
+            HostFailure::PromptTooLong => ("prompt_too_long", 400, false),
             HostFailure::Overloaded => ("overloaded", 529, false),
             HostFailure::Transform => ("transform_trap", 500, false),
             HostFailure::UnexecutedActionNarrative => ("unexecuted_action_narrative", 502, true),
@@ -75,6 +78,7 @@ mod tests {
             Unauthorized,
             RequestTooLarge,
             InvalidRequest,
+            PromptTooLong,
             Overloaded,
             Transform,
             UnexecutedActionNarrative,

@@ -194,10 +194,10 @@ async fn count_tokens(bridge: Arc<Bridge>, request: Request<Incoming>) -> Respon
         Ok(body) => body,
         Err(failure) => return error_response(&bridge, failure).await,
     };
-    match turn::serialize_whole(&bridge, body).await {
-        Ok(whole) => json_response(
+    match turn::count_tokens(&bridge, body).await {
+        Ok(input_tokens) => json_response(
             StatusCode::OK,
-            serde_json::json!({ "input_tokens": whole.prompt.input_tokens }).to_string(),
+            serde_json::json!({ "input_tokens": input_tokens }).to_string(),
         ),
         Err(failure) => error_response(&bridge, failure).await,
     }

@@ -15,6 +15,7 @@ mod resident;
 pub mod sandbox;
 pub mod startup;
 mod turn;
+mod window;
 
 use devin_bridge_policy::ModePolicy;
 use std::path::PathBuf;
@@ -60,6 +61,10 @@ pub struct Bridge {
     catalogs: catalog::Catalogs,
     /// Which images go with a prompt: none unless the agent advertises image prompts.
     images: ImageLimits,
+    /// Tool calls one reply may hold (`[agent] max_tool_calls`).
+    max_tool_calls: u32,
+    /// The context windows of the catalog in force.
+    windows: Arc<window::ModelWindows>,
     key: Option<ApiKey>,
     turn_slots: Arc<Semaphore>,
     queue_timeout: Duration,
@@ -204,6 +209,8 @@ impl Bridge {
             agent,
             catalogs,
             images,
+            max_tool_calls: policy.agent.max_tool_calls,
+            windows: Arc::default(),
             key,
             turn_slots: Arc::new(Semaphore::new(policy.server.max_concurrent_turns)),
             queue_timeout: Duration::from_millis(policy.server.queue_timeout_ms),

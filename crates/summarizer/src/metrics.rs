@@ -20,10 +20,18 @@ pub struct RequestLabels {
     pub status: u16,
 }
 
+/// Labels of a turn's usage count: whether the agent reported its token counts or the bridge
+/// estimated them.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct UsageLabels {
+    pub source: &'static str,
+}
+
 /// Every metric the bridge exports.
 pub struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
+    turn_usage: Family<UsageLabels, Counter>,
     turns_in_flight: Gauge,
     agent_processes: Gauge,
     resident_processes: Gauge,
@@ -40,6 +48,12 @@ impl Metrics {
             "requests",
             "HTTP requests answered, by route and status",
             requests.clone(),
+        );
+        let turn_usage = Family::<UsageLabels, Counter>::default();
+        registry.register(
+            "turn_usage",
+            "Answered turns by where their token counts came from (reported by the agent, or estimated)",
+            turn_usage.clone(),
         );
         let turns_in_flight = Gauge::default();
         registry.register(
@@ -128,6 +142,7 @@ impl Metrics {
         Self {
             registry,
             requests,
+            turn_usage,
             turns_in_flight,
             agent_processes,
             resident_processes,
@@ -149,6 +164,12 @@ impl Metrics {
         self.requests
             .get_or_create(&RequestLabels { path, status })
             .inc();
+    }
+
+    /// Counts one answered turn by the source of its usage: `reported` or `estimated`.
+    pub fn count_usage(&self, reported: bool) {
+        let source = if reported { "reported" } else { "estimated" };
+        self.turn_usage.get_or_create(&UsageLabels { source }).inc();
     }
 
     /// The text exposition, with the gauges read now.

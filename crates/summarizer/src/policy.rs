@@ -81,6 +81,12 @@ impl ModePolicy for SummarizerPolicy {
                 self.agent.resume_memory_mib
             )));
         }
+        if !(1..=64).contains(&self.agent.max_tool_calls) {
+            return Err(invalid(format!(
+                "agent.max_tool_calls must be between 1 and 64, not {}",
+                self.agent.max_tool_calls
+            )));
+        }
         if self.agent.max_images > 64 || self.agent.max_image_bytes > 32 << 20 {
             return Err(invalid(format!(
                 "agent.max_images must be at most 64 and agent.max_image_bytes at most 32 MiB, not {} and {}",
@@ -187,6 +193,9 @@ pub struct AgentSection {
     pub max_images: u32,
     /// Largest image attached (decoded bytes); a larger one stays an `[image]` placeholder.
     pub max_image_bytes: u32,
+    /// Tool calls one reply may hold (1 to 64): independent calls the agent asks for together
+    /// go to the client as one message. More is a repairable `excessive_tool_requests`.
+    pub max_tool_calls: u32,
     /// A name on PATH or a path (relative to the policy); `DEVIN_BIN` overrides it.
     pub command: String,
     pub args: Vec<String>,
@@ -227,6 +236,7 @@ impl Default for AgentSection {
             resume_memory_mib: 256,
             max_images: 8,
             max_image_bytes: 5 << 20,
+            max_tool_calls: 8,
             command: "devin".into(),
             args: vec!["acp".into(), "--agent-type".into(), "summarizer".into()],
             home: PathBuf::from("/home/bridge"),

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
+use devin_bridge_agent::acp::ReportedUsage;
 use devin_bridge_types::{error_type, estimate_tokens, Failure, Reply, Usage};
 use hyper::{Response, StatusCode};
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
@@ -15,7 +16,7 @@ use tracing::Instrument;
 use super::body::{full, ResponseBody, Streamed};
 use super::failures::HostFailure;
 use super::resident::{Lease, Resident};
-use super::{Bridge, InFlight};
+use super::{window, Bridge, InFlight};
 use devin_bridge_agent::acp::{prompt_blocks, AcpError};
 use devin_bridge_engine::TransformCalls as _;
 use devin_bridge_engine::{
@@ -96,12 +97,10 @@ pub(super) async fn run_transform<T: Send + 'static>(
     }
 }
 
-/// How much a reply gives a transform to render.
-fn reply_bytes(reply: &Reply) -> usize {
-    match reply {
-        Reply::Text(text) => text.len(),
-        Reply::Tool(call) => call.id.len() + call.name.len() + call.input.len(),
-    }
+/// What an agent turn produced: its text, and the token counts it reported, if any.
+pub struct AgentReply {
+    pub text: String,
+    pub usage: Option<ReportedUsage>,
 }
 
 /// A request that passed the transforms and may now wait for an agent.
@@ -148,10 +147,8 @@ pub async fn prepare(
     let head = MessageHead {
         id: message_id(),
         model: prompt.model.clone(),
-        usage: Usage {
-            input_tokens: prompt.input_tokens,
-            output_tokens: 1,
-        },
+        // `message_start` goes out before the agent answers: its usage is the estimate.
+        usage: Usage::estimated(prompt.input_tokens, 1),
     };
     Ok(Prepared {
         prompt,
@@ -176,16 +173,33 @@ pub(super) async fn serialize_unseen(
     validate: bool,
 ) -> Result<UnseenPrompt, Failure> {
     let catalog = bridge.catalog();
+    let windows = bridge.windows.clone();
     let options = PromptOptions {
         held,
         images: bridge.images,
     };
     run_transform(&bridge.transforms, body.len(), move |t| {
         Ok(match t.serialize_unseen(body, options)? {
-            Ok(unseen) if validate => t
-                .validate_model(unseen.prompt.model.clone(), catalog)?
-                .map(|_| unseen),
+            Ok(unseen) if validate => {
+                let (model, tokens) = (unseen.prompt.model.clone(), unseen.prompt.input_tokens);
+                window::admit(t, &windows, model, catalog, tokens)?.map(|()| unseen)
+            }
             other => other,
+        })
+    })
+    .await?
+}
+
+/// `count_tokens`: the serializer's estimate of everything the request would send the agent,
+/// with the model validated. A request over its model's window is counted, not refused.
+pub async fn count_tokens(bridge: &Bridge, body: String) -> Result<u32, Failure> {
+    let catalog = bridge.catalog();
+    run_transform(&bridge.transforms, body.len(), move |t| {
+        Ok(match t.serialize(body)? {
+            Ok(prompt) => t
+                .validate_model(prompt.model, catalog)?
+                .map(|_| prompt.input_tokens),
+            Err(failure) => Err(failure),
         })
     })
     .await?
@@ -229,7 +243,11 @@ pub async fn acquire_slot(bridge: &Bridge) -> Result<OwnedSemaphorePermit, Failu
 }
 
 /// One agent turn on a prewarmed (or fresh) agent.
-async fn agent_turn(bridge: &Bridge, prompt: &str, images: &[Image]) -> Result<String, Failure> {
+async fn agent_turn(
+    bridge: &Bridge,
+    prompt: &str,
+    images: &[Image],
+) -> Result<AgentReply, Failure> {
     let agent = match bridge.pool.take().await {
         Ok(agent) => agent,
         Err(error) => return Err(agent_failure(bridge, error).await),
@@ -238,8 +256,11 @@ async fn agent_turn(bridge: &Bridge, prompt: &str, images: &[Image]) -> Result<S
     let blocks = prompt_blocks(prompt.to_owned(), image_parts(images));
     match agent.run_turn_blocks(&bridge.home, blocks).await {
         Ok(output) => {
-            tracing::info!(pid, elapsed_ms = output.elapsed.as_millis() as u64, chars = output.text.len(), observed_model = ?output.observed_model, "agent turn complete");
-            Ok(output.text)
+            tracing::info!(pid, elapsed_ms = output.elapsed.as_millis() as u64, chars = output.text.len(), observed_model = ?output.observed_model, reported_usage = output.usage.is_some(), "agent turn complete");
+            Ok(AgentReply {
+                text: output.text,
+                usage: output.usage,
+            })
         }
         Err(error) => Err(agent_failure(bridge, error).await),
     }
@@ -268,10 +289,10 @@ pub async fn run(
         }
         Session::PerTurn => agent_turn(bridge, &prompt.text, images).await?,
     };
-    let rejection = match check(bridge, prompt, &first, has_tools).await? {
+    let rejection = match check(bridge, prompt, &first.text, has_tools).await? {
         Verdict::Accept(reply) => {
             session.commit();
-            return Ok((reply, usage(prompt, &first)));
+            return Ok((reply, usage(bridge, prompt, &first)));
         }
         Verdict::Repair(rejection) => rejection,
     };
@@ -287,10 +308,10 @@ pub async fn run(
             agent_turn(bridge, &repaired, images).await?
         }
     };
-    let outcome = match check(bridge, prompt, &second, has_tools).await? {
+    let outcome = match check(bridge, prompt, &second.text, has_tools).await? {
         Verdict::Accept(reply) => {
             session.commit();
-            Ok((reply, usage(prompt, &second)))
+            Ok((reply, usage(bridge, prompt, &second)))
         }
         Verdict::Repair(failure) => Err(Failure {
             repairable: false,
@@ -319,12 +340,18 @@ async fn check(
         prompt.tools.clone(),
         prompt.id_seed.clone(),
     );
+    // `tool_choice.disable_parallel_tool_use` asks for one call; a second is then repairable.
+    let max_calls = if prompt.single_tool_call {
+        1
+    } else {
+        bridge.max_tool_calls
+    };
     let size = text.len() + tools.len();
     let parsed = run_transform(&bridge.transforms, size, move |t| {
         if has_tools && t.narrates_unexecuted_action(text.clone())? {
             return Ok(Err(narrated_intent()));
         }
-        t.parse(text, tools, seed)
+        t.parse(text, tools, seed, max_calls)
     })
     .await?;
     match parsed {
@@ -343,10 +370,20 @@ impl Session {
     }
 }
 
-fn usage(prompt: &Prompt, output: &str) -> Usage {
-    Usage {
-        input_tokens: prompt.input_tokens,
-        output_tokens: estimate_tokens(output),
+/// The usage a turn reports: the agent's own counts when it gave them (an output count it did
+/// not give is estimated), else the serializer's input estimate and the output's estimate.
+fn usage(bridge: &Bridge, prompt: &Prompt, reply: &AgentReply) -> Usage {
+    bridge.metrics.count_usage(reply.usage.is_some());
+    match reply.usage {
+        Some(reported) => Usage {
+            input_tokens: reported.input_tokens,
+            output_tokens: reported
+                .output_tokens
+                .unwrap_or_else(|| estimate_tokens(&reply.text)),
+            cache_read_input_tokens: reported.cache_read_input_tokens,
+            cache_creation_input_tokens: reported.cache_creation_input_tokens,
+        },
+        None => Usage::estimated(prompt.input_tokens, estimate_tokens(&reply.text)),
     }
 }
 
@@ -368,7 +405,7 @@ pub async fn respond_json(
     match outcome {
         Ok((reply, usage)) => {
             let head = MessageHead { usage, ..head };
-            let size = reply_bytes(&reply);
+            let size = reply.content_bytes();
             match run_transform(&bridge.transforms, size, move |t| {
                 t.render_json(head, reply)
             })
@@ -441,7 +478,7 @@ pub fn respond_stream(
         };
         let tail = match outcome {
             Ok((reply, usage)) => {
-                let size = reply_bytes(&reply);
+                let size = reply.content_bytes();
                 run_transform(transforms, size, move |t| t.stream_finish(reply, usage)).await
             }
             Err(failure) => Err(failure),

@@ -45,7 +45,7 @@
 //! | `[mock:narrate-then-tool]` | `I'll run the tests next to check the fix.`, then the envelope on the repair attempt |
 //! | `[mock:narrate-always]` | the narration on both attempts |
 //! | `[mock:malformed-then-tool]` | `<tool>{"name": "Bash", "arguments": {</tool>`, then the envelope on the repair attempt |
-//! | `[mock:two-tools]` | two envelopes (on the repair attempt too) |
+//! | `[mock:two-tools]` | two envelopes, separated by a line break (on the repair attempt too) |
 //! | `[mock:rpc-error]` | JSON-RPC error -32603 `Internal error`, data `{"cognition.ai/errorKind":"ServerError","retryable":true}` |
 //! | `[mock:rpc-error=RateLimited]` | the same with errorKind `RateLimited` |
 //! | `[mock:rpc-error=Unauthenticated]` | -32000 `Authentication required`, errorKind `Unauthenticated`, retryable false |
@@ -63,7 +63,9 @@
 //! | `[mock:stray-response]` | the response `{"jsonrpc":"2.0","id":987654,"result":{}}`, then a normal text answer |
 //! | `[mock:env]` | text listing the environment as sorted `NAME=VALUE` lines |
 //! | `[mock:grandchild]` | spawns `sleep 300` in its process group, then hangs like `[mock:hang]` |
-//! | `[mock:usage]` | a normal text answer (no-op marker) |
+//! | `[mock:usage]` | a normal text answer; the result reports `usage {inputTokens: 4321, outputTokens: 42, totalTokens: 4363, cachedReadTokens: 4000, cachedWriteTokens: 300}` |
+//! | `[mock:no-usage]` | a normal text answer; the result has no `usage` |
+//! | `[mock:usage-update]` | a normal text answer with a `usage_update {used: 5555, size: 256000}` before the result, which has no `usage` |
 //!
 //! Without a marker the default scripted session (see [`script`]) leads a client through
 //! fixing `add()` in `math.js` with the client's Bash, Read and Edit tools.

@@ -52,7 +52,12 @@ pub enum Scenario {
     /// Reports its identity and tries to reach the host's private files (a hostile turn).
     Probe,
     Grandchild,
+    /// A text answer whose result reports fixed counts, cache reads and writes included.
     Usage,
+    /// A text answer whose result reports no usage.
+    NoUsage,
+    /// A text answer with a `usage_update` (context used) and no usage in the result.
+    UsageUpdate,
     /// No marker: the default scripted coding session.
     Script,
 }
@@ -89,6 +94,8 @@ pub const MARKERS: &[&str] = &[
     "probe",
     "grandchild",
     "usage",
+    "no-usage",
+    "usage-update",
 ];
 
 impl Scenario {
@@ -125,6 +132,8 @@ impl Scenario {
             "probe" => Self::Probe,
             "grandchild" => Self::Grandchild,
             "usage" => Self::Usage,
+            "no-usage" => Self::NoUsage,
+            "usage-update" => Self::UsageUpdate,
             "script" | "default" => Self::Script,
             _ => return None,
         })
@@ -172,6 +181,8 @@ impl Scenario {
             Self::Probe => "probe",
             Self::Grandchild => "grandchild",
             Self::Usage => "usage",
+            Self::NoUsage => "no-usage",
+            Self::UsageUpdate => "usage-update",
             Self::Script => "script",
         }
     }

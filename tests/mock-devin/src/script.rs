@@ -6,10 +6,14 @@
 //! | results | answer |
 //! |---|---|
 //! | 0 | `Bash {"command":"pwd"}` |
-//! | 1 | `Read {"file_path":"<pwd>/math.js"}` |
-//! | 2 | `Edit` `return a - b;` -> `return a + b;` if the Read result shows the bug, else `Bash npm test` |
-//! | 3 | `Bash {"command":"npm test"}` after an edit, else the final answer |
-//! | 4+ | the final answer, from the last result (tests pass or still fail) |
+//! | 1 | two independent reads in one answer: `Read <pwd>/math.js` and `Read <pwd>/math.test.js`; when the prompt says parallel tool use is disabled, `Read <pwd>/math.js` alone |
+//! | 2 | (parallel tool use disabled) `Read <pwd>/math.test.js` |
+//! | 3 | `Edit` `return a - b;` -> `return a + b;` if the math.js result shows the bug, else `Bash npm test` |
+//! | 4 | `Bash {"command":"npm test"}` after an edit, else the final answer |
+//! | 5+ | the final answer, from the last result (tests pass or still fail) |
+//!
+//! So the task takes five agent turns when the agent may ask for independent actions together,
+//! and six when it may not.
 
 use serde_json::{json, Value};
 
@@ -29,6 +33,8 @@ pub enum Action {
         name: &'static str,
         arguments: Value,
     },
+    /// Several independent calls in one answer, in order.
+    Tools(Vec<(&'static str, Value)>),
     Text(String),
 }
 
@@ -39,8 +45,9 @@ fn bash(command: &str, description: &str) -> Action {
     }
 }
 
-/// The next answer, given the trace's tool results and the declared tool names.
-pub fn next(results: &[ToolResult<'_>], tools: &[&str]) -> Action {
+/// The next answer, given the trace's tool results, the declared tool names and whether the
+/// agent may ask for several tools in one answer.
+pub fn next(results: &[ToolResult<'_>], tools: &[&str], parallel: bool) -> Action {
     let missing: Vec<&str> = REQUIRED_TOOLS
         .into_iter()
         .filter(|tool| !tools.contains(tool))
@@ -61,24 +68,32 @@ pub fn next(results: &[ToolResult<'_>], tools: &[&str]) -> Action {
             first_line(first)
         ));
     };
-    let file = if dir == "/" {
-        "/math.js".to_owned()
-    } else {
-        format!("{}/math.js", dir.trim_end_matches('/'))
+    let in_dir = |name: &str| format!("{}/{name}", dir.trim_end_matches('/'));
+    let (file, test_file) = (in_dir("math.js"), in_dir("math.test.js"));
+    let read_file = |path: &str| Action::Tool {
+        name: "Read",
+        arguments: json!({"file_path": path}),
     };
     let Some(read) = results.get(1) else {
-        return Action::Tool {
-            name: "Read",
-            arguments: json!({"file_path": file}),
+        return if parallel {
+            Action::Tools(vec![
+                ("Read", json!({"file_path": file})),
+                ("Read", json!({"file_path": test_file})),
+            ])
+        } else {
+            read_file(&file)
         };
     };
+    if results.len() == 2 {
+        return read_file(&test_file);
+    }
     let has_bug = read.content.contains(BUG);
     match (results.len(), has_bug) {
-        (2, true) => Action::Tool {
+        (3, true) => Action::Tool {
             name: "Edit",
             arguments: json!({"file_path": file, "old_string": BUG, "new_string": FIX}),
         },
-        (2, false) | (3, true) => bash("npm test", "Run the tests"),
+        (3, false) | (4, true) => bash("npm test", "Run the tests"),
         _ => {
             // 3 results without an edit, or 4 and more: judge the last one.
             let last = results.last().unwrap_or(read);
@@ -178,20 +193,50 @@ mod tests {
 
     const READ: &str = "     1\tfunction add(a, b) {\n     2\t  return a - b;\n     3\t}\n";
 
+    fn next(results: &[ToolResult<'_>], tools: &[&str]) -> Action {
+        super::next(results, tools, true)
+    }
+
+    #[test]
+    fn reads_both_files_in_one_answer_unless_parallel_use_is_disabled() {
+        let pwd = ok("/w\n");
+        assert_eq!(
+            next(&[pwd], &TOOLS),
+            Action::Tools(vec![
+                ("Read", json!({"file_path": "/w/math.js"})),
+                ("Read", json!({"file_path": "/w/math.test.js"})),
+            ])
+        );
+        let read_math = Action::Tool {
+            name: "Read",
+            arguments: json!({"file_path": "/w/math.js"}),
+        };
+        assert_eq!(super::next(&[pwd], &TOOLS, false), read_math);
+        assert_eq!(
+            super::next(&[pwd, ok(READ)], &TOOLS, false),
+            Action::Tool {
+                name: "Read",
+                arguments: json!({"file_path": "/w/math.test.js"}),
+            }
+        );
+        // Both ways, the same edit follows once both files were read.
+        for parallel in [true, false] {
+            assert!(matches!(
+                super::next(&[pwd, ok(READ), ok("test")], &TOOLS, parallel),
+                Action::Tool { name: "Edit", .. }
+            ));
+        }
+    }
+
     #[test]
     fn walks_the_coding_task() {
         assert_eq!(next(&[], &TOOLS), bash("pwd", "Show the working directory"));
         let pwd = ok("/tmp/.sandbox/project\n");
-        assert_eq!(
-            next(&[pwd], &TOOLS),
-            Action::Tool {
-                name: "Read",
-                arguments: json!({"file_path": "/tmp/.sandbox/project/math.js"})
-            }
-        );
+        assert!(matches!(next(&[pwd], &TOOLS), Action::Tools(reads) if reads.len() == 2));
         let read = ok(READ);
+        let test_source = ok("assert.strictEqual(add(2, 3), 5);");
         assert_eq!(
-            next(&[pwd, read], &TOOLS),
+            next(&[pwd, read, test_source], &TOOLS),
             Action::Tool {
                 name: "Edit",
                 arguments: json!({
@@ -203,19 +248,19 @@ mod tests {
         );
         let edit = ok("The file /tmp/.sandbox/project/math.js has been updated.");
         assert_eq!(
-            next(&[pwd, read, edit], &TOOLS),
+            next(&[pwd, read, test_source, edit], &TOOLS),
             bash("npm test", "Run the tests")
         );
         let test = ok(
             "\n> demo@1.0.0 test\n> node math.test.js\n\nok - add(2, 3) === 5\nall tests passed\n",
         );
         assert_eq!(
-            next(&[pwd, read, edit, test], &TOOLS),
+            next(&[pwd, read, test_source, edit, test], &TOOLS),
             Action::Text(FIXED.into())
         );
         let failed = err("Error: Exit code 1\nnot ok - add(2, 3) === 5");
         assert_eq!(
-            next(&[pwd, read, edit, failed], &TOOLS),
+            next(&[pwd, read, test_source, edit, failed], &TOOLS),
             Action::Text("The tests still fail: Error: Exit code 1".into())
         );
     }
@@ -224,19 +269,20 @@ mod tests {
     fn skips_the_edit_without_the_bug() {
         let pwd = ok("/w");
         let read = ok("     1→function add(a, b) {\n     2→  return a + b;\n");
+        let test_source = ok("assert");
         assert_eq!(
-            next(&[pwd, read], &TOOLS),
+            next(&[pwd, read, test_source], &TOOLS),
             bash("npm test", "Run the tests")
         );
         let test = ok("ℹ tests 1\nℹ pass 1\nℹ fail 0");
         assert_eq!(
-            next(&[pwd, read, test], &TOOLS),
+            next(&[pwd, read, test_source, test], &TOOLS),
             Action::Text(ALREADY_RIGHT.into())
         );
         // A leading arrow-prefixed Read still shows the bug.
         let buggy = ok("     2→  return a - b;");
         assert!(matches!(
-            next(&[pwd, buggy], &TOOLS),
+            next(&[pwd, buggy, test_source], &TOOLS),
             Action::Tool { name: "Edit", .. }
         ));
     }
@@ -257,9 +303,13 @@ mod tests {
             Action::Text(text) if text.ends_with("pwd result: bash: pwd: not found")
         ));
         assert_eq!(
-            next(&[ok("/"), ok("x")], &TOOLS),
+            next(&[ok("/"), ok("x"), ok("y")], &TOOLS),
             bash("npm test", "Run the tests")
         );
+        assert!(matches!(
+            next(&[ok("/")], &TOOLS),
+            Action::Tools(reads) if reads[0].1["file_path"] == "/math.js"
+        ));
     }
 
     #[test]

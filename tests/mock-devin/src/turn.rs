@@ -21,6 +21,10 @@ pub const NARRATION: &str = "I'll run the tests next to check the fix.";
 pub const MALFORMED: &str = r#"<tool>{"name": "Bash", "arguments": {</tool>"#;
 pub const MODEL_LABEL: &str = "SWE-1.7 (mock)";
 const TOOL_RAN: &str = "Mock answer: the tool ran.";
+/// What the bridge's framing says when the request disables parallel tool use.
+const PARALLEL_DISABLED: &str = "Parallel tool use is disabled";
+/// `used` of the `usage_update` `[mock:usage-update]` sends.
+pub const CONTEXT_USED: u64 = 5555;
 const EXIT_TEXT: &str = "Mock answer: the agent is about to exit.";
 const HUGE_TOTAL: usize = 4 * 1024 * 1024;
 const HUGE_CHUNK: usize = 64 * 1024;
@@ -107,6 +111,12 @@ fn marker_tool(tools: &[&str], command: &str, description: &str) -> (String, Val
 
 /// The first word ending in `.png` in the trace's `[User]` sections (what `[mock:read-image]`
 /// asks the client to read).
+/// The usage `[mock:usage]` reports, whatever the prompt.
+pub fn reported_usage() -> Value {
+    json!({"inputTokens": 4321, "outputTokens": 42, "totalTokens": 4363,
+           "cachedReadTokens": 4000, "cachedWriteTokens": 300})
+}
+
 fn image_path(prompt: &Prompt<'_>) -> Option<String> {
     prompt
         .sections
@@ -178,7 +188,9 @@ impl Turn {
             envelope(&tool, &arguments)
         };
         match self.scenario {
-            Scenario::Text | Scenario::Usage => self.answer(TEXT, Route::Update, "text"),
+            Scenario::Text | Scenario::Usage | Scenario::NoUsage | Scenario::UsageUpdate => {
+                self.answer(TEXT, Route::Update, "text")
+            }
             Scenario::Tool => self.answer(&tool_envelope(), Route::Update, "tool"),
             Scenario::NarrateThenTool if repair => {
                 self.answer(&tool_envelope(), Route::Update, "tool")
@@ -268,7 +280,10 @@ impl Turn {
                     plugin_script::next(&subcommand, &raw, &results),
                     results.len(),
                 ),
-                None => self.play_action(script::next(&results, &tools), results.len()),
+                None => {
+                    let parallel = !self.prompt.contains(PARALLEL_DISABLED);
+                    self.play_action(script::next(&results, &tools, parallel), results.len())
+                }
             },
             // Handled above: they never get here.
             Scenario::Hang | Scenario::Grandchild => hang_forever(),
@@ -282,6 +297,18 @@ impl Turn {
                 self.log("script_step", json!({"step": step, "tool": name}));
                 self.log_envelope(name, &arguments);
                 self.answer(&envelope(name, &arguments), Route::Update, "tool")
+            }
+            Action::Tools(calls) => {
+                let names: Vec<&str> = calls.iter().map(|(name, _)| *name).collect();
+                self.log("script_step", json!({"step": step, "tools": names}));
+                let envelopes: Vec<String> = calls
+                    .iter()
+                    .map(|(name, arguments)| {
+                        self.log_envelope(name, arguments);
+                        envelope(name, arguments)
+                    })
+                    .collect();
+                self.answer(&envelopes.join("\n"), Route::Update, "tools")
             }
             Action::Text(text) => {
                 self.log("script_step", json!({"step": step, "tool": null}));
@@ -375,15 +402,25 @@ impl Turn {
                 "stats": {"inputTokens": input, "outputTokens": output, "modelLabel": MODEL_LABEL},
             }),
         );
-        self.complete(json!({
-            "stopReason": "end_turn",
-            "usage": {
-                "inputTokens": input,
-                "outputTokens": output,
-                "totalTokens": input + output,
-                "cachedReadTokens": 0,
-            },
-        }));
+        self.complete(match self.scenario {
+            Scenario::Usage => json!({"stopReason": "end_turn", "usage": reported_usage()}),
+            Scenario::NoUsage => json!({"stopReason": "end_turn"}),
+            Scenario::UsageUpdate => {
+                self.update(
+                    json!({"sessionUpdate": "usage_update", "used": CONTEXT_USED, "size": 256000}),
+                );
+                json!({"stopReason": "end_turn"})
+            }
+            _ => json!({
+                "stopReason": "end_turn",
+                "usage": {
+                    "inputTokens": input,
+                    "outputTokens": output,
+                    "totalTokens": input + output,
+                    "cachedReadTokens": 0,
+                },
+            }),
+        });
     }
 
     fn cancelled(&self) {

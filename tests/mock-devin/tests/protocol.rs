@@ -513,6 +513,19 @@ fn default_script_runs_the_coding_task() {
     let (before, _) = turn(&second, &env);
     assert_eq!(
         chunks(&before).concat(),
+        "<tool>{\"name\":\"Read\",\"arguments\":{\"file_path\":\"/tmp/.sandbox/project/math.js\"}}</tool>\n\
+         <tool>{\"name\":\"Read\",\"arguments\":{\"file_path\":\"/tmp/.sandbox/project/math.test.js\"}}</tool>",
+        "independent reads come together"
+    );
+    // When the request disables parallel tool use, one read at a time.
+    let serial = second.replacen(
+        "[User]",
+        "[Tool Choice]\nauto: answer with text.\nParallel tool use is disabled: request at most one tool per output, never two envelopes.\n\n---\n\n[User]",
+        1,
+    );
+    let (before, _) = turn(&serial, &env);
+    assert_eq!(
+        chunks(&before).concat(),
         r#"<tool>{"name":"Read","arguments":{"file_path":"/tmp/.sandbox/project/math.js"}}</tool>"#
     );
 
@@ -535,7 +548,7 @@ fn default_script_runs_the_coding_task() {
         .iter()
         .filter(|e| e["event"] == "tool_envelope")
         .collect();
-    assert_eq!(envelopes.len(), 2, "{events:?}");
+    assert_eq!(envelopes.len(), 4, "{events:?}");
     assert_eq!(envelopes[0]["name"], "Bash");
     assert_eq!(envelopes[0]["scenario"], "script");
     assert_eq!(
@@ -543,7 +556,11 @@ fn default_script_runs_the_coding_task() {
         "/tmp/.sandbox/project/math.js"
     );
     assert!(events.iter().all(|e| e["at"].is_string()));
-    assert_eq!(events.iter().filter(|e| e["event"] == "prompt").count(), 3);
+    assert_eq!(
+        envelopes[2]["arguments"]["file_path"],
+        "/tmp/.sandbox/project/math.test.js"
+    );
+    assert_eq!(events.iter().filter(|e| e["event"] == "prompt").count(), 4);
 }
 
 #[test]
@@ -849,9 +866,11 @@ fn sessions_keep_their_trace_across_prompts_and_run_in_parallel() {
         ),
     );
     let (before, _) = agent.until_response(id);
-    assert_eq!(
-        chunks(&before).concat(),
-        r#"<tool>{"name":"Read","arguments":{"file_path":"/tmp/.sandbox/p/math.js"}}</tool>"#
+    assert!(
+        chunks(&before).concat().starts_with(
+            r#"<tool>{"name":"Read","arguments":{"file_path":"/tmp/.sandbox/p/math.js"}}</tool>"#
+        ),
+        "the next step reads math.js"
     );
 
     // Two sessions' turns overlap: the slow one on the second session does not block the first.

@@ -70,6 +70,8 @@ pub struct PromptOutcome {
     pub text: String,
     /// The prompt result's `usage` object exactly as reported (nothing filled in).
     pub usage: Option<Value>,
+    /// `used` of the turn's last `usage_update` (tokens in the session's context).
+    pub context_used: Option<u32>,
     /// From `_cognition.ai/agent_stopped` for this session.
     pub stopped: Option<AgentStopped>,
     /// `modelLabel` from `_cognition.ai/turn_stats`.
@@ -335,6 +337,7 @@ impl AgentConnection {
             stop_reason,
             text: turn.text,
             usage,
+            context_used: turn.context_used,
             stopped: turn.stopped,
             turn_stats_model: turn.turn_stats_model,
             permission_requests: turn.permission_requests,
@@ -595,6 +598,11 @@ impl Phase<'_> {
         match (self, update.kind) {
             (Phase::Replay(_), _) | (_, UpdateKind::Other) => Ok(()),
             (Phase::Prompt { turn, .. }, UpdateKind::Text(text)) => turn.append(&text),
+            (Phase::Prompt { turn, .. }, UpdateKind::ContextUsed(used)) => {
+                turn.context_used = Some(used);
+                Ok(())
+            }
+            (_, UpdateKind::ContextUsed(_)) => Ok(()),
             (Phase::Prompt { turn, gate, .. }, UpdateKind::Tool(call)) => {
                 check_tool(update.session_id, call, Some(*gate), allowed, Some(turn))
             }
@@ -649,6 +657,8 @@ pub(super) struct Update {
 pub(super) enum UpdateKind {
     Text(String),
     Tool(ToolCallSeen),
+    /// A `usage_update`: the tokens in the session's context.
+    ContextUsed(u32),
     Other,
 }
 
@@ -695,6 +705,11 @@ impl Update {
                 _ => UpdateKind::Other,
             },
         };
+        // `usage_update` is read from the raw update whether or not the schema types know it.
+        let kind = match (kind, raw.and_then(super::usage::context_used)) {
+            (UpdateKind::Other, Some(used)) => UpdateKind::ContextUsed(used),
+            (kind, _) => kind,
+        };
         Ok(Update { session_id, kind })
     }
 }
@@ -724,6 +739,7 @@ fn legacy_form(params: &Value) -> Value {
 /// What a prompt has gathered so far.
 struct Turn {
     text: String,
+    context_used: Option<u32>,
     output_cap: usize,
     stopped: Option<AgentStopped>,
     turn_stats_model: Option<String>,
@@ -735,6 +751,7 @@ impl Turn {
     fn new(output_cap: usize) -> Self {
         Self {
             text: String::new(),
+            context_used: None,
             output_cap,
             stopped: None,
             turn_stats_model: None,

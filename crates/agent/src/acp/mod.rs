@@ -13,6 +13,7 @@ mod pool;
 mod scripted;
 mod shared;
 mod turn;
+mod usage;
 
 pub use auth::has_api_key;
 pub use connection::{
@@ -23,3 +24,4 @@ pub use gate::{NoTools, ToolCallSeen, ToolGate, TOOL_NAME_META};
 pub use pool::{AgentPool, PoolStats};
 pub use shared::{Death, SharedAgent};
 pub use turn::{prompt_blocks, takes_images, Agent, TurnOutput};
+pub use usage::ReportedUsage;

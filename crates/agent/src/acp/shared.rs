@@ -118,6 +118,8 @@ impl Drop for Running<'_> {
 #[derive(Default)]
 struct Collected {
     text: String,
+    /// `used` of the turn's last `usage_update`.
+    context_used: Option<u32>,
     over_cap: bool,
     model: Option<String>,
 }
@@ -286,6 +288,10 @@ impl SharedAgent {
         }
         match stop_reason(&result)? {
             v1::StopReason::EndTurn => Ok(TurnOutput {
+                usage: super::ReportedUsage::of_turn(
+                    result.get("usage").filter(|usage| !usage.is_null()),
+                    collected.context_used,
+                ),
                 text: collected.text,
                 observed_model: collected.model,
                 elapsed: started.elapsed(),
@@ -485,6 +491,14 @@ impl SharedAgent {
                             } else if !collected.over_cap {
                                 collected.text.push_str(&text);
                             }
+                        }
+                        Ok(())
+                    }
+                    UpdateKind::ContextUsed(used) => {
+                        if let Some(collected) =
+                            self.lock_routes().prompts.get_mut(&update.session_id)
+                        {
+                            collected.context_used = Some(used);
                         }
                         Ok(())
                     }

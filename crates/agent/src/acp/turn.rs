@@ -15,6 +15,8 @@ use crate::process::Spec;
 #[derive(Debug, Clone)]
 pub struct TurnOutput {
     pub text: String,
+    /// The token counts the agent reported for the turn, if any.
+    pub usage: Option<super::ReportedUsage>,
     /// The model the agent says really ran (`_cognition.ai/agent_stopped` stats), if reported.
     pub observed_model: Option<String>,
     pub elapsed: Duration,
@@ -67,8 +69,9 @@ impl Agent {
         let limits = self.limits;
         let outcome = tokio::time::timeout(limits.turn_timeout, self.turn(cwd, blocks)).await;
         let outcome = match outcome {
-            Ok(Ok((text, observed_model))) => Ok(TurnOutput {
+            Ok(Ok((text, observed_model, usage))) => Ok(TurnOutput {
                 text,
+                usage,
                 observed_model,
                 elapsed: started.elapsed(),
             }),
@@ -110,7 +113,7 @@ impl Agent {
         &mut self,
         cwd: &Path,
         blocks: Vec<v1::ContentBlock>,
-    ) -> Result<(String, Option<String>), AcpError> {
+    ) -> Result<(String, Option<String>, Option<super::ReportedUsage>), AcpError> {
         let session = self
             .connection
             .new_session_signing_in(cwd, self.api_key)
@@ -123,6 +126,7 @@ impl Agent {
             v1::StopReason::EndTurn => Ok((
                 outcome.text,
                 outcome.stopped.and_then(|stopped| stopped.model_label),
+                super::ReportedUsage::of_turn(outcome.usage.as_ref(), outcome.context_used),
             )),
             other => Err(AcpError::Stopped(stop_reason_name(other))),
         }

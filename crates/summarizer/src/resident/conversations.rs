@@ -126,6 +126,8 @@ pub struct Earlier {
     pub tools: String,
     pub model: String,
     pub stream: bool,
+    /// Its `tool_choice.disable_parallel_tool_use` (part of what a continuation repeats).
+    pub single_tool_call: bool,
 }
 
 /// What is known of an entry without waiting for its running turn.

@@ -26,7 +26,8 @@ use tokio::sync::OwnedMutexGuard;
 
 use self::conversations::{Binding, Bound, Conversations, Earlier, Entry, ResumeBudget};
 use self::processes::Processes;
-use super::turn::{agent_failure, image_parts, run_transform, serialize_unseen};
+use super::turn::{agent_failure, image_parts, run_transform, serialize_unseen, AgentReply};
+use super::window;
 use super::Bridge;
 use crate::policy::AgentSection;
 use agent_client_protocol_schema::v1;
@@ -331,6 +332,7 @@ impl Resident {
                 tools: unseen.prompt.tools.clone(),
                 model: unseen.prompt.model.clone(),
                 stream: unseen.prompt.stream,
+                single_tool_call: unseen.prompt.single_tool_call,
             });
             let lease = Lease {
                 resident: self.clone(),
@@ -375,6 +377,7 @@ impl Resident {
         };
         let (continuation, model, catalog) =
             (text.to_owned(), earlier.model.clone(), bridge.catalog());
+        let windows = bridge.windows.clone();
         let options = PromptOptions {
             held,
             images: bridge.images,
@@ -382,7 +385,10 @@ impl Resident {
         let size = continuation.len();
         let answer = run_transform(&bridge.transforms, size, move |t| {
             Ok(match t.serialize_resumed(continuation, resume, options)? {
-                Ok(resumed) => Some(t.validate_model(model, catalog)?.map(|_| resumed)),
+                Ok(resumed) => {
+                    let tokens = resumed.input_tokens;
+                    Some(window::admit(t, &windows, model, catalog, tokens)?.map(|()| resumed))
+                }
                 Err(failure) => {
                     tracing::debug!(code = %failure.code, "the continuation was refused; serializing the whole request");
                     None
@@ -418,6 +424,7 @@ impl Resident {
                 id_seed: resumed.id_seed,
                 model: earlier.model.clone(),
                 stream: earlier.stream,
+                single_tool_call: earlier.single_tool_call,
             },
             history,
             images: resumed.images,
@@ -468,12 +475,12 @@ impl Resident {
         lease: &mut Lease,
         text: &str,
         images: &[Image],
-    ) -> Result<String, Failure> {
+    ) -> Result<AgentReply, Failure> {
         let error = match self
             .prompt(lease, prompt_blocks(text.to_owned(), image_parts(images)))
             .await
         {
-            Ok(output) => return Ok(output.text),
+            Ok(output) => return Ok(reply_of(output)),
             Err(error) => error,
         };
         if !matches!(error, AcpError::EarlyExit) || lease.replayed {
@@ -486,7 +493,7 @@ impl Resident {
         let whole = serialize(bridge, &lease.body, 0, false).await?;
         let blocks = prompt_blocks(whole.prompt.text, image_parts(&whole.images));
         match self.prompt(lease, blocks).await {
-            Ok(output) => Ok(output.text),
+            Ok(output) => Ok(reply_of(output)),
             Err(error) => Err(agent_failure(bridge, error).await),
         }
     }
@@ -497,7 +504,7 @@ impl Resident {
         bridge: &Bridge,
         lease: &mut Lease,
         rejection: Failure,
-    ) -> Result<String, Failure> {
+    ) -> Result<AgentReply, Failure> {
         let section = run_transform(&bridge.transforms, rejection.message.len(), move |t| {
             t.repair(String::new(), rejection)
         })
@@ -508,7 +515,7 @@ impl Resident {
             .prompt(lease, prompt_blocks(section.to_owned(), []))
             .await
         {
-            Ok(output) => Ok(output.text),
+            Ok(output) => Ok(reply_of(output)),
             Err(error) => Err(agent_failure(bridge, error).await),
         }
     }
@@ -586,6 +593,14 @@ fn resume_state(earlier: &Earlier, found: &Continuation, held: u32) -> Option<Re
             .collect(),
         tool_names: earlier.tool_names.clone(),
     })
+}
+
+/// A resident turn's answer as the turn pipeline takes it.
+fn reply_of(output: TurnOutput) -> AgentReply {
+    AgentReply {
+        text: output.text,
+        usage: output.usage,
+    }
 }
 
 /// Bytes of a prompt's text and image data.

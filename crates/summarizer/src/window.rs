@@ -1,0 +1,164 @@
+//! The context window of the model a request names, and the refusal of a request that does
+//! not fit in it.
+//!
+//! The windows come from the catalog in force, as the model-alias component lists them
+//! (`context_window` of each `/v1/models` entry, the catalog's `max_context_tokens`). A
+//! request's size is the serializer's estimate of everything it sends the agent
+//! (`input_tokens`, the same number `count_tokens` answers). A request over its model's window
+//! is refused before any agent starts, with the status and wording (`prompt is too long: N
+//! tokens > M maximum`) that make Claude Code compact the conversation and retry. A model whose
+//! catalog entry states no window is never refused here.
+//!
+//! The table is rebuilt only when the catalog text changes (a live catalog refresh, a
+//! reload); between changes a lookup costs one string comparison and one hash lookup.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use devin_bridge_engine::{EngineError, TransformCalls};
+use devin_bridge_types::Failure;
+use serde::Deserialize;
+
+use super::failures::HostFailure;
+
+/// The `/v1/models` id prefix; `validate` answers the id after it.
+const PREFIX: &str = "devin-cli-agentic/";
+
+/// Context windows by ACP model id, for one catalog.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Windows(HashMap<String, u32>);
+
+#[derive(Deserialize)]
+struct Listing {
+    data: Vec<Card>,
+}
+
+#[derive(Deserialize)]
+struct Card {
+    id: String,
+    #[serde(default)]
+    context_window: Option<u64>,
+}
+
+impl Windows {
+    /// The windows a `/v1/models` body states (the model-alias component's answer). A body
+    /// that does not read as a listing gives no windows: nothing is refused for want of one.
+    pub fn from_listing(listing: &str) -> Self {
+        let Ok(listing) = serde_json::from_str::<Listing>(listing) else {
+            return Self::default();
+        };
+        Self(
+            listing
+                .data
+                .into_iter()
+                .filter_map(|card| {
+                    let id = card.id.strip_prefix(PREFIX)?.to_owned();
+                    let window = card.context_window.filter(|tokens| *tokens > 0)?;
+                    Some((id, u32::try_from(window).unwrap_or(u32::MAX)))
+                })
+                .collect(),
+        )
+    }
+
+    /// The window of the model `validate` resolved to `acp_id`, if the catalog states one.
+    pub fn of(&self, acp_id: &str) -> Option<u32> {
+        self.0.get(acp_id).copied()
+    }
+}
+
+/// The window table of the catalog in force, rebuilt when the catalog changes.
+#[derive(Default)]
+pub struct ModelWindows {
+    cached: Mutex<Option<(String, Arc<Windows>)>>,
+}
+
+impl ModelWindows {
+    /// The windows of `catalog`, listing it through the model-alias component on a change.
+    pub fn of_catalog<T: TransformCalls + ?Sized>(
+        &self,
+        transforms: &T,
+        catalog: &str,
+    ) -> Result<Arc<Windows>, EngineError> {
+        if let Some((text, windows)) = self.lock().as_ref() {
+            if text == catalog {
+                return Ok(windows.clone());
+            }
+        }
+        let windows = Arc::new(match transforms.list_models(catalog.to_owned(), false)? {
+            Ok(listing) => Windows::from_listing(&listing),
+            Err(_) => Windows::default(),
+        });
+        *self.lock() = Some((catalog.to_owned(), windows.clone()));
+        Ok(windows)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(String, Arc<Windows>)>> {
+        self.cached
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// `validate` of the request's `model` against `catalog`, then its input estimate against the
+/// model's window: the checks a request passes before an agent is asked.
+pub fn admit<T: TransformCalls + ?Sized>(
+    transforms: &T,
+    windows: &ModelWindows,
+    model: String,
+    catalog: String,
+    input_tokens: u32,
+) -> Result<Result<(), Failure>, EngineError> {
+    let acp_id = match transforms.validate_model(model, catalog.clone())? {
+        Ok(acp_id) => acp_id,
+        Err(failure) => return Ok(Err(failure)),
+    };
+    let window = windows.of_catalog(transforms, &catalog)?.of(&acp_id);
+    Ok(match window {
+        Some(window) if input_tokens > window => Err(too_long(input_tokens, window)),
+        _ => Ok(()),
+    })
+}
+
+/// The refusal of a prompt over its window, in the wording clients react to by compacting.
+pub fn too_long(input_tokens: u32, window: u32) -> Failure {
+    HostFailure::PromptTooLong.with(format!(
+        "prompt is too long: {input_tokens} tokens > {window} maximum"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listing_gives_the_windows_it_states_by_acp_id() {
+        let windows = Windows::from_listing(
+            r#"{"data":[
+                {"id":"devin-cli-agentic/swe-1-7","context_window":256000},
+                {"id":"devin-cli-agentic/glm-5-2"},
+                {"id":"devin-cli-agentic/zero","context_window":0},
+                {"id":"elsewhere/x","context_window":5}],"has_more":false}"#,
+        );
+        assert_eq!(windows.of("swe-1-7"), Some(256000));
+        assert_eq!(windows.of("glm-5-2"), None, "no window stated");
+        assert_eq!(windows.of("zero"), None, "a zero window is no window");
+        assert_eq!(windows.of("x"), None, "only the bridge's own ids");
+        assert_eq!(Windows::from_listing("not json"), Windows::default());
+    }
+
+    #[test]
+    fn the_refusal_is_a_400_in_the_wording_clients_compact_on() {
+        let failure = too_long(300_001, 256_000);
+        assert_eq!(failure.status, 400);
+        assert_eq!(failure.code, "prompt_too_long");
+        assert!(!failure.repairable);
+        assert_eq!(
+            failure.message,
+            "prompt is too long: 300001 tokens > 256000 maximum"
+        );
+        assert_eq!(
+            devin_bridge_types::error_type(failure.status),
+            "invalid_request_error"
+        );
+    }
+}
