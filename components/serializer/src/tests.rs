@@ -587,7 +587,11 @@ fn parallel_tool_uses_and_their_results_serialize_in_order() {
         "match for b0",
     ]
     .iter()
-    .map(|needle| trace.find(needle).unwrap_or_else(|| panic!("{needle} in {trace}")))
+    .map(|needle| {
+        trace
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle} in {trace}"))
+    })
     .collect();
     assert!(
         positions.windows(2).all(|pair| pair[0] < pair[1]),
@@ -617,7 +621,10 @@ fn a_resumed_continuation_with_parallel_tool_calls_says_what_the_whole_request_s
         let last = whole.marks.len() - 2;
         assert_eq!(
             whole.marks[last].tool_uses,
-            [format!("toolu_a{}", turn - 1), format!("toolu_b{}", turn - 1)],
+            [
+                format!("toolu_a{}", turn - 1),
+                format!("toolu_b{}", turn - 1)
+            ],
             "one mark lists every id its message introduced"
         );
     }
@@ -654,10 +661,16 @@ fn disable_parallel_tool_use_asks_for_one_call_and_is_reported() {
     .expect("valid");
     assert!(!parallel.single_tool_call);
     assert!(!trace_of(&parallel).contains("Parallel tool use is disabled"));
-    assert!(!serialize(&parallel_tool_rounds(0)).expect("valid").single_tool_call);
+    assert!(
+        !serialize(&parallel_tool_rounds(0))
+            .expect("valid")
+            .single_tool_call
+    );
     assert!(framing::PREAMBLE.contains("may be requested together"));
     assert_eq!(
-        code(&with_choice(r#"{"type":"auto","disable_parallel_tool_use":"yes"}"#)),
+        code(&with_choice(
+            r#"{"type":"auto","disable_parallel_tool_use":"yes"}"#
+        )),
         "invalid_tool_choice"
     );
 }

@@ -370,7 +370,8 @@ fn check_reply(expected: &Value, actual: &Value) -> Result<(), String> {
         return Ok(());
     }
     let (want, got) = (
-        want.as_array().ok_or("the fixture's tool calls are not a list")?,
+        want.as_array()
+            .ok_or("the fixture's tool calls are not a list")?,
         got.as_array().ok_or("the tool calls are not a list")?,
     );
     if want.len() != got.len() {
