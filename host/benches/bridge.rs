@@ -26,9 +26,13 @@
 //! same floor behind a minimal HTTP server, and the per-turn transport
 //! (`BRIDGE_BENCH_RESIDENT=0` skips it).
 //!
+//! Last, the agent turns a task with independent reads takes (see `turns/mod.rs`): the offline
+//! agent's default script, driven by a client that answers the tool calls, with one tool call
+//! per reply (`disable_parallel_tool_use`) and with independent calls together.
+//!
 //! Goals (reported, never asserted; the bench exits 0 on MISS): overhead above the floor
 //! <= 2 ms p50 and <= 10 ms p99 at 16 clients; zero failed requests at 64; with prewarm, p50
-//! below the no-prewarm p50.
+//! below the no-prewarm p50; fewer agent turns with independent calls together.
 //!
 //! Environment: `BRIDGE_BENCH_SECONDS` (per row, default 5, `--quick` 1),
 //! `BRIDGE_BENCH_LEVELS` (default `1,16,64`), `BRIDGE_BENCH_PREWARM` (default 16),
@@ -64,6 +68,8 @@ use tokio::runtime::Runtime;
 
 #[path = "resident/mod.rs"]
 mod resident;
+#[path = "turns/mod.rs"]
+mod turns;
 
 /// What `[mock:text]` answers.
 const EXPECTED: &str = "Mock answer: the bridge works.";
@@ -644,6 +650,75 @@ async fn exchange(
         ));
     }
     Ok(())
+}
+
+/// One request on a keep-alive connection to `/v1/messages`; its JSON answer when it is a 200.
+async fn exchange_json(sender: &mut Sender, body: &Bytes) -> Result<Value, String> {
+    sender
+        .ready()
+        .await
+        .map_err(|e| format!("connection: {e}"))?;
+    let request = hyper::Request::builder()
+        .method(hyper::Method::POST)
+        .uri("/v1/messages")
+        .header(hyper::header::HOST, "127.0.0.1")
+        .header(hyper::header::CONTENT_TYPE, "application/json")
+        .header(hyper::header::CONTENT_LENGTH, body.len())
+        .body(Full::new(body.clone()))
+        .map_err(|e| format!("request: {e}"))?;
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|e| format!("send: {e}"))?;
+    let status = response.status();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| format!("body: {e}"))?
+        .to_bytes();
+    let text = String::from_utf8_lossy(&bytes);
+    if status != hyper::StatusCode::OK {
+        return Err(format!(
+            "status {status}: {}",
+            text.chars().take(300).collect::<String>()
+        ));
+    }
+    serde_json::from_str(&text).map_err(|e| format!("not JSON ({e})"))
+}
+
+/// The agent turns of the scripted task with independent reads, one call per reply and
+/// several together, on a fresh per-turn bridge.
+fn turns_bench(
+    setup: &Setup,
+    transforms: &Arc<Transforms>,
+    server_rt: &Runtime,
+    client_rt: &Runtime,
+) {
+    let running = server_rt.block_on(start_bridge(setup, transforms, "turns", 0));
+    let addr = running.addr;
+    let serial = client_rt.block_on(turns::scripted_task(addr, false));
+    let parallel = client_rt.block_on(turns::scripted_task(addr, true));
+    let left = server_rt.block_on(running.stop());
+    println!("agent turns for a task with independent reads (the offline agent's script):");
+    match (serial, parallel) {
+        (Ok(serial), Ok(parallel)) => {
+            println!("  one tool call per reply (disable_parallel_tool_use): {serial} turns");
+            println!("  independent calls together (the default):          {parallel} turns");
+            println!(
+                "goal: independent reads take fewer agent turns together: {serial} -> {parallel} ({:.2}x)  {}",
+                parallel as f64 / serial as f64,
+                verdict(parallel < serial)
+            );
+        }
+        (serial, parallel) => {
+            println!("  FAILED: one call per reply {serial:?}, together {parallel:?}");
+            println!("goal: independent reads take fewer agent turns together: MISS");
+        }
+    }
+    if left > 0 {
+        println!("  agent processes left behind: {left}  <-- LEAK");
+    }
 }
 
 /// `clients` keep-alive connections, each sending requests back to back for `duration`.
@@ -1323,6 +1398,8 @@ fn bench(
     if let Some((rows, script)) = &resident_rows {
         resident::report(rows, script, cores);
     }
+    println!();
+    turns_bench(setup, transforms, server_rt, client_rt);
     println!(
         "agent processes left behind: {left_behind}{}",
         if left_behind == 0 { "" } else { "  <-- LEAK" }

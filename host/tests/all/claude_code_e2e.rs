@@ -3,10 +3,12 @@
 //! The real `devin-bridge serve` binary runs a copy of `policies/offline.toml` (absolute paths,
 //! a temporary sandbox home, a local key) with the offline agent `mock-devin`; `claude -p` runs
 //! in a temporary project whose test fails. The agent's default script leads Claude Code through
-//! Bash `pwd`, Read `math.js`, Edit and Bash `npm test`. The test checks that Claude Code ran
-//! every tool itself (its stream-json events, the file on disk, `npm test`), that the agent only
-//! ever answered with envelopes (its `MOCK_DEVIN_LOG`), and that SIGTERM stops the bridge
-//! cleanly with no agent process left behind.
+//! Bash `pwd`, two independent Reads in one reply (`math.js` and `math.test.js`), Edit and Bash
+//! `npm test`. The test checks that Claude Code ran every tool itself (its stream-json events,
+//! the file on disk, `npm test`), that both Reads came in one message and both results in the
+//! agent's next prompt, that the agent only ever answered with envelopes (its
+//! `MOCK_DEVIN_LOG`), and that SIGTERM stops the bridge cleanly with no agent process left
+//! behind.
 //!
 //! Needs node and npm, and the Claude Code executable in `DEVIN_BRIDGE_CLAUDE_CODE`:
 //! `cargo xtask test` installs the pinned version into `target/claude-code/` and sets it.
@@ -23,7 +25,7 @@ use serde_json::Value;
 use common::bridge::processes_in;
 use common::claude::{
     agent_events, claude_code, claude_version, missing_node, offline_policy_with, on_path, reader,
-    run_claude, wait_until, ClaudeInvocation, ClaudeRun, ServedBridge, ToolResult,
+    run_claude, wait_until, ClaudeInvocation, ClaudeRun, ServedBridge, ToolResult, ToolUse,
 };
 
 const PROMPT: &str = "Fix the failing test in this project.";
@@ -227,9 +229,9 @@ fn fix_the_project(agent_settings: &[(&str, &str)]) -> (Vec<Value>, Value) {
     (prompts, health)
 }
 
-/// The stream-json events: assistant tool_use for Bash, Read, Edit and Bash in that order, a
-/// user tool_result from Claude Code for each, and a successful result. Returns the number of
-/// model answers (agent turns) the session needed.
+/// The stream-json events: assistant tool_use for Bash, Read, Read, Edit and Bash in that
+/// order (both Reads from one model message), a user tool_result from Claude Code for each, and
+/// a successful result. Returns the number of model answers (agent turns) the session needed.
 fn check_the_client_ran_the_tools(
     run: &ClaudeRun,
     project: &Path,
@@ -237,25 +239,38 @@ fn check_the_client_ran_the_tools(
 ) -> usize {
     let uses = run.tool_uses();
     let names: Vec<&str> = uses.iter().map(|u| u.name.as_str()).collect();
-    assert_eq!(names, ["Bash", "Read", "Edit", "Bash"], "{}", context());
+    assert_eq!(
+        names,
+        ["Bash", "Read", "Read", "Edit", "Bash"],
+        "{}",
+        context()
+    );
     let math = project.join("math.js").display().to_string();
+    let math_test = project.join("math.test.js").display().to_string();
     let inputs = [
         ("command", "pwd"),
         ("file_path", math.as_str()),
+        ("file_path", math_test.as_str()),
         ("file_path", math.as_str()),
         ("command", "npm test"),
     ];
     for (tool_use, (field, value)) in uses.iter().zip(inputs) {
         assert_eq!(tool_use.input[field], value, "{}", context());
     }
+    // Both Reads are blocks of one model message: one agent turn asked for both.
+    let message_id = |tool_use: &ToolUse| run.events[tool_use.at]["message"]["id"].clone();
+    assert!(message_id(&uses[1]).is_string(), "{}", context());
+    assert_eq!(message_id(&uses[1]), message_id(&uses[2]), "{}", context());
+    assert_ne!(message_id(&uses[0]), message_id(&uses[1]), "{}", context());
+    assert_ne!(uses[1].id, uses[2].id, "{}", context());
     assert_eq!(
-        uses[2].input["old_string"],
+        uses[3].input["old_string"],
         "return a - b;",
         "{}",
         context()
     );
     assert_eq!(
-        uses[2].input["new_string"],
+        uses[3].input["new_string"],
         "return a + b;",
         "{}",
         context()
@@ -293,7 +308,12 @@ fn check_the_client_ran_the_tools(
     );
     assert!(results[1].text.contains("return a - b;"), "{}", context());
     assert!(
-        results[3].text.contains("all tests passed") && !results[3].text.contains("not ok"),
+        results[2].text.contains("assert.strictEqual"),
+        "{}",
+        context()
+    );
+    assert!(
+        results[4].text.contains("all tests passed") && !results[4].text.contains("not ok"),
         "{}",
         context()
     );
@@ -310,11 +330,12 @@ fn check_the_client_ran_the_tools(
         "{}",
         context()
     );
-    uses.len() + 1
+    // Five tool calls in four replies, then the final answer.
+    uses.len()
 }
 
-/// `MOCK_DEVIN_LOG`: the agent answered `turns` prompts of the default script with the four
-/// envelopes and a final text, needed no repair, and never ran or asked to run anything itself.
+/// `MOCK_DEVIN_LOG`: the agent answered `turns` prompts of the default script with five
+/// envelopes in four replies and a final text, needed no repair, and never ran or asked to run anything itself.
 fn check_the_agent_only_answered(log: &Path, turns: usize, context: &dyn Fn() -> String) {
     let agent = agent_events(log);
     let of = |name: &str| -> Vec<&Value> {
@@ -344,18 +365,24 @@ fn check_the_agent_only_answered(log: &Path, turns: usize, context: &dyn Fn() ->
     };
     assert_eq!(
         field(of("tool_envelope"), "name"),
-        ["Bash", "Read", "Edit", "Bash"],
+        ["Bash", "Read", "Read", "Edit", "Bash"],
         "{}",
         context()
     );
     assert_eq!(
         field(of("reply"), "kind"),
-        ["tool", "tool", "tool", "tool", "text"],
+        ["tool", "tools", "tool", "tool", "text"],
         "{}",
         context()
     );
     let prompts = of("prompt");
     assert_eq!(prompts.len(), turns, "{}", context());
+    // The prompt after the two Reads carries both results (pwd's and the two Reads').
+    let results: Vec<u64> = prompts
+        .iter()
+        .map(|p| p["toolResults"].as_u64().unwrap_or(u64::MAX))
+        .collect();
+    assert_eq!(results, [0, 1, 3, 4, 5], "{}", context());
     assert!(
         prompts
             .iter()

@@ -29,3 +29,4 @@ mod sighup;
 mod sign_in;
 mod summarizer;
 mod swap_under_load;
+mod tool_calls_and_usage;

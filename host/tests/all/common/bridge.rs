@@ -68,9 +68,19 @@ impl TestBridge {
 
     /// [`TestBridge::start`] with extra `[models]` lines too.
     pub async fn start_with_models(server: &str, agent: &str, models: &str) -> TestBridge {
+        let catalog = Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies/models.json");
+        Self::start_with_catalog(server, agent, models, &catalog).await
+    }
+
+    /// [`TestBridge::start_with_models`] with the catalog file `catalog`.
+    pub async fn start_with_catalog(
+        server: &str,
+        agent: &str,
+        models: &str,
+        catalog: &Path,
+    ) -> TestBridge {
         let dir = tempfile::tempdir().expect("tempdir");
         let home = dir.path().join(".sandbox").join("home");
-        let catalog = Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies/models.json");
         let text = super::policy_text(&format!(
             "[server]\nlisten = \"127.0.0.1:0\"\nrequire_key = false\n{server}\n\
              [agent]\ncommand = {:?}\nhome = {:?}\noffline = true\n{agent}\n\
