@@ -802,16 +802,13 @@ fn pipeline_once(transforms: &Transforms, body: &str, catalog: &str) -> Result<(
         return Err("the answer was taken for a narration".into());
     }
     let reply = transforms
-        .parse(EXPECTED.to_owned(), prompt.tools, prompt.id_seed)
+        .parse(EXPECTED.to_owned(), prompt.tools, prompt.id_seed, 8)
         .map_err(|e| e.to_string())?
         .map_err(|f| f.message)?;
     let head = MessageHead {
         id: "msg_000000000000000000000000".into(),
         model: prompt.model,
-        usage: Usage {
-            input_tokens: prompt.input_tokens,
-            output_tokens: 8,
-        },
+        usage: Usage::estimated(prompt.input_tokens, 8),
     };
     transforms
         .render_json(head, reply)
@@ -886,7 +883,7 @@ async fn transform_pipeline_hopping(
         }
         let (tools, seed) = (prompt.tools, prompt.id_seed);
         let reply = hop(transforms, EXPECTED.len() + tools.len(), move |t| {
-            t.parse(EXPECTED.to_owned(), tools, seed)
+            t.parse(EXPECTED.to_owned(), tools, seed, 8)
         })
         .await
         .map_err(|e| e.to_string())?
@@ -894,10 +891,7 @@ async fn transform_pipeline_hopping(
         let head = MessageHead {
             id: "msg_000000000000000000000000".into(),
             model: prompt.model,
-            usage: Usage {
-                input_tokens: prompt.input_tokens,
-                output_tokens: 8,
-            },
+            usage: Usage::estimated(prompt.input_tokens, 8),
         };
         hop(transforms, EXPECTED.len(), move |t| {
             t.render_json(head, reply)

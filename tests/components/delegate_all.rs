@@ -24,16 +24,26 @@ fn plain_failure(f: &Failure) -> devin_bridge_types::Failure {
 fn plain_reply(reply: &Reply) -> devin_bridge_types::Reply {
     match reply {
         Reply::Text(text) => devin_bridge_types::Reply::Text(text.clone()),
-        Reply::Tool(call) => devin_bridge_types::Reply::Tool(devin_bridge_types::ToolCall {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            input: call.input.clone(),
-        }),
+        Reply::Tools(calls) => devin_bridge_types::Reply::Tools(
+            calls
+                .iter()
+                .map(|call| devin_bridge_types::ToolCall {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    input: call.input.clone(),
+                })
+                .collect(),
+        ),
     }
 }
 
 fn plain_usage(usage: &Usage) -> devin_bridge_types::Usage {
-    devin_bridge_types::Usage { input_tokens: usage.input_tokens, output_tokens: usage.output_tokens }
+    devin_bridge_types::Usage {
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        cache_read_input_tokens: usage.cache_read_input_tokens,
+        cache_creation_input_tokens: usage.cache_creation_input_tokens,
+    }
 }
 
 fn plain_head(head: &MessageHead) -> devin_bridge_sse::MessageHead {
@@ -44,12 +54,15 @@ fn plain_head(head: &MessageHead) -> devin_bridge_sse::MessageHead {
     }
 }
 
-fn real_parse(output: &str, tools: &str, id_seed: &str) -> Result<Reply, Failure> {
-    match devin_bridge_envelope::parse(output, tools, id_seed) {
+fn real_parse(output: &str, tools: &str, id_seed: &str, max_calls: u32) -> Result<Reply, Failure> {
+    match devin_bridge_envelope::parse(output, tools, id_seed, max_calls) {
         Ok(devin_bridge_types::Reply::Text(text)) => Ok(Reply::Text(text)),
-        Ok(devin_bridge_types::Reply::Tool(call)) => {
-            Ok(Reply::Tool(ToolCall { id: call.id, name: call.name, input: call.input }))
-        }
+        Ok(devin_bridge_types::Reply::Tools(calls)) => Ok(Reply::Tools(
+            calls
+                .into_iter()
+                .map(|call| ToolCall { id: call.id, name: call.name, input: call.input })
+                .collect(),
+        )),
         Err(failure) => Err(wit_failure(failure)),
     }
 }

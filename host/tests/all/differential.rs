@@ -47,7 +47,10 @@ fn native(call: &Call) -> Value {
             output,
             tools,
             id_seed,
-        } => outcome(&devin_bridge_envelope::parse(output, tools, id_seed)),
+            max_calls,
+        } => outcome(&devin_bridge_envelope::parse(
+            output, tools, id_seed, *max_calls,
+        )),
         Call::NarratesUnexecutedAction { output } => {
             json!({ "ok": devin_bridge_envelope::narrates_unexecuted_action(output) })
         }
@@ -440,6 +443,7 @@ fn generated_agent_outputs_agree() {
             output: output.clone(),
             tools,
             id_seed: format!("{:024x}", rng.next()),
+            max_calls: 1 + rng.below(4) as u32,
         };
         assert_same(&transforms, &call, &format!("envelope #{i}"));
         assert_same(
@@ -493,6 +497,8 @@ fn generated_renders_agree() {
         let usage = Usage {
             input_tokens: rng.below(1 << 20) as u32,
             output_tokens: rng.below(1 << 16) as u32,
+            cache_read_input_tokens: rng.below(1 << 20) as u32,
+            cache_creation_input_tokens: rng.below(1 << 12) as u32,
         };
         let head = MessageHead {
             id: format!("msg_{i:04}"),
@@ -502,11 +508,20 @@ fn generated_renders_agree() {
         let reply = if rng.below(2) == 0 {
             Reply::Text(text.clone())
         } else {
-            Reply::Tool(ToolCall {
-                id: format!("devin_call_{i:016x}"),
-                name: "Bash".into(),
-                input: text.clone(),
-            })
+            // One to four calls, each input sometimes an object, sometimes not.
+            Reply::Tools(
+                (0..1 + rng.below(4))
+                    .map(|n| ToolCall {
+                        id: format!("devin_call_{i:012x}{n:04x}"),
+                        name: "Bash".into(),
+                        input: if n % 2 == 0 {
+                            text.clone()
+                        } else {
+                            json!({"command": text}).to_string()
+                        },
+                    })
+                    .collect(),
+            )
         };
         let status = *rng.pick(&[400u16, 401, 403, 404, 413, 429, 500, 502, 504, 529, 0, 999]);
         let failure = Failure {

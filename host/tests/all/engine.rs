@@ -464,10 +464,7 @@ fn a_byte_different_twin_that_keeps_the_contract_is_accepted_for_every_transform
     let head = devin_bridge_engine::MessageHead {
         id: "msg_0".into(),
         model: "devin-cli-agentic/swe-1-7".into(),
-        usage: devin_bridge_types::Usage {
-            input_tokens: 1,
-            output_tokens: 2,
-        },
+        usage: devin_bridge_types::Usage::estimated(1, 2),
     };
     let reply = devin_bridge_types::Reply::Text("hello".into());
     let real_body = transforms

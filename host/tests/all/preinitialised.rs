@@ -67,17 +67,15 @@ fn claude_code_sized_call(kind: TransformKind) -> Call {
                     .to_owned(),
             tools: prompt.tools,
             id_seed: prompt.id_seed,
+            max_calls: 8,
         },
         TransformKind::Sse => Call::RenderStream {
             head: MessageHead {
                 id: "msg_0123".to_owned(),
                 model: prompt.model,
-                usage: Usage {
-                    input_tokens: prompt.input_tokens,
-                    output_tokens: 300,
-                },
+                usage: Usage::estimated(prompt.input_tokens, 300),
             },
-            reply: Reply::Tool(ToolCall {
+            reply: Reply::Tools(vec![ToolCall {
                 id: "toolu_0123".to_owned(),
                 name: "Edit".to_owned(),
                 input: serde_json::json!({
@@ -86,7 +84,7 @@ fn claude_code_sized_call(kind: TransformKind) -> Call {
                     "new_string": "fn main() { run(); }\n".repeat(40),
                 })
                 .to_string(),
-            }),
+            }]),
         },
         TransformKind::ModelAlias => Call::Resolve {
             requested: "swe-1.6".to_owned(),

@@ -145,8 +145,13 @@ mod wasm {
     }
 
     impl envelope::Guest for Component {
-        fn parse(output: String, tools: String, id_seed: String) -> Result<Reply, Failure> {
-            real_parse(&output, &tools, &id_seed).map_err(reworded)
+        fn parse(
+            output: String,
+            tools: String,
+            id_seed: String,
+            max_calls: u32,
+        ) -> Result<Reply, Failure> {
+            real_parse(&output, &tools, &id_seed, max_calls).map_err(reworded)
         }
 
         fn narrates_unexecuted_action(output: String) -> bool {

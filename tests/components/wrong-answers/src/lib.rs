@@ -86,12 +86,22 @@ mod wasm {
     }
 
     impl envelope::Guest for Component {
-        fn parse(output: String, tools: String, id_seed: String) -> Result<Reply, Failure> {
-            real_parse(&output, &tools, &id_seed).map(|reply| match reply {
-                Reply::Tool(call) => Reply::Tool(ToolCall {
-                    id: call.id.to_uppercase(),
-                    ..call
-                }),
+        fn parse(
+            output: String,
+            tools: String,
+            id_seed: String,
+            max_calls: u32,
+        ) -> Result<Reply, Failure> {
+            real_parse(&output, &tools, &id_seed, max_calls).map(|reply| match reply {
+                Reply::Tools(calls) => Reply::Tools(
+                    calls
+                        .into_iter()
+                        .map(|call| ToolCall {
+                            id: call.id.to_uppercase(),
+                            ..call
+                        })
+                        .collect(),
+                ),
                 text => text,
             })
         }
