@@ -3,16 +3,30 @@
 //! streams read from untrusted servers (`parse_events`).
 //!
 //! The bridge collects a whole agent turn before it answers, so a reply is always complete
-//! when it reaches this crate: a streamed answer is `message_start` (sent early by the host,
-//! with `ping`s while the turn runs), then exactly one content block (start, one delta, stop),
-//! `message_delta` and `message_stop`. A non-streaming answer is one Messages JSON body.
+//! when it reaches this crate. A streamed answer is `message_start` (sent early by the host,
+//! with `ping`s while the turn runs), then the content blocks, `message_delta` and
+//! `message_stop`:
+//! - a text reply is one text block at index 0 (start, one `text_delta` with the whole text,
+//!   stop) and stops with `end_turn`;
+//! - a reply of n tool calls is n `tool_use` blocks at indexes 0..n, in the order of the
+//!   calls, each a start (empty `input`), one `input_json_delta` with the whole compacted
+//!   input and a stop, one block after the other; it stops with `tool_use`;
+//! - an empty tool list (never produced by the envelope parser) has no content blocks and
+//!   stops with `end_turn`: there is nothing for the client to run.
 //!
-//! Every function is total: no input makes it panic, and all JSON goes through `serde_json`
-//! so strings are escaped correctly. Output buffers are sized from the reply up front, so
-//! rendering is linear in the size of the reply.
+//! A non-streaming answer is one Messages JSON body whose `content` holds the same blocks.
+//! Every `usage` object carries all four counts (`input_tokens`,
+//! `cache_creation_input_tokens`, `cache_read_input_tokens`, `output_tokens`).
+//!
+//! Every function is total: no input makes it panic. Strings are escaped exactly as
+//! `serde_json` escapes them: the small events are written by `serde_json`, and the parts that
+//! carry the reply's content by this crate's own escaper, which writes the same bytes without
+//! `serde_json`'s byte-at-a-time loop. Output buffers are sized from the reply up front, so
+//! rendering is linear in the size of the reply and usually allocates once.
 
 mod agent_error;
 mod errors;
+mod escape;
 mod events;
 mod frame;
 mod tool_input;
@@ -39,9 +53,12 @@ pub struct MessageHead {
 /// Room for the fixed parts of an event stream or a body (event names, keys, ids).
 const FRAME_OVERHEAD: usize = 768;
 
+/// Room for the fixed parts of one tool block: its three events, or its object in a body.
+const BLOCK_OVERHEAD: usize = 384;
+
 /// The `message_start` event; the host sends it as soon as the turn starts.
 pub fn stream_start(head: &MessageHead) -> String {
-    let mut frame = Frame::with_capacity(head.id.len() + head.model.len() + FRAME_OVERHEAD);
+    let mut frame = Frame::with_capacity(head_size(head) + FRAME_OVERHEAD);
     write_start(&mut frame, head);
     frame.into_string()
 }
@@ -53,17 +70,20 @@ pub fn stream_ping() -> String {
     frame.into_string()
 }
 
-/// The events that follow `message_start` for a finished reply: one content block (start,
-/// a single delta carrying the whole content, stop), `message_delta` and `message_stop`.
+/// The events that follow `message_start` for a finished reply: its content blocks (each a
+/// start, a single delta carrying the whole content, a stop), `message_delta` with all four
+/// counts of `usage`, and `message_stop`.
 pub fn stream_finish(reply: &Reply, usage: &Usage) -> String {
-    let mut frame = Frame::with_capacity(reply_size(reply) + FRAME_OVERHEAD);
+    let mut frame = Frame::with_capacity(content_size(reply).saturating_add(FRAME_OVERHEAD));
     write_finish(&mut frame, reply, usage);
     frame.into_string()
 }
 
 /// The whole SSE body: `stream_start(head)` followed by `stream_finish(reply, &head.usage)`.
 pub fn render_stream(head: &MessageHead, reply: &Reply) -> String {
-    let capacity = head.id.len() + head.model.len() + reply_size(reply) + 2 * FRAME_OVERHEAD;
+    let capacity = head_size(head)
+        .saturating_add(content_size(reply))
+        .saturating_add(2 * FRAME_OVERHEAD);
     let mut frame = Frame::with_capacity(capacity);
     write_start(&mut frame, head);
     write_finish(&mut frame, reply, &head.usage);
@@ -72,50 +92,48 @@ pub fn render_stream(head: &MessageHead, reply: &Reply) -> String {
 
 /// A non-streaming Messages response body.
 ///
-/// A tool call's `input` is embedded as the JSON object it holds (compacted, key order
+/// Each tool call's `input` is embedded as the JSON object it holds (compacted, key order
 /// kept). Input that is not a JSON object becomes `{}`: the envelope parser only produces
 /// objects, and an object is the only shape Anthropic clients accept there.
 pub fn render_json(head: &MessageHead, reply: &Reply) -> String {
-    let capacity = head.id.len() + head.model.len() + reply_size(reply) + FRAME_OVERHEAD;
+    let capacity = head_size(head)
+        .saturating_add(content_size(reply))
+        .saturating_add(FRAME_OVERHEAD);
     let mut frame = Frame::with_capacity(capacity);
-    match reply {
-        Reply::Text(text) => {
-            let block = wire::BodyBlock::Text { text };
-            frame.json(&wire::Body::new(head, block, wire::StopReason::EndTurn));
-        }
-        Reply::Tool(call) => {
-            let input = ToolInput::parse(&call.input);
-            let block = wire::BodyBlock::ToolUse {
-                id: &call.id,
-                name: &call.name,
-                input: &input,
-            };
-            frame.json(&wire::Body::new(head, block, wire::StopReason::ToolUse));
-        }
-    }
+    wire::body(&mut frame, head, reply);
     frame.into_string()
 }
 
 /// An SSE `error` event, for a failure after the stream has started.
 pub fn error_event(failure: &Failure) -> String {
-    let mut frame = Frame::with_capacity(failure.message.len() + 128);
+    let mut frame = Frame::with_capacity(failure.message.len().saturating_add(128));
     frame.event("error", &errors::wire_error(failure));
     frame.into_string()
 }
 
 /// An Anthropic error body, for a failure before any byte of the answer was sent.
 pub fn error_body(failure: &Failure) -> String {
-    let mut frame = Frame::with_capacity(failure.message.len() + 96);
+    let mut frame = Frame::with_capacity(failure.message.len().saturating_add(96));
     frame.json(&errors::wire_error(failure));
     frame.into_string()
 }
 
-/// Bytes of reply content, before JSON escaping; the buffers grow if escaping needs more.
-fn reply_size(reply: &Reply) -> usize {
+fn head_size(head: &MessageHead) -> usize {
+    head.id.len().saturating_add(head.model.len())
+}
+
+/// Bytes to reserve for a reply's content: the content, room for its escapes and the fixed
+/// parts of each block. A guess that falls short costs one reallocation, never correctness.
+fn content_size(reply: &Reply) -> usize {
+    let bytes = reply.content_bytes();
     match reply {
-        Reply::Text(text) => text.len(),
-        // The input appears once in the delta (escaped as a string) and the id/name once.
-        Reply::Tool(call) => call.input.len() + call.id.len() + call.name.len(),
+        // Prose needs an escape every few dozen bytes, each one to five bytes longer than
+        // the character it stands for.
+        Reply::Text(_) => bytes.saturating_add(bytes / 16),
+        // JSON quotes every key and string, and in `partial_json` each quote gains a backslash.
+        Reply::Tools(calls) => bytes
+            .saturating_add(bytes / 4)
+            .saturating_add(calls.len().saturating_mul(BLOCK_OVERHEAD)),
     }
 }
 
@@ -124,29 +142,34 @@ fn write_start(frame: &mut Frame, head: &MessageHead) {
 }
 
 fn write_finish(frame: &mut Frame, reply: &Reply, usage: &Usage) {
-    let stop_reason = match reply {
+    match reply {
         Reply::Text(text) => {
-            frame.event("content_block_start", &wire::BlockStart::text());
-            frame.event("content_block_delta", &wire::BlockDelta::text(text));
-            wire::StopReason::EndTurn
+            frame.event("content_block_start", &wire::BlockStart::text(0));
+            frame.open_event("content_block_delta");
+            wire::text_delta(frame, 0, text);
+            frame.close_event();
+            frame.event("content_block_stop", &wire::BlockStop::new(0));
         }
-        Reply::Tool(call) => {
-            let input = ToolInput::parse(&call.input);
-            frame.event(
-                "content_block_start",
-                &wire::BlockStart::tool_use(&call.id, &call.name),
-            );
-            frame.event(
-                "content_block_delta",
-                &wire::BlockDelta::input_json(input.json_text()),
-            );
-            wire::StopReason::ToolUse
+        Reply::Tools(calls) => {
+            // One block after the other, each complete before the next starts: that is how
+            // Anthropic streams several tool calls, and clients assemble each block's input
+            // from the deltas of its own index.
+            for (index, call) in calls.iter().enumerate() {
+                let input = ToolInput::parse(&call.input);
+                frame.event(
+                    "content_block_start",
+                    &wire::BlockStart::tool_use(index, &call.id, &call.name),
+                );
+                frame.open_event("content_block_delta");
+                wire::input_json_delta(frame, index, input.json_text());
+                frame.close_event();
+                frame.event("content_block_stop", &wire::BlockStop::new(index));
+            }
         }
-    };
-    frame.event("content_block_stop", &wire::BlockStop::new());
+    }
     frame.event(
         "message_delta",
-        &wire::MessageDelta::new(stop_reason, usage.output_tokens),
+        &wire::MessageDelta::new(wire::StopReason::of(reply), usage),
     );
     frame.event("message_stop", &wire::MessageStop::new());
 }

@@ -7,19 +7,39 @@ fn head() -> MessageHead {
     MessageHead {
         id: "msg_0123".into(),
         model: "devin-cli-agentic/swe-1-7".into(),
-        usage: Usage {
-            input_tokens: 42,
-            output_tokens: 7,
-        },
+        usage: Usage::estimated(42, 7),
     }
 }
 
 fn tool(input: &str) -> Reply {
-    Reply::Tool(ToolCall {
-        id: "devin_call_0011223344556677".into(),
-        name: "Bash".into(),
+    Reply::Tools(vec![call("devin_call_0011223344556677", "Bash", input)])
+}
+
+fn call(id: &str, name: &str, input: &str) -> ToolCall {
+    ToolCall {
+        id: id.into(),
+        name: name.into(),
         input: input.into(),
-    })
+    }
+}
+
+/// Three calls with distinct ids, names and inputs, the second one spaced out.
+fn three_calls() -> Reply {
+    Reply::Tools(vec![
+        call("devin_call_a", "Read", r#"{"file_path":"/work/a.js"}"#),
+        call(
+            "devin_call_b",
+            "Grep",
+            "{ \"pattern\" : \"fn main\" ,\n \"n\" : 2 }",
+        ),
+        call("devin_call_c", "Bash", r#"{"command":"ls \"x\"\n"}"#),
+    ])
+}
+
+/// The four counts as a usage object is expected to carry them, in the wire order.
+fn usage_json(input: u32, output: u32, cache_read: u32, cache_creation: u32) -> Value {
+    json!({"input_tokens": input, "cache_creation_input_tokens": cache_creation,
+        "cache_read_input_tokens": cache_read, "output_tokens": output})
 }
 
 fn failure(status: u16, message: &str) -> Failure {
@@ -54,7 +74,8 @@ fn stream_start_matches_anthropic_shape() {
         "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_0123\",\
          \"type\":\"message\",\"role\":\"assistant\",\"content\":[],\
          \"model\":\"devin-cli-agentic/swe-1-7\",\"stop_reason\":null,\"stop_sequence\":null,\
-         \"usage\":{\"input_tokens\":42,\"output_tokens\":1}}}\n\n"
+         \"usage\":{\"input_tokens\":42,\"cache_creation_input_tokens\":0,\
+         \"cache_read_input_tokens\":0,\"output_tokens\":1}}}\n\n"
     );
 }
 
@@ -65,10 +86,7 @@ fn ping_is_fixed() {
 
 #[test]
 fn finish_text_reply() {
-    let usage = Usage {
-        input_tokens: 1,
-        output_tokens: 3,
-    };
+    let usage = Usage::estimated(1, 3);
     assert_eq!(
         stream_finish(&Reply::Text("Hello.".into()), &usage),
         "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\
@@ -77,17 +95,15 @@ fn finish_text_reply() {
          \"delta\":{\"type\":\"text_delta\",\"text\":\"Hello.\"}}\n\n\
          event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n\
          event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\
-         \"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":3}}\n\n\
+         \"end_turn\",\"stop_sequence\":null},\"usage\":{\"input_tokens\":1,\
+         \"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":0,\"output_tokens\":3}}\n\n\
          event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
     );
 }
 
 #[test]
 fn finish_tool_reply() {
-    let usage = Usage {
-        input_tokens: 1,
-        output_tokens: 9,
-    };
+    let usage = Usage::estimated(1, 9);
     let body = stream_finish(&tool("{ \"command\": \"npm test\" }"), &usage);
     let events = events(&body);
     assert_eq!(
@@ -103,7 +119,7 @@ fn finish_tool_reply() {
     assert_eq!(
         events[3].1,
         json!({"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},
-            "usage":{"output_tokens":9}})
+            "usage":usage_json(1, 9, 0, 0)})
     );
 }
 
@@ -151,7 +167,7 @@ fn json_text_body() {
         json!({"id":"msg_0123","type":"message","role":"assistant",
             "model":"devin-cli-agentic/swe-1-7","content":[{"type":"text","text":"Hi"}],
             "stop_reason":"end_turn","stop_sequence":null,
-            "usage":{"input_tokens":42,"output_tokens":7}})
+            "usage":usage_json(42, 7, 0, 0)})
     );
 }
 
@@ -202,11 +218,7 @@ fn hostile_ids_and_names_are_escaped() {
         model: "m\\\u{1}".into(),
         usage: Usage::default(),
     };
-    let reply = Reply::Tool(ToolCall {
-        id: "id\"}".into(),
-        name: "na\nme".into(),
-        input: "{}".into(),
-    });
+    let reply = Reply::Tools(vec![call("id\"}", "na\nme", "{}")]);
     let events = events(&render_stream(&head, &reply));
     assert_eq!(events[0].1["message"]["id"], "msg\"\n");
     assert_eq!(events[0].1["message"]["model"], "m\\\u{1}");
@@ -234,6 +246,8 @@ fn usage_extremes() {
         usage: Usage {
             input_tokens: u32::MAX,
             output_tokens: 0,
+            cache_read_input_tokens: u32::MAX,
+            cache_creation_input_tokens: 0,
         },
         ..head()
     };
@@ -242,6 +256,7 @@ fn usage_extremes() {
     assert_eq!(events[0].1["message"]["usage"]["output_tokens"], 1);
     assert_eq!(events[2].1["delta"]["text"], "");
     assert_eq!(events[4].1["usage"]["output_tokens"], 0);
+    assert_eq!(events[4].1["usage"], usage_json(u32::MAX, 0, u32::MAX, 0));
 }
 
 #[test]
@@ -286,4 +301,251 @@ fn megabyte_text_renders_completely() {
     assert_eq!(events[2].1["delta"]["text"].as_str(), Some(text.as_str()));
     let json: Value = serde_json::from_str(&render_json(&head(), &reply)).unwrap();
     assert_eq!(json["content"][0]["text"].as_str(), Some(text.as_str()));
+}
+
+/// The (event name, index) of every content block event, in order.
+fn block_events(events: &[(String, Value)]) -> Vec<(String, u64)> {
+    events
+        .iter()
+        .filter(|(name, _)| name.starts_with("content_block_"))
+        .map(|(name, data)| (name.clone(), data["index"].as_u64().expect("index")))
+        .collect()
+}
+
+#[test]
+fn several_tool_calls_stream_one_block_after_the_other() {
+    let usage = Usage::estimated(5, 30);
+    let body = stream_finish(&three_calls(), &usage);
+    let events = events(&body);
+    let mut expected = Vec::new();
+    for index in 0..3 {
+        for name in [
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+        ] {
+            expected.push((name.to_owned(), index));
+        }
+    }
+    assert_eq!(block_events(&events), expected);
+    assert_eq!(events.len(), 3 * 3 + 2);
+    let Reply::Tools(calls) = three_calls() else {
+        unreachable!()
+    };
+    let partials = [
+        r#"{"file_path":"/work/a.js"}"#,
+        r#"{"pattern":"fn main","n":2}"#,
+        r#"{"command":"ls \"x\"\n"}"#,
+    ];
+    for (index, (call, partial)) in calls.iter().zip(partials).enumerate() {
+        assert_eq!(
+            events[3 * index].1,
+            json!({"type":"content_block_start","index":index,"content_block":
+                {"type":"tool_use","id":call.id,"name":call.name,"input":{}}})
+        );
+        assert_eq!(
+            events[3 * index + 1].1,
+            json!({"type":"content_block_delta","index":index,"delta":
+                {"type":"input_json_delta","partial_json":partial}})
+        );
+        assert_eq!(
+            events[3 * index + 2].1,
+            json!({"type":"content_block_stop","index":index})
+        );
+    }
+    assert_eq!(
+        events[9].1,
+        json!({"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},
+            "usage":usage_json(5, 30, 0, 0)})
+    );
+    assert_eq!(events[10].1, json!({"type":"message_stop"}));
+}
+
+#[test]
+fn several_tool_calls_exact_bytes_of_the_second_block() {
+    let body = stream_finish(&three_calls(), &Usage::default());
+    assert!(body.contains(
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\
+         \"content_block\":{\"type\":\"tool_use\",\"id\":\"devin_call_b\",\"name\":\"Grep\",\
+         \"input\":{}}}\n\n\
+         event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\
+         \"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\
+         \"{\\\"pattern\\\":\\\"fn main\\\",\\\"n\\\":2}\"}}\n\n\
+         event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n\
+         event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":2,"
+    ));
+}
+
+#[test]
+fn several_tool_calls_json_body_lists_every_block_in_order() {
+    let body: Value =
+        serde_json::from_str(&render_json(&head(), &three_calls())).expect("valid JSON");
+    assert_eq!(body["stop_reason"], "tool_use");
+    assert_eq!(
+        body["content"],
+        json!([
+            {"type":"tool_use","id":"devin_call_a","name":"Read",
+                "input":{"file_path":"/work/a.js"}},
+            {"type":"tool_use","id":"devin_call_b","name":"Grep",
+                "input":{"pattern":"fn main","n":2}},
+            {"type":"tool_use","id":"devin_call_c","name":"Bash",
+                "input":{"command":"ls \"x\"\n"}},
+        ])
+    );
+    let rendered = render_json(&head(), &three_calls());
+    assert!(
+        rendered.contains(r#""input":{"pattern":"fn main","n":2}},{"type":"tool_use""#),
+        "{rendered}"
+    );
+}
+
+#[test]
+fn non_object_input_becomes_empty_object_per_block() {
+    let reply = Reply::Tools(vec![
+        call("a", "Read", r#"{"file_path":"/a"}"#),
+        call("b", "Read", "[1,2]"),
+        call("c", "Read", "{\"broken\": "),
+        call("d", "Read", r#"{"ok":true}"#),
+    ]);
+    let stream = events(&stream_finish(&reply, &Usage::default()));
+    let partials: Vec<&str> = stream
+        .iter()
+        .filter(|(name, _)| name == "content_block_delta")
+        .map(|(_, data)| data["delta"]["partial_json"].as_str().expect("string"))
+        .collect();
+    assert_eq!(
+        partials,
+        [r#"{"file_path":"/a"}"#, "{}", "{}", r#"{"ok":true}"#]
+    );
+    let body: Value = serde_json::from_str(&render_json(&head(), &reply)).unwrap();
+    let inputs: Vec<&Value> = (0..4).map(|i| &body["content"][i]["input"]).collect();
+    assert_eq!(
+        inputs,
+        [
+            &json!({"file_path":"/a"}),
+            &json!({}),
+            &json!({}),
+            &json!({"ok":true})
+        ]
+    );
+}
+
+#[test]
+fn empty_tool_list_has_no_blocks_and_ends_the_turn() {
+    let reply = Reply::Tools(Vec::new());
+    let usage = Usage::estimated(3, 4);
+    assert_eq!(
+        stream_finish(&reply, &usage),
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\
+         \"end_turn\",\"stop_sequence\":null},\"usage\":{\"input_tokens\":3,\
+         \"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":0,\"output_tokens\":4}}\
+         \n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+    );
+    let names: Vec<String> = events(&render_stream(&head(), &reply))
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(names, ["message_start", "message_delta", "message_stop"]);
+    let body: Value = serde_json::from_str(&render_json(&head(), &reply)).unwrap();
+    assert_eq!(body["content"], json!([]));
+    assert_eq!(body["stop_reason"], "end_turn");
+}
+
+#[test]
+fn render_stream_of_several_calls_is_start_then_finish() {
+    let head = head();
+    for reply in [three_calls(), Reply::Tools(Vec::new())] {
+        assert_eq!(
+            render_stream(&head, &reply),
+            stream_start(&head) + &stream_finish(&reply, &head.usage)
+        );
+    }
+}
+
+#[test]
+fn every_usage_object_carries_the_four_counts() {
+    let usage = Usage {
+        input_tokens: 1200,
+        output_tokens: 80,
+        cache_read_input_tokens: 900,
+        cache_creation_input_tokens: 300,
+    };
+    let head = MessageHead { usage, ..head() };
+    for reply in [Reply::Text("t".into()), tool("{}"), three_calls()] {
+        let stream = events(&render_stream(&head, &reply));
+        let start = &stream[0].1["message"]["usage"];
+        assert_eq!(*start, usage_json(1200, 1, 900, 300), "message_start");
+        let delta = &stream[stream.len() - 2].1;
+        assert_eq!(delta["type"], "message_delta");
+        assert_eq!(
+            delta["usage"],
+            usage_json(1200, 80, 900, 300),
+            "message_delta"
+        );
+        let body: Value = serde_json::from_str(&render_json(&head, &reply)).unwrap();
+        assert_eq!(body["usage"], usage_json(1200, 80, 900, 300), "body");
+    }
+    // stream_finish reports the usage it is given, not the head's.
+    let other = Usage {
+        input_tokens: 7,
+        output_tokens: 8,
+        cache_read_input_tokens: 9,
+        cache_creation_input_tokens: 10,
+    };
+    let finish = events(&stream_finish(&three_calls(), &other));
+    assert_eq!(finish[9].1["usage"], usage_json(7, 8, 9, 10));
+}
+
+#[test]
+fn usage_field_order_on_the_wire() {
+    let usage = Usage {
+        input_tokens: 1,
+        output_tokens: 2,
+        cache_read_input_tokens: 3,
+        cache_creation_input_tokens: 4,
+    };
+    let wire = "\"usage\":{\"input_tokens\":1,\"cache_creation_input_tokens\":4,\
+                \"cache_read_input_tokens\":3,\"output_tokens\":2}";
+    let head = MessageHead { usage, ..head() };
+    let text = Reply::Text("x".into());
+    assert!(stream_finish(&text, &usage).contains(wire));
+    assert!(render_json(&head, &text).ends_with(&format!("{wire}}}")));
+    assert!(stream_start(&head).contains(
+        "\"usage\":{\"input_tokens\":1,\"cache_creation_input_tokens\":4,\
+         \"cache_read_input_tokens\":3,\"output_tokens\":1}"
+    ));
+}
+
+#[test]
+fn text_reply_is_byte_identical_to_serde_escaping() {
+    // The content is written by the crate's own escaper; it must give serde_json's bytes.
+    let text: String = (0u8..=0x7f)
+        .map(char::from)
+        .chain("é中😀\u{2028}".chars())
+        .cycle()
+        .take(5_000)
+        .collect();
+    let escaped = serde_json::to_string(&text).unwrap();
+    let finish = stream_finish(&Reply::Text(text.clone()), &Usage::default());
+    assert!(finish.contains(&format!(
+        "{{\"type\":\"text_delta\",\"text\":{escaped}}}}}\n\n"
+    )));
+    let body = render_json(&head(), &Reply::Text(text));
+    assert!(body.contains(&format!(
+        "\"content\":[{{\"type\":\"text\",\"text\":{escaped}}}]"
+    )));
+}
+
+#[test]
+fn large_tool_input_round_trips() {
+    let value = json!({"content": "line \"one\"\n\tline two é 中\\".repeat(20_000), "n": [1, 2]});
+    let input = serde_json::to_string_pretty(&value).unwrap();
+    let reply = Reply::Tools(vec![call("id", "Write", &input), call("id2", "Read", "{}")]);
+    let stream = events(&stream_finish(&reply, &Usage::default()));
+    let partial = stream[1].1["delta"]["partial_json"].as_str().unwrap();
+    assert_eq!(serde_json::from_str::<Value>(partial).unwrap(), value);
+    assert!(!partial.contains("\n  "), "compacted");
+    let body: Value = serde_json::from_str(&render_json(&head(), &reply)).unwrap();
+    assert_eq!(body["content"][0]["input"], value);
+    assert_eq!(body["content"][1]["input"], json!({}));
 }

@@ -4,67 +4,72 @@
 //! that keeps the producer's key order and number spelling whatever `serde_json` features
 //! the rest of a build enables, so the native and the wasm build render identical bytes.
 
-use serde::ser::{Serialize, SerializeMap, Serializer};
+use std::borrow::Cow;
+
 use serde_json::value::RawValue;
 
 /// The compact text of a tool input, or `{}` when the input is not a JSON object.
-pub(crate) struct ToolInput {
+pub(crate) struct ToolInput<'a> {
     /// `None` stands for `{}`.
-    object: Option<Box<RawValue>>,
+    object: Option<Cow<'a, str>>,
 }
 
-impl ToolInput {
+impl<'a> ToolInput<'a> {
     /// Accepts exactly one JSON object (surrounding whitespace allowed). Anything else
     /// (invalid JSON, an array, a string, trailing garbage) becomes `{}`: Anthropic clients
     /// require an object, and the envelope parser never produces anything else.
-    pub(crate) fn parse(text: &str) -> Self {
+    pub(crate) fn parse(text: &'a str) -> Self {
         let object = serde_json::from_str::<&RawValue>(text)
             .ok()
-            .filter(|raw| raw.get().starts_with('{'))
-            .and_then(|raw| RawValue::from_string(compact(raw.get())).ok());
+            .map(RawValue::get)
+            .filter(|raw| raw.starts_with('{'))
+            .map(compact);
         Self { object }
     }
 
-    /// The JSON text of the input, as sent in `input_json_delta.partial_json`.
+    /// The JSON text of the input: `partial_json` of the delta, `input` of a JSON body.
     pub(crate) fn json_text(&self) -> &str {
-        self.object.as_deref().map_or("{}", RawValue::get)
+        self.object.as_deref().unwrap_or("{}")
     }
 }
 
-impl Serialize for ToolInput {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match &self.object {
-            Some(raw) => raw.serialize(serializer),
-            None => serializer.serialize_map(Some(0))?.end(),
-        }
-    }
-}
-
-/// Removes the insignificant whitespace of valid JSON text in one pass.
+/// Removes the insignificant whitespace of valid JSON text in one pass, borrowing the text
+/// when it has none (the usual case: the envelope parser's inputs are compact already).
 ///
 /// Only called on text `serde_json` has accepted, so tracking "inside a string" and "after a
 /// backslash" is enough: JSON allows whitespace outside strings only, and only these four
-/// characters count as whitespace.
-fn compact(json: &str) -> String {
-    let mut out = String::with_capacity(json.len());
+/// bytes count as whitespace. Every byte this looks at is ASCII, so the runs copied between
+/// removed bytes start and end on character boundaries.
+fn compact(json: &str) -> Cow<'_, str> {
+    let bytes = json.as_bytes();
+    let mut out: Option<String> = None;
+    let mut run_start = 0;
     let mut in_string = false;
-    let mut escaped = false;
-    for ch in json.chars() {
+    let mut index = 0;
+    while let Some(&byte) = bytes.get(index) {
         if in_string {
-            out.push(ch);
-            if escaped {
-                escaped = false;
-            } else if ch == '\\' {
-                escaped = true;
-            } else if ch == '"' {
-                in_string = false;
+            match byte {
+                // The escaped character is ASCII and never ends the string: skip it.
+                b'\\' => index += 1,
+                b'"' => in_string = false,
+                _ => {}
             }
-        } else if !matches!(ch, ' ' | '\t' | '\n' | '\r') {
-            in_string = ch == '"';
-            out.push(ch);
+        } else if byte == b'"' {
+            in_string = true;
+        } else if matches!(byte, b' ' | b'\t' | b'\n' | b'\r') {
+            let out = out.get_or_insert_with(|| String::with_capacity(json.len()));
+            out.push_str(json.get(run_start..index).unwrap_or_default());
+            run_start = index + 1;
+        }
+        index += 1;
+    }
+    match out {
+        None => Cow::Borrowed(json),
+        Some(mut out) => {
+            out.push_str(json.get(run_start..).unwrap_or_default());
+            Cow::Owned(out)
         }
     }
-    out
 }
 
 #[cfg(test)]
@@ -118,12 +123,37 @@ mod tests {
     }
 
     #[test]
-    fn serialises_as_object() {
-        let input = ToolInput::parse(r#"{"a": {"b": null}}"#);
-        let json = serde_json::to_string(&input).unwrap();
-        assert_eq!(json, r#"{"a":{"b":null}}"#);
-        let empty = ToolInput::parse("oops");
-        assert_eq!(serde_json::to_string(&empty).unwrap(), "{}");
+    fn compact_input_is_borrowed_not_copied() {
+        let text = r#"{"a":{"b":null},"s":"x y"}"#;
+        let input = ToolInput::parse(text);
+        assert!(matches!(input.object, Some(Cow::Borrowed(_))));
+        assert_eq!(input.json_text(), text);
+        let spaced = ToolInput::parse(" {\"a\": 1} ");
+        assert!(matches!(spaced.object, Some(Cow::Owned(_))));
+        assert_eq!(spaced.json_text(), r#"{"a":1}"#);
+    }
+
+    #[test]
+    fn escaped_quotes_and_backslashes_do_not_end_strings() {
+        for (input, compacted) in [
+            (
+                r#"{ "a" : [ 1 , { "b" : "\\" } ] }"#,
+                r#"{"a":[1,{"b":"\\"}]}"#,
+            ),
+            (
+                "{\"k\\\"ey\" :\n\"v\\\\\" , \"é\" : \"中 \\u00e9 \"}",
+                r#"{"k\"ey":"v\\","é":"中 \u00e9 "}"#,
+            ),
+            ("\r\n\t{}\r\n", "{}"),
+        ] {
+            let text = text_of(input);
+            assert_eq!(text, compacted, "input {input:?}");
+            let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(
+                parsed,
+                serde_json::from_str::<serde_json::Value>(input).unwrap()
+            );
+        }
     }
 
     #[test]

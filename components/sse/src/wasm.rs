@@ -14,6 +14,8 @@ fn usage(usage: Usage) -> crate::Usage {
     crate::Usage {
         input_tokens: usage.input_tokens,
         output_tokens: usage.output_tokens,
+        cache_read_input_tokens: usage.cache_read_input_tokens,
+        cache_creation_input_tokens: usage.cache_creation_input_tokens,
     }
 }
 
@@ -28,11 +30,16 @@ fn head(head: MessageHead) -> crate::MessageHead {
 fn reply(reply: Reply) -> crate::Reply {
     match reply {
         Reply::Text(text) => crate::Reply::Text(text),
-        Reply::Tool(call) => crate::Reply::Tool(crate::ToolCall {
-            id: call.id,
-            name: call.name,
-            input: call.input,
-        }),
+        Reply::Tools(calls) => crate::Reply::Tools(
+            calls
+                .into_iter()
+                .map(|call| crate::ToolCall {
+                    id: call.id,
+                    name: call.name,
+                    input: call.input,
+                })
+                .collect(),
+        ),
     }
 }
 

@@ -155,18 +155,12 @@ fn fixtures_cover_every_function() {
 }
 
 /// Every `render_stream` fixture, parsed back event by event: the `event:` name equals the
-/// JSON `type`, and the events follow the Messages lifecycle exactly.
+/// JSON `type`, and the events follow the Messages lifecycle exactly (one start, delta and stop
+/// per content block, blocks numbered from 0 in order).
 #[test]
 fn streamed_fixtures_follow_the_lifecycle() {
-    const LIFECYCLE: [&str; 6] = [
-        "message_start",
-        "content_block_start",
-        "content_block_delta",
-        "content_block_stop",
-        "message_delta",
-        "message_stop",
-    ];
     let mut checked = 0;
+    let mut tool_blocks = BTreeSet::new();
     for (path, case) in fixtures() {
         if case.call != "render_stream" {
             continue;
@@ -177,7 +171,7 @@ fn streamed_fixtures_follow_the_lifecycle() {
         let events =
             parse_events(&body).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
         let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
-        assert_eq!(names, LIFECYCLE, "{}", path.display());
+        assert_eq!(names, lifecycle(&reply), "{}", path.display());
         for (name, data) in &events {
             assert_eq!(
                 data["type"].as_str(),
@@ -187,38 +181,145 @@ fn streamed_fixtures_follow_the_lifecycle() {
             );
         }
         check_content(&events, &head, &reply);
+        if let Reply::Tools(calls) = &reply {
+            tool_blocks.insert(calls.len());
+        }
         checked += 1;
     }
     assert!(
         checked >= 2,
         "expected render_stream fixtures for text and tool replies"
     );
+    assert!(
+        tool_blocks.iter().any(|&count| count > 1),
+        "expected a render_stream fixture with several tool calls"
+    );
 }
 
-/// The delta reproduces the reply, and the usage and stop reason match it.
+/// Every `render_json` fixture: one content block per call (or one text block), in order.
+#[test]
+fn json_fixtures_hold_every_block() {
+    let mut several = false;
+    for (path, case) in fixtures() {
+        if case.call != "render_json" {
+            continue;
+        }
+        let head: MessageHead = arg(&case, "head");
+        let reply: Reply = arg(&case, "reply");
+        let body: Value = serde_json::from_str(&run(&case)).expect("JSON body");
+        let content = body["content"].as_array().expect("content list");
+        match &reply {
+            Reply::Text(text) => {
+                assert_eq!(content.len(), 1, "{}", path.display());
+                assert_eq!(content[0]["text"].as_str(), Some(text.as_str()));
+                assert_eq!(body["stop_reason"], "end_turn");
+            }
+            Reply::Tools(calls) => {
+                several |= calls.len() > 1;
+                assert_eq!(content.len(), calls.len(), "{}", path.display());
+                for (block, call) in content.iter().zip(calls) {
+                    assert_eq!(block["type"], "tool_use");
+                    assert_eq!(block["id"].as_str(), Some(call.id.as_str()));
+                    assert_eq!(block["name"].as_str(), Some(call.name.as_str()));
+                    assert_eq!(block["input"], expected_input(&call.input));
+                }
+                let reason = if calls.is_empty() {
+                    "end_turn"
+                } else {
+                    "tool_use"
+                };
+                assert_eq!(body["stop_reason"], reason, "{}", path.display());
+            }
+        }
+        assert_eq!(
+            body["usage"],
+            usage_json(&head.usage, head.usage.output_tokens)
+        );
+    }
+    assert!(
+        several,
+        "expected a render_json fixture with several tool calls"
+    );
+}
+
+/// The event names a reply streams as.
+fn lifecycle(reply: &Reply) -> Vec<&'static str> {
+    let blocks = match reply {
+        Reply::Text(_) => 1,
+        Reply::Tools(calls) => calls.len(),
+    };
+    let mut names = vec!["message_start"];
+    for _ in 0..blocks {
+        names.extend([
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+        ]);
+    }
+    names.extend(["message_delta", "message_stop"]);
+    names
+}
+
+/// The input a tool block carries: the call's input when it is a JSON object, else `{}`.
+fn expected_input(input: &str) -> Value {
+    serde_json::from_str::<Value>(input)
+        .ok()
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({}))
+}
+
+/// All four counts of `usage`, with `output_tokens` as given.
+fn usage_json(usage: &Usage, output_tokens: u32) -> Value {
+    json!({
+        "input_tokens": usage.input_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "output_tokens": output_tokens,
+    })
+}
+
+/// The deltas reproduce the reply block by block, and the usage and stop reason match it.
 fn check_content(events: &[(String, Value)], head: &MessageHead, reply: &Reply) {
-    let delta = &events[2].1["delta"];
-    let stop_reason = &events[4].1["delta"]["stop_reason"];
+    let last = events.len() - 1;
+    let stop_reason = &events[last - 1].1["delta"]["stop_reason"];
     match reply {
         Reply::Text(text) => {
-            assert_eq!(delta["text"].as_str(), Some(text.as_str()));
+            for (offset, (_, data)) in events[1..4].iter().enumerate() {
+                assert_eq!(data["index"], 0, "event {}", offset + 1);
+            }
+            assert_eq!(events[2].1["delta"]["text"].as_str(), Some(text.as_str()));
             assert_eq!(stop_reason, "end_turn");
         }
-        Reply::Tool(call) => {
-            let partial = delta["partial_json"].as_str().expect("partial_json string");
-            let input: Value = serde_json::from_str(partial).expect("partial_json parses");
-            assert!(input.is_object());
-            let start = &events[1].1["content_block"];
-            assert_eq!(start["id"].as_str(), Some(call.id.as_str()));
-            assert_eq!(start["name"].as_str(), Some(call.name.as_str()));
-            assert_eq!(stop_reason, "tool_use");
+        Reply::Tools(calls) => {
+            for (index, call) in calls.iter().enumerate() {
+                let block = &events[1 + 3 * index..4 + 3 * index];
+                for (_, data) in block {
+                    assert_eq!(data["index"], index);
+                }
+                let start = &block[0].1["content_block"];
+                assert_eq!(start["type"], "tool_use");
+                assert_eq!(start["id"].as_str(), Some(call.id.as_str()));
+                assert_eq!(start["name"].as_str(), Some(call.name.as_str()));
+                assert_eq!(start["input"], json!({}));
+                let partial = block[1].1["delta"]["partial_json"]
+                    .as_str()
+                    .expect("partial_json string");
+                let input: Value = serde_json::from_str(partial).expect("partial_json parses");
+                assert_eq!(input, expected_input(&call.input));
+            }
+            let reason = if calls.is_empty() {
+                "end_turn"
+            } else {
+                "tool_use"
+            };
+            assert_eq!(stop_reason, reason);
         }
     }
     let start_usage = &events[0].1["message"]["usage"];
-    assert_eq!(start_usage["input_tokens"], head.usage.input_tokens);
+    assert_eq!(*start_usage, usage_json(&head.usage, 1));
     assert_eq!(
-        events[4].1["usage"]["output_tokens"],
-        head.usage.output_tokens
+        events[last - 1].1["usage"],
+        usage_json(&head.usage, head.usage.output_tokens)
     );
 }
 
