@@ -21,8 +21,10 @@
 //! Every function is total: no input makes it panic. Strings are escaped exactly as
 //! `serde_json` escapes them: the small events are written by `serde_json`, and the parts that
 //! carry the reply's content by this crate's own escaper, which writes the same bytes without
-//! `serde_json`'s byte-at-a-time loop. Output buffers are sized from the reply up front, so
-//! rendering is linear in the size of the reply and usually allocates once.
+//! `serde_json`'s byte-at-a-time loop. The output buffer is sized from the reply up front
+//! (content plus room for escapes), so rendering is linear in the size of the reply and the
+//! buffer is usually allocated once; it is a `String` from the start, so the answer is never
+//! scanned again to check that it is UTF-8.
 
 mod agent_error;
 mod errors;

@@ -8,6 +8,8 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
+use crate::escape;
+
 /// The compact text of a tool input, or `{}` when the input is not a JSON object.
 pub(crate) struct ToolInput<'a> {
     /// `None` stands for `{}`.
@@ -36,30 +38,25 @@ impl<'a> ToolInput<'a> {
 /// Removes the insignificant whitespace of valid JSON text in one pass, borrowing the text
 /// when it has none (the usual case: the envelope parser's inputs are compact already).
 ///
-/// Only called on text `serde_json` has accepted, so tracking "inside a string" and "after a
-/// backslash" is enough: JSON allows whitespace outside strings only, and only these four
-/// bytes count as whitespace. Every byte this looks at is ASCII, so the runs copied between
-/// removed bytes start and end on character boundaries.
+/// Only called on text `serde_json` has accepted, so knowing where strings are is enough:
+/// JSON allows whitespace outside strings only, and only these four bytes count as
+/// whitespace. Strings, where nearly all of a large input's bytes are, are skipped a word at
+/// a time. Every byte this stops at is ASCII, so the runs copied between removed bytes start
+/// and end on character boundaries.
 fn compact(json: &str) -> Cow<'_, str> {
     let bytes = json.as_bytes();
     let mut out: Option<String> = None;
     let mut run_start = 0;
-    let mut in_string = false;
     let mut index = 0;
     while let Some(&byte) = bytes.get(index) {
-        if in_string {
-            match byte {
-                // The escaped character is ASCII and never ends the string: skip it.
-                b'\\' => index += 1,
-                b'"' => in_string = false,
-                _ => {}
+        match byte {
+            b'"' => index = string_end(bytes, index + 1),
+            b' ' | b'\t' | b'\n' | b'\r' => {
+                let out = out.get_or_insert_with(|| String::with_capacity(json.len()));
+                out.push_str(json.get(run_start..index).unwrap_or_default());
+                run_start = index + 1;
             }
-        } else if byte == b'"' {
-            in_string = true;
-        } else if matches!(byte, b' ' | b'\t' | b'\n' | b'\r') {
-            let out = out.get_or_insert_with(|| String::with_capacity(json.len()));
-            out.push_str(json.get(run_start..index).unwrap_or_default());
-            run_start = index + 1;
+            _ => {}
         }
         index += 1;
     }
@@ -68,6 +65,20 @@ fn compact(json: &str) -> Cow<'_, str> {
         Some(mut out) => {
             out.push_str(json.get(run_start..).unwrap_or_default());
             Cow::Owned(out)
+        }
+    }
+}
+
+/// The index of the quote that closes the string whose contents start at `from` (the end of
+/// the text if it never closes, which valid JSON rules out).
+fn string_end(bytes: &[u8], mut from: usize) -> usize {
+    loop {
+        match escape::next_quote_or_backslash(bytes, from) {
+            // An escape: the character after the backslash is ASCII and never closes the
+            // string, so the scan resumes after it.
+            Some(at) if bytes.get(at) == Some(&b'\\') => from = at + 2,
+            Some(at) => return at,
+            None => return bytes.len(),
         }
     }
 }
@@ -152,6 +163,32 @@ mod tests {
             assert_eq!(
                 parsed,
                 serde_json::from_str::<serde_json::Value>(input).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn pretty_printed_values_compact_to_serde_compact_output() {
+        // Strings of every length up to a few words, full of what could end a string early
+        // (escaped quotes, backslashes, whitespace), between whitespace that must go.
+        let pieces = [
+            "a", " ", "\"", "\\", "\n", "\t", "é", "中", "😀", "\u{1}", "/", "\\\"",
+        ];
+        for round in 0..300 {
+            let text: String = (0..round % 41)
+                .map(|i| pieces[(i * 7 + round) % pieces.len()])
+                .collect();
+            let value = serde_json::json!({
+                "text": text,
+                "list": [text, 1, {"inner": text, "n": null}],
+                "e": {},
+                "z": [],
+            });
+            let pretty = serde_json::to_string_pretty(&value).unwrap();
+            assert_eq!(
+                text_of(&pretty),
+                serde_json::to_string(&value).unwrap(),
+                "{pretty}"
             );
         }
     }
