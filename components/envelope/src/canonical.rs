@@ -1,4 +1,4 @@
-//! Canonical JSON text and the deterministic tool-call id.
+//! Canonical JSON text and the deterministic tool-call ids.
 //!
 //! Canonical form: compact (no whitespace), object keys sorted by code point (byte order of their
 //! UTF-8) at every depth, strings escaped exactly as serde_json escapes them, numbers as
@@ -8,6 +8,7 @@
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
 use std::fmt::Write;
 
 /// The canonical text of `value`.
@@ -17,14 +18,61 @@ pub(crate) fn to_string(value: &Value) -> String {
     out
 }
 
-/// `devin_call_` + the first 16 hex digits of sha256(`{id_seed}:{name}:{canonical_args}`).
+/// `devin_call_` + the first 16 hex digits of sha256(`{id_seed}:{name}:{canonical_args}`): the
+/// id of a reply's first call, unchanged since replies held a single call.
+#[cfg(test)]
 pub(crate) fn call_id(id_seed: &str, name: &str, canonical_args: &str) -> String {
+    id_for(id_seed, 1, 0, name, canonical_args)
+}
+
+/// The ids of one reply's calls, issued in reply order; distinct within the reply.
+///
+/// The call at 1-based `position` p hashes `{id_seed}:{name}:{args}` when p is 1 (so a
+/// single-call reply keeps the id it always had) and `{id_seed}:{p}:{name}:{args}` after that,
+/// so two identical calls get different ids. Should an id still equal one already issued in the
+/// reply (a collision of the 64-bit prefix), the attempt number k = 1, 2, ... joins the text,
+/// `{id_seed}:{p}:{k}:{name}:{args}`, until it differs: deterministic, and never a duplicate.
+pub(crate) struct CallIds<'s> {
+    id_seed: &'s str,
+    issued: BTreeSet<String>,
+}
+
+impl<'s> CallIds<'s> {
+    pub(crate) fn new(id_seed: &'s str) -> Self {
+        Self {
+            id_seed,
+            issued: BTreeSet::new(),
+        }
+    }
+
+    /// The id of the call at 1-based `position`.
+    pub(crate) fn issue(&mut self, position: usize, name: &str, canonical_args: &str) -> String {
+        let mut attempt = 0;
+        loop {
+            let id = id_for(self.id_seed, position, attempt, name, canonical_args);
+            if self.issued.insert(id.clone()) {
+                return id;
+            }
+            attempt += 1;
+        }
+    }
+}
+
+fn id_for(id_seed: &str, position: usize, attempt: usize, name: &str, args: &str) -> String {
     let mut hasher = Sha256::new();
     hasher.update(id_seed.as_bytes());
     hasher.update(b":");
+    if position > 1 || attempt > 0 {
+        hasher.update(position.to_string().as_bytes());
+        hasher.update(b":");
+    }
+    if attempt > 0 {
+        hasher.update(attempt.to_string().as_bytes());
+        hasher.update(b":");
+    }
     hasher.update(name.as_bytes());
     hasher.update(b":");
-    hasher.update(canonical_args.as_bytes());
+    hasher.update(args.as_bytes());
     let digest = hasher.finalize();
     format!("devin_call_{}", hex::encode(&digest[..8]))
 }
@@ -135,5 +183,34 @@ mod tests {
         // sha256("seed:Bash:{}") computed independently (printf 'seed:Bash:{}' | sha256sum).
         let id = call_id("seed", "Bash", "{}");
         assert_eq!(id, "devin_call_332481af4eb89878");
+    }
+
+    #[test]
+    fn later_calls_hash_their_position() {
+        let mut ids = CallIds::new("seed");
+        assert_eq!(ids.issue(1, "Bash", "{}"), "devin_call_332481af4eb89878");
+        // printf 'seed:2:Bash:{}' | sha256sum
+        assert_eq!(ids.issue(2, "Bash", "{}"), "devin_call_53117a67d5bf4b2e");
+        assert_eq!(
+            ids.issue(3, "Bash", "{}"),
+            id_for("seed", 3, 0, "Bash", "{}")
+        );
+    }
+
+    #[test]
+    fn a_colliding_id_is_rehashed_with_an_attempt_number() {
+        let mut ids = CallIds::new("seed");
+        // Pretend an earlier call of the reply already holds these ids.
+        ids.issued.insert(id_for("seed", 2, 0, "Bash", "{}"));
+        ids.issued.insert(id_for("seed", 2, 1, "Bash", "{}"));
+        let id = ids.issue(2, "Bash", "{}");
+        // printf 'seed:2:2:Bash:{}' | sha256sum
+        assert_eq!(id, "devin_call_4c4c026279efe18f");
+        assert_eq!(ids.issued.len(), 3);
+        // The same history gives the same id.
+        let mut again = CallIds::new("seed");
+        again.issued.insert(id_for("seed", 2, 0, "Bash", "{}"));
+        again.issued.insert(id_for("seed", 2, 1, "Bash", "{}"));
+        assert_eq!(again.issue(2, "Bash", "{}"), id);
     }
 }

@@ -60,20 +60,25 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-pub(crate) fn excessive(envelopes: usize) -> Failure {
+/// The scan stops at the first opening tag over `limit`, so the count it names is a lower bound.
+pub(crate) fn excessive(limit: usize) -> Failure {
+    let found = limit.saturating_add(1);
+    let allowed = if limit == 1 {
+        "one tool call per reply is allowed".to_owned()
+    } else {
+        format!("at most {limit} tool calls per reply are allowed")
+    };
     agent(
         codes::EXCESSIVE_TOOL_REQUESTS,
-        format!(
-            "the output contains {envelopes} <tool> envelopes; exactly one tool call per turn is \
-             allowed"
-        ),
+        format!("the output contains at least {found} <tool> envelopes; {allowed}"),
     )
 }
 
 pub(crate) fn narrative_mismatch() -> Failure {
     agent(
         codes::ACTION_NARRATIVE_MISMATCH,
-        "the output mixes text with a <tool> envelope; a tool call must be the whole output",
+        "the output mixes text with <tool> envelopes; a reply that calls tools must hold only \
+         envelopes, separated by nothing but whitespace",
     )
 }
 
@@ -84,11 +89,54 @@ pub(crate) fn closing_without_opening() -> Failure {
     )
 }
 
-pub(crate) fn unclosed() -> Failure {
+/// `envelope` is the 1-based position of the cut-off envelope; the first is not numbered, so a
+/// single cut-off envelope reads as it always has.
+pub(crate) fn unclosed(envelope: usize) -> Failure {
+    let which = if envelope == 1 {
+        "the <tool> envelope".to_owned()
+    } else {
+        format!("the <tool> envelope {envelope}")
+    };
     agent(
         codes::MALFORMED_TOOL_JSON,
-        "the <tool> envelope has no closing </tool> tag outside its JSON strings",
+        format!("{which} has no closing </tool> tag outside its JSON strings"),
     )
+}
+
+pub(crate) fn nested(envelope: usize) -> Failure {
+    agent(
+        codes::MALFORMED_TOOL_JSON,
+        format!(
+            "a <tool> tag opens inside <tool> envelope {envelope}, outside its JSON strings; \
+             envelopes must not nest: close each one with </tool> before the next <tool>"
+        ),
+    )
+}
+
+/// `failure` of one call among several: its message is prefixed with the call's 1-based
+/// `position`, the number of calls and, once known, the tool's name (escaped and bounded like
+/// every quoted name). A reply of one call keeps the message as it is.
+pub(crate) fn of_call(
+    failure: Failure,
+    position: usize,
+    calls: usize,
+    name: Option<&str>,
+) -> Failure {
+    if calls <= 1 {
+        return failure;
+    }
+    let tool = name
+        .map(|name| {
+            format!(
+                " ({})",
+                excerpt(&name.escape_debug().to_string(), EXCERPT_CHARS)
+            )
+        })
+        .unwrap_or_default();
+    Failure {
+        message: format!("call {position} of {calls}{tool}: {}", failure.message),
+        ..failure
+    }
 }
 
 pub(crate) fn malformed_json(error: &serde_json::Error) -> Failure {

@@ -20,14 +20,45 @@
 //! at `.`, `!` or `?` followed by whitespace or the end of the text (so `main.rs` does not end
 //! one). Distances count characters between the end of the phrase and the start of the verb.
 //!
-//! Time is linear: one pass turns the text into the few words that matter (keywords) with their
-//! positions, then each rule looks at a fixed number of neighbours plus a precomputed "next verb"
-//! index; there is no backtracking.
+//! # Time
+//!
+//! Linear, and in ordinary prose a small fraction of a full tokenization. Every rule starts at
+//! one of a few *starter* words (next, immediate, planned, I'll, I, let, still, now, test,
+//! tests), so a [`Guard`] first looks for those with vectorised substring searches (`memchr`'s
+//! `memmem` over an ASCII-lowercased copy of one chunk at a time: "next", "planned", "will",
+//! "let", "still", "now", "test", and every apostrophe for "I'll"), keeps the hits that begin a
+//! word, and tokenizes exactly only a *region* from each such word onwards. Everything
+//! elsewhere is never tokenized.
+//!
+//! The verdict is the one a tokenization of the whole text gives, because:
+//! - a region starts at a word start, so it yields the same keywords as the whole text from
+//!   there on (positions and sentence numbers shifted alike; the rules only compare them), and
+//!   the one value that can differ, the gap before its first keyword, is never consulted;
+//! - every rule reads forwards only, and a region ends only where no keyword in it can reach
+//!   further: after a non-keyword (the gap is [`Gap::Other`], so no phrase or colon continues
+//!   across) and more than [`PLAN_WINDOW`] characters after the last phrase end that opens a
+//!   verb window (step, task, action, I'll, will, me). So a rule that fires on the whole text
+//!   fires in the region holding its first word, and a region never fires on its own: a keyword
+//!   it lacks only ever makes a rule fail;
+//! - a rule starting at "immediate" fires exactly when the same rule starting at the "next"
+//!   after it does (the optional word changes nothing else), and "I will" is found from its
+//!   "will". Only ASCII letters lowercase to the starters' letters (the one other character that
+//!   lowercases to ASCII, the Kelvin sign, becomes a `k`), so the ASCII-lowercased search
+//!   misses none.
+//!
+//! Regions do not overlap (a hit inside the last region is skipped), and a region is tokenized
+//! in one pass: each rule then looks at a fixed number of neighbours plus a precomputed "next
+//! verb" index, with no backtracking.
 
-/// Rule 1 window, in characters.
+use memchr::memchr2_iter;
+use memchr::memmem::Finder;
+
+/// Rule 1 window, in characters (the larger window; regions keep this much after a phrase).
 const PLAN_WINDOW: usize = 320;
 /// Rule 2 window, in characters.
 const INTENT_WINDOW: usize = 160;
+// A region keeps [`PLAN_WINDOW`] characters after any phrase end, which must cover both rules.
+const _: () = assert!(INTENT_WINDOW <= PLAN_WINDOW);
 /// Longer words cannot be keywords; stop collecting their characters.
 const MAX_KEYWORD_CHARS: usize = 9;
 
@@ -113,6 +144,14 @@ impl Word {
         }
     }
 
+    /// The last word of a phrase that a verb may follow within a window (rules 1 and 2).
+    fn opens_window(self) -> bool {
+        matches!(
+            self,
+            Self::Step | Self::Task | Self::Action | Self::ILl | Self::Will | Self::Me
+        )
+    }
+
     fn is_verb(self) -> bool {
         matches!(
             self,
@@ -150,21 +189,156 @@ struct Keyword {
     sentence: usize,
 }
 
-/// True when `text` narrates an action it does not request. See the module documentation.
-pub(crate) fn narrates(text: &str) -> bool {
-    let keywords = keywords(text);
-    let next_verb = next_verb_index(&keywords);
+/// The narration guard over one output: the searchers and buffers its pieces share.
+pub(crate) struct Guard {
+    /// One searcher per trigger of [`TRIGGERS`], in that order.
+    finders: Vec<Finder<'static>>,
+    /// The current chunk, ASCII-lowercased.
+    lower: Vec<u8>,
+    /// Byte offsets of the starter words found in the current chunk.
+    starts: Vec<usize>,
+    /// The keywords of the current region.
+    keywords: Vec<Keyword>,
+}
+
+/// The lowercase substrings searched for; each leads to a starter word ([`starter`] says how).
+/// "I'll" is found from its apostrophe instead, which no substring search in lowercase covers
+/// for the three apostrophes at once.
+const TRIGGERS: [&str; 7] = ["next", "planned", "will", "let", "still", "now", "test"];
+
+/// Bytes lowercased and searched at a time: small enough to stay in the first-level cache for
+/// the seven searches, large enough that the per-chunk set-up does not matter.
+const CHUNK_BYTES: usize = 16 * 1024;
+
+/// Bytes a chunk's copy extends past its end, so a trigger starting in the chunk is found whole.
+const TRIGGER_OVERLAP: usize = 8;
+
+impl Guard {
+    pub(crate) fn new() -> Self {
+        Self {
+            finders: TRIGGERS
+                .iter()
+                .map(|trigger| Finder::new(*trigger))
+                .collect(),
+            lower: Vec::new(),
+            starts: Vec::new(),
+            keywords: Vec::new(),
+        }
+    }
+
+    /// True when `text` narrates an action it does not request. See the module documentation.
+    pub(crate) fn narrates(&mut self, text: &str) -> bool {
+        self.narrates_in_chunks(text, CHUNK_BYTES)
+    }
+
+    fn narrates_in_chunks(&mut self, text: &str, chunk_bytes: usize) -> bool {
+        let bytes = text.as_bytes();
+        // The last region tokenized, as byte offsets: a starter inside it was already seen there.
+        let mut region = 0..0;
+        let mut from = 0;
+        while from < bytes.len() {
+            let own_end = from.saturating_add(chunk_bytes).min(bytes.len());
+            let copy_end = own_end.saturating_add(TRIGGER_OVERLAP).min(bytes.len());
+            self.lower.clear();
+            self.lower.extend_from_slice(&bytes[from..copy_end]);
+            self.lower.make_ascii_lowercase();
+            self.starts.clear();
+            for (finder, trigger) in self.finders.iter().zip(TRIGGERS) {
+                for hit in finder.find_iter(&self.lower) {
+                    // Hits are in order; one starting in the overlap belongs to the next chunk.
+                    if from + hit >= own_end {
+                        break;
+                    }
+                    self.starts.extend(starter(text, from + hit, trigger));
+                }
+            }
+            for hit in memchr2_iter(b'\'', 0xE2, &bytes[from..own_end]) {
+                self.starts.extend(contraction_starter(text, from + hit));
+            }
+            self.starts.sort_unstable();
+            self.starts.dedup();
+            for &start in &self.starts {
+                if region.contains(&start) {
+                    continue;
+                }
+                let end = tokenize(&text[start..], true, &mut self.keywords);
+                if fires(&self.keywords) {
+                    return true;
+                }
+                region = start..start + end;
+            }
+            from = own_end;
+        }
+        false
+    }
+}
+
+/// The starter word a trigger found at byte `at` leads to, if any: the word itself when it
+/// starts there, or for "will" the "I" before it, separated by whitespace only. Lenient is
+/// safe (a region that holds no rule costs a few words); missing a starter is not.
+fn starter(text: &str, at: usize, trigger: &str) -> Option<usize> {
+    if trigger != "will" {
+        return starts_word(text, at).then_some(at);
+    }
+    let before = text.get(..at)?.trim_end();
+    if before.len() == at {
+        return None; // no whitespace between: not a separate word
+    }
+    let i = before.len().checked_sub(1)?;
+    (matches!(before.as_bytes()[i], b'i' | b'I') && starts_word(text, i)).then_some(i)
+}
+
+/// The "I" of an "I'll" whose apostrophe (`'`, `’` or `‘`) is at byte `at`, if it starts a word.
+fn contraction_starter(text: &str, at: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let after = match bytes.get(at..at + 3)? {
+        [b'\'', ..] => at + 1,
+        [0xE2, 0x80, 0x98 | 0x99] => at + 3,
+        _ => return None,
+    };
+    let ll = bytes.get(after..after + 2)?;
+    let i = at.checked_sub(1)?;
+    (ll.eq_ignore_ascii_case(b"ll") && matches!(bytes[i], b'i' | b'I') && starts_word(text, i))
+        .then_some(i)
+}
+
+/// Whether a word begins at byte `at` (which holds an ASCII letter) for the tokenizer: the
+/// character before is not part of a word, and is not an apostrophe joining the letter to a
+/// word before it.
+fn starts_word(text: &str, at: usize) -> bool {
+    let Some(before) = text.get(..at) else {
+        return false;
+    };
+    let mut previous = before.chars().rev().map(fold_apostrophe);
+    match previous.next() {
+        None => true,
+        Some(c) if is_word_char(c) => false,
+        // An apostrophe joins a word when a word character precedes it and a letter follows.
+        Some('\'') => !previous.next().is_some_and(is_word_char),
+        Some(_) => true,
+    }
+}
+
+/// Whether a rule fires on `keywords`, the keywords of a region or of a whole text.
+fn fires(keywords: &[Keyword]) -> bool {
+    let next_verb = next_verb_index(keywords);
     (0..keywords.len()).any(|at| {
-        plan_then_verb(&keywords, &next_verb, at)
-            || intent_then_verb(&keywords, &next_verb, at)
-            || still_need_to(&keywords, at)
-            || tests_not_run(&keywords, at)
+        plan_then_verb(keywords, &next_verb, at)
+            || intent_then_verb(keywords, &next_verb, at)
+            || still_need_to(keywords, at)
+            || tests_not_run(keywords, at)
     })
 }
 
-/// One pass over the characters: the keywords, with positions, gaps and sentence numbers.
-fn keywords(text: &str) -> Vec<Keyword> {
-    let mut keywords = Vec::new();
+/// One pass over the characters: the keywords into `keywords` (cleared first), with positions,
+/// gaps and sentence numbers, and the byte offset where the pass stopped.
+///
+/// For a whole text (`region` false) the pass reads to the end. For a region it stops at the
+/// first point after which no keyword it holds can matter (see the module documentation): a
+/// non-word character with the gap at [`Gap::Other`] more than [`PLAN_WINDOW`] characters
+/// after the last keyword that opens a verb window.
+fn tokenize(text: &str, region: bool, keywords: &mut Vec<Keyword>) -> usize {
+    keywords.clear();
     let mut word = String::new();
     let mut word_chars = 0;
     let mut word_start = 0;
@@ -172,12 +346,18 @@ fn keywords(text: &str) -> Vec<Keyword> {
     let mut sentence = 0;
     // A `.`, `!` or `?` that ends the sentence if whitespace follows.
     let mut pending_stop = false;
+    // Characters before which a verb may still matter to a keyword already seen.
+    let mut horizon = 0;
 
-    let mut chars = text.chars().map(fold_apostrophe).enumerate().peekable();
-    while let Some((at, c)) = chars.next() {
+    let mut chars = text
+        .char_indices()
+        .map(|(byte, c)| (byte, fold_apostrophe(c)))
+        .enumerate()
+        .peekable();
+    while let Some((at, (byte, c))) = chars.next() {
         let in_word = word_chars > 0;
         let joins_word = is_word_char(c)
-            || (c == '\'' && in_word && chars.peek().is_some_and(|&(_, n)| n.is_alphabetic()));
+            || (c == '\'' && in_word && chars.peek().is_some_and(|&(_, (_, n))| n.is_alphabetic()));
         if joins_word {
             if !in_word {
                 word_start = at;
@@ -190,15 +370,12 @@ fn keywords(text: &str) -> Vec<Keyword> {
             continue;
         }
         if in_word {
-            finish_word(
-                &mut keywords,
-                &word,
-                word_chars,
-                word_start,
-                at,
-                &mut gap,
-                sentence,
+            let kind = finish_word(
+                keywords, &word, word_chars, word_start, at, &mut gap, sentence,
             );
+            if kind.opens_window() {
+                horizon = at + PLAN_WINDOW;
+            }
             word.clear();
             word_chars = 0;
         }
@@ -215,23 +392,21 @@ fn keywords(text: &str) -> Vec<Keyword> {
             (current, c) if c.is_whitespace() => current,
             _ => Gap::Other,
         };
+        if region && gap == Gap::Other && at > horizon {
+            return byte + c.len_utf8();
+        }
     }
     if word_chars > 0 {
         let end = word_start + word_chars;
-        finish_word(
-            &mut keywords,
-            &word,
-            word_chars,
-            word_start,
-            end,
-            &mut gap,
-            sentence,
+        let _ = finish_word(
+            keywords, &word, word_chars, word_start, end, &mut gap, sentence,
         );
     }
-    keywords
+    text.len()
 }
 
 /// Records a finished word if it is a keyword; any word resets the gap that follows it.
+/// Returns what the word is.
 fn finish_word(
     keywords: &mut Vec<Keyword>,
     word: &str,
@@ -240,7 +415,7 @@ fn finish_word(
     end: usize,
     gap: &mut Gap,
     sentence: usize,
-) {
+) -> Word {
     let kind = if chars > MAX_KEYWORD_CHARS {
         Word::Other
     } else {
@@ -249,7 +424,7 @@ fn finish_word(
     if kind == Word::Other {
         // An unrelated word between two keywords breaks any phrase across it.
         *gap = Gap::Other;
-        return;
+        return kind;
     }
     keywords.push(Keyword {
         word: kind,
@@ -259,6 +434,7 @@ fn finish_word(
         sentence,
     });
     *gap = Gap::Space;
+    kind
 }
 
 fn is_word_char(c: char) -> bool {
@@ -414,6 +590,23 @@ fn tests_not_run(keywords: &[Keyword], at: usize) -> bool {
 mod tests {
     use super::*;
 
+    fn keywords(text: &str) -> Vec<Keyword> {
+        let mut keywords = Vec::new();
+        assert_eq!(tokenize(text, false, &mut keywords), text.len());
+        keywords
+    }
+
+    /// The reference: the rules on a tokenization of the whole text.
+    fn narrates_whole(text: &str) -> bool {
+        fires(&keywords(text))
+    }
+
+    fn narrates(text: &str) -> bool {
+        let verdict = Guard::new().narrates(text);
+        assert_eq!(verdict, narrates_whole(text), "{text:?}");
+        verdict
+    }
+
     fn words(text: &str) -> Vec<(Word, usize, usize, Gap, usize)> {
         keywords(text)
             .into_iter()
@@ -449,5 +642,181 @@ mod tests {
     fn verb_must_follow_the_phrase() {
         assert!(!narrates("Run it, I will."));
         assert!(narrates("I will run it."));
+    }
+
+    /// Every verdict of the guard, at several chunk sizes, against the whole-text reference.
+    fn agrees(text: &str) -> bool {
+        let whole = narrates_whole(text);
+        let mut guard = Guard::new();
+        for chunk_bytes in [CHUNK_BYTES, 64, 9, 1] {
+            assert_eq!(
+                guard.narrates_in_chunks(text, chunk_bytes),
+                whole,
+                "chunks of {chunk_bytes}: {text:?}"
+            );
+        }
+        whole
+    }
+
+    #[test]
+    fn starters_are_found_in_every_spelling_and_position() {
+        for text in [
+            "NEXT STEP: RUN",
+            "nExT sTeP iS tO rUn",
+            "immediate next task: fix",
+            "Planned actions: edit",
+            "I\u{a0}will\u{2003}run",
+            "i will\n\n\n\n\nrun",
+            "I‘LL run",
+            "I’ll run",
+            "x. I'll run",
+            "(let me run)",
+            "_still need to run",
+            "still need to run",
+            "Now needs to check",
+            "TESTS were not yet been run",
+            "test wasn’t run",
+            "é next step: run",
+            "énext step: run",
+            "don't let me run",
+            "don'tlet me run",
+            "a'next step: run",
+            "'next step: run",
+            "İ will run",
+            "\u{212A}now. Let me know, I'll run",
+        ] {
+            agrees(text);
+        }
+        assert!(agrees("I’ll run"));
+        assert!(agrees("'next step: run"));
+        assert!(!agrees("a'next step: run"), "one word a'next");
+        assert!(!agrees("énext step: run"));
+        assert!(!agrees("İ will run"), "İ lowercases to i and a dot");
+        assert!(!agrees("_still need to run"));
+    }
+
+    #[test]
+    fn regions_reach_as_far_as_the_rules_do() {
+        let spaces = " ".repeat(2_000);
+        let filler = "word ".repeat(60); // 300 characters
+        for text in [
+            // Phrases joined by long whitespace, which no window bounds.
+            format!("next{spaces}step:{spaces}run"),
+            format!("still{spaces}need{spaces}to{spaces}run"),
+            format!("tests{spaces}have{spaces}not{spaces}been{spaces}run"),
+            format!("I{spaces}will run"),
+            // Verbs at the edge of the windows, past filler words that end nothing.
+            format!("The next step is {filler}{} run", "x".repeat(16)),
+            format!("The next step is {filler}{} run", "x".repeat(17)),
+            format!("The next step is {filler}{} run", "x".repeat(19)),
+            format!("I will {} run", "word ".repeat(31)),
+            format!("I will {} run", "word ".repeat(32)),
+            // A region that would end before a later one starts, and one that runs on.
+            format!("next step {filler} now {filler} let me {filler} run"),
+            format!("{}I will run", "next step now let me ".repeat(100)),
+        ] {
+            agrees(&text);
+        }
+    }
+
+    #[test]
+    fn the_guard_agrees_with_the_whole_text_on_generated_texts() {
+        let words = [
+            "next",
+            "Next",
+            "NEXT",
+            "immediate",
+            "step",
+            "Steps",
+            "task",
+            "tasks",
+            "planned",
+            "action",
+            "actions",
+            "I'll",
+            "I’ll",
+            "i‘ll",
+            "I",
+            "i",
+            "will",
+            "Will",
+            "let",
+            "me",
+            "know",
+            "still",
+            "now",
+            "need",
+            "needs",
+            "required",
+            "to",
+            "tests",
+            "test",
+            "have",
+            "has",
+            "were",
+            "was",
+            "not",
+            "haven't",
+            "wasn’t",
+            "yet",
+            "been",
+            "read",
+            "inspect",
+            "examine",
+            "edit",
+            "fix",
+            "run",
+            "RUN",
+            "check",
+            "start",
+            "the",
+            "code",
+            "éa",
+            "İ",
+            "\u{212A}now",
+            "nowhere",
+            "context",
+            "let's",
+            "don't",
+            "a'next",
+            "willing",
+            "rerun",
+            "main.rs",
+            "readreadread",
+            "next step",
+            "immediate next task:",
+            "next immediate step",
+            "planned action:",
+            "I will",
+            "let me",
+            "let me know",
+            "still need to",
+            "now required to",
+            "tests have not",
+            "test wasn’t yet been",
+            "haven't been",
+            "Next Steps:\n",
+        ];
+        let separators = [
+            " ", " ", " ", "  ", "\n", "\t", "\u{a0}", "\u{2003}", ". ", "! ", "? ", ".", ":",
+            " : ", ",", "'", "’", "-", "_", "é",
+        ];
+        let long = [" ".repeat(330), "word ".repeat(64), "x".repeat(150)];
+        let mut random = crate::tests::robustness::XorShift(0x5eed_0f9a_7d01);
+        let mut fired = 0;
+        for _ in 0..4_000 {
+            let mut text = String::new();
+            for _ in 0..random.next() % 30 {
+                text.push_str(words[random.next() % words.len()]);
+                match random.next() % 20 {
+                    0 => text.push_str(&long[random.next() % long.len()]),
+                    1..=9 => text.push(' '),
+                    _ => text.push_str(separators[random.next() % separators.len()]),
+                }
+            }
+            fired += usize::from(agrees(&text));
+        }
+        // Both verdicts occur, so the comparison means something.
+        assert!((800..3_200).contains(&fired), "{fired} fired");
     }
 }

@@ -15,6 +15,8 @@
 //! - Errors are reported with the instance path and a message that masks the offending value
 //!   (it may be megabytes long), sorted by path then message, so the order never depends on the
 //!   crate's evaluation order. Every error is counted; the first [`MAX_LISTED`] are listed.
+//! - A reply may call one tool several times: a [`Checker`] per tool builds its validator at
+//!   most once and reuses it for every call of that tool in the reply.
 
 use crate::{failure, simple_schema, tools::Tool};
 use devin_bridge_types::Failure;
@@ -30,18 +32,59 @@ pub(crate) const MAX_LISTED: usize = 100;
 const MAX_LINE_CHARS: usize = 200;
 
 /// Checks `arguments` for `tool`; arguments must be a JSON object.
+#[cfg(test)]
 pub(crate) fn check_arguments(tool: Tool<'_>, arguments: &Value) -> Result<(), Failure> {
-    if !arguments.is_object() {
-        return Err(failure::arguments_not_object(tool.name, arguments));
+    Checker::new(tool).check(arguments)
+}
+
+/// One declared tool, checking the calls of one reply. Its validator, when the shortcut does
+/// not decide, is built once and reused by every later call of the same tool in the reply.
+pub(crate) struct Checker<'a> {
+    tool: Tool<'a>,
+    validator: Option<jsonschema::Validator>,
+}
+
+impl<'a> Checker<'a> {
+    pub(crate) fn new(tool: Tool<'a>) -> Self {
+        Self {
+            tool,
+            validator: None,
+        }
     }
-    let schema = tool
-        .input_schema()
-        .ok_or_else(|| failure::invalid_schema(tool.name, "is missing"))?;
-    let draft = draft_of(schema).map_err(|reason| failure::invalid_schema(tool.name, reason))?;
-    if simple_schema::certainly_valid(schema, draft, arguments) {
-        return Ok(());
+
+    /// Checks one call's `arguments`; they must be a JSON object.
+    pub(crate) fn check(&mut self, arguments: &Value) -> Result<(), Failure> {
+        let Self { tool, validator } = self;
+        if !arguments.is_object() {
+            return Err(failure::arguments_not_object(tool.name, arguments));
+        }
+        let schema = tool
+            .input_schema()
+            .ok_or_else(|| failure::invalid_schema(tool.name, "is missing"))?;
+        let draft =
+            draft_of(schema).map_err(|reason| failure::invalid_schema(tool.name, reason))?;
+        if simple_schema::certainly_valid(schema, draft, arguments) {
+            return Ok(());
+        }
+        let validator = match validator {
+            Some(built) => built,
+            None => validator.insert(build(tool.name, schema, draft)?),
+        };
+
+        let mut errors = Errors::default();
+        for error in validator.iter_errors(arguments) {
+            errors.add(error.instance_path().as_str(), &error.masked().to_string());
+        }
+        match errors.listing() {
+            None => Ok(()),
+            Some(listing) => Err(failure::invalid_arguments(tool.name, &listing)),
+        }
     }
-    let validator = jsonschema::options()
+}
+
+/// The validator of the tool `name`, or the `invalid_tool_schema` failure its schema causes.
+fn build(name: &str, schema: &Value, draft: Draft) -> Result<jsonschema::Validator, Failure> {
+    jsonschema::options()
         .offline()
         .with_draft(draft)
         .should_validate_formats(true)
@@ -59,17 +102,8 @@ pub(crate) fn check_arguments(tool: Tool<'_>, arguments: &Value) -> Result<(), F
                 "is not a valid JSON Schema{location}: {}",
                 line(&error.to_string())
             );
-            failure::invalid_schema(tool.name, &reason)
-        })?;
-
-    let mut errors = Errors::default();
-    for error in validator.iter_errors(arguments) {
-        errors.add(error.instance_path().as_str(), &error.masked().to_string());
-    }
-    match errors.listing() {
-        None => Ok(()),
-        Some(listing) => Err(failure::invalid_arguments(tool.name, &listing)),
-    }
+            failure::invalid_schema(name, &reason)
+        })
 }
 
 /// The draft a schema is written in; see the module documentation.

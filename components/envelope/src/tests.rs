@@ -41,27 +41,59 @@ fn tools() -> String {
     .to_string()
 }
 
+/// The bridge's default limit of calls per reply.
+const MAX_CALLS: u32 = 8;
+
+/// `parse` with the test catalog and seed, checked to give the same answer as `parse_owned`.
+fn parse_with(output: &str, max_calls: u32) -> Result<Reply, Failure> {
+    let tools = tools();
+    let borrowed = parse(output, &tools, "seed", max_calls);
+    let owned = parse_owned(output.to_owned(), &tools, "seed", max_calls);
+    assert_eq!(borrowed, owned, "{output:?}");
+    borrowed
+}
+
 fn ok(output: &str) -> Reply {
-    match parse(output, &tools(), "seed") {
+    match parse_with(output, MAX_CALLS) {
         Ok(reply) => reply,
         Err(failure) => panic!("{output:?} failed: {failure}"),
     }
 }
 
-fn tool_call(output: &str) -> ToolCall {
+fn tool_calls(output: &str) -> Vec<ToolCall> {
     match ok(output) {
-        Reply::Tool(call) => call,
+        Reply::Tools(calls) => calls,
         Reply::Text(text) => panic!("{output:?} gave text {text:?}"),
     }
 }
 
-/// The failure of `output`, checked to be a repairable 502 with `code`.
-fn rejected(output: &str, code: &str) -> Failure {
-    let failure = parse(output, &tools(), "seed").expect_err(output);
+fn tool_call(output: &str) -> ToolCall {
+    match <[ToolCall; 1]>::try_from(tool_calls(output)) {
+        Ok([call]) => call,
+        Err(calls) => panic!("{output:?} gave {} calls", calls.len()),
+    }
+}
+
+/// The failure of `output` under `max_calls`, checked to be a repairable 502 with `code`.
+fn rejected_with(output: &str, max_calls: u32, code: &str) -> Failure {
+    let failure = parse_with(output, max_calls).expect_err(output);
     assert_eq!(failure.code, code, "{output:?}: {}", failure.message);
     assert_eq!(failure.status, 502, "{output:?}");
     assert!(failure.repairable, "{output:?}");
     failure
+}
+
+/// The failure of `output` under the default limit.
+fn rejected(output: &str, code: &str) -> Failure {
+    rejected_with(output, MAX_CALLS, code)
+}
+
+/// An envelope calling `name` with `arguments`.
+fn envelope(name: &str, arguments: serde_json::Value) -> String {
+    format!(
+        "<tool>{}</tool>",
+        json!({"name": name, "arguments": arguments})
+    )
 }
 
 mod rule_1_text {
@@ -109,32 +141,84 @@ mod rule_1_text {
 mod rule_2_count {
     use super::*;
 
-    #[test]
-    fn two_envelopes_are_excessive() {
-        let two = r#"<tool>{"name":"Read","arguments":{"file_path":"/a"}}</tool>
-<tool>{"name":"Read","arguments":{"file_path":"/b"}}</tool>"#;
-        let failure = rejected(two, "excessive_tool_requests");
-        assert!(
-            failure.message.contains("2 <tool> envelopes"),
-            "{}",
-            failure.message
-        );
+    fn two() -> String {
+        format!(
+            "{}\n{}",
+            envelope("Read", json!({"file_path": "/a"})),
+            envelope("Read", json!({"file_path": "/b"}))
+        )
     }
 
     #[test]
-    fn an_unclosed_second_envelope_counts() {
-        rejected(
-            r#"<tool>{"name":"NoArgs"}</tool><tool>{"name":"NoArgs"}"#,
-            "excessive_tool_requests",
+    fn more_envelopes_than_the_limit_are_excessive() {
+        let failure = rejected_with(&two(), 1, "excessive_tool_requests");
+        assert_eq!(
+            failure.message,
+            "the output contains at least 2 <tool> envelopes; one tool call per reply is allowed"
+        );
+        let three = format!("{}{}", two(), envelope("NoArgs", json!({})));
+        let failure = rejected_with(&three, 2, "excessive_tool_requests");
+        assert_eq!(
+            failure.message,
+            "the output contains at least 3 <tool> envelopes; at most 2 tool calls per reply are \
+             allowed"
+        );
+        assert_eq!(tool_calls(&three).len(), 3, "within the default limit");
+        assert!(parse_with(&three, 3).is_ok(), "exactly at the limit");
+    }
+
+    #[test]
+    fn a_limit_of_zero_counts_as_one() {
+        let failure = rejected_with(&two(), 0, "excessive_tool_requests");
+        assert!(
+            failure.message.contains("one tool call per reply"),
+            "{}",
+            failure.message
+        );
+        let one = envelope("NoArgs", json!({}));
+        assert!(matches!(parse_with(&one, 0), Ok(Reply::Tools(calls)) if calls.len() == 1));
+    }
+
+    #[test]
+    fn an_unclosed_envelope_over_the_limit_is_excessive_within_it_malformed() {
+        let output = r#"<tool>{"name":"NoArgs"}</tool><tool>{"name":"NoArgs"}"#;
+        rejected_with(output, 1, "excessive_tool_requests");
+        let failure = rejected(output, "malformed_tool_json");
+        assert_eq!(
+            failure.message,
+            "the <tool> envelope 2 has no closing </tool> tag outside its JSON strings"
         );
     }
 
     #[test]
     fn excess_wins_over_prose_and_bad_json() {
-        rejected(
+        rejected_with(
             "I will call two. <tool>x</tool> <tool>y</tool>",
+            1,
             "excessive_tool_requests",
         );
+        rejected_with(
+            "<tool>x</tool> <tool>{\"a\": <tool> </tool>",
+            1,
+            "excessive_tool_requests",
+        );
+    }
+
+    #[test]
+    fn the_count_stops_at_the_first_envelope_over_the_limit() {
+        // What follows the envelope over the limit is never read: a cut-off envelope, prose,
+        // a nesting, and thousands more envelopes change nothing.
+        let valid = envelope("NoArgs", json!({}));
+        for tail in ["<tool>{", "prose", "<tool>{\"a\":<tool>", "</tool>"] {
+            let output = format!("{valid}{valid}{valid}{tail}");
+            rejected_with(&output, 2, "excessive_tool_requests");
+        }
+        let many = valid.repeat(200_000);
+        let started = std::time::Instant::now();
+        rejected_with(&many, 2, "excessive_tool_requests");
+        rejected(&many, "excessive_tool_requests");
+        // Generous even for an unoptimised build; reading every envelope takes far longer.
+        assert!(started.elapsed() < std::time::Duration::from_millis(500));
     }
 
     #[test]
@@ -168,6 +252,28 @@ mod rule_3_outside_text {
         rejected(
             "```\n<tool>{\"name\":\"NoArgs\"}</tool>\n```",
             "action_narrative_mismatch",
+        );
+    }
+
+    #[test]
+    fn prose_between_envelopes_is_a_mismatch() {
+        let read = envelope("Read", json!({"file_path": "/a"}));
+        let failure = rejected(
+            &format!("{read}\nand then\n{read}"),
+            "action_narrative_mismatch",
+        );
+        assert_eq!(
+            failure.message,
+            "the output mixes text with <tool> envelopes; a reply that calls tools must hold \
+             only envelopes, separated by nothing but whitespace"
+        );
+        rejected(&format!("{read}</tool>{read}"), "action_narrative_mismatch");
+        rejected(&format!("{read}{read}."), "action_narrative_mismatch");
+        assert_eq!(tool_calls(&format!(" {read}\n\t{read}\r\n")).len(), 2);
+        assert_eq!(
+            tool_calls(&format!("{read}{read}")).len(),
+            2,
+            "nothing between"
         );
     }
 
@@ -237,6 +343,47 @@ mod rule_4_json {
         );
         rejected(r#"<tool>{"name":"NoArgs}</tool>"#, "malformed_tool_json");
     }
+
+    #[test]
+    fn a_cut_off_envelope_after_complete_ones_is_malformed() {
+        let read = envelope("Read", json!({"file_path": "/a"}));
+        let failure = rejected(
+            &format!("{read}\n{read}\n<tool>{{\"name\":\"Read\",\"arguments\":{{\"file_pa"),
+            "malformed_tool_json",
+        );
+        assert_eq!(
+            failure.message,
+            "the <tool> envelope 3 has no closing </tool> tag outside its JSON strings"
+        );
+    }
+
+    #[test]
+    fn envelopes_must_not_nest() {
+        let nested = r#"<tool>{"name":"NoArgs","arguments":<tool>{"name":"NoArgs"}</tool>}</tool>"#;
+        let failure = rejected(nested, "malformed_tool_json");
+        assert_eq!(
+            failure.message,
+            "a <tool> tag opens inside <tool> envelope 1, outside its JSON strings; envelopes \
+             must not nest: close each one with </tool> before the next <tool>"
+        );
+        // Overlapping: the second opens before the first closes, then each "closes".
+        let overlap = r#"<tool>{"name":"NoArgs" <tool></tool>{"name":"NoArgs"}</tool>"#;
+        rejected(overlap, "malformed_tool_json");
+        // In a later envelope, and with no closing tag at all.
+        let read = envelope("Read", json!({"file_path": "/a"}));
+        let failure = rejected(&format!("{read}<tool>{{<tool>"), "malformed_tool_json");
+        assert!(
+            failure.message.contains("envelope 2"),
+            "{}",
+            failure.message
+        );
+        // Inside a JSON string it is content, not a nesting.
+        let call =
+            tool_call(r#"<tool>{"name":"Bash","arguments":{"command":"echo <tool>"}}</tool>"#);
+        assert_eq!(call.input, r#"{"command":"echo <tool>"}"#);
+        // Prose before the outer envelope is what is reported first.
+        rejected(&format!("see {nested}"), "action_narrative_mismatch");
+    }
 }
 
 mod rule_5_name {
@@ -296,7 +443,8 @@ mod rule_6_known_tool {
 
     #[test]
     fn an_empty_catalog_knows_no_tool() {
-        let failure = parse(r#"<tool>{"name":"Bash"}</tool>"#, "[]", "s").expect_err("unknown");
+        let failure =
+            parse(r#"<tool>{"name":"Bash"}</tool>"#, "[]", "s", MAX_CALLS).expect_err("unknown");
         assert_eq!(failure.code, "unidentified_tool");
     }
 }
@@ -352,8 +500,13 @@ mod rule_7_arguments {
 
     #[test]
     fn a_broken_schema_is_a_client_error() {
-        let failure = parse(r#"<tool>{"name":"Broken"}</tool>"#, &tools(), "seed")
-            .expect_err("broken schema");
+        let failure = parse(
+            r#"<tool>{"name":"Broken"}</tool>"#,
+            &tools(),
+            "seed",
+            MAX_CALLS,
+        )
+        .expect_err("broken schema");
         assert_eq!(failure.code, "invalid_tool_schema");
         assert_eq!(failure.status, 400);
         assert!(!failure.repairable);
@@ -395,10 +548,10 @@ mod rule_8_call {
     fn seed_name_and_arguments_all_feed_the_id() {
         let output = r#"<tool>{"name":"Bash","arguments":{"command":"ls"}}</tool>"#;
         let base = tool_call(output).id;
-        let Ok(Reply::Tool(other_seed)) = parse(output, &tools(), "other") else {
+        let Ok(Reply::Tools(other_seed)) = parse(output, &tools(), "other", MAX_CALLS) else {
             panic!("should parse");
         };
-        assert_ne!(base, other_seed.id);
+        assert_ne!(base, other_seed[0].id);
         let other_args = tool_call(r#"<tool>{"name":"Bash","arguments":{"command":"pwd"}}</tool>"#);
         assert_ne!(base, other_args.id);
     }
@@ -415,13 +568,210 @@ mod rule_8_call {
     }
 }
 
+mod several_calls {
+    use super::*;
+
+    #[test]
+    fn calls_come_back_in_reply_order() {
+        let output = format!(
+            "{}\n\n{}\n{}",
+            envelope("Read", json!({"file_path": "/src/main.rs", "limit": 20})),
+            envelope("Bash", json!({"command": "cargo test"})),
+            envelope("NoArgs", json!({}))
+        );
+        let calls = tool_calls(&output);
+        let names: Vec<_> = calls.iter().map(|call| call.name.as_str()).collect();
+        assert_eq!(names, ["Read", "Bash", "NoArgs"]);
+        assert_eq!(calls[0].input, r#"{"file_path":"/src/main.rs","limit":20}"#);
+        assert_eq!(calls[1].input, r#"{"command":"cargo test"}"#);
+        assert_eq!(calls[2].input, "{}");
+    }
+
+    #[test]
+    fn the_first_call_keeps_the_single_call_id_and_later_ones_hash_their_position() {
+        let bash = r#"<tool>{"name":"Bash","arguments":{"command":"ls -la","timeout":5}}</tool>"#;
+        let single = tool_call(bash);
+        let calls = tool_calls(&format!("{bash}{bash}{bash}"));
+        // printf 'seed:Bash:{"command":"ls -la","timeout":5}' | sha256sum
+        assert_eq!(single.id, "devin_call_6060ac5e235bdf4b");
+        assert_eq!(calls[0], single);
+        // printf 'seed:2:Bash:{"command":"ls -la","timeout":5}' | sha256sum
+        assert_eq!(calls[1].id, "devin_call_7d944bcd79468ffa");
+        // printf 'seed:3:Bash:{"command":"ls -la","timeout":5}' | sha256sum
+        assert_eq!(calls[2].id, "devin_call_d0d7fc35cad40d1c");
+        assert_eq!(
+            calls[1].input, calls[0].input,
+            "identical calls, distinct ids"
+        );
+    }
+
+    #[test]
+    fn ids_are_distinct_and_deterministic() {
+        let read = envelope("Read", json!({"file_path": "/a"}));
+        let output = read.repeat(8);
+        let calls = tool_calls(&output);
+        let ids: std::collections::BTreeSet<_> = calls.iter().map(|call| &call.id).collect();
+        assert_eq!(ids.len(), 8);
+        assert_eq!(
+            tool_calls(&output),
+            calls,
+            "the same output gives the same ids"
+        );
+        let Ok(Reply::Tools(other)) = parse(&output, &tools(), "other", MAX_CALLS) else {
+            panic!("should parse");
+        };
+        assert!(
+            other.iter().zip(&calls).all(|(a, b)| a.id != b.id),
+            "the seed feeds every id"
+        );
+    }
+
+    #[test]
+    fn each_call_is_checked_against_its_own_tool() {
+        let output = format!(
+            "{}{}{}",
+            envelope("Bash", json!({"command": "ls"})),
+            envelope("Read", json!({"file_path": "relative.txt"})),
+            envelope("Bash", json!({"cmd": "ls"}))
+        );
+        let failure = rejected(&output, "invalid_tool_arguments");
+        assert_eq!(
+            failure.message,
+            "call 2 of 3 (Read): the arguments of tool \"Read\" do not match its input schema \
+             (1 error):\n- /file_path: value does not match \"^/\""
+        );
+        // An argument valid for one tool is not for the other.
+        let swapped = format!(
+            "{}{}",
+            envelope("Read", json!({"file_path": "/a"})),
+            envelope("Bash", json!({"file_path": "/a"}))
+        );
+        let failure = rejected(&swapped, "invalid_tool_arguments");
+        assert!(
+            failure.message.starts_with("call 2 of 2 (Bash): "),
+            "{}",
+            failure.message
+        );
+    }
+
+    #[test]
+    fn the_first_failure_in_reply_order_wins() {
+        let valid = envelope("NoArgs", json!({}));
+        let cases = [
+            (
+                format!("{valid}<tool>{{\"arguments\":{{}}}}</tool><tool>{{}}</tool>"),
+                "missing_tool_name",
+                "call 2 of 3: the <tool> envelope has no \"name\" field",
+            ),
+            (
+                format!("{valid}{valid}<tool>[1]</tool>"),
+                "malformed_tool_json",
+                "call 3 of 3: the <tool> envelope body is an array, not a JSON object",
+            ),
+            (
+                format!("<tool>{{\"name\":\"Write\"}}</tool>{valid}<tool>x</tool>"),
+                "unidentified_tool",
+                "call 1 of 3 (Write): the tool \"Write\" is not among the request's tools",
+            ),
+            (
+                format!("{valid}<tool>{{\"name\":\"NoArgs\",\"input\":{{}}}}</tool>"),
+                "unexpected_envelope_field",
+                "call 2 of 2: the <tool> envelope has an unexpected field \"input\"; only \
+                 \"name\" and \"arguments\" are allowed",
+            ),
+        ];
+        for (output, code, message) in cases {
+            let failure = rejected(&output, code);
+            assert_eq!(failure.message, message, "{output}");
+        }
+    }
+
+    #[test]
+    fn a_broken_schema_among_several_calls_is_still_a_client_error() {
+        let output = format!(
+            "{}{}",
+            envelope("NoArgs", json!({})),
+            envelope("Broken", json!({}))
+        );
+        let failure = parse_with(&output, MAX_CALLS).expect_err("broken schema");
+        assert_eq!(failure.code, "invalid_tool_schema");
+        assert_eq!(failure.status, 400);
+        assert!(!failure.repairable);
+        assert!(failure
+            .message
+            .starts_with("call 2 of 2 (Broken): the input schema"));
+    }
+
+    #[test]
+    fn a_tool_called_again_is_checked_again() {
+        // The second call reuses the first one's checker (and validator, if one was built):
+        // it must still judge its own arguments.
+        let output = format!(
+            "{}{}",
+            envelope("Read", json!({"file_path": "/a", "offset": 1})),
+            envelope("Read", json!({"file_path": "/b", "offset": -1}))
+        );
+        let failure = rejected(&output, "invalid_tool_arguments");
+        assert!(
+            failure.message.starts_with("call 2 of 2 (Read): "),
+            "{}",
+            failure.message
+        );
+        assert!(failure.message.contains("/offset"), "{}", failure.message);
+        let valid = format!(
+            "{}{}",
+            envelope("Read", json!({"file_path": "/a", "offset": -1, "limit": 0})),
+            envelope("Read", json!({"file_path": "/b"}))
+        );
+        let failure = rejected(&valid, "invalid_tool_arguments");
+        assert!(
+            failure.message.starts_with("call 1 of 2 (Read): "),
+            "{}",
+            failure.message
+        );
+    }
+
+    #[test]
+    fn hostile_names_in_the_call_prefix_are_escaped_and_bounded() {
+        let long = "\"\n".repeat(5_000);
+        let output = format!(
+            "{}{}",
+            envelope("NoArgs", json!({})),
+            envelope(&long, json!({}))
+        );
+        let failure = rejected(&output, "unidentified_tool");
+        assert!(
+            failure.message.starts_with("call 2 of 2 (\\\"\\n"),
+            "{}",
+            failure.message
+        );
+        assert!(failure.message.len() < 400, "{}", failure.message);
+        assert!(!failure.message.contains('\n'));
+    }
+}
+
+mod owned {
+    use super::*;
+
+    #[test]
+    fn a_text_reply_reuses_the_output_buffer() {
+        let output = format!("\n\n  {}  \n", "x".repeat(10_000));
+        let pointer = output.as_ptr();
+        let Ok(Reply::Text(text)) = parse_owned(output, &tools(), "seed", MAX_CALLS) else {
+            panic!("text");
+        };
+        assert_eq!(text, format!("  {}", "x".repeat(10_000)));
+        assert_eq!(text.as_ptr(), pointer, "no new buffer");
+    }
+}
+
 mod tools_input {
     use super::*;
 
     #[test]
     fn broken_tools_are_reported_whatever_the_output() {
         for output in ["plain text", r#"<tool>{"name":"Bash"}</tool>"#, "<tool>"] {
-            let failure = parse(output, "{\"name\":\"Bash\"}", "s").expect_err(output);
+            let failure = parse(output, "{\"name\":\"Bash\"}", "s", MAX_CALLS).expect_err(output);
             assert_eq!(failure.code, "invalid_tools");
             assert_eq!(failure.status, 400);
             assert!(!failure.repairable);
@@ -494,7 +844,10 @@ pub(crate) mod robustness {
             let output: String = (0..length)
                 .map(|_| pieces[random.next() % pieces.len()])
                 .collect();
-            let _ = parse(&output, &tools, "seed");
+            let max_calls = (random.next() % 4) as u32;
+            if let Ok(Reply::Tools(calls)) = parse(&output, &tools, "seed", max_calls) {
+                assert!(!calls.is_empty() && calls.len() <= max_calls.max(1) as usize);
+            }
             let _ = narrates_unexecuted_action(&output);
         }
     }

@@ -4,7 +4,7 @@
 //! `name`, no duplicate key anywhere), but it is not turned into values: a Claude Code request
 //! declares a couple of dozen tools with long descriptions, and building all of them would
 //! dominate the cost of a turn. A single validating pass (see [`scan`]) records each tool's name
-//! and where its `input_schema` is; only the called tool's schema is parsed (and compiled).
+//! and where its `input_schema` is; only the called tools' schemas are parsed (and compiled).
 //!
 //! The pass is deliberately conservative: whatever it is not certain the strict parser accepts
 //! (a lone surrogate escape, a huge exponent, very deep nesting, anything malformed) sends the

@@ -11,14 +11,25 @@ use exports::devin_bridge::transforms::envelope::Guest;
 struct Component;
 
 impl Guest for Component {
-    fn parse(output: String, tools: String, id_seed: String) -> Result<Reply, Failure> {
-        match crate::parse(&output, &tools, &id_seed) {
+    fn parse(
+        output: String,
+        tools: String,
+        id_seed: String,
+        max_calls: u32,
+    ) -> Result<Reply, Failure> {
+        // The output is owned here: a text reply reuses its buffer rather than copying it.
+        match crate::parse_owned(output, &tools, &id_seed, max_calls) {
             Ok(crate::Reply::Text(text)) => Ok(Reply::Text(text)),
-            Ok(crate::Reply::Tool(call)) => Ok(Reply::Tool(ToolCall {
-                id: call.id,
-                name: call.name,
-                input: call.input,
-            })),
+            Ok(crate::Reply::Tools(calls)) => Ok(Reply::Tools(
+                calls
+                    .into_iter()
+                    .map(|call| ToolCall {
+                        id: call.id,
+                        name: call.name,
+                        input: call.input,
+                    })
+                    .collect(),
+            )),
             Err(failure) => Err(wit_failure(failure)),
         }
     }

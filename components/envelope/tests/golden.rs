@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use devin_bridge_envelope::{narrates_unexecuted_action, parse, parse_review};
+use devin_bridge_envelope::{narrates_unexecuted_action, parse, parse_owned, parse_review};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -78,13 +78,31 @@ fn tools_arg(case: &Case) -> String {
     }
 }
 
+/// A `u32` argument; required, so every fixture states the limit it runs under.
+fn u32_arg(case: &Case, name: &str) -> u32 {
+    case.args
+        .get(name)
+        .and_then(Value::as_u64)
+        .and_then(|value| u32::try_from(value).ok())
+        .unwrap_or_else(|| panic!("{}: args.{name} must be a u32", case.file))
+}
+
 fn run(case: &Case) -> Value {
     match case.call.as_str() {
         "parse" => {
-            let result = parse(
+            let (output, tools, id_seed, max_calls) = (
                 string_arg(case, "output"),
-                &tools_arg(case),
+                tools_arg(case),
                 string_arg(case, "id_seed"),
+                u32_arg(case, "max_calls"),
+            );
+            let result = parse(output, &tools, id_seed, max_calls);
+            // The component answers through `parse_owned`: it must say exactly the same.
+            assert_eq!(
+                parse_owned(output.to_owned(), &tools, id_seed, max_calls),
+                result,
+                "{}: parse_owned differs",
+                case.file
             );
             match result {
                 Ok(reply) => json!({ "ok": reply }),
@@ -161,12 +179,29 @@ fn fixtures_cover_every_code_and_every_call() {
     ] {
         assert!(codes.contains(&code), "no fixture expects {code}");
     }
-    for kind in ["text", "tool"] {
+    for kind in ["text", "tools"] {
         assert!(
             cases
                 .iter()
                 .any(|case| case.expect.pointer("/ok/kind") == Some(&json!(kind))),
             "no fixture expects a {kind} reply"
+        );
+    }
+    assert!(
+        cases.iter().any(|case| case
+            .expect
+            .pointer("/ok/value")
+            .and_then(Value::as_array)
+            .is_some_and(|calls| calls.len() > 1)),
+        "no fixture expects several calls"
+    );
+    for limit in [1, 2] {
+        assert!(
+            cases
+                .iter()
+                .any(|case| case.args.get("max_calls") == Some(&json!(limit))
+                    && case.expect.pointer("/err/code") == Some(&json!("excessive_tool_requests"))),
+            "no fixture exceeds a limit of {limit}"
         );
     }
     for value in [true, false] {
