@@ -11,6 +11,7 @@
 //! stack overflow.
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::map::Entry;
 use serde_json::{Map, Number, Value};
 use std::fmt;
 
@@ -82,21 +83,38 @@ impl<'de> Visitor<'de> for StrictVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut entries: Vec<(String, Value)> = Vec::new();
+        let mut object = Map::new();
+        // The smallest repeated key, reported once the whole object is read: the same key and
+        // position whatever order the duplicates come in.
+        let mut duplicate: Option<String> = None;
         while let Some(key) = map.next_key::<String>()? {
             let value = map.next_value_seed(StrictValue)?;
-            entries.push((key, value));
+            match object.entry(key) {
+                Entry::Vacant(entry) => {
+                    entry.insert(value);
+                }
+                Entry::Occupied(entry) => {
+                    let key = entry.key();
+                    if duplicate.as_ref().is_none_or(|smallest| key < smallest) {
+                        duplicate = Some(key.clone());
+                    }
+                }
+            }
         }
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
-        if let Some(pair) = entries.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+        if let Some(key) = duplicate {
             return Err(de::Error::custom(format_args!(
                 "duplicate key {:?}",
-                crate::failure::excerpt(&pair[0].0, crate::failure::EXCERPT_CHARS)
+                crate::failure::excerpt(&key, crate::failure::EXCERPT_CHARS)
             )));
         }
-        let mut object = Map::new();
-        for (key, value) in entries {
-            object.insert(key, value);
+        // serde_json's default map is sorted already; with `preserve_order` it keeps insertion
+        // order, and is then rebuilt in key order.
+        let sorted = object.keys().zip(object.keys().skip(1)).all(|(a, b)| a < b);
+        if !sorted {
+            let mut entries: Vec<(String, Value)> =
+                std::mem::take(&mut object).into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            object.extend(entries);
         }
         Ok(Value::Object(object))
     }

@@ -27,7 +27,8 @@
 //! tests), so a [`Guard`] first looks for those with vectorised substring searches (`memchr`'s
 //! `memmem` over an ASCII-lowercased copy of one chunk at a time: "next", "planned", "will",
 //! "let", "still", "now", "test", and every apostrophe for "I'll"), keeps the hits that begin a
-//! word, and tokenizes exactly only a *region* from each such word onwards. Everything
+//! word whose next word could continue one of its phrases (a look at one letter, see
+//! [`starter`]), and tokenizes exactly only a *region* from each such word onwards. Everything
 //! elsewhere is never tokenized.
 //!
 //! The verdict is the one a tokenization of the whole text gives, because:
@@ -36,8 +37,9 @@
 //!   the one value that can differ, the gap before its first keyword, is never consulted;
 //! - every rule reads forwards only, and a region ends only where no keyword in it can reach
 //!   further: after a non-keyword (the gap is [`Gap::Other`], so no phrase or colon continues
-//!   across) and more than [`PLAN_WINDOW`] characters after the last phrase end that opens a
-//!   verb window (step, task, action, I'll, will, me). So a rule that fires on the whole text
+//!   across) and more than [`PLAN_WINDOW`] characters after the end of the last phrase that a
+//!   verb may follow within a window ("next step", "planned action", "I'll", "I will", "let me"
+//!   unless "know" follows). So a rule that fires on the whole text
 //!   fires in the region holding its first word, and a region never fires on its own: a keyword
 //!   it lacks only ever makes a rule fail;
 //! - a rule starting at "immediate" fires exactly when the same rule starting at the "next"
@@ -144,14 +146,6 @@ impl Word {
         }
     }
 
-    /// The last word of a phrase that a verb may follow within a window (rules 1 and 2).
-    fn opens_window(self) -> bool {
-        matches!(
-            self,
-            Self::Step | Self::Task | Self::Action | Self::ILl | Self::Will | Self::Me
-        )
-    }
-
     fn is_verb(self) -> bool {
         matches!(
             self,
@@ -197,8 +191,18 @@ pub(crate) struct Guard {
     lower: Vec<u8>,
     /// Byte offsets of the starter words found in the current chunk.
     starts: Vec<usize>,
-    /// The keywords of the current region.
+    /// The keywords of the current region and the tokenizer's buffers, reused across regions
+    /// (a text can hold tens of thousands of short ones).
+    scratch: Scratch,
+}
+
+/// Buffers of [`tokenize`] and [`fires`].
+#[derive(Default)]
+struct Scratch {
     keywords: Vec<Keyword>,
+    /// The word being read, lowercased.
+    word: String,
+    next_verb: Vec<Option<usize>>,
 }
 
 /// The lowercase substrings searched for; each leads to a starter word ([`starter`] says how).
@@ -222,7 +226,7 @@ impl Guard {
                 .collect(),
             lower: Vec::new(),
             starts: Vec::new(),
-            keywords: Vec::new(),
+            scratch: Scratch::default(),
         }
     }
 
@@ -261,8 +265,8 @@ impl Guard {
                 if region.contains(&start) {
                     continue;
                 }
-                let end = tokenize(&text[start..], true, &mut self.keywords);
-                if fires(&self.keywords) {
+                let end = tokenize(&text[start..], true, &mut self.scratch);
+                if fires(&self.scratch.keywords, &mut self.scratch.next_verb) {
                     return true;
                 }
                 region = start..start + end;
@@ -273,19 +277,55 @@ impl Guard {
     }
 }
 
-/// The starter word a trigger found at byte `at` leads to, if any: the word itself when it
-/// starts there, or for "will" the "I" before it, separated by whitespace only. Lenient is
-/// safe (a region that holds no rule costs a few words); missing a starter is not.
+/// The starter word a trigger found at byte `at` leads to, if a rule starting there can fire:
+/// the word itself when it starts there, or for "will" the "I" before it, separated by
+/// whitespace only.
+///
+/// A starter whose next word cannot continue any of its phrases is dropped: a phrase's words
+/// are separated by whitespace only, so the word must be exactly the trigger and the next one,
+/// after whitespace, must begin with a letter that one of its possible continuations begins
+/// with (ASCII: no other character lowercases to these letters). "The tests pass" then costs
+/// no region at all. Lenient is safe (a region where no rule fires costs a few words); dropping
+/// a starter a rule can start at is not, hence the letters of every continuation below.
 fn starter(text: &str, at: usize, trigger: &str) -> Option<usize> {
-    if trigger != "will" {
-        return starts_word(text, at).then_some(at);
+    if trigger == "will" {
+        let before = text.get(..at)?.trim_end();
+        if before.len() == at {
+            return None; // no whitespace between: not a separate word
+        }
+        let i = before.len().checked_sub(1)?;
+        return (matches!(before.as_bytes()[i], b'i' | b'I') && starts_word(text, i)).then_some(i);
     }
-    let before = text.get(..at)?.trim_end();
-    if before.len() == at {
-        return None; // no whitespace between: not a separate word
-    }
-    let i = before.len().checked_sub(1)?;
-    (matches!(before.as_bytes()[i], b'i' | b'I') && starts_word(text, i)).then_some(i)
+    let mut end = at + trigger.len();
+    let continuations: &[u8] = match trigger {
+        // [immediate] next step/task, next immediate step/task.
+        "next" => b"sti",
+        // planned action(s).
+        "planned" => b"a",
+        // let me.
+        "let" => b"m",
+        // still/now need(s)/required to.
+        "still" | "now" => b"nr",
+        // test(s) have/has/were/was not, haven't/hasn't/weren't/wasn't.
+        _ => {
+            if text
+                .as_bytes()
+                .get(end)
+                .is_some_and(|b| b.eq_ignore_ascii_case(&b's'))
+            {
+                end += 1;
+            }
+            b"hw"
+        }
+    };
+    let after = text.get(end..)?;
+    let next = after.trim_start();
+    let continues = next.len() < after.len()
+        && next
+            .as_bytes()
+            .first()
+            .is_some_and(|b| continuations.contains(&b.to_ascii_lowercase()));
+    (continues && starts_word(text, at)).then_some(at)
 }
 
 /// The "I" of an "I'll" whose apostrophe (`'`, `’` or `‘`) is at byte `at`, if it starts a word.
@@ -320,11 +360,17 @@ fn starts_word(text: &str, at: usize) -> bool {
 }
 
 /// Whether a rule fires on `keywords`, the keywords of a region or of a whole text.
-fn fires(keywords: &[Keyword]) -> bool {
-    let next_verb = next_verb_index(keywords);
+fn fires(keywords: &[Keyword], next_verb: &mut Vec<Option<usize>>) -> bool {
+    // Every rule ends on a verb ("run" for rule 5): without one, none can fire. Most regions
+    // stop here.
+    if !keywords.iter().any(|k| k.word.is_verb()) {
+        return false;
+    }
+    next_verb_index(keywords, next_verb);
+    let next_verb = next_verb.as_slice();
     (0..keywords.len()).any(|at| {
-        plan_then_verb(keywords, &next_verb, at)
-            || intent_then_verb(keywords, &next_verb, at)
+        plan_then_verb(keywords, next_verb, at)
+            || intent_then_verb(keywords, next_verb, at)
             || still_need_to(keywords, at)
             || tests_not_run(keywords, at)
     })
@@ -336,18 +382,21 @@ fn fires(keywords: &[Keyword]) -> bool {
 /// For a whole text (`region` false) the pass reads to the end. For a region it stops at the
 /// first point after which no keyword it holds can matter (see the module documentation): a
 /// non-word character with the gap at [`Gap::Other`] more than [`PLAN_WINDOW`] characters
-/// after the last keyword that opens a verb window.
-fn tokenize(text: &str, region: bool, keywords: &mut Vec<Keyword>) -> usize {
+/// after the end of the last phrase that opens a verb window ([`window_change`]).
+fn tokenize(text: &str, region: bool, scratch: &mut Scratch) -> usize {
+    let Scratch { keywords, word, .. } = scratch;
     keywords.clear();
-    let mut word = String::new();
+    word.clear();
     let mut word_chars = 0;
     let mut word_start = 0;
     let mut gap = Gap::Space;
     let mut sentence = 0;
     // A `.`, `!` or `?` that ends the sentence if whitespace follows.
     let mut pending_stop = false;
-    // Characters before which a verb may still matter to a keyword already seen.
+    // Characters before which a verb may still matter to a phrase already seen.
     let mut horizon = 0;
+    // The horizon before the last "let me", to restore if "know" follows it.
+    let mut before_let_me = None;
 
     let mut chars = text
         .char_indices()
@@ -364,17 +413,32 @@ fn tokenize(text: &str, region: bool, keywords: &mut Vec<Keyword>) -> usize {
             }
             word_chars += 1;
             if word_chars <= MAX_KEYWORD_CHARS {
-                word.extend(c.to_lowercase());
+                // The same lowercase; ASCII, nearly every character, skips the Unicode tables.
+                if c.is_ascii() {
+                    word.push(c.to_ascii_lowercase());
+                } else {
+                    word.extend(c.to_lowercase());
+                }
             }
             pending_stop = false;
             continue;
         }
         if in_word {
             let kind = finish_word(
-                keywords, &word, word_chars, word_start, at, &mut gap, sentence,
+                keywords, word, word_chars, word_start, at, &mut gap, sentence,
             );
-            if kind.opens_window() {
-                horizon = at + PLAN_WINDOW;
+            if kind != Word::Other {
+                // Set only by the keyword just before this one.
+                let let_me = before_let_me.take();
+                match window_change(keywords) {
+                    Window::Keep => {}
+                    Window::Open => horizon = at + PLAN_WINDOW,
+                    Window::OpenUnlessKnow => {
+                        before_let_me = Some(horizon);
+                        horizon = at + PLAN_WINDOW;
+                    }
+                    Window::Close => horizon = let_me.unwrap_or(horizon),
+                }
             }
             word.clear();
             word_chars = 0;
@@ -399,10 +463,44 @@ fn tokenize(text: &str, region: bool, keywords: &mut Vec<Keyword>) -> usize {
     if word_chars > 0 {
         let end = word_start + word_chars;
         let _ = finish_word(
-            keywords, &word, word_chars, word_start, end, &mut gap, sentence,
+            keywords, word, word_chars, word_start, end, &mut gap, sentence,
         );
     }
     text.len()
+}
+
+/// What the keyword just recorded does to the verb window a region keeps open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Window {
+    Keep,
+    /// It ends a phrase that a verb may follow within a window (rules 1 and 2).
+    Open,
+    /// It ends "let me", which is no intent if "know" comes next.
+    OpenUnlessKnow,
+    /// It is the "know" of "let me know": the window "let me" opened is not needed.
+    Close,
+}
+
+/// Which phrase, if any, the last of `keywords` ends. The phrases are those of
+/// [`plan_phrase`] and [`intent_then_verb`], taken a little wide where that is simpler
+/// ("immediate step" opens a window too): a window opened for nothing only makes a region
+/// longer.
+fn window_change(keywords: &[Keyword]) -> Window {
+    use Word::*;
+    let Some((last, before)) = keywords.split_last() else {
+        return Window::Keep;
+    };
+    let previous = before
+        .last()
+        .filter(|_| last.gap_before == Gap::Space)
+        .map(|k| k.word);
+    match (previous, last.word) {
+        (_, ILl) | (Some(Next | Immediate), Step | Task) | (Some(Planned), Action) => Window::Open,
+        (Some(I), Will) => Window::Open,
+        (Some(Let), Me) => Window::OpenUnlessKnow,
+        (Some(Me), Know) => Window::Close,
+        _ => Window::Keep,
+    }
 }
 
 /// Records a finished word if it is a keyword; any word resets the gap that follows it.
@@ -450,8 +548,9 @@ fn fold_apostrophe(c: char) -> char {
 }
 
 /// For each keyword index, the index of the first verb at or after it.
-fn next_verb_index(keywords: &[Keyword]) -> Vec<Option<usize>> {
-    let mut next = vec![None; keywords.len() + 1];
+fn next_verb_index(keywords: &[Keyword], next: &mut Vec<Option<usize>>) {
+    next.clear();
+    next.resize(keywords.len() + 1, None);
     for at in (0..keywords.len()).rev() {
         next[at] = if keywords[at].word.is_verb() {
             Some(at)
@@ -459,7 +558,6 @@ fn next_verb_index(keywords: &[Keyword]) -> Vec<Option<usize>> {
             next[at + 1]
         };
     }
-    next
 }
 
 /// Whether `words` start at keyword `at`, each separated from the previous one by whitespace.
@@ -591,14 +689,14 @@ mod tests {
     use super::*;
 
     fn keywords(text: &str) -> Vec<Keyword> {
-        let mut keywords = Vec::new();
-        assert_eq!(tokenize(text, false, &mut keywords), text.len());
-        keywords
+        let mut scratch = Scratch::default();
+        assert_eq!(tokenize(text, false, &mut scratch), text.len());
+        scratch.keywords
     }
 
     /// The reference: the rules on a tokenization of the whole text.
     fn narrates_whole(text: &str) -> bool {
-        fires(&keywords(text))
+        fires(&keywords(text), &mut Vec::new())
     }
 
     fn narrates(text: &str) -> bool {
@@ -711,6 +809,20 @@ mod tests {
             format!("The next step is {filler}{} run", "x".repeat(19)),
             format!("I will {} run", "word ".repeat(31)),
             format!("I will {} run", "word ".repeat(32)),
+            // Windows open only where a phrase ends, and "let me know" closes the one "let me"
+            // opened, but only that one.
+            format!("let me me know {} run", "word ".repeat(20)),
+            format!("let me know {} run", "word ".repeat(20)),
+            format!("let me know me {} run", "word ".repeat(20)),
+            format!("tell me {} run", "word ".repeat(20)),
+            format!("immediate step {} run", "word ".repeat(20)),
+            format!("next immediate task {} run", "word ".repeat(40)),
+            format!(
+                "planned {} action {} run",
+                "word ".repeat(2),
+                "word ".repeat(20)
+            ),
+            format!("I'll {} run", "word ".repeat(25)),
             // A region that would end before a later one starts, and one that runs on.
             format!("next step {filler} now {filler} let me {filler} run"),
             format!("{}I will run", "next step now let me ".repeat(100)),

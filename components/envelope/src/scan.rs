@@ -63,6 +63,8 @@ struct BodyEnd {
 /// `<tool>` shows up outside a string (the caller refuses the output there, so reading on is
 /// wasted work); otherwise notes it and reads on.
 fn body_end(bytes: &[u8], from: usize, stop_at_nested: bool) -> BodyEnd {
+    #[cfg(test)]
+    tests::BODIES_READ.with(|read| read.set(read.get() + 1));
     let mut end = BodyEnd {
         close: None,
         nested: None,
@@ -216,6 +218,16 @@ fn is_whitespace(piece: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
+
+    thread_local! {
+        /// How many envelope bodies this thread's scans have followed.
+        pub(super) static BODIES_READ: Cell<usize> = const { Cell::new(0) };
+    }
+
+    fn bodies_read() -> usize {
+        BODIES_READ.with(Cell::get)
+    }
 
     fn bodies(text: &str) -> Vec<&str> {
         match envelopes(text, usize::MAX) {
@@ -292,6 +304,21 @@ mod tests {
             "{}",
             failure.message
         );
+    }
+
+    #[test]
+    fn no_body_past_the_limit_is_read() {
+        let many = "<tool>{\"a\":\"</tool>\"}</tool>".repeat(10_000);
+        let before = bodies_read();
+        assert_eq!(code(&many, 3), "excessive_tool_requests");
+        assert_eq!(
+            bodies_read() - before,
+            3,
+            "the fourth opening tag stops the scan"
+        );
+        let before = bodies_read();
+        assert_eq!(bodies(&many).len(), 10_000);
+        assert_eq!(bodies_read() - before, 10_000);
     }
 
     #[test]
