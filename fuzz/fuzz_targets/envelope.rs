@@ -1,11 +1,19 @@
 #![no_main]
-//! Envelope: the first byte picks a tool set, the rest is agent output; native vs wasm for
-//! `parse`, the narration heuristic and `parse_review` (the same text read as a review reply).
+//! Envelope: the first byte picks a tool set and a call limit, the rest is agent output; native
+//! vs wasm for `parse`, the narration heuristic and `parse_review` (the same text read as a
+//! review reply).
+//!
+//! Beyond native and wasm agreeing, `parse` must keep its own promises: `parse_owned` answers
+//! the same, and a reply of calls is never empty, never longer than `max(1, max_calls)`, holds
+//! distinct ids, and only calls declared tools with a JSON object as input.
+
+use std::collections::BTreeSet;
 
 use devin_bridge_engine::Call;
+use devin_bridge_envelope::Reply;
 use devin_bridge_fuzz::{differential, outcome};
 use libfuzzer_sys::fuzz_target;
-use serde_json::json;
+use serde_json::{json, Value};
 
 fn tool_sets() -> [String; 3] {
     [
@@ -18,13 +26,52 @@ fn tool_sets() -> [String; 3] {
     ]
 }
 
+/// Names the tools text declares.
+fn declared(tools: &str) -> BTreeSet<String> {
+    let Ok(Value::Array(items)) = serde_json::from_str::<Value>(tools) else {
+        return BTreeSet::new();
+    };
+    items
+        .iter()
+        .filter_map(|item| item.get("name").and_then(Value::as_str).map(str::to_owned))
+        .collect()
+}
+
 fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge_engine::TransformKind::Envelope), |data: &[u8]| {
     let Some((selector, rest)) = data.split_first() else { return };
     let Ok(output) = std::str::from_utf8(rest) else { return };
     let tools = tool_sets()[usize::from(*selector) % 3].clone();
+    // 0 to 5: 0 (read as 1) and 1 exercise the single-call limit, the rest several calls.
+    let max_calls = u32::from(*selector / 3 % 6);
     let seed = "0123456789abcdef01234567";
-    let native = outcome(&devin_bridge_envelope::parse(output, &tools, seed));
-    differential(Call::Parse { output: output.to_owned(), tools, id_seed: seed.to_owned() }, native);
+
+    let parsed = devin_bridge_envelope::parse(output, &tools, seed, max_calls);
+    assert_eq!(
+        devin_bridge_envelope::parse_owned(output.to_owned(), &tools, seed, max_calls),
+        parsed,
+        "parse_owned differs from parse"
+    );
+    if let Ok(Reply::Tools(calls)) = &parsed {
+        assert!(!calls.is_empty(), "a reply of calls holds at least one");
+        let limit = usize::try_from(max_calls.max(1)).unwrap_or(usize::MAX);
+        assert!(calls.len() <= limit, "{} calls over a limit of {limit}", calls.len());
+        let ids: BTreeSet<&str> = calls.iter().map(|call| call.id.as_str()).collect();
+        assert_eq!(ids.len(), calls.len(), "ids repeat within a reply: {calls:?}");
+        let names = declared(&tools);
+        for call in calls {
+            assert!(names.contains(&call.name), "{} is not declared", call.name);
+            assert!(
+                matches!(serde_json::from_str::<Value>(&call.input), Ok(Value::Object(_))),
+                "input is not a JSON object: {}",
+                call.input
+            );
+        }
+    }
+    let native = outcome(&parsed);
+    differential(
+        Call::Parse { output: output.to_owned(), tools, id_seed: seed.to_owned(), max_calls },
+        native,
+    );
     let narrates = devin_bridge_envelope::narrates_unexecuted_action(output);
     differential(Call::NarratesUnexecutedAction { output: output.to_owned() }, json!({ "ok": narrates }));
     let review = outcome(&devin_bridge_envelope::parse_review(output));

@@ -11,9 +11,10 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-/// The canonical text of `value`.
-pub(crate) fn to_string(value: &Value) -> String {
-    let mut out = String::new();
+/// The canonical text of `value`; `size_hint` is a likely length (the text it was parsed from),
+/// reserved up front so the text is not regrown as it is written.
+pub(crate) fn to_string(value: &Value, size_hint: usize) -> String {
+    let mut out = String::with_capacity(size_hint);
     write_value(value, &mut out);
     out
 }
@@ -148,7 +149,7 @@ mod tests {
     fn sorts_keys_at_every_depth_and_is_compact() {
         let value = json!({"b": [{"z": 1, "a": null}], "a": {"y": true, "x": "s"}});
         assert_eq!(
-            to_string(&value),
+            to_string(&value, 0),
             r#"{"a":{"x":"s","y":true},"b":[{"a":null,"z":1}]}"#
         );
     }
@@ -156,7 +157,7 @@ mod tests {
     #[test]
     fn keys_sort_by_code_point() {
         let value = json!({"é": 1, "z": 2, "Z": 3, "": 4});
-        assert_eq!(to_string(&value), r#"{"":4,"Z":3,"z":2,"é":1}"#);
+        assert_eq!(to_string(&value, 0), r#"{"":4,"Z":3,"z":2,"é":1}"#);
     }
 
     #[test]
@@ -164,7 +165,7 @@ mod tests {
         let text = "quote\" backslash\\ \u{08}\u{0c}\n\r\t \u{01}\u{1f} \u{7f} é \u{2028} </tool>";
         let value = json!(text);
         assert_eq!(
-            to_string(&value),
+            to_string(&value, 0),
             serde_json::to_string(&value).expect("serializable")
         );
     }
@@ -173,7 +174,7 @@ mod tests {
     fn numbers_print_like_serde_json() {
         let value = json!([0, -1, 1.5, 1e300, u64::MAX, i64::MIN, 1.0]);
         assert_eq!(
-            to_string(&value),
+            to_string(&value, 0),
             serde_json::to_string(&value).expect("serializable")
         );
     }

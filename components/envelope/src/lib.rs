@@ -171,7 +171,8 @@ fn parse_reply(
             .map_err(|failure| failure::of_call(failure, position, count, None))?;
         check_call(&catalog, &mut checkers, &name, &arguments)
             .map_err(|failure| failure::of_call(failure, position, count, Some(&name)))?;
-        let input = canonical::to_string(&arguments);
+        // The body is the arguments plus a little: an upper bound, in practice, of their text.
+        let input = canonical::to_string(&arguments, body.len());
         let id = ids.issue(position, &name, &input);
         calls.push(ToolCall { id, name, input });
     }
