@@ -39,14 +39,14 @@
 //!   further: after a non-keyword (the gap is [`Gap::Other`], so no phrase or colon continues
 //!   across) and more than [`PLAN_WINDOW`] characters after the end of the last phrase that a
 //!   verb may follow within a window ("next step", "planned action", "I'll", "I will", "let me"
-//!   unless "know" follows). So a rule that fires on the whole text
-//!   fires in the region holding its first word, and a region never fires on its own: a keyword
-//!   it lacks only ever makes a rule fail;
+//!   unless "know" follows). So a rule that fires on the whole text fires in the region holding
+//!   its first word, and a region never fires on its own: a keyword it lacks only ever makes a
+//!   rule fail;
 //! - a rule starting at "immediate" fires exactly when the same rule starting at the "next"
 //!   after it does (the optional word changes nothing else), and "I will" is found from its
-//!   "will". Only ASCII letters lowercase to the starters' letters (the one other character that
-//!   lowercases to ASCII, the Kelvin sign, becomes a `k`), so the ASCII-lowercased search
-//!   misses none.
+//!   "will". Only ASCII letters lowercase into the starters and their continuations (of the
+//!   other characters, the Kelvin sign becomes a `k`, in none of them, and `İ` an `i` with a
+//!   combining dot, which none spells), so the ASCII-lowercased search misses none.
 //!
 //! Regions do not overlap (a hit inside the last region is skipped), and a region is tokenized
 //! in one pass: each rule then looks at a fixed number of neighbours plus a precomputed "next
