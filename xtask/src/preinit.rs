@@ -69,6 +69,8 @@ pub fn envelope_warm_up(root: &Path) -> Result<WarmUp> {
             Val::String(output.to_owned()),
             Val::String(tools),
             Val::String("0123456789abcdef01234567".to_owned()),
+            // The bridge's default `[agent] max_tool_calls`.
+            Val::U32(8),
         ],
     })
 }
@@ -79,6 +81,8 @@ pub fn sse_warm_up(_root: &Path) -> Result<WarmUp> {
         Val::Record(vec![
             ("input-tokens".to_owned(), Val::U32(20_000)),
             ("output-tokens".to_owned(), Val::U32(40)),
+            ("cache-read-input-tokens".to_owned(), Val::U32(0)),
+            ("cache-creation-input-tokens".to_owned(), Val::U32(0)),
         ])
     };
     let head = Val::Record(vec![
@@ -100,7 +104,7 @@ pub fn sse_warm_up(_root: &Path) -> Result<WarmUp> {
     Ok(WarmUp {
         interface: "devin-bridge:transforms/sse@0.1.0",
         function: "render-stream",
-        args: vec![head, Val::Variant("tool".to_owned(), Some(Box::new(call)))],
+        args: vec![head, Val::Variant("tools".to_owned(), Some(Box::new(Val::List(vec![call]))))],
     })
 }
 
