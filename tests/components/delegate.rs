@@ -10,6 +10,7 @@ fn real_serialize(request: &str) -> Result<Prompt, Failure> {
             id_seed: p.id_seed,
             model: p.model,
             stream: p.stream,
+            single_tool_call: p.single_tool_call,
         })
         .map_err(|f| Failure { code: f.code, message: f.message, status: f.status, repairable: f.repairable })
 }
@@ -47,6 +48,7 @@ fn real_serialize_unseen(
                 id_seed: unseen.prompt.id_seed,
                 model: unseen.prompt.model,
                 stream: unseen.prompt.stream,
+                single_tool_call: unseen.prompt.single_tool_call,
             },
             history: unseen.history,
             images: unseen

@@ -4,6 +4,7 @@
 use crate::common;
 
 use common::bridge::{HttpResponse, TestBridge};
+use devin_bridge_policy::ModePolicy as _;
 use serde_json::{json, Value};
 
 fn bash_tool() -> Value {
