@@ -195,8 +195,9 @@ async fn the_single_repair_recovers_narration_and_malformed_envelopes() {
         let streamed = bridge.messages(&request(marker, true)).await;
         assert_eq!(lifecycle(&streamed), LIFECYCLE, "{marker}");
     }
-    // A repair that fails again is a gateway error; there is no second repair.
-    for marker in ["[mock:narrate-always]", "[mock:two-tools]"] {
+    // A repair that fails again is a gateway error; there is no second repair. (Two envelopes
+    // are one reply now; `tool_calls_and_usage` covers when they are refused.)
+    for marker in ["[mock:narrate-always]"] {
         assert_error(
             &bridge.messages(&request(marker, false)).await,
             502,

@@ -8,7 +8,7 @@
 //! | 0 | `Bash {"command":"pwd"}` |
 //! | 1 | two independent reads in one answer: `Read <pwd>/math.js` and `Read <pwd>/math.test.js`; when the prompt says parallel tool use is disabled, `Read <pwd>/math.js` alone |
 //! | 2 | (parallel tool use disabled) `Read <pwd>/math.test.js` |
-//! | 3 | `Edit` `return a - b;` -> `return a + b;` if the math.js result shows the bug, else `Bash npm test` |
+//! | 3 | `Edit` `return a - b;` -> `return a + b;` if a Read result shows the bug (the client may return the two in either order), else `Bash npm test` |
 //! | 4 | `Bash {"command":"npm test"}` after an edit, else the final answer |
 //! | 5+ | the final answer, from the last result (tests pass or still fail) |
 //!
@@ -87,7 +87,10 @@ pub fn next(results: &[ToolResult<'_>], tools: &[&str], parallel: bool) -> Actio
     if results.len() == 2 {
         return read_file(&test_file);
     }
-    let has_bug = read.content.contains(BUG);
+    // Both reads come back together, in the order the client finished them: look at both.
+    let has_bug = results
+        .get(1..3)
+        .is_some_and(|reads| reads.iter().any(|result| result.content.contains(BUG)));
     match (results.len(), has_bug) {
         (3, true) => Action::Tool {
             name: "Edit",
@@ -219,6 +222,11 @@ mod tests {
                 arguments: json!({"file_path": "/w/math.test.js"}),
             }
         );
+        // The two results in the other order (the client finished the test file first).
+        assert!(matches!(
+            next(&[pwd, ok("assert"), ok(READ)], &TOOLS),
+            Action::Tool { name: "Edit", .. }
+        ));
         // Both ways, the same edit follows once both files were read.
         for parallel in [true, false] {
             assert!(matches!(

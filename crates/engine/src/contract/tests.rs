@@ -103,26 +103,26 @@ fn tool_replies_need_the_same_name_an_object_input_and_a_well_formed_id() {
     let case = case(TransformKind::Envelope, "tool_bash.json");
     let other_id = with(
         &case.expect,
-        "/ok/value/id",
+        "/ok/value/0/id",
         json!("devin_call_0123456789abcdef"),
     );
     check(&case.call, &case.expect, &other_id).expect("ids are free within their format");
     for (pointer, value, says) in [
         (
-            "/ok/value/id",
+            "/ok/value/0/id",
             json!("devin_call_0123456789ABCDEF"),
             "tool id",
         ),
-        ("/ok/value/id", json!("call_0123456789abcdef"), "tool id"),
-        ("/ok/value/id", json!("devin_call_0123"), "tool id"),
-        ("/ok/value/name", json!("Read"), "tool name"),
+        ("/ok/value/0/id", json!("call_0123456789abcdef"), "tool id"),
+        ("/ok/value/0/id", json!("devin_call_0123"), "tool id"),
+        ("/ok/value/0/name", json!("Read"), "tool name"),
         (
-            "/ok/value/input",
+            "/ok/value/0/input",
             json!("[1]"),
             "not the text of a JSON object",
         ),
         (
-            "/ok/value/input",
+            "/ok/value/0/input",
             json!("{\"command\":\"rm -rf /\"}"),
             "tool input differs",
         ),
@@ -372,4 +372,24 @@ fn framed_events_and_the_tail_must_be_exactly_the_expected_ones() {
         error.contains("expected the failure sse_event_too_large"),
         "{error}"
     );
+}
+
+#[test]
+fn several_tool_calls_need_the_same_count_order_and_distinct_ids() {
+    let case = case(TransformKind::Envelope, "tools_read_grep.json");
+    check(&case.call, &case.expect, &case.expect).expect("the reference answer");
+    let calls = case.expect["ok"]["value"]
+        .as_array()
+        .expect("calls")
+        .clone();
+    assert_eq!(calls.len(), 2);
+    let dropped = json!({"ok": {"kind": "tools", "value": [calls[0].clone()]}});
+    let error = check(&case.call, &case.expect, &dropped).expect_err("a call dropped");
+    assert!(error.contains("has 1 tool calls, expected 2"), "{error}");
+    let swapped = json!({"ok": {"kind": "tools", "value": [calls[1].clone(), calls[0].clone()]}});
+    let error = check(&case.call, &case.expect, &swapped).expect_err("the order changed");
+    assert!(error.contains("tool call 0"), "{error}");
+    let same_id = with(&case.expect, "/ok/value/1/id", calls[0]["id"].clone());
+    let error = check(&case.call, &case.expect, &same_id).expect_err("an id used twice");
+    assert!(error.contains("used twice"), "{error}");
 }
