@@ -104,7 +104,10 @@ pub fn sse_warm_up(_root: &Path) -> Result<WarmUp> {
     Ok(WarmUp {
         interface: "devin-bridge:transforms/sse@0.1.0",
         function: "render-stream",
-        args: vec![head, Val::Variant("tools".to_owned(), Some(Box::new(Val::List(vec![call]))))],
+        args: vec![
+            head,
+            Val::Variant("tools".to_owned(), Some(Box::new(Val::List(vec![call])))),
+        ],
     })
 }
 
