@@ -27,8 +27,9 @@ commands:
   test [ARGS...]            build everything and run every test: the cargo tests, then
                             test-container (needs root and a running Docker daemon); with
                             ARGS (passed to cargo test) only the cargo tests
-  bench <transforms|bridge|guard|companion|outpost>
-                            run a benchmark and print its table
+  bench <transforms|bridge|guard|companion|outpost|soak> [ARGS...]
+                            run a benchmark and print its table (ARGS go to the benchmark,
+                            e.g. `bench soak --turns 5000`)
   fuzz <target|all> [--seconds N]
                             run a cargo-fuzz target (a transform or a native parser; default 30 s)
   dist [--profile release|dev] [--out DIR]
@@ -227,29 +228,33 @@ fn devin_cli() -> Option<PathBuf> {
 
 fn bench(rest: &[String]) -> Result<()> {
     let Some(name) = rest.first() else {
-        bail!("usage: cargo xtask bench <transforms|bridge|guard|companion|outpost>")
+        bail!("usage: cargo xtask bench <transforms|bridge|guard|companion|outpost|soak>")
     };
-    if !["transforms", "bridge", "guard", "companion", "outpost"].contains(&name.as_str()) {
-        bail!("unknown benchmark {name:?} (transforms, bridge, guard, companion or outpost)");
+    if ![
+        "transforms",
+        "bridge",
+        "guard",
+        "companion",
+        "outpost",
+        "soak",
+    ]
+    .contains(&name.as_str())
+    {
+        bail!("unknown benchmark {name:?} (transforms, bridge, guard, companion, outpost or soak)");
     }
     let components = build_components(false)?;
     let mut bench = cargo();
+    // Release binaries are where cargo writes them (`CARGO_TARGET_DIR` when set).
+    let release = cargo_target_dir().join("release");
     if name == "bridge" {
         // The bridge benchmark spawns the offline agent: an optimised one, so the agent's own
         // cost stays small next to what is measured.
         run(cargo().args(["build", "--locked", "--release", "-p", "mock-devin"]))?;
-        bench.env(
-            "DEVIN_BRIDGE_MOCK_DEVIN",
-            workspace_root()
-                .join("target")
-                .join("release")
-                .join("mock-devin"),
-        );
+        bench.env("DEVIN_BRIDGE_MOCK_DEVIN", release.join("mock-devin"));
     }
-    // The companion and outpost benchmarks run the host (and their stand-ins) as processes,
-    // optimised as users run them.
-    let release = workspace_root().join("target").join("release");
-    if name == "companion" {
+    // The companion, outpost and soak benchmarks run the host (and their stand-ins) as
+    // processes, optimised as users run them.
+    if name == "companion" || name == "soak" {
         release_build(&["devin-bridge", "mock-devin"])?;
         bench
             .env("DEVIN_BRIDGE_BIN", release.join("devin-bridge"))
@@ -274,6 +279,15 @@ fn bench(rest: &[String]) -> Result<()> {
         .args(&rest[1..])
         .env("DEVIN_BRIDGE_COMPONENTS", &components);
     run(&mut bench)
+}
+
+/// The directory cargo builds into: `CARGO_TARGET_DIR` (relative to the workspace root) when
+/// set, else `target/`.
+fn cargo_target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR").filter(|dir| !dir.is_empty()) {
+        Some(dir) => workspace_root().join(dir),
+        None => workspace_root().join("target"),
+    }
 }
 
 /// `cargo build --release` of the binaries of `packages`.
