@@ -604,15 +604,13 @@ async fn connect(addr: SocketAddr) -> Result<Sender, String> {
     Ok(sender)
 }
 
-/// One request on a keep-alive connection; Ok only for a 200 whose body carries the answer
-/// (`expect`).
-async fn exchange(
+/// One request on a keep-alive connection: the answer's status and body.
+async fn round_trip(
     sender: &mut Sender,
     method: hyper::Method,
     path: &str,
     body: &Bytes,
-    expect: &str,
-) -> Result<(), String> {
+) -> Result<(hyper::StatusCode, String), String> {
     sender
         .ready()
         .await
@@ -636,7 +634,19 @@ async fn exchange(
         .await
         .map_err(|e| format!("body: {e}"))?
         .to_bytes();
-    let text = String::from_utf8_lossy(&bytes);
+    Ok((status, String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+/// One request on a keep-alive connection; Ok only for a 200 whose body carries the answer
+/// (`expect`).
+async fn exchange(
+    sender: &mut Sender,
+    method: hyper::Method,
+    path: &str,
+    body: &Bytes,
+    expect: &str,
+) -> Result<(), String> {
+    let (status, text) = round_trip(sender, method, path, body).await?;
     if status != hyper::StatusCode::OK {
         return Err(format!(
             "status {status}: {}",
@@ -652,32 +662,9 @@ async fn exchange(
     Ok(())
 }
 
-/// One request on a keep-alive connection to `/v1/messages`; its JSON answer when it is a 200.
+/// A `/v1/messages` request on a keep-alive connection; its JSON answer when it is a 200.
 async fn exchange_json(sender: &mut Sender, body: &Bytes) -> Result<Value, String> {
-    sender
-        .ready()
-        .await
-        .map_err(|e| format!("connection: {e}"))?;
-    let request = hyper::Request::builder()
-        .method(hyper::Method::POST)
-        .uri("/v1/messages")
-        .header(hyper::header::HOST, "127.0.0.1")
-        .header(hyper::header::CONTENT_TYPE, "application/json")
-        .header(hyper::header::CONTENT_LENGTH, body.len())
-        .body(Full::new(body.clone()))
-        .map_err(|e| format!("request: {e}"))?;
-    let response = sender
-        .send_request(request)
-        .await
-        .map_err(|e| format!("send: {e}"))?;
-    let status = response.status();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| format!("body: {e}"))?
-        .to_bytes();
-    let text = String::from_utf8_lossy(&bytes);
+    let (status, text) = round_trip(sender, hyper::Method::POST, "/v1/messages", body).await?;
     if status != hyper::StatusCode::OK {
         return Err(format!(
             "status {status}: {}",

@@ -8,7 +8,7 @@ use std::time::Duration;
 use common::bridge::{wait_no_agents, HttpResponse, TestBridge};
 use serde_json::{json, Value};
 
-fn bash_tool() -> Value {
+pub(crate) fn bash_tool() -> Value {
     json!({
         "name": "Bash",
         "description": "Run a shell command",
@@ -27,7 +27,7 @@ fn bash_tool() -> Value {
     })
 }
 
-fn request(marker: &str, stream: bool) -> Value {
+pub(crate) fn request(marker: &str, stream: bool) -> Value {
     json!({
         "model": "devin-cli-agentic/swe-1-7",
         "max_tokens": 1024,

@@ -7,28 +7,7 @@ use common::bridge::{HttpResponse, TestBridge};
 use devin_bridge_policy::ModePolicy as _;
 use serde_json::{json, Value};
 
-fn bash_tool() -> Value {
-    json!({
-        "name": "Bash",
-        "description": "Run a shell command",
-        "input_schema": {
-            "type": "object",
-            "properties": {"command": {"type": "string"}, "description": {"type": "string"}},
-            "required": ["command"],
-            "additionalProperties": false
-        }
-    })
-}
-
-fn request(marker: &str, stream: bool) -> Value {
-    json!({
-        "model": "devin-cli-agentic/swe-1-7",
-        "max_tokens": 1024,
-        "stream": stream,
-        "tools": [bash_tool()],
-        "messages": [{"role": "user", "content": format!("Please help. {marker}")}]
-    })
-}
+use crate::summarizer::request;
 
 /// `(event name, data)` of a stream, pings removed.
 fn events(response: &HttpResponse) -> Vec<(String, Value)> {

@@ -299,7 +299,9 @@ impl Conversations {
                 .iter()
                 .flat_map(|(key, entries)| entries.iter().map(|e| (key.clone(), e.clone())))
                 .collect();
-            all.sort_by_key(|(_, entry)| entry.summary().last_used);
+            // Running turns move `last_used` while this sorts: read each key once, or the sort
+            // sees an inconsistent order (which the standard sort answers with a panic).
+            all.sort_by_cached_key(|(_, entry)| entry.summary().last_used);
             let mut over = total + 1 - self.max_total;
             for (key, victim) in all {
                 if over == 0 {
@@ -373,7 +375,8 @@ fn drop_binding_if_idle(entry: &Entry) -> bool {
 /// Forgets the `count` least recently used idle entries of one key.
 fn evict_least_recent(entries: &mut Vec<Arc<Entry>>, count: usize) {
     let mut order: Vec<Arc<Entry>> = entries.clone();
-    order.sort_by_key(|entry| entry.summary().last_used);
+    // One read of each `last_used` (running turns move it; see `create`).
+    order.sort_by_cached_key(|entry| entry.summary().last_used);
     let mut left = count;
     for victim in order {
         if left == 0 {
