@@ -66,6 +66,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use tokio::runtime::Runtime;
 
+mod common;
 #[path = "resident/mod.rs"]
 mod resident;
 #[path = "turns/mod.rs"]
@@ -144,52 +145,7 @@ fn components_dir() -> PathBuf {
 // The request: a realistic ~2 KB Claude Code turn with three tools.
 
 fn request_body() -> String {
-    let tool = |name: &str, description: &str, properties: Value, required: &[&str]| {
-        json!({
-            "name": name,
-            "description": description,
-            "input_schema": {
-                "$schema": "http://json-schema.org/draft-07/schema#",
-                "type": "object",
-                "properties": properties,
-                "required": required,
-                "additionalProperties": false
-            }
-        })
-    };
-    let tools = json!([
-        tool(
-            "Bash",
-            "Executes a given bash command in a persistent shell session with optional timeout.",
-            json!({
-                "command": {"type": "string", "description": "The command to execute"},
-                "timeout": {"type": "number", "maximum": 600000},
-                "description": {"type": "string", "description": "What the command does, in 5-10 words"}
-            }),
-            &["command"],
-        ),
-        tool(
-            "Read",
-            "Reads a file from the local filesystem. The file_path must be an absolute path.",
-            json!({
-                "file_path": {"type": "string", "description": "The absolute path to the file to read"},
-                "offset": {"type": "number"},
-                "limit": {"type": "number"}
-            }),
-            &["file_path"],
-        ),
-        tool(
-            "Edit",
-            "Performs exact string replacements in files.",
-            json!({
-                "file_path": {"type": "string"},
-                "old_string": {"type": "string"},
-                "new_string": {"type": "string"},
-                "replace_all": {"type": "boolean", "default": false}
-            }),
-            &["file_path", "old_string", "new_string"],
-        ),
-    ]);
+    let tools = common::claude_code_tools();
     json!({
         "model": MODEL,
         "max_tokens": 32000,

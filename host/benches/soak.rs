@@ -68,7 +68,7 @@ use std::time::{Duration, Instant};
 mod common;
 
 use bytes::Bytes;
-use common::{env_usize, percentile, target_binary};
+use common::{claude_code_tools as tools, env_usize, percentile, target_binary};
 use devin_bridge_agent::process::live_processes_in;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1;
@@ -480,55 +480,6 @@ impl Drop for Bridge {
 
 // ---------------------------------------------------------------------------------------------
 // The requests: a Claude Code conversation.
-
-fn tools() -> Value {
-    let tool = |name: &str, description: &str, properties: Value, required: &[&str]| {
-        json!({
-            "name": name,
-            "description": description,
-            "input_schema": {
-                "$schema": "http://json-schema.org/draft-07/schema#",
-                "type": "object",
-                "properties": properties,
-                "required": required,
-                "additionalProperties": false
-            }
-        })
-    };
-    json!([
-        tool(
-            "Bash",
-            "Executes a given bash command in a persistent shell session with optional timeout.",
-            json!({
-                "command": {"type": "string", "description": "The command to execute"},
-                "timeout": {"type": "number", "maximum": 600000},
-                "description": {"type": "string", "description": "What the command does, in 5-10 words"}
-            }),
-            &["command"],
-        ),
-        tool(
-            "Read",
-            "Reads a file from the local filesystem. The file_path must be an absolute path.",
-            json!({
-                "file_path": {"type": "string", "description": "The absolute path to the file to read"},
-                "offset": {"type": "number"},
-                "limit": {"type": "number"}
-            }),
-            &["file_path"],
-        ),
-        tool(
-            "Edit",
-            "Performs exact string replacements in files.",
-            json!({
-                "file_path": {"type": "string"},
-                "old_string": {"type": "string"},
-                "new_string": {"type": "string"},
-                "replace_all": {"type": "boolean", "default": false}
-            }),
-            &["file_path", "old_string", "new_string"],
-        ),
-    ])
-}
 
 /// What a turn must answer.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -158,19 +158,29 @@ pub async fn prepare(
     })
 }
 
-/// The whole prompt and its images, with the model validated.
+/// The whole prompt and its images, admitted: model validated, input within its window.
 pub async fn serialize_whole(bridge: &Bridge, body: String) -> Result<UnseenPrompt, Failure> {
-    serialize_unseen(bridge, Arc::new(body), 0, true).await
+    serialize_unseen(bridge, Arc::new(body), 0, Check::Admit).await
+}
+
+/// What a serialization checks besides the request itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Check {
+    /// Nothing more (the request was admitted before).
+    Nothing,
+    /// The model names a catalog entry.
+    Model,
+    /// The model, and the input estimate within the model's context window.
+    Admit,
 }
 
 /// `serialize-unseen` for a session holding `held` messages (with the images the agent
-/// takes), and the model validated when `validate`: both transforms in one hop off the async
-/// workers.
+/// takes), and the `check` on the result: the transforms in one hop off the async workers.
 pub(super) async fn serialize_unseen(
     bridge: &Bridge,
     body: Arc<String>,
     held: u32,
-    validate: bool,
+    check: Check,
 ) -> Result<UnseenPrompt, Failure> {
     let catalog = bridge.catalog();
     let windows = bridge.windows.clone();
@@ -179,13 +189,17 @@ pub(super) async fn serialize_unseen(
         images: bridge.images,
     };
     run_transform(&bridge.transforms, body.len(), move |t| {
-        Ok(match t.serialize_unseen(body, options)? {
-            Ok(unseen) if validate => {
-                let (model, tokens) = (unseen.prompt.model.clone(), unseen.prompt.input_tokens);
-                window::admit(t, &windows, model, catalog, tokens)?.map(|()| unseen)
-            }
-            other => other,
-        })
+        let unseen = match t.serialize_unseen(body, options)? {
+            Ok(unseen) => unseen,
+            Err(failure) => return Ok(Err(failure)),
+        };
+        let model = unseen.prompt.model.clone();
+        let checked = match check {
+            Check::Nothing => Ok(()),
+            Check::Model => t.validate_model(model, catalog)?.map(drop),
+            Check::Admit => window::admit(t, &windows, model, catalog, unseen.prompt.input_tokens)?,
+        };
+        Ok(checked.map(|()| unseen))
     })
     .await?
 }
@@ -193,16 +207,9 @@ pub(super) async fn serialize_unseen(
 /// `count_tokens`: the serializer's estimate of everything the request would send the agent,
 /// with the model validated. A request over its model's window is counted, not refused.
 pub async fn count_tokens(bridge: &Bridge, body: String) -> Result<u32, Failure> {
-    let catalog = bridge.catalog();
-    run_transform(&bridge.transforms, body.len(), move |t| {
-        Ok(match t.serialize(body)? {
-            Ok(prompt) => t
-                .validate_model(prompt.model, catalog)?
-                .map(|_| prompt.input_tokens),
-            Err(failure) => Err(failure),
-        })
-    })
-    .await?
+    serialize_unseen(bridge, Arc::new(body), 0, Check::Model)
+        .await
+        .map(|unseen| unseen.prompt.input_tokens)
 }
 
 /// An image as the ACP prompt builder takes it: (media type, base64 data).

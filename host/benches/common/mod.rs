@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde_json::{json, Value};
+
 /// A positive count from the environment, else `default`.
 pub fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -31,4 +33,55 @@ pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
     }
     let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
     sorted[rank.min(sorted.len() - 1)]
+}
+
+/// Claude Code's Bash, Read and Edit tools, as a request declares them (shortened
+/// descriptions, the real schemas' shape).
+pub fn claude_code_tools() -> Value {
+    let tool = |name: &str, description: &str, properties: Value, required: &[&str]| {
+        json!({
+            "name": name,
+            "description": description,
+            "input_schema": {
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": false
+            }
+        })
+    };
+    json!([
+        tool(
+            "Bash",
+            "Executes a given bash command in a persistent shell session with optional timeout.",
+            json!({
+                "command": {"type": "string", "description": "The command to execute"},
+                "timeout": {"type": "number", "maximum": 600000},
+                "description": {"type": "string", "description": "What the command does, in 5-10 words"}
+            }),
+            &["command"],
+        ),
+        tool(
+            "Read",
+            "Reads a file from the local filesystem. The file_path must be an absolute path.",
+            json!({
+                "file_path": {"type": "string", "description": "The absolute path to the file to read"},
+                "offset": {"type": "number"},
+                "limit": {"type": "number"}
+            }),
+            &["file_path"],
+        ),
+        tool(
+            "Edit",
+            "Performs exact string replacements in files.",
+            json!({
+                "file_path": {"type": "string"},
+                "old_string": {"type": "string"},
+                "new_string": {"type": "string"},
+                "replace_all": {"type": "boolean", "default": false}
+            }),
+            &["file_path", "old_string", "new_string"],
+        ),
+    ])
 }

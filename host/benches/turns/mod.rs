@@ -13,15 +13,6 @@ use serde_json::{json, Value};
 /// Most turns one conversation may take before it counts as stuck.
 const MAX_TURNS: usize = 20;
 
-fn tools() -> Value {
-    let schema = |required: &[&str]| json!({"type": "object", "required": required});
-    json!([
-        {"name": "Bash", "description": "Run a shell command", "input_schema": schema(&["command"])},
-        {"name": "Read", "description": "Read a file", "input_schema": schema(&["file_path"])},
-        {"name": "Edit", "description": "Edit a file", "input_schema": schema(&["file_path", "old_string", "new_string"])}
-    ])
-}
-
 /// What the client's tool produces for one call (the project is imaginary; the answers are
 /// what the real tools would print for the end-to-end test's project).
 fn run_tool(name: &str, input: &Value) -> String {
@@ -48,7 +39,7 @@ pub async fn scripted_task(addr: SocketAddr, parallel: bool) -> Result<usize, St
         let mut body = json!({
             "model": "devin-cli-agentic/swe-1-7",
             "max_tokens": 1024,
-            "tools": tools(),
+            "tools": super::common::claude_code_tools(),
             "messages": messages,
         });
         if !parallel {

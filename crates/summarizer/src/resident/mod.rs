@@ -26,7 +26,7 @@ use tokio::sync::OwnedMutexGuard;
 
 use self::conversations::{Binding, Bound, Conversations, Earlier, Entry, ResumeBudget};
 use self::processes::Processes;
-use super::turn::{agent_failure, image_parts, run_transform, serialize_unseen, AgentReply};
+use super::turn::{agent_failure, image_parts, run_transform, serialize_unseen, AgentReply, Check};
 use super::window;
 use super::Bridge;
 use crate::policy::AgentSection;
@@ -264,7 +264,7 @@ impl Resident {
     ) -> Result<(UnseenPrompt, Lease), Failure> {
         let body = Arc::new(body);
         let Some(key) = key else {
-            let whole = serialize(bridge, &body, 0, true).await?;
+            let whole = serialize(bridge, &body, 0, Check::Admit).await?;
             return Ok(self.ephemeral(body, whole));
         };
         for _ in 0..MAX_SELECTION_ATTEMPTS {
@@ -275,14 +275,14 @@ impl Resident {
             };
             let unseen = match resumed {
                 Some(unseen) => unseen,
-                None => serialize(bridge, &body, guess, true).await?,
+                None => serialize(bridge, &body, guess, Check::Admit).await?,
             };
             if unseen.prompt.tools.trim() == "[]" {
                 // A side request (title, quota probe, summary): never the conversation's session.
                 let whole = if guess == 0 {
                     unseen
                 } else {
-                    serialize(bridge, &body, 0, false).await?
+                    serialize(bridge, &body, 0, Check::Nothing).await?
                 };
                 return Ok(self.ephemeral(body, whole));
             }
@@ -313,7 +313,7 @@ impl Resident {
             let mut unseen = if held == guess {
                 unseen
             } else {
-                serialize(bridge, &body, held, false).await?
+                serialize(bridge, &body, held, Check::Nothing).await?
             };
             tracing::debug!(
                 ?found,
@@ -350,7 +350,7 @@ impl Resident {
         tracing::info!(
             "conversation busy with competing turns; this one runs in an ephemeral session"
         );
-        let whole = serialize(bridge, &body, 0, false).await?;
+        let whole = serialize(bridge, &body, 0, Check::Nothing).await?;
         Ok(self.ephemeral(body, whole))
     }
 
@@ -490,7 +490,7 @@ impl Resident {
         lease.replayed = true;
         lease.held = 0;
         self.stats.replays.inc();
-        let whole = serialize(bridge, &lease.body, 0, false).await?;
+        let whole = serialize(bridge, &lease.body, 0, Check::Nothing).await?;
         let blocks = prompt_blocks(whole.prompt.text, image_parts(&whole.images));
         match self.prompt(lease, blocks).await {
             Ok(output) => Ok(reply_of(output)),
@@ -620,9 +620,9 @@ async fn serialize(
     bridge: &Bridge,
     body: &Arc<String>,
     held: u32,
-    validate: bool,
+    check: Check,
 ) -> Result<UnseenPrompt, Failure> {
-    serialize_unseen(bridge, body.clone(), held, validate).await
+    serialize_unseen(bridge, body.clone(), held, check).await
 }
 
 #[cfg(test)]
