@@ -53,6 +53,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use devin_bridge_agent::acp::{Agent, AgentLimits};
+use devin_bridge_agent::devin::ClientIdentity;
 use devin_bridge_agent::identity::AgentIdentity;
 use devin_bridge_agent::process::{live_processes_in as processes_in, Spec};
 use devin_bridge_engine::{MessageHead, Transforms};
@@ -332,7 +333,7 @@ struct Floor {
 
 impl Floor {
     async fn once(&self) -> Result<(), String> {
-        let agent = Agent::start(&self.spec, self.limits)
+        let agent = Agent::start(&self.spec, self.limits, &ClientIdentity::default())
             .await
             .map_err(|e| format!("start: {e}"))?;
         let outcome = agent.run_turn(&self.spec.cwd, &self.prompt).await;

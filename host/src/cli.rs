@@ -33,6 +33,49 @@ pub struct ServeArgs {
     pub listen: Option<String>,
 }
 
+/// `devin-bridge doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// The summarizer policy whose agent is checked (as `serve` would run it).
+    #[arg(long, env = "DEVIN_BRIDGE_POLICY")]
+    pub policy: PathBuf,
+    /// Also send one short prompt: proves the service accepts the client identity and shows
+    /// which model answered (uses the account).
+    #[arg(long)]
+    pub prompt: bool,
+    /// Print the report as one JSON object (token-free: attach it to a bug report).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `devin-bridge doctor`: every check on the policy's agent, one line each (or JSON); exit 1
+/// when any fails.
+pub async fn doctor(
+    args: DoctorArgs,
+    policy: devin_bridge_summarizer::policy::SummarizerPolicy,
+    identity: devin_bridge_agent::identity::AgentIdentity,
+) -> anyhow::Result<ExitCode> {
+    let report = devin_bridge_summarizer::doctor::run(
+        &policy,
+        args.policy.display().to_string(),
+        &identity,
+        devin_bridge_summarizer::doctor::Options {
+            prompt: args.prompt,
+        },
+    )
+    .await;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.human());
+    }
+    Ok(if report.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
 /// `devin-bridge components ...`.
 #[derive(Debug, Subcommand)]
 pub enum ComponentsCommand {

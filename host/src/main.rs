@@ -24,6 +24,9 @@ struct Cli {
 enum Command {
     /// Load a policy and serve it (summarizer: the Anthropic Messages endpoint).
     Serve(cli::ServeArgs),
+    /// Check a summarizer policy's agent as `serve` runs it (CLI version, initialize, login,
+    /// models; `--prompt`: one real prompt) and print one line per check, or `--json` evidence.
+    Doctor(cli::DoctorArgs),
     /// Run an egress guard: a forward proxy that enforces an allowlist and audits every decision.
     Guard(devin_bridge_guard::GuardArgs),
     /// Check that this environment cannot reach Anthropic and leaks no credentials.
@@ -91,6 +94,18 @@ fn main() -> std::process::ExitCode {
                 return std::process::ExitCode::FAILURE;
             }
         },
+        Command::Doctor(args) => {
+            match policy::load_summarizer(&args.policy, "doctor").and_then(|policy| {
+                let identity = devin_bridge_summarizer::startup::serve_identity(&policy)?;
+                Ok((policy, identity))
+            }) {
+                Ok(serving) => Some(serving),
+                Err(error) => {
+                    eprintln!("devin-bridge doctor: {error:#}");
+                    return std::process::ExitCode::FAILURE;
+                }
+            }
+        }
         _ => None,
     };
     // Needs no async runtime, and must print nothing but its exports on stdout.
@@ -116,6 +131,10 @@ fn main() -> std::process::ExitCode {
                     )
                     .await
                 }
+                None => Err(anyhow::anyhow!("no agent identity was established")),
+            },
+            Command::Doctor(args) => match serving {
+                Some((policy, identity)) => cli::doctor(args, policy, identity).await,
                 None => Err(anyhow::anyhow!("no agent identity was established")),
             },
             Command::Guard(args) => devin_bridge_guard::run(args).await,

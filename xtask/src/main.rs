@@ -379,7 +379,7 @@ fn fuzz(rest: &[String]) -> Result<()> {
 /// Fuzz targets of the wasm transforms (native vs component), seeded from their fixtures.
 const FUZZ_TRANSFORMS: [&str; 4] = ["serializer", "envelope", "sse", "model-alias"];
 /// Every fuzz target; the native parsers' seeds are the files in `fuzz/seeds/<target>`.
-const FUZZ_TARGETS: [&str; 8] = [
+const FUZZ_TARGETS: [&str; 9] = [
     "serializer",
     "envelope",
     "sse",
@@ -388,6 +388,7 @@ const FUZZ_TARGETS: [&str; 8] = [
     "request-head",
     "proxy-target",
     "acp-frame",
+    "devin-dialect",
 ];
 
 /// Turns the golden fixtures of a transform into seed inputs in the fuzz targets' formats

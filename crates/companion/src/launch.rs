@@ -577,12 +577,14 @@ async fn execute_print(
         prompt: input.brief,
         devin,
         env,
-        model: input.model.as_ref().map(|m| m.model_uid.clone()),
+        // The CLI takes the model as its sessions spell it (`glm-5-2`, not `glm-5.2`).
+        model: input.model.as_ref().map(|m| m.acp_id.clone()),
         resume: input.resume,
         timeout: ctx.settings.timeout,
         cap: ctx.policy.companion.output_cap_bytes,
         kill_grace: ctx.settings.exit_grace,
         keeper: std::env::current_exe().ok(),
+        sandbox: ctx.policy.companion.print_sandbox,
     })
     .await;
     let status = status_of(outcome.failure.as_ref());
@@ -637,6 +639,19 @@ async fn execute_acp(
         }
     };
     let mode = record.mode;
+    // Checked when the policy was loaded; a failure here is still a setup failure, not a panic.
+    let client = match ctx.policy.companion.client_identity() {
+        Ok(client) => client,
+        Err(error) => {
+            return Ok(store.finish(&workspace, &id, JobStatus::Error, |r| {
+                r.delivery = Delivery::Failed;
+                r.failure = Some(JobFailure::new(
+                    FailureKind::Setup,
+                    format!("the companion policy's client identity is invalid: {error}"),
+                ));
+            })?)
+        }
+    };
     let result = run::run(
         RunRequest {
             mode,
@@ -650,6 +665,7 @@ async fn execute_acp(
             timeout: ctx.settings.timeout,
             exit_grace: ctx.settings.exit_grace,
             output_cap: ctx.policy.companion.output_cap_bytes,
+            client,
         },
         &progress,
     )

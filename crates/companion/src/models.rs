@@ -15,6 +15,9 @@ use agent_client_protocol_schema::v1;
 
 use super::preflight::{probe, ProbeError};
 use crate::policy::CompanionPolicy;
+use devin_bridge_agent::devin::options::{
+    choose_effort, choose_model, EffortChoice, ModelChoice, Select,
+};
 use devin_bridge_engine::{Component, EngineError, ResolvedModel, TransformCalls, TransformKind};
 
 /// Largest catalog accepted from the CLI.
@@ -42,14 +45,6 @@ pub enum ModelsError {
 pub fn is_routing_name(name: &str) -> bool {
     let lower = name.trim().to_ascii_lowercase();
     lower == "adaptive" || lower.starts_with("fusion-") || lower == "fusion"
-}
-
-/// ACP ids use `-` where the catalog uses `.` or `_`.
-pub fn normalise_id(id: &str) -> String {
-    id.chars()
-        .map(|c| if c == '.' || c == '_' { '-' } else { c })
-        .collect::<String>()
-        .to_ascii_lowercase()
 }
 
 /// Where the catalog is cached.
@@ -189,102 +184,71 @@ pub fn resolve(
     }
 }
 
-/// A select config option of a session, found by category.
-pub fn option_by_category<'a>(
-    options: &'a [v1::SessionConfigOption],
-    category: &str,
-) -> Option<&'a v1::SessionConfigOption> {
-    options.iter().find(|option| {
-        serde_json::to_value(option)
-            .ok()
-            .and_then(|value| {
-                value
-                    .get("category")
-                    .and_then(|c| c.as_str())
-                    .map(|c| c == category)
-            })
-            .unwrap_or(false)
-    })
-}
-
-/// The id and the option values of a select config option.
-pub fn option_values(option: &v1::SessionConfigOption) -> (String, Vec<(String, String)>) {
-    let value = serde_json::to_value(option).unwrap_or_default();
-    let id = value
-        .get("id")
-        .and_then(|v| v.as_str())
-        .unwrap_or_default()
-        .to_owned();
-    let mut values = Vec::new();
-    collect_values(value.get("options"), &mut values);
-    (id, values)
-}
-
-/// The current value of the session's model option (the account's default model when no
-/// `--model` was given).
+/// The session's current model value (the account's default model when no `--model` was
+/// given, or a resumed session's own).
 pub fn session_current_model(options: &[v1::SessionConfigOption]) -> Option<String> {
-    let option = option_by_category(options, "model")?;
-    serde_json::to_value(option)
-        .ok()?
-        .get("currentValue")?
-        .as_str()
-        .map(str::to_owned)
+    Select::model(options)?.current
 }
 
-/// Flat or grouped select options: `[{value, name}]` or `[{group, options:[...]}]`.
-fn collect_values(options: Option<&serde_json::Value>, out: &mut Vec<(String, String)>) {
-    let Some(list) = options.and_then(|o| o.as_array()) else {
-        return;
-    };
-    for entry in list {
-        if let Some(value) = entry.get("value").and_then(|v| v.as_str()) {
-            let name = entry
-                .get("name")
-                .and_then(|v| v.as_str())
-                .unwrap_or(value)
-                .to_owned();
-            out.push((value.to_owned(), name));
-        } else {
-            collect_values(entry.get("options"), out);
-        }
+/// The session's model for a resolved catalog entry: the offered value, and the model
+/// option's id when the value must be set (`None`: it is already the current one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionModel {
+    pub value: String,
+    pub set: Option<String>,
+}
+
+/// Matches a resolved catalog entry (its ACP id, else its variant uid) against the session's
+/// model option. A model the session does not offer (the catalog lists some, `adaptive`
+/// among them, that ACP refuses) is `input` naming the offered ones; a session without a
+/// model option is `setup`.
+pub fn session_model(
+    options: &[v1::SessionConfigOption],
+    resolved: &ResolvedModel,
+) -> Result<SessionModel, ModelsError> {
+    let mut choice = choose_model(options, &resolved.acp_id);
+    if matches!(choice, ModelChoice::NotOffered { .. }) {
+        choice = choose_model(options, &resolved.model_uid);
+    }
+    match choice {
+        ModelChoice::Current { value, .. } => Ok(SessionModel { value, set: None }),
+        ModelChoice::Set {
+            config_id, value, ..
+        } => Ok(SessionModel {
+            value,
+            set: Some(config_id),
+        }),
+        ModelChoice::NoOption => Err(ModelsError::Setup(
+            "the Devin session offers no model choice".into(),
+        )),
+        ModelChoice::NotOffered { offered } => Err(ModelsError::Input(format!(
+            "model {} ({}) is not offered by this account's Devin sessions; they offer: {}",
+            resolved.family,
+            resolved.model_uid,
+            list(&offered)
+        ))),
     }
 }
 
-/// The session's model option value for a resolved catalog entry, or `setup` when the
-/// account's session does not offer it.
-pub fn session_model_value(
-    options: &[v1::SessionConfigOption],
-    resolved: &ResolvedModel,
-) -> Result<(String, String), ModelsError> {
-    let Some(option) = option_by_category(options, "model") else {
-        return Err(ModelsError::Setup(
-            "the Devin session offers no model choice".into(),
-        ));
-    };
-    let (id, values) = option_values(option);
-    let wanted = normalise_id(&resolved.acp_id);
-    let wanted_uid = normalise_id(&resolved.model_uid);
-    values
-        .into_iter()
-        .find(|(value, _)| {
-            let value = normalise_id(value);
-            value == wanted || value == wanted_uid
-        })
-        .map(|(value, _)| (id, value))
-        .ok_or_else(|| {
-            ModelsError::Setup(format!(
-                "model {} ({}) is in the catalog but not available to this account's sessions",
-                resolved.family, resolved.model_uid
-            ))
-        })
+/// How `--effort` is applied to a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionEffort {
+    /// The option to set and its value: the thought-level option, or the model option when
+    /// the effort is a variant of the model (`swe-2` + `high` is the model `swe-2-high`).
+    pub config_id: String,
+    pub value: String,
+    /// Whether `value` is a model (a variant) rather than a thought level.
+    pub variant: bool,
 }
 
-/// The session's thought-level value for `--effort`: `None` for `default` (the model's own),
-/// else the exact offered value; anything not offered is `input`.
-pub fn session_effort_value(
+/// `--effort` for a session whose model is `model`: `None` for `default` (the model's own
+/// level); else the session's thought-level option when it has one, else the model's variant
+/// with that suffix. Anything neither offers is `input` naming what the model offers.
+pub fn session_effort(
     options: &[v1::SessionConfigOption],
+    model: &str,
     effort: &str,
-) -> Result<Option<(String, String)>, ModelsError> {
+) -> Result<Option<SessionEffort>, ModelsError> {
     if effort == "default" {
         return Ok(None);
     }
@@ -293,33 +257,55 @@ pub fn session_effort_value(
             "--effort {effort} is not an effort level"
         )));
     }
-    let Some(option) = option_by_category(options, "thought_level") else {
-        return Err(ModelsError::Input(format!(
-            "--effort {effort}: the selected model has no effort levels (use default)"
-        )));
-    };
-    let (id, values) = option_values(option);
-    values
-        .iter()
-        .find(|(value, _)| value.eq_ignore_ascii_case(effort))
-        .map(|(value, _)| Some((id.clone(), value.clone())))
-        .ok_or_else(|| {
-            let offered: Vec<&str> = values.iter().map(|(v, _)| v.as_str()).collect();
-            ModelsError::Input(format!(
-                "--effort {effort} is not offered by the selected model (offered: default, {})",
-                offered.join(", ")
-            ))
-        })
+    match choose_effort(options, model, effort) {
+        EffortChoice::ThoughtLevel { config_id, value } => Ok(Some(SessionEffort {
+            config_id,
+            value,
+            variant: false,
+        })),
+        EffortChoice::Variant { config_id, value } => Ok(Some(SessionEffort {
+            config_id,
+            value,
+            variant: true,
+        })),
+        EffortChoice::Unavailable { offered } if offered.is_empty() => Err(ModelsError::Input(
+            format!("--effort {effort}: model {model} has no effort levels (use default)"),
+        )),
+        EffortChoice::Unavailable { offered } => Err(ModelsError::Input(format!(
+            "--effort {effort} is not offered by model {model} (offered: default, {})",
+            list(&offered)
+        ))),
+    }
 }
 
-/// The speed option set to `standard`, when the session offers it.
+/// The speed option set to `standard`, only when the session offers a speed option with that
+/// value and it is not already current. Current Devin sessions have none (speed is part of
+/// the model value, `-fast`), so this usually does nothing.
 pub fn session_speed_standard(options: &[v1::SessionConfigOption]) -> Option<(String, String)> {
-    let option = option_by_category(options, "speed")?;
-    let (id, values) = option_values(option);
-    values
+    let select = Select::of_category(options, "speed")?;
+    let (value, _) = select.find("standard")?;
+    if select.current.as_deref() == Some(value.as_str()) {
+        return None;
+    }
+    Some((select.config_id.clone(), value.clone()))
+}
+
+/// At most a few dozen values, joined for a message.
+fn list(values: &[String]) -> String {
+    const SHOWN: usize = 40;
+    let mut text = values
         .iter()
-        .any(|(value, _)| value == "standard")
-        .then(|| (id, "standard".to_owned()))
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if values.len() > SHOWN {
+        text.push_str(&format!(" and {} more", values.len() - SHOWN));
+    }
+    if text.is_empty() {
+        text.push_str("none");
+    }
+    text
 }
 
 #[cfg(test)]
@@ -345,52 +331,128 @@ mod tests {
         assert!(!is_routing_name("swe-2"));
     }
 
+    fn resolved(uid: &str, acp_id: &str) -> ResolvedModel {
+        ResolvedModel {
+            family: uid.into(),
+            model_uid: uid.into(),
+            label: uid.to_uppercase(),
+            acp_id: acp_id.into(),
+        }
+    }
+
+    /// What current Devin sessions offer: a model option whose values carry the effort and
+    /// speed variants, and no thought-level or speed option.
+    fn devin_options() -> Vec<v1::SessionConfigOption> {
+        serde_json::from_value(serde_json::json!([
+            {"id":"model","name":"Model","category":"model","type":"select","currentValue":"swe-2",
+             "options":[{"value":"swe-2","name":"SWE-2"},{"value":"swe-2-high","name":"SWE-2 High"},
+                        {"value":"swe-2-fast","name":"SWE-2 Fast"},{"value":"glm-5-2","name":"GLM 5.2"}]}
+        ]))
+        .expect("options")
+    }
+
     #[test]
     fn catalog_ids_match_session_values_after_normalising() {
-        let resolved = ResolvedModel {
-            family: "glm-5.2".into(),
-            model_uid: "glm-5.2".into(),
-            label: "GLM 5.2".into(),
-            acp_id: "glm-5-2".into(),
-        };
         assert_eq!(
-            session_model_value(&options(), &resolved).expect("offered"),
-            ("model".into(), "glm-5-2".into())
+            session_model(&options(), &resolved("glm-5.2", "glm-5-2")).expect("offered"),
+            SessionModel {
+                value: "glm-5-2".into(),
+                set: Some("model".into())
+            }
         );
-        let legacy = ResolvedModel {
-            family: "legacy-9".into(),
-            model_uid: "legacy_9".into(),
-            label: "Legacy 9".into(),
-            acp_id: "legacy-9".into(),
-        };
+        // The variant uid decides when the ACP id is not offered.
+        assert_eq!(
+            session_model(&options(), &resolved("glm_5.2", "glm-5-2-x")).expect("offered"),
+            SessionModel {
+                value: "glm-5-2".into(),
+                set: Some("model".into())
+            }
+        );
+        assert_eq!(
+            session_model(&options(), &resolved("swe-2", "swe-2")).expect("current"),
+            SessionModel {
+                value: "swe-2".into(),
+                set: None
+            }
+        );
+    }
+
+    #[test]
+    fn a_model_the_session_does_not_offer_is_input_naming_the_offered_ones() {
+        match session_model(&options(), &resolved("adaptive", "adaptive")) {
+            Err(ModelsError::Input(message)) => {
+                assert!(message.contains("adaptive"), "{message}");
+                assert!(message.contains("swe-2, glm-5-2"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
         assert!(matches!(
-            session_model_value(&options(), &legacy),
+            session_model(&options()[1..], &resolved("swe-2", "swe-2")),
             Err(ModelsError::Setup(_))
         ));
     }
 
     #[test]
-    fn effort_default_leaves_the_model_alone_and_unknown_levels_are_input() {
+    fn effort_is_a_thought_level_when_offered() {
         assert_eq!(
-            session_effort_value(&options(), "default").expect("default"),
+            session_effort(&options(), "swe-2", "default").expect("default"),
             None
         );
         assert_eq!(
-            session_effort_value(&options(), "high").expect("high"),
-            Some(("thought_level".into(), "high".into()))
+            session_effort(&options(), "swe-2", "high").expect("high"),
+            Some(SessionEffort {
+                config_id: "thought_level".into(),
+                value: "high".into(),
+                variant: false
+            })
         );
+        match session_effort(&options(), "swe-2", "medium") {
+            Err(ModelsError::Input(message)) => {
+                assert!(message.contains("offered: default, low, high"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
         assert!(matches!(
-            session_effort_value(&options(), "medium"),
+            session_effort(&options(), "swe-2", "adaptive"),
             Err(ModelsError::Input(_))
         ));
-        assert!(matches!(
-            session_effort_value(&options()[..1], "high"),
-            Err(ModelsError::Input(_))
-        ));
+    }
+
+    #[test]
+    fn effort_is_a_model_variant_when_there_is_no_thought_level() {
+        assert_eq!(
+            session_effort(&devin_options(), "swe-2", "high").expect("variant"),
+            Some(SessionEffort {
+                config_id: "model".into(),
+                value: "swe-2-high".into(),
+                variant: true
+            })
+        );
+        match session_effort(&devin_options(), "swe-2", "low") {
+            Err(ModelsError::Input(message)) => {
+                assert!(message.contains("model swe-2"), "{message}");
+                assert!(
+                    message.contains("offered: default, high, fast"),
+                    "{message}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        match session_effort(&devin_options(), "glm-5-2", "high") {
+            Err(ModelsError::Input(message)) => {
+                assert!(message.contains("has no effort levels"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn speed_is_set_only_when_a_speed_option_offers_standard() {
         assert_eq!(session_current_model(&options()).as_deref(), Some("swe-2"));
         assert_eq!(
             session_speed_standard(&options()),
             Some(("speed".into(), "standard".into()))
         );
+        assert_eq!(session_speed_standard(&devin_options()), None);
     }
 }

@@ -8,6 +8,9 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use devin_bridge_agent::devin::identity::{
+    ClientIdentity, IdentityError, DEFAULT_CLIENT_NAME, DEFAULT_CLIENT_VERSION,
+};
 use devin_bridge_engine::{ComponentsTable, EngineSection, RuntimeLimits};
 use devin_bridge_policy::{LogSection, Mode, ModePolicy, Origin, PolicyError};
 
@@ -49,6 +52,9 @@ impl ModePolicy for CompanionPolicy {
                 .origin
                 .invalid("companion timeouts, intervals, limits and caps must be positive"));
         }
+        if let Err(error) = companion.client_identity() {
+            return Err(self.origin.invalid(format!("[companion] {error}")));
+        }
         Ok(())
     }
 }
@@ -84,6 +90,27 @@ pub struct CompanionSection {
     pub max_prompt_bytes: usize,
     /// Largest reply text kept from the agent.
     pub output_cap_bytes: usize,
+    /// The `clientInfo.name` the companion gives `devin acp` at `initialize`. Default
+    /// `windsurf`: the Devin service answers every prompt of a client with any other name
+    /// "Your Windsurf version is out of date", so a different name fails against a real
+    /// account even though the agent starts.
+    pub client_name: String,
+    /// The `clientInfo.version` given with [`CompanionSection::client_name`]. Default
+    /// `1.110.1`, a Windsurf version the service accepts; raise it when the service starts
+    /// refusing it as out of date.
+    pub client_version: String,
+    /// `task --runner print --write`: run `devin -p` with the CLI's own sandbox
+    /// (`--permission-mode autonomous --sandbox`) instead of `--permission-mode dangerous`.
+    /// Off by default.
+    pub print_sandbox: bool,
+}
+
+impl CompanionSection {
+    /// The client identity of [`CompanionSection::client_name`] and
+    /// [`CompanionSection::client_version`], checked (the error names the bad setting).
+    pub fn client_identity(&self) -> Result<ClientIdentity, IdentityError> {
+        ClientIdentity::new(&self.client_name, &self.client_version)
+    }
 }
 
 impl Default for CompanionSection {
@@ -101,6 +128,46 @@ impl Default for CompanionSection {
             models_cache_secs: 3_600,
             max_prompt_bytes: 1 << 20,
             output_cap_bytes: 1 << 20,
+            client_name: DEFAULT_CLIENT_NAME.into(),
+            client_version: DEFAULT_CLIENT_VERSION.into(),
+            print_sandbox: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(section: &str) -> Result<CompanionPolicy, PolicyError> {
+        let text = format!("mode = \"companion\"\n[companion]\n{section}\n");
+        CompanionPolicy::builtin(&text, "(test policy)")
+    }
+
+    #[test]
+    fn the_client_identity_defaults_to_the_one_the_service_accepts() {
+        let policy = parse("").expect("policy");
+        let identity = policy.companion.client_identity().expect("identity");
+        assert!(identity.is_default());
+        assert_eq!(identity.to_string(), "windsurf/1.110.1");
+        assert!(!policy.companion.print_sandbox);
+        let custom = parse("client_version = \"1.200.0\"\nprint_sandbox = true").expect("policy");
+        assert_eq!(
+            custom
+                .companion
+                .client_identity()
+                .expect("identity")
+                .to_string(),
+            "windsurf/1.200.0"
+        );
+        assert!(custom.companion.print_sandbox);
+    }
+
+    #[test]
+    fn a_bad_client_identity_is_a_policy_error_naming_the_setting() {
+        let error = parse("client_name = \"wind surf\"").expect_err("bad name");
+        assert!(error.to_string().contains("client_name"), "{error}");
+        let error = parse("client_version = \"\"").expect_err("bad version");
+        assert!(error.to_string().contains("client_version"), "{error}");
     }
 }

@@ -1,8 +1,13 @@
 //! `task --runner print`: one stateless `devin -p` run.
 //!
 //! The prompt is the last argument of an argv (no shell), after `--`; the workspace is the
-//! cwd; the environment and isolation are those of an ACP job. stdout and stderr are each
-//! captured up to the policy's `output_cap_bytes`, keeping the tail. Success is exit status 0.
+//! cwd; the environment and isolation are those of an ACP job. Consult and review run with
+//! `--permission-mode normal` (the CLI's read-only choice: it has no `ask`), write with
+//! `dangerous`, or `autonomous --sandbox` when the policy's `print_sandbox` asks for the CLI's
+//! own sandbox. stdout and stderr are each captured up to the policy's `output_cap_bytes`,
+//! keeping the tail. Success is exit status 0; a failed run's kind and message come from what
+//! devin wrote on stderr (an agent error with its error kind, `Not logged in`, a refusal of
+//! its flags), read by the agent crate's Devin dialect.
 //!
 //! devin leads a process group of its own. A run that overstays its budget is ended as a
 //! cancel ends one: SIGTERM to the group, up to `kill_grace` for devin to go, then SIGKILL to
@@ -21,6 +26,8 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use super::failure::{FailureKind, JobFailure};
 use super::jobs::RunMode;
 use super::preflight::Devin;
+use super::run::{failure_of, login_hint, Context};
+use devin_bridge_agent::devin::print::{self as dialect, PrintFailure, PrintPermission};
 use devin_bridge_agent::process::{command_for, Spec};
 
 /// What a print run needs.
@@ -43,6 +50,8 @@ pub struct PrintRequest {
     /// The `devin-bridge` binary whose `companion group-keeper` watches the run's group, so
     /// that it ends even when the worker is killed outright. `None` only in unit tests.
     pub keeper: Option<PathBuf>,
+    /// Write jobs run inside the CLI's own sandbox (the policy's `print_sandbox`).
+    pub sandbox: bool,
 }
 
 /// How a print run ended.
@@ -62,13 +71,11 @@ pub fn arguments(request: &PrintRequest) -> Vec<String> {
         args.push("--model".into());
         args.push(model.clone());
     }
-    args.push("--permission-mode".into());
-    args.push(
-        match request.mode {
-            RunMode::Write => "bypass",
-            RunMode::Consult | RunMode::Review => "ask",
-        }
-        .into(),
+    args.extend(
+        permission(request.mode, request.sandbox)
+            .args()
+            .iter()
+            .map(|arg| (*arg).to_owned()),
     );
     if let Some(session) = &request.resume {
         args.push("-r".into());
@@ -79,6 +86,39 @@ pub fn arguments(request: &PrintRequest) -> Vec<String> {
     args.push("--".into());
     args.push(request.prompt.clone());
     args
+}
+
+/// The CLI's permission mode for a job: read-only `normal` for consult and review; for write
+/// `dangerous`, or `autonomous` inside the CLI's sandbox when the policy asks for it.
+pub fn permission(mode: RunMode, sandbox: bool) -> PrintPermission {
+    match mode {
+        RunMode::Consult | RunMode::Review => PrintPermission::Normal,
+        RunMode::Write if sandbox => PrintPermission::AutonomousSandboxed,
+        RunMode::Write => PrintPermission::Dangerous,
+    }
+}
+
+/// The failure kind and message of a run that exited with `code` (not 0) after writing
+/// `stderr`. `context.client` is `None`: `devin -p` sends the CLI's own client identity.
+pub fn exit_failure(stderr: &str, code: i32, context: Context<'_>) -> (FailureKind, String) {
+    match dialect::failure(stderr, Some(code)) {
+        PrintFailure::Agent(error) => {
+            let (kind, message) = failure_of(&error, context);
+            (kind, format!("devin -p failed: {message}"))
+        }
+        PrintFailure::NotLoggedIn => (FailureKind::Auth, login_hint(context.home)),
+        PrintFailure::Usage(line) => (
+            FailureKind::Setup,
+            format!(
+                "the Devin CLI refused the arguments of devin -p (exit status {code}; this \
+                 companion may not fit its version): {line}"
+            ),
+        ),
+        PrintFailure::Other(line) => (
+            FailureKind::Error,
+            format!("devin -p exited with status {code}: {line}"),
+        ),
+    }
 }
 
 /// Reads a stream to its end, keeping the last `cap` bytes.
@@ -232,21 +272,21 @@ pub async fn run(request: PrintRequest) -> PrintResult {
     } else if exit_code == Some(0) {
         None
     } else {
-        let last = String::from_utf8_lossy(&err)
-            .lines()
-            .rev()
-            .find(|line| !line.trim().is_empty())
-            .unwrap_or("")
-            .chars()
-            .take(300)
-            .collect::<String>();
-        Some(JobFailure::new(
-            FailureKind::Error,
-            match exit_code {
-                Some(code) => format!("devin -p exited with status {code}: {last}"),
-                None => "devin -p was killed by a signal".to_owned(),
-            },
-        ))
+        match exit_code {
+            Some(code) => {
+                let context = Context {
+                    client: None,
+                    resume: request.resume.as_deref(),
+                    home: Context::home_of(&request.env),
+                };
+                let (kind, message) = exit_failure(&String::from_utf8_lossy(&err), code, context);
+                Some(JobFailure::new(kind, message).with_model(request.model.as_deref()))
+            }
+            None => Some(JobFailure::new(
+                FailureKind::Error,
+                "devin -p was killed by a signal",
+            )),
+        }
     };
     PrintResult {
         stdout: String::from_utf8_lossy(&out).into_owned(),
@@ -278,6 +318,7 @@ mod tests {
             cap: 16,
             kill_grace: Duration::from_secs(1),
             keeper: None,
+            sandbox: false,
         }
     }
 
@@ -291,7 +332,7 @@ mod tests {
                 "--model",
                 "swe-2",
                 "--permission-mode",
-                "ask",
+                "normal",
                 "-r",
                 "s1",
                 "--respect-workspace-trust",
@@ -300,7 +341,130 @@ mod tests {
                 "-rf $(id)"
             ]
         );
-        assert!(arguments(&request(RunMode::Write)).contains(&"bypass".to_owned()));
+        let write = arguments(&request(RunMode::Write));
+        assert_eq!(write[3..5], ["--permission-mode", "dangerous"]);
+        assert_eq!(write.last().map(String::as_str), Some("-rf $(id)"));
+        let sandboxed = arguments(&PrintRequest {
+            sandbox: true,
+            ..request(RunMode::Write)
+        });
+        assert_eq!(
+            sandboxed[3..6],
+            ["--permission-mode", "autonomous", "--sandbox"]
+        );
+        let review = arguments(&PrintRequest {
+            sandbox: true,
+            ..request(RunMode::Review)
+        });
+        assert_eq!(review[3..5], ["--permission-mode", "normal"]);
+        assert!(!review.contains(&"--sandbox".to_owned()));
+    }
+
+    fn agent_error(message: &str, kind: &str, retryable: bool) -> String {
+        format!(
+            "working\nError: Agent error: {message} (trace ID: 0123abcd): {{\n  \"cognition.ai/errorKind\": \"{kind}\",\n  \"cognition.ai/retryable\": {retryable}\n}}\n"
+        )
+    }
+
+    #[test]
+    fn agent_errors_are_classified_as_acp_errors_are() {
+        let context = Context {
+            client: None,
+            resume: Some("s-9"),
+            home: Some(std::path::Path::new("/data/home")),
+        };
+        let cases = [
+            (
+                "Rate limit exceeded",
+                "unavailable",
+                true,
+                FailureKind::RateLimited,
+            ),
+            (
+                "Connection error: reset",
+                "unavailable",
+                true,
+                FailureKind::Network,
+            ),
+            (
+                "out of credits",
+                "resource_exhausted",
+                false,
+                FailureKind::Quota,
+            ),
+            (
+                "Session not found",
+                "session_not_found",
+                false,
+                FailureKind::Input,
+            ),
+            (
+                "Your Windsurf version is out of date",
+                "internal",
+                false,
+                FailureKind::Setup,
+            ),
+        ];
+        for (message, kind, retryable, expected) in cases {
+            let (got, _) = exit_failure(&agent_error(message, kind, retryable), 1, context);
+            assert_eq!(got, expected, "{message}");
+        }
+        let (kind, message) = exit_failure(
+            &agent_error("Something broke", "internal", false),
+            1,
+            context,
+        );
+        assert_eq!(kind, FailureKind::Error);
+        assert!(message.contains("Something broke"), "{message}");
+        assert!(message.contains("(internal)"), "{message}");
+        assert!(!message.contains("trace ID"), "{message}");
+        let (kind, message) = exit_failure(
+            &agent_error("Your Windsurf version is out of date", "internal", false),
+            1,
+            context,
+        );
+        assert_eq!(kind, FailureKind::Setup);
+        assert!(message.contains("update the Devin CLI"), "{message}");
+        let (_, message) = exit_failure(
+            &agent_error("Session not found", "session_not_found", false),
+            1,
+            context,
+        );
+        assert!(message.contains("session s-9 is not known"), "{message}");
+    }
+
+    #[test]
+    fn a_logged_out_cli_is_auth_with_how_to_log_in() {
+        let context = Context {
+            home: Some(std::path::Path::new("/data/home")),
+            ..Context::default()
+        };
+        let (kind, message) = exit_failure("Error: Not logged in\n", 1, context);
+        assert_eq!(kind, FailureKind::Auth);
+        assert!(message.contains("devin auth login"), "{message}");
+        assert!(message.contains("/data/home"), "{message}");
+    }
+
+    #[test]
+    fn refused_flags_are_setup_quoting_the_cli() {
+        let stderr = "error: invalid value 'ask' for '--permission-mode <PERMISSION_MODE>'\n  [possible values: normal, dangerous]\n\nFor more information, try '--help'.\n";
+        let (kind, message) = exit_failure(stderr, 2, Context::default());
+        assert_eq!(kind, FailureKind::Setup);
+        assert!(message.contains("refused the arguments"), "{message}");
+        assert!(message.contains("invalid value 'ask'"), "{message}");
+        let (_, long) = exit_failure(
+            &format!("error: {}", "x".repeat(10_000)),
+            2,
+            Context::default(),
+        );
+        assert!(long.len() < 600, "{}", long.len());
+    }
+
+    #[test]
+    fn other_exits_quote_the_last_line() {
+        let (kind, message) = exit_failure("first\nthe reason\n\n", 3, Context::default());
+        assert_eq!(kind, FailureKind::Error);
+        assert_eq!(message, "devin -p exited with status 3: the reason");
     }
 
     #[tokio::test]

@@ -1,13 +1,15 @@
 //! One ACP run of the full Devin agent (`devin acp`) for a job.
 //!
-//! initialize, `session/new` (or `session/load` to resume), the config options (model,
-//! thought level, speed), the mode (`ask` for consult and review, `bypass` for write), then
-//! one `session/prompt` carrying the brief. Tools are checked against the mode's list; a
+//! initialize (with the policy's client identity), `session/new` (or `session/load` to
+//! resume), the config options (the model; the effort as a thought level or as the model's
+//! variant; speed only when the session offers it), the mode (`ask` for consult and review,
+//! `bypass` for write), then one `session/prompt` carrying the brief. The session is kept
+//! afterwards (never closed or deleted): a later job may resume it by id. Tools are checked against the mode's list; a
 //! refused tool kills the agent's process group. Success needs `stopReason: end_turn` and an
 //! `agent_stopped` with cause `complete`; everything else maps to a failure kind.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use agent_client_protocol_schema::v1;
@@ -17,6 +19,8 @@ use super::jobs::{Delivery, RunMode};
 use super::models::{self, ModelsError};
 use super::preflight::Devin;
 use devin_bridge_agent::acp::{AcpError, AgentConnection, AgentLimits, ToolCallSeen, ToolGate};
+use devin_bridge_agent::devin::options::Select;
+use devin_bridge_agent::devin::{self, ClientIdentity};
 use devin_bridge_agent::process::{SpawnError, Spec};
 use devin_bridge_engine::ResolvedModel;
 
@@ -87,6 +91,8 @@ pub struct RunRequest {
     pub timeout: Duration,
     pub exit_grace: Duration,
     pub output_cap: usize,
+    /// The `clientInfo` given to the agent (the policy's `client_name`/`client_version`).
+    pub client: ClientIdentity,
 }
 
 /// Facts learnt while the run progresses, for the record.
@@ -129,7 +135,9 @@ impl RunResult {
     }
 }
 
-/// The failure kind of an ACP error.
+/// The failure kind of an ACP error. The agent crate reads the Devin CLI's errors
+/// (`cognition.ai/errorKind`, the JSON-RPC codes, the "out of date" refusal) into typed
+/// variants; this only maps those.
 pub fn classify(error: &AcpError) -> FailureKind {
     match error {
         AcpError::Spawn(SpawnError::Spawn { source, .. })
@@ -140,16 +148,11 @@ pub fn classify(error: &AcpError) -> FailureKind {
         AcpError::Spawn(_) | AcpError::Io(_) => FailureKind::Process,
         AcpError::Unauthenticated => FailureKind::Auth,
         AcpError::QuotaExceeded => FailureKind::Quota,
-        AcpError::RateLimited => FailureKind::RateLimited,
-        AcpError::Network => FailureKind::Network,
-        AcpError::Rpc { code, kind, .. } => match kind.as_deref() {
-            Some("Unauthenticated") => FailureKind::Auth,
-            Some("QuotaExceeded") => FailureKind::Quota,
-            Some("RateLimited") => FailureKind::RateLimited,
-            Some("ServerError" | "NetworkError") => FailureKind::Network,
-            _ if *code == -32000 => FailureKind::Auth,
-            _ => FailureKind::Error,
-        },
+        AcpError::RateLimited { .. } => FailureKind::RateLimited,
+        AcpError::Network { .. } => FailureKind::Network,
+        AcpError::ClientIdentityRefused | AcpError::NoModelOption => FailureKind::Setup,
+        AcpError::SessionNotFound | AcpError::ModelNotOffered { .. } => FailureKind::Input,
+        AcpError::Rpc { .. } => FailureKind::Error,
         AcpError::ToolRefused { .. } | AcpError::UnauthorizedTool => FailureKind::Policy,
         AcpError::OutputTooLarge(_) => FailureKind::Resource,
         AcpError::Timeout(_) => FailureKind::Timeout,
@@ -164,13 +167,97 @@ pub fn classify(error: &AcpError) -> FailureKind {
     }
 }
 
-fn describe(error: &AcpError) -> String {
-    match error {
+/// What a failure message may say about the run it ended.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Context<'a> {
+    /// The identity the companion gave the agent (`None`: `devin -p`, which sends its own).
+    pub client: Option<&'a ClientIdentity>,
+    /// The session being resumed.
+    pub resume: Option<&'a str>,
+    /// The agent's private HOME (the companion's agent home).
+    pub home: Option<&'a Path>,
+}
+
+impl<'a> Context<'a> {
+    /// The agent HOME an environment gives the agent.
+    pub fn home_of(env: &'a [(OsString, OsString)]) -> Option<&'a Path> {
+        env.iter()
+            .rev()
+            .find(|(name, _)| name == "HOME")
+            .map(|(_, value)| Path::new(value))
+    }
+}
+
+/// The longest agent message quoted in a failure.
+const MAX_AGENT_MESSAGE_CHARS: usize = 500;
+
+/// How to log the companion's agent in, for an `auth` failure.
+pub fn login_hint(home: Option<&Path>) -> String {
+    let home = home.map_or_else(String::new, |home| format!(" ({})", home.display()));
+    format!(
+        "the Devin CLI is not logged in: run `devin auth login` once as yourself (the companion \
+         links your credentials file into its agent home{home}), or let WINDSURF_API_KEY reach \
+         the companion so that it signs its agent in"
+    )
+}
+
+/// The failure kind and message of an ACP error.
+pub fn failure_of(error: &AcpError, context: Context<'_>) -> (FailureKind, String) {
+    let kind = classify(error);
+    let message = match error {
         AcpError::ToolRefused { tool } => {
             format!("the agent called a tool outside this mode's list ({tool}); it was stopped")
         }
+        AcpError::Unauthenticated => login_hint(context.home),
+        AcpError::ClientIdentityRefused => match context.client {
+            Some(client) => format!(
+                "the Devin service refused the client identity {client} as out of date: set \
+                 `client_name` and `client_version` in the [companion] section of the \
+                 companion policy to an identity it accepts (default {}/{})",
+                devin::identity::DEFAULT_CLIENT_NAME,
+                devin::identity::DEFAULT_CLIENT_VERSION
+            ),
+            None => "the Devin service refused the Devin CLI as out of date (`devin -p` sends \
+                     the CLI's own client identity): update the Devin CLI"
+                .to_owned(),
+        },
+        AcpError::SessionNotFound => match context.resume {
+            Some(id) => format!("session {id} is not known to the Devin CLI"),
+            None => "the Devin CLI does not know the session".to_owned(),
+        },
+        AcpError::ModelNotOffered { model, offered } => format!(
+            "model {model} is not offered by this account's Devin sessions; they offer: {}",
+            if offered.is_empty() {
+                "none".to_owned()
+            } else {
+                offered.join(", ")
+            }
+        ),
+        AcpError::Rpc {
+            code,
+            message,
+            kind,
+            ..
+        } => {
+            let kind = kind
+                .as_deref()
+                .map_or_else(String::new, |kind| format!(" ({kind})"));
+            // The agent's own words, bounded, with control characters (terminal escapes,
+            // line breaks that could forge output) replaced.
+            let message: String = message
+                .chars()
+                .take(MAX_AGENT_MESSAGE_CHARS)
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .collect();
+            if message.is_empty() {
+                format!("the agent failed with JSON-RPC error {code}{kind}")
+            } else {
+                format!("the agent failed with JSON-RPC error {code}{kind}: {message}")
+            }
+        }
         other => other.to_string(),
-    }
+    };
+    (kind, message)
 }
 
 /// Runs one job's agent turn. `progress` is told what the record should learn as it happens.
@@ -194,17 +281,31 @@ pub async fn run(request: RunRequest, progress: &(dyn Fn(Progress) + Sync)) -> R
         // Success needs the agent's own account of the turn: give it a moment after the answer.
         stopped_wait: Duration::from_secs(2),
     };
-    let mut connection =
-        match tokio::time::timeout(deadline, AgentConnection::start(&spec, limits)).await {
-            Err(_) => {
-                return result.failed(
-                    FailureKind::Timeout,
-                    format!("the agent did not start within {} ms", deadline.as_millis()),
-                )
-            }
-            Ok(Err(error)) => return result.failed(classify(&error), describe(&error)),
-            Ok(Ok(connection)) => connection,
-        };
+    let context = Context {
+        client: Some(&request.client),
+        resume: request.resume.as_deref(),
+        home: Context::home_of(&request.env),
+    };
+    let started_agent = AgentConnection::start(&spec, limits, &request.client);
+    let mut connection = match tokio::time::timeout(deadline, started_agent).await {
+        Err(_) => {
+            return result.failed(
+                FailureKind::Timeout,
+                format!("the agent did not start within {} ms", deadline.as_millis()),
+            )
+        }
+        Ok(Err(error)) => {
+            let (kind, message) = failure_of(&error, context);
+            return result.failed(kind, message);
+        }
+        Ok(Ok(connection)) => connection,
+    };
+    tracing::info!(
+        pid = connection.pid(),
+        client = %request.client,
+        default_client = request.client.is_default(),
+        "the job's agent started"
+    );
     progress(Progress::Started {
         pid: connection.pid(),
     });
@@ -250,19 +351,18 @@ async fn drive(
     result: &mut RunResult,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<(), (FailureKind, String)> {
-    let acp = |error: AcpError| (classify(&error), describe(&error));
+    let context = Context {
+        client: Some(&request.client),
+        resume: request.resume.as_deref(),
+        home: Context::home_of(&request.env),
+    };
+    let acp = |error: AcpError| failure_of(&error, context);
     let (session_id, mut options) = match &request.resume {
         Some(id) => {
             let loaded = connection
                 .load_session(id, &request.workspace)
                 .await
-                .map_err(|error| match &error {
-                    AcpError::Rpc { code: -32002, .. } => (
-                        FailureKind::Input,
-                        format!("session {id} is not known to the Devin CLI"),
-                    ),
-                    _ => acp(error),
-                })?;
+                .map_err(acp)?;
             (id.clone(), loaded.config_options.unwrap_or_default())
         }
         None => {
@@ -285,41 +385,62 @@ async fn drive(
         ModelsError::Setup(message) => (FailureKind::Setup, message),
         other => (FailureKind::Error, other.to_string()),
     };
+    // The model value the session runs, and its display name, for the effort and the check
+    // of the model the agent reports.
+    let mut selected: Option<String> = None;
     if let Some(resolved) = &request.model {
-        let (config_id, value) =
-            models::session_model_value(&options, resolved).map_err(model_error)?;
-        options = connection
-            .set_config_option(&session_id, &config_id, &value)
-            .await
-            .map_err(acp)?;
+        let chosen = models::session_model(&options, resolved).map_err(model_error)?;
+        if let Some(config_id) = &chosen.set {
+            options = connection
+                .set_config_option(&session_id, config_id, &chosen.value)
+                .await
+                .map_err(acp)?;
+        }
         progress(Progress::ModelSet {
             resolved: resolved.model_uid.clone(),
         });
         result.session_model = Some(resolved.model_uid.clone());
+        selected = Some(chosen.value);
     } else if let Some(current) = models::session_current_model(&options) {
         // No --model: the account's default (or a resumed session's own) model.
         progress(Progress::ModelSet {
             resolved: current.clone(),
         });
-        result.session_model = Some(current);
+        result.session_model = Some(current.clone());
+        selected = Some(current);
     }
+    let mut variant: Option<String> = None;
     if let Some(effort) = &request.effort {
-        if let Some((config_id, value)) =
-            models::session_effort_value(&options, effort).map_err(model_error)?
+        let model = selected.clone().unwrap_or_default();
+        if let Some(chosen) =
+            models::session_effort(&options, &model, effort).map_err(model_error)?
         {
             options = connection
-                .set_config_option(&session_id, &config_id, &value)
+                .set_config_option(&session_id, &chosen.config_id, &chosen.value)
                 .await
                 .map_err(acp)?;
-            result.effort_applied = Some(value.clone());
-            progress(Progress::EffortSet { value });
+            // A variant (`swe-2-high`) records the effort asked for; a thought level its value.
+            let applied = if chosen.variant {
+                variant = Some(chosen.value.clone());
+                effort.to_ascii_lowercase()
+            } else {
+                chosen.value.clone()
+            };
+            result.effort_applied = Some(applied.clone());
+            progress(Progress::EffortSet { value: applied });
         }
     }
+    // Only a session that offers a speed option gets it set; a refusal costs nothing.
     if let Some((config_id, value)) = models::session_speed_standard(&options) {
-        connection
+        if let Err(error) = connection
             .set_config_option(&session_id, &config_id, &value)
             .await
-            .map_err(acp)?;
+        {
+            tracing::debug!(
+                code = error.code(),
+                "the session's speed was left as it was"
+            );
+        }
     }
     connection
         .set_mode(&session_id, acp_mode(request.mode))
@@ -345,7 +466,15 @@ async fn drive(
     let stop_reason = stop_reason_name(&outcome.stop_reason);
     result.stop_reason = Some(stop_reason.to_owned());
     if let (Some(resolved), Some(observed)) = (&request.model, &result.observed_model) {
-        if !labels_match(&resolved.label, observed) {
+        let variant_name = variant.as_deref().and_then(|value| {
+            Select::model(&options).and_then(|s| s.name_of(value).map(str::to_owned))
+        });
+        let served_variant = variant.as_deref().is_some_and(|value| {
+            devin::stats::names_model(observed, value, variant_name.as_deref())
+        });
+        if !served_variant
+            && !devin::stats::names_model(observed, &resolved.acp_id, Some(&resolved.label))
+        {
             result.warnings.push(format!(
                 "model_mismatch: selected {}, served {observed}",
                 resolved.label
@@ -409,12 +538,6 @@ pub fn stop_reason_name(reason: &v1::StopReason) -> &'static str {
     }
 }
 
-/// Labels compare without case and with `.`/`_`/space as `-`.
-fn labels_match(selected: &str, served: &str) -> bool {
-    let norm = |s: &str| models::normalise_id(&s.replace(' ', "-"));
-    norm(selected) == norm(served)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -459,32 +582,123 @@ mod tests {
     }
 
     #[test]
-    fn rpc_error_kinds_map_to_failure_kinds() {
-        let rpc = |code, kind: Option<&str>| AcpError::Rpc {
-            code,
-            message: String::new(),
-            kind: kind.map(str::to_owned),
-        };
-        assert_eq!(classify(&rpc(-32000, None)), FailureKind::Auth);
-        assert_eq!(
-            classify(&rpc(-32603, Some("QuotaExceeded"))),
-            FailureKind::Quota
-        );
-        assert_eq!(
-            classify(&rpc(-32603, Some("ServerError"))),
-            FailureKind::Network
-        );
-        assert_eq!(classify(&rpc(-32603, None)), FailureKind::Error);
-        assert_eq!(classify(&AcpError::MalformedFrame), FailureKind::Protocol);
-        assert_eq!(
-            classify(&AcpError::ToolRefused { tool: "x".into() }),
-            FailureKind::Policy
-        );
+    fn typed_agent_errors_map_to_failure_kinds() {
+        let cases = [
+            (
+                AcpError::RateLimited { retryable: true },
+                FailureKind::RateLimited,
+            ),
+            (
+                AcpError::RateLimited { retryable: false },
+                FailureKind::RateLimited,
+            ),
+            (AcpError::QuotaExceeded, FailureKind::Quota),
+            (AcpError::Network { retryable: true }, FailureKind::Network),
+            (AcpError::Unauthenticated, FailureKind::Auth),
+            (AcpError::ClientIdentityRefused, FailureKind::Setup),
+            (AcpError::NoModelOption, FailureKind::Setup),
+            (AcpError::SessionNotFound, FailureKind::Input),
+            (
+                AcpError::ModelNotOffered {
+                    model: "adaptive".into(),
+                    offered: vec!["swe-2".into()],
+                },
+                FailureKind::Input,
+            ),
+            (AcpError::MalformedFrame, FailureKind::Protocol),
+            (
+                AcpError::ToolRefused { tool: "x".into() },
+                FailureKind::Policy,
+            ),
+        ];
+        for (error, kind) in cases {
+            assert_eq!(classify(&error), kind, "{error:?}");
+            assert_eq!(failure_of(&error, Context::default()).0, kind, "{error:?}");
+        }
     }
 
     #[test]
-    fn model_labels_compare_loosely() {
-        assert!(labels_match("GLM 5.2", "glm-5-2"));
-        assert!(!labels_match("SWE-2", "Other"));
+    fn other_agent_errors_are_errors_that_keep_their_kind_and_message() {
+        let rpc = |code, kind: Option<&str>| AcpError::Rpc {
+            code,
+            message: "Something broke".into(),
+            kind: kind.map(str::to_owned),
+            retryable: false,
+        };
+        // Whatever the error kind says, the agent crate decided it is none of the typed ones.
+        for kind in [None, Some("internal"), Some("RateLimited")] {
+            assert_eq!(classify(&rpc(-32603, kind)), FailureKind::Error);
+        }
+        let (kind, message) = failure_of(&rpc(-32603, Some("internal")), Context::default());
+        assert_eq!(kind, FailureKind::Error);
+        assert_eq!(
+            message,
+            "the agent failed with JSON-RPC error -32603 (internal): Something broke"
+        );
+        let (_, message) = failure_of(&rpc(-32603, None), Context::default());
+        assert_eq!(
+            message,
+            "the agent failed with JSON-RPC error -32603: Something broke"
+        );
+        let long = AcpError::Rpc {
+            code: 1,
+            message: "x".repeat(10_000),
+            kind: None,
+            retryable: false,
+        };
+        assert!(failure_of(&long, Context::default()).1.len() < 600);
+        let escapes = AcpError::Rpc {
+            code: 1,
+            message: "bad\u{1b}[2J\nforged: line".into(),
+            kind: None,
+            retryable: false,
+        };
+        let (_, message) = failure_of(&escapes, Context::default());
+        assert!(!message.chars().any(char::is_control), "{message:?}");
+        assert!(message.ends_with("bad [2J forged: line"), "{message:?}");
+    }
+
+    #[test]
+    fn messages_say_what_to_do() {
+        let client = ClientIdentity::new("acpx", "0.1.0").expect("identity");
+        let home = PathBuf::from("/data/home");
+        let context = Context {
+            client: Some(&client),
+            resume: Some("s-42"),
+            home: Some(&home),
+        };
+        let (kind, message) = failure_of(&AcpError::ClientIdentityRefused, context);
+        assert_eq!(kind, FailureKind::Setup);
+        assert!(message.contains("acpx/0.1.0"), "{message}");
+        assert!(message.contains("`client_name`"), "{message}");
+        assert!(message.contains("`client_version`"), "{message}");
+        assert!(message.contains("companion policy"), "{message}");
+        let (_, message) = failure_of(&AcpError::SessionNotFound, context);
+        assert_eq!(message, "session s-42 is not known to the Devin CLI");
+        let (_, message) = failure_of(&AcpError::Unauthenticated, context);
+        assert!(message.contains("devin auth login"), "{message}");
+        assert!(message.contains("/data/home"), "{message}");
+        let offered = AcpError::ModelNotOffered {
+            model: "adaptive".into(),
+            offered: vec!["swe-2".into(), "glm-5-2".into()],
+        };
+        let (_, message) = failure_of(&offered, context);
+        assert!(
+            message.contains("adaptive") && message.contains("swe-2, glm-5-2"),
+            "{message}"
+        );
+        let (kind, message) = failure_of(&AcpError::QuotaExceeded, context);
+        assert_eq!(kind, FailureKind::Quota);
+        assert!(message.contains("credits"), "{message}");
+    }
+
+    #[test]
+    fn the_agent_home_comes_from_the_agents_environment() {
+        let env: Vec<(OsString, OsString)> = vec![
+            ("PATH".into(), "/bin".into()),
+            ("HOME".into(), "/data/home".into()),
+        ];
+        assert_eq!(Context::home_of(&env), Some(Path::new("/data/home")));
+        assert_eq!(Context::home_of(&[]), None);
     }
 }

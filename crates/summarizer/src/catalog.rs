@@ -3,10 +3,11 @@
 //! agent and cached for `discovery_cache_ms`.
 //!
 //! The live catalog comes from a probe: `initialize`, then `session/new`, whose model config
-//! option lists the models the account may use. When the agent answers that it needs
-//! authentication, the probe authenticates once with an API-key method (only when
-//! `WINDSURF_API_KEY` reaches the agent) and asks again; a browser flow is never started. A
-//! failed probe keeps the file's catalog and is retried when the cache expires.
+//! option lists the models the account may use (`devin models list` also names ids a session
+//! refuses, such as `adaptive`: only the session's option counts). When the agent answers that
+//! it is not logged in, the probe signs it in once, headless (only when `WINDSURF_API_KEY`
+//! reaches the agent), and asks again; a browser flow is never started. A failed probe keeps
+//! the file's catalog and is retried when the cache expires.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,14 +19,14 @@ use serde::Serialize;
 use serde_json::json;
 
 use devin_bridge_agent::acp::{AcpError, AgentConnection, AgentLimits};
+use devin_bridge_agent::devin::options::Select;
+use devin_bridge_agent::devin::ClientIdentity;
 use devin_bridge_agent::process::Spec;
 use devin_bridge_engine::TransformCalls as _;
 use devin_bridge_engine::Transforms;
 
 use crate::window::Windows;
 
-/// Longest model id or label kept from the agent (characters).
-const MAX_NAME_CHARS: usize = 200;
 /// Most models kept from one probe.
 const MAX_MODELS: usize = 256;
 
@@ -57,6 +58,7 @@ struct Live {
     file: String,
     spec: Spec,
     limits: AgentLimits,
+    client: ClientIdentity,
     home: PathBuf,
     ttl: Duration,
     transforms: Arc<Transforms>,
@@ -89,6 +91,7 @@ impl Catalogs {
         first: Result<Vec<(String, String)>, String>,
         spec: Spec,
         limits: AgentLimits,
+        client: ClientIdentity,
         ttl: Duration,
         transforms: Arc<Transforms>,
     ) -> Self {
@@ -97,6 +100,7 @@ impl Catalogs {
             file: file.clone(),
             spec,
             limits,
+            client,
             home,
             ttl,
             transforms,
@@ -169,7 +173,7 @@ impl Live {
     /// One probe; its result replaces the live catalog, or its failure is recorded (a failed
     /// probe keeps the last good live catalog, or the file's).
     async fn refresh(self: Arc<Self>) {
-        let models = match probe(&self.spec, self.limits, &self.home, true).await {
+        let models = match probe(&self.spec, self.limits, &self.client, &self.home, true).await {
             Ok(probe) => probe.models.unwrap_or_else(|| Err("no_models".into())),
             Err(error) => Err(error.code().to_owned()),
         };
@@ -265,14 +269,15 @@ pub struct Probe {
 pub async fn probe(
     spec: &Spec,
     limits: AgentLimits,
+    client: &ClientIdentity,
     home: &std::path::Path,
     read_models: bool,
 ) -> Result<Probe, AcpError> {
-    let mut connection = AgentConnection::start(spec, limits).await?;
+    let mut connection = AgentConnection::start(spec, limits, client).await?;
     let images = devin_bridge_agent::acp::takes_images(connection.initialize_response());
     let models = if read_models {
         Some(
-            session_models(&mut connection, spec, home)
+            session_models(&mut connection, home)
                 .await
                 .map_err(|error| error.code().to_owned()),
         )
@@ -283,47 +288,23 @@ pub async fn probe(
     Ok(Probe { images, models })
 }
 
-/// `session/new` (with one API-key authentication when the agent asks for it) and the values
-/// of the session's model option.
+/// `session/new` (signing in once, headless, when the agent asks for it) and the values of
+/// the session's model option. The probe's session is released again.
 async fn session_models(
     connection: &mut AgentConnection,
-    spec: &Spec,
     home: &std::path::Path,
 ) -> Result<Vec<(String, String)>, AcpError> {
-    let session = connection
-        .new_session_signing_in(home, devin_bridge_agent::acp::has_api_key(spec))
-        .await?;
+    let session = connection.new_session(home).await?;
+    connection.release_session(&session.session_id.0).await;
     let options = session.config_options.unwrap_or_default();
     Ok(model_values(&options))
 }
 
 /// The values of the session's model select option, bounded.
 fn model_values(options: &[v1::SessionConfigOption]) -> Vec<(String, String)> {
-    let bounded = |text: &str| text.chars().take(MAX_NAME_CHARS).collect::<String>();
-    let Some(select) = options
-        .iter()
-        .filter(|option| option.category == Some(v1::SessionConfigOptionCategory::Model))
-        .find_map(|option| match &option.kind {
-            v1::SessionConfigKind::Select(select) => Some(select),
-            _ => None,
-        })
-    else {
-        return Vec::new();
-    };
-    let values: Vec<&v1::SessionConfigSelectOption> = match &select.options {
-        v1::SessionConfigSelectOptions::Ungrouped(values) => values.iter().collect(),
-        v1::SessionConfigSelectOptions::Grouped(groups) => groups
-            .iter()
-            .flat_map(|group| group.options.iter())
-            .collect(),
-        _ => Vec::new(),
-    };
-    values
-        .into_iter()
-        .take(MAX_MODELS)
-        .map(|value| (bounded(&value.value.0), bounded(&value.name)))
-        .filter(|(id, _)| !id.is_empty())
-        .collect()
+    Select::model(options)
+        .map(|select| select.values.into_iter().take(MAX_MODELS).collect())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -183,7 +183,7 @@ async fn messages(bridge: Arc<Bridge>, request: Request<Incoming>) -> Response<R
     };
     tracing::info!(id = %prepared.head.id, model = %prepared.head.model, stream = prepared.prompt.stream, input_tokens = prepared.prompt.input_tokens, "turn accepted");
     if prepared.prompt.stream {
-        turn::respond_stream(&bridge, prepared, permit)
+        turn::respond_stream(&bridge, prepared, permit).await
     } else {
         turn::respond_json(&bridge, prepared, permit).await
     }

@@ -6,6 +6,7 @@ mod auth;
 mod body;
 mod catalog;
 pub mod control;
+pub mod doctor;
 mod failures;
 mod http;
 mod metrics;
@@ -48,6 +49,8 @@ pub struct AgentInfo {
     pub kind: &'static str,
     /// Whether agents run under their own uid (`separate uid N gid M`) or the host's.
     pub identity: String,
+    /// The `clientInfo` agents are introduced to (`name/version`).
+    pub client: String,
 }
 
 /// Everything a request needs, shared by all connections.
@@ -100,6 +103,12 @@ impl Bridge {
             tracing::warn!("no local API key configured: any local client may use this bridge (offline policy)");
         }
         let spec = sandbox::agent_spec(policy, identity)?;
+        let client = policy.agent.client_identity()?;
+        if client.is_default() {
+            tracing::info!(client = %client, "agents are introduced as the client the Devin CLI accepts");
+        } else {
+            tracing::warn!(client = %client, "agents are introduced with a client identity other than the default; the Devin service may refuse its prompts");
+        }
         let version = agent_version(&spec).await.with_context(|| {
             format!(
                 "the agent {} does not answer --version; refusing to start",
@@ -140,6 +149,7 @@ impl Bridge {
                 "live"
             },
             identity: identity.describe(),
+            client: client.to_string(),
         };
         // One agent, started once, says whether it takes images and (for a live catalog) which
         // models the account has. An agent that cannot be probed is taken to take no image
@@ -148,6 +158,7 @@ impl Bridge {
         let (takes_images, first_models) = match catalog::probe(
             &spec,
             limits,
+            &client,
             &spec.cwd,
             live_catalog,
         )
@@ -170,6 +181,7 @@ impl Bridge {
                     first_models.unwrap_or_else(|| Err("no_models".into())),
                     spec.clone(),
                     limits,
+                    client.clone(),
                     Duration::from_millis(policy.models.discovery_cache_ms),
                     transforms.clone(),
                 )
@@ -189,6 +201,7 @@ impl Bridge {
             Transport::Resident => Some(Resident::new(
                 spec.clone(),
                 limits,
+                client.clone(),
                 &policy.agent,
                 home.clone(),
             )),
@@ -200,7 +213,7 @@ impl Bridge {
         } else {
             policy.agent.prewarm
         };
-        let pool = AgentPool::new(spec, limits, prewarm);
+        let pool = AgentPool::new(spec, limits, client, prewarm);
         Ok(Arc::new(Self {
             transforms,
             pool,
@@ -267,7 +280,9 @@ impl Drop for InFlight<'_> {
 }
 
 /// `<agent> --version` in the sandbox (first line, bounded), within 15 s.
-async fn agent_version(spec: &devin_bridge_agent::process::Spec) -> anyhow::Result<String> {
+pub(crate) async fn agent_version(
+    spec: &devin_bridge_agent::process::Spec,
+) -> anyhow::Result<String> {
     let mut command = devin_bridge_agent::process::command_for(spec);
     command.arg("--version").stdin(std::process::Stdio::null());
     let output = tokio::time::timeout(Duration::from_secs(15), command.output())

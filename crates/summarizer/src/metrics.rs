@@ -27,11 +27,19 @@ pub struct UsageLabels {
     pub source: &'static str,
 }
 
+/// Labels of a turn's model check: whether the model that answered (as the agent reported
+/// it) is the one the request named (`matched`, `mismatched`, or `unreported`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ModelCheckLabels {
+    pub outcome: &'static str,
+}
+
 /// Every metric the bridge exports.
 pub struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     turn_usage: Family<UsageLabels, Counter>,
+    turn_model: Family<ModelCheckLabels, Counter>,
     turns_in_flight: Gauge,
     agent_processes: Gauge,
     resident_processes: Gauge,
@@ -54,6 +62,12 @@ impl Metrics {
             "turn_usage",
             "Answered turns by where their token counts came from (reported by the agent, or estimated)",
             turn_usage.clone(),
+        );
+        let turn_model = Family::<ModelCheckLabels, Counter>::default();
+        registry.register(
+            "turn_model",
+            "Agent turns by whether the model that answered is the one the request named (matched, mismatched, unreported)",
+            turn_model.clone(),
         );
         let turns_in_flight = Gauge::default();
         registry.register(
@@ -143,6 +157,7 @@ impl Metrics {
             registry,
             requests,
             turn_usage,
+            turn_model,
             turns_in_flight,
             agent_processes,
             resident_processes,
@@ -170,6 +185,13 @@ impl Metrics {
     pub fn count_usage(&self, reported: bool) {
         let source = if reported { "reported" } else { "estimated" };
         self.turn_usage.get_or_create(&UsageLabels { source }).inc();
+    }
+
+    /// Counts one agent turn by its model check: `matched`, `mismatched` or `unreported`.
+    pub fn count_model_check(&self, outcome: &'static str) {
+        self.turn_model
+            .get_or_create(&ModelCheckLabels { outcome })
+            .inc();
     }
 
     /// The text exposition, with the gauges read now.

@@ -87,6 +87,9 @@ impl ModePolicy for SummarizerPolicy {
                 self.agent.max_tool_calls
             )));
         }
+        if let Err(error) = self.agent.client_identity() {
+            return Err(invalid(format!("agent.{error}")));
+        }
         if self.agent.max_images > 64 || self.agent.max_image_bytes > 32 << 20 {
             return Err(invalid(format!(
                 "agent.max_images must be at most 64 and agent.max_image_bytes at most 32 MiB, not {} and {}",
@@ -199,6 +202,12 @@ pub struct AgentSection {
     /// A name on PATH or a path (relative to the policy); `DEVIN_BIN` overrides it.
     pub command: String,
     pub args: Vec<String>,
+    /// The `clientInfo.name` the agent is introduced to (`initialize`). The Devin service
+    /// refuses every prompt of a client it does not know ("version is out of date"); the
+    /// default is the name the Devin CLI accepts.
+    pub client_name: String,
+    /// The `clientInfo.version`; default the editor version known to pass the same check.
+    pub client_version: String,
     /// The agent's HOME and working directory: `/home/bridge` or a directory under `/.sandbox/`.
     pub home: PathBuf,
     /// Agents kept spawned and initialized ahead of demand (each serves one turn).
@@ -226,6 +235,18 @@ pub struct AgentSection {
     pub tmpdir: Option<PathBuf>,
 }
 
+impl AgentSection {
+    /// The client identity `client_name` and `client_version` make, checked.
+    pub fn client_identity(
+        &self,
+    ) -> Result<
+        devin_bridge_agent::devin::ClientIdentity,
+        devin_bridge_agent::devin::identity::IdentityError,
+    > {
+        devin_bridge_agent::devin::ClientIdentity::new(&self.client_name, &self.client_version)
+    }
+}
+
 impl Default for AgentSection {
     fn default() -> Self {
         Self {
@@ -239,6 +260,8 @@ impl Default for AgentSection {
             max_tool_calls: 8,
             command: "devin".into(),
             args: vec!["acp".into(), "--agent-type".into(), "summarizer".into()],
+            client_name: devin_bridge_agent::devin::identity::DEFAULT_CLIENT_NAME.into(),
+            client_version: devin_bridge_agent::devin::identity::DEFAULT_CLIENT_VERSION.into(),
             home: PathBuf::from("/home/bridge"),
             prewarm: 1,
             init_timeout_ms: 30_000,

@@ -1,7 +1,16 @@
 //! The turn pipeline:
-//! serializer -> model-alias -> ACP turn -> unexecuted-intent check -> envelope parse ->
-//! at most one repair (a brand-new agent process and session) -> sse render.
+//! serializer -> model-alias -> ACP turn (on the model the request names) ->
+//! unexecuted-intent check -> envelope parse -> at most one repair (a brand-new agent process
+//! and session) -> sse render.
 //! Fail closed: every failure is a typed `Failure`; nothing falls back to another provider.
+//!
+//! The model that answered, as the agent reports it, is compared with the one the request
+//! named; a mismatch is logged and counted (`devin_bridge_turn_model{outcome}`).
+//!
+//! A streamed answer holds its response head until the turn has run for one ping interval:
+//! a turn that fails sooner (a rate limit, a used-up quota, a refused identity) is answered as
+//! a plain HTTP error with its status, so that a client retries a 429 after its `retry-after`
+//! as it would Anthropic's. A turn that fails later ends the stream with an `error` event.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -17,7 +26,8 @@ use super::body::{full, ResponseBody, Streamed};
 use super::failures::HostFailure;
 use super::resident::{Lease, Resident};
 use super::{window, Bridge, InFlight};
-use devin_bridge_agent::acp::{prompt_blocks, AcpError};
+use devin_bridge_agent::acp::{prompt_blocks, AcpError, ModelApplied};
+use devin_bridge_agent::devin::stats::names_model;
 use devin_bridge_engine::TransformCalls as _;
 use devin_bridge_engine::{
     is_error_status, EngineError, Image, MessageHead, Prompt, PromptOptions, Transforms,
@@ -34,10 +44,17 @@ pub fn engine_failure(error: &EngineError) -> Failure {
     )
 }
 
+/// Seconds a client is told to wait before retrying a turn the agent's service turned away
+/// for now (`retry-after` of a 429).
+pub const RETRY_AFTER_SECONDS: u64 = 5;
+
 /// An agent failure as the client sees it. The agent's own error text is untrusted: it is
 /// cleaned by the sse component (`agent-error-message`); if that component fails, the text is
-/// left out rather than passed on uncleaned.
+/// left out rather than passed on uncleaned. The status follows [`AcpError::status`]: a
+/// retryable refusal is a 429, used-up credits a 400, a refused client identity a 502 whose
+/// message names the settings to change.
 pub(super) async fn agent_failure(bridge: &Bridge, error: AcpError) -> Failure {
+    tracing::warn!(code = error.code(), status = error.status(), retryable = error.retryable(), kind = ?error.error_kind(), "agent failure");
     let message = match error {
         AcpError::Rpc { ref message, .. } => {
             let raw = message.clone();
@@ -97,15 +114,34 @@ pub(super) async fn run_transform<T: Send + 'static>(
     }
 }
 
-/// What an agent turn produced: its text, and the token counts it reported, if any.
+/// What an agent turn produced: its text, the token counts it reported, if any, and what
+/// it said of the model that answered.
 pub struct AgentReply {
     pub text: String,
     pub usage: Option<ReportedUsage>,
+    /// The model the agent reports ran the turn.
+    pub observed_model: Option<String>,
+    /// How the requested model was applied (with its display name, when known).
+    pub model: ModelApplied,
+}
+
+impl AgentReply {
+    /// The reply of a finished ACP turn.
+    pub fn of(output: devin_bridge_agent::acp::TurnOutput) -> Self {
+        Self {
+            text: output.text,
+            usage: output.usage,
+            observed_model: output.observed_model,
+            model: output.model,
+        }
+    }
 }
 
 /// A request that passed the transforms and may now wait for an agent.
 pub struct Prepared {
     pub prompt: Prompt,
+    /// The ACP model id the request's model resolved to (what the agent is set to).
+    pub model_id: String,
     /// The images that go with the prompt.
     pub images: Vec<Image>,
     pub head: MessageHead,
@@ -137,12 +173,15 @@ pub async fn prepare(
     body: String,
     conversation: Option<String>,
 ) -> Result<Prepared, Failure> {
-    let (UnseenPrompt { prompt, images, .. }, session) = match &bridge.resident {
+    let (UnseenPrompt { prompt, images, .. }, model_id, session) = match &bridge.resident {
         Some(resident) => {
-            let (unseen, lease) = resident.prepare(bridge, body, conversation).await?;
-            (unseen, Session::Resident(resident.clone(), lease))
+            let (unseen, model_id, lease) = resident.prepare(bridge, body, conversation).await?;
+            (unseen, model_id, Session::Resident(resident.clone(), lease))
         }
-        None => (serialize_whole(bridge, body).await?, Session::PerTurn),
+        None => {
+            let (unseen, model_id) = serialize_whole(bridge, body).await?;
+            (unseen, model_id, Session::PerTurn)
+        }
     };
     let head = MessageHead {
         id: message_id(),
@@ -150,7 +189,13 @@ pub async fn prepare(
         // `message_start` goes out before the agent answers: its usage is the estimate.
         usage: Usage::estimated(prompt.input_tokens, 1),
     };
+    // The admission resolved the model already; only a path that admitted nothing asks again.
+    let model_id = match model_id {
+        Some(model_id) => model_id,
+        None => resolve_model(bridge, &prompt.model).await?,
+    };
     Ok(Prepared {
+        model_id,
         prompt,
         images,
         head,
@@ -159,7 +204,10 @@ pub async fn prepare(
 }
 
 /// The whole prompt and its images, admitted: model validated, input within its window.
-pub async fn serialize_whole(bridge: &Bridge, body: String) -> Result<UnseenPrompt, Failure> {
+pub async fn serialize_whole(
+    bridge: &Bridge,
+    body: String,
+) -> Result<(UnseenPrompt, Option<String>), Failure> {
     serialize_unseen(bridge, Arc::new(body), 0, Check::Admit).await
 }
 
@@ -176,12 +224,13 @@ pub(super) enum Check {
 
 /// `serialize-unseen` for a session holding `held` messages (with the images the agent
 /// takes), and the `check` on the result: the transforms in one hop off the async workers.
+/// With a model check, also the ACP model id the request's model resolved to.
 pub(super) async fn serialize_unseen(
     bridge: &Bridge,
     body: Arc<String>,
     held: u32,
     check: Check,
-) -> Result<UnseenPrompt, Failure> {
+) -> Result<(UnseenPrompt, Option<String>), Failure> {
     let catalog = bridge.catalog();
     let windows = bridge.windows.clone();
     let options = PromptOptions {
@@ -195,11 +244,22 @@ pub(super) async fn serialize_unseen(
         };
         let model = unseen.prompt.model.clone();
         let checked = match check {
-            Check::Nothing => Ok(()),
-            Check::Model => t.validate_model(model, catalog)?.map(drop),
-            Check::Admit => window::admit(t, &windows, model, catalog, unseen.prompt.input_tokens)?,
+            Check::Nothing => Ok(None),
+            Check::Model => t.validate_model(model, catalog)?.map(Some),
+            Check::Admit => {
+                window::admit(t, &windows, model, catalog, unseen.prompt.input_tokens)?.map(Some)
+            }
         };
-        Ok(checked.map(|()| unseen))
+        Ok(checked.map(|model_id| (unseen, model_id)))
+    })
+    .await?
+}
+
+/// The ACP model id a request's (already validated) model resolves to.
+async fn resolve_model(bridge: &Bridge, model: &str) -> Result<String, Failure> {
+    let (model, catalog) = (model.to_owned(), bridge.catalog());
+    run_transform(&bridge.transforms, model.len(), move |t| {
+        t.validate_model(model, catalog)
     })
     .await?
 }
@@ -209,7 +269,7 @@ pub(super) async fn serialize_unseen(
 pub async fn count_tokens(bridge: &Bridge, body: String) -> Result<u32, Failure> {
     serialize_unseen(bridge, Arc::new(body), 0, Check::Model)
         .await
-        .map(|unseen| unseen.prompt.input_tokens)
+        .map(|(unseen, _)| unseen.prompt.input_tokens)
 }
 
 /// An image as the ACP prompt builder takes it: (media type, base64 data).
@@ -249,28 +309,60 @@ pub async fn acquire_slot(bridge: &Bridge) -> Result<OwnedSemaphorePermit, Failu
     }
 }
 
-/// One agent turn on a prewarmed (or fresh) agent.
+/// One agent turn on a prewarmed (or fresh) agent, answered by `model`. An agent whose
+/// sessions have no model option is told so once, and the turn runs again on an agent
+/// started with `--model` (see `AgentPool::take_for`).
 async fn agent_turn(
     bridge: &Bridge,
     prompt: &str,
     images: &[Image],
+    model: &str,
 ) -> Result<AgentReply, Failure> {
-    let agent = match bridge.pool.take().await {
-        Ok(agent) => agent,
-        Err(error) => return Err(agent_failure(bridge, error).await),
-    };
-    let pid = agent.pid();
     let blocks = prompt_blocks(prompt.to_owned(), image_parts(images));
-    match agent.run_turn_blocks(&bridge.home, blocks).await {
-        Ok(output) => {
-            tracing::info!(pid, elapsed_ms = output.elapsed.as_millis() as u64, chars = output.text.len(), observed_model = ?output.observed_model, reported_usage = output.usage.is_some(), "agent turn complete");
-            Ok(AgentReply {
-                text: output.text,
-                usage: output.usage,
-            })
-        }
+    let mut outcome = per_turn(bridge, blocks.clone(), model).await;
+    if matches!(outcome, Err(AcpError::NoModelOption)) {
+        bridge.pool.learn_no_model_option();
+        outcome = per_turn(bridge, blocks, model).await;
+    }
+    match outcome {
+        Ok(output) => Ok(AgentReply::of(output)),
         Err(error) => Err(agent_failure(bridge, error).await),
     }
+}
+
+async fn per_turn(
+    bridge: &Bridge,
+    blocks: Vec<agent_client_protocol_schema::v1::ContentBlock>,
+    model: &str,
+) -> Result<devin_bridge_agent::acp::TurnOutput, AcpError> {
+    let agent = bridge.pool.take_for(Some(model)).await?;
+    let pid = agent.pid();
+    let output = agent
+        .run_turn_blocks(&bridge.home, blocks, Some(model))
+        .await?;
+    tracing::info!(pid, elapsed_ms = output.elapsed.as_millis() as u64, chars = output.text.len(), observed_model = ?output.observed_model, model_applied = ?output.model, reported_usage = output.usage.is_some(), "agent turn complete");
+    Ok(output)
+}
+
+/// Compares the model that answered with the one the request named: logged and counted.
+fn check_model(bridge: &Bridge, requested: &str, reply: &AgentReply) {
+    let name = match &reply.model {
+        ModelApplied::Option { name, .. } => name.as_deref(),
+        _ => None,
+    };
+    let outcome = match reply.observed_model.as_deref() {
+        None => "unreported",
+        Some(observed) if names_model(observed, requested, name) => "matched",
+        Some(observed) => {
+            tracing::warn!(
+                requested,
+                observed,
+                "the agent answered with another model than the request named"
+            );
+            "mismatched"
+        }
+    };
+    bridge.metrics.count_model_check(outcome);
 }
 
 fn narrated_intent() -> Failure {
@@ -284,6 +376,7 @@ fn narrated_intent() -> Failure {
 pub async fn run(
     bridge: &Bridge,
     prompt: &Prompt,
+    model: &str,
     images: &[Image],
     session: &mut Session,
 ) -> Result<(Reply, Usage), Failure> {
@@ -292,10 +385,13 @@ pub async fn run(
     let has_tools = prompt.tools.trim() != "[]";
     let first = match session {
         Session::Resident(resident, lease) => {
-            resident.turn(bridge, lease, &prompt.text, images).await?
+            resident
+                .turn(bridge, lease, &prompt.text, images, model)
+                .await?
         }
-        Session::PerTurn => agent_turn(bridge, &prompt.text, images).await?,
+        Session::PerTurn => agent_turn(bridge, &prompt.text, images, model).await?,
     };
+    check_model(bridge, model, &first);
     let rejection = match check(bridge, prompt, &first.text, has_tools).await? {
         Verdict::Accept(reply) => {
             session.commit();
@@ -305,16 +401,19 @@ pub async fn run(
     };
     tracing::info!(code = %rejection.code, "agent output rejected; spending the single repair attempt");
     let second = match session {
-        Session::Resident(resident, lease) => resident.repair(bridge, lease, rejection).await?,
+        Session::Resident(resident, lease) => {
+            resident.repair(bridge, lease, rejection, model).await?
+        }
         Session::PerTurn => {
             let text = prompt.text.clone();
             let repaired = run_transform(&bridge.transforms, text.len(), move |t| {
                 t.repair(text, rejection)
             })
             .await?;
-            agent_turn(bridge, &repaired, images).await?
+            agent_turn(bridge, &repaired, images, model).await?
         }
     };
+    check_model(bridge, model, &second);
     let outcome = match check(bridge, prompt, &second.text, has_tools).await? {
         Verdict::Accept(reply) => {
             session.commit();
@@ -402,11 +501,12 @@ pub async fn respond_json(
 ) -> Response<ResponseBody> {
     let Prepared {
         prompt,
+        model_id,
         images,
         head,
         mut session,
     } = prepared;
-    let outcome = run(bridge, &prompt, &images, &mut session).await;
+    let outcome = run(bridge, &prompt, &model_id, &images, &mut session).await;
     drop(session);
     drop(permit);
     match outcome {
@@ -426,93 +526,149 @@ pub async fn respond_json(
     }
 }
 
-/// A streaming answer: `message_start` at once, `ping` while the agent works, then the
-/// content events (or an `error` event).
-pub fn respond_stream(
+/// A streaming answer: the turn starts at once; `message_start` goes out when the turn
+/// has run for one ping interval (then `ping` while the agent works, then the content events
+/// or an `error` event), or with the content when it finishes sooner. A turn that fails
+/// before the stream started is answered as a plain error with its own status.
+pub async fn respond_stream(
     bridge: &Arc<Bridge>,
     prepared: Prepared,
     permit: OwnedSemaphorePermit,
 ) -> Response<ResponseBody> {
     let (frames, receiver) = mpsc::channel::<Bytes>(8);
-    let bridge = bridge.clone();
+    let (early, early_failure) = tokio::sync::oneshot::channel::<Failure>();
+    let bridge_task = bridge.clone();
     let producer = tokio::spawn(
-        async move {
-        let _permit = permit;
-        let transforms = &bridge.transforms;
-        let head = prepared.head.clone();
-        let id = prepared.head.id.clone();
-        let start = match run_transform(transforms, 0, move |t| t.stream_start(head)).await {
-            Ok(start) => start,
-            Err(failure) => {
-                let _ = frames
-                    .send(Bytes::from(fallback_error_event(&failure)))
-                    .await;
-                return;
-            }
-        };
-        if frames.send(Bytes::from(start)).await.is_err() {
+        async move { stream_turn(bridge_task, prepared, permit, frames, early).await }
+            .instrument(tracing::Span::current()),
+    );
+    match early_failure.await {
+        // The turn failed before the stream began: a plain error, status and all.
+        Ok(failure) => error_response(bridge, failure).await,
+        // The stream began (or the producer ended without a failure to report).
+        Err(_) => Response::builder()
+            .status(StatusCode::OK)
+            .header("content-type", "text/event-stream")
+            .header("cache-control", "no-cache")
+            .header("x-accel-buffering", "no")
+            .body(Streamed::body(receiver, producer))
+            .unwrap_or_else(|_| Response::new(full(""))),
+    }
+}
+
+/// The producer of a streamed answer. Until the stream has begun, a failure goes to `early`
+/// (and nothing is written); dropping `early` unsent tells the caller to answer with the
+/// stream.
+async fn stream_turn(
+    bridge: Arc<Bridge>,
+    prepared: Prepared,
+    permit: OwnedSemaphorePermit,
+    frames: mpsc::Sender<Bytes>,
+    early: tokio::sync::oneshot::Sender<Failure>,
+) {
+    let _permit = permit;
+    let transforms = &bridge.transforms;
+    let head = prepared.head.clone();
+    let id = prepared.head.id.clone();
+    let start = match run_transform(transforms, 0, move |t| t.stream_start(head)).await {
+        Ok(start) => start,
+        Err(failure) => {
+            let _ = early.send(failure);
             return;
         }
-        let ping = run_transform(transforms, 0, |t| t.stream_ping())
-            .await
-            .unwrap_or_else(|_| "event: ping\ndata: {\"type\":\"ping\"}\n\n".into());
-        let Prepared {
-            prompt,
-            images,
-            mut session,
-            ..
-        } = prepared;
-        let turn = run(&bridge, &prompt, &images, &mut session);
-        tokio::pin!(turn);
-        let mut ticker = tokio::time::interval_at(
-            tokio::time::Instant::now() + bridge.ping_interval,
-            bridge.ping_interval,
-        );
-        let outcome = loop {
-            tokio::select! {
-                outcome = &mut turn => break outcome,
-                _ = ticker.tick() => {
-                    if frames.send(Bytes::from(ping.clone())).await.is_err() {
+    };
+    let ping = run_transform(transforms, 0, |t| t.stream_ping())
+        .await
+        .unwrap_or_else(|_| "event: ping\ndata: {\"type\":\"ping\"}\n\n".into());
+    let Prepared {
+        prompt,
+        model_id,
+        images,
+        mut session,
+        ..
+    } = prepared;
+    let turn = run(&bridge, &prompt, &model_id, &images, &mut session);
+    tokio::pin!(turn);
+    // Before the first ping the head is held: a quick failure is still a plain HTTP error.
+    let first_ping = tokio::time::sleep(bridge.ping_interval);
+    tokio::pin!(first_ping);
+    let mut early = Some(early);
+    let finished = match early.as_mut() {
+        Some(waiting) => tokio::select! {
+            outcome = &mut turn => Some(outcome),
+            () = &mut first_ping => None,
+            // The client went away before the head was sent: the turn (and its agent) ends.
+            () = waiting.closed() => {
+                tracing::info!(status = 499, id = %id, "client went away during the turn; agent killed");
+                return;
+            }
+        },
+        None => None,
+    };
+    let outcome = match finished {
+        Some(Err(failure)) => {
+            if let Some(early) = early.take() {
+                tracing::info!(code = %failure.code, status = failure.status, id = %id, "turn failed before the stream began");
+                let _ = early.send(failure);
+            }
+            return;
+        }
+        Some(Ok(answer)) => {
+            drop(early.take());
+            if frames.send(Bytes::from(start)).await.is_err() {
+                return;
+            }
+            Ok(answer)
+        }
+        None => {
+            drop(early.take());
+            if frames.send(Bytes::from(start)).await.is_err()
+                || frames.send(Bytes::from(ping.clone())).await.is_err()
+            {
+                tracing::info!(status = 499, id = %id, "client went away during the turn; agent killed");
+                return;
+            }
+            let mut ticker = tokio::time::interval_at(
+                tokio::time::Instant::now() + bridge.ping_interval,
+                bridge.ping_interval,
+            );
+            loop {
+                tokio::select! {
+                    outcome = &mut turn => break outcome,
+                    _ = ticker.tick() => {
+                        if frames.send(Bytes::from(ping.clone())).await.is_err() {
+                            tracing::info!(status = 499, id = %id, "client went away during the turn; agent killed");
+                            return;
+                        }
+                    }
+                    _ = frames.closed() => {
                         tracing::info!(status = 499, id = %id, "client went away during the turn; agent killed");
                         return;
                     }
                 }
-                _ = frames.closed() => {
-                    tracing::info!(status = 499, id = %id, "client went away during the turn; agent killed");
-                    return;
-                }
             }
-        };
-        let tail = match outcome {
-            Ok((reply, usage)) => {
-                let size = reply.content_bytes();
-                run_transform(transforms, size, move |t| t.stream_finish(reply, usage)).await
-            }
-            Err(failure) => Err(failure),
-        };
-        let tail = match tail {
-            Ok(events) => events,
-            Err(failure) => {
-                tracing::warn!(code = %failure.code, status = failure.status, id = %id, "turn failed after the stream started");
-                let event_failure = failure.clone();
-                run_transform(transforms, event_failure.message.len(), move |t| {
-                    t.error_event(event_failure)
-                })
-                    .await
-                    .unwrap_or_else(|_| fallback_error_event(&failure))
-            }
-        };
-        let _ = frames.send(Bytes::from(tail)).await;
         }
-        .instrument(tracing::Span::current()),
-    );
-    Response::builder()
-        .status(StatusCode::OK)
-        .header("content-type", "text/event-stream")
-        .header("cache-control", "no-cache")
-        .header("x-accel-buffering", "no")
-        .body(Streamed::body(receiver, producer))
-        .unwrap_or_else(|_| Response::new(full("")))
+    };
+    let tail = match outcome {
+        Ok((reply, usage)) => {
+            let size = reply.content_bytes();
+            run_transform(transforms, size, move |t| t.stream_finish(reply, usage)).await
+        }
+        Err(failure) => Err(failure),
+    };
+    let tail = match tail {
+        Ok(events) => events,
+        Err(failure) => {
+            tracing::warn!(code = %failure.code, status = failure.status, id = %id, "turn failed after the stream started");
+            let event_failure = failure.clone();
+            run_transform(transforms, event_failure.message.len(), move |t| {
+                t.error_event(event_failure)
+            })
+            .await
+            .unwrap_or_else(|_| fallback_error_event(&failure))
+        }
+    };
+    let _ = frames.send(Bytes::from(tail)).await;
 }
 
 pub fn json_response(status: StatusCode, json: String) -> Response<ResponseBody> {
@@ -534,7 +690,15 @@ pub async fn error_response(bridge: &Bridge, failure: Failure) -> Response<Respo
     })
     .await
     .unwrap_or_else(|_| fallback_error_body(&failure));
-    json_response(status, body)
+    let mut response = json_response(status, body);
+    if status == StatusCode::TOO_MANY_REQUESTS {
+        // What a client waits before it retries (Claude Code honours it).
+        response.headers_mut().insert(
+            hyper::header::RETRY_AFTER,
+            hyper::header::HeaderValue::from(RETRY_AFTER_SECONDS),
+        );
+    }
+    response
 }
 
 /// The HTTP status an error is answered with. Component failures have had their status

@@ -100,14 +100,15 @@ impl ModelWindows {
 }
 
 /// `validate` of the request's `model` against `catalog`, then its input estimate against the
-/// model's window: the checks a request passes before an agent is asked.
+/// model's window: the checks a request passes before an agent is asked. Answers the ACP
+/// model id the model resolved to.
 pub fn admit<T: TransformCalls + ?Sized>(
     transforms: &T,
     windows: &ModelWindows,
     model: String,
     catalog: String,
     input_tokens: u32,
-) -> Result<Result<(), Failure>, EngineError> {
+) -> Result<Result<String, Failure>, EngineError> {
     let acp_id = match transforms.validate_model(model, catalog.clone())? {
         Ok(acp_id) => acp_id,
         Err(failure) => return Ok(Err(failure)),
@@ -115,7 +116,7 @@ pub fn admit<T: TransformCalls + ?Sized>(
     let window = windows.of_catalog(transforms, &catalog)?.of(&acp_id);
     Ok(match window {
         Some(window) if input_tokens > window => Err(too_long(input_tokens, window)),
-        _ => Ok(()),
+        _ => Ok(acp_id),
     })
 }
 

@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use devin_bridge_agent::acp::{AgentLimits, SharedAgent};
+use devin_bridge_agent::devin::ClientIdentity;
 use devin_bridge_agent::process::Spec;
 use http_body_util::{BodyExt, Full};
 use serde_json::{json, Value};
@@ -186,7 +187,7 @@ pub async fn floor(
 ) -> (Samples, Duration, usize) {
     let mut agents = Vec::new();
     for _ in 0..clients.div_ceil(SESSIONS_PER_PROCESS) {
-        match SharedAgent::start(spec, limits).await {
+        match SharedAgent::start(spec, limits, &ClientIdentity::default()).await {
             Ok(agent) => agents.push(agent),
             Err(error) => {
                 let mut samples = Samples::default();
@@ -200,7 +201,10 @@ pub async fn floor(
         let (script, cwd) = (script.clone(), spec.cwd.clone());
         async move {
             let mut samples = Samples::default();
-            let session = agent.new_session(&cwd).await;
+            let session = agent
+                .new_session(&cwd)
+                .await
+                .map(|created| created.session_id.0.to_string());
             barrier.wait().await;
             let Ok(session) = session else {
                 samples.fail("session/new failed".into());
@@ -253,7 +257,7 @@ impl HttpFloor {
         let mut agents = Vec::new();
         for _ in 0..clients.div_ceil(SESSIONS_PER_PROCESS) {
             agents.push(
-                SharedAgent::start(spec, limits)
+                SharedAgent::start(spec, limits, &ClientIdentity::default())
                     .await
                     .map_err(|e| format!("start: {e}"))?,
             );
@@ -355,7 +359,11 @@ async fn floor_turn(
         .and_then(|sessions| sessions.get(&key).cloned());
     let session = match known {
         Some(session) => session,
-        None => match agent.new_session(&state.cwd).await {
+        None => match agent
+            .new_session(&state.cwd)
+            .await
+            .map(|created| created.session_id.0.to_string())
+        {
             Ok(session) => {
                 if let Ok(mut sessions) = state.sessions.lock() {
                     sessions.insert(key, session.clone());

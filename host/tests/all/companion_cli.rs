@@ -185,6 +185,48 @@ fn task(env: &Env, args: &[&str]) -> (Output, Value) {
     (output, record)
 }
 
+/// A `devin` that runs mock-devin with `vars` in its environment. The companion gives its
+/// agent only an allowlist of its own environment, so a `MOCK_DEVIN_*` setting has to be made
+/// here, between the companion and the mock.
+fn mock_with(env: &Env, name: &str, vars: &[(&str, &str)]) -> PathBuf {
+    let assignments: String = vars
+        .iter()
+        .map(|(name, value)| format!("{name}='{value}' "))
+        .collect();
+    script(
+        env,
+        name,
+        &format!("{assignments}exec '{}' \"$@\"", mock_devin().display()),
+    )
+}
+
+/// A `devin` that runs mock-devin with `MOCK_DEVIN_LOG` set (and `vars`); the log's path.
+fn logging_mock(env: &mut Env, vars: &[(&str, &str)]) -> PathBuf {
+    let log = env.root.path().join("mock-devin.jsonl");
+    let log_text = log.display().to_string();
+    let mut all = vec![("MOCK_DEVIN_LOG", log_text.as_str())];
+    all.extend_from_slice(vars);
+    env.devin = mock_with(env, "logging-devin", &all);
+    log
+}
+
+/// The mock's log lines whose `event` is `event`.
+fn mock_events(log: &Path, event: &str) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|line| line["event"] == event)
+        .collect()
+}
+
+fn failure_message(record: &Value) -> String {
+    record["failure"]["message"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned()
+}
+
 fn assert_input_error(output: &Output, needle: &str) {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(output));
     let err = stderr(output);
@@ -209,11 +251,14 @@ fn a_consult_task_finishes_done_with_the_footer() {
     assert_eq!(record["devinBuildPath"], env.devin.display().to_string());
     assert_eq!(record["stopReason"], "end_turn");
     assert_eq!(record["stopCause"], "complete");
-    assert!(record["usage"]["inputTokens"].is_number(), "{record}");
-    assert!(
-        record["usage"].get("cachedReadTokens").is_none(),
-        "usage is passed through"
+    // The agent's usage is passed through as it reported it (the real CLI's four counts).
+    let usage = &record["usage"];
+    let (input, output) = (
+        usage["inputTokens"].as_u64().expect("inputTokens"),
+        usage["outputTokens"].as_u64().expect("outputTokens"),
     );
+    assert_eq!(usage["totalTokens"], input + output, "{record}");
+    assert_eq!(usage["cachedReadTokens"], 0, "{record}");
     assert!(record["sessionId"].is_string());
     // The JSON-RPC id of the job's `session/prompt` request.
     assert!(
@@ -443,13 +488,36 @@ fn an_old_cli_is_setup_and_setup_reports_it() {
 }
 
 #[test]
-fn a_family_the_account_cannot_use_is_setup_and_an_unknown_one_is_input() {
+fn a_listed_model_the_sessions_do_not_offer_is_input_naming_the_offered_ones() {
     let env = Env::new();
+    // `devin models list` lists legacy-9, but the account's sessions do not offer it.
     let (output, record) = task(&env, &["task", "--model", "legacy-9", "x"]);
-    assert_eq!(output.status.code(), Some(4), "{}", stderr(&output));
-    assert_eq!(failure_kind(&record), "setup");
-    assert_input_error(&env.run(&["task", "--model", "no-such-family", "x"]), "");
-    assert_eq!(env.records().len(), 1, "no record for the unknown family");
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert_eq!(failure_kind(&record), "input", "{record}");
+    let message = failure_message(&record);
+    assert!(message.contains("legacy-9"), "{message}");
+    assert!(
+        message.contains("swe-2") && message.contains("kimi-k3"),
+        "names the offered models: {message}"
+    );
+    assert!(
+        stdout(&output).contains("failure: input: "),
+        "{}",
+        stdout(&output)
+    );
+    assert_eq!(env.records().len(), 1);
+}
+
+#[test]
+fn an_unknown_model_and_the_listed_adaptive_are_input_without_a_record() {
+    let env = Env::new();
+    assert_input_error(
+        &env.run(&["task", "--model", "no-such-family", "x"]),
+        "no-such-family",
+    );
+    // `adaptive` is listed by `devin models list` and refused by ACP sessions.
+    assert_input_error(&env.run(&["task", "--model", "adaptive", "x"]), "adaptive");
+    assert!(env.records().is_empty(), "no record for either");
 }
 
 #[test]
@@ -472,15 +540,21 @@ fn models_lists_and_caches_the_catalog() {
 }
 
 #[test]
-fn model_and_effort_are_applied_and_a_mismatch_is_warned() {
-    let env = Env::new();
-    let (output, record) = task(&env, &["task", "--model", "kimi", "--effort", "high", "x"]);
+fn the_model_is_set_through_the_sessions_model_option_and_a_mismatch_is_warned() {
+    let mut env = Env::new();
+    let log = logging_mock(&mut env, &[]);
+    let (output, record) = task(&env, &["task", "--model", "kimi", "x"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert_eq!(record["effortApplied"], "high");
     assert_eq!(record["billingPool"], "api");
-    assert!(record["resolvedModel"]
-        .as_str()
-        .is_some_and(|m| m.contains("kimi")));
+    assert_eq!(record["resolvedModel"], "kimi-k3", "{record}");
+    assert_eq!(record["observedModel"], "Kimi K3", "{record}");
+    assert!(record["effortApplied"].is_null(), "{record}");
+    assert_eq!(record["warnings"], serde_json::json!([]), "{record}");
+    let set: Vec<(Value, Value)> = mock_events(&log, "set_config_option")
+        .into_iter()
+        .map(|event| (event["configId"].clone(), event["value"].clone()))
+        .collect();
+    assert_eq!(set, [("model".into(), "kimi-k3".into())]);
     let (output, record) = task(
         &env,
         &["task", "--model", "swe-2", "[mock:model Someone Else]"],
@@ -492,34 +566,126 @@ fn model_and_effort_are_applied_and_a_mismatch_is_warned() {
         "{warnings}"
     );
     assert_eq!(record["billingPool"], "first-party");
-    // glm-5.2 offers no effort levels: an explicit one is input.
+}
+
+#[test]
+fn effort_is_the_models_variant_when_the_session_has_no_thought_level() {
+    let mut env = Env::new();
+    let log = logging_mock(&mut env, &[]);
+    let (output, record) = task(&env, &["task", "--model", "swe-2", "--effort", "high", "x"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(record["effortApplied"], "high", "{record}");
+    assert_eq!(record["resolvedModel"], "swe-2", "{record}");
+    assert_eq!(record["observedModel"], "SWE-2 High", "{record}");
+    assert!(
+        !record["warnings"].to_string().contains("model_mismatch"),
+        "the variant is the selected model: {record}"
+    );
+    let set: Vec<(Value, Value)> = mock_events(&log, "set_config_option")
+        .into_iter()
+        .map(|event| (event["configId"].clone(), event["value"].clone()))
+        .collect();
+    assert_eq!(set, [("model".into(), "swe-2-high".into())]);
+    // An effort the model has no variant for: input naming what it offers.
+    let (output, record) = task(&env, &["task", "--model", "swe-2", "--effort", "low", "x"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert_eq!(failure_kind(&record), "input", "{record}");
+    let message = failure_message(&record);
+    assert!(
+        message.contains("--effort low") && message.contains("high"),
+        "{message}"
+    );
+    // A model without variants has no effort levels at all.
+    let (output, record) = task(&env, &["task", "--model", "kimi", "--effort", "high", "x"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert_eq!(failure_kind(&record), "input", "{record}");
+    assert!(
+        failure_message(&record).contains("no effort levels"),
+        "{record}"
+    );
+    // `default` leaves the model as it is.
+    let (output, record) = task(
+        &env,
+        &["task", "--model", "swe-2", "--effort", "default", "x"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(record["observedModel"], "SWE-2", "{record}");
+    assert!(record["effortApplied"].is_null(), "{record}");
+}
+
+#[test]
+fn effort_goes_to_the_thought_level_option_when_the_session_offers_one() {
+    let mut env = Env::new();
+    let log = logging_mock(&mut env, &[("MOCK_DEVIN_THOUGHT_LEVEL", "1")]);
+    let (output, record) = task(&env, &["task", "--model", "kimi", "--effort", "high", "x"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(record["effortApplied"], "high", "{record}");
+    assert_eq!(record["observedModel"], "Kimi K3", "{record}");
+    // swe-2 at high: the thought level, not the swe-2-high variant.
+    let (output, record) = task(&env, &["task", "--model", "swe-2", "--effort", "high", "x"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(record["effortApplied"], "high", "{record}");
+    assert_eq!(record["observedModel"], "SWE-2", "{record}");
+    let set: Vec<(Value, Value)> = mock_events(&log, "set_config_option")
+        .into_iter()
+        .map(|event| (event["configId"].clone(), event["value"].clone()))
+        .collect();
+    assert_eq!(
+        set,
+        [
+            ("model".into(), "kimi-k3".into()),
+            ("thought_level".into(), "high".into()),
+            ("thought_level".into(), "high".into()),
+        ]
+    );
+    // A level the option does not offer: input naming the offered ones.
+    let (output, record) = task(&env, &["task", "--model", "kimi", "--effort", "ultra", "x"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert_eq!(failure_kind(&record), "input", "{record}");
+    let message = failure_message(&record);
+    assert!(
+        message.contains("low") && message.contains("medium"),
+        "{message}"
+    );
+    // glm-5.2's sessions drop the thought level: an explicit one is input.
     let (output, record) = task(
         &env,
         &["task", "--model", "glm-5.2", "--effort", "high", "x"],
     );
-    assert_eq!(output.status.code(), Some(2));
-    assert_eq!(failure_kind(&record), "input");
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert_eq!(failure_kind(&record), "input", "{record}");
 }
 
-/// (marker, failure kind, exit code)
-const OUTCOMES: [(&str, &str, i32); 11] = [
-    ("[mock:fail auth]", "auth", 4),
-    ("[mock:fail quota]", "quota", 1),
-    ("[mock:fail rate_limited]", "rate_limited", 1),
-    ("[mock:fail network]", "network", 1),
-    ("[mock:permission]", "permission", 1),
-    ("[mock:tool exec execute]", "policy", 1),
-    ("[mock:refusal]", "refused", 1),
-    ("[mock:malformed]", "protocol", 1),
-    ("[mock:max-tokens]", "resource", 1),
-    ("[mock:fail error]", "error", 1),
-    ("[mock:no-stopped]", "error", 1),
+/// (marker, failure kind, exit code, what the failure message says)
+const OUTCOMES: [(&str, &str, i32, &str); 12] = [
+    // -32000, no data.
+    ("[mock:fail auth]", "auth", 4, "devin auth login"),
+    // -32011 `resource_exhausted`.
+    ("[mock:fail quota]", "quota", 1, "credits"),
+    // -32010 `unavailable`, "Rate limit exceeded".
+    (
+        "[mock:fail rate_limited]",
+        "rate_limited",
+        1,
+        "rate limiting",
+    ),
+    // -32010 `unavailable`, "Connection error".
+    ("[mock:fail network]", "network", 1, "could not be reached"),
+    // -32603 `internal`: an error that keeps the agent's code and kind.
+    ("[mock:fail server]", "error", 1, "-32603 (internal)"),
+    ("[mock:permission]", "permission", 1, "permission"),
+    ("[mock:tool exec execute]", "policy", 1, "exec"),
+    ("[mock:refusal]", "refused", 1, "refused"),
+    ("[mock:malformed]", "protocol", 1, "malformed"),
+    ("[mock:max-tokens]", "resource", 1, "max_tokens"),
+    ("[mock:fail error]", "error", 1, "cause error"),
+    ("[mock:no-stopped]", "error", 1, "without reporting"),
 ];
 
 #[test]
 fn every_agent_outcome_maps_to_its_failure_kind() {
     let env = Env::new();
-    for (marker, kind, code) in OUTCOMES {
+    for (marker, kind, code, says) in OUTCOMES {
         let (output, record) = task(&env, &["task", marker]);
         assert_eq!(failure_kind(&record), kind, "{marker}: {record}");
         assert_eq!(output.status.code(), Some(code), "{marker}");
@@ -528,8 +694,15 @@ fn every_agent_outcome_maps_to_its_failure_kind() {
             "{marker}: {}",
             stdout(&output)
         );
+        let message = failure_message(&record);
+        assert!(
+            message.contains(says),
+            "{marker}: {message:?} lacks {says:?}"
+        );
         if kind == "quota" || kind == "rate_limited" {
             assert_eq!(record["failure"]["billingPool"], "first-party", "{marker}");
+        } else {
+            assert!(record["failure"]["billingPool"].is_null(), "{marker}");
         }
     }
     let (output, record) = task(&env, &["task", "[mock:exit]"]);
@@ -538,12 +711,93 @@ fn every_agent_outcome_maps_to_its_failure_kind() {
 }
 
 #[test]
+fn the_agent_is_given_the_windsurf_client_identity_by_default() {
+    let mut env = Env::new();
+    let log = logging_mock(&mut env, &[]);
+    let (output, record) = task(&env, &["task", "x"]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{} {record}",
+        stderr(&output)
+    );
+    let initialized = mock_events(&log, "initialize");
+    assert_eq!(initialized.len(), 1, "{initialized:?}");
+    assert_eq!(initialized[0]["clientName"], "windsurf");
+    assert!(mock_events(&log, "identity_refused").is_empty());
+}
+
+#[test]
+fn a_client_identity_the_service_refuses_is_setup_naming_the_setting() {
+    let mut env = Env::new();
+    let log = logging_mock(&mut env, &[]);
+    let policy = env.root.path().join("acpx.toml");
+    std::fs::write(
+        &policy,
+        "mode = \"companion\"\n[companion]\nclient_name = \"acpx\"\nclient_version = \"0.1.0\"\n",
+    )
+    .expect("policy");
+    let policy = policy.display().to_string();
+    let (output, record) = task(&env, &["--policy", &policy, "task", "x"]);
+    assert_eq!(
+        output.status.code(),
+        Some(4),
+        "{} {record}",
+        stderr(&output)
+    );
+    assert_eq!(failure_kind(&record), "setup", "{record}");
+    assert_eq!(record["failure"]["engineWide"], true, "{record}");
+    let message = failure_message(&record);
+    assert!(message.contains("`client_name`"), "{message}");
+    assert!(message.contains("acpx/0.1.0"), "{message}");
+    assert!(
+        stdout(&output).contains("failure: setup: "),
+        "{}",
+        stdout(&output)
+    );
+    // The agent saw the policy's identity and refused the prompt for it.
+    let initialized = mock_events(&log, "initialize");
+    assert_eq!(initialized[0]["clientName"], "acpx", "{initialized:?}");
+    assert_eq!(mock_events(&log, "identity_refused").len(), 1);
+}
+
+#[test]
 fn missing_credentials_are_auth() {
-    let env = Env::new();
+    let mut env = Env::new();
+    let log = logging_mock(&mut env, &[]);
     std::fs::remove_file(env.home.join(".local/share/devin/credentials.toml")).expect("rm");
     let (output, record) = task(&env, &["task", "x"]);
     assert_eq!(failure_kind(&record), "auth", "{record}");
     assert_eq!(output.status.code(), Some(4));
+    let message = failure_message(&record);
+    assert!(message.contains("devin auth login"), "{message}");
+    // Without a key nothing signs the agent in: no `authenticate`, and never a browser.
+    assert_eq!(mock_events(&log, "initialize").len(), 1, "the agent ran");
+    assert!(mock_events(&log, "authenticate").is_empty());
+    assert!(mock_events(&log, "browser_login").is_empty());
+}
+
+#[test]
+fn an_api_key_without_credentials_signs_the_agent_in_with_authenticate() {
+    let mut env = Env::new();
+    let log = logging_mock(&mut env, &[]);
+    std::fs::remove_file(env.home.join(".local/share/devin/credentials.toml")).expect("rm");
+    env.set("WINDSURF_API_KEY", "k-companion-test");
+    let (output, record) = task(&env, &["task", "x"]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{} {record}",
+        stderr(&output)
+    );
+    assert_eq!(record["status"], "done", "{record}");
+    let authenticated = mock_events(&log, "authenticate");
+    assert_eq!(authenticated.len(), 1, "{authenticated:?}");
+    assert_eq!(authenticated[0]["apiKey"], true);
+    assert!(mock_events(&log, "browser_login").is_empty());
+    // The key went in the request, never into the agent's log.
+    let text = std::fs::read_to_string(&log).expect("log");
+    assert!(!text.contains("k-companion-test"));
 }
 
 #[test]
@@ -630,6 +884,32 @@ fn resume_loads_the_earlier_session() {
     assert_input_error(
         &env.run(&["task", "--resume", "mock-unknown", "x"]),
         "session",
+    );
+}
+
+#[test]
+fn resuming_a_session_the_devin_cli_no_longer_knows_is_input() {
+    let env = Env::new();
+    let (first, record) = task(&env, &["task", "remember this"]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let session = record["sessionId"].as_str().expect("session").to_owned();
+    // The agent's session database, in the companion's private agent home.
+    let stored = env
+        .data
+        .join("home/.local/share/devin/sessions")
+        .join(format!("{session}.json"));
+    std::fs::remove_file(&stored).expect("the agent stored the session");
+    let (output, resumed) = task(&env, &["task", "--resume", &session, "again"]);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "{} {resumed}",
+        stderr(&output)
+    );
+    assert_eq!(failure_kind(&resumed), "input", "{resumed}");
+    assert_eq!(
+        failure_message(&resumed),
+        format!("session {session} is not known to the Devin CLI")
     );
 }
 
@@ -871,7 +1151,11 @@ fn the_print_runner_runs_devin_p_and_keeps_the_tail() {
     let args: Vec<&str> = args.lines().collect();
     assert_eq!(args.first(), Some(&"-p"));
     assert_eq!(args.last(), Some(&"-p $(x)"));
-    assert!(args.windows(2).any(|w| w == ["--permission-mode", "ask"]));
+    // Consult is the CLI's read-only `normal`: it has no `ask`.
+    assert!(args
+        .windows(2)
+        .any(|w| w == ["--permission-mode", "normal"]));
+    assert!(!args.contains(&"ask"), "{args:?}");
 
     env.devin = script(
         &env,
@@ -892,6 +1176,136 @@ fn the_print_runner_runs_devin_p_and_keeps_the_tail() {
         stdout(&shown).contains("stderr: boom"),
         "{}",
         stdout(&shown)
+    );
+}
+
+/// The `model:`, `permission:` and `sandbox:` lines `mock-devin -p` prints for
+/// `[mock:whoami]`, run by a print task (with `policy` and `task_args`).
+fn print_whoami(env: &Env, policy: Option<&str>, task_args: &[&str]) -> [String; 3] {
+    let mut args = Vec::new();
+    if let Some(policy) = policy {
+        args.extend(["--policy", policy]);
+    }
+    args.extend(["task", "--runner", "print"]);
+    args.extend(task_args);
+    args.push("[mock:whoami]");
+    let (output, record) = task(env, &args);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{} {record}",
+        stderr(&output)
+    );
+    let result = record["result"].as_str().unwrap_or_default().to_owned();
+    ["model:", "permission:", "sandbox:"].map(|name| {
+        result
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .unwrap_or_else(|| panic!("no {name} line in {result:?}"))
+            .trim()
+            .to_owned()
+    })
+}
+
+#[test]
+fn devin_p_runs_consult_as_normal_and_write_as_dangerous_or_autonomous_in_its_sandbox() {
+    let env = Env::new();
+    let lines = |permission: &str, sandbox: &str| ["swe-2", permission, sandbox].map(str::to_owned);
+    assert_eq!(print_whoami(&env, None, &[]), lines("normal", "false"));
+    assert_eq!(
+        print_whoami(&env, None, &["--write"]),
+        lines("dangerous", "false")
+    );
+    let policy = env.root.path().join("print-sandbox.toml");
+    std::fs::write(
+        &policy,
+        "mode = \"companion\"\n[companion]\nprint_sandbox = true\n",
+    )
+    .expect("policy");
+    let policy = policy.display().to_string();
+    assert_eq!(
+        print_whoami(&env, Some(&policy), &["--write"]),
+        lines("autonomous", "true")
+    );
+    // The sandbox setting is for write jobs: consult stays `normal`, without `--sandbox`.
+    assert_eq!(
+        print_whoami(&env, Some(&policy), &[]),
+        lines("normal", "false")
+    );
+}
+
+#[test]
+fn devin_p_is_given_the_model_as_the_cli_spells_it() {
+    let env = Env::new();
+    // The catalog's `kimi` alias resolves to the model the CLI knows as `kimi-k3`.
+    assert_eq!(print_whoami(&env, None, &["--model", "kimi"])[0], "kimi-k3");
+    // The catalog spells it `glm-5.2`; the CLI's sessions offer `glm-5-2`.
+    assert_eq!(
+        print_whoami(&env, None, &["--model", "glm-5.2"])[0],
+        "glm-5-2"
+    );
+}
+
+#[test]
+fn devin_p_failures_map_to_their_kinds() {
+    let mut env = Env::new();
+    // Agent errors: `Error: Agent error: ... (trace ID: ...): {` and the JSON tail.
+    for (marker, kind, says) in [
+        ("[mock:fail quota]", "quota", "credits"),
+        ("[mock:fail rate_limited]", "rate_limited", "rate limiting"),
+        ("[mock:fail network]", "network", "could not be reached"),
+        ("[mock:fail server]", "error", "(internal): Internal error"),
+    ] {
+        let (output, record) = task(
+            &env,
+            &["task", "--runner", "print", "--model", "swe-2", marker],
+        );
+        assert_eq!(output.status.code(), Some(1), "{marker}: {record}");
+        assert_eq!(failure_kind(&record), kind, "{marker}: {record}");
+        let message = failure_message(&record);
+        assert!(message.contains(says), "{marker}: {message}");
+        assert!(!message.contains("trace ID"), "{marker}: {message}");
+        if kind == "quota" || kind == "rate_limited" {
+            assert_eq!(record["failure"]["billingPool"], "first-party", "{marker}");
+        }
+    }
+    // The CLI refusing its command line (exit 2): the real mock given the `ask` the CLI
+    // does not take.
+    env.devin = script(
+        &env,
+        "refusing-devin",
+        &format!(
+            "if [ \"$1\" = --version ]; then exec '{mock}' --version; fi\n             exec '{mock}' -p --permission-mode ask -- x",
+            mock = mock_devin().display()
+        ),
+    );
+    let (output, record) = task(&env, &["task", "--runner", "print", "x"]);
+    assert_eq!(
+        output.status.code(),
+        Some(4),
+        "{} {record}",
+        stderr(&output)
+    );
+    assert_eq!(failure_kind(&record), "setup", "{record}");
+    let message = failure_message(&record);
+    assert!(
+        message.contains("error: invalid value 'ask' for '--permission-mode <PERMISSION_MODE>'"),
+        "quotes the CLI: {message}"
+    );
+    // Logged out: `Error: Not logged in`.
+    env.devin = mock_devin();
+    std::fs::remove_file(env.home.join(".local/share/devin/credentials.toml")).expect("rm");
+    let (output, record) = task(&env, &["task", "--runner", "print", "x"]);
+    assert_eq!(
+        output.status.code(),
+        Some(4),
+        "{} {record}",
+        stderr(&output)
+    );
+    assert_eq!(failure_kind(&record), "auth", "{record}");
+    assert!(
+        failure_message(&record).contains("devin auth login"),
+        "{record}"
     );
 }
 

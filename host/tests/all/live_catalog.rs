@@ -1,7 +1,7 @@
 //! `[models] source = "live"`: `/v1/models` and model validation use the account's catalog,
-//! read from the agent's session (the offline agent offers `swe-1-7` and `swe-1-7-lightning`,
-//! fewer than `policies/models.json`), cached, with the file as the fallback; an agent that
-//! needs authentication is authenticated once with its API-key method, never a browser.
+//! read from the agent's session's model option (the offline agent offers the eight models of
+//! `policies/models.json`; the file here has a ninth, `ghost-1`), cached, with the file as the
+//! fallback; an agent that is not logged in is signed in once, headless, never in a browser.
 
 use crate::common;
 
@@ -11,20 +11,32 @@ use common::bridge::TestBridge;
 use serde_json::{json, Value};
 
 /// What the offline agent's session offers.
-const LIVE_MODELS: [&str; 2] = [
+const LIVE_MODELS: [&str; 8] = [
     "devin-cli-agentic/swe-1-7",
     "devin-cli-agentic/swe-1-7-lightning",
+    "devin-cli-agentic/swe-1-6",
+    "devin-cli-agentic/swe-1-6-fast",
+    "devin-cli-agentic/swe-2",
+    "devin-cli-agentic/kimi-k3",
+    "devin-cli-agentic/glm-5-2",
+    "devin-cli-agentic/muse-wonder",
 ];
 
 async fn bridge(pass_env: &[&str], extra_server: &str) -> TestBridge {
     common::bridge::signed_out_agent_environment();
     let pass: Vec<&str> = ["MOCK_DEVIN_LOG"].iter().chain(pass_env).copied().collect();
-    TestBridge::start_with_models(
+    let dir = tempfile::tempdir().expect("dir");
+    let catalog = common::bridge::catalog_with_a_model_the_agent_lacks(dir.path());
+    let bridge = TestBridge::start_with_catalog(
         "",
         &format!("prewarm = 0\n{}", common::bridge::pass_env_line(&pass)),
         &format!("source = \"live\"\n{extra_server}"),
+        &catalog,
     )
-    .await
+    .await;
+    // The file is read at start-up and on a failed probe's fallback, which has happened by now.
+    drop(dir);
+    bridge
 }
 
 async fn listed(bridge: &TestBridge) -> Vec<String> {
@@ -50,9 +62,9 @@ async fn the_live_catalog_is_listed_and_validates_models() {
     assert_eq!(listed(&bridge).await, LIVE_MODELS);
     let status = catalog_status(&bridge).await;
     assert_eq!(status["source"], "live", "{status}");
-    assert_eq!(status["models"], 2, "{status}");
+    assert_eq!(status["models"], 8, "{status}");
     // In the file's catalog, not in the account's: refused.
-    let refused = bridge.messages(&turn("devin-cli-agentic/swe-2")).await;
+    let refused = bridge.messages(&turn("devin-cli-agentic/ghost-1")).await;
     assert_eq!(refused.status, 400, "{}", refused.body);
     let accepted = bridge.messages(&turn("devin-cli-agentic/swe-1-7")).await;
     assert_eq!(accepted.status, 200, "{}", accepted.body);
@@ -61,33 +73,33 @@ async fn the_live_catalog_is_listed_and_validates_models() {
 
 #[tokio::test]
 async fn an_agent_that_needs_authentication_is_authenticated_once_with_its_api_key() {
-    let bridge = bridge(&["MOCK_DEVIN_REQUIRE_AUTH", "WINDSURF_API_KEY"], "").await;
+    let bridge = bridge(&["MOCK_DEVIN_LOGGED_OUT", "WINDSURF_API_KEY"], "").await;
     assert_eq!(listed(&bridge).await, LIVE_MODELS);
     assert_eq!(catalog_status(&bridge).await["source"], "live");
     let methods: Vec<Value> = bridge
         .agent_events("authenticate")
         .into_iter()
-        .map(|event| event["methodId"].clone())
+        .map(|event| event["apiKey"].clone())
         .collect();
-    assert_eq!(methods, [json!("windsurf-api-key")]);
-    assert!(bridge.agent_events("browser_flow").is_empty());
+    assert_eq!(methods, [json!(true)], "one headless sign-in with the key");
+    assert!(bridge.agent_events("browser_login").is_empty());
     bridge.stop().await;
 }
 
 #[tokio::test]
 async fn without_a_key_the_probe_fails_closed_to_the_file_catalog_and_never_opens_a_browser() {
-    let bridge = bridge(&["MOCK_DEVIN_REQUIRE_AUTH"], "").await;
+    let bridge = bridge(&["MOCK_DEVIN_LOGGED_OUT"], "").await;
     let models = listed(&bridge).await;
     assert!(
         models.len() > LIVE_MODELS.len(),
         "the file's catalog: {models:?}"
     );
-    assert!(models.iter().any(|id| id == "devin-cli-agentic/swe-2"));
+    assert!(models.iter().any(|id| id == "devin-cli-agentic/ghost-1"));
     let status = catalog_status(&bridge).await;
     assert_eq!(status["source"], "file", "{status}");
     assert!(status["probe_error"].is_string(), "{status}");
     assert!(bridge.agent_events("authenticate").is_empty());
-    assert!(bridge.agent_events("browser_flow").is_empty());
+    assert!(bridge.agent_events("browser_login").is_empty());
     bridge.stop().await;
 }
 

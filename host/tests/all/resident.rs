@@ -480,7 +480,8 @@ async fn agent_faults_are_typed_and_the_conversation_recovers() {
     let bridge = resident("turn_timeout_ms = 1500\nkill_grace_ms = 300").await;
     let cases = [
         ("[mock:rpc-error]", 502),
-        ("[mock:rpc-error=RateLimited]", 429),
+        ("[mock:rpc-error=unavailable]", 429),
+        ("[mock:rpc-error=resource_exhausted]", 400),
         ("[mock:hang]", 504),
         ("[mock:huge]", 502),
         ("[mock:malformed-frame]", 502),

@@ -1,7 +1,8 @@
-//! An agent whose account is signed out answers `session/new` with "Authentication required".
-//! On a turn, on either transport, the bridge then signs it in once with the agent's API-key
-//! method, only when `WINDSURF_API_KEY` reaches the agent, and asks again; without the key the
-//! turn fails closed as a gateway error, and a browser flow is never started.
+//! An agent whose home is not logged in answers `session/new` with `-32000`. On a turn, on
+//! either transport, the bridge then signs it in once, headless (`authenticate` with
+//! `devin-browser` and the key in `_meta`), only when `WINDSURF_API_KEY` reaches the agent, and
+//! asks again; without the key the turn fails closed as a gateway error that says how to log
+//! in, and the browser flow is never started.
 
 use crate::common;
 
@@ -11,7 +12,7 @@ use serde_json::{json, Value};
 /// A bridge on the file catalog (no start-up probe signs the agent in first) and `transport`.
 async fn bridge(transport: &str, pass_env: &[&str]) -> TestBridge {
     common::bridge::signed_out_agent_environment();
-    let pass: Vec<&str> = ["MOCK_DEVIN_LOG", "MOCK_DEVIN_REQUIRE_AUTH"]
+    let pass: Vec<&str> = ["MOCK_DEVIN_LOG", "MOCK_DEVIN_LOGGED_OUT"]
         .iter()
         .chain(pass_env)
         .copied()
@@ -35,7 +36,7 @@ fn sign_ins(bridge: &TestBridge) -> Vec<Value> {
     bridge
         .agent_events("authenticate")
         .into_iter()
-        .map(|event| event["methodId"].clone())
+        .map(|event| event["apiKey"].clone())
         .collect()
 }
 
@@ -47,11 +48,8 @@ async fn a_per_turn_agent_that_needs_authentication_is_signed_in_with_its_api_ke
         assert_eq!(reply.status, 200, "{}", reply.body);
     }
     // One agent process per turn, each signed in once.
-    assert_eq!(
-        sign_ins(&bridge),
-        [json!("windsurf-api-key"), json!("windsurf-api-key")]
-    );
-    assert!(bridge.agent_events("browser_flow").is_empty());
+    assert_eq!(sign_ins(&bridge), [json!(true), json!(true)]);
+    assert!(bridge.agent_events("browser_login").is_empty());
     bridge.stop().await;
 }
 
@@ -67,7 +65,7 @@ async fn a_resident_agent_is_signed_in_once_for_every_session_it_serves() {
         .await;
     assert_eq!(second.status, 200, "{}", second.body);
     assert_eq!(bridge.agent_events("session_new").len(), 2);
-    assert_eq!(sign_ins(&bridge), [json!("windsurf-api-key")]);
+    assert_eq!(sign_ins(&bridge), [json!(true)]);
     bridge.stop().await;
 }
 
@@ -80,14 +78,12 @@ async fn without_the_key_a_turn_fails_closed_and_nothing_signs_in() {
             .await;
         assert_eq!(reply.status, 502, "{transport}: {}", reply.body);
         assert!(
-            reply
-                .body
-                .contains("the agent's account is not authenticated"),
+            reply.body.contains("the agent is not logged in"),
             "{transport}: {}",
             reply.body
         );
         assert!(sign_ins(&bridge).is_empty(), "{transport}");
-        assert!(bridge.agent_events("browser_flow").is_empty());
+        assert!(bridge.agent_events("browser_login").is_empty());
         bridge.stop().await;
     }
 }

@@ -102,6 +102,19 @@ fn assert_stream_error(response: &HttpResponse, kind: &str) {
 }
 
 #[tokio::test]
+async fn a_turn_that_fails_after_the_stream_began_ends_it_with_an_error_event() {
+    let bridge = TestBridge::start(
+        "ping_interval_ms = 100",
+        "prewarm = 0\nturn_timeout_ms = 1500\nkill_grace_ms = 300",
+    )
+    .await;
+    let streamed = bridge.messages(&request("[mock:hang]", true)).await;
+    assert_stream_error(&streamed, "timeout_error");
+    assert!(streamed.events().iter().any(|(name, _)| name == "ping"));
+    bridge.stop().await;
+}
+
+#[tokio::test]
 async fn text_replies_in_json_and_sse() {
     let bridge = TestBridge::start("", "prewarm = 1").await;
     let response = bridge.messages(&request("[mock:text]", false)).await;
@@ -203,7 +216,12 @@ async fn the_single_repair_recovers_narration_and_malformed_envelopes() {
             502,
             "api_error",
         );
-        assert_stream_error(&bridge.messages(&request(marker, true)).await, "api_error");
+        // It failed before the stream began: a plain error, as the JSON answer.
+        assert_error(
+            &bridge.messages(&request(marker, true)).await,
+            502,
+            "api_error",
+        );
     }
     bridge.stop().await;
 }
@@ -217,8 +235,16 @@ async fn agent_faults_are_typed_and_leave_no_process() {
     .await;
     let cases = [
         ("[mock:rpc-error]", 502, "api_error"),
-        ("[mock:rpc-error=RateLimited]", 429, "rate_limit_error"),
-        ("[mock:rpc-error=Unauthenticated]", 502, "api_error"),
+        ("[mock:rpc-error=unavailable]", 429, "rate_limit_error"),
+        ("[mock:rpc-error=connection]", 429, "rate_limit_error"),
+        (
+            "[mock:rpc-error=resource_exhausted]",
+            400,
+            "invalid_request_error",
+        ),
+        ("[mock:rpc-error=auth]", 502, "api_error"),
+        ("[mock:rpc-error=bad-shape]", 502, "api_error"),
+        ("[mock:rpc-error=not-object]", 502, "api_error"),
         ("[mock:exit]", 502, "api_error"),
         ("[mock:hang]", 504, "timeout_error"),
         ("[mock:tool-call]", 502, "api_error"),
@@ -232,8 +258,10 @@ async fn agent_faults_are_typed_and_leave_no_process() {
     for (marker, status, kind) in cases {
         let response = bridge.messages(&request(marker, false)).await;
         assert_error(&response, status, kind);
+        // Every one fails before the first ping: the stream's head was held, so the streamed
+        // request gets the same plain error (a client retries a 429 as Anthropic's).
         let streamed = bridge.messages(&request(marker, true)).await;
-        assert_stream_error(&streamed, kind);
+        assert_error(&streamed, status, kind);
         assert!(
             wait_no_agents(&bridge.home, Duration::from_secs(5))
                 .await
@@ -256,9 +284,17 @@ async fn each_fault_has_its_own_code_in_the_logs_and_status() {
         AcpError::OutputTooLarge(1).code(),
         AcpError::UnauthorizedTool.code(),
         AcpError::Timeout(1).code(),
-        AcpError::RateLimited.code(),
+        AcpError::RateLimited { retryable: true }.code(),
         AcpError::QuotaExceeded.code(),
-        AcpError::Network.code(),
+        AcpError::Network { retryable: true }.code(),
+        AcpError::ClientIdentityRefused.code(),
+        AcpError::SessionNotFound.code(),
+        AcpError::NoModelOption.code(),
+        AcpError::ModelNotOffered {
+            model: "m".into(),
+            offered: Vec::new(),
+        }
+        .code(),
         AcpError::ToolRefused {
             tool: "exec".into(),
         }

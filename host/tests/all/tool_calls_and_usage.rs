@@ -273,6 +273,11 @@ async fn a_prompt_over_the_window_is_refused_before_any_agent_starts() {
         );
         let estimate = counted.json()["input_tokens"].as_u64().expect("count");
         assert!(estimate > 1000, "{estimate}");
+        // The per-turn agent of the turn above ends in the background (its session is deleted
+        // first): count once it has gone. The resident process stays.
+        if agent == "prewarm = 0" {
+            common::bridge::wait_no_agents(&bridge.home, std::time::Duration::from_secs(10)).await;
+        }
         let agents_before = bridge.bridge.agent_processes();
         for stream in [false, true] {
             long["stream"] = json!(stream);

@@ -60,9 +60,12 @@ impl Log {
 
 /// The current UTC time as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 pub fn now_rfc3339() -> String {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
+    rfc3339(SystemTime::now())
+}
+
+/// `time` in UTC as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub fn rfc3339(time: SystemTime) -> String {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
     format_rfc3339(since.as_secs(), since.subsec_millis())
 }
 

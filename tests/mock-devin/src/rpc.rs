@@ -12,8 +12,6 @@ pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
-pub const AUTH_REQUIRED: i64 = -32000;
-pub const NOT_FOUND: i64 = -32002;
 
 /// The longest input line accepted (64 MiB); longer lines are discarded and answered with a
 /// parse error.

@@ -1,20 +1,31 @@
 //! The scenarios a prompt can select with a `[mock:NAME]` marker (or `MOCK_DEVIN_SCENARIO`).
 
-/// The `cognition.ai/errorKind` of a simulated JSON-RPC error.
+use crate::wire::Fault;
+
+/// The JSON-RPC error a `[mock:rpc-error=...]` marker answers the prompt with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorKind {
-    ServerError,
-    RateLimited,
-    Unauthenticated,
+    /// A well-formed error of the CLI.
+    Fault(Fault),
+    /// `data` with a number for the kind and a string for retryable, and a 200 KB message.
+    BadShape,
+    /// `data` is a string and there is no message.
+    NotObject,
 }
 
 impl ErrorKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::ServerError => "ServerError",
-            Self::RateLimited => "RateLimited",
-            Self::Unauthenticated => "Unauthenticated",
-        }
+    /// The kind named after `rpc-error=`.
+    fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "unavailable" | "rate_limited" => Self::Fault(Fault::RateLimited),
+            "connection" => Self::Fault(Fault::Connection),
+            "resource_exhausted" | "quota" => Self::Fault(Fault::Quota),
+            "session_not_found" => Self::Fault(Fault::SessionNotFound),
+            "auth" => Self::Fault(Fault::NotAuthenticated),
+            "bad-shape" => Self::BadShape,
+            "not-object" => Self::NotObject,
+            _ => return None,
+        })
     }
 }
 
@@ -58,6 +69,8 @@ pub enum Scenario {
     NoUsage,
     /// A text answer with a `usage_update` (context used) and no usage in the result.
     UsageUpdate,
+    /// The reply names the session's current model (`model: <ACP id>`).
+    Whoami,
     /// No marker: the default scripted coding session.
     Script,
 }
@@ -71,9 +84,16 @@ pub const MARKERS: &[&str] = &[
     "malformed-then-tool",
     "two-tools",
     "rpc-error",
-    "rpc-error=ServerError",
-    "rpc-error=RateLimited",
-    "rpc-error=Unauthenticated",
+    "rpc-error=unavailable",
+    "rpc-error=rate_limited",
+    "rpc-error=connection",
+    "rpc-error=resource_exhausted",
+    "rpc-error=quota",
+    "rpc-error=session_not_found",
+    "rpc-error=auth",
+    "rpc-error=bad-shape",
+    "rpc-error=not-object",
+    "whoami",
     "exit",
     "exit-after",
     "last-user",
@@ -109,9 +129,8 @@ impl Scenario {
             "narrate-always" => Self::NarrateAlways,
             "malformed-then-tool" => Self::MalformedThenTool,
             "two-tools" => Self::TwoTools,
-            "rpc-error" | "rpc-error=ServerError" => Self::RpcError(ErrorKind::ServerError),
-            "rpc-error=RateLimited" => Self::RpcError(ErrorKind::RateLimited),
-            "rpc-error=Unauthenticated" => Self::RpcError(ErrorKind::Unauthenticated),
+            "rpc-error" => Self::RpcError(ErrorKind::Fault(Fault::Internal)),
+            "whoami" => Self::Whoami,
             "exit" => Self::Exit,
             "exit-after" => Self::ExitAfter,
             "last-user" => Self::LastUser,
@@ -135,7 +154,12 @@ impl Scenario {
             "no-usage" => Self::NoUsage,
             "usage-update" => Self::UsageUpdate,
             "script" | "default" => Self::Script,
-            _ => return None,
+            _ => {
+                let kind = name
+                    .strip_prefix("rpc-error=")
+                    .and_then(ErrorKind::from_name)?;
+                Self::RpcError(kind)
+            }
         })
     }
 
@@ -158,9 +182,17 @@ impl Scenario {
             Self::NarrateAlways => "narrate-always",
             Self::MalformedThenTool => "malformed-then-tool",
             Self::TwoTools => "two-tools",
-            Self::RpcError(ErrorKind::ServerError) => "rpc-error",
-            Self::RpcError(ErrorKind::RateLimited) => "rpc-error=RateLimited",
-            Self::RpcError(ErrorKind::Unauthenticated) => "rpc-error=Unauthenticated",
+            Self::RpcError(ErrorKind::Fault(fault)) => match fault {
+                Fault::Internal => "rpc-error",
+                Fault::RateLimited => "rpc-error=unavailable",
+                Fault::Connection => "rpc-error=connection",
+                Fault::Quota => "rpc-error=resource_exhausted",
+                Fault::SessionNotFound => "rpc-error=session_not_found",
+                Fault::NotAuthenticated => "rpc-error=auth",
+            },
+            Self::RpcError(ErrorKind::BadShape) => "rpc-error=bad-shape",
+            Self::RpcError(ErrorKind::NotObject) => "rpc-error=not-object",
+            Self::Whoami => "whoami",
             Self::Exit => "exit",
             Self::ExitAfter => "exit-after",
             Self::LastUser => "last-user",
@@ -246,9 +278,23 @@ mod tests {
             (Some(Scenario::Tool), vec!["nope"])
         );
         assert_eq!(
-            find_marker("[mock:rpc-error=RateLimited]").0,
-            Some(Scenario::RpcError(ErrorKind::RateLimited))
+            find_marker("[mock:rpc-error=rate_limited]").0,
+            Some(Scenario::RpcError(ErrorKind::Fault(Fault::RateLimited)))
         );
+        assert_eq!(
+            find_marker("[mock:rpc-error=quota]").0,
+            Some(Scenario::RpcError(ErrorKind::Fault(Fault::Quota)))
+        );
+        // The invented PascalCase kinds are gone.
+        for old in [
+            "RateLimited",
+            "ServerError",
+            "Unauthenticated",
+            "QuotaExceeded",
+        ] {
+            let marker = format!("[mock:rpc-error={old}]");
+            assert_eq!(find_marker(&marker).0, None, "{old}");
+        }
         assert_eq!(find_marker("[mock:script]"), (None, vec!["script"]));
         assert_eq!(find_marker("[mock:text"), (None, vec![]));
         assert_eq!(find_marker("[mock:\n[mock:hang]").0, Some(Scenario::Hang));

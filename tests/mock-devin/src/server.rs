@@ -1,5 +1,5 @@
-//! The reading loop: protocol state (initialized, sessions, the running turn) and the answers
-//! to every client message.
+//! The reading loop: protocol state (initialized, the client's identity, sign-in, sessions,
+//! the running turns) and the answers to every client message.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::BufRead;
@@ -11,15 +11,38 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use crate::rpc::{
-    self, Incoming, AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
-    METHOD_NOT_FOUND, NOT_FOUND,
+    self, Incoming, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
 };
 use crate::scenario::{find_marker, Scenario};
 use crate::trace::{
     continuation_trace, Prompt, BRIDGE_HEADER, REPAIR_HEADER, SEPARATOR, TRACE_HEADER,
 };
 use crate::turn::{Event, Turn};
+use crate::wire::{self, Refusal, Stats, TurnIds};
 use crate::{Shared, AGENT_NAME, AGENT_VERSION};
+
+/// The summarizer agent's models, `(ACP id, label)`, in the order `session/new` offers them
+/// (the catalog of `policies/models.json`, with `.` and `_` spelled `-`).
+pub const MODELS: [(&str, &str); 8] = [
+    ("swe-1-7", "SWE-1.7"),
+    ("swe-1-7-lightning", "SWE-1.7 Lightning"),
+    ("swe-1-6", "SWE-1.6"),
+    ("swe-1-6-fast", "SWE-1.6 Fast"),
+    ("swe-2", "SWE-2"),
+    ("kimi-k3", "Kimi K3"),
+    ("glm-5-2", "GLM 5.2"),
+    ("muse-wonder", "Muse Wonder"),
+];
+/// The model a session starts with unless `--model` says otherwise.
+pub const DEFAULT_MODEL: &str = "swe-1-7";
+
+/// The label of a summarizer model (its id when unknown).
+pub fn model_label(id: &str) -> &str {
+    MODELS
+        .iter()
+        .find(|(value, _)| *value == id)
+        .map_or(id, |(_, label)| label)
+}
 
 struct RunningTurn {
     events: Sender<Event>,
@@ -32,27 +55,47 @@ impl RunningTurn {
     }
 }
 
+/// One session of this process.
+struct Session {
+    /// The trace it has received so far (framed as a full prompt).
+    trace: Option<String>,
+    cwd: String,
+    /// The ACP id of its current model.
+    model: String,
+}
+
 pub struct Server {
     shared: Arc<Shared>,
     initialized: bool,
-    authenticated: bool,
-    /// Every session, with the trace it has received so far (framed as a full prompt).
-    sessions: BTreeMap<String, Option<String>>,
+    /// `Err(name)` when `initialize` named a client other than `windsurf`.
+    identity: Result<(), String>,
+    /// `authenticate` succeeded with an API key.
+    key_login: bool,
+    sessions: BTreeMap<String, Session>,
     sessions_created: u64,
     /// The running turn of each session (sessions run their turns in parallel).
     turns: HashMap<String, RunningTurn>,
 }
 
-/// A refusal: JSON-RPC error code and message.
-type Refusal = (i64, String);
+fn invalid(message: impl Into<String>) -> Refusal {
+    (
+        INVALID_PARAMS,
+        format!("Invalid params: {}", message.into()),
+        None,
+    )
+}
 
 fn params_object(params: &Value) -> Result<&serde_json::Map<String, Value>, Refusal> {
-    params.as_object().ok_or_else(|| {
-        (
-            INVALID_PARAMS,
-            "Invalid params: params must be an object".into(),
-        )
-    })
+    params
+        .as_object()
+        .ok_or_else(|| invalid("params must be an object"))
+}
+
+fn session_param(params: &Value) -> Result<&str, Refusal> {
+    params_object(params)?
+        .get("sessionId")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid("missing sessionId"))
 }
 
 impl Server {
@@ -60,7 +103,8 @@ impl Server {
         Self {
             shared,
             initialized: false,
-            authenticated: false,
+            identity: Ok(()),
+            key_login: false,
             sessions: BTreeMap::new(),
             sessions_created: 0,
             turns: HashMap::new(),
@@ -87,14 +131,14 @@ impl Server {
             Incoming::Request { id, method, params } => {
                 match self.request(&method, &params, &id) {
                     Ok(Some(result)) => self.shared.out.respond(&id, result),
-                    Ok(None) => {} // a turn answers later
-                    Err((code, message)) => {
+                    Ok(None) => {} // answered already, or a turn answers later
+                    Err((code, message, data)) => {
                         eprintln!("mock-devin: {method} refused: {message}");
                         self.log(
                             "refused",
                             json!({"method": method, "code": code, "message": message}),
                         );
-                        self.shared.out.error(&id, code, &message, None);
+                        self.shared.out.error(&id, code, &message, data);
                     }
                 }
             }
@@ -120,7 +164,8 @@ impl Server {
         }
     }
 
-    /// `Ok(Some(result))` answers now, `Ok(None)` means a turn will answer.
+    /// `Ok(Some(result))` answers now, `Ok(None)` means it is answered already or a turn
+    /// will answer.
     fn request(
         &mut self,
         method: &str,
@@ -131,36 +176,26 @@ impl Server {
             return Err((
                 INVALID_REQUEST,
                 format!("Invalid Request: {method} before initialize"),
+                None,
             ));
         }
         match method {
             "initialize" => self.initialize(params).map(Some),
             "authenticate" => self.authenticate(params).map(Some),
-            "session/new" => self.new_session(params).map(Some),
+            "session/new" => self.new_session(params, id).map(|()| None),
+            "session/load" => self.load_session(params).map(Some),
+            "session/list" => Ok(Some(self.list_sessions())),
+            "session/delete" => self.delete_session(params).map(Some),
+            "session/set_config_option" => self.set_config_option(params, id).map(|()| None),
             "session/prompt" => self.prompt(params, id).map(|()| None),
-            "session/set_mode" | "session/set_config_option" => Err((
-                INVALID_PARAMS,
-                format!(
-                    "Invalid params: {method} is refused: the summarizer agent's configuration \
-                     cannot be changed"
-                ),
+            "session/set_mode" => Err(invalid(
+                "session/set_mode is refused: the summarizer agent's mode cannot be changed",
             )),
-            "session/close" => {
-                let session = params_object(params)?
-                    .get("sessionId")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                if self.sessions.remove(session).is_some() {
-                    Ok(Some(json!({})))
-                } else {
-                    Err((NOT_FOUND, format!("Session not found: {session:?}")))
-                }
-            }
-            "session/load" | "session/resume" => Err((
+            _ => Err((
                 METHOD_NOT_FOUND,
-                format!("Method not found: {method} (this agent cannot load sessions)"),
+                format!("Method not found: {method}"),
+                None,
             )),
-            _ => Err((METHOD_NOT_FOUND, format!("Method not found: {method}"))),
         }
     }
 
@@ -176,155 +211,238 @@ impl Server {
                 // A turn that ended in the meantime has nothing left to cancel.
                 let _ = turn.events.send(Event::Cancel);
             }
-            _ => self.log("cancel_ignored", json!({"sessionId": session})),
+            _ => match session.and_then(|id| self.sessions.get(id).map(|s| (id, s))) {
+                // An idle session still reports that it stopped.
+                Some((id, state)) => {
+                    self.log("cancel_idle", json!({"sessionId": id}));
+                    let ids = TurnIds::new();
+                    self.shared.out.notify(
+                        "_cognition.ai/agent_stopped",
+                        wire::agent_stopped(
+                            id,
+                            "cancelled",
+                            &Stats::default(),
+                            &ids.request,
+                            model_label(&state.model),
+                        ),
+                    );
+                }
+                None => self.log("cancel_ignored", json!({"sessionId": session})),
+            },
         }
     }
 
     fn initialize(&mut self, params: &Value) -> Result<Value, Refusal> {
         let version = params_object(params)?.get("protocolVersion");
         if version.and_then(Value::as_u64) != Some(1) {
-            return Err((
-                INVALID_PARAMS,
-                format!(
-                    "Invalid params: unsupported protocolVersion {}; this agent speaks protocol 1",
-                    version.map_or_else(|| "(missing)".to_owned(), Value::to_string)
-                ),
-            ));
+            return Err(invalid(format!(
+                "unsupported protocolVersion {}; this agent speaks protocol 1",
+                version.map_or_else(|| "(missing)".to_owned(), Value::to_string)
+            )));
         }
         self.initialized = true;
-        self.log("initialize", json!({}));
+        self.identity = wire::client_identity(params);
+        let client = params.pointer("/clientInfo/name").and_then(Value::as_str);
+        self.log(
+            "initialize",
+            json!({"clientName": client, "clientAccepted": self.identity.is_ok()}),
+        );
         Ok(json!({
             "protocolVersion": 1,
             "agentCapabilities": {
-                "loadSession": false,
+                "loadSession": true,
                 "promptCapabilities": {"image": self.shared.config.images, "audio": false, "embeddedContext": false},
-                "sessionCapabilities": {"close": {}},
+                "sessionCapabilities": wire::session_capabilities(),
             },
             "agentInfo": {"name": AGENT_NAME, "version": AGENT_VERSION},
-            "authMethods": if self.shared.config.require_auth {
-                json!([{"id": "devin-browser", "name": "Log in with browser"},
-                       {"id": "windsurf-api-key", "name": "Windsurf API key"}])
-            } else {
-                json!([])
-            },
+            "authMethods": wire::auth_methods(),
         }))
     }
 
-    /// `authenticate`: the API-key method works when `WINDSURF_API_KEY` is set; the browser
-    /// method cannot run here and is logged as `browser_flow`.
+    /// `authenticate {methodId: "devin-browser", _meta: {api_key}}` signs the process in; without
+    /// a key the real CLI would open a browser, which cannot happen here.
     fn authenticate(&mut self, params: &Value) -> Result<Value, Refusal> {
-        let method = params_object(params)?
-            .get("methodId")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        self.log("authenticate", json!({"methodId": method}));
-        match method.as_str() {
-            "windsurf-api-key" => {
-                let has_key = std::env::var("WINDSURF_API_KEY").is_ok_and(|key| !key.is_empty());
-                if !has_key {
-                    return Err((AUTH_REQUIRED, "Authentication required: no API key".into()));
-                }
-                self.authenticated = true;
-                Ok(json!({}))
-            }
-            "devin-browser" => {
-                self.log("browser_flow", json!({}));
-                Err((INTERNAL_ERROR, "Internal error: no browser here".into()))
-            }
-            _ => Err((
-                INVALID_PARAMS,
-                format!("Invalid params: unknown auth method {method:?}"),
-            )),
-        }
+        let answer = wire::answer_authenticate(params, |event, fields| self.log(event, fields))?;
+        self.key_login = true;
+        Ok(answer)
     }
 
-    fn new_session(&mut self, params: &Value) -> Result<Value, Refusal> {
-        if self.shared.config.require_auth && !self.authenticated {
-            return Err((AUTH_REQUIRED, "Authentication required".into()));
+    /// Signed in: credentials on disk, an API-key login, or (the default of this agent, which
+    /// tests start without an account home) `MOCK_DEVIN_LOGGED_OUT` is not `1`.
+    fn signed_in(&self) -> bool {
+        !self.shared.config.logged_out || self.key_login || wire::credentials_exist()
+    }
+
+    /// The session's config options: the mode, and the model unless
+    /// `MOCK_DEVIN_NO_MODEL_OPTION=1`.
+    fn config_options(&self, model: &str) -> Value {
+        let mut options = vec![wire::mode_option(wire::DEFAULT_MODE)];
+        if !self.shared.config.no_model_option {
+            options.push(wire::model_option(model, MODELS.iter().copied()));
         }
+        Value::Array(options)
+    }
+
+    fn new_session(&mut self, params: &Value, id: &Value) -> Result<(), Refusal> {
         let params = params_object(params)?;
-        let cwd = params.get("cwd").and_then(Value::as_str).ok_or_else(|| {
-            (
-                INVALID_PARAMS,
-                "Invalid params: cwd must be an absolute path (a string)".to_owned(),
-            )
-        })?;
-        check_cwd(cwd).map_err(|message| (INVALID_PARAMS, format!("Invalid params: {message}")))?;
+        let cwd = params
+            .get("cwd")
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid("cwd must be an absolute path (a string)"))?;
+        check_cwd(cwd).map_err(invalid)?;
         match params.get("mcpServers") {
-            None => {
-                return Err((
-                    INVALID_PARAMS,
-                    "Invalid params: missing field `mcpServers`".to_owned(),
-                ))
-            }
+            None => return Err(invalid("missing field `mcpServers`")),
             Some(Value::Array(servers)) if servers.is_empty() => {}
             Some(Value::Array(_)) => {
-                return Err((
-                    INVALID_PARAMS,
-                    "Invalid params: mcpServers must be empty: the summarizer agent takes no \
-                     MCP servers"
-                        .to_owned(),
+                return Err(invalid(
+                    "mcpServers must be empty: the summarizer agent takes no MCP servers",
                 ))
             }
-            Some(_) => {
-                return Err((
-                    INVALID_PARAMS,
-                    "Invalid params: mcpServers must be an array".to_owned(),
-                ))
-            }
+            Some(_) => return Err(invalid("mcpServers must be an array")),
+        }
+        if !self.signed_in() {
+            return Err(wire::not_authenticated());
         }
         self.sessions_created += 1;
         let session_id = format!("mock-session-{}", self.sessions_created);
-        self.sessions.insert(session_id.clone(), None);
-        self.log("session_new", json!({"sessionId": session_id}));
-        Ok(json!({
-            "sessionId": session_id,
-            "modes": {
-                "currentModeId": "smart",
-                "availableModes": [
-                    {"id": "accept-edits", "name": "Accept edits"},
-                    {"id": "smart", "name": "Smart"},
-                    {"id": "ask", "name": "Ask"},
-                    {"id": "plan", "name": "Plan"},
-                    {"id": "bypass", "name": "Bypass"},
-                ],
+        let model = self.shared.config.model.clone();
+        let options = self.config_options(&model);
+        self.sessions.insert(
+            session_id.clone(),
+            Session {
+                trace: None,
+                cwd: cwd.to_owned(),
+                model: model.clone(),
             },
-            "configOptions": [
-                {"id": "mode", "name": "Mode", "category": "mode", "type": "select",
-                 "currentValue": "smart",
-                 "options": [{"value": "smart", "name": "Smart"}, {"value": "ask", "name": "Ask"}]},
-                {"id": "model", "name": "Model", "category": "model", "type": "select",
-                 "currentValue": "swe-1-7",
-                 "options": [{"value": "swe-1-7", "name": "SWE-1.7"},
-                             {"value": "swe-1-7-lightning", "name": "SWE-1.7 Lightning"}]},
-            ],
-        }))
+        );
+        self.log(
+            "session_new",
+            json!({"sessionId": session_id, "model": model}),
+        );
+        // As the CLI does: the options as an update first, then the answer.
+        self.shared
+            .out
+            .send(&wire::config_option_update(&session_id, &options));
+        self.shared.out.respond(
+            id,
+            json!({"sessionId": session_id, "modes": wire::modes(wire::DEFAULT_MODE), "configOptions": options}),
+        );
+        self.shared.out.send(&wire::servers_changed());
+        Ok(())
+    }
+
+    /// Sessions live in this process only: a load finds one of them, replays nothing.
+    fn load_session(&mut self, params: &Value) -> Result<Value, Refusal> {
+        let session_id = session_param(params)?;
+        if !self.signed_in() {
+            return Err(wire::not_authenticated());
+        }
+        let Some(session) = self.sessions.get(session_id) else {
+            self.log(
+                "session_load",
+                json!({"sessionId": session_id, "found": false}),
+            );
+            return Err(wire::session_not_found());
+        };
+        self.log(
+            "session_load",
+            json!({"sessionId": session_id, "found": true}),
+        );
+        Ok(
+            json!({"configOptions": self.config_options(&session.model), "modes": wire::modes(wire::DEFAULT_MODE)}),
+        )
+    }
+
+    fn list_sessions(&self) -> Value {
+        let sessions: Vec<Value> = self
+            .sessions
+            .iter()
+            .map(|(id, session)| json!({"sessionId": id, "cwd": session.cwd}))
+            .collect();
+        self.log("session_list", json!({"count": sessions.len()}));
+        json!({"sessions": sessions})
+    }
+
+    fn delete_session(&mut self, params: &Value) -> Result<Value, Refusal> {
+        let session_id = session_param(params)?.to_owned();
+        if self.sessions.remove(&session_id).is_none() {
+            return Err(wire::session_not_found());
+        }
+        if let Some(turn) = self.turns.remove(&session_id) {
+            let _ = turn.events.send(Event::Cancel);
+        }
+        self.log("session_delete", json!({"sessionId": session_id}));
+        Ok(json!({}))
+    }
+
+    /// `session/set_config_option {sessionId, configId: "model", value}`: an update, then the
+    /// answer with every option. The mode cannot be changed.
+    fn set_config_option(&mut self, params: &Value, id: &Value) -> Result<(), Refusal> {
+        let session_id = session_param(params)?.to_owned();
+        let config_id = params.get("configId").and_then(Value::as_str);
+        let value = params
+            .get("value")
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid("missing value"))?;
+        if !self.sessions.contains_key(&session_id) {
+            return Err(wire::session_not_found());
+        }
+        match config_id {
+            Some("model") if !self.shared.config.no_model_option => {}
+            Some("mode") => return Err(invalid("the summarizer agent's mode cannot be changed")),
+            other => return Err(invalid(format!("unknown config option {other:?}"))),
+        }
+        if !MODELS.iter().any(|(model, _)| *model == value) {
+            return Err((
+                INVALID_PARAMS,
+                wire::model_not_found_message(value, MODELS.iter().map(|(id, _)| *id)),
+                None,
+            ));
+        }
+        if let Some(session) = self.sessions.get_mut(&session_id) {
+            session.model = value.to_owned();
+        }
+        self.log(
+            "set_config_option",
+            json!({"sessionId": session_id, "configId": "model", "value": value}),
+        );
+        let options = self.config_options(value);
+        self.shared
+            .out
+            .send(&wire::config_option_update(&session_id, &options));
+        self.shared
+            .out
+            .respond(id, json!({"configOptions": options}));
+        Ok(())
     }
 
     fn prompt(&mut self, params: &Value, id: &Value) -> Result<(), Refusal> {
+        if let Err(name) = &self.identity {
+            // The backend refuses every prompt of a client that is not `windsurf`.
+            eprintln!("mock-devin: client {name:?} is not windsurf: prompt refused");
+            self.log("identity_refused", json!({"clientName": name}));
+            return Err(wire::out_of_date());
+        }
         let params = params_object(params)?;
         let session_id = params
             .get("sessionId")
             .and_then(Value::as_str)
-            .ok_or_else(|| {
-                (
-                    INVALID_PARAMS,
-                    "Invalid params: missing sessionId".to_owned(),
-                )
-            })?;
-        let Some(earlier) = self.sessions.get(session_id) else {
-            return Err((NOT_FOUND, format!("Session not found: {session_id:?}")));
+            .ok_or_else(|| invalid("missing sessionId"))?;
+        let Some(session) = self.sessions.get(session_id) else {
+            return Err(wire::session_not_found());
         };
+        let earlier = session.trace.clone();
+        let model = session.model.clone();
         self.turns.retain(|_, turn| turn.running());
         if self.turns.contains_key(session_id) {
             return Err((
                 INVALID_REQUEST,
                 "Invalid Request: a prompt turn is already running in this session".to_owned(),
+                None,
             ));
         }
-        let (received, images) = prompt_content(params.get("prompt"), self.shared.config.images)
-            .map_err(|message| (INVALID_PARAMS, format!("Invalid params: {message}")))?;
+        let (received, images) =
+            prompt_content(params.get("prompt"), self.shared.config.images).map_err(invalid)?;
         let (text, kind) = session_trace(earlier.as_deref(), &received)?;
         let parsed = Prompt::parse(&text).map_err(|_| {
             (
@@ -333,6 +451,7 @@ impl Server {
                     "missing bridge framing: the prompt must contain the {BRIDGE_HEADER} and \
                      {TRACE_HEADER} headers"
                 ),
+                None,
             )
         })?;
         let (marker, unknown) = find_marker(parsed.last_user().unwrap_or_default());
@@ -365,6 +484,9 @@ impl Server {
             received_chars: received.chars().count(),
             images,
             scenario,
+            model,
+            ids: TurnIds::new(),
+            started: std::time::Instant::now(),
             inbox,
             done: Arc::clone(&done),
         };
@@ -375,9 +497,12 @@ impl Server {
                 (
                     INTERNAL_ERROR,
                     format!("Internal error: cannot start the turn: {err}"),
+                    None,
                 )
             })?;
-        self.sessions.insert(session_id.to_owned(), Some(text));
+        if let Some(session) = self.sessions.get_mut(session_id) {
+            session.trace = Some(text);
+        }
         self.turns
             .insert(session_id.to_owned(), RunningTurn { events, done });
         Ok(())
@@ -401,13 +526,13 @@ fn session_trace(earlier: Option<&str>, received: &str) -> Result<(String, &'sta
                     "missing bridge framing: the prompt must contain the {BRIDGE_HEADER} and \
                      {TRACE_HEADER} headers, or continue this session's trace"
                 ),
+                None,
             ))
         }
     };
     let Some(earlier) = earlier else {
-        return Err((
-            INVALID_PARAMS,
-            "Invalid params: a continuation needs an earlier prompt in this session".to_owned(),
+        return Err(invalid(
+            "a continuation needs an earlier prompt in this session",
         ));
     };
     let mut text = String::with_capacity(earlier.len() + SEPARATOR.len() + addition.len());

@@ -10,16 +10,19 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::plugin_script;
-use crate::rpc::{AUTH_REQUIRED, INTERNAL_ERROR};
+use crate::rpc::INTERNAL_ERROR;
 use crate::scenario::{ErrorKind, Scenario};
 use crate::script::{self, Action};
+use crate::server::model_label;
 use crate::trace::Prompt;
+use crate::wire::{self, Stats, TurnIds};
 use crate::Shared;
 
 pub const TEXT: &str = "Mock answer: the bridge works.";
 pub const NARRATION: &str = "I'll run the tests next to check the fix.";
 pub const MALFORMED: &str = r#"<tool>{"name": "Bash", "arguments": {</tool>"#;
-pub const MODEL_LABEL: &str = "SWE-1.7 (mock)";
+/// The length of the message of `[mock:rpc-error=bad-shape]`.
+const BAD_SHAPE_MESSAGE: usize = 200 * 1024;
 const TOOL_RAN: &str = "Mock answer: the tool ran.";
 /// What the bridge's framing says when the request disables parallel tool use.
 const PARALLEL_DISABLED: &str = "Parallel tool use is disabled";
@@ -69,6 +72,10 @@ pub struct Turn {
     /// The media types of the image blocks sent with this turn.
     pub images: crate::server::Images,
     pub scenario: Scenario,
+    /// The ACP id of the session's model when the prompt arrived (the model that answers).
+    pub model: String,
+    pub ids: TurnIds,
+    pub started: Instant,
     pub inbox: Receiver<Event>,
     pub done: Arc<AtomicBool>,
 }
@@ -109,14 +116,17 @@ fn marker_tool(tools: &[&str], command: &str, description: &str) -> (String, Val
     }
 }
 
-/// The first word ending in `.png` in the trace's `[User]` sections (what `[mock:read-image]`
-/// asks the client to read).
-/// The usage `[mock:usage]` reports, whatever the prompt.
+/// The usage `[mock:usage]` reports, whatever the prompt. The cache-write count is the one
+/// field the CLI's usage is not known to carry: the marker exists to prove that a client
+/// passes every reported count on.
 pub fn reported_usage() -> Value {
-    json!({"inputTokens": 4321, "outputTokens": 42, "totalTokens": 4363,
-           "cachedReadTokens": 4000, "cachedWriteTokens": 300})
+    let mut usage = wire::usage(4321, 42, 4000);
+    usage["cachedWriteTokens"] = json!(300);
+    usage
 }
 
+/// The first word ending in `.png` in the trace's `[User]` sections (what `[mock:read-image]`
+/// asks the client to read).
 fn image_path(prompt: &Prompt<'_>) -> Option<String> {
     prompt
         .sections
@@ -270,6 +280,10 @@ impl Turn {
                 self.answer(TEXT, Route::Update, "text")
             }
             Scenario::Env => self.answer(&environment(), Route::Update, "env"),
+            Scenario::Whoami => {
+                let text = format!("model: {}", self.model);
+                self.answer(&text, Route::Update, "text")
+            }
             Scenario::Probe => {
                 let report = crate::probe::report(prompt.last_user().unwrap_or_default());
                 self.answer(&report, Route::Update, "probe")
@@ -344,12 +358,42 @@ impl Turn {
         );
     }
 
+    /// The label of the model that answers.
+    fn label(&self) -> &str {
+        model_label(&self.model)
+    }
+
+    /// `_cognition.ai/agent_stopped` with this turn's counts.
+    fn stopped(&self, cause: &str, input: u64, output: u64) {
+        let elapsed = self.started.elapsed().as_millis() as u64;
+        let stats = Stats {
+            input_tokens: input,
+            output_tokens: output,
+            ttft_ms: elapsed,
+            total_time_ms: elapsed,
+            ..Stats::default()
+        };
+        self.shared.out.notify(
+            "_cognition.ai/agent_stopped",
+            wire::agent_stopped(
+                &self.session_id,
+                cause,
+                &stats,
+                &self.ids.request,
+                self.label(),
+            ),
+        );
+    }
+
     /// Things a real turn sends before any text, which a client must tolerate.
     fn prelude(&self) {
+        self.shared
+            .out
+            .send(&wire::output_notification("Thinking...\n"));
         self.update(json!({"sessionUpdate": "available_commands_update", "availableCommands": []}));
         self.shared.out.notify(
             "_cognition.ai/turn_stats",
-            json!({"sessionId": self.session_id, "turn": 1, "elapsedMs": 0}),
+            wire::turn_stats(&self.session_id, &self.ids, self.label()),
         );
     }
 
@@ -393,43 +437,30 @@ impl Turn {
         }
         // Logged before the result goes out: the host ends the agent as soon as it has the
         // result, and the line must not be lost with it.
+        fields["model"] = json!(self.model);
         self.log("reply", fields);
-        self.shared.out.notify(
-            "_cognition.ai/agent_stopped",
-            json!({
-                "sessionId": self.session_id,
-                "cause": "complete",
-                "stats": {"inputTokens": input, "outputTokens": output, "modelLabel": MODEL_LABEL},
-            }),
-        );
-        self.complete(match self.scenario {
-            Scenario::Usage => json!({"stopReason": "end_turn", "usage": reported_usage()}),
-            Scenario::NoUsage => json!({"stopReason": "end_turn"}),
-            Scenario::UsageUpdate => {
-                self.update(
-                    json!({"sessionUpdate": "usage_update", "used": CONTEXT_USED, "size": 256000}),
-                );
-                json!({"stopReason": "end_turn"})
-            }
-            _ => json!({
-                "stopReason": "end_turn",
-                "usage": {
-                    "inputTokens": input,
-                    "outputTokens": output,
-                    "totalTokens": input + output,
-                    "cachedReadTokens": 0,
-                },
-            }),
-        });
+        if self.scenario == Scenario::UsageUpdate {
+            self.update(
+                json!({"sessionUpdate": "usage_update", "used": CONTEXT_USED, "size": 256000}),
+            );
+        }
+        self.stopped("complete", input, output);
+        let usage = match self.scenario {
+            Scenario::Usage => Some(reported_usage()),
+            Scenario::NoUsage | Scenario::UsageUpdate => None,
+            _ => Some(wire::usage(input, output, 0)),
+        };
+        self.complete(wire::prompt_result("end_turn", usage, &self.ids));
     }
 
     fn cancelled(&self) {
-        self.shared.out.notify(
-            "_cognition.ai/agent_stopped",
-            json!({"sessionId": self.session_id, "cause": "cancelled",
-                   "stats": {"inputTokens": tokens(&self.prompt), "outputTokens": 0, "modelLabel": MODEL_LABEL}}),
-        );
-        self.complete(json!({"stopReason": "cancelled"}));
+        let input = tokens(&self.prompt);
+        self.stopped("cancelled", input, 0);
+        self.complete(wire::prompt_result(
+            "cancelled",
+            Some(wire::usage(input, 0, 0)),
+            &self.ids,
+        ));
         self.log("cancelled", json!({"sessionId": self.session_id}));
     }
 
@@ -487,22 +518,34 @@ impl Turn {
     }
 
     fn rpc_error(&self, kind: ErrorKind) {
-        let (code, message, retryable) = match kind {
-            ErrorKind::ServerError => (INTERNAL_ERROR, "Internal error", true),
-            ErrorKind::RateLimited => (INTERNAL_ERROR, "Internal error", true),
-            ErrorKind::Unauthenticated => (AUTH_REQUIRED, "Authentication required", false),
-        };
-        self.shared.out.notify(
-            "_cognition.ai/agent_stopped",
-            json!({"sessionId": self.session_id, "cause": "error",
-                   "stats": {"inputTokens": tokens(&self.prompt), "outputTokens": 0, "modelLabel": MODEL_LABEL}}),
-        );
-        self.fail(
-            code,
-            message,
-            Some(json!({"cognition.ai/errorKind": kind.name(), "retryable": retryable})),
-        );
-        self.log("rpc_error", json!({"code": code, "errorKind": kind.name()}));
+        self.stopped("error", tokens(&self.prompt), 0);
+        match kind {
+            ErrorKind::Fault(fault) => {
+                let (code, message, data) = fault.refusal();
+                self.fail(code, &message, data);
+                self.log(
+                    "rpc_error",
+                    json!({"code": code, "errorKind": fault.kind()}),
+                );
+            }
+            ErrorKind::BadShape => {
+                let message = "x".repeat(BAD_SHAPE_MESSAGE);
+                let data = json!({"cognition.ai/errorKind": 42, "cognition.ai/retryable": "yes"});
+                self.fail(INTERNAL_ERROR, &message, Some(data));
+                self.log("rpc_error", json!({"code": INTERNAL_ERROR, "shape": "bad"}));
+            }
+            ErrorKind::NotObject => {
+                self.done.store(true, Ordering::SeqCst);
+                self.shared
+                    .out
+                    .send(&json!({"jsonrpc": "2.0", "id": self.request_id,
+                    "error": {"code": INTERNAL_ERROR, "data": "oops"}}));
+                self.log(
+                    "rpc_error",
+                    json!({"code": INTERNAL_ERROR, "shape": "not-object"}),
+                );
+            }
+        }
     }
 
     fn exit(&self) -> ! {
@@ -614,15 +657,12 @@ impl Turn {
         // The usage and the log describe the whole reply without holding it twice.
         let input = tokens(&self.prompt);
         let output = (HUGE_TOTAL as u64).div_ceil(4);
-        self.shared.out.notify(
-            "_cognition.ai/agent_stopped",
-            json!({"sessionId": self.session_id, "cause": "complete",
-                   "stats": {"inputTokens": input, "outputTokens": output, "modelLabel": MODEL_LABEL}}),
-        );
-        self.complete(
-            json!({"stopReason": "end_turn", "usage": {"inputTokens": input, "outputTokens": output,
-                   "totalTokens": input + output, "cachedReadTokens": 0}}),
-        );
+        self.stopped("complete", input, output);
+        self.complete(wire::prompt_result(
+            "end_turn",
+            Some(wire::usage(input, output, 0)),
+            &self.ids,
+        ));
         self.log(
             "reply",
             json!({"kind": "huge", "chars": HUGE_TOTAL, "outputTokens": output}),

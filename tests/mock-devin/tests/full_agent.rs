@@ -178,11 +178,24 @@ impl Agent {
         }
     }
 
+    /// The answer to one request; only notifications may come before it.
     fn call(&mut self, method: &str, params: Value) -> Value {
         let id = self.request(method, params);
         let (before, response) = self.until_response(id);
-        assert!(before.is_empty(), "unexpected messages: {before:?}");
+        assert!(
+            before
+                .iter()
+                .all(|m| m.get("method").is_some() && m.get("id").is_none()),
+            "unexpected messages: {before:?}"
+        );
         response
+    }
+
+    fn next_json(&self) -> Value {
+        match self.next() {
+            Out::Json(message) => message,
+            Out::Raw(line) => panic!("not JSON: {line}"),
+        }
     }
 
     fn initialize(&mut self) -> Value {
@@ -194,11 +207,34 @@ impl Agent {
         init
     }
 
+    /// session/new: a `config_option_update` before the answer, `_cognition.ai/mcp/serversChanged`
+    /// right after it.
     fn new_session(&mut self, cwd: &Path) -> Value {
-        self.call(
+        let id = self.request(
             "session/new",
             json!({"cwd": cwd.to_str().expect("utf8"), "mcpServers": []}),
-        )
+        );
+        let (before, new) = self.until_response(id);
+        if new.get("error").is_some() {
+            assert!(before.is_empty(), "{before:?}");
+            return new;
+        }
+        assert_eq!(before.len(), 1, "{before:?}");
+        assert_eq!(before[0]["params"]["sessionId"], new["result"]["sessionId"]);
+        assert_eq!(
+            before[0]["params"]["update"]["sessionUpdate"],
+            "config_option_update"
+        );
+        assert_eq!(
+            before[0]["params"]["update"]["configOptions"],
+            new["result"]["configOptions"]
+        );
+        let changed = self.next_json();
+        assert_eq!(
+            changed["method"], "_cognition.ai/mcp/serversChanged",
+            "{changed}"
+        );
+        new
     }
 
     fn start(&mut self, cwd: &Path) -> String {
@@ -312,7 +348,7 @@ fn session_round_trip_then_load_in_a_second_process() {
         session.starts_with("mock-") && session.len() > 10,
         "{session}"
     );
-    assert_eq!(result["modes"]["currentModeId"], "smart");
+    assert_eq!(result["modes"]["currentModeId"], "accept-edits");
     let mode_ids: Vec<&str> = result["modes"]["availableModes"]
         .as_array()
         .expect("modes")
@@ -326,45 +362,69 @@ fn session_round_trip_then_load_in_a_second_process() {
     assert_eq!(model["type"], "select");
     assert_eq!(
         values(model),
-        ["swe-2", "swe-2-fast", "kimi-k3", "glm-5-2", "muse-wonder"]
+        [
+            "swe-2",
+            "swe-2-fast",
+            "swe-2-high",
+            "kimi-k3",
+            "glm-5-2",
+            "muse-wonder"
+        ]
     );
-    let thought = option(options, "thought_level").expect("thought_level option");
-    assert_eq!(thought["currentValue"], "medium");
-    assert_eq!(values(thought), ["low", "medium", "high"]);
-    assert_eq!(
-        values(option(options, "speed").expect("speed")),
-        ["standard", "fast"]
-    );
+    // No separate effort or speed options: effort is a model variant.
+    assert!(option(options, "thought_level").is_none(), "{options}");
+    assert!(option(options, "speed").is_none(), "{options}");
+    assert_eq!(options.as_array().expect("options").len(), 2);
     assert_eq!(
         option(options, "mode").expect("mode")["currentValue"],
-        "smart"
+        "accept-edits"
     );
 
     // A second session gets another id.
     let other = agent.new_session(&home.work);
     assert_ne!(other["result"]["sessionId"], json!(session));
 
-    // GLM-5.2 takes the thought_level option away.
-    let set = agent.call(
+    // The update first, then the whole list.
+    let id = agent.request(
         "session/set_config_option",
         json!({"sessionId": session, "configId": "model", "value": "glm-5-2"}),
+    );
+    let (before, set) = agent.until_response(id);
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert_eq!(
+        before[0]["params"]["update"]["sessionUpdate"],
+        "config_option_update"
+    );
+    assert_eq!(
+        before[0]["params"]["update"]["configOptions"],
+        set["result"]["configOptions"]
     );
     let options = &set["result"]["configOptions"];
     assert_eq!(
         option(options, "model").expect("model")["currentValue"],
         "glm-5-2"
     );
-    assert!(option(options, "thought_level").is_none(), "{options}");
     let refused = agent.call(
         "session/set_config_option",
         json!({"sessionId": session, "configId": "thought_level", "value": "high"}),
     );
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
-    let bad_value = agent.call(
-        "session/set_config_option",
-        json!({"sessionId": session, "configId": "model", "value": "legacy-9"}),
+    for hidden in ["legacy-9", "adaptive"] {
+        let bad_value = agent.call(
+            "session/set_config_option",
+            json!({"sessionId": session, "configId": "model", "value": hidden}),
+        );
+        assert_eq!(
+            bad_value["error"],
+            json!({"code": -32602, "message": format!("Model not found: {hidden}. Available \
+                   models: swe-2, swe-2-fast, swe-2-high, kimi-k3, glm-5-2, muse-wonder")})
+        );
+    }
+    let set_model = agent.call(
+        "session/set_model",
+        json!({"sessionId": session, "modelId": "swe-2"}),
     );
-    assert_eq!(bad_value["error"]["code"], -32602, "{bad_value}");
+    assert_eq!(set_model["error"]["code"], -32601, "{set_model}");
 
     assert_eq!(agent.set_mode(&session, "bypass")["result"], json!({}));
     assert_eq!(agent.set_mode(&session, "yolo")["error"]["code"], -32602);
@@ -377,18 +437,47 @@ fn session_round_trip_then_load_in_a_second_process() {
         usage["totalTokens"].as_u64(),
         Some(usage["inputTokens"].as_u64().unwrap() + usage["outputTokens"].as_u64().unwrap())
     );
-    assert!(usage.get("cachedReadTokens").is_none(), "{usage}");
+    assert_eq!(usage["cachedReadTokens"], 0, "{usage}");
+    // Sorted: the order of a JSON object's keys depends on serde_json's features in the build.
+    let mut keys: Vec<&String> = usage.as_object().expect("usage").keys().collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "cachedReadTokens",
+            "inputTokens",
+            "outputTokens",
+            "totalTokens"
+        ]
+    );
+    assert!(result["result"]["_meta"]["cognition.ai/userMessageId"].is_string());
+    let output = notification(&before, "_cognition.ai/output").expect("output");
+    assert_eq!(output["params"]["sessionId"], "");
     assert!(count_updates(&before, "agent_message_chunk") >= 2);
     assert_eq!(
         text_of(&before, "agent_message_chunk"),
         "Devin mock: done. turns seen: 0"
     );
     let stats = notification(&before, "_cognition.ai/turn_stats").expect("turn_stats");
-    assert_eq!(stats["params"]["modelLabel"], "GLM-5.2");
+    assert!(stats["params"].get("modelLabel").is_none(), "{stats}");
+    assert_eq!(
+        stats["params"]["responseDimensions"],
+        json!({"model": "GLM-5.2"})
+    );
     assert_eq!(stats["params"]["sessionId"], json!(session));
+    assert_eq!(
+        stats["params"]["turnClientMessageId"],
+        result["result"]["_meta"]["cognition.ai/userMessageId"]
+    );
     let stopped = notification(&before, "_cognition.ai/agent_stopped").expect("agent_stopped");
     assert_eq!(stopped["params"]["cause"], "complete");
     assert_eq!(stopped["params"]["stats"]["modelLabel"], "GLM-5.2");
+    assert_eq!(
+        stopped["params"]["stats"]["requestId"],
+        stats["params"]["turnRequestId"]
+    );
+    // agent_stopped is the last message before the result.
+    assert_eq!(before.last(), Some(stopped));
 
     // The session database holds the transcript, privately.
     let file = home.sessions().join(format!("{session}.json"));
@@ -417,8 +506,12 @@ fn session_round_trip_then_load_in_a_second_process() {
         "session/load",
         json!({"sessionId": "mock-0000000000000000", "cwd": home.work, "mcpServers": []}),
     );
-    assert_eq!(missing["error"]["code"], -32002, "{missing}");
-    assert_eq!(missing["error"]["message"], "Resource not found");
+    assert_eq!(
+        missing["error"],
+        json!({"code": -32016, "message": "Session not found",
+               "data": {"cognition.ai/errorKind": "session_not_found",
+                        "cognition.ai/retryable": false}})
+    );
     let id = second.request(
         "session/load",
         json!({"sessionId": session, "cwd": home.work, "mcpServers": []}),
@@ -469,6 +562,7 @@ fn writes_need_an_editing_mode_an_allow_rule_and_no_deny_rule() {
     let session = agent.start(&project);
 
     // Smart mode: nothing is written even where the rules allow it.
+    assert_eq!(agent.set_mode(&session, "smart")["result"], json!({}));
     let (before, _) = agent.turn(&session, "[mock:write allowed/a.txt]");
     let reply = text_of(&before, "agent_message_chunk");
     let target = allowed.join("a.txt");
@@ -576,7 +670,9 @@ fn argv_version_and_catalog() {
         .iter()
         .filter_map(|v| v["model_uid"].as_str())
         .collect();
-    assert_eq!(variants, ["swe-2", "swe-2-fast"]);
+    assert_eq!(variants, ["swe-2", "swe-2-fast", "swe-2-high"]);
+    assert_eq!(find("adaptive")["variants"][0]["model_uid"], "adaptive");
+    assert_eq!(find("adaptive")["variants"][0]["label"], "Adaptive");
     assert!(find("kimi-k3")["aliases"]
         .as_array()
         .expect("aliases")
@@ -591,6 +687,7 @@ fn argv_version_and_catalog() {
     let new = agent.new_session(&home.work);
     let model = option(&new["result"]["configOptions"], "model").expect("model");
     assert!(!values(model).contains(&"legacy-9"));
+    assert!(!values(model).contains(&"adaptive"));
 }
 
 #[test]
@@ -623,21 +720,50 @@ fn signed_out_sessions_need_authentication() {
     let home = Home::new(&permissive());
     let credentials = home.root().join("data/devin/credentials.toml");
     std::fs::remove_file(&credentials).expect("remove");
-    let mut agent = Agent::spawn(&home, &[]);
-    agent.initialize();
-    let new = agent.new_session(&home.work);
-    assert_eq!(new["error"]["code"], -32000, "{new}");
-    assert_eq!(
-        new["error"]["data"]["cognition.ai/errorKind"],
-        "Unauthenticated"
-    );
-    drop(agent);
-
-    // An API key in the environment signs the agent in.
+    // An API key in the environment no longer signs the agent in by itself.
     let mut agent = Agent::spawn(&home, &[("WINDSURF_API_KEY", "k")]);
-    agent.initialize();
+    let init = agent.initialize();
+    assert_eq!(
+        init["result"]["authMethods"],
+        json!([{"id": "devin-browser", "name": "Devin", "description": "Sign in with your browser"}])
+    );
+    let new = agent.new_session(&home.work);
+    assert_eq!(
+        new["error"],
+        json!({"code": -32000, "message": "ACP host has not authenticated. Run \"devin auth login\" or authenticate with an API key."}),
+    );
+    let load = agent.call(
+        "session/load",
+        json!({"sessionId": "mock-0000000000000000", "cwd": home.work, "mcpServers": []}),
+    );
+    assert_eq!(load["error"]["code"], -32000, "{load}");
+    // No key: the CLI would open a browser.
+    let browser = agent.call(
+        "authenticate",
+        json!({"methodId": "devin-browser", "_meta": {}}),
+    );
+    assert_eq!(
+        browser["error"],
+        json!({"code": -32603, "message": "cannot open a browser: no display"})
+    );
+    let unknown = agent.call("authenticate", json!({"methodId": "api-key"}));
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    // A key through authenticate signs this process in.
+    let signed = agent.call(
+        "authenticate",
+        json!({"methodId": "devin-browser", "_meta": {"api_key": "secret-key-9"}}),
+    );
+    assert_eq!(signed["result"], Value::Null, "{signed}");
     assert!(agent.new_session(&home.work)["result"]["sessionId"].is_string());
     drop(agent);
+    let events = home.log_events();
+    assert!(events.iter().any(|e| e["event"] == "browser_login"));
+    assert!(events
+        .iter()
+        .any(|e| e["event"] == "authenticate" && e["apiKey"] == true));
+    assert!(!std::fs::read_to_string(&home.log)
+        .expect("log")
+        .contains("secret-key-9"));
 
     // So does a credentials file reached through a symlink.
     let real = home.root().join("home/creds.toml");
@@ -663,18 +789,48 @@ fn failure_markers_end_turns_as_scripted() {
     let home = Home::new(&permissive());
     let mut agent = Agent::spawn(&home, &[]);
     let session = agent.start(&home.work);
-    for (marker, code, kind) in [
-        ("auth", -32000, "Unauthenticated"),
-        ("quota", -32603, "QuotaExceeded"),
-        ("rate_limited", -32603, "RateLimited"),
-        ("network", -32603, "NetworkError"),
+    for (marker, code, message, data) in [
+        (
+            "auth",
+            -32000,
+            "ACP host has not authenticated",
+            Value::Null,
+        ),
+        (
+            "quota",
+            -32011,
+            "You have run out of credits",
+            json!({"cognition.ai/errorKind": "resource_exhausted", "cognition.ai/retryable": false}),
+        ),
+        (
+            "rate_limited",
+            -32010,
+            "Rate limit exceeded",
+            json!({"cognition.ai/errorKind": "unavailable", "cognition.ai/retryable": true}),
+        ),
+        (
+            "network",
+            -32010,
+            "Connection error: ",
+            json!({"cognition.ai/errorKind": "unavailable", "cognition.ai/retryable": true}),
+        ),
+        (
+            "server",
+            -32603,
+            "Internal error",
+            json!({"cognition.ai/errorKind": "internal", "cognition.ai/retryable": false}),
+        ),
     ] {
         let (before, result) = agent.turn(&session, &format!("[mock:fail {marker}]"));
         assert_eq!(result["error"]["code"], code, "{marker}: {result}");
-        assert_eq!(
-            result["error"]["data"]["cognition.ai/errorKind"], kind,
-            "{marker}"
+        assert!(
+            result["error"]["message"]
+                .as_str()
+                .expect("message")
+                .starts_with(message),
+            "{marker}: {result}"
         );
+        assert_eq!(result["error"]["data"], data, "{marker}: {result}");
         let stopped = notification(&before, "_cognition.ai/agent_stopped").expect("stopped");
         assert_eq!(stopped["params"]["cause"], "error");
     }
@@ -694,12 +850,15 @@ fn failure_markers_end_turns_as_scripted() {
     );
     assert!(notification(&before, "_cognition.ai/agent_stopped").is_none());
     assert_eq!(
-        notification(&before, "_cognition.ai/turn_stats").expect("stats")["params"]["modelLabel"],
+        notification(&before, "_cognition.ai/turn_stats").expect("stats")["params"]
+            ["responseDimensions"]["model"],
         "Custom 1"
     );
-    assert!(result["result"]["usage"]["cachedReadTokens"].is_u64());
-    // Seven earlier turns.
-    assert!(text_of(&before, "agent_message_chunk").ends_with("turns seen: 7"));
+    assert!(result["result"]["usage"]["cachedReadTokens"]
+        .as_u64()
+        .is_some_and(|n| n > 0));
+    // Eight earlier turns.
+    assert!(text_of(&before, "agent_message_chunk").ends_with("turns seen: 8"));
 
     let (before, _) = agent.turn(&session, "[mock:model X] use the label");
     assert_eq!(
@@ -977,7 +1136,7 @@ fn scenario_variable_applies_to_prompts_without_markers() {
     let (_, result) = agent.turn(&session, "No marker here.");
     assert_eq!(
         result["error"]["data"]["cognition.ai/errorKind"],
-        "QuotaExceeded"
+        "resource_exhausted"
     );
     // A marker in the prompt wins.
     let (_, result) = agent.turn(&session, "[mock:refusal]");
@@ -992,4 +1151,342 @@ fn scenario_variable_applies_to_prompts_without_markers() {
         .output()
         .expect("run");
     assert_eq!(output.status.code(), Some(64));
+}
+
+#[test]
+fn prompts_of_a_client_not_named_windsurf_are_refused() {
+    let home = Home::new(&permissive());
+    for (client, served) in [
+        (json!({"name": "acpx", "version": "0.1.0"}), false),
+        (json!({"name": "windsurf", "version": "1.110.1"}), true),
+        (Value::Null, true),
+    ] {
+        let mut agent = Agent::spawn(&home, &[]);
+        let mut params = json!({"protocolVersion": 1, "clientCapabilities": {}});
+        if !client.is_null() {
+            params["clientInfo"] = client.clone();
+        }
+        agent.call("initialize", params);
+        let session = agent.new_session(&home.work)["result"]["sessionId"]
+            .as_str()
+            .expect("session")
+            .to_owned();
+        let (_, result) = agent.turn(&session, "Hello.");
+        if served {
+            assert_eq!(result["result"]["stopReason"], "end_turn", "{client}");
+        } else {
+            assert_eq!(
+                result["error"],
+                json!({"code": -32603,
+                       "message": "Your Windsurf version is out of date. Please update to the latest version.",
+                       "data": {"cognition.ai/errorKind": "internal", "cognition.ai/retryable": false}})
+            );
+        }
+    }
+    assert!(home
+        .log_events()
+        .iter()
+        .any(|e| e["event"] == "identity_refused" && e["clientName"] == "acpx"));
+}
+
+#[test]
+fn sessions_are_listed_deleted_and_never_closed() {
+    let home = Home::new(&permissive());
+    let mut agent = Agent::spawn(&home, &[]);
+    let init = agent.initialize();
+    let capabilities = &init["result"]["agentCapabilities"];
+    assert_eq!(capabilities["loadSession"], true);
+    assert_eq!(
+        capabilities["sessionCapabilities"],
+        json!({"list": {}, "delete": {}, "additionalDirectories": {}})
+    );
+    let first = agent.new_session(&home.work)["result"]["sessionId"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let listed = agent.call("session/list", json!({}));
+    let sessions = listed["result"]["sessions"].as_array().expect("sessions");
+    assert_eq!(sessions.len(), 1, "{listed}");
+    assert_eq!(sessions[0]["sessionId"], json!(first));
+    assert_eq!(sessions[0]["cwd"], json!(home.work.display().to_string()));
+
+    // Cancelling an idle session still reports that it stopped.
+    agent.send(&json!({"jsonrpc": "2.0", "method": "session/cancel",
+                       "params": {"sessionId": first}}));
+    let stopped = agent.next_json();
+    assert_eq!(
+        stopped["method"], "_cognition.ai/agent_stopped",
+        "{stopped}"
+    );
+    assert_eq!(stopped["params"]["cause"], "cancelled");
+    assert_eq!(stopped["params"]["stats"]["modelLabel"], "SWE-2");
+
+    let close = agent.call("session/close", json!({"sessionId": first}));
+    assert_eq!(close["error"]["code"], -32601, "{close}");
+    let deleted = agent.call("session/delete", json!({"sessionId": first}));
+    assert_eq!(deleted["result"], json!({}), "{deleted}");
+    assert!(!home.sessions().join(format!("{first}.json")).exists());
+    let again = agent.call("session/delete", json!({"sessionId": first}));
+    assert_eq!(again["error"]["code"], -32016, "{again}");
+    let (_, gone) = agent.turn(&first, "Hello.");
+    assert_eq!(gone["error"]["code"], -32016, "{gone}");
+    let listed = agent.call("session/list", json!({}));
+    assert_eq!(listed["result"], json!({"sessions": []}));
+}
+
+#[test]
+fn a_global_model_flag_and_the_model_option_switches() {
+    let home = Home::new(&permissive());
+    for flags in [&["--model", "swe-2-high"][..], &["--model=swe-2-high"]] {
+        let mut env = home.env();
+        env.push(("MOCK_DEVIN_NO_MODEL_OPTION".into(), "1".into()));
+        let mut command = command(&env);
+        command
+            .args(flags)
+            .arg("acp")
+            .current_dir(&home.work)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = command.spawn().expect("spawn");
+        let mut stdin = child.stdin.take().expect("stdin");
+        for message in [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                   "params": {"cwd": home.work, "mcpServers": []}}),
+        ] {
+            writeln!(stdin, "{message}").expect("write");
+        }
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut session = String::new();
+        for line in lines.by_ref() {
+            let message: Value = serde_json::from_str(&line.expect("line")).expect("json");
+            if message["id"] == 2 {
+                let options = &message["result"]["configOptions"];
+                // No model option: only the flag picks the model.
+                assert!(option(options, "model").is_none(), "{options}");
+                session = message["result"]["sessionId"]
+                    .as_str()
+                    .expect("id")
+                    .to_owned();
+                break;
+            }
+        }
+        let prompt = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+            "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}});
+        writeln!(stdin, "{prompt}").expect("write");
+        let mut label = Value::Null;
+        for line in lines.by_ref() {
+            let message: Value = serde_json::from_str(&line.expect("line")).expect("json");
+            if message["method"] == "_cognition.ai/agent_stopped" {
+                label = message["params"]["stats"]["modelLabel"].clone();
+            }
+            if message["id"] == 3 {
+                break;
+            }
+        }
+        drop(stdin);
+        let _ = child.wait();
+        assert_eq!(label, "SWE-2 High", "{flags:?}");
+    }
+    let output = command(&home.env())
+        .args(["--model", "adaptive", "acp"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("Model not found: adaptive"));
+
+    // MOCK_DEVIN_THOUGHT_LEVEL=1 adds the thought_level select, absent under GLM-5.2.
+    let mut agent = Agent::spawn(&home, &[("MOCK_DEVIN_THOUGHT_LEVEL", "1")]);
+    let session = agent.start(&home.work);
+    let set = agent.call(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "thought_level", "value": "high"}),
+    );
+    let thought = option(&set["result"]["configOptions"], "thought_level").expect("thought");
+    assert_eq!(thought["currentValue"], "high");
+    assert_eq!(values(thought), ["low", "medium", "high"]);
+    let set = agent.call(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "model", "value": "glm-5-2"}),
+    );
+    assert!(option(&set["result"]["configOptions"], "thought_level").is_none());
+    assert!(option(&set["result"]["configOptions"], "speed").is_none());
+}
+
+/// Runs print mode with this environment.
+fn print(env: &[(String, String)], args: &[&str]) -> (Option<i32>, String, String) {
+    let output = command(env)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn print_mode_flags_errors_and_sign_in() {
+    let home = Home::new(&permissive());
+    let env = home.env();
+    assert_eq!(
+        print(&env, &["-p", "Fix it."]),
+        (Some(0), "Devin mock: done.\n".to_owned(), String::new())
+    );
+    for (given, shown) in [
+        ("normal", "normal"),
+        ("auto", "normal"),
+        ("accept-edits", "accept-edits"),
+        ("dangerous", "dangerous"),
+        ("yolo", "dangerous"),
+        ("bypass", "dangerous"),
+    ] {
+        let (status, stdout, _) = print(
+            &env,
+            &[
+                "-p",
+                "--model",
+                "kimi-k3",
+                "--permission-mode",
+                given,
+                "--",
+                "[mock:whoami]",
+            ],
+        );
+        assert_eq!(status, Some(0), "{given}");
+        assert!(
+            stdout.starts_with(&format!("model: kimi-k3\npermission: {shown}\n")),
+            "{stdout}"
+        );
+    }
+    let (status, stdout, _) = print(
+        &env,
+        &[
+            "-p",
+            "--sandbox",
+            "--permission-mode",
+            "autonomous",
+            "-r",
+            "mock-1",
+            "--respect-workspace-trust",
+            "false",
+            "[mock:whoami]",
+        ],
+    );
+    assert_eq!(status, Some(0));
+    assert_eq!(
+        stdout,
+        "model: swe-2\npermission: autonomous\nsandbox: true\nresume: mock-1\n"
+    );
+    let (status, _, stderr) = print(&env, &["-p", "--permission-mode", "autonomous", "x"]);
+    assert_eq!(status, Some(2));
+    assert_eq!(
+        stderr,
+        "error: --permission-mode autonomous requires --sandbox\n"
+    );
+    let (status, stdout, stderr) = print(&env, &["-p", "--permission-mode", "ask", "x"]);
+    assert_eq!(status, Some(2));
+    assert!(stdout.is_empty());
+    assert_eq!(
+        stderr,
+        "error: invalid value 'ask' for '--permission-mode <PERMISSION_MODE>'\n  \
+         [possible values: normal, accept-edits, dangerous, autonomous]\n"
+    );
+    let (status, _, stderr) = print(&env, &["-p", "--verbose", "x"]);
+    assert_eq!(status, Some(2));
+    assert!(
+        stderr.starts_with("error: unexpected argument '--verbose' found"),
+        "{stderr}"
+    );
+
+    let (_, stdout, _) = print(&env, &["-p", "say [mock:echo] back"]);
+    assert_eq!(stdout, "say [mock:echo] back\n");
+    let (_, stdout, _) = print(&env, &["-p", "[mock:env]"]);
+    assert!(
+        stdout.lines().any(|l| l.starts_with("XDG_DATA_HOME=")),
+        "{stdout}"
+    );
+
+    // Agent errors: the message with a trace id, then the JSON tail.
+    for (marker, message, kind, retryable) in [
+        (
+            "quota",
+            "You have run out of credits.",
+            "resource_exhausted",
+            false,
+        ),
+        ("rate_limited", "Rate limit exceeded.", "unavailable", true),
+        ("network", "Connection error: ", "unavailable", true),
+        ("server", "Internal error", "internal", false),
+    ] {
+        let (status, stdout, stderr) = print(&env, &["-p", &format!("[mock:fail {marker}]")]);
+        assert_eq!(status, Some(1), "{marker}");
+        assert!(stdout.is_empty());
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 4, "{stderr}");
+        assert!(
+            lines[0].starts_with(&format!("Error: Agent error: {message}")),
+            "{stderr}"
+        );
+        let trace = lines[0]
+            .split("(trace ID: ")
+            .nth(1)
+            .and_then(|rest| rest.strip_suffix("): {"))
+            .expect("trace id");
+        assert!(
+            trace.len() == 16 && trace.chars().all(|c| c.is_ascii_hexdigit()),
+            "{trace}"
+        );
+        let tail: Value = serde_json::from_str(&format!(
+            "{{{}}}",
+            lines[1..].join("\n").trim_end_matches('}')
+        ))
+        .expect("json tail");
+        assert_eq!(
+            tail,
+            json!({"cognition.ai/errorKind": kind, "cognition.ai/retryable": retryable})
+        );
+    }
+    let (status, _, stderr) = print(&env, &["-p", "--model", "adaptive", "x"]);
+    assert_eq!(status, Some(1));
+    assert!(
+        stderr.starts_with(
+            "Error: Agent error: Model not found: adaptive. Available models: swe-2, "
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("\"cognition.ai/errorKind\": \"invalid_argument\""),
+        "{stderr}"
+    );
+
+    // The log has the flags, never the prompt.
+    let events = home.log_events();
+    let start = events
+        .iter()
+        .find(|e| e["event"] == "print_start" && e["permissionMode"] == "autonomous")
+        .expect("print_start");
+    assert_eq!(start["sandbox"], true);
+    assert_eq!(start["resume"], true);
+    assert!(events
+        .iter()
+        .any(|e| e["event"] == "print_exit" && e["status"] == 1));
+    assert!(!std::fs::read_to_string(&home.log)
+        .expect("log")
+        .contains("say [mock:echo] back"));
+
+    // Signed out: no credentials file. A key in the environment counts for print mode.
+    std::fs::remove_file(home.root().join("data/devin/credentials.toml")).expect("remove");
+    let (status, stdout, stderr) = print(&env, &["-p", "x"]);
+    assert_eq!(
+        (status, stdout.as_str(), stderr.as_str()),
+        (Some(1), "", "Error: Not logged in\n")
+    );
+    let mut with_key = env.clone();
+    with_key.push(("WINDSURF_API_KEY".into(), "k".into()));
+    assert_eq!(print(&with_key, &["-p", "x"]).0, Some(0));
 }

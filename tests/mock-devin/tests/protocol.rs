@@ -129,24 +129,57 @@ impl Agent {
         }
     }
 
+    /// The answer to one request; only notifications may come before it.
     fn call(&mut self, method: &str, params: Value) -> Value {
         let id = self.request(method, params);
         let (before, response) = self.until_response(id);
-        assert!(before.is_empty(), "unexpected messages: {before:?}");
+        assert!(
+            before
+                .iter()
+                .all(|m| m.get("method").is_some() && m.get("id").is_none()),
+            "unexpected messages: {before:?}"
+        );
         response
     }
 
-    /// initialize + session/new; returns the session id.
+    /// session/new: the `config_option_update` comes before the answer and
+    /// `_cognition.ai/mcp/serversChanged` right after it. Returns the answer.
+    fn new_session(&mut self, cwd: &Path) -> Value {
+        let id = self.request(
+            "session/new",
+            json!({"cwd": cwd.to_str().expect("utf8 path"), "mcpServers": []}),
+        );
+        let (before, new) = self.until_response(id);
+        if new.get("error").is_some() {
+            assert!(before.is_empty(), "{before:?}");
+            return new;
+        }
+        assert_eq!(before.len(), 1, "{before:?}");
+        let update = &before[0]["params"];
+        assert_eq!(before[0]["method"], "session/update");
+        assert_eq!(update["sessionId"], new["result"]["sessionId"]);
+        assert_eq!(update["update"]["sessionUpdate"], "config_option_update");
+        assert_eq!(
+            update["update"]["configOptions"],
+            new["result"]["configOptions"]
+        );
+        let changed = self.next_json();
+        assert_eq!(
+            changed["method"], "_cognition.ai/mcp/serversChanged",
+            "{changed}"
+        );
+        assert_eq!(changed["params"], json!({}));
+        new
+    }
+
+    /// initialize (without clientInfo, which passes) + session/new; returns the session id.
     fn start_session(&mut self, cwd: &Path) -> String {
         let init = self.call(
             "initialize",
             json!({"protocolVersion": 1, "clientCapabilities": {}}),
         );
         assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
-        let new = self.call(
-            "session/new",
-            json!({"cwd": cwd.to_str().expect("utf8 path"), "mcpServers": []}),
-        );
+        let new = self.new_session(cwd);
         new["result"]["sessionId"]
             .as_str()
             .unwrap_or_else(|| panic!("no session: {new}"))
@@ -297,53 +330,99 @@ fn happy_path_streams_chunks_then_the_result() {
 
     let init = agent.call(
         "initialize",
-        json!({"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+        json!({"protocolVersion": 1, "clientCapabilities": {},
+               "clientInfo": {"name": "windsurf", "version": "1.110.1"}}),
     );
     assert_eq!(
         init["result"],
         json!({
             "protocolVersion": 1,
-            "agentCapabilities": {"loadSession": false,
+            "agentCapabilities": {"loadSession": true,
                 "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false},
-                "sessionCapabilities": {"close": {}}},
+                "sessionCapabilities": {"list": {}, "delete": {}, "additionalDirectories": {}}},
             "agentInfo": {"name": "mock-devin", "version": "3000.11.4"},
-            "authMethods": [],
+            "authMethods": [{"id": "devin-browser", "name": "Devin",
+                             "description": "Sign in with your browser"}],
         })
     );
-    let cwd = sandbox.home.to_str().expect("utf8");
-    let new = agent.call("session/new", json!({"cwd": cwd, "mcpServers": []}));
+    let new = agent.new_session(&sandbox.home);
     assert_eq!(new["result"]["sessionId"], "mock-session-1", "{new}");
-    assert!(new["result"]["configOptions"].is_array());
-    let mutate = agent.call(
-        "session/set_config_option",
-        json!({"sessionId": "mock-session-1", "configId": "model", "value": "swe-1-6"}),
-    );
-    assert!(mutate["error"]["code"].is_i64(), "{mutate}");
+    assert_eq!(new["result"]["modes"]["currentModeId"], "accept-edits");
     let mode = agent.call(
         "session/set_mode",
         json!({"sessionId": "mock-session-1", "modeId": "bypass"}),
     );
-    assert!(mode["error"]["code"].is_i64(), "{mode}");
+    assert_eq!(mode["error"]["code"], -32602, "{mode}");
 
     let prompt = user_prompt("Say something. [mock:text]");
     let id = agent.prompt("mock-session-1", &prompt);
     let (before, result) = agent.until_response(id);
-    assert_eq!(before[0]["method"], "session/update");
+    // A process-wide output notification opens the turn.
+    assert_eq!(before[0]["method"], "_cognition.ai/output");
+    assert_eq!(before[0]["params"]["sessionId"], "");
+    assert!(before[0]["params"]["text"].is_string());
+    assert_eq!(before[1]["method"], "session/update");
     assert_eq!(
-        before[0]["params"]["update"]["sessionUpdate"],
+        before[1]["params"]["update"]["sessionUpdate"],
         "available_commands_update"
     );
-    assert_eq!(before[1]["method"], "_cognition.ai/turn_stats");
+    let stats = &before[2];
+    assert_eq!(stats["method"], "_cognition.ai/turn_stats");
+    // Sorted: the order of a JSON object's keys depends on serde_json's features in the build.
+    let mut keys: Vec<&String> = stats["params"].as_object().expect("stats").keys().collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "responseDimensions",
+            "sessionId",
+            "turnClientMessageId",
+            "turnRequestId"
+        ]
+    );
+    assert_eq!(
+        stats["params"]["responseDimensions"],
+        json!({"model": "SWE-1.7"})
+    );
     let text = chunks(&before);
     assert!(text.len() >= 2, "{text:?}");
     assert_eq!(text.concat(), TEXT);
-    for message in &before {
+    for message in &before[1..] {
         assert_eq!(message["params"]["sessionId"], "mock-session-1");
     }
+    // agent_stopped comes last, right before the result.
     let stopped = before.last().expect("agent_stopped");
     assert_eq!(stopped["method"], "_cognition.ai/agent_stopped");
     assert_eq!(stopped["params"]["cause"], "complete");
-    assert_eq!(stopped["params"]["stats"]["modelLabel"], "SWE-1.7 (mock)");
+    let stopped_stats = &stopped["params"]["stats"];
+    // Sorted: the order of a JSON object's keys depends on serde_json's features in the build.
+    let mut keys: Vec<&String> = stopped_stats.as_object().expect("stats").keys().collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "commandsRun",
+            "filesChanged",
+            "inputTokens",
+            "modelLabel",
+            "outputTokens",
+            "requestId",
+            "responseDimensions",
+            "toolCalls",
+            "totalTimeMs",
+            "ttftMs"
+        ]
+    );
+    assert_eq!(stopped_stats["modelLabel"], "SWE-1.7");
+    assert_eq!(
+        stopped_stats["responseDimensions"],
+        json!({"model": "SWE-1.7"})
+    );
+    assert_eq!(stopped_stats["requestId"], stats["params"]["turnRequestId"]);
+    assert_eq!(
+        result["result"]["_meta"]["cognition.ai/userMessageId"],
+        stats["params"]["turnClientMessageId"]
+    );
 
     let result = &result["result"];
     assert_eq!(result["stopReason"], "end_turn");
@@ -354,6 +433,18 @@ fn happy_path_streams_chunks_then_the_result() {
     assert_eq!(output, (TEXT.len() as u64).div_ceil(4));
     assert_eq!(usage["totalTokens"], input + output);
     assert_eq!(usage["cachedReadTokens"], 0);
+    // Sorted: the order of a JSON object's keys depends on serde_json's features in the build.
+    let mut keys: Vec<&String> = usage.as_object().expect("usage").keys().collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "cachedReadTokens",
+            "inputTokens",
+            "outputTokens",
+            "totalTokens"
+        ]
+    );
 
     agent.close_stdin();
     let status = agent
@@ -397,10 +488,15 @@ fn protocol_errors() {
         "session/prompt",
         json!({"sessionId": "nope", "prompt": [{"type": "text", "text": framed("[User]\nhi")}]}),
     );
-    assert!(wrong["error"]["code"].is_i64(), "{wrong}");
+    assert_eq!(wrong["error"]["code"], -32016, "{wrong}");
+    assert_eq!(
+        wrong["error"]["data"]["cognition.ai/errorKind"],
+        "session_not_found"
+    );
 
     let cwd = sandbox.home.to_str().expect("utf8");
     let no_mcp = agent.call("session/new", json!({"cwd": cwd}));
+    assert!(no_mcp["error"]["data"].is_null(), "{no_mcp}");
     assert_eq!(no_mcp["error"]["code"], -32602, "{no_mcp}");
     let some_mcp = agent.call(
         "session/new",
@@ -613,22 +709,100 @@ fn envelope_scenarios_and_repairs() {
 
 #[test]
 fn rpc_error_scenarios() {
-    for (marker, code, kind, retryable) in [
-        ("[mock:rpc-error]", -32603, "ServerError", true),
-        ("[mock:rpc-error=RateLimited]", -32603, "RateLimited", true),
+    for (marker, code, message, kind) in [
         (
-            "[mock:rpc-error=Unauthenticated]",
+            "[mock:rpc-error]",
+            -32603,
+            "Internal error",
+            Some(("internal", false)),
+        ),
+        (
+            "[mock:rpc-error=unavailable]",
+            -32010,
+            "Rate limit exceeded. Please try again in a moment.",
+            Some(("unavailable", true)),
+        ),
+        (
+            "[mock:rpc-error=rate_limited]",
+            -32010,
+            "Rate limit exceeded. Please try again in a moment.",
+            Some(("unavailable", true)),
+        ),
+        (
+            "[mock:rpc-error=connection]",
+            -32010,
+            "Connection error: upstream reset",
+            Some(("unavailable", true)),
+        ),
+        (
+            "[mock:rpc-error=resource_exhausted]",
+            -32011,
+            "You have run out of credits. Add credits or wait for your quota to reset.",
+            Some(("resource_exhausted", false)),
+        ),
+        (
+            "[mock:rpc-error=quota]",
+            -32011,
+            "You have run out of credits. Add credits or wait for your quota to reset.",
+            Some(("resource_exhausted", false)),
+        ),
+        (
+            "[mock:rpc-error=session_not_found]",
+            -32016,
+            "Session not found",
+            Some(("session_not_found", false)),
+        ),
+        (
+            "[mock:rpc-error=auth]",
             -32000,
-            "Unauthenticated",
-            false,
+            "ACP host has not authenticated",
+            None,
         ),
     ] {
-        let (_, response) = turn(&user_prompt(marker), &[]);
+        let (before, response) = turn(&user_prompt(marker), &[]);
         let error = &response["error"];
-        assert_eq!(error["code"], code, "{response}");
-        assert_eq!(error["data"]["cognition.ai/errorKind"], kind);
-        assert_eq!(error["data"]["retryable"], retryable);
+        assert_eq!(error["code"], code, "{marker}: {response}");
+        assert!(
+            error["message"]
+                .as_str()
+                .expect("message")
+                .starts_with(message),
+            "{marker}: {response}"
+        );
+        match kind {
+            Some((kind, retryable)) => assert_eq!(
+                error["data"],
+                json!({"cognition.ai/errorKind": kind, "cognition.ai/retryable": retryable}),
+                "{marker}"
+            ),
+            None => assert!(error.get("data").is_none(), "{marker}: {response}"),
+        }
+        let stopped = before
+            .iter()
+            .find(|m| m["method"] == "_cognition.ai/agent_stopped")
+            .expect("agent_stopped");
+        assert_eq!(stopped["params"]["cause"], "error");
     }
+    // The invented PascalCase kinds are not markers any more: a normal answer.
+    let (_, response) = turn(
+        &user_prompt("[mock:rpc-error=RateLimited] [mock:text]"),
+        &[],
+    );
+    assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+
+    let (_, response) = turn(&user_prompt("[mock:rpc-error=bad-shape]"), &[]);
+    let error = &response["error"];
+    assert_eq!(
+        error["data"],
+        json!({"cognition.ai/errorKind": 42, "cognition.ai/retryable": "yes"})
+    );
+    assert_eq!(
+        error["message"].as_str().expect("message").len(),
+        200 * 1024
+    );
+    let (_, response) = turn(&user_prompt("[mock:rpc-error=not-object]"), &[]);
+    assert_eq!(response["error"]["data"], "oops", "{response}");
+    assert!(response["error"].get("message").is_none(), "{response}");
 }
 
 #[test]
@@ -836,8 +1010,7 @@ fn sessions_keep_their_trace_across_prompts_and_run_in_parallel() {
     let sandbox = sandbox();
     let mut agent = Agent::spawn(&sandbox.home, &[]);
     let first_session = agent.start_session(&sandbox.home);
-    let cwd = sandbox.home.to_str().expect("utf8");
-    let second = agent.call("session/new", json!({"cwd": cwd, "mcpServers": []}));
+    let second = agent.new_session(&sandbox.home);
     let second_session = second["result"]["sessionId"]
         .as_str()
         .expect("second session")
@@ -886,23 +1059,24 @@ fn sessions_keep_their_trace_across_prompts_and_run_in_parallel() {
     assert_eq!(busy["error"]["code"], -32600, "{busy}");
     // The slow turn may go on streaming before the refusal arrives; nothing else may.
     assert!(
-        meanwhile
-            .iter()
-            .all(|message| message["method"] == "session/update"
-                && message["params"]["sessionId"] == json!(second_session)),
+        meanwhile.iter().all(|message| message.get("id").is_none()
+            && (message["params"]["sessionId"] == json!(second_session)
+                || message["method"] == "_cognition.ai/output")),
         "{meanwhile:?}"
     );
     let (_, slow_result) = agent.until_response(slow);
     assert_eq!(slow_result["result"]["stopReason"], "end_turn");
 
-    // A closed session is gone.
+    // There is no session/close; a deleted session is gone.
     let closed = agent.call("session/close", json!({"sessionId": first_session}));
-    assert_eq!(closed["result"], json!({}), "{closed}");
+    assert_eq!(closed["error"]["code"], -32601, "{closed}");
+    let deleted = agent.call("session/delete", json!({"sessionId": first_session}));
+    assert_eq!(deleted["result"], json!({}), "{deleted}");
     let gone = agent.call(
         "session/prompt",
         json!({"sessionId": first_session, "prompt": [{"type": "text", "text": user_prompt("[mock:text]")}]}),
     );
-    assert_eq!(gone["error"]["code"], -32002, "{gone}");
+    assert_eq!(gone["error"]["code"], -32016, "{gone}");
 }
 
 #[test]
@@ -916,4 +1090,400 @@ fn exit_after_answers_then_ends_the_process() {
     assert_eq!(chunks(&before).concat(), TEXT);
     let status = agent.wait_exit(Duration::from_secs(5)).expect("exited");
     assert_eq!(status.code(), Some(3));
+}
+
+/// A process with its own, empty account home (`XDG_DATA_HOME`), so that no credentials file
+/// of the machine counts.
+fn account_env(sandbox: &Sandbox, extra: &[(&'static str, String)]) -> Vec<(&'static str, String)> {
+    let data = sandbox.home.join("data");
+    std::fs::create_dir_all(data.join("devin")).expect("data dir");
+    let mut env = vec![("XDG_DATA_HOME", data.display().to_string())];
+    env.extend(extra.iter().cloned());
+    env
+}
+
+fn spawn_with(sandbox: &Sandbox, env: &[(&'static str, String)]) -> Agent {
+    let env: Vec<(&str, &str)> = env.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    Agent::spawn(&sandbox.home, &env)
+}
+
+fn log_events(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("log line"))
+        .collect()
+}
+
+#[test]
+fn only_a_client_named_windsurf_gets_answers() {
+    let sandbox = sandbox();
+    let log = sandbox.home.join("mock.jsonl");
+    let env = [("MOCK_DEVIN_LOG", log.display().to_string())];
+    for (client, served) in [
+        (json!({"name": "acpx", "version": "0.1.0"}), false),
+        (json!({"name": "Windsurf", "version": "1.110.1"}), false),
+        (json!({"version": "1.110.1"}), false),
+        (json!({"name": "windsurf", "version": "1.110.1"}), true),
+        (json!({"name": "windsurf", "version": "0.0.1"}), true),
+        (Value::Null, true),
+    ] {
+        let mut agent = spawn_with(&sandbox, &env);
+        let mut params = json!({"protocolVersion": 1, "clientCapabilities": {}});
+        if !client.is_null() {
+            params["clientInfo"] = client.clone();
+        }
+        agent.call("initialize", params);
+        let session = agent.new_session(&sandbox.home)["result"]["sessionId"]
+            .as_str()
+            .expect("session")
+            .to_owned();
+        for _ in 0..2 {
+            let id = agent.prompt(&session, &user_prompt("[mock:text]"));
+            let (before, response) = agent.until_response(id);
+            if served {
+                assert_eq!(response["result"]["stopReason"], "end_turn", "{client}");
+            } else {
+                // Every prompt, before any turn starts.
+                assert!(before.is_empty(), "{before:?}");
+                assert_eq!(
+                    response["error"],
+                    json!({"code": -32603,
+                           "message": "Your Windsurf version is out of date. Please update to the latest version.",
+                           "data": {"cognition.ai/errorKind": "internal", "cognition.ai/retryable": false}}),
+                    "{client}"
+                );
+            }
+        }
+    }
+    let refused: Vec<Value> = log_events(&log)
+        .into_iter()
+        .filter(|e| e["event"] == "identity_refused")
+        .map(|e| e["clientName"].clone())
+        .collect();
+    assert_eq!(refused.len(), 6, "{refused:?}");
+    assert_eq!(refused[0], "acpx");
+}
+
+#[test]
+fn signing_in_with_the_browser_method_and_a_key() {
+    let sandbox = sandbox();
+    let log = sandbox.home.join("mock.jsonl");
+    let logged_out = account_env(
+        &sandbox,
+        &[
+            ("MOCK_DEVIN_LOGGED_OUT", "1".to_owned()),
+            ("MOCK_DEVIN_LOG", log.display().to_string()),
+        ],
+    );
+    let mut agent = spawn_with(&sandbox, &logged_out);
+    agent.call("initialize", json!({"protocolVersion": 1}));
+    let refused = agent.new_session(&sandbox.home);
+    assert_eq!(
+        refused["error"],
+        json!({"code": -32000, "message": "ACP host has not authenticated. Run \"devin auth login\" or authenticate with an API key."}),
+        "{refused}"
+    );
+    let load = agent.call(
+        "session/load",
+        json!({"sessionId": "mock-session-1", "cwd": sandbox.home, "mcpServers": []}),
+    );
+    assert_eq!(load["error"]["code"], -32000, "{load}");
+    // Without a key the CLI would open a browser: never from a bridge.
+    let browser = agent.call("authenticate", json!({"methodId": "devin-browser"}));
+    assert_eq!(
+        browser["error"],
+        json!({"code": -32603, "message": "cannot open a browser: no display"})
+    );
+    let unknown = agent.call(
+        "authenticate",
+        json!({"methodId": "windsurf-api-key", "_meta": {"api_key": "k"}}),
+    );
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    assert!(agent.new_session(&sandbox.home)["error"].is_object());
+    let signed = agent.call(
+        "authenticate",
+        json!({"methodId": "devin-browser", "_meta": {"api_key": "secret-key-123"}}),
+    );
+    assert_eq!(signed["result"], Value::Null, "{signed}");
+    assert!(signed.get("error").is_none());
+    let session = agent.new_session(&sandbox.home);
+    assert_eq!(
+        session["result"]["sessionId"], "mock-session-1",
+        "{session}"
+    );
+    drop(agent);
+
+    let events = log_events(&log);
+    let names: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    assert!(names.contains(&"browser_login"), "{names:?}");
+    let auth = events
+        .iter()
+        .find(|e| e["event"] == "authenticate")
+        .expect("authenticate event");
+    assert_eq!(auth["apiKey"], true);
+    assert!(!std::fs::read_to_string(&log)
+        .expect("log")
+        .contains("secret-key-123"));
+
+    // A credentials file (even a symlink) signs in a logged-out process.
+    let real = sandbox.home.join("creds");
+    std::fs::write(&real, "x").expect("creds");
+    std::os::unix::fs::symlink(&real, sandbox.home.join("data/devin/credentials.toml"))
+        .expect("symlink");
+    let mut agent = spawn_with(&sandbox, &logged_out);
+    agent.call("initialize", json!({"protocolVersion": 1}));
+    assert!(agent.new_session(&sandbox.home)["result"]["sessionId"].is_string());
+
+    // Without MOCK_DEVIN_LOGGED_OUT the summarizer agent is signed in by default.
+    let fresh = self::sandbox();
+    let mut agent = spawn_with(&fresh, &account_env(&fresh, &[]));
+    agent.call("initialize", json!({"protocolVersion": 1}));
+    assert!(agent.new_session(&fresh.home)["result"]["sessionId"].is_string());
+}
+
+fn model_option(new: &Value) -> Option<Value> {
+    new["configOptions"]
+        .as_array()
+        .expect("configOptions")
+        .iter()
+        .find(|o| o["category"] == "model")
+        .cloned()
+}
+
+/// The text of one turn's reply, and its agent_stopped and turn_stats.
+fn whoami(agent: &mut Agent, session: &str) -> (String, Value, Value) {
+    let id = agent.prompt(session, &user_prompt("[mock:whoami]"));
+    let (before, result) = agent.until_response(id);
+    assert_eq!(result["result"]["stopReason"], "end_turn", "{result}");
+    let find = |method: &str| {
+        before
+            .iter()
+            .find(|m| m["method"] == method)
+            .unwrap_or_else(|| panic!("no {method}"))
+            .clone()
+    };
+    (
+        chunks(&before).concat(),
+        find("_cognition.ai/agent_stopped"),
+        find("_cognition.ai/turn_stats"),
+    )
+}
+
+#[test]
+fn the_model_is_a_config_option_and_answers_the_turn() {
+    let sandbox = sandbox();
+    let mut agent = Agent::spawn(&sandbox.home, &[]);
+    agent.call("initialize", json!({"protocolVersion": 1}));
+    let new = agent.new_session(&sandbox.home);
+    let model = model_option(&new["result"]).expect("model option");
+    assert_eq!(model["id"], "model");
+    assert_eq!(model["name"], "Model");
+    assert_eq!(model["type"], "select");
+    assert_eq!(model["currentValue"], "swe-1-7");
+    assert_eq!(
+        model["options"],
+        json!([
+            {"value": "swe-1-7", "name": "SWE-1.7"},
+            {"value": "swe-1-7-lightning", "name": "SWE-1.7 Lightning"},
+            {"value": "swe-1-6", "name": "SWE-1.6"},
+            {"value": "swe-1-6-fast", "name": "SWE-1.6 Fast"},
+            {"value": "swe-2", "name": "SWE-2"},
+            {"value": "kimi-k3", "name": "Kimi K3"},
+            {"value": "glm-5-2", "name": "GLM 5.2"},
+            {"value": "muse-wonder", "name": "Muse Wonder"},
+        ])
+    );
+    let session = new["result"]["sessionId"].as_str().expect("id").to_owned();
+    let (text, stopped, stats) = whoami(&mut agent, &session);
+    assert_eq!(text, "model: swe-1-7");
+    assert_eq!(stopped["params"]["stats"]["modelLabel"], "SWE-1.7");
+    assert!(stats["params"].get("modelLabel").is_none(), "{stats}");
+
+    // set_config_option: the update first, then the whole list.
+    let id = agent.request(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "model", "value": "swe-1-6"}),
+    );
+    let (before, set) = agent.until_response(id);
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert_eq!(
+        before[0]["params"]["update"]["sessionUpdate"],
+        "config_option_update"
+    );
+    assert_eq!(
+        before[0]["params"]["update"]["configOptions"],
+        set["result"]["configOptions"]
+    );
+    let model = model_option(&set["result"]).expect("model option");
+    assert_eq!(model["currentValue"], "swe-1-6");
+    let (text, stopped, stats) = whoami(&mut agent, &session);
+    assert_eq!(text, "model: swe-1-6");
+    assert_eq!(stopped["params"]["stats"]["modelLabel"], "SWE-1.6");
+    assert_eq!(
+        stats["params"]["responseDimensions"],
+        json!({"model": "SWE-1.6"})
+    );
+
+    let unknown = agent.call(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "model", "value": "adaptive"}),
+    );
+    assert_eq!(
+        unknown["error"],
+        json!({"code": -32602, "message": "Model not found: adaptive. Available models: swe-1-7, \
+               swe-1-7-lightning, swe-1-6, swe-1-6-fast, swe-2, kimi-k3, glm-5-2, muse-wonder"})
+    );
+    let set_model = agent.call(
+        "session/set_model",
+        json!({"sessionId": session, "modelId": "swe-2"}),
+    );
+    assert_eq!(set_model["error"]["code"], -32601, "{set_model}");
+    let other = agent.call(
+        "session/set_config_option",
+        json!({"sessionId": "nope", "configId": "model", "value": "swe-2"}),
+    );
+    assert_eq!(other["error"]["code"], -32016, "{other}");
+}
+
+#[test]
+fn a_global_model_flag_picks_the_starting_model() {
+    let sandbox = sandbox();
+    for flags in [&["--model", "kimi-k3"][..], &["--model=kimi-k3"]] {
+        let mut command = Command::new(BIN);
+        command
+            .args(flags)
+            .args(["acp", "--agent-type", "summarizer"])
+            .current_dir(&sandbox.home)
+            .env_remove("MOCK_DEVIN_SCENARIO")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = command.spawn().expect("spawn");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let messages = [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                   "params": {"cwd": sandbox.home, "mcpServers": []}}),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                   "params": {"sessionId": "mock-session-1",
+                              "prompt": [{"type": "text", "text": user_prompt("[mock:whoami]")}]}}),
+        ];
+        for message in &messages {
+            writeln!(stdin, "{message}").expect("write");
+        }
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut reply = String::new();
+        let mut current = Value::Null;
+        for line in stdout.lines() {
+            let message: Value = serde_json::from_str(&line.expect("line")).expect("json");
+            if message["id"] == 2 {
+                current = model_option(&message["result"]).expect("model")["currentValue"].clone();
+            }
+            if message["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
+                reply.push_str(
+                    message["params"]["update"]["content"]["text"]
+                        .as_str()
+                        .expect("text"),
+                );
+            }
+            if message["id"] == 3 {
+                break;
+            }
+        }
+        drop(stdin);
+        let _ = child.wait();
+        assert_eq!(current, "kimi-k3", "{flags:?}");
+        assert_eq!(reply, "model: kimi-k3", "{flags:?}");
+    }
+    // An unknown model: the CLI refuses the command line.
+    let output = Command::new(BIN)
+        .args(["--model", "adaptive", "acp", "--agent-type", "summarizer"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("Model not found: adaptive"));
+    // After the subcommand --model stays refused.
+    let output = Command::new(BIN)
+        .args(["acp", "--agent-type", "summarizer", "--model", "swe-1-6"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(64));
+}
+
+#[test]
+fn without_a_model_option_only_the_flag_picks_the_model() {
+    let sandbox = sandbox();
+    let mut agent = Agent::spawn(&sandbox.home, &[("MOCK_DEVIN_NO_MODEL_OPTION", "1")]);
+    agent.call("initialize", json!({"protocolVersion": 1}));
+    let new = agent.new_session(&sandbox.home);
+    assert!(model_option(&new["result"]).is_none(), "{new}");
+    let session = new["result"]["sessionId"].as_str().expect("id").to_owned();
+    let refused = agent.call(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "model", "value": "swe-2"}),
+    );
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let (text, stopped, _) = whoami(&mut agent, &session);
+    assert_eq!(text, "model: swe-1-7");
+    assert_eq!(stopped["params"]["stats"]["modelLabel"], "SWE-1.7");
+}
+
+#[test]
+fn sessions_list_delete_load_and_idle_cancel() {
+    let sandbox = sandbox();
+    let mut agent = Agent::spawn(&sandbox.home, &[]);
+    let first = agent.start_session(&sandbox.home);
+    let second = agent.new_session(&sandbox.home)["result"]["sessionId"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let listed = agent.call("session/list", json!({}));
+    let cwd = sandbox.home.to_str().expect("utf8");
+    assert_eq!(
+        listed["result"],
+        json!({"sessions": [{"sessionId": first, "cwd": cwd}, {"sessionId": second, "cwd": cwd}]})
+    );
+
+    let missing = agent.call(
+        "session/load",
+        json!({"sessionId": "mock-session-99", "cwd": cwd, "mcpServers": []}),
+    );
+    assert_eq!(
+        missing["error"],
+        json!({"code": -32016, "message": "Session not found",
+               "data": {"cognition.ai/errorKind": "session_not_found", "cognition.ai/retryable": false}})
+    );
+    let loaded = agent.call(
+        "session/load",
+        json!({"sessionId": first, "cwd": cwd, "mcpServers": []}),
+    );
+    assert!(loaded["result"]["configOptions"].is_array(), "{loaded}");
+    assert_eq!(loaded["result"]["modes"]["currentModeId"], "accept-edits");
+
+    // Cancelling an idle session still reports that it stopped.
+    agent.send(
+        &json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": first}}),
+    );
+    let stopped = agent.next_json();
+    assert_eq!(
+        stopped["method"], "_cognition.ai/agent_stopped",
+        "{stopped}"
+    );
+    assert_eq!(stopped["params"]["cause"], "cancelled");
+    assert_eq!(stopped["params"]["sessionId"], json!(first));
+
+    let deleted = agent.call("session/delete", json!({"sessionId": first}));
+    assert_eq!(deleted["result"], json!({}));
+    let again = agent.call("session/delete", json!({"sessionId": first}));
+    assert_eq!(again["error"]["code"], -32016, "{again}");
+    let listed = agent.call("session/list", json!({}));
+    assert_eq!(
+        listed["result"]["sessions"].as_array().expect("list").len(),
+        1
+    );
+    let close = agent.call("session/close", json!({"sessionId": second}));
+    assert_eq!(close["error"]["code"], -32601, "{close}");
 }

@@ -26,6 +26,8 @@ use tokio::process::ChildStdout;
 use super::frame::{self, FrameReader, Incoming};
 use super::gate::{ToolCallSeen, ToolGate};
 use super::AcpError;
+use crate::devin::login::ApiKey;
+use crate::devin::{self, ClientIdentity};
 pub use crate::process::Ended;
 use crate::process::{Sandboxed, Spec};
 
@@ -56,7 +58,7 @@ impl AgentLimits {
 pub struct AgentStopped {
     /// `complete`, `cancelled` or `error` (bounded, as the agent wrote it).
     pub cause: String,
-    /// `stats.modelLabel`: the model that really ran.
+    /// The model that really ran (`stats.modelLabel`, or its `model` response dimension).
     pub model_label: Option<String>,
     /// The whole `stats` object (`Null` when absent).
     pub stats: Value,
@@ -74,7 +76,7 @@ pub struct PromptOutcome {
     pub context_used: Option<u32>,
     /// From `_cognition.ai/agent_stopped` for this session.
     pub stopped: Option<AgentStopped>,
-    /// `modelLabel` from `_cognition.ai/turn_stats`.
+    /// The `model` response dimension of `_cognition.ai/turn_stats`.
     pub turn_stats_model: Option<String>,
     /// Permission requests answered `cancelled`.
     pub permission_requests: u32,
@@ -83,14 +85,11 @@ pub struct PromptOutcome {
     pub elapsed: Duration,
 }
 
-pub(super) const AGENT_STOPPED: &str = "_cognition.ai/agent_stopped";
-pub(super) const TURN_STATS: &str = "_cognition.ai/turn_stats";
+pub(super) use devin::stats::{AGENT_STOPPED, MAX_LABEL_CHARS, TURN_STATS};
 /// `session/load`: the replay is over once the agent has been quiet this long after answering.
 const REPLAY_QUIET: Duration = Duration::from_millis(300);
 /// Tool calls allowed over the connection's life (each is remembered so its updates pass).
 const MAX_TOOL_CALLS: usize = 10_000;
-/// Longest label kept from a vendor notification (characters).
-pub(super) const MAX_LABEL_CHARS: usize = 200;
 /// Longest id of a stray response quoted in its error (characters).
 const MAX_ID_CHARS: usize = 64;
 
@@ -107,12 +106,21 @@ pub struct AgentConnection {
     /// Tool calls the gate allowed, by (session, toolCallId): their later updates pass.
     allowed: HashMap<(String, String), ToolCallSeen>,
     initialized: v1::InitializeResponse,
+    /// The API key the agent's environment carries, for one headless sign-in.
+    api_key: Option<ApiKey>,
+    /// The agent was signed in headless by this connection (it had no stored login).
+    signed_in: bool,
 }
 
 impl AgentConnection {
     /// Spawns `spec` (own process group, identity and environment as the spec says) and
-    /// completes `initialize` (protocol version 1 required) within `limits.init_timeout`.
-    pub async fn start(spec: &Spec, limits: AgentLimits) -> Result<Self, AcpError> {
+    /// completes `initialize` (protocol version 1 required, `client` as `clientInfo`) within
+    /// `limits.init_timeout`.
+    pub async fn start(
+        spec: &Spec,
+        limits: AgentLimits,
+        client: &ClientIdentity,
+    ) -> Result<Self, AcpError> {
         let mut child = Sandboxed::spawn(spec).map_err(AcpError::Spawn)?;
         let Some(stdout) = child.take_stdout() else {
             let _ = child.shutdown().await;
@@ -126,13 +134,10 @@ impl AgentConnection {
             unanswered: HashSet::new(),
             allowed: HashMap::new(),
             initialized: v1::InitializeResponse::new(ProtocolVersion::V1),
+            api_key: devin::login::api_key(spec),
+            signed_in: false,
         };
-        let request = v1::InitializeRequest::new(ProtocolVersion::V1)
-            .client_capabilities(v1::ClientCapabilities::new())
-            .client_info(v1::Implementation::new(
-                "devin-bridge",
-                env!("CARGO_PKG_VERSION"),
-            ));
+        let request = initialize_request(client);
         let result = match connection
             .request(limits.init_timeout, "initialize", request, &mut Phase::Idle)
             .await
@@ -171,8 +176,38 @@ impl AgentConnection {
         self.child.try_exited().is_none()
     }
 
-    /// `session/new` in `cwd` with no MCP servers, within `limits.init_timeout`.
+    /// `session/new` in `cwd` with no MCP servers, within `limits.init_timeout` per request.
+    /// An agent that answers that it is not logged in is signed in once, headless, when its
+    /// API key reaches it (see [`devin::login`]), then asked again.
     pub async fn new_session(&mut self, cwd: &Path) -> Result<v1::NewSessionResponse, AcpError> {
+        match self.new_session_once(cwd).await {
+            Err(AcpError::Unauthenticated) => {
+                let params = devin::login::sign_in_params(
+                    Some(&self.initialized),
+                    self.api_key.as_ref(),
+                    self.pid(),
+                )
+                .ok_or(AcpError::Unauthenticated)?;
+                self.request(
+                    self.limits.init_timeout,
+                    "authenticate",
+                    params,
+                    &mut Phase::Idle,
+                )
+                .await?;
+                self.signed_in = true;
+                self.new_session_once(cwd).await
+            }
+            other => other,
+        }
+    }
+
+    /// Whether this connection signed the agent in headless (it had no stored login).
+    pub fn signed_in(&self) -> bool {
+        self.signed_in
+    }
+
+    async fn new_session_once(&mut self, cwd: &Path) -> Result<v1::NewSessionResponse, AcpError> {
         let mut phase = Phase::Setup { seen: None };
         let result = self
             .request(
@@ -230,35 +265,31 @@ impl AgentConnection {
         Ok(response)
     }
 
-    /// [`AgentConnection::new_session`], signing in once on the way when the agent says it is
-    /// not authenticated and `api_key` says its key reached it (see `acp::auth`).
-    pub async fn new_session_signing_in(
-        &mut self,
-        cwd: &Path,
-        api_key: bool,
-    ) -> Result<v1::NewSessionResponse, AcpError> {
-        match self.new_session(cwd).await {
-            Err(AcpError::Unauthenticated) => {
-                let method =
-                    super::auth::sign_in_method(Some(&self.initialized), api_key, self.pid())
-                        .ok_or(AcpError::Unauthenticated)?;
-                self.authenticate(&method).await?;
-                self.new_session(cwd).await
-            }
-            other => other,
+    /// Releases a session the host no longer needs, as the agent allows
+    /// ([`devin::sessions::Release`]): `session/close`, else `session/delete`, else nothing.
+    /// Within `limits.init_timeout`; a failure is only logged.
+    pub async fn release_session(&mut self, session_id: &str) {
+        let Some((method, params)) =
+            devin::sessions::Release::of(&self.initialized).request(session_id)
+        else {
+            return;
+        };
+        let outcome = self
+            .request(
+                self.limits.init_timeout,
+                method,
+                params,
+                &mut Phase::Session(session_id),
+            )
+            .await;
+        if let Err(error) = outcome {
+            tracing::debug!(
+                pid = self.pid(),
+                method,
+                code = error.code(),
+                "releasing a session failed"
+            );
         }
-    }
-
-    /// `authenticate` with `method_id`, within `limits.init_timeout`.
-    pub async fn authenticate(&mut self, method_id: &str) -> Result<(), AcpError> {
-        self.request(
-            self.limits.init_timeout,
-            "authenticate",
-            v1::AuthenticateRequest::new(method_id.to_owned()),
-            &mut Phase::Idle,
-        )
-        .await
-        .map(drop)
     }
 
     /// `session/set_mode`, within `limits.init_timeout`.
@@ -769,19 +800,17 @@ impl Turn {
     }
 
     fn vendor(&mut self, method: &str, params: &Value) {
-        let label = |value: Option<&Value>| {
-            value
-                .and_then(Value::as_str)
-                .map(|text| text.chars().take(MAX_LABEL_CHARS).collect::<String>())
-        };
         if method == AGENT_STOPPED {
-            let stats = params.get("stats").cloned().unwrap_or(Value::Null);
             self.stopped = Some(AgentStopped {
-                cause: label(params.get("cause")).unwrap_or_default(),
-                model_label: label(stats.get("modelLabel")),
-                stats,
+                cause: params
+                    .get("cause")
+                    .and_then(Value::as_str)
+                    .map(|text| text.chars().take(MAX_LABEL_CHARS).collect())
+                    .unwrap_or_default(),
+                model_label: devin::stats::stopped_model(params),
+                stats: params.get("stats").cloned().unwrap_or(Value::Null),
             });
-        } else if let Some(model) = label(params.get("modelLabel")) {
+        } else if let Some(model) = devin::stats::turn_stats_model(params) {
             self.turn_stats_model = Some(model);
         }
     }
@@ -813,43 +842,23 @@ pub(super) fn to_params(params: impl Serialize) -> Result<Value, AcpError> {
     serde_json::to_value(params).map_err(|_| AcpError::MalformedFrame)
 }
 
-/// A JSON-RPC error from the agent, classified by Devin's `cognition.ai/errorKind` when present.
+/// A JSON-RPC error from the agent, classified in Devin's dialect ([`devin::errors`]).
 pub(crate) fn rpc_error(error: Value) -> AcpError {
-    let code = error.get("code").and_then(Value::as_i64).unwrap_or(0);
-    let kind = error
-        .pointer("/data/cognition.ai~1errorKind")
-        .and_then(Value::as_str)
-        .map(|kind| kind.chars().take(MAX_LABEL_CHARS).collect::<String>());
-    match kind.as_deref() {
-        Some("RateLimited") => AcpError::RateLimited,
-        Some("QuotaExceeded") => AcpError::QuotaExceeded,
-        Some("Unauthenticated") => AcpError::Unauthenticated,
-        Some("ServerError" | "NetworkError") => AcpError::Network,
-        _ if code == -32000 => AcpError::Unauthenticated,
-        _ => AcpError::Rpc {
-            code,
-            message: bounded(
-                error
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default(),
-            ),
-            kind,
-        },
-    }
+    devin::errors::classify(&error)
 }
 
-/// At most this many bytes of an agent's error message are kept. The text is untrusted: the
-/// mode that shows it to anyone cleans it first (summarizer: the sse component).
-pub const MAX_AGENT_MESSAGE_BYTES: usize = 4096;
+/// At most this many bytes of an agent's error message are kept.
+pub use devin::errors::MAX_AGENT_MESSAGE_BYTES;
 
-/// The first `MAX_AGENT_MESSAGE_BYTES` of `message`, cut at a character boundary.
-fn bounded(message: &str) -> String {
-    let mut end = message.len().min(MAX_AGENT_MESSAGE_BYTES);
-    while !message.is_char_boundary(end) {
-        end -= 1;
-    }
-    message[..end].to_owned()
+/// `initialize` as this client sends it: protocol 1, no client capabilities (the agent's own
+/// tools only), `clientInfo` the configured identity.
+pub(crate) fn initialize_request(client: &ClientIdentity) -> v1::InitializeRequest {
+    v1::InitializeRequest::new(ProtocolVersion::V1)
+        .client_capabilities(v1::ClientCapabilities::new())
+        .client_info(v1::Implementation::new(
+            client.name.clone(),
+            client.version.clone(),
+        ))
 }
 
 pub(crate) fn millis(duration: Duration) -> u64 {

@@ -17,22 +17,44 @@ pub enum AcpError {
     #[error("the agent reported on a session that is not this turn's")]
     WrongSession,
     /// `message` is the agent's own text, bounded but not cleaned: it is left out of
-    /// `Display`, and a mode that shows it to a client cleans it first.
+    /// `Display`, and a mode that shows it to a client cleans it first. `kind` is the
+    /// agent's own classification when it gave a well-formed one; `retryable` its own word on
+    /// whether trying again later may succeed (false when it said nothing).
     #[error("the agent failed with JSON-RPC error {code}")]
     Rpc {
         code: i64,
         message: String,
         kind: Option<String>,
+        retryable: bool,
     },
-    #[error("the agent is rate limited")]
-    RateLimited,
-    #[error("the agent's account is out of quota")]
+    /// The agent's service is rate limiting this account (`unavailable`, a rate limit).
+    #[error("the agent's service is rate limiting this account; retry later")]
+    RateLimited { retryable: bool },
+    /// Credits or quota are used up (`resource_exhausted`).
+    #[error("the agent's account has no credits or quota left; add credits or wait for the quota to reset")]
     QuotaExceeded,
-    /// The agent's own service failed or could not be reached (`ServerError`, `NetworkError`).
-    #[error("the agent's service failed or could not be reached")]
-    Network,
-    #[error("the agent's account is not authenticated")]
+    /// The agent's service could not be reached (`unavailable`, not a rate limit).
+    #[error("the agent's service could not be reached")]
+    Network { retryable: bool },
+    /// The agent could not be signed in: it has no stored login and no usable API key.
+    #[error("the agent is not logged in: log in the agent's home once (`devin auth login` with the agent's HOME), or let WINDSURF_API_KEY reach the agent")]
     Unauthenticated,
+    /// The agent's service refused the `clientInfo` this client sent in `initialize` ("version
+    /// is out of date").
+    #[error("the agent's service refused this client's identity: set `client_name` and `client_version` in the policy to an identity the CLI accepts (default windsurf 1.110.1)")]
+    ClientIdentityRefused,
+    /// `session/load` of a session the agent does not know (`session_not_found`).
+    #[error("the agent does not know this session")]
+    SessionNotFound,
+    /// The requested model is not among the models the agent's session offers.
+    #[error("model {model} is not offered by the agent; it offers: {}", offered.join(", "))]
+    ModelNotOffered { model: String, offered: Vec<String> },
+    /// The session has no model option, and the process was not started with `--model` for
+    /// the requested model: start one that is.
+    #[error(
+        "the agent's session has no model option; the model must be chosen on its command line"
+    )]
+    NoModelOption,
     #[error("the agent exited before finishing the turn")]
     EarlyExit,
     #[error("the agent's output exceeded the {0} byte limit")]
@@ -62,10 +84,14 @@ impl AcpError {
             AcpError::StrayResponse(_) => "agent_stray_response",
             AcpError::WrongSession => "agent_wrong_session",
             AcpError::Rpc { .. } => "agent_error",
-            AcpError::RateLimited => "agent_rate_limited",
+            AcpError::RateLimited { .. } => "agent_rate_limited",
             AcpError::QuotaExceeded => "agent_quota_exceeded",
-            AcpError::Network => "agent_network",
+            AcpError::Network { .. } => "agent_network",
             AcpError::Unauthenticated => "agent_unauthenticated",
+            AcpError::ClientIdentityRefused => "client_identity_refused",
+            AcpError::SessionNotFound => "agent_session_not_found",
+            AcpError::ModelNotOffered { .. } => "model_not_offered",
+            AcpError::NoModelOption => "agent_no_model_option",
             AcpError::EarlyExit => "agent_exited",
             AcpError::OutputTooLarge(_) => "agent_output_too_large",
             AcpError::UnauthorizedTool => "unauthorized_tool_execution",
@@ -76,26 +102,40 @@ impl AcpError {
         }
     }
 
-    /// HTTP status. An unauthenticated *agent* is a gateway failure (502), not a client 401:
+    /// HTTP status, as an Anthropic-style client reacts to it: anything the agent's service
+    /// says may succeed later is a 429 (retried after `retry-after`); used-up credits are a
+    /// 400 `invalid_request_error`, which is never retried (what Anthropic answers an empty
+    /// balance with). An unauthenticated *agent* is a gateway failure (502), not a client 401:
     /// a 401 would tell the client that its own key to the bridge is wrong.
     pub fn status(&self) -> u16 {
+        if self.retryable() {
+            return 429;
+        }
         match self {
             AcpError::Spawn(_) => 503,
-            AcpError::RateLimited | AcpError::QuotaExceeded => 429,
+            AcpError::QuotaExceeded | AcpError::ModelNotOffered { .. } => 400,
             AcpError::Timeout(_) => 504,
             _ => 502,
         }
     }
 
-    /// Devin's `cognition.ai/errorKind` behind this error, when it came from one (or is its
-    /// meaning: `-32000` is `Unauthenticated`). `Network` answers `NetworkError` for both
-    /// `ServerError` and `NetworkError`.
+    /// Whether the agent's service said that trying again later may succeed.
+    pub fn retryable(&self) -> bool {
+        match self {
+            AcpError::RateLimited { retryable }
+            | AcpError::Network { retryable }
+            | AcpError::Rpc { retryable, .. } => *retryable,
+            _ => false,
+        }
+    }
+
+    /// The agent's own error kind (`cognition.ai/errorKind`) behind this error, or the kind
+    /// it stands for.
     pub fn error_kind(&self) -> Option<&str> {
         match self {
-            AcpError::RateLimited => Some("RateLimited"),
-            AcpError::QuotaExceeded => Some("QuotaExceeded"),
-            AcpError::Unauthenticated => Some("Unauthenticated"),
-            AcpError::Network => Some("NetworkError"),
+            AcpError::RateLimited { .. } | AcpError::Network { .. } => Some("unavailable"),
+            AcpError::QuotaExceeded => Some("resource_exhausted"),
+            AcpError::SessionNotFound => Some("session_not_found"),
             AcpError::Rpc { kind, .. } => kind.as_deref(),
             _ => None,
         }

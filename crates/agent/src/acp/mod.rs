@@ -3,7 +3,6 @@
 //! runs one tool-less turn per process ([`Agent`], [`AgentPool`]); companion mode runs the full
 //! agent with its own [`ToolGate`].
 
-mod auth;
 mod connection;
 mod error;
 pub(crate) mod frame;
@@ -15,7 +14,6 @@ mod shared;
 mod turn;
 mod usage;
 
-pub use auth::has_api_key;
 pub use connection::{
     AgentConnection, AgentLimits, AgentStopped, Ended, PromptOutcome, MAX_AGENT_MESSAGE_BYTES,
 };
@@ -23,5 +21,5 @@ pub use error::AcpError;
 pub use gate::{NoTools, ToolCallSeen, ToolGate, TOOL_NAME_META};
 pub use pool::{AgentPool, PoolStats};
 pub use shared::{Death, SharedAgent};
-pub use turn::{prompt_blocks, takes_images, Agent, TurnOutput};
+pub use turn::{apply_model, prompt_blocks, takes_images, Agent, ModelApplied, TurnOutput};
 pub use usage::ReportedUsage;

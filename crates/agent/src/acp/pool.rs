@@ -8,6 +8,12 @@
 //! own starts as agents on their way, so under a burst (more requests than the prewarm target)
 //! it starts nothing extra: the machine then runs one start per request, as without prewarm,
 //! rather than one per request plus a refill's worth competing with them.
+//!
+//! A turn's model is set on its session (the session's model option). An agent whose sessions
+//! have no model option can only be given a model on its command line (`--model M` before the
+//! subcommand): once a turn finds that out ([`AgentPool::learn_no_model_option`]), turns that
+//! ask for a model run on agents started for that model, and prewarmed agents serve only
+//! turns that ask for none.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -17,13 +23,17 @@ use serde::Serialize;
 use tokio::sync::Notify;
 
 use super::{AcpError, Agent, AgentLimits};
+use crate::devin::ClientIdentity;
 use crate::process::Spec;
 
 /// The pool of ready agents plus the recipe for new ones.
 pub struct AgentPool {
     spec: Spec,
     limits: AgentLimits,
+    client: ClientIdentity,
     target: usize,
+    /// The agent's sessions have no model option: a model goes on the command line.
+    model_on_command_line: AtomicBool,
     ready: Mutex<VecDeque<Agent>>,
     /// Woken when the refill wants to look again (an agent was taken or shutdown began).
     wanted: Notify,
@@ -48,11 +58,18 @@ pub struct PoolStats {
 impl AgentPool {
     /// A pool that keeps `target` agents ready (0 disables prewarming). Call `run_refill`
     /// on a task to keep it filled.
-    pub fn new(spec: Spec, limits: AgentLimits, target: usize) -> Arc<Self> {
+    pub fn new(
+        spec: Spec,
+        limits: AgentLimits,
+        client: ClientIdentity,
+        target: usize,
+    ) -> Arc<Self> {
         Arc::new(Self {
             spec,
             limits,
+            client,
             target,
+            model_on_command_line: AtomicBool::new(false),
             ready: Mutex::new(VecDeque::new()),
             wanted: Notify::new(),
             arrived: Notify::new(),
@@ -67,6 +84,34 @@ impl AgentPool {
         &self.spec
     }
 
+    /// The `clientInfo` its agents send.
+    pub fn client(&self) -> &ClientIdentity {
+        &self.client
+    }
+
+    /// An agent for a turn that asks for `model`: a pooled one ([`AgentPool::take`]), or,
+    /// once the agent is known to have no model option, one started with `--model`.
+    pub async fn take_for(self: &Arc<Self>, model: Option<&str>) -> Result<Agent, AcpError> {
+        match model {
+            Some(model) if self.model_on_command_line.load(Ordering::Acquire) => {
+                self.served_cold.fetch_add(1, Ordering::Relaxed);
+                let mut spec = self.spec.clone();
+                spec.args = crate::devin::options::with_model_flag(&spec.args, model);
+                Agent::start(&spec, self.limits, &self.client).await
+            }
+            _ => self.take().await,
+        }
+    }
+
+    /// Records that the agent's sessions have no model option (a turn failed with
+    /// [`AcpError::NoModelOption`]): later turns that ask for a model start their agent with
+    /// `--model`.
+    pub fn learn_no_model_option(&self) {
+        if !self.model_on_command_line.swap(true, Ordering::AcqRel) {
+            tracing::info!("the agent's sessions have no model option; models are chosen with --model on its command line from now on");
+        }
+    }
+
     /// A ready agent if one is alive; else the first agent to be ready of one started for this
     /// request and those the refill is starting (the other one joins the ready set).
     pub async fn take(self: &Arc<Self>) -> Result<Agent, AcpError> {
@@ -76,15 +121,15 @@ impl AgentPool {
         }
         self.served_cold.fetch_add(1, Ordering::Relaxed);
         if self.target == 0 {
-            return Agent::start(&self.spec, self.limits).await;
+            return Agent::start(&self.spec, self.limits, &self.client).await;
         }
         // The start runs in this request's task, so its end wakes the request directly (a start
         // in a task of its own would cost one more wake-up, which on a saturated machine is one
         // more trip through the run queue). If another agent is ready first, the start moves to
         // a task of its own and its agent joins the ready set.
         let counted = OwnStart::enter(self);
-        let (spec, limits) = (self.spec.clone(), self.limits);
-        let mut own = Box::pin(async move { Agent::start(&spec, limits).await });
+        let (spec, limits, client) = (self.spec.clone(), self.limits, self.client.clone());
+        let mut own = Box::pin(async move { Agent::start(&spec, limits, &client).await });
         loop {
             tokio::select! {
                 started = &mut own => return started,
@@ -175,8 +220,8 @@ impl AgentPool {
                 self.ready_len() + starting.len() + self.own_starts.load(Ordering::Acquire),
             );
             for _ in 0..missing {
-                let (spec, limits) = (self.spec.clone(), self.limits);
-                starting.spawn(async move { Agent::start(&spec, limits).await });
+                let (spec, limits, client) = (self.spec.clone(), self.limits, self.client.clone());
+                starting.spawn(async move { Agent::start(&spec, limits, &client).await });
             }
             tokio::select! {
                 Some(started) = starting.join_next(), if !starting.is_empty() => match started {
@@ -281,7 +326,12 @@ cat >/dev/null"#
         let dir = tempfile::tempdir().expect("tempdir");
         let log = dir.path().join("starts");
         // The refill's agent (the first start) is ready after 0.5 s, the request's own after 4 s.
-        let pool = AgentPool::new(slow_agent(&log, &["0.5", "4"]), limits(), 1);
+        let pool = AgentPool::new(
+            slow_agent(&log, &["0.5", "4"]),
+            limits(),
+            ClientIdentity::default(),
+            1,
+        );
         tokio::spawn(pool.clone().run_refill());
         wait_for(|| starts(&log) == 1, "the refill's start").await;
 
@@ -311,7 +361,12 @@ cat >/dev/null"#
         let dir = tempfile::tempdir().expect("tempdir");
         let log = dir.path().join("starts");
         // The warm agent comes at once; every later start takes 3 s.
-        let pool = AgentPool::new(slow_agent(&log, &["0", "3"]), limits(), 1);
+        let pool = AgentPool::new(
+            slow_agent(&log, &["0", "3"]),
+            limits(),
+            ClientIdentity::default(),
+            1,
+        );
         tokio::spawn(pool.clone().run_refill());
         wait_for(|| pool.stats().ready == 1, "the warm set").await;
 
@@ -346,7 +401,12 @@ cat >/dev/null"#
         let dir = tempfile::tempdir().expect("tempdir");
         let log = dir.path().join("starts");
         // Two warm agents come quickly; every later start takes 3 s.
-        let pool = AgentPool::new(slow_agent(&log, &["0", "0", "3"]), limits(), 2);
+        let pool = AgentPool::new(
+            slow_agent(&log, &["0", "0", "3"]),
+            limits(),
+            ClientIdentity::default(),
+            2,
+        );
         tokio::spawn(pool.clone().run_refill());
         wait_for(|| pool.stats().ready == 2, "the warm set").await;
 

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use agent_client_protocol_schema::{v1, ProtocolVersion};
+use agent_client_protocol_schema::v1;
 use serde::Serialize;
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
@@ -27,11 +27,13 @@ use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::oneshot;
 
 use super::connection::{
-    millis, rpc_error, stop_reason, to_params, typed, Update, UpdateKind, AGENT_STOPPED,
-    MAX_LABEL_CHARS, TURN_STATS,
+    initialize_request, millis, rpc_error, stop_reason, to_params, typed, Update, UpdateKind,
+    AGENT_STOPPED, TURN_STATS,
 };
 use super::frame::{self, FrameReader, Incoming};
 use super::{AcpError, AgentLimits, TurnOutput};
+use crate::devin::login::ApiKey;
+use crate::devin::{self, ClientIdentity};
 use crate::process::{Sandboxed, Spec};
 
 /// Why a shared agent process ended.
@@ -57,8 +59,8 @@ pub struct SharedAgent {
     next_id: AtomicU64,
     death: OnceLock<Death>,
     initialized: OnceLock<v1::InitializeResponse>,
-    /// Whether the agent's API key reaches it (it may then be signed in lazily).
-    api_key: bool,
+    /// The API key the agent's environment carries, for one headless sign-in.
+    api_key: Option<ApiKey>,
     /// This agent, for the background tasks its guards start.
     me: OnceLock<std::sync::Weak<SharedAgent>>,
     pub started: Instant,
@@ -125,9 +127,13 @@ struct Collected {
 }
 
 impl SharedAgent {
-    /// Spawns `spec` and completes `initialize` (protocol version 1) within
-    /// `limits.init_timeout`.
-    pub async fn start(spec: &Spec, limits: AgentLimits) -> Result<Arc<Self>, AcpError> {
+    /// Spawns `spec` and completes `initialize` (protocol version 1, `client` as
+    /// `clientInfo`) within `limits.init_timeout`.
+    pub async fn start(
+        spec: &Spec,
+        limits: AgentLimits,
+        client: &ClientIdentity,
+    ) -> Result<Arc<Self>, AcpError> {
         let mut child = Sandboxed::spawn(spec).map_err(AcpError::Spawn)?;
         let (Some(stdin), Some(stdout)) = (child.take_stdin(), child.take_stdout()) else {
             let _ = child.shutdown().await;
@@ -142,7 +148,7 @@ impl SharedAgent {
             next_id: AtomicU64::new(0),
             death: OnceLock::new(),
             initialized: OnceLock::new(),
-            api_key: super::auth::has_api_key(spec),
+            api_key: devin::login::api_key(spec),
             me: OnceLock::new(),
             started: Instant::now(),
         });
@@ -151,12 +157,7 @@ impl SharedAgent {
             agent.clone(),
             FrameReader::new(stdout, limits.max_line()),
         ));
-        let request = v1::InitializeRequest::new(ProtocolVersion::V1)
-            .client_capabilities(v1::ClientCapabilities::new())
-            .client_info(v1::Implementation::new(
-                "devin-bridge",
-                env!("CARGO_PKG_VERSION"),
-            ));
+        let request = initialize_request(client);
         let answer = agent
             .request("initialize", request, limits.init_timeout)
             .await
@@ -209,28 +210,27 @@ impl SharedAgent {
         !exited
     }
 
-    /// `session/new` in `cwd` with no MCP servers, within `limits.init_timeout`. An agent that
-    /// answers that it is not authenticated is signed in once with its API-key method when its
-    /// key reaches it (see `acp::auth`), then asked again.
-    pub async fn new_session(&self, cwd: &Path) -> Result<String, AcpError> {
+    /// `session/new` in `cwd` with no MCP servers, within `limits.init_timeout`: the session's
+    /// id and config options. An agent that answers that it is not logged in is signed in
+    /// once, headless, when its API key reaches it (see [`devin::login`]), then asked again.
+    pub async fn new_session(&self, cwd: &Path) -> Result<v1::NewSessionResponse, AcpError> {
         match self.new_session_once(cwd).await {
             Err(AcpError::Unauthenticated) => {
-                let method =
-                    super::auth::sign_in_method(self.initialized.get(), self.api_key, self.pid)
-                        .ok_or(AcpError::Unauthenticated)?;
-                self.request(
-                    "authenticate",
-                    v1::AuthenticateRequest::new(method),
-                    self.limits.init_timeout,
+                let params = devin::login::sign_in_params(
+                    self.initialized.get(),
+                    self.api_key.as_ref(),
+                    self.pid,
                 )
-                .await?;
+                .ok_or(AcpError::Unauthenticated)?;
+                self.request("authenticate", params, self.limits.init_timeout)
+                    .await?;
                 self.new_session_once(cwd).await
             }
             other => other,
         }
     }
 
-    async fn new_session_once(&self, cwd: &Path) -> Result<String, AcpError> {
+    async fn new_session_once(&self, cwd: &Path) -> Result<v1::NewSessionResponse, AcpError> {
         let result = self
             .request(
                 "session/new",
@@ -238,10 +238,30 @@ impl SharedAgent {
                 self.limits.init_timeout,
             )
             .await?;
-        Ok(typed::<v1::NewSessionResponse>(&result)?
-            .session_id
-            .0
-            .to_string())
+        typed::<v1::NewSessionResponse>(&result)
+    }
+
+    /// `session/set_config_option` with a select value, within `limits.init_timeout`; the
+    /// agent's full list of options after the change.
+    pub async fn set_config_option(
+        &self,
+        session: &str,
+        config_id: &str,
+        value: &str,
+    ) -> Result<Vec<v1::SessionConfigOption>, AcpError> {
+        let request = v1::SetSessionConfigOptionRequest::new(
+            session.to_owned(),
+            config_id.to_owned(),
+            v1::SessionConfigOptionValue::value_id(value.to_owned()),
+        );
+        let result = self
+            .request(
+                "session/set_config_option",
+                request,
+                self.limits.init_timeout,
+            )
+            .await?;
+        Ok(typed::<v1::SetSessionConfigOptionResponse>(&result)?.config_options)
     }
 
     /// One prompt on `session`, answered within `limits.turn_timeout`. A turn that does not
@@ -294,36 +314,38 @@ impl SharedAgent {
                 ),
                 text: collected.text,
                 observed_model: collected.model,
+                // The caller applied the model on the session; it says how.
+                model: super::ModelApplied::NotRequested,
                 elapsed: started.elapsed(),
             }),
             other => Err(AcpError::Stopped(super::turn::stop_reason_name(other))),
         }
     }
 
-    /// Whether the agent advertised `session/close`.
-    pub fn closes_sessions(&self) -> bool {
+    /// How the agent lets the host release a session it has forgotten.
+    pub fn release(&self) -> devin::sessions::Release {
         self.initialized
             .get()
-            .and_then(|response| serde_json::to_value(response).ok())
-            .is_some_and(|value| {
-                value
-                    .pointer("/agentCapabilities/sessionCapabilities/close")
-                    .is_some_and(|close| !close.is_null())
-            })
+            .map_or(devin::sessions::Release::Keep, devin::sessions::Release::of)
     }
 
-    /// `session/close` when the agent supports it (frees the agent's memory of a session the
-    /// host has forgotten); errors only logged.
-    pub async fn close_session(&self, session: &str) {
-        if !self.closes_sessions() || self.death.get().is_some() {
+    /// Releases a session the host has forgotten, as the agent allows: `session/close`, else
+    /// `session/delete` (the Devin CLI keeps every session on disk otherwise), else nothing.
+    /// Errors are only logged.
+    pub async fn release_session(&self, session: &str) {
+        if self.death.get().is_some() {
             return;
         }
-        let params = serde_json::json!({ "sessionId": session });
-        if let Err(error) = self
-            .request("session/close", params, self.limits.init_timeout)
-            .await
-        {
-            tracing::debug!(pid = self.pid, code = error.code(), "session/close failed");
+        let Some((method, params)) = self.release().request(session) else {
+            return;
+        };
+        if let Err(error) = self.request(method, params, self.limits.init_timeout).await {
+            tracing::debug!(
+                pid = self.pid,
+                method,
+                code = error.code(),
+                "releasing a session failed"
+            );
         }
     }
 
@@ -507,15 +529,13 @@ impl SharedAgent {
             }
             AGENT_STOPPED | TURN_STATS => {
                 let session = params.get("sessionId").and_then(Value::as_str);
-                let label = if method == AGENT_STOPPED {
-                    params.pointer("/stats/modelLabel")
-                } else {
-                    params.get("modelLabel")
-                }
-                .and_then(Value::as_str);
+                let label = devin::stats::model_of(method, params);
                 if let (Some(session), Some(label)) = (session, label) {
                     if let Some(collected) = self.lock_routes().prompts.get_mut(session) {
-                        collected.model = Some(label.chars().take(MAX_LABEL_CHARS).collect());
+                        // `agent_stopped` comes last and names the model that ran the turn.
+                        if method == AGENT_STOPPED || collected.model.is_none() {
+                            collected.model = Some(label);
+                        }
                     }
                 }
                 Ok(())

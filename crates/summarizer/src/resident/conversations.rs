@@ -14,27 +14,81 @@ use std::time::{Duration, Instant};
 use tokio::sync::OwnedMutexGuard;
 
 use super::processes::Slot;
-use devin_bridge_agent::acp::SharedAgent;
+use agent_client_protocol_schema::v1;
+use devin_bridge_agent::acp::{apply_model, AcpError, ModelApplied, SharedAgent};
+use devin_bridge_agent::devin::options::normalise_id;
 use devin_bridge_engine::MessageMark;
 
 /// Sessions kept per conversation key (the least recently used goes beyond it).
 const MAX_PER_KEY: usize = 8;
 
-/// A session on a resident agent; the agent forgets it (`session/close`) when this is dropped.
+/// A session on a resident agent; the agent releases it (`session/close`, or
+/// `session/delete` for the Devin CLI) when this is dropped.
 pub struct Bound {
     pub agent: Arc<SharedAgent>,
     pub session: String,
+    /// The session's config options as the agent last reported them (its model among them).
+    options: Vec<v1::SessionConfigOption>,
+    /// The model the session runs, once a turn set or confirmed it.
+    model: Option<ModelApplied>,
     /// Held for as long as the session lives.
-    _slot: Slot,
+    slot: Slot,
 }
 
 impl Bound {
-    pub fn new(agent: Arc<SharedAgent>, session: String, slot: Slot) -> Self {
+    pub fn new(
+        agent: Arc<SharedAgent>,
+        session: String,
+        options: Vec<v1::SessionConfigOption>,
+        slot: Slot,
+    ) -> Self {
         Self {
             agent,
             session,
-            _slot: slot,
+            options,
+            model: None,
+            slot,
         }
+    }
+
+    /// Makes `wanted` the session's model: nothing when the last turn already ran on it,
+    /// `session/set_config_option` when the conversation's model changed, the process's
+    /// `--model` when the session has no model option (`NoModelOption` when that process was
+    /// started for another model).
+    pub async fn apply_model(&mut self, wanted: &str) -> Result<ModelApplied, AcpError> {
+        if let Some(applied) = &self.model {
+            let value = match applied {
+                ModelApplied::Option { value, .. } | ModelApplied::CommandLine { value } => value,
+                ModelApplied::NotRequested => "",
+            };
+            if normalise_id(value) == normalise_id(wanted) {
+                return Ok(applied.clone());
+            }
+        }
+        let (agent, session) = (self.agent.clone(), self.session.clone());
+        let mut updated = None;
+        let applied = apply_model(
+            &self.options,
+            wanted,
+            self.slot.model(),
+            |config_id, value| {
+                let updated = &mut updated;
+                async move {
+                    *updated = Some(
+                        agent
+                            .set_config_option(&session, &config_id, &value)
+                            .await?,
+                    );
+                    Ok(())
+                }
+            },
+        )
+        .await?;
+        if let Some(options) = updated {
+            self.options = options;
+        }
+        self.model = Some(applied.clone());
+        Ok(applied)
     }
 }
 
@@ -42,7 +96,7 @@ impl Drop for Bound {
     fn drop(&mut self) {
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             let (agent, session) = (self.agent.clone(), std::mem::take(&mut self.session));
-            handle.spawn(async move { agent.close_session(&session).await });
+            handle.spawn(async move { agent.release_session(&session).await });
         }
     }
 }

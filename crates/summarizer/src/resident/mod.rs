@@ -32,6 +32,7 @@ use super::Bridge;
 use crate::policy::AgentSection;
 use agent_client_protocol_schema::v1;
 use devin_bridge_agent::acp::{prompt_blocks, AcpError, AgentLimits, TurnOutput};
+use devin_bridge_agent::devin::ClientIdentity;
 use devin_bridge_agent::process::Spec;
 use devin_bridge_engine::TransformCalls as _;
 use devin_bridge_engine::{Image, MessageMark, Prompt, PromptOptions, Resume, UnseenPrompt};
@@ -180,9 +181,15 @@ impl Drop for Lease {
 }
 
 impl Resident {
-    pub fn new(spec: Spec, limits: AgentLimits, agent: &AgentSection, home: PathBuf) -> Arc<Self> {
+    pub fn new(
+        spec: Spec,
+        limits: AgentLimits,
+        client: ClientIdentity,
+        agent: &AgentSection,
+        home: PathBuf,
+    ) -> Arc<Self> {
         Arc::new(Self {
-            processes: Processes::new(spec, limits, agent.sessions_per_process),
+            processes: Processes::new(spec, limits, client, agent.sessions_per_process),
             conversations: Conversations::new(agent.max_sessions),
             budget: ResumeBudget::new(
                 usize::try_from(agent.resume_memory_mib.saturating_mul(1 << 20))
@@ -255,36 +262,41 @@ impl Resident {
     }
 
     /// Serializes the request for the session it continues (found or started here) and
-    /// validates its model. Waits while another turn of the same session runs.
+    /// validates its model (the ACP id it resolved to comes back with it). Waits while
+    /// another turn of the same session runs.
     pub async fn prepare(
         self: &Arc<Self>,
         bridge: &Bridge,
         body: String,
         key: Option<String>,
-    ) -> Result<(UnseenPrompt, Lease), Failure> {
+    ) -> Result<(UnseenPrompt, Option<String>, Lease), Failure> {
         let body = Arc::new(body);
         let Some(key) = key else {
-            let whole = serialize(bridge, &body, 0, Check::Admit).await?;
-            return Ok(self.ephemeral(body, whole));
+            let (whole, model_id) = serialize(bridge, &body, 0, Check::Admit).await?;
+            let (whole, lease) = self.ephemeral(body, whole);
+            return Ok((whole, model_id, lease));
         };
+        let mut model_id = None;
         for _ in 0..MAX_SELECTION_ATTEMPTS {
             let (guess, earlier) = self.conversations.likely(&key);
             let resumed = match earlier {
                 Some(earlier) => self.resume(bridge, &body, &earlier, guess).await?,
                 None => None,
             };
-            let unseen = match resumed {
-                Some(unseen) => unseen,
+            let (unseen, admitted) = match resumed {
+                Some((unseen, admitted)) => (unseen, Some(admitted)),
                 None => serialize(bridge, &body, guess, Check::Admit).await?,
             };
+            model_id = admitted;
             if unseen.prompt.tools.trim() == "[]" {
                 // A side request (title, quota probe, summary): never the conversation's session.
                 let whole = if guess == 0 {
                     unseen
                 } else {
-                    serialize(bridge, &body, 0, Check::Nothing).await?
+                    serialize(bridge, &body, 0, Check::Nothing).await?.0
                 };
-                return Ok(self.ephemeral(body, whole));
+                let (whole, lease) = self.ephemeral(body, whole);
+                return Ok((whole, model_id, lease));
             }
             let continued = self.conversations.continued(&key, &unseen.history);
             let known = self.conversations.knows(&key);
@@ -313,7 +325,7 @@ impl Resident {
             let mut unseen = if held == guess {
                 unseen
             } else {
-                serialize(bridge, &body, held, Check::Nothing).await?
+                serialize(bridge, &body, held, Check::Nothing).await?.0
             };
             tracing::debug!(
                 ?found,
@@ -345,13 +357,14 @@ impl Resident {
                 replayed: false,
                 committed: false,
             };
-            return Ok((unseen, lease));
+            return Ok((unseen, model_id, lease));
         }
         tracing::info!(
             "conversation busy with competing turns; this one runs in an ephemeral session"
         );
-        let whole = serialize(bridge, &body, 0, Check::Nothing).await?;
-        Ok(self.ephemeral(body, whole))
+        let whole = serialize(bridge, &body, 0, Check::Nothing).await?.0;
+        let (whole, lease) = self.ephemeral(body, whole);
+        Ok((whole, model_id, lease))
     }
 
     /// The request serialized as the continuation of `earlier`, the last request of the
@@ -364,7 +377,7 @@ impl Resident {
         body: &Arc<String>,
         earlier: &Arc<Earlier>,
         held: u32,
-    ) -> Result<Option<UnseenPrompt>, Failure> {
+    ) -> Result<Option<(UnseenPrompt, String)>, Failure> {
         let ends: Vec<u32> = earlier.marks.iter().map(|mark| mark.request_end).collect();
         let Some(found) = continuation::find(&earlier.body, &ends, body) else {
             return Ok(None);
@@ -387,7 +400,7 @@ impl Resident {
             Ok(match t.serialize_resumed(continuation, resume, options)? {
                 Ok(resumed) => {
                     let tokens = resumed.input_tokens;
-                    Some(window::admit(t, &windows, model, catalog, tokens)?.map(|()| resumed))
+                    Some(window::admit(t, &windows, model, catalog, tokens)?.map(|id| (resumed, id)))
                 }
                 Err(failure) => {
                     tracing::debug!(code = %failure.code, "the continuation was refused; serializing the whole request");
@@ -396,7 +409,7 @@ impl Resident {
             })
         })
         .await?;
-        let resumed = match answer {
+        let (resumed, model_id) = match answer {
             Some(result) => result?,
             None => return Ok(None),
         };
@@ -416,7 +429,7 @@ impl Resident {
                 ..mark
             }))
             .collect();
-        Ok(Some(UnseenPrompt {
+        let unseen = UnseenPrompt {
             prompt: Prompt {
                 text: resumed.text,
                 tools: earlier.tools.clone(),
@@ -430,7 +443,8 @@ impl Resident {
             images: resumed.images,
             marks,
             tool_names: earlier.tool_names.clone(),
-        }))
+        };
+        Ok(Some((unseen, model_id)))
     }
 
     fn ephemeral(
@@ -475,12 +489,17 @@ impl Resident {
         lease: &mut Lease,
         text: &str,
         images: &[Image],
+        model: &str,
     ) -> Result<AgentReply, Failure> {
         let error = match self
-            .prompt(lease, prompt_blocks(text.to_owned(), image_parts(images)))
+            .prompt(
+                lease,
+                prompt_blocks(text.to_owned(), image_parts(images)),
+                model,
+            )
             .await
         {
-            Ok(output) => return Ok(reply_of(output)),
+            Ok(output) => return Ok(AgentReply::of(output)),
             Err(error) => error,
         };
         if !matches!(error, AcpError::EarlyExit) || lease.replayed {
@@ -490,10 +509,10 @@ impl Resident {
         lease.replayed = true;
         lease.held = 0;
         self.stats.replays.inc();
-        let whole = serialize(bridge, &lease.body, 0, Check::Nothing).await?;
+        let (whole, _) = serialize(bridge, &lease.body, 0, Check::Nothing).await?;
         let blocks = prompt_blocks(whole.prompt.text, image_parts(&whole.images));
-        match self.prompt(lease, blocks).await {
-            Ok(output) => Ok(reply_of(output)),
+        match self.prompt(lease, blocks, model).await {
+            Ok(output) => Ok(AgentReply::of(output)),
             Err(error) => Err(agent_failure(bridge, error).await),
         }
     }
@@ -504,6 +523,7 @@ impl Resident {
         bridge: &Bridge,
         lease: &mut Lease,
         rejection: Failure,
+        model: &str,
     ) -> Result<AgentReply, Failure> {
         let section = run_transform(&bridge.transforms, rejection.message.len(), move |t| {
             t.repair(String::new(), rejection)
@@ -512,21 +532,24 @@ impl Resident {
         let section = section.trim_start();
         let section = section.strip_prefix("---").unwrap_or(section).trim_start();
         match self
-            .prompt(lease, prompt_blocks(section.to_owned(), []))
+            .prompt(lease, prompt_blocks(section.to_owned(), []), model)
             .await
         {
-            Ok(output) => Ok(reply_of(output)),
+            Ok(output) => Ok(AgentReply::of(output)),
             Err(error) => Err(agent_failure(bridge, error).await),
         }
     }
 
-    /// Sends `text` on the lease's session, opening one when it has none. A session that
-    /// holds messages and whose process died cannot take a continuation: `EarlyExit`, for the
-    /// caller to replay. After any failure the session is dropped.
+    /// Sends `text` on the lease's session, opening one when it has none, answered by `model`
+    /// (the session's model is changed only when the conversation's model changed). A session
+    /// that holds messages and whose process died, or that cannot change its model (no model
+    /// option: processes are then started per model), cannot take a continuation:
+    /// `EarlyExit`, for the caller to replay. After any failure the session is dropped.
     async fn prompt(
         &self,
         lease: &mut Lease,
         blocks: Vec<v1::ContentBlock>,
+        model: &str,
     ) -> Result<TurnOutput, AcpError> {
         let held = lease.held;
         let binding = lease.session.binding();
@@ -540,8 +563,37 @@ impl Resident {
             if held > 0 {
                 return Err(AcpError::EarlyExit);
             }
-            *binding = Some(self.open().await?);
+            *binding = Some(self.open(model).await?);
         }
+        let Some(bound) = binding.as_mut() else {
+            return Err(AcpError::EarlyExit);
+        };
+        let applied = match bound.apply_model(model).await {
+            Ok(applied) => applied,
+            Err(AcpError::NoModelOption) => {
+                // Only the command line picks this agent's model: a session for this model
+                // lives on a process started for it.
+                self.processes.learn_no_model_option();
+                binding.take();
+                if held > 0 {
+                    return Err(AcpError::EarlyExit);
+                }
+                let mut bound = self.open(model).await?;
+                let applied = bound.apply_model(model).await;
+                *binding = Some(bound);
+                match applied {
+                    Ok(applied) => applied,
+                    Err(error) => {
+                        binding.take();
+                        return Err(error);
+                    }
+                }
+            }
+            Err(error) => {
+                binding.take();
+                return Err(error);
+            }
+        };
         let Some(bound) = binding.as_ref() else {
             return Err(AcpError::EarlyExit);
         };
@@ -549,7 +601,14 @@ impl Resident {
         self.stats
             .prompt_bytes
             .inc_by(u64::try_from(content_bytes(&blocks)).unwrap_or(u64::MAX));
-        let outcome = bound.agent.prompt_blocks(&bound.session, blocks).await;
+        let outcome = bound
+            .agent
+            .prompt_blocks(&bound.session, blocks)
+            .await
+            .map(|mut output| {
+                output.model = applied;
+                output
+            });
         match &outcome {
             Ok(output) => tracing::info!(
                 pid = bound.agent.pid(),
@@ -566,11 +625,17 @@ impl Resident {
         outcome
     }
 
-    async fn open(&self) -> Result<Bound, AcpError> {
-        let slot = self.processes.reserve();
+    /// A new session for a conversation answered by `model`, on a process that can serve it.
+    async fn open(&self, model: &str) -> Result<Bound, AcpError> {
+        let slot = self.processes.reserve(model);
         let agent = self.processes.agent(&slot).await?;
-        let session = agent.new_session(&self.home).await?;
-        Ok(Bound::new(agent, session, slot))
+        let created = agent.new_session(&self.home).await?;
+        Ok(Bound::new(
+            agent,
+            created.session_id.0.to_string(),
+            created.config_options.unwrap_or_default(),
+            slot,
+        ))
     }
 }
 
@@ -595,14 +660,6 @@ fn resume_state(earlier: &Earlier, found: &Continuation, held: u32) -> Option<Re
     })
 }
 
-/// A resident turn's answer as the turn pipeline takes it.
-fn reply_of(output: TurnOutput) -> AgentReply {
-    AgentReply {
-        text: output.text,
-        usage: output.usage,
-    }
-}
-
 /// Bytes of a prompt's text and image data.
 fn content_bytes(blocks: &[v1::ContentBlock]) -> usize {
     blocks
@@ -621,7 +678,7 @@ async fn serialize(
     body: &Arc<String>,
     held: u32,
     check: Check,
-) -> Result<UnseenPrompt, Failure> {
+) -> Result<(UnseenPrompt, Option<String>), Failure> {
     serialize_unseen(bridge, body.clone(), held, check).await
 }
 

@@ -3,6 +3,11 @@
 //! A session slot is reserved on a process before that process has even finished starting, so a
 //! burst of new conversations fills processes instead of starting one each. Processes are
 //! filled one at a time (the fullest one with room is chosen) to keep their number low.
+//!
+//! A session's model is normally set on the session itself. An agent whose sessions have no
+//! model option takes its model from `--model` on its command line; once that is known
+//! ([`Processes::learn_no_model_option`]), processes are started per model and a session is
+//! reserved only on a process of its model.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,12 +17,17 @@ use prometheus_client::metrics::counter::Counter;
 use tokio::sync::OnceCell;
 
 use devin_bridge_agent::acp::{AcpError, AgentLimits, SharedAgent};
+use devin_bridge_agent::devin::options::{normalise_id, with_model_flag};
+use devin_bridge_agent::devin::ClientIdentity;
 use devin_bridge_agent::process::Spec;
 
 /// Every resident process, and the recipe for new ones.
 pub struct Processes {
     spec: Spec,
     limits: AgentLimits,
+    client: ClientIdentity,
+    /// The agent's sessions have no model option: processes are started per model.
+    per_model: AtomicBool,
     per_process: usize,
     list: Mutex<Vec<Arc<Process>>>,
     started: Counter,
@@ -26,6 +36,8 @@ pub struct Processes {
 /// One process, started on first use.
 pub struct Process {
     agent: OnceCell<Arc<SharedAgent>>,
+    /// The model its command line selects (`--model`), when processes are kept per model.
+    model: Option<String>,
     /// Reserved session slots.
     sessions: AtomicUsize,
     /// Its start failed: no new session goes there.
@@ -39,6 +51,13 @@ pub struct Slot {
     process: Arc<Process>,
 }
 
+impl Slot {
+    /// The model the slot's process was started for (`--model`), if any.
+    pub fn model(&self) -> Option<&str> {
+        self.process.model.as_deref()
+    }
+}
+
 impl Drop for Slot {
     fn drop(&mut self) {
         if self.process.sessions.fetch_sub(1, Ordering::AcqRel) == 1 {
@@ -50,9 +69,10 @@ impl Drop for Slot {
 }
 
 impl Process {
-    fn new() -> Self {
+    fn new(model: Option<String>) -> Self {
         Self {
             agent: OnceCell::new(),
+            model,
             sessions: AtomicUsize::new(0),
             failed: AtomicBool::new(false),
             idle_since: Mutex::new(Instant::now()),
@@ -73,10 +93,17 @@ impl Process {
 }
 
 impl Processes {
-    pub fn new(spec: Spec, limits: AgentLimits, per_process: usize) -> Self {
+    pub fn new(
+        spec: Spec,
+        limits: AgentLimits,
+        client: ClientIdentity,
+        per_process: usize,
+    ) -> Self {
         Self {
             spec,
             limits,
+            client,
+            per_model: AtomicBool::new(false),
             per_process: per_process.max(1),
             list: Mutex::new(Vec::new()),
             started: Counter::default(),
@@ -89,17 +116,30 @@ impl Processes {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Reserves a session slot on the fullest live process with room, or on a new one.
-    pub fn reserve(&self) -> Slot {
+    /// Records that the agent's sessions have no model option: from now on processes are
+    /// started per model.
+    pub fn learn_no_model_option(&self) {
+        if !self.per_model.swap(true, Ordering::AcqRel) {
+            tracing::info!("the agent's sessions have no model option; resident processes are started per model (--model) from now on");
+        }
+    }
+
+    /// Reserves a session slot for a conversation answered by `model` on the fullest live
+    /// process with room (of that model, when processes are kept per model), or on a new one.
+    pub fn reserve(&self, model: &str) -> Slot {
+        // Warming ahead of demand asks for no model (""): such a process is started plainly.
+        let per_model = self.per_model.load(Ordering::Acquire) && !model.is_empty();
+        let wanted = per_model.then(|| normalise_id(model));
         let mut list = self.lock();
         let chosen = list
             .iter()
             .filter(|process| !process.is_dead())
+            .filter(|process| process.model.as_deref().map(normalise_id) == wanted)
             .filter(|process| process.sessions.load(Ordering::Acquire) < self.per_process)
             .max_by_key(|process| process.sessions.load(Ordering::Acquire))
             .cloned();
         let process = chosen.unwrap_or_else(|| {
-            let process = Arc::new(Process::new());
+            let process = Arc::new(Process::new(per_model.then(|| model.to_owned())));
             list.push(process.clone());
             process
         });
@@ -114,7 +154,14 @@ impl Processes {
             .agent
             .get_or_try_init(|| async {
                 self.started.inc();
-                let agent = SharedAgent::start(&self.spec, self.limits).await?;
+                let spec = match &slot.process.model {
+                    Some(model) => Spec {
+                        args: with_model_flag(&self.spec.args, model),
+                        ..self.spec.clone()
+                    },
+                    None => self.spec.clone(),
+                };
+                let agent = SharedAgent::start(&spec, self.limits, &self.client).await?;
                 tracing::info!(pid = agent.pid(), "resident agent process started");
                 Ok::<_, AcpError>(agent)
             })
@@ -131,7 +178,7 @@ impl Processes {
     /// Starts `count` processes ahead of demand (they hold no session until one is needed).
     pub async fn warm(&self, count: usize) {
         for _ in 0..count {
-            let slot = self.reserve();
+            let slot = self.reserve("");
             if let Err(error) = self.agent(&slot).await {
                 tracing::warn!(code = error.code(), %error, "starting a resident agent ahead of demand failed");
                 return;

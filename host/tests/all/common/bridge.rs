@@ -39,16 +39,31 @@ pub fn pass_env_line(names: &[&str]) -> String {
     format!("pass_env = [{}]", quoted.join(", "))
 }
 
-/// Sets, once per test binary, what a signed-out offline agent needs: its log, the switch that
-/// makes it refuse sessions until it is authenticated, and an API key. Each bridge's
-/// `pass_env` decides which of them reach its agent.
+/// Sets, once per test binary, what a logged-out offline agent needs: its log, the switch that
+/// makes its home logged out (sessions are refused until it authenticates), and an API key.
+/// Each bridge's `pass_env` decides which of them reach its agent.
 pub fn signed_out_agent_environment() {
     static SET: std::sync::Once = std::sync::Once::new();
     SET.call_once(|| {
         std::env::set_var("MOCK_DEVIN_LOG", AGENT_LOG);
-        std::env::set_var("MOCK_DEVIN_REQUIRE_AUTH", "1");
+        std::env::set_var("MOCK_DEVIN_LOGGED_OUT", "1");
         std::env::set_var("WINDSURF_API_KEY", "offline-test-key");
     });
+}
+
+/// `policies/models.json` with one more family, `ghost` (variant `ghost-1`), that the offline
+/// agent's sessions do not offer, written into `dir`.
+pub fn catalog_with_a_model_the_agent_lacks(dir: &Path) -> PathBuf {
+    let catalog = Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies/models.json");
+    let mut families: Value =
+        serde_json::from_str(&std::fs::read_to_string(catalog).expect("catalog")).expect("json");
+    if let Some(list) = families["families"].as_array_mut() {
+        list.push(serde_json::json!({"family_label": "Ghost", "family_uid": "ghost", "slug": "ghost",
+            "variants": [{"model_uid": "ghost-1", "label": "Ghost 1", "max_context_tokens": 100000}]}));
+    }
+    let file = dir.join("models.json");
+    std::fs::write(&file, families.to_string()).expect("write the catalog");
+    file
 }
 
 pub struct TestBridge {

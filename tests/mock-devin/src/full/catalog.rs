@@ -2,8 +2,8 @@
 //! `session/new` offers as the `model` config option.
 //!
 //! `devin models list` names variants with `.` and `_` (`glm-5.2`); ACP config values use `-`
-//! in their place (`glm-5-2`). Families marked `legacy` are listed but not offered to the
-//! account in `session/new`.
+//! in their place (`glm-5-2`). Families marked `not_offered` (`adaptive`, `legacy-9`) are
+//! listed but not offered in `session/new`: setting one answers "Model not found".
 
 use serde_json::{json, Value};
 
@@ -24,8 +24,8 @@ pub struct Family {
     pub slug: &'static str,
     pub aliases: &'static [&'static str],
     pub variants: &'static [Variant],
-    /// Listed in the catalog but not available to the account (absent from `session/new`).
-    pub legacy: bool,
+    /// Listed in the catalog but not available in sessions (absent from `session/new`).
+    pub not_offered: bool,
 }
 
 pub const FAMILIES: &[Family] = &[
@@ -45,8 +45,13 @@ pub const FAMILIES: &[Family] = &[
                 label: "SWE-2 Fast",
                 max_context_tokens: 256_000,
             },
+            Variant {
+                model_uid: "swe-2-high",
+                label: "SWE-2 High",
+                max_context_tokens: 256_000,
+            },
         ],
-        legacy: false,
+        not_offered: false,
     },
     Family {
         family_label: "Kimi K3",
@@ -58,7 +63,7 @@ pub const FAMILIES: &[Family] = &[
             label: "Kimi K3",
             max_context_tokens: 262_144,
         }],
-        legacy: false,
+        not_offered: false,
     },
     Family {
         family_label: "GLM-5.2",
@@ -70,7 +75,7 @@ pub const FAMILIES: &[Family] = &[
             label: "GLM-5.2",
             max_context_tokens: 200_000,
         }],
-        legacy: false,
+        not_offered: false,
     },
     Family {
         family_label: "Muse Wonder",
@@ -82,7 +87,19 @@ pub const FAMILIES: &[Family] = &[
             label: "Muse Wonder",
             max_context_tokens: 400_000,
         }],
-        legacy: false,
+        not_offered: false,
+    },
+    Family {
+        family_label: "Adaptive",
+        family_uid: "adaptive",
+        slug: "adaptive",
+        aliases: &[],
+        variants: &[Variant {
+            model_uid: "adaptive",
+            label: "Adaptive",
+            max_context_tokens: 256_000,
+        }],
+        not_offered: true,
     },
     Family {
         family_label: "Legacy 9",
@@ -94,7 +111,7 @@ pub const FAMILIES: &[Family] = &[
             label: "Legacy 9",
             max_context_tokens: 128_000,
         }],
-        legacy: true,
+        not_offered: true,
     },
 ];
 
@@ -113,7 +130,7 @@ pub fn acp_id(model_uid: &str) -> String {
 pub fn offered() -> impl Iterator<Item = (String, &'static Variant)> {
     FAMILIES
         .iter()
-        .filter(|family| !family.legacy)
+        .filter(|family| !family.not_offered)
         .flat_map(|family| family.variants.iter())
         .map(|variant| (acp_id(variant.model_uid), variant))
 }
@@ -169,7 +186,19 @@ mod tests {
         let ids: Vec<String> = offered().map(|(id, _)| id).collect();
         assert_eq!(
             ids,
-            ["swe-2", "swe-2-fast", "kimi-k3", "glm-5-2", "muse-wonder"]
+            [
+                "swe-2",
+                "swe-2-fast",
+                "swe-2-high",
+                "kimi-k3",
+                "glm-5-2",
+                "muse-wonder"
+            ]
+        );
+        assert_eq!(find_offered("adaptive"), None);
+        assert_eq!(
+            find_offered("swe-2-high").map(|v| v.label),
+            Some("SWE-2 High")
         );
         assert_eq!(find_offered("glm-5-2").map(|v| v.label), Some("GLM-5.2"));
         assert_eq!(find_offered("glm-5.2"), None);
@@ -187,7 +216,14 @@ mod tests {
             .collect();
         assert_eq!(
             uids,
-            ["swe-2", "kimi-k3", "glm-5.2", "muse-wonder", "legacy-9"]
+            [
+                "swe-2",
+                "kimi-k3",
+                "glm-5.2",
+                "muse-wonder",
+                "adaptive",
+                "legacy-9"
+            ]
         );
         assert_eq!(families[1]["aliases"], json!(["kimi"]));
         assert_eq!(families[2]["variants"][0]["model_uid"], "glm-5.2");
@@ -201,5 +237,6 @@ mod tests {
             }
         }
         assert!(catalog_text().contains("legacy-9"));
+        assert!(catalog_text().contains("Adaptive"));
     }
 }

@@ -22,15 +22,15 @@ const MAX_SLOW_MS: u64 = 600_000;
 /// The failure a `[mock:fail KIND]` marker simulates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Failure {
-    /// -32000, errorKind `Unauthenticated`.
+    /// -32000 "ACP host has not authenticated", no data.
     Auth,
-    /// -32603, errorKind `QuotaExceeded`.
+    /// -32011, kind `resource_exhausted`.
     Quota,
-    /// -32603, errorKind `RateLimited`.
+    /// -32010, kind `unavailable`, a rate limit.
     RateLimited,
-    /// -32603, errorKind `NetworkError`.
+    /// -32010, kind `unavailable`, a connection error.
     Network,
-    /// -32603, errorKind `ServerError`.
+    /// -32603, kind `internal`.
     Server,
     /// No JSON-RPC error: agent_stopped cause `error`, stopReason `end_turn`.
     Error,

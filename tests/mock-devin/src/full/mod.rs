@@ -1,6 +1,6 @@
 //! The full agent: `mock-devin acp` without `--agent-type`, the stand-in for `devin acp` that
-//! companion mode drives. The rules and markers are documented in the crate documentation
-//! (`main.rs`); this module holds the start-up checks and the reading loop's end.
+//! companion mode drives. The rules and markers are documented in the crate's README; this
+//! module holds the start-up checks and the reading loop's end.
 
 pub mod catalog;
 pub mod markers;
@@ -34,6 +34,10 @@ pub struct Agent {
     pub hanging: AtomicBool,
     /// Set by `[mock:late-close]`: stdin EOF ends the process only after [`LATE_CLOSE`].
     pub late_close: AtomicBool,
+    /// The ACP id of the model new sessions start with (a global `--model`, else the default).
+    pub start_model: String,
+    /// Which config options sessions offer besides the mode.
+    pub features: server::Features,
 }
 
 /// `MOCK_DEVIN_SCENARIO` for the full agent: marker text (`[mock:refusal]`) or a bare marker
@@ -62,14 +66,24 @@ fn default_markers() -> Result<Option<String>, String> {
 }
 
 /// Serves the full agent on stdin/stdout; never returns.
-pub fn run(log_path: Option<std::path::PathBuf>, startup: Duration) -> ! {
-    let default_markers = match default_markers() {
-        Ok(markers) => markers,
+pub fn run(log_path: Option<std::path::PathBuf>, startup: Duration, model: Option<String>) -> ! {
+    let settings = default_markers().and_then(|markers| {
+        Ok((
+            markers,
+            server::Features {
+                model: !crate::switch("MOCK_DEVIN_NO_MODEL_OPTION")?,
+                thought_level: crate::switch("MOCK_DEVIN_THOUGHT_LEVEL")?,
+            },
+        ))
+    });
+    let (default_markers, features) = match settings {
+        Ok(settings) => settings,
         Err(message) => {
             eprintln!("mock-devin: {message}");
             std::process::exit(crate::USAGE_EXIT);
         }
     };
+    let start_model = model.unwrap_or_else(|| catalog::DEFAULT_MODEL.to_owned());
     let log = log::Log::new(log_path);
     let here = std::env::current_dir()
         .map(|dir| dir.display().to_string())
@@ -77,7 +91,9 @@ pub fn run(log_path: Option<std::path::PathBuf>, startup: Duration) -> ! {
     log.event(
         "start",
         None,
-        json!({"version": AGENT_VERSION, "agent": "full", "args": ["acp"], "cwd": here}),
+        json!({"version": AGENT_VERSION, "agent": "full", "args": ["acp"], "cwd": here,
+               "model": start_model, "modelOption": features.model,
+               "thoughtLevel": features.thought_level}),
     );
     // The real CLI refuses to start without its configuration.
     if let Err(err) = permissions::Permissions::load() {
@@ -94,6 +110,8 @@ pub fn run(log_path: Option<std::path::PathBuf>, startup: Duration) -> ! {
         default_markers,
         hanging: AtomicBool::new(false),
         late_close: AtomicBool::new(false),
+        start_model,
+        features,
     });
     let mut input = BufReader::with_capacity(64 * 1024, std::io::stdin());
     server::Server::new(Arc::clone(&agent)).serve(&mut input);

@@ -11,33 +11,41 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
 
-use super::catalog::{self, DEFAULT_MODEL, NO_THOUGHT_LEVEL_MODEL};
+use super::catalog::{self, NO_THOUGHT_LEVEL_MODEL};
 use super::markers::{Outcome, Plan};
 use super::permissions::Permissions;
-use super::store::{self, Entry, Record, Role, Store, StoreError};
+use super::store::{Entry, Record, Role, Store, StoreError};
 use super::turn::Turn;
 use super::{Agent, CONFIG_EXIT};
 use crate::rpc::{
-    self, Incoming, AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
-    METHOD_NOT_FOUND, NOT_FOUND,
+    self, Incoming, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
 };
 use crate::turn::Event;
+use crate::wire::{self, Stats, TurnIds};
 use crate::{AGENT_NAME, AGENT_VERSION};
 
-/// The session modes, `(id, name)`, in the order Devin lists them.
-pub const MODES: [(&str, &str); 5] = [
-    ("accept-edits", "Accept edits"),
-    ("smart", "Smart"),
-    ("ask", "Ask"),
-    ("plan", "Plan"),
-    ("bypass", "Bypass"),
-];
-pub const DEFAULT_MODE: &str = "smart";
+use wire::{pairs, select, DEFAULT_MODE, MODES};
 pub const THOUGHT_LEVELS: [(&str, &str); 3] =
     [("low", "Low"), ("medium", "Medium"), ("high", "High")];
 pub const DEFAULT_THOUGHT_LEVEL: &str = "medium";
-pub const SPEEDS: [(&str, &str); 2] = [("standard", "Standard"), ("fast", "Fast")];
-pub const DEFAULT_SPEED: &str = "standard";
+
+/// The config options sessions offer besides the mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Features {
+    /// The model select (off with `MOCK_DEVIN_NO_MODEL_OPTION=1`).
+    pub model: bool,
+    /// The `thought_level` select (on with `MOCK_DEVIN_THOUGHT_LEVEL=1`).
+    pub thought_level: bool,
+}
+
+impl Default for Features {
+    fn default() -> Self {
+        Self {
+            model: true,
+            thought_level: false,
+        }
+    }
+}
 
 /// A session of this process: its stored record and the rules read when it started.
 pub struct Session {
@@ -77,20 +85,12 @@ fn invalid(message: impl Into<String>) -> Refusal {
     )
 }
 
-fn not_found(what: &str) -> Refusal {
-    (
-        NOT_FOUND,
-        "Resource not found".to_owned(),
-        Some(json!({"uri": what})),
-    )
-}
-
 /// How a request is answered.
 enum Reply {
     /// Answer now.
     Now(Value),
-    /// Answer now, then send these messages.
-    NowThen(Value, Vec<Value>),
+    /// Send the first messages, answer, then send the last ones.
+    Around(Vec<Value>, Value, Vec<Value>),
     /// A turn answers later.
     Later,
 }
@@ -99,6 +99,10 @@ pub struct Server {
     agent: Arc<Agent>,
     store: Option<Store>,
     initialized: bool,
+    /// `Err(name)` when `initialize` named a client other than `windsurf`.
+    identity: Result<(), String>,
+    /// `authenticate` succeeded with an API key.
+    key_login: bool,
     sessions: HashMap<String, SessionRef>,
     turn: Option<RunningTurn>,
 }
@@ -141,23 +145,6 @@ fn check_mcp_servers(params: &Map<String, Value>) -> Result<(), Refusal> {
     }
 }
 
-/// Signed in: `WINDSURF_API_KEY` is set, or the credentials file exists (a symlink to one
-/// counts). The file's contents are never read.
-pub fn authenticated() -> bool {
-    if std::env::var_os("WINDSURF_API_KEY").is_some_and(|key| !key.is_empty()) {
-        return true;
-    }
-    store::data_dir().is_some_and(|dir| std::fs::metadata(dir.join("credentials.toml")).is_ok())
-}
-
-fn auth_required() -> Refusal {
-    (
-        AUTH_REQUIRED,
-        "Authentication required".to_owned(),
-        Some(json!({"cognition.ai/errorKind": "Unauthenticated", "retryable": false})),
-    )
-}
-
 /// Rereads `config.json` for a new or loaded session; the real CLI refuses a broken one, so
 /// the process ends with status 78.
 fn reload_permissions(agent: &Agent) -> Permissions {
@@ -173,59 +160,28 @@ fn reload_permissions(agent: &Agent) -> Permissions {
 
 /// `mock-` and 16 random hex digits.
 fn new_session_id() -> String {
-    use std::io::Read;
-    let mut bytes = [0u8; 8];
-    let random = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
-    if random.is_err() {
-        // No random source: the time and pid still differ between sessions and processes.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos();
-        let mixed = (nanos as u64) ^ (u64::from(std::process::id()) << 40);
-        bytes = mixed.to_be_bytes();
-    }
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("mock-{hex}")
-}
-
-fn select(id: &str, name: &str, category: &str, current: &str, options: Vec<Value>) -> Value {
-    json!({
-        "id": id,
-        "name": name,
-        "category": category,
-        "type": "select",
-        "currentValue": current,
-        "options": options,
-    })
-}
-
-fn pairs(values: &[(&str, &str)]) -> Vec<Value> {
-    values
-        .iter()
-        .map(|(value, name)| json!({"value": value, "name": name}))
-        .collect()
+    format!("mock-{}", wire::random_hex(8))
 }
 
 /// The session's `modes` object.
 pub fn modes(record: &Record) -> Value {
-    let available: Vec<Value> = MODES
-        .iter()
-        .map(|(id, name)| json!({"id": id, "name": name}))
-        .collect();
-    json!({"currentModeId": record.mode, "availableModes": available})
+    wire::modes(&record.mode)
 }
 
-/// The session's config options; `thought_level` is not offered for GLM-5.2.
-pub fn config_options(record: &Record) -> Value {
-    let models: Vec<Value> = catalog::offered()
-        .map(|(id, variant)| json!({"value": id, "name": variant.label}))
+/// The session's config options: the mode, the model (unless turned off) and, when turned on,
+/// `thought_level` (not offered for GLM-5.2).
+pub fn config_options(record: &Record, features: Features) -> Value {
+    let models: Vec<(String, &str)> = catalog::offered()
+        .map(|(id, variant)| (id, variant.label))
         .collect();
-    let mut options = vec![
-        select("mode", "Mode", "mode", &record.mode, pairs(&MODES)),
-        select("model", "Model", "model", &record.model, models),
-    ];
-    if record.model != NO_THOUGHT_LEVEL_MODEL {
+    let mut options = vec![wire::mode_option(&record.mode)];
+    if features.model {
+        options.push(wire::model_option(
+            &record.model,
+            models.iter().map(|(id, label)| (id.as_str(), *label)),
+        ));
+    }
+    if features.thought_level && record.model != NO_THOUGHT_LEVEL_MODEL {
         options.push(select(
             "thought_level",
             "Thought level",
@@ -234,33 +190,44 @@ pub fn config_options(record: &Record) -> Value {
             pairs(&THOUGHT_LEVELS),
         ));
     }
-    options.push(select(
-        "speed",
-        "Speed",
-        "speed",
-        &record.speed,
-        pairs(&SPEEDS),
-    ));
     Value::Array(options)
 }
 
-/// Sets one config option of `record`; the error names what is wrong.
-pub fn set_option(record: &mut Record, id: &str, value: &str) -> Result<(), String> {
+/// Sets one config option of `record`; the error is the message of a -32602 answer.
+pub fn set_option(
+    record: &mut Record,
+    features: Features,
+    id: &str,
+    value: &str,
+) -> Result<(), String> {
     let known = |values: &[(&str, &str)]| values.iter().any(|(v, _)| *v == value);
     match id {
         "mode" if known(&MODES) => record.mode = value.to_owned(),
-        "model" if catalog::find_offered(value).is_some() => record.model = value.to_owned(),
-        "thought_level" if record.model == NO_THOUGHT_LEVEL_MODEL => {
+        "model" if features.model => {
+            if catalog::find_offered(value).is_none() {
+                let offered: Vec<String> = catalog::offered().map(|(id, _)| id).collect();
+                return Err(wire::model_not_found_message(
+                    value,
+                    offered.iter().map(String::as_str),
+                ));
+            }
+            record.model = value.to_owned();
+        }
+        "thought_level" if features.thought_level && record.model == NO_THOUGHT_LEVEL_MODEL => {
             return Err(format!(
-                "config option `thought_level` is not offered for model {NO_THOUGHT_LEVEL_MODEL}"
+                "Invalid params: config option `thought_level` is not offered for model \
+                 {NO_THOUGHT_LEVEL_MODEL}"
             ))
         }
-        "thought_level" if known(&THOUGHT_LEVELS) => record.thought_level = value.to_owned(),
-        "speed" if known(&SPEEDS) => record.speed = value.to_owned(),
-        "mode" | "model" | "thought_level" | "speed" => {
-            return Err(format!("{value:?} is not a value of config option `{id}`"))
+        "thought_level" if features.thought_level && known(&THOUGHT_LEVELS) => {
+            record.thought_level = value.to_owned();
         }
-        _ => return Err(format!("unknown config option {id:?}")),
+        "mode" | "thought_level" if id == "mode" || features.thought_level => {
+            return Err(format!(
+                "Invalid params: {value:?} is not a value of config option `{id}`"
+            ))
+        }
+        _ => return Err(format!("Invalid params: unknown config option {id:?}")),
     }
     Ok(())
 }
@@ -307,6 +274,8 @@ impl Server {
             agent,
             store,
             initialized: false,
+            identity: Ok(()),
+            key_login: false,
             sessions: HashMap::new(),
             turn: None,
         }
@@ -331,7 +300,10 @@ impl Server {
             }
             Incoming::Request { id, method, params } => match self.request(&method, &params, &id) {
                 Ok(Reply::Now(result)) => self.agent.out.respond(&id, result),
-                Ok(Reply::NowThen(result, after)) => {
+                Ok(Reply::Around(before, result, after)) => {
+                    for message in &before {
+                        self.agent.out.send(message);
+                    }
                     self.agent.out.respond(&id, result);
                     for message in &after {
                         self.agent.out.send(message);
@@ -372,11 +344,13 @@ impl Server {
         }
         match method {
             "initialize" => self.initialize(params).map(Reply::Now),
-            "authenticate" => Ok(Reply::Now(json!({}))),
-            "session/new" => self.new_session(params).map(Reply::Now),
+            "authenticate" => self.authenticate(params).map(Reply::Now),
+            "session/new" => self.new_session(params),
             "session/load" => self.load_session(params),
+            "session/list" => self.list_sessions(params).map(Reply::Now),
+            "session/delete" => self.delete_session(params).map(Reply::Now),
             "session/set_mode" => self.set_mode(params).map(Reply::Now),
-            "session/set_config_option" => self.set_config_option(params).map(Reply::Now),
+            "session/set_config_option" => self.set_config_option(params),
             "session/prompt" => self.prompt(params, id).map(|()| Reply::Later),
             _ => Err((
                 METHOD_NOT_FOUND,
@@ -396,8 +370,55 @@ impl Server {
                 self.log("cancel", json!({"sessionId": session}));
                 let _ = turn.events.send(Event::Cancel);
             }
-            _ => self.log("cancel_ignored", json!({"sessionId": session})),
+            _ => match session.and_then(|id| self.sessions.get(id).map(|s| (id, s))) {
+                // An idle session still reports that it stopped.
+                Some((id, session)) => {
+                    self.log("cancel_idle", json!({"sessionId": id}));
+                    let label = model_label(&lock(session).record);
+                    self.agent.out.notify(
+                        "_cognition.ai/agent_stopped",
+                        wire::agent_stopped(
+                            id,
+                            "cancelled",
+                            &Stats::default(),
+                            &TurnIds::new().request,
+                            &label,
+                        ),
+                    );
+                }
+                None => self.log("cancel_ignored", json!({"sessionId": session})),
+            },
         }
+    }
+
+    /// `authenticate {methodId: "devin-browser", _meta: {api_key}}`: a key signs the process
+    /// in; without one the real CLI would open a browser, which never happens here.
+    /// A session with a running turn may not be loaded or deleted under it.
+    fn refuse_if_running(&self, session_id: &str) -> Result<(), Refusal> {
+        if self
+            .turn
+            .as_ref()
+            .is_some_and(|turn| turn.running() && turn.session_id == session_id)
+        {
+            return Err((
+                INVALID_REQUEST,
+                "Invalid Request: the session has a running turn".to_owned(),
+                None,
+            ));
+        }
+        Ok(())
+    }
+
+    fn authenticate(&mut self, params: &Value) -> Result<Value, Refusal> {
+        let answer = wire::answer_authenticate(params, |event, fields| self.log(event, fields))?;
+        self.key_login = true;
+        Ok(answer)
+    }
+
+    /// Signed in: the credentials file exists (a symlink to one counts; never read), or
+    /// `authenticate` succeeded with a key.
+    fn signed_in(&self) -> bool {
+        self.key_login || wire::credentials_exist()
     }
 
     fn initialize(&mut self, params: &Value) -> Result<Value, Refusal> {
@@ -409,16 +430,22 @@ impl Server {
             )));
         }
         self.initialized = true;
-        self.log("initialize", json!({}));
+        self.identity = wire::client_identity(params);
+        let client = params.pointer("/clientInfo/name").and_then(Value::as_str);
+        self.log(
+            "initialize",
+            json!({"clientName": client, "clientAccepted": self.identity.is_ok()}),
+        );
         Ok(json!({
             "protocolVersion": 1,
             "agentCapabilities": {
                 "loadSession": true,
                 "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false},
                 "mcpCapabilities": {"http": false, "sse": false},
+                "sessionCapabilities": wire::session_capabilities(),
             },
             "agentInfo": {"name": AGENT_NAME, "version": AGENT_VERSION},
-            "authMethods": [],
+            "authMethods": wire::auth_methods(),
         }))
     }
 
@@ -444,21 +471,20 @@ impl Server {
         })
     }
 
-    fn new_session(&mut self, params: &Value) -> Result<Value, Refusal> {
+    fn new_session(&mut self, params: &Value) -> Result<Reply, Refusal> {
         let params = params_object(params)?;
         let cwd = check_cwd(params)?;
         check_mcp_servers(params)?;
         let permissions = reload_permissions(&self.agent);
-        if !authenticated() {
-            return Err(auth_required());
+        if !self.signed_in() {
+            return Err(wire::not_authenticated());
         }
         let record = Record {
             session_id: new_session_id(),
             cwd: cwd.display().to_string(),
             mode: DEFAULT_MODE.to_owned(),
-            model: DEFAULT_MODEL.to_owned(),
+            model: self.agent.start_model.clone(),
             thought_level: DEFAULT_THOUGHT_LEVEL.to_owned(),
-            speed: DEFAULT_SPEED.to_owned(),
             history: Vec::new(),
         };
         self.save(&record)?;
@@ -468,10 +494,12 @@ impl Server {
             json!({"sessionId": record.session_id, "cwd": record.cwd,
                    "allowRules": allow, "denyRules": deny}),
         );
+        let options = config_options(&record, self.agent.features);
+        let before = vec![wire::config_option_update(&record.session_id, &options)];
         let answer = json!({
             "sessionId": record.session_id,
             "modes": modes(&record),
-            "configOptions": config_options(&record),
+            "configOptions": options,
         });
         self.sessions.insert(
             record.session_id.clone(),
@@ -480,7 +508,7 @@ impl Server {
                 permissions,
             })),
         );
-        Ok(answer)
+        Ok(Reply::Around(before, answer, vec![wire::servers_changed()]))
     }
 
     fn load_session(&mut self, params: &Value) -> Result<Reply, Refusal> {
@@ -489,24 +517,14 @@ impl Server {
         let cwd = check_cwd(params)?;
         check_mcp_servers(params)?;
         let permissions = reload_permissions(&self.agent);
-        if !authenticated() {
-            return Err(auth_required());
+        if !self.signed_in() {
+            return Err(wire::not_authenticated());
         }
-        if self
-            .turn
-            .as_ref()
-            .is_some_and(|turn| turn.running() && turn.session_id == session_id)
-        {
-            return Err((
-                INVALID_REQUEST,
-                "Invalid Request: the session has a running turn".to_owned(),
-                None,
-            ));
-        }
+        self.refuse_if_running(session_id)?;
         let mut record = match self.store()?.load(session_id) {
             Ok(record) => record,
             Err(StoreError::NotFound(_) | StoreError::BadId(_)) => {
-                return Err(not_found(session_id))
+                return Err(wire::session_not_found())
             }
             Err(err) => {
                 eprintln!("mock-devin: {err}");
@@ -537,7 +555,8 @@ impl Server {
             json!({"sessionId": record.session_id, "cwd": record.cwd,
                    "replayed": updates.len() + after.len(), "replayAfterAnswer": replay_late}),
         );
-        let answer = json!({"modes": modes(&record), "configOptions": config_options(&record)});
+        let answer = json!({"modes": modes(&record),
+                            "configOptions": config_options(&record, self.agent.features)});
         self.sessions.insert(
             record.session_id.clone(),
             Arc::new(Mutex::new(Session {
@@ -545,7 +564,7 @@ impl Server {
                 permissions,
             })),
         );
-        Ok(Reply::NowThen(answer, after))
+        Ok(Reply::Around(Vec::new(), answer, after))
     }
 
     fn session(&self, params: &Map<String, Value>) -> Result<(String, SessionRef), Refusal> {
@@ -553,7 +572,7 @@ impl Server {
         let session = self
             .sessions
             .get(session_id)
-            .ok_or_else(|| not_found(session_id))?;
+            .ok_or_else(wire::session_not_found)?;
         Ok((session_id.to_owned(), Arc::clone(session)))
     }
 
@@ -574,15 +593,18 @@ impl Server {
         Ok(json!({}))
     }
 
-    fn set_config_option(&mut self, params: &Value) -> Result<Value, Refusal> {
+    /// An update with the new options, then the answer with all of them.
+    fn set_config_option(&mut self, params: &Value) -> Result<Reply, Refusal> {
         let params = params_object(params)?;
         let (session_id, session) = self.session(params)?;
         let config_id = string_param(params, "configId")?;
         let value = string_param(params, "value")?;
+        let features = self.agent.features;
         let record = {
             let mut session = lock(&session);
             let mut record = session.record.clone();
-            set_option(&mut record, config_id, value).map_err(invalid)?;
+            set_option(&mut record, features, config_id, value)
+                .map_err(|message| (INVALID_PARAMS, message, None))?;
             session.record = record.clone();
             record
         };
@@ -591,10 +613,68 @@ impl Server {
             "set_config_option",
             json!({"sessionId": session_id, "configId": config_id, "value": value}),
         );
-        Ok(json!({"configOptions": config_options(&record)}))
+        let options = config_options(&record, features);
+        Ok(Reply::Around(
+            vec![wire::config_option_update(&session_id, &options)],
+            json!({"configOptions": options}),
+            Vec::new(),
+        ))
+    }
+
+    /// The stored sessions (of `cwd` when given), newest first.
+    fn list_sessions(&self, params: &Value) -> Result<Value, Refusal> {
+        let cwd = params.get("cwd").and_then(Value::as_str);
+        let records = self.store()?.list().map_err(|err| {
+            eprintln!("mock-devin: {err}");
+            (
+                INTERNAL_ERROR,
+                "Internal error: cannot list the sessions".to_owned(),
+                None,
+            )
+        })?;
+        let sessions: Vec<Value> = records
+            .iter()
+            .filter(|(record, _)| cwd.is_none_or(|cwd| record.cwd == cwd))
+            .map(|(record, updated)| {
+                json!({"sessionId": record.session_id, "cwd": record.cwd, "updatedAt": updated})
+            })
+            .collect();
+        self.log("session_list", json!({"count": sessions.len()}));
+        Ok(json!({"sessions": sessions}))
+    }
+
+    /// Forgets a session and removes its stored file.
+    fn delete_session(&mut self, params: &Value) -> Result<Value, Refusal> {
+        let params = params_object(params)?;
+        let session_id = string_param(params, "sessionId")?;
+        self.refuse_if_running(session_id)?;
+        let known = self.sessions.remove(session_id).is_some();
+        let removed = match self.store()?.delete(session_id) {
+            Ok(removed) => removed,
+            Err(StoreError::BadId(_)) => false,
+            Err(err) => {
+                eprintln!("mock-devin: {err}");
+                return Err((
+                    INTERNAL_ERROR,
+                    "Internal error: cannot delete the session".to_owned(),
+                    None,
+                ));
+            }
+        };
+        if !known && !removed {
+            return Err(wire::session_not_found());
+        }
+        self.log("session_delete", json!({"sessionId": session_id}));
+        Ok(json!({}))
     }
 
     fn prompt(&mut self, params: &Value, id: &Value) -> Result<(), Refusal> {
+        if let Err(name) = &self.identity {
+            // The backend refuses every prompt of a client that is not `windsurf`.
+            eprintln!("mock-devin: client {name:?} is not windsurf: prompt refused");
+            self.log("identity_refused", json!({"clientName": name}));
+            return Err(wire::out_of_date());
+        }
         let params = params_object(params)?;
         let (session_id, session) = self.session(params)?;
         if self.turn.as_ref().is_some_and(RunningTurn::running) {
@@ -675,12 +755,16 @@ mod tests {
             session_id: "mock-1".into(),
             cwd: "/w".into(),
             mode: DEFAULT_MODE.into(),
-            model: DEFAULT_MODEL.into(),
+            model: catalog::DEFAULT_MODEL.into(),
             thought_level: DEFAULT_THOUGHT_LEVEL.into(),
-            speed: DEFAULT_SPEED.into(),
             history: Vec::new(),
         }
     }
+
+    const THOUGHT: Features = Features {
+        model: true,
+        thought_level: true,
+    };
 
     fn categories(options: &Value) -> Vec<&str> {
         options
@@ -692,15 +776,13 @@ mod tests {
     }
 
     #[test]
-    fn config_options_follow_the_model() {
+    fn config_options_are_the_mode_and_the_model_by_default() {
         let mut record = record();
-        let options = config_options(&record);
-        assert_eq!(
-            categories(&options),
-            ["mode", "model", "thought_level", "speed"]
-        );
+        let options = config_options(&record, Features::default());
+        assert_eq!(categories(&options), ["mode", "model"]);
+        assert_eq!(options[0]["currentValue"], "accept-edits");
         assert_eq!(options[1]["currentValue"], "swe-2");
-        assert_eq!(options[2]["currentValue"], "medium");
+        assert_eq!(options[1]["id"], "model");
         let models: Vec<&str> = options[1]["options"]
             .as_array()
             .expect("models")
@@ -709,36 +791,73 @@ mod tests {
             .collect();
         assert_eq!(
             models,
-            ["swe-2", "swe-2-fast", "kimi-k3", "glm-5-2", "muse-wonder"]
+            [
+                "swe-2",
+                "swe-2-fast",
+                "swe-2-high",
+                "kimi-k3",
+                "glm-5-2",
+                "muse-wonder"
+            ]
         );
-        set_option(&mut record, "thought_level", "high").expect("high");
-        set_option(&mut record, "model", "glm-5-2").expect("glm");
+        // Without the thought-level switch there is no such option to set.
+        assert!(
+            set_option(&mut record, Features::default(), "thought_level", "high")
+                .unwrap_err()
+                .contains("unknown config option")
+        );
+        assert!(set_option(&mut record, Features::default(), "speed", "fast").is_err());
+        // Without the model option only --model picks the model.
+        let none = Features {
+            model: false,
+            thought_level: false,
+        };
+        assert_eq!(categories(&config_options(&record, none)), ["mode"]);
+        assert!(set_option(&mut record, none, "model", "kimi-k3").is_err());
+    }
+
+    #[test]
+    fn thought_level_follows_the_model_when_switched_on() {
+        let mut record = record();
+        let options = config_options(&record, THOUGHT);
+        assert_eq!(categories(&options), ["mode", "model", "thought_level"]);
+        assert_eq!(options[2]["currentValue"], "medium");
+        set_option(&mut record, THOUGHT, "thought_level", "high").expect("high");
+        set_option(&mut record, THOUGHT, "model", "glm-5-2").expect("glm");
         assert_eq!(
-            categories(&config_options(&record)),
-            ["mode", "model", "speed"]
+            categories(&config_options(&record, THOUGHT)),
+            ["mode", "model"]
         );
-        assert!(set_option(&mut record, "thought_level", "low")
+        assert!(set_option(&mut record, THOUGHT, "thought_level", "low")
             .unwrap_err()
             .contains("not offered"));
-        set_option(&mut record, "model", "kimi-k3").expect("kimi");
+        set_option(&mut record, THOUGHT, "model", "kimi-k3").expect("kimi");
         // The earlier choice comes back with the option.
-        assert_eq!(config_options(&record)[2]["currentValue"], "high");
+        assert_eq!(config_options(&record, THOUGHT)[2]["currentValue"], "high");
         assert_eq!(model_label(&record), "Kimi K3");
     }
 
     #[test]
     fn unknown_options_and_values_are_refused() {
         let mut record = record();
-        assert!(set_option(&mut record, "model", "legacy-9").is_err());
-        assert!(set_option(&mut record, "model", "glm-5.2").is_err());
-        assert!(set_option(&mut record, "speed", "ludicrous").is_err());
-        assert!(set_option(&mut record, "colour", "red")
+        let features = Features::default();
+        for model in ["legacy-9", "adaptive", "glm-5.2"] {
+            let message = set_option(&mut record, features, "model", model).unwrap_err();
+            assert!(
+                message.starts_with(&format!(
+                    "Model not found: {model}. Available models: swe-2, "
+                )),
+                "{message}"
+            );
+        }
+        assert!(set_option(&mut record, features, "colour", "red")
             .unwrap_err()
             .contains("unknown config option"));
-        set_option(&mut record, "mode", "bypass").expect("mode");
+        assert!(set_option(&mut record, features, "mode", "yolo").is_err());
+        set_option(&mut record, features, "mode", "bypass").expect("mode");
         assert_eq!(modes(&record)["currentModeId"], "bypass");
-        set_option(&mut record, "speed", "fast").expect("speed");
-        assert_eq!(record.speed, "fast");
+        set_option(&mut record, features, "model", "swe-2-high").expect("effort variant");
+        assert_eq!(model_label(&record), "SWE-2 High");
     }
 
     #[test]
@@ -747,7 +866,7 @@ mod tests {
         let b = new_session_id();
         assert_ne!(a, b);
         assert!(a.starts_with("mock-") && a.len() == 21, "{a}");
-        assert!(store::valid_id(&a));
+        assert!(crate::full::store::valid_id(&a));
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! atomically (write to a temporary file, then rename).
 //!
 //! ```json
-//! {"sessionId": "mock-…", "cwd": "/abs", "mode": "smart", "model": "swe-2",
-//!  "thoughtLevel": "medium", "speed": "standard",
+//! {"sessionId": "mock-…", "cwd": "/abs", "mode": "accept-edits", "model": "swe-2",
+//!  "thoughtLevel": "medium",
 //!  "history": [{"role": "user", "text": "…"}, {"role": "agent", "text": "…"}]}
 //! ```
 
@@ -63,7 +63,6 @@ pub struct Record {
     pub mode: String,
     pub model: String,
     pub thought_level: String,
-    pub speed: String,
     pub history: Vec<Entry>,
 }
 
@@ -77,15 +76,7 @@ impl Record {
     }
 }
 
-/// `$XDG_DATA_HOME/devin` (fallback `$HOME/.local/share/devin`).
-pub fn data_dir() -> Option<PathBuf> {
-    match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
-        Some(dir) => Some(PathBuf::from(dir).join("devin")),
-        None => std::env::var_os("HOME")
-            .filter(|v| !v.is_empty())
-            .map(|home| PathBuf::from(home).join(".local/share/devin")),
-    }
-}
+use crate::wire::data_dir;
 
 /// Session ids are file names: letters, digits, `-` and `_`, at most 128 characters.
 pub fn valid_id(id: &str) -> bool {
@@ -188,6 +179,50 @@ impl Store {
         Ok(record)
     }
 
+    /// Removes the stored session `id`; false when there was none.
+    pub fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        let path = self.path(id)?;
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(source) => Err(StoreError::Io { path, source }),
+        }
+    }
+
+    /// Every readable stored session with its last change (RFC 3339), newest first. Files
+    /// that are not session records are skipped.
+    pub fn list(&self) -> Result<Vec<(Record, String)>, StoreError> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(source) => {
+                return Err(StoreError::Io {
+                    path: self.dir.clone(),
+                    source,
+                })
+            }
+        };
+        let mut found = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".json")) else {
+                continue;
+            };
+            let modified = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .unwrap_or(std::time::UNIX_EPOCH);
+            if let Ok(record) = self.load(id) {
+                found.push((record, modified));
+            }
+        }
+        found.sort_by_key(|(_, modified)| std::cmp::Reverse(*modified));
+        Ok(found
+            .into_iter()
+            .map(|(record, modified)| (record, crate::log::rfc3339(modified)))
+            .collect())
+    }
+
     #[cfg(test)]
     pub fn dir(&self) -> &std::path::Path {
         &self.dir
@@ -205,7 +240,6 @@ mod tests {
             mode: "smart".into(),
             model: "swe-2".into(),
             thought_level: "medium".into(),
-            speed: "standard".into(),
             history: vec![
                 Entry {
                     role: Role::User,
@@ -259,6 +293,18 @@ mod tests {
         ));
         std::fs::write(dir.path().join("mock-x.json"), "not json").expect("write");
         assert!(matches!(store.load("mock-x"), Err(StoreError::Json { .. })));
+        // Listing skips what is not a record; deleting removes the file once.
+        store.save(&record("mock-y")).expect("save");
+        let listed: Vec<String> = store
+            .list()
+            .expect("list")
+            .into_iter()
+            .map(|(r, _)| r.session_id)
+            .collect();
+        assert_eq!(listed, ["mock-y"]);
+        assert!(store.delete("mock-y").expect("delete"));
+        assert!(!store.delete("mock-y").expect("delete again"));
+        assert!(matches!(store.delete("../x"), Err(StoreError::BadId(_))));
         assert!(valid_id("mock-0123abcd"));
     }
 }

@@ -1,6 +1,7 @@
 //! One full-agent prompt turn, on its own thread: the steps and outcome of the prompt's
 //! [`Plan`], the vendor notifications, the session database update, then the result.
 
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,8 +16,9 @@ use super::permissions::{absolute, Permissions};
 use super::server::{lock, model_label, record_turn, SessionRef};
 use super::store::Store;
 use super::Agent;
-use crate::rpc::{AUTH_REQUIRED, INTERNAL_ERROR};
+use crate::rpc::INTERNAL_ERROR;
 use crate::turn::{environment, halves, tokens, Event};
+use crate::wire::{self, Fault, Stats, TurnIds};
 
 /// What a written file contains.
 pub const WRITTEN: &str = "mock write\n";
@@ -71,6 +73,12 @@ pub struct Turn {
     cwd: PathBuf,
     turns_seen: usize,
     permissions: Permissions,
+    ids: TurnIds,
+    started: Instant,
+    /// Tool calls, files written and commands run so far (for agent_stopped).
+    tool_calls: Cell<u64>,
+    files_changed: Cell<u64>,
+    commands_run: Cell<u64>,
 }
 
 impl Turn {
@@ -114,6 +122,11 @@ impl Turn {
             cwd,
             turns_seen,
             permissions,
+            ids: TurnIds::new(),
+            started: Instant::now(),
+            tool_calls: Cell::new(0),
+            files_changed: Cell::new(0),
+            commands_run: Cell::new(0),
         }
     }
 
@@ -155,10 +168,13 @@ impl Turn {
                 "chars": self.prompt.chars().count(),
             }),
         );
+        self.agent
+            .out
+            .send(&wire::output_notification("Thinking...\n"));
         self.update(json!({"sessionUpdate": "available_commands_update", "availableCommands": []}));
         self.agent.out.notify(
             "_cognition.ai/turn_stats",
-            json!({"sessionId": self.session_id, "modelLabel": self.label}),
+            wire::turn_stats(&self.session_id, &self.ids, &self.label),
         );
         if self.plan.outcome == Outcome::Hang {
             self.log("hang", json!({}));
@@ -265,28 +281,33 @@ impl Turn {
     fn usage(&self, reply: &str) -> (u64, u64, Value) {
         let input = tokens(&self.prompt);
         let output = tokens(reply);
-        let mut usage = json!({
-            "inputTokens": input,
-            "outputTokens": output,
-            "totalTokens": input + output,
-        });
-        if self.plan.cache_tokens {
-            usage["cachedReadTokens"] = json!(input / 2);
-        }
-        (input, output, usage)
+        let cached = if self.plan.cache_tokens { input / 2 } else { 0 };
+        (input, output, wire::usage(input, output, cached))
     }
 
     fn stopped(&self, cause: &str, input: u64, output: u64) {
         if self.plan.no_stopped {
             return;
         }
+        let elapsed = self.started.elapsed().as_millis() as u64;
+        let stats = Stats {
+            tool_calls: self.tool_calls.get(),
+            files_changed: self.files_changed.get(),
+            commands_run: self.commands_run.get(),
+            input_tokens: input,
+            output_tokens: output,
+            ttft_ms: elapsed,
+            total_time_ms: elapsed,
+        };
         self.agent.out.notify(
             "_cognition.ai/agent_stopped",
-            json!({
-                "sessionId": self.session_id,
-                "cause": cause,
-                "stats": {"inputTokens": input, "outputTokens": output, "modelLabel": self.label},
-            }),
+            wire::agent_stopped(
+                &self.session_id,
+                cause,
+                &stats,
+                &self.ids.request,
+                &self.label,
+            ),
         );
     }
 
@@ -318,7 +339,7 @@ impl Turn {
         self.done.store(true, Ordering::SeqCst);
         self.agent.out.respond(
             &self.request_id,
-            json!({"stopReason": stop_reason, "usage": usage}),
+            wire::prompt_result(stop_reason, Some(usage), &self.ids),
         );
     }
 
@@ -330,25 +351,20 @@ impl Turn {
         self.done.store(true, Ordering::SeqCst);
         self.agent.out.respond(
             &self.request_id,
-            json!({"stopReason": "cancelled", "usage": usage}),
+            wire::prompt_result("cancelled", Some(usage), &self.ids),
         );
     }
 
     fn fail(&self, failure: Failure) {
-        let (code, message, kind, retryable) = match failure {
-            Failure::Auth => (
-                AUTH_REQUIRED,
-                "Authentication required",
-                "Unauthenticated",
-                false,
-            ),
-            Failure::Quota => (INTERNAL_ERROR, "Quota exceeded", "QuotaExceeded", false),
-            Failure::RateLimited => (INTERNAL_ERROR, "Rate limited", "RateLimited", true),
-            Failure::Network => (INTERNAL_ERROR, "Network error", "NetworkError", true),
-            Failure::Server | Failure::Error => {
-                (INTERNAL_ERROR, "Internal error", "ServerError", true)
-            }
+        let fault = match failure {
+            Failure::Auth => Fault::NotAuthenticated,
+            Failure::Quota => Fault::Quota,
+            Failure::RateLimited => Fault::RateLimited,
+            Failure::Network => Fault::Connection,
+            Failure::Server | Failure::Error => Fault::Internal,
         };
+        let (code, message, data) = fault.refusal();
+        let kind = fault.kind();
         self.stopped("error", tokens(&self.prompt), 0);
         self.remember("");
         self.log(
@@ -356,12 +372,7 @@ impl Turn {
             json!({"code": code, "errorKind": kind, "failure": failure.name()}),
         );
         self.done.store(true, Ordering::SeqCst);
-        self.agent.out.error(
-            &self.request_id,
-            code,
-            message,
-            Some(json!({"cognition.ai/errorKind": kind, "retryable": retryable})),
-        );
+        self.agent.out.error(&self.request_id, code, &message, data);
     }
 
     fn stray(&self, id: &Value) {
@@ -426,6 +437,10 @@ impl Turn {
     }
 
     fn tool_call(&self, call_id: &str, name: Option<&str>, kind: &str) {
+        self.tool_calls.set(self.tool_calls.get() + 1);
+        if kind == "execute" {
+            self.commands_run.set(self.commands_run.get() + 1);
+        }
         let mut call = json!({
             "sessionUpdate": "tool_call",
             "toolCallId": call_id,
@@ -451,6 +466,7 @@ impl Turn {
     /// `[mock:write PATH]`: writes [`WRITTEN`] when the mode and the rules allow it; the
     /// returned note goes into the reply.
     fn write(&self, call_id: &str, path: &str) -> String {
+        self.tool_calls.set(self.tool_calls.get() + 1);
         let target = absolute(&self.cwd, path);
         let shown = target.display().to_string();
         let mut call = json!({
@@ -477,7 +493,10 @@ impl Turn {
                 .map_or(Ok(()), std::fs::create_dir_all)
                 .and_then(|()| std::fs::write(&target, WRITTEN));
             match written {
-                Ok(()) => ("completed", format!("wrote: {shown}")),
+                Ok(()) => {
+                    self.files_changed.set(self.files_changed.get() + 1);
+                    ("completed", format!("wrote: {shown}"))
+                }
                 Err(err) => ("failed", format!("write failed: {shown}: {err}")),
             }
         };
@@ -549,7 +568,7 @@ impl Turn {
         self.update(json!({"sessionUpdate": "current_mode_update", "currentModeId": self.mode}));
         let record = lock(&self.session).record.clone();
         self.update(json!({"sessionUpdate": "config_option_update",
-                           "configOptions": super::server::config_options(&record)}));
+                           "configOptions": super::server::config_options(&record, self.agent.features)}));
         self.update(json!({"sessionUpdate": "mystery_update", "detail": "from a newer agent"}));
         self.log("extra_updates", json!({"count": 5}));
     }

@@ -3,6 +3,7 @@ use serde_json::json;
 use super::*;
 use crate::acp::scripted::agent;
 use crate::acp::NoTools;
+use crate::devin::ClientIdentity;
 
 // ---- notifications, without a process ----
 
@@ -168,7 +169,7 @@ fn vendor_statistics_are_collected_for_this_session_only() {
     phase
         .notification(
             TURN_STATS,
-            &json!({"sessionId":"s","modelLabel":"SWE-1.7","elapsedMs":3}),
+            &json!({"sessionId":"s","turnClientMessageId":"m","turnRequestId":"r","responseDimensions":{"model":"SWE-1.7"}}),
             &mut allowed,
         )
         .expect("turn stats");
@@ -192,18 +193,30 @@ fn vendor_statistics_are_collected_for_this_session_only() {
 }
 
 #[test]
-fn rpc_errors_are_classified() {
-    let kind = |kind: &str| {
-        rpc_error(json!({"code":-32603,"message":"x","data":{"cognition.ai/errorKind":kind}}))
+fn rpc_errors_are_classified_in_devins_dialect() {
+    let kind = |code: i64, kind: &str, message: &str| {
+        rpc_error(
+            json!({"code":code,"message":message,"data":{"cognition.ai/errorKind":kind,"cognition.ai/retryable":true}}),
+        )
     };
-    assert!(matches!(kind("RateLimited"), AcpError::RateLimited));
-    assert!(matches!(kind("QuotaExceeded"), AcpError::QuotaExceeded));
-    assert!(matches!(kind("ServerError"), AcpError::Network));
-    assert!(matches!(kind("NetworkError"), AcpError::Network));
-    assert!(matches!(kind("Unauthenticated"), AcpError::Unauthenticated));
-    assert_eq!(kind("QuotaExceeded").error_kind(), Some("QuotaExceeded"));
-    match kind("SomethingNew") {
-        error @ AcpError::Rpc { .. } => assert_eq!(error.error_kind(), Some("SomethingNew")),
+    assert!(matches!(
+        kind(-32010, "unavailable", "Rate limit exceeded"),
+        AcpError::RateLimited { retryable: true }
+    ));
+    assert!(matches!(
+        kind(-32010, "unavailable", "Connection error"),
+        AcpError::Network { retryable: true }
+    ));
+    assert!(matches!(
+        kind(-32011, "resource_exhausted", "no credits"),
+        AcpError::QuotaExceeded
+    ));
+    assert_eq!(
+        kind(-32011, "resource_exhausted", "x").error_kind(),
+        Some("resource_exhausted")
+    );
+    match kind(-32603, "something_new", "x") {
+        error @ AcpError::Rpc { .. } => assert_eq!(error.error_kind(), Some("something_new")),
         other => panic!("{other:?}"),
     }
     assert!(matches!(
@@ -284,7 +297,7 @@ fn live(pid: i32) -> bool {
 
 /// The scripted agent started with `limits`, with its session open.
 async fn started_with_session(script: &str, limits: AgentLimits) -> AgentConnection {
-    let mut connection = AgentConnection::start(&agent(script), limits)
+    let mut connection = AgentConnection::start(&agent(script), limits, &ClientIdentity::default())
         .await
         .expect("start");
     connection
@@ -307,16 +320,17 @@ echo '{{"jsonrpc":"2.0","id":"p2","method":"session/request_permission","params"
 read -r answer; echo "answer2 $answer" >&2
 echo '{{"jsonrpc":"2.0","id":"f1","method":"fs/read_text_file","params":{{"sessionId":"s1","path":"/etc/passwd"}}}}'
 read -r answer; echo "answer3 $answer" >&2
-echo '{{"jsonrpc":"2.0","method":"_cognition.ai/turn_stats","params":{{"sessionId":"s1","modelLabel":"SWE-1.7"}}}}'
+echo '{{"jsonrpc":"2.0","method":"_cognition.ai/turn_stats","params":{{"sessionId":"s1","turnClientMessageId":"m1","turnRequestId":"r1","responseDimensions":{{"model":"SWE-1.7"}}}}}}'
 echo '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"after"}}}}}}}}'
 echo '{{"jsonrpc":"2.0","id":2,"result":{{"stopReason":"end_turn","usage":{{"inputTokens":7,"outputTokens":3,"totalTokens":10}}}}}}'
 echo '{{"jsonrpc":"2.0","method":"_cognition.ai/agent_stopped","params":{{"sessionId":"s1","cause":"complete","stats":{{"modelLabel":"SWE-1.7 (x)"}}}}}}'
 read -r l
 "#
     );
-    let mut connection = AgentConnection::start(&agent(&script), limits())
-        .await
-        .expect("start");
+    let mut connection =
+        AgentConnection::start(&agent(&script), limits(), &ClientIdentity::default())
+            .await
+            .expect("start");
     assert_eq!(
         connection.initialize_response().protocol_version,
         ProtocolVersion::V1
@@ -459,9 +473,10 @@ read -r l
             r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"new"}}"#
         ),
     );
-    let mut connection = AgentConnection::start(&agent(&script), limits())
-        .await
-        .expect("start");
+    let mut connection =
+        AgentConnection::start(&agent(&script), limits(), &ClientIdentity::default())
+            .await
+            .expect("start");
     let loaded = connection
         .load_session("old", &std::env::temp_dir())
         .await
@@ -574,7 +589,7 @@ async fn an_old_protocol_version_is_refused() {
     let script =
         r#"read -r l; echo '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2}}'; read -r l"#;
     assert!(matches!(
-        AgentConnection::start(&agent(script), limits()).await,
+        AgentConnection::start(&agent(script), limits(), &ClientIdentity::default()).await,
         Err(AcpError::ProtocolVersion(version)) if version == "2"
     ));
 }
@@ -604,4 +619,120 @@ sleep 30
     // "no wait" from "waited 2 s" on a loaded machine).
     assert!(elapsed < Duration::from_millis(1500), "{elapsed:?}");
     connection.kill_now();
+}
+
+// ---- Devin's dialect over a real pipe ----
+
+/// Answers `initialize` as the Devin CLI does (one `devin-browser` method, `delete` but no
+/// `close`), refuses the first `session/new` as not logged in, then records every request it
+/// gets into `dir` (`init`, `auth`, `release`).
+fn devin_login_script(dir: &Path) -> String {
+    let dir = dir.display();
+    format!(
+        r#"read -r l; printf '%s\n' "$l" > {dir}/init; echo '{{"jsonrpc":"2.0","id":0,"result":{{"protocolVersion":1,"agentCapabilities":{{"loadSession":true,"sessionCapabilities":{{"list":{{}},"delete":{{}}}}}},"authMethods":[{{"id":"devin-browser","name":"Devin"}}]}}}}'
+read -r l; echo '{{"jsonrpc":"2.0","id":1,"error":{{"code":-32000,"message":"ACP host has not authenticated"}}}}'
+read -r l; printf '%s\n' "$l" > {dir}/auth; echo '{{"jsonrpc":"2.0","id":2,"result":null}}'
+read -r l; echo '{{"jsonrpc":"2.0","id":3,"result":{{"sessionId":"s1"}}}}'
+read -r l; printf '%s\n' "$l" > {dir}/release; echo '{{"jsonrpc":"2.0","id":4,"result":{{}}}}'
+read -r l"#
+    )
+}
+
+fn recorded(dir: &Path, name: &str) -> Value {
+    let text = std::fs::read_to_string(dir.join(name)).expect(name);
+    serde_json::from_str(&text).expect("a JSON request")
+}
+
+#[tokio::test]
+async fn initialize_introduces_the_configured_client() {
+    let dir = tempfile::tempdir().expect("dir");
+    let client = ClientIdentity::new("windsurf", "1.200.3").expect("identity");
+    let connection =
+        AgentConnection::start(&agent(&devin_login_script(dir.path())), limits(), &client)
+            .await
+            .expect("start");
+    let init = recorded(dir.path(), "init");
+    assert_eq!(
+        init["params"]["clientInfo"],
+        json!({"name": "windsurf", "version": "1.200.3"})
+    );
+    assert_eq!(init["params"]["protocolVersion"], json!(1));
+    let _ = connection.close(Duration::from_millis(100)).await;
+}
+
+#[tokio::test]
+async fn a_logged_out_agent_is_signed_in_headless_with_the_key_then_its_session_deleted() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut spec = agent(&devin_login_script(dir.path()));
+    spec.env
+        .push(("WINDSURF_API_KEY".into(), "wk-test-key".into()));
+    let mut connection = AgentConnection::start(&spec, limits(), &ClientIdentity::default())
+        .await
+        .expect("start");
+    let session = connection
+        .new_session(&std::env::temp_dir())
+        .await
+        .expect("signed in, then a session");
+    assert_eq!(&*session.session_id.0, "s1");
+    assert!(connection.signed_in());
+    let auth = recorded(dir.path(), "auth");
+    assert_eq!(auth["method"], json!("authenticate"));
+    assert_eq!(
+        auth["params"],
+        json!({"methodId": "devin-browser", "_meta": {"api_key": "wk-test-key"}})
+    );
+    connection.release_session("s1").await;
+    let release = recorded(dir.path(), "release");
+    assert_eq!(
+        release["method"],
+        json!("session/delete"),
+        "no close advertised"
+    );
+    assert_eq!(release["params"], json!({"sessionId": "s1"}));
+    let _ = connection.close(Duration::from_millis(100)).await;
+}
+
+#[tokio::test]
+async fn without_a_key_a_logged_out_agent_is_not_logged_in_and_no_browser_flow_starts() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut connection = AgentConnection::start(
+        &agent(&devin_login_script(dir.path())),
+        limits(),
+        &ClientIdentity::default(),
+    )
+    .await
+    .expect("start");
+    let error = connection
+        .new_session(&std::env::temp_dir())
+        .await
+        .expect_err("not logged in");
+    assert!(matches!(error, AcpError::Unauthenticated), "{error:?}");
+    assert!(error.to_string().contains("devin auth login"), "{error}");
+    assert!(!connection.signed_in());
+    let _ = connection.close(Duration::from_millis(100)).await;
+    // The script writes whatever it reads next; after the close that is nothing.
+    let auth = std::fs::read_to_string(dir.path().join("auth")).unwrap_or_default();
+    assert!(auth.trim().is_empty(), "authenticate was sent: {auth}");
+}
+
+#[tokio::test]
+async fn the_out_of_date_answer_to_a_prompt_is_a_client_identity_refusal() {
+    let script = format!(
+        r#"{INIT}
+{NEW}
+read -r l; echo '{{"jsonrpc":"2.0","id":2,"error":{{"code":-32603,"message":"Your Windsurf version is out of date. Please update to the latest version.","data":{{"cognition.ai/errorKind":"internal","cognition.ai/retryable":false}}}}}}'
+read -r l"#
+    );
+    let mut connection = started_with_session(&script, limits()).await;
+    let error = connection
+        .prompt("s1", text("hi"), &NoTools)
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(error, AcpError::ClientIdentityRefused),
+        "{error:?}"
+    );
+    assert_eq!(error.code(), "client_identity_refused");
+    assert!(error.to_string().contains("client_name"), "{error}");
+    let _ = connection.close(Duration::from_millis(100)).await;
 }

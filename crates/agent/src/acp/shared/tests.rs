@@ -1,5 +1,6 @@
 use super::*;
 use crate::acp::scripted::agent;
+use crate::devin::ClientIdentity;
 
 /// Answers `initialize` (id 0) and two `session/new` (ids 1 and 2: sessions `s1`, `s2`).
 const OPEN_TWO: &str = r#"read -r l; echo '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{},"authMethods":[]}}'
@@ -27,12 +28,22 @@ fn limits() -> AgentLimits {
 
 /// The scripted agent with sessions `s1` and `s2` open.
 async fn two_sessions(script: &str) -> Arc<SharedAgent> {
-    let agent = SharedAgent::start(&agent(&format!("{OPEN_TWO}\n{script}")), limits())
-        .await
-        .expect("start");
+    let agent = SharedAgent::start(
+        &agent(&format!("{OPEN_TWO}\n{script}")),
+        limits(),
+        &ClientIdentity::default(),
+    )
+    .await
+    .expect("start");
     let dir = std::env::temp_dir();
-    assert_eq!(agent.new_session(&dir).await.expect("s1"), "s1");
-    assert_eq!(agent.new_session(&dir).await.expect("s2"), "s2");
+    assert_eq!(
+        &*agent.new_session(&dir).await.expect("s1").session_id.0,
+        "s1"
+    );
+    assert_eq!(
+        &*agent.new_session(&dir).await.expect("s2").session_id.0,
+        "s2"
+    );
     agent
 }
 
@@ -159,6 +170,7 @@ async fn output_over_the_cap_fails_the_turn_but_not_the_process() {
             output_cap: 16,
             ..limits()
         },
+        &ClientIdentity::default(),
     )
     .await
     .expect("start");

@@ -1,0 +1,609 @@
+//! `devin-bridge doctor`: proves a summarizer policy's agent works with a real account, in one
+//! command, and writes evidence a user can attach to a bug report.
+//!
+//! The agent runs exactly as `serve` runs it: the same command and arguments, private home,
+//! allowlisted environment, user, client identity and headless login. Each check is one line
+//! with what was seen and, when it failed, what to change:
+//!
+//! 1. `cli`: `<agent> --version` answers.
+//! 2. `initialize`: protocol 1, the auth methods (the Devin CLI's `devin-browser`), session
+//!    capabilities (how sessions are released), image prompts.
+//! 3. `session`: `session/new` (signing in once with the API key when the agent has no stored
+//!    login).
+//! 4. `models`: the session's model option against the policy's catalog.
+//! 5. `prompt` (with `--prompt`): one short prompt on a catalog model, which proves that the
+//!    service accepts the client identity and shows which model answered. The prompt is a
+//!    one-message request put through the policy's serializer, as a turn would be.
+//!
+//! The evidence holds no secret: no environment values, no API key, no prompt beyond the
+//! fixed probe text. Agent error text is bounded and has its control characters escaped.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use devin_bridge_agent::acp::{AcpError, AgentConnection, AgentLimits, NoTools};
+use devin_bridge_agent::devin::options::{choose_model, ModelChoice, Select};
+use devin_bridge_agent::devin::sessions::Release;
+use devin_bridge_agent::devin::stats::names_model;
+use devin_bridge_agent::identity::AgentIdentity;
+use devin_bridge_engine::{TransformCalls as _, Transforms};
+use devin_bridge_policy::ModePolicy;
+
+use crate::policy::SummarizerPolicy;
+
+/// The prompt `--prompt` sends: short, and harmless on any account.
+pub const PROBE_PROMPT: &str =
+    "This is a connectivity check from devin-bridge doctor. Reply with the single word: ok";
+/// The `/v1/models` id prefix of the bridge's models.
+const MODEL_PREFIX: &str = "devin-cli-agentic/";
+/// Longest detail quoted from the agent (characters).
+const MAX_DETAIL_CHARS: usize = 300;
+
+/// One check's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub name: &'static str,
+    pub ok: bool,
+    /// What was seen.
+    pub detail: String,
+    /// What to change, when the check failed (or warns).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+/// Everything `doctor` found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub ok: bool,
+    pub bridge_version: &'static str,
+    pub policy: String,
+    pub agent_command: String,
+    pub agent_args: Vec<String>,
+    pub client: String,
+    pub checks: Vec<Check>,
+    pub elapsed_ms: u64,
+}
+
+impl Report {
+    /// One line per check, then the fix of each failed one.
+    pub fn human(&self) -> String {
+        let mut out = format!(
+            "devin-bridge {} doctor: policy {}\nagent {} {} (client {})\n",
+            self.bridge_version,
+            self.policy,
+            self.agent_command,
+            self.agent_args.join(" "),
+            self.client
+        );
+        for check in &self.checks {
+            let mark = if check.ok { "ok  " } else { "FAIL" };
+            out.push_str(&format!("{mark} {:<10} {}\n", check.name, check.detail));
+            if let Some(fix) = &check.fix {
+                out.push_str(&format!("     {:<10} fix: {fix}\n", ""));
+            }
+        }
+        out.push_str(if self.ok {
+            "everything checked works\n"
+        } else {
+            "problems found: see the fix lines above\n"
+        });
+        out
+    }
+}
+
+/// What a run of `doctor` does.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Send one short prompt (uses the account).
+    pub prompt: bool,
+}
+
+/// Runs every check on `policy`'s agent.
+pub async fn run(
+    policy: &SummarizerPolicy,
+    policy_name: String,
+    identity: &AgentIdentity,
+    options: Options,
+) -> Report {
+    let started = Instant::now();
+    let mut checks = Vec::new();
+    let client = policy.agent.client_identity();
+    let mut report = Report {
+        ok: false,
+        bridge_version: env!("CARGO_PKG_VERSION"),
+        policy: policy_name,
+        agent_command: policy.agent.command.clone(),
+        agent_args: policy.agent.args.clone(),
+        client: client
+            .as_ref()
+            .map_or_else(|error| format!("invalid: {error}"), ToString::to_string),
+        checks: Vec::new(),
+        elapsed_ms: 0,
+    };
+    let finish = |mut report: Report, checks: Vec<Check>| {
+        report.ok = checks.iter().all(|check| check.ok);
+        report.checks = checks;
+        report.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        report
+    };
+    let (client, spec) = match (client, crate::sandbox::agent_spec(policy, identity)) {
+        (Ok(client), Ok(spec)) => (client, spec),
+        (Err(error), _) => {
+            checks.push(fail(
+                "policy",
+                format!("agent.{error}"),
+                "set [agent] client_name and client_version (or remove them for the default windsurf 1.110.1)",
+            ));
+            return finish(report, checks);
+        }
+        (_, Err(error)) => {
+            checks.push(fail(
+                "policy",
+                error.to_string(),
+                "fix the [agent] section (command, home, user) as the message says",
+            ));
+            return finish(report, checks);
+        }
+    };
+    report.agent_command = spec.program.display().to_string();
+    // The CLI's own version.
+    match crate::agent_version(&spec).await {
+        Ok(version) => checks.push(pass("cli", version)),
+        Err(error) => {
+            checks.push(fail(
+                "cli",
+                format!("`{} --version` failed: {error:#}", spec.program.display()),
+                "install the Devin CLI, or point [agent] command (or DEVIN_BIN) at it",
+            ));
+            return finish(report, checks);
+        }
+    }
+    let limits = AgentLimits {
+        init_timeout: Duration::from_millis(policy.agent.init_timeout_ms),
+        turn_timeout: Duration::from_millis(policy.agent.turn_timeout_ms),
+        output_cap: policy.agent.output_cap_bytes,
+        stopped_wait: Duration::ZERO,
+    };
+    let mut connection = match AgentConnection::start(&spec, limits, &client).await {
+        Ok(connection) => connection,
+        Err(error) => {
+            checks.push(fail(
+                "initialize",
+                describe(&error),
+                "run the agent's command by hand with the policy's arguments; it must speak ACP version 1 on stdio",
+            ));
+            return finish(report, checks);
+        }
+    };
+    checks.push(initialize_check(connection.initialize_response()));
+    let created = match connection.new_session(&spec.cwd).await {
+        Ok(created) => created,
+        Err(error) => {
+            checks.push(fail(
+                "session",
+                describe(&error),
+                &session_fix(&error, policy),
+            ));
+            let _ = connection.close(Duration::from_millis(200)).await;
+            return finish(report, checks);
+        }
+    };
+    let session = created.session_id.0.to_string();
+    checks.push(pass(
+        "session",
+        format!(
+            "session/new answered{}",
+            if connection.signed_in() {
+                " after signing in with the API key (devin-browser)"
+            } else {
+                " (the agent's home is logged in)"
+            }
+        ),
+    ));
+    let options_now = created.config_options.unwrap_or_default();
+    let transforms = load_transforms(policy).await;
+    let catalog = match &transforms {
+        Ok(transforms) => catalog_ids(policy, transforms.clone()).await,
+        Err(error) => Err(error.clone()),
+    };
+    let (models_check, chosen) = models_check(&options_now, &catalog);
+    checks.push(models_check);
+    if options.prompt {
+        let check = match &transforms {
+            Ok(transforms) => {
+                prompt_check(
+                    &mut connection,
+                    transforms.clone(),
+                    &session,
+                    &options_now,
+                    chosen.as_deref(),
+                )
+                .await
+            }
+            Err(error) => fail(
+                "prompt",
+                format!("the policy's components could not be loaded: {error}"),
+                "fix the [components] section, or build a binary that carries them (cargo xtask build)",
+            ),
+        };
+        checks.push(check);
+    }
+    connection.release_session(&session).await;
+    let _ = connection.close(Duration::from_millis(500)).await;
+    finish(report, checks)
+}
+
+fn pass(name: &'static str, detail: impl Into<String>) -> Check {
+    Check {
+        name,
+        ok: true,
+        detail: detail.into(),
+        fix: None,
+    }
+}
+
+fn fail(name: &'static str, detail: impl Into<String>, fix: &str) -> Check {
+    Check {
+        name,
+        ok: false,
+        detail: detail.into(),
+        fix: Some(fix.to_owned()),
+    }
+}
+
+/// An agent failure in words, with the agent's own text (bounded, escaped) when it gave any.
+fn describe(error: &AcpError) -> String {
+    let mut text = format!("{} ({})", error, error.code());
+    if let AcpError::Rpc { message, kind, .. } = error {
+        let quoted: String = message.escape_debug().take(MAX_DETAIL_CHARS).collect();
+        text.push_str(&format!(": agent said \"{quoted}\""));
+        if let Some(kind) = kind {
+            text.push_str(&format!(" (kind {kind})"));
+        }
+    }
+    text
+}
+
+fn initialize_check(initialized: &agent_client_protocol_schema::v1::InitializeResponse) -> Check {
+    let value = serde_json::to_value(initialized).unwrap_or_default();
+    let methods: Vec<String> = value
+        .get("authMethods")
+        .and_then(serde_json::Value::as_array)
+        .map(|methods| {
+            methods
+                .iter()
+                .filter_map(|method| method.get("id").and_then(serde_json::Value::as_str))
+                .map(|id| id.chars().take(64).collect())
+                .collect()
+        })
+        .unwrap_or_default();
+    let agent = value
+        .pointer("/agentInfo/name")
+        .and_then(serde_json::Value::as_str)
+        .map(|name| {
+            let version = value
+                .pointer("/agentInfo/version")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("?");
+            format!("{name} {version}, ")
+        })
+        .unwrap_or_default();
+    let release = match Release::of(initialized) {
+        Release::Close => "session/close",
+        Release::Delete => "session/delete",
+        Release::Keep => "none (sessions are kept)",
+    };
+    let detail = format!(
+        "{agent}protocol 1; auth methods [{}]; releases sessions with {release}; image prompts {}",
+        methods.join(", "),
+        if initialized.agent_capabilities.prompt_capabilities.image {
+            "yes"
+        } else {
+            "no"
+        }
+    );
+    pass("initialize", detail)
+}
+
+fn session_fix(error: &AcpError, policy: &SummarizerPolicy) -> String {
+    match error {
+        AcpError::Unauthenticated => format!(
+            "log the agent's home in once (as the agent's user: HOME={} devin auth login), or pass the account's key: WINDSURF_API_KEY in the bridge's environment and \"WINDSURF_API_KEY\" in [agent] pass_env",
+            policy.resolve(&policy.agent.home).display()
+        ),
+        AcpError::Timeout(_) => "raise [agent] init_timeout_ms, or check the agent's network (proxy)".into(),
+        _ => "run the agent by hand in its home and read its stderr".into(),
+    }
+}
+
+/// The policy's transform components, as `serve` loads them.
+async fn load_transforms(policy: &SummarizerPolicy) -> Result<std::sync::Arc<Transforms>, String> {
+    let engine = policy.engine_config();
+    tokio::task::spawn_blocking(move || {
+        Transforms::load(&engine).map_err(|error| error.to_string())
+    })
+    .await
+    .map_err(|error| error.to_string())?
+    .map(std::sync::Arc::new)
+}
+
+/// The ACP ids of the catalog the policy validates requests against, in its order.
+async fn catalog_ids(
+    policy: &SummarizerPolicy,
+    transforms: std::sync::Arc<Transforms>,
+) -> Result<Vec<String>, String> {
+    let catalog = match &policy.models.catalog {
+        Some(file) => {
+            let path = policy.resolve(file);
+            std::fs::read_to_string(&path)
+                .map_err(|error| format!("cannot read the catalog {}: {error}", path.display()))?
+        }
+        None => devin_bridge_policy::BUILTIN_CATALOG.to_owned(),
+    };
+    let listing = tokio::task::spawn_blocking(move || {
+        transforms
+            .list_models(catalog, false)
+            .map_err(|error| error.to_string())?
+            .map_err(|failure| failure.message)
+    })
+    .await
+    .map_err(|error| error.to_string())??;
+    let listing: serde_json::Value =
+        serde_json::from_str(&listing).map_err(|error| error.to_string())?;
+    Ok(listing
+        .get("data")
+        .and_then(serde_json::Value::as_array)
+        .map(|cards| {
+            cards
+                .iter()
+                .filter_map(|card| card.get("id").and_then(serde_json::Value::as_str))
+                .filter_map(|id| id.strip_prefix(MODEL_PREFIX))
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+/// The session's model option against the catalog; the catalog model a prompt would use.
+fn models_check(
+    options: &[agent_client_protocol_schema::v1::SessionConfigOption],
+    catalog: &Result<Vec<String>, String>,
+) -> (Check, Option<String>) {
+    let catalog = match catalog {
+        Ok(catalog) => catalog,
+        Err(error) => {
+            return (
+                fail(
+                    "models",
+                    format!("the policy's catalog cannot be listed: {error}"),
+                    "fix [models] catalog (the format of `devin models list --format json`)",
+                ),
+                None,
+            )
+        }
+    };
+    let Some(select) = Select::model(options) else {
+        return (
+            pass(
+                "models",
+                "the session has no model option: each model is chosen with --model on the agent's command line",
+            ),
+            catalog.first().cloned(),
+        );
+    };
+    let (offered, missing): (Vec<&String>, Vec<&String>) =
+        catalog.iter().partition(|id| select.find(id).is_some());
+    let missing: Vec<&str> = missing.into_iter().map(String::as_str).collect();
+    let current = select.current.clone().unwrap_or_else(|| "none".into());
+    if offered.is_empty() {
+        return (
+            fail(
+                "models",
+                format!(
+                    "none of the catalog's {} models is offered; the agent offers: {}",
+                    catalog.len(),
+                    select.offered().join(", ")
+                ),
+                "use [models] source = \"live\" (the account's own models), or a catalog that names them",
+            ),
+            None,
+        );
+    }
+    let mut detail = format!(
+        "{} of {} catalog models offered (current {current})",
+        offered.len(),
+        catalog.len()
+    );
+    if !missing.is_empty() {
+        detail.push_str(&format!(
+            "; not offered, requests for them get a 400: {}",
+            missing.join(", ")
+        ));
+    }
+    (
+        pass("models", detail),
+        offered.first().map(|id| (*id).clone()),
+    )
+}
+
+async fn prompt_check(
+    connection: &mut AgentConnection,
+    transforms: std::sync::Arc<Transforms>,
+    session: &str,
+    options: &[agent_client_protocol_schema::v1::SessionConfigOption],
+    model: Option<&str>,
+) -> Check {
+    let mut name = None;
+    if let Some(model) = model {
+        match choose_model(options, model) {
+            ModelChoice::Set {
+                config_id,
+                value,
+                name: set_name,
+            } => {
+                if let Err(error) = connection
+                    .set_config_option(session, &config_id, &value)
+                    .await
+                {
+                    return fail(
+                        "prompt",
+                        format!("setting the model {model} failed: {}", describe(&error)),
+                        "check that the account may use this model",
+                    );
+                }
+                name = Some(set_name);
+            }
+            ModelChoice::Current {
+                name: current_name, ..
+            } => name = Some(current_name),
+            _ => {}
+        }
+    }
+    // The probe as Claude Code would send it, serialized as a turn is.
+    let request = serde_json::json!({
+        "model": format!("{MODEL_PREFIX}{}", model.unwrap_or("default")),
+        "max_tokens": 16,
+        "messages": [{"role": "user", "content": PROBE_PROMPT}],
+    })
+    .to_string();
+    let serialized = tokio::task::spawn_blocking(move || transforms.serialize(request)).await;
+    let text = match serialized {
+        Ok(Ok(Ok(prompt))) => prompt.text,
+        Ok(Ok(Err(failure))) => {
+            return fail(
+                "prompt",
+                format!("the serializer refused the probe: {}", failure.message),
+                "check the policy's serializer component",
+            )
+        }
+        Ok(Err(error)) => {
+            return fail(
+                "prompt",
+                format!("the serializer failed: {error}"),
+                "check the policy's serializer component",
+            )
+        }
+        Err(error) => {
+            return fail(
+                "prompt",
+                format!("the serializer task failed: {error}"),
+                "run doctor again",
+            )
+        }
+    };
+    let blocks = vec![agent_client_protocol_schema::v1::ContentBlock::from(text)];
+    match connection.prompt(session, blocks, &NoTools).await {
+        Ok(outcome) => {
+            let observed = outcome
+                .stopped
+                .as_ref()
+                .and_then(|stopped| stopped.model_label.clone())
+                .or(outcome.turn_stats_model.clone());
+            let answered = match (&observed, model) {
+                (Some(observed), Some(model)) if names_model(observed, model, name.as_deref()) => {
+                    format!("answered by {observed} (the model set: {model})")
+                }
+                (Some(observed), Some(model)) => {
+                    return fail(
+                        "prompt",
+                        format!("answered by {observed}, but the model set was {model}"),
+                        "the agent does not honour the model option; report this with the --json output",
+                    )
+                }
+                (Some(observed), None) => format!("answered by {observed}"),
+                (None, _) => "answered (the agent did not say which model)".into(),
+            };
+            let excerpt: String = outcome.text.trim().escape_debug().take(80).collect();
+            pass(
+                "prompt",
+                format!("the service accepted the client identity; {answered}; reply \"{excerpt}\""),
+            )
+        }
+        Err(AcpError::ClientIdentityRefused) => fail(
+            "prompt",
+            describe(&AcpError::ClientIdentityRefused),
+            "set [agent] client_name = \"windsurf\" and a client_version the CLI accepts (default 1.110.1)",
+        ),
+        Err(error @ (AcpError::QuotaExceeded | AcpError::RateLimited { .. })) => fail(
+            "prompt",
+            describe(&error),
+            "the account is out of credits or rate limited: add credits or wait, then run doctor again",
+        ),
+        Err(error) => fail(
+            "prompt",
+            describe(&error),
+            "run the agent by hand in its home and read its stderr",
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn options(
+        value: serde_json::Value,
+    ) -> Vec<agent_client_protocol_schema::v1::SessionConfigOption> {
+        serde_json::from_value(value).expect("options")
+    }
+
+    #[test]
+    fn the_model_check_names_what_the_catalog_has_that_the_agent_does_not_offer() {
+        let offered = options(
+            json!([{"id": "model", "name": "Model", "category": "model", "type": "select",
+            "currentValue": "a", "options": [{"value": "a", "name": "A"}, {"value": "b-1", "name": "B"}]}]),
+        );
+        let (check, chosen) = models_check(&offered, &Ok(vec!["b.1".into(), "c".into()]));
+        assert!(check.ok);
+        assert!(check.detail.contains("1 of 2"), "{}", check.detail);
+        assert!(check
+            .detail
+            .contains("not offered, requests for them get a 400: c"));
+        assert_eq!(chosen.as_deref(), Some("b.1"));
+        let (check, chosen) = models_check(&offered, &Ok(vec!["c".into()]));
+        assert!(!check.ok);
+        assert!(check.fix.is_some());
+        assert_eq!(chosen, None);
+        let (check, chosen) = models_check(&[], &Ok(vec!["c".into()]));
+        assert!(check.ok, "no option: --model decides");
+        assert_eq!(chosen.as_deref(), Some("c"));
+    }
+
+    #[test]
+    fn the_report_reads_one_line_per_check_with_its_fix() {
+        let report = Report {
+            ok: false,
+            bridge_version: "0",
+            policy: "p.toml".into(),
+            agent_command: "devin".into(),
+            agent_args: vec!["acp".into()],
+            client: "windsurf/1.110.1".into(),
+            checks: vec![
+                pass("cli", "devin 1"),
+                fail("session", "not logged in", "log in"),
+            ],
+            elapsed_ms: 1,
+        };
+        let text = report.human();
+        assert!(text.contains("ok   cli        devin 1"), "{text}");
+        assert!(text.contains("FAIL session    not logged in"), "{text}");
+        assert!(text.contains("fix: log in"), "{text}");
+        assert!(text.ends_with("problems found: see the fix lines above\n"));
+    }
+
+    #[test]
+    fn agent_text_in_evidence_is_bounded_and_escaped() {
+        let error = AcpError::Rpc {
+            code: -32603,
+            message: format!("line\nforged {}", "x".repeat(1000)),
+            kind: Some("internal".into()),
+            retryable: false,
+        };
+        let text = describe(&error);
+        assert!(!text.contains('\n'));
+        assert!(text.contains("\\n"));
+        assert!(text.len() < 600);
+    }
+}

@@ -1,0 +1,189 @@
+//! `devin-bridge doctor`: passes on the offline policy, and names each problem, with its fix,
+//! on an offline agent made to refuse (a client identity the service does not accept, a home
+//! that is not logged in, a missing CLI). `--json` is evidence without secrets.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+/// A summarizer policy in `dir` whose agent is the offline one (or `command`), with extra
+/// `[agent]` lines.
+fn policy(dir: &Path, command: Option<&str>, agent: &str) -> std::path::PathBuf {
+    let mock = common::bridge::mock_devin();
+    let command = command.map_or_else(|| mock.display().to_string(), str::to_owned);
+    let catalog = Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies/models.json");
+    let text = common::policy_text(&format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\nrequire_key = false\n\
+         [agent]\ncommand = {command:?}\nargs = [\"acp\", \"--agent-type\", \"summarizer\"]\n\
+         home = {:?}\noffline = true\n{agent}\n\
+         [models]\ncatalog = {:?}\n",
+        dir.join(".sandbox").join("home").display().to_string(),
+        catalog.display().to_string(),
+    ));
+    let path = dir.join("policy.toml");
+    std::fs::write(&path, text).expect("policy");
+    path
+}
+
+fn doctor(policy: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_devin-bridge"))
+        .arg("doctor")
+        .arg("--policy")
+        .arg(policy)
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run doctor")
+}
+
+fn report(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!(
+            "{error}: {}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+fn check<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["checks"]
+        .as_array()
+        .and_then(|checks| checks.iter().find(|check| check["name"] == name))
+        .unwrap_or_else(|| panic!("no {name} check in {report}"))
+}
+
+#[test]
+fn doctor_passes_on_the_offline_policy_and_shows_which_model_answered() {
+    let dir = tempfile::tempdir().expect("dir");
+    let policy = policy(dir.path(), None, "");
+    let output = doctor(&policy, &["--prompt", "--json"], &[]);
+    let report = report(&output);
+    assert!(output.status.success(), "{report}");
+    assert_eq!(report["ok"], true);
+    assert_eq!(report["client"], "windsurf/1.110.1");
+    let names: Vec<&str> = report["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter_map(|check| check["name"].as_str())
+        .collect();
+    assert_eq!(names, ["cli", "initialize", "session", "models", "prompt"]);
+    let initialize = check(&report, "initialize")["detail"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(initialize.contains("devin-browser"), "{initialize}");
+    assert!(initialize.contains("session/delete"), "{initialize}");
+    let prompt = check(&report, "prompt")["detail"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(prompt.contains("accepted the client identity"), "{prompt}");
+    assert!(prompt.contains("answered by SWE-1.7"), "{prompt}");
+    // The human form says the same, one line per check.
+    let human = doctor(&policy, &[], &[]);
+    assert!(human.status.success());
+    let text = String::from_utf8_lossy(&human.stdout);
+    for name in ["cli", "initialize", "session", "models"] {
+        assert!(text.contains(&format!("ok   {name}")), "{text}");
+    }
+    assert!(
+        !text.contains("ok   prompt"),
+        "no prompt without --prompt: {text}"
+    );
+}
+
+#[test]
+fn doctor_names_a_refused_client_identity_with_its_fix() {
+    let dir = tempfile::tempdir().expect("dir");
+    let policy = policy(
+        dir.path(),
+        None,
+        "client_name = \"acpx\"\nclient_version = \"0.1.0\"",
+    );
+    let output = doctor(&policy, &["--prompt", "--json"], &[]);
+    assert_eq!(output.status.code(), Some(1));
+    let report = report(&output);
+    assert_eq!(report["ok"], false);
+    let prompt = check(&report, "prompt");
+    assert_eq!(prompt["ok"], false);
+    assert!(
+        prompt["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("client_identity_refused")),
+        "{prompt}"
+    );
+    assert!(
+        prompt["fix"]
+            .as_str()
+            .is_some_and(|f| f.contains("client_name")),
+        "{prompt}"
+    );
+    // Without --prompt nothing asks the service, so the identity is not checked.
+    assert!(doctor(&policy, &["--json"], &[]).status.success());
+}
+
+#[test]
+fn doctor_names_a_home_that_is_not_logged_in_and_keeps_the_key_out_of_its_evidence() {
+    let dir = tempfile::tempdir().expect("dir");
+    let logged_out = [("MOCK_DEVIN_LOGGED_OUT", "1")];
+    let policy = policy(
+        dir.path(),
+        None,
+        &common::bridge::pass_env_line(&["MOCK_DEVIN_LOGGED_OUT", "WINDSURF_API_KEY"]),
+    );
+    let output = doctor(&policy, &["--json"], &logged_out);
+    assert_eq!(output.status.code(), Some(1));
+    let refused = report(&output);
+    let session = check(&refused, "session");
+    assert_eq!(session["ok"], false, "{refused}");
+    assert!(
+        session["fix"]
+            .as_str()
+            .is_some_and(|f| f.contains("devin auth login") && f.contains("WINDSURF_API_KEY")),
+        "{session}"
+    );
+    // With the key, the agent is signed in headless; the key appears nowhere in the evidence.
+    let key = "wk-doctor-secret-value";
+    let output = doctor(
+        &policy,
+        &["--json", "--prompt"],
+        &[logged_out[0], ("WINDSURF_API_KEY", key)],
+    );
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let signed_in = report(&output);
+    assert!(output.status.success(), "{signed_in}");
+    assert!(
+        check(&signed_in, "session")["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("signing in with the API key")),
+        "{signed_in}"
+    );
+    assert!(!text.contains(key));
+    assert!(!String::from_utf8_lossy(&output.stderr).contains(key));
+}
+
+#[test]
+fn doctor_names_a_missing_cli() {
+    let dir = tempfile::tempdir().expect("dir");
+    let policy = policy(dir.path(), Some("/nonexistent/devin"), "");
+    let output = doctor(&policy, &["--json"], &[]);
+    assert_eq!(output.status.code(), Some(1));
+    // A command that does not exist is refused as the agent's spec is made: the one check.
+    let report = report(&output);
+    let policy = check(&report, "policy");
+    assert_eq!(policy["ok"], false, "{report}");
+    assert!(
+        policy["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("/nonexistent/devin")),
+        "{policy}"
+    );
+    assert!(policy["fix"].as_str().is_some_and(|f| !f.is_empty()));
+    assert_eq!(report["checks"].as_array().map(Vec::len), Some(1));
+}
