@@ -15,9 +15,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::json;
 
+use super::error::CompanionError;
 use super::failure::{
-    bound_text, clean_message, CompanionError, FailureKind, JobFailure, EXIT_CANCELLED, EXIT_DONE,
-    EXIT_FAILED, EXIT_RUNNING,
+    bound_text, clean_message, FailureKind, JobFailure, EXIT_CANCELLED, EXIT_DONE, EXIT_FAILED,
+    EXIT_RUNNING,
 };
 use super::jobs::clock::now_rfc3339;
 use super::jobs::liveness;

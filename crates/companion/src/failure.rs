@@ -14,8 +14,6 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use super::jobs::StoreError;
-
 /// Exit code: done, or a status/history listing printed.
 pub const EXIT_DONE: u8 = 0;
 /// Exit code: the job ended in error or died.
@@ -202,42 +200,6 @@ impl JobFailure {
 impl fmt::Display for JobFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.kind, self.message)
-    }
-}
-
-/// An error of a companion command: what the dispatcher prints as one line
-/// `devin-bridge companion: <message>` before exiting with [`CompanionError::exit_code`].
-#[derive(Debug, thiserror::Error)]
-pub enum CompanionError {
-    /// Bad flags or input (exit 2); nothing was created or changed.
-    #[error("{0}")]
-    Input(String),
-    /// A typed failure of the given kind.
-    #[error("{0}")]
-    JobFailure(JobFailure),
-    /// The job store refused or failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-impl CompanionError {
-    /// An input error with a cleaned, bounded message.
-    pub fn input(message: impl AsRef<str>) -> Self {
-        CompanionError::Input(clean_message(message.as_ref()))
-    }
-
-    /// The failure kind this error reports.
-    pub fn kind(&self) -> FailureKind {
-        match self {
-            CompanionError::Input(_) => FailureKind::Input,
-            CompanionError::JobFailure(failure) => failure.kind,
-            CompanionError::Store(error) => error.kind(),
-        }
-    }
-
-    /// The process exit code for this error.
-    pub fn exit_code(&self) -> u8 {
-        self.kind().exit_code()
     }
 }
 
@@ -446,7 +408,7 @@ mod tests {
         ] {
             assert_eq!(kind.exit_code(), 1, "{kind}");
         }
-        assert_eq!(CompanionError::input("bad").exit_code(), 2);
+        assert_eq!(FailureKind::Input.exit_code(), 2);
     }
 
     #[test]

@@ -8,13 +8,15 @@
 
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use serde::{Deserialize, Serialize};
 
 use super::cli::{ReviewArgs, RunnerKind, TaskArgs};
-use super::failure::{CompanionError, FailureKind, JobFailure};
+use super::error::CompanionError;
+use super::failure::{FailureKind, JobFailure};
 use super::isolation::{self, Sandbox};
 use super::jobs::{Delivery, JobRecord, JobStatus, JobStore, ProcessStamp, Role, RunMode};
 use super::models;
@@ -424,14 +426,14 @@ fn detach(
     let log_err = log
         .try_clone()
         .map_err(|e| fail(format!("cannot open the worker log: {e}")))?;
-    let exe =
-        std::env::current_exe().map_err(|e| fail(format!("cannot find this program: {e}")))?;
     let worker = match record.role {
         Role::Task => "task-worker",
         Role::Review => "review-worker",
     };
-    let mut command = std::process::Command::new(exe);
-    command.arg("companion");
+    // The worker is this very binary even if its file was replaced since it started (an
+    // upgrade in place): its path may name another version, or nothing.
+    let mut command = std::process::Command::new(devin_bridge_agent::process::running_binary());
+    command.arg0("devin-bridge").arg("companion");
     if let Some(policy) = &ctx.policy_path {
         command.arg("--policy").arg(policy);
     }
@@ -583,7 +585,7 @@ async fn execute_print(
         timeout: ctx.settings.timeout,
         cap: ctx.policy.companion.output_cap_bytes,
         kill_grace: ctx.settings.exit_grace,
-        keeper: std::env::current_exe().ok(),
+        keeper: true,
         sandbox: ctx.policy.companion.print_sandbox,
     })
     .await;

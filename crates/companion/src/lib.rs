@@ -9,6 +9,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod error;
 pub mod failure;
 pub mod isolation;
 pub mod jobs;
@@ -29,7 +30,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 pub use cli::CompanionArgs;
-pub use failure::CompanionError;
+pub use error::CompanionError;
 
 use cli::Command;
 use failure::{FailureKind, JobFailure};

@@ -21,8 +21,10 @@ use tokio::task::JoinSet;
 use tracing::Instrument;
 
 use super::body::ResponseBody;
-use super::turn::{self, error_response, json_response};
+use super::calls::run_transform;
+use super::respond::{error_response, json_response, respond_json, respond_stream};
 use super::Bridge;
+use super::{prepare, serialize, turn};
 
 /// Serves until `shutdown` resolves, then stops accepting, lets requests finish for up to
 /// `grace`, and aborts the rest (which kills their agents).
@@ -173,7 +175,7 @@ async fn messages(bridge: Arc<Bridge>, request: Request<Incoming>) -> Response<R
         Ok(body) => body,
         Err(failure) => return error_response(&bridge, failure).await,
     };
-    let prepared = match turn::prepare(&bridge, body, conversation).await {
+    let prepared = match prepare::prepare(&bridge, body, conversation).await {
         Ok(prepared) => prepared,
         Err(failure) => return error_response(&bridge, failure).await,
     };
@@ -183,9 +185,9 @@ async fn messages(bridge: Arc<Bridge>, request: Request<Incoming>) -> Response<R
     };
     tracing::info!(id = %prepared.head.id, model = %prepared.head.model, stream = prepared.prompt.stream, input_tokens = prepared.prompt.input_tokens, "turn accepted");
     if prepared.prompt.stream {
-        turn::respond_stream(&bridge, prepared, permit).await
+        respond_stream(&bridge, prepared, permit).await
     } else {
-        turn::respond_json(&bridge, prepared, permit).await
+        respond_json(&bridge, prepared, permit).await
     }
 }
 
@@ -194,7 +196,7 @@ async fn count_tokens(bridge: Arc<Bridge>, request: Request<Incoming>) -> Respon
         Ok(body) => body,
         Err(failure) => return error_response(&bridge, failure).await,
     };
-    match turn::count_tokens(&bridge, body).await {
+    match serialize::count_tokens(&bridge, body).await {
         Ok(input_tokens) => json_response(
             StatusCode::OK,
             serde_json::json!({ "input_tokens": input_tokens }).to_string(),
@@ -206,7 +208,7 @@ async fn count_tokens(bridge: Arc<Bridge>, request: Request<Incoming>) -> Respon
 async fn models(bridge: &Bridge) -> Response<ResponseBody> {
     let (catalog, vision) = (bridge.catalog(), bridge.vision());
     let size = catalog.len();
-    match turn::run_transform(&bridge.transforms, size, move |t| {
+    match run_transform(&bridge.transforms, size, move |t| {
         t.list_models(catalog, vision)
     })
     .await

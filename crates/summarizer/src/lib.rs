@@ -4,6 +4,7 @@
 
 mod auth;
 mod body;
+mod calls;
 mod catalog;
 pub mod control;
 pub mod doctor;
@@ -11,9 +12,14 @@ mod failures;
 mod http;
 mod metrics;
 pub mod policy;
+mod pool;
+mod prepare;
 pub mod reload;
+mod reply;
 mod resident;
+mod respond;
 pub mod sandbox;
+mod serialize;
 pub mod startup;
 mod turn;
 mod window;
@@ -29,15 +35,16 @@ use serde::Serialize;
 use tokio::sync::Semaphore;
 
 use crate::policy::{CatalogSource, SummarizerPolicy, Transport};
-use devin_bridge_agent::acp::{AgentLimits, AgentPool};
+use crate::pool::AgentPool;
+use devin_bridge_agent::acp::AgentLimits;
 use devin_bridge_agent::identity::AgentIdentity;
 use devin_bridge_engine::TransformCalls as _;
 use devin_bridge_engine::{ImageLimits, Transforms};
 
 pub use auth::{ApiKey, KeyError};
+pub use calls::INLINE_INPUT_BYTES;
 pub use http::serve;
 pub use resident::{Resident, Snapshot as ResidentSnapshot, SESSION_HEADER};
-pub use turn::INLINE_INPUT_BYTES;
 
 /// What `/healthz` says about the agent.
 #[derive(Debug, Clone, Serialize)]

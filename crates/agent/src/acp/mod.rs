@@ -1,15 +1,17 @@
 //! A client for the Agent Client Protocol over a child's stdio, in the protocol's own types
-//! (`agent_client_protocol_schema::v1`). [`AgentConnection`] serves every mode: the summarizer
-//! runs one tool-less turn per process ([`Agent`], [`AgentPool`]); companion mode runs the full
-//! agent with its own [`ToolGate`].
+//! (`agent_client_protocol_schema::v1`). [`AgentConnection`] is the connection every ACP user
+//! builds on; companion mode drives it directly with its own [`ToolGate`]. [`Agent`] (one
+//! tool-less turn per process) and [`SharedAgent`] (many sessions on one long-lived process)
+//! are the two forms the summarizer runs, per turn and resident; they stay here because they
+//! are built from the connection's internals (its frame reader and request table), which no
+//! other crate sees.
 
 mod connection;
 mod error;
 pub(crate) mod frame;
 mod gate;
-mod pool;
-#[cfg(test)]
-mod scripted;
+#[cfg(any(test, feature = "test-util"))]
+pub(crate) mod scripted;
 mod shared;
 mod turn;
 mod usage;
@@ -19,7 +21,6 @@ pub use connection::{
 };
 pub use error::AcpError;
 pub use gate::{NoTools, ToolCallSeen, ToolGate, TOOL_NAME_META};
-pub use pool::{AgentPool, PoolStats};
 pub use shared::{Death, SharedAgent};
 pub use turn::{apply_model, prompt_blocks, takes_images, Agent, ModelApplied, TurnOutput};
 pub use usage::ReportedUsage;

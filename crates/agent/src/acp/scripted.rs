@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::process::Spec;
 
 /// `/bin/sh -c script` in the temporary directory, with only `PATH`.
-pub(crate) fn agent(script: &str) -> Spec {
+pub fn agent(script: &str) -> Spec {
     Spec {
         program: PathBuf::from("/bin/sh"),
         args: vec!["-c".into(), script.into()],

@@ -26,7 +26,10 @@ use tokio::sync::OwnedMutexGuard;
 
 use self::conversations::{Binding, Bound, Conversations, Earlier, Entry, ResumeBudget};
 use self::processes::Processes;
-use super::turn::{agent_failure, image_parts, run_transform, serialize_unseen, AgentReply, Check};
+use super::calls::run_transform;
+use super::failures::agent_failure;
+use super::reply::AgentReply;
+use super::serialize::{image_parts, serialize_unseen, Check};
 use super::window;
 use super::Bridge;
 use crate::policy::AgentSection;

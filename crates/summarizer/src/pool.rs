@@ -22,9 +22,9 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 use tokio::sync::Notify;
 
-use super::{AcpError, Agent, AgentLimits};
-use crate::devin::ClientIdentity;
-use crate::process::Spec;
+use devin_bridge_agent::acp::{AcpError, Agent, AgentLimits};
+use devin_bridge_agent::devin::ClientIdentity;
+use devin_bridge_agent::process::Spec;
 
 /// The pool of ready agents plus the recipe for new ones.
 pub struct AgentPool {
@@ -96,7 +96,7 @@ impl AgentPool {
             Some(model) if self.model_on_command_line.load(Ordering::Acquire) => {
                 self.served_cold.fetch_add(1, Ordering::Relaxed);
                 let mut spec = self.spec.clone();
-                spec.args = crate::devin::options::with_model_flag(&spec.args, model);
+                spec.args = devin_bridge_agent::devin::options::with_model_flag(&spec.args, model);
                 Agent::start(&spec, self.limits, &self.client).await
             }
             _ => self.take().await,
@@ -280,7 +280,7 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
-    use crate::acp::scripted::agent;
+    use devin_bridge_agent::testkit::scripted_agent as agent;
 
     fn limits() -> AgentLimits {
         AgentLimits {

@@ -1,0 +1,87 @@
+//! The serializer and model-alias steps of a request: a whole request or only what a resident
+//! session has not seen, with the checks it needs (nothing, the model, or the model and its
+//! context window), in one hop off the async workers.
+
+use std::sync::Arc;
+
+use devin_bridge_engine::{Image, PromptOptions, TransformCalls as _, UnseenPrompt};
+use devin_bridge_types::Failure;
+
+use super::calls::run_transform;
+use super::{window, Bridge};
+
+/// The whole prompt and its images, admitted: model validated, input within its window.
+pub async fn serialize_whole(
+    bridge: &Bridge,
+    body: String,
+) -> Result<(UnseenPrompt, Option<String>), Failure> {
+    serialize_unseen(bridge, Arc::new(body), 0, Check::Admit).await
+}
+
+/// What a serialization checks besides the request itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Check {
+    /// Nothing more (the request was admitted before).
+    Nothing,
+    /// The model names a catalog entry.
+    Model,
+    /// The model, and the input estimate within the model's context window.
+    Admit,
+}
+
+/// `serialize-unseen` for a session holding `held` messages (with the images the agent
+/// takes), and the `check` on the result: the transforms in one hop off the async workers.
+/// With a model check, also the ACP model id the request's model resolved to.
+pub(super) async fn serialize_unseen(
+    bridge: &Bridge,
+    body: Arc<String>,
+    held: u32,
+    check: Check,
+) -> Result<(UnseenPrompt, Option<String>), Failure> {
+    let catalog = bridge.catalog();
+    let windows = bridge.windows.clone();
+    let options = PromptOptions {
+        held,
+        images: bridge.images,
+    };
+    run_transform(&bridge.transforms, body.len(), move |t| {
+        let unseen = match t.serialize_unseen(body, options)? {
+            Ok(unseen) => unseen,
+            Err(failure) => return Ok(Err(failure)),
+        };
+        let model = unseen.prompt.model.clone();
+        let checked = match check {
+            Check::Nothing => Ok(None),
+            Check::Model => t.validate_model(model, catalog)?.map(Some),
+            Check::Admit => {
+                window::admit(t, &windows, model, catalog, unseen.prompt.input_tokens)?.map(Some)
+            }
+        };
+        Ok(checked.map(|model_id| (unseen, model_id)))
+    })
+    .await?
+}
+
+/// The ACP model id a request's (already validated) model resolves to.
+pub(super) async fn resolve_model(bridge: &Bridge, model: &str) -> Result<String, Failure> {
+    let (model, catalog) = (model.to_owned(), bridge.catalog());
+    run_transform(&bridge.transforms, model.len(), move |t| {
+        t.validate_model(model, catalog)
+    })
+    .await?
+}
+
+/// `count_tokens`: the serializer's estimate of everything the request would send the agent,
+/// with the model validated. A request over its model's window is counted, not refused.
+pub async fn count_tokens(bridge: &Bridge, body: String) -> Result<u32, Failure> {
+    serialize_unseen(bridge, Arc::new(body), 0, Check::Model)
+        .await
+        .map(|(unseen, _)| unseen.prompt.input_tokens)
+}
+
+/// An image as the ACP prompt builder takes it: (media type, base64 data).
+pub(super) fn image_parts(images: &[Image]) -> impl Iterator<Item = (&str, &str)> {
+    images
+        .iter()
+        .map(|image| (image.media_type.as_str(), image.data.as_str()))
+}
