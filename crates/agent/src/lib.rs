@@ -10,6 +10,7 @@
 
 pub mod acp;
 pub mod devin;
+mod error;
 pub mod identity;
 pub mod process;
 

@@ -21,9 +21,9 @@ use devin_bridge_types::{estimate_tokens, Failure, Reply, Usage};
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::calls::run_transform;
-use super::failures::{agent_failure, HostFailure};
+use super::failures::HostFailure;
 use super::prepare::Placement;
-use super::reply::AgentReply;
+use super::reply::{agent_failure, AgentReply};
 use super::serialize::image_parts;
 use super::{Bridge, InFlight};
 

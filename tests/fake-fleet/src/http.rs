@@ -1,45 +1,19 @@
 //! HTTP plumbing shared by the handlers (bodies, JSON answers, queries, bearer tokens) and the
 //! fleet API under `/opbeta/outposts/`.
 
-use std::convert::Infallible;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::{Frame, Incoming};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
 use hyper::{Method, Request, Response};
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
 
 use crate::queue::ListQuery;
 use crate::state::ApiError;
 use crate::Shared;
 
-pub type Body = BoxBody<Bytes, Infallible>;
-
-/// A response body fed by a channel: it ends when the sender is dropped.
-pub struct ChannelBody(pub mpsc::Receiver<Bytes>);
-
-impl hyper::body::Body for ChannelBody {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        self.0
-            .poll_recv(cx)
-            .map(|chunk| chunk.map(|bytes| Ok(Frame::data(bytes))))
-    }
-}
-
-pub fn full(bytes: impl Into<Bytes>) -> Body {
-    Full::new(bytes.into()).boxed()
-}
+pub use crate::body::{full, Body};
 
 pub fn respond(status: u16, content_type: &str, body: Body) -> Response<Body> {
     Response::builder()

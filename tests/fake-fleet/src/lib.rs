@@ -16,6 +16,7 @@
 //! can: error bursts, a revoked token, duplicated or cut-off streams, a stream that stalls in
 //! the middle of an event, a claim lost to another worker.
 
+mod body;
 mod control;
 mod cursor;
 mod faults;

@@ -10,7 +10,7 @@ use hyper::Response;
 use tokio::sync::mpsc;
 use tokio::time::{interval_at, sleep_until, Instant, MissedTickBehavior};
 
-use crate::http::{Body, ChannelBody};
+use crate::body::{Body, ChannelBody};
 use crate::Shared;
 
 /// Answers a watch of `outpost` (all outposts if `None`) from resource version `from`.
@@ -22,7 +22,7 @@ pub fn start(shared: Arc<Shared>, outpost: Option<String>, from: u64) -> Respons
         .header("content-type", "text/event-stream")
         .header("cache-control", "no-cache")
         .body(ChannelBody(rx).boxed())
-        .unwrap_or_else(|_| Response::new(crate::http::full(Bytes::new())))
+        .unwrap_or_else(|_| Response::new(crate::body::full(Bytes::new())))
 }
 
 async fn stream(shared: Arc<Shared>, outpost: Option<String>, from: u64, tx: mpsc::Sender<Bytes>) {

@@ -7,7 +7,6 @@
 //! other crate sees.
 
 mod connection;
-mod error;
 pub(crate) mod frame;
 mod gate;
 #[cfg(any(test, feature = "test-util"))]
@@ -16,10 +15,10 @@ mod shared;
 mod turn;
 mod usage;
 
+pub use crate::error::AcpError;
 pub use connection::{
     AgentConnection, AgentLimits, AgentStopped, Ended, PromptOutcome, MAX_AGENT_MESSAGE_BYTES,
 };
-pub use error::AcpError;
 pub use gate::{NoTools, ToolCallSeen, ToolGate, TOOL_NAME_META};
 pub use shared::{Death, SharedAgent};
 pub use turn::{apply_model, prompt_blocks, takes_images, Agent, ModelApplied, TurnOutput};

@@ -21,7 +21,7 @@
 
 use serde_json::Value;
 
-use crate::acp::AcpError;
+use crate::error::AcpError;
 
 /// `-32010`: `unavailable`.
 pub const CODE_UNAVAILABLE: i64 = -32010;

@@ -5,7 +5,7 @@
 //! - [`identity`]: the `clientInfo` the bridge sends in `initialize`. The Devin service checks
 //!   it when a prompt is sent and refuses clients it does not know.
 //! - [`errors`]: `cognition.ai/errorKind` and `cognition.ai/retryable` of JSON-RPC errors (and
-//!   the refusal of an unknown client identity) as typed [`crate::acp::AcpError`]s.
+//!   the refusal of an unknown client identity) as typed [`AcpError`](crate::acp::AcpError)s.
 //! - [`login`]: headless sign-in (`authenticate` with the `devin-browser` method and the API
 //!   key in `_meta`), never a browser flow.
 //! - [`sessions`]: releasing a session the host no longer needs (`session/close` when

@@ -19,7 +19,7 @@
 
 use serde_json::{json, Value};
 
-use crate::acp::AcpError;
+use crate::error::AcpError;
 
 /// How much a print run may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
