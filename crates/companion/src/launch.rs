@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use super::cli::{ReviewArgs, RunnerKind, TaskArgs};
 use super::error::CompanionError;
 use super::failure::{FailureKind, JobFailure};
-use super::isolation::{self, Sandbox};
+use super::private_home::{self, Sandbox};
 use super::jobs::{Delivery, JobRecord, JobStatus, JobStore, ProcessStamp, Role, RunMode};
 use super::models;
 use super::preflight::{self, Devin, PreflightError};
@@ -123,13 +123,13 @@ fn preflight_failure(error: PreflightError) -> JobFailure {
     }
 }
 
-/// Resolves and checks the Devin CLI (with the isolation's environment).
+/// Resolves and checks the Devin CLI (with the private home's environment).
 pub async fn preflight(ctx: &Context, workspace: &Path) -> Result<Devin, JobFailure> {
     let path =
         preflight::resolve_binary(&ctx.policy.companion.command).map_err(preflight_failure)?;
-    let (shared, _) = isolation::prepare_home(&ctx.settings.data_dir)
+    let (shared, _) = private_home::prepare_home(&ctx.settings.data_dir)
         .map_err(|error| JobFailure::new(FailureKind::Setup, error.to_string()))?;
-    let env = isolation::child_env(&shared, None, Sandbox::ReadOnly);
+    let env = private_home::child_env(&shared, None, Sandbox::ReadOnly);
     preflight::check(&path, env, workspace, ctx.probe_timeout())
         .await
         .map_err(preflight_failure)
@@ -147,13 +147,13 @@ async fn resolve_model(
             "--model {requested} selects a routing pairing; the companion runs one model"
         )));
     }
-    let (shared, _) = isolation::prepare_home(&ctx.settings.data_dir).map_err(|e| {
+    let (shared, _) = private_home::prepare_home(&ctx.settings.data_dir).map_err(|e| {
         CompanionError::JobFailure(JobFailure::new(FailureKind::Setup, e.to_string()))
     })?;
     let catalog = models::catalog(
         &ctx.settings.data_dir,
         &devin.path,
-        isolation::child_env(&shared, None, Sandbox::ReadOnly),
+        private_home::child_env(&shared, None, Sandbox::ReadOnly),
         workspace,
         ctx.probe_timeout(),
         ctx.models_ttl(),
@@ -413,7 +413,7 @@ fn detach(
         CompanionError::JobFailure(failure)
     };
     let run_dir = store.run_dir(&record.id)?;
-    isolation::private_dir(&run_dir).map_err(|e| fail(e.to_string()))?;
+    private_home::private_dir(&run_dir).map_err(|e| fail(e.to_string()))?;
     let input_path = run_dir.join("input.json");
     write_private(&input_path, &serde_json::to_vec(input).unwrap_or_default())
         .map_err(|e| fail(format!("cannot write the job input: {e}")))?;
@@ -535,7 +535,7 @@ async fn execute(
         RunMode::Write => Sandbox::WorkspaceWrite,
         RunMode::Consult | RunMode::Review => Sandbox::ReadOnly,
     };
-    let prepared = match isolation::prepare_job(
+    let prepared = match private_home::prepare_job(
         &ctx.settings.data_dir,
         &record.id,
         sandbox,

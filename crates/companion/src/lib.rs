@@ -2,7 +2,7 @@
 //! typed failures.
 //!
 //! A Claude Code plugin calls this helper. It runs as the invoking user; every agent it
-//! starts (`devin acp`, `devin -p`) gets a private HOME and configuration (`isolation`), a
+//! starts (`devin acp`, `devin -p`) gets a private HOME and configuration (`private_home`), a
 //! per-mode tool list (`run`) and an environment allowlist. Bad flags or input print exactly
 //! one line on stderr and exit 2 without creating a record; every job outcome ends with the
 //! footer block (`render`).
@@ -11,7 +11,7 @@ pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod failure;
-pub mod isolation;
+pub mod private_home;
 pub mod jobs;
 pub mod keeper;
 pub mod launch;
@@ -243,13 +243,13 @@ async fn models_command(ctx: &Context, refresh: bool) -> Result<Output, Companio
     let devin = launch::preflight(ctx, &cwd)
         .await
         .map_err(CompanionError::JobFailure)?;
-    let (shared, _) = isolation::prepare_home(&ctx.settings.data_dir).map_err(|e| {
+    let (shared, _) = private_home::prepare_home(&ctx.settings.data_dir).map_err(|e| {
         CompanionError::JobFailure(JobFailure::new(FailureKind::Setup, e.to_string()))
     })?;
     let text = models::catalog(
         &ctx.settings.data_dir,
         &devin.path,
-        isolation::child_env(&shared, None, isolation::Sandbox::ReadOnly),
+        private_home::child_env(&shared, None, private_home::Sandbox::ReadOnly),
         &cwd,
         ctx.probe_timeout(),
         ctx.models_ttl(),
@@ -298,7 +298,7 @@ async fn models_command(ctx: &Context, refresh: bool) -> Result<Output, Companio
 async fn setup(ctx: &Context) -> Result<Output, CompanionError> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let data_dir = &ctx.settings.data_dir;
-    let credentials = isolation::real_credentials().ok();
+    let credentials = private_home::real_credentials().ok();
     let credentials_present = credentials
         .as_ref()
         .is_some_and(|path| std::fs::metadata(path).is_ok_and(|m| m.is_file()));

@@ -39,69 +39,71 @@ pub(crate) struct AbsoluteUrl<'a> {
 
 /// Why an absolute-form URL was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum UrlError {
+pub(crate) enum RequestUrlError {
     NotAbsolute,
     Scheme,
     Target(TargetError),
 }
 
-impl UrlError {
+impl RequestUrlError {
     pub(crate) fn reason(self) -> &'static str {
         match self {
-            UrlError::NotAbsolute => "not_absolute_form",
-            UrlError::Scheme => "scheme_not_allowed",
-            UrlError::Target(e) => e.reason(),
+            RequestUrlError::NotAbsolute => "not_absolute_form",
+            RequestUrlError::Scheme => "scheme_not_allowed",
+            RequestUrlError::Target(e) => e.reason(),
         }
     }
     fn status(self) -> (u16, &'static str) {
         match self {
-            UrlError::NotAbsolute => BAD_REQUEST,
-            UrlError::Scheme => FORBIDDEN,
-            UrlError::Target(e) => e.status(),
+            RequestUrlError::NotAbsolute => BAD_REQUEST,
+            RequestUrlError::Scheme => FORBIDDEN,
+            RequestUrlError::Target(e) => e.status(),
         }
     }
 }
 
 /// Split an absolute-form URL. The host comes back as written (userinfo included, so that the
 /// caller can refuse it).
-pub(crate) fn split_url(target: &str) -> Result<AbsoluteUrl<'_>, UrlError> {
-    let (scheme, rest) = target.split_once("://").ok_or(UrlError::NotAbsolute)?;
+pub(crate) fn split_url(target: &str) -> Result<AbsoluteUrl<'_>, RequestUrlError> {
+    let (scheme, rest) = target
+        .split_once("://")
+        .ok_or(RequestUrlError::NotAbsolute)?;
     if scheme.is_empty()
         || !scheme
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'-' || b == b'.')
     {
-        return Err(UrlError::NotAbsolute);
+        return Err(RequestUrlError::NotAbsolute);
     }
     if !scheme.eq_ignore_ascii_case("http") {
-        return Err(UrlError::Scheme);
+        return Err(RequestUrlError::Scheme);
     }
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(end);
     // Without the fragment; `http://h?q` has an empty path, completed by the caller.
     let path = tail.split('#').next().unwrap_or_default();
     if authority.is_empty() {
-        return Err(UrlError::Target(TargetError::Syntax));
+        return Err(RequestUrlError::Target(TargetError::Syntax));
     }
     if authority.contains('@') {
         // Userinfo is refused before anything is read out of the authority, a bracketed
         // literal included (an IPv6 address never holds an `@`).
-        return Err(UrlError::Target(TargetError::Userinfo));
+        return Err(RequestUrlError::Target(TargetError::Userinfo));
     }
     let (host, port) = if authority.starts_with('[') {
         let close = authority
             .find(']')
-            .ok_or(UrlError::Target(TargetError::Syntax))?;
+            .ok_or(RequestUrlError::Target(TargetError::Syntax))?;
         let (host, rest) = authority.split_at(close + 1);
         let port = match rest.strip_prefix(':') {
-            Some(p) => parse_port(p).map_err(UrlError::Target)?,
+            Some(p) => parse_port(p).map_err(RequestUrlError::Target)?,
             None if rest.is_empty() => 80,
-            None => return Err(UrlError::Target(TargetError::Syntax)),
+            None => return Err(RequestUrlError::Target(TargetError::Syntax)),
         };
         (host, port)
     } else {
         match authority.rsplit_once(':') {
-            Some((host, p)) => (host, parse_port(p).map_err(UrlError::Target)?),
+            Some((host, p)) => (host, parse_port(p).map_err(RequestUrlError::Target)?),
             None => (authority, 80),
         }
     };
@@ -384,26 +386,26 @@ mod tests {
         assert_eq!(u.path, "?q");
         let u = split_url("http://[::1]:80/").unwrap();
         assert_eq!(u.host, "[::1]");
-        assert_eq!(split_url("/path"), Err(UrlError::NotAbsolute));
-        assert_eq!(split_url("https://a.b/"), Err(UrlError::Scheme));
-        assert_eq!(split_url("ftp://a.b/"), Err(UrlError::Scheme));
+        assert_eq!(split_url("/path"), Err(RequestUrlError::NotAbsolute));
+        assert_eq!(split_url("https://a.b/"), Err(RequestUrlError::Scheme));
+        assert_eq!(split_url("ftp://a.b/"), Err(RequestUrlError::Scheme));
         assert_eq!(
             split_url("http://user:pw@a.b/"),
-            Err(UrlError::Target(TargetError::Userinfo))
+            Err(RequestUrlError::Target(TargetError::Userinfo))
         );
         // Found by the proxy-target fuzzer: an `@` inside a bracketed literal was kept in
         // the host.
         assert_eq!(
             split_url("http://[::1@evil.example]:80/"),
-            Err(UrlError::Target(TargetError::Userinfo))
+            Err(RequestUrlError::Target(TargetError::Userinfo))
         );
         assert_eq!(
             split_url("http://a.b:99999/"),
-            Err(UrlError::Target(TargetError::Port))
+            Err(RequestUrlError::Target(TargetError::Port))
         );
         assert_eq!(
             split_url("http:///x"),
-            Err(UrlError::Target(TargetError::Syntax))
+            Err(RequestUrlError::Target(TargetError::Syntax))
         );
     }
 

@@ -87,7 +87,7 @@ pub struct VerifyIsolationArgs {
 
 /// The outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum ProbeOutcome {
     /// The check holds.
     Pass,
     /// The check does not hold.
@@ -102,7 +102,7 @@ pub struct CheckResult {
     /// Check name, e.g. `env` or `unreachable:claude.ai`.
     pub name: String,
     /// Pass, fail or skip.
-    pub outcome: Outcome,
+    pub outcome: ProbeOutcome,
     /// What was found.
     pub detail: String,
 }
@@ -111,7 +111,11 @@ impl CheckResult {
     fn new(name: impl Into<String>, ok: bool, detail: impl Into<String>) -> Self {
         Self {
             name: name.into(),
-            outcome: if ok { Outcome::Pass } else { Outcome::Fail },
+            outcome: if ok {
+                ProbeOutcome::Pass
+            } else {
+                ProbeOutcome::Fail
+            },
             detail: detail.into(),
         }
     }
@@ -120,9 +124,9 @@ impl CheckResult {
 impl fmt::Display for CheckResult {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let word = match self.outcome {
-            Outcome::Pass => "PASS",
-            Outcome::Fail => "FAIL",
-            Outcome::Skip => "SKIP",
+            ProbeOutcome::Pass => "PASS",
+            ProbeOutcome::Fail => "FAIL",
+            ProbeOutcome::Skip => "SKIP",
         };
         write!(f, "{word} {}: {}", self.name, self.detail)
     }
@@ -334,7 +338,7 @@ pub async fn verify(args: &VerifyIsolationArgs, env: &Environment) -> Vec<CheckR
         }
         _ => out.push(CheckResult {
             name: "audit".into(),
-            outcome: Outcome::Skip,
+            outcome: ProbeOutcome::Skip,
             detail: "no --audit PATH given".into(),
         }),
     }
@@ -479,7 +483,7 @@ pub async fn run(args: VerifyIsolationArgs) -> anyhow::Result<ExitCode> {
     let mut failed = false;
     for result in &results {
         println!("{result}");
-        failed |= result.outcome == Outcome::Fail;
+        failed |= result.outcome == ProbeOutcome::Fail;
     }
     Ok(if failed {
         ExitCode::FAILURE
@@ -547,14 +551,14 @@ mod tests {
     fn a_private_path_passes_only_when_nothing_can_be_done_with_it() {
         let dir = tempfile::tempdir().expect("tempdir");
         let missing = check_private(&dir.path().join("missing"));
-        assert_eq!(missing.outcome, Outcome::Pass, "{missing}");
+        assert_eq!(missing.outcome, ProbeOutcome::Pass, "{missing}");
         let file = dir.path().join("key");
         std::fs::write(&file, "secret").expect("write");
         let readable = check_private(&file);
-        assert_eq!(readable.outcome, Outcome::Fail, "{readable}");
+        assert_eq!(readable.outcome, ProbeOutcome::Fail, "{readable}");
         assert!(readable.detail.contains("read"), "{readable}");
         let listable = check_private(dir.path());
-        assert_eq!(listable.outcome, Outcome::Fail, "{listable}");
+        assert_eq!(listable.outcome, ProbeOutcome::Fail, "{listable}");
         assert!(listable.detail.contains("create files in"), "{listable}");
     }
 
@@ -565,9 +569,9 @@ mod tests {
             .expect("bind");
         let open = listener.local_addr().expect("addr").to_string();
         let reached = check_reachable(&open, Duration::from_secs(5)).await;
-        assert_eq!(reached.outcome, Outcome::Pass, "{reached}");
+        assert_eq!(reached.outcome, ProbeOutcome::Pass, "{reached}");
         drop(listener);
         let closed = check_reachable(&open, Duration::from_secs(5)).await;
-        assert_eq!(closed.outcome, Outcome::Fail, "{closed}");
+        assert_eq!(closed.outcome, ProbeOutcome::Fail, "{closed}");
     }
 }

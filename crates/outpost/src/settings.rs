@@ -9,7 +9,7 @@ use crate::policy::{NetworkEnforcement, OutpostPolicy, OutpostSection};
 use devin_bridge_policy::{ModePolicy, PolicyError};
 
 use super::binaries::machine_suffix;
-use super::fleet::{AcceptorId, BaseUrl, Commit, Secret, SessionId, UrlError};
+use super::fleet::{AcceptorId, BaseUrl, Commit, Secret, SessionId, BaseUrlError};
 
 /// The embedded default policy (`policies/outpost.toml`).
 const BUILTIN_POLICY: &str = include_str!("../../../policies/outpost.toml");
@@ -37,7 +37,7 @@ pub enum WorkerSettingsError {
     #[error("token file {path}: {message}")]
     TokenFile { path: PathBuf, message: String },
     #[error(transparent)]
-    Url(#[from] UrlError),
+    Url(#[from] BaseUrlError),
     #[error("{what} {value:?}: {message}")]
     Invalid {
         what: &'static str,
@@ -543,7 +543,7 @@ mod tests {
                 .expect_err("insecure");
         assert!(matches!(
             error,
-            WorkerSettingsError::Url(UrlError::Insecure { .. })
+            WorkerSettingsError::Url(BaseUrlError::Insecure { .. })
         ));
     }
 

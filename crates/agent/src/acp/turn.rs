@@ -240,8 +240,8 @@ where
         }
         ModelChoice::NoOption => match launched {
             Some(launched)
-                if crate::devin::options::normalise_id(launched)
-                    == crate::devin::options::normalise_id(wanted) =>
+                if crate::devin::options::normalize_id(launched)
+                    == crate::devin::options::normalize_id(wanted) =>
             {
                 Ok(ModelApplied::CommandLine {
                     value: launched.to_owned(),

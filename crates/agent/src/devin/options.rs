@@ -64,10 +64,10 @@ impl Select {
 
     /// The offered value that means `wanted`, compared as ids.
     pub fn find(&self, wanted: &str) -> Option<&(String, String)> {
-        let wanted = normalise_id(wanted);
+        let wanted = normalize_id(wanted);
         self.values
             .iter()
-            .find(|(value, _)| normalise_id(value) == wanted)
+            .find(|(value, _)| normalize_id(value) == wanted)
     }
 
     /// The display name of `value`, when offered.
@@ -135,7 +135,7 @@ pub fn choose_model(options: &[v1::SessionConfigOption], wanted: &str) -> ModelC
     if select
         .current
         .as_deref()
-        .is_some_and(|current| normalise_id(current) == normalise_id(value))
+        .is_some_and(|current| normalize_id(current) == normalize_id(value))
     {
         ModelChoice::Current {
             value: value.clone(),
@@ -183,8 +183,8 @@ pub fn choose_effort(
             offered: Vec::new(),
         };
     };
-    let base = normalise_id(model);
-    let wanted = format!("{base}-{}", normalise_id(effort));
+    let base = normalize_id(model);
+    let wanted = format!("{base}-{}", normalize_id(effort));
     if let Some((value, _)) = models.find(&wanted) {
         return EffortChoice::Variant {
             config_id: models.config_id.clone(),
@@ -196,7 +196,7 @@ pub fn choose_effort(
         offered: models
             .values
             .iter()
-            .filter_map(|(value, _)| normalise_id(value).strip_prefix(&prefix).map(str::to_owned))
+            .filter_map(|(value, _)| normalize_id(value).strip_prefix(&prefix).map(str::to_owned))
             .collect(),
     }
 }
@@ -236,7 +236,7 @@ pub fn launched_model(args: &[String]) -> Option<String> {
 }
 
 /// ACP ids use `-` where catalog uids use `.` or `_`; ids compare without case.
-pub fn normalise_id(id: &str) -> String {
+pub fn normalize_id(id: &str) -> String {
     id.chars()
         .map(|c| if c == '.' || c == '_' { '-' } else { c })
         .collect::<String>()

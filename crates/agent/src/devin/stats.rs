@@ -57,7 +57,7 @@ fn label(value: Option<&Value>) -> Option<String> {
 /// Whether `observed` (a label or an id) names the model `requested_id` (an ACP id) whose
 /// display name is `requested_name`: compared without case, with spaces, `.` and `_` as `-`.
 pub fn names_model(observed: &str, requested_id: &str, requested_name: Option<&str>) -> bool {
-    let norm = |text: &str| super::options::normalise_id(&text.trim().replace(' ', "-"));
+    let norm = |text: &str| super::options::normalize_id(&text.trim().replace(' ', "-"));
     let observed = norm(observed);
     observed == norm(requested_id) || requested_name.is_some_and(|name| observed == norm(name))
 }

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use devin_bridge_guard::isolation::{self, Environment, Outcome, VerifyIsolationArgs};
+use devin_bridge_guard::isolation::{self, Environment, ProbeOutcome, VerifyIsolationArgs};
 use devin_bridge_guard::testkit::{records, ClientHelloBuilder};
 use devin_bridge_guard::{client, Guard, GuardPolicy, HttpPolicy, RunningGuard};
 use guard_support::*;
@@ -919,7 +919,7 @@ async fn verify_isolation_against_the_deny_all_guard() {
     };
     let results = isolation::verify(&args, &clean).await;
     for r in &results {
-        assert_eq!(r.outcome, Outcome::Pass, "{r}");
+        assert_eq!(r.outcome, ProbeOutcome::Pass, "{r}");
     }
     let names: Vec<&str> = results.iter().map(|r| r.name.as_str()).collect();
     for expected in [
@@ -958,7 +958,7 @@ async fn verify_isolation_against_the_deny_all_guard() {
     let results = isolation::verify(&args, &dirty).await;
     let failed: Vec<String> = results
         .iter()
-        .filter(|r| r.outcome == Outcome::Fail)
+        .filter(|r| r.outcome == ProbeOutcome::Fail)
         .map(|r| r.name.clone())
         .collect();
     assert_eq!(
@@ -989,11 +989,14 @@ async fn verify_isolation_fails_when_anthropic_is_reachable() {
     };
     let results = isolation::verify(&args, &env).await;
     let get = |n: &str| results.iter().find(|r| r.name == n).unwrap();
-    assert_eq!(get("unreachable:api.anthropic.com").outcome, Outcome::Fail);
+    assert_eq!(
+        get("unreachable:api.anthropic.com").outcome,
+        ProbeOutcome::Fail
+    );
     assert!(get("unreachable:api.anthropic.com")
         .detail
         .contains("REACHABLE"));
-    assert_eq!(get("unreachable:claude.ai").outcome, Outcome::Fail);
+    assert_eq!(get("unreachable:claude.ai").outcome, ProbeOutcome::Fail);
     guard.shutdown().await.unwrap();
 }
 

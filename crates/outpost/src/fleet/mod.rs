@@ -9,4 +9,4 @@ pub use types::{
     AcceptorId, AllowRule, Commit, Cursor, EventType, Kind, NetworkPolicy, Outpost, OutpostId,
     Phase, QueueEntry, Secret, SessionId, SessionStatus, WatchEvent,
 };
-pub use url::{BaseUrl, UrlError};
+pub use url::{BaseUrl, BaseUrlError};

@@ -7,7 +7,7 @@ use hyper::Uri;
 
 /// Why a configured URL is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum UrlError {
+pub enum BaseUrlError {
     #[error("{what} {url:?} is not a valid absolute URL")]
     Malformed { what: &'static str, url: String },
     #[error("{what} {url:?} must use https (plain http is allowed only to a loopback host)")]
@@ -22,14 +22,14 @@ pub struct BaseUrl(String);
 
 impl BaseUrl {
     /// Validates `url` (`what` names it in errors).
-    pub fn parse(what: &'static str, url: &str) -> Result<Self, UrlError> {
+    pub fn parse(what: &'static str, url: &str) -> Result<Self, BaseUrlError> {
         let trimmed = url.trim().trim_end_matches('/');
-        let malformed = || UrlError::Malformed {
+        let malformed = || BaseUrlError::Malformed {
             what,
             url: url.to_owned(),
         };
         if trimmed.contains(['?', '#', '@']) {
-            return Err(UrlError::Decorated {
+            return Err(BaseUrlError::Decorated {
                 what,
                 url: url.to_owned(),
             });
@@ -40,7 +40,7 @@ impl BaseUrl {
             Some("https") => {}
             Some("http") if is_loopback_host(host) => {}
             Some("http") => {
-                return Err(UrlError::Insecure {
+                return Err(BaseUrlError::Insecure {
                     what,
                     url: url.to_owned(),
                 })
@@ -94,7 +94,7 @@ mod tests {
             assert!(
                 matches!(
                     BaseUrl::parse("api", insecure),
-                    Err(UrlError::Insecure { .. })
+                    Err(BaseUrlError::Insecure { .. })
                 ),
                 "{insecure}"
             );

@@ -16,7 +16,7 @@ use tokio::sync::OwnedMutexGuard;
 use super::processes::Slot;
 use agent_client_protocol_schema::v1;
 use devin_bridge_agent::acp::{apply_model, AcpError, ModelApplied, SharedAgent};
-use devin_bridge_agent::devin::options::normalise_id;
+use devin_bridge_agent::devin::options::normalize_id;
 use devin_bridge_engine::MessageMark;
 
 /// Sessions kept per conversation key (the least recently used goes beyond it).
@@ -61,7 +61,7 @@ impl Bound {
                 ModelApplied::Option { value, .. } | ModelApplied::CommandLine { value } => value,
                 ModelApplied::NotRequested => "",
             };
-            if normalise_id(value) == normalise_id(wanted) {
+            if normalize_id(value) == normalize_id(wanted) {
                 return Ok(applied.clone());
             }
         }
@@ -159,7 +159,7 @@ pub type Binding = Option<Bound>;
 /// One resident session of a conversation.
 pub struct Entry {
     binding: Arc<tokio::sync::Mutex<Binding>>,
-    summary: Mutex<Summary>,
+    view: Mutex<EntryView>,
     /// The last request the session answered, to serialize the next one from where their
     /// bytes part (none before the first answer and once forgotten).
     earlier: Mutex<Option<Arc<Earlier>>>,
@@ -186,7 +186,7 @@ pub struct Earlier {
 
 /// What is known of an entry without waiting for its running turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Summary {
+pub struct EntryView {
     /// Messages the session holds (0: none yet).
     pub held: u32,
     /// The identity of those messages.
@@ -200,7 +200,7 @@ impl Entry {
     fn new() -> Self {
         Self {
             binding: Arc::new(tokio::sync::Mutex::new(None)),
-            summary: Mutex::new(Summary {
+            view: Mutex::new(EntryView {
                 held: 0,
                 digest: String::new(),
                 last_used: Instant::now(),
@@ -225,19 +225,19 @@ impl Entry {
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = earlier;
     }
 
-    pub fn summary(&self) -> Summary {
-        self.summary
+    pub fn view(&self) -> EntryView {
+        self.view
             .lock()
-            .map(|summary| summary.clone())
+            .map(|view| view.clone())
             .unwrap_or_else(|poisoned| poisoned.into_inner().clone())
     }
 
-    fn update(&self, change: impl FnOnce(&mut Summary)) {
-        let mut summary = self
-            .summary
+    fn update(&self, change: impl FnOnce(&mut EntryView)) {
+        let mut view = self
+            .view
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        change(&mut summary);
+        change(&mut view);
     }
 
     /// Waits for the running turn, if any, and holds the session for this one.
@@ -250,18 +250,18 @@ impl Entry {
         self.set_earlier(earlier);
         let held = u32::try_from(history.len()).unwrap_or(u32::MAX);
         let digest = history.last().cloned().unwrap_or_default();
-        self.update(|summary| {
-            summary.held = held;
-            summary.digest = digest;
-            summary.last_used = Instant::now();
+        self.update(|view| {
+            view.held = held;
+            view.digest = digest;
+            view.last_used = Instant::now();
         });
     }
 
     /// No turn may use this entry again.
     pub fn forget(&self) {
-        self.update(|summary| {
-            summary.forgotten = true;
-            summary.held = 0;
+        self.update(|view| {
+            view.forgotten = true;
+            view.held = 0;
         });
         self.set_earlier(None);
     }
@@ -269,13 +269,13 @@ impl Entry {
     /// Whether a request whose history is `history` continues this session: the session holds
     /// some messages, all of them are the request's first ones, and the request adds more.
     fn continued_by(&self, history: &[String]) -> Option<u32> {
-        let summary = self.summary();
-        let held = usize::try_from(summary.held).ok()?;
-        (!summary.forgotten && held > 0 && held < history.len())
+        let view = self.view();
+        let held = usize::try_from(view.held).ok()?;
+        (!view.forgotten && held > 0 && held < history.len())
             .then(|| history.get(held - 1))
             .flatten()
-            .filter(|digest| **digest == summary.digest)
-            .map(|_| summary.held)
+            .filter(|digest| **digest == view.digest)
+            .map(|_| view.held)
     }
 }
 
@@ -308,10 +308,10 @@ impl Conversations {
             .and_then(|entries| {
                 entries
                     .iter()
-                    .map(|entry| (entry.summary(), entry))
-                    .filter(|(summary, _)| !summary.forgotten && summary.held > 0)
-                    .max_by_key(|(summary, _)| summary.last_used)
-                    .map(|(summary, entry)| (summary.held, entry.earlier()))
+                    .map(|entry| (entry.view(), entry))
+                    .filter(|(view, _)| !view.forgotten && view.held > 0)
+                    .max_by_key(|(view, _)| view.last_used)
+                    .map(|(view, entry)| (view.held, entry.earlier()))
             })
             .unwrap_or((0, None))
     }
@@ -355,7 +355,7 @@ impl Conversations {
                 .collect();
             // Running turns move `last_used` while this sorts: read each key once, or the sort
             // sees an inconsistent order (which the standard sort answers with a panic).
-            all.sort_by_cached_key(|(_, entry)| entry.summary().last_used);
+            all.sort_by_cached_key(|(_, entry)| entry.view().last_used);
             let mut over = total + 1 - self.max_total;
             for (key, victim) in all {
                 if over == 0 {
@@ -395,7 +395,7 @@ impl Conversations {
         let mut by_key = self.lock();
         for entries in by_key.values_mut() {
             entries.retain(|entry| {
-                let stale = entry.summary().last_used.elapsed() >= idle;
+                let stale = entry.view().last_used.elapsed() >= idle;
                 if stale && drop_binding_if_idle(entry) {
                     forgotten += 1;
                     false
@@ -430,7 +430,7 @@ fn drop_binding_if_idle(entry: &Entry) -> bool {
 fn evict_least_recent(entries: &mut Vec<Arc<Entry>>, count: usize) {
     let mut order: Vec<Arc<Entry>> = entries.clone();
     // One read of each `last_used` (running turns move it; see `create`).
-    order.sort_by_cached_key(|entry| entry.summary().last_used);
+    order.sort_by_cached_key(|entry| entry.view().last_used);
     let mut left = count;
     for victim in order {
         if left == 0 {
@@ -508,7 +508,7 @@ mod tests {
         conversations.remove(&long);
         let (found, _) = conversations.continued("k", &history(6)).expect("found");
         assert!(Arc::ptr_eq(&found, &short));
-        assert!(long.summary().forgotten);
+        assert!(long.view().forgotten);
         assert_eq!(conversations.len(), 1);
     }
 
@@ -523,8 +523,8 @@ mod tests {
         // A third entry goes over the cap of 2: the idle `second` goes, not the busy `first`.
         let _third = conversations.create("c");
         assert_eq!(conversations.len(), 2);
-        assert!(second.summary().forgotten);
-        assert!(!first.summary().forgotten);
+        assert!(second.view().forgotten);
+        assert!(!first.view().forgotten);
         drop(busy);
         // Per key, at most MAX_PER_KEY entries.
         let per_key = Conversations::new(100);
@@ -543,8 +543,8 @@ mod tests {
         busy.commit(&history(1), None);
         let guard = busy.lock().await;
         assert_eq!(conversations.forget_idle(Duration::ZERO), 1);
-        assert!(idle.summary().forgotten);
-        assert!(!busy.summary().forgotten);
+        assert!(idle.view().forgotten);
+        assert!(!busy.view().forgotten);
         assert_eq!(conversations.len(), 1);
         drop(guard);
         assert_eq!(conversations.forget_idle(Duration::from_secs(3600)), 0);

@@ -307,8 +307,8 @@ impl Resident {
                 None => (self.conversations.create(&key), 0),
             };
             let mut binding = entry.lock().await;
-            let summary = entry.summary();
-            if summary.forgotten || summary.held != expected {
+            let view = entry.view();
+            if view.forgotten || view.held != expected {
                 // Another turn of this conversation changed the session while this one waited.
                 continue;
             }

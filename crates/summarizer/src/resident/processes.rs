@@ -17,7 +17,7 @@ use prometheus_client::metrics::counter::Counter;
 use tokio::sync::OnceCell;
 
 use devin_bridge_agent::acp::{AcpError, AgentLimits, SharedAgent};
-use devin_bridge_agent::devin::options::{normalise_id, with_model_flag};
+use devin_bridge_agent::devin::options::{normalize_id, with_model_flag};
 use devin_bridge_agent::devin::ClientIdentity;
 use devin_bridge_agent::process::Spec;
 
@@ -129,12 +129,12 @@ impl Processes {
     pub fn reserve(&self, model: &str) -> Slot {
         // Warming ahead of demand asks for no model (""): such a process is started plainly.
         let per_model = self.per_model.load(Ordering::Acquire) && !model.is_empty();
-        let wanted = per_model.then(|| normalise_id(model));
+        let wanted = per_model.then(|| normalize_id(model));
         let mut list = self.lock();
         let chosen = list
             .iter()
             .filter(|process| !process.is_dead())
-            .filter(|process| process.model.as_deref().map(normalise_id) == wanted)
+            .filter(|process| process.model.as_deref().map(normalize_id) == wanted)
             .filter(|process| process.sessions.load(Ordering::Acquire) < self.per_process)
             .max_by_key(|process| process.sessions.load(Ordering::Acquire))
             .cloned();

@@ -1,4 +1,4 @@
-//! Per-job isolation of the Devin CLI.
+//! The private home every job of the Devin CLI runs in (per-job isolation from the real home).
 //!
 //! Every job shares one private HOME, `<data>/home` (0700), with its XDG data, state and cache
 //! directories under it, so sessions survive between jobs (resume) without touching the real
