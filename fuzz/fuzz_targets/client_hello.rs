@@ -4,9 +4,9 @@
 //! chooses where the input is cut in two (incremental parsing must equal one-shot parsing) and
 //! whether the server's ServerHello counts as seen; the rest is what the client sends.
 
-use devin_bridge_guard::client_hello::{parse_client_hello_body, HelloError, HelloParser};
-use devin_bridge_guard::handshake::{ClientWatch, ServerWatch};
-use devin_bridge_guard::hostmatch::normalize_host;
+use devin_bridge_guard::fuzzing::{
+    normalize_host, parse_client_hello_body, ClientWatch, HelloError, HelloParser, ServerWatch,
+};
 use libfuzzer_sys::fuzz_target;
 
 const CAP: usize = 64 * 1024;

@@ -6,8 +6,9 @@
 
 use std::net::IpAddr;
 
-use devin_bridge_guard::fuzzing::{check_host, split_authority, split_url};
-use devin_bridge_guard::hostmatch::{normalize_host, Allowlist, HostError};
+use devin_bridge_guard::fuzzing::{
+    check_host, normalize_host, split_authority, split_url, Allowlist, HostError,
+};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

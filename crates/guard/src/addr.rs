@@ -17,7 +17,7 @@ use std::str::FromStr;
 
 /// What an address is, for the guard's purposes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AddrClass {
+pub(crate) enum AddrClass {
     /// Public unicast: allowed.
     Global,
     /// `0.0.0.0/8`, `::`.
@@ -58,7 +58,7 @@ pub enum AddrClass {
 
 impl AddrClass {
     /// Stable audit reason for a denial of this class.
-    pub fn reason(self) -> &'static str {
+    pub(crate) fn reason(self) -> &'static str {
         match self {
             AddrClass::Global => "address_global",
             AddrClass::Unspecified => "address_unspecified",
@@ -152,7 +152,7 @@ fn v6_in(ip: Ipv6Addr, net: [u16; 8], prefix: u8) -> bool {
 }
 
 /// Classify one address. Total: every address has exactly one class.
-pub fn classify(ip: IpAddr) -> AddrClass {
+pub(crate) fn classify(ip: IpAddr) -> AddrClass {
     match ip {
         IpAddr::V4(v4) => classify_v4(v4),
         IpAddr::V6(v6) => classify_v6(v6),
@@ -195,7 +195,7 @@ fn classify_v6(ip: Ipv6Addr) -> AddrClass {
 }
 
 /// The IPv4 addresses an IPv6 address carries, by the known embedding forms.
-pub fn embedded_v4(ip: Ipv6Addr) -> Vec<Ipv4Addr> {
+pub(crate) fn embedded_v4(ip: Ipv6Addr) -> Vec<Ipv4Addr> {
     let o = ip.octets();
     let last = Ipv4Addr::new(o[12], o[13], o[14], o[15]);
     let s = ip.segments();
@@ -221,7 +221,7 @@ pub fn embedded_v4(ip: Ipv6Addr) -> Vec<Ipv4Addr> {
 
 /// An address range in CIDR notation; a bare address is a /32 or /128.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cidr {
+pub(crate) struct Cidr {
     net: IpAddr,
     prefix: u8,
 }
@@ -229,7 +229,7 @@ pub struct Cidr {
 impl Cidr {
     /// Does the range contain `ip`? IPv4 ranges contain IPv4 addresses only, and IPv6 ranges
     /// IPv6 addresses only (`127.0.0.0/8` does not cover `::ffff:127.0.0.1`).
-    pub fn contains(&self, ip: IpAddr) -> bool {
+    pub(crate) fn contains(&self, ip: IpAddr) -> bool {
         match (self.net, ip) {
             (IpAddr::V4(net), IpAddr::V4(ip)) => v4_in(ip, net.octets(), self.prefix),
             (IpAddr::V6(net), IpAddr::V6(ip)) => v6_in(ip, net.segments(), self.prefix),
@@ -240,17 +240,17 @@ impl Cidr {
 
 impl Cidr {
     /// The network address as written (host bits included).
-    pub fn network(&self) -> IpAddr {
+    pub(crate) fn network(&self) -> IpAddr {
         self.net
     }
 
     /// The prefix length.
-    pub fn prefix(&self) -> u8 {
+    pub(crate) fn prefix(&self) -> u8 {
         self.prefix
     }
 
     /// The same range with the bits after the prefix cleared (`10.1.2.3/8` -> `10.0.0.0/8`).
-    pub fn masked(&self) -> Cidr {
+    pub(crate) fn masked(&self) -> Cidr {
         let net = match self.net {
             IpAddr::V4(net) => {
                 let mask = u32::MAX
@@ -273,14 +273,14 @@ impl Cidr {
 
     /// Are bits set after the prefix (`10.1.2.3/8`)? Such a range is the same as its network
     /// (`10.0.0.0/8`), but writing it that way usually means a mistake.
-    pub fn has_host_bits(&self) -> bool {
+    pub(crate) fn has_host_bits(&self) -> bool {
         self.masked().net != self.net
     }
 
     /// The non-public class of the one address-table block that holds the whole range, if
     /// one does: `10.0.0.0/8` and `10.1.0.0/16` are `Private`, `127.0.0.1/32` and `::1/128`
     /// `Loopback`; `0.0.0.0/0`, `10.0.0.0/7` or a public range are `None`.
-    pub fn within_class(&self) -> Option<AddrClass> {
+    pub(crate) fn within_class(&self) -> Option<AddrClass> {
         match self.net {
             IpAddr::V4(net) => V4_TABLE
                 .iter()

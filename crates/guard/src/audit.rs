@@ -196,7 +196,7 @@ impl Pending {
 
 /// The append-only audit log.
 #[derive(Debug)]
-pub struct AuditLog {
+pub(crate) struct AuditLog {
     path: PathBuf,
     file: Mutex<File>,
     healthy: AtomicBool,
@@ -204,7 +204,7 @@ pub struct AuditLog {
 
 impl AuditLog {
     /// Open (or create, mode 0600) the audit file, checking an existing one.
-    pub fn open(path: &Path) -> Result<Self, AuditError> {
+    pub(crate) fn open(path: &Path) -> Result<Self, AuditError> {
         let open_err = |source| AuditError::Open {
             path: path.to_owned(),
             source,
@@ -253,17 +253,17 @@ impl AuditLog {
     }
 
     /// The file's path.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// False once a write has failed.
-    pub fn healthy(&self) -> bool {
+    pub(crate) fn healthy(&self) -> bool {
         self.healthy.load(Ordering::Relaxed)
     }
 
     /// Append one record as one line.
-    pub fn write(&self, record: &AuditRecord) {
+    pub(crate) fn write(&self, record: &AuditRecord) {
         let mut line = match serde_json::to_string(record) {
             Ok(line) => line,
             Err(error) => {

@@ -306,7 +306,7 @@ fn parse_server_name(data: &[u8]) -> Result<Option<String>, HelloError> {
 /// whole ClientHello, within `timeout` and at most `max` bytes. Returns the ClientHello, its
 /// raw records (to be replayed upstream) and any bytes read after them (later records, which
 /// the caller must inspect before they go anywhere: they may hold another ClientHello).
-pub async fn read_client_hello<R: AsyncRead + Unpin>(
+pub(crate) async fn read_client_hello<R: AsyncRead + Unpin>(
     io: &mut R,
     mut raw: Vec<u8>,
     max: usize,

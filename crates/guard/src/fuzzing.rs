@@ -1,6 +1,11 @@
 //! Entry points for the fuzz targets in `fuzz/`: thin wrappers over the crate-private parsers
 //! of untrusted bytes (request heads, proxy targets), with plain return types the targets can
-//! compare. Built only with the `fuzzing` feature (and in this crate's tests): not an API.
+//! compare, and the ClientHello and host-name parsers themselves. Built only with the `fuzzing`
+//! feature (and in this crate's tests): not an API.
+
+pub use crate::client_hello::{parse_client_hello_body, HelloError, HelloParser};
+pub use crate::handshake::{ClientWatch, ServerWatch};
+pub use crate::hostmatch::{normalize_host, Allowlist, HostError};
 
 /// A request head the guard's parser accepted.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,7 +17,7 @@ use super::addr::{self, Cidr};
 use super::hostmatch::{self, Allowlist};
 
 /// Hard ceiling of the ClientHello buffer (the issue fixes it at 64 KiB).
-pub const CLIENT_HELLO_CAP: usize = 64 * 1024;
+pub(crate) const CLIENT_HELLO_CAP: usize = 64 * 1024;
 
 /// Why a guard policy could not be loaded.
 #[derive(Debug, thiserror::Error)]

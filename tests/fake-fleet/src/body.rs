@@ -10,10 +10,10 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Frame;
 use tokio::sync::mpsc;
 
-pub type Body = BoxBody<Bytes, Infallible>;
+pub(crate) type Body = BoxBody<Bytes, Infallible>;
 
 /// A response body fed by a channel: it ends when the sender is dropped.
-pub struct ChannelBody(pub mpsc::Receiver<Bytes>);
+pub(crate) struct ChannelBody(pub mpsc::Receiver<Bytes>);
 
 impl hyper::body::Body for ChannelBody {
     type Data = Bytes;
@@ -29,6 +29,6 @@ impl hyper::body::Body for ChannelBody {
     }
 }
 
-pub fn full(bytes: impl Into<Bytes>) -> Body {
+pub(crate) fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into()).boxed()
 }

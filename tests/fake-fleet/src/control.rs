@@ -29,7 +29,7 @@ use crate::http::{
 use crate::state::ApiError;
 use crate::{ClaimEvent, Kind, RemoteBehaviour, SessionSpec, SessionStatus, Sha256File, Shared};
 
-pub async fn handle(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<Body> {
+pub(crate) async fn handle(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<Body> {
     handle_inner(shared, request)
         .await
         .unwrap_or_else(error_response)
@@ -221,7 +221,7 @@ async fn handle_inner(
 }
 
 /// Requests, claim histories, enqueue-to-connect latencies and download counts.
-pub fn stats(shared: &Shared) -> Value {
+pub(crate) fn stats(shared: &Shared) -> Value {
     let state = shared.lock();
     let requests: Vec<Value> = state
         .requests

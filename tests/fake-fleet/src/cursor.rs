@@ -6,13 +6,13 @@
 const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Cursor {
+pub(crate) struct Cursor {
     pub rv: u64,
     pub row: Option<u64>,
 }
 
 impl Cursor {
-    pub fn encode(self) -> String {
+    pub(crate) fn encode(self) -> String {
         let text = match self.row {
             Some(row) => format!("v1:{}:{row}", self.rv),
             None => format!("v1:{}", self.rv),
@@ -21,7 +21,7 @@ impl Cursor {
     }
 
     /// `None` for anything this fleet did not issue in this format.
-    pub fn decode(cursor: &str) -> Option<Cursor> {
+    pub(crate) fn decode(cursor: &str) -> Option<Cursor> {
         let text = String::from_utf8(base64_decode(cursor)?).ok()?;
         let mut parts = text.strip_prefix("v1:")?.split(':');
         let rv = parts.next()?.parse().ok()?;

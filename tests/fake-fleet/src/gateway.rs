@@ -17,7 +17,7 @@ use crate::http::{
 use crate::state::ApiError;
 use crate::{RemoteBehaviour, Shared};
 
-pub async fn handle(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<Body> {
+pub(crate) async fn handle(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<Body> {
     let path = request.uri().path().to_owned();
     let result = match (request.method().clone(), path.as_str()) {
         (Method::POST, "/gateway/report") => report(shared, request).await,

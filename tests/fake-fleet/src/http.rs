@@ -13,9 +13,9 @@ use crate::queue::ListQuery;
 use crate::state::ApiError;
 use crate::Shared;
 
-pub use crate::body::{full, Body};
+pub(crate) use crate::body::{full, Body};
 
-pub fn respond(status: u16, content_type: &str, body: Body) -> Response<Body> {
+pub(crate) fn respond(status: u16, content_type: &str, body: Body) -> Response<Body> {
     Response::builder()
         .status(status)
         .header("content-type", content_type)
@@ -24,11 +24,11 @@ pub fn respond(status: u16, content_type: &str, body: Body) -> Response<Body> {
         .unwrap_or_else(|_| Response::new(full(Bytes::new())))
 }
 
-pub fn json_response(status: u16, value: &Value) -> Response<Body> {
+pub(crate) fn json_response(status: u16, value: &Value) -> Response<Body> {
     respond(status, "application/json", full(value.to_string()))
 }
 
-pub fn error_response(error: ApiError) -> Response<Body> {
+pub(crate) fn error_response(error: ApiError) -> Response<Body> {
     json_response(
         error.status,
         &json!({"error": {"code": error.code, "message": error.message}}),
@@ -36,7 +36,7 @@ pub fn error_response(error: ApiError) -> Response<Body> {
 }
 
 /// The body, at most `limit` bytes.
-pub async fn read_body(request: Request<Incoming>, limit: usize) -> Result<Bytes, ApiError> {
+pub(crate) async fn read_body(request: Request<Incoming>, limit: usize) -> Result<Bytes, ApiError> {
     Limited::new(request.into_body(), limit)
         .collect()
         .await
@@ -45,7 +45,7 @@ pub async fn read_body(request: Request<Incoming>, limit: usize) -> Result<Bytes
 }
 
 /// A JSON object body.
-pub async fn read_json(request: Request<Incoming>) -> Result<Value, ApiError> {
+pub(crate) async fn read_json(request: Request<Incoming>) -> Result<Value, ApiError> {
     let bytes = read_body(request, 1 << 20).await?;
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(value) if value.is_object() => Ok(value),
@@ -54,7 +54,7 @@ pub async fn read_json(request: Request<Incoming>) -> Result<Value, ApiError> {
 }
 
 /// The query's `name=value` pairs, percent-decoded (a `+` stays a `+`: cursors are base64).
-pub fn query_pairs(query: Option<&str>) -> Vec<(String, String)> {
+pub(crate) fn query_pairs(query: Option<&str>) -> Vec<(String, String)> {
     query
         .unwrap_or("")
         .split('&')
@@ -66,7 +66,7 @@ pub fn query_pairs(query: Option<&str>) -> Vec<(String, String)> {
         .collect()
 }
 
-pub fn query_value(pairs: &[(String, String)], name: &str) -> Option<String> {
+pub(crate) fn query_value(pairs: &[(String, String)], name: &str) -> Option<String> {
     pairs
         .iter()
         .find(|(n, _)| n == name)
@@ -97,7 +97,7 @@ fn percent_decode(text: &str) -> String {
 }
 
 /// The token of `Authorization: Bearer <token>`.
-pub fn bearer<B>(request: &Request<B>) -> Option<String> {
+pub(crate) fn bearer<B>(request: &Request<B>) -> Option<String> {
     let value = request.headers().get("authorization")?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     scheme
@@ -121,7 +121,7 @@ fn forbidden() -> ApiError {
 }
 
 /// The fleet API: faults first, then auth, then the endpoint.
-pub async fn api(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<Body> {
+pub(crate) async fn api(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<Body> {
     match api_inner(shared, request).await {
         Ok(response) => response,
         Err(error) => error_response(error),

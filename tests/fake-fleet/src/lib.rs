@@ -1,3 +1,4 @@
+#![warn(unreachable_pub)]
 //! An offline double of the Devin Outposts fleet API, for testing the outpost worker over real
 //! loopback HTTP.
 //!
@@ -55,20 +56,20 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub fn lock(&self) -> MutexGuard<'_, state::State> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, state::State> {
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Wakes every stream and long-poll so it looks at the state again.
-    pub fn poke(&self) {
+    pub(crate) fn poke(&self) {
         self.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     /// Runs `change` on the state with the time-driven transitions applied first, then wakes
     /// the waiters.
-    pub fn with_state<T>(&self, change: impl FnOnce(&mut state::State) -> T) -> T {
+    pub(crate) fn with_state<T>(&self, change: impl FnOnce(&mut state::State) -> T) -> T {
         let result = {
             let mut state = self.lock();
             state.tick(Instant::now());
@@ -78,15 +79,15 @@ impl Shared {
         result
     }
 
-    pub fn api_url(&self) -> String {
+    pub(crate) fn api_url(&self) -> String {
         format!("http://{}", self.addr)
     }
 
-    pub fn gateway_url(&self) -> String {
+    pub(crate) fn gateway_url(&self) -> String {
         format!("http://{}/gateway", self.addr)
     }
 
-    pub fn static_base_url(&self) -> String {
+    pub(crate) fn static_base_url(&self) -> String {
         format!("http://{}{}", self.addr, static_files::BASE_PATH)
     }
 }

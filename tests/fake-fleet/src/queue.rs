@@ -9,7 +9,7 @@ use crate::state::{random_hex, unix_now, ApiError, Entry, Phase, SessionRecord, 
 use crate::{ClaimEvent, ClaimEventKind, FleetConfig, SessionSpec, SessionStatus};
 
 /// A list request's parameters.
-pub struct ListQuery {
+pub(crate) struct ListQuery {
     pub outpost: Option<String>,
     pub phase: Option<String>,
     pub acceptor_id: Option<String>,
@@ -20,7 +20,7 @@ pub struct ListQuery {
 impl State {
     // ---- entries ----
 
-    pub fn enqueue(&mut self, outpost_id: &str, spec: SessionSpec) -> String {
+    pub(crate) fn enqueue(&mut self, outpost_id: &str, spec: SessionSpec) -> String {
         let session_id = format!("devin-{}", random_hex(16));
         let now = unix_now();
         self.next_row += 1;
@@ -65,11 +65,11 @@ impl State {
         session_id
     }
 
-    pub fn entry_json(&self, session_id: &str) -> Option<Value> {
+    pub(crate) fn entry_json(&self, session_id: &str) -> Option<Value> {
         self.entries.get(session_id).map(Entry::to_json)
     }
 
-    pub fn set_session_status(&mut self, session_id: &str, status: SessionStatus) {
+    pub(crate) fn set_session_status(&mut self, session_id: &str, status: SessionStatus) {
         let Some(entry) = self.entries.get_mut(session_id) else {
             return;
         };
@@ -79,7 +79,12 @@ impl State {
         }
     }
 
-    pub fn end_session(&mut self, config: &FleetConfig, session_id: &str, status: SessionStatus) {
+    pub(crate) fn end_session(
+        &mut self,
+        config: &FleetConfig,
+        session_id: &str,
+        status: SessionStatus,
+    ) {
         if let Some(record) = self.sessions.get_mut(session_id) {
             record.exit = true;
             if !config.session_status_lag.is_zero() {
@@ -90,14 +95,14 @@ impl State {
         self.set_session_status(session_id, status);
     }
 
-    pub fn delete_entry(&mut self, session_id: &str) {
+    pub(crate) fn delete_entry(&mut self, session_id: &str) {
         self.deleted(session_id);
         if let Some(record) = self.sessions.get_mut(session_id) {
             record.pending_status = None;
         }
     }
 
-    pub fn list(&self, config: &FleetConfig, query: &ListQuery) -> Result<Value, ApiError> {
+    pub(crate) fn list(&self, config: &FleetConfig, query: &ListQuery) -> Result<Value, ApiError> {
         if query
             .phase
             .as_deref()
@@ -171,7 +176,7 @@ impl State {
     }
 
     /// The claim CAS. On success: the entry with `connect_token` (and `gateway_url` if given).
-    pub fn claim(
+    pub(crate) fn claim(
         &mut self,
         config: &FleetConfig,
         session_id: &str,
@@ -222,7 +227,7 @@ impl State {
         Ok(value)
     }
 
-    pub fn release(&mut self, session_id: &str, acceptor: &str) -> Result<Value, ApiError> {
+    pub(crate) fn release(&mut self, session_id: &str, acceptor: &str) -> Result<Value, ApiError> {
         let Some(entry) = self.entries.get_mut(session_id) else {
             return Err(ApiError::not_found("session"));
         };

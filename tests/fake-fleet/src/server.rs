@@ -17,7 +17,7 @@ use crate::static_files::BASE_PATH;
 use crate::{RequestLog, Shared};
 
 /// Serves until the fleet stops; then every open connection is cut.
-pub async fn serve(shared: Arc<Shared>, listener: TcpListener) {
+pub(crate) async fn serve(shared: Arc<Shared>, listener: TcpListener) {
     let mut shutdown = shared.shutdown.subscribe();
     loop {
         let stream = tokio::select! {
@@ -49,7 +49,7 @@ pub async fn serve(shared: Arc<Shared>, listener: TcpListener) {
 }
 
 /// Applies claim expiries and lagging status changes as time passes.
-pub async fn tick_loop(shared: Arc<Shared>) {
+pub(crate) async fn tick_loop(shared: Arc<Shared>) {
     let mut shutdown = shared.shutdown.subscribe();
     loop {
         tokio::select! {

@@ -17,14 +17,14 @@ use crate::{
 
 /// An error answer of the API: `{"error":{"code":..,"message":..}}` with `status`.
 #[derive(Debug)]
-pub struct ApiError {
+pub(crate) struct ApiError {
     pub status: u16,
     pub code: &'static str,
     pub message: String,
 }
 
 impl ApiError {
-    pub fn new(status: u16, code: &'static str, message: impl Into<String>) -> ApiError {
+    pub(crate) fn new(status: u16, code: &'static str, message: impl Into<String>) -> ApiError {
         ApiError {
             status,
             code,
@@ -32,19 +32,19 @@ impl ApiError {
         }
     }
 
-    pub fn not_found(what: &str) -> ApiError {
+    pub(crate) fn not_found(what: &str) -> ApiError {
         ApiError::new(404, "not_found", format!("{what} not found"))
     }
 
-    pub fn conflict(message: impl Into<String>) -> ApiError {
+    pub(crate) fn conflict(message: impl Into<String>) -> ApiError {
         ApiError::new(409, "conflict", message)
     }
 
-    pub fn bad_request(message: impl Into<String>) -> ApiError {
+    pub(crate) fn bad_request(message: impl Into<String>) -> ApiError {
         ApiError::new(400, "invalid_request", message)
     }
 
-    pub fn cursor_expired() -> ApiError {
+    pub(crate) fn cursor_expired() -> ApiError {
         ApiError::new(
             410,
             "cursor_expired",
@@ -54,7 +54,7 @@ impl ApiError {
 }
 
 /// A random lowercase hex string of `bytes` bytes.
-pub fn random_hex(bytes: usize) -> String {
+pub(crate) fn random_hex(bytes: usize) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut out = String::with_capacity(bytes * 2);
     while out.len() < bytes * 2 {
@@ -66,14 +66,14 @@ pub fn random_hex(bytes: usize) -> String {
     out
 }
 
-pub fn unix_now() -> u64 {
+pub(crate) fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
 }
 
-pub struct Outpost {
+pub(crate) struct Outpost {
     pub id: String,
     pub name: String,
     pub platform: Option<String>,
@@ -82,12 +82,12 @@ pub struct Outpost {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     Pending,
     Claimed,
 }
 
-pub struct Entry {
+pub(crate) struct Entry {
     pub session_id: String,
     pub outpost_id: String,
     /// Position in lists: the order of enqueueing.
@@ -107,7 +107,7 @@ pub struct Entry {
 }
 
 impl Entry {
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         json!({
             "metadata": {
                 "session_id": self.session_id,
@@ -132,7 +132,7 @@ impl Entry {
 }
 
 /// One change in the retained log.
-pub struct Event {
+pub(crate) struct Event {
     pub rv: u64,
     pub outpost_id: String,
     /// The SSE `data:` JSON, without the trailing blank line.
@@ -140,7 +140,7 @@ pub struct Event {
 }
 
 /// What the gateway and the tests keep per session; it outlives the queue entry.
-pub struct SessionRecord {
+pub(crate) struct SessionRecord {
     pub behaviour: RemoteBehaviour,
     pub probe_sent: bool,
     /// The connect token of the current claim.
@@ -159,7 +159,7 @@ pub struct SessionRecord {
 }
 
 #[derive(Default)]
-pub struct State {
+pub(crate) struct State {
     /// The global resource version: bumped by every change.
     pub rv: u64,
     /// Cursors below this resource version are expired.
@@ -209,14 +209,14 @@ impl State {
     }
 
     /// Checks a cursor: decodable, issued by this fleet, not expired.
-    pub fn check_cursor(&self, cursor: &str) -> Result<Cursor, ApiError> {
+    pub(crate) fn check_cursor(&self, cursor: &str) -> Result<Cursor, ApiError> {
         match Cursor::decode(cursor) {
             Some(c) if c.rv >= self.cursor_floor && c.rv <= self.rv => Ok(c),
             _ => Err(ApiError::cursor_expired()),
         }
     }
 
-    pub fn expire_cursors(&mut self) {
+    pub(crate) fn expire_cursors(&mut self) {
         // A bump without an event, so that cursors issued from now on differ from every
         // earlier one.
         self.rv += 1;
@@ -224,7 +224,7 @@ impl State {
     }
 
     /// The SSE data of the events after `rv` (for `outpost`, if given), with their versions.
-    pub fn events_after(&self, rv: u64, outpost: Option<&str>) -> Vec<(u64, String)> {
+    pub(crate) fn events_after(&self, rv: u64, outpost: Option<&str>) -> Vec<(u64, String)> {
         let start = self.log.partition_point(|event| event.rv <= rv);
         self.log[start..]
             .iter()
@@ -236,7 +236,7 @@ impl State {
     // ---- time ----
 
     /// Applies what time has made due: lagging session_status changes and claim expiries.
-    pub fn tick(&mut self, now: Instant) {
+    pub(crate) fn tick(&mut self, now: Instant) {
         let due: Vec<(String, SessionStatus)> = self
             .sessions
             .iter_mut()
@@ -284,7 +284,7 @@ impl State {
 
     // ---- outposts ----
 
-    pub fn outpost_json(&self, outpost: &Outpost) -> Value {
+    pub(crate) fn outpost_json(&self, outpost: &Outpost) -> Value {
         let entries = self
             .entries
             .values()
@@ -303,7 +303,7 @@ impl State {
         })
     }
 
-    pub fn create_outpost(
+    pub(crate) fn create_outpost(
         &mut self,
         name: &str,
         platform: Option<&str>,
@@ -326,7 +326,7 @@ impl State {
         Ok(value)
     }
 
-    pub fn outposts_json(&self) -> Vec<Value> {
+    pub(crate) fn outposts_json(&self) -> Vec<Value> {
         let mut outposts: Vec<&Outpost> = self.outposts.values().collect();
         outposts.sort_by(|a, b| (a.created_at, &a.name).cmp(&(b.created_at, &b.name)));
         outposts.into_iter().map(|o| self.outpost_json(o)).collect()
@@ -334,24 +334,24 @@ impl State {
 
     // ---- gateway ----
 
-    pub fn record(&self, session_id: &str) -> Option<&SessionRecord> {
+    pub(crate) fn record(&self, session_id: &str) -> Option<&SessionRecord> {
         self.sessions.get(session_id)
     }
 
-    pub fn history(&self, session_id: &str) -> Vec<ClaimEvent> {
+    pub(crate) fn history(&self, session_id: &str) -> Vec<ClaimEvent> {
         self.record(session_id)
             .map(|r| r.history.clone())
             .unwrap_or_default()
     }
 
-    pub fn reports(&self, session_id: &str) -> Vec<Value> {
+    pub(crate) fn reports(&self, session_id: &str) -> Vec<Value> {
         self.record(session_id)
             .map(|r| r.reports.clone())
             .unwrap_or_default()
     }
 
     /// The session whose current connect token is `token`.
-    pub fn session_of_token(&self, token: &str) -> Option<String> {
+    pub(crate) fn session_of_token(&self, token: &str) -> Option<String> {
         self.sessions
             .iter()
             .find(|(_, record)| record.token.as_deref() == Some(token))
@@ -359,7 +359,7 @@ impl State {
     }
 
     /// The remote connected: `session_status` becomes running (unless the session ended).
-    pub fn connected(&mut self, session_id: &str) {
+    pub(crate) fn connected(&mut self, session_id: &str) {
         if let Some(record) = self.sessions.get_mut(session_id) {
             record.connections += 1;
             record.connected_at.get_or_insert_with(Instant::now);
@@ -376,7 +376,7 @@ impl State {
     /// A gateway connection ended. `dropped`: the remote went away without being told to.
     /// Once no connection is left, a claimed entry's deadline starts again from now: the
     /// worker has one claim TTL to reconnect a remote, renew or release.
-    pub fn disconnected(&mut self, config: &FleetConfig, session_id: &str, dropped: bool) {
+    pub(crate) fn disconnected(&mut self, config: &FleetConfig, session_id: &str, dropped: bool) {
         let Some(record) = self.sessions.get_mut(session_id) else {
             return;
         };

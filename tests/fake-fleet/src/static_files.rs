@@ -9,10 +9,10 @@ use sha2::{Digest, Sha256};
 
 use crate::Sha256File;
 
-pub const BASE_PATH: &str = "/static/devin-rs/remote";
+pub(crate) const BASE_PATH: &str = "/static/devin-rs/remote";
 
 #[derive(Default)]
-pub struct StaticFiles {
+pub(crate) struct StaticFiles {
     /// File name -> contents.
     files: HashMap<String, Bytes>,
     /// Full path -> GETs.
@@ -20,7 +20,7 @@ pub struct StaticFiles {
 }
 
 /// What a static GET answers.
-pub struct StaticAnswer {
+pub(crate) struct StaticAnswer {
     pub status: u16,
     pub body: Bytes,
     /// A binary download: answered after the configured delay.
@@ -28,7 +28,13 @@ pub struct StaticAnswer {
 }
 
 impl StaticFiles {
-    pub fn publish(&mut self, sha: &str, suffix: &str, bytes: Vec<u8>, sha256_file: Sha256File) {
+    pub(crate) fn publish(
+        &mut self,
+        sha: &str,
+        suffix: &str,
+        bytes: Vec<u8>,
+        sha256_file: Sha256File,
+    ) {
         let name = format!("devin-remote_{sha}_{suffix}");
         let digest = hex::encode(Sha256::digest(&bytes));
         let checksum_name = format!("{name}.sha256");
@@ -49,12 +55,12 @@ impl StaticFiles {
         self.files.insert(name, Bytes::from(bytes));
     }
 
-    pub fn set_latest(&mut self, suffix: &str, sha: &str) {
+    pub(crate) fn set_latest(&mut self, suffix: &str, sha: &str) {
         self.files
             .insert(format!("latest_{suffix}"), Bytes::from(format!("{sha}\n")));
     }
 
-    pub fn downloads(&self, path: &str) -> usize {
+    pub(crate) fn downloads(&self, path: &str) -> usize {
         let full = if path.starts_with('/') {
             path.to_owned()
         } else {
@@ -63,12 +69,12 @@ impl StaticFiles {
         self.downloads.get(&full).copied().unwrap_or(0)
     }
 
-    pub fn download_counts(&self) -> serde_json::Value {
+    pub(crate) fn download_counts(&self) -> serde_json::Value {
         serde_json::json!(self.downloads)
     }
 
     /// Answers a GET of `path` (which starts with [`BASE_PATH`]) and counts it.
-    pub fn get(&mut self, path: &str) -> StaticAnswer {
+    pub(crate) fn get(&mut self, path: &str) -> StaticAnswer {
         *self.downloads.entry(path.to_owned()).or_default() += 1;
         let name = path
             .strip_prefix(BASE_PATH)

@@ -14,7 +14,7 @@ use crate::body::{Body, ChannelBody};
 use crate::Shared;
 
 /// Answers a watch of `outpost` (all outposts if `None`) from resource version `from`.
-pub fn start(shared: Arc<Shared>, outpost: Option<String>, from: u64) -> Response<Body> {
+pub(crate) fn start(shared: Arc<Shared>, outpost: Option<String>, from: u64) -> Response<Body> {
     let (tx, rx) = mpsc::channel(64);
     tokio::spawn(stream(shared, outpost, from, tx));
     Response::builder()
