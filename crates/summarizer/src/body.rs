@@ -13,20 +13,20 @@ use hyper::body::{Body, Frame};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-pub type ResponseBody = BoxBody<Bytes, Infallible>;
+pub(crate) type ResponseBody = BoxBody<Bytes, Infallible>;
 
-pub fn full(bytes: impl Into<Bytes>) -> ResponseBody {
+pub(crate) fn full(bytes: impl Into<Bytes>) -> ResponseBody {
     Full::new(bytes.into()).boxed()
 }
 
 /// A body whose frames come from a channel, owning the task that produces them.
-pub struct Streamed {
+pub(crate) struct Streamed {
     frames: mpsc::Receiver<Bytes>,
     producer: JoinHandle<()>,
 }
 
 impl Streamed {
-    pub fn body(frames: mpsc::Receiver<Bytes>, producer: JoinHandle<()>) -> ResponseBody {
+    pub(crate) fn body(frames: mpsc::Receiver<Bytes>, producer: JoinHandle<()>) -> ResponseBody {
         Self { frames, producer }.boxed()
     }
 }

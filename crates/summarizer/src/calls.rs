@@ -11,7 +11,7 @@ use super::failures::HostFailure;
 
 /// A transform that trapped, timed out or ran out of memory: an internal error for this one
 /// request. Details go to the log, not to the client.
-pub fn engine_failure(error: &EngineError) -> Failure {
+pub(crate) fn engine_failure(error: &EngineError) -> Failure {
     tracing::error!(code = error.code(), %error, "transform failed");
     HostFailure::Transform.with_code(
         error.code(),

@@ -48,7 +48,7 @@ pub struct CatalogStatus {
 }
 
 /// The catalog in force and how to refresh it.
-pub struct Catalogs {
+pub(crate) struct Catalogs {
     file: String,
     live: Option<Arc<Live>>,
 }
@@ -77,7 +77,7 @@ struct Probed {
 
 impl Catalogs {
     /// The policy's catalog only.
-    pub fn file(catalog: String) -> Self {
+    pub(crate) fn file(catalog: String) -> Self {
         Self {
             file: catalog,
             live: None,
@@ -86,7 +86,7 @@ impl Catalogs {
 
     /// The account's catalog: `first` (the models of the start-up probe, or the failure's
     /// code; the file's catalog then), read again when older than `ttl`.
-    pub async fn live(
+    pub(crate) async fn live(
         file: String,
         first: Result<Vec<(String, String)>, String>,
         spec: Spec,
@@ -116,7 +116,7 @@ impl Catalogs {
 
     /// The catalog in force now. An expired live catalog is refreshed in the background; the
     /// one in force serves meanwhile.
-    pub fn current(&self) -> String {
+    pub(crate) fn current(&self) -> String {
         let Some(live) = &self.live else {
             return self.file.clone();
         };
@@ -137,7 +137,7 @@ impl Catalogs {
         catalog.unwrap_or_else(|| self.file.clone())
     }
 
-    pub fn status(&self) -> CatalogStatus {
+    pub(crate) fn status(&self) -> CatalogStatus {
         let Some(live) = &self.live else {
             return CatalogStatus {
                 source: "file",
@@ -255,7 +255,7 @@ fn catalog_of(models: &[(String, String)], windows: &Windows) -> String {
 }
 
 /// What one probe of the agent found.
-pub struct Probe {
+pub(crate) struct Probe {
     /// Whether its `initialize` answer advertises image prompts.
     pub images: bool,
     /// When asked for: the values (id, label) of its session's model option, or why they
@@ -266,7 +266,7 @@ pub struct Probe {
 /// Starts an agent and reads its capabilities; with `read_models`, also opens a session and
 /// reads the model option's values. Then ends the agent. One probe serves both the image
 /// capability and the live catalog, so start-up pays for one agent.
-pub async fn probe(
+pub(crate) async fn probe(
     spec: &Spec,
     limits: AgentLimits,
     client: &ClientIdentity,

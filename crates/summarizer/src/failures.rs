@@ -7,7 +7,7 @@ use devin_bridge_types::Failure;
 
 /// A failure the host itself decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HostFailure {
+pub(crate) enum HostFailure {
     /// No such endpoint.
     NotFound,
     /// The endpoint exists, not for this method.
@@ -45,7 +45,7 @@ impl HostFailure {
     }
 
     /// This failure with `message`.
-    pub fn with(self, message: impl Into<String>) -> Failure {
+    pub(crate) fn with(self, message: impl Into<String>) -> Failure {
         let (code, status, repairable) = self.spec();
         Failure {
             code: code.to_owned(),
@@ -57,7 +57,7 @@ impl HostFailure {
 
     /// A transform's failure under the engine's own code (`transform_timeout`, ...), with this
     /// entry's status.
-    pub fn with_code(self, code: &str, message: impl Into<String>) -> Failure {
+    pub(crate) fn with_code(self, code: &str, message: impl Into<String>) -> Failure {
         Failure {
             code: code.to_owned(),
             ..self.with(message)
@@ -67,7 +67,7 @@ impl HostFailure {
 
 /// Seconds a client is told to wait before retrying a turn the agent's service turned away
 /// for now (`retry-after` of a 429).
-pub const RETRY_AFTER_SECONDS: u64 = 5;
+pub(crate) const RETRY_AFTER_SECONDS: u64 = 5;
 
 #[cfg(test)]
 mod tests {

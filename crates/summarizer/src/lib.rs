@@ -1,3 +1,4 @@
+#![warn(unreachable_pub)]
 //! Summarizer mode: an Anthropic Messages endpoint answered by the tool-less `summarizer` ACP
 //! agent. The host moves bytes, runs processes and enforces limits; every transform of the
 //! request and the reply runs in a wasm component.
@@ -14,7 +15,7 @@ mod metrics;
 pub mod policy;
 mod pool;
 mod prepare;
-pub mod reload;
+mod reload;
 mod reply;
 mod resident;
 mod respond;

@@ -10,12 +10,12 @@ use prometheus_client::registry::Registry;
 use super::resident::Resident;
 
 /// The `Content-Type` of the encoding.
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// Labels of one request count. `path` is one of the bridge's routes (anything else is
 /// `other`), so the label set stays bounded whatever clients send.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct RequestLabels {
+pub(crate) struct RequestLabels {
     pub path: &'static str,
     pub status: u16,
 }
@@ -23,19 +23,19 @@ pub struct RequestLabels {
 /// Labels of a turn's usage count: whether the agent reported its token counts or the bridge
 /// estimated them.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct UsageLabels {
+pub(crate) struct UsageLabels {
     pub source: &'static str,
 }
 
 /// Labels of a turn's model check: whether the model that answered (as the agent reported
 /// it) is the one the request named (`matched`, `mismatched`, or `unreported`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ModelCheckLabels {
+pub(crate) struct ModelCheckLabels {
     pub outcome: &'static str,
 }
 
 /// Every metric the bridge exports.
-pub struct Metrics {
+pub(crate) struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     turn_usage: Family<UsageLabels, Counter>,
@@ -49,7 +49,7 @@ pub struct Metrics {
 
 impl Metrics {
     /// The registry, with the resident transport's counters when it is in use.
-    pub fn new(resident: Option<&Resident>) -> Self {
+    pub(crate) fn new(resident: Option<&Resident>) -> Self {
         let mut registry = Registry::with_prefix("devin_bridge");
         let requests = Family::<RequestLabels, Counter>::default();
         registry.register(
@@ -167,7 +167,7 @@ impl Metrics {
     }
 
     /// Counts one answered request.
-    pub fn count_request(&self, path: &str, status: u16) {
+    pub(crate) fn count_request(&self, path: &str, status: u16) {
         let path = match path {
             "/v1/messages" => "/v1/messages",
             "/v1/messages/count_tokens" => "/v1/messages/count_tokens",
@@ -182,20 +182,20 @@ impl Metrics {
     }
 
     /// Counts one answered turn by the source of its usage: `reported` or `estimated`.
-    pub fn count_usage(&self, reported: bool) {
+    pub(crate) fn count_usage(&self, reported: bool) {
         let source = if reported { "reported" } else { "estimated" };
         self.turn_usage.get_or_create(&UsageLabels { source }).inc();
     }
 
     /// Counts one agent turn by its model check: `matched`, `mismatched` or `unreported`.
-    pub fn count_model_check(&self, outcome: &'static str) {
+    pub(crate) fn count_model_check(&self, outcome: &'static str) {
         self.turn_model
             .get_or_create(&ModelCheckLabels { outcome })
             .inc();
     }
 
     /// The text exposition, with the gauges read now.
-    pub fn render(
+    pub(crate) fn render(
         &self,
         turns_in_flight: usize,
         agent_processes: usize,

@@ -11,7 +11,7 @@ use super::serialize::{resolve_model, serialize_whole};
 use super::Bridge;
 
 /// A request that passed the transforms and may now wait for an agent.
-pub struct Prepared {
+pub(crate) struct Prepared {
     pub prompt: Prompt,
     /// The ACP model id the request's model resolved to (what the agent is set to).
     pub model_id: String,
@@ -23,7 +23,7 @@ pub struct Prepared {
 }
 
 /// Where a turn runs: the transport the policy selected, with what it holds for this turn.
-pub enum Placement {
+pub(crate) enum Placement {
     /// A fresh agent process from the pool, sent the whole conversation.
     PerTurn,
     /// The resident transport: the conversation's session, leased for this turn.
@@ -33,7 +33,7 @@ pub enum Placement {
 /// Serializes the request and validates its model. On the resident transport this also finds
 /// the conversation's session (waiting for its running turn) and serializes only what that
 /// session has not seen; `conversation` is the client's conversation key.
-pub async fn prepare(
+pub(crate) async fn prepare(
     bridge: &Bridge,
     body: String,
     conversation: Option<String>,
@@ -91,7 +91,7 @@ fn message_id() -> String {
 
 impl Placement {
     /// After an accepted reply: the resident session keeps the conversation's new history.
-    pub fn commit(&mut self) {
+    pub(crate) fn commit(&mut self) {
         if let Placement::Resident(_, lease) = self {
             lease.commit();
         }

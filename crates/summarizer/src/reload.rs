@@ -17,7 +17,7 @@ use devin_bridge_engine::Transforms;
 use devin_bridge_policy::log as logging;
 
 /// Whether a changed setting (a dotted field name) takes effect without a restart.
-pub fn is_live(field: &str) -> bool {
+pub(crate) fn is_live(field: &str) -> bool {
     field.starts_with("components.")
         || field.starts_with("log.")
         || field == "limits.memory_mib"
@@ -25,7 +25,7 @@ pub fn is_live(field: &str) -> bool {
 }
 
 /// The serving process's view of its policy file.
-pub struct Reloader {
+pub(crate) struct Reloader {
     path: PathBuf,
     /// The policy in force: the one loaded at start with the live settings of every accepted
     /// reload since.
@@ -34,7 +34,11 @@ pub struct Reloader {
 }
 
 impl Reloader {
-    pub fn new(path: PathBuf, applied: SummarizerPolicy, transforms: Arc<Transforms>) -> Self {
+    pub(crate) fn new(
+        path: PathBuf,
+        applied: SummarizerPolicy,
+        transforms: Arc<Transforms>,
+    ) -> Self {
         Self {
             path,
             applied,
@@ -43,7 +47,7 @@ impl Reloader {
     }
 
     /// Re-reads the policy file and applies it as far as it can change live.
-    pub async fn reload(&mut self) {
+    pub(crate) async fn reload(&mut self) {
         tracing::info!(policy = %self.path.display(), "SIGHUP: re-reading the policy");
         let new = match SummarizerPolicy::load(&self.path) {
             Ok(policy) => policy,

@@ -19,7 +19,7 @@ use super::turn::run;
 use super::Bridge;
 
 /// A non-streaming answer: run the turn, render one JSON message.
-pub async fn respond_json(
+pub(crate) async fn respond_json(
     bridge: &Arc<Bridge>,
     prepared: Prepared,
     permit: OwnedSemaphorePermit,
@@ -55,7 +55,7 @@ pub async fn respond_json(
 /// has run for one ping interval (then `ping` while the agent works, then the content events
 /// or an `error` event), or with the content when it finishes sooner. A turn that fails
 /// before the stream started is answered as a plain error with its own status.
-pub async fn respond_stream(
+pub(crate) async fn respond_stream(
     bridge: &Arc<Bridge>,
     prepared: Prepared,
     permit: OwnedSemaphorePermit,
@@ -196,7 +196,7 @@ async fn stream_turn(
     let _ = frames.send(Bytes::from(tail)).await;
 }
 
-pub fn json_response(status: StatusCode, json: String) -> Response<ResponseBody> {
+pub(crate) fn json_response(status: StatusCode, json: String) -> Response<ResponseBody> {
     Response::builder()
         .status(status)
         .header("content-type", "application/json")
@@ -206,7 +206,7 @@ pub fn json_response(status: StatusCode, json: String) -> Response<ResponseBody>
 
 /// An Anthropic error body with the failure's status, rendered by the sse component, or by the
 /// host itself if that component is broken (errors must always be answerable).
-pub async fn error_response(bridge: &Bridge, failure: Failure) -> Response<ResponseBody> {
+pub(crate) async fn error_response(bridge: &Bridge, failure: Failure) -> Response<ResponseBody> {
     let status = answer_status(failure.status);
     tracing::info!(code = %failure.code, status = failure.status, "request failed");
     let for_body = failure.clone();
@@ -239,7 +239,7 @@ fn answer_status(status: u16) -> StatusCode {
 
 /// The host's own error body, for when the sse component cannot render one. The error `type`
 /// comes from the same table the sse component uses.
-pub fn fallback_error_body(failure: &Failure) -> String {
+pub(crate) fn fallback_error_body(failure: &Failure) -> String {
     serde_json::json!({ "type": "error", "error": { "type": error_type(failure.status), "message": failure.message } }).to_string()
 }
 

@@ -11,7 +11,7 @@ use super::calls::run_transform;
 use super::{window, Bridge};
 
 /// The whole prompt and its images, admitted: model validated, input within its window.
-pub async fn serialize_whole(
+pub(crate) async fn serialize_whole(
     bridge: &Bridge,
     body: String,
 ) -> Result<(UnseenPrompt, Option<String>), Failure> {
@@ -73,7 +73,7 @@ pub(super) async fn resolve_model(bridge: &Bridge, model: &str) -> Result<String
 
 /// `count_tokens`: the serializer's estimate of everything the request would send the agent,
 /// with the model validated. A request over its model's window is counted, not refused.
-pub async fn count_tokens(bridge: &Bridge, body: String) -> Result<u32, Failure> {
+pub(crate) async fn count_tokens(bridge: &Bridge, body: String) -> Result<u32, Failure> {
     serialize_unseen(bridge, Arc::new(body), 0, Check::Model)
         .await
         .map(|(unseen, _)| unseen.prompt.input_tokens)

@@ -36,7 +36,7 @@ enum Verdict {
 }
 
 /// Waits for a turn slot; `529 overloaded_error` when none frees up in time.
-pub async fn acquire_slot(bridge: &Bridge) -> Result<OwnedSemaphorePermit, Failure> {
+pub(crate) async fn acquire_slot(bridge: &Bridge) -> Result<OwnedSemaphorePermit, Failure> {
     match tokio::time::timeout(
         bridge.queue_timeout,
         bridge.turn_slots.clone().acquire_owned(),
@@ -112,7 +112,7 @@ fn narrated_intent() -> Failure {
 /// The turn with its single repair. Returns the reply and the usage to report. On the
 /// resident transport the turn runs on the leased session, the repair continues it, and a
 /// success commits the session's new history.
-pub async fn run(
+pub(crate) async fn run(
     bridge: &Bridge,
     prompt: &Prompt,
     model: &str,

@@ -26,7 +26,7 @@ const PREFIX: &str = "devin-cli-agentic/";
 
 /// Context windows by ACP model id, for one catalog.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Windows(HashMap<String, u32>);
+pub(crate) struct Windows(HashMap<String, u32>);
 
 #[derive(Deserialize)]
 struct Listing {
@@ -43,7 +43,7 @@ struct Card {
 impl Windows {
     /// The windows a `/v1/models` body states (the model-alias component's answer). A body
     /// that does not read as a listing gives no windows: nothing is refused for want of one.
-    pub fn from_listing(listing: &str) -> Self {
+    pub(crate) fn from_listing(listing: &str) -> Self {
         let Ok(listing) = serde_json::from_str::<Listing>(listing) else {
             return Self::default();
         };
@@ -61,20 +61,20 @@ impl Windows {
     }
 
     /// The window of the model `validate` resolved to `acp_id`, if the catalog states one.
-    pub fn of(&self, acp_id: &str) -> Option<u32> {
+    pub(crate) fn of(&self, acp_id: &str) -> Option<u32> {
         self.0.get(acp_id).copied()
     }
 }
 
 /// The window table of the catalog in force, rebuilt when the catalog changes.
 #[derive(Default)]
-pub struct ModelWindows {
+pub(crate) struct ModelWindows {
     cached: Mutex<Option<(String, Arc<Windows>)>>,
 }
 
 impl ModelWindows {
     /// The windows of `catalog`, listing it through the model-alias component on a change.
-    pub fn of_catalog<T: TransformCalls + ?Sized>(
+    pub(crate) fn of_catalog<T: TransformCalls + ?Sized>(
         &self,
         transforms: &T,
         catalog: &str,
@@ -102,7 +102,7 @@ impl ModelWindows {
 /// `validate` of the request's `model` against `catalog`, then its input estimate against the
 /// model's window: the checks a request passes before an agent is asked. Answers the ACP
 /// model id the model resolved to.
-pub fn admit<T: TransformCalls + ?Sized>(
+pub(crate) fn admit<T: TransformCalls + ?Sized>(
     transforms: &T,
     windows: &ModelWindows,
     model: String,
@@ -121,7 +121,7 @@ pub fn admit<T: TransformCalls + ?Sized>(
 }
 
 /// The refusal of a prompt over its window, in the wording clients react to by compacting.
-pub fn too_long(input_tokens: u32, window: u32) -> Failure {
+pub(crate) fn too_long(input_tokens: u32, window: u32) -> Failure {
     HostFailure::PromptTooLong.with(format!(
         "prompt is too long: {input_tokens} tokens > {window} maximum"
     ))

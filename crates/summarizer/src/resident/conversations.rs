@@ -24,7 +24,7 @@ const MAX_PER_KEY: usize = 8;
 
 /// A session on a resident agent; the agent releases it (`session/close`, or
 /// `session/delete` for the Devin CLI) when this is dropped.
-pub struct Bound {
+pub(super) struct Bound {
     pub agent: Arc<SharedAgent>,
     pub session: String,
     /// The session's config options as the agent last reported them (its model among them).
@@ -36,7 +36,7 @@ pub struct Bound {
 }
 
 impl Bound {
-    pub fn new(
+    pub(super) fn new(
         agent: Arc<SharedAgent>,
         session: String,
         options: Vec<v1::SessionConfigOption>,
@@ -55,7 +55,7 @@ impl Bound {
     /// `session/set_config_option` when the conversation's model changed, the process's
     /// `--model` when the session has no model option (`NoModelOption` when that process was
     /// started for another model).
-    pub async fn apply_model(&mut self, wanted: &str) -> Result<ModelApplied, AcpError> {
+    pub(super) async fn apply_model(&mut self, wanted: &str) -> Result<ModelApplied, AcpError> {
         if let Some(applied) = &self.model {
             let value = match applied {
                 ModelApplied::Option { value, .. } | ModelApplied::CommandLine { value } => value,
@@ -102,19 +102,19 @@ impl Drop for Bound {
 }
 
 /// The bytes of request bodies that all sessions keep, and how many they may keep.
-pub struct ResumeBudget {
+pub(super) struct ResumeBudget {
     used: AtomicUsize,
     limit: usize,
 }
 
 /// A kept body's share of the budget.
-pub struct Charge {
+pub(super) struct Charge {
     budget: Arc<ResumeBudget>,
     bytes: usize,
 }
 
 impl ResumeBudget {
-    pub fn new(limit: usize) -> Arc<Self> {
+    pub(super) fn new(limit: usize) -> Arc<Self> {
         Arc::new(Self {
             used: AtomicUsize::new(0),
             limit,
@@ -122,12 +122,12 @@ impl ResumeBudget {
     }
 
     /// Bytes kept now.
-    pub fn used(&self) -> usize {
+    pub(super) fn used(&self) -> usize {
         self.used.load(Ordering::Acquire)
     }
 
     /// `bytes` more, if they fit.
-    pub fn charge(self: &Arc<Self>, bytes: usize) -> Option<Charge> {
+    pub(super) fn charge(self: &Arc<Self>, bytes: usize) -> Option<Charge> {
         let mut used = self.used.load(Ordering::Acquire);
         loop {
             let next = used.checked_add(bytes).filter(|next| *next <= self.limit)?;
@@ -154,10 +154,10 @@ impl Drop for Charge {
 }
 
 /// The session behind one conversation entry, if it has one.
-pub type Binding = Option<Bound>;
+pub(super) type Binding = Option<Bound>;
 
 /// One resident session of a conversation.
-pub struct Entry {
+pub(super) struct Entry {
     binding: Arc<tokio::sync::Mutex<Binding>>,
     view: Mutex<EntryView>,
     /// The last request the session answered, to serialize the next one from where their
@@ -169,7 +169,7 @@ pub struct Entry {
 /// later request that repeats its bytes from where they stop matching (see
 /// [`devin_bridge_types::continuation`]). It keeps the whole request body, charged to the
 /// [`ResumeBudget`] for as long as it is kept.
-pub struct Earlier {
+pub(super) struct Earlier {
     pub body: Arc<String>,
     /// The body's share of the budget, given back when this is dropped.
     pub _charge: Charge,
@@ -186,7 +186,7 @@ pub struct Earlier {
 
 /// What is known of an entry without waiting for its running turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EntryView {
+pub(super) struct EntryView {
     /// Messages the session holds (0: none yet).
     pub held: u32,
     /// The identity of those messages.
@@ -211,7 +211,7 @@ impl Entry {
     }
 
     /// The last request this session answered.
-    pub fn earlier(&self) -> Option<Arc<Earlier>> {
+    pub(super) fn earlier(&self) -> Option<Arc<Earlier>> {
         self.earlier
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -225,7 +225,7 @@ impl Entry {
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = earlier;
     }
 
-    pub fn view(&self) -> EntryView {
+    pub(super) fn view(&self) -> EntryView {
         self.view
             .lock()
             .map(|view| view.clone())
@@ -241,12 +241,12 @@ impl Entry {
     }
 
     /// Waits for the running turn, if any, and holds the session for this one.
-    pub async fn lock(&self) -> OwnedMutexGuard<Binding> {
+    pub(super) async fn lock(&self) -> OwnedMutexGuard<Binding> {
         self.binding.clone().lock_owned().await
     }
 
     /// The session now holds `history` (after a successful turn), the messages of `earlier`.
-    pub fn commit(&self, history: &[String], earlier: Option<Arc<Earlier>>) {
+    pub(super) fn commit(&self, history: &[String], earlier: Option<Arc<Earlier>>) {
         self.set_earlier(earlier);
         let held = u32::try_from(history.len()).unwrap_or(u32::MAX);
         let digest = history.last().cloned().unwrap_or_default();
@@ -258,7 +258,7 @@ impl Entry {
     }
 
     /// No turn may use this entry again.
-    pub fn forget(&self) {
+    pub(super) fn forget(&self) {
         self.update(|view| {
             view.forgotten = true;
             view.held = 0;
@@ -280,13 +280,13 @@ impl Entry {
 }
 
 /// Every conversation's entries, by key.
-pub struct Conversations {
+pub(super) struct Conversations {
     by_key: Mutex<HashMap<String, Vec<Arc<Entry>>>>,
     max_total: usize,
 }
 
 impl Conversations {
-    pub fn new(max_total: usize) -> Self {
+    pub(super) fn new(max_total: usize) -> Self {
         Self {
             by_key: Mutex::new(HashMap::new()),
             max_total: max_total.max(1),
@@ -302,7 +302,7 @@ impl Conversations {
     /// How many messages the most recently used session of `key` holds (0 when none), and
     /// the last request it answered: the first guess of what a new request's session has
     /// seen.
-    pub fn likely(&self, key: &str) -> (u32, Option<Arc<Earlier>>) {
+    pub(super) fn likely(&self, key: &str) -> (u32, Option<Arc<Earlier>>) {
         self.lock()
             .get(key)
             .and_then(|entries| {
@@ -317,7 +317,7 @@ impl Conversations {
     }
 
     /// Whether `key` has any session.
-    pub fn knows(&self, key: &str) -> bool {
+    pub(super) fn knows(&self, key: &str) -> bool {
         self.lock()
             .get(key)
             .is_some_and(|entries| !entries.is_empty())
@@ -325,7 +325,7 @@ impl Conversations {
 
     /// The session of `key` that `history` continues (the one holding the most messages), and
     /// how many it holds.
-    pub fn continued(&self, key: &str, history: &[String]) -> Option<(Arc<Entry>, u32)> {
+    pub(super) fn continued(&self, key: &str, history: &[String]) -> Option<(Arc<Entry>, u32)> {
         self.lock().get(key).and_then(|entries| {
             entries
                 .iter()
@@ -340,7 +340,7 @@ impl Conversations {
 
     /// A new, empty entry for `key`. Beyond the caps, the least recently used idle entries
     /// are forgotten.
-    pub fn create(&self, key: &str) -> Arc<Entry> {
+    pub(super) fn create(&self, key: &str) -> Arc<Entry> {
         let entry = Arc::new(Entry::new());
         let mut by_key = self.lock();
         let entries = by_key.entry(key.to_owned()).or_default();
@@ -379,7 +379,7 @@ impl Conversations {
     }
 
     /// Removes `entry` (its turn failed or it was superseded).
-    pub fn remove(&self, entry: &Arc<Entry>) {
+    pub(super) fn remove(&self, entry: &Arc<Entry>) {
         entry.forget();
         let mut by_key = self.lock();
         for entries in by_key.values_mut() {
@@ -390,7 +390,7 @@ impl Conversations {
 
     /// Forgets sessions without a turn for longer than `idle` (a running turn keeps its
     /// session). Returns how many were forgotten.
-    pub fn forget_idle(&self, idle: Duration) -> usize {
+    pub(super) fn forget_idle(&self, idle: Duration) -> usize {
         let mut forgotten = 0;
         let mut by_key = self.lock();
         for entries in by_key.values_mut() {
@@ -409,7 +409,7 @@ impl Conversations {
     }
 
     /// Sessions kept now.
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.lock().values().map(Vec::len).sum()
     }
 }

@@ -49,7 +49,7 @@ const MAX_KEY_LEN: usize = 128;
 const MAX_SELECTION_ATTEMPTS: usize = 3;
 
 /// The conversation key in `value`: 1 to 128 visible ASCII characters, else none.
-pub fn conversation_key(value: Option<&hyper::header::HeaderValue>) -> Option<String> {
+pub(crate) fn conversation_key(value: Option<&hyper::header::HeaderValue>) -> Option<String> {
     let text = value?.to_str().ok()?.trim();
     let valid = !text.is_empty()
         && text.len() <= MAX_KEY_LEN

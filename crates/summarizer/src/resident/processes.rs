@@ -22,7 +22,7 @@ use devin_bridge_agent::devin::ClientIdentity;
 use devin_bridge_agent::process::Spec;
 
 /// Every resident process, and the recipe for new ones.
-pub struct Processes {
+pub(super) struct Processes {
     spec: Spec,
     limits: AgentLimits,
     client: ClientIdentity,
@@ -34,7 +34,7 @@ pub struct Processes {
 }
 
 /// One process, started on first use.
-pub struct Process {
+pub(super) struct Process {
     agent: OnceCell<Arc<SharedAgent>>,
     /// The model its command line selects (`--model`), when processes are kept per model.
     model: Option<String>,
@@ -47,13 +47,13 @@ pub struct Process {
 }
 
 /// A reserved session slot; released when dropped.
-pub struct Slot {
+pub(super) struct Slot {
     process: Arc<Process>,
 }
 
 impl Slot {
     /// The model the slot's process was started for (`--model`), if any.
-    pub fn model(&self) -> Option<&str> {
+    pub(super) fn model(&self) -> Option<&str> {
         self.process.model.as_deref()
     }
 }
@@ -93,7 +93,7 @@ impl Process {
 }
 
 impl Processes {
-    pub fn new(
+    pub(super) fn new(
         spec: Spec,
         limits: AgentLimits,
         client: ClientIdentity,
@@ -118,7 +118,7 @@ impl Processes {
 
     /// Records that the agent's sessions have no model option: from now on processes are
     /// started per model.
-    pub fn learn_no_model_option(&self) {
+    pub(super) fn learn_no_model_option(&self) {
         if !self.per_model.swap(true, Ordering::AcqRel) {
             tracing::info!("the agent's sessions have no model option; resident processes are started per model (--model) from now on");
         }
@@ -126,7 +126,7 @@ impl Processes {
 
     /// Reserves a session slot for a conversation answered by `model` on the fullest live
     /// process with room (of that model, when processes are kept per model), or on a new one.
-    pub fn reserve(&self, model: &str) -> Slot {
+    pub(super) fn reserve(&self, model: &str) -> Slot {
         // Warming ahead of demand asks for no model (""): such a process is started plainly.
         let per_model = self.per_model.load(Ordering::Acquire) && !model.is_empty();
         let wanted = per_model.then(|| normalize_id(model));
@@ -148,7 +148,7 @@ impl Processes {
     }
 
     /// The slot's agent, started (and initialized) on first use.
-    pub async fn agent(&self, slot: &Slot) -> Result<Arc<SharedAgent>, AcpError> {
+    pub(super) async fn agent(&self, slot: &Slot) -> Result<Arc<SharedAgent>, AcpError> {
         let started = slot
             .process
             .agent
@@ -176,7 +176,7 @@ impl Processes {
     }
 
     /// Starts `count` processes ahead of demand (they hold no session until one is needed).
-    pub async fn warm(&self, count: usize) {
+    pub(super) async fn warm(&self, count: usize) {
         for _ in 0..count {
             let slot = self.reserve("");
             if let Err(error) = self.agent(&slot).await {
@@ -188,7 +188,7 @@ impl Processes {
 
     /// Removes processes that died, and those without a session for longer than `idle`, and
     /// ends them.
-    pub async fn reap(&self, idle: Duration) {
+    pub(super) async fn reap(&self, idle: Duration) {
         let ended: Vec<Arc<Process>> = {
             let mut list = self.lock();
             let (ended, kept): (Vec<_>, Vec<_>) = list.drain(..).partition(|process| {
@@ -213,7 +213,7 @@ impl Processes {
     }
 
     /// Ends every process (shutdown).
-    pub async fn close_all(&self) {
+    pub(super) async fn close_all(&self) {
         let all: Vec<Arc<Process>> = self.lock().drain(..).collect();
         for process in all {
             if let Some(agent) = process.agent.get() {
@@ -223,7 +223,7 @@ impl Processes {
     }
 
     /// Processes running now.
-    pub fn live(&self) -> usize {
+    pub(super) fn live(&self) -> usize {
         self.lock()
             .iter()
             .filter(|process| process.agent.get().is_some_and(|agent| agent.is_alive()))
@@ -231,11 +231,11 @@ impl Processes {
     }
 
     /// Processes started since the bridge started.
-    pub fn started(&self) -> u64 {
+    pub(super) fn started(&self) -> u64 {
         self.started.get()
     }
 
-    pub fn started_counter(&self) -> &Counter {
+    pub(super) fn started_counter(&self) -> &Counter {
         &self.started
     }
 }
