@@ -10,8 +10,13 @@
 //! real Claude Code, and `cargo xtask serve` when no `devin` CLI is installed.
 //!
 //! # Invocation
-//! - `mock-devin [--model M] acp --agent-type summarizer`: the summarizer agent ([`server`]).
-//! - `mock-devin [--model M] acp`: the full agent ([`full`]).
+//! - `mock-devin [--model M] acp --agent-type summarizer`: the summarizer agent.
+//! - `mock-devin [--model M] acp`: the full agent.
+//!
+//!   Both are served by one reading loop ([`server`]) and one turn loop ([`turn`]); what sets
+//!   them apart is data: their [`profile`] (catalog, sign-in, workspace, sessions, concurrency)
+//!   and the dialect that turns a prompt into a turn's plan ([`bridge`] for the summarizer's
+//!   scenarios, [`full::markers`] for the full agent's markers).
 //! - A global `--model M` (or `--model=M`) before `acp` picks the starting model; a model the
 //!   agent does not offer: a message on stderr and exit status 2.
 //! - `mock-devin -p [FLAGS] PROMPT`: print mode ([`mod@print`]).
@@ -23,7 +28,7 @@
 //!   exit 0 whether or not anyone is signed in.
 //! - Any other argv: a message on stderr and exit status 64.
 //!
-//! What both agents share lives in [`wire`]. The protocol rules, every scenario marker and
+//! What both agents say the way the CLI says it lives in [`wire`]. The protocol rules, every scenario marker and
 //! every environment variable are documented in `tests/mock-devin/README.md`.
 //!
 //! # Environment
@@ -40,29 +45,29 @@
 //!
 //! Invalid values are refused at start-up with exit status 64.
 
+mod bridge;
 mod full;
 mod log;
 mod plugin_script;
 mod print;
 mod probe;
+mod profile;
 mod rpc;
 mod scenario;
 mod script;
 mod server;
+mod session;
 mod trace;
 mod turn;
 mod wire;
 
 use std::ffi::OsString;
-use std::io::BufReader;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
 
-use crate::scenario::Scenario;
+use crate::profile::{AgentType, Profile};
 
 pub const AGENT_NAME: &str = "mock-devin";
 pub const AGENT_VERSION: &str = "3000.11.4";
@@ -71,79 +76,6 @@ pub const USAGE_EXIT: i32 = 64;
 pub const ARGS_EXIT: i32 = 2;
 /// Flags of the real `devin acp` that companion mode must never pass after `acp`.
 const FORBIDDEN_FLAGS: [&str; 3] = ["--cloud", "--model", "--refusal-fallback"];
-
-/// Settings read from the environment at start-up.
-pub struct Config {
-    pub startup: Duration,
-    pub slow: Duration,
-    pub scenario: Option<Scenario>,
-    pub log: Option<PathBuf>,
-    /// `MOCK_DEVIN_IMAGES=1`: the summarizer agent advertises and accepts image prompts.
-    pub images: bool,
-    /// `MOCK_DEVIN_LOGGED_OUT=1`: the summarizer agent is signed in only with credentials on
-    /// disk or after `authenticate` with a key.
-    pub logged_out: bool,
-    /// `MOCK_DEVIN_NO_MODEL_OPTION=1`: sessions offer no model option.
-    pub no_model_option: bool,
-    /// The ACP id of the model new sessions start with (`--model` before `acp`).
-    pub model: String,
-}
-
-/// What the reading loop and the turn thread share.
-pub struct Shared {
-    pub out: rpc::Output,
-    pub log: log::Log,
-    pub config: Config,
-    /// Set when a hanging scenario starts: stdin EOF no longer ends the process.
-    pub hanging: AtomicBool,
-}
-
-fn millis(name: &str, default: u64) -> Result<Duration, String> {
-    match std::env::var_os(name) {
-        None => Ok(Duration::from_millis(default)),
-        Some(value) => value
-            .to_str()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_millis)
-            .ok_or_else(|| format!("{name} must be a whole number of milliseconds, not {value:?}")),
-    }
-}
-
-/// A `0`/`1` switch from the environment (unset or empty: off).
-pub fn switch(name: &str) -> Result<bool, String> {
-    match std::env::var(name).as_deref() {
-        Err(_) | Ok("") | Ok("0") => Ok(false),
-        Ok("1") => Ok(true),
-        Ok(other) => Err(format!("{name} must be 0 or 1, not {other:?}")),
-    }
-}
-
-impl Config {
-    fn from_env(model: String) -> Result<Self, String> {
-        let scenario = match std::env::var_os("MOCK_DEVIN_SCENARIO") {
-            None => None,
-            Some(value) if value.is_empty() => None,
-            Some(value) => Some(value.to_str().and_then(Scenario::from_setting).ok_or_else(
-                || {
-                    format!(
-                        "MOCK_DEVIN_SCENARIO {value:?} is not a scenario; use one of: script, {}",
-                        scenario::MARKERS.join(", ")
-                    )
-                },
-            )?),
-        };
-        Ok(Self {
-            images: switch("MOCK_DEVIN_IMAGES")?,
-            logged_out: switch("MOCK_DEVIN_LOGGED_OUT")?,
-            no_model_option: switch("MOCK_DEVIN_NO_MODEL_OPTION")?,
-            model,
-            startup: millis("MOCK_DEVIN_STARTUP_MS", 0)?,
-            slow: millis("MOCK_DEVIN_SLOW_MS", 500)?,
-            scenario,
-            log: log_path(),
-        })
-    }
-}
 
 /// `MOCK_DEVIN_LOG`, when set.
 pub fn log_path() -> Option<PathBuf> {
@@ -163,10 +95,8 @@ enum Invocation {
     Models {
         json: bool,
     },
-    /// The summarizer agent, with the model of a global `--model`.
-    Summarizer(Option<String>),
-    /// The full agent, with the model of a global `--model`.
-    Full(Option<String>),
+    /// An ACP agent, with the model of a global `--model`.
+    Acp(AgentType, Option<String>),
     /// `-p`: one prompt, answered on stdout.
     Print(print::Args),
     /// Exit 64 with this message.
@@ -218,8 +148,8 @@ fn invocation(args: &[OsString]) -> Invocation {
         (["models", "list", "--format", "json"] | ["models", "list", "--format=json"], None) => {
             Invocation::Models { json: true }
         }
-        (["acp"], _) => Invocation::Full(model),
-        (["acp", "--agent-type", "summarizer"], _) => Invocation::Summarizer(model),
+        (["acp"], _) => Invocation::Acp(AgentType::Full, model),
+        (["acp", "--agent-type", "summarizer"], _) => Invocation::Acp(AgentType::Summarizer, model),
         (["acp", rest @ ..], _) => {
             let forbidden = rest.iter().find(|arg| {
                 FORBIDDEN_FLAGS
@@ -259,27 +189,26 @@ fn flag_names(args: &[OsString]) -> Vec<String> {
         .collect()
 }
 
-/// Ends the process with status 2 when `--model` named a model this agent does not have.
-fn check_model(model: Option<&str>, known: impl Fn(&str) -> bool, available: &[String]) {
-    if let Some(model) = model {
-        if !known(model) {
-            eprintln!(
-                "error: invalid value '{model}' for '--model <MODEL>': {}",
-                wire::model_not_found_message(model, available.iter().map(String::as_str))
-            );
-            log::Log::new(log_path()).event(
-                "argv_refused",
-                None,
-                json!({"flags": ["--model"], "status": ARGS_EXIT}),
-            );
-            std::process::exit(ARGS_EXIT);
-        }
+/// Ends the process with status 2 when `--model` named a model `agent` does not offer.
+fn check_model(agent: AgentType, model: Option<&str>) {
+    let (models, _) = agent.models();
+    if let Some(model) = model.filter(|model| !models.iter().any(|(id, _)| id == model)) {
+        eprintln!(
+            "error: invalid value '{model}' for '--model <MODEL>': {}",
+            wire::model_not_found_message(model, models.iter().map(|(id, _)| id.as_str()))
+        );
+        log::Log::new(log_path()).event(
+            "argv_refused",
+            None,
+            json!({"flags": ["--model"], "status": ARGS_EXIT}),
+        );
+        std::process::exit(ARGS_EXIT);
     }
 }
 
 fn main() {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    let model = match invocation(&args) {
+    let (agent, model) = match invocation(&args) {
         Invocation::Version => {
             println!("devin {AGENT_VERSION} (mock-devin offline)");
             return;
@@ -315,66 +244,16 @@ fn main() {
             std::process::exit(ARGS_EXIT);
         }
         Invocation::Print(parsed) => print::run(&parsed),
-        Invocation::Full(model) => {
-            let offered: Vec<String> = full::catalog::offered().map(|(id, _)| id).collect();
-            check_model(
-                model.as_deref(),
-                |m| full::catalog::find_offered(m).is_some(),
-                &offered,
-            );
-            match millis("MOCK_DEVIN_STARTUP_MS", 0) {
-                Ok(startup) => full::run(log_path(), startup, model),
-                Err(message) => {
-                    eprintln!("mock-devin: {message}");
-                    std::process::exit(USAGE_EXIT);
-                }
-            }
-        }
-        Invocation::Summarizer(model) => model,
+        Invocation::Acp(agent, model) => (agent, model),
     };
-    let ids: Vec<String> = server::MODELS
-        .iter()
-        .map(|(id, _)| (*id).to_owned())
-        .collect();
-    check_model(
-        model.as_deref(),
-        |m| server::MODELS.iter().any(|(id, _)| *id == m),
-        &ids,
-    );
-    let model = model.unwrap_or_else(|| server::DEFAULT_MODEL.to_owned());
-    let config = match Config::from_env(model) {
-        Ok(config) => config,
+    check_model(agent, model.as_deref());
+    match Profile::new(agent, model) {
+        Ok(profile) => server::run(profile),
         Err(message) => {
             eprintln!("mock-devin: {message}");
             std::process::exit(USAGE_EXIT);
         }
-    };
-    if !config.startup.is_zero() {
-        std::thread::sleep(config.startup);
     }
-    let shared = Arc::new(Shared {
-        out: rpc::Output::stdout(),
-        log: log::Log::new(config.log.clone()),
-        config,
-        hanging: AtomicBool::new(false),
-    });
-    shared.log.event(
-        "start",
-        shared.config.scenario.map(Scenario::name),
-        json!({"version": AGENT_VERSION, "agent": "summarizer", "model": shared.config.model}),
-    );
-
-    let mut input = BufReader::with_capacity(64 * 1024, std::io::stdin());
-    server::Server::new(Arc::clone(&shared)).serve(&mut input);
-
-    if shared.hanging.load(Ordering::SeqCst) {
-        shared.log.event("eof_ignored", None, json!({}));
-        loop {
-            std::thread::sleep(Duration::from_secs(3600));
-        }
-    }
-    shared.log.event("eof", None, json!({}));
-    std::process::exit(0);
 }
 
 #[cfg(test)]
@@ -388,19 +267,19 @@ mod tests {
 
     #[test]
     fn argv_selects_the_agent_or_is_refused() {
-        assert_eq!(parse(&["acp"]), Invocation::Full(None));
+        assert_eq!(parse(&["acp"]), Invocation::Acp(AgentType::Full, None));
         assert_eq!(
             parse(&["acp", "--agent-type", "summarizer"]),
-            Invocation::Summarizer(None)
+            Invocation::Acp(AgentType::Summarizer, None)
         );
         // A global --model in front of the subcommand picks the process's model.
         assert_eq!(
             parse(&["--model", "swe-1-6", "acp", "--agent-type", "summarizer"]),
-            Invocation::Summarizer(Some("swe-1-6".into()))
+            Invocation::Acp(AgentType::Summarizer, Some("swe-1-6".into()))
         );
         assert_eq!(
             parse(&["--model=kimi-k3", "acp"]),
-            Invocation::Full(Some("kimi-k3".into()))
+            Invocation::Acp(AgentType::Full, Some("kimi-k3".into()))
         );
         assert!(matches!(parse(&["--model"]), Invocation::BadArgs(_)));
         assert!(matches!(

@@ -1,47 +1,102 @@
-//! The reading loop: protocol state (initialized, the client's identity, sign-in, sessions,
-//! the running turns) and the answers to every client message.
+//! The reading loop of both agents: start-up, protocol state (initialized, the client's
+//! identity, sign-in, sessions, the running turns), the answers to every client message, and
+//! the end at stdin EOF. Whatever the summarizer and the full agent do differently is read from
+//! the [`Profile`]; a prompt's turn is decided by the profile's dialect ([`crate::bridge`] or
+//! [`crate::full::markers`]) and played by [`crate::turn`] on its own thread.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::BufRead;
+use std::io::{BufRead, BufReader};
 use std::path::{Component, Path};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
+use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
+use crate::bridge;
+use crate::full::markers;
+use crate::full::permissions::Permissions;
+use crate::full::store::{Record, Role, Store, StoreError};
+use crate::log::Log;
+use crate::profile::{Concurrency, Dialect, Persistence, Profile, Workspace};
 use crate::rpc::{
     self, Incoming, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
 };
-use crate::scenario::{find_marker, Scenario};
-use crate::trace::{
-    continuation_trace, Prompt, BRIDGE_HEADER, REPAIR_HEADER, SEPARATOR, TRACE_HEADER,
+use crate::session::{
+    config_options, lock, replay, set_option, Session, SessionRef, DEFAULT_THOUGHT_LEVEL,
 };
 use crate::turn::{Event, Turn};
-use crate::wire::{self, Refusal, Stats, TurnIds};
-use crate::{Shared, AGENT_NAME, AGENT_VERSION};
+use crate::wire::{self, Refusal, Stats, TurnIds, DEFAULT_MODE, MODES};
+use crate::{AGENT_NAME, AGENT_VERSION};
 
-/// The summarizer agent's models, `(ACP id, label)`, in the order `session/new` offers them
-/// (the catalog of `policies/models.json`, with `.` and `_` spelled `-`).
-pub const MODELS: [(&str, &str); 8] = [
-    ("swe-1-7", "SWE-1.7"),
-    ("swe-1-7-lightning", "SWE-1.7 Lightning"),
-    ("swe-1-6", "SWE-1.6"),
-    ("swe-1-6-fast", "SWE-1.6 Fast"),
-    ("swe-2", "SWE-2"),
-    ("kimi-k3", "Kimi K3"),
-    ("glm-5-2", "GLM 5.2"),
-    ("muse-wonder", "Muse Wonder"),
-];
-/// The model a session starts with unless `--model` says otherwise.
-pub const DEFAULT_MODEL: &str = "swe-1-7";
+/// Exit status when `config.json` is missing or malformed (EX_CONFIG).
+pub const CONFIG_EXIT: i32 = 78;
+/// How long `[mock:late-close]` keeps the process alive after stdin ends.
+pub const LATE_CLOSE: Duration = Duration::from_secs(60);
 
-/// The label of a summarizer model (its id when unknown).
-pub fn model_label(id: &str) -> &str {
-    MODELS
-        .iter()
-        .find(|(value, _)| *value == id)
-        .map_or(id, |(_, label)| label)
+/// What the reading loop and the turn threads share.
+pub struct Shared {
+    pub out: rpc::Output,
+    pub log: Log,
+    pub profile: Profile,
+    /// Set when a hanging turn starts: stdin EOF no longer ends the process.
+    pub hanging: AtomicBool,
+    /// Set by `[mock:late-close]`: stdin EOF ends the process only after [`LATE_CLOSE`].
+    pub late_close: AtomicBool,
+}
+
+/// Serves the agent of `profile` on stdin/stdout; never returns.
+pub fn run(profile: Profile) -> ! {
+    let log = Log::new(profile.log.clone());
+    let here = std::env::current_dir()
+        .map(|dir| dir.display().to_string())
+        .unwrap_or_default();
+    log.event(
+        "start",
+        profile.default_scenario(),
+        json!({"version": AGENT_VERSION, "agent": profile.agent.name(),
+               "args": profile.agent.args(), "cwd": here, "model": profile.start_model,
+               "modelOption": profile.model_option, "thoughtLevel": profile.thought_level,
+               "images": profile.images}),
+    );
+    // The real CLI refuses to start without its configuration.
+    if profile.config_file {
+        if let Err(err) = Permissions::load() {
+            eprintln!("mock-devin: devin config: {err}");
+            log.event("config_error", None, json!({}));
+            std::process::exit(CONFIG_EXIT);
+        }
+    }
+    if !profile.startup.is_zero() {
+        std::thread::sleep(profile.startup);
+    }
+    let shared = Arc::new(Shared {
+        out: rpc::Output::stdout(),
+        log,
+        profile,
+        hanging: AtomicBool::new(false),
+        late_close: AtomicBool::new(false),
+    });
+    let mut input = BufReader::with_capacity(64 * 1024, std::io::stdin());
+    Server::new(Arc::clone(&shared)).serve(&mut input);
+
+    if shared.hanging.load(Ordering::SeqCst) {
+        shared.log.event("eof_ignored", None, json!({}));
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+    if shared.late_close.load(Ordering::SeqCst) {
+        shared.log.event(
+            "eof_late_close",
+            None,
+            json!({"seconds": LATE_CLOSE.as_secs()}),
+        );
+        std::thread::sleep(LATE_CLOSE);
+    }
+    shared.log.event("eof", None, json!({}));
+    std::process::exit(0);
 }
 
 struct RunningTurn {
@@ -55,25 +110,28 @@ impl RunningTurn {
     }
 }
 
-/// One session of this process.
-struct Session {
-    /// The trace it has received so far (framed as a full prompt).
-    trace: Option<String>,
-    cwd: String,
-    /// The ACP id of its current model.
-    model: String,
+/// How a request is answered.
+enum Reply {
+    /// Answer now.
+    Now(Value),
+    /// Send the first messages, answer, then send the last ones.
+    Around(Vec<Value>, Value, Vec<Value>),
+    /// A turn answers later.
+    Later,
 }
 
 pub struct Server {
     shared: Arc<Shared>,
+    /// The session database, when sessions persist and it has a location.
+    store: Option<Store>,
     initialized: bool,
     /// `Err(name)` when `initialize` named a client other than `windsurf`.
     identity: Result<(), String>,
     /// `authenticate` succeeded with an API key.
     key_login: bool,
-    sessions: BTreeMap<String, Session>,
+    sessions: BTreeMap<String, SessionRef>,
     sessions_created: u64,
-    /// The running turn of each session (sessions run their turns in parallel).
+    /// The turn each session runs or ran last.
     turns: HashMap<String, RunningTurn>,
 }
 
@@ -85,23 +143,56 @@ fn invalid(message: impl Into<String>) -> Refusal {
     )
 }
 
-fn params_object(params: &Value) -> Result<&serde_json::Map<String, Value>, Refusal> {
+fn internal(message: &str) -> Refusal {
+    (INTERNAL_ERROR, format!("Internal error: {message}"), None)
+}
+
+fn params_object(params: &Value) -> Result<&Map<String, Value>, Refusal> {
     params
         .as_object()
         .ok_or_else(|| invalid("params must be an object"))
 }
 
-fn session_param(params: &Value) -> Result<&str, Refusal> {
-    params_object(params)?
-        .get("sessionId")
+fn string_param<'a>(params: &'a Map<String, Value>, name: &str) -> Result<&'a str, Refusal> {
+    params
+        .get(name)
         .and_then(Value::as_str)
-        .ok_or_else(|| invalid("missing sessionId"))
+        .ok_or_else(|| invalid(format!("missing or non-string field `{name}`")))
+}
+
+/// `mock-` and 16 random hex digits: stored sessions outlive the process, so ids must not
+/// repeat, and they are file names.
+fn stored_session_id() -> String {
+    format!("mock-{}", wire::random_hex(8))
+}
+
+/// `mcpServers` must be present and an empty list: these agents take no MCP servers.
+fn check_mcp_servers(params: &Map<String, Value>) -> Result<(), Refusal> {
+    match params.get("mcpServers") {
+        None => Err(invalid("missing field `mcpServers`")),
+        Some(Value::Array(servers)) if servers.is_empty() => Ok(()),
+        Some(Value::Array(_)) => Err(invalid(
+            "mcpServers must be empty: this offline agent takes no MCP servers",
+        )),
+        Some(_) => Err(invalid("mcpServers must be an array")),
+    }
 }
 
 impl Server {
     pub fn new(shared: Arc<Shared>) -> Self {
+        let store = match shared.profile.persistence {
+            Persistence::Process => None,
+            Persistence::Disk => match Store::from_env() {
+                Ok(store) => Some(store),
+                Err(err) => {
+                    eprintln!("mock-devin: {err}; sessions cannot be created");
+                    None
+                }
+            },
+        };
         Self {
             shared,
+            store,
             initialized: false,
             identity: Ok(()),
             key_login: false,
@@ -113,8 +204,12 @@ impl Server {
 
     /// Reads and answers messages until stdin ends (or fails).
     pub fn serve<R: BufRead>(&mut self, input: &mut R) {
-        let shared = self.shared.clone();
+        let shared = Arc::clone(&self.shared);
         rpc::serve_lines(input, &shared.out, |incoming| self.handle(incoming));
+    }
+
+    fn profile(&self) -> &Profile {
+        &self.shared.profile
     }
 
     fn log(&self, event: &str, fields: Value) {
@@ -122,26 +217,31 @@ impl Server {
     }
 
     fn handle(&mut self, incoming: Incoming) {
+        let shared = Arc::clone(&self.shared);
+        let out = &shared.out;
         match incoming {
             Incoming::Invalid { id, code, message } => {
                 eprintln!("mock-devin: invalid input: {message}");
                 self.log("invalid_input", json!({"code": code}));
-                self.shared.out.error(&id, code, &message, None);
+                out.error(&id, code, &message, None);
             }
-            Incoming::Request { id, method, params } => {
-                match self.request(&method, &params, &id) {
-                    Ok(Some(result)) => self.shared.out.respond(&id, result),
-                    Ok(None) => {} // answered already, or a turn answers later
-                    Err((code, message, data)) => {
-                        eprintln!("mock-devin: {method} refused: {message}");
-                        self.log(
-                            "refused",
-                            json!({"method": method, "code": code, "message": message}),
-                        );
-                        self.shared.out.error(&id, code, &message, data);
-                    }
+            Incoming::Request { id, method, params } => match self.request(&method, &params, &id) {
+                Ok(Reply::Now(result)) => out.respond(&id, result),
+                Ok(Reply::Around(before, result, after)) => {
+                    before.iter().for_each(|message| out.send(message));
+                    out.respond(&id, result);
+                    after.iter().for_each(|message| out.send(message));
                 }
-            }
+                Ok(Reply::Later) => {}
+                Err((code, message, data)) => {
+                    eprintln!("mock-devin: {method} refused: {message}");
+                    self.log(
+                        "refused",
+                        json!({"method": method, "code": code, "message": message}),
+                    );
+                    out.error(&id, code, &message, data);
+                }
+            },
             Incoming::Notification { method, params } => self.notification(&method, &params),
             Incoming::Response { id, outcome } => {
                 // Each running turn ignores answers to requests it did not send.
@@ -164,14 +264,7 @@ impl Server {
         }
     }
 
-    /// `Ok(Some(result))` answers now, `Ok(None)` means it is answered already or a turn
-    /// will answer.
-    fn request(
-        &mut self,
-        method: &str,
-        params: &Value,
-        id: &Value,
-    ) -> Result<Option<Value>, Refusal> {
+    fn request(&mut self, method: &str, params: &Value, id: &Value) -> Result<Reply, Refusal> {
         if method != "initialize" && !self.initialized {
             return Err((
                 INVALID_REQUEST,
@@ -180,17 +273,15 @@ impl Server {
             ));
         }
         match method {
-            "initialize" => self.initialize(params).map(Some),
-            "authenticate" => self.authenticate(params).map(Some),
-            "session/new" => self.new_session(params, id).map(|()| None),
-            "session/load" => self.load_session(params).map(Some),
-            "session/list" => Ok(Some(self.list_sessions())),
-            "session/delete" => self.delete_session(params).map(Some),
-            "session/set_config_option" => self.set_config_option(params, id).map(|()| None),
-            "session/prompt" => self.prompt(params, id).map(|()| None),
-            "session/set_mode" => Err(invalid(
-                "session/set_mode is refused: the summarizer agent's mode cannot be changed",
-            )),
+            "initialize" => self.initialize(params).map(Reply::Now),
+            "authenticate" => self.authenticate(params).map(Reply::Now),
+            "session/new" => self.new_session(params),
+            "session/load" => self.load_session(params),
+            "session/list" => self.list_sessions(params).map(Reply::Now),
+            "session/delete" => self.delete_session(params).map(Reply::Now),
+            "session/set_mode" => self.set_mode(params).map(Reply::Now),
+            "session/set_config_option" => self.set_config_option(params),
+            "session/prompt" => self.prompt(params, id).map(|()| Reply::Later),
             _ => Err((
                 METHOD_NOT_FOUND,
                 format!("Method not found: {method}"),
@@ -215,15 +306,15 @@ impl Server {
                 // An idle session still reports that it stopped.
                 Some((id, state)) => {
                     self.log("cancel_idle", json!({"sessionId": id}));
-                    let ids = TurnIds::new();
+                    let model = lock(state).record.model.clone();
                     self.shared.out.notify(
                         "_cognition.ai/agent_stopped",
                         wire::agent_stopped(
                             id,
                             "cancelled",
                             &Stats::default(),
-                            &ids.request,
-                            model_label(&state.model),
+                            &TurnIds::new().request,
+                            self.profile().label(&model),
                         ),
                     );
                 }
@@ -247,173 +338,327 @@ impl Server {
             "initialize",
             json!({"clientName": client, "clientAccepted": self.identity.is_ok()}),
         );
+        let profile = self.profile();
+        let mut capabilities = json!({
+            "loadSession": true,
+            "promptCapabilities": {"image": profile.images, "audio": false, "embeddedContext": false},
+            "sessionCapabilities": wire::session_capabilities(),
+        });
+        if profile.mcp_capabilities {
+            capabilities["mcpCapabilities"] = json!({"http": false, "sse": false});
+        }
         Ok(json!({
             "protocolVersion": 1,
-            "agentCapabilities": {
-                "loadSession": true,
-                "promptCapabilities": {"image": self.shared.config.images, "audio": false, "embeddedContext": false},
-                "sessionCapabilities": wire::session_capabilities(),
-            },
+            "agentCapabilities": capabilities,
             "agentInfo": {"name": AGENT_NAME, "version": AGENT_VERSION},
             "authMethods": wire::auth_methods(),
         }))
     }
 
-    /// `authenticate {methodId: "devin-browser", _meta: {api_key}}` signs the process in; without
-    /// a key the real CLI would open a browser, which cannot happen here.
+    /// `authenticate {methodId: "devin-browser", _meta: {api_key}}` signs the process in;
+    /// without a key the real CLI would open a browser, which cannot happen here.
     fn authenticate(&mut self, params: &Value) -> Result<Value, Refusal> {
         let answer = wire::answer_authenticate(params, |event, fields| self.log(event, fields))?;
         self.key_login = true;
         Ok(answer)
     }
 
-    /// Signed in: credentials on disk, an API-key login, or (the default of this agent, which
-    /// tests start without an account home) `MOCK_DEVIN_LOGGED_OUT` is not `1`.
+    /// Signed in: credentials on disk (a symlink to them counts; never read), an API-key
+    /// login, or an agent signed in by default.
     fn signed_in(&self) -> bool {
-        !self.shared.config.logged_out || self.key_login || wire::credentials_exist()
+        self.profile().signed_in_by_default || self.key_login || wire::credentials_exist()
     }
 
-    /// The session's config options: the mode, and the model unless
-    /// `MOCK_DEVIN_NO_MODEL_OPTION=1`.
-    fn config_options(&self, model: &str) -> Value {
-        let mut options = vec![wire::mode_option(wire::DEFAULT_MODE)];
-        if !self.shared.config.no_model_option {
-            options.push(wire::model_option(model, MODELS.iter().copied()));
-        }
-        Value::Array(options)
-    }
-
-    fn new_session(&mut self, params: &Value, id: &Value) -> Result<(), Refusal> {
-        let params = params_object(params)?;
-        let cwd = params
-            .get("cwd")
-            .and_then(Value::as_str)
-            .ok_or_else(|| invalid("cwd must be an absolute path (a string)"))?;
-        check_cwd(cwd).map_err(invalid)?;
-        match params.get("mcpServers") {
-            None => return Err(invalid("missing field `mcpServers`")),
-            Some(Value::Array(servers)) if servers.is_empty() => {}
-            Some(Value::Array(_)) => {
-                return Err(invalid(
-                    "mcpServers must be empty: the summarizer agent takes no MCP servers",
-                ))
+    /// The session's `cwd` after the workspace checks, and its `mcpServers`.
+    fn workspace(&self, params: &Map<String, Value>) -> Result<String, Refusal> {
+        let cwd = string_param(params, "cwd")?;
+        match self.profile().workspace {
+            Workspace::SandboxHome => check_cwd(cwd).map_err(invalid)?,
+            Workspace::Directory => {
+                let path = Path::new(cwd);
+                if !path.is_absolute() {
+                    return Err(invalid(format!("cwd {cwd:?} is not an absolute path")));
+                }
+                if !path.is_dir() {
+                    return Err(invalid(format!("cwd {cwd:?} is not an existing directory")));
+                }
             }
-            Some(_) => return Err(invalid("mcpServers must be an array")),
         }
+        check_mcp_servers(params)?;
+        Ok(cwd.to_owned())
+    }
+
+    /// Rereads `config.json` for a new or loaded session when the agent has one; the real CLI
+    /// refuses a broken one, so the process ends with status 78.
+    fn permissions(&self) -> Permissions {
+        if !self.profile().config_file {
+            return Permissions::default();
+        }
+        Permissions::load().unwrap_or_else(|err| {
+            eprintln!("mock-devin: devin config: {err}");
+            self.log("config_error", json!({}));
+            std::process::exit(CONFIG_EXIT);
+        })
+    }
+
+    fn store(&self) -> Result<&Store, Refusal> {
+        self.store
+            .as_ref()
+            .ok_or_else(|| internal("no session database (neither XDG_DATA_HOME nor HOME is set)"))
+    }
+
+    /// Stores `record` when sessions persist.
+    fn save(&self, record: &Record) -> Result<(), Refusal> {
+        if self.profile().persistence == Persistence::Process {
+            return Ok(());
+        }
+        self.store()?.save(record).map_err(|err| {
+            eprintln!("mock-devin: {err}");
+            internal("cannot store the session")
+        })
+    }
+
+    fn new_session(&mut self, params: &Value) -> Result<Reply, Refusal> {
+        let params = params_object(params)?;
+        let cwd = self.workspace(params)?;
+        let permissions = self.permissions();
         if !self.signed_in() {
             return Err(wire::not_authenticated());
         }
-        self.sessions_created += 1;
-        let session_id = format!("mock-session-{}", self.sessions_created);
-        let model = self.shared.config.model.clone();
-        let options = self.config_options(&model);
-        self.sessions.insert(
-            session_id.clone(),
-            Session {
-                trace: None,
-                cwd: cwd.to_owned(),
-                model: model.clone(),
-            },
-        );
+        let session_id = match self.profile().persistence {
+            Persistence::Process => {
+                self.sessions_created += 1;
+                format!("mock-session-{}", self.sessions_created)
+            }
+            Persistence::Disk => stored_session_id(),
+        };
+        let record = Record {
+            session_id,
+            cwd,
+            mode: DEFAULT_MODE.to_owned(),
+            model: self.profile().start_model.clone(),
+            thought_level: DEFAULT_THOUGHT_LEVEL.to_owned(),
+            history: Vec::new(),
+        };
+        self.save(&record)?;
+        let (allow, deny) = permissions.summary();
         self.log(
             "session_new",
-            json!({"sessionId": session_id, "model": model}),
+            json!({"sessionId": record.session_id, "model": record.model, "cwd": record.cwd,
+                   "allowRules": allow, "denyRules": deny}),
         );
+        let options = config_options(&record, self.profile());
         // As the CLI does: the options as an update first, then the answer.
-        self.shared
-            .out
-            .send(&wire::config_option_update(&session_id, &options));
-        self.shared.out.respond(
-            id,
-            json!({"sessionId": session_id, "modes": wire::modes(wire::DEFAULT_MODE), "configOptions": options}),
-        );
-        self.shared.out.send(&wire::servers_changed());
-        Ok(())
+        let before = vec![wire::config_option_update(&record.session_id, &options)];
+        let answer = json!({
+            "sessionId": record.session_id,
+            "modes": wire::modes(&record.mode),
+            "configOptions": options,
+        });
+        self.sessions
+            .insert(record.session_id.clone(), Session::new(record, permissions));
+        Ok(Reply::Around(before, answer, vec![wire::servers_changed()]))
     }
 
-    /// Sessions live in this process only: a load finds one of them, replays nothing.
-    fn load_session(&mut self, params: &Value) -> Result<Value, Refusal> {
-        let session_id = session_param(params)?;
+    fn load_session(&mut self, params: &Value) -> Result<Reply, Refusal> {
+        let params = params_object(params)?;
+        let session_id = string_param(params, "sessionId")?;
+        if self.profile().persistence == Persistence::Disk {
+            return self.load_stored(params, session_id);
+        }
+        // Sessions live in this process only: a load finds one of them, replays nothing.
         if !self.signed_in() {
             return Err(wire::not_authenticated());
         }
-        let Some(session) = self.sessions.get(session_id) else {
-            self.log(
-                "session_load",
-                json!({"sessionId": session_id, "found": false}),
-            );
-            return Err(wire::session_not_found());
+        let found = self.sessions.get(session_id);
+        self.log(
+            "session_load",
+            json!({"sessionId": session_id, "found": found.is_some()}),
+        );
+        let session = found.ok_or_else(wire::session_not_found)?;
+        let record = &lock(session).record;
+        Ok(Reply::Now(json!({
+            "configOptions": config_options(record, self.profile()),
+            "modes": wire::modes(&record.mode),
+        })))
+    }
+
+    /// Reopens a stored session in a workspace and replays its transcript.
+    fn load_stored(
+        &mut self,
+        params: &Map<String, Value>,
+        session_id: &str,
+    ) -> Result<Reply, Refusal> {
+        let cwd = self.workspace(params)?;
+        let permissions = self.permissions();
+        if !self.signed_in() {
+            return Err(wire::not_authenticated());
+        }
+        self.refuse_if_running(session_id)?;
+        let mut record = match self.store()?.load(session_id) {
+            Ok(record) => record,
+            Err(StoreError::NotFound(_) | StoreError::BadId(_)) => {
+                return Err(wire::session_not_found())
+            }
+            Err(err) => {
+                eprintln!("mock-devin: {err}");
+                return Err(internal("cannot read the session"));
+            }
+        };
+        record.cwd = cwd;
+        let mut updates = replay(&record);
+        let replay_late = record
+            .history
+            .iter()
+            .find(|entry| entry.role == Role::User)
+            .is_some_and(|entry| markers::Markers::parse(&entry.text).replay_after_answer);
+        let after: Vec<Value> = if replay_late {
+            updates.pop().into_iter().collect()
+        } else {
+            Vec::new()
         };
         self.log(
             "session_load",
-            json!({"sessionId": session_id, "found": true}),
+            json!({"sessionId": record.session_id, "cwd": record.cwd,
+                   "replayed": updates.len() + after.len(), "replayAfterAnswer": replay_late}),
         );
-        Ok(
-            json!({"configOptions": self.config_options(&session.model), "modes": wire::modes(wire::DEFAULT_MODE)}),
-        )
+        let answer = json!({"modes": wire::modes(&record.mode),
+                            "configOptions": config_options(&record, self.profile())});
+        self.sessions
+            .insert(record.session_id.clone(), Session::new(record, permissions));
+        Ok(Reply::Around(updates, answer, after))
     }
 
-    fn list_sessions(&self) -> Value {
-        let sessions: Vec<Value> = self
+    fn session(&self, params: &Map<String, Value>) -> Result<(String, SessionRef), Refusal> {
+        let session_id = string_param(params, "sessionId")?;
+        let session = self
             .sessions
-            .iter()
-            .map(|(id, session)| json!({"sessionId": id, "cwd": session.cwd}))
-            .collect();
-        self.log("session_list", json!({"count": sessions.len()}));
-        json!({"sessions": sessions})
+            .get(session_id)
+            .ok_or_else(wire::session_not_found)?;
+        Ok((session_id.to_owned(), Arc::clone(session)))
     }
 
-    fn delete_session(&mut self, params: &Value) -> Result<Value, Refusal> {
-        let session_id = session_param(params)?.to_owned();
-        if self.sessions.remove(&session_id).is_none() {
-            return Err(wire::session_not_found());
-        }
-        if let Some(turn) = self.turns.remove(&session_id) {
-            let _ = turn.events.send(Event::Cancel);
-        }
-        self.log("session_delete", json!({"sessionId": session_id}));
-        Ok(json!({}))
-    }
-
-    /// `session/set_config_option {sessionId, configId: "model", value}`: an update, then the
-    /// answer with every option. The mode cannot be changed.
-    fn set_config_option(&mut self, params: &Value, id: &Value) -> Result<(), Refusal> {
-        let session_id = session_param(params)?.to_owned();
-        let config_id = params.get("configId").and_then(Value::as_str);
-        let value = params
-            .get("value")
-            .and_then(Value::as_str)
-            .ok_or_else(|| invalid("missing value"))?;
-        if !self.sessions.contains_key(&session_id) {
-            return Err(wire::session_not_found());
-        }
-        match config_id {
-            Some("model") if !self.shared.config.no_model_option => {}
-            Some("mode") => return Err(invalid("the summarizer agent's mode cannot be changed")),
-            other => return Err(invalid(format!("unknown config option {other:?}"))),
-        }
-        if !MODELS.iter().any(|(model, _)| *model == value) {
+    /// A stored session with a running turn may not be loaded or deleted under it.
+    fn refuse_if_running(&self, session_id: &str) -> Result<(), Refusal> {
+        if self.turns.get(session_id).is_some_and(RunningTurn::running) {
             return Err((
-                INVALID_PARAMS,
-                wire::model_not_found_message(value, MODELS.iter().map(|(id, _)| *id)),
+                INVALID_REQUEST,
+                "Invalid Request: the session has a running turn".to_owned(),
                 None,
             ));
         }
-        if let Some(session) = self.sessions.get_mut(&session_id) {
-            session.model = value.to_owned();
+        Ok(())
+    }
+
+    fn set_mode(&mut self, params: &Value) -> Result<Value, Refusal> {
+        if self.profile().fixed_mode {
+            return Err(invalid(
+                "session/set_mode is refused: the summarizer agent's mode cannot be changed",
+            ));
         }
+        let params = params_object(params)?;
+        let (session_id, session) = self.session(params)?;
+        let mode = string_param(params, "modeId")?;
+        if !MODES.iter().any(|(id, _)| *id == mode) {
+            return Err(invalid(format!("unknown mode {mode:?}")));
+        }
+        let record = {
+            let mut session = lock(&session);
+            session.record.mode = mode.to_owned();
+            session.record.clone()
+        };
+        self.save(&record)?;
+        self.log("set_mode", json!({"sessionId": session_id, "modeId": mode}));
+        Ok(json!({}))
+    }
+
+    /// An update with the new options, then the answer with all of them.
+    fn set_config_option(&mut self, params: &Value) -> Result<Reply, Refusal> {
+        let params = params_object(params)?;
+        let (session_id, session) = self.session(params)?;
+        let config_id = string_param(params, "configId")?;
+        let value = string_param(params, "value")?;
+        let record = {
+            let mut session = lock(&session);
+            let mut record = session.record.clone();
+            set_option(&mut record, self.profile(), config_id, value)
+                .map_err(|message| (INVALID_PARAMS, message, None))?;
+            session.record = record.clone();
+            record
+        };
+        self.save(&record)?;
         self.log(
             "set_config_option",
-            json!({"sessionId": session_id, "configId": "model", "value": value}),
+            json!({"sessionId": session_id, "configId": config_id, "value": value}),
         );
-        let options = self.config_options(value);
-        self.shared
-            .out
-            .send(&wire::config_option_update(&session_id, &options));
-        self.shared
-            .out
-            .respond(id, json!({"configOptions": options}));
-        Ok(())
+        let options = config_options(&record, self.profile());
+        Ok(Reply::Around(
+            vec![wire::config_option_update(&session_id, &options)],
+            json!({"configOptions": options}),
+            Vec::new(),
+        ))
+    }
+
+    /// The sessions of this process, or the stored ones (of `cwd` when given), newest first.
+    fn list_sessions(&self, params: &Value) -> Result<Value, Refusal> {
+        let sessions: Vec<Value> = match self.profile().persistence {
+            Persistence::Process => self
+                .sessions
+                .iter()
+                .map(|(id, session)| json!({"sessionId": id, "cwd": lock(session).record.cwd}))
+                .collect(),
+            Persistence::Disk => {
+                let cwd = params.get("cwd").and_then(Value::as_str);
+                let records = self.store()?.list().map_err(|err| {
+                    eprintln!("mock-devin: {err}");
+                    internal("cannot list the sessions")
+                })?;
+                records
+                    .iter()
+                    .filter(|(record, _)| cwd.is_none_or(|cwd| record.cwd == cwd))
+                    .map(|(record, updated)| {
+                        json!({"sessionId": record.session_id, "cwd": record.cwd,
+                               "updatedAt": updated})
+                    })
+                    .collect()
+            }
+        };
+        self.log("session_list", json!({"count": sessions.len()}));
+        Ok(json!({"sessions": sessions}))
+    }
+
+    /// Forgets a session (and removes its stored file). A session of this process that runs a
+    /// turn has it cancelled; a stored one may not be deleted under its turn.
+    fn delete_session(&mut self, params: &Value) -> Result<Value, Refusal> {
+        let params = params_object(params)?;
+        let session_id = string_param(params, "sessionId")?;
+        match self.profile().persistence {
+            Persistence::Process => {
+                if self.sessions.remove(session_id).is_none() {
+                    return Err(wire::session_not_found());
+                }
+                if let Some(turn) = self.turns.remove(session_id) {
+                    let _ = turn.events.send(Event::Cancel);
+                }
+            }
+            Persistence::Disk => {
+                self.refuse_if_running(session_id)?;
+                let known = self.sessions.remove(session_id).is_some();
+                let removed = match self.store()?.delete(session_id) {
+                    Ok(removed) => removed,
+                    Err(StoreError::BadId(_)) => false,
+                    Err(err) => {
+                        eprintln!("mock-devin: {err}");
+                        return Err(internal("cannot delete the session"));
+                    }
+                };
+                if !known && !removed {
+                    return Err(wire::session_not_found());
+                }
+            }
+        }
+        self.log("session_delete", json!({"sessionId": session_id}));
+        Ok(json!({}))
     }
 
     fn prompt(&mut self, params: &Value, id: &Value) -> Result<(), Refusal> {
@@ -424,135 +669,81 @@ impl Server {
             return Err(wire::out_of_date());
         }
         let params = params_object(params)?;
-        let session_id = params
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .ok_or_else(|| invalid("missing sessionId"))?;
-        let Some(session) = self.sessions.get(session_id) else {
-            return Err(wire::session_not_found());
-        };
-        let earlier = session.trace.clone();
-        let model = session.model.clone();
+        let (session_id, session) = self.session(params)?;
         self.turns.retain(|_, turn| turn.running());
-        if self.turns.contains_key(session_id) {
-            return Err((
-                INVALID_REQUEST,
-                "Invalid Request: a prompt turn is already running in this session".to_owned(),
-                None,
-            ));
+        let busy = match self.profile().concurrency {
+            Concurrency::PerSession => self
+                .turns
+                .contains_key(&session_id)
+                .then_some("a prompt turn is already running in this session"),
+            Concurrency::PerProcess => {
+                (!self.turns.is_empty()).then_some("a prompt turn is already running")
+            }
+        };
+        if let Some(busy) = busy {
+            return Err((INVALID_REQUEST, format!("Invalid Request: {busy}"), None));
         }
-        let (received, images) =
-            prompt_content(params.get("prompt"), self.shared.config.images).map_err(invalid)?;
-        let (text, kind) = session_trace(earlier.as_deref(), &received)?;
-        let parsed = Prompt::parse(&text).map_err(|_| {
-            (
-                INVALID_PARAMS,
-                format!(
-                    "missing bridge framing: the prompt must contain the {BRIDGE_HEADER} and \
-                     {TRACE_HEADER} headers"
-                ),
-                None,
-            )
-        })?;
-        let (marker, unknown) = find_marker(parsed.last_user().unwrap_or_default());
+        let (text, images) =
+            prompt_content(params.get("prompt"), self.profile().images).map_err(invalid)?;
+        let (plan, unknown) = {
+            let guard = lock(&session);
+            match &self.profile().dialect {
+                Dialect::Bridge { default, slow } => bridge::plan(
+                    *default,
+                    *slow,
+                    bridge::Received {
+                        session_id: &session_id,
+                        earlier: guard.context.as_deref(),
+                        text: &text,
+                        images,
+                        model: &guard.record.model,
+                    },
+                )?,
+                Dialect::Markers { default } => {
+                    markers::plan(default.as_deref(), text, &guard.record)
+                }
+            }
+        };
         for name in &unknown {
             eprintln!("mock-devin: ignoring unknown marker [mock:{name}]");
             self.log("unknown_marker", json!({"marker": name}));
         }
-        let (scenario, source) = match (marker, self.shared.config.scenario) {
-            (Some(scenario), _) => (scenario, "marker"),
-            (None, Some(scenario)) => (scenario, "MOCK_DEVIN_SCENARIO"),
-            (None, None) => (Scenario::Script, "default"),
-        };
-        eprintln!(
-            "mock-devin: prompt in {session_id}: scenario {} ({source})",
-            scenario.name()
-        );
-        if scenario.hangs() {
+        if plan.hangs() {
             // Before the turn starts, so that an EOF read right after the prompt is ignored too.
             self.shared.hanging.store(true, Ordering::SeqCst);
         }
-
+        if plan.late_close {
+            self.shared.late_close.store(true, Ordering::SeqCst);
+        }
+        let context = plan.input.clone();
         let (events, inbox) = mpsc::channel();
         let done = Arc::new(AtomicBool::new(false));
-        let turn = Turn {
-            shared: Arc::clone(&self.shared),
-            session_id: session_id.to_owned(),
-            request_id: id.clone(),
-            prompt: text.clone(),
-            received: kind,
-            received_chars: received.chars().count(),
-            images,
-            scenario,
-            model,
-            ids: TurnIds::new(),
-            started: std::time::Instant::now(),
+        let turn = Turn::new(
+            Arc::clone(&self.shared),
+            self.store.clone(),
+            Arc::clone(&session),
+            id.clone(),
+            plan,
             inbox,
-            done: Arc::clone(&done),
-        };
+            Arc::clone(&done),
+        );
         std::thread::Builder::new()
             .name("turn".into())
             .spawn(move || turn.run())
-            .map_err(|err| {
-                (
-                    INTERNAL_ERROR,
-                    format!("Internal error: cannot start the turn: {err}"),
-                    None,
-                )
-            })?;
-        if let Some(session) = self.sessions.get_mut(session_id) {
-            session.trace = Some(text);
-        }
-        self.turns
-            .insert(session_id.to_owned(), RunningTurn { events, done });
+            .map_err(|err| internal(&format!("cannot start the turn: {err}")))?;
+        lock(&session).context = Some(context);
+        self.turns.insert(session_id, RunningTurn { events, done });
         Ok(())
     }
 }
 
-/// The session's whole trace after `received`, and what kind of prompt it was: a framed prompt
-/// starts (or restarts) the trace; a continuation or a lone repair section extends the trace
-/// the session already has.
-fn session_trace(earlier: Option<&str>, received: &str) -> Result<(String, &'static str), Refusal> {
-    if Prompt::parse(received).is_ok() {
-        return Ok((received.to_owned(), "full"));
-    }
-    let (addition, kind) = match continuation_trace(received) {
-        Some(trace) => (trace, "continuation"),
-        None if received.starts_with(REPAIR_HEADER) => (received, "repair"),
-        None => {
-            return Err((
-                INVALID_PARAMS,
-                format!(
-                    "missing bridge framing: the prompt must contain the {BRIDGE_HEADER} and \
-                     {TRACE_HEADER} headers, or continue this session's trace"
-                ),
-                None,
-            ))
-        }
-    };
-    let Some(earlier) = earlier else {
-        return Err(invalid(
-            "a continuation needs an earlier prompt in this session",
-        ));
-    };
-    let mut text = String::with_capacity(earlier.len() + SEPARATOR.len() + addition.len());
-    text.push_str(earlier);
-    if !addition.is_empty() {
-        text.push_str(SEPARATOR);
-        text.push_str(addition);
-    }
-    Ok((text, kind))
-}
-
-/// The media type of each image block of a prompt.
-pub type Images = Vec<String>;
-
-/// The prompt's text blocks joined by blank lines, and its images when `images` allows them
-/// (each with a string `data` and `mimeType`). Other block types are refused.
+/// The prompt's text blocks joined by blank lines, and the media type of each image block
+/// when `images` allows them (each with a string `data` and `mimeType`). Other block types are
+/// refused.
 pub(crate) fn prompt_content(
     prompt: Option<&Value>,
     images: bool,
-) -> Result<(String, Images), String> {
+) -> Result<(String, Vec<String>), String> {
     let blocks = prompt
         .and_then(Value::as_array)
         .ok_or("prompt must be an array of content blocks")?;
@@ -589,14 +780,8 @@ pub(crate) fn prompt_content(
     Ok((texts.join("\n\n"), seen))
 }
 
-/// The prompt's text blocks, joined by blank lines. Other block types are refused: the
-/// agent declares no image, audio or embedded-context support.
-pub(crate) fn prompt_text(prompt: Option<&Value>) -> Result<String, String> {
-    prompt_content(prompt, false).map(|(text, _)| text)
-}
-
-/// The session's cwd must be absolute and plain (no `.` or `..`), be `/home/bridge` or lie
-/// under a `.sandbox` directory, and be the directory this process runs in.
+/// A sandbox home: the cwd must be absolute and plain (no `.` or `..`), be `/home/bridge` or
+/// lie under a `.sandbox` directory, and be the directory this process runs in.
 pub fn check_cwd(cwd: &str) -> Result<(), String> {
     let path = Path::new(cwd);
     if !path.is_absolute() {
@@ -661,15 +846,25 @@ mod tests {
 
     #[test]
     fn prompt_blocks() {
-        let text = prompt_text(Some(
-            &json!([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]),
-        ));
-        assert_eq!(text.as_deref(), Ok("a\n\nb"));
-        assert!(prompt_text(Some(&json!([]))).is_err());
-        assert!(prompt_text(Some(&json!("x"))).is_err());
-        assert!(prompt_text(None).is_err());
-        assert!(prompt_text(Some(&json!([{"type": "image", "data": ""}])))
-            .unwrap_err()
-            .contains("only text"));
+        let text = |prompt: Option<&Value>| prompt_content(prompt, false).map(|(text, _)| text);
+        let both = json!([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]);
+        assert_eq!(text(Some(&both)).as_deref(), Ok("a\n\nb"));
+        assert!(text(Some(&json!([]))).is_err());
+        assert!(text(Some(&json!("x"))).is_err());
+        assert!(text(None).is_err());
+        let image = json!([{"type": "text", "text": "a"},
+                           {"type": "image", "data": "", "mimeType": "image/png"}]);
+        assert!(text(Some(&image)).unwrap_err().contains("only text"));
+        assert_eq!(
+            prompt_content(Some(&image), true),
+            Ok(("a".to_owned(), vec!["image/png".to_owned()]))
+        );
+    }
+
+    #[test]
+    fn stored_session_ids_are_unique_file_names() {
+        let [a, b] = [(); 2].map(|()| stored_session_id());
+        assert_ne!(a, b);
+        assert!(a.len() == 21 && crate::full::store::valid_id(&a), "{a}");
     }
 }

@@ -1,7 +1,16 @@
-//! One prompt turn, run on its own thread so that the reading loop can still deliver
+//! One prompt turn, on its own thread so that the reading loop can still deliver
 //! `session/cancel` and the client's answers to the agent's own requests.
+//!
+//! A turn plays a [`Plan`] that the agent's dialect decided before it started (the summarizer's
+//! scenarios in [`crate::bridge`], the full agent's markers in [`crate::full::markers`]): its
+//! steps in order, then its ending. Invariants: the prompt is answered exactly once (a result,
+//! an error, or never for a hang or an exit); `done` is set before that answer goes out, so a
+//! client may send its next prompt as soon as it reads it; a cancel is honoured before every
+//! step that acts, between chunks and during every wait.
 
-use std::process::{Command, Stdio};
+use std::cell::Cell;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::Arc;
@@ -9,31 +18,19 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::plugin_script;
+use crate::full::permissions::{self, Permissions};
+use crate::full::store::Store;
 use crate::rpc::INTERNAL_ERROR;
-use crate::scenario::{ErrorKind, Scenario};
-use crate::script::{self, Action};
-use crate::server::model_label;
-use crate::trace::Prompt;
+use crate::scenario::ErrorKind;
+use crate::server::Shared;
+use crate::session::{config_options, lock, record_turn, SessionRef};
 use crate::wire::{self, Stats, TurnIds};
-use crate::Shared;
 
-pub const TEXT: &str = "Mock answer: the bridge works.";
-pub const NARRATION: &str = "I'll run the tests next to check the fix.";
-pub const MALFORMED: &str = r#"<tool>{"name": "Bash", "arguments": {</tool>"#;
-/// The length of the message of `[mock:rpc-error=bad-shape]`.
+/// The length of the message of an [`ErrorKind::BadShape`] error.
 const BAD_SHAPE_MESSAGE: usize = 200 * 1024;
-const TOOL_RAN: &str = "Mock answer: the tool ran.";
-/// What the bridge's framing says when the request disables parallel tool use.
-const PARALLEL_DISABLED: &str = "Parallel tool use is disabled";
-/// `used` of the `usage_update` `[mock:usage-update]` sends.
-pub const CONTEXT_USED: u64 = 5555;
-const EXIT_TEXT: &str = "Mock answer: the agent is about to exit.";
-const HUGE_TOTAL: usize = 4 * 1024 * 1024;
-const HUGE_CHUNK: usize = 64 * 1024;
-const SLOW_CHUNKS: usize = 6;
-const TOOL_CALL_WAIT: Duration = Duration::from_secs(30);
-const STRAY_ID: u64 = 987_654;
+const THOUGHT: &str = "Looking at the task before answering.";
+/// How long a hang's grandchild sleeps.
+const HANG_GRANDCHILD_SECONDS: u64 = 300;
 
 /// What the reading loop passes to the running turn.
 pub enum Event {
@@ -42,16 +39,191 @@ pub enum Event {
         id: Value,
         outcome: Result<Value, Value>,
     },
-    /// `session/cancel` for this turn's session.
+    /// `session/cancel` for this turn's session (or the session was deleted).
     Cancel,
 }
 
-/// The turn was cancelled by the client.
-struct Cancelled;
+/// Everything a turn does, decided before it starts.
+pub struct Plan {
+    /// The scenario's name in the turn's log lines.
+    pub name: &'static str,
+    /// The `prompt` log line's fields (the turn adds `sessionId`).
+    pub log: Value,
+    /// What the turn was decided on: its tokens are the input, and it is stored as the prompt.
+    pub input: String,
+    pub steps: Vec<Step>,
+    pub ending: Ending,
+    /// The model label reported instead of the session model's (`[mock:model LABEL]`).
+    pub label: Option<String>,
+    pub usage: Usage,
+    /// `_cognition.ai/agent_stopped` is sent (not with `[mock:no-stopped]`).
+    pub stopped: bool,
+    /// stdin EOF ends the process only a while later (`[mock:late-close]`).
+    pub late_close: bool,
+    /// A cancelled turn reports the tokens of the reply streamed so far (else none).
+    pub cancel_counts_output: bool,
+}
+
+impl Plan {
+    /// A plan with no steps, counted usage and `agent_stopped`.
+    pub fn new(name: &'static str, input: String, log: Value, ending: Ending) -> Self {
+        Self {
+            name,
+            log,
+            input,
+            steps: Vec::new(),
+            ending,
+            label: None,
+            usage: Usage::Counted { cached_half: false },
+            stopped: true,
+            late_close: false,
+            cancel_counts_output: false,
+        }
+    }
+
+    /// Whether the agent stops answering for good (stdin EOF included).
+    pub fn hangs(&self) -> bool {
+        matches!(self.ending, Ending::Hang { .. })
+    }
+}
+
+/// What the prompt result's `usage` says.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Usage {
+    /// Token counts of prompt and reply; cached reads half the input when `cached_half`.
+    Counted { cached_half: bool },
+    /// These counts, whatever the prompt.
+    Fixed(Value),
+    /// No usage.
+    Omitted,
+    /// No usage, but a `usage_update {used, size: 256000}` before agent_stopped.
+    Context(u64),
+}
+
+/// Something the agent does before its reply.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// `_cognition.ai/output`, `available_commands_update` and `_cognition.ai/turn_stats`: what
+    /// a real turn sends before anything else.
+    Prelude,
+    /// An `agent_thought_chunk`.
+    Thought,
+    /// A log line, written when the turn gets here.
+    Log(&'static str, Value),
+    /// A wait with a grandchild `mock-devin --grandchild-sleep` in the process group, killed
+    /// when the wait ends.
+    Wait(Duration),
+    /// A wait, as if the agent ran a tool itself.
+    Pause(Duration),
+    /// A session update, as given.
+    Update(Value),
+    /// A raw stdout line (not JSON, or a response nobody asked for).
+    Line(String),
+    /// A tool call (named in `_meta["cognition.ai/toolName"]` when `name` is given) with its
+    /// ACP kind, pending then completed. Counted in agent_stopped.
+    Tool {
+        call_id: String,
+        name: Option<String>,
+        kind: String,
+    },
+    /// A `write` tool call that writes [`permissions::WRITTEN`] when the mode and the rules
+    /// allow it; notes what happened.
+    Write { call_id: String, path: String },
+    /// `session/request_permission`; notes `permission outcome: <outcome>`. When `obeyed`, the
+    /// note names the selected option and a `cancelled` outcome cancels the turn.
+    Permission {
+        call_id: String,
+        title: &'static str,
+        obeyed: bool,
+    },
+    /// A request to the client (the turn adds `sessionId` to `params`); notes `prefix` and the
+    /// answer: its error code or result, each after `error `/`result ` when `tagged`. The
+    /// answer is logged as `log`.
+    Ask {
+        method: &'static str,
+        params: Value,
+        prefix: String,
+        tagged: bool,
+        log: &'static str,
+    },
+    /// Session updates a client must tolerate: `plan`, `usage_update`, `current_mode_update`,
+    /// `config_option_update` and an unknown variant.
+    ExtraUpdates,
+}
+
+impl Step {
+    /// Whether the step acts (a cancel that arrived before it is honoured first); the prelude,
+    /// the thought, log lines and waits do not.
+    fn acts(&self) -> bool {
+        !matches!(
+            self,
+            Self::Prelude | Self::Thought | Self::Log(..) | Self::Wait(_) | Self::Pause(_)
+        )
+    }
+}
+
+/// How the turn ends.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ending {
+    Reply(Reply),
+    /// agent_stopped cause `error`, then this JSON-RPC error; `failure` is logged.
+    Fail {
+        error: ErrorKind,
+        failure: Option<&'static str>,
+    },
+    /// The first half of this text, then exit status 3 before the result.
+    Exit(&'static str),
+    /// Nothing more, ever: cancel and stdin EOF are ignored (the host must kill the agent).
+    Hang {
+        grandchild: bool,
+    },
+}
+
+/// The reply streamed as `agent_message_chunk` updates, then the result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reply {
+    pub chunks: Chunks,
+    /// The notes of the steps come first, one per line.
+    pub with_notes: bool,
+    pub route: Route,
+    pub stop_reason: &'static str,
+    /// agent_stopped's cause.
+    pub cause: &'static str,
+    /// What the reply is, for the log.
+    pub kind: &'static str,
+    /// A short reply's text goes into the log.
+    pub log_text: bool,
+    /// Exit status 3 once the answer is out (a process lost between turns).
+    pub exit_after: bool,
+}
+
+impl Reply {
+    /// `text` in two chunks, stopReason `end_turn`, cause `complete`.
+    pub fn text(text: impl Into<String>, kind: &'static str) -> Self {
+        Self {
+            chunks: Chunks::Halves(text.into()),
+            with_notes: false,
+            route: Route::Update,
+            stop_reason: "end_turn",
+            cause: "complete",
+            kind,
+            log_text: true,
+            exit_after: false,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Chunks {
+    /// The text (after any notes) split in two at its middle.
+    Halves(String),
+    /// These parts, with a wait between two.
+    Parts(Vec<String>, Duration),
+}
 
 /// How chunks are delivered.
-#[derive(Clone, Copy)]
-enum Route {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
     Update,
     /// The legacy `$/update` method with flat params.
     Legacy,
@@ -59,25 +231,19 @@ enum Route {
     WrongSession,
 }
 
-pub struct Turn {
-    pub shared: Arc<Shared>,
-    pub session_id: String,
-    pub request_id: Value,
-    /// The session's whole trace so far, framed as a full prompt (what the turn decides on).
-    pub prompt: String,
-    /// `full`, `continuation` or `repair`: what the client sent for this turn.
-    pub received: &'static str,
-    /// Characters the client sent for this turn.
-    pub received_chars: usize,
-    /// The media types of the image blocks sent with this turn.
-    pub images: crate::server::Images,
-    pub scenario: Scenario,
-    /// The ACP id of the session's model when the prompt arrived (the model that answers).
-    pub model: String,
-    pub ids: TurnIds,
-    pub started: Instant,
-    pub inbox: Receiver<Event>,
-    pub done: Arc<AtomicBool>,
+/// The turn was cancelled by the client.
+struct Cancelled;
+
+/// A grandchild: killed and reaped when dropped.
+struct Grandchild(Option<Child>);
+
+impl Drop for Grandchild {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
 
 /// `max(1, ceil(chars / 4))`, the bridge's own estimate.
@@ -96,45 +262,24 @@ pub(crate) fn halves(text: &str) -> [&str; 2] {
     [a, b]
 }
 
-/// A `<tool>` envelope with `name` first, as the framing shows it.
-pub fn envelope(name: &str, arguments: &Value) -> String {
-    format!(
-        "<tool>{{\"name\":{},\"arguments\":{arguments}}}</tool>",
-        Value::String(name.to_owned())
-    )
-}
-
-/// The tool the scenario markers use: Bash when it is declared (or nothing is), otherwise the
-/// first declared tool with no arguments.
-fn marker_tool(tools: &[&str], command: &str, description: &str) -> (String, Value) {
-    match tools.first() {
-        Some(first) if !tools.contains(&"Bash") => ((*first).to_owned(), json!({})),
-        _ => (
-            "Bash".to_owned(),
-            json!({"command": command, "description": description}),
-        ),
+/// `NAME=VALUE` lines for the whole environment, sorted by name.
+pub(crate) fn environment() -> String {
+    let mut vars: Vec<(String, String)> = std::env::vars_os()
+        .map(|(name, value)| {
+            (
+                name.to_string_lossy().into_owned(),
+                value.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    vars.sort();
+    if vars.is_empty() {
+        return "(empty environment)".to_owned();
     }
-}
-
-/// The usage `[mock:usage]` reports, whatever the prompt. The cache-write count is the one
-/// field the CLI's usage is not known to carry: the marker exists to prove that a client
-/// passes every reported count on.
-pub fn reported_usage() -> Value {
-    let mut usage = wire::usage(4321, 42, 4000);
-    usage["cachedWriteTokens"] = json!(300);
-    usage
-}
-
-/// The first word ending in `.png` in the trace's `[User]` sections (what `[mock:read-image]`
-/// asks the client to read).
-fn image_path(prompt: &Prompt<'_>) -> Option<String> {
-    prompt
-        .sections
-        .iter()
-        .filter(|section| section.kind == crate::trace::Kind::User)
-        .flat_map(|section| section.body.split_whitespace())
-        .find(|word| word.ends_with(".png") && word.starts_with('/'))
-        .map(str::to_owned)
+    vars.iter()
+        .map(|(name, value)| format!("{name}={value}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn hang_forever() -> ! {
@@ -143,212 +288,195 @@ fn hang_forever() -> ! {
     }
 }
 
+/// Starts `mock-devin --grandchild-sleep SECONDS` in this process group.
+fn spawn_grandchild(seconds: u64) -> std::io::Result<Child> {
+    let program = std::env::current_exe().unwrap_or_else(|_| "mock-devin".into());
+    Command::new(program)
+        .args([crate::GRANDCHILD_ARG, &seconds.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+}
+
+pub struct Turn {
+    shared: Arc<Shared>,
+    /// Where the turn is stored (sessions that persist).
+    store: Option<Store>,
+    session: SessionRef,
+    session_id: String,
+    request_id: Value,
+    plan: Plan,
+    inbox: Receiver<Event>,
+    done: Arc<AtomicBool>,
+    // What the session was when the prompt arrived.
+    mode: String,
+    model: String,
+    label: String,
+    cwd: PathBuf,
+    permissions: Permissions,
+    ids: TurnIds,
+    started: Instant,
+    /// Tool calls, files written and commands run so far (for agent_stopped).
+    tool_calls: Cell<u64>,
+    files_changed: Cell<u64>,
+    commands_run: Cell<u64>,
+}
+
 impl Turn {
+    pub fn new(
+        shared: Arc<Shared>,
+        store: Option<Store>,
+        session: SessionRef,
+        request_id: Value,
+        plan: Plan,
+        inbox: Receiver<Event>,
+        done: Arc<AtomicBool>,
+    ) -> Self {
+        let guard = lock(&session);
+        let record = &guard.record;
+        let label = plan
+            .label
+            .clone()
+            .unwrap_or_else(|| shared.profile.label(&record.model).to_owned());
+        let (session_id, mode, model) = (
+            record.session_id.clone(),
+            record.mode.clone(),
+            record.model.clone(),
+        );
+        let (cwd, permissions) = (PathBuf::from(&record.cwd), guard.permissions.clone());
+        drop(guard);
+        Self {
+            shared,
+            store,
+            session,
+            session_id,
+            request_id,
+            plan,
+            inbox,
+            done,
+            mode,
+            model,
+            label,
+            cwd,
+            permissions,
+            ids: TurnIds::new(),
+            started: Instant::now(),
+            tool_calls: Cell::new(0),
+            files_changed: Cell::new(0),
+            commands_run: Cell::new(0),
+        }
+    }
+
     pub fn run(self) {
-        if self.play().is_err() {
-            self.cancelled();
+        let mut reply = String::new();
+        if self.play(&mut reply).is_err() {
+            self.cancelled(&reply);
         }
         self.done.store(true, Ordering::SeqCst);
     }
 
     fn log(&self, event: &str, fields: Value) {
-        self.shared
-            .log
-            .event(event, Some(self.scenario.name()), fields);
+        self.shared.log.event(event, Some(self.plan.name), fields);
     }
 
-    fn play(&self) -> Result<(), Cancelled> {
-        let Ok(prompt) = Prompt::parse(&self.prompt) else {
-            // The reading loop checked the framing before starting the turn.
-            self.fail(INTERNAL_ERROR, "Internal error: prompt framing", None);
-            return Ok(());
-        };
-        let repair = prompt.is_repair();
-        let tools = prompt.tool_names();
-        let results = prompt.tool_results();
-        self.log(
-            "prompt",
-            json!({
-                "sessionId": self.session_id,
-                "received": self.received,
-                "receivedChars": self.received_chars,
-                "images": self.images.len(),
-                "imageTypes": self.images,
-                "repair": repair,
-                "toolResults": results.len(),
-                "tools": tools.len(),
-                "chars": self.prompt.chars().count(),
-            }),
-        );
-
-        match self.scenario {
-            Scenario::Hang => {
-                self.log("hang", json!({}));
-                eprintln!("mock-devin: [mock:hang] the turn never ends");
-                hang_forever();
+    fn play(&self, reply: &mut String) -> Result<(), Cancelled> {
+        let mut fields = self.plan.log.clone();
+        fields["sessionId"] = json!(self.session_id);
+        self.log("prompt", fields);
+        let mut notes = Vec::new();
+        for step in &self.plan.steps {
+            if step.acts() {
+                self.check_cancel()?;
             }
-            Scenario::Grandchild => self.grandchild(),
-            _ => {}
+            if let Some(note) = self.step(step)? {
+                notes.push(note);
+            }
         }
-
-        self.prelude();
-        let (tool, arguments) = marker_tool(&tools, "echo mock", "Print a marker");
-        let tool_envelope = || {
-            self.log_envelope(&tool, &arguments);
-            envelope(&tool, &arguments)
-        };
-        match self.scenario {
-            Scenario::Text | Scenario::Usage | Scenario::NoUsage | Scenario::UsageUpdate => {
-                self.answer(TEXT, Route::Update, "text")
-            }
-            Scenario::Tool => self.answer(&tool_envelope(), Route::Update, "tool"),
-            Scenario::NarrateThenTool if repair => {
-                self.answer(&tool_envelope(), Route::Update, "tool")
-            }
-            Scenario::NarrateThenTool | Scenario::NarrateAlways => {
-                self.answer(NARRATION, Route::Update, "narration")
-            }
-            Scenario::MalformedThenTool if repair => {
-                self.answer(&tool_envelope(), Route::Update, "tool")
-            }
-            Scenario::MalformedThenTool => self.answer(MALFORMED, Route::Update, "malformed"),
-            Scenario::TwoTools => {
-                let (second, second_arguments) =
-                    marker_tool(&tools, "echo second", "Print a second marker");
-                self.log_envelope(&second, &second_arguments);
-                let text = format!(
-                    "{}\n{}",
-                    tool_envelope(),
-                    envelope(&second, &second_arguments)
-                );
-                self.answer(&text, Route::Update, "tools")
-            }
-            Scenario::RpcError(kind) => {
-                self.rpc_error(kind);
+        match &self.plan.ending {
+            Ending::Hang { grandchild } => self.hang(*grandchild),
+            Ending::Reply(answer) => self.reply(answer, &notes, reply),
+            Ending::Fail { error, failure } => {
+                self.check_cancel()?;
+                self.fail(*error, *failure);
                 Ok(())
             }
-            Scenario::Exit => self.exit(),
-            Scenario::Images => {
-                let text = format!("images: {} ({})", self.images.len(), self.images.join(", "));
-                self.answer(&text, Route::Update, "text")
-            }
-            Scenario::ReadImage => match (results.is_empty(), image_path(&prompt)) {
-                (true, Some(path)) => {
-                    let arguments = json!({"file_path": path});
-                    self.log_envelope("Read", &arguments);
-                    self.answer(&envelope("Read", &arguments), Route::Update, "tool")
-                }
-                _ => {
-                    let text = format!(
-                        "I see {} image(s): {}",
-                        self.images.len(),
-                        self.images.join(", ")
-                    );
-                    self.answer(&text, Route::Update, "text")
-                }
-            },
-            Scenario::LastUser => {
-                let last = prompt.last_user().unwrap_or_default().trim().to_owned();
-                self.answer(&last, Route::Update, "text")
-            }
-            Scenario::ExitAfter => {
-                self.answer(TEXT, Route::Update, "text")?;
-                self.log("exit", json!({"status": 3, "after": "answer"}));
-                eprintln!("mock-devin: [mock:exit-after] exiting with status 3 after the answer");
-                // Give the answer a moment to be read before the pipes close.
-                std::thread::sleep(Duration::from_millis(50));
+            Ending::Exit(text) => {
+                self.check_cancel()?;
+                self.chunk(halves(text)[0], Route::Update, reply);
+                self.log("exit", json!({"status": 3}));
+                eprintln!("mock-devin: [mock:exit] exiting with status 3 in the middle of a turn");
                 std::process::exit(3);
             }
-            Scenario::ToolCall => self.tool_call("tool_call"),
-            Scenario::ToolCallUpdate => self.tool_call("tool_call_update"),
-            Scenario::LegacyUpdate => self.answer(TEXT, Route::Legacy, "text"),
-            Scenario::Permission => self.permission(),
-            Scenario::AgentRequest => self.agent_request(),
-            Scenario::MalformedFrame => {
-                self.shared.out.line(b"this is not json");
-                self.log("malformed_frame", json!({}));
-                self.answer(TEXT, Route::Update, "text")
-            }
-            Scenario::Huge => self.huge(),
-            Scenario::Slow => self.slow(),
-            Scenario::WrongSession => self.answer(TEXT, Route::WrongSession, "text"),
-            Scenario::StrayResponse => {
+        }
+    }
+
+    /// Plays one step; some leave a note for the reply.
+    fn step(&self, step: &Step) -> Result<Option<String>, Cancelled> {
+        match step {
+            Step::Prelude => {
                 self.shared
                     .out
-                    .send(&json!({"jsonrpc": "2.0", "id": STRAY_ID, "result": {}}));
-                self.log("stray_response", json!({"id": STRAY_ID}));
-                self.answer(TEXT, Route::Update, "text")
+                    .send(&wire::output_notification("Thinking...\n"));
+                self.update(
+                    json!({"sessionUpdate": "available_commands_update", "availableCommands": []}),
+                );
+                self.shared.out.notify(
+                    "_cognition.ai/turn_stats",
+                    wire::turn_stats(&self.session_id, &self.ids, &self.label),
+                );
             }
-            Scenario::Env => self.answer(&environment(), Route::Update, "env"),
-            Scenario::Whoami => {
-                let text = format!("model: {}", self.model);
-                self.answer(&text, Route::Update, "text")
+            Step::Thought => self.update(json!({"sessionUpdate": "agent_thought_chunk",
+                                                "content": {"type": "text", "text": THOUGHT}})),
+            Step::Log(event, fields) => self.log(event, fields.clone()),
+            Step::Wait(wait) => {
+                let _grandchild = self.slow_grandchild(*wait);
+                self.pause(*wait)?;
             }
-            Scenario::Probe => {
-                let report = crate::probe::report(prompt.last_user().unwrap_or_default());
-                self.answer(&report, Route::Update, "probe")
+            Step::Pause(wait) => self.pause(*wait)?,
+            Step::Update(update) => self.update(update.clone()),
+            Step::Line(line) => self.shared.out.line(line.as_bytes()),
+            Step::Tool {
+                call_id,
+                name,
+                kind,
+            } => self.tool_call(call_id, name.as_deref(), kind),
+            Step::Write { call_id, path } => return Ok(Some(self.write(call_id, path))),
+            Step::Permission {
+                call_id,
+                title,
+                obeyed,
+            } => return self.permission(call_id, title, *obeyed).map(Some),
+            Step::Ask {
+                method,
+                params,
+                prefix,
+                tagged,
+                log,
+            } => {
+                let mut params = params.clone();
+                params["sessionId"] = json!(self.session_id);
+                let answer = self.ask(method, params)?;
+                let code = answer.as_ref().err().and_then(|e| e.get("code").cloned());
+                let shown = match (&answer, code.as_ref()) {
+                    (Err(_), Some(code)) => code.to_string(),
+                    (Err(error), None) => error.to_string(),
+                    (Ok(result), _) => result.to_string(),
+                };
+                let tag = match (tagged, answer.is_err()) {
+                    (false, _) => "",
+                    (true, true) => "error ",
+                    (true, false) => "result ",
+                };
+                self.log(
+                    log,
+                    json!({"method": method, "error": answer.is_err(), "code": code}),
+                );
+                return Ok(Some(format!("{prefix}{tag}{shown}")));
             }
-            Scenario::Script => match prompt.plugin_command() {
-                // A slash command of the Claude Code plugin: its transport handshake.
-                Some((subcommand, raw)) => self.play_action(
-                    plugin_script::next(&subcommand, &raw, &results),
-                    results.len(),
-                ),
-                None => {
-                    let parallel = !self.prompt.contains(PARALLEL_DISABLED);
-                    self.play_action(script::next(&results, &tools, parallel), results.len())
-                }
-            },
-            // Handled above: they never get here.
-            Scenario::Hang | Scenario::Grandchild => hang_forever(),
+            Step::ExtraUpdates => self.extra_updates(),
         }
-    }
-
-    /// Plays one step of a scripted session.
-    fn play_action(&self, action: Action, step: usize) -> Result<(), Cancelled> {
-        match action {
-            Action::Tool { name, arguments } => {
-                self.log("script_step", json!({"step": step, "tool": name}));
-                self.log_envelope(name, &arguments);
-                self.answer(&envelope(name, &arguments), Route::Update, "tool")
-            }
-            Action::Tools(calls) => {
-                let names: Vec<&str> = calls.iter().map(|(name, _)| *name).collect();
-                self.log("script_step", json!({"step": step, "tools": names}));
-                let envelopes: Vec<String> = calls
-                    .iter()
-                    .map(|(name, arguments)| {
-                        self.log_envelope(name, arguments);
-                        envelope(name, arguments)
-                    })
-                    .collect();
-                self.answer(&envelopes.join("\n"), Route::Update, "tools")
-            }
-            Action::Text(text) => {
-                self.log("script_step", json!({"step": step, "tool": null}));
-                self.answer(&text, Route::Update, "text")
-            }
-        }
-    }
-
-    /// Answers the prompt. The turn counts as over before the answer is written, so that a
-    /// client may send its next prompt as soon as it reads the answer.
-    fn complete(&self, result: Value) {
-        self.done.store(true, Ordering::SeqCst);
-        self.shared.out.respond(&self.request_id, result);
-    }
-
-    /// Answers the prompt with a JSON-RPC error (see [`Turn::complete`]).
-    fn fail(&self, code: i64, message: &str, data: Option<Value>) {
-        self.done.store(true, Ordering::SeqCst);
-        self.shared.out.error(&self.request_id, code, message, data);
-    }
-
-    fn log_envelope(&self, name: &str, arguments: &Value) {
-        self.log(
-            "tool_envelope",
-            json!({"name": name, "arguments": arguments}),
-        );
+        Ok(None)
     }
 
     fn update(&self, update: Value) {
@@ -358,46 +486,8 @@ impl Turn {
         );
     }
 
-    /// The label of the model that answers.
-    fn label(&self) -> &str {
-        model_label(&self.model)
-    }
-
-    /// `_cognition.ai/agent_stopped` with this turn's counts.
-    fn stopped(&self, cause: &str, input: u64, output: u64) {
-        let elapsed = self.started.elapsed().as_millis() as u64;
-        let stats = Stats {
-            input_tokens: input,
-            output_tokens: output,
-            ttft_ms: elapsed,
-            total_time_ms: elapsed,
-            ..Stats::default()
-        };
-        self.shared.out.notify(
-            "_cognition.ai/agent_stopped",
-            wire::agent_stopped(
-                &self.session_id,
-                cause,
-                &stats,
-                &self.ids.request,
-                self.label(),
-            ),
-        );
-    }
-
-    /// Things a real turn sends before any text, which a client must tolerate.
-    fn prelude(&self) {
-        self.shared
-            .out
-            .send(&wire::output_notification("Thinking...\n"));
-        self.update(json!({"sessionUpdate": "available_commands_update", "availableCommands": []}));
-        self.shared.out.notify(
-            "_cognition.ai/turn_stats",
-            wire::turn_stats(&self.session_id, &self.ids, self.label()),
-        );
-    }
-
-    fn chunk(&self, text: &str, route: Route) {
+    fn chunk(&self, text: &str, route: Route, reply: &mut String) {
+        reply.push_str(text);
         let content = json!({"type": "text", "text": text});
         match route {
             Route::Update => self.update(json!({"sessionUpdate": "agent_message_chunk", "content": content})),
@@ -415,53 +505,209 @@ impl Turn {
         }
     }
 
-    /// Streams `reply` in two chunks, then ends the turn.
-    fn answer(&self, reply: &str, route: Route, kind: &str) -> Result<(), Cancelled> {
-        for half in halves(reply) {
-            self.check_cancel()?;
-            self.chunk(half, route);
+    /// Streams the reply, then ends the turn.
+    fn reply(&self, answer: &Reply, notes: &[String], reply: &mut String) -> Result<(), Cancelled> {
+        match &answer.chunks {
+            Chunks::Halves(text) => {
+                let text = if answer.with_notes {
+                    let last = (!text.is_empty()).then_some(text);
+                    notes
+                        .iter()
+                        .chain(last)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                } else {
+                    text.clone()
+                };
+                for half in halves(&text) {
+                    self.check_cancel()?;
+                    self.chunk(half, answer.route, reply);
+                }
+            }
+            Chunks::Parts(parts, wait) => {
+                for (index, part) in parts.iter().enumerate() {
+                    if index > 0 && !wait.is_zero() {
+                        self.pause(*wait)?;
+                    }
+                    self.check_cancel()?;
+                    self.chunk(part, answer.route, reply);
+                }
+            }
         }
-        self.finish(reply, kind);
+        self.finish(answer, reply);
+        if answer.exit_after {
+            self.log("exit", json!({"status": 3, "after": "answer"}));
+            eprintln!("mock-devin: [mock:exit-after] exiting with status 3 after the answer");
+            // Give the answer a moment to be read before the pipes close.
+            std::thread::sleep(Duration::from_millis(50));
+            std::process::exit(3);
+        }
         Ok(())
     }
 
-    /// `_cognition.ai/agent_stopped`, then the prompt's result with usage.
-    fn finish(&self, reply: &str, kind: &str) {
-        let input = tokens(&self.prompt);
+    /// The log line, agent_stopped, the stored turn, then the result.
+    fn finish(&self, answer: &Reply, reply: &str) {
+        let input = tokens(&self.plan.input);
         let output = tokens(reply);
-        let mut fields =
-            json!({"kind": kind, "chars": reply.chars().count(), "outputTokens": output});
-        // The environment listing stays out of the log; so does anything long.
-        if kind != "env" && reply.len() <= 1024 {
+        let mut fields = json!({
+            "sessionId": self.session_id, "kind": answer.kind, "stopReason": answer.stop_reason,
+            "cause": answer.cause, "chars": reply.chars().count(), "outputTokens": output,
+            "model": self.model, "modelLabel": self.label,
+        });
+        if answer.log_text && reply.len() <= 1024 {
             fields["text"] = Value::String(reply.to_owned());
         }
         // Logged before the result goes out: the host ends the agent as soon as it has the
         // result, and the line must not be lost with it.
-        fields["model"] = json!(self.model);
         self.log("reply", fields);
-        if self.scenario == Scenario::UsageUpdate {
-            self.update(
-                json!({"sessionUpdate": "usage_update", "used": CONTEXT_USED, "size": 256000}),
-            );
+        if let Usage::Context(used) = self.plan.usage {
+            self.update(json!({"sessionUpdate": "usage_update", "used": used, "size": 256000}));
         }
-        self.stopped("complete", input, output);
-        let usage = match self.scenario {
-            Scenario::Usage => Some(reported_usage()),
-            Scenario::NoUsage | Scenario::UsageUpdate => None,
-            _ => Some(wire::usage(input, output, 0)),
+        self.stopped(answer.cause, input, output);
+        self.remember(reply);
+        let usage = match &self.plan.usage {
+            Usage::Counted { cached_half } => Some(self.counted(input, output, *cached_half)),
+            Usage::Fixed(usage) => Some(usage.clone()),
+            Usage::Omitted | Usage::Context(_) => None,
         };
-        self.complete(wire::prompt_result("end_turn", usage, &self.ids));
+        self.done.store(true, Ordering::SeqCst);
+        self.shared.out.respond(
+            &self.request_id,
+            wire::prompt_result(answer.stop_reason, usage, &self.ids),
+        );
     }
 
-    fn cancelled(&self) {
-        let input = tokens(&self.prompt);
-        self.stopped("cancelled", input, 0);
-        self.complete(wire::prompt_result(
-            "cancelled",
-            Some(wire::usage(input, 0, 0)),
-            &self.ids,
-        ));
+    fn counted(&self, input: u64, output: u64, cached_half: bool) -> Value {
+        wire::usage(input, output, if cached_half { input / 2 } else { 0 })
+    }
+
+    fn cancelled(&self, reply: &str) {
+        let input = tokens(&self.plan.input);
+        let output = if self.plan.cancel_counts_output {
+            tokens(reply)
+        } else {
+            0
+        };
+        let cached_half = self.plan.usage == Usage::Counted { cached_half: true };
+        self.stopped("cancelled", input, output);
+        self.remember(reply);
         self.log("cancelled", json!({"sessionId": self.session_id}));
+        self.done.store(true, Ordering::SeqCst);
+        self.shared.out.respond(
+            &self.request_id,
+            wire::prompt_result(
+                "cancelled",
+                Some(self.counted(input, output, cached_half)),
+                &self.ids,
+            ),
+        );
+    }
+
+    fn fail(&self, error: ErrorKind, failure: Option<&'static str>) {
+        self.stopped("error", tokens(&self.plan.input), 0);
+        self.remember("");
+        let (code, message, data, mut fields) = match error {
+            ErrorKind::Fault(fault) => {
+                let (code, message, data) = fault.refusal();
+                (code, message, data, json!({"errorKind": fault.kind()}))
+            }
+            ErrorKind::BadShape => (
+                INTERNAL_ERROR,
+                "x".repeat(BAD_SHAPE_MESSAGE),
+                Some(json!({"cognition.ai/errorKind": 42, "cognition.ai/retryable": "yes"})),
+                json!({"shape": "bad"}),
+            ),
+            ErrorKind::NotObject => (
+                INTERNAL_ERROR,
+                String::new(),
+                None,
+                json!({"shape": "not-object"}),
+            ),
+        };
+        fields["code"] = json!(code);
+        if let Some(failure) = failure {
+            fields["failure"] = json!(failure);
+        }
+        self.log("rpc_error", fields);
+        self.done.store(true, Ordering::SeqCst);
+        if error == ErrorKind::NotObject {
+            self.shared
+                .out
+                .send(&json!({"jsonrpc": "2.0", "id": self.request_id,
+                "error": {"code": INTERNAL_ERROR, "data": "oops"}}));
+        } else {
+            self.shared
+                .out
+                .error(&self.request_id, code, &message, data);
+        }
+    }
+
+    fn hang(&self, grandchild: bool) -> ! {
+        if grandchild {
+            match spawn_grandchild(HANG_GRANDCHILD_SECONDS) {
+                Ok(child) => {
+                    eprintln!(
+                        "mock-devin: [mock:grandchild] started `mock-devin --grandchild-sleep \
+                         {HANG_GRANDCHILD_SECONDS}` as pid {}; hanging",
+                        child.id()
+                    );
+                    self.log("grandchild", json!({"grandchildPid": child.id()}));
+                }
+                Err(err) => {
+                    eprintln!(
+                        "mock-devin: [mock:grandchild] cannot start its grandchild: {err}; hanging"
+                    );
+                    self.log("grandchild", json!({"error": err.to_string()}));
+                }
+            }
+        } else {
+            eprintln!("mock-devin: [mock:hang] the turn never ends");
+        }
+        self.log("hang", json!({}));
+        hang_forever();
+    }
+
+    /// `_cognition.ai/agent_stopped` with this turn's counts (unless the plan sends none).
+    fn stopped(&self, cause: &str, input: u64, output: u64) {
+        if !self.plan.stopped {
+            return;
+        }
+        let elapsed = self.started.elapsed().as_millis() as u64;
+        let stats = Stats {
+            tool_calls: self.tool_calls.get(),
+            files_changed: self.files_changed.get(),
+            commands_run: self.commands_run.get(),
+            input_tokens: input,
+            output_tokens: output,
+            ttft_ms: elapsed,
+            total_time_ms: elapsed,
+        };
+        self.shared.out.notify(
+            "_cognition.ai/agent_stopped",
+            wire::agent_stopped(
+                &self.session_id,
+                cause,
+                &stats,
+                &self.ids.request,
+                &self.label,
+            ),
+        );
+    }
+
+    /// Stores the turn when sessions persist (before the answer, so that a client that reads
+    /// the answer finds the turn stored).
+    fn remember(&self, reply: &str) {
+        let Some(store) = &self.store else { return };
+        let record = {
+            let mut session = lock(&self.session);
+            record_turn(&mut session.record, &self.plan.input, reply);
+            session.record.clone()
+        };
+        if let Err(err) = store.save(&record) {
+            eprintln!("mock-devin: cannot store the turn: {err}");
+            self.log("store_error", json!({"sessionId": self.session_id}));
+        }
     }
 
     fn stray(&self, id: &Value) {
@@ -517,95 +763,103 @@ impl Turn {
         }
     }
 
-    fn rpc_error(&self, kind: ErrorKind) {
-        self.stopped("error", tokens(&self.prompt), 0);
-        match kind {
-            ErrorKind::Fault(fault) => {
-                let (code, message, data) = fault.refusal();
-                self.fail(code, &message, data);
-                self.log(
-                    "rpc_error",
-                    json!({"code": code, "errorKind": fault.kind()}),
-                );
-            }
-            ErrorKind::BadShape => {
-                let message = "x".repeat(BAD_SHAPE_MESSAGE);
-                let data = json!({"cognition.ai/errorKind": 42, "cognition.ai/retryable": "yes"});
-                self.fail(INTERNAL_ERROR, &message, Some(data));
-                self.log("rpc_error", json!({"code": INTERNAL_ERROR, "shape": "bad"}));
-            }
-            ErrorKind::NotObject => {
-                self.done.store(true, Ordering::SeqCst);
-                self.shared
-                    .out
-                    .send(&json!({"jsonrpc": "2.0", "id": self.request_id,
-                    "error": {"code": INTERNAL_ERROR, "data": "oops"}}));
-                self.log(
-                    "rpc_error",
-                    json!({"code": INTERNAL_ERROR, "shape": "not-object"}),
-                );
-            }
-        }
-    }
-
-    fn exit(&self) -> ! {
-        self.chunk(halves(EXIT_TEXT)[0], Route::Update);
-        self.log("exit", json!({"status": 3}));
-        eprintln!("mock-devin: [mock:exit] exiting with status 3 in the middle of a turn");
-        std::process::exit(3);
-    }
-
-    fn grandchild(&self) -> ! {
-        let program = std::env::current_exe().unwrap_or_else(|_| "mock-devin".into());
-        let spawned = Command::new(program)
-            .args([crate::GRANDCHILD_ARG, "300"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn();
-        match spawned {
+    /// The grandchild of a [`Step::Wait`], sleeping a little longer than the wait.
+    fn slow_grandchild(&self, wait: Duration) -> Grandchild {
+        match spawn_grandchild(wait.as_secs() + 2) {
             Ok(child) => {
-                eprintln!(
-                    "mock-devin: [mock:grandchild] started `mock-devin --grandchild-sleep 300` as pid {}; hanging",
-                    child.id()
+                self.log(
+                    "slow_grandchild",
+                    json!({"grandchildPid": child.id(), "waitMs": wait.as_millis() as u64}),
                 );
-                self.log("grandchild", json!({"grandchildPid": child.id()}));
+                Grandchild(Some(child))
             }
             Err(err) => {
-                eprintln!(
-                    "mock-devin: [mock:grandchild] cannot start its grandchild: {err}; hanging"
-                );
-                self.log("grandchild", json!({"error": err.to_string()}));
+                eprintln!("mock-devin: [mock:slow] cannot start its grandchild: {err}");
+                self.log("slow_grandchild", json!({"error": err.to_string()}));
+                Grandchild(None)
             }
         }
-        self.log("hang", json!({}));
-        hang_forever();
     }
 
-    fn tool_call(&self, variant: &str) -> Result<(), Cancelled> {
-        let mut update = json!({
-            "sessionUpdate": variant,
-            "toolCallId": "call_1",
-            "title": "Run shell",
-            "kind": "execute",
-            "status": "pending",
-        });
-        if variant == "tool_call" {
-            update["rawInput"] = json!({"command": "echo from the agent"});
+    fn tool_call(&self, call_id: &str, name: Option<&str>, kind: &str) {
+        self.tool_calls.set(self.tool_calls.get() + 1);
+        if kind == "execute" {
+            self.commands_run.set(self.commands_run.get() + 1);
         }
-        self.update(update);
-        self.log("tool_call", json!({"sessionUpdate": variant}));
-        // As if the agent ran the tool itself; the client is expected to stop us first.
-        self.pause(TOOL_CALL_WAIT)?;
-        self.answer(TOOL_RAN, Route::Update, "text")
+        let mut call = json!({
+            "sessionUpdate": "tool_call",
+            "toolCallId": call_id,
+            "title": name.map_or_else(|| format!("A {kind} tool"), |n| format!("Run {n}")),
+            "kind": kind,
+            "status": "pending",
+            "rawInput": {},
+        });
+        if let Some(name) = name {
+            call["_meta"] = json!({"cognition.ai/toolName": name});
+        }
+        self.update(call);
+        self.update(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": call_id,
+                           "status": "completed"}),
+        );
+        self.log(
+            "tool_call",
+            json!({"toolCallId": call_id, "toolName": name, "kind": kind}),
+        );
     }
 
-    fn permission(&self) -> Result<(), Cancelled> {
+    /// A `write` tool call; the returned note goes into the reply.
+    fn write(&self, call_id: &str, path: &str) -> String {
+        self.tool_calls.set(self.tool_calls.get() + 1);
+        let target = permissions::absolute(&self.cwd, path);
+        let shown = target.display().to_string();
+        self.update(json!({
+            "sessionUpdate": "tool_call",
+            "toolCallId": call_id,
+            "title": format!("Write {path}"),
+            "kind": "edit",
+            "status": "pending",
+            "rawInput": {"file_path": shown, "content": permissions::WRITTEN},
+            "locations": [{"path": shown}],
+            "_meta": {"cognition.ai/toolName": "write"},
+        }));
+        let written = permissions::write(&self.permissions, &self.mode, &self.cwd, &target);
+        if written.wrote {
+            self.files_changed.set(self.files_changed.get() + 1);
+        }
+        let status = if written.wrote { "completed" } else { "failed" };
+        self.update(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": call_id,
+                           "status": status}),
+        );
+        self.log(
+            "write",
+            json!({"toolCallId": call_id, "path": shown, "modeAllows": written.mode_allows,
+                   "rulesAllow": written.rules_allow, "status": status}),
+        );
+        written.note
+    }
+
+    /// Updates a client must tolerate, known and unknown.
+    fn extra_updates(&self) {
+        self.update(json!({"sessionUpdate": "plan", "entries": [
+            {"content": "Read the code", "priority": "high", "status": "completed"},
+            {"content": "Answer", "priority": "medium", "status": "in_progress"},
+        ]}));
+        self.update(json!({"sessionUpdate": "usage_update", "used": 1200, "size": 256_000}));
+        self.update(json!({"sessionUpdate": "current_mode_update", "currentModeId": self.mode}));
+        let options = config_options(&lock(&self.session).record, &self.shared.profile);
+        self.update(json!({"sessionUpdate": "config_option_update", "configOptions": options}));
+        self.update(json!({"sessionUpdate": "mystery_update", "detail": "from a newer agent"}));
+        self.log("extra_updates", json!({"count": 5}));
+    }
+
+    fn permission(&self, call_id: &str, title: &str, obeyed: bool) -> Result<String, Cancelled> {
         let answer = self.ask(
             "session/request_permission",
             json!({
                 "sessionId": self.session_id,
-                "toolCall": {"toolCallId": "c1", "title": "Run npm test", "kind": "execute"},
+                "toolCall": {"toolCallId": call_id, "title": title, "kind": "execute"},
                 "options": [
                     {"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
                     {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"},
@@ -614,96 +868,24 @@ impl Turn {
         )?;
         let outcome = match &answer {
             Err(_) => "error".to_owned(),
-            Ok(result) => result
-                .pointer("/outcome/outcome")
-                .and_then(Value::as_str)
-                .unwrap_or("invalid")
-                .to_owned(),
+            Ok(result) => match result.pointer("/outcome/outcome").and_then(Value::as_str) {
+                Some("selected") if obeyed => format!(
+                    "selected {}",
+                    result
+                        .pointer("/outcome/optionId")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?")
+                ),
+                Some(other) => other.to_owned(),
+                None => "invalid".to_owned(),
+            },
         };
         self.log("permission_answer", json!({"outcome": outcome}));
-        self.answer(
-            &format!("permission outcome: {outcome}"),
-            Route::Update,
-            "text",
-        )
-    }
-
-    fn agent_request(&self) -> Result<(), Cancelled> {
-        let answer = self.ask(
-            "fs/read_text_file",
-            json!({"sessionId": self.session_id, "path": "/etc/passwd"}),
-        )?;
-        let shown = match &answer {
-            Err(error) => error
-                .get("code")
-                .map_or_else(|| error.to_string(), Value::to_string),
-            Ok(result) => result.to_string(),
-        };
-        self.log(
-            "agent_request_answer",
-            json!({"error": answer.is_err(), "code": answer.as_ref().err().and_then(|e| e.get("code").cloned())}),
-        );
-        self.answer(&format!("fs answer: {shown}"), Route::Update, "text")
-    }
-
-    fn huge(&self) -> Result<(), Cancelled> {
-        const LINE: &str = "huge output from the offline agent, streamed on purpose.\n";
-        let mut chunk = LINE.repeat(HUGE_CHUNK / LINE.len() + 1);
-        chunk.truncate(HUGE_CHUNK);
-        for _ in 0..HUGE_TOTAL / HUGE_CHUNK {
-            self.check_cancel()?;
-            self.chunk(&chunk, Route::Update);
+        if obeyed && outcome == "cancelled" {
+            return Err(Cancelled);
         }
-        // The usage and the log describe the whole reply without holding it twice.
-        let input = tokens(&self.prompt);
-        let output = (HUGE_TOTAL as u64).div_ceil(4);
-        self.stopped("complete", input, output);
-        self.complete(wire::prompt_result(
-            "end_turn",
-            Some(wire::usage(input, output, 0)),
-            &self.ids,
-        ));
-        self.log(
-            "reply",
-            json!({"kind": "huge", "chars": HUGE_TOTAL, "outputTokens": output}),
-        );
-        Ok(())
+        Ok(format!("permission outcome: {outcome}"))
     }
-
-    fn slow(&self) -> Result<(), Cancelled> {
-        let parts: Vec<String> = (1..=SLOW_CHUNKS)
-            .map(|n| format!("Mock slow answer, part {n} of {SLOW_CHUNKS}. "))
-            .collect();
-        for (index, part) in parts.iter().enumerate() {
-            if index > 0 {
-                self.pause(self.shared.config.slow)?;
-            }
-            self.check_cancel()?;
-            self.chunk(part, Route::Update);
-        }
-        self.finish(&parts.concat(), "text");
-        Ok(())
-    }
-}
-
-/// `NAME=VALUE` lines for the whole environment, sorted by name.
-pub(crate) fn environment() -> String {
-    let mut vars: Vec<(String, String)> = std::env::vars_os()
-        .map(|(name, value)| {
-            (
-                name.to_string_lossy().into_owned(),
-                value.to_string_lossy().into_owned(),
-            )
-        })
-        .collect();
-    vars.sort();
-    if vars.is_empty() {
-        return "(empty environment)".to_owned();
-    }
-    vars.iter()
-        .map(|(name, value)| format!("{name}={value}"))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[cfg(test)]
@@ -718,18 +900,20 @@ mod tests {
         assert_eq!(halves("éa"), ["é", "a"]);
         assert_eq!(tokens(""), 1);
         assert_eq!(tokens("abcde"), 2);
-        assert_eq!(
-            envelope(
-                "Bash",
-                &json!({"command": "echo mock", "description": "Print a marker"})
-            ),
-            r#"<tool>{"name":"Bash","arguments":{"command":"echo mock","description":"Print a marker"}}</tool>"#
+    }
+
+    #[test]
+    fn plans_start_plain() {
+        let plan = Plan::new(
+            "text",
+            "p".into(),
+            json!({}),
+            Ending::Hang { grandchild: false },
         );
-        assert_eq!(
-            marker_tool(&["Read", "Write"], "c", "d"),
-            ("Read".to_owned(), json!({}))
-        );
-        assert_eq!(marker_tool(&[], "c", "d").0, "Bash");
-        assert_eq!(marker_tool(&["Read", "Bash"], "c", "d").0, "Bash");
+        assert!(plan.hangs() && plan.stopped && !plan.late_close);
+        assert_eq!(plan.usage, Usage::Counted { cached_half: false });
+        let reply = Reply::text("hi", "text");
+        assert_eq!(reply.chunks, Chunks::Halves("hi".into()));
+        assert_eq!((reply.stop_reason, reply.cause), ("end_turn", "complete"));
     }
 }

@@ -1,5 +1,6 @@
-//! The full agent's scenario markers: `[mock:NAME]` or `[mock:NAME ARGS]` anywhere in the
-//! prompt text. They combine into one [`Plan`] for the turn:
+//! The full agent's dialect: `[mock:NAME]` or `[mock:NAME ARGS]` markers anywhere in the
+//! prompt text. They combine into one [`Markers`], which [`plan`] turns into the turn's
+//! [`Plan`]:
 //!
 //! - steps (`tool`, `tool-kind`, `write`, `permission`, `malformed`, `client-request`,
 //!   `extra-updates`) run in prompt order;
@@ -8,7 +9,16 @@
 //! - modifiers (`model`, `slow`, `cache-tokens`, `late-close`, `no-stopped`,
 //!   `replay-after-answer`) apply to the whole turn (the first of each wins).
 
+use std::path::Path;
 use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::permissions::WRITTEN;
+use super::store::Record;
+use crate::scenario::ErrorKind;
+use crate::turn::{environment, Ending, Plan, Reply, Step, Usage};
+use crate::wire::Fault;
 
 /// The longest marker body read (`[mock:` to `]`): write paths may be long.
 const MAX_MARKER: usize = 512;
@@ -47,6 +57,17 @@ impl Failure {
             "error" => Self::Error,
             _ => return None,
         })
+    }
+
+    /// The error it answers with (`error` answers none: it ends the turn normally).
+    fn fault(self) -> Fault {
+        match self {
+            Self::Auth => Fault::NotAuthenticated,
+            Self::Quota => Fault::Quota,
+            Self::RateLimited => Fault::RateLimited,
+            Self::Network => Fault::Connection,
+            Self::Server | Self::Error => Fault::Internal,
+        }
     }
 
     pub fn name(self) -> &'static str {
@@ -105,7 +126,7 @@ impl Outcome {
 
 /// Something the agent does before its reply.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Step {
+pub enum MarkerStep {
     /// A tool call named in `_meta["cognition.ai/toolName"]`, with an ACP kind.
     Tool { name: String, kind: String },
     /// A tool call identified by its ACP kind only.
@@ -152,8 +173,8 @@ impl ClientMethod {
 
 /// Everything the markers of one prompt ask for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Plan {
-    pub steps: Vec<Step>,
+pub struct Markers {
+    pub steps: Vec<MarkerStep>,
     pub outcome: Outcome,
     pub model_label: Option<String>,
     pub slow: Option<Duration>,
@@ -165,7 +186,7 @@ pub struct Plan {
     pub unknown: Vec<String>,
 }
 
-impl Plan {
+impl Markers {
     /// Reads every marker in `text`.
     pub fn parse(text: &str) -> Self {
         let mut plan = Self::default();
@@ -191,21 +212,21 @@ impl Plan {
             true
         };
         match (name, words.as_slice()) {
-            ("tool", [tool, kind]) => self.step(Step::Tool {
+            ("tool", [tool, kind]) => self.step(MarkerStep::Tool {
                 name: (*tool).to_owned(),
                 kind: (*kind).to_owned(),
             }),
-            ("tool-kind", [kind]) => self.step(Step::ToolKind {
+            ("tool-kind", [kind]) => self.step(MarkerStep::ToolKind {
                 kind: (*kind).to_owned(),
             }),
-            ("write", [_, ..]) => self.step(Step::Write {
+            ("write", [_, ..]) => self.step(MarkerStep::Write {
                 path: args.to_owned(),
             }),
-            ("permission", []) => self.step(Step::Permission),
-            ("malformed", []) => self.step(Step::Malformed),
-            ("extra-updates", []) => self.step(Step::ExtraUpdates),
+            ("permission", []) => self.step(MarkerStep::Permission),
+            ("malformed", []) => self.step(MarkerStep::Malformed),
+            ("extra-updates", []) => self.step(MarkerStep::ExtraUpdates),
             ("client-request", [method]) => match ClientMethod::from_name(method) {
-                Some(method) => self.step(Step::ClientRequest { method }),
+                Some(method) => self.step(MarkerStep::ClientRequest { method }),
                 None => false,
             },
             ("fail", [kind]) => match Failure::from_name(kind) {
@@ -256,12 +277,171 @@ impl Plan {
         }
     }
 
-    fn step(&mut self, step: Step) -> bool {
+    fn step(&mut self, step: MarkerStep) -> bool {
         if self.steps.len() < MAX_STEPS {
             self.steps.push(step);
         }
         true
     }
+}
+
+const FAIL_ERROR_TEXT: &str = "Devin mock: the agent stopped after an internal error.";
+const REFUSAL_TEXT: &str = "Devin mock: I can't help with that request.";
+const MAX_TOKENS_TEXT: &str = "Devin mock: a partial answer, cut off at the output token limit";
+const EXIT_TEXT: &str = "Devin mock: the agent is about to exit.";
+
+/// The finding of `[mock:review-json]`.
+pub fn review_json() -> Value {
+    json!({
+        "verdict": "request_changes",
+        "summary": "The loop in a.rs reads one element past the end of the slice.",
+        "findings": [{
+            "severity": "high",
+            "file": "a.rs",
+            "line": 3,
+            "title": "Off-by-one loop bound",
+            "body": "`0..=len` indexes `items[len]`, which panics; use `0..len`.",
+        }],
+    })
+}
+
+/// `MOCK_DEVIN_SCENARIO` for the full agent: marker text (`[mock:refusal]`) or a bare marker
+/// body (`refusal`, `fail quota`); it must name only known markers.
+pub fn default_markers(value: &str) -> Result<String, String> {
+    let value = value.trim();
+    let text = if value.contains("[mock:") {
+        value.to_owned()
+    } else {
+        format!("[mock:{value}]")
+    };
+    if !Markers::parse(&text).unknown.is_empty() || marker_bodies(&text).is_empty() {
+        return Err(format!(
+            "MOCK_DEVIN_SCENARIO {text:?} names no known full-agent marker"
+        ));
+    }
+    Ok(text)
+}
+
+/// The turn that the markers of `text` (or, when it has none, of `default`) ask for in the
+/// session `record` as the prompt found it, and the marker bodies that were not understood.
+pub fn plan(default: Option<&str>, text: String, record: &Record) -> (Plan, Vec<String>) {
+    let mut markers = Markers::parse(&text);
+    if let (Some(default), true) = (default, marker_bodies(&text).is_empty()) {
+        markers = Markers::parse(default);
+    }
+    let unknown = std::mem::take(&mut markers.unknown);
+    let seen = format!("turns seen: {}", record.turns());
+    let reply = |text: String, stop_reason, cause, with_notes| {
+        Ending::Reply(Reply {
+            stop_reason,
+            cause,
+            with_notes,
+            // Replies may echo the prompt, which stays out of the log.
+            log_text: false,
+            ..Reply::text(text, "text")
+        })
+    };
+    let ending = match markers.outcome {
+        Outcome::Text => reply(
+            format!("Devin mock: done. {seen}"),
+            "end_turn",
+            "complete",
+            true,
+        ),
+        Outcome::Fail(Failure::Error) => reply(FAIL_ERROR_TEXT.into(), "end_turn", "error", false),
+        Outcome::Fail(failure) => Ending::Fail {
+            error: ErrorKind::Fault(failure.fault()),
+            failure: Some(failure.name()),
+        },
+        Outcome::Refusal => reply(REFUSAL_TEXT.into(), "refusal", "complete", false),
+        Outcome::MaxTokens => reply(MAX_TOKENS_TEXT.into(), "max_tokens", "complete", false),
+        Outcome::Exit => Ending::Exit(EXIT_TEXT),
+        Outcome::Hang => Ending::Hang { grandchild: false },
+        Outcome::Echo => reply(text.clone(), "end_turn", "complete", false),
+        Outcome::Env => reply(environment(), "end_turn", "complete", false),
+        Outcome::Review(review) => {
+            let prose = format!("Devin mock review ({seen}).");
+            let text = match review {
+                Review::Json => format!(
+                    "{prose} I read the change and found one problem.\n\n{}",
+                    review_json()
+                ),
+                Review::Bad => format!(
+                    "{prose} I could not decide.\n\n{}",
+                    json!({"verdict": "maybe", "summary": "Unsure.", "findings": []})
+                ),
+                Review::None => {
+                    format!("{prose} The change looks reasonable to me; no structured verdict.")
+                }
+            };
+            reply(text, "end_turn", "complete", true)
+        }
+    };
+    // A hang stops right after the prelude.
+    let mut steps = vec![Step::Prelude];
+    if markers.outcome != Outcome::Hang {
+        steps.push(Step::Thought);
+        steps.extend(markers.slow.map(Step::Wait));
+        let file = Path::new(&record.cwd)
+            .join("README.md")
+            .display()
+            .to_string();
+        for (index, step) in markers.steps.iter().enumerate() {
+            let call_id = format!("call_{}", index + 1);
+            let next = match step {
+                MarkerStep::Tool { name, kind } => Step::Tool {
+                    call_id,
+                    name: Some(name.clone()),
+                    kind: kind.clone(),
+                },
+                MarkerStep::ToolKind { kind } => Step::Tool {
+                    call_id,
+                    name: None,
+                    kind: kind.clone(),
+                },
+                MarkerStep::Write { path } => Step::Write {
+                    call_id,
+                    path: path.clone(),
+                },
+                MarkerStep::Permission => Step::Permission {
+                    call_id,
+                    title: "Run cargo test",
+                    obeyed: true,
+                },
+                MarkerStep::Malformed => {
+                    steps.push(Step::Line("this is not json".into()));
+                    Step::Log("malformed_frame", json!({}))
+                }
+                MarkerStep::ClientRequest { method } => Step::Ask {
+                    method: method.name(),
+                    params: match method {
+                        ClientMethod::ReadTextFile => json!({"path": file}),
+                        ClientMethod::WriteTextFile => json!({"path": file, "content": WRITTEN}),
+                        ClientMethod::TerminalCreate => {
+                            json!({"command": "ls", "args": ["-la"], "cwd": record.cwd})
+                        }
+                    },
+                    prefix: format!("client answered {}: ", method.name()),
+                    tagged: true,
+                    log: "client_answer",
+                },
+                MarkerStep::ExtraUpdates => Step::ExtraUpdates,
+            };
+            steps.push(next);
+        }
+    }
+    let log = json!({"mode": record.mode, "turnsSeen": record.turns(),
+                     "steps": markers.steps.len(), "chars": text.chars().count()});
+    let mut plan = Plan::new(markers.outcome.name(), text, log, ending);
+    plan.steps = steps;
+    plan.label = markers.model_label;
+    plan.usage = Usage::Counted {
+        cached_half: markers.cache_tokens,
+    };
+    plan.stopped = !markers.no_stopped;
+    plan.late_close = markers.late_close;
+    plan.cancel_counts_output = true;
+    (plan, unknown)
 }
 
 /// The bodies of the `[mock:...]` markers in `text`, in order. A body ends at the first `]`
@@ -294,13 +474,13 @@ mod tests {
 
     #[test]
     fn no_marker_is_the_default_text_turn() {
-        assert_eq!(Plan::parse("Fix the bug, please."), Plan::default());
-        assert_eq!(Plan::parse("").outcome, Outcome::Text);
+        assert_eq!(Markers::parse("Fix the bug, please."), Markers::default());
+        assert_eq!(Markers::parse("").outcome, Outcome::Text);
     }
 
     #[test]
     fn steps_keep_prompt_order_and_outcome_first_wins() {
-        let plan = Plan::parse(
+        let plan = Markers::parse(
             "[mock:write src/a.rs] then [mock:tool grep search] [mock:refusal] \
              [mock:tool-kind execute] [mock:fail quota] [mock:permission] [mock:malformed] \
              [mock:client-request terminal/create] [mock:extra-updates]",
@@ -308,22 +488,22 @@ mod tests {
         assert_eq!(
             plan.steps,
             [
-                Step::Write {
+                MarkerStep::Write {
                     path: "src/a.rs".into()
                 },
-                Step::Tool {
+                MarkerStep::Tool {
                     name: "grep".into(),
                     kind: "search".into()
                 },
-                Step::ToolKind {
+                MarkerStep::ToolKind {
                     kind: "execute".into()
                 },
-                Step::Permission,
-                Step::Malformed,
-                Step::ClientRequest {
+                MarkerStep::Permission,
+                MarkerStep::Malformed,
+                MarkerStep::ClientRequest {
                     method: ClientMethod::TerminalCreate
                 },
-                Step::ExtraUpdates,
+                MarkerStep::ExtraUpdates,
             ]
         );
         assert_eq!(plan.outcome, Outcome::Refusal);
@@ -340,24 +520,27 @@ mod tests {
             ("server", Failure::Server),
             ("error", Failure::Error),
         ] {
-            let plan = Plan::parse(&format!("x [mock:fail {name}] y"));
+            let plan = Markers::parse(&format!("x [mock:fail {name}] y"));
             assert_eq!(plan.outcome, Outcome::Fail(failure));
             assert_eq!(failure.name(), name);
         }
         assert_eq!(
-            Plan::parse("[mock:fail nope]").unknown,
+            Markers::parse("[mock:fail nope]").unknown,
             vec!["fail nope".to_owned()]
         );
         assert_eq!(
-            Plan::parse("[mock:review-bad]").outcome,
+            Markers::parse("[mock:review-bad]").outcome,
             Outcome::Review(Review::Bad)
         );
-        assert_eq!(Plan::parse("[mock:max-tokens]").outcome, Outcome::MaxTokens);
+        assert_eq!(
+            Markers::parse("[mock:max-tokens]").outcome,
+            Outcome::MaxTokens
+        );
     }
 
     #[test]
     fn modifiers_take_arguments() {
-        let plan = Plan::parse(
+        let plan = Markers::parse(
             "[mock:model Custom Label 7] [mock:slow 1500] [mock:cache-tokens] [mock:late-close] \
              [mock:no-stopped] [mock:replay-after-answer] [mock:model other]",
         );
@@ -366,12 +549,12 @@ mod tests {
         assert!(plan.cache_tokens && plan.late_close && plan.no_stopped);
         assert!(plan.replay_after_answer);
         assert_eq!(plan.outcome, Outcome::Text);
-        assert_eq!(Plan::parse("[mock:slow]").slow, Some(DEFAULT_SLOW));
+        assert_eq!(Markers::parse("[mock:slow]").slow, Some(DEFAULT_SLOW));
         assert_eq!(
-            Plan::parse("[mock:slow soon]").unknown,
+            Markers::parse("[mock:slow soon]").unknown,
             vec!["slow soon".to_owned()]
         );
-        assert_eq!(Plan::parse("[mock:slow 99999999]").slow, None);
+        assert_eq!(Markers::parse("[mock:slow 99999999]").slow, None);
     }
 
     #[test]
@@ -379,7 +562,7 @@ mod tests {
         assert_eq!(marker_bodies("[mock:echo"), Vec::<&str>::new());
         assert_eq!(marker_bodies("[mock:\n[mock:echo]"), vec!["echo"]);
         assert_eq!(marker_bodies("[mock:  hang ]"), vec!["hang"]);
-        let plan = Plan::parse(
+        let plan = Markers::parse(
             "[mock:tool onlyname] [mock:write] [mock:what] [mock:client-request fs/delete]",
         );
         assert_eq!(
@@ -388,12 +571,12 @@ mod tests {
         );
         assert!(plan.steps.is_empty());
         let long = format!("[mock:write {}]", "a/".repeat(300));
-        assert!(Plan::parse(&long).steps.is_empty());
+        assert!(Markers::parse(&long).steps.is_empty());
     }
 
     #[test]
     fn steps_are_bounded() {
         let text = "[mock:tool-kind read]".repeat(MAX_STEPS + 5);
-        assert_eq!(Plan::parse(&text).steps.len(), MAX_STEPS);
+        assert_eq!(Markers::parse(&text).steps.len(), MAX_STEPS);
     }
 }

@@ -12,7 +12,8 @@
 //! is relative to the session's cwd. Deny rules win over allow rules.
 //!
 //! A write is permitted when a `Write(...)` allow rule covers the absolute path and no
-//! `Write(...)` or `Edit(...)` deny rule matches it (the mode is checked by the caller).
+//! `Write(...)` or `Edit(...)` deny rule matches it; [`write`] also needs a mode that edits and
+//! checks the path with its symlinks resolved too.
 //! Other keys of the file are ignored. A file that is missing, over 1 MiB, not JSON, or whose
 //! `permissions.allow`/`permissions.deny` are not lists of rules is refused.
 
@@ -220,6 +221,72 @@ pub fn absolute(cwd: &Path, path: &str) -> PathBuf {
     out
 }
 
+/// What `[mock:write]` writes.
+pub const WRITTEN: &str = "mock write\n";
+
+/// What one `[mock:write]` did.
+pub struct Written {
+    pub wrote: bool,
+    pub mode_allows: bool,
+    pub rules_allow: bool,
+    /// The line for the reply: `wrote: P`, `write denied: P` or `write failed: P: error`.
+    pub note: String,
+}
+
+/// Writes [`WRITTEN`] to `target` (absolute, normalised) when the session's `mode` lets the
+/// agent edit (`bypass`, `accept-edits`) and the rules allow the path both as given and with
+/// its symlinks resolved.
+pub fn write(permissions: &Permissions, mode: &str, cwd: &Path, target: &Path) -> Written {
+    let shown = target.display();
+    let mode_allows = matches!(mode, "bypass" | "accept-edits");
+    let canonical_cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_owned());
+    let rules_allow = permissions.may_write(target, cwd)
+        && permissions.may_write(&resolve(target), &canonical_cwd);
+    let (wrote, note) = if !(mode_allows && rules_allow) {
+        (false, format!("write denied: {shown}"))
+    } else {
+        let written = target
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(target, WRITTEN));
+        match written {
+            Ok(()) => (true, format!("wrote: {shown}")),
+            Err(err) => (false, format!("write failed: {shown}: {err}")),
+        }
+    };
+    Written {
+        wrote,
+        mode_allows,
+        rules_allow,
+        note,
+    }
+}
+
+/// `path` with its longest existing ancestor resolved through symlinks.
+fn resolve(path: &Path) -> PathBuf {
+    let mut existing = path.to_owned();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(canonical) = std::fs::canonicalize(&existing) {
+            let mut out = canonical;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return out;
+        }
+        match (
+            existing.file_name().map(ToOwned::to_owned),
+            existing.parent(),
+        ) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_owned();
+            }
+            _ => return path.to_owned(),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Token {
     Char(char),
@@ -301,6 +368,17 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn resolve_follows_symlinked_ancestors() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let real = dir.path().canonicalize().expect("canonical").join("real");
+        std::fs::create_dir(&real).expect("dir");
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).expect("symlink");
+        assert_eq!(resolve(&link.join("new/file")), real.join("new/file"));
+        assert_eq!(resolve(Path::new("/")), Path::new("/"));
+    }
 
     #[test]
     fn globs() {
