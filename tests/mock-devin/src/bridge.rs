@@ -17,14 +17,14 @@ use crate::trace::{
 use crate::turn::{environment, Chunks, Ending, Plan, Reply, Route, Step, Usage};
 use crate::wire::{self, Refusal};
 
-pub const TEXT: &str = "Mock answer: the bridge works.";
-pub const NARRATION: &str = "I'll run the tests next to check the fix.";
-pub const MALFORMED: &str = r#"<tool>{"name": "Bash", "arguments": {</tool>"#;
+pub(crate) const TEXT: &str = "Mock answer: the bridge works.";
+pub(crate) const NARRATION: &str = "I'll run the tests next to check the fix.";
+pub(crate) const MALFORMED: &str = r#"<tool>{"name": "Bash", "arguments": {</tool>"#;
 const TOOL_RAN: &str = "Mock answer: the tool ran.";
 /// What the bridge's framing says when the request disables parallel tool use.
 const PARALLEL_DISABLED: &str = "Parallel tool use is disabled";
 /// `used` of the `usage_update` `[mock:usage-update]` sends.
-pub const CONTEXT_USED: u64 = 5555;
+pub(crate) const CONTEXT_USED: u64 = 5555;
 const EXIT_TEXT: &str = "Mock answer: the agent is about to exit.";
 const HUGE_TOTAL: usize = 4 * 1024 * 1024;
 const HUGE_CHUNK: usize = 64 * 1024;
@@ -33,7 +33,7 @@ const TOOL_CALL_WAIT: Duration = Duration::from_secs(30);
 const STRAY_ID: u64 = 987_654;
 
 /// A `<tool>` envelope with `name` first, as the framing shows it.
-pub fn envelope(name: &str, arguments: &Value) -> String {
+pub(crate) fn envelope(name: &str, arguments: &Value) -> String {
     format!(
         "<tool>{{\"name\":{},\"arguments\":{arguments}}}</tool>",
         Value::String(name.to_owned())
@@ -55,7 +55,7 @@ fn marker_tool(tools: &[&str], command: &str, description: &str) -> (String, Val
 /// The usage `[mock:usage]` reports, whatever the prompt. The cache-write count is the one
 /// field the CLI's usage is not known to carry: the marker exists to prove that a client
 /// passes every reported count on.
-pub fn reported_usage() -> Value {
+pub(crate) fn reported_usage() -> Value {
     let mut usage = wire::usage(4321, 42, 4000);
     usage["cachedWriteTokens"] = json!(300);
     usage
@@ -113,7 +113,7 @@ fn session_trace(earlier: Option<&str>, received: &str) -> Result<(String, &'sta
 }
 
 /// What a prompt arrived with.
-pub struct Received<'a> {
+pub(crate) struct Received<'a> {
     pub session_id: &'a str,
     /// The session's trace so far.
     pub earlier: Option<&'a str>,
@@ -127,7 +127,7 @@ pub struct Received<'a> {
 
 /// The turn a prompt asks for, and the unknown marker names of its last `[User]` section.
 /// `default` is the scenario of prompts without a marker; `slow` the delay of `[mock:slow]`.
-pub fn plan(
+pub(crate) fn plan(
     default: Option<Scenario>,
     slow: Duration,
     received: Received<'_>,

@@ -9,13 +9,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
 
-pub struct Log {
+pub(crate) struct Log {
     path: Option<PathBuf>,
     warned: AtomicBool,
 }
 
 impl Log {
-    pub fn new(path: Option<PathBuf>) -> Self {
+    pub(crate) fn new(path: Option<PathBuf>) -> Self {
         Self {
             path,
             warned: AtomicBool::new(false),
@@ -23,7 +23,7 @@ impl Log {
     }
 
     /// Appends `{"at", "event", "scenario", "pid", ...fields}`. `fields` must be an object.
-    pub fn event(&self, event: &str, scenario: Option<&str>, fields: Value) {
+    pub(crate) fn event(&self, event: &str, scenario: Option<&str>, fields: Value) {
         let Some(path) = &self.path else { return };
         let mut line = Map::new();
         line.insert("at".into(), Value::String(now_rfc3339()));
@@ -59,12 +59,12 @@ impl Log {
 }
 
 /// The current UTC time as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     rfc3339(SystemTime::now())
 }
 
 /// `time` in UTC as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-pub fn rfc3339(time: SystemTime) -> String {
+pub(crate) fn rfc3339(time: SystemTime) -> String {
     let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
     format_rfc3339(since.as_secs(), since.subsec_millis())
 }

@@ -18,11 +18,11 @@ use serde_json::json;
 use crate::script::Action;
 use crate::trace::{without_reminders, ToolResult};
 
-pub const OPEN: &str = "<<<DEVIN_RAW_ARGUMENTS\n";
-pub const CLOSE: &str = "\nDEVIN_RAW_ARGUMENTS>>>";
+pub(crate) const OPEN: &str = "<<<DEVIN_RAW_ARGUMENTS\n";
+pub(crate) const CLOSE: &str = "\nDEVIN_RAW_ARGUMENTS>>>";
 
 /// The subcommand and raw arguments of the plugin command in `user`, if it holds one.
-pub fn command(user: &str) -> Option<(String, String)> {
+pub(crate) fn command(user: &str) -> Option<(String, String)> {
     let start = user.find(OPEN)? + OPEN.len();
     let length = user[start..].find(CLOSE)?;
     let raw = user[start..start + length].to_owned();
@@ -41,7 +41,7 @@ pub fn command(user: &str) -> Option<(String, String)> {
 }
 
 /// The next answer of the plugin session.
-pub fn next(subcommand: &str, raw: &str, results: &[ToolResult<'_>]) -> Action {
+pub(crate) fn next(subcommand: &str, raw: &str, results: &[ToolResult<'_>]) -> Action {
     let Some(created) = results.first() else {
         return Action::Tool {
             name: "Bash",

@@ -14,7 +14,7 @@ const PERMISSION_MODES: &str = "normal, accept-edits, dangerous, autonomous";
 
 /// A parsed print-mode command line.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Args {
+pub(crate) struct Args {
     pub model: Option<String>,
     /// The canonical permission mode (`auto` is `normal`; `yolo` and `bypass` are `dangerous`).
     pub permission_mode: Option<String>,
@@ -25,7 +25,7 @@ pub struct Args {
 }
 
 /// Whether argv asks for print mode: `-p` or `--print` before any `--`.
-pub fn wanted(args: &[&str]) -> bool {
+pub(crate) fn wanted(args: &[&str]) -> bool {
     args.iter()
         .take_while(|arg| **arg != "--")
         .any(|arg| *arg == "-p" || *arg == "--print")
@@ -64,7 +64,7 @@ fn permission_mode(value: &str) -> Result<&'static str, String> {
 }
 
 /// Parses a print-mode command line; the error is what the CLI prints before exit status 2.
-pub fn parse(args: &[&str]) -> Result<Args, String> {
+pub(crate) fn parse(args: &[&str]) -> Result<Args, String> {
     let mut parsed = Args::default();
     let mut prompt: Option<String> = None;
     let mut rest = args.iter().copied();
@@ -200,7 +200,7 @@ fn answer(args: &Args) -> Outcome {
 }
 
 /// Runs print mode and exits.
-pub fn run(args: &Args) -> ! {
+pub(crate) fn run(args: &Args) -> ! {
     let log = log::Log::new(crate::log_path());
     log.event(
         "print_start",

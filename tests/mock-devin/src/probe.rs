@@ -12,7 +12,7 @@ use std::io::Read;
 use std::path::Path;
 
 /// The identity lines (from `/proc/self/status`) and one line per probe.
-pub fn report(user_text: &str) -> String {
+pub(crate) fn report(user_text: &str) -> String {
     let mut lines = identity();
     for line in user_text.lines() {
         let Some((kind, path)) = line.trim().split_once(' ') else {

@@ -12,7 +12,7 @@ use crate::scenario::{self, Scenario};
 
 /// The summarizer agent's models, `(ACP id, label)`, in the order `session/new` offers them
 /// (the catalog of `policies/models.json`, with `.` and `_` spelled `-`).
-pub const SUMMARIZER_MODELS: [(&str, &str); 8] = [
+pub(crate) const SUMMARIZER_MODELS: [(&str, &str); 8] = [
     ("swe-1-7", "SWE-1.7"),
     ("swe-1-7-lightning", "SWE-1.7 Lightning"),
     ("swe-1-6", "SWE-1.6"),
@@ -23,11 +23,11 @@ pub const SUMMARIZER_MODELS: [(&str, &str); 8] = [
     ("muse-wonder", "Muse Wonder"),
 ];
 /// The summarizer's model unless `--model` says otherwise.
-pub const SUMMARIZER_DEFAULT_MODEL: &str = "swe-1-7";
+pub(crate) const SUMMARIZER_DEFAULT_MODEL: &str = "swe-1-7";
 
 /// Which agent argv asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AgentType {
+pub(crate) enum AgentType {
     /// `acp --agent-type summarizer`.
     Summarizer,
     /// `acp`.
@@ -36,7 +36,7 @@ pub enum AgentType {
 
 impl AgentType {
     /// The name in the `start` log line.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Summarizer => "summarizer",
             Self::Full => "full",
@@ -44,7 +44,7 @@ impl AgentType {
     }
 
     /// The arguments after the global ones that select this agent.
-    pub fn args(self) -> &'static [&'static str] {
+    pub(crate) fn args(self) -> &'static [&'static str] {
         match self {
             Self::Summarizer => &["acp", "--agent-type", "summarizer"],
             Self::Full => &["acp"],
@@ -52,7 +52,7 @@ impl AgentType {
     }
 
     /// The models sessions offer, `(ACP id, label)`, and the one they start with.
-    pub fn models(self) -> (Vec<(String, &'static str)>, &'static str) {
+    pub(crate) fn models(self) -> (Vec<(String, &'static str)>, &'static str) {
         match self {
             Self::Summarizer => (
                 SUMMARIZER_MODELS
@@ -73,7 +73,7 @@ impl AgentType {
 
 /// Where sessions live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Persistence {
+pub(crate) enum Persistence {
     /// In this process only: ids `mock-session-N`; `session/load` finds one of them and replays
     /// nothing; `session/list` lists them; deleting one cancels its running turn.
     Process,
@@ -86,7 +86,7 @@ pub enum Persistence {
 
 /// Which `cwd` a session may have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Workspace {
+pub(crate) enum Workspace {
     /// `/home/bridge` or a directory under a `.sandbox` directory, and the agent's own working
     /// directory (the bridge starts the summarizer in the sandbox it names).
     SandboxHome,
@@ -96,7 +96,7 @@ pub enum Workspace {
 
 /// How many prompt turns run at once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Concurrency {
+pub(crate) enum Concurrency {
     /// One per session; sessions run theirs in parallel.
     PerSession,
     /// One in the whole process.
@@ -105,7 +105,7 @@ pub enum Concurrency {
 
 /// How a prompt's text decides its turn.
 #[derive(Debug)]
-pub enum Dialect {
+pub(crate) enum Dialect {
     /// The summarizer's: bridge-framed traces, one scenario per prompt ([`crate::bridge`]).
     Bridge {
         /// `MOCK_DEVIN_SCENARIO`: the scenario of prompts without a marker.
@@ -122,7 +122,7 @@ pub enum Dialect {
 
 /// Everything that makes one agent differ from the other.
 #[derive(Debug)]
-pub struct Profile {
+pub(crate) struct Profile {
     pub agent: AgentType,
     /// The offered models, `(ACP id, label)`.
     pub models: Vec<(String, &'static str)>,
@@ -153,7 +153,7 @@ pub struct Profile {
 }
 
 /// Milliseconds from the environment.
-pub fn millis(name: &str, default: u64) -> Result<Duration, String> {
+pub(crate) fn millis(name: &str, default: u64) -> Result<Duration, String> {
     match std::env::var_os(name) {
         None => Ok(Duration::from_millis(default)),
         Some(value) => value
@@ -165,7 +165,7 @@ pub fn millis(name: &str, default: u64) -> Result<Duration, String> {
 }
 
 /// A `0`/`1` switch from the environment (unset or empty: off).
-pub fn switch(name: &str) -> Result<bool, String> {
+pub(crate) fn switch(name: &str) -> Result<bool, String> {
     match std::env::var(name).as_deref() {
         Err(_) | Ok("") | Ok("0") => Ok(false),
         Ok("1") => Ok(true),
@@ -187,7 +187,7 @@ fn scenario_setting() -> Result<Option<String>, String> {
 impl Profile {
     /// The profile of `agent` starting with `model`; each agent reads only its own variables.
     /// The error is the message of exit status 64.
-    pub fn new(agent: AgentType, model: Option<String>) -> Result<Self, String> {
+    pub(crate) fn new(agent: AgentType, model: Option<String>) -> Result<Self, String> {
         let (models, default_model) = agent.models();
         let start_model = model.unwrap_or_else(|| default_model.to_owned());
         let model_option = !switch("MOCK_DEVIN_NO_MODEL_OPTION")?;
@@ -253,12 +253,12 @@ impl Profile {
     }
 
     /// Whether `id` is an offered model.
-    pub fn offers(&self, id: &str) -> bool {
+    pub(crate) fn offers(&self, id: &str) -> bool {
         self.models.iter().any(|(model, _)| model == id)
     }
 
     /// The label of model `id` (its id when it is not offered).
-    pub fn label<'a>(&'a self, id: &'a str) -> &'a str {
+    pub(crate) fn label<'a>(&'a self, id: &'a str) -> &'a str {
         self.models
             .iter()
             .find(|(model, _)| model == id)
@@ -266,7 +266,7 @@ impl Profile {
     }
 
     /// The name of the default scenario, for the `start` log line.
-    pub fn default_scenario(&self) -> Option<&'static str> {
+    pub(crate) fn default_scenario(&self) -> Option<&'static str> {
         match &self.dialect {
             Dialect::Bridge { default, .. } => default.map(Scenario::name),
             Dialect::Markers { .. } => None,

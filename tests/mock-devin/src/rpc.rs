@@ -7,19 +7,19 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
 
-pub const PARSE_ERROR: i64 = -32700;
-pub const INVALID_REQUEST: i64 = -32600;
-pub const METHOD_NOT_FOUND: i64 = -32601;
-pub const INVALID_PARAMS: i64 = -32602;
-pub const INTERNAL_ERROR: i64 = -32603;
+pub(crate) const PARSE_ERROR: i64 = -32700;
+pub(crate) const INVALID_REQUEST: i64 = -32600;
+pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+pub(crate) const INVALID_PARAMS: i64 = -32602;
+pub(crate) const INTERNAL_ERROR: i64 = -32603;
 
 /// The longest input line accepted (64 MiB); longer lines are discarded and answered with a
 /// parse error.
-pub const MAX_LINE: usize = 64 * 1024 * 1024;
+pub(crate) const MAX_LINE: usize = 64 * 1024 * 1024;
 
 /// One read from the input stream.
 #[derive(Debug, PartialEq)]
-pub enum Line {
+pub(crate) enum Line {
     /// End of input; no partial line was pending.
     Eof,
     /// One line, without its terminator (`\n` or `\r\n`).
@@ -30,7 +30,11 @@ pub enum Line {
 
 /// Reads one line of at most `limit` bytes into `buf` (reused between calls). A last line
 /// without a terminator still counts as a line.
-pub fn read_line<R: BufRead>(reader: &mut R, limit: usize, buf: &mut Vec<u8>) -> io::Result<Line> {
+pub(crate) fn read_line<R: BufRead>(
+    reader: &mut R,
+    limit: usize,
+    buf: &mut Vec<u8>,
+) -> io::Result<Line> {
     buf.clear();
     let mut length = 0usize;
     let mut too_long = false;
@@ -78,7 +82,7 @@ pub fn read_line<R: BufRead>(reader: &mut R, limit: usize, buf: &mut Vec<u8>) ->
 
 /// What one input line was.
 #[derive(Debug, PartialEq)]
-pub enum Incoming {
+pub(crate) enum Incoming {
     Request {
         id: Value,
         method: String,
@@ -110,7 +114,7 @@ fn invalid(id: Value, code: i64, message: impl Into<String>) -> Incoming {
 }
 
 /// Classifies one input line.
-pub fn classify(line: &[u8]) -> Incoming {
+pub(crate) fn classify(line: &[u8]) -> Incoming {
     let value: Value = match serde_json::from_slice(line) {
         Ok(value) => value,
         Err(err) => return invalid(Value::Null, PARSE_ERROR, format!("Parse error: {err}")),
@@ -172,7 +176,7 @@ pub fn classify(line: &[u8]) -> Incoming {
 }
 
 /// An error object, with `data` when given.
-pub fn error_object(code: i64, message: &str, data: Option<Value>) -> Value {
+pub(crate) fn error_object(code: i64, message: &str, data: Option<Value>) -> Value {
     let mut error = Map::new();
     error.insert("code".into(), json!(code));
     error.insert("message".into(), json!(message));
@@ -184,17 +188,17 @@ pub fn error_object(code: i64, message: &str, data: Option<Value>) -> Value {
 
 /// The writer shared by the reading loop and the turn: one message per line, flushed at once.
 #[derive(Clone)]
-pub struct Output {
+pub(crate) struct Output {
     sink: Arc<Mutex<Box<dyn Write + Send>>>,
     next_id: Arc<AtomicU64>,
 }
 
 impl Output {
-    pub fn stdout() -> Self {
+    pub(crate) fn stdout() -> Self {
         Self::new(Box::new(io::stdout()))
     }
 
-    pub fn new(sink: Box<dyn Write + Send>) -> Self {
+    pub(crate) fn new(sink: Box<dyn Write + Send>) -> Self {
         Self {
             sink: Arc::new(Mutex::new(sink)),
             next_id: Arc::new(AtomicU64::new(0)),
@@ -203,7 +207,7 @@ impl Output {
 
     /// Writes `line` and a newline, as one write, and flushes. A client that closed our stdout
     /// is gone: there is nobody left to talk to, so the process ends.
-    pub fn line(&self, line: &[u8]) {
+    pub(crate) fn line(&self, line: &[u8]) {
         let mut frame = Vec::with_capacity(line.len() + 1);
         frame.extend_from_slice(line);
         frame.push(b'\n');
@@ -217,7 +221,7 @@ impl Output {
         }
     }
 
-    pub fn send(&self, message: &Value) {
+    pub(crate) fn send(&self, message: &Value) {
         match serde_json::to_vec(message) {
             Ok(bytes) => self.line(&bytes),
             // Values built from serde_json::Value always serialize; keep going if not.
@@ -225,20 +229,20 @@ impl Output {
         }
     }
 
-    pub fn respond(&self, id: &Value, result: Value) {
+    pub(crate) fn respond(&self, id: &Value, result: Value) {
         self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
     }
 
-    pub fn error(&self, id: &Value, code: i64, message: &str, data: Option<Value>) {
+    pub(crate) fn error(&self, id: &Value, code: i64, message: &str, data: Option<Value>) {
         self.send(&json!({"jsonrpc": "2.0", "id": id, "error": error_object(code, message, data)}));
     }
 
-    pub fn notify(&self, method: &str, params: Value) {
+    pub(crate) fn notify(&self, method: &str, params: Value) {
         self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
     }
 
     /// Sends a request with a fresh numeric id and returns that id.
-    pub fn request(&self, method: &str, params: Value) -> Value {
+    pub(crate) fn request(&self, method: &str, params: Value) -> Value {
         let id = json!(self.next_id.fetch_add(1, Ordering::Relaxed));
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         id
@@ -247,7 +251,11 @@ impl Output {
 
 /// Reads messages until `input` ends (or fails) and hands each to `handle`; blank lines are
 /// skipped and a line over [`MAX_LINE`] is discarded with a parse error, as the CLI does.
-pub fn serve_lines<R: BufRead>(input: &mut R, out: &Output, mut handle: impl FnMut(Incoming)) {
+pub(crate) fn serve_lines<R: BufRead>(
+    input: &mut R,
+    out: &Output,
+    mut handle: impl FnMut(Incoming),
+) {
     let mut buf = Vec::new();
     loop {
         match read_line(input, MAX_LINE, &mut buf) {

@@ -4,7 +4,7 @@ use crate::wire::Fault;
 
 /// The JSON-RPC error a `[mock:rpc-error=...]` marker answers the prompt with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ErrorKind {
+pub(crate) enum ErrorKind {
     /// A well-formed error of the CLI.
     Fault(Fault),
     /// `data` with a number for the kind and a string for retryable, and a 200 KB message.
@@ -30,7 +30,7 @@ impl ErrorKind {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scenario {
+pub(crate) enum Scenario {
     Text,
     Tool,
     NarrateThenTool,
@@ -76,7 +76,7 @@ pub enum Scenario {
 }
 
 /// Every marker name, as written inside `[mock:...]`.
-pub const MARKERS: &[&str] = &[
+pub(crate) const MARKERS: &[&str] = &[
     "text",
     "tool",
     "narrate-then-tool",
@@ -121,7 +121,7 @@ pub const MARKERS: &[&str] = &[
 impl Scenario {
     /// The scenario a marker name selects (`script` and `default` name the default script,
     /// for `MOCK_DEVIN_SCENARIO`).
-    pub fn from_name(name: &str) -> Option<Self> {
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
         Some(match name {
             "text" => Self::Text,
             "tool" => Self::Tool,
@@ -164,7 +164,7 @@ impl Scenario {
     }
 
     /// Reads `MOCK_DEVIN_SCENARIO`: a bare name (`text`) or a marker (`[mock:text]`).
-    pub fn from_setting(value: &str) -> Option<Self> {
+    pub(crate) fn from_setting(value: &str) -> Option<Self> {
         let value = value.trim();
         let name = value
             .strip_prefix("[mock:")
@@ -174,7 +174,7 @@ impl Scenario {
     }
 
     /// The name used in logs.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Text => "text",
             Self::Tool => "tool",
@@ -220,14 +220,14 @@ impl Scenario {
     }
 
     /// Whether the agent stops answering for good (stdin EOF included).
-    pub fn hangs(self) -> bool {
+    pub(crate) fn hangs(self) -> bool {
         matches!(self, Self::Hang | Self::Grandchild)
     }
 }
 
 /// What the markers in `text` select: the first known marker wins; unknown names are returned
 /// so that the caller can warn about them.
-pub fn find_marker(text: &str) -> (Option<Scenario>, Vec<&str>) {
+pub(crate) fn find_marker(text: &str) -> (Option<Scenario>, Vec<&str>) {
     const OPEN: &str = "[mock:";
     let mut unknown = Vec::new();
     let mut rest = text;

@@ -20,15 +20,15 @@ use serde_json::{json, Value};
 use crate::trace::{without_reminders, ToolResult};
 
 /// The tools the script uses (Claude Code's names).
-pub const REQUIRED_TOOLS: [&str; 3] = ["Bash", "Read", "Edit"];
+pub(crate) const REQUIRED_TOOLS: [&str; 3] = ["Bash", "Read", "Edit"];
 const BUG: &str = "return a - b;";
 const FIX: &str = "return a + b;";
-pub const FIXED: &str =
+pub(crate) const FIXED: &str =
     "Fixed add() in math.js: it subtracted instead of adding. npm test passes now.";
-pub const ALREADY_RIGHT: &str = "add() in math.js already adds; npm test passes.";
+pub(crate) const ALREADY_RIGHT: &str = "add() in math.js already adds; npm test passes.";
 
 #[derive(Clone, Debug, PartialEq)]
-pub enum Action {
+pub(crate) enum Action {
     Tool {
         name: &'static str,
         arguments: Value,
@@ -47,7 +47,7 @@ fn bash(command: &str, description: &str) -> Action {
 
 /// The next answer, given the trace's tool results, the declared tool names and whether the
 /// agent may ask for several tools in one answer.
-pub fn next(results: &[ToolResult<'_>], tools: &[&str], parallel: bool) -> Action {
+pub(crate) fn next(results: &[ToolResult<'_>], tools: &[&str], parallel: bool) -> Action {
     let missing: Vec<&str> = REQUIRED_TOOLS
         .into_iter()
         .filter(|tool| !tools.contains(tool))
@@ -123,7 +123,7 @@ fn working_directory(result: &ToolResult<'_>) -> Option<String> {
 }
 
 /// The first non-empty line of a result, at most 200 characters.
-pub fn first_line(result: &ToolResult<'_>) -> String {
+pub(crate) fn first_line(result: &ToolResult<'_>) -> String {
     let text = without_reminders(result.content);
     let line = text
         .lines()
@@ -140,7 +140,7 @@ pub fn first_line(result: &ToolResult<'_>) -> String {
 /// Whether a test run succeeded: not an error, some word of success (`pass`, `passed`, `ok`,
 /// ...), and no word of failure (`fail`, `failed`, `failing`, ... unless counted as zero, as
 /// in `fail 0` or `0 failed`; `not ok` counts as a failure).
-pub fn passed(result: &ToolResult<'_>) -> bool {
+pub(crate) fn passed(result: &ToolResult<'_>) -> bool {
     if result.is_error {
         return false;
     }

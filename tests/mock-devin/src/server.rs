@@ -31,12 +31,12 @@ use crate::wire::{self, Refusal, Stats, TurnIds, DEFAULT_MODE, MODES};
 use crate::{AGENT_NAME, AGENT_VERSION};
 
 /// Exit status when `config.json` is missing or malformed (EX_CONFIG).
-pub const CONFIG_EXIT: i32 = 78;
+pub(crate) const CONFIG_EXIT: i32 = 78;
 /// How long `[mock:late-close]` keeps the process alive after stdin ends.
-pub const LATE_CLOSE: Duration = Duration::from_secs(60);
+pub(crate) const LATE_CLOSE: Duration = Duration::from_secs(60);
 
 /// What the reading loop and the turn threads share.
-pub struct Shared {
+pub(crate) struct Shared {
     pub out: rpc::Output,
     pub log: Log,
     pub profile: Profile,
@@ -47,7 +47,7 @@ pub struct Shared {
 }
 
 /// Serves the agent of `profile` on stdin/stdout; never returns.
-pub fn run(profile: Profile) -> ! {
+pub(crate) fn run(profile: Profile) -> ! {
     let log = Log::new(profile.log.clone());
     let here = std::env::current_dir()
         .map(|dir| dir.display().to_string())
@@ -120,7 +120,7 @@ enum Reply {
     Later,
 }
 
-pub struct Server {
+pub(crate) struct Server {
     shared: Arc<Shared>,
     /// The session database, when sessions persist and it has a location.
     store: Option<Store>,
@@ -179,7 +179,7 @@ fn check_mcp_servers(params: &Map<String, Value>) -> Result<(), Refusal> {
 }
 
 impl Server {
-    pub fn new(shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
         let store = match shared.profile.persistence {
             Persistence::Process => None,
             Persistence::Disk => match Store::from_env() {
@@ -203,7 +203,7 @@ impl Server {
     }
 
     /// Reads and answers messages until stdin ends (or fails).
-    pub fn serve<R: BufRead>(&mut self, input: &mut R) {
+    pub(crate) fn serve<R: BufRead>(&mut self, input: &mut R) {
         let shared = Arc::clone(&self.shared);
         rpc::serve_lines(input, &shared.out, |incoming| self.handle(incoming));
     }
@@ -782,7 +782,7 @@ pub(crate) fn prompt_content(
 
 /// A sandbox home: the cwd must be absolute and plain (no `.` or `..`), be `/home/bridge` or
 /// lie under a `.sandbox` directory, and be the directory this process runs in.
-pub fn check_cwd(cwd: &str) -> Result<(), String> {
+pub(crate) fn check_cwd(cwd: &str) -> Result<(), String> {
     let path = Path::new(cwd);
     if !path.is_absolute() {
         return Err(format!("cwd {cwd:?} is not an absolute path"));

@@ -12,11 +12,11 @@ use crate::full::store::{Entry, Record, Role};
 use crate::profile::Profile;
 use crate::wire::{self, pairs, select, MODES};
 
-pub const THOUGHT_LEVELS: [(&str, &str); 3] =
+pub(crate) const THOUGHT_LEVELS: [(&str, &str); 3] =
     [("low", "Low"), ("medium", "Medium"), ("high", "High")];
-pub const DEFAULT_THOUGHT_LEVEL: &str = "medium";
+pub(crate) const DEFAULT_THOUGHT_LEVEL: &str = "medium";
 
-pub struct Session {
+pub(crate) struct Session {
     pub record: Record,
     /// The `config.json` rules when the session started or was loaded (empty when the agent
     /// reads no config file).
@@ -25,10 +25,10 @@ pub struct Session {
     pub context: Option<String>,
 }
 
-pub type SessionRef = Arc<Mutex<Session>>;
+pub(crate) type SessionRef = Arc<Mutex<Session>>;
 
 impl Session {
-    pub fn new(record: Record, permissions: Permissions) -> SessionRef {
+    pub(crate) fn new(record: Record, permissions: Permissions) -> SessionRef {
         Arc::new(Mutex::new(Self {
             record,
             permissions,
@@ -38,7 +38,7 @@ impl Session {
 }
 
 /// Locks a session; a panicked turn leaves the record usable.
-pub fn lock(session: &SessionRef) -> MutexGuard<'_, Session> {
+pub(crate) fn lock(session: &SessionRef) -> MutexGuard<'_, Session> {
     session
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -46,7 +46,7 @@ pub fn lock(session: &SessionRef) -> MutexGuard<'_, Session> {
 
 /// The session's config options: the mode, the model (unless turned off) and, when turned on,
 /// `thought_level` (not offered for GLM-5.2).
-pub fn config_options(record: &Record, profile: &Profile) -> Value {
+pub(crate) fn config_options(record: &Record, profile: &Profile) -> Value {
     let mut options = vec![wire::mode_option(&record.mode)];
     if profile.model_option {
         options.push(wire::model_option(
@@ -70,7 +70,7 @@ pub fn config_options(record: &Record, profile: &Profile) -> Value {
 }
 
 /// Sets one config option of `record`; the error is the message of a -32602 answer.
-pub fn set_option(
+pub(crate) fn set_option(
     record: &mut Record,
     profile: &Profile,
     id: &str,
@@ -112,7 +112,7 @@ pub fn set_option(
 }
 
 /// The history as `user_message_chunk` / `agent_message_chunk` notifications.
-pub fn replay(record: &Record) -> Vec<Value> {
+pub(crate) fn replay(record: &Record) -> Vec<Value> {
     record
         .history
         .iter()
@@ -130,7 +130,7 @@ pub fn replay(record: &Record) -> Vec<Value> {
 }
 
 /// Appends one turn to the record.
-pub fn record_turn(record: &mut Record, prompt: &str, reply: &str) {
+pub(crate) fn record_turn(record: &mut Record, prompt: &str, reply: &str) {
     record.history.push(Entry {
         role: Role::User,
         text: prompt.to_owned(),

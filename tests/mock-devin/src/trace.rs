@@ -6,17 +6,17 @@
 //! horizontal rule inside a message does not split it. A repair prompt is the same prompt plus
 //! a final `[Single Repair Attempt]` section.
 
-pub const BRIDGE_HEADER: &str = "[Devin Summarizer Bridge]";
-pub const TRACE_HEADER: &str = "[Execution Trace]";
+pub(crate) const BRIDGE_HEADER: &str = "[Devin Summarizer Bridge]";
+pub(crate) const TRACE_HEADER: &str = "[Execution Trace]";
 /// The framing of a continuation: the messages a resident session has not seen yet.
-pub const CONTINUED_BRIDGE_HEADER: &str = "[Devin Summarizer Bridge: continued]";
-pub const CONTINUED_TRACE_HEADER: &str = "[Execution Trace: continued]";
-pub const REPAIR_HEADER: &str = "[Single Repair Attempt]";
-pub const SEPARATOR: &str = "\n\n---\n\n";
+pub(crate) const CONTINUED_BRIDGE_HEADER: &str = "[Devin Summarizer Bridge: continued]";
+pub(crate) const CONTINUED_TRACE_HEADER: &str = "[Execution Trace: continued]";
+pub(crate) const REPAIR_HEADER: &str = "[Single Repair Attempt]";
+pub(crate) const SEPARATOR: &str = "\n\n---\n\n";
 const TOOL_RESULT: &str = "[Tool Result]\ntool_use_id: ";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     System,
     AvailableTools,
     ToolChoice,
@@ -37,13 +37,13 @@ const HEADERS: [(&str, Kind); 6] = [
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Section<'a> {
+pub(crate) struct Section<'a> {
     pub kind: Kind,
     pub body: &'a str,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ToolResult<'a> {
+pub(crate) struct ToolResult<'a> {
     pub tool_use_id: &'a str,
     pub is_error: bool,
     /// The rendered content (empty for `content: (empty)`), plus any text blocks that follow
@@ -52,17 +52,17 @@ pub struct ToolResult<'a> {
 }
 
 #[derive(Debug)]
-pub struct Prompt<'a> {
+pub(crate) struct Prompt<'a> {
     pub sections: Vec<Section<'a>>,
 }
 
 /// Why a prompt is not a bridge prompt.
 #[derive(Debug, PartialEq, Eq)]
-pub struct MissingFraming;
+pub(crate) struct MissingFraming;
 
 /// The trace of a continuation prompt (the text after its `[Execution Trace: continued]`
 /// header), or `None` when `text` is not one.
-pub fn continuation_trace(text: &str) -> Option<&str> {
+pub(crate) fn continuation_trace(text: &str) -> Option<&str> {
     let bridge = text.find(CONTINUED_BRIDGE_HEADER)?;
     let at = text[bridge..].find(CONTINUED_TRACE_HEADER)?;
     let trace = &text[bridge + at + CONTINUED_TRACE_HEADER.len()..];
@@ -84,7 +84,7 @@ fn header(rest: &str) -> Option<(Kind, &str)> {
 impl<'a> Prompt<'a> {
     /// Checks the framing headers and splits the trace (everything after the first
     /// `[Execution Trace]` header) into sections.
-    pub fn parse(text: &'a str) -> Result<Self, MissingFraming> {
+    pub(crate) fn parse(text: &'a str) -> Result<Self, MissingFraming> {
         let Some(bridge) = text.find(BRIDGE_HEADER) else {
             return Err(MissingFraming);
         };
@@ -124,12 +124,12 @@ impl<'a> Prompt<'a> {
     }
 
     /// Whether this is the single repair attempt (its section comes last).
-    pub fn is_repair(&self) -> bool {
+    pub(crate) fn is_repair(&self) -> bool {
         self.sections.last().is_some_and(|s| s.kind == Kind::Repair)
     }
 
     /// The body of the last `[User]` section.
-    pub fn last_user(&self) -> Option<&'a str> {
+    pub(crate) fn last_user(&self) -> Option<&'a str> {
         self.sections
             .iter()
             .rev()
@@ -139,7 +139,7 @@ impl<'a> Prompt<'a> {
 
     /// The subcommand and raw arguments of the first `[User]` section that holds a slash
     /// command of the Claude Code plugin (see `plugin_script`).
-    pub fn plugin_command(&self) -> Option<(String, String)> {
+    pub(crate) fn plugin_command(&self) -> Option<(String, String)> {
         self.sections
             .iter()
             .filter(|s| s.kind == Kind::User)
@@ -147,7 +147,7 @@ impl<'a> Prompt<'a> {
     }
 
     /// The tool names of `[Available Tools]`, in declaration order.
-    pub fn tool_names(&self) -> Vec<&'a str> {
+    pub(crate) fn tool_names(&self) -> Vec<&'a str> {
         let Some(section) = self
             .sections
             .iter()
@@ -177,7 +177,7 @@ impl<'a> Prompt<'a> {
     }
 
     /// Every `[Tool Result]` block of the trace's `[User]` sections, in order.
-    pub fn tool_results(&self) -> Vec<ToolResult<'a>> {
+    pub(crate) fn tool_results(&self) -> Vec<ToolResult<'a>> {
         let mut results = Vec::new();
         for section in self.sections.iter().filter(|s| s.kind == Kind::User) {
             let body = section.body;
@@ -230,7 +230,7 @@ fn parse_result(block: &str) -> Option<ToolResult<'_>> {
 }
 
 /// `text` without Claude Code's `<system-reminder>...</system-reminder>` blocks, trimmed.
-pub fn without_reminders(text: &str) -> String {
+pub(crate) fn without_reminders(text: &str) -> String {
     const OPEN: &str = "<system-reminder>";
     const CLOSE: &str = "</system-reminder>";
     let mut out = String::with_capacity(text.len());

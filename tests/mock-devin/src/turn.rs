@@ -33,7 +33,7 @@ const THOUGHT: &str = "Looking at the task before answering.";
 const HANG_GRANDCHILD_SECONDS: u64 = 300;
 
 /// What the reading loop passes to the running turn.
-pub enum Event {
+pub(crate) enum Event {
     /// The client's answer to a request the agent sent.
     Response {
         id: Value,
@@ -44,7 +44,7 @@ pub enum Event {
 }
 
 /// Everything a turn does, decided before it starts.
-pub struct Plan {
+pub(crate) struct Plan {
     /// The scenario's name in the turn's log lines.
     pub name: &'static str,
     /// The `prompt` log line's fields (the turn adds `sessionId`).
@@ -66,7 +66,7 @@ pub struct Plan {
 
 impl Plan {
     /// A plan with no steps, counted usage and `agent_stopped`.
-    pub fn new(name: &'static str, input: String, log: Value, ending: Ending) -> Self {
+    pub(crate) fn new(name: &'static str, input: String, log: Value, ending: Ending) -> Self {
         Self {
             name,
             log,
@@ -82,14 +82,14 @@ impl Plan {
     }
 
     /// Whether the agent stops answering for good (stdin EOF included).
-    pub fn hangs(&self) -> bool {
+    pub(crate) fn hangs(&self) -> bool {
         matches!(self.ending, Ending::Hang { .. })
     }
 }
 
 /// What the prompt result's `usage` says.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Usage {
+pub(crate) enum Usage {
     /// Token counts of prompt and reply; cached reads half the input when `cached_half`.
     Counted { cached_half: bool },
     /// These counts, whatever the prompt.
@@ -102,7 +102,7 @@ pub enum Usage {
 
 /// Something the agent does before its reply.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Step {
+pub(crate) enum Step {
     /// `_cognition.ai/output`, `available_commands_update` and `_cognition.ai/turn_stats`: what
     /// a real turn sends before anything else.
     Prelude,
@@ -164,7 +164,7 @@ impl Step {
 
 /// How the turn ends.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Ending {
+pub(crate) enum Ending {
     Reply(Reply),
     /// agent_stopped cause `error`, then this JSON-RPC error; `failure` is logged.
     Fail {
@@ -181,7 +181,7 @@ pub enum Ending {
 
 /// The reply streamed as `agent_message_chunk` updates, then the result.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Reply {
+pub(crate) struct Reply {
     pub chunks: Chunks,
     /// The notes of the steps come first, one per line.
     pub with_notes: bool,
@@ -199,7 +199,7 @@ pub struct Reply {
 
 impl Reply {
     /// `text` in two chunks, stopReason `end_turn`, cause `complete`.
-    pub fn text(text: impl Into<String>, kind: &'static str) -> Self {
+    pub(crate) fn text(text: impl Into<String>, kind: &'static str) -> Self {
         Self {
             chunks: Chunks::Halves(text.into()),
             with_notes: false,
@@ -214,7 +214,7 @@ impl Reply {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub enum Chunks {
+pub(crate) enum Chunks {
     /// The text (after any notes) split in two at its middle.
     Halves(String),
     /// These parts, with a wait between two.
@@ -223,7 +223,7 @@ pub enum Chunks {
 
 /// How chunks are delivered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Route {
+pub(crate) enum Route {
     Update,
     /// The legacy `$/update` method with flat params.
     Legacy,
@@ -299,7 +299,7 @@ fn spawn_grandchild(seconds: u64) -> std::io::Result<Child> {
         .spawn()
 }
 
-pub struct Turn {
+pub(crate) struct Turn {
     shared: Arc<Shared>,
     /// Where the turn is stored (sessions that persist).
     store: Option<Store>,
@@ -324,7 +324,7 @@ pub struct Turn {
 }
 
 impl Turn {
-    pub fn new(
+    pub(crate) fn new(
         shared: Arc<Shared>,
         store: Option<Store>,
         session: SessionRef,
@@ -368,7 +368,7 @@ impl Turn {
         }
     }
 
-    pub fn run(self) {
+    pub(crate) fn run(self) {
         let mut reply = String::new();
         if self.play(&mut reply).is_err() {
             self.cancelled(&reply);

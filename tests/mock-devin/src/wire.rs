@@ -9,39 +9,39 @@ use serde_json::{json, Map, Value};
 use crate::rpc::{INTERNAL_ERROR, INVALID_PARAMS};
 
 /// The only `clientInfo.name` the Devin backend serves.
-pub const CLIENT_NAME: &str = "windsurf";
+pub(crate) const CLIENT_NAME: &str = "windsurf";
 /// The answer to every prompt of a client that names itself anything else.
-pub const OUT_OF_DATE: &str =
+pub(crate) const OUT_OF_DATE: &str =
     "Your Windsurf version is out of date. Please update to the latest version.";
 /// The one auth method.
-pub const AUTH_METHOD: &str = "devin-browser";
+pub(crate) const AUTH_METHOD: &str = "devin-browser";
 /// `session/new` (and `session/load`) while signed out.
-pub const NOT_AUTHENTICATED: &str =
+pub(crate) const NOT_AUTHENTICATED: &str =
     "ACP host has not authenticated. Run \"devin auth login\" or authenticate with an API key.";
 /// What `authenticate` without a key answers: the real CLI would open a browser here.
-pub const NO_BROWSER: &str = "cannot open a browser: no display";
-pub const SESSION_NOT_FOUND: &str = "Session not found";
-pub const RATE_LIMITED: &str = "Rate limit exceeded. Please try again in a moment.";
-pub const CONNECTION: &str = "Connection error: upstream reset";
-pub const OUT_OF_CREDITS: &str =
+pub(crate) const NO_BROWSER: &str = "cannot open a browser: no display";
+pub(crate) const SESSION_NOT_FOUND: &str = "Session not found";
+pub(crate) const RATE_LIMITED: &str = "Rate limit exceeded. Please try again in a moment.";
+pub(crate) const CONNECTION: &str = "Connection error: upstream reset";
+pub(crate) const OUT_OF_CREDITS: &str =
     "You have run out of credits. Add credits or wait for your quota to reset.";
 
-pub const NOT_AUTHENTICATED_CODE: i64 = -32000;
-pub const UNAVAILABLE_CODE: i64 = -32010;
-pub const RESOURCE_EXHAUSTED_CODE: i64 = -32011;
-pub const SESSION_NOT_FOUND_CODE: i64 = -32016;
+pub(crate) const NOT_AUTHENTICATED_CODE: i64 = -32000;
+pub(crate) const UNAVAILABLE_CODE: i64 = -32010;
+pub(crate) const RESOURCE_EXHAUSTED_CODE: i64 = -32011;
+pub(crate) const SESSION_NOT_FOUND_CODE: i64 = -32016;
 
 /// A JSON-RPC error as the CLI sends it: code, message and optional data.
-pub type Refusal = (i64, String, Option<Value>);
+pub(crate) type Refusal = (i64, String, Option<Value>);
 
 /// `{"cognition.ai/errorKind": kind, "cognition.ai/retryable": retryable}`.
-pub fn error_data(kind: &str, retryable: bool) -> Value {
+pub(crate) fn error_data(kind: &str, retryable: bool) -> Value {
     json!({"cognition.ai/errorKind": kind, "cognition.ai/retryable": retryable})
 }
 
 /// The failures the scenario markers (and print mode) simulate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fault {
+pub(crate) enum Fault {
     /// -32603 `Internal error`, kind `internal`.
     Internal,
     /// -32010, kind `unavailable`, a rate limit.
@@ -58,7 +58,7 @@ pub enum Fault {
 
 impl Fault {
     /// Code, message, kind and whether the kind is retryable.
-    pub fn parts(self) -> (i64, &'static str, Option<(&'static str, bool)>) {
+    pub(crate) fn parts(self) -> (i64, &'static str, Option<(&'static str, bool)>) {
         match self {
             Self::Internal => (INTERNAL_ERROR, "Internal error", Some(("internal", false))),
             Self::RateLimited => (UNAVAILABLE_CODE, RATE_LIMITED, Some(("unavailable", true))),
@@ -77,7 +77,7 @@ impl Fault {
         }
     }
 
-    pub fn refusal(self) -> Refusal {
+    pub(crate) fn refusal(self) -> Refusal {
         let (code, message, kind) = self.parts();
         (
             code,
@@ -87,21 +87,21 @@ impl Fault {
     }
 
     /// The kind in the error's data (`none` for the not-authenticated error, which has none).
-    pub fn kind(self) -> &'static str {
+    pub(crate) fn kind(self) -> &'static str {
         self.parts().2.map_or("none", |(kind, _)| kind)
     }
 }
 
-pub fn session_not_found() -> Refusal {
+pub(crate) fn session_not_found() -> Refusal {
     Fault::SessionNotFound.refusal()
 }
 
-pub fn not_authenticated() -> Refusal {
+pub(crate) fn not_authenticated() -> Refusal {
     Fault::NotAuthenticated.refusal()
 }
 
 /// The refusal of a prompt from a client that is not `windsurf`.
-pub fn out_of_date() -> Refusal {
+pub(crate) fn out_of_date() -> Refusal {
     (
         INTERNAL_ERROR,
         OUT_OF_DATE.to_owned(),
@@ -110,7 +110,7 @@ pub fn out_of_date() -> Refusal {
 }
 
 /// `Model not found: X. Available models: a, b, c`.
-pub fn model_not_found_message<'a>(
+pub(crate) fn model_not_found_message<'a>(
     value: &str,
     available: impl Iterator<Item = &'a str>,
 ) -> String {
@@ -122,7 +122,7 @@ pub fn model_not_found_message<'a>(
 
 /// What `initialize.params.clientInfo` says about the client: `Ok` when its prompts are
 /// served (no clientInfo, or the name `windsurf`), else the name it gave.
-pub fn client_identity(params: &Value) -> Result<(), String> {
+pub(crate) fn client_identity(params: &Value) -> Result<(), String> {
     match params.get("clientInfo") {
         None | Some(Value::Null) => Ok(()),
         Some(info) => match info.get("name").and_then(Value::as_str) {
@@ -134,17 +134,17 @@ pub fn client_identity(params: &Value) -> Result<(), String> {
 }
 
 /// `initialize`'s `authMethods`.
-pub fn auth_methods() -> Value {
+pub(crate) fn auth_methods() -> Value {
     json!([{"id": AUTH_METHOD, "name": "Devin", "description": "Sign in with your browser"}])
 }
 
 /// `initialize`'s `agentCapabilities.sessionCapabilities`.
-pub fn session_capabilities() -> Value {
+pub(crate) fn session_capabilities() -> Value {
     json!({"list": {}, "delete": {}, "additionalDirectories": {}})
 }
 
 /// What `authenticate` did.
-pub enum Login {
+pub(crate) enum Login {
     /// Signed in with an API key (never logged).
     Key,
     /// No key: the real CLI would open a browser.
@@ -152,7 +152,7 @@ pub enum Login {
 }
 
 /// Reads `authenticate {methodId, _meta: {api_key}}`.
-pub fn authenticate(params: &Value) -> Result<Login, Refusal> {
+pub(crate) fn authenticate(params: &Value) -> Result<Login, Refusal> {
     let method = params.get("methodId").and_then(Value::as_str);
     if method != Some(AUTH_METHOD) {
         return Err((
@@ -176,7 +176,7 @@ pub fn authenticate(params: &Value) -> Result<Login, Refusal> {
 }
 
 /// `$XDG_DATA_HOME/devin` (fallback `$HOME/.local/share/devin`).
-pub fn data_dir() -> Option<PathBuf> {
+pub(crate) fn data_dir() -> Option<PathBuf> {
     match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
         Some(dir) => Some(PathBuf::from(dir).join("devin")),
         None => std::env::var_os("HOME")
@@ -187,12 +187,12 @@ pub fn data_dir() -> Option<PathBuf> {
 
 /// Whether `devin auth login` left credentials (a symlink to a file counts). The file's
 /// contents are never read.
-pub fn credentials_exist() -> bool {
+pub(crate) fn credentials_exist() -> bool {
     data_dir().is_some_and(|dir| std::fs::metadata(dir.join("credentials.toml")).is_ok())
 }
 
 /// `n` random bytes as hex (the time and pid when there is no random source).
-pub fn random_hex(n: usize) -> String {
+pub(crate) fn random_hex(n: usize) -> String {
     use std::io::Read;
     let mut bytes = vec![0u8; n];
     let random = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
@@ -210,7 +210,7 @@ pub fn random_hex(n: usize) -> String {
 }
 
 /// A random id in the 8-4-4-4-12 form.
-pub fn uuid() -> String {
+pub(crate) fn uuid() -> String {
     let hex = random_hex(16);
     format!(
         "{}-{}-{}-{}-{}",
@@ -223,17 +223,17 @@ pub fn uuid() -> String {
 }
 
 /// The session modes, `(id, name)`, in the order Devin lists them.
-pub const MODES: [(&str, &str); 5] = [
+pub(crate) const MODES: [(&str, &str); 5] = [
     ("accept-edits", "Accept edits"),
     ("smart", "Smart"),
     ("ask", "Ask"),
     ("plan", "Plan"),
     ("bypass", "Bypass"),
 ];
-pub const DEFAULT_MODE: &str = "accept-edits";
+pub(crate) const DEFAULT_MODE: &str = "accept-edits";
 
 /// A session's `modes` object with `current` selected.
-pub fn modes(current: &str) -> Value {
+pub(crate) fn modes(current: &str) -> Value {
     let available: Vec<Value> = MODES
         .iter()
         .map(|(id, name)| json!({"id": id, "name": name}))
@@ -242,13 +242,19 @@ pub fn modes(current: &str) -> Value {
 }
 
 /// A select config option.
-pub fn select(id: &str, name: &str, category: &str, current: &str, options: Vec<Value>) -> Value {
+pub(crate) fn select(
+    id: &str,
+    name: &str,
+    category: &str,
+    current: &str,
+    options: Vec<Value>,
+) -> Value {
     json!({"id": id, "name": name, "category": category, "type": "select",
            "currentValue": current, "options": options})
 }
 
 /// `(value, name)` pairs as select options.
-pub fn pairs(values: &[(&str, &str)]) -> Vec<Value> {
+pub(crate) fn pairs(values: &[(&str, &str)]) -> Vec<Value> {
     values
         .iter()
         .map(|(value, name)| json!({"value": value, "name": name}))
@@ -256,13 +262,16 @@ pub fn pairs(values: &[(&str, &str)]) -> Vec<Value> {
 }
 
 /// The `mode` select config option with `current` selected.
-pub fn mode_option(current: &str) -> Value {
+pub(crate) fn mode_option(current: &str) -> Value {
     select("mode", "Mode", "mode", current, pairs(&MODES))
 }
 
 /// The answer to `authenticate`, with its log event: a key signs the process in (the caller
 /// records that), no key would open a browser, which never happens here.
-pub fn answer_authenticate(params: &Value, log: impl Fn(&str, Value)) -> Result<Value, Refusal> {
+pub(crate) fn answer_authenticate(
+    params: &Value,
+    log: impl Fn(&str, Value),
+) -> Result<Value, Refusal> {
     match authenticate(params)? {
         Login::Key => {
             log("authenticate", json!({"apiKey": true}));
@@ -276,7 +285,10 @@ pub fn answer_authenticate(params: &Value, log: impl Fn(&str, Value)) -> Result<
 }
 
 /// The `model` select config option.
-pub fn model_option<'a>(current: &str, models: impl Iterator<Item = (&'a str, &'a str)>) -> Value {
+pub(crate) fn model_option<'a>(
+    current: &str,
+    models: impl Iterator<Item = (&'a str, &'a str)>,
+) -> Value {
     let options: Vec<Value> = models
         .map(|(value, name)| json!({"value": value, "name": name}))
         .collect();
@@ -284,31 +296,31 @@ pub fn model_option<'a>(current: &str, models: impl Iterator<Item = (&'a str, &'
 }
 
 /// A `config_option_update` session update notification for `session_id`.
-pub fn config_option_update(session_id: &str, options: &Value) -> Value {
+pub(crate) fn config_option_update(session_id: &str, options: &Value) -> Value {
     json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session_id,
            "update": {"sessionUpdate": "config_option_update", "configOptions": options}}})
 }
 
 /// `_cognition.ai/mcp/serversChanged`, sent after `session/new`.
-pub fn servers_changed() -> Value {
+pub(crate) fn servers_changed() -> Value {
     json!({"jsonrpc": "2.0", "method": "_cognition.ai/mcp/serversChanged", "params": {}})
 }
 
 /// The process-wide `_cognition.ai/output` notification a turn starts with.
-pub fn output_notification(text: &str) -> Value {
+pub(crate) fn output_notification(text: &str) -> Value {
     json!({"jsonrpc": "2.0", "method": "_cognition.ai/output",
            "params": {"sessionId": "", "text": text}})
 }
 
 /// The ids of one turn: the user message (in the result's `_meta`) and the request.
 #[derive(Clone, Debug)]
-pub struct TurnIds {
+pub(crate) struct TurnIds {
     pub user_message: String,
     pub request: String,
 }
 
 impl TurnIds {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             user_message: uuid(),
             request: random_hex(12),
@@ -317,7 +329,7 @@ impl TurnIds {
 }
 
 /// `_cognition.ai/turn_stats` params: the model is a response dimension.
-pub fn turn_stats(session_id: &str, ids: &TurnIds, label: &str) -> Value {
+pub(crate) fn turn_stats(session_id: &str, ids: &TurnIds, label: &str) -> Value {
     json!({
         "sessionId": session_id,
         "turnClientMessageId": ids.user_message,
@@ -328,7 +340,7 @@ pub fn turn_stats(session_id: &str, ids: &TurnIds, label: &str) -> Value {
 
 /// What a turn did, for `_cognition.ai/agent_stopped`.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Stats {
+pub(crate) struct Stats {
     pub tool_calls: u64,
     pub files_changed: u64,
     pub commands_run: u64,
@@ -339,7 +351,7 @@ pub struct Stats {
 }
 
 /// `_cognition.ai/agent_stopped` params.
-pub fn agent_stopped(
+pub(crate) fn agent_stopped(
     session_id: &str,
     cause: &str,
     stats: &Stats,
@@ -365,13 +377,13 @@ pub fn agent_stopped(
 }
 
 /// The prompt result's `usage`: `totalTokens` is input plus output.
-pub fn usage(input: u64, output: u64, cached_read: u64) -> Value {
+pub(crate) fn usage(input: u64, output: u64, cached_read: u64) -> Value {
     json!({"totalTokens": input + output, "inputTokens": input, "outputTokens": output,
            "cachedReadTokens": cached_read})
 }
 
 /// The prompt result: `{stopReason, usage, _meta}` (`usage` left out when `None`).
-pub fn prompt_result(stop_reason: &str, usage: Option<Value>, ids: &TurnIds) -> Value {
+pub(crate) fn prompt_result(stop_reason: &str, usage: Option<Value>, ids: &TurnIds) -> Value {
     let mut result = Map::new();
     result.insert("stopReason".into(), json!(stop_reason));
     if let Some(usage) = usage {

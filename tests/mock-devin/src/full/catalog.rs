@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 /// One model variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Variant {
+pub(crate) struct Variant {
     /// The catalog's `model_uid` (may contain `.` or `_`).
     pub model_uid: &'static str,
     pub label: &'static str,
@@ -18,7 +18,7 @@ pub struct Variant {
 
 /// One model family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Family {
+pub(crate) struct Family {
     pub family_label: &'static str,
     pub family_uid: &'static str,
     pub slug: &'static str,
@@ -28,7 +28,7 @@ pub struct Family {
     pub not_offered: bool,
 }
 
-pub const FAMILIES: &[Family] = &[
+pub(crate) const FAMILIES: &[Family] = &[
     Family {
         family_label: "SWE-2",
         family_uid: "swe-2",
@@ -116,18 +116,18 @@ pub const FAMILIES: &[Family] = &[
 ];
 
 /// The ACP id selected when a session starts.
-pub const DEFAULT_MODEL: &str = "swe-2";
+pub(crate) const DEFAULT_MODEL: &str = "swe-2";
 
 /// The model whose sessions offer no `thought_level` option.
-pub const NO_THOUGHT_LEVEL_MODEL: &str = "glm-5-2";
+pub(crate) const NO_THOUGHT_LEVEL_MODEL: &str = "glm-5-2";
 
 /// A catalog id as ACP spells it: `.` and `_` become `-`.
-pub fn acp_id(model_uid: &str) -> String {
+pub(crate) fn acp_id(model_uid: &str) -> String {
     model_uid.replace(['.', '_'], "-")
 }
 
 /// Every variant offered in `session/new`, as `(ACP id, variant)`, in catalog order.
-pub fn offered() -> impl Iterator<Item = (String, &'static Variant)> {
+pub(crate) fn offered() -> impl Iterator<Item = (String, &'static Variant)> {
     FAMILIES
         .iter()
         .filter(|family| !family.not_offered)
@@ -136,14 +136,14 @@ pub fn offered() -> impl Iterator<Item = (String, &'static Variant)> {
 }
 
 /// The offered variant with this ACP id.
-pub fn find_offered(id: &str) -> Option<&'static Variant> {
+pub(crate) fn find_offered(id: &str) -> Option<&'static Variant> {
     offered()
         .find(|(acp, _)| acp == id)
         .map(|(_, variant)| variant)
 }
 
 /// The `{"families":[...]}` document of `devin models list --format json`.
-pub fn catalog_json() -> Value {
+pub(crate) fn catalog_json() -> Value {
     let families: Vec<Value> = FAMILIES
         .iter()
         .map(|family| {
@@ -164,7 +164,7 @@ pub fn catalog_json() -> Value {
 }
 
 /// The plain listing of `devin models list`: one `family_uid  model_uid  label` line per variant.
-pub fn catalog_text() -> String {
+pub(crate) fn catalog_text() -> String {
     let mut out = String::new();
     for family in FAMILIES {
         for variant in family.variants {

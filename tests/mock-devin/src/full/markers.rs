@@ -23,15 +23,15 @@ use crate::wire::Fault;
 /// The longest marker body read (`[mock:` to `]`): write paths may be long.
 const MAX_MARKER: usize = 512;
 /// At most this many steps per turn; further ones are ignored.
-pub const MAX_STEPS: usize = 32;
+pub(crate) const MAX_STEPS: usize = 32;
 /// `[mock:slow]` without a number.
-pub const DEFAULT_SLOW: Duration = Duration::from_millis(500);
+pub(crate) const DEFAULT_SLOW: Duration = Duration::from_millis(500);
 /// The longest `[mock:slow MS]` accepted (10 minutes).
 const MAX_SLOW_MS: u64 = 600_000;
 
 /// The failure a `[mock:fail KIND]` marker simulates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// -32000 "ACP host has not authenticated", no data.
     Auth,
     /// -32011, kind `resource_exhausted`.
@@ -70,7 +70,7 @@ impl Failure {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Auth => "auth",
             Self::Quota => "quota",
@@ -84,7 +84,7 @@ impl Failure {
 
 /// Which review reply a `[mock:review-*]` marker asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Review {
+pub(crate) enum Review {
     Json,
     Bad,
     None,
@@ -92,7 +92,7 @@ pub enum Review {
 
 /// How the turn ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// `Devin mock: done. turns seen: N`.
     #[default]
     Text,
@@ -107,7 +107,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Text => "text",
             Self::Fail(_) => "fail",
@@ -126,7 +126,7 @@ impl Outcome {
 
 /// Something the agent does before its reply.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MarkerStep {
+pub(crate) enum MarkerStep {
     /// A tool call named in `_meta["cognition.ai/toolName"]`, with an ACP kind.
     Tool { name: String, kind: String },
     /// A tool call identified by its ACP kind only.
@@ -146,7 +146,7 @@ pub enum MarkerStep {
 
 /// The client methods `[mock:client-request METHOD]` can call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClientMethod {
+pub(crate) enum ClientMethod {
     ReadTextFile,
     WriteTextFile,
     TerminalCreate,
@@ -162,7 +162,7 @@ impl ClientMethod {
         })
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::ReadTextFile => "fs/read_text_file",
             Self::WriteTextFile => "fs/write_text_file",
@@ -173,7 +173,7 @@ impl ClientMethod {
 
 /// Everything the markers of one prompt ask for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Markers {
+pub(crate) struct Markers {
     pub steps: Vec<MarkerStep>,
     pub outcome: Outcome,
     pub model_label: Option<String>,
@@ -188,7 +188,7 @@ pub struct Markers {
 
 impl Markers {
     /// Reads every marker in `text`.
-    pub fn parse(text: &str) -> Self {
+    pub(crate) fn parse(text: &str) -> Self {
         let mut plan = Self::default();
         let mut outcome = None;
         for body in marker_bodies(text) {
@@ -291,7 +291,7 @@ const MAX_TOKENS_TEXT: &str = "Devin mock: a partial answer, cut off at the outp
 const EXIT_TEXT: &str = "Devin mock: the agent is about to exit.";
 
 /// The finding of `[mock:review-json]`.
-pub fn review_json() -> Value {
+pub(crate) fn review_json() -> Value {
     json!({
         "verdict": "request_changes",
         "summary": "The loop in a.rs reads one element past the end of the slice.",
@@ -307,7 +307,7 @@ pub fn review_json() -> Value {
 
 /// `MOCK_DEVIN_SCENARIO` for the full agent: marker text (`[mock:refusal]`) or a bare marker
 /// body (`refusal`, `fail quota`); it must name only known markers.
-pub fn default_markers(value: &str) -> Result<String, String> {
+pub(crate) fn default_markers(value: &str) -> Result<String, String> {
     let value = value.trim();
     let text = if value.contains("[mock:") {
         value.to_owned()
@@ -324,7 +324,7 @@ pub fn default_markers(value: &str) -> Result<String, String> {
 
 /// The turn that the markers of `text` (or, when it has none, of `default`) ask for in the
 /// session `record` as the prompt found it, and the marker bodies that were not understood.
-pub fn plan(default: Option<&str>, text: String, record: &Record) -> (Plan, Vec<String>) {
+pub(crate) fn plan(default: Option<&str>, text: String, record: &Record) -> (Plan, Vec<String>) {
     let mut markers = Markers::parse(&text);
     if let (Some(default), true) = (default, marker_bodies(&text).is_empty()) {
         markers = Markers::parse(default);
@@ -446,7 +446,7 @@ pub fn plan(default: Option<&str>, text: String, record: &Record) -> (Plan, Vec<
 
 /// The bodies of the `[mock:...]` markers in `text`, in order. A body ends at the first `]`
 /// within [`MAX_MARKER`] characters on the same line; anything else is not a marker.
-pub fn marker_bodies(text: &str) -> Vec<&str> {
+pub(crate) fn marker_bodies(text: &str) -> Vec<&str> {
     const OPEN: &str = "[mock:";
     let mut bodies = Vec::new();
     let mut rest = text;

@@ -4,7 +4,7 @@
 //! ([`crate::server`], [`crate::turn`]); the rules and markers are documented in the crate's
 //! README.
 
-pub mod catalog;
-pub mod markers;
-pub mod permissions;
-pub mod store;
+pub(crate) mod catalog;
+pub(crate) mod markers;
+pub(crate) mod permissions;
+pub(crate) mod store;

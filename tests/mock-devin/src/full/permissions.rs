@@ -28,7 +28,7 @@ const MAX_CONFIG: u64 = 1024 * 1024;
 const MAX_RULE: usize = 4096;
 
 #[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
+pub(crate) enum ConfigError {
     #[error("neither XDG_CONFIG_HOME nor HOME is set: no devin/config.json to read")]
     NoLocation,
     #[error("cannot read {path}: {source}")]
@@ -49,14 +49,14 @@ pub enum ConfigError {
 
 /// One `Tool(pattern)` rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Rule {
+pub(crate) struct Rule {
     pub tool: String,
     /// `None` for a bare `Tool`: every use of the tool.
     pub pattern: Option<String>,
 }
 
 impl Rule {
-    pub fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         let text = text.trim();
         if text.len() > MAX_RULE {
             return None;
@@ -104,14 +104,14 @@ impl Rule {
 
 /// The allow and deny lists.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Permissions {
+pub(crate) struct Permissions {
     pub allow: Vec<Rule>,
     pub deny: Vec<Rule>,
 }
 
 impl Permissions {
     /// Where the config file is, from the environment.
-    pub fn location() -> Result<PathBuf, ConfigError> {
+    pub(crate) fn location() -> Result<PathBuf, ConfigError> {
         let base = match std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
             Some(dir) => PathBuf::from(dir),
             None => std::env::var_os("HOME")
@@ -123,11 +123,11 @@ impl Permissions {
     }
 
     /// Reads the config file named by the environment.
-    pub fn load() -> Result<Self, ConfigError> {
+    pub(crate) fn load() -> Result<Self, ConfigError> {
         Self::read(&Self::location()?)
     }
 
-    pub fn read(path: &Path) -> Result<Self, ConfigError> {
+    pub(crate) fn read(path: &Path) -> Result<Self, ConfigError> {
         let read_error = |source| ConfigError::Read {
             path: path.to_owned(),
             source,
@@ -152,7 +152,7 @@ impl Permissions {
         })
     }
 
-    pub fn from_value(value: &Value) -> Result<Self, String> {
+    pub(crate) fn from_value(value: &Value) -> Result<Self, String> {
         let object = value
             .as_object()
             .ok_or("the config must be a JSON object")?;
@@ -186,7 +186,7 @@ impl Permissions {
     }
 
     /// Whether the rules let the agent write `path` (absolute and normalised).
-    pub fn may_write(&self, path: &Path, cwd: &Path) -> bool {
+    pub(crate) fn may_write(&self, path: &Path, cwd: &Path) -> bool {
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let home = home.as_deref();
         let denied = self.deny.iter().any(|rule| {
@@ -200,13 +200,13 @@ impl Permissions {
     }
 
     /// How many allow and deny rules there are, for the log.
-    pub fn summary(&self) -> (usize, usize) {
+    pub(crate) fn summary(&self) -> (usize, usize) {
         (self.allow.len(), self.deny.len())
     }
 }
 
 /// `path` joined to `cwd` when relative, with `.` and `..` resolved lexically.
-pub fn absolute(cwd: &Path, path: &str) -> PathBuf {
+pub(crate) fn absolute(cwd: &Path, path: &str) -> PathBuf {
     let joined = cwd.join(path);
     let mut out = PathBuf::from("/");
     for component in joined.components() {
@@ -222,10 +222,10 @@ pub fn absolute(cwd: &Path, path: &str) -> PathBuf {
 }
 
 /// What `[mock:write]` writes.
-pub const WRITTEN: &str = "mock write\n";
+pub(crate) const WRITTEN: &str = "mock write\n";
 
 /// What one `[mock:write]` did.
-pub struct Written {
+pub(crate) struct Written {
     pub wrote: bool,
     pub mode_allows: bool,
     pub rules_allow: bool,
@@ -236,7 +236,7 @@ pub struct Written {
 /// Writes [`WRITTEN`] to `target` (absolute, normalised) when the session's `mode` lets the
 /// agent edit (`bypass`, `accept-edits`) and the rules allow the path both as given and with
 /// its symlinks resolved.
-pub fn write(permissions: &Permissions, mode: &str, cwd: &Path, target: &Path) -> Written {
+pub(crate) fn write(permissions: &Permissions, mode: &str, cwd: &Path, target: &Path) -> Written {
     let shown = target.display();
     let mode_allows = matches!(mode, "bypass" | "accept-edits");
     let canonical_cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_owned());
@@ -335,7 +335,7 @@ fn tokens(pattern: &str) -> Vec<Token> {
 }
 
 /// Whether `text` matches the glob `pattern` (see the module documentation).
-pub fn glob_match(pattern: &str, text: &str) -> bool {
+pub(crate) fn glob_match(pattern: &str, text: &str) -> bool {
     let tokens = tokens(pattern);
     let text: Vec<char> = text.chars().collect();
     let n = text.len();

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 const MAX_SESSION_FILE: u64 = 64 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
-pub enum StoreError {
+pub(crate) enum StoreError {
     #[error("neither XDG_DATA_HOME nor HOME is set: no session database")]
     NoLocation,
     #[error("session id {0:?} is not a valid session id")]
@@ -43,13 +43,13 @@ pub enum StoreError {
 /// Who said a history entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Role {
+pub(crate) enum Role {
     User,
     Agent,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub role: Role,
     pub text: String,
 }
@@ -57,7 +57,7 @@ pub struct Entry {
 /// One stored session.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Record {
+pub(crate) struct Record {
     pub session_id: String,
     pub cwd: String,
     pub mode: String,
@@ -68,7 +68,7 @@ pub struct Record {
 
 impl Record {
     /// How many prompts the session has seen.
-    pub fn turns(&self) -> usize {
+    pub(crate) fn turns(&self) -> usize {
         self.history
             .iter()
             .filter(|entry| entry.role == Role::User)
@@ -79,7 +79,7 @@ impl Record {
 use crate::wire::data_dir;
 
 /// Session ids are file names: letters, digits, `-` and `_`, at most 128 characters.
-pub fn valid_id(id: &str) -> bool {
+pub(crate) fn valid_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 128
         && id
@@ -89,18 +89,18 @@ pub fn valid_id(id: &str) -> bool {
 
 /// The database directory for sessions.
 #[derive(Clone, Debug)]
-pub struct Store {
+pub(crate) struct Store {
     dir: PathBuf,
 }
 
 impl Store {
-    pub fn from_env() -> Result<Self, StoreError> {
+    pub(crate) fn from_env() -> Result<Self, StoreError> {
         data_dir()
             .map(|dir| Self::new(dir.join("sessions")))
             .ok_or(StoreError::NoLocation)
     }
 
-    pub fn new(dir: PathBuf) -> Self {
+    pub(crate) fn new(dir: PathBuf) -> Self {
         Self { dir }
     }
 
@@ -112,7 +112,7 @@ impl Store {
     }
 
     /// Writes `record`, replacing any earlier version.
-    pub fn save(&self, record: &Record) -> Result<(), StoreError> {
+    pub(crate) fn save(&self, record: &Record) -> Result<(), StoreError> {
         let path = self.path(&record.session_id)?;
         let io = |source| StoreError::Io {
             path: path.clone(),
@@ -150,7 +150,7 @@ impl Store {
     }
 
     /// Reads the session `id`; [`StoreError::NotFound`] when there is none.
-    pub fn load(&self, id: &str) -> Result<Record, StoreError> {
+    pub(crate) fn load(&self, id: &str) -> Result<Record, StoreError> {
         let path = self.path(id)?;
         let file = match std::fs::File::open(&path) {
             Ok(file) => file,
@@ -180,7 +180,7 @@ impl Store {
     }
 
     /// Removes the stored session `id`; false when there was none.
-    pub fn delete(&self, id: &str) -> Result<bool, StoreError> {
+    pub(crate) fn delete(&self, id: &str) -> Result<bool, StoreError> {
         let path = self.path(id)?;
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(true),
@@ -191,7 +191,7 @@ impl Store {
 
     /// Every readable stored session with its last change (RFC 3339), newest first. Files
     /// that are not session records are skipped.
-    pub fn list(&self) -> Result<Vec<(Record, String)>, StoreError> {
+    pub(crate) fn list(&self) -> Result<Vec<(Record, String)>, StoreError> {
         let entries = match std::fs::read_dir(&self.dir) {
             Ok(entries) => entries,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -224,7 +224,7 @@ impl Store {
     }
 
     #[cfg(test)]
-    pub fn dir(&self) -> &std::path::Path {
+    pub(crate) fn dir(&self) -> &std::path::Path {
         &self.dir
     }
 }
