@@ -27,19 +27,22 @@ const POLICIES: [&str; 6] = [
 /// Top-level files and directories copied as they are.
 const TREES: [&str; 5] = ["README.md", "LICENSE", "docs", "plugins", ".claude-plugin"];
 
-const USAGE: &str = "usage: cargo xtask dist [--profile release|dev] [--out DIR]";
+const USAGE: &str = "usage: cargo xtask dist [--profile release|dev] [--out DIR] [--binary PATH]";
 
 /// What `dist` was asked for.
 #[derive(Debug)]
 struct Options {
     profile: String,
     out: PathBuf,
+    /// An already-built `devin-bridge` to package as it is (nothing is built).
+    binary: Option<PathBuf>,
 }
 
 fn options(rest: &[String]) -> Result<Options> {
     let mut options = Options {
         profile: "release".to_owned(),
         out: workspace_root().join("target").join("dist"),
+        binary: None,
     };
     let mut args = rest.iter();
     while let Some(arg) = args.next() {
@@ -52,15 +55,28 @@ fn options(rest: &[String]) -> Result<Options> {
                 Some(dir) => options.out = PathBuf::from(dir),
                 None => bail!("--out needs a directory\n{USAGE}"),
             },
+            "--binary" => match args.next() {
+                Some(binary) => options.binary = Some(PathBuf::from(binary)),
+                None => bail!("--binary needs a path\n{USAGE}"),
+            },
             other => bail!("unknown argument {other:?}\n{USAGE}"),
         }
     }
     Ok(options)
 }
 
-/// Builds the components and the binary, then writes the tarball; prints its path.
+/// Builds the components and the binary, then writes the tarball; prints its path. With
+/// `--binary`, packages that binary instead of building one.
 pub fn dist(rest: &[String]) -> Result<PathBuf> {
     let options = options(rest)?;
+    if let Some(binary) = &options.binary {
+        // The host's tests package the dev binary they run this way when `cargo xtask test`
+        // has not packaged it for them: building here would rewrite the components and the
+        // binary those tests are using.
+        let tarball = package_built(binary, &options.out)?;
+        println!("{}", tarball.display());
+        return Ok(tarball);
+    }
     // The host's build script embeds what this writes to target/components.
     crate::build_components(false)?;
     let mut build = cargo();
@@ -97,14 +113,21 @@ pub fn dist(rest: &[String]) -> Result<PathBuf> {
 /// `target/dist-test`, for the tests that install it away from the checkout.
 pub fn package_for_tests() -> Result<PathBuf> {
     let root = workspace_root();
-    let binary = root.join("target").join("debug").join("devin-bridge");
-    embedded_version(&binary)?;
+    package_built(
+        &root.join("target").join("debug").join("devin-bridge"),
+        &root.join("target").join("dist-test"),
+    )
+}
+
+/// Packages an already-built binary into `out`, refusing one that lacks a component.
+fn package_built(binary: &Path, out: &Path) -> Result<PathBuf> {
+    embedded_version(binary)?;
     let name = format!(
         "devin-bridge-{}-{}",
         env!("CARGO_PKG_VERSION"),
         host_target()?
     );
-    package(&binary, &name, &root.join("target").join("dist-test"))
+    package(binary, &name, out)
 }
 
 /// The binary's `--version`, refusing one that lacks a component.
@@ -203,11 +226,28 @@ mod tests {
         let options = options(&[]).expect("defaults");
         assert_eq!(options.profile, "release");
         assert!(options.out.ends_with("target/dist"));
+        assert!(options.binary.is_none());
+    }
+
+    #[test]
+    fn a_built_binary_is_named_with_binary() {
+        let args: Vec<String> = ["--binary", "/tmp/devin-bridge", "--out", "/tmp/out"]
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        let options = options(&args).expect("parsed");
+        assert_eq!(options.binary, Some(PathBuf::from("/tmp/devin-bridge")));
+        assert_eq!(options.out, PathBuf::from("/tmp/out"));
     }
 
     #[test]
     fn bad_options_are_refused_with_the_usage() {
-        for args in [vec!["--profile", "fast"], vec!["--out"], vec!["--tarball"]] {
+        for args in [
+            vec!["--profile", "fast"],
+            vec!["--out"],
+            vec!["--binary"],
+            vec!["--tarball"],
+        ] {
             let args: Vec<String> = args.into_iter().map(str::to_owned).collect();
             let message = options(&args).expect_err("refused").to_string();
             assert!(message.contains(USAGE), "{message}");

@@ -1,21 +1,20 @@
 //! `cargo xtask build | serve | test | bench | fuzz`: the project's build tool.
+//!
+//! It builds (the components, the binaries, the tarball) and runs what it built. Two steps are
+//! binaries of their own that xtask builds and runs, so that xtask links no wasmtime:
+//! pre-initialising the components (`tools/preinit`, a step of every component build) and the
+//! container proof with the operator's flow (`tools/containers`: `image`, `test-container`,
+//! `launch`, `login-devin`, `test-live`, `clean`).
 
-mod claude_code;
-mod compose;
-mod container;
 mod dist;
-mod evidence;
-mod gate;
-mod image;
-mod operator;
-mod outpost_image;
-mod preinit;
 mod wasm;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
+use devin_bridge_test_setup::claude_code;
+use devin_bridge_test_setup::debian::{self, Need};
 
 const USAGE: &str = "\
 usage: cargo xtask <command>
@@ -32,11 +31,13 @@ commands:
                             e.g. `bench soak --turns 5000`)
   fuzz <target|all> [--seconds N]
                             run a cargo-fuzz target (a transform or a native parser; default 30 s)
-  dist [--profile release|dev] [--out DIR]
+  dist [--profile release|dev] [--out DIR] [--binary PATH]
                             build the installable tarball
                             target/dist/devin-bridge-<version>-<target>.tar.gz (the binary with
-                            its components embedded, policies, plugin, docs, license)
-  components                build only the components into target/components
+                            its components embedded, policies, plugin, docs, license);
+                            --binary packages that already-built devin-bridge instead
+  components [--tests]      build only the components into target/components (--tests: and
+                            the test components into target/components/test)
   image                     build the container images (bridge + guards, Claude Code, the
                             replicas' HAProxy) and print their ids and sizes (needs root and a
                             running Docker daemon)
@@ -50,6 +51,10 @@ commands:
   clean [--all]             stop and remove this project's containers and networks, keeping
                             the Devin login volume (--all: remove the volumes too)
   test-live                 the opt-in live suite (ENABLE_LIVE_DEVIN_TESTS=1 and an account)
+
+image, test-container, launch, login-devin, clean and test-live are commands of
+devin-bridge-containers (tools/containers), which xtask builds first; test-container installs
+the Debian packages it needs and starts dockerd when it runs as root.
 ";
 
 fn main() -> Result<()> {
@@ -61,22 +66,22 @@ fn main() -> Result<()> {
     let rest = &args[1..];
     match command.as_str() {
         "build" => build_all(),
-        "components" => build_components(false).map(|_| ()),
+        "components" => match rest {
+            [] => build_components(false).map(drop),
+            [flag] if flag == "--tests" => build_components(true).map(drop),
+            _ => bail!("usage: cargo xtask components [--tests]"),
+        },
         "dist" => dist::dist(rest).map(drop),
         "serve" => serve(rest),
         "test" => test(rest),
         "bench" => bench(rest),
         "fuzz" => fuzz(rest),
-        "image" => {
-            build_for_images().and_then(|components| image::build_images(&components).map(drop))
+        // The commands of the container tool; those that build images need the components
+        // and the binaries the images carry.
+        "image" | "test-container" | "launch" => {
+            build_for_images().and_then(|components| containers(Some(&components), &args))
         }
-        "test-container" => {
-            build_for_images().and_then(|components| container::test_container(&components))
-        }
-        "login-devin" => operator::login_devin(),
-        "launch" => build_for_images().and_then(|components| operator::launch(&components, rest)),
-        "test-live" => operator::test_live(),
-        "clean" => operator::clean(rest),
+        "login-devin" | "test-live" | "clean" => containers(None, &args),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             Ok(())
@@ -121,13 +126,31 @@ fn cargo() -> Command {
 /// Builds the transforms (and, for tests, the faulty test components).
 fn build_components(with_test_components: bool) -> Result<PathBuf> {
     let out = components_dir();
+    eprintln!(
+        "xtask: building the transform components into {} (wasm, then pre-initialised)",
+        out.display()
+    );
     let built = wasm::build(&wasm::TRANSFORMS, &out)?;
     let manifest = wasm::write_manifest(&out, &built)?;
     eprintln!("xtask: manifest {}", manifest.display());
     if with_test_components {
+        eprintln!(
+            "xtask: building the test components into {}",
+            out.join("test").display()
+        );
         wasm::build(&wasm::TEST_COMPONENTS, &out.join("test"))?;
     }
     Ok(out)
+}
+
+/// `cargo build` of every binary of the workspace (the host, the offline agent, the fake
+/// fleet, the tools), saying so first: the first build compiles wasmtime.
+fn build_binaries() -> Result<()> {
+    eprintln!(
+        "xtask: building the binaries (devin-bridge, mock-devin, the fake fleet, the tools): \
+         cargo build --workspace --bins (the first build compiles wasmtime: several minutes)"
+    );
+    run(cargo().args(["build", "--locked", "--workspace", "--bins"]))
 }
 
 /// Builds the components and the host. The host is a dev build on purpose: its dependencies
@@ -135,30 +158,94 @@ fn build_components(with_test_components: bool) -> Result<PathBuf> {
 /// tests share those artifacts, so `serve` after `test` compiles nothing again.
 fn build_all() -> Result<()> {
     build_components(false)?;
-    run(cargo().args(["build", "--locked", "--workspace", "--bins"]))
+    build_binaries()
 }
 
 /// The components and the binaries the images carry.
 fn build_for_images() -> Result<PathBuf> {
     let components = build_components(false)?;
-    run(cargo().args(["build", "--locked", "--workspace", "--bins"]))?;
+    build_binaries()?;
     Ok(components)
 }
 
+/// Runs `devin-bridge-containers` with `args` (a command and its arguments), built first when
+/// it is not (a no-op after [`build_binaries`]).
+fn containers(components: Option<&Path>, args: &[String]) -> Result<()> {
+    let mut containers = cargo();
+    containers.args(["run", "--locked", "-p", "devin-bridge-containers", "--"]);
+    if let Some(components) = components {
+        containers.arg("--components").arg(components);
+    }
+    run(containers.args(args))
+}
+
+/// The programs the cargo tests run, and their Debian packages: `curl` is a real client in the
+/// egress guard tests, `git` makes the companion tests' workspaces and diffs, node and npm
+/// install and run the pinned Claude Code (and the demo project's `npm test`), `ip` and
+/// `nsenter` put outpost sessions with a network policy into network namespaces, and the CA
+/// certificates let npm reach its registry.
+const TEST_NEEDS: [Need; 7] = [
+    Need {
+        program: "curl",
+        package: "curl",
+    },
+    Need {
+        program: "git",
+        package: "git",
+    },
+    Need {
+        program: "node",
+        package: "nodejs",
+    },
+    Need {
+        program: "npm",
+        package: "npm",
+    },
+    Need {
+        program: "ip",
+        package: "iproute2",
+    },
+    Need {
+        program: "nsenter",
+        package: "util-linux",
+    },
+    Need {
+        program: "update-ca-certificates",
+        package: "ca-certificates",
+    },
+];
+
+/// Installs the cargo tests' programs that are missing (as root). Without root it says what is
+/// missing and how to install it, and the tests go on: those that need a missing program fail
+/// and name it.
+fn ensure_test_programs() -> Result<()> {
+    match debian::ensure(&TEST_NEEDS, "the cargo tests", "xtask") {
+        Ok(()) => Ok(()),
+        Err(error) if error.is_not_root() => {
+            eprintln!("xtask: warning: {error}");
+            Ok(())
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
 fn test(rest: &[String]) -> Result<()> {
+    ensure_test_programs()?;
     let components = build_components(true)?;
     // The tests start real binaries (the host, the offline agent): build them first.
-    run(cargo().args(["build", "--locked", "--workspace", "--bins"]))?;
+    build_binaries()?;
     let mut test = cargo();
     // The installed-tarball tests run the dev binary packaged as `dist` packages it.
+    eprintln!("xtask: packaging the dev binary for the installed-tarball tests");
     test.env("DEVIN_BRIDGE_DIST_TARBALL", dist::package_for_tests()?);
     // The end-to-end test runs the real Claude Code; without it, that one test fails and says why.
-    match claude_code::ensure_claude_code() {
+    match claude_code::ensure(&workspace_root().join("target").join("claude-code")) {
         Ok(claude) => {
             test.env("DEVIN_BRIDGE_CLAUDE_CODE", claude);
         }
-        Err(error) => eprintln!("xtask: no Claude Code for the end-to-end test: {error:#}"),
+        Err(error) => eprintln!("xtask: no Claude Code for the end-to-end test: {error}"),
     }
+    eprintln!("xtask: building and running the cargo tests (cargo test --workspace)");
     test.args(["test", "--locked", "--workspace", "--no-fail-fast"])
         .args(rest)
         .env("DEVIN_BRIDGE_COMPONENTS", &components)
@@ -178,13 +265,13 @@ fn test(rest: &[String]) -> Result<()> {
     // The container proof runs after the cargo tests, whatever their outcome, so one run
     // reports both.
     eprintln!("xtask: container tests (cargo xtask test-container)");
-    let containers = container::test_container(&components);
+    let containers = containers(Some(&components), &["test-container".to_owned()]);
     unit_and_integration.and(containers)
 }
 
 fn serve(rest: &[String]) -> Result<()> {
-    build_all()?;
     let root = workspace_root();
+    // Which policy first, so the first lines say what this run builds and then serves.
     let policy = match devin_cli() {
         Some(devin) => {
             eprintln!("xtask: found a devin CLI at {}: serving the live policy (policies/summarizer.toml)", devin.display());
@@ -195,6 +282,8 @@ fn serve(rest: &[String]) -> Result<()> {
             root.join("policies").join("offline.toml")
         }
     };
+    eprintln!("xtask: serve builds the components, then the host, then starts it");
+    build_all()?;
     let binary = root.join("target").join("debug").join("devin-bridge");
     let mut serve = Command::new(&binary);
     serve

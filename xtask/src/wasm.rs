@@ -1,5 +1,6 @@
 //! Building the transform components: core wasm modules for `wasm32-unknown-unknown`, turned
-//! into components in-process with `wit-component`, checked, digested and listed in a manifest.
+//! into components in-process with `wit-component`, checked, pre-initialised (the transforms,
+//! by the `devin-bridge-preinit` binary), digested and listed in a manifest.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -7,18 +8,18 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
 
-use crate::preinit::{self, WarmUpFor};
-use crate::{run, workspace_root};
+use crate::{cargo, run, workspace_root};
 
 /// A component to build: cargo package, the library's file stem, the output name, whether it
-/// may import anything (only test components may), and the call that pre-initialises it (see
-/// [`preinit`]; none for test components, which must stay as their source describes them).
+/// may import anything (only test components may), and whether it is pre-initialised
+/// (`tools/preinit` holds each transform's warm-up call; test components are not, they must
+/// stay as their source describes them).
 pub struct Spec {
     pub package: &'static str,
     pub lib: &'static str,
     pub name: &'static str,
     pub may_import: bool,
-    pub warm_up: Option<WarmUpFor>,
+    pub preinit: bool,
 }
 
 /// The four transforms.
@@ -28,28 +29,28 @@ pub const TRANSFORMS: [Spec; 4] = [
         lib: "devin_bridge_serializer",
         name: "serializer",
         may_import: false,
-        warm_up: Some(preinit::serializer_warm_up),
+        preinit: true,
     },
     Spec {
         package: "devin-bridge-envelope",
         lib: "devin_bridge_envelope",
         name: "envelope",
         may_import: false,
-        warm_up: Some(preinit::envelope_warm_up),
+        preinit: true,
     },
     Spec {
         package: "devin-bridge-sse",
         lib: "devin_bridge_sse",
         name: "sse",
         may_import: false,
-        warm_up: Some(preinit::sse_warm_up),
+        preinit: true,
     },
     Spec {
         package: "devin-bridge-model-alias",
         lib: "devin_bridge_model_alias",
         name: "model-alias",
         may_import: false,
-        warm_up: Some(preinit::model_alias_warm_up),
+        preinit: true,
     },
 ];
 
@@ -61,28 +62,28 @@ pub const TEST_COMPONENTS: [Spec; 4] = [
         lib: "test_component_misbehaving",
         name: "misbehaving-serializer",
         may_import: false,
-        warm_up: None,
+        preinit: false,
     },
     Spec {
         package: "test-component-wrong-answers",
         lib: "test_component_wrong_answers",
         name: "wrong-answers",
         may_import: false,
-        warm_up: None,
+        preinit: false,
     },
     Spec {
         package: "test-component-twin",
         lib: "test_component_twin",
         name: "twin",
         may_import: false,
-        warm_up: None,
+        preinit: false,
     },
     Spec {
         package: "test-component-wasi-probe",
         lib: "test_component_wasi_probe",
         name: "wasi-probe-serializer",
         may_import: true,
-        warm_up: None,
+        preinit: false,
     },
 ];
 
@@ -166,21 +167,13 @@ fn toolchain() -> Result<Toolchain> {
     if let Some(linker) = system_toolchain_ready() {
         return Ok(Toolchain::SystemBuildStd { linker });
     }
-    let is_root = Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| o.stdout.starts_with(b"0"))
-        .unwrap_or(false);
-    if is_root && Path::new("/usr/bin/apt-get").exists() {
+    if devin_bridge_test_setup::debian::is_root() && Path::new("/usr/bin/apt-get").exists() {
         eprintln!(
             "xtask: rustup has no {TARGET} target and cannot download one here; installing Debian's Rust \
              with its standard-library source instead: apt-get install {}",
             SYSTEM_PACKAGES.join(" ")
         );
-        run(Command::new("apt-get").arg("update").arg("-q"))?;
-        run(Command::new("apt-get")
-            .args(["install", "-y", "-q"])
-            .args(SYSTEM_PACKAGES))?;
+        devin_bridge_test_setup::debian::install(&SYSTEM_PACKAGES, "xtask")?;
         if let Some(linker) = system_toolchain_ready() {
             return Ok(Toolchain::SystemBuildStd { linker });
         }
@@ -245,7 +238,11 @@ pub fn build(specs: &[Spec], out_dir: &Path) -> Result<Vec<(String, String, usiz
     run(&mut cargo).context("building the wasm modules")?;
 
     std::fs::create_dir_all(out_dir)?;
-    let mut built = Vec::new();
+    // The plain components of the transforms wait here for pre-initialisation, which writes
+    // the snapshots to `out_dir`.
+    let plain_dir = target_dir.join("plain-components");
+    std::fs::create_dir_all(&plain_dir)?;
+    let mut to_preinit = Vec::new();
     for spec in specs {
         let core_path = target_dir
             .join(TARGET)
@@ -273,28 +270,22 @@ pub fn build(specs: &[Spec], out_dir: &Path) -> Result<Vec<(String, String, usiz
                 imports.join(", ")
             );
         }
-        let component = match spec.warm_up {
-            Some(warm_up) => {
-                let warm_up = warm_up(&root)?;
-                let snapshot = preinit::preinitialize(&component, &warm_up).with_context(|| {
-                    format!(
-                        "{}: pre-initialising with {}#{}",
-                        spec.name, warm_up.interface, warm_up.function
-                    )
-                })?;
-                eprintln!(
-                    "xtask: {:<26} pre-initialised by one {} call ({} -> {} bytes)",
-                    spec.name,
-                    warm_up.function,
-                    component.len(),
-                    snapshot.len()
-                );
-                snapshot
-            }
-            None => component,
-        };
+        let file = format!("{}.wasm", spec.name);
+        if spec.preinit {
+            let plain = plain_dir.join(&file);
+            std::fs::write(&plain, &component)?;
+            to_preinit.push((spec.name, plain, out_dir.join(&file)));
+        } else {
+            std::fs::write(out_dir.join(&file), &component)?;
+        }
+    }
+    preinitialize(&root, &to_preinit)?;
+
+    let mut built = Vec::new();
+    for spec in specs {
         let out = out_dir.join(format!("{}.wasm", spec.name));
-        std::fs::write(&out, &component)?;
+        let component =
+            std::fs::read(&out).with_context(|| format!("reading {}", out.display()))?;
         let sha = hex::encode(Sha256::digest(&component));
         eprintln!(
             "xtask: {:<26} {:>9} bytes  sha256 {sha}",
@@ -304,6 +295,35 @@ pub fn build(specs: &[Spec], out_dir: &Path) -> Result<Vec<(String, String, usiz
         built.push((spec.name.to_owned(), sha, component.len()));
     }
     Ok(built)
+}
+
+/// Pre-initialises each (name, plain component, output) with `devin-bridge-preinit`, built
+/// first (its first build compiles wasmtime). Nothing to do for an empty list.
+fn preinitialize(root: &Path, jobs: &[(&str, PathBuf, PathBuf)]) -> Result<()> {
+    if jobs.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<&str> = jobs.iter().map(|(name, _, _)| *name).collect();
+    eprintln!(
+        "xtask: pre-initialising {} with devin-bridge-preinit (cargo run -p devin-bridge-preinit; \
+         its first build compiles wasmtime: several minutes)",
+        names.join(", ")
+    );
+    let mut preinit = cargo();
+    preinit
+        .args([
+            "run",
+            "--locked",
+            "-p",
+            "devin-bridge-preinit",
+            "--",
+            "--root",
+        ])
+        .arg(root);
+    for (name, plain, out) in jobs {
+        preinit.arg(name).arg(plain).arg(out);
+    }
+    run(&mut preinit).context("pre-initialising the transform components")
 }
 
 /// The core module must export `cabi_realloc` (wit-bindgen's allocator) and import nothing.

@@ -26,7 +26,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use crate::{claude_code, run, workspace_root};
+use crate::{run, workspace_root};
 
 pub const BRIDGE_TAG: &str = "devin-bridge:offline";
 /// The balancer of the `replicas` profile.
@@ -38,7 +38,10 @@ pub const AGENT_UID: u32 = 10002;
 
 /// The Claude image's tag (pinned Claude Code version).
 pub fn claude_tag() -> String {
-    format!("devin-bridge-claude:{}", claude_code::VERSION)
+    format!(
+        "devin-bridge-claude:{}",
+        devin_bridge_test_setup::claude_code::VERSION
+    )
 }
 
 /// What `docker load` made of one archive.
@@ -92,8 +95,7 @@ pub fn rebuild_bridge_image(components: &Path) -> Result<Built> {
 }
 
 fn require_root() -> Result<()> {
-    let uid = Command::new("id").arg("-u").output()?;
-    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+    if !devin_bridge_test_setup::debian::is_root() {
         bail!("building the images needs root (file owners 10001/10002 in the layers, debootstrap, docker)");
     }
     Ok(())
@@ -257,7 +259,7 @@ fn copy_tree(from: &Path, to: &Path, keep: &dyn Fn(&Path) -> bool) -> Result<()>
 }
 
 fn build_claude_image(out: &Path) -> Result<Built> {
-    let claude = claude_code::ensure_claude_code()?;
+    let claude = crate::claude_code()?;
     let base = debian_rootfs(out)?;
     let staging = out.join("claude-rootfs");
     fresh_dir(&staging)?;
@@ -337,7 +339,7 @@ exit 101
     )?;
     fs::set_permissions(&policy_rc, fs::Permissions::from_mode(0o755))?;
     eprintln!(
-        "xtask: installing haproxy into the proxy image's root filesystem (apt, once per build)"
+        "containers: installing haproxy into the proxy image's root filesystem (apt, once per build)"
     );
     for args in [
         vec!["apt-get", "update", "-q"],
@@ -397,7 +399,7 @@ fn debian_rootfs(out: &Path) -> Result<PathBuf> {
     let done = out.join("debian-rootfs.complete");
     if done.exists() && rootfs.join("bin/bash").exists() {
         eprintln!(
-            "xtask: reusing the Debian root filesystem in {}",
+            "containers: reusing the Debian root filesystem in {}",
             rootfs.display()
         );
         return Ok(rootfs);
@@ -409,7 +411,7 @@ fn debian_rootfs(out: &Path) -> Result<PathBuf> {
         .output()
         .is_err()
     {
-        eprintln!("xtask: installing debootstrap (apt-get install debootstrap)");
+        eprintln!("containers: installing debootstrap (apt-get install debootstrap)");
         run(Command::new("apt-get").args([
             "install",
             "-y",
@@ -420,7 +422,9 @@ fn debian_rootfs(out: &Path) -> Result<PathBuf> {
     }
     fresh_dir(&rootfs)?;
     let _ = fs::remove_file(&done);
-    eprintln!("xtask: debootstrap --variant=minbase {suite} from {mirror} (a few minutes, once)");
+    eprintln!(
+        "containers: debootstrap --variant=minbase {suite} from {mirror} (a few minutes, once)"
+    );
     run(Command::new("debootstrap")
         .args(["--variant=minbase", &suite])
         .arg(&rootfs)
@@ -520,7 +524,7 @@ fn load_archive(staging: &Path, config: &Config, tag: &str, work: &Path) -> Resu
     let archive = work.join("image.tar");
     deterministic_tar(&archive_dir, &archive)?;
     fs::remove_dir_all(&archive_dir)?;
-    eprintln!("xtask: docker load {tag}");
+    eprintln!("containers: docker load {tag}");
     run(Command::new("docker")
         .arg("load")
         .arg("-q")

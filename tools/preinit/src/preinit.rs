@@ -30,9 +30,6 @@ pub struct WarmUp {
     pub args: Vec<Val>,
 }
 
-/// Builds a component's warm-up call from the repository's fixtures.
-pub type WarmUpFor = fn(root: &Path) -> Result<WarmUp>;
-
 /// A file of the repository, as text.
 fn repository_file(root: &Path, relative: &str) -> Result<String> {
     let path = root.join(relative);

@@ -19,7 +19,7 @@ use crate::gate::{
     discover_models, exec_verify, final_result, start_bridge,
 };
 use crate::image::{self, AGENT_UID, HOST_UID};
-use crate::{claude_code, workspace_root};
+use crate::workspace_root;
 
 /// Counts results and prints one line per check.
 #[derive(Default)]
@@ -432,7 +432,7 @@ fn hostile_turn(address: &str, key: &str) -> Result<String> {
 
 /// The pinned Claude Code on this machine, against the containerised bridge.
 fn host_claude_code(address: &str, key: &str) -> Result<String> {
-    let claude = claude_code::ensure_claude_code()?;
+    let claude = crate::claude_code()?;
     let work = tempdir("host-claude")?;
     let project = work.join("project");
     write_demo_project(&project, None)?;

@@ -1,0 +1,142 @@
+//! The real Claude Code CLI the tests run: an npm install of one pinned version into an install
+//! prefix (the callers use `target/claude-code/`), reused as long as it is there and reports
+//! that version, so later runs need no network.
+//!
+//! `cargo xtask test` passes the executable to the end-to-end test
+//! (`host/tests/all/claude_code_e2e.rs`) as `DEVIN_BRIDGE_CLAUDE_CODE`; the container proof
+//! runs it against the containerised bridge and copies it into the Claude Code image.
+//! Invariant: [`VERSION`] is the only place the version is pinned.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+
+/// The Claude Code version the tests and the Claude Code image run: npm
+/// `@anthropic-ai/claude-code@2.1.332`.
+pub const VERSION: &str = "2.1.332";
+
+const PACKAGE: &str = "@anthropic-ai/claude-code";
+
+/// Why the pinned Claude Code is not available.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot create {}: {source}", path.display())]
+    CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot run npm (installing Claude Code needs node and npm, and the npm registry once): {0}")]
+    NpmMissing(std::io::Error),
+    #[error("npm install {PACKAGE}@{VERSION} failed with {0} (it needs the npm registry once)")]
+    NpmFailed(ExitStatus),
+    #[error("npm installed {PACKAGE}@{VERSION} into {}, but no claude executable there reports {VERSION}", prefix.display())]
+    NotInstalled { prefix: PathBuf },
+}
+
+/// The `claude` executable of the pinned version under `prefix`, installed with npm when it is
+/// missing or reports another version.
+pub fn ensure(prefix: &Path) -> Result<PathBuf, Error> {
+    if let Some(claude) = installed(prefix) {
+        eprintln!(
+            "claude-code: Claude Code {VERSION} is installed at {}",
+            claude.display()
+        );
+        return Ok(claude);
+    }
+    eprintln!(
+        "claude-code: installing Claude Code {VERSION} into {} (npm install {PACKAGE}@{VERSION})",
+        prefix.display()
+    );
+    std::fs::create_dir_all(prefix).map_err(|source| Error::CreateDir {
+        path: prefix.to_owned(),
+        source,
+    })?;
+    let status = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--prefix"])
+        .arg(prefix)
+        .arg(format!("{PACKAGE}@{VERSION}"))
+        .status()
+        .map_err(Error::NpmMissing)?;
+    if !status.success() {
+        return Err(Error::NpmFailed(status));
+    }
+    installed(prefix).ok_or_else(|| Error::NotInstalled {
+        prefix: prefix.to_owned(),
+    })
+}
+
+/// The first candidate executable that reports the pinned version.
+fn installed(prefix: &Path) -> Option<PathBuf> {
+    candidates(prefix)
+        .into_iter()
+        .find(|claude| reports_version(claude))
+}
+
+/// The platform package's native binary first (`@anthropic-ai/claude-code-linux-x64/claude`
+/// and the like): the wrapper's `bin/claude.exe`, which `.bin/claude` links to, is a
+/// placeholder until the wrapper's postinstall script copies the native binary over it, and
+/// npm may have skipped that script.
+fn candidates(prefix: &Path) -> Vec<PathBuf> {
+    let modules = prefix.join("node_modules");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(modules.join("@anthropic-ai"))
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with("claude-code-")
+        })
+        .map(|entry| entry.path().join("claude"))
+        .collect();
+    found.sort();
+    found.push(modules.join(".bin").join("claude"));
+    found
+}
+
+/// `claude --version` prints `2.1.332 (Claude Code)`.
+fn reports_version(claude: &Path) -> bool {
+    Command::new(claude)
+        .arg("--version")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .is_ok_and(|out| {
+            out.status.success()
+                && String::from_utf8_lossy(&out.stdout)
+                    .split_whitespace()
+                    .next()
+                    == Some(VERSION)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_platform_binary_is_tried_before_the_npm_wrapper() {
+        let temp = tempfile::tempdir().expect("tempdir");
+        let dir = temp.path();
+        let scope = dir.join("node_modules/@anthropic-ai");
+        for package in ["claude-code", "claude-code-linux-x64", "other"] {
+            std::fs::create_dir_all(scope.join(package)).expect("mkdir");
+        }
+        let found = candidates(dir);
+        assert_eq!(
+            found,
+            vec![
+                scope.join("claude-code-linux-x64/claude"),
+                dir.join("node_modules/.bin/claude"),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_empty_prefix_has_no_installed_claude_code() {
+        let temp = tempfile::tempdir().expect("tempdir");
+        assert_eq!(installed(temp.path()), None);
+    }
+}

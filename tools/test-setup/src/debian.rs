@@ -1,0 +1,208 @@
+//! Debian packages whose programs the tests run: which are missing, and installing them.
+//!
+//! A package counts as present when its program is found (on `PATH` or in the sbin
+//! directories), not by asking dpkg: a program installed another way (node from NodeSource,
+//! docker from Docker's own packages) serves as well. Installing needs root and apt-get; it is
+//! noninteractive and takes no recommended packages. Without root nothing is changed, and the
+//! error carries the exact command to run as root.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+
+/// Where Debian keeps apt-get.
+const APT_GET: &str = "/usr/bin/apt-get";
+
+/// A program the tests run, and the Debian package that installs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Need {
+    pub program: &'static str,
+    pub package: &'static str,
+}
+
+/// Why the packages are not there.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{what} needs the Debian packages {}; install them as root:\n  {}", packages.join(" "), install_command(packages))]
+    NotRoot {
+        what: String,
+        packages: Vec<&'static str>,
+    },
+    #[error("{what} needs the Debian packages {}, and this machine has no apt-get", packages.join(" "))]
+    NoAptGet {
+        what: String,
+        packages: Vec<&'static str>,
+    },
+    #[error("cannot run apt-get: {0}")]
+    AptGet(std::io::Error),
+    #[error("`apt-get {step}` failed with {status}")]
+    AptFailed {
+        step: &'static str,
+        status: ExitStatus,
+    },
+    #[error("apt-get installed {}, but no program of these is found: {}", installed.join(" "), still.join(" "))]
+    StillMissing {
+        installed: Vec<&'static str>,
+        still: Vec<&'static str>,
+    },
+}
+
+impl Error {
+    /// Whether the only problem is that this process may not install anything.
+    pub fn is_not_root(&self) -> bool {
+        matches!(self, Self::NotRoot { .. })
+    }
+}
+
+/// The packages of `needs` whose program is not found, each once, in `needs` order.
+pub fn missing(needs: &[Need]) -> Vec<&'static str> {
+    let mut packages: Vec<&'static str> = Vec::new();
+    for need in needs {
+        if find_program(need.program).is_none() && !packages.contains(&need.package) {
+            packages.push(need.package);
+        }
+    }
+    packages
+}
+
+/// `program` on `PATH`, or in the sbin directories a non-login root shell may lack.
+pub fn find_program(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/local/sbin", "/usr/sbin", "/sbin"].map(PathBuf::from))
+        .map(|dir| dir.join(program))
+        .find(|file| file.is_file())
+}
+
+/// The command that installs `packages`, as root.
+pub fn install_command(packages: &[&str]) -> String {
+    format!(
+        "apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {}",
+        packages.join(" ")
+    )
+}
+
+/// Whether this process runs as root: its effective uid (`/proc/self/status`) is 0.
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|status| effective_uid_is_root(&status))
+}
+
+/// The `Uid:` line of a `/proc/<pid>/status` lists the real, effective, saved and filesystem
+/// uids; the effective one decides.
+fn effective_uid_is_root(status: &str) -> bool {
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Uid:"))
+        .and_then(|uids| uids.split_whitespace().nth(1))
+        == Some("0")
+}
+
+/// Installs the packages of `needs` whose program is missing; `what` names the consumer in
+/// messages ("the cargo tests"), `tool` prefixes each printed step. Nothing happens when
+/// nothing is missing.
+pub fn ensure(needs: &[Need], what: &str, tool: &str) -> Result<(), Error> {
+    let packages = missing(needs);
+    if packages.is_empty() {
+        return Ok(());
+    }
+    if !is_root() {
+        return Err(Error::NotRoot {
+            what: what.to_owned(),
+            packages,
+        });
+    }
+    if !Path::new(APT_GET).exists() {
+        return Err(Error::NoAptGet {
+            what: what.to_owned(),
+            packages,
+        });
+    }
+    eprintln!(
+        "{tool}: installing what {what} needs: {}",
+        packages.join(" ")
+    );
+    install(&packages, tool)?;
+    let still = missing(needs);
+    if still.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::StillMissing {
+            installed: packages,
+            still,
+        })
+    }
+}
+
+/// `apt-get update`, then `apt-get install` of `packages` (noninteractive, no recommends),
+/// each step printed first. Needs root.
+pub fn install(packages: &[&str], tool: &str) -> Result<(), Error> {
+    eprintln!("{tool}: apt-get update");
+    apt_get("update", &["update", "-q"])?;
+    eprintln!(
+        "{tool}: apt-get install -y --no-install-recommends {}",
+        packages.join(" ")
+    );
+    let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
+    args.extend_from_slice(packages);
+    apt_get("install", &args)
+}
+
+fn apt_get(step: &'static str, args: &[&str]) -> Result<(), Error> {
+    let status = Command::new(APT_GET)
+        .args(args)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status()
+        .map_err(Error::AptGet)?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Error::AptFailed { step, status })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_program_on_path_is_present_and_an_unknown_one_is_missing_once() {
+        let needs = [
+            Need {
+                program: "sh",
+                package: "dash",
+            },
+            Need {
+                program: "no-such-program-devin-bridge",
+                package: "imaginary",
+            },
+            Need {
+                program: "no-such-program-devin-bridge-2",
+                package: "imaginary",
+            },
+        ];
+        assert_eq!(missing(&needs), vec!["imaginary"]);
+        assert!(missing(&needs[..1]).is_empty());
+    }
+
+    #[test]
+    fn the_effective_uid_decides_who_is_root() {
+        assert!(effective_uid_is_root(
+            "Name:\tx\nUid:\t1000\t0\t0\t0\nGid:\t0\t0\t0\t0\n"
+        ));
+        assert!(!effective_uid_is_root("Uid:\t0\t1000\t1000\t1000\n"));
+        assert!(!effective_uid_is_root("Name:\tx\n"));
+    }
+
+    #[test]
+    fn the_refusal_without_root_carries_the_install_command() {
+        let error = Error::NotRoot {
+            what: "the cargo tests".into(),
+            packages: vec!["curl", "git"],
+        };
+        assert!(error.is_not_root());
+        let text = error.to_string();
+        assert!(
+            text.contains("DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends curl git"),
+            "{text}"
+        );
+    }
+}
