@@ -7,6 +7,7 @@
 //! `launch`, `login-devin`, `test-live`, `clean`).
 
 mod dist;
+mod modules;
 mod wasm;
 
 use std::path::{Path, PathBuf};
@@ -26,6 +27,8 @@ commands:
   test [ARGS...]            build everything and run every test: the cargo tests, then
                             test-container (needs root and a running Docker daemon); with
                             ARGS (passed to cargo test) only the cargo tests
+  modules                   check that no crate has an import circle between its top-level
+                            modules (also the first step of `test`)
   bench <transforms|bridge|guard|companion|outpost|soak> [ARGS...]
                             run a benchmark and print its table (ARGS go to the benchmark,
                             e.g. `bench soak --turns 5000`)
@@ -74,6 +77,7 @@ fn main() -> Result<()> {
         "dist" => dist::dist(rest).map(drop),
         "serve" => serve(rest),
         "test" => test(rest),
+        "modules" => check_modules(),
         "bench" => bench(rest),
         "fuzz" => fuzz(rest),
         // The commands of the container tool; those that build images need the components
@@ -229,7 +233,14 @@ fn ensure_test_programs() -> Result<()> {
     }
 }
 
+/// No import circle between the top-level modules of any crate (see `modules`).
+fn check_modules() -> Result<()> {
+    let root = workspace_root();
+    modules::check(&root, &modules::workspace_crates(&root)?)
+}
+
 fn test(rest: &[String]) -> Result<()> {
+    check_modules()?;
     ensure_test_programs()?;
     let components = build_components(true)?;
     // The tests start real binaries (the host, the offline agent): build them first.

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::plan::{environment, Chunks, Ending, Plan, Reply, Route, Step, Usage};
 use crate::plugin_script;
 use crate::rpc::INVALID_PARAMS;
 use crate::scenario::{find_marker, Scenario};
@@ -14,7 +15,6 @@ use crate::script::{self, Action};
 use crate::trace::{
     continuation_trace, Prompt, BRIDGE_HEADER, REPAIR_HEADER, SEPARATOR, TRACE_HEADER,
 };
-use crate::turn::{environment, Chunks, Ending, Plan, Reply, Route, Step, Usage};
 use crate::wire::{self, Refusal};
 
 pub(crate) const TEXT: &str = "Mock answer: the bridge works.";
@@ -296,7 +296,7 @@ pub(crate) fn plan(
         Scenario::Whoami => reply(format!("model: {}", received.model), "text"),
         Scenario::Probe => reply(crate::probe::report(last_user), "probe"),
         Scenario::Script => {
-            let action = match prompt.plugin_command() {
+            let action = match plugin_script::command_in(&prompt) {
                 // A slash command of the Claude Code plugin: its transport handshake.
                 Some((subcommand, raw)) => plugin_script::next(&subcommand, &raw, &results),
                 None => {

@@ -49,6 +49,7 @@
 mod bridge;
 mod full;
 mod log;
+mod plan;
 mod plugin_script;
 mod print;
 mod probe;
@@ -58,6 +59,7 @@ mod scenario;
 mod script;
 mod server;
 mod session;
+mod shared;
 mod trace;
 mod turn;
 mod wire;

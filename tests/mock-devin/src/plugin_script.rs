@@ -21,6 +21,12 @@ use crate::trace::{without_reminders, ToolResult};
 pub(crate) const OPEN: &str = "<<<DEVIN_RAW_ARGUMENTS\n";
 pub(crate) const CLOSE: &str = "\nDEVIN_RAW_ARGUMENTS>>>";
 
+/// The subcommand and raw arguments of the first `[User]` section of `prompt` that holds a
+/// slash command of the Claude Code plugin.
+pub(crate) fn command_in(prompt: &crate::trace::Prompt<'_>) -> Option<(String, String)> {
+    prompt.user_bodies().find_map(command)
+}
+
 /// The subcommand and raw arguments of the plugin command in `user`, if it holds one.
 pub(crate) fn command(user: &str) -> Option<(String, String)> {
     let start = user.find(OPEN)? + OPEN.len();

@@ -178,7 +178,7 @@ fn answer(args: &Args) -> Outcome {
             ["fail", "network"] => Some(Fault::Connection),
             ["fail", "server"] => Some(Fault::Internal),
             ["fail", "auth"] => return fail("Error: Not logged in".to_owned()),
-            ["env"] => return done(crate::turn::environment()),
+            ["env"] => return done(crate::plan::environment()),
             ["echo"] => return done(args.prompt.clone()),
             ["whoami"] => {
                 return done(format!(

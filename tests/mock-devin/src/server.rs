@@ -26,26 +26,13 @@ use crate::rpc::{
 use crate::session::{
     config_options, lock, replay, set_option, Session, SessionRef, DEFAULT_THOUGHT_LEVEL,
 };
+use crate::shared::{Shared, LATE_CLOSE};
 use crate::turn::{Event, Turn};
 use crate::wire::{self, Refusal, Stats, TurnIds, DEFAULT_MODE, MODES};
 use crate::{AGENT_NAME, AGENT_VERSION};
 
 /// Exit status when `config.json` is missing or malformed (EX_CONFIG).
 pub(crate) const CONFIG_EXIT: i32 = 78;
-/// How long `[mock:late-close]` keeps the process alive after stdin ends.
-pub(crate) const LATE_CLOSE: Duration = Duration::from_secs(60);
-
-/// What the reading loop and the turn threads share.
-pub(crate) struct Shared {
-    pub out: rpc::Output,
-    pub log: Log,
-    pub profile: Profile,
-    /// Set when a hanging turn starts: stdin EOF no longer ends the process.
-    pub hanging: AtomicBool,
-    /// Set by `[mock:late-close]`: stdin EOF ends the process only after [`LATE_CLOSE`].
-    pub late_close: AtomicBool,
-}
-
 /// Serves the agent of `profile` on stdin/stdout; never returns.
 pub(crate) fn run(profile: Profile) -> ! {
     let log = Log::new(profile.log.clone());

@@ -137,13 +137,12 @@ impl<'a> Prompt<'a> {
             .map(|s| s.body)
     }
 
-    /// The subcommand and raw arguments of the first `[User]` section that holds a slash
-    /// command of the Claude Code plugin (see `plugin_script`).
-    pub(crate) fn plugin_command(&self) -> Option<(String, String)> {
+    /// The bodies of the `[User]` sections, in order.
+    pub(crate) fn user_bodies(&self) -> impl Iterator<Item = &'a str> + '_ {
         self.sections
             .iter()
             .filter(|s| s.kind == Kind::User)
-            .find_map(|s| crate::plugin_script::command(s.body))
+            .map(|s| s.body)
     }
 
     /// The tool names of `[Available Tools]`, in declaration order.

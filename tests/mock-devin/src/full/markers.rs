@@ -16,8 +16,8 @@ use serde_json::{json, Value};
 
 use super::permissions::WRITTEN;
 use super::store::Record;
+use crate::plan::{environment, Ending, Plan, Reply, Step, Usage};
 use crate::scenario::ErrorKind;
-use crate::turn::{environment, Ending, Plan, Reply, Step, Usage};
 use crate::wire::Fault;
 
 /// The longest marker body read (`[mock:` to `]`): write paths may be long.
