@@ -42,12 +42,11 @@ fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge_engine::TransformKind
     let byte = u32::from(*selector);
     let usage = Usage { input_tokens: byte * 7, output_tokens: byte, cache_read_input_tokens: byte * 3, cache_creation_input_tokens: byte * 5 };
     let head = MessageHead { id: "msg_fuzz".into(), model: text.chars().take(40).collect(), usage };
-    let native_head = devin_bridge_sse::MessageHead { id: head.id.clone(), model: head.model.clone(), usage };
     let statuses = [400u16, 401, 403, 404, 413, 429, 499, 500, 502, 504, 529, 0, 600];
     let failure = Failure { code: "fuzz".into(), message: text.clone(), status: statuses[usize::from(*selector >> 1) % statuses.len()], repairable: false };
 
-    let stream = devin_bridge_sse::render_stream(&native_head, &reply);
-    let body = devin_bridge_sse::render_json(&native_head, &reply);
+    let stream = devin_bridge_sse::render_stream(&head, &reply);
+    let body = devin_bridge_sse::render_json(&head, &reply);
     check_stream(&stream, &reply, &usage);
     check_body(&body, &reply, &usage);
 

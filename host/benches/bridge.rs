@@ -37,7 +37,7 @@
 //! Environment: `BRIDGE_BENCH_SECONDS` (per row, default 5, `--quick` 1),
 //! `BRIDGE_BENCH_LEVELS` (default `1,16,64`), `BRIDGE_BENCH_PREWARM` (default 16),
 //! `BRIDGE_BENCH_STARTUP_MS` (default 50), `DEVIN_BRIDGE_MOCK_DEVIN` (the offline agent;
-//! default `target/release/mock-devin`, then `target/debug/mock-devin`),
+//! default `mock-devin` beside this benchmark, `target/release/mock-devin`),
 //! `DEVIN_BRIDGE_COMPONENTS` (default `target/components`), `BRIDGE_BENCH_LOG` (write the
 //! bridge's log to this file instead of formatting it into a sink), `BRIDGE_BENCH_LOG_FILTER`
 //! (default `info`, as the server).
@@ -55,19 +55,20 @@ use bytes::Bytes;
 use devin_bridge_agent::acp::{Agent, AgentLimits};
 use devin_bridge_agent::devin::ClientIdentity;
 use devin_bridge_agent::identity::AgentIdentity;
-use devin_bridge_agent::process::{live_processes_in as processes_in, Spec};
+use devin_bridge_agent::process::Spec;
 use devin_bridge_engine::{MessageHead, Transforms};
 use devin_bridge_policy::ModePolicy as _;
 use devin_bridge_summarizer::policy::SummarizerPolicy;
 use devin_bridge_summarizer::{self, sandbox, Bridge, INLINE_INPUT_BYTES};
+use devin_bridge_test_support::artifacts::{default_components_dir, target_binary, workspace_root};
+use devin_bridge_test_support::bench::{claude_code_tools, ms, percentile, status_kib, verdict};
+use devin_bridge_test_support::bridge::{settle, InProcess};
+use devin_bridge_test_support::keepalive::{connect, round_trip, Sender};
+use devin_bridge_test_support::policies::{catalog, summarizer_policy};
 use devin_bridge_types::Usage;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1;
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use tokio::runtime::Runtime;
 
-mod common;
 #[path = "resident/mod.rs"]
 mod resident;
 #[path = "turns/mod.rs"]
@@ -122,31 +123,11 @@ fn env_number(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn mock_devin() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("DEVIN_BRIDGE_MOCK_DEVIN") {
-        return Some(PathBuf::from(path)).filter(|p| p.exists());
-    }
-    ["release", "debug"]
-        .iter()
-        .map(|profile| root().join("target").join(profile).join("mock-devin"))
-        .find(|path| path.exists())
-}
-
-fn components_dir() -> PathBuf {
-    std::env::var_os("DEVIN_BRIDGE_COMPONENTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target").join("components"))
-}
-
 // ---------------------------------------------------------------------------------------------
 // The request: a realistic ~2 KB Claude Code turn with three tools.
 
 fn request_body() -> String {
-    let tools = common::claude_code_tools();
+    let tools = claude_code_tools();
     json!({
         "model": MODEL,
         "max_tokens": 32000,
@@ -224,15 +205,6 @@ struct Row {
     agent_cpu: Duration,
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    // Nearest rank.
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
 fn row(
     level: usize,
     mode: Mode,
@@ -257,22 +229,10 @@ fn row(
         failures: samples.failures,
         first_error: samples.first_error,
         warm_share,
-        hwm_kib: status_kib("VmHWM:"),
+        hwm_kib: status_kib(None, "VmHWM:"),
         host_cpu: per_request(cpu_after.host.saturating_sub(cpu_before.host)),
         agent_cpu: per_request(cpu_after.children.saturating_sub(cpu_before.children)),
     }
-}
-
-/// A field of /proc/self/status in KiB (VmHWM: peak RSS, VmRSS: current).
-fn status_kib(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix(field))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 /// CPU time of this process (every thread) and of its reaped children (the agents), from
@@ -308,18 +268,6 @@ fn host_cpu_during<T>(run: impl FnOnce() -> T) -> (T, Duration) {
     let before = cpu().host;
     let result = run();
     (result, cpu().host.saturating_sub(before))
-}
-
-/// Waits up to `limit` until at most `expected` agents run in `dir`; returns how many remain.
-async fn settle(dir: &Path, expected: usize, limit: Duration) -> usize {
-    let started = Instant::now();
-    loop {
-        let count = processes_in(dir);
-        if count <= expected || started.elapsed() >= limit {
-            return count;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -409,39 +357,28 @@ impl Setup {
 
     /// The bench policy with extra `[agent]` lines.
     fn policy_with(&self, home: &str, prewarm: usize, agent: &str) -> SummarizerPolicy {
-        let mut text = String::from("mode = \"summarizer\"\n");
-        for name in ["serializer", "envelope", "sse", "model-alias"] {
-            text.push_str(&format!(
-                "[components.{name}]\npath = {:?}\n",
-                self.components
-                    .join(format!("{name}.wasm"))
+        let text = summarizer_policy(
+            &self.components,
+            &format!(
+                "[engine]\ncache_dir = {:?}\n\
+                 [server]\nlisten = \"127.0.0.1:0\"\nrequire_key = false\n\
+                 max_concurrent_turns = {}\nmax_connections = 1024\n\
+                 ping_interval_ms = 600000\nqueue_timeout_ms = 60000\nshutdown_grace_ms = 10000\n\
+                 [agent]\ncommand = {:?}\nhome = {:?}\noffline = true\nprewarm = {prewarm}\n\
+                 pass_env = [\"MOCK_DEVIN_STARTUP_MS\"]\n{agent}\n\
+                 [models]\ncatalog = {:?}\n",
+                workspace_root()
+                    .join("target")
+                    .join("bench-compile-cache")
                     .display()
-                    .to_string()
-            ));
-        }
-        text.push_str(&format!(
-            "[engine]\ncache_dir = {:?}\n\
-             [server]\nlisten = \"127.0.0.1:0\"\nrequire_key = false\n\
-             max_concurrent_turns = {}\nmax_connections = 1024\n\
-             ping_interval_ms = 600000\nqueue_timeout_ms = 60000\n\
-             [agent]\ncommand = {:?}\nhome = {:?}\noffline = true\nprewarm = {prewarm}\n\
-             pass_env = [\"MOCK_DEVIN_STARTUP_MS\"]\n{agent}\n\
-             [models]\ncatalog = {:?}\n",
-            root()
-                .join("target")
-                .join("bench-compile-cache")
-                .display()
-                .to_string(),
-            self.max_turns,
-            self.mock.display().to_string(),
-            self.sandbox.join(home).display().to_string(),
-            root()
-                .join("policies")
-                .join("models.json")
-                .display()
-                .to_string(),
-        ));
-        SummarizerPolicy::parse(&text, Path::new("bench-bridge.toml"), &root())
+                    .to_string(),
+                self.max_turns,
+                self.mock.display().to_string(),
+                self.sandbox.join(home).display().to_string(),
+                catalog().display().to_string(),
+            ),
+        );
+        SummarizerPolicy::parse(&text, Path::new("bench-bridge.toml"), &workspace_root())
             .expect("bench policy")
     }
 }
@@ -450,10 +387,7 @@ struct Running {
     addr: SocketAddr,
     bridge: Arc<Bridge>,
     home: PathBuf,
-    stop: tokio::sync::oneshot::Sender<()>,
-    server: tokio::task::JoinHandle<()>,
-    refill: tokio::task::JoinHandle<()>,
-    reaper: Option<tokio::task::JoinHandle<()>>,
+    served: InProcess,
 }
 
 async fn start_bridge(
@@ -474,57 +408,29 @@ async fn start_bridge_with(
     agent: &str,
 ) -> Running {
     let policy = setup.policy_with(home, prewarm, agent);
-    let bridge = Bridge::from_policy(
-        &policy,
-        transforms.clone(),
-        &AgentIdentity::shared_with_host(),
-    )
-    .await
-    .expect("bridge");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let refill = tokio::spawn(bridge.pool.clone().run_refill());
-    let reaper = bridge
-        .resident
-        .clone()
-        .map(|resident| tokio::spawn(resident.run_reaper()));
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(devin_bridge_summarizer::serve(
-        bridge.clone(),
-        listener,
-        policy.server.max_connections,
-        Duration::from_secs(10),
-        async move {
-            let _ = stopped.await;
-        },
-    ));
+    let served = InProcess::start(&policy, transforms.clone()).await;
+    let bridge = served.bridge.clone();
     // A prewarmed bridge is measured as it runs in production: with its pool full.
     let started = Instant::now();
     while bridge.pool.stats().ready < prewarm && started.elapsed() < Duration::from_secs(30) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     Running {
-        addr,
+        addr: served.addr,
         bridge,
         home: setup.sandbox.join(home),
-        stop,
-        server,
-        refill,
-        reaper,
+        served,
     }
 }
 
 impl Running {
     /// Stops serving, ends the refill task, drains the pool and waits for every agent of this
     /// bridge to be gone. Returns the agents still running after 15 s (0 expected).
-    async fn stop(self) -> usize {
-        let _ = self.stop.send(());
-        let _ = tokio::time::timeout(Duration::from_secs(30), self.server).await;
-        self.refill.abort();
-        let _ = self.refill.await;
-        if let Some(reaper) = self.reaper {
+    async fn stop(mut self) -> usize {
+        self.served.stop_serving().await;
+        self.served.refill.abort();
+        let _ = (&mut self.served.refill).await;
+        if let Some(reaper) = &self.served.reaper {
             reaper.abort();
         }
         self.bridge.pool.drain().await;
@@ -545,55 +451,6 @@ impl Running {
     }
 }
 
-type Sender = http1::SendRequest<Full<Bytes>>;
-
-async fn connect(addr: SocketAddr) -> Result<Sender, String> {
-    let stream = tokio::net::TcpStream::connect(addr)
-        .await
-        .map_err(|e| format!("connect: {e}"))?;
-    let _ = stream.set_nodelay(true);
-    let (sender, connection) = http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| format!("handshake: {e}"))?;
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    Ok(sender)
-}
-
-/// One request on a keep-alive connection: the answer's status and body.
-async fn round_trip(
-    sender: &mut Sender,
-    method: hyper::Method,
-    path: &str,
-    body: &Bytes,
-) -> Result<(hyper::StatusCode, String), String> {
-    sender
-        .ready()
-        .await
-        .map_err(|e| format!("connection: {e}"))?;
-    let request = hyper::Request::builder()
-        .method(method)
-        .uri(path)
-        .header(hyper::header::HOST, "127.0.0.1")
-        .header(hyper::header::CONTENT_TYPE, "application/json")
-        .header(hyper::header::CONTENT_LENGTH, body.len())
-        .body(Full::new(body.clone()))
-        .map_err(|e| format!("request: {e}"))?;
-    let response = sender
-        .send_request(request)
-        .await
-        .map_err(|e| format!("send: {e}"))?;
-    let status = response.status();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| format!("body: {e}"))?
-        .to_bytes();
-    Ok((status, String::from_utf8_lossy(&bytes).into_owned()))
-}
-
 /// One request on a keep-alive connection; Ok only for a 200 whose body carries the answer
 /// (`expect`).
 async fn exchange(
@@ -603,32 +460,23 @@ async fn exchange(
     body: &Bytes,
     expect: &str,
 ) -> Result<(), String> {
-    let (status, text) = round_trip(sender, method, path, body).await?;
-    if status != hyper::StatusCode::OK {
-        return Err(format!(
-            "status {status}: {}",
-            text.chars().take(300).collect::<String>()
-        ));
+    let answer = round_trip(sender, method, path, &[], body).await?;
+    if answer.status != hyper::StatusCode::OK {
+        return Err(format!("status {}: {}", answer.status, answer.short(300)));
     }
-    if !text.contains(expect) {
-        return Err(format!(
-            "unexpected body: {}",
-            text.chars().take(300).collect::<String>()
-        ));
+    if !answer.body.contains(expect) {
+        return Err(format!("unexpected body: {}", answer.short(300)));
     }
     Ok(())
 }
 
 /// A `/v1/messages` request on a keep-alive connection; its JSON answer when it is a 200.
 async fn exchange_json(sender: &mut Sender, body: &Bytes) -> Result<Value, String> {
-    let (status, text) = round_trip(sender, hyper::Method::POST, "/v1/messages", body).await?;
-    if status != hyper::StatusCode::OK {
-        return Err(format!(
-            "status {status}: {}",
-            text.chars().take(300).collect::<String>()
-        ));
+    let answer = round_trip(sender, hyper::Method::POST, "/v1/messages", &[], body).await?;
+    if answer.status != hyper::StatusCode::OK {
+        return Err(format!("status {}: {}", answer.status, answer.short(300)));
     }
-    serde_json::from_str(&text).map_err(|e| format!("not JSON ({e})"))
+    serde_json::from_str(&answer.body).map_err(|e| format!("not JSON ({e})"))
 }
 
 /// The agent turns of the scripted task with independent reads, one call per reply and
@@ -874,10 +722,6 @@ async fn transform_pipeline_hopping(
 // ---------------------------------------------------------------------------------------------
 // Report.
 
-fn ms(duration: Duration) -> f64 {
-    duration.as_secs_f64() * 1000.0
-}
-
 fn print_table(rows: &[Row]) {
     println!();
     println!(
@@ -939,14 +783,6 @@ fn print_table(rows: &[Row]) {
             row.failures,
             row.first_error.as_deref().unwrap_or("?")
         );
-    }
-}
-
-fn verdict(pass: bool) -> &'static str {
-    if pass {
-        "PASS"
-    } else {
-        "MISS"
     }
 }
 
@@ -1042,14 +878,16 @@ fn main() -> ExitCode {
             .try_init(),
     };
 
-    let Some(mock) = mock_devin() else {
+    let mock = target_binary("DEVIN_BRIDGE_MOCK_DEVIN", "mock-devin");
+    if !mock.is_file() {
         eprintln!(
-            "bench bridge: no offline agent; build it with `cargo build --release -p mock-devin` \
-             or set DEVIN_BRIDGE_MOCK_DEVIN (`cargo xtask bench bridge` does both)"
+            "bench bridge: no offline agent at {}; build it with `cargo build --release -p \
+             mock-devin` or set DEVIN_BRIDGE_MOCK_DEVIN (`cargo xtask bench bridge` does both)",
+            mock.display()
         );
         return ExitCode::FAILURE;
-    };
-    let components = components_dir();
+    }
+    let components = default_components_dir();
     if !components.join("serializer.wasm").exists() {
         eprintln!(
             "bench bridge: no components in {}; run `cargo xtask bench bridge`",
@@ -1117,7 +955,7 @@ fn bench(
     cores: usize,
 ) {
     let begun = Instant::now();
-    let loaded_rss = (status_kib("VmHWM:"), status_kib("VmRSS:"));
+    let loaded_rss = (status_kib(None, "VmHWM:"), status_kib(None, "VmRSS:"));
     let body = request_body();
     let native = match devin_bridge_serializer::serialize(&body) {
         Ok(prompt) => prompt,
@@ -1133,8 +971,7 @@ fn bench(
         ),
         other => eprintln!("bench bridge: WARNING: the wasm serializer failed: {other:?}"),
     }
-    let catalog = std::fs::read_to_string(root().join("policies").join("models.json"))
-        .expect("policies/models.json");
+    let catalog = std::fs::read_to_string(catalog()).expect("policies/models.json");
     let body_bytes = Bytes::from(body.clone());
 
     println!(
@@ -1328,8 +1165,8 @@ fn bench(
     );
     println!(
         "host peak RSS (VmHWM, bridge + clients in this process; agents are separate processes): {} MiB, current {} MiB",
-        status_kib("VmHWM:") / 1024,
-        status_kib("VmRSS:") / 1024
+        status_kib(None, "VmHWM:") / 1024,
+        status_kib(None, "VmRSS:") / 1024
     );
     print_goals(&rows);
     println!();

@@ -32,16 +32,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
-
-use common::{env_usize, percentile, target_binary};
 use devin_bridge_companion::jobs::clock::format_rfc3339;
 use devin_bridge_companion::jobs::{JobRecord, JobStatus, JobStore, Role, RunMode};
+use devin_bridge_test_support::artifacts::target_binary;
+use devin_bridge_test_support::bench::{env_usize, ms, percentile};
 use serde_json::{json, Value};
-
-fn ms(duration: Duration) -> f64 {
-    duration.as_secs_f64() * 1e3
-}
 
 struct Sample {
     name: &'static str,

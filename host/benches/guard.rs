@@ -28,26 +28,9 @@ use devin_bridge_guard::testkit::ClientHelloBuilder;
 use std::sync::Arc;
 
 use devin_bridge_guard::{client, ConnectionLimits, Guard, GuardPolicy, GuardStats};
+use devin_bridge_test_support::bench::{env_usize, percentile, status_kib, verdict};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
-}
 
 /// CPU time (user + system) of this whole process, every thread, from /proc/self/stat.
 fn cpu_time() -> Duration {
@@ -242,14 +225,6 @@ async fn setup_once(
     (start.elapsed(), s)
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[idx.min(sorted.len() - 1)]
-}
-
 /// The guard under test, on its own OS thread and runtime: in production it is its own
 /// process, scheduled by the OS apart from its clients.
 struct BenchGuard {
@@ -327,14 +302,6 @@ fn start_guard(dir: &std::path::Path, sink: SocketAddr, ping: SocketAddr) -> Ben
     }
 }
 
-fn verdict(ok: bool) -> &'static str {
-    if ok {
-        "PASS"
-    } else {
-        "MISS"
-    }
-}
-
 async fn bench() {
     let mib = env_usize("GUARD_BENCH_MIB", 256);
     let rounds = env_usize("GUARD_BENCH_ROUNDS", 2000);
@@ -390,29 +357,29 @@ async fn bench() {
     guard_lat.sort();
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     let (d50, d99) = (
-        us(percentile(&direct_lat, 0.5)),
-        us(percentile(&direct_lat, 0.99)),
+        us(percentile(&direct_lat, 50.0)),
+        us(percentile(&direct_lat, 99.0)),
     );
     let (g50, g99) = (
-        us(percentile(&guard_lat, 0.5)),
-        us(percentile(&guard_lat, 0.99)),
+        us(percentile(&guard_lat, 50.0)),
+        us(percentile(&guard_lat, 99.0)),
     );
 
     // Memory per idle tunnel.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let r0 = rss_kib();
+    let r0 = status_kib(None, "VmRSS:");
     let mut direct_conns = Vec::with_capacity(tunnels);
     for _ in 0..tunnels {
         direct_conns.push(setup_once(ping, None, &ping_hello).await.1);
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let r1 = rss_kib();
+    let r1 = status_kib(None, "VmRSS:");
     let mut guard_conns = Vec::with_capacity(tunnels);
     for _ in 0..tunnels {
         guard_conns.push(setup_once(ping, Some(g), &ping_hello).await.1);
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let r2 = rss_kib();
+    let r2 = status_kib(None, "VmRSS:");
     let active = guard.stats.snapshot().active;
     let direct_per = (r1.saturating_sub(r0)) as f64 / tunnels as f64;
     let guarded_per = (r2.saturating_sub(r1)) as f64 / tunnels as f64;

@@ -24,15 +24,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark: a failure aborts the run
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
-
-use common::{env_usize, percentile, target_binary};
 use devin_bridge_fake_fleet::{ClaimEventKind, FakeFleet, FleetConfig, SessionSpec, SessionStatus};
-use tokio::process::{Child, Command};
+use devin_bridge_test_support::artifacts::target_binary;
+use devin_bridge_test_support::bench::{env_usize, percentile, status_kib, verdict};
+use devin_bridge_test_support::outpost::{Worker, WorkerBuilder};
+use tokio::process::Command;
 
 const SHA: &str = "abc1234";
 const SUFFIX: &str = "linux_x64";
@@ -100,19 +100,6 @@ fn anonymous_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-fn peak_rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find(|line| line.starts_with("VmHWM:"))
-                .and_then(|line| line.split_whitespace().nth(1))
-                .and_then(|kib| kib.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
 /// Ends each session as soon as its remote connects; returns when all are gone.
 async fn end_on_connect(fleet: FakeFleet, sessions: Vec<String>) {
     let mut waiting = sessions;
@@ -133,43 +120,27 @@ async fn end_on_connect(fleet: FakeFleet, sessions: Vec<String>) {
     }
 }
 
-struct Worker {
-    child: Child,
-}
-
-fn spawn_worker(bin: &Path, fleet: &FakeFleet, root: &Path, name: &str, cache: &Path) -> Worker {
-    let dir = root.join(name);
-    std::fs::create_dir_all(dir.join("work")).expect("mkdir");
-    let components = std::env::var("DEVIN_BRIDGE_COMPONENTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/components"));
-    let policy = format!(
-        "mode = \"outpost\"\n[components.sse]\npath = {:?}\n[outpost]\nwork_dir = {:?}\ndata_dir = {:?}\ncache_dir = {:?}\nmax_sessions = 8\nexit_confirm_interval_ms = 100\nnetwork_enforcement = \"proxy\"\n",
-        components.join("sse.wasm").display().to_string(),
-        dir.join("work").display().to_string(),
-        dir.join("data").display().to_string(),
-        cache.display().to_string(),
-    );
-    std::fs::write(dir.join("outpost.toml"), policy).expect("policy");
-    let log = std::fs::File::create(dir.join("worker.log")).expect("log");
-    let child = Command::new(bin)
-        .args(["outpost", "start", "--policy"])
-        .arg(dir.join("outpost.toml"))
-        .args(["--outpost", "bench", "--api-url", &fleet.api_url()])
-        .args(["--static-base-url", &fleet.static_base_url()])
-        .current_dir(dir.join("work"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", &dir)
-        .env("DEVIN_OUTPOSTS_TOKEN", "machine-token")
-        .env("DEVIN_BRIDGE_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(log))
-        .kill_on_drop(true)
-        .spawn()
-        .expect("worker starts");
-    Worker { child }
+/// `devin-bridge outpost start` as the benchmark runs it: up to 8 sessions, the policy's poll
+/// interval and exit confirmation reads, a 100 ms confirmation interval, warnings logged.
+fn spawn_worker(bin: &Path, fleet: &FakeFleet, root: &Path, name: &str) -> Worker {
+    [
+        "watch_idle_timeout_secs",
+        "exit_confirm_reads",
+        "remote_kill_grace_ms",
+        "shutdown_grace_ms",
+        "request_timeout_ms",
+    ]
+    .into_iter()
+    .fold(WorkerBuilder::new(fleet, root, name), |worker, key| {
+        worker.setting(key, None)
+    })
+    .binary(bin)
+    .outpost("bench")
+    .poll_interval(None)
+    .log_filter("warn")
+    .max_sessions(8)
+    .setting("exit_confirm_interval_ms", Some("100"))
+    .spawn()
 }
 
 /// Workers serving sessions enqueued one by one.
@@ -188,9 +159,8 @@ async fn workers_run(
         .publish_fake_remote(remote, SHA, SUFFIX)
         .expect("publish");
     let root = tempfile::tempdir().expect("tempdir");
-    let cache = root.path().join("cache");
     let mut children: Vec<Worker> = (0..workers)
-        .map(|i| spawn_worker(bin, &fleet, root.path(), &format!("w{i}"), &cache))
+        .map(|i| spawn_worker(bin, &fleet, root.path(), &format!("w{i}")))
         .collect();
     // Warm-up: every worker has listed and watches; the binary is downloaded and cached.
     let warmups: Vec<String> = (0..workers)
@@ -247,7 +217,7 @@ async fn workers_run(
     let rss_kib = children
         .iter()
         .filter_map(|w| w.child.id())
-        .map(peak_rss_kib)
+        .map(|pid| status_kib(Some(pid), "VmHWM:"))
         .collect();
     let anon_kib = children
         .iter()
@@ -389,14 +359,6 @@ mod reqwest_like {
                 .to_bytes();
             serde_json::from_slice(&body).unwrap_or(Value::Null)
         }
-    }
-}
-
-fn verdict(ok: bool) -> &'static str {
-    if ok {
-        "ok"
-    } else {
-        "MISS"
     }
 }
 

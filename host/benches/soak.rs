@@ -60,19 +60,20 @@ use std::collections::HashMap;
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-mod common;
-
 use bytes::Bytes;
-use common::{claude_code_tools as tools, env_usize, percentile, target_binary};
 use devin_bridge_agent::process::live_processes_in;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1;
-use hyper_util::rt::TokioIo;
+use devin_bridge_test_support::artifacts::target_binary;
+use devin_bridge_test_support::bench::{
+    claude_code_tools as tools, env_usize, ms, percentile, status_kib, verdict,
+};
+use devin_bridge_test_support::claude::{Launch, ServedBridge, Stderr};
+use devin_bridge_test_support::keepalive::{connect, round_trip, Sender};
+use devin_bridge_test_support::policies::{catalog, OfflinePolicy};
 use serde_json::{json, Value};
 
 /// What `[mock:text]` answers.
@@ -164,16 +165,8 @@ impl Settings {
     }
 }
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
-}
-
-fn ms(duration: Duration) -> f64 {
-    duration.as_secs_f64() * 1e3
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -186,20 +179,6 @@ struct Sample {
     fds: usize,
     agents: usize,
     zombies: usize,
-}
-
-/// A `kB` field of `/proc/<pid>/status` (VmRSS, VmHWM), 0 when unreadable.
-fn status_kib(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            status.lines().find_map(|line| {
-                line.strip_prefix(field)
-                    .and_then(|rest| rest.split_whitespace().next())
-                    .and_then(|kib| kib.parse().ok())
-            })
-        })
-        .unwrap_or(0)
 }
 
 fn open_fds(pid: u32) -> usize {
@@ -270,7 +249,7 @@ fn agents_of(pid: u32) -> (usize, usize) {
 fn sample(pid: u32) -> Sample {
     let (agents, zombies) = agents_of(pid);
     Sample {
-        rss_kib: status_kib(pid, "VmRSS:"),
+        rss_kib: status_kib(Some(pid), "VmRSS:"),
         fds: open_fds(pid),
         agents,
         zombies,
@@ -298,54 +277,39 @@ fn write_policy(
     key_file: &Path,
     clients: usize,
 ) -> Result<Layout, String> {
-    let offline = std::fs::read_to_string(root().join("policies/offline.toml"))
-        .map_err(|e| format!("policies/offline.toml: {e}"))?;
-    let mut policy: toml::Table = offline
-        .parse()
-        .map_err(|e| format!("policies/offline.toml: {e}"))?;
+    let mut policy = OfflinePolicy::load()?;
     let name = transport.name();
     let home = dir.join(".sandbox").join(label);
-    let path = |path: &Path| toml::Value::String(path.display().to_string());
+    let path = OfflinePolicy::path;
     let int = |n: usize| toml::Value::Integer(i64::try_from(n).unwrap_or(i64::MAX));
-    let mut set = |table: &str, key: &str, value: toml::Value| {
-        policy
-            .entry(table)
-            .or_insert_with(|| toml::Table::new().into())
-            .as_table_mut()
-            .unwrap_or_else(|| panic!("[{table}] is a table"))
-            .insert(key.into(), value);
-    };
-    set("server", "listen", "127.0.0.1:0".into());
-    set("server", "require_key", true.into());
-    set("server", "api_key_file", path(key_file));
-    set("server", "max_concurrent_turns", int(clients));
-    set("server", "max_connections", int((clients * 2).max(256)));
-    set("agent", "command", path(mock));
-    set("agent", "home", path(&home));
-    set("agent", "transport", name.into());
-    set("agent", "prewarm", int(transport.prewarm()));
+    policy
+        .set("server", "listen", "127.0.0.1:0")
+        .set("server", "require_key", true)
+        .set("server", "api_key_file", path(key_file))
+        .set("server", "max_concurrent_turns", int(clients))
+        .set("server", "max_connections", int((clients * 2).max(256)))
+        .set("agent", "command", path(mock))
+        .set("agent", "home", path(&home))
+        .set("agent", "transport", name)
+        .set("agent", "prewarm", int(transport.prewarm()));
     if transport == Transport::Resident {
-        set("agent", "session_idle_ms", int(2000));
+        policy.set("agent", "session_idle_ms", int(2000));
     }
-    set(
-        "agent",
-        "pass_env",
-        vec!["MOCK_DEVIN_STARTUP_MS", "MOCK_DEVIN_SCENARIO"].into(),
-    );
-    set(
-        "models",
-        "catalog",
-        path(&root().join("policies/models.json")),
-    );
-    set(
-        "control",
-        "socket",
-        path(&dir.join(format!("run-{label}")).join("control.sock")),
-    );
-    set("engine", "cache_dir", path(&dir.join("compile-cache")));
+    policy
+        .set(
+            "agent",
+            "pass_env",
+            vec!["MOCK_DEVIN_STARTUP_MS", "MOCK_DEVIN_SCENARIO"],
+        )
+        .set("models", "catalog", path(&catalog()))
+        .set(
+            "control",
+            "socket",
+            path(&dir.join(format!("run-{label}")).join("control.sock")),
+        )
+        .set("engine", "cache_dir", path(&dir.join("compile-cache")));
     let file = dir.join(format!("soak-{label}.toml"));
-    let text = toml::to_string(&policy).map_err(|e| format!("policy: {e}"))?;
-    std::fs::write(&file, text).map_err(|e| format!("{}: {e}", file.display()))?;
+    policy.write(&file)?;
     let bridge_home = dir.join(format!("bridge-home-{label}"));
     std::fs::create_dir_all(&bridge_home).map_err(|e| e.to_string())?;
     Ok(Layout {
@@ -356,125 +320,42 @@ fn write_policy(
     })
 }
 
-/// The running `devin-bridge serve`; killed if the bench ends without stopping it.
-struct Bridge {
-    child: Option<Child>,
-    pid: u32,
-    addr: std::net::SocketAddr,
-    log: PathBuf,
-}
-
-impl Bridge {
-    fn start(bin: &Path, layout: &Layout) -> Result<Self, String> {
-        let log = std::fs::File::create(&layout.log).map_err(|e| e.to_string())?;
-        let mut command = Command::new(bin);
-        command
-            .args(["serve", "--listen", "127.0.0.1:0", "--policy"])
-            .arg(&layout.policy)
-            // Nothing inherited (DEVIN_BIN, BRIDGE_API_KEY, DEVIN_BRIDGE_LOG, ...): the policy
-            // says it all.
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &layout.bridge_home)
-            .env("LANG", "C.UTF-8")
-            .env("NO_COLOR", "1")
-            .env("MOCK_DEVIN_STARTUP_MS", "0")
-            .env("MOCK_DEVIN_SCENARIO", "text")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log);
-        if let Some(components) = std::env::var_os("DEVIN_BRIDGE_COMPONENTS") {
-            command.env("DEVIN_BRIDGE_COMPONENTS", components);
-        }
-        let child = command
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
-        let pid = child.id();
-        let mut bridge = Bridge {
-            child: Some(child),
-            pid,
-            addr: ([127, 0, 0, 1], 0).into(),
-            log: layout.log.clone(),
-        };
+/// Starts `devin-bridge serve` on `layout`'s policy, its log in `layout.log`; the agents skip
+/// the simulated start-up and answer prompts without a marker with text. Returns the bridge
+/// and its address.
+fn start_bridge(
+    bin: &Path,
+    layout: &Layout,
+) -> Result<(ServedBridge, std::net::SocketAddr), String> {
+    let mut env: Vec<(String, std::ffi::OsString)> = vec![
+        ("MOCK_DEVIN_STARTUP_MS".into(), "0".into()),
+        ("MOCK_DEVIN_SCENARIO".into(), "text".into()),
+    ];
+    if let Some(components) = std::env::var_os("DEVIN_BRIDGE_COMPONENTS") {
+        env.push(("DEVIN_BRIDGE_COMPONENTS".into(), components));
+    }
+    let bridge = ServedBridge::launch(Launch {
+        binary: bin.to_owned(),
+        policy: layout.policy.clone(),
+        home: layout.bridge_home.clone(),
+        agent_home: layout.home.clone(),
+        env,
+        stderr: Stderr::File(layout.log.clone()),
         // The first start compiles the components (seconds on a busy machine).
-        let deadline = Instant::now() + Duration::from_secs(300);
-        loop {
-            let text = std::fs::read_to_string(&layout.log).unwrap_or_default();
-            let listening = text.lines().find_map(|line| {
-                line.strip_prefix("listening on http://")
-                    .and_then(|rest| rest.split_whitespace().next())
-                    .and_then(|addr| addr.parse().ok())
-            });
-            if let Some(addr) = listening {
-                bridge.addr = addr;
-                return Ok(bridge);
-            }
-            let exited = bridge
-                .child
-                .as_mut()
-                .and_then(|child| child.try_wait().ok().flatten());
-            if let Some(status) = exited {
-                return Err(format!(
-                    "the bridge exited ({status}) before listening\n{}",
-                    bridge.tail()
-                ));
-            }
-            if Instant::now() >= deadline {
-                return Err(format!(
-                    "the bridge did not listen within 300 s\n{}",
-                    bridge.tail()
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// The last lines of the bridge's log.
-    fn tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(20)..].join("\n")
-    }
-
-    /// SIGTERM, then waits (SIGKILL after 60 s). Returns how it ended and how long it took.
-    fn stop(&mut self) -> (String, bool, Duration) {
-        let Some(mut child) = self.child.take() else {
-            return ("already stopped".into(), false, Duration::ZERO);
-        };
-        let started = Instant::now();
-        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.pid).unwrap_or(i32::MAX));
-        if let Err(error) = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM) {
-            return (format!("SIGTERM failed: {error}"), false, Duration::ZERO);
-        }
-        let deadline = started + Duration::from_secs(60);
-        loop {
-            match child.try_wait() {
-                Ok(Some(status)) => {
-                    return (format!("{status}"), status.success(), started.elapsed());
-                }
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                _ => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return (
-                        "still running 60 s after SIGTERM: killed".into(),
-                        false,
-                        started.elapsed(),
-                    );
-                }
-            }
-        }
-    }
+        start_timeout: Duration::from_secs(300),
+    })?;
+    let addr = bridge
+        .addr
+        .parse()
+        .map_err(|e| format!("the bridge's address {:?}: {e}", bridge.addr))?;
+    Ok((bridge, addr))
 }
 
-impl Drop for Bridge {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+/// SIGTERM, then waits (SIGKILL after 60 s): how it ended, whether cleanly, how long it took.
+fn stop_bridge(bridge: &mut ServedBridge) -> (String, bool, Duration) {
+    match bridge.try_stop(Duration::from_secs(60)) {
+        (Ok(status), took) => (format!("{status}"), status.success(), took),
+        (Err(error), took) => (error, false, took),
     }
 }
 
@@ -702,22 +583,6 @@ fn check_reply(reply: Reply, stop: Option<&str>, expect: Expect) -> Result<Reply
 // ---------------------------------------------------------------------------------------------
 // The clients.
 
-type Sender = http1::SendRequest<Full<Bytes>>;
-
-async fn connect(addr: std::net::SocketAddr) -> Result<Sender, String> {
-    let stream = tokio::net::TcpStream::connect(addr)
-        .await
-        .map_err(|e| format!("connect: {e}"))?;
-    let _ = stream.set_nodelay(true);
-    let (sender, connection) = http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| format!("handshake: {e}"))?;
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    Ok(sender)
-}
-
 /// What every client shares.
 struct Shared {
     addr: std::net::SocketAddr,
@@ -761,46 +626,37 @@ async fn exchange(
     body: String,
     expect: Expect,
 ) -> Result<Reply, Failure> {
-    sender
-        .ready()
-        .await
-        .map_err(|e| Failure::Connection(format!("connection: {e}")))?;
-    let request = hyper::Request::builder()
-        .method(hyper::Method::POST)
-        .uri(PATH)
-        .header(hyper::header::HOST, "127.0.0.1")
-        .header(hyper::header::CONTENT_TYPE, "application/json")
-        .header(hyper::header::CONTENT_LENGTH, body.len())
-        .header("x-api-key", &shared.key)
-        .header("anthropic-version", "2023-06-01")
-        .header("x-claude-code-session-id", &conversation.key)
-        .body(Full::new(Bytes::from(body)))
-        .map_err(|e| Failure::Answer(format!("request: {e}")))?;
-    let response = sender
-        .send_request(request)
-        .await
-        .map_err(|e| Failure::Connection(format!("send: {e}")))?;
-    let status = response.status();
-    let event_stream = response
-        .headers()
+    let answer = round_trip(
+        sender,
+        hyper::Method::POST,
+        PATH,
+        &[
+            ("x-api-key", &shared.key),
+            ("anthropic-version", "2023-06-01"),
+            ("x-claude-code-session-id", &conversation.key),
+        ],
+        &Bytes::from(body),
+    )
+    .await
+    .map_err(Failure::Connection)?;
+    let event_stream = answer
+        .headers
         .get(hyper::header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| value.starts_with("text/event-stream"));
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| Failure::Connection(format!("body: {e}")))?
-        .to_bytes();
-    let text = String::from_utf8_lossy(&bytes);
-    let short = || text.chars().take(200).collect::<String>();
-    if status != hyper::StatusCode::OK {
-        return Err(Failure::Answer(format!("status {status}: {}", short())));
+    let text = &answer.body;
+    let short = || answer.short(200);
+    if answer.status != hyper::StatusCode::OK {
+        return Err(Failure::Answer(format!(
+            "status {}: {}",
+            answer.status,
+            short()
+        )));
     }
     let streamed = conversation.step > 0 && conversation.stream;
     let checked = match (streamed, event_stream) {
-        (true, true) => check_stream(&text, expect),
-        (false, false) => check_json(&text, expect),
+        (true, true) => check_stream(text, expect),
+        (false, false) => check_json(text, expect),
         _ => Err(format!(
             "content type {} for a {} request",
             if event_stream { "SSE" } else { "not SSE" },
@@ -875,15 +731,16 @@ async fn client(shared: Arc<Shared>, index: usize) -> Vec<Duration> {
 /// `GET /healthz` on a connection of its own.
 async fn health(addr: std::net::SocketAddr) -> Option<Value> {
     let mut sender = connect(addr).await.ok()?;
-    sender.ready().await.ok()?;
-    let request = hyper::Request::builder()
-        .uri("/healthz")
-        .header(hyper::header::HOST, "127.0.0.1")
-        .body(Full::new(Bytes::new()))
-        .ok()?;
-    let response = sender.send_request(request).await.ok()?;
-    let bytes = response.into_body().collect().await.ok()?.to_bytes();
-    serde_json::from_slice(&bytes).ok()
+    let answer = round_trip(
+        &mut sender,
+        hyper::Method::GET,
+        "/healthz",
+        &[],
+        &Bytes::new(),
+    )
+    .await
+    .ok()?;
+    serde_json::from_str(&answer.body).ok()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -961,12 +818,11 @@ fn run_transport(
         key_file,
         settings.clients,
     )?;
-    let mut bridge = Bridge::start(bin, &layout)?;
+    let (mut bridge, addr) = start_bridge(bin, &layout)?;
     let pid = bridge.pid;
     eprintln!(
-        "soak {}: bridge pid {pid} on http://{}, log {}",
+        "soak {}: bridge pid {pid} on http://{addr}, log {}",
         transport.name(),
-        bridge.addr,
         layout.log.display()
     );
 
@@ -980,7 +836,7 @@ fn run_transport(
     let baseline = sample(pid);
 
     let shared = Arc::new(Shared {
-        addr: bridge.addr,
+        addr,
         key: key.to_owned(),
         transport: transport.name(),
         total: settings.turns,
@@ -1014,7 +870,7 @@ fn run_transport(
                         warm = Some((sample(pid), done));
                     }
                     if warm.is_some() {
-                        max_rss = max_rss.max(status_kib(pid, "VmRSS:"));
+                        max_rss = max_rss.max(status_kib(Some(pid), "VmRSS:"));
                     }
                 }
             }
@@ -1038,10 +894,10 @@ fn run_transport(
         std::thread::sleep(Duration::from_millis(100));
     };
     let settled_in = started.elapsed();
-    let peak_kib = status_kib(pid, "VmHWM:");
-    let health = runtime.block_on(health(bridge.addr));
+    let peak_kib = status_kib(Some(pid), "VmHWM:");
+    let health = runtime.block_on(health(addr));
 
-    let (stop_status, stopped_cleanly, stop_time) = bridge.stop();
+    let (stop_status, stopped_cleanly, stop_time) = stop_bridge(&mut bridge);
     let started = Instant::now();
     let left_behind = loop {
         let left = live_processes_in(&layout.home);
@@ -1085,14 +941,6 @@ fn run_transport(
 
 // ---------------------------------------------------------------------------------------------
 // Report.
-
-fn verdict(pass: bool) -> &'static str {
-    if pass {
-        "PASS"
-    } else {
-        "MISS"
-    }
-}
 
 fn print_report(report: &Report) {
     let name = report.transport.name();
@@ -1309,10 +1157,10 @@ fn main() -> ExitCode {
         &key_file,
         settings.clients,
     )
-    .and_then(|layout| Bridge::start(&bin, &layout));
+    .and_then(|layout| start_bridge(&bin, &layout));
     match primed {
-        Ok(mut bridge) => {
-            bridge.stop();
+        Ok((mut bridge, _)) => {
+            stop_bridge(&mut bridge);
             eprintln!(
                 "soak: compile cache filled in {:.1} s",
                 begun.elapsed().as_secs_f64()

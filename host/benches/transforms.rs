@@ -5,10 +5,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark: a failure aborts the run
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use devin_bridge_engine::{Call, CompileCache, Loaded, Runtime, RuntimeConfig, TransformKind};
+use devin_bridge_test_support::artifacts::default_components_dir;
 use devin_bridge_types::{Reply, ToolCall, Usage};
 use serde_json::{json, Value};
 
@@ -59,14 +59,6 @@ fn micros(d: Duration) -> String {
     format!("{:.1}", d.as_secs_f64() * 1e6)
 }
 
-fn components_dir() -> PathBuf {
-    std::env::var_os("DEVIN_BRIDGE_COMPONENTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../target/components"))
-        })
-}
-
 fn claude_code_request() -> String {
     std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -102,7 +94,7 @@ fn small_request() -> String {
 }
 
 fn main() {
-    let dir = components_dir();
+    let dir = default_components_dir();
     let runtime = Runtime::new(RuntimeConfig {
         memory_bytes: 512 << 20,
         call_timeout: Duration::from_secs(30),
@@ -232,11 +224,6 @@ fn main() {
         model: "devin-cli-agentic/swe-1-7".into(),
         usage,
     };
-    let native_head = devin_bridge_sse::MessageHead {
-        id: head.id.clone(),
-        model: head.model.clone(),
-        usage,
-    };
     let tool_reply = Reply::Tools(vec![ToolCall {
         id: "devin_call_0123456789abcdef".into(),
         name: "Bash".into(),
@@ -255,7 +242,7 @@ fn main() {
             operation: "sse.render_stream".into(),
             input: label.into(),
             native: measure(|| {
-                std::hint::black_box(devin_bridge_sse::render_stream(&native_head, &reply).len());
+                std::hint::black_box(devin_bridge_sse::render_stream(&head, &reply).len());
             }),
             fresh: measure(|| {
                 std::hint::black_box(sse.call(&runtime, &call).is_ok());

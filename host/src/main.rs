@@ -45,13 +45,10 @@ enum Command {
 
 /// The async runtime a command needs. An outpost worker does little CPU work and many of them
 /// may run per machine, so it gets two worker threads and a small blocking pool whatever the
-/// core count (each thread costs memory); the keeper beside each remote needs only one thread.
+/// core count (each thread costs memory). The keeper beside each worker's child runs on one
+/// thread of its own (see `main`).
 fn runtime_for(command: &Command) -> tokio::runtime::Builder {
-    use devin_bridge_outpost::cli::{OutpostArgs, OutpostCommand};
     match command {
-        Command::Outpost(OutpostArgs {
-            command: OutpostCommand::Keeper(_),
-        }) => tokio::runtime::Builder::new_current_thread(),
         Command::Outpost(_) => {
             let mut builder = tokio::runtime::Builder::new_multi_thread();
             builder.worker_threads(2).max_blocking_threads(8);
@@ -75,6 +72,20 @@ fn serve_policy_and_identity(
 }
 
 fn main() -> std::process::ExitCode {
+    // `devin-bridge keeper` (internal, hidden): started by companion and outpost workers from
+    // their running image; it needs no command line parser, components or policy, only a log.
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(keeper) = devin_bridge_agent::process::keeper::KeeperArgs::from_command_line(&argv)
+    {
+        cli::init_tracing();
+        return match keeper {
+            Ok(args) => devin_bridge_agent::process::keeper::main(args),
+            Err(usage) => {
+                eprintln!("devin-bridge: {usage}");
+                std::process::ExitCode::from(2)
+            }
+        };
+    }
     builtin::install();
     let matches = Cli::command()
         .long_version(builtin::long_version())

@@ -1,11 +1,12 @@
-//! The component export: a thin shell that converts WIT bindings to the library's types.
+//! The component export: a thin shell over the library. The WIT records are the library's own
+//! types (see `devin_bridge_types::guest_bindings!`), so nothing is converted here.
 
-wit_bindgen::generate!({
+devin_bridge_types::guest_bindings!([envelope] {
     world: "envelope-component",
     path: "../../wit",
 });
 
-use devin_bridge::transforms::types::{Failure, Reply, ToolCall};
+use devin_bridge_types::{Failure, Reply};
 use exports::devin_bridge::transforms::envelope::Guest;
 
 struct Component;
@@ -18,20 +19,7 @@ impl Guest for Component {
         max_calls: u32,
     ) -> Result<Reply, Failure> {
         // The output is owned here: a text reply reuses its buffer rather than copying it.
-        match crate::parse_owned(output, &tools, &id_seed, max_calls) {
-            Ok(crate::Reply::Text(text)) => Ok(Reply::Text(text)),
-            Ok(crate::Reply::Tools(calls)) => Ok(Reply::Tools(
-                calls
-                    .into_iter()
-                    .map(|call| ToolCall {
-                        id: call.id,
-                        name: call.name,
-                        input: call.input,
-                    })
-                    .collect(),
-            )),
-            Err(failure) => Err(wit_failure(failure)),
-        }
+        crate::parse_owned(output, &tools, &id_seed, max_calls)
     }
 
     fn narrates_unexecuted_action(output: String) -> bool {
@@ -39,16 +27,7 @@ impl Guest for Component {
     }
 
     fn parse_review(output: String) -> Result<String, Failure> {
-        crate::parse_review(&output).map_err(wit_failure)
-    }
-}
-
-fn wit_failure(failure: crate::Failure) -> Failure {
-    Failure {
-        code: failure.code,
-        message: failure.message,
-        status: failure.status,
-        repairable: failure.repairable,
+        crate::parse_review(&output)
     }
 }
 

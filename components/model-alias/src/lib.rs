@@ -15,22 +15,9 @@ mod resolve;
 #[cfg(all(target_arch = "wasm32", feature = "export"))]
 mod wasm;
 
-pub use devin_bridge_types::Failure;
+pub use devin_bridge_types::{Failure, ResolvedModel};
 
 use catalog::{Catalog, Index};
-
-/// A model reference resolved against the catalog.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ResolvedModel {
-    /// The family slug, verbatim from the catalog.
-    pub family: String,
-    /// The variant uid, verbatim from the catalog.
-    pub model_uid: String,
-    /// The variant's display label (its uid when the catalog gives none).
-    pub label: String,
-    /// The uid normalised for ACP: ASCII lowercase, `.` and `_` become `-`.
-    pub acp_id: String,
-}
 
 /// The provider prefix every model reference must carry.
 pub const PREFIX: &str = "devin-cli-agentic/";
@@ -72,6 +59,13 @@ pub fn resolve(requested: &str, catalog: &str) -> Result<ResolvedModel, Failure>
 pub fn list_models(catalog: &str, vision: bool) -> Result<String, Failure> {
     let catalog = Catalog::parse(catalog)?;
     listing::render(&Index::new(&catalog), vision)
+}
+
+/// The context window of every model [`list_models`] lists whose catalog entry states one:
+/// `(acp id, tokens)`, in catalog order.
+pub fn context_windows(catalog: &str) -> Result<Vec<(String, u64)>, Failure> {
+    let catalog = Catalog::parse(catalog)?;
+    Ok(listing::windows(&Index::new(&catalog)))
 }
 
 /// `validate` against an already parsed catalog.

@@ -54,10 +54,16 @@ pub(crate) fn render(index: &Index<'_>, vision: bool) -> Result<String, Failure>
         vision,
         reasoning: false,
     };
-    let data: Vec<ModelCard<'_>> = index
-        .variants()
-        .iter()
-        .filter_map(|at| card(index, at, capabilities))
+    let data: Vec<ModelCard<'_>> = listed(index)
+        .map(|(acp_id, at)| ModelCard {
+            kind: "model",
+            id: format!("{PREFIX}{acp_id}"),
+            display_name: at.variant.label(),
+            created_at: CREATED_AT,
+            capabilities,
+            context_window: at.variant.max_context_tokens,
+            max_output_tokens: at.variant.max_output_tokens,
+        })
         .collect();
     let list = ModelList {
         first_id: data.first().map(|card| card.id.clone()),
@@ -70,20 +76,20 @@ pub(crate) fn render(index: &Index<'_>, vision: bool) -> Result<String, Failure>
     serde_json::to_string(&list).map_err(failures::internal)
 }
 
-fn card<'a>(
-    index: &Index<'a>,
-    at: &VariantRef<'a>,
-    capabilities: Capabilities,
-) -> Option<ModelCard<'a>> {
-    let acp_id = at.variant.acp_id();
-    let resolved = resolve(index, &acp_id).ok()?;
-    (resolved == *at).then(|| ModelCard {
-        kind: "model",
-        id: format!("{PREFIX}{acp_id}"),
-        display_name: at.variant.label(),
-        created_at: CREATED_AT,
-        capabilities,
-        context_window: at.variant.max_context_tokens,
-        max_output_tokens: at.variant.max_output_tokens,
+/// The context window of every listed variant that states one: `(acp id, tokens)`, in the
+/// listing's order.
+pub(crate) fn windows(index: &Index<'_>) -> Vec<(String, u64)> {
+    listed(index)
+        .filter_map(|(acp_id, at)| Some((acp_id, at.variant.max_context_tokens?)))
+        .collect()
+}
+
+/// The variants the listing shows, with their ACP ids: those whose id validates back to that
+/// very variant.
+fn listed<'i, 'a>(index: &'i Index<'a>) -> impl Iterator<Item = (String, &'i VariantRef<'a>)> {
+    index.variants().iter().filter_map(move |at| {
+        let acp_id = at.variant.acp_id();
+        let resolved = resolve(index, &acp_id).ok()?;
+        (resolved == *at).then_some((acp_id, at))
     })
 }

@@ -117,6 +117,34 @@ fn list_models_shape() {
     );
 }
 
+/// The windows are the listing's `context_window`s, by id, without reading the listing back.
+#[test]
+fn context_windows_are_the_listed_windows() {
+    let listed: Vec<(String, u64)> = list(CATALOG)["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|card| {
+            let id = card["id"].as_str()?.strip_prefix(PREFIX)?.to_owned();
+            Some((id, card["context_window"].as_u64()?))
+        })
+        .collect();
+    assert_eq!(context_windows(CATALOG).unwrap(), listed);
+    assert_eq!(
+        listed,
+        [
+            ("swe-1-7".to_owned(), 256_000),
+            ("swe-1-7-lightning".to_owned(), 256_000),
+            ("glm-5-2".to_owned(), 200_000)
+        ]
+    );
+    assert_eq!(
+        context_windows("[").unwrap_err().code,
+        "invalid_catalog",
+        "the catalog is checked as everywhere"
+    );
+}
+
 #[test]
 fn list_models_empty() {
     assert_eq!(

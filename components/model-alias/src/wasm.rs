@@ -1,49 +1,38 @@
-//! The component export: a thin shell that converts WIT bindings to the library's types.
+//! The component export: a thin shell over the library. The WIT records are the library's own
+//! types (see `devin_bridge_types::guest_bindings!`), so nothing is converted here.
 
-wit_bindgen::generate!({
+devin_bridge_types::guest_bindings!([model_alias] {
     world: "model-alias-component",
     path: "../../wit",
 });
 
-use devin_bridge::transforms::types::Failure;
-use exports::devin_bridge::transforms::model_alias::{Guest, ResolvedModel};
+use devin_bridge_types::{Failure, ResolvedModel};
+use exports::devin_bridge::transforms::model_alias::Guest;
 
 struct Component;
 
-fn failure(failure: crate::Failure) -> Failure {
-    Failure {
-        code: failure.code,
-        message: failure.message,
-        status: failure.status,
-        repairable: failure.repairable,
-    }
-}
-
 impl Guest for Component {
     fn validate(reference: String, catalog: String) -> Result<String, Failure> {
-        crate::validate(&reference, &catalog).map_err(failure)
+        crate::validate(&reference, &catalog)
     }
 
     fn client_environment(
         settings: Vec<(String, String)>,
         catalog: String,
     ) -> Result<Vec<(String, String)>, Failure> {
-        crate::client_environment(&settings, &catalog).map_err(failure)
+        crate::client_environment(&settings, &catalog)
     }
 
     fn resolve(requested: String, catalog: String) -> Result<ResolvedModel, Failure> {
         crate::resolve(&requested, &catalog)
-            .map(|model| ResolvedModel {
-                family: model.family,
-                model_uid: model.model_uid,
-                label: model.label,
-                acp_id: model.acp_id,
-            })
-            .map_err(failure)
     }
 
     fn list_models(catalog: String, vision: bool) -> Result<String, Failure> {
-        crate::list_models(&catalog, vision).map_err(failure)
+        crate::list_models(&catalog, vision)
+    }
+
+    fn context_windows(catalog: String) -> Result<Vec<(String, u64)>, Failure> {
+        crate::context_windows(&catalog)
     }
 }
 

@@ -9,11 +9,19 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use devin_bridge_model_alias::{client_environment, list_models, resolve, validate, Failure};
+use devin_bridge_model_alias::{
+    client_environment, context_windows, list_models, resolve, validate, Failure,
+};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-const CALLS: [&str; 4] = ["validate", "client_environment", "resolve", "list_models"];
+const CALLS: [&str; 5] = [
+    "validate",
+    "client_environment",
+    "resolve",
+    "list_models",
+    "context_windows",
+];
 
 const ERROR_CODES: [&str; 8] = [
     "missing_model_prefix",
@@ -99,6 +107,7 @@ fn run(case: &Case) -> Value {
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
         )),
+        "context_windows" => outcome(context_windows(&catalog)),
         other => panic!("{}: unknown call `{other}`", case.name),
     }
 }

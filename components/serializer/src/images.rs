@@ -8,8 +8,7 @@
 //! images of the four types the Messages API accepts are attached; a `url` image stays a
 //! placeholder (the agent fetches nothing for the client).
 
-use devin_bridge_types::Failure;
-use serde::{Deserialize, Serialize};
+use devin_bridge_types::{Failure, Image, ImageLimits};
 
 use crate::failure::{fail, quote, INVALID_CONTENT_BLOCK};
 use crate::json::Json;
@@ -19,32 +18,6 @@ pub(crate) const PLACEHOLDER: &str = "[image]";
 
 /// Media types an attached image may have.
 const MEDIA_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
-
-/// How images are handled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ImageLimits {
-    /// Images attached to one prompt at most; 0: the agent takes none, and an image block is
-    /// an `unsupported_visual_block` failure.
-    pub max_images: u32,
-    /// Largest image attached, decoded bytes; a larger one stays a placeholder.
-    pub max_image_bytes: u32,
-}
-
-impl ImageLimits {
-    /// No image is accepted.
-    pub const NONE: ImageLimits = ImageLimits {
-        max_images: 0,
-        max_image_bytes: 0,
-    };
-}
-
-/// An image attached to a prompt.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Image {
-    pub media_type: String,
-    /// Base64, as the request carried it.
-    pub data: String,
-}
 
 /// An image block found in message `message`, if it can be attached.
 pub(crate) struct Found<'a> {

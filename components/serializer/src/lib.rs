@@ -21,34 +21,13 @@ mod trace;
 #[cfg(all(target_arch = "wasm32", feature = "export"))]
 mod wasm;
 
-use serde::{Deserialize, Serialize};
-
-pub use devin_bridge_types::Failure;
-pub use images::{Image, ImageLimits};
+pub use devin_bridge_types::{
+    Failure, Image, ImageLimits, MessageMark, Prompt, PromptOptions, Resume, ResumedPrompt,
+    UnseenPrompt,
+};
 
 use crate::json::Json;
 use crate::trace::Trace;
-
-/// The prompt for one agent turn, and what the later transforms need to know about it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Prompt {
-    /// The whole prompt: framing, `[Execution Trace]`, then the serialized request.
-    pub text: String,
-    /// The request's `tools` array as compact JSON (`[]` when absent), for the envelope parser.
-    pub tools: String,
-    /// `max(1, ceil(chars / 4))` of the trace (the text after the framing).
-    pub input_tokens: u32,
-    /// 24 hex digits derived from the trace (see [`id_seed`]); seeds deterministic tool-call ids.
-    pub id_seed: String,
-    /// The request's `model`, verbatim.
-    pub model: String,
-    /// The request's `stream` flag, false when absent.
-    pub stream: bool,
-    /// The request's `tool_choice.disable_parallel_tool_use`: the `[Tool Choice]` section asks
-    /// for at most one tool per output, and the host accepts at most one envelope.
-    #[serde(default)]
-    pub single_tool_call: bool,
-}
 
 /// How many hex digits of the trace digest make the id seed.
 const ID_SEED_HEX_DIGITS: usize = 24;
@@ -69,87 +48,6 @@ pub fn serialize(request: &str) -> Result<Prompt, Failure> {
     prompt.input_tokens = devin_bridge_types::estimate_tokens(trace);
     prompt.id_seed = id_seed(trace);
     Ok(prompt)
-}
-
-/// How [`serialize_unseen`] serializes a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PromptOptions {
-    /// Messages the session already holds (0: a new session, the whole prompt).
-    pub held: u32,
-    /// Which images are attached (none: an image is an `unsupported_visual_block` failure).
-    pub images: ImageLimits,
-}
-
-impl PromptOptions {
-    /// A session that holds `held` messages, for an agent that takes no image.
-    pub fn held(held: u32) -> Self {
-        Self {
-            held,
-            images: ImageLimits::NONE,
-        }
-    }
-}
-
-/// A prompt for a session that may already hold the start of the conversation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UnseenPrompt {
-    /// `text` is the whole prompt when `held` is 0; otherwise the continuation framing and the
-    /// messages after the first `held` ones. The other fields describe the whole request.
-    pub prompt: Prompt,
-    /// `history[i]`: the identity of the trace up to the end of message `i` (see
-    /// [`Spans::history`]). Two requests whose first `n` messages serialize identically, under
-    /// the same system prompt and tools, share `history[..n]`.
-    pub history: Vec<String>,
-    /// The images that go with the prompt, in the order they appear (see `images`).
-    pub images: Vec<Image>,
-    /// One mark per message: what a later request that repeats this one up to the end of the
-    /// message needs to be serialized from there on (see [`serialize_resumed`]).
-    pub marks: Vec<MessageMark>,
-    /// The tool names the request declares, in request order.
-    pub tool_names: Vec<String>,
-}
-
-/// Where a message of a request ends, and the state of the trace there.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MessageMark {
-    /// The byte offset in the request just after the message's JSON value.
-    pub request_end: u32,
-    /// Characters (Unicode scalar values) of the trace up to the end of the message.
-    pub trace_chars: u64,
-    /// The tool-use ids the message introduced.
-    pub tool_uses: Vec<String>,
-}
-
-/// What [`serialize_resumed`] needs to know of the messages before its continuation, all of
-/// it from an earlier [`UnseenPrompt`] of a request with the same bytes up to there.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Resume {
-    /// How many messages come before the continuation (at least 1).
-    pub messages: u32,
-    /// `history[messages - 1]` of the earlier request.
-    pub history: String,
-    /// `marks[messages - 1].trace_chars` of the earlier request.
-    pub trace_chars: u64,
-    /// The tool-use ids of `marks[..messages]`.
-    pub tool_uses: Vec<String>,
-    /// The earlier request's `tool_names`.
-    pub tool_names: Vec<String>,
-}
-
-/// [`serialize_unseen`]'s answer for a request given as a continuation: the fields that
-/// depend on its messages. The rest of the request is the earlier one's.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ResumedPrompt {
-    /// The prompt text, as [`UnseenPrompt::prompt`] has it.
-    pub text: String,
-    pub input_tokens: u32,
-    pub id_seed: String,
-    /// The identities of the continuation's messages (of the whole trace up to each of them).
-    pub history: Vec<String>,
-    /// The marks of the continuation's messages, `request_end` counted from the continuation's
-    /// start.
-    pub marks: Vec<MessageMark>,
-    pub images: Vec<Image>,
 }
 
 /// [`serialize`] for a session that has seen the first `options.held` messages of this

@@ -6,14 +6,14 @@
 
 use std::collections::BTreeSet;
 
-use devin_bridge_types::Failure;
+use devin_bridge_types::{Failure, ImageLimits};
 
 use crate::failure::{
     fail, quote, DUPLICATE_TOOL_USE_ID, INVALID_CONTENT_BLOCK, INVALID_MESSAGE, INVALID_MESSAGES,
     MISSING_TOOL_USE_ID, ORPHAN_TOOL_RESULT, UNDECLARED_TOOL, UNSUPPORTED_CONTENT_BLOCK,
     UNSUPPORTED_ROLE, UNSUPPORTED_VISUAL_BLOCK,
 };
-use crate::images::{self, Found, ImageLimits, PLACEHOLDER};
+use crate::images::{self, Found, PLACEHOLDER};
 use crate::json::{write_compact, write_pretty, Json};
 use crate::trace::Trace;
 

@@ -11,8 +11,7 @@
 //! mark is not stripped (the servers we read never send one), and bytes that are not UTF-8 are
 //! a failure instead of being replaced: nothing downstream should act on a guessed decoding.
 
-use devin_bridge_types::Failure;
-use serde::{Deserialize, Serialize};
+use devin_bridge_types::{Failure, SseEvent, SseFrames};
 
 /// Stable failure codes of `parse_events`.
 pub mod codes {
@@ -25,26 +24,6 @@ const UPSTREAM_STATUS: u16 = 502;
 
 /// The event type of an event without a (non-empty) `event:` field.
 const DEFAULT_EVENT: &str = "message";
-
-/// One complete server-sent event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SseEvent {
-    /// The `event:` field; `message` when absent or empty.
-    pub event: String,
-    /// The `data:` lines joined with `\n`.
-    pub data: String,
-    /// The last `id:` field of the event, if any.
-    pub id: Option<String>,
-}
-
-/// What `parse_events` made of a buffer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SseFrames {
-    pub events: Vec<SseEvent>,
-    /// The bytes after the last complete event: pass them back, followed by the bytes received
-    /// next, on the next call.
-    pub tail: Vec<u8>,
-}
 
 /// Frames the complete events of `buffer` (the previous tail followed by new bytes).
 ///

@@ -38,19 +38,13 @@ mod wasm;
 mod wire;
 
 pub use agent_error::agent_error_message;
-pub use devin_bridge_types::{error_type, Failure, Reply, ToolCall, Usage};
-pub use events::{codes, parse_events, SseEvent, SseFrames};
+pub use devin_bridge_types::{
+    error_type, Failure, MessageHead, Reply, SseEvent, SseFrames, ToolCall, Usage,
+};
+pub use events::{codes, parse_events};
 
 use frame::Frame;
 use tool_input::ToolInput;
-
-/// What `message_start` and the JSON body say about the message as a whole.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct MessageHead {
-    pub id: String,
-    pub model: String,
-    pub usage: Usage,
-}
 
 /// Room for the fixed parts of an event stream or a body (event names, keys, ids).
 const FRAME_OVERHEAD: usize = 768;

@@ -1,16 +1,33 @@
-//! Plain Rust mirrors of the records in `wit/transforms.wit` (`interface types`).
+//! The one plain Rust definition of every record in `wit/transforms.wit`, and the text scans
+//! the transforms share.
 //!
-//! Each transform's logic is an ordinary library that speaks these types; the wasm shell of a
-//! component converts them to and from the generated bindings, and the host converts the
-//! bindings' results back into them, so native and wasm answers can be compared directly.
+//! Each transform's logic is an ordinary library that speaks these types. The same types cross
+//! the WIT boundary on both sides: a component's exports take and return them directly
+//! ([`guest_bindings!`] maps every WIT record onto them), and the host converts wasmtime's
+//! generated bindings into them in one module of the engine. So a native answer and a wasm
+//! answer are values of one type and compare directly.
+//!
+//! Invariant: every record here has exactly the fields of its WIT record, in Rust spelling
+//! (`input-tokens` is `input_tokens`), with the Rust types the bindings generators use
+//! (`list<T>` is `Vec<T>`, `option<T>` is `Option<T>`); variants have the WIT's cases. The
+//! serde derives give the golden fixtures' JSON encoding.
 
 use serde::{Deserialize, Serialize};
 
 pub mod continuation;
 mod errors;
+mod guest;
+mod model_alias;
+mod serializer;
+mod sse;
 pub mod text;
 
 pub use errors::error_type;
+pub use model_alias::ResolvedModel;
+pub use serializer::{
+    Image, ImageLimits, MessageMark, Prompt, PromptOptions, Resume, ResumedPrompt, UnseenPrompt,
+};
+pub use sse::{MessageHead, SseEvent, SseFrames};
 
 /// A typed failure with a stable machine `code`, a human `message`, the HTTP `status` the
 /// host answers with, and whether the host may spend its single repair attempt on it.

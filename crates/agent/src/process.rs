@@ -1,9 +1,18 @@
 //! Sandboxed subprocesses: explicit environment, own process group, bounded stderr, and one
 //! way to end: close stdin, SIGTERM the group, grace, SIGKILL the group, reap.
 //!
+//! This module is the one owner of ending a process group: [`group`] holds the escalation
+//! (for a parent with a child handle, and for anyone else by a pid-reuse-proof stamp), and
+//! [`keeper`] the one keeper protocol ("end my child's group if I die") that companion and
+//! outpost workers use, started from the running binary so a binary replaced in place does not
+//! stop it. No mode crate signals a group its own way.
+//!
 //! A `Sandboxed` child that is dropped without `shutdown` (a request future cancelled because
 //! its client went away) has its whole process group killed in `Drop`, so no grandchild can
 //! outlive the request; tokio reaps the killed child in the background.
+
+pub mod group;
+pub mod keeper;
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -12,13 +21,24 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 /// How long a child may take to exit by itself once its stdin is closed, before SIGTERM.
 const EXIT_WAIT: Duration = Duration::from_millis(250);
+
+/// The image this process runs, to exec when a process starts this very binary again (a
+/// keeper, a background worker): `/proc/self/exe`, the kernel's own reference to the running
+/// executable, held for the life of the process like an open descriptor of it. Its path may
+/// since name another file (an upgrade renamed a new version over it) or nothing (deleted);
+/// exec of `/proc/self/exe` still runs the image this process runs, where
+/// `std::env::current_exe()` (the link's text, then `... (deleted)`) names a file that is gone.
+/// Nothing is handed to the child and no `unsafe` hook runs: the kernel resolves the link in
+/// the child, whose executable is its parent's until the exec.
+pub fn running_binary() -> &'static std::path::Path {
+    std::path::Path::new("/proc/self/exe")
+}
 
 /// Everything needed to start a child.
 #[derive(Debug, Clone)]
@@ -186,7 +206,7 @@ impl Sandboxed {
 
     /// SIGKILL the whole group right now (an agent that broke the rules gets no grace).
     pub fn kill_now(&mut self) {
-        let _ = killpg(self.pgid, Signal::SIGKILL);
+        group::kill_group(self.pgid);
     }
 
     /// Close stdin, a moment to exit, SIGTERM the group, wait the grace, SIGKILL the group, reap.
@@ -209,7 +229,7 @@ impl Sandboxed {
         };
         if let Ok(Some(status)) = child.try_wait() {
             // The leader is gone, but grandchildren may still hold the group.
-            let _ = killpg(self.pgid, Signal::SIGKILL);
+            group::kill_group(self.pgid);
             return Ended {
                 status: Some(status),
                 killed: false,
@@ -218,27 +238,17 @@ impl Sandboxed {
         }
         // Closing stdin asks a well-behaved agent to exit on its own; give it a moment first.
         if let Ok(Ok(status)) = tokio::time::timeout(exit_wait, child.wait()).await {
-            let _ = killpg(self.pgid, Signal::SIGKILL);
+            group::kill_group(self.pgid);
             return Ended {
                 status: Some(status),
                 killed: false,
                 stderr_tail: self.final_stderr().await,
             };
         }
-        let _ = killpg(self.pgid, Signal::SIGTERM);
-        let (status, killed) = match tokio::time::timeout(self.kill_grace, child.wait()).await {
-            Ok(status) => (status.ok(), false),
-            Err(_) => {
-                tracing::debug!(program = %self.program, pid = self.pgid.as_raw(), "grace elapsed; SIGKILL to the process group");
-                let _ = killpg(self.pgid, Signal::SIGKILL);
-                (child.wait().await.ok(), true)
-            }
-        };
-        // Anything of the group that ignored SIGTERM while the leader exited.
-        let _ = killpg(self.pgid, Signal::SIGKILL);
+        let end = group::end_child_group(&mut child, self.pgid, self.kill_grace).await;
         Ended {
-            status,
-            killed,
+            status: end.status,
+            killed: end.killed,
             stderr_tail: self.final_stderr().await,
         }
     }
@@ -249,7 +259,7 @@ impl Drop for Sandboxed {
         if self.child.is_some() {
             // Cancelled mid-use: no time for grace. The child itself is reaped by tokio
             // (`kill_on_drop`); the group kill takes its descendants with it.
-            let _ = killpg(self.pgid, Signal::SIGKILL);
+            group::kill_group(self.pgid);
             tracing::debug!(program = %self.program, pid = self.pgid.as_raw(), "dropped while running; process group killed");
         }
     }

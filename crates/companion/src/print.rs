@@ -13,7 +13,8 @@
 //! cancel ends one: SIGTERM to the group, up to `kill_grace` for devin to go, then SIGKILL to
 //! the group; whatever devin left in its group when it exited is killed too, so no process of
 //! the run outlives it. A stop signal to the worker (SIGTERM, SIGINT, SIGHUP: what `cancel`
-//! sends) ends the group the same way, and a keeper process (`crate::keeper`) does it when the
+//! sends) ends the group the same way, and a keeper process
+//! (`devin_bridge_agent::process::keeper`, started from the running binary) does it when the
 //! worker dies without a chance to.
 
 use std::collections::VecDeque;
@@ -28,6 +29,8 @@ use super::jobs::RunMode;
 use super::preflight::Devin;
 use super::run::{failure_of, login_hint, Context};
 use devin_bridge_agent::devin::print::{self as dialect, PrintFailure, PrintPermission};
+use devin_bridge_agent::process::group::{end_child_group, kill_group};
+use devin_bridge_agent::process::keeper::{Lifeline, StopSignals};
 use devin_bridge_agent::process::{command_for, Spec};
 
 /// What a print run needs.
@@ -47,9 +50,10 @@ pub struct PrintRequest {
     /// Between SIGTERM and SIGKILL of the group when the budget runs out or the worker is
     /// asked to stop.
     pub kill_grace: Duration,
-    /// The `devin-bridge` binary whose `companion group-keeper` watches the run's group, so
-    /// that it ends even when the worker is killed outright. `None` only in unit tests.
-    pub keeper: Option<PathBuf>,
+    /// Whether a keeper (the running `devin-bridge`) watches the run's group, so that it ends
+    /// even when the worker is killed outright. False only in unit tests, whose binary is not
+    /// `devin-bridge`.
+    pub keeper: bool,
     /// Write jobs run inside the CLI's own sandbox (the policy's `print_sandbox`).
     pub sandbox: bool,
 }
@@ -165,8 +169,8 @@ pub async fn run(request: PrintRequest) -> PrintResult {
         failure: Some(JobFailure::new(kind, message)),
     };
     // The keeper first: once devin runs, nothing may leave it unwatched.
-    let mut lifeline = match &request.keeper {
-        Some(binary) => match super::keeper::Lifeline::start(binary, request.kill_grace) {
+    let mut lifeline = if request.keeper {
+        match Lifeline::start(request.kill_grace, std::process::Stdio::null()) {
             Ok(lifeline) => Some(lifeline),
             Err(error) => {
                 return failed(
@@ -174,10 +178,11 @@ pub async fn run(request: PrintRequest) -> PrintResult {
                     format!("cannot start the print run's group keeper: {error}"),
                 )
             }
-        },
-        None => None,
+        }
+    } else {
+        None
     };
-    let mut signals = super::keeper::StopSignals::register();
+    let mut signals = StopSignals::register();
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
@@ -219,27 +224,26 @@ pub async fn run(request: PrintRequest) -> PrintResult {
         }
     };
     let timed_out = status.is_err();
-    let signal_group = |signal: nix::sys::signal::Signal| {
-        if let Some(pgid) = pgid {
-            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), signal);
-        }
-    };
-    let status = match status {
-        Ok(Ok(status)) => Some(status),
-        _ => {
-            // Over budget: ask the group to stop, give devin the grace, then force it.
-            signal_group(nix::sys::signal::Signal::SIGTERM);
-            match tokio::time::timeout(request.kill_grace, child.wait()).await {
-                Ok(Ok(status)) => Some(status),
-                _ => {
-                    signal_group(nix::sys::signal::Signal::SIGKILL);
-                    child.wait().await.ok()
-                }
+    let group = pgid.map(nix::unistd::Pid::from_raw);
+    let status = match (status, group) {
+        (Ok(Ok(status)), group) => {
+            // Whatever devin left running in its group goes with it.
+            if let Some(group) = group {
+                kill_group(group);
             }
+            Some(status)
+        }
+        // Over budget or asked to stop: the group gets SIGTERM, devin the grace, then SIGKILL.
+        (_, Some(group)) => {
+            end_child_group(&mut child, group, request.kill_grace)
+                .await
+                .status
+        }
+        (_, None) => {
+            let _ = child.start_kill();
+            child.wait().await.ok()
         }
     };
-    // Whatever devin left running in its group goes with it.
-    signal_group(nix::sys::signal::Signal::SIGKILL);
     if let Some(lifeline) = lifeline {
         lifeline.release().await;
     }
@@ -317,7 +321,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             cap: 16,
             kill_grace: Duration::from_secs(1),
-            keeper: None,
+            keeper: false,
             sandbox: false,
         }
     }

@@ -2,19 +2,22 @@
 //!
 //! `wasmtime::component::bindgen!` generates one module per world. The shared records of the
 //! `types` interface are generated once, with the serializer's world, and every other world
-//! reuses them (`with:`), so there is one conversion between them and the plain Rust types of
-//! `devin-bridge-types` (the same types the native libraries use, which is what makes the
-//! differential tests a direct comparison).
+//! reuses them (`with:`). The generated records meet the plain types of `devin-bridge-types`
+//! (the same types the native libraries and the components' exports use) in one module,
+//! `convert`; nothing else here knows a record's fields.
 //!
-//! Each WIT function has one typed function here (`serializer::serialize`, ...) that runs on a
-//! fresh instance of its world ([`World`]); the registry's methods call them directly. The
-//! [`Call`] and [`Answer`] enums are the data form of the same calls, for the golden corpus,
-//! the differential tests, the fuzz targets and the benchmarks: [`call_instance`] maps a
-//! `Call` onto the typed function.
+//! Each WIT function has one typed function here (`serializer::serialize`, ...) that runs on an
+//! instance of its world ([`World`]); `TransformCalls` calls them directly. [`Call`] is the data
+//! form of the same calls, for the golden corpus, the differential tests, the fuzz targets and
+//! the benchmarks, and [`Answer`] the data form of what they answer: [`Call::bind`] is the one
+//! match that maps a call onto its world and typed function.
 
 use std::sync::Arc;
 
-use devin_bridge_types::{Failure, Reply, ToolCall, Usage};
+use devin_bridge_types::{
+    Failure, MessageHead, Prompt, PromptOptions, Reply, ResolvedModel, Resume, ResumedPrompt,
+    SseFrames, UnseenPrompt, Usage,
+};
 use serde::{Deserialize, Serialize};
 use wasmtime::component::InstancePre;
 
@@ -23,6 +26,10 @@ use wasmtime::Store;
 use super::runtime::CallState;
 use super::status::checked_failure;
 use super::TransformKind;
+
+mod convert;
+
+use convert::Convert;
 
 mod serializer_world {
     wasmtime::component::bindgen!({ world: "serializer-component", path: "../../wit" });
@@ -51,205 +58,6 @@ mod model_alias_world {
 
 /// The shared records, generated once.
 pub use serializer_world::devin_bridge::transforms::types as wit_types;
-
-/// The serializer's answer (mirror of the WIT `prompt` record).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Prompt {
-    pub text: String,
-    pub tools: String,
-    pub input_tokens: u32,
-    pub id_seed: String,
-    pub model: String,
-    pub stream: bool,
-    /// `tool_choice.disable_parallel_tool_use`: at most one tool call per reply.
-    #[serde(default)]
-    pub single_tool_call: bool,
-}
-
-/// The serializer's answer for a session that may hold part of the conversation (mirror of
-/// the WIT `unseen-prompt` record).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UnseenPrompt {
-    pub prompt: Prompt,
-    /// The identity of the trace up to the end of each message.
-    pub history: Vec<String>,
-    /// The images that go with the prompt.
-    pub images: Vec<Image>,
-    /// Where each message ends and the trace's state there, for a later continuation.
-    pub marks: Vec<MessageMark>,
-    /// The tool names the request declares.
-    pub tool_names: Vec<String>,
-}
-
-/// Where a message of a request ends, and the trace's state there (mirror of `message-mark`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MessageMark {
-    pub request_end: u32,
-    pub trace_chars: u64,
-    pub tool_uses: Vec<String>,
-}
-
-/// What a continuation's serialization needs of the messages before it (mirror of `resume`).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Resume {
-    pub messages: u32,
-    pub history: String,
-    pub trace_chars: u64,
-    pub tool_uses: Vec<String>,
-    pub tool_names: Vec<String>,
-}
-
-/// What `serialize-resumed` says of a request (mirror of `resumed-prompt`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ResumedPrompt {
-    pub text: String,
-    pub input_tokens: u32,
-    pub id_seed: String,
-    /// The identities of the continuation's messages.
-    pub history: Vec<String>,
-    /// Their marks, `request_end` counted from the continuation's start.
-    pub marks: Vec<MessageMark>,
-    pub images: Vec<Image>,
-}
-
-/// An image that goes with a prompt (mirror of `image`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Image {
-    pub media_type: String,
-    /// Base64.
-    pub data: String,
-}
-
-/// Which images go with a prompt (mirror of `image-limits`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ImageLimits {
-    pub max_images: u32,
-    pub max_image_bytes: u32,
-}
-
-/// How `serialize-unseen` serializes a request (mirror of `prompt-options`).
-///
-/// In a call's data form its three numbers stand beside the other arguments, each 0 when
-/// absent (`held`, `max_images`, `max_image_bytes`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct PromptOptions {
-    pub held: u32,
-    #[serde(flatten)]
-    pub images: ImageLimits,
-}
-
-/// What `message_start` and a JSON body need besides the reply (mirror of `message-head`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MessageHead {
-    pub id: String,
-    pub model: String,
-    pub usage: Usage,
-}
-
-/// One complete server-sent event (mirror of `sse-event`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SseEvent {
-    /// The `event:` field; `message` when absent.
-    pub event: String,
-    /// The `data:` lines joined with `\n`.
-    pub data: String,
-    /// The last `id:` field of the event, if any.
-    pub id: Option<String>,
-}
-
-/// The events framed from a buffer and the bytes left over (mirror of `sse-frames`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SseFrames {
-    pub events: Vec<SseEvent>,
-    /// Bytes after the last complete event, to be passed back before the next bytes read.
-    pub tail: Vec<u8>,
-}
-
-/// A resolved catalog entry (mirror of `resolved-model`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ResolvedModel {
-    pub family: String,
-    pub model_uid: String,
-    pub label: String,
-    pub acp_id: String,
-}
-
-impl From<wit_types::Failure> for Failure {
-    fn from(f: wit_types::Failure) -> Self {
-        Failure {
-            code: f.code,
-            message: f.message,
-            status: f.status,
-            repairable: f.repairable,
-        }
-    }
-}
-
-impl From<&Failure> for wit_types::Failure {
-    fn from(f: &Failure) -> Self {
-        Self {
-            code: f.code.clone(),
-            message: f.message.clone(),
-            status: f.status,
-            repairable: f.repairable,
-        }
-    }
-}
-
-impl From<wit_types::ToolCall> for ToolCall {
-    fn from(call: wit_types::ToolCall) -> Self {
-        ToolCall {
-            id: call.id,
-            name: call.name,
-            input: call.input,
-        }
-    }
-}
-
-impl From<&ToolCall> for wit_types::ToolCall {
-    fn from(call: &ToolCall) -> Self {
-        Self {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            input: call.input.clone(),
-        }
-    }
-}
-
-impl From<wit_types::Reply> for Reply {
-    fn from(reply: wit_types::Reply) -> Self {
-        match reply {
-            wit_types::Reply::Text(text) => Reply::Text(text),
-            wit_types::Reply::Tools(calls) => {
-                Reply::Tools(calls.into_iter().map(ToolCall::from).collect())
-            }
-        }
-    }
-}
-
-impl From<&Reply> for wit_types::Reply {
-    fn from(reply: &Reply) -> Self {
-        match reply {
-            Reply::Text(text) => wit_types::Reply::Text(text.clone()),
-            Reply::Tools(calls) => {
-                wit_types::Reply::Tools(calls.iter().map(wit_types::ToolCall::from).collect())
-            }
-        }
-    }
-}
-
-impl From<Usage> for wit_types::Usage {
-    fn from(usage: Usage) -> Self {
-        Self {
-            input_tokens: usage.input_tokens,
-            output_tokens: usage.output_tokens,
-            cache_read_input_tokens: usage.cache_read_input_tokens,
-            cache_creation_input_tokens: usage.cache_creation_input_tokens,
-        }
-    }
-}
 
 /// A component pre-instantiated against the host's linker, with its exports type-checked.
 #[derive(Clone)]
@@ -335,16 +143,22 @@ world!(
 /// A call's store; every function below runs in one.
 type CallStore = Store<CallState>;
 
-/// The serializer's functions. Every failure a component returns has its status checked on
-/// the way out.
+/// A component's answer in plain types; a failure has its status checked on the way out.
+fn answered<W: Convert<P>, P>(
+    kind: TransformKind,
+    answer: Result<W, wit_types::Failure>,
+) -> Result<P, Failure> {
+    answer
+        .map(Convert::convert)
+        .map_err(|failure| checked_failure(kind, failure.convert()))
+}
+
+/// The serializer's functions.
 pub(crate) mod serializer {
-    use super::serializer_world::exports::devin_bridge::transforms::serializer as wit;
     use super::serializer_world::SerializerComponent as Component;
     use super::*;
 
-    fn failed(f: super::wit_types::Failure) -> Failure {
-        checked_failure(TransformKind::Serializer, f.into())
-    }
+    const KIND: TransformKind = TransformKind::Serializer;
 
     pub(crate) fn serialize(
         instance: &Component,
@@ -354,27 +168,19 @@ pub(crate) mod serializer {
         let answer = instance
             .devin_bridge_transforms_serializer()
             .call_serialize(store, request)?;
-        Ok(answer.map(prompt_from_wit).map_err(failed))
+        Ok(answered(KIND, answer))
     }
 
     pub(crate) fn serialize_unseen(
         instance: &Component,
         store: &mut CallStore,
         request: &str,
-        options: &PromptOptions,
+        options: PromptOptions,
     ) -> wasmtime::Result<Result<UnseenPrompt, Failure>> {
         let answer = instance
             .devin_bridge_transforms_serializer()
-            .call_serialize_unseen(store, request, options_to_wit(options))?;
-        Ok(answer
-            .map(|unseen| UnseenPrompt {
-                prompt: prompt_from_wit(unseen.prompt),
-                history: unseen.history,
-                images: images_from_wit(unseen.images),
-                marks: marks_from_wit(unseen.marks),
-                tool_names: unseen.tool_names,
-            })
-            .map_err(failed))
+            .call_serialize_unseen(store, request, options.convert())?;
+        Ok(answered(KIND, answer))
     }
 
     pub(crate) fn serialize_resumed(
@@ -382,28 +188,17 @@ pub(crate) mod serializer {
         store: &mut CallStore,
         continuation: &str,
         resume: &Resume,
-        options: &PromptOptions,
+        options: PromptOptions,
     ) -> wasmtime::Result<Result<ResumedPrompt, Failure>> {
-        let resume = wit::Resume {
-            messages: resume.messages,
-            history: resume.history.clone(),
-            trace_chars: resume.trace_chars,
-            tool_uses: resume.tool_uses.clone(),
-            tool_names: resume.tool_names.clone(),
-        };
         let answer = instance
             .devin_bridge_transforms_serializer()
-            .call_serialize_resumed(store, continuation, &resume, options_to_wit(options))?;
-        Ok(answer
-            .map(|resumed| ResumedPrompt {
-                text: resumed.text,
-                input_tokens: resumed.input_tokens,
-                id_seed: resumed.id_seed,
-                history: resumed.history,
-                marks: marks_from_wit(resumed.marks),
-                images: images_from_wit(resumed.images),
-            })
-            .map_err(failed))
+            .call_serialize_resumed(
+                store,
+                continuation,
+                &resume.clone().convert(),
+                options.convert(),
+            )?;
+        Ok(answered(KIND, answer))
     }
 
     pub(crate) fn repair(
@@ -412,52 +207,11 @@ pub(crate) mod serializer {
         prompt: &str,
         rejection: &Failure,
     ) -> wasmtime::Result<String> {
-        instance
-            .devin_bridge_transforms_serializer()
-            .call_repair(store, prompt, &rejection.into())
-    }
-
-    fn prompt_from_wit(prompt: wit::Prompt) -> Prompt {
-        Prompt {
-            text: prompt.text,
-            tools: prompt.tools,
-            input_tokens: prompt.input_tokens,
-            id_seed: prompt.id_seed,
-            model: prompt.model,
-            stream: prompt.stream,
-            single_tool_call: prompt.single_tool_call,
-        }
-    }
-
-    fn options_to_wit(options: &PromptOptions) -> wit::PromptOptions {
-        wit::PromptOptions {
-            held: options.held,
-            images: wit::ImageLimits {
-                max_images: options.images.max_images,
-                max_image_bytes: options.images.max_image_bytes,
-            },
-        }
-    }
-
-    fn images_from_wit(images: Vec<wit::Image>) -> Vec<Image> {
-        images
-            .into_iter()
-            .map(|image| Image {
-                media_type: image.media_type,
-                data: image.data,
-            })
-            .collect()
-    }
-
-    fn marks_from_wit(marks: Vec<wit::MessageMark>) -> Vec<MessageMark> {
-        marks
-            .into_iter()
-            .map(|mark| MessageMark {
-                request_end: mark.request_end,
-                trace_chars: mark.trace_chars,
-                tool_uses: mark.tool_uses,
-            })
-            .collect()
+        instance.devin_bridge_transforms_serializer().call_repair(
+            store,
+            prompt,
+            &rejection.clone().convert(),
+        )
     }
 }
 
@@ -466,9 +220,7 @@ pub(crate) mod envelope {
     use super::envelope_world::EnvelopeComponent as Component;
     use super::*;
 
-    fn failed(f: super::wit_types::Failure) -> Failure {
-        checked_failure(TransformKind::Envelope, f.into())
-    }
+    const KIND: TransformKind = TransformKind::Envelope;
 
     pub(crate) fn parse(
         instance: &Component,
@@ -481,7 +233,7 @@ pub(crate) mod envelope {
         let answer = instance
             .devin_bridge_transforms_envelope()
             .call_parse(store, output, tools, id_seed, max_calls)?;
-        Ok(answer.map(Reply::from).map_err(failed))
+        Ok(answered(KIND, answer))
     }
 
     pub(crate) fn narrates_unexecuted_action(
@@ -502,23 +254,14 @@ pub(crate) mod envelope {
         let answer = instance
             .devin_bridge_transforms_envelope()
             .call_parse_review(store, output)?;
-        Ok(answer.map_err(failed))
+        Ok(answered(KIND, answer))
     }
 }
 
 /// The SSE component's functions.
 pub(crate) mod sse {
-    use super::sse_world::exports::devin_bridge::transforms::sse as wit;
     use super::sse_world::SseComponent as Component;
     use super::*;
-
-    fn head_to_wit(head: &MessageHead) -> wit::MessageHead {
-        wit::MessageHead {
-            id: head.id.clone(),
-            model: head.model.clone(),
-            usage: head.usage.into(),
-        }
-    }
 
     pub(crate) fn stream_start(
         instance: &Component,
@@ -527,7 +270,7 @@ pub(crate) mod sse {
     ) -> wasmtime::Result<String> {
         instance
             .devin_bridge_transforms_sse()
-            .call_stream_start(store, &head_to_wit(head))
+            .call_stream_start(store, &head.clone().convert())
     }
 
     pub(crate) fn stream_ping(
@@ -547,8 +290,8 @@ pub(crate) mod sse {
     ) -> wasmtime::Result<String> {
         instance.devin_bridge_transforms_sse().call_stream_finish(
             store,
-            &reply.into(),
-            usage.into(),
+            &reply.clone().convert(),
+            usage.convert(),
         )
     }
 
@@ -560,8 +303,8 @@ pub(crate) mod sse {
     ) -> wasmtime::Result<String> {
         instance.devin_bridge_transforms_sse().call_render_stream(
             store,
-            &head_to_wit(head),
-            &reply.into(),
+            &head.clone().convert(),
+            &reply.clone().convert(),
         )
     }
 
@@ -573,8 +316,8 @@ pub(crate) mod sse {
     ) -> wasmtime::Result<String> {
         instance.devin_bridge_transforms_sse().call_render_json(
             store,
-            &head_to_wit(head),
-            &reply.into(),
+            &head.clone().convert(),
+            &reply.clone().convert(),
         )
     }
 
@@ -585,7 +328,7 @@ pub(crate) mod sse {
     ) -> wasmtime::Result<String> {
         instance
             .devin_bridge_transforms_sse()
-            .call_error_event(store, &failure.into())
+            .call_error_event(store, &failure.clone().convert())
     }
 
     pub(crate) fn error_body(
@@ -595,7 +338,7 @@ pub(crate) mod sse {
     ) -> wasmtime::Result<String> {
         instance
             .devin_bridge_transforms_sse()
-            .call_error_body(store, &failure.into())
+            .call_error_body(store, &failure.clone().convert())
     }
 
     pub(crate) fn agent_error_message(
@@ -619,20 +362,7 @@ pub(crate) mod sse {
             buffer,
             max_event_bytes,
         )?;
-        Ok(answer
-            .map(|frames| SseFrames {
-                events: frames
-                    .events
-                    .into_iter()
-                    .map(|event| SseEvent {
-                        event: event.event,
-                        data: event.data,
-                        id: event.id,
-                    })
-                    .collect(),
-                tail: frames.tail,
-            })
-            .map_err(|f| checked_failure(TransformKind::Sse, f.into())))
+        Ok(answered(TransformKind::Sse, answer))
     }
 }
 
@@ -641,9 +371,7 @@ pub(crate) mod model_alias {
     use super::model_alias_world::ModelAliasComponent as Component;
     use super::*;
 
-    fn failed(f: super::wit_types::Failure) -> Failure {
-        checked_failure(TransformKind::ModelAlias, f.into())
-    }
+    const KIND: TransformKind = TransformKind::ModelAlias;
 
     pub(crate) fn validate(
         instance: &Component,
@@ -654,7 +382,7 @@ pub(crate) mod model_alias {
         let answer = instance
             .devin_bridge_transforms_model_alias()
             .call_validate(store, reference, catalog)?;
-        Ok(answer.map_err(failed))
+        Ok(answered(KIND, answer))
     }
 
     pub(crate) fn client_environment(
@@ -666,7 +394,7 @@ pub(crate) mod model_alias {
         let answer = instance
             .devin_bridge_transforms_model_alias()
             .call_client_environment(store, settings, catalog)?;
-        Ok(answer.map_err(failed))
+        Ok(answered(KIND, answer))
     }
 
     pub(crate) fn resolve(
@@ -678,14 +406,7 @@ pub(crate) mod model_alias {
         let answer = instance
             .devin_bridge_transforms_model_alias()
             .call_resolve(store, requested, catalog)?;
-        Ok(answer
-            .map(|m| ResolvedModel {
-                family: m.family,
-                model_uid: m.model_uid,
-                label: m.label,
-                acp_id: m.acp_id,
-            })
-            .map_err(failed))
+        Ok(answered(KIND, answer))
     }
 
     pub(crate) fn list_models(
@@ -697,7 +418,18 @@ pub(crate) mod model_alias {
         let answer = instance
             .devin_bridge_transforms_model_alias()
             .call_list_models(store, catalog, vision)?;
-        Ok(answer.map_err(failed))
+        Ok(answered(KIND, answer))
+    }
+
+    pub(crate) fn context_windows(
+        instance: &Component,
+        store: &mut CallStore,
+        catalog: &str,
+    ) -> wasmtime::Result<Result<Vec<(String, u64)>, Failure>> {
+        let answer = instance
+            .devin_bridge_transforms_model_alias()
+            .call_context_windows(store, catalog)?;
+        Ok(answered(KIND, answer))
     }
 }
 
@@ -787,147 +519,169 @@ pub enum Call {
         #[serde(default)]
         vision: bool,
     },
+    ContextWindows {
+        catalog: String,
+    },
 }
 
-/// The answer of a call.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Answer {
-    Prompt(Result<Prompt, Failure>),
-    Unseen(Result<UnseenPrompt, Failure>),
-    Resumed(Result<ResumedPrompt, Failure>),
+/// What a call answers: its value, or the failure the transform returned (a function that
+/// cannot fail always answers `Ok`). Serialized as `{"ok": value}` / `{"err": failure}`, it is
+/// the fixtures' `expect`.
+pub type Answer = Result<Output, Failure>;
+
+/// Defines [`Output`] and the `From` of each variant's type, so a typed function's answer
+/// becomes an output with `.into()`.
+macro_rules! outputs {
+    ($($(#[$doc:meta])* $variant:ident($type:ty),)*) => {
+        /// The value of a successful call, one variant per result type of the WIT functions.
+        /// Serialized as the value alone (the fixtures' `ok`).
+        #[derive(Debug, Clone, PartialEq, Serialize)]
+        #[serde(untagged)]
+        pub enum Output {
+            $($(#[$doc])* $variant($type),)*
+        }
+
+        $(impl From<$type> for Output {
+            fn from(value: $type) -> Self {
+                Output::$variant(value)
+            }
+        })*
+    };
+}
+
+outputs! {
+    Prompt(Prompt),
+    Unseen(UnseenPrompt),
+    Resumed(ResumedPrompt),
+    /// A prompt, an event stream or body, a model id or listing, a canonical review.
     Text(String),
-    Reply(Result<Reply, Failure>),
+    Reply(Reply),
     Flag(bool),
-    Model(Result<String, Failure>),
-    Environment(Result<Vec<(String, String)>, Failure>),
-    Resolved(Result<ResolvedModel, Failure>),
-    /// A review reply in canonical JSON, or why it was refused.
-    Review(Result<String, Failure>),
-    /// The events framed from an event-stream buffer, or why the stream was refused.
-    Frames(Result<SseFrames, Failure>),
+    Environment(Vec<(String, String)>),
+    Resolved(ResolvedModel),
+    Frames(SseFrames),
+    /// Context windows by ACP model id.
+    Windows(Vec<(String, u64)>),
+}
+
+/// A call bound to the world that answers it: the transform, and the typed function to run on
+/// an instance of it.
+pub(crate) struct Bound<'a> {
+    pub(crate) kind: TransformKind,
+    run: Job<'a>,
+}
+
+type Job<'a> = Box<dyn FnOnce(&Instance, &mut CallStore) -> wasmtime::Result<Answer> + 'a>;
+
+impl Bound<'_> {
+    /// Runs the call on `instance`, which must be of `self.kind` (an instance of another
+    /// transform is an error, not an answer).
+    pub(crate) fn run(
+        self,
+        instance: &Instance,
+        store: &mut CallStore,
+    ) -> wasmtime::Result<Answer> {
+        (self.run)(instance, store)
+    }
+}
+
+/// Binds a typed function of world `W` (its answer a result; `.map(Ok)` for one that cannot
+/// fail).
+fn on<'a, W: World, T: Into<Output>>(
+    function: impl FnOnce(&W::Instance, &mut CallStore) -> wasmtime::Result<Result<T, Failure>> + 'a,
+) -> Bound<'a> {
+    Bound {
+        kind: W::KIND,
+        run: Box::new(move |instance, store| {
+            let instance = W::of(instance)
+                .ok_or_else(|| wasmtime::Error::msg(format!("not a {} instance", W::KIND)))?;
+            Ok(function(instance, store)?.map(Into::into))
+        }),
+    }
 }
 
 impl Call {
     /// The transform that answers this call.
-    pub fn transform(&self) -> super::TransformKind {
-        use super::TransformKind as K;
-        match self {
-            Call::Serialize { .. }
-            | Call::SerializeUnseen { .. }
-            | Call::SerializeResumed { .. }
-            | Call::Repair { .. } => K::Serializer,
-            Call::Parse { .. }
-            | Call::NarratesUnexecutedAction { .. }
-            | Call::ParseReview { .. } => K::Envelope,
-            Call::StreamStart { .. }
-            | Call::StreamPing
-            | Call::StreamFinish { .. }
-            | Call::RenderStream { .. }
-            | Call::RenderJson { .. }
-            | Call::ErrorEvent { .. }
-            | Call::ErrorBody { .. }
-            | Call::AgentErrorMessage { .. }
-            | Call::ParseEvents { .. } => K::Sse,
-            Call::Validate { .. }
-            | Call::ClientEnvironment { .. }
-            | Call::Resolve { .. }
-            | Call::ListModels { .. } => K::ModelAlias,
-        }
+    pub fn transform(&self) -> TransformKind {
+        self.bind().kind
     }
-}
 
-/// Performs `call` (the data form of a call) on an existing instance through the typed
-/// function it names. `None`: the call belongs to another transform than the instance.
-pub(crate) fn call_instance(
-    instance: &Instance,
-    store: &mut CallStore,
-    call: &Call,
-) -> wasmtime::Result<Option<Answer>> {
-    let answer = match (instance, call) {
-        (Instance::Serializer(i), Call::Serialize { request }) => {
-            Answer::Prompt(serializer::serialize(i, store, request)?)
-        }
-        (Instance::Serializer(i), Call::SerializeUnseen { request, options }) => {
-            Answer::Unseen(serializer::serialize_unseen(i, store, request, options)?)
-        }
-        (
-            Instance::Serializer(i),
+    /// The one dispatch of the data form: each call's world and typed function.
+    pub(crate) fn bind(&self) -> Bound<'_> {
+        match self {
+            Call::Serialize { request } => {
+                on::<SerializerWorld, _>(move |i, s| serializer::serialize(i, s, request))
+            }
+            Call::SerializeUnseen { request, options } => on::<SerializerWorld, _>(move |i, s| {
+                serializer::serialize_unseen(i, s, request, *options)
+            }),
             Call::SerializeResumed {
                 continuation,
                 resume,
                 options,
-            },
-        ) => Answer::Resumed(serializer::serialize_resumed(
-            i,
-            store,
-            continuation,
-            resume,
-            options,
-        )?),
-        (Instance::Serializer(i), Call::Repair { prompt, rejection }) => {
-            Answer::Text(serializer::repair(i, store, prompt, rejection)?)
-        }
-        (
-            Instance::Envelope(i),
+            } => on::<SerializerWorld, _>(move |i, s| {
+                serializer::serialize_resumed(i, s, continuation, resume, *options)
+            }),
+            Call::Repair { prompt, rejection } => on::<SerializerWorld, _>(move |i, s| {
+                serializer::repair(i, s, prompt, rejection).map(Ok)
+            }),
             Call::Parse {
                 output,
                 tools,
                 id_seed,
                 max_calls,
-            },
-        ) => Answer::Reply(envelope::parse(
-            i, store, output, tools, id_seed, *max_calls,
-        )?),
-        (Instance::Envelope(i), Call::NarratesUnexecutedAction { output }) => {
-            Answer::Flag(envelope::narrates_unexecuted_action(i, store, output)?)
-        }
-        (Instance::Envelope(i), Call::ParseReview { output }) => {
-            Answer::Review(envelope::parse_review(i, store, output)?)
-        }
-        (Instance::Sse(i), Call::StreamStart { head }) => {
-            Answer::Text(sse::stream_start(i, store, head)?)
-        }
-        (Instance::Sse(i), Call::StreamPing) => Answer::Text(sse::stream_ping(i, store)?),
-        (Instance::Sse(i), Call::StreamFinish { reply, usage }) => {
-            Answer::Text(sse::stream_finish(i, store, reply, *usage)?)
-        }
-        (Instance::Sse(i), Call::RenderStream { head, reply }) => {
-            Answer::Text(sse::render_stream(i, store, head, reply)?)
-        }
-        (Instance::Sse(i), Call::RenderJson { head, reply }) => {
-            Answer::Text(sse::render_json(i, store, head, reply)?)
-        }
-        (Instance::Sse(i), Call::ErrorEvent { failure }) => {
-            Answer::Text(sse::error_event(i, store, failure)?)
-        }
-        (Instance::Sse(i), Call::ErrorBody { failure }) => {
-            Answer::Text(sse::error_body(i, store, failure)?)
-        }
-        (Instance::Sse(i), Call::AgentErrorMessage { raw }) => {
-            Answer::Text(sse::agent_error_message(i, store, raw)?)
-        }
-        (
-            Instance::Sse(i),
+            } => on::<EnvelopeWorld, _>(move |i, s| {
+                envelope::parse(i, s, output, tools, id_seed, *max_calls)
+            }),
+            Call::NarratesUnexecutedAction { output } => on::<EnvelopeWorld, _>(move |i, s| {
+                envelope::narrates_unexecuted_action(i, s, output).map(Ok)
+            }),
+            Call::ParseReview { output } => {
+                on::<EnvelopeWorld, _>(move |i, s| envelope::parse_review(i, s, output))
+            }
+            Call::StreamStart { head } => {
+                on::<SseWorld, _>(move |i, s| sse::stream_start(i, s, head).map(Ok))
+            }
+            Call::StreamPing => on::<SseWorld, _>(|i, s| sse::stream_ping(i, s).map(Ok)),
+            Call::StreamFinish { reply, usage } => {
+                on::<SseWorld, _>(move |i, s| sse::stream_finish(i, s, reply, *usage).map(Ok))
+            }
+            Call::RenderStream { head, reply } => {
+                on::<SseWorld, _>(move |i, s| sse::render_stream(i, s, head, reply).map(Ok))
+            }
+            Call::RenderJson { head, reply } => {
+                on::<SseWorld, _>(move |i, s| sse::render_json(i, s, head, reply).map(Ok))
+            }
+            Call::ErrorEvent { failure } => {
+                on::<SseWorld, _>(move |i, s| sse::error_event(i, s, failure).map(Ok))
+            }
+            Call::ErrorBody { failure } => {
+                on::<SseWorld, _>(move |i, s| sse::error_body(i, s, failure).map(Ok))
+            }
+            Call::AgentErrorMessage { raw } => {
+                on::<SseWorld, _>(move |i, s| sse::agent_error_message(i, s, raw).map(Ok))
+            }
             Call::ParseEvents {
                 buffer,
                 max_event_bytes,
-            },
-        ) => Answer::Frames(sse::parse_events(i, store, buffer, *max_event_bytes)?),
-        (Instance::ModelAlias(i), Call::Validate { reference, catalog }) => {
-            Answer::Model(model_alias::validate(i, store, reference, catalog)?)
+            } => on::<SseWorld, _>(move |i, s| sse::parse_events(i, s, buffer, *max_event_bytes)),
+            Call::Validate { reference, catalog } => on::<ModelAliasWorld, _>(move |i, s| {
+                model_alias::validate(i, s, reference, catalog)
+            }),
+            Call::ClientEnvironment { settings, catalog } => {
+                on::<ModelAliasWorld, _>(move |i, s| {
+                    model_alias::client_environment(i, s, settings, catalog)
+                })
+            }
+            Call::Resolve { requested, catalog } => {
+                on::<ModelAliasWorld, _>(move |i, s| model_alias::resolve(i, s, requested, catalog))
+            }
+            Call::ListModels { catalog, vision } => on::<ModelAliasWorld, _>(move |i, s| {
+                model_alias::list_models(i, s, catalog, *vision)
+            }),
+            Call::ContextWindows { catalog } => {
+                on::<ModelAliasWorld, _>(move |i, s| model_alias::context_windows(i, s, catalog))
+            }
         }
-        (Instance::ModelAlias(i), Call::ClientEnvironment { settings, catalog }) => {
-            Answer::Environment(model_alias::client_environment(
-                i, store, settings, catalog,
-            )?)
-        }
-        (Instance::ModelAlias(i), Call::Resolve { requested, catalog }) => {
-            Answer::Resolved(model_alias::resolve(i, store, requested, catalog)?)
-        }
-        (Instance::ModelAlias(i), Call::ListModels { catalog, vision }) => {
-            Answer::Model(model_alias::list_models(i, store, catalog, *vision)?)
-        }
-        _ => return Ok(None),
-    };
-    Ok(Some(answer))
+    }
 }

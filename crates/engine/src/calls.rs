@@ -6,12 +6,14 @@
 
 use std::sync::Arc;
 
-use devin_bridge_types::{Failure, Reply, Usage};
+use devin_bridge_types::{
+    Failure, MessageHead, Prompt, PromptOptions, Reply, ResolvedModel, Resume, ResumedPrompt,
+    SseFrames, UnseenPrompt, Usage,
+};
 
 use crate::bindings::{
-    envelope, model_alias, serializer, sse, EnvelopeWorld, MessageHead, ModelAliasWorld, Prompt,
-    PromptOptions, ResolvedModel, Resume, ResumedPrompt, SerializerWorld, SseFrames, SseWorld,
-    UnseenPrompt, World,
+    envelope, model_alias, serializer, sse, EnvelopeWorld, ModelAliasWorld, SerializerWorld,
+    SseWorld, World,
 };
 use crate::runtime::{CallState, Runtime};
 use crate::{EngineError, Loaded, TransformKind};
@@ -47,7 +49,7 @@ pub trait TransformCalls {
         options: PromptOptions,
     ) -> Result<Result<UnseenPrompt, Failure>, EngineError> {
         self.serving_run::<SerializerWorld, _>(|i, store| {
-            serializer::serialize_unseen(i, store, &request, &options)
+            serializer::serialize_unseen(i, store, &request, options)
         })
     }
 
@@ -60,7 +62,7 @@ pub trait TransformCalls {
         options: PromptOptions,
     ) -> Result<Result<ResumedPrompt, Failure>, EngineError> {
         self.serving_run::<SerializerWorld, _>(|i, store| {
-            serializer::serialize_resumed(i, store, &continuation, &resume, &options)
+            serializer::serialize_resumed(i, store, &continuation, &resume, options)
         })
     }
 
@@ -163,6 +165,16 @@ pub trait TransformCalls {
     ) -> Result<Result<String, Failure>, EngineError> {
         self.serving_run::<ModelAliasWorld, _>(|i, store| {
             model_alias::list_models(i, store, &catalog, vision)
+        })
+    }
+
+    /// The context window of every listed model whose catalog entry states one, by ACP id.
+    fn context_windows(
+        &self,
+        catalog: String,
+    ) -> Result<Result<Vec<(String, u64)>, Failure>, EngineError> {
+        self.serving_run::<ModelAliasWorld, _>(|i, store| {
+            model_alias::context_windows(i, store, &catalog)
         })
     }
 

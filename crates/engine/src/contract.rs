@@ -36,7 +36,8 @@
 //!   lose or repeat nothing;
 //! - `validate`: the same model id; `resolve`: the same `family`, `model_uid` and `acp_id`
 //!   (the display label is free); `client_environment`: the same variables and values;
-//!   `list_models`: the same JSON value.
+//!   `list_models`: the same JSON value; `context_windows`: the same ids and windows, in the
+//!   same order.
 
 use serde_json::Value;
 
@@ -133,6 +134,7 @@ fn check_ok(call: &Call, expected: &Value, actual: &Value) -> Result<(), String>
             same(expected, actual, "the answer")
         }
         Call::ClientEnvironment { .. } => same(expected, actual, "the client environment"),
+        Call::ContextWindows { .. } => same(expected, actual, "the context windows"),
         Call::StreamStart { .. }
         | Call::StreamPing
         | Call::StreamFinish { .. }

@@ -18,7 +18,6 @@
 
 use std::path::{Path, PathBuf};
 
-use devin_bridge_types::Failure;
 use serde_json::{json, Value};
 
 use super::bindings::{Answer, Call};
@@ -157,24 +156,9 @@ pub fn decode_call(call_name: &str, args: &Value) -> Result<Call, String> {
 
 /// An answer in the fixtures' encoding: `{"ok": value}` or `{"err": failure}`.
 pub fn answer_json(answer: &Answer) -> Value {
-    fn outcome<T: serde::Serialize>(result: &Result<T, Failure>) -> Value {
-        match result {
-            Ok(value) => json!({ "ok": value }),
-            Err(failure) => json!({ "err": failure }),
-        }
-    }
     match answer {
-        Answer::Prompt(result) => outcome(result),
-        Answer::Unseen(result) => outcome(result),
-        Answer::Resumed(result) => outcome(result),
-        Answer::Text(text) => json!({ "ok": text }),
-        Answer::Reply(result) => outcome(result),
-        Answer::Flag(flag) => json!({ "ok": flag }),
-        Answer::Model(result) => outcome(result),
-        Answer::Environment(result) => outcome(result),
-        Answer::Resolved(result) => outcome(result),
-        Answer::Review(result) => outcome(result),
-        Answer::Frames(result) => outcome(result),
+        Ok(value) => json!({ "ok": value }),
+        Err(failure) => json!({ "err": failure }),
     }
 }
 

@@ -6,7 +6,8 @@
 //!   authenticated with an HMAC under a private key;
 //! - `loader`: bytes -> checked (pin, imports: type definitions only), compiled,
 //!   pre-instantiated component;
-//! - `bindings`: typed calls into each transform's WIT interface;
+//! - `bindings`: typed calls into each transform's WIT interface, and (in `bindings::convert`)
+//!   the one conversion between wasmtime's generated records and `devin-bridge-types`;
 //! - `builtin`: the components the binary carries, for policies that name none;
 //! - `registry`: the live set of transforms with atomic hot swap, honouring the policy's pins;
 //! - `corpus`: the golden self-test every candidate passes before it serves (shipped with the
@@ -26,10 +27,7 @@ mod registry;
 mod runtime;
 mod status;
 
-pub use bindings::{
-    Answer, Call, Image, ImageLimits, MessageHead, MessageMark, Prompt, PromptOptions,
-    ResolvedModel, Resume, ResumedPrompt, SseEvent, SseFrames, UnseenPrompt,
-};
+pub use bindings::{Answer, Call, Output};
 pub use cache::{CompileCache, KEY_FILE as CACHE_KEY_FILE};
 pub use calls::{Component, Serving, TransformCalls};
 pub use config::{
@@ -37,6 +35,11 @@ pub use config::{
     EngineSection, RuntimeLimits,
 };
 pub use corpus::{self_test, Corpus, SelfTestReport};
+/// The WIT records, as the mode crates name them through the engine.
+pub use devin_bridge_types::{
+    Image, ImageLimits, MessageHead, MessageMark, Prompt, PromptOptions, ResolvedModel, Resume,
+    ResumedPrompt, SseEvent, SseFrames, UnseenPrompt,
+};
 pub use loader::{sha256_hex, Loaded, Warm};
 pub use registry::{ComponentInfo, SwapReport, Transforms};
 pub use runtime::{Runtime, RuntimeConfig};

@@ -8,7 +8,7 @@ use std::time::Instant;
 use sha2::{Digest, Sha256};
 use wasmtime::component::{types::ComponentItem, Linker};
 
-use super::bindings::{call_instance, Answer, Call, Instance, TypedPre, World};
+use super::bindings::{Answer, Call, Instance, TypedPre, World};
 use super::cache::CompileCache;
 use super::runtime::{CallState, Runtime};
 use super::{ComponentLocation, EngineError, TransformKind};
@@ -171,19 +171,16 @@ impl Loaded {
     /// tests and the fuzz targets call this way; the request pipeline uses the typed methods of
     /// [`crate::Transforms`]).
     pub fn call(&self, runtime: &Runtime, call: &Call) -> Result<Answer, EngineError> {
-        if call.transform() != self.kind {
-            return Err(self.cannot_answer(call.transform()));
+        let bound = call.bind();
+        if bound.kind != self.kind {
+            return Err(self.cannot_answer(bound.kind));
         }
         let mut store = runtime.store();
         let answer = self
             .pre
             .instantiate(&mut store)
-            .and_then(|instance| call_instance(&instance, &mut store, call));
-        match answer {
-            Ok(Some(answer)) => Ok(answer),
-            Ok(None) => Err(self.cannot_answer(call.transform())),
-            Err(error) => Err(runtime.classify(self.kind, &store, error)),
-        }
+            .and_then(|instance| bound.run(&instance, &mut store));
+        answer.map_err(|error| runtime.classify(self.kind, &store, error))
     }
 
     /// Runs `call`, one typed function of world `W`, on a fresh instance in a fresh store.
@@ -222,15 +219,17 @@ pub struct Warm {
 
 impl Warm {
     pub fn call(&mut self, call: &Call) -> Result<Answer, EngineError> {
+        let bound = call.bind();
+        if bound.kind != self.kind {
+            return Err(EngineError::Interface {
+                transform: self.kind,
+                message: format!("{} cannot answer a {} call", self.kind, bound.kind),
+            });
+        }
         // Each call gets its own deadline, as a fresh store would.
         self.runtime.arm_deadline(&mut self.store);
-        match call_instance(&self.instance, &mut self.store, call) {
-            Ok(Some(answer)) => Ok(answer),
-            Ok(None) => Err(EngineError::Interface {
-                transform: self.kind,
-                message: format!("{} cannot answer a {} call", self.kind, call.transform()),
-            }),
-            Err(error) => Err(self.runtime.classify(self.kind, &self.store, error)),
-        }
+        bound
+            .run(&self.instance, &mut self.store)
+            .map_err(|error| self.runtime.classify(self.kind, &self.store, error))
     }
 }

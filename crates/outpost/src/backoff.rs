@@ -1,5 +1,6 @@
-//! Retry delays for the queue loop: exponential from 0.8 s to 30 s, factor 2, with jitter (the
-//! schedule Kubernetes reflectors use), built on `backon`.
+//! Retry delays: exponential, factor 2, with jitter, built on `backon`. The queue loop's run
+//! from 0.8 s to 30 s (the schedule Kubernetes reflectors use); a worker's retries of sessions
+//! that fail to start on its machine from 1 s to a minute.
 
 use std::time::Duration;
 
@@ -15,6 +16,12 @@ impl Backoff {
     /// The queue loop's schedule.
     pub fn queue() -> Self {
         Self::new(Duration::from_millis(800), Duration::from_secs(30))
+    }
+
+    /// Retries of a worker whose sessions fail to start on its machine: from 1 s to a minute,
+    /// so a broken machine claims about one session a minute until it is mended.
+    pub fn local_failures() -> Self {
+        Self::new(Duration::from_secs(1), Duration::from_secs(60))
     }
 
     pub fn new(min: Duration, max: Duration) -> Self {

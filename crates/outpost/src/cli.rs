@@ -4,8 +4,6 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use super::keeper::KeeperArgs;
-
 /// `devin-bridge outpost`.
 #[derive(Debug, Args)]
 pub struct OutpostArgs {
@@ -25,9 +23,6 @@ pub enum OutpostCommand {
     Delete(DeleteArgs),
     /// List the account's outposts with their queue depth and active claims.
     List(ListArgs),
-    /// Internal: runs one remote and ends its process group when the worker goes away.
-    #[command(hide = true)]
-    Keeper(KeeperArgs),
 }
 
 /// How to reach the fleet API (shared by every subcommand).

@@ -11,7 +11,6 @@ pub mod choose;
 pub mod cli;
 pub mod fleet;
 pub mod framing;
-pub mod keeper;
 pub mod network;
 pub mod policy;
 pub mod queue;
@@ -79,7 +78,6 @@ pub async fn main(args: OutpostArgs) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        OutpostCommand::Keeper(args) => keeper::run(args).await,
     }
 }
 
@@ -196,7 +194,7 @@ async fn start(args: StartArgs) -> anyhow::Result<ExitCode> {
             Outcome::Completed | Outcome::Ended | Outcome::Stopped | Outcome::ExitedUnconfirmed => {
                 ExitCode::SUCCESS
             }
-            Outcome::NotStarted(reason) => {
+            Outcome::NotStarted(reason) | Outcome::NotStartedHere(reason) => {
                 eprintln!("devin-bridge: session {session} not served: {reason}");
                 ExitCode::FAILURE
             }

@@ -1,14 +1,18 @@
 //! Running `devin-remote` for one session.
 //!
-//! The remote is started through a keeper (`devin-bridge outpost keeper`, this binary): the
-//! keeper puts the remote in its own process group and holds the read end of a pipe whose
-//! write end only the worker has. When the worker ends in any way, `kill -9` included, the
-//! kernel closes that pipe, and the keeper terminates the remote's whole group (SIGTERM, a
-//! grace, SIGKILL). So no remote outlives the worker that claimed its session, without any
-//! `unsafe` `pre_exec` hook in the worker. A graceful stop is the same path: the worker closes
-//! the pipe.
+//! The worker starts the remote itself, in its own process group, after starting a keeper
+//! (`devin_bridge_agent::process::keeper`, from this binary's running image, so an upgrade of
+//! the binary in place does not stop sessions from starting), and tells the keeper the
+//! remote's pid. The keeper holds the read end of a pipe whose write end only the worker has:
+//! when the worker ends in any way, `kill -9` included, the kernel closes that pipe and the
+//! keeper terminates the remote's whole group (SIGTERM, a grace, SIGKILL). A keeper that does
+//! not take the watch fails the launch and the remote is killed, so no remote runs unwatched
+//! and none outlives the worker that claimed its session, without any `unsafe` `pre_exec`
+//! hook in the worker. A graceful stop ends the group from the worker
+//! (`devin_bridge_agent::process::group`), then releases the keeper.
 //!
 //! The environment is exactly what the caller built ([`remote_env`]); nothing is inherited.
+//! The remote's stdout and stderr, and the keeper's stderr, go to the session's log.
 
 use std::ffi::OsString;
 use std::os::unix::fs::OpenOptionsExt;
@@ -16,19 +20,17 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, ChildStdin};
+use tokio::process::Child;
 
+use devin_bridge_agent::process::group::{end_child_group, kill_group};
+use devin_bridge_agent::process::keeper::{Lifeline, WatchError};
 use devin_bridge_agent::process::{command_for, Spec};
 
 use super::fleet::{Secret, SessionId};
 
-/// How long the keeper has to report the remote's pid.
-const START_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Why a remote could not be started.
+/// Why a remote could not be started. Each is a failure of this machine (its files, its
+/// processes), not of the session.
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
     #[error("cannot open the session log {path}: {source}")]
@@ -38,9 +40,13 @@ pub enum LaunchError {
         source: std::io::Error,
     },
     #[error("cannot start the remote's keeper: {0}")]
-    Spawn(String),
-    #[error("the remote did not start: {0}")]
-    NotStarted(String),
+    Spawn(std::io::Error),
+    #[error("the remote did not start: cannot run {program}: {source}")]
+    NotStarted {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// The variables a remote gets, and nothing else.
@@ -122,17 +128,18 @@ pub enum RemoteExit {
     Stopped,
 }
 
-/// A running remote (through its keeper).
+/// A running remote, watched by its keeper.
 pub struct RunningRemote {
-    keeper: Child,
-    lifeline: Option<ChildStdin>,
+    remote: Child,
+    keeper: Option<Lifeline>,
     remote_group: Pid,
     pub started_at: Instant,
     kill_grace: Duration,
-    finished: bool,
+    /// The remote's status once it was reaped (its group ended with it).
+    reaped: Option<Option<ExitStatus>>,
 }
 
-/// Starts the remote and waits until its keeper reports it running.
+/// Starts the keeper, then the remote, and tells the keeper the remote's pid.
 pub async fn launch(spec: &Launch) -> Result<RunningRemote, LaunchError> {
     let log = std::fs::OpenOptions::new()
         .create(true)
@@ -143,21 +150,25 @@ pub async fn launch(spec: &Launch) -> Result<RunningRemote, LaunchError> {
             path: spec.log.clone(),
             source,
         })?;
-    let keeper = std::env::current_exe()
-        .map_err(|error| LaunchError::Spawn(format!("cannot find this executable: {error}")))?;
-    let mut args = vec![
-        "outpost".to_owned(),
-        "keeper".to_owned(),
-        "--grace-ms".to_owned(),
-        spec.kill_grace.as_millis().to_string(),
-        "--".to_owned(),
-    ];
-    args.extend(spec.wrapper.iter().cloned());
-    args.push(spec.binary.display().to_string());
-    args.push("serve".to_owned());
+    let log_for = |what: &std::fs::File| {
+        what.try_clone().map_err(|source| LaunchError::Log {
+            path: spec.log.clone(),
+            source,
+        })
+    };
+    // The keeper first: once the remote runs, nothing may leave it unwatched.
+    let mut keeper = Lifeline::start(spec.kill_grace, Stdio::from(log_for(&log)?))
+        .map_err(LaunchError::Spawn)?;
+    let mut argv = spec.wrapper.clone();
+    argv.push(spec.binary.display().to_string());
+    argv.push("serve".to_owned());
+    let (program, args) = match argv.split_first() {
+        Some((program, args)) => (PathBuf::from(program), args.to_vec()),
+        None => (spec.binary.clone(), Vec::new()),
+    };
     let process = Spec {
-        program: keeper,
-        args: Vec::new(),
+        program,
+        args,
         cwd: spec.work_dir.clone(),
         env: spec
             .env
@@ -169,49 +180,43 @@ pub async fn launch(spec: &Launch) -> Result<RunningRemote, LaunchError> {
         identity: None,
     };
     let mut command = command_for(&process);
-    // The keeper must get the chance to end the remote's group: it is never SIGKILLed on drop
-    // (dropping `RunningRemote` kills the remote's group itself).
     command
-        .kill_on_drop(false)
-        .args(&args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
+        .args(&process.args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(log_for(&log)?))
         .stderr(Stdio::from(log));
-    let mut keeper = command
-        .spawn()
-        .map_err(|error| LaunchError::Spawn(error.to_string()))?;
-    let lifeline = keeper.stdin.take();
-    let stdout = keeper
-        .stdout
-        .take()
-        .ok_or_else(|| LaunchError::Spawn("no stdout pipe".into()))?;
-    let mut lines = BufReader::new(stdout).lines();
-    let first = tokio::time::timeout(START_TIMEOUT, lines.next_line()).await;
-    let pid = match first {
-        Ok(Ok(Some(line))) => line
-            .strip_prefix("started ")
-            .and_then(|pid| pid.trim().parse::<i32>().ok())
-            .filter(|pid| *pid > 1),
-        _ => None,
+    let mut remote = match command.spawn() {
+        Ok(remote) => remote,
+        Err(source) => {
+            keeper.release().await;
+            return Err(LaunchError::NotStarted {
+                program: process.program.display().to_string(),
+                source,
+            });
+        }
     };
-    match pid {
-        Some(pid) => Ok(RunningRemote {
-            keeper,
-            lifeline,
-            remote_group: Pid::from_raw(pid),
-            started_at: Instant::now(),
-            kill_grace: spec.kill_grace,
-            finished: false,
-        }),
-        None => {
-            drop(lifeline);
-            let status = tokio::time::timeout(Duration::from_secs(5), keeper.wait()).await;
-            Err(LaunchError::NotStarted(match status {
-                Ok(Ok(status)) => format!("its keeper exited with {status}"),
-                _ => "its keeper did not report it".into(),
-            }))
+    let pid = remote
+        .id()
+        .and_then(|pid| i32::try_from(pid).ok())
+        .unwrap_or(0);
+    match keeper.watch(pid).await {
+        // Gone already: `wait` reads how it ended.
+        Ok(()) | Err(WatchError::ChildGone) => {}
+        Err(WatchError::Keeper(error)) => {
+            // No remote runs unwatched: a worker killed now would leave it behind.
+            end_child_group(&mut remote, Pid::from_raw(pid), Duration::ZERO).await;
+            drop(keeper);
+            return Err(LaunchError::Spawn(error));
         }
     }
+    Ok(RunningRemote {
+        remote,
+        keeper: Some(keeper),
+        remote_group: Pid::from_raw(pid),
+        started_at: Instant::now(),
+        kill_grace: spec.kill_grace,
+        reaped: None,
+    })
 }
 
 impl RunningRemote {
@@ -220,48 +225,60 @@ impl RunningRemote {
         self.remote_group
     }
 
-    /// Waits until the remote ends by itself.
+    /// Waits until the remote ends by itself; whatever it left in its group goes with it.
+    /// Cancel-safe: a status reaped before a cancellation is kept for the next call.
     pub async fn wait(&mut self) -> RemoteExit {
-        let status = self.keeper.wait().await;
-        self.finished = true;
-        exit_of(status.ok())
-    }
-
-    /// Ends the remote: closes the lifeline (the keeper sends SIGTERM to the group, waits the
-    /// grace, then SIGKILL), and kills the group itself if the keeper does not finish in time.
-    pub async fn stop(&mut self) -> RemoteExit {
-        if self.finished {
-            return RemoteExit::Stopped;
-        }
-        drop(self.lifeline.take());
-        let budget = self.kill_grace + Duration::from_secs(2);
-        let exit = match tokio::time::timeout(budget, self.keeper.wait()).await {
-            Ok(status) => exit_of(status.ok()),
-            Err(_) => {
-                let _ = killpg(self.remote_group, Signal::SIGKILL);
-                let _ = self.keeper.start_kill();
-                let _ = self.keeper.wait().await;
-                RemoteExit::Stopped
+        let status = match self.reaped {
+            Some(status) => status,
+            None => {
+                let status = self.remote.wait().await.ok();
+                kill_group(self.remote_group);
+                self.reaped = Some(status);
+                status
             }
         };
-        self.finished = true;
-        match exit {
+        self.release_keeper().await;
+        exit_of(status)
+    }
+
+    /// Ends the remote: SIGTERM to its group, the grace, SIGKILL, reap. A remote that had
+    /// already ended is not reported as a clean exit.
+    pub async fn stop(&mut self) -> RemoteExit {
+        let status = match self.reaped {
+            Some(_) => None,
+            None => {
+                let end =
+                    end_child_group(&mut self.remote, self.remote_group, self.kill_grace).await;
+                self.reaped = Some(end.status);
+                end.status
+            }
+        };
+        self.release_keeper().await;
+        match exit_of(status) {
             RemoteExit::Exited(0) => RemoteExit::Exited(0),
             _ => RemoteExit::Stopped,
+        }
+    }
+
+    /// The group is ended and its leader reaped: the keeper exits without touching anything.
+    async fn release_keeper(&mut self) {
+        if let Some(keeper) = self.keeper.take() {
+            keeper.release().await;
         }
     }
 }
 
 impl Drop for RunningRemote {
     fn drop(&mut self) {
-        if !self.finished {
+        if self.reaped.is_none() {
             // Abandoned (a panic, a cancelled task): nothing of the session may keep running.
-            let _ = killpg(self.remote_group, Signal::SIGKILL);
+            // The keeper, whose lifeline closes with it, checks the group too.
+            kill_group(self.remote_group);
         }
     }
 }
 
-/// The keeper's exit status is the remote's: its code, or 128 + the signal that ended it.
+/// A code of 128 or more is a shell's report of a signal, as is a signal itself: stopped.
 fn exit_of(status: Option<ExitStatus>) -> RemoteExit {
     match status.and_then(|status| status.code()) {
         Some(code) if code < 128 => RemoteExit::Exited(code),

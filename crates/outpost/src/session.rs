@@ -2,7 +2,10 @@
 //!
 //! Provisioning failures (no gateway, no verified binary, a network policy that cannot be
 //! enforced, a remote that does not start) release the claim at once so another worker can
-//! take the session, and say why in the log. While the remote runs, the session's entry is
+//! take the session, and say why in the log. Those of this machine rather than of the session
+//! (the binary cache, the session's directories, the keeper or the remote that cannot be
+//! started here) are told apart ([`Outcome::NotStartedHere`]): the worker stops claiming when
+//! they repeat. While the remote runs, the session's entry is
 //! followed twice: changes pushed by the queue watch, and a poll every interval (the fallback
 //! when the watch lags). The remote is ended when the session is `terminated`, when its entry
 //! disappears, or when the claim is no longer ours; a stale watch event is never trusted for
@@ -20,7 +23,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::acceptor::private_dir;
-use super::binaries::BinaryCache;
+use super::binaries::{BinaryCache, BinaryError};
 use super::fleet::{AcceptorId, FleetClient, QueueEntry, Release, SessionId, SessionStatus};
 use super::network::SessionNetwork;
 use super::remote::{self, Launch, RemoteEnv, RemoteExit, RunningRemote};
@@ -49,30 +52,56 @@ pub enum Outcome {
     Ended,
     /// The claim is no longer ours: the remote was ended.
     ClaimLost,
-    /// It could not be provisioned: released.
+    /// It could not be provisioned (the session's own problem: no gateway, no verified build,
+    /// a network policy that cannot be enforced): released.
     NotStarted(String),
+    /// It could not be started because of this machine (the binary cache, the session's
+    /// directories, the keeper or the remote cannot be set up or run here): released.
+    NotStartedHere(String),
     /// The worker is shutting down: the remote was ended and the claim released.
     Stopped,
 }
 
-/// Serves a session this worker has just claimed (`claimed` is the claim's answer).
+/// Why provisioning failed.
+enum NotStarted {
+    /// The session's own problem.
+    Session(String),
+    /// This machine's.
+    Here(String),
+}
+
+impl From<&str> for NotStarted {
+    fn from(reason: &str) -> Self {
+        NotStarted::Session(reason.to_owned())
+    }
+}
+
+/// Serves a session this worker has just claimed (`claimed` is the claim's answer);
+/// `on_start` runs once its remote runs.
 pub async fn serve(
     context: Arc<SessionContext>,
     claimed: QueueEntry,
     mut updates: watch::Receiver<Option<QueueEntry>>,
     mut stop: watch::Receiver<bool>,
+    on_start: impl FnOnce(),
 ) -> Outcome {
     let session = claimed.id().clone();
     let started = Instant::now();
     let (mut running, network) = match provision(&context, &claimed).await {
         Ok(running) => running,
-        Err(reason) => {
+        Err(NotStarted::Session(reason)) => {
             tracing::error!(session = %session, %reason, "session not started; releasing its claim");
             release(&context, &session).await;
             return Outcome::NotStarted(reason);
         }
+        Err(NotStarted::Here(reason)) => {
+            tracing::error!(session = %session, %reason, "session not started: this machine cannot start it; releasing its claim");
+            release(&context, &session).await;
+            return Outcome::NotStartedHere(reason);
+        }
     };
     tracing::info!(session = %session, remote_group = running.group().as_raw(), provision_ms = started.elapsed().as_millis() as u64, "remote started");
+    on_start();
 
     let mut poll = tokio::time::interval_at(
         tokio::time::Instant::now() + context.settings.poll_interval,
@@ -132,7 +161,8 @@ pub async fn serve(
 async fn provision(
     context: &SessionContext,
     claimed: &QueueEntry,
-) -> Result<(RunningRemote, Option<SessionNetwork>), String> {
+) -> Result<(RunningRemote, Option<SessionNetwork>), NotStarted> {
+    let here = |error: &dyn std::fmt::Display| NotStarted::Here(error.to_string());
     let settings = &context.settings;
     let session = claimed.id();
     let token = claimed
@@ -146,7 +176,11 @@ async fn provision(
         .clone()
         .or_else(|| settings.gateway_fallback.clone())
         .ok_or("the claim answer carries no gateway URL and no --gateway-url is configured")?;
-    check_gateway_url(&gateway).map_err(|error| error.to_string())?;
+    check_gateway_url(&gateway).map_err(|error| NotStarted::Session(error.to_string()))?;
+    let binary_error = |error: BinaryError| match error {
+        BinaryError::Cache { .. } => here(&error),
+        other => NotStarted::Session(other.to_string()),
+    };
     let commit = context
         .binaries
         .choose(
@@ -154,20 +188,24 @@ async fn provision(
             settings.remote_sha.as_ref(),
         )
         .await
-        .map_err(|error| error.to_string())?;
+        .map_err(binary_error)?;
     let binary = context
         .binaries
         .ensure(&commit)
         .await
-        .map_err(|error| error.to_string())?;
+        .map_err(binary_error)?;
     let state_dir = settings.data_dir.join("sessions").join(session.as_str());
     let logs = settings.data_dir.join("logs");
     let audit = settings.data_dir.join("audit");
     for dir in [&state_dir, &logs, &audit] {
-        private_dir(dir).map_err(|error| error.to_string())?;
+        private_dir(dir).map_err(|error| here(&error))?;
     }
-    std::fs::create_dir_all(settings.work_dir.join("repos"))
-        .map_err(|error| format!("work directory {}: {error}", settings.work_dir.display()))?;
+    std::fs::create_dir_all(settings.work_dir.join("repos")).map_err(|error| {
+        NotStarted::Here(format!(
+            "work directory {}: {error}",
+            settings.work_dir.display()
+        ))
+    })?;
     let network = match claimed.spec.network_policy.as_ref().filter(|p| p.enabled) {
         Some(policy) => Some(
             SessionNetwork::start(
@@ -179,7 +217,7 @@ async fn provision(
                 &audit,
             )
             .await
-            .map_err(|error| error.to_string())?,
+            .map_err(|error| NotStarted::Session(error.to_string()))?,
         ),
         None => None,
     };
@@ -210,7 +248,7 @@ async fn provision(
             if let Some(network) = network {
                 network.close().await;
             }
-            Err(error.to_string())
+            Err(here(&error))
         }
     }
 }

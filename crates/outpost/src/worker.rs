@@ -3,6 +3,13 @@
 //!
 //! One task owns all state (the store, the running sessions); the reflector, the sessions and
 //! the signals talk to it over channels, so no lock is held across an await.
+//!
+//! Sessions that fail to start because of this machine ([`Outcome::NotStartedHere`]: the
+//! keeper, the remote or its files cannot be set up here) are not the queue's problem: after
+//! [`LOCAL_FAILURE_LIMIT`] in a row the worker stops claiming and says why in one line, then
+//! claims one session at a time after a growing delay ([`Backoff::local_failures`]) until one
+//! starts, which resumes claiming and resets the delay. So a broken machine costs the fleet a
+//! few claims a minute, not a claim and a release for every queued session.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -12,6 +19,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
+use super::backoff::Backoff;
 use super::fleet::{Claim, FleetClient, FleetError, Phase, QueueEntry, SessionId};
 use super::queue::QueueEvent;
 use super::session::{self, Outcome, SessionContext};
@@ -64,14 +72,20 @@ pub struct Worker {
     not_before: HashMap<SessionId, Instant>,
     /// A transient failure paused claiming until this instant.
     paused_until: Option<Instant>,
+    /// Sessions that failed to start because of this machine.
+    local: LocalFailures,
     summary: Summary,
     done_tx: mpsc::UnboundedSender<(SessionId, Outcome)>,
     done_rx: mpsc::UnboundedReceiver<(SessionId, Outcome)>,
+    /// Sessions whose remote started.
+    started_tx: mpsc::UnboundedSender<SessionId>,
+    started_rx: mpsc::UnboundedReceiver<SessionId>,
 }
 
 impl Worker {
     pub fn new(context: Arc<SessionContext>) -> Self {
         let (done_tx, done_rx) = mpsc::unbounded_channel();
+        let (started_tx, started_rx) = mpsc::unbounded_channel();
         Self {
             client: context.client.clone(),
             context,
@@ -85,9 +99,12 @@ impl Worker {
             peers_seen: false,
             not_before: HashMap::new(),
             paused_until: None,
+            local: LocalFailures::new(),
             summary: Summary::default(),
             done_tx,
             done_rx,
+            started_tx,
+            started_rx,
         }
     }
 
@@ -128,6 +145,12 @@ impl Worker {
                     // result says why (a refused token must not read as a vanished queue).
                     None => break reflector_ended((&mut reflector).await),
                 },
+                Some(session) = self.started_rx.recv() => {
+                    if self.local.started(&session) {
+                        tracing::info!(session = %session, "a session started on this machine again: claiming resumed");
+                    }
+                    self.reconcile().await;
+                }
                 Some((session, outcome)) = self.done_rx.recv() => {
                     self.finished(session, outcome);
                     if self.once() && self.claims_started > 0 && self.running.is_empty() {
@@ -267,7 +290,9 @@ impl Worker {
         if self.running.len() >= self.context.settings.max_sessions {
             return None;
         }
-        self.not_before.values().min().copied()
+        let now = Instant::now();
+        let retry = self.local.retry_at().filter(|at| *at > now);
+        self.not_before.values().copied().chain(retry).min()
     }
 
     fn platform_ok(&mut self, entry: &QueueEntry) -> bool {
@@ -300,8 +325,16 @@ impl Worker {
             if self.running.len() >= max || !self.may_claim() || self.fatal.is_some() {
                 return;
             }
+            let probe = match self.local.allowance(Instant::now()) {
+                Allowance::Any => false,
+                Allowance::One => true,
+                Allowance::None => return,
+            };
             if !self.claim(&next).await {
                 return;
+            }
+            if probe && self.running.contains_key(next.id()) {
+                self.local.probing(next.id().clone());
             }
         }
     }
@@ -377,8 +410,13 @@ impl Worker {
         let context = self.context.clone();
         let done = self.done_tx.clone();
         let session_id = id.clone();
+        let started = self.started_tx.clone();
+        let started_id = id.clone();
         let task = tokio::spawn(async move {
-            let outcome = session::serve(context, claimed, updates_rx, stop_rx).await;
+            let on_start = move || {
+                let _ = started.send(started_id);
+            };
+            let outcome = session::serve(context, claimed, updates_rx, stop_rx, on_start).await;
             let _ = done.send((session_id, outcome));
         });
         self.running.insert(
@@ -404,6 +442,24 @@ impl Worker {
             self.store.remove(&session);
         }
         self.summary.served += 1;
+        if let Outcome::NotStartedHere(reason) = &outcome {
+            match self.local.failed(&session, Instant::now()) {
+                Failed::Stopped { in_a_row, retry_in } => tracing::error!(
+                    failures_in_a_row = in_a_row,
+                    last = %reason,
+                    retry_in_ms = retry_in.as_millis() as u64,
+                    "sessions keep failing to start on this machine: claiming stopped; one session is tried at a time, with backoff, until one starts"
+                ),
+                Failed::StillStopped { retry_in } => tracing::debug!(
+                    session = %session,
+                    retry_in_ms = retry_in.as_millis() as u64,
+                    "still failing to start sessions on this machine"
+                ),
+                Failed::Counted => {}
+            }
+        } else {
+            self.local.settled(&session);
+        }
         match outcome {
             Outcome::Completed | Outcome::Ended => self.summary.completed += 1,
             _ => {
@@ -462,6 +518,114 @@ pub fn claim_delay(
     let fraction = u64::from_be_bytes(first) as f64 / u64::MAX as f64;
     let load = f64::from(running) / f64::from(max.max(1));
     spread.mul_f64(fraction + load)
+}
+
+/// How many sessions in a row may fail to start because of this machine before the worker
+/// stops claiming.
+pub const LOCAL_FAILURE_LIMIT: usize = 3;
+
+/// How many claims the worker may make now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Allowance {
+    Any,
+    /// Claiming is stopped and the retry is due: one session, to see whether it starts.
+    One,
+    None,
+}
+
+/// What a local failure changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Failed {
+    /// Below the limit: claiming goes on.
+    Counted,
+    /// The limit was reached: claiming stops (said once).
+    Stopped { in_a_row: usize, retry_in: Duration },
+    /// Claiming was already stopped and the retry failed too: the next one comes later.
+    StillStopped { retry_in: Duration },
+}
+
+/// Sessions that failed to start because of this machine, in a row, and whether claiming is
+/// stopped for it.
+struct LocalFailures {
+    in_a_row: usize,
+    backoff: Backoff,
+    /// Claiming is stopped; one session may be claimed from this instant on.
+    retry_at: Option<Instant>,
+    /// The one session claimed while stopped, until it starts or ends.
+    probe: Option<SessionId>,
+}
+
+impl LocalFailures {
+    fn new() -> Self {
+        Self {
+            in_a_row: 0,
+            backoff: Backoff::local_failures(),
+            retry_at: None,
+            probe: None,
+        }
+    }
+
+    fn allowance(&self, now: Instant) -> Allowance {
+        match self.retry_at {
+            None => Allowance::Any,
+            Some(at) if at <= now && self.probe.is_none() => Allowance::One,
+            Some(_) => Allowance::None,
+        }
+    }
+
+    /// When claiming is stopped, the instant the next session may be claimed.
+    fn retry_at(&self) -> Option<Instant> {
+        self.retry_at.filter(|_| self.probe.is_none())
+    }
+
+    fn probing(&mut self, session: SessionId) {
+        self.probe = Some(session);
+    }
+
+    /// A session ended (in any way): it is no longer the probe.
+    fn settled(&mut self, session: &SessionId) {
+        if self.probe.as_ref() == Some(session) {
+            self.probe = None;
+        }
+    }
+
+    /// `session` failed to start here. Once claiming is stopped, only the failed retry moves
+    /// the next one further out; a session claimed before the stop that fails too does not.
+    fn failed(&mut self, session: &SessionId, now: Instant) -> Failed {
+        let was_probe = self.probe.as_ref() == Some(session);
+        self.settled(session);
+        self.in_a_row += 1;
+        if self.in_a_row < LOCAL_FAILURE_LIMIT {
+            return Failed::Counted;
+        }
+        match self.retry_at {
+            Some(at) if !was_probe => Failed::StillStopped {
+                retry_in: at.saturating_duration_since(now),
+            },
+            Some(_) => {
+                let retry_in = self.backoff.next_delay();
+                self.retry_at = Some(now + retry_in);
+                Failed::StillStopped { retry_in }
+            }
+            None => {
+                let retry_in = self.backoff.next_delay();
+                self.retry_at = Some(now + retry_in);
+                Failed::Stopped {
+                    in_a_row: self.in_a_row,
+                    retry_in,
+                }
+            }
+        }
+    }
+
+    /// A session's remote started: the count and the delay start over. True when this resumed
+    /// claiming.
+    fn started(&mut self, session: &SessionId) -> bool {
+        self.settled(session);
+        self.in_a_row = 0;
+        self.backoff.reset();
+        self.retry_at.take().is_some()
+    }
 }
 
 /// Why the queue reflector ended, as the worker reports it.
@@ -544,7 +708,7 @@ pub async fn serve_one(
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut terminate = signal(SignalKind::terminate()).map_err(WorkerError::Signals)?;
     let mut interrupt = signal(SignalKind::interrupt()).map_err(WorkerError::Signals)?;
-    let mut task = tokio::spawn(session::serve(context, claimed, updates_rx, stop_rx));
+    let mut task = tokio::spawn(session::serve(context, claimed, updates_rx, stop_rx, || {}));
     let outcome = tokio::select! {
         joined = &mut task => joined.ok(),
         _ = terminate.recv() => None,
@@ -576,6 +740,55 @@ mod tests {
         assert_eq!(idle_a, claim_delay(&a, &session, spread, (0, 4)), "stable");
         let busy_a = claim_delay(&a, &session, spread, (3, 4));
         assert_eq!(busy_a, idle_a + spread.mul_f64(0.75));
+    }
+
+    #[test]
+    fn local_failures_stop_claiming_at_the_limit_allow_one_retry_and_a_start_resumes() {
+        let now = Instant::now();
+        let mut local = LocalFailures::new();
+        let session = |n: u32| -> SessionId { format!("devin-{n}").parse().expect("id") };
+        for n in 1..LOCAL_FAILURE_LIMIT as u32 {
+            assert_eq!(local.failed(&session(10 + n), now), Failed::Counted);
+            assert_eq!(local.allowance(now), Allowance::Any);
+        }
+        let Failed::Stopped { in_a_row, retry_in } = local.failed(&session(10), now) else {
+            panic!("the limit stops claiming");
+        };
+        assert_eq!(in_a_row, LOCAL_FAILURE_LIMIT);
+        assert_eq!(
+            local.allowance(now),
+            Allowance::None,
+            "not before the delay"
+        );
+        let due = now + retry_in;
+        assert_eq!(local.retry_at(), Some(due));
+        assert!(
+            matches!(local.failed(&session(9), now), Failed::StillStopped { retry_in } if retry_in == due - now),
+            "a session claimed before the stop does not move the retry"
+        );
+        assert_eq!(local.allowance(due), Allowance::One);
+        local.probing(session(1));
+        assert_eq!(local.allowance(due), Allowance::None, "one retry at a time");
+        assert_eq!(
+            local.retry_at(),
+            None,
+            "nothing is due while the retry runs"
+        );
+        let Failed::StillStopped { retry_in: longer } = local.failed(&session(1), due) else {
+            panic!("a failed retry keeps claiming stopped, and is not announced again");
+        };
+        assert!(longer >= Duration::from_secs(1));
+        let due = due + longer;
+        assert_eq!(local.allowance(due), Allowance::One);
+        local.probing(session(2));
+        assert!(local.started(&session(2)), "a start resumes claiming");
+        assert_eq!(local.allowance(due), Allowance::Any);
+        assert_eq!(
+            local.failed(&session(4), due),
+            Failed::Counted,
+            "the count starts over"
+        );
+        assert!(!local.started(&session(3)), "already claiming");
     }
 
     #[test]

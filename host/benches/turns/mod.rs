@@ -39,7 +39,7 @@ pub async fn scripted_task(addr: SocketAddr, parallel: bool) -> Result<usize, St
         let mut body = json!({
             "model": "devin-cli-agentic/swe-1-7",
             "max_tokens": 1024,
-            "tools": super::common::claude_code_tools(),
+            "tools": devin_bridge_test_support::bench::claude_code_tools(),
             "messages": messages,
         });
         if !parallel {

@@ -4,122 +4,79 @@
 use crate::common;
 
 use devin_bridge_engine::{
-    corpus, Call, ImageLimits, MessageHead, PromptOptions, Resume, TransformKind, Transforms,
+    corpus, Answer, Call, ImageLimits, MessageHead, PromptOptions, Resume, TransformKind,
+    Transforms,
 };
 use devin_bridge_types::{Failure, Reply, ToolCall, Usage};
 use serde_json::{json, Value};
 
-fn outcome<T: serde::Serialize>(result: &Result<T, Failure>) -> Value {
-    match result {
-        Ok(value) => json!({ "ok": value }),
-        Err(failure) => json!({ "err": failure }),
-    }
+/// A native result as an answer.
+fn answer<T: Into<devin_bridge_engine::Output>>(result: Result<T, Failure>) -> Answer {
+    result.map(Into::into)
 }
 
-fn sse_head(head: &MessageHead) -> devin_bridge_sse::MessageHead {
-    devin_bridge_sse::MessageHead {
-        id: head.id.clone(),
-        model: head.model.clone(),
-        usage: head.usage,
-    }
-}
-
-/// The native answer to a call, in the fixtures' encoding.
-fn native(call: &Call) -> Value {
+/// The native libraries' answer to a call: the same types the component's answer comes in.
+fn native(call: &Call) -> Answer {
+    use devin_bridge_envelope as envelope;
+    use devin_bridge_model_alias as model_alias;
+    use devin_bridge_serializer as serializer;
+    use devin_bridge_sse as sse;
     match call {
-        Call::Serialize { request } => outcome(&devin_bridge_serializer::serialize(request)),
-        Call::SerializeUnseen { request, options } => outcome(
-            &devin_bridge_serializer::serialize_unseen(request, native_options(options)),
-        ),
+        Call::Serialize { request } => answer(serializer::serialize(request)),
+        Call::SerializeUnseen { request, options } => {
+            answer(serializer::serialize_unseen(request, *options))
+        }
         Call::SerializeResumed {
             continuation,
             resume,
             options,
-        } => outcome(&devin_bridge_serializer::serialize_resumed(
+        } => answer(serializer::serialize_resumed(
             continuation,
-            &native_resume(resume),
-            native_options(options),
+            resume,
+            *options,
         )),
-        Call::Repair { prompt, rejection } => {
-            json!({ "ok": devin_bridge_serializer::repair(prompt, rejection) })
-        }
+        Call::Repair { prompt, rejection } => Ok(serializer::repair(prompt, rejection).into()),
         Call::Parse {
             output,
             tools,
             id_seed,
             max_calls,
-        } => outcome(&devin_bridge_envelope::parse(
-            output, tools, id_seed, *max_calls,
-        )),
+        } => answer(envelope::parse(output, tools, id_seed, *max_calls)),
         Call::NarratesUnexecutedAction { output } => {
-            json!({ "ok": devin_bridge_envelope::narrates_unexecuted_action(output) })
+            Ok(envelope::narrates_unexecuted_action(output).into())
         }
-        Call::ParseReview { output } => outcome(&devin_bridge_envelope::parse_review(output)),
-        Call::StreamStart { head } => {
-            json!({ "ok": devin_bridge_sse::stream_start(&sse_head(head)) })
-        }
-        Call::StreamPing => json!({ "ok": devin_bridge_sse::stream_ping() }),
-        Call::StreamFinish { reply, usage } => {
-            json!({ "ok": devin_bridge_sse::stream_finish(reply, usage) })
-        }
-        Call::RenderStream { head, reply } => {
-            json!({ "ok": devin_bridge_sse::render_stream(&sse_head(head), reply) })
-        }
-        Call::RenderJson { head, reply } => {
-            json!({ "ok": devin_bridge_sse::render_json(&sse_head(head), reply) })
-        }
-        Call::ErrorEvent { failure } => json!({ "ok": devin_bridge_sse::error_event(failure) }),
-        Call::ErrorBody { failure } => json!({ "ok": devin_bridge_sse::error_body(failure) }),
-        Call::AgentErrorMessage { raw } => {
-            json!({ "ok": devin_bridge_sse::agent_error_message(raw) })
-        }
+        Call::ParseReview { output } => answer(envelope::parse_review(output)),
+        Call::StreamStart { head } => Ok(sse::stream_start(head).into()),
+        Call::StreamPing => Ok(sse::stream_ping().into()),
+        Call::StreamFinish { reply, usage } => Ok(sse::stream_finish(reply, usage).into()),
+        Call::RenderStream { head, reply } => Ok(sse::render_stream(head, reply).into()),
+        Call::RenderJson { head, reply } => Ok(sse::render_json(head, reply).into()),
+        Call::ErrorEvent { failure } => Ok(sse::error_event(failure).into()),
+        Call::ErrorBody { failure } => Ok(sse::error_body(failure).into()),
+        Call::AgentErrorMessage { raw } => Ok(sse::agent_error_message(raw).into()),
         Call::ParseEvents {
             buffer,
             max_event_bytes,
-        } => outcome(&devin_bridge_sse::parse_events(buffer, *max_event_bytes)),
-        Call::Validate { reference, catalog } => {
-            outcome(&devin_bridge_model_alias::validate(reference, catalog))
+        } => answer(sse::parse_events(buffer, *max_event_bytes)),
+        Call::Validate { reference, catalog } => answer(model_alias::validate(reference, catalog)),
+        Call::ClientEnvironment { settings, catalog } => {
+            answer(model_alias::client_environment(settings, catalog))
         }
-        Call::ClientEnvironment { settings, catalog } => outcome(
-            &devin_bridge_model_alias::client_environment(settings, catalog),
-        ),
-        Call::Resolve { requested, catalog } => {
-            outcome(&devin_bridge_model_alias::resolve(requested, catalog))
-        }
-        Call::ListModels { catalog, vision } => {
-            outcome(&devin_bridge_model_alias::list_models(catalog, *vision))
-        }
-    }
-}
-
-fn native_options(options: &PromptOptions) -> devin_bridge_serializer::PromptOptions {
-    devin_bridge_serializer::PromptOptions {
-        held: options.held,
-        images: devin_bridge_serializer::ImageLimits {
-            max_images: options.images.max_images,
-            max_image_bytes: options.images.max_image_bytes,
-        },
-    }
-}
-
-fn native_resume(resume: &Resume) -> devin_bridge_serializer::Resume {
-    devin_bridge_serializer::Resume {
-        messages: resume.messages,
-        history: resume.history.clone(),
-        trace_chars: resume.trace_chars,
-        tool_uses: resume.tool_uses.clone(),
-        tool_names: resume.tool_names.clone(),
+        Call::Resolve { requested, catalog } => answer(model_alias::resolve(requested, catalog)),
+        Call::ListModels { catalog, vision } => answer(model_alias::list_models(catalog, *vision)),
+        Call::ContextWindows { catalog } => answer(model_alias::context_windows(catalog)),
     }
 }
 
 fn assert_same(transforms: &Transforms, call: &Call, label: &str) {
-    let wasm = corpus::answer_json(
-        &transforms
-            .call(call)
-            .unwrap_or_else(|error| panic!("{label}: wasm failed: {error}")),
+    let wasm = transforms
+        .call(call)
+        .unwrap_or_else(|error| panic!("{label}: wasm failed: {error}"));
+    assert_eq!(
+        native(call),
+        wasm,
+        "{label}: native and wasm differ for {call:?}"
     );
-    let native = native(call);
-    assert_eq!(native, wasm, "{label}: native and wasm differ for {call:?}");
 }
 
 #[test]
@@ -130,7 +87,7 @@ fn every_fixture_agrees_natively_and_in_wasm_and_matches_its_expectation() {
         let cases = corpus::cases(kind).expect("fixtures decode");
         assert!(!cases.is_empty(), "no fixtures for {kind}");
         for case in cases {
-            let native = native(&case.call);
+            let native = corpus::answer_json(&native(&case.call));
             assert_eq!(
                 native, case.expect,
                 "{} ({}): native result differs from the fixture",
@@ -291,9 +248,9 @@ fn generated_serializer_requests_agree() {
         if i % 5 == 0 {
             let held = u32::try_from(rng.below(6)).unwrap_or(0);
             let max_images = u32::try_from(rng.below(3)).unwrap_or(0);
-            let options = devin_bridge_engine::PromptOptions {
+            let options = PromptOptions {
                 held,
-                images: devin_bridge_engine::ImageLimits {
+                images: ImageLimits {
                     max_images,
                     max_image_bytes: 64,
                 },
@@ -350,13 +307,7 @@ fn generated_continuations_agree_and_say_what_the_whole_request_says() {
             max_images: u32::try_from(rng.below(3)).unwrap_or(0),
             max_image_bytes: 64,
         };
-        let whole_options = devin_bridge_serializer::PromptOptions {
-            held: 0,
-            images: devin_bridge_serializer::ImageLimits {
-                max_images: images.max_images,
-                max_image_bytes: images.max_image_bytes,
-            },
-        };
+        let whole_options = PromptOptions { held: 0, images };
         let Ok(before) = devin_bridge_serializer::serialize_unseen(&earlier, whole_options) else {
             continue;
         };
@@ -388,10 +339,10 @@ fn generated_continuations_agree_and_say_what_the_whole_request_says() {
         assert_same(&transforms, &call, &label);
         let resumed = devin_bridge_serializer::serialize_resumed(
             &later[found.range.clone()],
-            &native_resume(&resume),
-            native_options(&options),
+            &resume,
+            options,
         );
-        let whole = devin_bridge_serializer::serialize_unseen(&later, native_options(&options));
+        let whole = devin_bridge_serializer::serialize_unseen(&later, options);
         match (resumed, whole) {
             (Ok(resumed), Ok(whole)) => {
                 assert_eq!(resumed.text, whole.prompt.text, "{label}");
@@ -614,6 +565,47 @@ fn generated_event_streams_agree() {
             }
         }
     }
+}
+
+/// Catalogs mutated from the shipped one (fields dropped, retyped, duplicated): the listing and
+/// the context windows agree natively and in wasm, and a catalog that lists is one whose
+/// windows are read.
+#[test]
+fn generated_catalogs_agree() {
+    let transforms = common::transforms();
+    let mut rng = Rng(0x0de1_a11a_5000_0006);
+    let shipped: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../policies/models.json"
+        ))
+        .expect("catalog"),
+    )
+    .expect("the shipped catalog is JSON");
+    let mut listed = 0;
+    for i in 0..300 {
+        let mut catalog = shipped.clone();
+        for _ in 0..=rng.below(3) {
+            mutate(&mut rng, &mut catalog, 0);
+        }
+        let catalog = catalog.to_string();
+        let windows = Call::ContextWindows {
+            catalog: catalog.clone(),
+        };
+        assert_same(&transforms, &windows, &format!("windows #{i}"));
+        let listing = Call::ListModels {
+            catalog,
+            vision: false,
+        };
+        assert_same(&transforms, &listing, &format!("listing #{i}"));
+        assert_eq!(
+            native(&windows).is_ok(),
+            native(&listing).is_ok(),
+            "catalog #{i}"
+        );
+        listed += usize::from(native(&listing).is_ok());
+    }
+    assert!(listed >= 30, "only {listed} mutated catalogs list");
 }
 
 #[test]

@@ -444,7 +444,7 @@ fn hostile_megabyte_reviews_are_answered_within_the_default_call_limit() {
             .unwrap_or_else(|error| panic!("{:?}…: {error}", &output[..8]));
         eprintln!("{:?}…: {:?}", &output[..8], started.elapsed());
         match answer {
-            devin_bridge_engine::Answer::Review(Err(failure))
+            Err(failure)
                 if ["review_missing", "review_invalid"].contains(&failure.code.as_str()) => {}
             other => panic!("unexpected answer {other:?}"),
         }
@@ -822,7 +822,7 @@ fn a_planted_artifact_under_another_components_key_is_never_run() {
             },
         );
         assert!(
-            matches!(answer, Ok(devin_bridge_engine::Answer::Prompt(Ok(_)))),
+            matches!(answer, Ok(Ok(devin_bridge_engine::Output::Prompt(_)))),
             "{label}: the planted code ran: {answer:?}"
         );
         assert_ne!(

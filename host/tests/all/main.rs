@@ -22,6 +22,7 @@ mod images;
 mod installed_tarball;
 mod live_catalog;
 mod outpost_admin;
+mod outpost_keeper;
 mod outpost_network;
 mod outpost_polling;
 mod outpost_worker;

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use devin_bridge_engine::{
-    Answer, Call, ImageLimits, Loaded, MessageHead, PromptOptions, Runtime, RuntimeConfig,
+    Answer, Call, ImageLimits, Loaded, MessageHead, Output, PromptOptions, Runtime, RuntimeConfig,
     TransformKind,
 };
 use devin_bridge_types::{Reply, ToolCall, Usage};
@@ -98,12 +98,8 @@ fn claude_code_sized_call(kind: TransformKind) -> Call {
 
 fn succeeded(answer: &Answer) -> bool {
     match answer {
-        Answer::Prompt(result) => result.is_ok(),
-        Answer::Unseen(result) => result.is_ok(),
-        Answer::Reply(result) => result.is_ok(),
-        Answer::Resolved(result) => result.is_ok(),
-        Answer::Text(text) => !text.is_empty(),
-        _ => false,
+        Ok(Output::Text(text)) => !text.is_empty(),
+        other => other.is_ok(),
     }
 }
 

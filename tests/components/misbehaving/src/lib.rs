@@ -5,12 +5,13 @@
 
 #[cfg(target_arch = "wasm32")]
 mod wasm {
-    wit_bindgen::generate!({ world: "serializer-component", path: "../../../wit" });
+    devin_bridge_types::guest_bindings!([serializer] {
+        world: "serializer-component",
+        path: "../../../wit",
+    });
 
-    use devin_bridge::transforms::types::Failure;
-    use exports::devin_bridge::transforms::serializer::{Guest, Prompt};
-
-    include!("../../delegate.rs");
+    use devin_bridge_types::{Failure, Prompt, PromptOptions, Resume, ResumedPrompt, UnseenPrompt};
+    use exports::devin_bridge::transforms::serializer::Guest;
 
     /// What the markers in a request ask for: a panic, an endless loop, unbounded allocation,
     /// or a failure with a status that is not an error status (both serializing functions).
@@ -49,28 +50,28 @@ mod wasm {
     impl Guest for Component {
         fn serialize(request: String) -> Result<Prompt, Failure> {
             misbehave(&request)?;
-            real_serialize(&request)
+            devin_bridge_serializer::serialize(&request)
         }
 
         fn serialize_unseen(
             request: String,
-            options: exports::devin_bridge::transforms::serializer::PromptOptions,
-        ) -> Result<exports::devin_bridge::transforms::serializer::UnseenPrompt, Failure> {
+            options: PromptOptions,
+        ) -> Result<UnseenPrompt, Failure> {
             misbehave(&request)?;
-            real_serialize_unseen(&request, options)
+            devin_bridge_serializer::serialize_unseen(&request, options)
         }
 
         fn serialize_resumed(
             continuation: String,
-            resume: exports::devin_bridge::transforms::serializer::Resume,
-            options: exports::devin_bridge::transforms::serializer::PromptOptions,
-        ) -> Result<exports::devin_bridge::transforms::serializer::ResumedPrompt, Failure> {
+            resume: Resume,
+            options: PromptOptions,
+        ) -> Result<ResumedPrompt, Failure> {
             misbehave(&continuation)?;
-            real_serialize_resumed(&continuation, resume, options)
+            devin_bridge_serializer::serialize_resumed(&continuation, &resume, options)
         }
 
         fn repair(prompt: String, rejection: Failure) -> String {
-            real_repair(&prompt, rejection)
+            devin_bridge_serializer::repair(&prompt, &rejection)
         }
     }
 

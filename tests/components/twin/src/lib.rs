@@ -6,17 +6,19 @@
 
 #[cfg(target_arch = "wasm32")]
 mod wasm {
-    wit_bindgen::generate!({
+    devin_bridge_types::guest_bindings!([serializer, envelope, sse, model_alias] {
         world: "devin-bridge:twin/twin",
         path: ["../../../wit", "wit"],
         generate_all,
     });
 
-    use devin_bridge::transforms::types::Failure;
-    use exports::devin_bridge::transforms::serializer::Prompt;
+    use devin_bridge_types::{
+        Failure, MessageHead, Prompt, PromptOptions, Reply, ResolvedModel, Resume, ResumedPrompt,
+        SseFrames, UnseenPrompt, Usage,
+    };
     use exports::devin_bridge::transforms::{envelope, model_alias, serializer, sse};
 
-    include!("../../delegate_all.rs");
+    include!("../../getrandom_backend.rs");
 
     struct Component;
 
@@ -90,7 +92,7 @@ mod wasm {
 
     impl serializer::Guest for Component {
         fn serialize(request: String) -> Result<Prompt, Failure> {
-            real_serialize(&request)
+            devin_bridge_serializer::serialize(&request)
                 .map(|prompt| Prompt {
                     text: prompt.text.replacen(
                         "Produce the assistant's next output, and nothing else.",
@@ -104,9 +106,9 @@ mod wasm {
 
         fn serialize_unseen(
             request: String,
-            options: exports::devin_bridge::transforms::serializer::PromptOptions,
-        ) -> Result<exports::devin_bridge::transforms::serializer::UnseenPrompt, Failure> {
-            real_serialize_unseen(&request, options)
+            options: PromptOptions,
+        ) -> Result<UnseenPrompt, Failure> {
+            devin_bridge_serializer::serialize_unseen(&request, options)
                 .map(|mut unseen| {
                     unseen.prompt.text = unseen.prompt.text.replacen(
                         "Every rule given at the start of this session still applies",
@@ -120,10 +122,10 @@ mod wasm {
 
         fn serialize_resumed(
             continuation: String,
-            resume: exports::devin_bridge::transforms::serializer::Resume,
-            options: exports::devin_bridge::transforms::serializer::PromptOptions,
-        ) -> Result<exports::devin_bridge::transforms::serializer::ResumedPrompt, Failure> {
-            real_serialize_resumed(&continuation, resume, options)
+            resume: Resume,
+            options: PromptOptions,
+        ) -> Result<ResumedPrompt, Failure> {
+            devin_bridge_serializer::serialize_resumed(&continuation, &resume, options)
                 .map(|mut resumed| {
                     resumed.text = resumed.text.replacen(
                         "Every rule given at the start of this session still applies",
@@ -136,7 +138,7 @@ mod wasm {
         }
 
         fn repair(prompt: String, rejection: Failure) -> String {
-            real_repair(&prompt, rejection).replacen(
+            devin_bridge_serializer::repair(&prompt, &rejection).replacen(
                 "[Single Repair Attempt]",
                 "[Single Repair Attempt: twin build]",
                 1,
@@ -151,7 +153,7 @@ mod wasm {
             id_seed: String,
             max_calls: u32,
         ) -> Result<Reply, Failure> {
-            real_parse(&output, &tools, &id_seed, max_calls).map_err(reworded)
+            devin_bridge_envelope::parse(&output, &tools, &id_seed, max_calls).map_err(reworded)
         }
 
         fn narrates_unexecuted_action(output: String) -> bool {
@@ -159,73 +161,60 @@ mod wasm {
         }
 
         fn parse_review(output: String) -> Result<String, Failure> {
-            devin_bridge_envelope::parse_review(&output)
-                .map_err(wit_failure)
-                .map_err(reworded)
+            devin_bridge_envelope::parse_review(&output).map_err(reworded)
         }
     }
 
     impl sse::Guest for Component {
         fn stream_start(head: MessageHead) -> String {
-            spaced_events(&devin_bridge_sse::stream_start(&plain_head(&head)))
+            spaced_events(&devin_bridge_sse::stream_start(&head))
         }
         fn stream_ping() -> String {
             spaced_events(&devin_bridge_sse::stream_ping())
         }
         fn stream_finish(reply: Reply, usage: Usage) -> String {
-            spaced_events(&devin_bridge_sse::stream_finish(
-                &plain_reply(&reply),
-                &plain_usage(&usage),
-            ))
+            spaced_events(&devin_bridge_sse::stream_finish(&reply, &usage))
         }
         fn render_stream(head: MessageHead, reply: Reply) -> String {
-            spaced_events(&devin_bridge_sse::render_stream(
-                &plain_head(&head),
-                &plain_reply(&reply),
-            ))
+            spaced_events(&devin_bridge_sse::render_stream(&head, &reply))
         }
         fn render_json(head: MessageHead, reply: Reply) -> String {
-            spaced_json(&devin_bridge_sse::render_json(
-                &plain_head(&head),
-                &plain_reply(&reply),
-            ))
+            spaced_json(&devin_bridge_sse::render_json(&head, &reply))
         }
         fn error_event(failure: Failure) -> String {
-            spaced_events(&devin_bridge_sse::error_event(&plain_failure(&failure)))
+            spaced_events(&devin_bridge_sse::error_event(&failure))
         }
         fn error_body(failure: Failure) -> String {
-            spaced_json(&devin_bridge_sse::error_body(&plain_failure(&failure)))
+            spaced_json(&devin_bridge_sse::error_body(&failure))
         }
         fn agent_error_message(raw: String) -> String {
             devin_bridge_sse::agent_error_message(&raw)
         }
         fn parse_events(buffer: Vec<u8>, max_event_bytes: u32) -> Result<SseFrames, Failure> {
-            real_parse_events(&buffer, max_event_bytes).map_err(reworded)
+            devin_bridge_sse::parse_events(&buffer, max_event_bytes).map_err(reworded)
         }
     }
 
     impl model_alias::Guest for Component {
         fn validate(reference: String, catalog: String) -> Result<String, Failure> {
-            devin_bridge_model_alias::validate(&reference, &catalog)
-                .map_err(wit_failure)
-                .map_err(reworded)
+            devin_bridge_model_alias::validate(&reference, &catalog).map_err(reworded)
         }
         fn client_environment(
             settings: Vec<(String, String)>,
             catalog: String,
         ) -> Result<Vec<(String, String)>, Failure> {
-            devin_bridge_model_alias::client_environment(&settings, &catalog)
-                .map_err(wit_failure)
-                .map_err(reworded)
+            devin_bridge_model_alias::client_environment(&settings, &catalog).map_err(reworded)
         }
         fn resolve(requested: String, catalog: String) -> Result<ResolvedModel, Failure> {
-            real_resolve(&requested, &catalog).map_err(reworded)
+            devin_bridge_model_alias::resolve(&requested, &catalog).map_err(reworded)
         }
         fn list_models(catalog: String, vision: bool) -> Result<String, Failure> {
             devin_bridge_model_alias::list_models(&catalog, vision)
                 .map(|body| spaced_json(&body))
-                .map_err(wit_failure)
                 .map_err(reworded)
+        }
+        fn context_windows(catalog: String) -> Result<Vec<(String, u64)>, Failure> {
+            devin_bridge_model_alias::context_windows(&catalog).map_err(reworded)
         }
     }
 

@@ -5,17 +5,15 @@
 
 #[cfg(target_arch = "wasm32")]
 mod wasm {
-    wit_bindgen::generate!({
+    devin_bridge_types::guest_bindings!([serializer] {
         world: "devin-bridge:wasi-probe/probe",
         path: ["../../../wit", "wit"],
         generate_all,
     });
 
-    use devin_bridge::transforms::types::Failure;
-    use exports::devin_bridge::transforms::serializer::{Guest, Prompt};
+    use devin_bridge_types::{Failure, Prompt, PromptOptions, Resume, ResumedPrompt, UnseenPrompt};
+    use exports::devin_bridge::transforms::serializer::Guest;
     use wasi::cli::environment;
-
-    include!("../../delegate.rs");
 
     /// `__ENV__` in a request: a failure that reports what the component can see of its
     /// environment, arguments and working directory (both serializing functions).
@@ -44,28 +42,28 @@ mod wasm {
     impl Guest for Component {
         fn serialize(request: String) -> Result<Prompt, Failure> {
             probe(&request)?;
-            real_serialize(&request)
+            devin_bridge_serializer::serialize(&request)
         }
 
         fn serialize_unseen(
             request: String,
-            options: exports::devin_bridge::transforms::serializer::PromptOptions,
-        ) -> Result<exports::devin_bridge::transforms::serializer::UnseenPrompt, Failure> {
+            options: PromptOptions,
+        ) -> Result<UnseenPrompt, Failure> {
             probe(&request)?;
-            real_serialize_unseen(&request, options)
+            devin_bridge_serializer::serialize_unseen(&request, options)
         }
 
         fn serialize_resumed(
             continuation: String,
-            resume: exports::devin_bridge::transforms::serializer::Resume,
-            options: exports::devin_bridge::transforms::serializer::PromptOptions,
-        ) -> Result<exports::devin_bridge::transforms::serializer::ResumedPrompt, Failure> {
+            resume: Resume,
+            options: PromptOptions,
+        ) -> Result<ResumedPrompt, Failure> {
             probe(&continuation)?;
-            real_serialize_resumed(&continuation, resume, options)
+            devin_bridge_serializer::serialize_resumed(&continuation, &resume, options)
         }
 
         fn repair(prompt: String, rejection: Failure) -> String {
-            real_repair(&prompt, rejection)
+            devin_bridge_serializer::repair(&prompt, &rejection)
         }
     }
 

@@ -11,17 +11,19 @@
 
 #[cfg(target_arch = "wasm32")]
 mod wasm {
-    wit_bindgen::generate!({
+    devin_bridge_types::guest_bindings!([serializer, envelope, sse, model_alias] {
         world: "devin-bridge:wrong-answers/wrong-answers",
         path: ["../../../wit", "wit"],
         generate_all,
     });
 
-    use devin_bridge::transforms::types::Failure;
-    use exports::devin_bridge::transforms::serializer::Prompt;
+    use devin_bridge_types::{
+        Failure, MessageHead, Prompt, PromptOptions, Reply, ResolvedModel, Resume, ResumedPrompt,
+        SseFrames, ToolCall, UnseenPrompt, Usage,
+    };
     use exports::devin_bridge::transforms::{envelope, model_alias, serializer, sse};
 
-    include!("../../delegate_all.rs");
+    include!("../../getrandom_backend.rs");
 
     struct Component;
 
@@ -41,7 +43,7 @@ mod wasm {
 
     impl serializer::Guest for Component {
         fn serialize(request: String) -> Result<Prompt, Failure> {
-            real_serialize(&request).map_err(|failure| Failure {
+            devin_bridge_serializer::serialize(&request).map_err(|failure| Failure {
                 status: if (400..500).contains(&failure.status) {
                     failure.status + 100
                 } else {
@@ -53,35 +55,39 @@ mod wasm {
 
         fn serialize_unseen(
             request: String,
-            options: exports::devin_bridge::transforms::serializer::PromptOptions,
-        ) -> Result<exports::devin_bridge::transforms::serializer::UnseenPrompt, Failure> {
-            real_serialize_unseen(&request, options).map_err(|failure| Failure {
-                status: if (400..500).contains(&failure.status) {
-                    failure.status + 100
-                } else {
-                    failure.status
-                },
-                ..failure
+            options: PromptOptions,
+        ) -> Result<UnseenPrompt, Failure> {
+            devin_bridge_serializer::serialize_unseen(&request, options).map_err(|failure| {
+                Failure {
+                    status: if (400..500).contains(&failure.status) {
+                        failure.status + 100
+                    } else {
+                        failure.status
+                    },
+                    ..failure
+                }
             })
         }
 
         fn serialize_resumed(
             continuation: String,
-            resume: exports::devin_bridge::transforms::serializer::Resume,
-            options: exports::devin_bridge::transforms::serializer::PromptOptions,
-        ) -> Result<exports::devin_bridge::transforms::serializer::ResumedPrompt, Failure> {
-            real_serialize_resumed(&continuation, resume, options).map_err(|failure| Failure {
-                status: if (400..500).contains(&failure.status) {
-                    failure.status + 100
-                } else {
-                    failure.status
+            resume: Resume,
+            options: PromptOptions,
+        ) -> Result<ResumedPrompt, Failure> {
+            devin_bridge_serializer::serialize_resumed(&continuation, &resume, options).map_err(
+                |failure| Failure {
+                    status: if (400..500).contains(&failure.status) {
+                        failure.status + 100
+                    } else {
+                        failure.status
+                    },
+                    ..failure
                 },
-                ..failure
-            })
+            )
         }
 
         fn repair(prompt: String, rejection: Failure) -> String {
-            real_repair(&prompt, rejection)
+            devin_bridge_serializer::repair(&prompt, &rejection)
         }
     }
 
@@ -92,17 +98,19 @@ mod wasm {
             id_seed: String,
             max_calls: u32,
         ) -> Result<Reply, Failure> {
-            real_parse(&output, &tools, &id_seed, max_calls).map(|reply| match reply {
-                Reply::Tools(calls) => Reply::Tools(
-                    calls
-                        .into_iter()
-                        .map(|call| ToolCall {
-                            id: call.id.to_uppercase(),
-                            ..call
-                        })
-                        .collect(),
-                ),
-                text => text,
+            devin_bridge_envelope::parse(&output, &tools, &id_seed, max_calls).map(|reply| {
+                match reply {
+                    Reply::Tools(calls) => Reply::Tools(
+                        calls
+                            .into_iter()
+                            .map(|call| ToolCall {
+                                id: call.id.to_uppercase(),
+                                ..call
+                            })
+                            .collect(),
+                    ),
+                    text => text,
+                }
             })
         }
 
@@ -115,7 +123,7 @@ mod wasm {
                 Ok(review) => Ok(review),
                 Err(failure) => match devin_bridge_envelope::first_json_object(&output) {
                     Some(object) if failure.code == "review_invalid" => Ok(object.to_owned()),
-                    _ => Err(wit_failure(failure)),
+                    _ => Err(failure),
                 },
             }
         }
@@ -123,37 +131,31 @@ mod wasm {
 
     impl sse::Guest for Component {
         fn stream_start(head: MessageHead) -> String {
-            devin_bridge_sse::stream_start(&plain_head(&head))
+            devin_bridge_sse::stream_start(&head)
         }
         fn stream_ping() -> String {
             devin_bridge_sse::stream_ping()
         }
         fn stream_finish(reply: Reply, usage: Usage) -> String {
-            without_message_stop(devin_bridge_sse::stream_finish(
-                &plain_reply(&reply),
-                &plain_usage(&usage),
-            ))
+            without_message_stop(devin_bridge_sse::stream_finish(&reply, &usage))
         }
         fn render_stream(head: MessageHead, reply: Reply) -> String {
-            without_message_stop(devin_bridge_sse::render_stream(
-                &plain_head(&head),
-                &plain_reply(&reply),
-            ))
+            without_message_stop(devin_bridge_sse::render_stream(&head, &reply))
         }
         fn render_json(head: MessageHead, reply: Reply) -> String {
-            devin_bridge_sse::render_json(&plain_head(&head), &plain_reply(&reply))
+            devin_bridge_sse::render_json(&head, &reply)
         }
         fn error_event(failure: Failure) -> String {
-            devin_bridge_sse::error_event(&plain_failure(&failure))
+            devin_bridge_sse::error_event(&failure)
         }
         fn error_body(failure: Failure) -> String {
-            devin_bridge_sse::error_body(&plain_failure(&failure))
+            devin_bridge_sse::error_body(&failure)
         }
         fn agent_error_message(raw: String) -> String {
             devin_bridge_sse::agent_error_message(&raw)
         }
         fn parse_events(buffer: Vec<u8>, max_event_bytes: u32) -> Result<SseFrames, Failure> {
-            real_parse_events(&buffer, max_event_bytes).map(|frames| SseFrames {
+            devin_bridge_sse::parse_events(&buffer, max_event_bytes).map(|frames| SseFrames {
                 tail: Vec::new(),
                 ..frames
             })
@@ -162,25 +164,22 @@ mod wasm {
 
     impl model_alias::Guest for Component {
         fn validate(reference: String, catalog: String) -> Result<String, Failure> {
-            devin_bridge_model_alias::validate(&reference, &catalog)
-                .map_err(wit_failure)
-                .map_err(renamed_code)
+            devin_bridge_model_alias::validate(&reference, &catalog).map_err(renamed_code)
         }
         fn client_environment(
             settings: Vec<(String, String)>,
             catalog: String,
         ) -> Result<Vec<(String, String)>, Failure> {
-            devin_bridge_model_alias::client_environment(&settings, &catalog)
-                .map_err(wit_failure)
-                .map_err(renamed_code)
+            devin_bridge_model_alias::client_environment(&settings, &catalog).map_err(renamed_code)
         }
         fn resolve(requested: String, catalog: String) -> Result<ResolvedModel, Failure> {
-            real_resolve(&requested, &catalog).map_err(renamed_code)
+            devin_bridge_model_alias::resolve(&requested, &catalog).map_err(renamed_code)
         }
         fn list_models(catalog: String, vision: bool) -> Result<String, Failure> {
-            devin_bridge_model_alias::list_models(&catalog, vision)
-                .map_err(wit_failure)
-                .map_err(renamed_code)
+            devin_bridge_model_alias::list_models(&catalog, vision).map_err(renamed_code)
+        }
+        fn context_windows(catalog: String) -> Result<Vec<(String, u64)>, Failure> {
+            devin_bridge_model_alias::context_windows(&catalog).map_err(renamed_code)
         }
     }
 

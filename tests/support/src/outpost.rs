@@ -1,5 +1,6 @@
 //! The outpost test rig: the fake fleet API (with its static server and gateway) on loopback,
-//! the fake `devin-remote` published on it, and real `devin-bridge outpost start` processes.
+//! the fake `devin-remote` published on it, and real `devin-bridge outpost start` processes
+//! ([`WorkerBuilder`], which the outpost benchmark starts too, with its own settings).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -11,7 +12,8 @@ use devin_bridge_fake_fleet::{
 };
 use tokio::process::{Child, Command};
 
-use super::components_dir;
+use crate::artifacts::devin_bridge;
+use crate::components_dir;
 
 /// The commit the fake remote is published under (and the latest one).
 pub const REMOTE_SHA: &str = "abc1234";
@@ -52,19 +54,8 @@ impl Rig {
     }
 
     /// A worker with its own data directory `name` (same name: same acceptor id).
-    pub fn worker(&self, name: &str) -> WorkerBuilder<'_> {
-        WorkerBuilder {
-            rig: self,
-            name: name.to_owned(),
-            policy_extra: String::new(),
-            args: Vec::new(),
-            env: vec![("DEVIN_OUTPOSTS_TOKEN".into(), "machine-token".into())],
-            max_sessions: 4,
-            outpost: OUTPOST.to_owned(),
-            watch_idle_timeout_secs: 30,
-            poll_interval_secs: 1,
-            installed: None,
-        }
+    pub fn worker(&self, name: &str) -> WorkerBuilder {
+        WorkerBuilder::new(&self.fleet, self.dir.path(), name)
     }
 
     /// Ends each of `sessions` (as `status`) as soon as its remote connects.
@@ -168,20 +159,56 @@ pub fn connections(fleet: &FakeFleet, session: &str) -> usize {
         .count()
 }
 
-pub struct WorkerBuilder<'a> {
-    rig: &'a Rig,
+/// A `devin-bridge outpost start` to spawn. Its `[outpost]` settings start as the tests'
+/// (short confirmations and timeouts, a 1 s poll, debug logs); a benchmark changes them.
+pub struct WorkerBuilder {
+    fleet: FakeFleet,
+    /// The directory of every worker of this fleet (each in `<dir>/<name>`, the download cache
+    /// shared in `<dir>/cache`).
+    dir: PathBuf,
     name: String,
+    binary: Option<PathBuf>,
+    /// `[outpost]` settings besides the directories and `network_enforcement`, in order.
+    settings: Vec<(String, String)>,
     policy_extra: String,
     args: Vec<String>,
     env: Vec<(String, String)>,
-    max_sessions: usize,
     outpost: String,
-    watch_idle_timeout_secs: u64,
-    poll_interval_secs: u64,
+    poll_interval_secs: Option<u64>,
+    log_filter: String,
     installed: Option<PathBuf>,
 }
 
-impl WorkerBuilder<'_> {
+impl WorkerBuilder {
+    pub fn new(fleet: &FakeFleet, dir: &Path, name: &str) -> WorkerBuilder {
+        let settings = [
+            ("max_sessions", "4"),
+            ("watch_idle_timeout_secs", "30"),
+            ("exit_confirm_reads", "15"),
+            ("exit_confirm_interval_ms", "200"),
+            ("remote_kill_grace_ms", "1000"),
+            ("shutdown_grace_ms", "5000"),
+            ("request_timeout_ms", "5000"),
+        ];
+        WorkerBuilder {
+            fleet: fleet.clone(),
+            dir: dir.to_owned(),
+            name: name.to_owned(),
+            binary: None,
+            settings: settings
+                .iter()
+                .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+                .collect(),
+            policy_extra: String::new(),
+            args: Vec::new(),
+            env: vec![("DEVIN_OUTPOSTS_TOKEN".into(), "machine-token".into())],
+            outpost: OUTPOST.to_owned(),
+            poll_interval_secs: Some(1),
+            log_filter: "devin_bridge=debug,info".to_owned(),
+            installed: None,
+        }
+    }
+
     /// Run `binary` (an installed `devin-bridge`) with the checkout hidden, on a policy that
     /// names no component (so the built-in ones serve).
     pub fn installed(mut self, binary: PathBuf) -> Self {
@@ -189,14 +216,40 @@ impl WorkerBuilder<'_> {
         self
     }
 
-    /// `--poll-interval-secs` (default 1).
-    pub fn poll_interval_secs(mut self, secs: u64) -> Self {
+    /// Run this `devin-bridge` (default: the one of this build, [`devin_bridge`]).
+    pub fn binary(mut self, binary: &Path) -> Self {
+        self.binary = Some(binary.to_owned());
+        self
+    }
+
+    /// `--poll-interval-secs` (default 1; `None`: the policy's).
+    pub fn poll_interval(mut self, secs: Option<u64>) -> Self {
         self.poll_interval_secs = secs;
         self
     }
 
-    pub fn watch_idle_timeout_secs(mut self, secs: u64) -> Self {
-        self.watch_idle_timeout_secs = secs;
+    /// `--poll-interval-secs` (default 1).
+    pub fn poll_interval_secs(self, secs: u64) -> Self {
+        self.poll_interval(Some(secs))
+    }
+
+    /// Sets an `[outpost]` setting (a TOML value), replacing the default; `None` leaves it to
+    /// the policy's default.
+    pub fn setting(mut self, key: &str, value: Option<&str>) -> Self {
+        self.settings.retain(|(name, _)| name != key);
+        if let Some(value) = value {
+            self.settings.push((key.to_owned(), value.to_owned()));
+        }
+        self
+    }
+
+    pub fn watch_idle_timeout_secs(self, secs: u64) -> Self {
+        self.setting("watch_idle_timeout_secs", Some(&secs.to_string()))
+    }
+
+    /// `DEVIN_BRIDGE_LOG` (default `devin_bridge=debug,info`).
+    pub fn log_filter(mut self, filter: &str) -> Self {
+        filter.clone_into(&mut self.log_filter);
         self
     }
 
@@ -218,17 +271,16 @@ impl WorkerBuilder<'_> {
         self.env.push((name.to_owned(), value.to_owned()));
         self
     }
-    pub fn max_sessions(mut self, n: usize) -> Self {
-        self.max_sessions = n;
-        self
+    pub fn max_sessions(self, n: usize) -> Self {
+        self.setting("max_sessions", Some(&n.to_string()))
     }
 
     pub fn paths(&self) -> WorkerPaths {
-        let root = self.rig.dir.path().join(&self.name);
+        let root = self.dir.join(&self.name);
         WorkerPaths {
             data: root.join("data"),
             work: root.join("work"),
-            cache: self.rig.dir.path().join("cache"),
+            cache: self.dir.join("cache"),
             home: root.join("home"),
             log: root.join("worker.log"),
             policy: root.join("outpost.toml"),
@@ -255,16 +307,19 @@ impl WorkerBuilder<'_> {
                 components_dir().join("sse.wasm").display().to_string()
             ),
         };
-        let policy = format!(
-            "mode = \"outpost\"\n{components}[outpost]\nwork_dir = {work:?}\ndata_dir = {data:?}\ncache_dir = {cache:?}\nmax_sessions = {max}\nwatch_idle_timeout_secs = {idle}\nexit_confirm_reads = 15\nexit_confirm_interval_ms = 200\nremote_kill_grace_ms = 1000\nshutdown_grace_ms = 5000\nrequest_timeout_ms = 5000\nnetwork_enforcement = {enforcement:?}\n{extra}",
-            work = paths.work.display().to_string(),
-            data = paths.data.display().to_string(),
-            cache = paths.cache.display().to_string(),
-            max = self.max_sessions,
-            idle = self.watch_idle_timeout_secs,
-            enforcement = enforcement,
-            extra = self.policy_extra,
+        let mut policy = format!(
+            "mode = \"outpost\"\n{components}[outpost]\nwork_dir = {:?}\ndata_dir = {:?}\ncache_dir = {:?}\n",
+            paths.work.display().to_string(),
+            paths.data.display().to_string(),
+            paths.cache.display().to_string(),
         );
+        for (key, value) in &self.settings {
+            policy.push_str(&format!("{key} = {value}\n"));
+        }
+        policy.push_str(&format!(
+            "network_enforcement = {enforcement:?}\n{}",
+            self.policy_extra
+        ));
         std::fs::write(&paths.policy, policy).expect("policy");
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -273,26 +328,30 @@ impl WorkerBuilder<'_> {
             .expect("log");
         let mut command = match &self.installed {
             Some(binary) => {
-                let (unshare, args) = super::installed::hidden(binary);
+                let (unshare, args) = crate::installed::hidden(binary);
                 let mut command = Command::new(unshare);
                 command.args(args);
                 command
             }
-            None => Command::new(env!("CARGO_BIN_EXE_devin-bridge")),
+            None => Command::new(self.binary.clone().unwrap_or_else(devin_bridge)),
         };
         command
             .args(["outpost", "start", "--policy"])
             .arg(&paths.policy)
             .args(["--outpost", &self.outpost])
-            .args(["--poll-interval-secs", &self.poll_interval_secs.to_string()])
-            .args(["--api-url", &self.rig.fleet.api_url()])
-            .args(["--static-base-url", &self.rig.fleet.static_base_url()])
+            .args(
+                self.poll_interval_secs
+                    .iter()
+                    .flat_map(|secs| ["--poll-interval-secs".to_owned(), secs.to_string()]),
+            )
+            .args(["--api-url", &self.fleet.api_url()])
+            .args(["--static-base-url", &self.fleet.static_base_url()])
             .args(&self.args)
             .current_dir(&paths.work)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", &paths.home)
-            .env("DEVIN_BRIDGE_LOG", "devin_bridge=debug,info")
+            .env("DEVIN_BRIDGE_LOG", &self.log_filter)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())

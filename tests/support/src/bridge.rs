@@ -1,6 +1,6 @@
-//! An in-process bridge on 127.0.0.1:0 with the offline agent, and a tiny HTTP/1.1 client
-//! (raw sockets, so tests can also hang up mid-request).
-#![allow(dead_code)]
+//! A bridge served in this process on 127.0.0.1:0 ([`InProcess`], which the benchmarks use
+//! with their own policies), the tests' one with the offline agent ([`TestBridge`]), and a tiny
+//! HTTP/1.1 client (raw sockets, so tests can also hang up mid-request).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -15,20 +15,7 @@ use devin_bridge_summarizer::policy::SummarizerPolicy;
 use devin_bridge_summarizer::{self, Bridge};
 use serde_json::Value;
 
-/// The offline agent binary (`cargo xtask test` builds it).
-pub fn mock_devin() -> PathBuf {
-    let path = std::env::var_os("DEVIN_BRIDGE_MOCK_DEVIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/mock-devin")
-        });
-    assert!(
-        path.exists(),
-        "no offline agent at {}: run `cargo xtask test`",
-        path.display()
-    );
-    path
-}
+pub use crate::artifacts::mock_devin;
 
 /// The offline agent's log, relative to its working directory.
 pub const AGENT_LOG: &str = "mock.jsonl";
@@ -54,7 +41,7 @@ pub fn signed_out_agent_environment() {
 /// `policies/models.json` with one more family, `ghost` (variant `ghost-1`), that the offline
 /// agent's sessions do not offer, written into `dir`.
 pub fn catalog_with_a_model_the_agent_lacks(dir: &Path) -> PathBuf {
-    let catalog = Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies/models.json");
+    let catalog = crate::policies::catalog();
     let mut families: Value =
         serde_json::from_str(&std::fs::read_to_string(catalog).expect("catalog")).expect("json");
     if let Some(list) = families["families"].as_array_mut() {
@@ -66,12 +53,71 @@ pub fn catalog_with_a_model_the_agent_lacks(dir: &Path) -> PathBuf {
     file
 }
 
+/// A summarizer bridge serving on 127.0.0.1:0 in this process, with the tasks a served bridge
+/// runs beside the server: the prewarm pool's refill and, on the resident transport, the
+/// reaper of idle sessions.
+pub struct InProcess {
+    pub addr: SocketAddr,
+    pub bridge: Arc<Bridge>,
+    pub refill: tokio::task::JoinHandle<()>,
+    pub reaper: Option<tokio::task::JoinHandle<()>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl InProcess {
+    /// Builds the bridge of `policy` on `transforms` and serves it, with the policy's
+    /// connection limit and shutdown grace.
+    pub async fn start(policy: &SummarizerPolicy, transforms: Arc<Transforms>) -> InProcess {
+        let bridge = Bridge::from_policy(policy, transforms, &AgentIdentity::shared_with_host())
+            .await
+            .expect("bridge");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let refill = tokio::spawn(bridge.pool.clone().run_refill());
+        let reaper = bridge
+            .resident
+            .clone()
+            .map(|resident| tokio::spawn(resident.run_reaper()));
+        let server = tokio::spawn(devin_bridge_summarizer::serve(
+            bridge.clone(),
+            listener,
+            policy.server.max_connections,
+            Duration::from_millis(policy.server.shutdown_grace_ms),
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        InProcess {
+            addr,
+            bridge,
+            refill,
+            reaper,
+            stop: Some(stop),
+            server: Some(server),
+        }
+    }
+
+    /// Stops the server (graceful) and waits up to 30 s for it.
+    pub async fn stop_serving(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(server) = self.server.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(30), server).await;
+        }
+    }
+}
+
+/// An [`InProcess`] bridge whose agent is the offline one, in a temporary sandbox home.
 pub struct TestBridge {
     pub addr: SocketAddr,
     pub home: PathBuf,
     pub bridge: Arc<Bridge>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    server: Option<tokio::task::JoinHandle<()>>,
+    served: InProcess,
     _dir: tempfile::TempDir,
 }
 
@@ -83,8 +129,7 @@ impl TestBridge {
 
     /// [`TestBridge::start`] with extra `[models]` lines too.
     pub async fn start_with_models(server: &str, agent: &str, models: &str) -> TestBridge {
-        let catalog = Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies/models.json");
-        Self::start_with_catalog(server, agent, models, &catalog).await
+        Self::start_with_catalog(server, agent, models, &crate::policies::catalog()).await
     }
 
     /// [`TestBridge::start_with_models`] with the catalog file `catalog`.
@@ -96,7 +141,7 @@ impl TestBridge {
     ) -> TestBridge {
         let dir = tempfile::tempdir().expect("tempdir");
         let home = dir.path().join(".sandbox").join("home");
-        let text = super::policy_text(&format!(
+        let text = crate::policy_text(&format!(
             "[server]\nlisten = \"127.0.0.1:0\"\nrequire_key = false\n{server}\n\
              [agent]\ncommand = {:?}\nhome = {:?}\noffline = true\n{agent}\n\
              [models]\ncatalog = {:?}\n{models}\n",
@@ -108,57 +153,27 @@ impl TestBridge {
             SummarizerPolicy::parse(&text, Path::new("test.toml"), dir.path()).expect("policy");
         let transforms = tokio::task::spawn_blocking(move || {
             Transforms::load_with(
-                super::test_runtime(),
-                super::test_cache(),
-                &super::policy("").engine_config(),
+                crate::test_runtime(),
+                crate::test_cache(),
+                &crate::policy("").engine_config(),
             )
             .expect("components")
         })
         .await
         .expect("load");
-        let bridge = Bridge::from_policy(
-            &policy,
-            Arc::new(transforms),
-            &AgentIdentity::shared_with_host(),
-        )
-        .await
-        .expect("bridge");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(bridge.pool.clone().run_refill());
-        if let Some(resident) = bridge.resident.clone() {
-            tokio::spawn(resident.run_reaper());
-        }
-        let server = tokio::spawn(devin_bridge_summarizer::serve(
-            bridge.clone(),
-            listener,
-            policy.server.max_connections,
-            Duration::from_millis(policy.server.shutdown_grace_ms),
-            async move {
-                let _ = stopped.await;
-            },
-        ));
+        let served = InProcess::start(&policy, Arc::new(transforms)).await;
         TestBridge {
-            addr,
+            addr: served.addr,
             home,
-            bridge,
-            stop: Some(stop),
-            server: Some(server),
+            bridge: served.bridge.clone(),
+            served,
             _dir: dir,
         }
     }
 
     /// Stops the server (graceful) and waits for it.
     pub async fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(server) = self.server.take() {
-            let _ = tokio::time::timeout(Duration::from_secs(30), server).await;
-        }
+        self.served.stop_serving().await;
     }
 
     /// The offline agent's `event` log lines, when its `MOCK_DEVIN_LOG` is the relative
@@ -235,16 +250,23 @@ impl TestBridge {
 
 pub use devin_bridge_agent::process::live_processes_in as processes_in;
 
-/// Waits up to `limit` for no agent process to remain in `dir`; returns how long it took.
-pub async fn wait_no_agents(dir: &Path, limit: Duration) -> Option<Duration> {
+/// Waits up to `limit` until at most `expected` agent processes run in `dir`; returns how
+/// many remain.
+pub async fn settle(dir: &Path, expected: usize, limit: Duration) -> usize {
     let started = Instant::now();
-    while started.elapsed() < limit {
-        if processes_in(dir) == 0 {
-            return Some(started.elapsed());
+    loop {
+        let count = processes_in(dir);
+        if count <= expected || started.elapsed() >= limit {
+            return count;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    None
+}
+
+/// Waits up to `limit` for no agent process to remain in `dir`; returns how long it took.
+pub async fn wait_no_agents(dir: &Path, limit: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    (settle(dir, 0, limit).await == 0).then(|| started.elapsed())
 }
 
 #[derive(Debug)]

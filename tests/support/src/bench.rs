@@ -1,7 +1,6 @@
-//! Helpers shared by the benchmarks that run the host as processes.
-#![allow(dead_code)]
+//! What the benchmarks measure with and report: counts from the environment, percentiles,
+//! `/proc` readings, the verdict of a goal, and the tools a Claude Code request declares.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -15,24 +14,46 @@ pub fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// A release binary of this workspace: `$variable` if set, else `target/release/<name>`.
-pub fn target_binary(variable: &str, name: &str) -> PathBuf {
-    std::env::var_os(variable)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../target/release")
-                .join(name)
-        })
-}
-
-/// The `p`th percentile (0-100) of sorted samples, nearest rank.
+/// The `p`th percentile (0-100) of sorted samples, by nearest rank: the smallest sample with
+/// at least `p`% of the samples at or below it.
 pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
     }
-    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+pub fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e3
+}
+
+/// PASS or MISS: the benchmarks report their goals, they never assert them.
+pub fn verdict(pass: bool) -> &'static str {
+    if pass {
+        "PASS"
+    } else {
+        "MISS"
+    }
+}
+
+/// A `kB` field of `/proc/<pid>/status` (`VmRSS:`, `VmHWM:`), of this process when `pid` is
+/// `None`; 0 when unreadable.
+pub fn status_kib(pid: Option<u32>, field: &str) -> u64 {
+    let file = match pid {
+        Some(pid) => format!("/proc/{pid}/status"),
+        None => "/proc/self/status".to_owned(),
+    };
+    std::fs::read_to_string(file)
+        .ok()
+        .and_then(|status| {
+            status.lines().find_map(|line| {
+                line.strip_prefix(field)
+                    .and_then(|rest| rest.split_whitespace().next())
+                    .and_then(|kib| kib.parse().ok())
+            })
+        })
+        .unwrap_or(0)
 }
 
 /// Claude Code's Bash, Read and Edit tools, as a request declares them (shortened

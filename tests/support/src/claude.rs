@@ -1,7 +1,6 @@
 //! Running the real Claude Code CLI and the real `devin-bridge serve` binary as processes:
-//! the pinned Claude Code executable, an offline policy, the served bridge, `claude -p` with an
-//! allowlisted environment, and its stream-json events.
-#![allow(dead_code)]
+//! the pinned Claude Code executable, an offline policy, the served bridge (which the soak
+//! benchmark runs too), `claude -p` with an allowlisted environment, and its stream-json events.
 
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
@@ -16,7 +15,10 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use super::bridge::{mock_devin, processes_in};
+pub use crate::artifacts::claude_code;
+use crate::artifacts::{devin_bridge, mock_devin, workspace_root};
+use crate::bridge::processes_in;
+use crate::policies::OfflinePolicy;
 
 /// The model every request names: a catalog id (`policies/models.json`).
 pub const MODEL: &str = "devin-cli-agentic/swe-1-7";
@@ -41,40 +43,6 @@ pub fn on_path(name: &str) -> Option<PathBuf> {
         .find(|candidate| {
             std::fs::metadata(candidate)
                 .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
-        })
-}
-
-/// The Claude Code executable: `DEVIN_BRIDGE_CLAUDE_CODE`, else the platform binary that
-/// `cargo xtask test` installs under target/claude-code/.
-pub fn claude_code() -> PathBuf {
-    if let Some(path) = std::env::var_os("DEVIN_BRIDGE_CLAUDE_CODE") {
-        let path = PathBuf::from(path);
-        assert!(
-            path.is_file(),
-            "DEVIN_BRIDGE_CLAUDE_CODE={} is not a file",
-            path.display()
-        );
-        return path;
-    }
-    let modules = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/claude-code/node_modules");
-    std::fs::read_dir(modules.join("@anthropic-ai"))
-        .into_iter()
-        .flatten()
-        .filter_map(Result::ok)
-        .filter(|entry| {
-            entry
-                .file_name()
-                .to_string_lossy()
-                .starts_with("claude-code-")
-        })
-        .map(|entry| entry.path().join("claude"))
-        .find(|path| path.is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "Claude Code is not installed: run `cargo xtask test`, which installs the pinned \
-                 version with npm into target/claude-code/ and sets DEVIN_BRIDGE_CLAUDE_CODE \
-                 (node and npm needed)"
-            )
         })
 }
 
@@ -104,60 +72,81 @@ pub fn offline_policy_with(
     key_file: &Path,
     agent: &[(&str, &str)],
 ) -> PathBuf {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root");
-    let offline =
-        std::fs::read_to_string(repo.join("policies/offline.toml")).expect("offline.toml");
-    let mut policy: toml::Table = offline.parse().expect("offline.toml is TOML");
-    let path = |path: &Path| toml::Value::String(path.display().to_string());
-    let mut set = |table: &str, key: &str, value: toml::Value| {
-        policy
-            .entry(table)
-            .or_insert_with(|| toml::Table::new().into())
-            .as_table_mut()
-            .unwrap_or_else(|| panic!("[{table}] is a table"))
-            .insert(key.into(), value);
-    };
-    for name in ["serializer", "envelope", "sse", "model-alias"] {
-        let wasm = super::components_dir().join(format!("{name}.wasm"));
-        let source = toml::Table::from_iter([("path".to_owned(), path(&wasm))]);
-        set("components", name, source.into());
-    }
-    set("server", "require_key", true.into());
-    set("server", "api_key_file", path(key_file));
-    set("agent", "command", path(&mock_devin()));
-    set("agent", "home", path(home));
-    set(
-        "agent",
-        "pass_env",
-        vec!["MOCK_DEVIN_LOG", "MOCK_DEVIN_IMAGES", "MOCK_DEVIN_SCENARIO"].into(),
-    );
+    let repo = workspace_root();
+    let path = OfflinePolicy::path;
+    let mut policy = OfflinePolicy::load().expect("offline.toml");
+    policy
+        .components(&crate::components_dir())
+        .set("server", "require_key", true)
+        .set("server", "api_key_file", path(key_file))
+        .set("agent", "command", path(&mock_devin()))
+        .set("agent", "home", path(home))
+        .set(
+            "agent",
+            "pass_env",
+            vec!["MOCK_DEVIN_LOG", "MOCK_DEVIN_IMAGES", "MOCK_DEVIN_SCENARIO"],
+        );
     for (key, value) in agent {
-        set("agent", key, toml::Value::String((*value).to_owned()));
+        policy.set("agent", key, *value);
     }
-    set(
-        "models",
-        "catalog",
-        path(&repo.join("policies/models.json")),
-    );
-    set("control", "socket", path(&root.join("run/control.sock")));
-    set(
-        "engine",
-        "cache_dir",
-        path(&repo.join("target/test-compile-cache")),
-    );
+    policy
+        .set(
+            "models",
+            "catalog",
+            path(&repo.join("policies/models.json")),
+        )
+        .set("control", "socket", path(&root.join("run/control.sock")))
+        .set("engine", "cache_dir", path(&crate::test_cache_dir()));
     let file = root.join("policy.toml");
-    std::fs::write(&file, toml::to_string(&policy).expect("policy TOML")).expect("write policy");
+    policy.write(&file).expect("write policy");
     file
+}
+
+/// The address of a `listening on http://ADDR (mode ...)` line of the bridge's log.
+pub fn listening_addr(line: &str) -> Option<&str> {
+    line.strip_prefix("listening on http://")
+        .map(|rest| rest.split_whitespace().next().unwrap_or_default())
+}
+
+/// Where a served bridge's stderr (its log) goes.
+pub enum Stderr {
+    /// Followed on a thread of this process: echoed as `bridge: LINE` and kept for
+    /// [`ServedBridge::tail`].
+    Follow,
+    /// Written by the bridge itself into this file, which nothing reads while it runs (so a
+    /// benchmark measures no log reader of its own).
+    File(PathBuf),
+}
+
+/// How to start a `devin-bridge serve`.
+pub struct Launch {
+    pub binary: PathBuf,
+    pub policy: PathBuf,
+    /// The bridge's HOME.
+    pub home: PathBuf,
+    /// The agents' sandbox home ([`ServedBridge::wait_for_agents`] looks there).
+    pub agent_home: PathBuf,
+    /// Its environment besides PATH, HOME, LANG and NO_COLOR (nothing else is inherited).
+    pub env: Vec<(String, std::ffi::OsString)>,
+    pub stderr: Stderr,
+    /// How long its first start may take to listen (it compiles the components when the
+    /// compile cache does not have them).
+    pub start_timeout: Duration,
+}
+
+/// Where [`ServedBridge::tail`] reads the log.
+enum Log {
+    Lines(Arc<Mutex<Vec<String>>>),
+    File(PathBuf),
 }
 
 /// The spawned `devin-bridge serve`, killed if the test fails before it stops it.
 pub struct ServedBridge {
     child: Option<Child>,
     pub addr: String,
+    pub pid: u32,
     home: PathBuf,
-    stderr: Arc<Mutex<Vec<String>>>,
+    log: Log,
 }
 
 impl ServedBridge {
@@ -174,42 +163,115 @@ impl ServedBridge {
         agent_log: &Path,
         env: &[(&str, &str)],
     ) -> ServedBridge {
-        let bridge_home = root.join("bridge-home");
-        std::fs::create_dir_all(&bridge_home).expect("bridge home");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_devin-bridge"))
+        let mut all: Vec<(String, std::ffi::OsString)> = vec![
+            ("DEVIN_BRIDGE_LOG".into(), "info".into()),
+            ("MOCK_DEVIN_LOG".into(), agent_log.into()),
+        ];
+        all.extend(env.iter().map(|(k, v)| ((*k).to_owned(), (*v).into())));
+        let launch = Launch {
+            binary: devin_bridge(),
+            policy: policy.to_owned(),
+            home: root.join("bridge-home"),
+            agent_home: home.to_owned(),
+            env: all,
+            stderr: Stderr::Follow,
+            start_timeout: BRIDGE_START_TIMEOUT,
+        };
+        Self::launch(launch).unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    /// Starts the bridge and waits until it listens; an error (with the log's tail) when it
+    /// exits or does not listen in time.
+    pub fn launch(launch: Launch) -> Result<ServedBridge, String> {
+        std::fs::create_dir_all(&launch.home)
+            .map_err(|e| format!("{}: {e}", launch.home.display()))?;
+        let mut command = Command::new(&launch.binary);
+        command
             .args(["serve", "--listen", "127.0.0.1:0", "--policy"])
-            .arg(policy)
+            .arg(&launch.policy)
             // Nothing inherited (DEVIN_BIN, BRIDGE_API_KEY, ...): the policy says it all.
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &bridge_home)
+            .env("HOME", &launch.home)
             .env("LANG", "C.UTF-8")
             .env("NO_COLOR", "1")
-            .env("DEVIN_BRIDGE_LOG", "info")
-            .env("MOCK_DEVIN_LOG", agent_log)
-            .envs(env.iter().copied())
+            .envs(launch.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
+            .stdout(Stdio::null());
+        match &launch.stderr {
+            Stderr::Follow => command.stderr(Stdio::piped()),
+            Stderr::File(path) => command.stderr(
+                std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?,
+            ),
+        };
+        let mut child = command
             .spawn()
-            .expect("spawn devin-bridge");
-        let (stderr, addr_rx) = super::follow_bridge_stderr(child.stderr.take().expect("stderr"));
+            .map_err(|e| format!("cannot start {}: {e}", launch.binary.display()))?;
+        let pid = child.id();
+        let (log, addr_rx) = match launch.stderr {
+            Stderr::Follow => {
+                let pipe = child.stderr.take().expect("stderr");
+                let (lines, addr_rx) = crate::follow_bridge_stderr(pipe);
+                (Log::Lines(lines), Some(addr_rx))
+            }
+            Stderr::File(path) => (Log::File(path), None),
+        };
         let mut bridge = ServedBridge {
             child: Some(child),
             addr: String::new(),
-            home: home.to_owned(),
-            stderr,
+            pid,
+            home: launch.agent_home,
+            log,
         };
-        match addr_rx.recv_timeout(BRIDGE_START_TIMEOUT) {
-            Ok(Some(addr)) => bridge.addr = addr,
-            _ => panic!("the bridge did not start listening\n{}", bridge.tail()),
+        let addr = match addr_rx {
+            Some(addr_rx) => addr_rx.recv_timeout(launch.start_timeout).ok().flatten(),
+            None => bridge.poll_log_for_address(launch.start_timeout),
+        };
+        match addr {
+            Some(addr) => {
+                bridge.addr = addr;
+                Ok(bridge)
+            }
+            None => Err(format!(
+                "the bridge did not start listening within {:?}\n{}",
+                launch.start_timeout,
+                bridge.tail()
+            )),
         }
-        bridge
+    }
+
+    /// Reads the log file until it names the address, the bridge exits or `limit` passes.
+    fn poll_log_for_address(&mut self, limit: Duration) -> Option<String> {
+        let Log::File(path) = &self.log else {
+            return None;
+        };
+        let deadline = Instant::now() + limit;
+        loop {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            if let Some(addr) = text.lines().find_map(listening_addr) {
+                return Some(addr.to_owned());
+            }
+            let exited = self
+                .child
+                .as_mut()
+                .is_none_or(|child| child.try_wait().ok().flatten().is_some());
+            if exited || Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// The last lines of the bridge's stderr.
     pub fn tail(&self) -> String {
-        let lines = self.stderr.lock().expect("lines");
+        let lines: Vec<String> = match &self.log {
+            Log::Lines(lines) => lines.lock().expect("lines").clone(),
+            Log::File(path) => std::fs::read_to_string(path)
+                .unwrap_or_default()
+                .lines()
+                .map(str::to_owned)
+                .collect(),
+        };
         let start = lines.len().saturating_sub(40);
         format!(
             "--- bridge stderr (tail) ---\n{}",
@@ -229,15 +291,33 @@ impl ServedBridge {
         false
     }
 
-    /// SIGTERM, then waits for the exit.
-    pub fn stop(&mut self) -> ExitStatus {
-        let mut child = self.child.take().expect("running bridge");
-        kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).expect("SIGTERM");
-        wait_until(&mut child, Instant::now() + BRIDGE_STOP_TIMEOUT).unwrap_or_else(|| {
+    /// SIGTERM, then waits up to `limit` for the exit (killing it after that). Returns how it
+    /// ended, or why it did not, and how long that took.
+    pub fn try_stop(&mut self, limit: Duration) -> (Result<ExitStatus, String>, Duration) {
+        let started = Instant::now();
+        let Some(mut child) = self.child.take() else {
+            return (Err("already stopped".into()), Duration::ZERO);
+        };
+        let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+        if let Err(error) = kill(pid, Signal::SIGTERM) {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("the bridge did not exit after SIGTERM\n{}", self.tail())
-        })
+            return (Err(format!("SIGTERM failed: {error}")), started.elapsed());
+        }
+        let outcome = wait_until(&mut child, started + limit).ok_or_else(|| {
+            let _ = child.kill();
+            let _ = child.wait();
+            format!("still running {} s after SIGTERM: killed", limit.as_secs())
+        });
+        (outcome, started.elapsed())
+    }
+
+    /// SIGTERM, then waits for the exit.
+    pub fn stop(&mut self) -> ExitStatus {
+        match self.try_stop(BRIDGE_STOP_TIMEOUT).0 {
+            Ok(status) => status,
+            Err(error) => panic!("the bridge did not exit: {error}\n{}", self.tail()),
+        }
     }
 }
 

@@ -7,16 +7,12 @@ use std::path::{Path, PathBuf};
 
 /// The checkout (the workspace root).
 pub fn checkout() -> PathBuf {
-    std::fs::canonicalize(Path::new(env!("CARGO_MANIFEST_DIR")).join("..")).expect("checkout")
+    std::fs::canonicalize(crate::artifacts::workspace_root()).expect("checkout")
 }
 
-/// The tarball `cargo xtask test` packages before the cargo tests (`DEVIN_BRIDGE_DIST_TARBALL`).
+/// The tarball of the `devin-bridge` under test (see [`crate::artifacts::dist_tarball`]).
 pub fn tarball() -> PathBuf {
-    let path = std::env::var_os("DEVIN_BRIDGE_DIST_TARBALL")
-        .map(PathBuf::from)
-        .expect("DEVIN_BRIDGE_DIST_TARBALL is unset: run the tests with `cargo xtask test`, which packages the tarball first");
-    assert!(path.is_file(), "no tarball at {}", path.display());
-    path
+    crate::artifacts::dist_tarball()
 }
 
 /// The tarball extracted into a fresh directory outside the checkout.
