@@ -330,20 +330,20 @@ mod reqwest_like {
     use hyper_util::rt::TokioExecutor;
     use serde_json::Value;
 
-    pub struct Client {
+    pub(crate) struct Client {
         http: Hyper<HttpConnector, Full<Bytes>>,
         base: String,
     }
 
     impl Client {
-        pub fn new(base: String) -> Self {
+        pub(crate) fn new(base: String) -> Self {
             Self {
                 http: Hyper::builder(TokioExecutor::new()).build(HttpConnector::new()),
                 base,
             }
         }
 
-        pub async fn claim(&self, id: &str) -> Value {
+        pub(crate) async fn claim(&self, id: &str) -> Value {
             let request =
                 hyper::Request::post(format!("{}/opbeta/outposts/devins/{id}/claim", self.base))
                     .header("authorization", "Bearer machine-token")

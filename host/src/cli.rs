@@ -18,13 +18,13 @@ use crate::policy::load_summarizer;
 /// Logs go to stderr; `DEVIN_BRIDGE_LOG` (or `RUST_LOG`) sets the filter, else the policy's
 /// `[log] filter`, default `info`; `DEVIN_BRIDGE_LOG_FORMAT=json` switches to one JSON object
 /// per line.
-pub fn init_tracing() {
+pub(crate) fn init_tracing() {
     devin_bridge_policy::log::init();
 }
 
 /// `devin-bridge serve`.
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// The policy file that selects the mode and configures everything.
     #[arg(long, env = "DEVIN_BRIDGE_POLICY")]
     pub policy: PathBuf,
@@ -35,7 +35,7 @@ pub struct ServeArgs {
 
 /// `devin-bridge doctor`.
 #[derive(Debug, Args)]
-pub struct DoctorArgs {
+pub(crate) struct DoctorArgs {
     /// The summarizer policy whose agent is checked (as `serve` would run it).
     #[arg(long, env = "DEVIN_BRIDGE_POLICY")]
     pub policy: PathBuf,
@@ -50,7 +50,7 @@ pub struct DoctorArgs {
 
 /// `devin-bridge doctor`: every check on the policy's agent, one line each (or JSON); exit 1
 /// when any fails.
-pub async fn doctor(
+pub(crate) async fn doctor(
     args: DoctorArgs,
     policy: devin_bridge_summarizer::policy::SummarizerPolicy,
     identity: devin_bridge_agent::identity::AgentIdentity,
@@ -78,7 +78,7 @@ pub async fn doctor(
 
 /// `devin-bridge components ...`.
 #[derive(Debug, Subcommand)]
-pub enum ComponentsCommand {
+pub(crate) enum ComponentsCommand {
     /// Validate a component file for a transform: interface, imports, golden corpus (the one
     /// shipped next to the file, else the embedded one), timings.
     Check {
@@ -106,7 +106,7 @@ pub enum ComponentsCommand {
 
 /// Which running host to talk to.
 #[derive(Debug, Args)]
-pub struct ControlTarget {
+pub(crate) struct ControlTarget {
     /// The control socket (default: the one the policy names, else the per-user default).
     #[arg(long)]
     pub socket: Option<PathBuf>,
@@ -129,7 +129,7 @@ impl ControlTarget {
 }
 
 /// `devin-bridge components ...`.
-pub async fn components(command: ComponentsCommand) -> anyhow::Result<ExitCode> {
+pub(crate) async fn components(command: ComponentsCommand) -> anyhow::Result<ExitCode> {
     match command {
         ComponentsCommand::Check { file, transform } => {
             let kind: TransformKind = transform.parse()?;

@@ -37,7 +37,7 @@ const EXPECTED: &str = "expected devin-cli-agentic/<model id> naming a model of 
 
 /// `devin-bridge client-env`.
 #[derive(Debug, Args)]
-pub struct ClientEnvArgs {
+pub(crate) struct ClientEnvArgs {
     /// Read BRIDGE_*_MODEL settings from FILE (NAME=value lines); default `.env.devin-bridge`
     /// in the working directory, when it exists. The environment wins over the file.
     #[arg(long, value_name = "FILE")]
@@ -64,7 +64,7 @@ impl Refusal {
 }
 
 /// Runs `client-env`; prints the export lines or one line on stderr.
-pub fn run(args: &ClientEnvArgs) -> ExitCode {
+pub(crate) fn run(args: &ClientEnvArgs) -> ExitCode {
     match exports(args, |name| std::env::var(name).ok()) {
         Ok(text) => {
             let mut stdout = std::io::stdout().lock();

@@ -13,7 +13,7 @@ use devin_bridge_summarizer::policy::SummarizerPolicy;
 
 /// Loads `path` as a summarizer policy for `command` (`serve`, `components`); a companion or
 /// outpost policy is refused with the command that runs it.
-pub fn load_summarizer(path: &Path, command: &str) -> anyhow::Result<SummarizerPolicy> {
+pub(crate) fn load_summarizer(path: &Path, command: &str) -> anyhow::Result<SummarizerPolicy> {
     let (text, origin) = devin_bridge_policy::read(path)?;
     match devin_bridge_policy::read_mode(&text, &origin)? {
         Mode::Summarizer => Ok(SummarizerPolicy::parse_from(&text, origin)?),

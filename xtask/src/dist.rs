@@ -67,7 +67,7 @@ fn options(rest: &[String]) -> Result<Options> {
 
 /// Builds the components and the binary, then writes the tarball; prints its path. With
 /// `--binary`, packages that binary instead of building one.
-pub fn dist(rest: &[String]) -> Result<PathBuf> {
+pub(crate) fn dist(rest: &[String]) -> Result<PathBuf> {
     let options = options(rest)?;
     if let Some(binary) = &options.binary {
         // The host's tests package the dev binary they run this way when `cargo xtask test`
@@ -111,7 +111,7 @@ pub fn dist(rest: &[String]) -> Result<PathBuf> {
 
 /// Packages the dev binary the tests just built (`target/debug/devin-bridge`) into
 /// `target/dist-test`, for the tests that install it away from the checkout.
-pub fn package_for_tests() -> Result<PathBuf> {
+pub(crate) fn package_for_tests() -> Result<PathBuf> {
     let root = workspace_root();
     package_built(
         &root.join("target").join("debug").join("devin-bridge"),

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 /// The top-level module graph of the crate whose sources are under `src`.
-pub fn module_graph(src: &Path) -> Result<BTreeMap<String, BTreeSet<String>>> {
+pub(crate) fn module_graph(src: &Path) -> Result<BTreeMap<String, BTreeSet<String>>> {
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for file in rust_files(src)? {
         let relative = file.strip_prefix(src).context("a file under src")?;
@@ -24,7 +24,9 @@ pub fn module_graph(src: &Path) -> Result<BTreeMap<String, BTreeSet<String>>> {
         let Some(top) = parts.first().cloned() else {
             continue;
         };
-        if top == "lib" || top == "main" {
+        // `lib.rs`/`main.rs` are the crate root; a file of tests (`foo/tests.rs`, declared as
+        // `#[cfg(test)] mod tests;`) may reach anywhere, like a `mod tests` block.
+        if top == "lib" || top == "main" || parts.iter().skip(1).any(|part| part == "tests") {
             continue;
         }
         // How deep the file's module is below its top-level module (`a.rs`, `a/mod.rs`: 0).
@@ -52,7 +54,7 @@ pub fn module_graph(src: &Path) -> Result<BTreeMap<String, BTreeSet<String>>> {
 }
 
 /// Strongly connected components with more than one module: the import circles.
-pub fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+pub(crate) fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     // Kosaraju on a graph of a few dozen nodes: clarity over speed.
     let mut order = Vec::new();
     let mut seen = BTreeSet::new();
@@ -192,7 +194,7 @@ fn rust_files(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// Checks every crate of the workspace (each `src/` directory beside a `Cargo.toml`).
-pub fn check(root: &Path, crates: &[PathBuf]) -> Result<()> {
+pub(crate) fn check(root: &Path, crates: &[PathBuf]) -> Result<()> {
     let mut failures = Vec::new();
     for krate in crates {
         let src = root.join(krate).join("src");
@@ -223,7 +225,7 @@ pub fn check(root: &Path, crates: &[PathBuf]) -> Result<()> {
 
 /// The crates the check covers: every directory of the workspace with a `Cargo.toml` and a
 /// `src/`.
-pub fn workspace_crates(root: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn workspace_crates(root: &Path) -> Result<Vec<PathBuf>> {
     let mut crates = vec![PathBuf::from("host"), PathBuf::from("xtask")];
     for parent in ["crates", "components", "tests", "tests/components", "tools"] {
         let Ok(entries) = std::fs::read_dir(root.join(parent)) else {

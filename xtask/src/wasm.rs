@@ -14,7 +14,7 @@ use crate::{cargo, run, workspace_root};
 /// may import anything (only test components may), and whether it is pre-initialised
 /// (`tools/preinit` holds each transform's warm-up call; test components are not, they must
 /// stay as their source describes them).
-pub struct Spec {
+pub(crate) struct Spec {
     pub package: &'static str,
     pub lib: &'static str,
     pub name: &'static str,
@@ -23,7 +23,7 @@ pub struct Spec {
 }
 
 /// The four transforms.
-pub const TRANSFORMS: [Spec; 4] = [
+pub(crate) const TRANSFORMS: [Spec; 4] = [
     Spec {
         package: "devin-bridge-serializer",
         lib: "devin_bridge_serializer",
@@ -56,7 +56,7 @@ pub const TRANSFORMS: [Spec; 4] = [
 
 /// Components for the runtime tests: faulty ones, a WASI importer the host must refuse, and a
 /// contract-compatible twin of the transforms.
-pub const TEST_COMPONENTS: [Spec; 4] = [
+pub(crate) const TEST_COMPONENTS: [Spec; 4] = [
     Spec {
         package: "test-component-misbehaving",
         lib: "test_component_misbehaving",
@@ -185,7 +185,7 @@ fn toolchain() -> Result<Toolchain> {
 }
 
 /// Builds `specs` into `out_dir`, returning (name, sha256, size) for the manifest.
-pub fn build(specs: &[Spec], out_dir: &Path) -> Result<Vec<(String, String, usize)>> {
+pub(crate) fn build(specs: &[Spec], out_dir: &Path) -> Result<Vec<(String, String, usize)>> {
     let root = workspace_root();
     // A separate target dir: the wasm build uses other RUSTFLAGS (and maybe another rustc),
     // which would otherwise invalidate the host build every time.
@@ -396,7 +396,7 @@ fn component_imports(component: &[u8]) -> Result<Vec<String>> {
 /// corpus, copied from `tests/fixtures/<name>/` to `corpus/<name>/` beside the components,
 /// each file with its sha256. The host self-tests a component of this set against this
 /// corpus (see `crates/engine/src/corpus.rs`), so the corpus travels with the set.
-pub fn write_manifest(out_dir: &Path, built: &[(String, String, usize)]) -> Result<PathBuf> {
+pub(crate) fn write_manifest(out_dir: &Path, built: &[(String, String, usize)]) -> Result<PathBuf> {
     let mut components = Vec::new();
     for (name, sha, size) in built {
         let corpus = ship_corpus(out_dir, name)?;

@@ -9,17 +9,17 @@ use serde_json::Value;
 
 /// Stable machine codes, as the seeds name them where they do.
 pub(crate) mod codes {
-    pub const EXCESSIVE_TOOL_REQUESTS: &str = "excessive_tool_requests";
-    pub const ACTION_NARRATIVE_MISMATCH: &str = "action_narrative_mismatch";
-    pub const MALFORMED_TOOL_JSON: &str = "malformed_tool_json";
-    pub const MISSING_TOOL_NAME: &str = "missing_tool_name";
-    pub const UNEXPECTED_ENVELOPE_FIELD: &str = "unexpected_envelope_field";
-    pub const UNIDENTIFIED_TOOL: &str = "unidentified_tool";
-    pub const INVALID_TOOL_ARGUMENTS: &str = "invalid_tool_arguments";
-    pub const INVALID_TOOL_SCHEMA: &str = "invalid_tool_schema";
-    pub const INVALID_TOOLS: &str = "invalid_tools";
-    pub const REVIEW_MISSING: &str = "review_missing";
-    pub const REVIEW_INVALID: &str = "review_invalid";
+    pub(crate) const EXCESSIVE_TOOL_REQUESTS: &str = "excessive_tool_requests";
+    pub(crate) const ACTION_NARRATIVE_MISMATCH: &str = "action_narrative_mismatch";
+    pub(crate) const MALFORMED_TOOL_JSON: &str = "malformed_tool_json";
+    pub(crate) const MISSING_TOOL_NAME: &str = "missing_tool_name";
+    pub(crate) const UNEXPECTED_ENVELOPE_FIELD: &str = "unexpected_envelope_field";
+    pub(crate) const UNIDENTIFIED_TOOL: &str = "unidentified_tool";
+    pub(crate) const INVALID_TOOL_ARGUMENTS: &str = "invalid_tool_arguments";
+    pub(crate) const INVALID_TOOL_SCHEMA: &str = "invalid_tool_schema";
+    pub(crate) const INVALID_TOOLS: &str = "invalid_tools";
+    pub(crate) const REVIEW_MISSING: &str = "review_missing";
+    pub(crate) const REVIEW_INVALID: &str = "review_invalid";
 }
 
 /// The status of every failure the agent's output causes: a bad gateway answer, not a bad request.

@@ -37,6 +37,8 @@ export!(Component);
 /// `--cfg getrandom_backend="custom"`, and this is the custom backend: the transform needs
 /// no secret randomness, and a component with no imports has no entropy source anyway.
 /// Hash-flooding is not a concern for validating one tool call's arguments.
+// The one `unsafe` of the components: getrandom's custom-backend hook has this signature.
+#[allow(unsafe_code)]
 #[no_mangle]
 unsafe extern "Rust" fn __getrandom_v03_custom(
     dest: *mut u8,

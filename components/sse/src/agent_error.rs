@@ -7,7 +7,7 @@
 //! `[redacted]`, and runs of whitespace become single spaces.
 
 /// Characters of the raw message that are looked at, and of the cleaned message at most.
-pub const MAX_CHARS: usize = 200;
+pub(crate) const MAX_CHARS: usize = 200;
 
 /// What replaces a word that must not reach a client.
 const REDACTED: &str = "[redacted]";

@@ -14,11 +14,8 @@ mod error;
 pub mod identity;
 pub mod process;
 
-/// Helpers for other crates' tests (behind the `test-util` feature; never in the binary).
-#[cfg(feature = "test-util")]
-pub mod testkit {
-    pub use crate::acp::scripted::agent as scripted_agent;
-}
+#[cfg(any(test, feature = "test-util"))]
+pub mod testkit;
 
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]

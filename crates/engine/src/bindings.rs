@@ -56,7 +56,9 @@ mod model_alias_world {
     });
 }
 
-/// The shared records, generated once.
+/// The shared records, generated once. `pub` because every other world's bindings re-export
+/// them (`with:`); the module itself is private.
+#[allow(unreachable_pub)]
 pub use serializer_world::devin_bridge::transforms::types as wit_types;
 
 /// A component pre-instantiated against the host's linker, with its exports type-checked.
@@ -114,7 +116,7 @@ pub trait World {
 
 macro_rules! world {
     ($marker:ident, $kind:ident, $instance:ty) => {
-        pub struct $marker;
+        pub(crate) struct $marker;
         impl World for $marker {
             const KIND: TransformKind = TransformKind::$kind;
             type Instance = $instance;

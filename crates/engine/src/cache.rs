@@ -137,6 +137,7 @@ impl CompileCache {
             tracing::warn!(%transform, %error, "cannot write the compile cache; continuing without it");
         }
         // SAFETY: `compiled` was produced just now by `precompile_component` of this engine.
+        #[allow(unsafe_code)] // wasmtime's only way to load a precompiled component
         unsafe { Component::deserialize(engine, &compiled) }.map_err(|error| EngineError::Compile {
             transform,
             message: format!("{error:#}"),
@@ -295,6 +296,7 @@ impl Entry<'_> {
         // this component digest and engine compatibility hash, so they are exactly what
         // `store` below wrote from `Engine::precompile_component` of a compatible engine.
         // wasmtime also re-checks the engine compatibility header and refuses a mismatch.
+        #[allow(unsafe_code)] // wasmtime's only way to load a precompiled component
         match unsafe { Component::deserialize(engine, &bytes) } {
             Ok(component) => Some(component),
             Err(error) => {

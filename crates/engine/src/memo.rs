@@ -17,7 +17,7 @@ const MAX_ANSWERS: usize = 64;
 
 /// The validation answers of one component for one catalog.
 #[derive(Default)]
-pub struct ValidationMemo {
+pub(crate) struct ValidationMemo {
     state: Mutex<State>,
 }
 
@@ -31,7 +31,7 @@ struct State {
 
 impl ValidationMemo {
     /// The answer kept for `reference`, when `component` gave it for `catalog`.
-    pub fn get(
+    pub(crate) fn get(
         &self,
         component: &str,
         catalog: &str,
@@ -44,7 +44,7 @@ impl ValidationMemo {
     }
 
     /// Keeps `answer`, which `component` gave for `reference` and `catalog`.
-    pub fn put(
+    pub(crate) fn put(
         &self,
         component: &str,
         catalog: &str,

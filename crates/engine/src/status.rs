@@ -20,7 +20,7 @@ pub fn is_error_status(status: u16) -> bool {
 
 /// A failure as a component returned it, with its status checked. Logs one warning naming the
 /// component, its code and the bad status when the status is refused.
-pub fn checked_failure(transform: TransformKind, failure: Failure) -> Failure {
+pub(crate) fn checked_failure(transform: TransformKind, failure: Failure) -> Failure {
     if is_error_status(failure.status) {
         return failure;
     }

@@ -1,4 +1,3 @@
-#![warn(unreachable_pub)]
 //! The egress guard: a forward proxy that lets a client reach only an allowlist, and audits
 //! every decision.
 //!

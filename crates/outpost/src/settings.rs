@@ -9,7 +9,7 @@ use crate::policy::{NetworkEnforcement, OutpostPolicy, OutpostSection};
 use devin_bridge_policy::{ModePolicy, PolicyError};
 
 use super::binaries::machine_suffix;
-use super::fleet::{AcceptorId, BaseUrl, Commit, Secret, SessionId, BaseUrlError};
+use super::fleet::{AcceptorId, BaseUrl, BaseUrlError, Commit, Secret, SessionId};
 
 /// The embedded default policy (`policies/outpost.toml`).
 const BUILTIN_POLICY: &str = include_str!("../../../policies/outpost.toml");

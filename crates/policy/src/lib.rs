@@ -1,4 +1,3 @@
-#![warn(unreachable_pub)]
 //! Policy files: what every mode's policy shares.
 //!
 //! A policy is one strict TOML file whose `mode` selects a mode; each mode crate owns the type

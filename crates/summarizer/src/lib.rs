@@ -1,4 +1,3 @@
-#![warn(unreachable_pub)]
 //! Summarizer mode: an Anthropic Messages endpoint answered by the tool-less `summarizer` ACP
 //! agent. The host moves bytes, runs processes and enforces limits; every transform of the
 //! request and the reply runs in a wasm component.

@@ -37,7 +37,7 @@ use serde_json::{json, Value};
 use super::{connect, gather, ms, percentile, Samples, EXPECTED, PATH};
 
 /// Turns per conversation.
-pub const TURNS: usize = 20;
+pub(crate) const TURNS: usize = 20;
 /// The history's size at the last turn.
 const LAST_TURN_BYTES: usize = 1 << 20;
 /// Which turn of its conversation a request is (read by the HTTP floor only).
@@ -45,10 +45,10 @@ const TURN_HEADER: &str = "x-bench-turn";
 /// The HTTP floor's body limit, the bridge's default.
 const MAX_BODY: usize = 32 << 20;
 /// Sessions per agent process, as the bench policy sets it.
-pub const SESSIONS_PER_PROCESS: usize = 8;
+pub(crate) const SESSIONS_PER_PROCESS: usize = 8;
 
 /// One conversation, turn by turn: the requests, the whole prompts, the unseen prompts.
-pub struct Script {
+pub(crate) struct Script {
     pub requests: Vec<Bytes>,
     /// What the per-turn transport sends on each turn (the whole prompt).
     pub whole_prompt_bytes: Vec<usize>,
@@ -59,7 +59,7 @@ pub struct Script {
 impl Script {
     /// `base` (a Claude Code request ending with a user message that asks for `[mock:text]`)
     /// grown by one assistant reply and one user message per turn, to about 1 MB at the last.
-    pub fn new(base: &str) -> Result<Self, String> {
+    pub(crate) fn new(base: &str) -> Result<Self, String> {
         let mut request: Value = serde_json::from_str(base).map_err(|e| e.to_string())?;
         let per_turn = LAST_TURN_BYTES.saturating_sub(base.len()) / (TURNS - 1);
         let mut requests = Vec::with_capacity(TURNS);
@@ -101,7 +101,7 @@ impl Script {
 
 /// `clients` conversations over keep-alive connections, each turn after the previous answer.
 /// Returns every turn's latency and the wall time.
-pub async fn conversations(
+pub(crate) async fn conversations(
     addr: SocketAddr,
     script: Arc<Script>,
     clients: usize,
@@ -179,7 +179,7 @@ async fn turn(
 /// process per `SESSIONS_PER_PROCESS` conversations), the same prompts the resident bridge
 /// sends when every turn continues its session. Returns the samples, the wall time and the
 /// processes started.
-pub async fn floor(
+pub(crate) async fn floor(
     spec: &Spec,
     limits: AgentLimits,
     script: Arc<Script>,
@@ -232,7 +232,7 @@ pub async fn floor(
 }
 
 /// The HTTP floor's server: shared agents behind HTTP (see the module header).
-pub struct HttpFloor {
+pub(crate) struct HttpFloor {
     pub addr: SocketAddr,
     agents: Vec<Arc<SharedAgent>>,
     server: tokio::task::JoinHandle<()>,
@@ -248,7 +248,7 @@ struct FloorState {
 
 impl HttpFloor {
     /// Starts the agents (one per `SESSIONS_PER_PROCESS` conversations) and the server.
-    pub async fn start(
+    pub(crate) async fn start(
         spec: &Spec,
         limits: AgentLimits,
         script: Arc<Script>,
@@ -297,7 +297,7 @@ impl HttpFloor {
     }
 
     /// Stops the server and the agents; returns the processes started.
-    pub async fn stop(self) -> usize {
+    pub(crate) async fn stop(self) -> usize {
         self.server.abort();
         let processes = self.agents.len();
         for agent in self.agents {
@@ -383,7 +383,7 @@ async fn floor_turn(
 }
 
 /// One row of the resident table.
-pub struct Row {
+pub(crate) struct Row {
     pub clients: usize,
     pub label: &'static str,
     pub turns_per_s: f64,
@@ -399,7 +399,7 @@ pub struct Row {
 }
 
 impl Row {
-    pub fn new(
+    pub(crate) fn new(
         clients: usize,
         label: &'static str,
         mut samples: Samples,
@@ -426,7 +426,7 @@ impl Row {
 }
 
 /// The table and the goals.
-pub fn report(rows: &[Row], script: &Script, cores: usize) {
+pub(crate) fn report(rows: &[Row], script: &Script, cores: usize) {
     println!();
     let mut levels: Vec<String> = rows.iter().map(|row| row.clients.to_string()).collect();
     levels.dedup();

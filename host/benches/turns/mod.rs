@@ -31,7 +31,7 @@ fn run_tool(name: &str, input: &Value) -> String {
 }
 
 /// The agent turns the scripted task takes; `parallel` false asks for one call per reply.
-pub async fn scripted_task(addr: SocketAddr, parallel: bool) -> Result<usize, String> {
+pub(crate) async fn scripted_task(addr: SocketAddr, parallel: bool) -> Result<usize, String> {
     let mut sender = super::connect(addr).await?;
     let mut messages =
         vec![json!({"role": "user", "content": "The test for add() fails. Fix it."})];

@@ -1,4 +1,3 @@
-#![warn(unreachable_pub)]
 //! An offline double of the Devin Outposts fleet API, for testing the outpost worker over real
 //! loopback HTTP.
 //!

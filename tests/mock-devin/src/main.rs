@@ -1,4 +1,3 @@
-#![warn(unreachable_pub)]
 //! `mock-devin`: an offline stand-in for the Devin CLI: `devin acp --agent-type summarizer`
 //! (summarizer mode), `devin acp` (the full agent that companion mode drives), `devin -p`
 //! (print mode), `devin models list` and `devin --version`.

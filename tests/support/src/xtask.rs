@@ -15,12 +15,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Where the nested cargo builds: `target/test-build` of the workspace at `root`.
-pub fn target_dir(root: &Path) -> PathBuf {
+pub(crate) fn target_dir(root: &Path) -> PathBuf {
     root.join("target").join("test-build")
 }
 
 /// `cargo xtask ARGS` for the workspace at `root`, building in [`target_dir`].
-pub fn command(root: &Path, args: &[&str]) -> Command {
+pub(crate) fn command(root: &Path, args: &[&str]) -> Command {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
     command
@@ -46,7 +46,7 @@ pub fn command(root: &Path, args: &[&str]) -> Command {
 
 /// An exclusive lock on `target/test-build/<name>`, held until the file is dropped: two
 /// cargo commands at once (a build and a test run, say) build the components once.
-pub fn lock(root: &Path, name: &str) -> std::io::Result<File> {
+pub(crate) fn lock(root: &Path, name: &str) -> std::io::Result<File> {
     let dir = target_dir(root);
     std::fs::create_dir_all(&dir)?;
     let file = std::fs::OpenOptions::new()

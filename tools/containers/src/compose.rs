@@ -18,19 +18,19 @@ use crate::image::HOST_UID;
 use crate::workspace_root;
 
 /// The compose project of the tests (the operator's flow uses `devin-bridge`).
-pub const TEST_PROJECT: &str = "devin-bridge-test";
-pub const OPERATOR_PROJECT: &str = "devin-bridge";
-pub const BRIDGE_PORT: u16 = 20128;
+pub(crate) const TEST_PROJECT: &str = "devin-bridge-test";
+pub(crate) const OPERATOR_PROJECT: &str = "devin-bridge";
+pub(crate) const BRIDGE_PORT: u16 = 20128;
 /// How every non-interactive Claude Code run here is made: client-owned tools only, and the
 /// structured event stream to check instead of its prose.
-pub const CLAUDE_PRINT_FLAGS: [&str; 5] = [
+pub(crate) const CLAUDE_PRINT_FLAGS: [&str; 5] = [
     "--allowedTools",
     "Bash,Read,Edit",
     "--output-format",
     "stream-json",
     "--verbose",
 ];
-pub const DEMO_PROMPT: &str = "Fix the failing test in this project.";
+pub(crate) const DEMO_PROMPT: &str = "Fix the failing test in this project.";
 
 /// `docker compose` (the plugin) when present, else `docker-compose`.
 fn compose_program() -> Result<Vec<String>> {
@@ -55,7 +55,7 @@ fn compose_program() -> Result<Vec<String>> {
 }
 
 /// One compose project of docker/compose.yml.
-pub struct Compose {
+pub(crate) struct Compose {
     program: Vec<String>,
     project: String,
     profile: String,
@@ -64,12 +64,12 @@ pub struct Compose {
 
 impl Compose {
     /// The test project (`devin-bridge-test`), offline profile.
-    pub fn test(key: String) -> Result<Self> {
+    pub(crate) fn test(key: String) -> Result<Self> {
         Self::test_profile("offline", key)
     }
 
     /// The test project in `profile`.
-    pub fn test_profile(profile: &str, key: String) -> Result<Self> {
+    pub(crate) fn test_profile(profile: &str, key: String) -> Result<Self> {
         Ok(Self {
             program: compose_program()?,
             project: TEST_PROJECT.into(),
@@ -79,7 +79,7 @@ impl Compose {
     }
 
     /// The operator's project (`devin-bridge`) in `profile`.
-    pub fn operator(profile: &str, key: String) -> Result<Self> {
+    pub(crate) fn operator(profile: &str, key: String) -> Result<Self> {
         Ok(Self {
             program: compose_program()?,
             project: OPERATOR_PROJECT.into(),
@@ -89,7 +89,7 @@ impl Compose {
     }
 
     /// Claude Code's container, once, in print mode with `prompt` (stream-json events out).
-    pub fn run_claude_print(&self, prompt: &str) -> Result<Output> {
+    pub(crate) fn run_claude_print(&self, prompt: &str) -> Result<Output> {
         Ok(self
             .command()
             .args(["run", "--rm", "-T", "claude", "-p", prompt])
@@ -99,16 +99,16 @@ impl Compose {
     }
 
     /// The compose project's name.
-    pub fn project(&self) -> &str {
+    pub(crate) fn project(&self) -> &str {
         &self.project
     }
 
     /// The bridge's local key that this project's clients present.
-    pub fn key(&self) -> &str {
+    pub(crate) fn key(&self) -> &str {
         &self.key
     }
 
-    pub fn command(&self) -> Command {
+    pub(crate) fn command(&self) -> Command {
         let mut command = Command::new(&self.program[0]);
         command
             .args(&self.program[1..])
@@ -119,7 +119,7 @@ impl Compose {
         command
     }
 
-    pub fn run(&self, args: &[&str]) -> Result<Output> {
+    pub(crate) fn run(&self, args: &[&str]) -> Result<Output> {
         let output = self
             .command()
             .args(args)
@@ -134,7 +134,7 @@ impl Compose {
         Ok(output)
     }
 
-    pub fn container(&self, service: &str) -> Result<String> {
+    pub(crate) fn container(&self, service: &str) -> Result<String> {
         let output = self.run(&["ps", "-q", service])?;
         let id = String::from_utf8_lossy(&output.stdout).trim().to_owned();
         if id.is_empty() {
@@ -144,7 +144,7 @@ impl Compose {
     }
 
     /// The containers of this project, running or not.
-    pub fn leftovers(&self) -> Result<Vec<String>> {
+    pub(crate) fn leftovers(&self) -> Result<Vec<String>> {
         let output = Command::new("docker")
             .args(["ps", "-aq", "--filter"])
             .arg(format!("label=com.docker.compose.project={}", self.project))
@@ -155,14 +155,14 @@ impl Compose {
             .collect())
     }
 
-    pub fn down(&self) -> Result<()> {
+    pub(crate) fn down(&self) -> Result<()> {
         self.run(&["down", "-v", "--remove-orphans", "-t", "5"])
             .map(drop)
     }
 
     /// Stops and removes this project's containers and networks; with `volumes`, its named
     /// volumes too (the Devin login in `devin-auth`), which are kept otherwise.
-    pub fn clean(&self, volumes: bool) -> Result<()> {
+    pub(crate) fn clean(&self, volumes: bool) -> Result<()> {
         let mut args = vec!["down", "--remove-orphans", "-t", "5"];
         if volumes {
             args.push("-v");
@@ -171,17 +171,17 @@ impl Compose {
     }
 
     /// The networks of this project that exist.
-    pub fn networks(&self) -> Result<Vec<String>> {
+    pub(crate) fn networks(&self) -> Result<Vec<String>> {
         self.docker_names(&["network", "ls", "--format", "{{.Name}}", "--filter"])
     }
 
     /// The named volumes of this project that exist.
-    pub fn volumes(&self) -> Result<Vec<String>> {
+    pub(crate) fn volumes(&self) -> Result<Vec<String>> {
         self.docker_names(&["volume", "ls", "--format", "{{.Name}}", "--filter"])
     }
 
     /// The login volume's name in this project (`<project>_devin-auth`).
-    pub fn auth_volume(&self) -> String {
+    pub(crate) fn auth_volume(&self) -> String {
         format!("{}_devin-auth", self.project)
     }
 
@@ -204,16 +204,16 @@ impl Compose {
 }
 
 /// The host directories the compose file mounts, under `.sandbox/container/`.
-pub struct SandboxDirs {
+pub(crate) struct SandboxDirs {
     root: PathBuf,
 }
 
-pub fn sandbox_root() -> PathBuf {
+pub(crate) fn sandbox_root() -> PathBuf {
     workspace_root().join(".sandbox").join("container")
 }
 
 /// The local key of the operator's bridge: kept across launches, made once.
-pub fn existing_or_new_key() -> Result<String> {
+pub(crate) fn existing_or_new_key() -> Result<String> {
     let file = sandbox_root().join("secrets/bridge_api_key");
     if let Ok(key) = std::fs::read_to_string(&file) {
         return Ok(key.trim().to_owned());
@@ -227,7 +227,7 @@ pub fn existing_or_new_key() -> Result<String> {
 impl SandboxDirs {
     /// Fresh directories with the owners the containers need, a new random key, and the
     /// demo project in the workspace.
-    pub fn prepare() -> Result<(Self, String)> {
+    pub(crate) fn prepare() -> Result<(Self, String)> {
         let root = sandbox_root();
         if root.exists() {
             std::fs::remove_dir_all(&root)?;
@@ -240,7 +240,7 @@ impl SandboxDirs {
     }
 
     /// The directories, made with their owners where missing; existing content is kept.
-    pub fn ensure() -> Result<Self> {
+    pub(crate) fn ensure() -> Result<Self> {
         let root = sandbox_root();
         std::fs::create_dir_all(&root)?;
         let dirs = Self { root };
@@ -259,7 +259,7 @@ impl SandboxDirs {
     }
 
     /// The key file: 0600, owned by the host's uid, in a 0700 directory of that uid.
-    pub fn write_key(&self, key: &str) -> Result<()> {
+    pub(crate) fn write_key(&self, key: &str) -> Result<()> {
         let key_file = self.root.join("secrets/bridge_api_key");
         std::fs::write(&key_file, format!("{key}\n"))?;
         std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600))?;
@@ -267,27 +267,27 @@ impl SandboxDirs {
         Ok(())
     }
 
-    pub fn workspace(&self) -> PathBuf {
+    pub(crate) fn workspace(&self) -> PathBuf {
         self.root.join("workspace")
     }
 
-    pub fn claude_audit(&self) -> PathBuf {
+    pub(crate) fn claude_audit(&self) -> PathBuf {
         self.root.join("claude-audit/claude-egress.jsonl")
     }
 
-    pub fn devin_audit(&self) -> PathBuf {
+    pub(crate) fn devin_audit(&self) -> PathBuf {
         self.root.join("devin-audit/egress.jsonl")
     }
 }
 
-pub fn random_key() -> Result<String> {
+pub(crate) fn random_key() -> Result<String> {
     let mut bytes = [0u8; 24];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
     Ok(hex::encode(bytes))
 }
 
 /// The small project whose failing test the offline agent leads Claude Code to fix.
-pub fn write_demo_project(dir: &Path, owner: Option<u32>) -> Result<()> {
+pub(crate) fn write_demo_project(dir: &Path, owner: Option<u32>) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     let files = [
         ("math.js", "function add(a, b) {\n  return a - b;\n}\nmodule.exports = { add };\n"),
@@ -311,7 +311,7 @@ pub fn write_demo_project(dir: &Path, owner: Option<u32>) -> Result<()> {
 }
 
 /// Checks the demo project was fixed and its test passes.
-pub fn demo_fixed(dir: &Path) -> Result<()> {
+pub(crate) fn demo_fixed(dir: &Path) -> Result<()> {
     let math = std::fs::read_to_string(dir.join("math.js"))?;
     if !math.contains("return a + b;") {
         bail!("math.js was not fixed:\n{math}");
@@ -327,7 +327,7 @@ pub fn demo_fixed(dir: &Path) -> Result<()> {
 }
 
 /// The IPv4 address of a container on the project's internal network.
-pub fn internal_address(compose: &Compose, container: &str) -> Result<String> {
+pub(crate) fn internal_address(compose: &Compose, container: &str) -> Result<String> {
     let format = format!(
         "{{{{(index .NetworkSettings.Networks \"{}_internal\").IPAddress}}}}",
         compose.project
@@ -343,7 +343,7 @@ pub fn internal_address(compose: &Compose, container: &str) -> Result<String> {
 }
 
 /// A bounded HTTP/1.1 request; returns (status, body).
-pub fn http(
+pub(crate) fn http(
     address: &str,
     method: &str,
     path: &str,
@@ -354,7 +354,7 @@ pub fn http(
 }
 
 /// [`http`] with extra request headers.
-pub fn http_with(
+pub(crate) fn http_with(
     address: &str,
     method: &str,
     path: &str,
@@ -389,7 +389,7 @@ pub fn http_with(
     Ok((status, body.to_owned()))
 }
 
-pub fn wait_healthy(address: &str, key: &str) -> Result<serde_json::Value> {
+pub(crate) fn wait_healthy(address: &str, key: &str) -> Result<serde_json::Value> {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         if let Ok((200, body)) = http(address, "GET", "/healthz", key, "") {
@@ -403,7 +403,7 @@ pub fn wait_healthy(address: &str, key: &str) -> Result<serde_json::Value> {
 }
 
 /// Processes of a container as (uid, pid, command), from the host's view (`docker top`).
-pub fn processes(container: &str) -> Result<Vec<(u32, u32, String)>> {
+pub(crate) fn processes(container: &str) -> Result<Vec<(u32, u32, String)>> {
     let output = Command::new("docker")
         .args(["top", container, "-eo", "uid,pid,args"])
         .output()?;

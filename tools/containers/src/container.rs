@@ -44,7 +44,7 @@ impl Report {
 }
 
 /// `cargo xtask test-container`.
-pub fn test_container(components: &Path) -> Result<()> {
+pub(crate) fn test_container(components: &Path) -> Result<()> {
     let started = Instant::now();
     image::require_docker()?;
     let built = image::build_images(components)?;

@@ -16,17 +16,17 @@ use anyhow::{bail, Context, Result};
 const MAX_BYTES: u64 = 64 << 20;
 
 /// The evidence directory.
-pub struct Evidence {
+pub(crate) struct Evidence {
     dir: PathBuf,
 }
 
 impl Evidence {
     /// `.sandbox/evidence/` of this checkout (made 0700; a symlink there is refused).
-    pub fn open() -> Result<Self> {
+    pub(crate) fn open() -> Result<Self> {
         Self::at(crate::workspace_root().join(".sandbox").join("evidence"))
     }
 
-    pub fn at(dir: PathBuf) -> Result<Self> {
+    pub(crate) fn at(dir: PathBuf) -> Result<Self> {
         match std::fs::symlink_metadata(&dir) {
             Ok(meta) if !meta.is_dir() => bail!("{} is not a directory", dir.display()),
             Ok(_) => {}
@@ -38,7 +38,7 @@ impl Evidence {
     }
 
     /// Copies `source` as `name` after the checks above; `owners` are the uids it may have.
-    pub fn copy(
+    pub(crate) fn copy(
         &self,
         source: &Path,
         name: &str,
@@ -71,7 +71,7 @@ impl Evidence {
     }
 
     /// Writes `bytes` (produced by this run) as `name`, refusing any that hold a secret.
-    pub fn write(&self, name: &str, bytes: &[u8], secrets: &[&str]) -> Result<PathBuf> {
+    pub(crate) fn write(&self, name: &str, bytes: &[u8], secrets: &[&str]) -> Result<PathBuf> {
         if name.contains('/') || name.starts_with('.') {
             bail!("evidence name {name:?} is not a plain file name");
         }

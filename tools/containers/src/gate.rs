@@ -13,7 +13,7 @@ use crate::compose::{http, internal_address, processes, wait_healthy, Compose};
 use crate::image::{AGENT_UID, HOST_UID};
 
 /// A running bridge container of a compose project.
-pub struct Started {
+pub(crate) struct Started {
     pub container: String,
     pub address: String,
     pub key: String,
@@ -21,7 +21,7 @@ pub struct Started {
 }
 
 /// Brings up the bridge and both guards of the profile and waits until the bridge is healthy.
-pub fn start_bridge(compose: &Compose, offline: bool) -> Result<Started> {
+pub(crate) fn start_bridge(compose: &Compose, offline: bool) -> Result<Started> {
     let (bridge, guard) = if offline {
         ("bridge-offline", "network-guard-offline")
     } else {
@@ -45,7 +45,7 @@ pub fn start_bridge(compose: &Compose, offline: bool) -> Result<Started> {
 
 /// The launch gate: separate identities, the agent's uid kept out of the host's files, and
 /// no route but the Devin-side guard.
-pub fn recheck_isolation(_compose: &Compose, started: &Started) -> Result<()> {
+pub(crate) fn recheck_isolation(_compose: &Compose, started: &Started) -> Result<()> {
     check_identities(&started.container, &started.health)?;
     exec_verify(
         &started.container,
@@ -61,7 +61,7 @@ pub fn recheck_isolation(_compose: &Compose, started: &Started) -> Result<()> {
     Ok(())
 }
 
-pub fn agent_private_args() -> Vec<&'static str> {
+pub(crate) fn agent_private_args() -> Vec<&'static str> {
     vec![
         "--private",
         "/run/devin-bridge/cache",
@@ -74,7 +74,7 @@ pub fn agent_private_args() -> Vec<&'static str> {
     ]
 }
 
-pub fn bridge_route_args() -> Vec<&'static str> {
+pub(crate) fn bridge_route_args() -> Vec<&'static str> {
     vec![
         "--proxy",
         "http://claude-guard:8080",
@@ -85,7 +85,7 @@ pub fn bridge_route_args() -> Vec<&'static str> {
 }
 
 /// `GET /v1/models` through the bridge (live: proves the Devin login and model discovery).
-pub fn discover_models(started: &Started) -> Result<Vec<String>> {
+pub(crate) fn discover_models(started: &Started) -> Result<Vec<String>> {
     let (status, body) = http(&started.address, "GET", "/v1/models", &started.key, "")?;
     if status != 200 {
         bail!("model discovery failed with {status}: {body}");
@@ -106,7 +106,7 @@ pub fn discover_models(started: &Started) -> Result<Vec<String>> {
     Ok(ids)
 }
 
-pub fn check_identities(bridge: &str, health: &serde_json::Value) -> Result<String> {
+pub(crate) fn check_identities(bridge: &str, health: &serde_json::Value) -> Result<String> {
     let list = processes(bridge)?;
     let host = list
         .iter()
@@ -152,7 +152,7 @@ pub fn check_identities(bridge: &str, health: &serde_json::Value) -> Result<Stri
 }
 
 /// `devin-bridge verify-isolation` inside the bridge container, as `user`.
-pub fn exec_verify(container: &str, user: &str, args: &[&str]) -> Result<String> {
+pub(crate) fn exec_verify(container: &str, user: &str, args: &[&str]) -> Result<String> {
     let output = Command::new("docker")
         .args([
             "exec",
@@ -182,7 +182,7 @@ pub fn exec_verify(container: &str, user: &str, args: &[&str]) -> Result<String>
 }
 
 /// The `result` event of a `stream-json` run; fails unless it is a success.
-pub fn final_result(output: &Output) -> Result<String> {
+pub(crate) fn final_result(output: &Output) -> Result<String> {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let result = stdout
         .lines()
@@ -216,7 +216,7 @@ pub fn final_result(output: &Output) -> Result<String> {
 
 /// The Claude-side guard's audit: no `allow` decision at all; with `require_denials`, it must
 /// have recorded the isolation probes' denials (so an empty file cannot pass for an audit).
-pub fn claude_audit_has_no_allow(path: &Path, require_denials: bool) -> Result<String> {
+pub(crate) fn claude_audit_has_no_allow(path: &Path, require_denials: bool) -> Result<String> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(_) if !require_denials => String::new(),
@@ -238,7 +238,7 @@ pub fn claude_audit_has_no_allow(path: &Path, require_denials: bool) -> Result<S
 
 /// The Devin-side guard's audit after a live run: at least one allowed connection, and every
 /// allowed one to a name the Devin-side policy (`policies/guard-devin.toml`) allowlists.
-pub fn devin_audit_allows_only_devin(path: &Path) -> Result<()> {
+pub(crate) fn devin_audit_allows_only_devin(path: &Path) -> Result<()> {
     let policy = crate::workspace_root().join("policies/guard-devin.toml");
     let allow = allowlist(
         &std::fs::read_to_string(&policy)
@@ -269,7 +269,7 @@ const CREDENTIALS_IN_VOLUME: &str = ".local/share/devin/credentials.toml";
 /// Checks that `volume` holds a Devin login (a non-empty credentials file), in a throwaway
 /// container of the Claude image with no network, as the agent's uid, the volume read-only.
 /// Nothing of the file is read out: only `test -s` runs.
-pub fn require_devin_login(volume: &str) -> Result<()> {
+pub(crate) fn require_devin_login(volume: &str) -> Result<()> {
     let status = Command::new("docker")
         .args([
             "run",
@@ -331,7 +331,7 @@ fn allowlisted(host: &str, allow: &[String]) -> bool {
 }
 
 /// The names of the tools Claude Code ran (`tool_use` blocks of assistant events).
-pub fn tools_used(output: &Output) -> Result<Vec<String>> {
+pub(crate) fn tools_used(output: &Output) -> Result<Vec<String>> {
     let stdout = String::from_utf8_lossy(&output.stdout);
     Ok(stdout
         .lines()

@@ -28,16 +28,16 @@ use sha2::{Digest, Sha256};
 
 use crate::{run, workspace_root};
 
-pub const BRIDGE_TAG: &str = "devin-bridge:offline";
+pub(crate) const BRIDGE_TAG: &str = "devin-bridge:offline";
 /// The balancer of the `replicas` profile.
-pub const PROXY_TAG: &str = "devin-bridge-proxy:haproxy";
+pub(crate) const PROXY_TAG: &str = "devin-bridge-proxy:haproxy";
 /// The same image under the name the outpost workers' Kubernetes manifests use.
-pub const OUTPOST_TAG: &str = "devin-bridge:outpost";
-pub const HOST_UID: u32 = 10001;
-pub const AGENT_UID: u32 = 10002;
+pub(crate) const OUTPOST_TAG: &str = "devin-bridge:outpost";
+pub(crate) const HOST_UID: u32 = 10001;
+pub(crate) const AGENT_UID: u32 = 10002;
 
 /// The Claude image's tag (pinned Claude Code version).
-pub fn claude_tag() -> String {
+pub(crate) fn claude_tag() -> String {
     format!(
         "devin-bridge-claude:{}",
         devin_bridge_test_setup::claude_code::VERSION
@@ -45,7 +45,7 @@ pub fn claude_tag() -> String {
 }
 
 /// What `docker load` made of one archive.
-pub struct Built {
+pub(crate) struct Built {
     pub tag: String,
     pub id: String,
     pub layer_bytes: u64,
@@ -65,7 +65,7 @@ fn images_dir() -> PathBuf {
 }
 
 /// Builds both images (the host binaries must already be built) and prints their ids.
-pub fn build_images(components: &Path) -> Result<Vec<Built>> {
+pub(crate) fn build_images(components: &Path) -> Result<Vec<Built>> {
     require_root()?;
     require_docker()?;
     let out = images_dir();
@@ -90,7 +90,7 @@ pub fn build_images(components: &Path) -> Result<Vec<Built>> {
 
 /// Builds the bridge image once more from the same inputs; `docker load` of the same bytes is
 /// a no-op, so this returns the id the inputs determine.
-pub fn rebuild_bridge_image(components: &Path) -> Result<Built> {
+pub(crate) fn rebuild_bridge_image(components: &Path) -> Result<Built> {
     build_bridge_image(components, &images_dir())
 }
 
@@ -101,7 +101,7 @@ fn require_root() -> Result<()> {
     Ok(())
 }
 
-pub fn require_docker() -> Result<()> {
+pub(crate) fn require_docker() -> Result<()> {
     let info = Command::new("docker")
         .args(["info", "--format", "{{.ServerVersion}}"])
         .output()

@@ -49,7 +49,7 @@ fn require_live_image() -> Result<()> {
 /// `cargo xtask clean [--all]`: stops and removes this project's containers and networks (the
 /// operator's project and the tests'), keeping the named volumes (the Devin login) unless
 /// `--all` is given.
-pub fn clean(rest: &[String]) -> Result<()> {
+pub(crate) fn clean(rest: &[String]) -> Result<()> {
     let all = match rest {
         [] => false,
         [flag] if flag == "--all" => true,
@@ -77,7 +77,7 @@ pub fn clean(rest: &[String]) -> Result<()> {
 /// `cargo xtask login-devin`: the Devin CLI's login, run once in a throwaway container on the
 /// devin-auth volume as the agent's uid. The token is typed at the CLI's own prompt: it is never
 /// an argument, an environment variable or a file of ours.
-pub fn login_devin() -> Result<()> {
+pub(crate) fn login_devin() -> Result<()> {
     require_opt_in("login-devin")?;
     image::require_docker()?;
     require_live_image()?;
@@ -119,7 +119,7 @@ pub fn login_devin() -> Result<()> {
 /// `cargo xtask launch [--offline] [--stop] [-- claude args]`: brings up the bridge and both guards,
 /// re-checks isolation and model discovery (and, live, Devin authentication), then starts
 /// Claude Code in its own container, attached to this terminal.
-pub fn launch(components: &Path, rest: &[String]) -> Result<()> {
+pub(crate) fn launch(components: &Path, rest: &[String]) -> Result<()> {
     let offline = rest.iter().any(|arg| arg == "--offline");
     let profile = if offline { "offline" } else { "live" };
     if rest.iter().any(|arg| arg == "--stop") {
@@ -213,7 +213,7 @@ fn parse_exports(text: &str) -> Result<Vec<(String, String)>> {
 
 /// The three live scenarios, spaced out; each checks Claude Code's structured stream events,
 /// then the Devin guard must have allowed only Devin hosts and the Claude guard nothing.
-pub fn test_live() -> Result<()> {
+pub(crate) fn test_live() -> Result<()> {
     require_opt_in("test-live")?;
     image::require_docker()?;
     require_live_image()?;

@@ -128,7 +128,7 @@ fn docker(args: &[&str]) -> Result<String> {
 }
 
 /// Runs the check; the line it prints on success.
-pub fn outpost_worker_in_image(scratch: &Path) -> Result<String> {
+pub(crate) fn outpost_worker_in_image(scratch: &Path) -> Result<String> {
     let _ = docker(&["rm", "-f", CONTAINER]);
     let fleet = Fleet::start()?;
     let remote = workspace_root().join("target/debug/fake-devin-remote");

@@ -74,7 +74,7 @@ const DOCKERD_WAIT: Duration = Duration::from_secs(60);
 
 /// Installs what is missing and starts the Docker daemon when it does not answer (as root), or
 /// fails naming every command that would.
-pub fn ensure_container_prerequisites() -> Result<()> {
+pub(crate) fn ensure_container_prerequisites() -> Result<()> {
     let needs = needs();
     let packages = debian::ensure(&needs, WHAT, "containers");
     let daemon = docker_info();

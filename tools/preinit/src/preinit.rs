@@ -23,7 +23,7 @@ use wasmtime::{Config, Engine, Store};
 use wasmtime_wizer::{ComponentInstanceState, Wizer};
 
 /// The call that pre-initialises a component: an exported function of one of its interfaces.
-pub struct WarmUp {
+pub(crate) struct WarmUp {
     /// The exported interface, e.g. `devin-bridge:transforms/serializer@0.1.0`.
     pub interface: &'static str,
     pub function: &'static str,
@@ -42,7 +42,7 @@ fn claude_code_request(root: &Path) -> Result<String> {
 }
 
 /// The serializer turns the Claude-Code-sized request into a prompt.
-pub fn serializer_warm_up(root: &Path) -> Result<WarmUp> {
+pub(crate) fn serializer_warm_up(root: &Path) -> Result<WarmUp> {
     Ok(WarmUp {
         interface: "devin-bridge:transforms/serializer@0.1.0",
         function: "serialize",
@@ -52,7 +52,7 @@ pub fn serializer_warm_up(root: &Path) -> Result<WarmUp> {
 
 /// The envelope parses a `Bash` call against that request's 21 tools (and so compiles and runs
 /// a JSON-Schema validator).
-pub fn envelope_warm_up(root: &Path) -> Result<WarmUp> {
+pub(crate) fn envelope_warm_up(root: &Path) -> Result<WarmUp> {
     let request: serde_json::Value = serde_json::from_str(&claude_code_request(root)?)?;
     let tools = request
         .get("tools")
@@ -73,7 +73,7 @@ pub fn envelope_warm_up(root: &Path) -> Result<WarmUp> {
 }
 
 /// The SSE renderer renders a tool-call reply as a whole stream.
-pub fn sse_warm_up(_root: &Path) -> Result<WarmUp> {
+pub(crate) fn sse_warm_up(_root: &Path) -> Result<WarmUp> {
     let usage = || {
         Val::Record(vec![
             ("input-tokens".to_owned(), Val::U32(20_000)),
@@ -109,7 +109,7 @@ pub fn sse_warm_up(_root: &Path) -> Result<WarmUp> {
 }
 
 /// The model-alias validator checks the default model against the shipped catalog.
-pub fn model_alias_warm_up(root: &Path) -> Result<WarmUp> {
+pub(crate) fn model_alias_warm_up(root: &Path) -> Result<WarmUp> {
     let catalog = repository_file(root, "policies/models.json")?;
     Ok(WarmUp {
         interface: "devin-bridge:transforms/model-alias@0.1.0",
@@ -124,7 +124,7 @@ pub fn model_alias_warm_up(root: &Path) -> Result<WarmUp> {
 /// Runs `warm_up` in an instance of `component` and returns the snapshot of that instance.
 /// Fails when the warm-up traps or answers with a failure: a snapshot of an instance that took
 /// an error path would not hold the heap of a real call.
-pub fn preinitialize(component: &[u8], warm_up: &WarmUp) -> Result<Vec<u8>> {
+pub(crate) fn preinitialize(component: &[u8], warm_up: &WarmUp) -> Result<Vec<u8>> {
     let wizer = Wizer::new();
     let (context, instrumented) = wizer
         .instrument_component(component)

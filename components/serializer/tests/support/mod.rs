@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use devin_bridge_serializer::{repair, serialize, serialize_resumed, serialize_unseen, Failure};
 use serde_json::{json, Value};
 
-pub fn fixture_dir() -> PathBuf {
+pub(crate) fn fixture_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/serializer")
 }
 
-pub fn fixtures() -> Vec<(PathBuf, String, Value)> {
+pub(crate) fn fixtures() -> Vec<(PathBuf, String, Value)> {
     let mut paths: Vec<PathBuf> = fs::read_dir(fixture_dir())
         .expect("fixture directory exists")
         .map(|entry| entry.expect("readable directory entry").path())
@@ -33,7 +33,7 @@ pub fn fixtures() -> Vec<(PathBuf, String, Value)> {
 }
 
 /// Runs one case and encodes its result as the fixture's `expect` shape.
-pub fn run(case: &Value) -> Value {
+pub(crate) fn run(case: &Value) -> Value {
     let args = &case["args"];
     let request = || match (&args["request_raw"], &args["request"]) {
         (Value::String(raw), _) => raw.clone(),

@@ -8,7 +8,7 @@ use super::AcpError;
 
 /// One message from the agent.
 #[derive(Debug)]
-pub enum Incoming {
+pub(crate) enum Incoming {
     Response {
         id: Value,
         outcome: Result<Value, Value>,
@@ -24,14 +24,14 @@ pub enum Incoming {
 }
 
 /// Reads frames, refusing lines longer than `max_line` bytes.
-pub struct FrameReader<R> {
+pub(crate) struct FrameReader<R> {
     reader: BufReader<R>,
     max_line: usize,
     buffer: Vec<u8>,
 }
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
-    pub fn new(inner: R, max_line: usize) -> Self {
+    pub(crate) fn new(inner: R, max_line: usize) -> Self {
         Self {
             reader: BufReader::with_capacity(64 << 10, inner),
             max_line,
@@ -43,7 +43,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     ///
     /// Cancel safe: a line cut short by a timeout stays buffered and is completed by the next
     /// call, so a connection stays in step after a caller stopped waiting.
-    pub async fn next(&mut self) -> Result<Option<Incoming>, AcpError> {
+    pub(crate) async fn next(&mut self) -> Result<Option<Incoming>, AcpError> {
         loop {
             let limit = u64::try_from(
                 self.max_line
@@ -106,7 +106,7 @@ pub(crate) fn parse(line: &[u8]) -> Result<Incoming, AcpError> {
 
 /// A request frame, newline-terminated. The params are written straight into the frame
 /// (a prompt can be megabytes: no intermediate `Value`, no second copy of its text).
-pub fn request(id: u64, method: &str, params: &impl Serialize) -> Result<Vec<u8>, AcpError> {
+pub(crate) fn request(id: u64, method: &str, params: &impl Serialize) -> Result<Vec<u8>, AcpError> {
     line(&Frame {
         jsonrpc: "2.0",
         id: Some(id),
@@ -116,7 +116,7 @@ pub fn request(id: u64, method: &str, params: &impl Serialize) -> Result<Vec<u8>
 }
 
 /// A notification frame, newline-terminated.
-pub fn notification(method: &str, params: &impl Serialize) -> Result<Vec<u8>, AcpError> {
+pub(crate) fn notification(method: &str, params: &impl Serialize) -> Result<Vec<u8>, AcpError> {
     line(&Frame {
         jsonrpc: "2.0",
         id: None,
@@ -126,7 +126,7 @@ pub fn notification(method: &str, params: &impl Serialize) -> Result<Vec<u8>, Ac
 }
 
 /// A response frame, newline-terminated.
-pub fn response(id: &Value, outcome: Result<Value, Value>) -> Vec<u8> {
+pub(crate) fn response(id: &Value, outcome: Result<Value, Value>) -> Vec<u8> {
     let value = match outcome {
         Ok(result) => serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result }),
         Err(error) => serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": error }),

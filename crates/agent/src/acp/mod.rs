@@ -9,8 +9,6 @@
 mod connection;
 pub(crate) mod frame;
 mod gate;
-#[cfg(any(test, feature = "test-util"))]
-pub(crate) mod scripted;
 mod shared;
 mod turn;
 mod usage;

@@ -1,6 +1,6 @@
 //! Shared helpers of the host's integration tests: the support crate they share with the
 //! benchmarks (`tests/support`, seen here as `common::*`), and what only these tests use.
 
-pub use devin_bridge_test_support::*;
+pub(crate) use devin_bridge_test_support::*;
 
-pub mod yaml;
+pub(crate) mod yaml;

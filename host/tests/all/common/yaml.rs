@@ -3,7 +3,7 @@
 use yaml_rust2::Yaml;
 
 /// The string items of a YAML list (empty when it is not a list).
-pub fn strings(value: &Yaml) -> Vec<String> {
+pub(crate) fn strings(value: &Yaml) -> Vec<String> {
     value
         .as_vec()
         .map(|items| {

@@ -10,7 +10,7 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-pub fn addr(url: &str) -> String {
+pub(crate) fn addr(url: &str) -> String {
     url.trim_start_matches("http://")
         .split('/')
         .next()
@@ -65,12 +65,12 @@ fn parse(raw: &[u8]) -> (u16, String, Vec<u8>) {
     (status, head, body)
 }
 
-pub fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+pub(crate) fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 /// One request; the status and the body as JSON (a JSON string if it is not JSON).
-pub async fn call(
+pub(crate) async fn call(
     base: &str,
     method: &str,
     path: &str,
@@ -83,7 +83,7 @@ pub async fn call(
     (status, value)
 }
 
-pub async fn call_raw(
+pub(crate) async fn call_raw(
     base: &str,
     method: &str,
     path: &str,
@@ -101,7 +101,7 @@ pub async fn call_raw(
 }
 
 /// An open watch stream.
-pub struct Sse {
+pub(crate) struct Sse {
     stream: TcpStream,
     pub status: u16,
     raw: Vec<u8>,
@@ -111,7 +111,7 @@ pub struct Sse {
 }
 
 impl Sse {
-    pub async fn open(base: &str, path: &str, token: &str) -> Sse {
+    pub(crate) async fn open(base: &str, path: &str, token: &str) -> Sse {
         let mut stream = send(base, "GET", path, Some(token), None).await;
         let mut raw = Vec::new();
         while find(&raw, b"\r\n\r\n").is_none() {
@@ -180,7 +180,7 @@ impl Sse {
     }
 
     /// The next `data:` event, skipping comments; `None` on timeout or the end of the stream.
-    pub async fn next(&mut self, timeout: Duration) -> Option<Value> {
+    pub(crate) async fn next(&mut self, timeout: Duration) -> Option<Value> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             while let Some(end) = find(&self.text, b"\n\n") {
@@ -198,7 +198,7 @@ impl Sse {
     }
 
     /// Waits for more bytes for `timeout`; true if the stream stayed silent and open.
-    pub async fn silent_for(&mut self, timeout: Duration) -> bool {
+    pub(crate) async fn silent_for(&mut self, timeout: Duration) -> bool {
         let before = self.text.len();
         let got = self.fill(timeout).await;
         !got && !self.ended && self.text.len() == before

@@ -1,9 +1,9 @@
 use serde_json::json;
 
 use super::*;
-use crate::acp::scripted::agent;
 use crate::acp::NoTools;
 use crate::devin::ClientIdentity;
+use crate::testkit::scripted_agent as agent;
 
 // ---- notifications, without a process ----
 

@@ -1,6 +1,6 @@
 use super::*;
-use crate::acp::scripted::agent;
 use crate::devin::ClientIdentity;
+use crate::testkit::scripted_agent as agent;
 
 /// Answers `initialize` (id 0) and two `session/new` (ids 1 and 2: sessions `s1`, `s2`).
 const OPEN_TWO: &str = r#"read -r l; echo '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{},"authMethods":[]}}'

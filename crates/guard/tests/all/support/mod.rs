@@ -19,7 +19,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 /// The Devin allowlist, as in policies/guard-devin.toml.
-pub const DEVIN_ALLOW: &[&str] = &[
+pub(crate) const DEVIN_ALLOW: &[&str] = &[
     "devin.ai",
     "*.devin.ai",
     "cognition.ai",
@@ -29,13 +29,13 @@ pub const DEVIN_ALLOW: &[&str] = &[
 ];
 
 /// A test CA and a leaf for `names`, with rustls configs for both ends.
-pub struct Pki {
+pub(crate) struct Pki {
     pub ca_pem: String,
     pub server: Arc<rustls::ServerConfig>,
     pub client: Arc<rustls::ClientConfig>,
 }
 
-pub fn pki(names: &[&str]) -> Pki {
+pub(crate) fn pki(names: &[&str]) -> Pki {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -72,7 +72,7 @@ pub fn pki(names: &[&str]) -> Pki {
 
 /// What a local TLS server does with each connection.
 #[derive(Debug, Clone, Copy)]
-pub enum ServerMode {
+pub(crate) enum ServerMode {
     /// Echo every byte back until the client closes.
     Echo,
     /// Minimal HTTP/1.1: `GET /bytes/N` answers N pattern bytes, `POST` echoes the body.
@@ -80,7 +80,7 @@ pub enum ServerMode {
 }
 
 /// Start a TLS server on 127.0.0.1:0.
-pub async fn tls_server(config: Arc<rustls::ServerConfig>, mode: ServerMode) -> SocketAddr {
+pub(crate) async fn tls_server(config: Arc<rustls::ServerConfig>, mode: ServerMode) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let acceptor = TlsAcceptor::from(config);
@@ -111,7 +111,7 @@ pub async fn tls_server(config: Arc<rustls::ServerConfig>, mode: ServerMode) -> 
 }
 
 /// Deterministic pattern bytes.
-pub fn pattern(n: usize, seed: u8) -> Vec<u8> {
+pub(crate) fn pattern(n: usize, seed: u8) -> Vec<u8> {
     let mut x: u32 = 0x1234_5678 ^ u32::from(seed);
     (0..n)
         .map(|_| {
@@ -174,7 +174,7 @@ async fn serve_http<S: AsyncRead + AsyncWrite + Unpin>(mut s: S) -> std::io::Res
 
 /// A plain HTTP server (for the plain-forward path): answers the request head it received,
 /// as its body, so the test can see exactly what the guard sent.
-pub async fn plain_http_server() -> SocketAddr {
+pub(crate) async fn plain_http_server() -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -232,7 +232,7 @@ pub async fn plain_http_server() -> SocketAddr {
 
 /// A guard policy for tests: the Devin allowlist, loopback allowed explicitly, `api.devin.ai`
 /// (and any `extra` names) pinned, short timeouts.
-pub fn test_policy(dir: &Path, pins: &[(&str, String)]) -> GuardPolicy {
+pub(crate) fn test_policy(dir: &Path, pins: &[(&str, String)]) -> GuardPolicy {
     let resolve: BTreeMap<String, String> = pins
         .iter()
         .map(|(name, addr)| (name.to_string(), addr.clone()))
@@ -256,7 +256,7 @@ pub fn test_policy(dir: &Path, pins: &[(&str, String)]) -> GuardPolicy {
 }
 
 /// Every line of the audit file, parsed.
-pub fn audit_lines(path: &Path) -> Vec<Value> {
+pub(crate) fn audit_lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
@@ -265,7 +265,7 @@ pub fn audit_lines(path: &Path) -> Vec<Value> {
 }
 
 /// Wait until the audit file has at least `n` lines (5 s at most), then return them all.
-pub async fn wait_audit(path: &Path, n: usize) -> Vec<Value> {
+pub(crate) async fn wait_audit(path: &Path, n: usize) -> Vec<Value> {
     for _ in 0..500 {
         let lines = audit_lines(path);
         if lines.len() >= n {
@@ -281,7 +281,7 @@ pub async fn wait_audit(path: &Path, n: usize) -> Vec<Value> {
 }
 
 /// CONNECT through the guard and do TLS for `sni`.
-pub async fn tls_via_guard(
+pub(crate) async fn tls_via_guard(
     guard: SocketAddr,
     authority: &str,
     sni: &str,
@@ -294,7 +294,7 @@ pub async fn tls_via_guard(
 }
 
 /// Send `data` through an echo TLS stream while reading the echo; return what came back.
-pub async fn echo_roundtrip<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+pub(crate) async fn echo_roundtrip<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     tls: S,
     data: Vec<u8>,
 ) -> Vec<u8> {
@@ -321,7 +321,7 @@ pub async fn echo_roundtrip<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
 
 /// A stream that rewrites the first write (the ClientHello record(s)) into records of
 /// `fragment` bytes, sent in TCP segments of `segment` bytes with a 2 ms pause between them.
-pub struct Refragment<S> {
+pub(crate) struct Refragment<S> {
     inner: S,
     fragment: usize,
     segment: usize,
@@ -339,7 +339,7 @@ enum FirstWrite {
 }
 
 impl<S> Refragment<S> {
-    pub fn new(inner: S, fragment: usize, segment: usize) -> Self {
+    pub(crate) fn new(inner: S, fragment: usize, segment: usize) -> Self {
         Self {
             inner,
             fragment,
@@ -350,7 +350,7 @@ impl<S> Refragment<S> {
 }
 
 /// Re-fragment leading handshake records; anything after them is appended unchanged.
-pub fn refragment_records(bytes: &[u8], fragment: usize) -> Vec<u8> {
+pub(crate) fn refragment_records(bytes: &[u8], fragment: usize) -> Vec<u8> {
     let mut handshake = Vec::new();
     let mut pos = 0;
     while pos + 5 <= bytes.len() && bytes[pos] == 0x16 {
@@ -429,7 +429,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Refragment<S> {
 use std::future::Future;
 
 /// Resident set size of this process, from /proc/self/status, in KiB.
-pub fn rss_kib() -> u64 {
+pub(crate) fn rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
     status
         .lines()
@@ -439,7 +439,7 @@ pub fn rss_kib() -> u64 {
 }
 
 /// The repository root (for policies/).
-pub fn repo_root() -> PathBuf {
+pub(crate) fn repo_root() -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     manifest
         .ancestors()

@@ -1,4 +1,5 @@
-//! Agents scripted in `sh` for the connection tests: each answers the frames a test expects.
+//! Helpers for tests, this crate's and other crates' (behind the `test-util` feature; never in
+//! the binary): agents scripted in `sh`, each answering the frames a test expects.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -6,7 +7,7 @@ use std::time::Duration;
 use crate::process::Spec;
 
 /// `/bin/sh -c script` in the temporary directory, with only `PATH`.
-pub fn agent(script: &str) -> Spec {
+pub fn scripted_agent(script: &str) -> Spec {
     Spec {
         program: PathBuf::from("/bin/sh"),
         args: vec!["-c".into(), script.into()],
