@@ -10,8 +10,9 @@
 //! `MOCK_DEVIN_LOG`), and that SIGTERM stops the bridge cleanly with no agent process left
 //! behind.
 //!
-//! Needs node and npm, and the Claude Code executable in `DEVIN_BRIDGE_CLAUDE_CODE`:
-//! `cargo xtask test` installs the pinned version into `target/claude-code/` and sets it.
+//! Needs node and npm. The Claude Code executable is `DEVIN_BRIDGE_CLAUDE_CODE` when set
+//! (`cargo xtask test` sets it); otherwise the support crate installs the pinned version into
+//! `target/claude-code/` on first use.
 
 use crate::common;
 

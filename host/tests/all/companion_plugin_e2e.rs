@@ -11,8 +11,9 @@
 //! appeared in a Bash command, that the raw-args file was consumed, and that the job record
 //! says `done`.
 //!
-//! Needs node and npm, and the Claude Code executable in `DEVIN_BRIDGE_CLAUDE_CODE`:
-//! `cargo xtask test` installs the pinned version into `target/claude-code/` and sets it.
+//! Needs node and npm. The Claude Code executable is `DEVIN_BRIDGE_CLAUDE_CODE` when set
+//! (`cargo xtask test` sets it); otherwise the support crate installs the pinned version into
+//! `target/claude-code/` on first use.
 
 use crate::common;
 
