@@ -189,34 +189,13 @@ fn containers(components: Option<&Path>, args: &[String]) -> Result<()> {
 /// `nsenter` put outpost sessions with a network policy into network namespaces, and the CA
 /// certificates let npm reach its registry.
 const TEST_NEEDS: [Need; 7] = [
-    Need {
-        program: "curl",
-        package: "curl",
-    },
-    Need {
-        program: "git",
-        package: "git",
-    },
-    Need {
-        program: "node",
-        package: "nodejs",
-    },
-    Need {
-        program: "npm",
-        package: "npm",
-    },
-    Need {
-        program: "ip",
-        package: "iproute2",
-    },
-    Need {
-        program: "nsenter",
-        package: "util-linux",
-    },
-    Need {
-        program: "update-ca-certificates",
-        package: "ca-certificates",
-    },
+    Need::new("curl", "curl"),
+    Need::new("git", "git"),
+    Need::new("node", "nodejs"),
+    Need::new("npm", "npm"),
+    Need::new("ip", "iproute2"),
+    Need::new("nsenter", "util-linux"),
+    Need::new("update-ca-certificates", "ca-certificates"),
 ];
 
 /// Installs the cargo tests' programs that are missing (as root). Without root it says what is

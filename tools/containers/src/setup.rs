@@ -25,42 +25,15 @@ use crate::workspace_root;
 /// Claude Code image; npm installs the pinned Claude Code) and `curl` (the outpost check's
 /// calls to the fake fleet).
 const NEEDS: [Need; 9] = [
-    Need {
-        program: "docker",
-        package: "docker.io",
-    },
-    Need {
-        program: "docker-compose",
-        package: "docker-compose",
-    },
-    Need {
-        program: "debootstrap",
-        package: "debootstrap",
-    },
-    Need {
-        program: "iptables",
-        package: "iptables",
-    },
-    Need {
-        program: "objcopy",
-        package: "binutils",
-    },
-    Need {
-        program: "tar",
-        package: "tar",
-    },
-    Need {
-        program: "node",
-        package: "nodejs",
-    },
-    Need {
-        program: "npm",
-        package: "npm",
-    },
-    Need {
-        program: "curl",
-        package: "curl",
-    },
+    Need::new("docker", "docker.io"),
+    Need::new("docker-compose", "docker-compose"),
+    Need::new("debootstrap", "debootstrap"),
+    Need::new("iptables", "iptables"),
+    Need::new("objcopy", "binutils"),
+    Need::new("tar", "tar"),
+    Need::new("node", "nodejs"),
+    Need::new("npm", "npm"),
+    Need::new("curl", "curl"),
 ];
 
 /// What the messages call the consumer of these packages.

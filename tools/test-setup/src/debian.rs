@@ -19,6 +19,13 @@ pub struct Need {
     pub package: &'static str,
 }
 
+impl Need {
+    /// `program`, which the Debian package `package` installs.
+    pub const fn new(program: &'static str, package: &'static str) -> Self {
+        Need { program, package }
+    }
+}
+
 /// Why the packages are not there.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
