@@ -32,8 +32,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-use devin_bridge_companion::jobs::clock::format_rfc3339;
-use devin_bridge_companion::jobs::{JobRecord, JobStatus, JobStore, Role, RunMode};
+use devin_bridge_companion::format_rfc3339;
+use devin_bridge_companion::{JobRecord, JobStatus, JobStore, Role, RunMode};
 use devin_bridge_test_support::artifacts::target_binary;
 use devin_bridge_test_support::bench::{env_usize, ms, percentile};
 use serde_json::{json, Value};

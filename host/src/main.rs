@@ -37,7 +37,7 @@ enum Command {
     /// Delegate tasks and reviews to the Devin CLI (the Claude Code plugin's helper).
     Companion(devin_bridge_companion::CompanionArgs),
     /// Serve Devin Outposts sessions from a fleet queue, and manage outposts.
-    Outpost(devin_bridge_outpost::cli::OutpostArgs),
+    Outpost(devin_bridge_outpost::OutpostArgs),
     /// Print the shell `export` lines that point Claude Code at a bridge, with the operator's
     /// BRIDGE_*_MODEL settings checked against the catalog (`eval "$(devin-bridge client-env)"`).
     ClientEnv(client_env::ClientEnvArgs),

@@ -32,7 +32,7 @@ pub struct CompanionArgs {
                   `--raw-args-token T` as their only argument: the arguments are then read from \
                   the private file made by `raw-args-create` (see docs/companion.md)."
 )]
-pub struct CompanionCli {
+pub(crate) struct CompanionCli {
     /// A companion policy (default: DEVIN_BRIDGE_POLICY, else the built-in one).
     #[arg(long, env = "DEVIN_BRIDGE_POLICY")]
     pub policy: Option<PathBuf>,
@@ -41,7 +41,7 @@ pub struct CompanionCli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Delegate a task (read-only consult by default; --write lets Devin edit the workspace).
     Task(TaskArgs),
     /// Ask Devin for a read-only review of the working tree or the branch.
@@ -76,7 +76,7 @@ pub enum Command {
 
 /// Which Devin CLI interface runs a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum RunnerKind {
+pub(crate) enum RunnerKind {
     /// `devin acp`: sessions, models, typed failures (default).
     #[default]
     Acp,
@@ -85,7 +85,7 @@ pub enum RunnerKind {
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct TaskArgs {
+pub(crate) struct TaskArgs {
     /// Let Devin edit files in the workspace (default: read-only consult).
     #[arg(long)]
     pub write: bool,
@@ -124,7 +124,7 @@ pub struct TaskArgs {
 
 /// Which changes a review covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// The working tree when it has changes, else the branch.
     #[default]
     Auto,
@@ -133,7 +133,7 @@ pub enum Scope {
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct ReviewArgs {
+pub(crate) struct ReviewArgs {
     #[arg(long, value_enum, default_value_t = Scope::Auto)]
     pub scope: Scope,
     /// The base of a branch review (default: the default branch).
@@ -155,7 +155,7 @@ pub struct ReviewArgs {
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct ModelsArgs {
+pub(crate) struct ModelsArgs {
     /// Re-read the catalog from the CLI.
     #[arg(long)]
     pub refresh: bool,
@@ -164,19 +164,19 @@ pub struct ModelsArgs {
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct SetupArgs {
+pub(crate) struct SetupArgs {
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct RawArgsCreateArgs {
+pub(crate) struct RawArgsCreateArgs {
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct RawArgsDiscardArgs {
+pub(crate) struct RawArgsDiscardArgs {
     #[arg(long, value_name = "T")]
     pub raw_args_token: String,
     #[arg(long)]
@@ -184,26 +184,26 @@ pub struct RawArgsDiscardArgs {
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct WorkerArgs {
+pub(crate) struct WorkerArgs {
     #[arg(long)]
     pub job: String,
 }
 
 /// Subcommands that accept `--raw-args-token`.
-pub const RAW_ARGS_SUBCOMMANDS: [&str; 7] = [
+pub(crate) const RAW_ARGS_SUBCOMMANDS: [&str; 7] = [
     "task", "review", "status", "history", "result", "cancel", "setup",
 ];
 
 /// The arguments split into the global part, the subcommand name and its own arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Split {
+pub(crate) struct Split {
     pub policy: Option<PathBuf>,
     pub subcommand: Option<String>,
     pub rest: Vec<String>,
 }
 
 /// Finds the subcommand without parsing it (so `--raw-args-token` can be handled first).
-pub fn split_args(args: &[String]) -> Split {
+pub(crate) fn split_args(args: &[String]) -> Split {
     let mut policy = None;
     let mut index = 0;
     while index < args.len() {
@@ -230,7 +230,7 @@ pub fn split_args(args: &[String]) -> Split {
 
 /// `Some(token)` when the subcommand's arguments are exactly `--raw-args-token T`;
 /// `Err` when the flag is mixed with other arguments or given to another subcommand.
-pub fn raw_args_token(split: &Split) -> Result<Option<String>, String> {
+pub(crate) fn raw_args_token(split: &Split) -> Result<Option<String>, String> {
     let mentions = split
         .rest
         .iter()
@@ -257,7 +257,7 @@ const DEPRECATED: [(&str, &str); 3] = [
 ];
 
 /// One warning line for each deprecated spelling among the arguments.
-pub fn deprecation_warnings(split: &Split) -> Vec<String> {
+pub(crate) fn deprecation_warnings(split: &Split) -> Vec<String> {
     let words = split.subcommand.iter().chain(split.rest.iter());
     let mut warnings = Vec::new();
     for word in words {
@@ -273,7 +273,7 @@ pub fn deprecation_warnings(split: &Split) -> Vec<String> {
 }
 
 /// Parses the arguments after `companion` (with the subcommand's own arguments replaced).
-pub fn parse(split: &Split) -> Result<CompanionCli, clap::Error> {
+pub(crate) fn parse(split: &Split) -> Result<CompanionCli, clap::Error> {
     let mut argv: Vec<String> = Vec::new();
     if let Some(policy) = &split.policy {
         argv.push("--policy".into());
@@ -285,7 +285,7 @@ pub fn parse(split: &Split) -> Result<CompanionCli, clap::Error> {
 }
 
 /// Clap's error as one line, without the `error: ` prefix and the usage.
-pub fn one_line(error: &clap::Error) -> String {
+pub(crate) fn one_line(error: &clap::Error) -> String {
     let text = error.to_string();
     let line = text
         .lines()

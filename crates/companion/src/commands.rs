@@ -31,17 +31,17 @@ use super::settings::Settings;
 use super::Output;
 
 /// Between SIGTERM and SIGKILL when a job is cancelled.
-pub const CANCEL_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const CANCEL_GRACE: Duration = Duration::from_secs(2);
 /// The most hook input `session-end` reads.
-pub const HOOK_INPUT_LIMIT: u64 = 64 * 1024;
+pub(crate) const HOOK_INPUT_LIMIT: u64 = 64 * 1024;
 /// Transport files unused for this long are removed at session end.
-pub const TRANSPORT_MAX_AGE: Duration = Duration::from_secs(600);
+pub(crate) const TRANSPORT_MAX_AGE: Duration = Duration::from_secs(600);
 /// The failure message of a job cancelled by `cancel`.
-pub const CANCELLED_BY_USER: &str = "cancelled by the user";
+pub(crate) const CANCELLED_BY_USER: &str = "cancelled by the user";
 
 /// `status [JOB] [--all] [--cwd DIR] [--json]`.
 #[derive(Debug, Clone, clap::Args)]
-pub struct StatusArgs {
+pub(crate) struct StatusArgs {
     /// A job id; without one, the workspace's recent jobs and every running one.
     pub job: Option<String>,
     /// List the jobs of every workspace.
@@ -57,7 +57,7 @@ pub struct StatusArgs {
 
 /// `result JOB [--wait] [--cwd DIR] [--json]`.
 #[derive(Debug, Clone, clap::Args)]
-pub struct ResultArgs {
+pub(crate) struct ResultArgs {
     /// The job id.
     pub job: String,
     /// Wait (bounded by DEVIN_COMPANION_WAIT_TIMEOUT_MS) for a running job to end.
@@ -73,7 +73,7 @@ pub struct ResultArgs {
 
 /// `cancel JOB [--cwd DIR] [--json]`.
 #[derive(Debug, Clone, clap::Args)]
-pub struct CancelArgs {
+pub(crate) struct CancelArgs {
     /// The job id.
     pub job: String,
     /// The workspace to look in (default: every workspace).
@@ -86,7 +86,7 @@ pub struct CancelArgs {
 
 /// `history [--all] [--limit N] [--cwd DIR] [--json]`.
 #[derive(Debug, Clone, clap::Args)]
-pub struct HistoryArgs {
+pub(crate) struct HistoryArgs {
     /// Every workspace.
     #[arg(long, conflicts_with = "cwd")]
     pub all: bool,
@@ -103,7 +103,7 @@ pub struct HistoryArgs {
 
 /// `record-acceptance --job-id ID --acceptance accepted|rejected|unverified [...]`.
 #[derive(Debug, Clone, clap::Args)]
-pub struct RecordAcceptanceArgs {
+pub(crate) struct RecordAcceptanceArgs {
     /// The job id (a terminal job).
     #[arg(long = "job-id")]
     pub job_id: String,
@@ -129,14 +129,14 @@ pub struct RecordAcceptanceArgs {
 
 /// `session-end`: the Claude Code SessionEnd hook (hook JSON on stdin).
 #[derive(Debug, Clone, clap::Args)]
-pub struct SessionEndArgs {}
+pub(crate) struct SessionEndArgs {}
 
 fn exit(code: u8) -> ExitCode {
     ExitCode::from(code)
 }
 
 /// The exit code of a command that reports this job's outcome.
-pub fn exit_code_of(record: &JobRecord) -> u8 {
+pub(crate) fn exit_code_of(record: &JobRecord) -> u8 {
     match record.status {
         JobStatus::Running => EXIT_RUNNING,
         JobStatus::Done => EXIT_DONE,
@@ -151,7 +151,7 @@ pub fn exit_code_of(record: &JobRecord) -> u8 {
 }
 
 /// `--cwd`: must be an existing directory; returned canonical.
-pub fn resolve_cwd(cwd: Option<&Path>) -> Result<Option<PathBuf>, CompanionError> {
+pub(crate) fn resolve_cwd(cwd: Option<&Path>) -> Result<Option<PathBuf>, CompanionError> {
     let Some(cwd) = cwd else { return Ok(None) };
     match fs::canonicalize(cwd) {
         Ok(path) if path.is_dir() => Ok(Some(path)),
@@ -197,7 +197,7 @@ fn find(store: &JobStore, cwd: Option<&Path>, id: &str) -> Result<JobRecord, Com
 }
 
 /// `status`: one job in detail (exit 0 whatever its state), or a listing.
-pub fn status(settings: &Settings, args: StatusArgs) -> Result<Output, CompanionError> {
+pub(crate) fn status(settings: &Settings, args: StatusArgs) -> Result<Output, CompanionError> {
     let cwd = resolve_cwd(args.cwd.as_deref())?;
     let store = JobStore::from_settings(settings)?;
     let now = SystemTime::now();
@@ -225,7 +225,7 @@ pub fn status(settings: &Settings, args: StatusArgs) -> Result<Output, Companion
 
 /// `result`: the outcome and footer. With `--wait`, polls every `wait_poll` until the job
 /// ends or `wait_timeout` passes; a job still running exits 5.
-pub fn result(settings: &Settings, args: ResultArgs) -> Result<Output, CompanionError> {
+pub(crate) fn result(settings: &Settings, args: ResultArgs) -> Result<Output, CompanionError> {
     let cwd = resolve_cwd(args.cwd.as_deref())?;
     let store = JobStore::from_settings(settings)?;
     let mut record = find(&store, cwd.as_deref(), &args.job)?;
@@ -251,7 +251,7 @@ pub fn result(settings: &Settings, args: ResultArgs) -> Result<Output, Companion
 /// Cancels a running job: finishes it as cancelled first (under its lock, so a worker's
 /// later finish is a no-op), then ends the worker and the engine process groups (SIGTERM,
 /// [`CANCEL_GRACE`], SIGKILL). Returns the record and whether this call cancelled it.
-pub fn cancel_job(
+pub(crate) fn cancel_job(
     store: &JobStore,
     record: &JobRecord,
     message: &str,
@@ -279,7 +279,7 @@ pub fn cancel_job(
 
 /// `cancel`: exit 0 when the job is cancelled, and also (changing nothing) when it had
 /// already ended.
-pub fn cancel(settings: &Settings, args: CancelArgs) -> Result<Output, CompanionError> {
+pub(crate) fn cancel(settings: &Settings, args: CancelArgs) -> Result<Output, CompanionError> {
     let cwd = resolve_cwd(args.cwd.as_deref())?;
     let store = JobStore::from_settings(settings)?;
     let record = find(&store, cwd.as_deref(), &args.job)?;
@@ -302,7 +302,7 @@ pub fn cancel(settings: &Settings, args: CancelArgs) -> Result<Output, Companion
 }
 
 /// `history`: the safe projection of the newest jobs (default `history_limit`).
-pub fn history(settings: &Settings, args: HistoryArgs) -> Result<Output, CompanionError> {
+pub(crate) fn history(settings: &Settings, args: HistoryArgs) -> Result<Output, CompanionError> {
     let cwd = resolve_cwd(args.cwd.as_deref())?;
     let limit = args.limit.unwrap_or(settings.history_limit);
     if limit == 0 {
@@ -326,7 +326,7 @@ pub fn history(settings: &Settings, args: HistoryArgs) -> Result<Output, Compani
 /// `record-acceptance`: sets a terminal job's acceptance once. `accepted` cannot carry a
 /// failure kind; a job whose delivery failed needs `--accept-failed-transport` to be
 /// accepted. Bad values, a running job or a second recording are `input` errors.
-pub fn record_acceptance(
+pub(crate) fn record_acceptance(
     settings: &Settings,
     args: RecordAcceptanceArgs,
 ) -> Result<Output, CompanionError> {
@@ -386,7 +386,7 @@ pub fn record_acceptance(
 
 /// What `session-end` did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct SessionEndSummary {
+pub(crate) struct SessionEndSummary {
     pub session_id: Option<String>,
     pub cancelled: usize,
     pub died: usize,
@@ -397,7 +397,7 @@ pub struct SessionEndSummary {
 
 impl SessionEndSummary {
     /// The one line printed on stderr.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let mut line = format!(
             "devin-bridge companion session-end: cancelled {}, marked {} died, removed {} transport files and {} run directories",
             self.cancelled, self.died, self.transport_removed, self.runs_removed
@@ -415,7 +415,7 @@ impl SessionEndSummary {
 
 /// `session-end`: reads the hook JSON from stdin and never fails (exit 0, one summary line
 /// on stderr, nothing on stdout).
-pub fn session_end(settings: &Settings, _args: SessionEndArgs) -> Result<Output, CompanionError> {
+pub(crate) fn session_end(settings: &Settings, _args: SessionEndArgs) -> Result<Output, CompanionError> {
     let summary = session_end_from(settings, std::io::stdin().lock());
     eprintln!("{}", summary.line());
     Ok(Output {
@@ -426,7 +426,7 @@ pub fn session_end(settings: &Settings, _args: SessionEndArgs) -> Result<Output,
 }
 
 /// The JSON form of a session-end summary.
-pub fn session_end_json(summary: &SessionEndSummary) -> serde_json::Value {
+pub(crate) fn session_end_json(summary: &SessionEndSummary) -> serde_json::Value {
     json!({
         "sessionId": summary.session_id,
         "cancelled": summary.cancelled,
@@ -440,7 +440,7 @@ pub fn session_end_json(summary: &SessionEndSummary) -> serde_json::Value {
 /// The work of `session-end` with the hook input from `input`: running jobs of the ended
 /// Claude Code session are cancelled if their worker is alive and finished as died
 /// otherwise; transport files unused for 10 minutes and leftover run directories are removed.
-pub fn session_end_from(settings: &Settings, input: impl Read) -> SessionEndSummary {
+pub(crate) fn session_end_from(settings: &Settings, input: impl Read) -> SessionEndSummary {
     let mut summary = SessionEndSummary::default();
     let mut bytes = Vec::new();
     match input.take(HOOK_INPUT_LIMIT + 1).read_to_end(&mut bytes) {
@@ -521,7 +521,7 @@ fn end_for_session(store: &JobStore, record: &JobRecord, summary: &mut SessionEn
 
 /// Removes regular files of this user directly in `dir` that were last modified more than
 /// `max_age` ago (transport files are consumed, so those left are unused). Returns how many.
-pub fn remove_stale_transport(dir: &Path, max_age: Duration) -> usize {
+pub(crate) fn remove_stale_transport(dir: &Path, max_age: Duration) -> usize {
     let Ok(entries) = fs::read_dir(dir) else {
         return 0;
     };

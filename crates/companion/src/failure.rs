@@ -15,20 +15,20 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 /// Exit code: done, or a status/history listing printed.
-pub const EXIT_DONE: u8 = 0;
+pub(crate) const EXIT_DONE: u8 = 0;
 /// Exit code: the job ended in error or died.
-pub const EXIT_FAILED: u8 = 1;
+pub(crate) const EXIT_FAILED: u8 = 1;
 /// Exit code: bad flags or input; no job was created.
-pub const EXIT_INPUT: u8 = 2;
+pub(crate) const EXIT_INPUT: u8 = 2;
 /// Exit code: the job was cancelled.
-pub const EXIT_CANCELLED: u8 = 3;
+pub(crate) const EXIT_CANCELLED: u8 = 3;
 /// Exit code: an engine-wide setup problem (missing CLI, setup, authentication).
-pub const EXIT_SETUP: u8 = 4;
+pub(crate) const EXIT_SETUP: u8 = 4;
 /// Exit code: `result --wait` ran out of time while the job still runs.
-pub const EXIT_RUNNING: u8 = 5;
+pub(crate) const EXIT_RUNNING: u8 = 5;
 
 /// The longest failure message kept (bytes); longer ones are cut at a character boundary.
-pub const MESSAGE_LIMIT: usize = 2048;
+pub(crate) const MESSAGE_LIMIT: usize = 2048;
 
 /// Why a job (or a companion command) failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -152,7 +152,7 @@ impl FromStr for FailureKind {
 
 /// The billing pool a model's usage counts against: Devin's own `swe-*` models are
 /// first-party, every other model is billed as API usage.
-pub fn billing_pool_for(model: &str) -> &'static str {
+pub(crate) fn billing_pool_for(model: &str) -> &'static str {
     if model.trim().to_ascii_lowercase().starts_with("swe-") {
         "first-party"
     } else {
@@ -204,7 +204,7 @@ impl fmt::Display for JobFailure {
 }
 
 /// Cuts `text` to at most `limit` bytes at a character boundary, marking the cut.
-pub fn bound_text(text: &str, limit: usize) -> String {
+pub(crate) fn bound_text(text: &str, limit: usize) -> String {
     if text.len() <= limit {
         return text.to_owned();
     }
@@ -231,7 +231,7 @@ const SECRET_MARKERS: [&str; 8] = [
 /// Makes text safe to store and print: control characters become spaces, anything that
 /// follows a credential marker (`Bearer`, `token=`, ...) and the value of `WINDSURF_API_KEY`
 /// are replaced by `[redacted]`, and the result is bounded to [`MESSAGE_LIMIT`].
-pub fn clean_message(text: &str) -> String {
+pub(crate) fn clean_message(text: &str) -> String {
     let mut cleaned: String = text
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -249,7 +249,7 @@ pub fn clean_message(text: &str) -> String {
 /// lines: lines are kept, other control characters become spaces, credentials are redacted as
 /// in [`clean_message`], and only the last `limit` bytes are kept (cut at a character boundary,
 /// marked with a leading `…`), because the end of stderr is where a failing CLI says why.
-pub fn clean_tail(text: &str, limit: usize) -> String {
+pub(crate) fn clean_tail(text: &str, limit: usize) -> String {
     let mut cleaned: String = text
         .chars()
         .map(|c| if c.is_control() && c != '\n' { ' ' } else { c })

@@ -31,7 +31,7 @@ use devin_bridge_engine::ResolvedModel;
 /// Everything a worker needs that the record does not hold.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct JobInput {
+pub(crate) struct JobInput {
     pub brief: String,
     pub model: Option<ResolvedModel>,
     pub effort: Option<String>,
@@ -43,7 +43,7 @@ pub struct JobInput {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Runner {
+pub(crate) enum Runner {
     Acp,
     Print,
 }
@@ -54,7 +54,7 @@ fn input_error(message: impl AsRef<str>) -> CompanionError {
 
 /// The workspace: `--cwd` (must exist; canonical), else the process cwd, which for task and
 /// review must be its repository's root.
-pub fn workspace(cwd: Option<&Path>) -> Result<PathBuf, CompanionError> {
+pub(crate) fn workspace(cwd: Option<&Path>) -> Result<PathBuf, CompanionError> {
     match cwd {
         Some(dir) => {
             let canonical = std::fs::canonicalize(dir)
@@ -88,7 +88,7 @@ pub fn workspace(cwd: Option<&Path>) -> Result<PathBuf, CompanionError> {
 }
 
 /// The prompt from the arguments, else stdin (at most `limit` bytes of UTF-8).
-pub fn prompt(args: &[String], limit: usize) -> Result<String, CompanionError> {
+pub(crate) fn prompt(args: &[String], limit: usize) -> Result<String, CompanionError> {
     let text = if args.is_empty() {
         let mut bytes = Vec::new();
         std::io::stdin()
@@ -124,7 +124,7 @@ fn preflight_failure(error: PreflightError) -> JobFailure {
 }
 
 /// Resolves and checks the Devin CLI (with the private home's environment).
-pub async fn preflight(ctx: &Context, workspace: &Path) -> Result<Devin, JobFailure> {
+pub(crate) async fn preflight(ctx: &Context, workspace: &Path) -> Result<Devin, JobFailure> {
     let path =
         preflight::resolve_binary(&ctx.policy.companion.command).map_err(preflight_failure)?;
     let (shared, _) = private_home::prepare_home(&ctx.settings.data_dir)
@@ -239,7 +239,7 @@ struct Plan {
 }
 
 /// `task`.
-pub async fn task(ctx: &Context, args: TaskArgs) -> Result<Output, CompanionError> {
+pub(crate) async fn task(ctx: &Context, args: TaskArgs) -> Result<Output, CompanionError> {
     let workspace = workspace(args.cwd.as_deref())?;
     let brief = prompt(&args.prompt, ctx.policy.companion.max_prompt_bytes)?;
     check_effort(args.effort.as_deref())?;
@@ -275,7 +275,7 @@ pub async fn task(ctx: &Context, args: TaskArgs) -> Result<Output, CompanionErro
 }
 
 /// `review`.
-pub async fn review(ctx: &Context, args: ReviewArgs) -> Result<Output, CompanionError> {
+pub(crate) async fn review(ctx: &Context, args: ReviewArgs) -> Result<Output, CompanionError> {
     let workspace = workspace(args.cwd.as_deref())?;
     check_effort(args.effort.as_deref())?;
     let store = JobStore::from_settings(&ctx.settings)?;
@@ -476,7 +476,7 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// `task-worker` / `review-worker`: a detached worker runs one job.
-pub async fn worker(ctx: &Context, job: &str, role: Role) -> Result<Output, CompanionError> {
+pub(crate) async fn worker(ctx: &Context, job: &str, role: Role) -> Result<Output, CompanionError> {
     // A worker of its own session: a terminal or Claude Code closing the launcher's session
     // does not take it along.
     let _ = nix::unistd::setsid();

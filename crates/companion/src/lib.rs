@@ -7,23 +7,23 @@
 //! one line on stderr and exit 2 without creating a record; every job outcome ends with the
 //! footer block (`render`).
 
-pub mod cli;
-pub mod commands;
-pub mod error;
-pub mod failure;
-pub mod jobs;
-pub mod keeper;
-pub mod launch;
-pub mod models;
-pub mod policy;
-pub mod preflight;
-pub mod print;
-pub mod private_home;
-pub mod raw_args;
-pub mod render;
-pub mod review;
-pub mod run;
-pub mod settings;
+mod cli;
+mod commands;
+mod error;
+mod failure;
+mod jobs;
+mod keeper;
+mod launch;
+mod models;
+mod policy;
+mod preflight;
+mod print;
+mod private_home;
+mod raw_args;
+mod render;
+mod review;
+mod run;
+mod settings;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,10 +31,12 @@ use std::time::Duration;
 
 pub use cli::CompanionArgs;
 pub use error::CompanionError;
+// The job store, for tools that prepare or inspect a data directory (the companion bench).
+pub use jobs::clock::format_rfc3339;
+pub use jobs::{JobRecord, JobStatus, JobStore, Role, RunMode};
 
 use cli::Command;
 use failure::{FailureKind, JobFailure};
-use jobs::{JobRecord, Role};
 use settings::Settings;
 
 /// What a companion command prints: `json` with `--json`, else `text`; both to stdout.

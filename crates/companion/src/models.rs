@@ -25,7 +25,7 @@ const MAX_CATALOG_BYTES: usize = 4 << 20;
 
 /// Why the catalog or a model could not be used.
 #[derive(Debug, thiserror::Error)]
-pub enum ModelsError {
+pub(crate) enum ModelsError {
     /// The request itself is wrong (`input`).
     #[error("{0}")]
     Input(String),
@@ -42,19 +42,19 @@ pub enum ModelsError {
 }
 
 /// Names that select a routing pairing rather than one model; the companion runs one model.
-pub fn is_routing_name(name: &str) -> bool {
+pub(crate) fn is_routing_name(name: &str) -> bool {
     let lower = name.trim().to_ascii_lowercase();
     lower == "adaptive" || lower.starts_with("fusion-") || lower == "fusion"
 }
 
 /// Where the catalog is cached.
-pub fn cache_path(data_dir: &Path) -> PathBuf {
+pub(crate) fn cache_path(data_dir: &Path) -> PathBuf {
     data_dir.join("models.json")
 }
 
 /// The catalog text: the cache when it is younger than `ttl` (and `refresh` is off), else a
 /// fresh `devin models list --format json`, which is then cached.
-pub async fn catalog(
+pub(crate) async fn catalog(
     data_dir: &Path,
     devin: &Path,
     env: Vec<(OsString, OsString)>,
@@ -153,7 +153,7 @@ fn write_cache(path: &Path, text: &str) -> Result<(), ModelsError> {
 }
 
 /// Loads one transform component of `policy` (from the compile cache when it is warm).
-pub fn load_component(
+pub(crate) fn load_component(
     policy: &CompanionPolicy,
     kind: TransformKind,
 ) -> Result<Component, EngineError> {
@@ -163,7 +163,7 @@ pub fn load_component(
 
 /// Resolves `--model` against the catalog with the model-alias component. Unknown names and
 /// routing pairings are `input`.
-pub fn resolve(
+pub(crate) fn resolve(
     policy: &CompanionPolicy,
     requested: &str,
     catalog: &str,
@@ -186,14 +186,14 @@ pub fn resolve(
 
 /// The session's current model value (the account's default model when no `--model` was
 /// given, or a resumed session's own).
-pub fn session_current_model(options: &[v1::SessionConfigOption]) -> Option<String> {
+pub(crate) fn session_current_model(options: &[v1::SessionConfigOption]) -> Option<String> {
     Select::model(options)?.current
 }
 
 /// The session's model for a resolved catalog entry: the offered value, and the model
 /// option's id when the value must be set (`None`: it is already the current one).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionModel {
+pub(crate) struct SessionModel {
     pub value: String,
     pub set: Option<String>,
 }
@@ -202,7 +202,7 @@ pub struct SessionModel {
 /// model option. A model the session does not offer (the catalog lists some, `adaptive`
 /// among them, that ACP refuses) is `input` naming the offered ones; a session without a
 /// model option is `setup`.
-pub fn session_model(
+pub(crate) fn session_model(
     options: &[v1::SessionConfigOption],
     resolved: &ResolvedModel,
 ) -> Result<SessionModel, ModelsError> {
@@ -232,7 +232,7 @@ pub fn session_model(
 
 /// How `--effort` is applied to a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionEffort {
+pub(crate) struct SessionEffort {
     /// The option to set and its value: the thought-level option, or the model option when
     /// the effort is a variant of the model (`swe-2` + `high` is the model `swe-2-high`).
     pub config_id: String,
@@ -244,7 +244,7 @@ pub struct SessionEffort {
 /// `--effort` for a session whose model is `model`: `None` for `default` (the model's own
 /// level); else the session's thought-level option when it has one, else the model's variant
 /// with that suffix. Anything neither offers is `input` naming what the model offers.
-pub fn session_effort(
+pub(crate) fn session_effort(
     options: &[v1::SessionConfigOption],
     model: &str,
     effort: &str,
@@ -281,7 +281,7 @@ pub fn session_effort(
 /// The speed option set to `standard`, only when the session offers a speed option with that
 /// value and it is not already current. Current Devin sessions have none (speed is part of
 /// the model value, `-fast`), so this usually does nothing.
-pub fn session_speed_standard(options: &[v1::SessionConfigOption]) -> Option<(String, String)> {
+pub(crate) fn session_speed_standard(options: &[v1::SessionConfigOption]) -> Option<(String, String)> {
     let select = Select::of_category(options, "speed")?;
     let (value, _) = select.find("standard")?;
     if select.current.as_deref() == Some(value.as_str()) {

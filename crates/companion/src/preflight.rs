@@ -8,12 +8,12 @@ use std::time::Duration;
 use devin_bridge_agent::process::{command_for, Spec};
 
 /// The interval of Devin CLI versions this helper was tested with: [3000.11, 3000.12).
-pub const TESTED_FROM: (u64, u64) = (3000, 11);
-pub const TESTED_UNTIL: (u64, u64) = (3000, 12);
+pub(crate) const TESTED_FROM: (u64, u64) = (3000, 11);
+pub(crate) const TESTED_UNTIL: (u64, u64) = (3000, 12);
 
 /// Why the Devin CLI cannot be used.
 #[derive(Debug, thiserror::Error)]
-pub enum PreflightError {
+pub(crate) enum PreflightError {
     /// `missing_cli`.
     #[error("{0}")]
     Missing(String),
@@ -24,14 +24,14 @@ pub enum PreflightError {
 
 /// Where a version stands relative to the tested interval.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Standing {
+pub(crate) enum Standing {
     Tested,
     Newer,
     Older,
 }
 
 impl Standing {
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Standing::Tested => "inside the tested interval",
             Standing::Newer => "newer than the tested interval",
@@ -42,7 +42,7 @@ impl Standing {
 
 /// A usable Devin CLI.
 #[derive(Debug, Clone)]
-pub struct Devin {
+pub(crate) struct Devin {
     /// Resolved absolute path.
     pub path: PathBuf,
     /// `MAJOR.MINOR(.PATCH)` as printed.
@@ -57,7 +57,7 @@ fn is_executable(path: &Path) -> bool {
 
 /// `DEVIN_BIN` if set (absolute and executable), else `command` (absolute, or searched on
 /// PATH).
-pub fn resolve_binary(command: &str) -> Result<PathBuf, PreflightError> {
+pub(crate) fn resolve_binary(command: &str) -> Result<PathBuf, PreflightError> {
     if let Some(bin) = std::env::var_os("DEVIN_BIN").filter(|b| !b.is_empty()) {
         let path = PathBuf::from(&bin);
         if !path.is_absolute() {
@@ -96,7 +96,7 @@ pub fn resolve_binary(command: &str) -> Result<PathBuf, PreflightError> {
 }
 
 /// The first `MAJOR.MINOR(.PATCH)` token of a version line.
-pub fn parse_version(text: &str) -> Option<(String, (u64, u64))> {
+pub(crate) fn parse_version(text: &str) -> Option<(String, (u64, u64))> {
     text.split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')')
         .map(|token| token.strip_prefix('v').unwrap_or(token))
         .find_map(|token| {
@@ -115,7 +115,7 @@ pub fn parse_version(text: &str) -> Option<(String, (u64, u64))> {
 }
 
 /// Where `(major, minor)` stands relative to the tested interval.
-pub fn standing(version: (u64, u64)) -> Standing {
+pub(crate) fn standing(version: (u64, u64)) -> Standing {
     if version < TESTED_FROM {
         Standing::Older
     } else if version >= TESTED_UNTIL {
@@ -126,7 +126,7 @@ pub fn standing(version: (u64, u64)) -> Standing {
 }
 
 /// Runs `devin --version` (deadline `timeout`, environment `env`) and checks it.
-pub async fn check(
+pub(crate) async fn check(
     path: &Path,
     env: Vec<(OsString, OsString)>,
     cwd: &Path,
@@ -178,7 +178,7 @@ pub async fn check(
 
 /// Why a short-lived CLI command (`--version`, `models list`) gave no output.
 #[derive(Debug)]
-pub enum ProbeError {
+pub(crate) enum ProbeError {
     TimedOut,
     Io(std::io::Error),
 }
@@ -186,7 +186,7 @@ pub enum ProbeError {
 /// Runs the Devin CLI with `args` through the host's process launcher (own process group, the
 /// job's allowlisted environment, no stdin, stderr discarded) and collects its output within
 /// `timeout`; a CLI that overstays is killed with its group.
-pub async fn probe(
+pub(crate) async fn probe(
     program: &Path,
     args: &[&str],
     env: Vec<(OsString, OsString)>,

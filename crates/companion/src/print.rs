@@ -35,7 +35,7 @@ use devin_bridge_agent::process::{command_for, Spec};
 
 /// What a print run needs.
 #[derive(Debug, Clone)]
-pub struct PrintRequest {
+pub(crate) struct PrintRequest {
     pub mode: RunMode,
     pub workspace: PathBuf,
     pub prompt: String,
@@ -60,7 +60,7 @@ pub struct PrintRequest {
 
 /// How a print run ended.
 #[derive(Debug, Clone)]
-pub struct PrintResult {
+pub(crate) struct PrintResult {
     pub stdout: String,
     pub stderr: String,
     pub stdout_truncated: bool,
@@ -69,7 +69,7 @@ pub struct PrintResult {
 }
 
 /// The argv after the program.
-pub fn arguments(request: &PrintRequest) -> Vec<String> {
+pub(crate) fn arguments(request: &PrintRequest) -> Vec<String> {
     let mut args = vec!["-p".to_owned()];
     if let Some(model) = &request.model {
         args.push("--model".into());
@@ -94,7 +94,7 @@ pub fn arguments(request: &PrintRequest) -> Vec<String> {
 
 /// The CLI's permission mode for a job: read-only `normal` for consult and review; for write
 /// `dangerous`, or `autonomous` inside the CLI's sandbox when the policy asks for it.
-pub fn permission(mode: RunMode, sandbox: bool) -> PrintPermission {
+pub(crate) fn permission(mode: RunMode, sandbox: bool) -> PrintPermission {
     match mode {
         RunMode::Consult | RunMode::Review => PrintPermission::Normal,
         RunMode::Write if sandbox => PrintPermission::AutonomousSandboxed,
@@ -104,7 +104,7 @@ pub fn permission(mode: RunMode, sandbox: bool) -> PrintPermission {
 
 /// The failure kind and message of a run that exited with `code` (not 0) after writing
 /// `stderr`. `context.client` is `None`: `devin -p` sends the CLI's own client identity.
-pub fn exit_failure(stderr: &str, code: i32, context: Context<'_>) -> (FailureKind, String) {
+pub(crate) fn exit_failure(stderr: &str, code: i32, context: Context<'_>) -> (FailureKind, String) {
     match dialect::failure(stderr, Some(code)) {
         PrintFailure::Agent(error) => {
             let (kind, message) = failure_of(&error, context);
@@ -145,7 +145,7 @@ async fn tail<R: AsyncRead + Unpin>(mut reader: R, cap: usize) -> (Vec<u8>, bool
 }
 
 /// Runs `devin -p`.
-pub async fn run(request: PrintRequest) -> PrintResult {
+pub(crate) async fn run(request: PrintRequest) -> PrintResult {
     let spec = Spec {
         program: request.devin.path.clone(),
         args: arguments(&request),

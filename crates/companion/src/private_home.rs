@@ -15,16 +15,16 @@ use serde_json::json;
 
 /// Which sandbox a job runs in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sandbox {
+pub(crate) enum Sandbox {
     /// consult and review: no edits, no writes, no commands.
     ReadOnly,
     /// write: writes inside the workspace (and its git directories) only.
     WorkspaceWrite,
 }
 
-/// Why a job's isolation could not be prepared.
+/// Why a job's private home could not be prepared.
 #[derive(Debug, thiserror::Error)]
-pub enum IsolationError {
+pub(crate) enum PrivateHomeError {
     #[error("cannot prepare {path}: {source}")]
     Io {
         path: PathBuf,
@@ -36,8 +36,8 @@ pub enum IsolationError {
     NoHome,
 }
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> IsolationError + '_ {
-    move |source| IsolationError::Io {
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> PrivateHomeError + '_ {
+    move |source| PrivateHomeError::Io {
         path: path.to_owned(),
         source,
     }
@@ -45,7 +45,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> IsolationError + '_ {
 
 /// The private HOME and XDG directories shared by every job.
 #[derive(Debug, Clone)]
-pub struct SharedHome {
+pub(crate) struct SharedHome {
     pub home: PathBuf,
     pub data: PathBuf,
     pub state: PathBuf,
@@ -53,7 +53,7 @@ pub struct SharedHome {
 }
 
 impl SharedHome {
-    pub fn paths(data_dir: &Path) -> Self {
+    pub(crate) fn paths(data_dir: &Path) -> Self {
         let home = data_dir.join("home");
         Self {
             data: home.join(".local/share"),
@@ -65,16 +65,16 @@ impl SharedHome {
 }
 
 /// The real user's home directory (from HOME).
-pub fn real_home() -> Result<PathBuf, IsolationError> {
+pub(crate) fn real_home() -> Result<PathBuf, PrivateHomeError> {
     std::env::var_os("HOME")
         .filter(|home| !home.is_empty())
         .map(PathBuf::from)
-        .ok_or(IsolationError::NoHome)
+        .ok_or(PrivateHomeError::NoHome)
 }
 
 /// Where the real user's Devin credentials live: `$XDG_DATA_HOME/devin/credentials.toml`,
 /// default `~/.local/share/devin/credentials.toml`.
-pub fn real_credentials() -> Result<PathBuf, IsolationError> {
+pub(crate) fn real_credentials() -> Result<PathBuf, PrivateHomeError> {
     let data = match std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
         Some(dir) if Path::new(&dir).is_absolute() => PathBuf::from(dir),
         _ => real_home()?.join(".local/share"),
@@ -83,7 +83,7 @@ pub fn real_credentials() -> Result<PathBuf, IsolationError> {
 }
 
 /// Creates `dir` and its missing parents 0700 and checks it is private to this user.
-pub fn private_dir(dir: &Path) -> Result<(), IsolationError> {
+pub(crate) fn private_dir(dir: &Path) -> Result<(), PrivateHomeError> {
     use std::os::unix::fs::MetadataExt;
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -92,14 +92,14 @@ pub fn private_dir(dir: &Path) -> Result<(), IsolationError> {
         .map_err(io(dir))?;
     let meta = std::fs::symlink_metadata(dir).map_err(io(dir))?;
     if !meta.is_dir() || meta.uid() != nix::unistd::geteuid().as_raw() || meta.mode() & 0o077 != 0 {
-        return Err(IsolationError::NotPrivate(dir.to_owned()));
+        return Err(PrivateHomeError::NotPrivate(dir.to_owned()));
     }
     Ok(())
 }
 
 /// Creates the shared private home and links the real credentials into it. Returns the
 /// directories and whether the credentials file exists to be linked.
-pub fn prepare_home(data_dir: &Path) -> Result<(SharedHome, bool), IsolationError> {
+pub(crate) fn prepare_home(data_dir: &Path) -> Result<(SharedHome, bool), PrivateHomeError> {
     let shared = SharedHome::paths(data_dir);
     private_dir(data_dir)?;
     for dir in [&shared.home, &shared.data, &shared.state, &shared.cache] {
@@ -141,7 +141,7 @@ const PASSED: [&str; 8] = [
 
 /// The child environment: an allowlist of the helper's variables, the private HOME/XDG
 /// directories, and `DEVIN_SANDBOX=true` for write jobs. Nothing else; no `DEVIN_*`.
-pub fn child_env(
+pub(crate) fn child_env(
     shared: &SharedHome,
     config_home: Option<&Path>,
     sandbox: Sandbox,
@@ -167,14 +167,14 @@ pub fn child_env(
 
 /// What a job's generated configuration allows and denies.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Permissions {
+pub(crate) struct Permissions {
     pub allow: Vec<String>,
     pub deny: Vec<String>,
 }
 
 /// The permission rules of a job. `git_dirs` are the workspace's git directories a write job
 /// may also write (a linked worktree keeps its index and refs outside the workspace).
-pub fn permissions(
+pub(crate) fn permissions(
     sandbox: Sandbox,
     workspace: &Path,
     git_dirs: &[PathBuf],
@@ -222,7 +222,7 @@ pub fn permissions(
 }
 
 /// The generated `devin/config.json` (documented in docs/companion.md).
-pub fn config_json(permissions: &Permissions) -> serde_json::Value {
+pub(crate) fn config_json(permissions: &Permissions) -> serde_json::Value {
     json!({
         "autoUpdate": false,
         "attribution": false,
@@ -235,7 +235,7 @@ pub fn config_json(permissions: &Permissions) -> serde_json::Value {
 
 /// The git directories of the repository holding `workspace` (`--git-dir` and
 /// `--git-common-dir`, absolute), empty outside a repository.
-pub fn git_dirs(workspace: &Path) -> Vec<PathBuf> {
+pub(crate) fn git_dirs(workspace: &Path) -> Vec<PathBuf> {
     let output = std::process::Command::new("git")
         .args([
             "rev-parse",
@@ -264,7 +264,7 @@ pub fn git_dirs(workspace: &Path) -> Vec<PathBuf> {
 
 /// Project configuration files the Devin CLI would read from the workspace; each one present
 /// becomes a warning on the job (they can widen permissions or add MCP servers).
-pub fn project_config_warnings(workspace: &Path) -> Vec<String> {
+pub(crate) fn project_config_warnings(workspace: &Path) -> Vec<String> {
     [
         "config.json",
         "config.local.json",
@@ -283,25 +283,25 @@ pub fn project_config_warnings(workspace: &Path) -> Vec<String> {
     .collect()
 }
 
-/// A job's prepared isolation.
+/// A job's prepared private home: its configuration directory and environment.
 #[derive(Debug, Clone)]
-pub struct JobIsolation {
-    pub shared: SharedHome,
+pub(crate) struct JobHome {
     /// `<data>/runs/<job>/config`, the job's XDG_CONFIG_HOME.
     pub config_home: PathBuf,
     pub env: Vec<(OsString, OsString)>,
     pub warnings: Vec<String>,
-    pub credentials_present: bool,
 }
 
 /// Prepares the shared home and the job's private configuration.
-pub fn prepare_job(
+pub(crate) fn prepare_job(
     data_dir: &Path,
     job_id: &str,
     sandbox: Sandbox,
     workspace: &Path,
-) -> Result<JobIsolation, IsolationError> {
-    let (shared, credentials_present) = prepare_home(data_dir)?;
+) -> Result<JobHome, PrivateHomeError> {
+    // Whether credentials are linked matters to `setup`, not to a job: the agent reports a
+    // missing login itself.
+    let (shared, _credentials_present) = prepare_home(data_dir)?;
     let runs = data_dir.join("runs");
     private_dir(&runs)?;
     let config_home = runs.join(job_id).join("config");
@@ -321,17 +321,15 @@ pub fn prepare_job(
         &devin_config.join("mcp_config.json"),
         br#"{"mcpServers":{}}"#,
     )?;
-    Ok(JobIsolation {
+    Ok(JobHome {
         env: child_env(&shared, Some(&config_home), sandbox),
-        shared,
         config_home,
         warnings: project_config_warnings(workspace),
-        credentials_present,
     })
 }
 
 /// Writes a 0600 file, replacing what was there.
-fn write_private(path: &Path, bytes: &[u8]) -> Result<(), IsolationError> {
+fn write_private(path: &Path, bytes: &[u8]) -> Result<(), PrivateHomeError> {
     use std::io::Write;
     let _ = std::fs::remove_file(path);
     let mut file = std::fs::OpenOptions::new()

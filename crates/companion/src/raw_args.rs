@@ -14,11 +14,11 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// Largest raw-args file accepted.
-pub const MAX_RAW_ARGS_BYTES: u64 = 64 << 10;
+pub(crate) const MAX_RAW_ARGS_BYTES: u64 = 64 << 10;
 
 /// Why a transport file could not be created, consumed or discarded.
 #[derive(Debug, thiserror::Error)]
-pub enum RawArgsError {
+pub(crate) enum RawArgsError {
     #[error("raw-args token must be 32 lowercase hex digits")]
     BadToken,
     #[error("raw-args file for this token does not exist (already consumed or never created)")]
@@ -57,19 +57,19 @@ impl RawArgsError {
     }
 
     /// Whether this is the caller's fault (`input`) rather than the machine's.
-    pub fn is_input(&self) -> bool {
+    pub(crate) fn is_input(&self) -> bool {
         !matches!(self, RawArgsError::Io { .. } | RawArgsError::NotPrivate(_))
     }
 }
 
 /// The directory of transport files.
-pub fn transport_dir(data_dir: &Path) -> PathBuf {
+pub(crate) fn transport_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("transport")
 }
 
 /// Creates `dir` (and missing parents) 0700, or checks an existing one is a directory of this
 /// user with no group or other permission bits.
-pub fn ensure_private_dir(dir: &Path) -> Result<(), RawArgsError> {
+pub(crate) fn ensure_private_dir(dir: &Path) -> Result<(), RawArgsError> {
     use std::os::unix::fs::DirBuilderExt;
     match std::fs::DirBuilder::new()
         .recursive(true)
@@ -87,7 +87,7 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), RawArgsError> {
 }
 
 /// A fresh 128-bit token, as 32 lowercase hex digits.
-pub fn new_token() -> Result<String, RawArgsError> {
+pub(crate) fn new_token() -> Result<String, RawArgsError> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|error| {
         RawArgsError::io(
@@ -99,7 +99,7 @@ pub fn new_token() -> Result<String, RawArgsError> {
 }
 
 /// Whether `token` has the shape of one `new_token` makes.
-pub fn valid_token(token: &str) -> bool {
+pub(crate) fn valid_token(token: &str) -> bool {
     token.len() == 32
         && token
             .bytes()
@@ -107,7 +107,7 @@ pub fn valid_token(token: &str) -> bool {
 }
 
 /// `raw-args-create`: a new empty 0600 file; returns its token and absolute path.
-pub fn create(data_dir: &Path) -> Result<(String, PathBuf), RawArgsError> {
+pub(crate) fn create(data_dir: &Path) -> Result<(String, PathBuf), RawArgsError> {
     let token = new_token()?;
     let path = create_with_token(data_dir, &token)?;
     Ok((token, path))
@@ -115,7 +115,7 @@ pub fn create(data_dir: &Path) -> Result<(String, PathBuf), RawArgsError> {
 
 /// Creates the file for a given token; an existing empty file of this user with mode 0600 is
 /// kept, anything else already there is refused.
-pub fn create_with_token(data_dir: &Path, token: &str) -> Result<PathBuf, RawArgsError> {
+pub(crate) fn create_with_token(data_dir: &Path, token: &str) -> Result<PathBuf, RawArgsError> {
     if !valid_token(token) {
         return Err(RawArgsError::BadToken);
     }
@@ -148,7 +148,7 @@ pub fn create_with_token(data_dir: &Path, token: &str) -> Result<PathBuf, RawArg
 }
 
 /// `raw-args-discard`: removes the file if it is there (idempotent).
-pub fn discard(data_dir: &Path, token: &str) -> Result<bool, RawArgsError> {
+pub(crate) fn discard(data_dir: &Path, token: &str) -> Result<bool, RawArgsError> {
     if !valid_token(token) {
         return Err(RawArgsError::BadToken);
     }
@@ -161,7 +161,7 @@ pub fn discard(data_dir: &Path, token: &str) -> Result<bool, RawArgsError> {
 }
 
 /// `--raw-args-token`: checks, reads and deletes the file, then splits it into arguments.
-pub fn consume(data_dir: &Path, token: &str) -> Result<Vec<String>, RawArgsError> {
+pub(crate) fn consume(data_dir: &Path, token: &str) -> Result<Vec<String>, RawArgsError> {
     if !valid_token(token) {
         return Err(RawArgsError::BadToken);
     }
@@ -222,7 +222,7 @@ fn remove_if_same(path: &Path, opened: &std::fs::Metadata) {
 /// separates words; `'...'` is literal; inside `"..."` a backslash escapes only `"`, `\`,
 /// `$`, a backtick or a newline; outside quotes a backslash makes the next character literal
 /// (a backslash-newline joins lines). `$`, backticks, `*`, `?`, `~` and `#` are ordinary.
-pub fn split(text: &str) -> Result<Vec<String>, RawArgsError> {
+pub(crate) fn split(text: &str) -> Result<Vec<String>, RawArgsError> {
     let mut words = Vec::new();
     let mut word = String::new();
     let mut in_word = false;

@@ -28,7 +28,7 @@ fn one_line(text: &str) -> String {
 /// state: running | done | error | cancelled | died
 /// failure: <kind>: <message>   (only for error, cancelled and died)
 /// ```
-pub fn footer(record: &JobRecord) -> String {
+pub(crate) fn footer(record: &JobRecord) -> String {
     let mut out = String::new();
     if let Some(session) = record.resumable_session() {
         let _ = writeln!(out, "devin-session: {}", one_line(session));
@@ -76,7 +76,7 @@ fn stderr_lines(record: &JobRecord) -> String {
 }
 
 /// The footer's facts as JSON.
-pub fn footer_json(record: &JobRecord) -> Value {
+pub(crate) fn footer_json(record: &JobRecord) -> Value {
     json!({
         "devinSession": record.resumable_session(),
         "job": record.id,
@@ -94,7 +94,7 @@ fn age(record: &JobRecord, now: SystemTime) -> String {
 }
 
 /// One job in detail, then its footer.
-pub fn status_detail(record: &JobRecord, now: SystemTime) -> String {
+pub(crate) fn status_detail(record: &JobRecord, now: SystemTime) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "title: {}", one_line(&record.title));
     let _ = writeln!(
@@ -146,7 +146,7 @@ pub fn status_detail(record: &JobRecord, now: SystemTime) -> String {
 }
 
 /// One line of a status listing: id, state, mode, age, title.
-pub fn status_line(record: &JobRecord, now: SystemTime) -> String {
+pub(crate) fn status_line(record: &JobRecord, now: SystemTime) -> String {
     format!(
         "{}  {:<9}  {:<7}  {:>4}  {}",
         record.id,
@@ -158,7 +158,7 @@ pub fn status_line(record: &JobRecord, now: SystemTime) -> String {
 }
 
 /// A status listing; `with_workspace` appends each job's workspace (for `--all`).
-pub fn status_list(
+pub(crate) fn status_list(
     records: &[JobRecord],
     warnings: &[String],
     now: SystemTime,
@@ -183,7 +183,7 @@ pub fn status_list(
 
 /// A job's outcome: the result text (or the review, or a note that it still runs), then the
 /// footer.
-pub fn result_text(record: &JobRecord, now: SystemTime) -> String {
+pub(crate) fn result_text(record: &JobRecord, now: SystemTime) -> String {
     let mut out = String::new();
     if let Some(review) = &record.review {
         out.push_str(&serde_json::to_string_pretty(review).unwrap_or_default());
@@ -208,7 +208,7 @@ pub fn result_text(record: &JobRecord, now: SystemTime) -> String {
 
 /// One history line: id, created, mode, role, state, session (when resumable), model, title.
 /// Never the prompt, the result or warnings.
-pub fn history_line(record: &JobRecord) -> String {
+pub(crate) fn history_line(record: &JobRecord) -> String {
     format!(
         "{}  {}  {:<7}  {:<6}  {:<9}  {}  {}  {}",
         record.id,
@@ -223,7 +223,7 @@ pub fn history_line(record: &JobRecord) -> String {
 }
 
 /// A history listing (safe projection only).
-pub fn history_text(records: &[JobRecord], warnings: &[String]) -> String {
+pub(crate) fn history_text(records: &[JobRecord], warnings: &[String]) -> String {
     let mut out = String::new();
     for warning in warnings {
         let _ = writeln!(out, "warning: {}", one_line(warning));
@@ -239,7 +239,7 @@ pub fn history_text(records: &[JobRecord], warnings: &[String]) -> String {
 }
 
 /// The history projection of one job as JSON: the same facts as [`history_line`].
-pub fn history_json(record: &JobRecord) -> Value {
+pub(crate) fn history_json(record: &JobRecord) -> Value {
     json!({
         "id": record.id,
         "createdAt": record.created_at,
@@ -255,7 +255,7 @@ pub fn history_json(record: &JobRecord) -> Value {
 /// A job as JSON: every record field except the private config directory, plus the
 /// footer's facts (`job`, `state`, `sandbox`, `semantic`, `devinSession`, ...) at the top
 /// level under the same names as the footer lines.
-pub fn record_json(record: &JobRecord) -> Value {
+pub(crate) fn record_json(record: &JobRecord) -> Value {
     let mut value = serde_json::to_value(record).unwrap_or_else(|_| json!({}));
     if let Value::Object(map) = &mut value {
         map.remove("configDir");
@@ -269,7 +269,7 @@ pub fn record_json(record: &JobRecord) -> Value {
 }
 
 /// A listing as JSON: `{"jobs": [...], "warnings": [...]}`.
-pub fn list_json(jobs: Vec<Value>, warnings: &[String]) -> Value {
+pub(crate) fn list_json(jobs: Vec<Value>, warnings: &[String]) -> Value {
     json!({ "jobs": jobs, "warnings": warnings })
 }
 

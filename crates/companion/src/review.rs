@@ -10,14 +10,14 @@ use crate::policy::CompanionPolicy;
 use devin_bridge_engine::{EngineError, TransformCalls, TransformKind};
 
 /// Largest diff sent for review.
-pub const MAX_DIFF_BYTES: usize = 1 << 20;
+pub(crate) const MAX_DIFF_BYTES: usize = 1 << 20;
 
 /// The built-in review prompt (the plugin's copy).
-pub const BUILTIN_TEMPLATE: &str = include_str!("../../../plugins/devin/prompts/review.md");
+pub(crate) const BUILTIN_TEMPLATE: &str = include_str!("../../../plugins/devin/prompts/review.md");
 
 /// Why the changes could not be collected.
 #[derive(Debug, thiserror::Error)]
-pub enum ReviewError {
+pub(crate) enum ReviewError {
     /// `input`.
     #[error("{0}")]
     Input(String),
@@ -31,7 +31,7 @@ pub enum ReviewError {
 
 /// The changes to review.
 #[derive(Debug, Clone)]
-pub struct Changes {
+pub(crate) struct Changes {
     /// `working-tree` or `branch <base>...HEAD`.
     pub scope: String,
     pub diff: String,
@@ -76,7 +76,7 @@ fn git_small(workspace: &Path, args: &[&str]) -> Option<String> {
 }
 
 /// The repository root of `dir`, if it is inside one.
-pub fn toplevel(dir: &Path) -> Option<PathBuf> {
+pub(crate) fn toplevel(dir: &Path) -> Option<PathBuf> {
     git_small(dir, &["rev-parse", "--show-toplevel"])
         .filter(|top| !top.is_empty())
         .map(PathBuf::from)
@@ -127,7 +127,7 @@ fn default_base(workspace: &Path) -> Result<String, ReviewError> {
 }
 
 /// Collects the diff of `scope`. An empty diff is `input` ("nothing to review").
-pub fn collect(workspace: &Path, scope: Scope, base: Option<&str>) -> Result<Changes, ReviewError> {
+pub(crate) fn collect(workspace: &Path, scope: Scope, base: Option<&str>) -> Result<Changes, ReviewError> {
     if toplevel(workspace).is_none() {
         return Err(ReviewError::Input(
             "the workspace is not inside a git repository".into(),
@@ -199,7 +199,7 @@ pub fn collect(workspace: &Path, scope: Scope, base: Option<&str>) -> Result<Cha
 }
 
 /// The review template: `$CLAUDE_PLUGIN_ROOT/prompts/review.md`, else the built-in copy.
-pub fn template() -> String {
+pub(crate) fn template() -> String {
     std::env::var_os("CLAUDE_PLUGIN_ROOT")
         .filter(|root| !root.is_empty())
         .map(|root| PathBuf::from(root).join("prompts/review.md"))
@@ -215,7 +215,7 @@ pub fn template() -> String {
 
 /// Replaces `{{DIFF}}`, `{{FOCUS}}` and `{{SCOPE}}` in one pass: text inserted for one
 /// placeholder is never searched for another.
-pub fn interpolate(template: &str, diff: &str, focus: &str, scope: &str) -> String {
+pub(crate) fn interpolate(template: &str, diff: &str, focus: &str, scope: &str) -> String {
     let mut out = String::with_capacity(template.len() + diff.len());
     let mut rest = template;
     while let Some(start) = rest.find("{{") {
@@ -245,7 +245,7 @@ pub fn interpolate(template: &str, diff: &str, focus: &str, scope: &str) -> Stri
 
 /// Validates the reviewer's reply (its first JSON object) with the envelope component.
 /// `Ok(Ok(json))` is the canonical review; `Ok(Err(message))` a missing or invalid one.
-pub fn validate(
+pub(crate) fn validate(
     policy: &CompanionPolicy,
     reply: &str,
 ) -> Result<Result<serde_json::Value, String>, EngineError> {

@@ -25,7 +25,7 @@ use devin_bridge_agent::process::{SpawnError, Spec};
 use devin_bridge_engine::ResolvedModel;
 
 /// Tools every mode may use.
-pub const READ_TOOLS: [&str; 6] = [
+pub(crate) const READ_TOOLS: [&str; 6] = [
     "read",
     "grep",
     "glob",
@@ -34,7 +34,7 @@ pub const READ_TOOLS: [&str; 6] = [
     "todo_write",
 ];
 /// Tools only write mode adds.
-pub const WRITE_TOOLS: [&str; 7] = [
+pub(crate) const WRITE_TOOLS: [&str; 7] = [
     "edit",
     "write",
     "notebook_edit",
@@ -46,18 +46,18 @@ pub const WRITE_TOOLS: [&str; 7] = [
 
 /// The tool list of a mode as a gate.
 #[derive(Debug, Clone, Copy)]
-pub struct ModeGate {
+pub(crate) struct ModeGate {
     pub write: bool,
 }
 
 impl ModeGate {
-    pub fn for_mode(mode: RunMode) -> Self {
+    pub(crate) fn for_mode(mode: RunMode) -> Self {
         Self {
             write: mode == RunMode::Write,
         }
     }
 
-    pub fn allows_name(&self, name: &str) -> bool {
+    pub(crate) fn allows_name(&self, name: &str) -> bool {
         READ_TOOLS.contains(&name) || (self.write && WRITE_TOOLS.contains(&name))
     }
 }
@@ -69,7 +69,7 @@ impl ToolGate for ModeGate {
 }
 
 /// The ACP mode id of a run mode.
-pub fn acp_mode(mode: RunMode) -> &'static str {
+pub(crate) fn acp_mode(mode: RunMode) -> &'static str {
     match mode {
         RunMode::Write => "bypass",
         RunMode::Consult | RunMode::Review => "ask",
@@ -78,7 +78,7 @@ pub fn acp_mode(mode: RunMode) -> &'static str {
 
 /// What a run needs.
 #[derive(Debug, Clone)]
-pub struct RunRequest {
+pub(crate) struct RunRequest {
     pub mode: RunMode,
     pub workspace: PathBuf,
     pub brief: String,
@@ -97,7 +97,7 @@ pub struct RunRequest {
 
 /// Facts learnt while the run progresses, for the record.
 #[derive(Debug, Clone)]
-pub enum Progress {
+pub(crate) enum Progress {
     Started { pid: i32 },
     Session { id: String },
     ModelSet { resolved: String },
@@ -106,7 +106,7 @@ pub enum Progress {
 
 /// The end of a run.
 #[derive(Debug, Clone, Default)]
-pub struct RunResult {
+pub(crate) struct RunResult {
     pub text: Option<String>,
     pub failure: Option<JobFailure>,
     pub session_id: Option<String>,
@@ -138,7 +138,7 @@ impl RunResult {
 /// The failure kind of an ACP error. The agent crate reads the Devin CLI's errors
 /// (`cognition.ai/errorKind`, the JSON-RPC codes, the "out of date" refusal) into typed
 /// variants; this only maps those.
-pub fn classify(error: &AcpError) -> FailureKind {
+pub(crate) fn classify(error: &AcpError) -> FailureKind {
     match error {
         AcpError::Spawn(SpawnError::Spawn { source, .. })
             if source.kind() == std::io::ErrorKind::NotFound =>
@@ -169,7 +169,7 @@ pub fn classify(error: &AcpError) -> FailureKind {
 
 /// What a failure message may say about the run it ended.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     /// The identity the companion gave the agent (`None`: `devin -p`, which sends its own).
     pub client: Option<&'a ClientIdentity>,
     /// The session being resumed.
@@ -180,7 +180,7 @@ pub struct Context<'a> {
 
 impl<'a> Context<'a> {
     /// The agent HOME an environment gives the agent.
-    pub fn home_of(env: &'a [(OsString, OsString)]) -> Option<&'a Path> {
+    pub(crate) fn home_of(env: &'a [(OsString, OsString)]) -> Option<&'a Path> {
         env.iter()
             .rev()
             .find(|(name, _)| name == "HOME")
@@ -192,7 +192,7 @@ impl<'a> Context<'a> {
 const MAX_AGENT_MESSAGE_CHARS: usize = 500;
 
 /// How to log the companion's agent in, for an `auth` failure.
-pub fn login_hint(home: Option<&Path>) -> String {
+pub(crate) fn login_hint(home: Option<&Path>) -> String {
     let home = home.map_or_else(String::new, |home| format!(" ({})", home.display()));
     format!(
         "the Devin CLI is not logged in: run `devin auth login` once as yourself (the companion \
@@ -202,7 +202,7 @@ pub fn login_hint(home: Option<&Path>) -> String {
 }
 
 /// The failure kind and message of an ACP error.
-pub fn failure_of(error: &AcpError, context: Context<'_>) -> (FailureKind, String) {
+pub(crate) fn failure_of(error: &AcpError, context: Context<'_>) -> (FailureKind, String) {
     let kind = classify(error);
     let message = match error {
         AcpError::ToolRefused { tool } => {
@@ -261,7 +261,7 @@ pub fn failure_of(error: &AcpError, context: Context<'_>) -> (FailureKind, Strin
 }
 
 /// Runs one job's agent turn. `progress` is told what the record should learn as it happens.
-pub async fn run(request: RunRequest, progress: &(dyn Fn(Progress) + Sync)) -> RunResult {
+pub(crate) async fn run(request: RunRequest, progress: &(dyn Fn(Progress) + Sync)) -> RunResult {
     let deadline = request.timeout;
     let started = Instant::now();
     let mut result = RunResult::default();
@@ -526,7 +526,7 @@ async fn drive(
 }
 
 /// The wire name of a stop reason.
-pub fn stop_reason_name(reason: &v1::StopReason) -> &'static str {
+pub(crate) fn stop_reason_name(reason: &v1::StopReason) -> &'static str {
     match reason {
         v1::StopReason::EndTurn => "end_turn",
         v1::StopReason::MaxTokens => "max_tokens",

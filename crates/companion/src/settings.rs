@@ -10,7 +10,7 @@ use crate::policy::{CompanionPolicy, CompanionSection};
 use devin_bridge_policy::{ModePolicy, PolicyError};
 
 /// The built-in policy: exactly `policies/companion.toml`, so defaults cannot drift from it.
-pub const BUILTIN_POLICY: &str = include_str!("../../../policies/companion.toml");
+pub(crate) const BUILTIN_POLICY: &str = include_str!("../../../policies/companion.toml");
 
 /// Why the settings could not be resolved.
 #[derive(Debug, thiserror::Error)]
@@ -45,7 +45,7 @@ pub struct Settings {
 }
 
 /// Loads the policy a companion command runs under and refuses any other mode.
-pub fn load_policy(path: Option<&Path>) -> Result<CompanionPolicy, CompanionSettingsError> {
+pub(crate) fn load_policy(path: Option<&Path>) -> Result<CompanionPolicy, CompanionSettingsError> {
     Ok(match path {
         Some(path) => CompanionPolicy::load(path)?,
         None => builtin_policy()?,
@@ -54,7 +54,7 @@ pub fn load_policy(path: Option<&Path>) -> Result<CompanionPolicy, CompanionSett
 
 /// The embedded default policy. Its relative paths resolve against the workspace's
 /// `policies/` directory of this build (components default to `DEVIN_BRIDGE_COMPONENTS`).
-pub fn builtin_policy() -> Result<CompanionPolicy, CompanionSettingsError> {
+pub(crate) fn builtin_policy() -> Result<CompanionPolicy, CompanionSettingsError> {
     Ok(CompanionPolicy::builtin(
         BUILTIN_POLICY,
         "(built-in companion policy)",

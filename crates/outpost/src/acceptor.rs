@@ -14,7 +14,7 @@ const ACCEPTOR_FILE: &str = "acceptor-id";
 
 /// Why a private directory or the id cannot be used.
 #[derive(Debug, thiserror::Error)]
-pub enum AcceptorIdError {
+pub(crate) enum AcceptorIdError {
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -36,7 +36,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> AcceptorIdError + '_ {
 
 /// Creates `path` (and parents) if needed and makes sure it is a real directory of this user
 /// with mode 0700 (tightening it if it was looser).
-pub fn private_dir(path: &Path) -> Result<(), AcceptorIdError> {
+pub(crate) fn private_dir(path: &Path) -> Result<(), AcceptorIdError> {
     std::fs::create_dir_all(path).map_err(io(path))?;
     let metadata = std::fs::symlink_metadata(path).map_err(io(path))?;
     let not_private = |why: &str| AcceptorIdError::NotPrivate {
@@ -56,7 +56,7 @@ pub fn private_dir(path: &Path) -> Result<(), AcceptorIdError> {
 }
 
 /// The acceptor id stored in `data_dir`, created on first use.
-pub fn persisted_acceptor(data_dir: &Path) -> Result<AcceptorId, AcceptorIdError> {
+pub(crate) fn persisted_acceptor(data_dir: &Path) -> Result<AcceptorId, AcceptorIdError> {
     private_dir(data_dir)?;
     let path = data_dir.join(ACCEPTOR_FILE);
     match std::fs::read_to_string(&path) {

@@ -7,24 +7,24 @@ use std::time::Duration;
 use backon::{BackoffBuilder, ExponentialBackoff, ExponentialBuilder};
 
 /// A backoff schedule that starts over after a success.
-pub struct Backoff {
+pub(crate) struct Backoff {
     builder: ExponentialBuilder,
     current: ExponentialBackoff,
 }
 
 impl Backoff {
     /// The queue loop's schedule.
-    pub fn queue() -> Self {
+    pub(crate) fn queue() -> Self {
         Self::new(Duration::from_millis(800), Duration::from_secs(30))
     }
 
     /// Retries of a worker whose sessions fail to start on its machine: from 1 s to a minute,
     /// so a broken machine claims about one session a minute until it is mended.
-    pub fn local_failures() -> Self {
+    pub(crate) fn local_failures() -> Self {
         Self::new(Duration::from_secs(1), Duration::from_secs(60))
     }
 
-    pub fn new(min: Duration, max: Duration) -> Self {
+    pub(crate) fn new(min: Duration, max: Duration) -> Self {
         let builder = ExponentialBuilder::default()
             .with_min_delay(min)
             .with_max_delay(max)
@@ -38,12 +38,12 @@ impl Backoff {
     }
 
     /// The next delay.
-    pub fn next_delay(&mut self) -> Duration {
+    pub(crate) fn next_delay(&mut self) -> Duration {
         self.current.next().unwrap_or(Duration::from_secs(30))
     }
 
     /// Starts over (after a healthy period).
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.current = self.builder.build();
     }
 }

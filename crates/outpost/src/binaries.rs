@@ -35,7 +35,7 @@ const MISMATCH_TTL: Duration = Duration::from_secs(600);
 
 /// Why no verified binary is available.
 #[derive(Debug, thiserror::Error)]
-pub enum BinaryError {
+pub(crate) enum BinaryError {
     #[error("cannot fetch {what}: {source}")]
     Fetch {
         what: String,
@@ -72,7 +72,7 @@ fn cache_error(path: &Path) -> impl FnOnce(std::io::Error) -> BinaryError + '_ {
 }
 
 /// The binary cache of one worker.
-pub struct BinaryCache {
+pub(crate) struct BinaryCache {
     dir: PathBuf,
     base: BaseUrl,
     /// `linux_x64`, `macos_arm64`, ...
@@ -87,7 +87,7 @@ pub struct BinaryCache {
 
 impl BinaryCache {
     /// Opens (creating, 0700) the cache directory.
-    pub fn open(
+    pub(crate) fn open(
         dir: PathBuf,
         base: BaseUrl,
         suffix: String,
@@ -111,13 +111,8 @@ impl BinaryCache {
         })
     }
 
-    /// The platform suffix of the binaries this cache holds.
-    pub fn suffix(&self) -> &str {
-        &self.suffix
-    }
-
     /// The build a session runs: its own pin, else `fallback`, else the latest published.
-    pub async fn choose(
+    pub(crate) async fn choose(
         &self,
         pinned: Option<&Commit>,
         fallback: Option<&Commit>,
@@ -153,7 +148,7 @@ impl BinaryCache {
     }
 
     /// A verified executable for `commit`, downloading it if needed.
-    pub async fn ensure(&self, commit: &Commit) -> Result<PathBuf, BinaryError> {
+    pub(crate) async fn ensure(&self, commit: &Commit) -> Result<PathBuf, BinaryError> {
         let name = format!("devin-remote_{commit}_{}", self.suffix);
         let lock = {
             let mut locks = self
@@ -375,7 +370,7 @@ fn sync_dir(dir: &Path) {
 
 /// The binary suffix of this machine (`linux_x64`, `linux_arm64`, `macos_arm64`,
 /// `windows_x64.exe`), or `None` when no build is published for it.
-pub fn machine_suffix() -> Option<&'static str> {
+pub(crate) fn machine_suffix() -> Option<&'static str> {
     match (std::env::consts::OS, std::env::consts::ARCH) {
         ("linux", "x86_64") => Some("linux_x64"),
         ("linux", "aarch64") => Some("linux_arm64"),

@@ -25,7 +25,7 @@ const PROMPT_ATTEMPTS: usize = 3;
 
 /// Why no outpost was chosen at the prompt.
 #[derive(Debug, thiserror::Error)]
-pub enum PromptError {
+pub(crate) enum PromptError {
     #[error("cannot ask which outpost to serve: {0}")]
     Io(#[from] std::io::Error),
     #[error("no outpost chosen (stdin ended); pass --outpost NAME|ID")]
@@ -35,7 +35,7 @@ pub enum PromptError {
 }
 
 /// Finds the outpost to serve and checks that this machine can serve it.
-pub async fn resolve_outpost(
+pub(crate) async fn resolve_outpost(
     client: &FleetClient,
     wanted: Option<&str>,
     platform: &str,
@@ -157,7 +157,7 @@ async fn by_default(client: &FleetClient, platform: &str) -> anyhow::Result<Opti
 
 /// Asks which of `outposts` to serve: a numbered list and a prompt on `output`, one number per
 /// line read from `input`. Returns the index of the chosen outpost.
-pub fn ask(
+pub(crate) fn ask(
     outposts: &[Outpost],
     input: &mut impl BufRead,
     output: &mut impl Write,

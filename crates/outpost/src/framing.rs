@@ -8,7 +8,7 @@ use devin_bridge_policy::ModePolicy;
 
 /// One complete event of the stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StreamEvent {
+pub(crate) struct StreamEvent {
     pub event: String,
     pub data: String,
     pub id: Option<String>,
@@ -16,7 +16,7 @@ pub struct StreamEvent {
 
 /// Why a chunk could not be framed.
 #[derive(Debug, thiserror::Error)]
-pub enum FramingError {
+pub(crate) enum FramingError {
     /// The stream broke the framing rules (too large an event, not UTF-8): drop the stream.
     #[error("unusable watch stream ({code}): {message}")]
     Stream { code: String, message: String },
@@ -26,14 +26,14 @@ pub enum FramingError {
 }
 
 /// The `sse` component of a policy.
-pub struct ComponentFramer {
+pub(crate) struct ComponentFramer {
     component: Component,
     max_event_bytes: u32,
 }
 
 impl ComponentFramer {
     /// Loads the policy's `sse` component (compiled once, cached like every component).
-    pub fn load(policy: &OutpostPolicy, max_event_bytes: u32) -> Result<Self, EngineError> {
+    pub(crate) fn load(policy: &OutpostPolicy, max_event_bytes: u32) -> Result<Self, EngineError> {
         // One watch stream frames one chunk at a time: a pool of two instances is plenty, and
         // the pool's size is most of what the engine keeps resident (a worker's memory budget
         // is tight: many of them run per machine).
@@ -55,7 +55,7 @@ impl ComponentFramer {
 impl ComponentFramer {
     /// `buffer` is the previous tail followed by new bytes: returns the complete events and the
     /// new tail.
-    pub fn frame(&self, buffer: Vec<u8>) -> Result<(Vec<StreamEvent>, Vec<u8>), FramingError> {
+    pub(crate) fn frame(&self, buffer: Vec<u8>) -> Result<(Vec<StreamEvent>, Vec<u8>), FramingError> {
         match self.component.parse_events(buffer, self.max_event_bytes)? {
             Ok(frames) => Ok((
                 frames

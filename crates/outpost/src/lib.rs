@@ -4,20 +4,23 @@
 //! group, follow the session, release), plus the `create`, `delete` and `list` commands for
 //! outposts. See `docs/outpost.md`.
 
-pub mod acceptor;
-pub mod backoff;
-pub mod binaries;
-pub mod choose;
-pub mod cli;
-pub mod fleet;
-pub mod framing;
-pub mod network;
-pub mod policy;
-pub mod queue;
-pub mod remote;
-pub mod session;
-pub mod settings;
-pub mod worker;
+mod acceptor;
+mod backoff;
+mod binaries;
+mod choose;
+mod cli;
+mod fleet;
+mod framing;
+mod network;
+mod policy;
+mod queue;
+mod remote;
+mod session;
+mod settings;
+mod worker;
+
+pub use cli::OutpostArgs;
+pub use policy::OutpostPolicy;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -26,7 +29,7 @@ use anyhow::{bail, Context};
 use sha2::Digest;
 
 use self::binaries::BinaryCache;
-use self::cli::{ConnectionArgs, OutpostArgs, OutpostCommand, StartArgs};
+use self::cli::{ConnectionArgs, OutpostCommand, StartArgs};
 use self::fleet::{http_client, FleetClient, Outpost, OutpostId, PublicFetcher};
 use self::framing::ComponentFramer;
 use self::network::Namespace;

@@ -23,7 +23,7 @@ use super::fleet::{AllowRule, NetworkPolicy, SessionId};
 
 /// Why a session's network cannot be set up as its policy asks.
 #[derive(Debug, thiserror::Error)]
-pub enum NetworkError {
+pub(crate) enum NetworkError {
     #[error("network policy entry {0:?} is not a hostname this guard can match (exact names and `*.suffix` only)")]
     UnsupportedPattern(String),
     #[error("network policy entry {0:?} is not an address or CIDR of its family")]
@@ -39,7 +39,7 @@ pub enum NetworkError {
 /// The guard policy for a session's network policy. The policy names destinations, not
 /// ports, so every port of an allowed destination is open; the session's gateway is always
 /// allowed (the remote must reach it to serve the session at all).
-pub fn guard_policy(
+pub(crate) fn guard_policy(
     policy: &NetworkPolicy,
     gateway: &str,
     audit: PathBuf,
@@ -139,7 +139,7 @@ fn ip_range(range: &str, v4: bool) -> Result<String, NetworkError> {
 }
 
 /// A running session network: its guard, and its namespace when there is one.
-pub struct SessionNetwork {
+pub(crate) struct SessionNetwork {
     guard: RunningGuard,
     namespace: Option<Namespace>,
     proxy: String,
@@ -147,7 +147,7 @@ pub struct SessionNetwork {
 
 impl SessionNetwork {
     /// Starts the guard (inside a namespace when `enforcement` allows and the worker can).
-    pub async fn start(
+    pub(crate) async fn start(
         session: &SessionId,
         policy: &NetworkPolicy,
         gateway: &str,
@@ -202,25 +202,20 @@ impl SessionNetwork {
     }
 
     /// The proxy URL the remote gets.
-    pub fn proxy(&self) -> &str {
+    pub(crate) fn proxy(&self) -> &str {
         &self.proxy
     }
 
     /// The command prefix that runs the remote inside the namespace (empty without one).
-    pub fn wrapper(&self) -> Vec<String> {
+    pub(crate) fn wrapper(&self) -> Vec<String> {
         self.namespace
             .as_ref()
             .map(Namespace::wrapper)
             .unwrap_or_default()
     }
 
-    /// The guard's audit file.
-    pub fn audit_path(&self) -> &Path {
-        self.guard.audit_path()
-    }
-
     /// Stops the guard and removes the namespace.
-    pub async fn close(self) {
+    pub(crate) async fn close(self) {
         let _ = self.guard.shutdown().await;
         if let Some(namespace) = self.namespace {
             namespace.delete().await;
@@ -229,7 +224,7 @@ impl SessionNetwork {
 }
 
 /// A named network namespace (`/run/netns/<name>`) with only `lo`, up.
-pub struct Namespace {
+pub(crate) struct Namespace {
     name: String,
 }
 
@@ -237,7 +232,7 @@ const NETNS_DIR: &str = "/run/netns";
 
 impl Namespace {
     /// Root, with `ip` and `nsenter` on PATH.
-    pub fn available() -> bool {
+    pub(crate) fn available() -> bool {
         nix::unistd::geteuid().is_root() && find("ip").is_some() && find("nsenter").is_some()
     }
 
@@ -297,7 +292,7 @@ impl Namespace {
     }
 
     /// Deletes namespaces left by an earlier run of this worker (after a crash).
-    pub async fn delete_stale(prefix: &str) {
+    pub(crate) async fn delete_stale(prefix: &str) {
         if !Self::available() {
             return;
         }

@@ -37,7 +37,7 @@ use super::framing::{ComponentFramer, FramingError};
 
 /// What the worker learns about the queue.
 #[derive(Debug, Clone)]
-pub enum QueueEvent {
+pub(crate) enum QueueEvent {
     /// A full listing: replaces everything known before.
     Listed(Vec<QueueEntry>),
     /// An entry was added or changed.
@@ -52,7 +52,7 @@ const PAGE_SIZE: u32 = 100;
 const HEALTHY_AFTER: Duration = Duration::from_secs(1);
 
 /// The list + watch loop of one outpost's queue.
-pub struct Reflector {
+pub(crate) struct Reflector {
     pub client: Arc<FleetClient>,
     pub framer: Arc<ComponentFramer>,
     pub outpost: Option<OutpostId>,
@@ -86,7 +86,7 @@ enum StreamEnd {
 
 impl Reflector {
     /// Runs until the token is refused (the error) or the worker stops listening (`Ok`).
-    pub async fn run(self, events: mpsc::Sender<QueueEvent>) -> Result<(), FleetError> {
+    pub(crate) async fn run(self, events: mpsc::Sender<QueueEvent>) -> Result<(), FleetError> {
         let mut backoff = Backoff::queue();
         // When the worker last got a complete event or a listing; a poll is due one poll
         // interval later. Set by every listing below.

@@ -18,7 +18,7 @@ use std::ffi::OsString;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::unistd::Pid;
 use tokio::process::Child;
@@ -32,7 +32,7 @@ use super::fleet::{Secret, SessionId};
 /// Why a remote could not be started. Each is a failure of this machine (its files, its
 /// processes), not of the session.
 #[derive(Debug, thiserror::Error)]
-pub enum LaunchError {
+pub(crate) enum LaunchError {
     #[error("cannot open the session log {path}: {source}")]
     Log {
         path: PathBuf,
@@ -50,7 +50,7 @@ pub enum LaunchError {
 }
 
 /// The variables a remote gets, and nothing else.
-pub struct RemoteEnv<'a> {
+pub(crate) struct RemoteEnv<'a> {
     pub gateway_url: &'a str,
     pub connect_token: &'a Secret,
     pub session: &'a SessionId,
@@ -66,7 +66,7 @@ pub struct RemoteEnv<'a> {
 /// The complete environment of a remote: the three `DEVIN_OUTPOST_*` variables, the state
 /// directory, the optional Chrome/desktop ones, the basic system ones, and the proxy of the
 /// session's egress guard when its network is restricted.
-pub fn remote_env(input: &RemoteEnv<'_>) -> Vec<(String, String)> {
+pub(crate) fn remote_env(input: &RemoteEnv<'_>) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = vec![
         ("DEVIN_OUTPOST_GATEWAY_URL".into(), input.gateway_url.into()),
         (
@@ -109,7 +109,7 @@ pub fn remote_env(input: &RemoteEnv<'_>) -> Vec<(String, String)> {
 }
 
 /// What to run.
-pub struct Launch {
+pub(crate) struct Launch {
     pub binary: PathBuf,
     /// Arguments placed before the binary (a namespace wrapper), empty for none.
     pub wrapper: Vec<String>,
@@ -121,7 +121,7 @@ pub struct Launch {
 
 /// How a remote ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RemoteExit {
+pub(crate) enum RemoteExit {
     /// It exited by itself with this code (0: the session ended).
     Exited(i32),
     /// It was stopped (by us, or it died of a signal).
@@ -129,18 +129,17 @@ pub enum RemoteExit {
 }
 
 /// A running remote, watched by its keeper.
-pub struct RunningRemote {
+pub(crate) struct RunningRemote {
     remote: Child,
     keeper: Option<Lifeline>,
     remote_group: Pid,
-    pub started_at: Instant,
     kill_grace: Duration,
     /// The remote's status once it was reaped (its group ended with it).
     reaped: Option<Option<ExitStatus>>,
 }
 
 /// Starts the keeper, then the remote, and tells the keeper the remote's pid.
-pub async fn launch(spec: &Launch) -> Result<RunningRemote, LaunchError> {
+pub(crate) async fn launch(spec: &Launch) -> Result<RunningRemote, LaunchError> {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -213,7 +212,6 @@ pub async fn launch(spec: &Launch) -> Result<RunningRemote, LaunchError> {
         remote,
         keeper: Some(keeper),
         remote_group: Pid::from_raw(pid),
-        started_at: Instant::now(),
         kill_grace: spec.kill_grace,
         reaped: None,
     })
@@ -221,13 +219,13 @@ pub async fn launch(spec: &Launch) -> Result<RunningRemote, LaunchError> {
 
 impl RunningRemote {
     /// The remote's process group.
-    pub fn group(&self) -> Pid {
+    pub(crate) fn group(&self) -> Pid {
         self.remote_group
     }
 
     /// Waits until the remote ends by itself; whatever it left in its group goes with it.
     /// Cancel-safe: a status reaped before a cancellation is kept for the next call.
-    pub async fn wait(&mut self) -> RemoteExit {
+    pub(crate) async fn wait(&mut self) -> RemoteExit {
         let status = match self.reaped {
             Some(status) => status,
             None => {
@@ -243,7 +241,7 @@ impl RunningRemote {
 
     /// Ends the remote: SIGTERM to its group, the grace, SIGKILL, reap. A remote that had
     /// already ended is not reported as a clean exit.
-    pub async fn stop(&mut self) -> RemoteExit {
+    pub(crate) async fn stop(&mut self) -> RemoteExit {
         let status = match self.reaped {
             Some(_) => None,
             None => {

@@ -30,7 +30,7 @@ use super::remote::{self, Launch, RemoteEnv, RemoteExit, RunningRemote};
 use super::settings::{check_gateway_url, WorkerSettings};
 
 /// What a session task shares with the worker.
-pub struct SessionContext {
+pub(crate) struct SessionContext {
     pub settings: Arc<WorkerSettings>,
     pub client: Arc<FleetClient>,
     pub binaries: Arc<BinaryCache>,
@@ -41,7 +41,7 @@ pub struct SessionContext {
 
 /// How a session ended for this worker.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The remote exited 0 and the session is suspended or terminated.
     Completed,
     /// The remote exited 0 but the entry never showed the session ended.
@@ -78,7 +78,7 @@ impl From<&str> for NotStarted {
 
 /// Serves a session this worker has just claimed (`claimed` is the claim's answer);
 /// `on_start` runs once its remote runs.
-pub async fn serve(
+pub(crate) async fn serve(
     context: Arc<SessionContext>,
     claimed: QueueEntry,
     mut updates: watch::Receiver<Option<QueueEntry>>,
@@ -371,7 +371,7 @@ async fn confirm_ended(
 }
 
 /// Releases the claim, retrying transient failures a few times.
-pub async fn release(context: &SessionContext, session: &SessionId) {
+pub(crate) async fn release(context: &SessionContext, session: &SessionId) {
     let mut delay = Duration::from_millis(200);
     for attempt in 1..=5 {
         match context.client.release(session, &context.acceptor).await {

@@ -15,21 +15,21 @@ use super::fleet::{AcceptorId, BaseUrl, BaseUrlError, Commit, Secret, SessionId}
 const BUILTIN_POLICY: &str = include_str!("../../../policies/outpost.toml");
 
 /// Environment variables the worker reads.
-pub mod env {
-    pub const ACCEPTOR_ID: &str = "DEVIN_WORKER_ACCEPTOR_ID";
-    pub const TOKEN: &str = "DEVIN_OUTPOSTS_TOKEN";
-    pub const API_URL: &str = "DEVIN_API_URL";
-    pub const CACHE_DIR: &str = "DEVIN_WORKER_CACHE_DIR";
-    pub const STATIC_BASE_URL: &str = "DEVIN_WORKER_STATIC_BASE_URL";
-    pub const GATEWAY_URL: &str = "DEVIN_OUTPOST_GATEWAY_URL";
-    pub const REMOTE_SHA: &str = "DEVIN_WORKER_REMOTE_SHA";
-    pub const PTY_BRIDGE_PORT: &str = "DEVIN_PTY_BRIDGE_PORT";
-    pub const CHROME_PATH: &str = "DEVIN_CHROME_PATH";
+pub(crate) mod env {
+    pub(crate) const ACCEPTOR_ID: &str = "DEVIN_WORKER_ACCEPTOR_ID";
+    pub(crate) const TOKEN: &str = "DEVIN_OUTPOSTS_TOKEN";
+    pub(crate) const API_URL: &str = "DEVIN_API_URL";
+    pub(crate) const CACHE_DIR: &str = "DEVIN_WORKER_CACHE_DIR";
+    pub(crate) const STATIC_BASE_URL: &str = "DEVIN_WORKER_STATIC_BASE_URL";
+    pub(crate) const GATEWAY_URL: &str = "DEVIN_OUTPOST_GATEWAY_URL";
+    pub(crate) const REMOTE_SHA: &str = "DEVIN_WORKER_REMOTE_SHA";
+    pub(crate) const PTY_BRIDGE_PORT: &str = "DEVIN_PTY_BRIDGE_PORT";
+    pub(crate) const CHROME_PATH: &str = "DEVIN_CHROME_PATH";
 }
 
 /// Why the worker cannot start with these settings.
 #[derive(Debug, thiserror::Error)]
-pub enum WorkerSettingsError {
+pub(crate) enum WorkerSettingsError {
     #[error(transparent)]
     Policy(#[from] PolicyError),
     #[error("no fleet API token: pass --token, set DEVIN_OUTPOSTS_TOKEN, or set token_file in the policy's [outpost] section (this build cannot borrow a Devin CLI login)")]
@@ -57,7 +57,7 @@ pub enum WorkerSettingsError {
 
 /// The `outpost start` flags that override settings (all optional).
 #[derive(Debug, Clone, Default)]
-pub struct Overrides {
+pub(crate) struct Overrides {
     pub outpost: Option<String>,
     pub session: Option<String>,
     pub acceptor_id: Option<String>,
@@ -74,7 +74,7 @@ pub struct Overrides {
 
 /// Everything the worker runs with.
 #[derive(Debug, Clone)]
-pub struct WorkerSettings {
+pub(crate) struct WorkerSettings {
     pub token: Secret,
     pub api: BaseUrl,
     pub static_base: BaseUrl,
@@ -113,7 +113,7 @@ pub struct WorkerSettings {
 }
 
 /// The variables of the worker's own environment a remote may see.
-pub const SYSTEM_ENV: [&str; 10] = [
+pub(crate) const SYSTEM_ENV: [&str; 10] = [
     "PATH",
     "HOME",
     "USER",
@@ -127,7 +127,7 @@ pub const SYSTEM_ENV: [&str; 10] = [
 ];
 
 /// Loads the policy (`None`: the built-in one) and refuses any other mode.
-pub fn load_policy(path: Option<&Path>) -> Result<OutpostPolicy, WorkerSettingsError> {
+pub(crate) fn load_policy(path: Option<&Path>) -> Result<OutpostPolicy, WorkerSettingsError> {
     Ok(match path {
         Some(path) => OutpostPolicy::load(path)?,
         None => builtin_policy()?,
@@ -135,7 +135,7 @@ pub fn load_policy(path: Option<&Path>) -> Result<OutpostPolicy, WorkerSettingsE
 }
 
 /// The embedded default policy; relative paths resolve against this build's `policies/`.
-pub fn builtin_policy() -> Result<OutpostPolicy, WorkerSettingsError> {
+pub(crate) fn builtin_policy() -> Result<OutpostPolicy, WorkerSettingsError> {
     Ok(OutpostPolicy::builtin(
         BUILTIN_POLICY,
         "(built-in outpost policy)",
@@ -143,7 +143,7 @@ pub fn builtin_policy() -> Result<OutpostPolicy, WorkerSettingsError> {
 }
 
 /// This machine's platform name as outposts spell it.
-pub fn machine_platform() -> &'static str {
+pub(crate) fn machine_platform() -> &'static str {
     match std::env::consts::OS {
         "macos" => "macos",
         "windows" => "windows",
@@ -153,7 +153,7 @@ pub fn machine_platform() -> &'static str {
 
 impl WorkerSettings {
     /// Resolves flags, then `env`, then the policy.
-    pub fn resolve(
+    pub(crate) fn resolve(
         policy: &OutpostPolicy,
         flags: &Overrides,
         env: impl Fn(&str) -> Option<String>,
@@ -373,7 +373,7 @@ fn read_token_file(path: &Path) -> Result<Secret, WorkerSettingsError> {
 }
 
 /// A gateway URL the remote may be pointed at: `wss`/`https`, or `ws`/`http` to loopback.
-pub fn check_gateway_url(url: &str) -> Result<(), WorkerSettingsError> {
+pub(crate) fn check_gateway_url(url: &str) -> Result<(), WorkerSettingsError> {
     let invalid = |message: &str| WorkerSettingsError::Invalid {
         what: "the gateway URL",
         value: url.to_owned(),

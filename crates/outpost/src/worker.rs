@@ -26,7 +26,7 @@ use super::session::{self, Outcome, SessionContext};
 
 /// Why the worker stopped with an error.
 #[derive(Debug, thiserror::Error)]
-pub enum WorkerError {
+pub(crate) enum WorkerError {
     #[error("the fleet API refused this worker's token; stopping: {0}")]
     Unauthorized(FleetError),
     #[error("the queue watch stopped unexpectedly")]
@@ -37,7 +37,7 @@ pub enum WorkerError {
 
 /// How the worker ended.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Summary {
+pub(crate) struct Summary {
     pub served: usize,
     pub completed: usize,
     pub failed: usize,
@@ -50,7 +50,7 @@ struct Running {
 }
 
 /// The worker's state.
-pub struct Worker {
+pub(crate) struct Worker {
     context: Arc<SessionContext>,
     client: Arc<FleetClient>,
     store: BTreeMap<SessionId, QueueEntry>,
@@ -83,7 +83,7 @@ pub struct Worker {
 }
 
 impl Worker {
-    pub fn new(context: Arc<SessionContext>) -> Self {
+    pub(crate) fn new(context: Arc<SessionContext>) -> Self {
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let (started_tx, started_rx) = mpsc::unbounded_channel();
         Self {
@@ -119,7 +119,7 @@ impl Worker {
 
     /// Runs until SIGTERM/SIGINT (or, with `--once`, one session served), then ends every
     /// remote, releases every claim and returns.
-    pub async fn run(
+    pub(crate) async fn run(
         mut self,
         mut queue: mpsc::Receiver<QueueEvent>,
         reflector: JoinHandle<Result<(), FleetError>>,
@@ -501,7 +501,7 @@ impl Worker {
 /// busy this worker is (so idle workers tend to win). A worker that sees the session claimed
 /// meanwhile (the winner's claim arrives as a watch event within milliseconds) never sends
 /// its claim, which keeps 409s rare.
-pub fn claim_delay(
+pub(crate) fn claim_delay(
     acceptor: &super::fleet::AcceptorId,
     session: &SessionId,
     spread: Duration,
@@ -522,7 +522,7 @@ pub fn claim_delay(
 
 /// How many sessions in a row may fail to start because of this machine before the worker
 /// stops claiming.
-pub const LOCAL_FAILURE_LIMIT: usize = 3;
+pub(crate) const LOCAL_FAILURE_LIMIT: usize = 3;
 
 /// How many claims the worker may make now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -646,7 +646,7 @@ async fn sleep_until_due(due: Option<Instant>) {
 }
 
 /// `linux` matches `linux`, `linux_x64`, `linux-arm64`...
-pub fn platform_matches(entry_platform: &str, ours: &str) -> bool {
+pub(crate) fn platform_matches(entry_platform: &str, ours: &str) -> bool {
     let lower = entry_platform.to_ascii_lowercase();
     lower == ours
         || lower
@@ -656,7 +656,7 @@ pub fn platform_matches(entry_platform: &str, ours: &str) -> bool {
 
 /// `--session ID`: claim that one session (or recover it if this acceptor holds it), serve it,
 /// and return its outcome.
-pub async fn serve_one(
+pub(crate) async fn serve_one(
     context: Arc<SessionContext>,
     session: SessionId,
 ) -> Result<Outcome, WorkerError> {

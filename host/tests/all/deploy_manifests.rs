@@ -745,7 +745,7 @@ fn the_configmap_policy_is_an_outpost_policy_whose_shutdown_fits_the_grace_budge
     let policy_text = docs[0]["data"]["outpost.toml"]
         .as_str()
         .expect("the ConfigMap holds outpost.toml");
-    let policy = devin_bridge_outpost::policy::OutpostPolicy::parse(
+    let policy = devin_bridge_outpost::OutpostPolicy::parse(
         policy_text,
         Path::new("configmap.yaml"),
         Path::new("/etc/devin-bridge"),

@@ -3,7 +3,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The current time as RFC 3339 UTC with milliseconds, e.g. `2026-11-30T15:48:51.123Z`.
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     format_rfc3339(SystemTime::now())
 }
 
@@ -18,18 +18,18 @@ pub fn format_rfc3339(time: SystemTime) -> String {
 }
 
 /// Parses an RFC 3339 timestamp (`Z` or a numeric offset, optional fraction).
-pub fn parse_rfc3339(text: &str) -> Option<SystemTime> {
+pub(crate) fn parse_rfc3339(text: &str) -> Option<SystemTime> {
     text.parse::<jiff::Timestamp>().ok().map(SystemTime::from)
 }
 
 /// How long ago `timestamp` was (zero if it is in the future or unparseable).
-pub fn age_of(timestamp: &str, now: SystemTime) -> Option<Duration> {
+pub(crate) fn age_of(timestamp: &str, now: SystemTime) -> Option<Duration> {
     let then = parse_rfc3339(timestamp)?;
     Some(now.duration_since(then).unwrap_or_default())
 }
 
 /// A short human age: `42s`, `5m`, `3h`, `2d`.
-pub fn short_age(age: Duration) -> String {
+pub(crate) fn short_age(age: Duration) -> String {
     let seconds = age.as_secs();
     match seconds {
         0..60 => format!("{seconds}s"),

@@ -3,6 +3,6 @@
 //! (`devin_bridge_agent::process::group`), which own the pid-reuse guard (start time and boot
 //! id) and the SIGTERM, grace, SIGKILL escalation.
 
-pub use devin_bridge_agent::process::group::{
-    boot_id, end_orphaned_group, parse_stat, proc_stat, terminate, ProcStat, ProcessStamp,
+pub(crate) use devin_bridge_agent::process::group::{
+    end_orphaned_group, terminate, ProcessStamp,
 };

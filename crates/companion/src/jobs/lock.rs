@@ -8,7 +8,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 /// How long a writer waits for a record's lock before giving up.
-pub const LOCK_WAIT: Duration = Duration::from_secs(5);
+pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// Errors taking a lock.
 #[derive(Debug, thiserror::Error)]
@@ -24,14 +24,14 @@ pub enum LockError {
 
 /// A held lock; dropping it (closing the file) releases it.
 #[derive(Debug)]
-pub struct RecordLock {
+pub(crate) struct RecordLock {
     _file: File,
 }
 
 impl RecordLock {
     /// Takes the exclusive lock on `path` (created 0600, never through a symlink), waiting at
     /// most `wait`.
-    pub fn acquire(path: &Path, wait: Duration) -> Result<Self, LockError> {
+    pub(crate) fn acquire(path: &Path, wait: Duration) -> Result<Self, LockError> {
         let io = |source| LockError::Io {
             path: path.to_path_buf(),
             source,

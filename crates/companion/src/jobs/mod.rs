@@ -1,20 +1,21 @@
 //! Job records and their store: atomic private files, one lock per record, liveness of the
 //! processes that claim running jobs, and the sweep of leftover run directories.
 
-pub mod clock;
-pub mod liveness;
-pub mod lock;
-pub mod record;
-pub mod store;
-pub mod sweep;
+pub(crate) mod clock;
+pub(crate) mod liveness;
+pub(crate) mod lock;
+pub(crate) mod record;
+pub(crate) mod store;
+pub(crate) mod sweep;
 
-pub use liveness::ProcessStamp;
-pub use lock::{LockError, RecordLock, LOCK_WAIT};
-pub use record::{
-    is_valid_job_id, new_job_id, title_of, Acceptance, AcceptanceSource, AcceptanceState, Delivery,
-    JobRecord, JobStatus, Role, RunMode,
+pub(crate) use liveness::ProcessStamp;
+pub(crate) use record::{
+    is_valid_job_id, Acceptance, AcceptanceSource, AcceptanceState, Delivery,
 };
-pub use store::{JobStore, StoreError};
+// Re-exported at the crate's root.
+pub use record::{JobRecord, JobStatus, Role, RunMode};
+pub use store::JobStore;
+pub(crate) use store::StoreError;
 
 #[cfg(test)]
 mod tests;

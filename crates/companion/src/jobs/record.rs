@@ -11,18 +11,18 @@ use super::liveness::ProcessStamp;
 use crate::failure::{bound_text, clean_message, clean_tail, FailureKind, JobFailure};
 
 /// The record format version this code reads and writes.
-pub const SCHEMA: u32 = 1;
+pub(crate) const SCHEMA: u32 = 1;
 /// The longest stored result text (bytes).
-pub const RESULT_LIMIT: usize = 1024 * 1024;
+pub(crate) const RESULT_LIMIT: usize = 1024 * 1024;
 /// The longest title (characters).
-pub const TITLE_LIMIT: usize = 80;
+pub(crate) const TITLE_LIMIT: usize = 80;
 /// The longest stored warning (bytes) and the most warnings kept.
-pub const WARNING_LIMIT: usize = 1024;
-pub const WARNINGS_MAX: usize = 64;
+pub(crate) const WARNING_LIMIT: usize = 1024;
+pub(crate) const WARNINGS_MAX: usize = 64;
 /// Other free-text fields (model names, ids, reasons) are bounded to this many bytes.
-pub const FIELD_LIMIT: usize = 512;
+pub(crate) const FIELD_LIMIT: usize = 512;
 /// The longest stored tail of the agent's stderr (bytes).
-pub const STDERR_TAIL_LIMIT: usize = 4096;
+pub(crate) const STDERR_TAIL_LIMIT: usize = 4096;
 
 /// The state of a job. Every state but `running` is terminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -412,7 +412,7 @@ impl JobRecord {
 }
 
 /// A new job id: `job-` and 16 lowercase hex digits from the OS random source.
-pub fn new_job_id() -> std::io::Result<String> {
+pub(crate) fn new_job_id() -> std::io::Result<String> {
     let mut bytes = [0u8; 8];
     getrandom::fill(&mut bytes).map_err(|error| std::io::Error::other(error.to_string()))?;
     Ok(format!("job-{}", hex::encode(bytes)))
@@ -420,7 +420,7 @@ pub fn new_job_id() -> std::io::Result<String> {
 
 /// Whether `id` has the exact job id shape `job-[0-9a-f]{16}` (checked before any path is
 /// built from it).
-pub fn is_valid_job_id(id: &str) -> bool {
+pub(crate) fn is_valid_job_id(id: &str) -> bool {
     id.len() == 20
         && id.starts_with("job-")
         && id[4..]
@@ -430,7 +430,7 @@ pub fn is_valid_job_id(id: &str) -> bool {
 
 /// The title of a prompt: its first non-empty line, control characters removed, at most
 /// [`TITLE_LIMIT`] characters.
-pub fn title_of(prompt: &str) -> String {
+pub(crate) fn title_of(prompt: &str) -> String {
     let line = prompt
         .lines()
         .map(str::trim)
@@ -449,7 +449,7 @@ pub fn title_of(prompt: &str) -> String {
 
 /// The Claude Code session that started this process, from `CLAUDE_SESSION_ID` or
 /// `CLAUDE_CODE_SESSION_ID` (bounded, printable only).
-pub fn claude_session_id_from_env() -> Option<String> {
+pub(crate) fn claude_session_id_from_env() -> Option<String> {
     ["CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID"]
         .iter()
         .filter_map(|name| std::env::var(name).ok())

@@ -33,11 +33,11 @@ use super::record::{
 use crate::failure::{bound_text, FailureKind, JobFailure};
 
 /// The largest record file read (a bigger one is treated as corrupt).
-pub const RECORD_LIMIT: u64 = 8 * 1024 * 1024;
+pub(crate) const RECORD_LIMIT: u64 = 8 * 1024 * 1024;
 /// Default time a running record may exist without a worker stamp.
-pub const DEFAULT_PIDLESS_GRACE: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_PIDLESS_GRACE: Duration = Duration::from_secs(10);
 /// Between SIGTERM and SIGKILL when a dead job's engine process is ended.
-pub const ENGINE_KILL_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const ENGINE_KILL_GRACE: Duration = Duration::from_secs(2);
 
 const RECORD_SUFFIX: &str = ".json";
 const CORRUPT_INFIX: &str = ".json.corrupt-";

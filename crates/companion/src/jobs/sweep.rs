@@ -10,22 +10,22 @@ use super::record::is_valid_job_id;
 use super::store::{write_atomic, JobStore, StoreError};
 
 /// The least time between two sweeps.
-pub const SWEEP_INTERVAL: Duration = Duration::from_secs(3600);
+pub(crate) const SWEEP_INTERVAL: Duration = Duration::from_secs(3600);
 /// The default age under which a run directory is never removed.
-pub const ORPHAN_AGE: Duration = Duration::from_secs(3600);
+pub(crate) const ORPHAN_AGE: Duration = Duration::from_secs(3600);
 
 const STAMP: &str = ".last-sweep";
 
 /// What a sweep did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct SweepOutcome {
+pub(crate) struct SweepOutcome {
     /// False when the last sweep was less than [`SWEEP_INTERVAL`] ago.
     pub ran: bool,
     pub removed: Vec<PathBuf>,
 }
 
 /// Sweeps unless a sweep ran within the last hour.
-pub fn sweep_orphan_runs(
+pub(crate) fn sweep_orphan_runs(
     store: &JobStore,
     older_than: Duration,
 ) -> Result<SweepOutcome, StoreError> {
@@ -48,7 +48,7 @@ pub fn sweep_orphan_runs(
 }
 
 /// Sweeps now, whatever the stamp says.
-pub fn sweep_now(store: &JobStore, older_than: Duration) -> Result<SweepOutcome, StoreError> {
+pub(crate) fn sweep_now(store: &JobStore, older_than: Duration) -> Result<SweepOutcome, StoreError> {
     let runs = store.runs_dir();
     let entries = fs::read_dir(runs).map_err(|source| StoreError::Io {
         action: "list",

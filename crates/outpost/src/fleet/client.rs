@@ -23,11 +23,11 @@ use super::types::{
 use super::url::{query_value, BaseUrl};
 
 /// The HTTP client every outpost request goes through.
-pub type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+pub(crate) type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
 
 /// Builds the shared client: TLS 1.2+ with the Mozilla root store (no dependency on the
 /// machine's CA files, which a minimal container lacks), http/1.1, pooled.
-pub fn http_client() -> Result<HttpClient, rustls::Error> {
+pub(crate) fn http_client() -> Result<HttpClient, rustls::Error> {
     let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
     let tls = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?
@@ -47,7 +47,7 @@ pub fn http_client() -> Result<HttpClient, rustls::Error> {
 
 /// Why a fleet API call failed.
 #[derive(Debug, thiserror::Error)]
-pub enum FleetError {
+pub(crate) enum FleetError {
     /// 401/403: the token is missing, wrong, revoked or lacks the scope.
     #[error("the fleet API refused the token ({status}): {message}")]
     Unauthorized { status: u16, message: String },
@@ -77,7 +77,7 @@ pub enum FleetError {
 
 impl FleetError {
     /// Transient: retry with backoff.
-    pub fn is_transient(&self) -> bool {
+    pub(crate) fn is_transient(&self) -> bool {
         matches!(
             self,
             FleetError::Unavailable { .. }
@@ -89,7 +89,7 @@ impl FleetError {
     }
 
     /// The token does not work: the worker must stop.
-    pub fn is_auth(&self) -> bool {
+    pub(crate) fn is_auth(&self) -> bool {
         matches!(self, FleetError::Unauthorized { .. })
     }
 }
@@ -152,7 +152,7 @@ fn failure(status: StatusCode, body: &[u8]) -> FleetError {
 
 /// The outcome of a claim.
 #[derive(Debug)]
-pub enum Claim {
+pub(crate) enum Claim {
     /// Ours: the entry carries `connect_token` (and usually `gateway_url`).
     Won(Box<QueueEntry>),
     /// Another worker has it, or it is no longer claimable: not an error.
@@ -161,7 +161,7 @@ pub enum Claim {
 
 /// The outcome of a release.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Release {
+pub(crate) enum Release {
     Released,
     /// Not held by us any more (expired, or already released).
     NotHeld,
@@ -170,7 +170,7 @@ pub enum Release {
 }
 
 /// The fleet API (`/opbeta/outposts/`), authenticated.
-pub struct FleetClient {
+pub(crate) struct FleetClient {
     http: HttpClient,
     api: BaseUrl,
     token: Secret,
@@ -180,7 +180,7 @@ pub struct FleetClient {
 }
 
 impl FleetClient {
-    pub fn new(
+    pub(crate) fn new(
         http: HttpClient,
         api: BaseUrl,
         token: Secret,
@@ -198,7 +198,7 @@ impl FleetClient {
     }
 
     /// Requests sent so far (the benchmark reads it; logs report it at exit).
-    pub fn requests_sent(&self) -> u64 {
+    pub(crate) fn requests_sent(&self) -> u64 {
         self.sent.load(Ordering::Relaxed)
     }
 
@@ -285,7 +285,7 @@ impl FleetClient {
     }
 
     /// One page of the queue.
-    pub async fn list_page(
+    pub(crate) async fn list_page(
         &self,
         outpost: Option<&OutpostId>,
         cursor: Option<&Cursor>,
@@ -303,7 +303,7 @@ impl FleetClient {
     }
 
     /// Opens a watch stream from `cursor`; the caller reads the body with its own idle timeout.
-    pub async fn watch(
+    pub(crate) async fn watch(
         &self,
         outpost: Option<&OutpostId>,
         cursor: Option<&Cursor>,
@@ -338,7 +338,7 @@ impl FleetClient {
     }
 
     /// The entry of one session; `None` when it is gone.
-    pub async fn get(&self, session: &SessionId) -> Result<Option<QueueEntry>, FleetError> {
+    pub(crate) async fn get(&self, session: &SessionId) -> Result<Option<QueueEntry>, FleetError> {
         let path = format!("/opbeta/outposts/devins/{session}");
         match self
             .call_json("a queue entry", Method::GET, &path, None)
@@ -351,7 +351,7 @@ impl FleetClient {
     }
 
     /// Compare-and-swap claim for `acceptor`.
-    pub async fn claim(
+    pub(crate) async fn claim(
         &self,
         session: &SessionId,
         acceptor: &AcceptorId,
@@ -369,7 +369,7 @@ impl FleetClient {
     }
 
     /// Gives a claim back so the session requeues at once.
-    pub async fn release(
+    pub(crate) async fn release(
         &self,
         session: &SessionId,
         acceptor: &AcceptorId,
@@ -386,7 +386,7 @@ impl FleetClient {
     }
 
     /// Every outpost of the account.
-    pub async fn outposts(&self) -> Result<Vec<Outpost>, FleetError> {
+    pub(crate) async fn outposts(&self) -> Result<Vec<Outpost>, FleetError> {
         let list: OutpostList = self
             .call_json(
                 "the outpost list",
@@ -399,7 +399,7 @@ impl FleetClient {
     }
 
     /// One outpost by id; `None` when the account has no such outpost (404).
-    pub async fn outpost(&self, outpost: &OutpostId) -> Result<Option<Outpost>, FleetError> {
+    pub(crate) async fn outpost(&self, outpost: &OutpostId) -> Result<Option<Outpost>, FleetError> {
         let path = format!("/opbeta/outposts/outposts/{outpost}");
         match self.call_json("an outpost", Method::GET, &path, None).await {
             Ok(found) => Ok(Some(found)),
@@ -409,7 +409,7 @@ impl FleetClient {
     }
 
     /// Creates an outpost (orchestrator scope).
-    pub async fn create_outpost(
+    pub(crate) async fn create_outpost(
         &self,
         name: &str,
         platform: &str,
@@ -427,7 +427,7 @@ impl FleetClient {
     }
 
     /// Deletes an outpost (orchestrator scope).
-    pub async fn delete_outpost(&self, outpost: &OutpostId) -> Result<(), FleetError> {
+    pub(crate) async fn delete_outpost(&self, outpost: &OutpostId) -> Result<(), FleetError> {
         let path = format!("/opbeta/outposts/outposts/{outpost}");
         let (status, bytes) = self.call(Method::DELETE, &path, None).await?;
         if status.is_success() {
@@ -452,18 +452,18 @@ fn network_reason(error: &hyper_util::client::legacy::Error) -> String {
 
 /// Unauthenticated downloads (the published `devin-remote` binaries).
 #[derive(Clone)]
-pub struct PublicFetcher {
+pub(crate) struct PublicFetcher {
     http: HttpClient,
     timeout: Duration,
 }
 
 impl PublicFetcher {
-    pub fn new(http: HttpClient, timeout: Duration) -> Self {
+    pub(crate) fn new(http: HttpClient, timeout: Duration) -> Self {
         Self { http, timeout }
     }
 
     /// `GET url`: the status and the body stream (headers within the deadline).
-    pub async fn get(&self, url: &str) -> Result<(StatusCode, Incoming), FleetError> {
+    pub(crate) async fn get(&self, url: &str) -> Result<(StatusCode, Incoming), FleetError> {
         let request = Request::builder()
             .method(Method::GET)
             .uri(url)
@@ -482,7 +482,7 @@ impl PublicFetcher {
     }
 
     /// `GET url` for a small text (at most `cap` bytes); non-2xx answers are failures.
-    pub async fn get_text(&self, url: &str, cap: usize) -> Result<String, FleetError> {
+    pub(crate) async fn get_text(&self, url: &str, cap: usize) -> Result<String, FleetError> {
         let (status, body) = self.get(url).await?;
         let bytes = tokio::time::timeout(self.timeout, Limited::new(body, cap).collect())
             .await

@@ -11,9 +11,9 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 /// Longest identifier accepted (session, outpost, acceptor ids).
-pub const MAX_ID_LEN: usize = 128;
+pub(crate) const MAX_ID_LEN: usize = 128;
 /// Longest cursor accepted.
-pub const MAX_CURSOR_LEN: usize = 4096;
+pub(crate) const MAX_CURSOR_LEN: usize = 4096;
 
 /// Why a fleet value is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -179,14 +179,14 @@ impl fmt::Display for Commit {
 /// A credential: never printed, never logged.
 #[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(transparent)]
-pub struct Secret(String);
+pub(crate) struct Secret(String);
 
 impl Secret {
-    pub fn new(value: String) -> Self {
+    pub(crate) fn new(value: String) -> Self {
         Self(value)
     }
     /// The value, for the one place that must send it.
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }
@@ -200,7 +200,7 @@ impl fmt::Debug for Secret {
 /// `status.phase`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Phase {
+pub(crate) enum Phase {
     Pending,
     Claimed,
 }
@@ -208,7 +208,7 @@ pub enum Phase {
 /// `spec.kind`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Kind {
+pub(crate) enum Kind {
     New,
     Resume,
 }
@@ -216,7 +216,7 @@ pub enum Kind {
 /// `status.session_status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum SessionStatus {
+pub(crate) enum SessionStatus {
     Pending,
     Running,
     Suspended,
@@ -225,7 +225,7 @@ pub enum SessionStatus {
 
 impl SessionStatus {
     /// The session is over (for now): its remote should not be running.
-    pub fn has_ended(self) -> bool {
+    pub(crate) fn has_ended(self) -> bool {
         matches!(self, SessionStatus::Suspended | SessionStatus::Terminated)
     }
 }
@@ -233,7 +233,7 @@ impl SessionStatus {
 /// One destination a session's network policy allows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum AllowRule {
+pub(crate) enum AllowRule {
     /// A hostname pattern (`github.com`, `*.github.com`).
     Hostname(String),
     /// An IPv4 address or CIDR.
@@ -244,7 +244,7 @@ pub enum AllowRule {
 
 /// `spec.network_policy`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NetworkPolicy {
+pub(crate) struct NetworkPolicy {
     #[serde(default)]
     pub enabled: bool,
     #[serde(default)]
@@ -253,7 +253,7 @@ pub struct NetworkPolicy {
 
 /// `metadata` of a queue entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EntryMetadata {
+pub(crate) struct EntryMetadata {
     pub session_id: SessionId,
     pub outpost_id: OutpostId,
     #[serde(default)]
@@ -264,7 +264,7 @@ pub struct EntryMetadata {
 
 /// `spec` of a queue entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EntrySpec {
+pub(crate) struct EntrySpec {
     pub kind: Kind,
     #[serde(default)]
     pub platform: Option<String>,
@@ -276,7 +276,7 @@ pub struct EntrySpec {
 
 /// `status` of a queue entry. The gateway credentials appear only in a claim's answer.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct EntryStatus {
+pub(crate) struct EntryStatus {
     pub phase: Phase,
     #[serde(default)]
     pub acceptor_id: Option<String>,
@@ -291,19 +291,19 @@ pub struct EntryStatus {
 
 /// A queued session (`devins`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct QueueEntry {
+pub(crate) struct QueueEntry {
     pub metadata: EntryMetadata,
     pub spec: EntrySpec,
     pub status: EntryStatus,
 }
 
 impl QueueEntry {
-    pub fn id(&self) -> &SessionId {
+    pub(crate) fn id(&self) -> &SessionId {
         &self.metadata.session_id
     }
 
     /// Held by `acceptor`.
-    pub fn claimed_by(&self, acceptor: &AcceptorId) -> bool {
+    pub(crate) fn claimed_by(&self, acceptor: &AcceptorId) -> bool {
         self.status.phase == Phase::Claimed
             && self.status.acceptor_id.as_deref() == Some(acceptor.as_str())
     }
@@ -311,26 +311,24 @@ impl QueueEntry {
 
 /// One page of `GET /devins`.
 #[derive(Debug, Clone, Deserialize)]
-pub struct ListPage {
+pub(crate) struct ListPage {
     pub items: Vec<QueueEntry>,
     pub cursor: Cursor,
     #[serde(default)]
     pub has_next_page: bool,
-    #[serde(default)]
-    pub total: Option<u64>,
 }
 
 /// The kind of a watch event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
-pub enum EventType {
+pub(crate) enum EventType {
     Modified,
     Deleted,
 }
 
 /// The `data` of one watch event.
 #[derive(Debug, Clone, Deserialize)]
-pub struct WatchEvent {
+pub(crate) struct WatchEvent {
     #[serde(rename = "type")]
     pub kind: EventType,
     pub object: QueueEntry,
@@ -339,7 +337,7 @@ pub struct WatchEvent {
 
 /// `metadata` of an outpost.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct OutpostMetadata {
+pub(crate) struct OutpostMetadata {
     pub outpost_id: OutpostId,
     #[serde(default)]
     pub account_id: Option<String>,
@@ -349,7 +347,7 @@ pub struct OutpostMetadata {
 
 /// `spec` of an outpost.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct OutpostSpec {
+pub(crate) struct OutpostSpec {
     pub name: String,
     #[serde(default)]
     pub platform: Option<String>,
@@ -359,7 +357,7 @@ pub struct OutpostSpec {
 
 /// `status` of an outpost.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct OutpostStatus {
+pub(crate) struct OutpostStatus {
     #[serde(default)]
     pub queue_depth: u64,
     #[serde(default)]
@@ -368,7 +366,7 @@ pub struct OutpostStatus {
 
 /// An outpost: a named queue served by your machines.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Outpost {
+pub(crate) struct Outpost {
     pub metadata: OutpostMetadata,
     pub spec: OutpostSpec,
     #[serde(default)]
@@ -377,12 +375,12 @@ pub struct Outpost {
 
 /// `GET /outposts`.
 #[derive(Debug, Clone, Deserialize)]
-pub struct OutpostList {
+pub(crate) struct OutpostList {
     pub items: Vec<Outpost>,
 }
 
 /// The platforms an outpost can have.
-pub const PLATFORMS: [&str; 3] = ["linux", "macos", "windows"];
+pub(crate) const PLATFORMS: [&str; 3] = ["linux", "macos", "windows"];
 
 #[cfg(test)]
 mod tests {

@@ -7,7 +7,7 @@ use hyper::Uri;
 
 /// Why a configured URL is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BaseUrlError {
+pub(crate) enum BaseUrlError {
     #[error("{what} {url:?} is not a valid absolute URL")]
     Malformed { what: &'static str, url: String },
     #[error("{what} {url:?} must use https (plain http is allowed only to a loopback host)")]
@@ -18,11 +18,11 @@ pub enum BaseUrlError {
 
 /// A validated base URL without a trailing slash.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BaseUrl(String);
+pub(crate) struct BaseUrl(String);
 
 impl BaseUrl {
     /// Validates `url` (`what` names it in errors).
-    pub fn parse(what: &'static str, url: &str) -> Result<Self, BaseUrlError> {
+    pub(crate) fn parse(what: &'static str, url: &str) -> Result<Self, BaseUrlError> {
         let trimmed = url.trim().trim_end_matches('/');
         let malformed = || BaseUrlError::Malformed {
             what,
@@ -51,17 +51,17 @@ impl BaseUrl {
     }
 
     /// `base` + `path` (which starts with `/`).
-    pub fn join(&self, path: &str) -> String {
+    pub(crate) fn join(&self, path: &str) -> String {
         format!("{}{path}", self.0)
     }
 
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 }
 
 /// `localhost` or a loopback address (brackets around IPv6 allowed).
-pub fn is_loopback_host(host: &str) -> bool {
+pub(crate) fn is_loopback_host(host: &str) -> bool {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     if bare.eq_ignore_ascii_case("localhost") {
         return true;
@@ -72,7 +72,7 @@ pub fn is_loopback_host(host: &str) -> bool {
 }
 
 /// Percent-encodes a query value.
-pub fn query_value(value: &str) -> String {
+pub(crate) fn query_value(value: &str) -> String {
     percent_encoding::utf8_percent_encode(value, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
 
