@@ -425,7 +425,7 @@ fn main() {
     let base = claude.native.as_secs_f64();
     for (label, row, bound, target) in [
         ("envelope parse of 1 MB text", text_parse, 2.4, 1.2),
-        ("narration guard on 1 MB text", narration, 68.0, 34.0),
+        ("narration check on 1 MB text", narration, 68.0, 34.0),
         ("SSE rendering of a 1 MB text reply", text_render, 17.0, 8.5),
     ] {
         let ratio = row.fresh.as_secs_f64() / base;

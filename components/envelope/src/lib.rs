@@ -136,8 +136,8 @@ pub fn parse_owned(
 /// `narration.rs`; envelope bodies are never examined, so valid envelopes alone are never
 /// flagged.
 pub fn narrates_unexecuted_action(output: &str) -> bool {
-    let mut guard = narration::Guard::new();
-    scan::outside_envelopes(output).any(|piece| guard.narrates(piece))
+    let mut narration = narration::NarrationCheck::new();
+    scan::outside_envelopes(output).any(|piece| narration.narrates(piece))
 }
 
 /// What [`parse`] found, before a text reply is copied out of (or cut from) the output.

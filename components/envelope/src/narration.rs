@@ -24,7 +24,7 @@
 //!
 //! Linear, and in ordinary prose a small fraction of a full tokenization. Every rule starts at
 //! one of a few *starter* words (next, immediate, planned, I'll, I, let, still, now, test,
-//! tests), so a [`Guard`] first looks for those with vectorised substring searches (`memchr`'s
+//! tests), so a [`NarrationCheck`] first looks for those with vectorised substring searches (`memchr`'s
 //! `memmem` over an ASCII-lowercased copy of one chunk at a time: "next", "planned", "will",
 //! "let", "still", "now", "test", and every apostrophe for "I'll"), keeps the hits that begin a
 //! word whose next word could continue one of its phrases (a look at one letter, see
@@ -183,8 +183,8 @@ struct Keyword {
     sentence: usize,
 }
 
-/// The narration guard over one output: the searchers and buffers its pieces share.
-pub(crate) struct Guard {
+/// The narration check over one output: the searchers and buffers its pieces share.
+pub(crate) struct NarrationCheck {
     /// One searcher per trigger of [`TRIGGERS`], in that order.
     finders: Vec<Finder<'static>>,
     /// The current chunk, ASCII-lowercased.
@@ -217,7 +217,7 @@ const CHUNK_BYTES: usize = 16 * 1024;
 /// Bytes a chunk's copy extends past its end, so a trigger starting in the chunk is found whole.
 const TRIGGER_OVERLAP: usize = 8;
 
-impl Guard {
+impl NarrationCheck {
     pub(crate) fn new() -> Self {
         Self {
             finders: TRIGGERS
@@ -700,7 +700,7 @@ mod tests {
     }
 
     fn narrates(text: &str) -> bool {
-        let verdict = Guard::new().narrates(text);
+        let verdict = NarrationCheck::new().narrates(text);
         assert_eq!(verdict, narrates_whole(text), "{text:?}");
         verdict
     }
@@ -742,13 +742,13 @@ mod tests {
         assert!(narrates("I will run it."));
     }
 
-    /// Every verdict of the guard, at several chunk sizes, against the whole-text reference.
+    /// Every verdict of the check, at several chunk sizes, against the whole-text reference.
     fn agrees(text: &str) -> bool {
         let whole = narrates_whole(text);
-        let mut guard = Guard::new();
+        let mut check = NarrationCheck::new();
         for chunk_bytes in [CHUNK_BYTES, 64, 9, 1] {
             assert_eq!(
-                guard.narrates_in_chunks(text, chunk_bytes),
+                check.narrates_in_chunks(text, chunk_bytes),
                 whole,
                 "chunks of {chunk_bytes}: {text:?}"
             );
@@ -832,7 +832,7 @@ mod tests {
     }
 
     #[test]
-    fn the_guard_agrees_with_the_whole_text_on_generated_texts() {
+    fn the_check_agrees_with_the_whole_text_on_generated_texts() {
         let words = [
             "next",
             "Next",

@@ -8,7 +8,7 @@
 //!   `</tool>` or `<tool>` inside a JSON string value is therefore just text;
 //! - a `<tool>` inside an envelope and outside its strings is an envelope opening inside another
 //!   one. [`envelopes`] (what `parse` reads) refuses it; [`outside_envelopes`] (what the
-//!   narration guard reads) ignores it, as it always has, so the guard's verdicts do not move;
+//!   narration check reads) ignores it, as it always has, so its verdicts do not move;
 //! - if the output ends before a closing tag, the envelope is unclosed (cut off). Its body cannot
 //!   be valid JSON either way (a JSON document cannot end inside a string), so it is malformed and
 //!   the scan stops there.
@@ -184,7 +184,7 @@ pub(crate) fn envelopes(text: &str, limit: usize) -> Result<Option<Vec<&str>>, F
     }
 }
 
-/// The text outside closed envelopes, in order, for the narration guard. An unclosed envelope is
+/// The text outside closed envelopes, in order, for the narration check. An unclosed envelope is
 /// not an envelope: its tag and everything after it are part of the last piece. A `<tool>`
 /// inside an envelope's body is part of that body, as it always was for the guard.
 pub(crate) fn outside_envelopes(text: &str) -> impl Iterator<Item = &str> + '_ {

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Deserializer};
 
 use crate::failures;
-use crate::names::normalise;
+use crate::names::normalize;
 use crate::{Failure, ResolvedModel};
 
 #[derive(Debug, Deserialize)]
@@ -86,7 +86,7 @@ impl Catalog {
 impl Variant {
     /// The uid as ACP spells it.
     pub(crate) fn acp_id(&self) -> String {
-        normalise(&self.model_uid)
+        normalize(&self.model_uid)
     }
 
     /// The display label; the uid when the catalog gives none.
@@ -198,7 +198,7 @@ impl<'a> Index<'a> {
             let name = |kind, exact: &'a str, target| Name {
                 kind,
                 exact,
-                normal: normalise(exact),
+                normal: normalize(exact),
                 target,
             };
             names.push(name(Kind::Slug, &family.slug, family_target));
@@ -288,7 +288,7 @@ mod tests {
     }
 
     #[test]
-    fn resolved_normalises_the_acp_id() {
+    fn resolved_normalizes_the_acp_id() {
         let catalog =
             Catalog::parse(r#"{"families":[{"slug":"glm-5.2","variants":[{"model_uid":"GLM_5.2","label":"GLM 5.2"}]}]}"#)
                 .expect("valid");

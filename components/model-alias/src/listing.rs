@@ -45,7 +45,7 @@ struct Capabilities {
 
 /// One card per variant, in catalog order, with the variant's context window and output limit
 /// when the catalog states them (clients size their conversations by `context_window`), listed only when its id validates back to that
-/// very variant. That drops routing pairings and variants hidden by a normalised-name
+/// very variant. That drops routing pairings and variants hidden by a normalized-name
 /// collision, so a client never picks an id we would refuse, and it makes ids unique:
 /// resolution maps an id to at most one variant.
 pub(crate) fn render(index: &Index<'_>, vision: bool) -> Result<String, Failure> {

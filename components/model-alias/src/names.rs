@@ -5,7 +5,7 @@
 /// `devin models list` writes `swe-1.6` where ACP writes `swe-1-6`, and users type either.
 /// Only ASCII is folded: Unicode case folding would let look-alikes such as the Kelvin sign
 /// (`K`, which lowercases to `k`) match a real model name.
-pub(crate) fn normalise(name: &str) -> String {
+pub(crate) fn normalize(name: &str) -> String {
     name.chars()
         .map(|ch| match ch {
             '.' | '_' => '-',
@@ -16,8 +16,8 @@ pub(crate) fn normalise(name: &str) -> String {
 
 /// Routing pairings that pick a model on the caller's behalf (`adaptive`, `fusion-*`) are
 /// not models: the bridge must know which model serves a turn, so they are refused as input.
-pub(crate) fn is_routing_pairing(normalised: &str) -> bool {
-    normalised == "adaptive" || normalised == "fusion" || normalised.starts_with("fusion-")
+pub(crate) fn is_routing_pairing(normalized: &str) -> bool {
+    normalized == "adaptive" || normalized == "fusion" || normalized.starts_with("fusion-")
 }
 
 /// Longest piece of caller input echoed back in an error message.
@@ -37,19 +37,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn normalise_folds_case_and_separators() {
-        assert_eq!(normalise("swe-1.6"), "swe-1-6");
-        assert_eq!(normalise("SWE_1_6"), "swe-1-6");
-        assert_eq!(normalise("swe-1-6"), "swe-1-6");
-        assert_eq!(normalise("GLM-5.2"), "glm-5-2");
-        assert_eq!(normalise(""), "");
+    fn normalize_folds_case_and_separators() {
+        assert_eq!(normalize("swe-1.6"), "swe-1-6");
+        assert_eq!(normalize("SWE_1_6"), "swe-1-6");
+        assert_eq!(normalize("swe-1-6"), "swe-1-6");
+        assert_eq!(normalize("GLM-5.2"), "glm-5-2");
+        assert_eq!(normalize(""), "");
     }
 
     #[test]
-    fn normalise_folds_ascii_only() {
+    fn normalize_folds_ascii_only() {
         // U+212A KELVIN SIGN lowercases to `k` under Unicode rules; it must stay distinct.
-        assert_ne!(normalise("\u{212A}imi-k3"), "kimi-k3");
-        assert_eq!(normalise("ÉMILE"), "Émile");
+        assert_ne!(normalize("\u{212A}imi-k3"), "kimi-k3");
+        assert_eq!(normalize("ÉMILE"), "Émile");
     }
 
     #[test]

@@ -1,14 +1,14 @@
 //! Resolution of a requested name against the catalog's names.
 //!
 //! Tiers, first match wins: exact variant uid, exact family slug, exact family alias, then
-//! the same three on the normalised spelling. Exact tiers come first so that a name spelled
+//! the same three on the normalized spelling. Exact tiers come first so that a name spelled
 //! exactly as the catalog spells it always means that entry, even when another entry has
-//! the same normalised form. Within one tier, names that lead to two different entries make
+//! the same normalized form. Within one tier, names that lead to two different entries make
 //! the request ambiguous: we refuse rather than guess.
 
 use crate::catalog::{Index, Kind, Name, Target, VariantRef};
 use crate::failures;
-use crate::names::{is_routing_pairing, normalise};
+use crate::names::{is_routing_pairing, normalize};
 use crate::Failure;
 
 #[derive(Clone, Copy)]
@@ -31,7 +31,7 @@ pub(crate) fn resolve<'a>(index: &Index<'a>, requested: &str) -> Result<VariantR
     if requested.is_empty() {
         return Err(failures::empty_model());
     }
-    let normal = normalise(requested);
+    let normal = normalize(requested);
     if is_routing_pairing(&normal) {
         return Err(failures::routing_pairing(requested));
     }
@@ -61,8 +61,8 @@ fn accept<'a>(requested: &str, target: Target<'a>) -> Result<VariantRef<'a>, Fai
             Err(failures::family_without_variants(requested, &family.slug))
         }
         Target::Variant(at) => {
-            if is_routing_pairing(&normalise(&at.family.slug))
-                || is_routing_pairing(&normalise(&at.variant.model_uid))
+            if is_routing_pairing(&normalize(&at.family.slug))
+                || is_routing_pairing(&normalize(&at.variant.model_uid))
             {
                 Err(failures::routing_pairing(requested))
             } else {
@@ -145,14 +145,14 @@ mod tests {
     }
 
     #[test]
-    fn normalised_spellings() {
+    fn normalized_spellings() {
         assert_eq!(
             resolve_uid(CATALOG, "SWE_1_7_LIGHTNING").unwrap(),
             "swe-1-7-lightning"
         );
         assert_eq!(resolve_uid(CATALOG, "glm-5-2").unwrap(), "glm-5.2");
         assert_eq!(resolve_uid(CATALOG, "GLM_5_2").unwrap(), "glm-5.2");
-        // Normalised uid tier comes before the normalised alias tier.
+        // Normalised uid tier comes before the normalized alias tier.
         assert_eq!(resolve_uid(CATALOG, "SWE_1.6").unwrap(), "swe-1-6");
         assert_eq!(resolve_uid(CATALOG, "Swe").unwrap(), "swe-1-6-fast");
     }
@@ -182,7 +182,7 @@ mod tests {
     }
 
     #[test]
-    fn normalised_collision_is_ambiguous_but_exact_is_not() {
+    fn normalized_collision_is_ambiguous_but_exact_is_not() {
         let catalog = r#"{"families":[
             {"slug":"glm","variants":[{"model_uid":"glm-5.2"},{"model_uid":"glm-5-2"}]}]}"#;
         assert_eq!(resolve_uid(catalog, "glm-5.2").unwrap(), "glm-5.2");

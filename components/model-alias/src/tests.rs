@@ -172,14 +172,14 @@ fn list_models_only_lists_ids_that_validate_back() {
         .iter()
         .map(|card| card["id"].as_str().unwrap())
         .collect();
-    // glm-5.2 / glm_5_2 collide once normalised; adaptive and fusion-* are refused as input;
+    // glm-5.2 / glm_5_2 collide once normalized; adaptive and fusion-* are refused as input;
     // glm-6 appears in two families and is ambiguous even exactly.
     assert_eq!(ids, Vec::<&str>::new());
     let catalog = r#"{"families":[
         {"slug":"a","variants":[{"model_uid":"a-1"},{"model_uid":"a.1"}]},
         {"slug":"b","variants":[{"model_uid":"b.2","label":""}]}]}"#;
     let body = list(catalog);
-    // `a.1` normalises to `a-1`, which names the exact uid `a-1`: only that one is listed.
+    // `a.1` normalizes to `a-1`, which names the exact uid `a-1`: only that one is listed.
     assert_eq!(body["data"][0]["id"], "devin-cli-agentic/a-1");
     assert_eq!(body["data"][1]["id"], "devin-cli-agentic/b-2");
     assert_eq!(

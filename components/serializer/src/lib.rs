@@ -307,8 +307,8 @@ fn build(
 
     let model = request::model(&root)?;
     let stream = request::stream(&root)?;
-    let catalog = tools::Catalog::read(&root)?;
-    let choice = tools::ToolChoice::read(&root, &catalog)?;
+    let toolset = tools::Toolset::read(&root)?;
+    let choice = tools::ToolChoice::read(&root, &toolset)?;
     let system = request::System::read(&root)?;
     let messages = messages::of(&root)?;
 
@@ -319,7 +319,7 @@ fn build(
     text.push_str(framing::PREAMBLE);
     let mut trace = Trace::after(text);
     system.write(&mut trace);
-    catalog.write(&mut trace);
+    toolset.write(&mut trace);
     let single_tool_call = choice.is_some_and(|choice| choice.single_call);
     if let Some(choice) = choice {
         choice.write(&mut trace);
@@ -329,7 +329,7 @@ fn build(
         count: 0,
         tool_uses: Default::default(),
     };
-    let written = messages::write(messages, before, catalog.names(), &mut trace, limits)?;
+    let written = messages::write(messages, before, toolset.names(), &mut trace, limits)?;
     let images = images::attach(
         &written.found,
         usize::try_from(first_message).unwrap_or(usize::MAX),
@@ -354,7 +354,7 @@ fn build(
 
     Ok(Built {
         prompt: Prompt {
-            tools: catalog.to_json(),
+            tools: toolset.to_json(),
             input_tokens: 0,
             id_seed: String::new(),
             model: model.to_owned(),
@@ -371,7 +371,7 @@ fn build(
             Vec::new()
         },
         tool_names: if for_marks {
-            catalog.names_in_order()
+            toolset.names_in_order()
         } else {
             Vec::new()
         },

@@ -412,11 +412,11 @@ fn truncate_tail(out: &mut String, start: usize, limit: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::Catalog;
+    use crate::tools::Toolset;
 
     fn render(text: &str) -> Result<String, Failure> {
         let request = Json::parse(text).expect("valid test JSON");
-        let catalog = Catalog::read(&request)?;
+        let toolset = Toolset::read(&request)?;
         let mut trace = Trace::after(String::new());
         let before = Before {
             count: 0,
@@ -425,7 +425,7 @@ mod tests {
         write(
             of(&request)?,
             before,
-            catalog.names(),
+            toolset.names(),
             &mut trace,
             ImageLimits::NONE,
         )?;

@@ -1,5 +1,5 @@
 //! `tools` and `tool_choice`: validation, the `[Available Tools]` and `[Tool Choice]`
-//! sections, and the compact catalog the envelope parser receives.
+//! sections, and the compact tool list (toolset) the envelope parser receives.
 
 use std::collections::BTreeSet;
 
@@ -14,7 +14,7 @@ use crate::json::{write_compact, write_pretty, Json};
 use crate::trace::Trace;
 
 /// The request's tools, validated, in request order.
-pub(crate) struct Catalog<'a> {
+pub(crate) struct Toolset<'a> {
     /// The `tools` array exactly as given, for the envelope parser (it validates arguments
     /// against the schemas, so it gets every field, not our reading of them).
     value: Option<&'a Json<'a>>,
@@ -28,7 +28,7 @@ struct Tool<'a> {
     input_schema: Option<&'a Json<'a>>,
 }
 
-impl<'a> Catalog<'a> {
+impl<'a> Toolset<'a> {
     pub(crate) fn read(request: &'a Json) -> Result<Self, Failure> {
         let value = request.field("tools");
         let items = match value {
@@ -185,7 +185,7 @@ pub(crate) struct ToolChoice<'a> {
 }
 
 impl<'a> ToolChoice<'a> {
-    pub(crate) fn read(request: &'a Json, catalog: &Catalog<'_>) -> Result<Option<Self>, Failure> {
+    pub(crate) fn read(request: &'a Json, toolset: &Toolset<'_>) -> Result<Option<Self>, Failure> {
         let Some(value) = request.field("tool_choice") else {
             return Ok(None);
         };
@@ -198,7 +198,7 @@ impl<'a> ToolChoice<'a> {
         let choice = match value.str_field("type") {
             Some("auto") => Choice::Auto,
             Some("none") => Choice::None,
-            Some("any") if catalog.is_empty() => {
+            Some("any") if toolset.is_empty() => {
                 return Err(fail(
                     INVALID_TOOL_CHOICE,
                     "tool_choice any requires at least one tool",
@@ -206,7 +206,7 @@ impl<'a> ToolChoice<'a> {
             }
             Some("any") => Choice::Any,
             Some("tool") => match value.str_field("name") {
-                Some(name) if catalog.names().contains(name) => Choice::Tool(name),
+                Some(name) if toolset.names().contains(name) => Choice::Tool(name),
                 Some(name) => {
                     return Err(fail(
                         UNKNOWN_TOOL_CHOICE,
@@ -302,10 +302,10 @@ mod tests {
 
     fn rendered(text: &str) -> Result<String, Failure> {
         let request = request(text);
-        let catalog = Catalog::read(&request)?;
-        let choice = ToolChoice::read(&request, &catalog)?;
+        let toolset = Toolset::read(&request)?;
+        let choice = ToolChoice::read(&request, &toolset)?;
         let mut trace = Trace::after(String::new());
-        catalog.write(&mut trace);
+        toolset.write(&mut trace);
         if let Some(choice) = choice {
             choice.write(&mut trace);
         }
@@ -313,7 +313,7 @@ mod tests {
     }
 
     #[test]
-    fn catalog_lists_each_tool_with_its_schema() {
+    fn toolset_lists_each_tool_with_its_schema() {
         let text = rendered(
             r#"{"tools":[{"name":"Read","description":"Reads a file.","input_schema":
             {"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}},
@@ -328,20 +328,20 @@ mod tests {
     }
 
     #[test]
-    fn catalog_json_is_compact_and_as_given() {
+    fn toolset_json_is_compact_and_as_given() {
         let request =
             request(r#"{"tools":[ {"name":"B","x":[1, 2],"input_schema":{"z":1,"a":2}} ]}"#);
-        let catalog = Catalog::read(&request).expect("valid");
+        let toolset = Toolset::read(&request).expect("valid");
         assert_eq!(
-            catalog.to_json(),
+            toolset.to_json(),
             r#"[{"name":"B","x":[1,2],"input_schema":{"z":1,"a":2}}]"#
         );
         let none = Json::parse("{}").expect("valid");
-        assert_eq!(Catalog::read(&none).expect("valid").to_json(), "[]");
+        assert_eq!(Toolset::read(&none).expect("valid").to_json(), "[]");
         let empty = Json::parse(r#"{"tools":[]}"#).expect("valid");
-        let catalog = Catalog::read(&empty).expect("valid");
-        assert_eq!(catalog.to_json(), "[]");
-        assert!(catalog.is_empty());
+        let toolset = Toolset::read(&empty).expect("valid");
+        assert_eq!(toolset.to_json(), "[]");
+        assert!(toolset.is_empty());
         assert_eq!(rendered(r#"{"tools":[]}"#).as_deref(), Ok(""));
     }
 

@@ -415,7 +415,10 @@ impl SessionEndSummary {
 
 /// `session-end`: reads the hook JSON from stdin and never fails (exit 0, one summary line
 /// on stderr, nothing on stdout).
-pub(crate) fn session_end(settings: &Settings, _args: SessionEndArgs) -> Result<Output, CompanionError> {
+pub(crate) fn session_end(
+    settings: &Settings,
+    _args: SessionEndArgs,
+) -> Result<Output, CompanionError> {
     let summary = session_end_from(settings, std::io::stdin().lock());
     eprintln!("{}", summary.line());
     Ok(Output {

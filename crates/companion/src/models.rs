@@ -281,7 +281,9 @@ pub(crate) fn session_effort(
 /// The speed option set to `standard`, only when the session offers a speed option with that
 /// value and it is not already current. Current Devin sessions have none (speed is part of
 /// the model value, `-fast`), so this usually does nothing.
-pub(crate) fn session_speed_standard(options: &[v1::SessionConfigOption]) -> Option<(String, String)> {
+pub(crate) fn session_speed_standard(
+    options: &[v1::SessionConfigOption],
+) -> Option<(String, String)> {
     let select = Select::of_category(options, "speed")?;
     let (value, _) = select.find("standard")?;
     if select.current.as_deref() == Some(value.as_str()) {

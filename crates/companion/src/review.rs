@@ -127,7 +127,11 @@ fn default_base(workspace: &Path) -> Result<String, ReviewError> {
 }
 
 /// Collects the diff of `scope`. An empty diff is `input` ("nothing to review").
-pub(crate) fn collect(workspace: &Path, scope: Scope, base: Option<&str>) -> Result<Changes, ReviewError> {
+pub(crate) fn collect(
+    workspace: &Path,
+    scope: Scope,
+    base: Option<&str>,
+) -> Result<Changes, ReviewError> {
     if toplevel(workspace).is_none() {
         return Err(ReviewError::Input(
             "the workspace is not inside a git repository".into(),

@@ -55,7 +55,10 @@ impl ComponentFramer {
 impl ComponentFramer {
     /// `buffer` is the previous tail followed by new bytes: returns the complete events and the
     /// new tail.
-    pub(crate) fn frame(&self, buffer: Vec<u8>) -> Result<(Vec<StreamEvent>, Vec<u8>), FramingError> {
+    pub(crate) fn frame(
+        &self,
+        buffer: Vec<u8>,
+    ) -> Result<(Vec<StreamEvent>, Vec<u8>), FramingError> {
         match self.component.parse_events(buffer, self.max_event_bytes)? {
             Ok(frames) => Ok((
                 frames

@@ -34,7 +34,7 @@ use self::fleet::{http_client, FleetClient, Outpost, OutpostId, PublicFetcher};
 use self::framing::ComponentFramer;
 use self::network::Namespace;
 use self::queue::Reflector;
-use self::session::{Outcome, SessionContext};
+use self::session::{SessionContext, SessionOutcome};
 use self::settings::{load_policy, Overrides, WorkerSettings};
 use self::worker::Worker;
 
@@ -194,14 +194,15 @@ async fn start(args: StartArgs) -> anyhow::Result<ExitCode> {
         let outcome = worker::serve_one(context, session.clone()).await?;
         tracing::info!(session = %session, ?outcome, api_requests = client.requests_sent(), "done");
         return Ok(match outcome {
-            Outcome::Completed | Outcome::Ended | Outcome::Stopped | Outcome::ExitedUnconfirmed => {
-                ExitCode::SUCCESS
-            }
-            Outcome::NotStarted(reason) | Outcome::NotStartedHere(reason) => {
+            SessionOutcome::Completed
+            | SessionOutcome::Ended
+            | SessionOutcome::Stopped
+            | SessionOutcome::ExitedUnconfirmed => ExitCode::SUCCESS,
+            SessionOutcome::NotStarted(reason) | SessionOutcome::NotStartedHere(reason) => {
                 eprintln!("devin-bridge: session {session} not served: {reason}");
                 ExitCode::FAILURE
             }
-            Outcome::Crashed(_) | Outcome::ClaimLost => ExitCode::FAILURE,
+            SessionOutcome::Crashed(_) | SessionOutcome::ClaimLost => ExitCode::FAILURE,
         });
     }
 

@@ -4,7 +4,7 @@
 //! enforced, a remote that does not start) release the claim at once so another worker can
 //! take the session, and say why in the log. Those of this machine rather than of the session
 //! (the binary cache, the session's directories, the keeper or the remote that cannot be
-//! started here) are told apart ([`Outcome::NotStartedHere`]): the worker stops claiming when
+//! started here) are told apart ([`SessionOutcome::NotStartedHere`]): the worker stops claiming when
 //! they repeat. While the remote runs, the session's entry is
 //! followed twice: changes pushed by the queue watch, and a poll every interval (the fallback
 //! when the watch lags). The remote is ended when the session is `terminated`, when its entry
@@ -41,7 +41,7 @@ pub(crate) struct SessionContext {
 
 /// How a session ended for this worker.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Outcome {
+pub(crate) enum SessionOutcome {
     /// The remote exited 0 and the session is suspended or terminated.
     Completed,
     /// The remote exited 0 but the entry never showed the session ended.
@@ -84,7 +84,7 @@ pub(crate) async fn serve(
     mut updates: watch::Receiver<Option<QueueEntry>>,
     mut stop: watch::Receiver<bool>,
     on_start: impl FnOnce(),
-) -> Outcome {
+) -> SessionOutcome {
     let session = claimed.id().clone();
     let started = Instant::now();
     let (mut running, network) = match provision(&context, &claimed).await {
@@ -92,12 +92,12 @@ pub(crate) async fn serve(
         Err(NotStarted::Session(reason)) => {
             tracing::error!(session = %session, %reason, "session not started; releasing its claim");
             release(&context, &session).await;
-            return Outcome::NotStarted(reason);
+            return SessionOutcome::NotStarted(reason);
         }
         Err(NotStarted::Here(reason)) => {
             tracing::error!(session = %session, %reason, "session not started: this machine cannot start it; releasing its claim");
             release(&context, &session).await;
-            return Outcome::NotStartedHere(reason);
+            return SessionOutcome::NotStartedHere(reason);
         }
     };
     tracing::info!(session = %session, remote_group = running.group().as_raw(), provision_ms = started.elapsed().as_millis() as u64, "remote started");
@@ -124,7 +124,7 @@ pub(crate) async fn serve(
                 // A terminated status is final and can be trusted as pushed; anything that
                 // would end the remote otherwise is confirmed by a fresh read first.
                 let verdict = if trusted_end {
-                    Some(Outcome::Ended)
+                    Some(SessionOutcome::Ended)
                 } else if pushed.as_ref().is_none_or(|entry| !entry.claimed_by(&context.acceptor)) {
                     check(&context, &session).await
                 } else {
@@ -146,7 +146,7 @@ pub(crate) async fn serve(
                 let exit = running.stop().await;
                 tracing::info!(session = %session, ?exit, "remote ended");
                 release(&context, &session).await;
-                break Outcome::Stopped;
+                break SessionOutcome::Stopped;
             }
         }
     };
@@ -254,19 +254,19 @@ async fn provision(
 }
 
 /// A fresh read of the entry: `Some` when the remote must end.
-async fn check(context: &SessionContext, session: &SessionId) -> Option<Outcome> {
+async fn check(context: &SessionContext, session: &SessionId) -> Option<SessionOutcome> {
     match context.client.get(session).await {
         Ok(None) => {
             tracing::info!(session = %session, "the session's entry disappeared: ending its remote");
-            Some(Outcome::Ended)
+            Some(SessionOutcome::Ended)
         }
         Ok(Some(entry)) if entry.status.session_status == SessionStatus::Terminated => {
             tracing::info!(session = %session, "the session was terminated: ending its remote");
-            Some(Outcome::Ended)
+            Some(SessionOutcome::Ended)
         }
         Ok(Some(entry)) if !entry.claimed_by(&context.acceptor) => {
             tracing::warn!(session = %session, holder = ?entry.status.acceptor_id, phase = ?entry.status.phase, "the claim is no longer ours: ending the remote");
-            Some(Outcome::ClaimLost)
+            Some(SessionOutcome::ClaimLost)
         }
         Ok(Some(_)) => None,
         Err(error) => {
@@ -276,11 +276,15 @@ async fn check(context: &SessionContext, session: &SessionId) -> Option<Outcome>
     }
 }
 
-async fn finish_ended(context: &SessionContext, session: &SessionId, outcome: Outcome) -> Outcome {
-    if outcome != Outcome::ClaimLost {
+async fn finish_ended(
+    context: &SessionContext,
+    session: &SessionId,
+    outcome: SessionOutcome,
+) -> SessionOutcome {
+    if outcome != SessionOutcome::ClaimLost {
         release(context, session).await;
     }
-    if outcome == Outcome::Ended {
+    if outcome == SessionOutcome::Ended {
         remove_state(context, session);
     }
     outcome
@@ -291,7 +295,7 @@ async fn after_exit(
     session: &SessionId,
     exit: RemoteExit,
     updates: &mut watch::Receiver<Option<QueueEntry>>,
-) -> Outcome {
+) -> SessionOutcome {
     match exit {
         RemoteExit::Exited(0) => {
             let confirmed = confirm_ended(context, session, updates).await;
@@ -301,23 +305,23 @@ async fn after_exit(
                     if status == SessionStatus::Terminated {
                         remove_state(context, session);
                     }
-                    Outcome::Completed
+                    SessionOutcome::Completed
                 }
                 None => {
                     tracing::warn!(session = %session, reads = context.settings.exit_confirm_reads, "the remote exited 0 but the session never showed as ended; released it");
-                    Outcome::ExitedUnconfirmed
+                    SessionOutcome::ExitedUnconfirmed
                 }
             }
         }
         RemoteExit::Exited(code) => {
             tracing::warn!(session = %session, code, "the remote crashed; releasing the claim so the session requeues");
             release(context, session).await;
-            Outcome::Crashed(Some(code))
+            SessionOutcome::Crashed(Some(code))
         }
         RemoteExit::Stopped => {
             tracing::warn!(session = %session, "the remote was killed by a signal; releasing the claim so the session requeues");
             release(context, session).await;
-            Outcome::Crashed(None)
+            SessionOutcome::Crashed(None)
         }
     }
 }

@@ -4,7 +4,7 @@
 //! One task owns all state (the store, the running sessions); the reflector, the sessions and
 //! the signals talk to it over channels, so no lock is held across an await.
 //!
-//! Sessions that fail to start because of this machine ([`Outcome::NotStartedHere`]: the
+//! Sessions that fail to start because of this machine ([`SessionOutcome::NotStartedHere`]: the
 //! keeper, the remote or its files cannot be set up here) are not the queue's problem: after
 //! [`LOCAL_FAILURE_LIMIT`] in a row the worker stops claiming and says why in one line, then
 //! claims one session at a time after a growing delay ([`Backoff::local_failures`]) until one
@@ -22,7 +22,7 @@ use tokio::task::JoinHandle;
 use super::backoff::Backoff;
 use super::fleet::{Claim, FleetClient, FleetError, Phase, QueueEntry, SessionId};
 use super::queue::QueueEvent;
-use super::session::{self, Outcome, SessionContext};
+use super::session::{self, SessionContext, SessionOutcome};
 
 /// Why the worker stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -37,7 +37,7 @@ pub(crate) enum WorkerError {
 
 /// How the worker ended.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Summary {
+pub(crate) struct WorkerTally {
     pub served: usize,
     pub completed: usize,
     pub failed: usize,
@@ -74,9 +74,9 @@ pub(crate) struct Worker {
     paused_until: Option<Instant>,
     /// Sessions that failed to start because of this machine.
     local: LocalFailures,
-    summary: Summary,
-    done_tx: mpsc::UnboundedSender<(SessionId, Outcome)>,
-    done_rx: mpsc::UnboundedReceiver<(SessionId, Outcome)>,
+    summary: WorkerTally,
+    done_tx: mpsc::UnboundedSender<(SessionId, SessionOutcome)>,
+    done_rx: mpsc::UnboundedReceiver<(SessionId, SessionOutcome)>,
     /// Sessions whose remote started.
     started_tx: mpsc::UnboundedSender<SessionId>,
     started_rx: mpsc::UnboundedReceiver<SessionId>,
@@ -100,7 +100,7 @@ impl Worker {
             not_before: HashMap::new(),
             paused_until: None,
             local: LocalFailures::new(),
-            summary: Summary::default(),
+            summary: WorkerTally::default(),
             done_tx,
             done_rx,
             started_tx,
@@ -123,7 +123,7 @@ impl Worker {
         mut self,
         mut queue: mpsc::Receiver<QueueEvent>,
         reflector: JoinHandle<Result<(), FleetError>>,
-    ) -> Result<Summary, WorkerError> {
+    ) -> Result<WorkerTally, WorkerError> {
         let mut terminate = signal(SignalKind::terminate()).map_err(WorkerError::Signals)?;
         let mut interrupt = signal(SignalKind::interrupt()).map_err(WorkerError::Signals)?;
         let poll_interval = self.context.settings.poll_interval;
@@ -429,7 +429,7 @@ impl Worker {
         );
     }
 
-    fn finished(&mut self, session: SessionId, outcome: Outcome) {
+    fn finished(&mut self, session: SessionId, outcome: SessionOutcome) {
         self.running.remove(&session);
         // An entry still showing this worker's claim predates the release: forget it; the
         // watch re-adds it if the session requeues. Any other entry came from an event after
@@ -442,7 +442,7 @@ impl Worker {
             self.store.remove(&session);
         }
         self.summary.served += 1;
-        if let Outcome::NotStartedHere(reason) = &outcome {
+        if let SessionOutcome::NotStartedHere(reason) = &outcome {
             match self.local.failed(&session, Instant::now()) {
                 Failed::Stopped { in_a_row, retry_in } => tracing::error!(
                     failures_in_a_row = in_a_row,
@@ -461,7 +461,7 @@ impl Worker {
             self.local.settled(&session);
         }
         match outcome {
-            Outcome::Completed | Outcome::Ended => self.summary.completed += 1,
+            SessionOutcome::Completed | SessionOutcome::Ended => self.summary.completed += 1,
             _ => {
                 // Requeued: give other workers the first chance at it.
                 self.lost.insert(session, Instant::now());
@@ -659,13 +659,13 @@ pub(crate) fn platform_matches(entry_platform: &str, ours: &str) -> bool {
 pub(crate) async fn serve_one(
     context: Arc<SessionContext>,
     session: SessionId,
-) -> Result<Outcome, WorkerError> {
+) -> Result<SessionOutcome, WorkerError> {
     let client = context.client.clone();
     let entry = loop {
         match client.get(&session).await {
             Ok(Some(entry)) => break entry,
             Ok(None) => {
-                return Ok(Outcome::NotStarted(format!(
+                return Ok(SessionOutcome::NotStarted(format!(
                     "session {session} is not in the queue"
                 )))
             }
@@ -677,7 +677,7 @@ pub(crate) async fn serve_one(
         }
     };
     if entry.status.session_status.has_ended() {
-        return Ok(Outcome::NotStarted(format!(
+        return Ok(SessionOutcome::NotStarted(format!(
             "session {session} has already ended"
         )));
     }
@@ -689,7 +689,7 @@ pub(crate) async fn serve_one(
             .unwrap_or(&context.settings.platform),
         &context.settings.platform,
     ) {
-        return Ok(Outcome::NotStarted(format!(
+        return Ok(SessionOutcome::NotStarted(format!(
             "session {session} is for platform {:?}, this machine is {}",
             entry.spec.platform, context.settings.platform
         )));
@@ -697,12 +697,12 @@ pub(crate) async fn serve_one(
     let claimed = match client.claim(&session, &context.acceptor).await {
         Ok(Claim::Won(claimed)) => *claimed,
         Ok(Claim::Lost) => {
-            return Ok(Outcome::NotStarted(format!(
+            return Ok(SessionOutcome::NotStarted(format!(
                 "session {session} is claimed by another worker"
             )))
         }
         Err(error) if error.is_auth() => return Err(WorkerError::Unauthorized(error)),
-        Err(error) => return Ok(Outcome::NotStarted(format!("claim failed: {error}"))),
+        Err(error) => return Ok(SessionOutcome::NotStarted(format!("claim failed: {error}"))),
     };
     let (_updates_tx, updates_rx) = watch::channel(Some(claimed.clone()));
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -718,7 +718,7 @@ pub(crate) async fn serve_one(
         Some(outcome) => Ok(outcome),
         None => {
             let _ = stop_tx.send(true);
-            Ok(task.await.unwrap_or(Outcome::Stopped))
+            Ok(task.await.unwrap_or(SessionOutcome::Stopped))
         }
     }
 }

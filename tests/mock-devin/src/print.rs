@@ -136,7 +136,7 @@ fn agent_error(message: &str, kind: &str, retryable: bool) -> String {
 }
 
 /// What a print-mode run writes and its exit status.
-struct Outcome {
+struct PrintResult {
     stdout: String,
     stderr: String,
     status: i32,
@@ -148,8 +148,8 @@ fn signed_in() -> bool {
         || std::env::var_os("WINDSURF_API_KEY").is_some_and(|key| !key.is_empty())
 }
 
-fn answer(args: &Args) -> Outcome {
-    let fail = |stderr: String| Outcome {
+fn answer(args: &Args) -> PrintResult {
+    let fail = |stderr: String| PrintResult {
         stdout: String::new(),
         stderr,
         status: 1,
@@ -166,7 +166,7 @@ fn answer(args: &Args) -> Outcome {
         let message = wire::model_not_found_message(&model, offered.iter().map(String::as_str));
         return fail(agent_error(&message, "invalid_argument", false));
     }
-    let done = |stdout: String| Outcome {
+    let done = |stdout: String| PrintResult {
         stdout,
         stderr: String::new(),
         status: 0,

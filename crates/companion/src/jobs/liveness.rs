@@ -3,6 +3,4 @@
 //! (`devin_bridge_agent::process::group`), which own the pid-reuse guard (start time and boot
 //! id) and the SIGTERM, grace, SIGKILL escalation.
 
-pub(crate) use devin_bridge_agent::process::group::{
-    end_orphaned_group, terminate, ProcessStamp,
-};
+pub(crate) use devin_bridge_agent::process::group::{end_orphaned_group, terminate, ProcessStamp};

@@ -9,9 +9,7 @@ pub(crate) mod store;
 pub(crate) mod sweep;
 
 pub(crate) use liveness::ProcessStamp;
-pub(crate) use record::{
-    is_valid_job_id, Acceptance, AcceptanceSource, AcceptanceState, Delivery,
-};
+pub(crate) use record::{is_valid_job_id, Acceptance, AcceptanceSource, AcceptanceState, Delivery};
 // Re-exported at the crate's root.
 pub use record::{JobRecord, JobStatus, Role, RunMode};
 pub use store::JobStore;

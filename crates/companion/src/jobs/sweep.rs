@@ -48,7 +48,10 @@ pub(crate) fn sweep_orphan_runs(
 }
 
 /// Sweeps now, whatever the stamp says.
-pub(crate) fn sweep_now(store: &JobStore, older_than: Duration) -> Result<SweepOutcome, StoreError> {
+pub(crate) fn sweep_now(
+    store: &JobStore,
+    older_than: Duration,
+) -> Result<SweepOutcome, StoreError> {
     let runs = store.runs_dir();
     let entries = fs::read_dir(runs).map_err(|source| StoreError::Io {
         action: "list",

@@ -12,10 +12,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use super::clock::format_rfc3339;
 use super::liveness::ProcessStamp;
 use super::lock::{RecordLock, LOCK_WAIT};
-use devin_bridge_agent::process::group::proc_stat;
 use super::sweep::{sweep_now, sweep_orphan_runs};
 use super::*;
 use crate::failure::{FailureKind, JobFailure};
+use devin_bridge_agent::process::group::proc_stat;
 
 struct Fixture {
     _data: tempfile::TempDir,

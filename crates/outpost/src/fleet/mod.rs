@@ -6,7 +6,7 @@ pub(crate) mod url;
 
 pub(crate) use client::{http_client, Claim, FleetClient, FleetError, PublicFetcher, Release};
 pub(crate) use types::{
-    AcceptorId, AllowRule, Commit, Cursor, EventType, NetworkPolicy, Outpost, OutpostId,
-    Phase, QueueEntry, Secret, SessionId, SessionStatus, WatchEvent,
+    AcceptorId, AllowRule, Commit, Cursor, EventType, NetworkPolicy, Outpost, OutpostId, Phase,
+    QueueEntry, Secret, SessionId, SessionStatus, WatchEvent,
 };
 pub(crate) use url::{BaseUrl, BaseUrlError};

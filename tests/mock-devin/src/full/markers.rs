@@ -92,7 +92,7 @@ pub(crate) enum Review {
 
 /// How the turn ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub(crate) enum Outcome {
+pub(crate) enum TurnEnding {
     /// `Devin mock: done. turns seen: N`.
     #[default]
     Text,
@@ -106,7 +106,7 @@ pub(crate) enum Outcome {
     Review(Review),
 }
 
-impl Outcome {
+impl TurnEnding {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Text => "text",
@@ -175,7 +175,7 @@ impl ClientMethod {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Markers {
     pub steps: Vec<MarkerStep>,
-    pub outcome: Outcome,
+    pub outcome: TurnEnding,
     pub model_label: Option<String>,
     pub slow: Option<Duration>,
     pub cache_tokens: bool,
@@ -201,13 +201,13 @@ impl Markers {
     }
 
     /// Applies one marker body; false when it is not a known marker.
-    fn apply(&mut self, body: &str, outcome: &mut Option<Outcome>) -> bool {
+    fn apply(&mut self, body: &str, outcome: &mut Option<TurnEnding>) -> bool {
         let (name, args) = match body.split_once(char::is_whitespace) {
             Some((name, args)) => (name, args.trim()),
             None => (body, ""),
         };
         let words: Vec<&str> = args.split_whitespace().collect();
-        let mut set_outcome = |value: Outcome| {
+        let mut set_outcome = |value: TurnEnding| {
             outcome.get_or_insert(value);
             true
         };
@@ -230,18 +230,18 @@ impl Markers {
                 None => false,
             },
             ("fail", [kind]) => match Failure::from_name(kind) {
-                Some(failure) => set_outcome(Outcome::Fail(failure)),
+                Some(failure) => set_outcome(TurnEnding::Fail(failure)),
                 None => false,
             },
-            ("refusal", []) => set_outcome(Outcome::Refusal),
-            ("max-tokens", []) => set_outcome(Outcome::MaxTokens),
-            ("exit", []) => set_outcome(Outcome::Exit),
-            ("hang", []) => set_outcome(Outcome::Hang),
-            ("echo", []) => set_outcome(Outcome::Echo),
-            ("env", []) => set_outcome(Outcome::Env),
-            ("review-json", []) => set_outcome(Outcome::Review(Review::Json)),
-            ("review-bad", []) => set_outcome(Outcome::Review(Review::Bad)),
-            ("review-none", []) => set_outcome(Outcome::Review(Review::None)),
+            ("refusal", []) => set_outcome(TurnEnding::Refusal),
+            ("max-tokens", []) => set_outcome(TurnEnding::MaxTokens),
+            ("exit", []) => set_outcome(TurnEnding::Exit),
+            ("hang", []) => set_outcome(TurnEnding::Hang),
+            ("echo", []) => set_outcome(TurnEnding::Echo),
+            ("env", []) => set_outcome(TurnEnding::Env),
+            ("review-json", []) => set_outcome(TurnEnding::Review(Review::Json)),
+            ("review-bad", []) => set_outcome(TurnEnding::Review(Review::Bad)),
+            ("review-none", []) => set_outcome(TurnEnding::Review(Review::None)),
             ("model", [_, ..]) => {
                 self.model_label.get_or_insert_with(|| args.to_owned());
                 true
@@ -342,24 +342,26 @@ pub(crate) fn plan(default: Option<&str>, text: String, record: &Record) -> (Pla
         })
     };
     let ending = match markers.outcome {
-        Outcome::Text => reply(
+        TurnEnding::Text => reply(
             format!("Devin mock: done. {seen}"),
             "end_turn",
             "complete",
             true,
         ),
-        Outcome::Fail(Failure::Error) => reply(FAIL_ERROR_TEXT.into(), "end_turn", "error", false),
-        Outcome::Fail(failure) => Ending::Fail {
+        TurnEnding::Fail(Failure::Error) => {
+            reply(FAIL_ERROR_TEXT.into(), "end_turn", "error", false)
+        }
+        TurnEnding::Fail(failure) => Ending::Fail {
             error: ErrorKind::Fault(failure.fault()),
             failure: Some(failure.name()),
         },
-        Outcome::Refusal => reply(REFUSAL_TEXT.into(), "refusal", "complete", false),
-        Outcome::MaxTokens => reply(MAX_TOKENS_TEXT.into(), "max_tokens", "complete", false),
-        Outcome::Exit => Ending::Exit(EXIT_TEXT),
-        Outcome::Hang => Ending::Hang { grandchild: false },
-        Outcome::Echo => reply(text.clone(), "end_turn", "complete", false),
-        Outcome::Env => reply(environment(), "end_turn", "complete", false),
-        Outcome::Review(review) => {
+        TurnEnding::Refusal => reply(REFUSAL_TEXT.into(), "refusal", "complete", false),
+        TurnEnding::MaxTokens => reply(MAX_TOKENS_TEXT.into(), "max_tokens", "complete", false),
+        TurnEnding::Exit => Ending::Exit(EXIT_TEXT),
+        TurnEnding::Hang => Ending::Hang { grandchild: false },
+        TurnEnding::Echo => reply(text.clone(), "end_turn", "complete", false),
+        TurnEnding::Env => reply(environment(), "end_turn", "complete", false),
+        TurnEnding::Review(review) => {
             let prose = format!("Devin mock review ({seen}).");
             let text = match review {
                 Review::Json => format!(
@@ -379,7 +381,7 @@ pub(crate) fn plan(default: Option<&str>, text: String, record: &Record) -> (Pla
     };
     // A hang stops right after the prelude.
     let mut steps = vec![Step::Prelude];
-    if markers.outcome != Outcome::Hang {
+    if markers.outcome != TurnEnding::Hang {
         steps.push(Step::Thought);
         steps.extend(markers.slow.map(Step::Wait));
         let file = Path::new(&record.cwd)
@@ -475,7 +477,7 @@ mod tests {
     #[test]
     fn no_marker_is_the_default_text_turn() {
         assert_eq!(Markers::parse("Fix the bug, please."), Markers::default());
-        assert_eq!(Markers::parse("").outcome, Outcome::Text);
+        assert_eq!(Markers::parse("").outcome, TurnEnding::Text);
     }
 
     #[test]
@@ -506,7 +508,7 @@ mod tests {
                 MarkerStep::ExtraUpdates,
             ]
         );
-        assert_eq!(plan.outcome, Outcome::Refusal);
+        assert_eq!(plan.outcome, TurnEnding::Refusal);
         assert!(plan.unknown.is_empty());
     }
 
@@ -521,7 +523,7 @@ mod tests {
             ("error", Failure::Error),
         ] {
             let plan = Markers::parse(&format!("x [mock:fail {name}] y"));
-            assert_eq!(plan.outcome, Outcome::Fail(failure));
+            assert_eq!(plan.outcome, TurnEnding::Fail(failure));
             assert_eq!(failure.name(), name);
         }
         assert_eq!(
@@ -530,11 +532,11 @@ mod tests {
         );
         assert_eq!(
             Markers::parse("[mock:review-bad]").outcome,
-            Outcome::Review(Review::Bad)
+            TurnEnding::Review(Review::Bad)
         );
         assert_eq!(
             Markers::parse("[mock:max-tokens]").outcome,
-            Outcome::MaxTokens
+            TurnEnding::MaxTokens
         );
     }
 
@@ -548,7 +550,7 @@ mod tests {
         assert_eq!(plan.slow, Some(Duration::from_millis(1500)));
         assert!(plan.cache_tokens && plan.late_close && plan.no_stopped);
         assert!(plan.replay_after_answer);
-        assert_eq!(plan.outcome, Outcome::Text);
+        assert_eq!(plan.outcome, TurnEnding::Text);
         assert_eq!(Markers::parse("[mock:slow]").slow, Some(DEFAULT_SLOW));
         assert_eq!(
             Markers::parse("[mock:slow soon]").unknown,
