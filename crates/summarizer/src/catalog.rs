@@ -215,8 +215,8 @@ impl Live {
         let listed = tokio::task::spawn_blocking(move || {
             // The agent lists no context windows: the file's catalog states them for the ids
             // it knows (a failure to list it only loses the windows).
-            let windows = match transforms.list_models(file, false) {
-                Ok(Ok(listing)) => Windows::from_listing(&listing),
+            let windows = match transforms.context_windows(file) {
+                Ok(Ok(pairs)) => Windows::from_pairs(pairs),
                 _ => Windows::default(),
             };
             let catalog = catalog_of(&models, &windows);
@@ -313,8 +313,10 @@ mod tests {
 
     #[test]
     fn a_catalog_of_probed_models_lists_them_with_the_files_windows() {
-        let file_listing = devin_bridge_model_alias_listing(devin_bridge_policy::BUILTIN_CATALOG);
-        let windows = Windows::from_listing(&file_listing);
+        let windows = Windows::from_pairs(
+            devin_bridge_model_alias::context_windows(devin_bridge_policy::BUILTIN_CATALOG)
+                .expect("windows"),
+        );
         let catalog = catalog_of(
             &[
                 ("swe-1-7".into(), "SWE-1.7".into()),

@@ -1,8 +1,9 @@
 //! The context window of the model a request names, and the refusal of a request that does
 //! not fit in it.
 //!
-//! The windows come from the catalog in force, as the model-alias component lists them
-//! (`context_window` of each `/v1/models` entry, the catalog's `max_context_tokens`). A
+//! The windows come from the catalog in force, as the model-alias component's
+//! `context-windows` answers them (the catalog's `max_context_tokens` of each model
+//! `/v1/models` lists, by ACP id): the host reads no catalog itself. A
 //! request's size is the serializer's estimate of everything it sends the agent
 //! (`input_tokens`, the same number `count_tokens` answers). A request over its model's window
 //! is refused before any agent starts, with the status and wording (`prompt is too long: N
@@ -17,45 +18,22 @@ use std::sync::{Arc, Mutex};
 
 use devin_bridge_engine::{EngineError, TransformCalls};
 use devin_bridge_types::Failure;
-use serde::Deserialize;
 
 use super::failures::HostFailure;
-
-/// The `/v1/models` id prefix; `validate` answers the id after it.
-const PREFIX: &str = "devin-cli-agentic/";
 
 /// Context windows by ACP model id, for one catalog.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Windows(HashMap<String, u32>);
 
-#[derive(Deserialize)]
-struct Listing {
-    data: Vec<Card>,
-}
-
-#[derive(Deserialize)]
-struct Card {
-    id: String,
-    #[serde(default)]
-    context_window: Option<u64>,
-}
-
 impl Windows {
-    /// The windows a `/v1/models` body states (the model-alias component's answer). A body
-    /// that does not read as a listing gives no windows: nothing is refused for want of one.
-    pub(crate) fn from_listing(listing: &str) -> Self {
-        let Ok(listing) = serde_json::from_str::<Listing>(listing) else {
-            return Self::default();
-        };
+    /// The windows `context-windows` answered, by ACP id. A zero window is no window (nothing
+    /// fits in it, so it can only be a catalog's mistake); a window beyond `u32` is `u32::MAX`.
+    pub(crate) fn from_pairs(pairs: Vec<(String, u64)>) -> Self {
         Self(
-            listing
-                .data
+            pairs
                 .into_iter()
-                .filter_map(|card| {
-                    let id = card.id.strip_prefix(PREFIX)?.to_owned();
-                    let window = card.context_window.filter(|tokens| *tokens > 0)?;
-                    Some((id, u32::try_from(window).unwrap_or(u32::MAX)))
-                })
+                .filter(|(_, tokens)| *tokens > 0)
+                .map(|(id, tokens)| (id, u32::try_from(tokens).unwrap_or(u32::MAX)))
                 .collect(),
         )
     }
@@ -73,7 +51,9 @@ pub(crate) struct ModelWindows {
 }
 
 impl ModelWindows {
-    /// The windows of `catalog`, listing it through the model-alias component on a change.
+    /// The windows of `catalog`, asked of the model-alias component on a change. A catalog the
+    /// component refuses gives no windows: nothing is refused for want of one (`validate`
+    /// refuses the request on its own).
     pub(crate) fn of_catalog<T: TransformCalls + ?Sized>(
         &self,
         transforms: &T,
@@ -84,8 +64,8 @@ impl ModelWindows {
                 return Ok(windows.clone());
             }
         }
-        let windows = Arc::new(match transforms.list_models(catalog.to_owned(), false)? {
-            Ok(listing) => Windows::from_listing(&listing),
+        let windows = Arc::new(match transforms.context_windows(catalog.to_owned())? {
+            Ok(pairs) => Windows::from_pairs(pairs),
             Err(_) => Windows::default(),
         });
         *self.lock() = Some((catalog.to_owned(), windows.clone()));
@@ -132,19 +112,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_listing_gives_the_windows_it_states_by_acp_id() {
-        let windows = Windows::from_listing(
-            r#"{"data":[
-                {"id":"devin-cli-agentic/swe-1-7","context_window":256000},
-                {"id":"devin-cli-agentic/glm-5-2"},
-                {"id":"devin-cli-agentic/zero","context_window":0},
-                {"id":"elsewhere/x","context_window":5}],"has_more":false}"#,
-        );
+    fn the_answered_windows_are_kept_by_acp_id_without_zeros() {
+        let windows = Windows::from_pairs(vec![
+            ("swe-1-7".to_owned(), 256_000),
+            ("zero".to_owned(), 0),
+            ("huge".to_owned(), u64::MAX),
+        ]);
         assert_eq!(windows.of("swe-1-7"), Some(256000));
         assert_eq!(windows.of("glm-5-2"), None, "no window stated");
         assert_eq!(windows.of("zero"), None, "a zero window is no window");
-        assert_eq!(windows.of("x"), None, "only the bridge's own ids");
-        assert_eq!(Windows::from_listing("not json"), Windows::default());
+        assert_eq!(windows.of("huge"), Some(u32::MAX), "saturates");
     }
 
     #[test]
