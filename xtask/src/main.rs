@@ -134,7 +134,7 @@ fn build_components(with_test_components: bool) -> Result<PathBuf> {
         "xtask: building the transform components into {} (wasm, then pre-initialised)",
         out.display()
     );
-    let built = wasm::build(&wasm::TRANSFORMS, &out)?;
+    let built = wasm::build(&wasm::TRANSFORMS, &out, "transforms")?;
     let manifest = wasm::write_manifest(&out, &built)?;
     eprintln!("xtask: manifest {}", manifest.display());
     if with_test_components {
@@ -142,7 +142,7 @@ fn build_components(with_test_components: bool) -> Result<PathBuf> {
             "xtask: building the test components into {}",
             out.join("test").display()
         );
-        wasm::build(&wasm::TEST_COMPONENTS, &out.join("test"))?;
+        wasm::build(&wasm::TEST_COMPONENTS, &out.join("test"), "test-components")?;
     }
     Ok(out)
 }

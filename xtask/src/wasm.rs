@@ -184,12 +184,20 @@ fn toolchain() -> Result<Toolchain> {
     )
 }
 
-/// Builds `specs` into `out_dir`, returning (name, sha256, size) for the manifest.
-pub(crate) fn build(specs: &[Spec], out_dir: &Path) -> Result<Vec<(String, String, usize)>> {
+/// Builds `specs` into `out_dir`, returning (name, sha256, size) for the manifest. `set` names
+/// the target directory of this set of components (`target/wasm-build/<set>`).
+pub(crate) fn build(
+    specs: &[Spec],
+    out_dir: &Path,
+    set: &str,
+) -> Result<Vec<(String, String, usize)>> {
     let root = workspace_root();
     // A separate target dir: the wasm build uses other RUSTFLAGS (and maybe another rustc),
-    // which would otherwise invalidate the host build every time.
-    let target_dir = root.join("target").join("wasm-build");
+    // which would otherwise invalidate the host build every time. And one per set: the
+    // transforms build their libraries with the export shell, the test components without,
+    // and a wasm cdylib's fingerprint does not tell feature sets apart, so two sets sharing a
+    // directory rebuild each other's libraries on every run.
+    let target_dir = root.join("target").join("wasm-build").join(set);
     let toolchain = toolchain()?;
     let mut cargo = match toolchain {
         Toolchain::Rustup => {
