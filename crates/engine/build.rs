@@ -5,11 +5,12 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-const TRANSFORMS: [(&str, &str); 4] = [
+const TRANSFORMS: [(&str, &str); 5] = [
     ("SERIALIZER", "serializer"),
     ("ENVELOPE", "envelope"),
     ("SSE", "sse"),
     ("MODEL_ALIAS", "model-alias"),
+    ("SAFEGUARD", "safeguard"),
 ];
 
 fn main() {

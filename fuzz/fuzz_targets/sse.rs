@@ -45,14 +45,14 @@ fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge_engine::TransformKind
     let statuses = [400u16, 401, 403, 404, 413, 429, 499, 500, 502, 504, 529, 0, 600];
     let failure = Failure { code: "fuzz".into(), message: text.clone(), status: statuses[usize::from(*selector >> 1) % statuses.len()], repairable: false };
 
-    let stream = devin_bridge_sse::render_stream(&head, &reply);
-    let body = devin_bridge_sse::render_json(&head, &reply);
+    let stream = devin_bridge_sse::render_stream(&head, &reply, None);
+    let body = devin_bridge_sse::render_json(&head, &reply, None);
     check_stream(&stream, &reply, &usage);
     check_body(&body, &reply, &usage);
 
     differential(Call::RenderStream { head: head.clone(), reply: reply.clone() }, json!({ "ok": stream }));
     differential(Call::RenderJson { head: head.clone(), reply: reply.clone() }, json!({ "ok": body }));
-    differential(Call::StreamFinish { reply: reply.clone(), usage }, json!({ "ok": devin_bridge_sse::stream_finish(&reply, &usage) }));
+    differential(Call::StreamFinish { reply: reply.clone(), usage }, json!({ "ok": devin_bridge_sse::stream_finish(&reply, &usage, None) }));
     differential(Call::ErrorEvent { failure: failure.clone() }, json!({ "ok": devin_bridge_sse::error_event(&failure) }));
     differential(Call::ErrorBody { failure: failure.clone() }, json!({ "ok": devin_bridge_sse::error_body(&failure) }));
     differential(Call::AgentErrorMessage { raw: text.clone() }, json!({ "ok": devin_bridge_sse::agent_error_message(&text) }));

@@ -603,7 +603,7 @@ fn pipeline_once(transforms: &Transforms, body: &str, catalog: &str) -> Result<(
         usage: Usage::estimated(prompt.input_tokens, 8),
     };
     transforms
-        .render_json(head, reply)
+        .render_json(head, reply, None)
         .map_err(|e| e.to_string())?;
     Ok(())
 }
@@ -686,7 +686,7 @@ async fn transform_pipeline_hopping(
             usage: Usage::estimated(prompt.input_tokens, 8),
         };
         hop(transforms, EXPECTED.len(), move |t| {
-            t.render_json(head, reply)
+            t.render_json(head, reply, None)
         })
         .await
         .map_err(|e| e.to_string())?;

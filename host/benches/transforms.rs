@@ -236,13 +236,14 @@ fn main() {
         let call = Call::RenderStream {
             head: head.clone(),
             reply: reply.clone(),
+            safeguard: None,
         };
         let mut warm = sse.warm(&runtime).expect("instance");
         rows.push(Row {
             operation: "sse.render_stream".into(),
             input: label.into(),
             native: measure(|| {
-                std::hint::black_box(devin_bridge_sse::render_stream(&head, &reply).len());
+                std::hint::black_box(devin_bridge_sse::render_stream(&head, &reply, None).len());
             }),
             fresh: measure(|| {
                 std::hint::black_box(sse.call(&runtime, &call).is_ok());

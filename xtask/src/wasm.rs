@@ -22,8 +22,8 @@ pub(crate) struct Spec {
     pub preinit: bool,
 }
 
-/// The four transforms.
-pub(crate) const TRANSFORMS: [Spec; 4] = [
+/// The five transforms.
+pub(crate) const TRANSFORMS: [Spec; 5] = [
     Spec {
         package: "devin-bridge-serializer",
         lib: "devin_bridge_serializer",
@@ -49,6 +49,13 @@ pub(crate) const TRANSFORMS: [Spec; 4] = [
         package: "devin-bridge-model-alias",
         lib: "devin_bridge_model_alias",
         name: "model-alias",
+        may_import: false,
+        preinit: true,
+    },
+    Spec {
+        package: "devin-bridge-safeguard",
+        lib: "devin_bridge_safeguard",
+        name: "safeguard",
         may_import: false,
         preinit: true,
     },

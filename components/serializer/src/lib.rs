@@ -360,6 +360,7 @@ fn build(
             model: model.to_owned(),
             stream,
             single_tool_call,
+            classifier_context: request::classifier_context(&root),
             text,
         },
         trace_start,

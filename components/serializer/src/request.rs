@@ -3,7 +3,7 @@
 use devin_bridge_types::Failure;
 
 use crate::failure::{fail, quote, INVALID_STREAM, INVALID_SYSTEM, MISSING_MODEL};
-use crate::json::Json;
+use crate::json::{write_compact, Json};
 use crate::trace::Trace;
 
 /// `model`, verbatim. The alias transform validates it; here it only has to be there.
@@ -29,6 +29,27 @@ pub(crate) fn stream(request: &Json) -> Result<bool, Failure> {
             format!("stream must be a boolean, not {}", other.kind()),
         )),
     }
+}
+
+/// The `classifier_context` of the request's `dangerous_tool_use` safeguard, as compact JSON
+/// text (`null` when the entry has none): what Claude Code's auto mode asks the bridge to
+/// judge tool calls against. None when the request asks for no such safeguard, including when
+/// `safeguards` is not an array or no entry of it is an object of that type: a safeguard the
+/// bridge cannot read is one it does not answer, which makes the client check by itself.
+/// The context never goes into the prompt (it is the user's private configuration).
+pub(crate) fn classifier_context(request: &Json) -> Option<String> {
+    let Some(Json::Array(safeguards)) = request.field("safeguards") else {
+        return None;
+    };
+    let entry = safeguards
+        .iter()
+        .find(|entry| entry.str_field("type") == Some("dangerous_tool_use"))?;
+    let mut text = String::new();
+    match entry.field("classifier_context") {
+        Some(context) => write_compact(&mut text, context),
+        None => text.push_str("null"),
+    }
+    Some(text)
 }
 
 /// The system prompt: a string, or an array of text blocks (their other fields, such as

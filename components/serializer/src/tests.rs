@@ -674,3 +674,67 @@ fn disable_parallel_tool_use_asks_for_one_call_and_is_reported() {
         "invalid_tool_choice"
     );
 }
+
+mod safeguards {
+    use super::*;
+
+    fn with_safeguards(safeguards: serde_json::Value) -> String {
+        let mut request: serde_json::Value =
+            serde_json::from_str(&conversation(1, "be brief")).expect("JSON");
+        request["safeguards"] = safeguards;
+        request.to_string()
+    }
+
+    #[test]
+    fn the_dangerous_tool_use_context_is_taken_compact_and_kept_out_of_the_prompt() {
+        let request = with_safeguards(serde_json::json!([
+            {"type": "something_else", "classifier_context": {"x": 1}},
+            {"type": "dangerous_tool_use",
+             "classifier_context": {"v": 1, "live_cwd": "/w", "secret_rule": "Bash(deploy:*)"}}
+        ]));
+        let prompt = serialize(&request).expect("valid");
+        assert_eq!(
+            prompt.classifier_context.as_deref(),
+            // As the request wrote it (serde_json's `Value` writes keys sorted).
+            Some(r#"{"live_cwd":"/w","secret_rule":"Bash(deploy:*)","v":1}"#)
+        );
+        assert!(
+            !prompt.text.contains("secret_rule"),
+            "the context stays out of the prompt"
+        );
+        assert!(!prompt.text.contains("Bash(deploy:*)"));
+        let unseen = serialize_unseen(&request, PromptOptions::held(0)).expect("valid");
+        assert_eq!(unseen.prompt.classifier_context, prompt.classifier_context);
+    }
+
+    #[test]
+    fn an_entry_without_a_context_is_null_and_anything_unreadable_is_no_safeguard() {
+        let bare = with_safeguards(serde_json::json!([{"type": "dangerous_tool_use"}]));
+        assert_eq!(
+            serialize(&bare)
+                .expect("valid")
+                .classifier_context
+                .as_deref(),
+            Some("null")
+        );
+        for unreadable in [
+            serde_json::json!({"type": "dangerous_tool_use"}),
+            serde_json::json!("dangerous_tool_use"),
+            serde_json::json!([]),
+            serde_json::json!([{"type": "other"}, 7, null]),
+        ] {
+            let request = with_safeguards(unreadable.clone());
+            assert_eq!(
+                serialize(&request).expect("valid").classifier_context,
+                None,
+                "{unreadable}"
+            );
+        }
+        assert_eq!(
+            serialize(&conversation(1, "x"))
+                .expect("valid")
+                .classifier_context,
+            None
+        );
+    }
+}

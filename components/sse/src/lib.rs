@@ -15,6 +15,9 @@
 //!   stops with `end_turn`: there is nothing for the client to run.
 //!
 //! A non-streaming answer is one Messages JSON body whose `content` holds the same blocks.
+//! When the request asked for a safeguard verdict, the judge's answer is the stream's
+//! final `message_delta.delta.safeguard_results`, or the body's top-level
+//! `safeguard_results` (see `safeguard` for the shape).
 //! Every `usage` object carries all four counts (`input_tokens`,
 //! `cache_creation_input_tokens`, `cache_read_input_tokens`, `output_tokens`).
 //!
@@ -31,6 +34,7 @@ mod errors;
 mod escape;
 mod events;
 mod frame;
+mod safeguard;
 mod tool_input;
 /// The component export (a thin shell); off when another component embeds this library.
 #[cfg(all(target_arch = "wasm32", feature = "export"))]
@@ -39,7 +43,7 @@ mod wire;
 
 pub use agent_error::agent_error_message;
 pub use devin_bridge_types::{
-    error_type, Failure, MessageHead, Reply, SseEvent, SseFrames, ToolCall, Usage,
+    error_type, Failure, MessageHead, Reply, SafeguardStatus, SseEvent, SseFrames, ToolCall, Usage,
 };
 pub use events::{codes, parse_events};
 
@@ -68,21 +72,31 @@ pub fn stream_ping() -> String {
 
 /// The events that follow `message_start` for a finished reply: its content blocks (each a
 /// start, a single delta carrying the whole content, a stop), `message_delta` with all four
-/// counts of `usage`, and `message_stop`.
-pub fn stream_finish(reply: &Reply, usage: &Usage) -> String {
-    let mut frame = Frame::with_capacity(content_size(reply).saturating_add(FRAME_OVERHEAD));
-    write_finish(&mut frame, reply, usage);
+/// counts of `usage` (and `safeguard_results` when there is a `safeguard`), and
+/// `message_stop`.
+pub fn stream_finish(reply: &Reply, usage: &Usage, safeguard: Option<&SafeguardStatus>) -> String {
+    let capacity = content_size(reply)
+        .saturating_add(safeguard_size(safeguard))
+        .saturating_add(FRAME_OVERHEAD);
+    let mut frame = Frame::with_capacity(capacity);
+    write_finish(&mut frame, reply, usage, safeguard);
     frame.into_string()
 }
 
-/// The whole SSE body: `stream_start(head)` followed by `stream_finish(reply, &head.usage)`.
-pub fn render_stream(head: &MessageHead, reply: &Reply) -> String {
+/// The whole SSE body: `stream_start(head)` followed by
+/// `stream_finish(reply, &head.usage, safeguard)`.
+pub fn render_stream(
+    head: &MessageHead,
+    reply: &Reply,
+    safeguard: Option<&SafeguardStatus>,
+) -> String {
     let capacity = head_size(head)
         .saturating_add(content_size(reply))
+        .saturating_add(safeguard_size(safeguard))
         .saturating_add(2 * FRAME_OVERHEAD);
     let mut frame = Frame::with_capacity(capacity);
     write_start(&mut frame, head);
-    write_finish(&mut frame, reply, &head.usage);
+    write_finish(&mut frame, reply, &head.usage, safeguard);
     frame.into_string()
 }
 
@@ -91,13 +105,42 @@ pub fn render_stream(head: &MessageHead, reply: &Reply) -> String {
 /// Each tool call's `input` is embedded as the JSON object it holds (compacted, key order
 /// kept). Input that is not a JSON object becomes `{}`: the envelope parser only produces
 /// objects, and an object is the only shape Anthropic clients accept there.
-pub fn render_json(head: &MessageHead, reply: &Reply) -> String {
+pub fn render_json(
+    head: &MessageHead,
+    reply: &Reply,
+    safeguard: Option<&SafeguardStatus>,
+) -> String {
     let capacity = head_size(head)
         .saturating_add(content_size(reply))
+        .saturating_add(safeguard_size(safeguard))
         .saturating_add(FRAME_OVERHEAD);
     let mut frame = Frame::with_capacity(capacity);
-    wire::body(&mut frame, head, reply);
+    wire::body(&mut frame, head, reply, safeguard);
     frame.into_string()
+}
+
+/// Room for `safeguard_results`: each verdict's id, explanation and rule, plus its keys.
+fn safeguard_size(safeguard: Option<&SafeguardStatus>) -> usize {
+    use devin_bridge_types::CallVerdict;
+    match safeguard {
+        None => 0,
+        Some(SafeguardStatus::Unsupported) => 96,
+        Some(SafeguardStatus::Unavailable(reason)) => reason.len().saturating_add(128),
+        Some(SafeguardStatus::Available(verdicts)) => verdicts
+            .iter()
+            .map(|verdict| {
+                let text = match &verdict.verdict {
+                    CallVerdict::Evaluated(evaluation) => evaluation
+                        .explanation
+                        .len()
+                        .saturating_add(evaluation.cited_rule.as_ref().map_or(0, String::len)),
+                    CallVerdict::Skipped => 0,
+                    CallVerdict::Unavailable(reason) => reason.len(),
+                };
+                verdict.id.len().saturating_add(text).saturating_add(160)
+            })
+            .fold(128, usize::saturating_add),
+    }
 }
 
 /// An SSE `error` event, for a failure after the stream has started.
@@ -137,7 +180,12 @@ fn write_start(frame: &mut Frame, head: &MessageHead) {
     frame.event("message_start", &wire::MessageStart::new(head));
 }
 
-fn write_finish(frame: &mut Frame, reply: &Reply, usage: &Usage) {
+fn write_finish(
+    frame: &mut Frame,
+    reply: &Reply,
+    usage: &Usage,
+    safeguard: Option<&SafeguardStatus>,
+) {
     match reply {
         Reply::Text(text) => {
             frame.event("content_block_start", &wire::BlockStart::text(0));
@@ -165,7 +213,7 @@ fn write_finish(frame: &mut Frame, reply: &Reply, usage: &Usage) {
     }
     frame.event(
         "message_delta",
-        &wire::MessageDelta::new(wire::StopReason::of(reply), usage),
+        &wire::MessageDelta::new(wire::StopReason::of(reply), usage, safeguard),
     );
     frame.event("message_stop", &wire::MessageStop::new());
 }

@@ -88,7 +88,7 @@ fn ping_is_fixed() {
 fn finish_text_reply() {
     let usage = Usage::estimated(1, 3);
     assert_eq!(
-        stream_finish(&Reply::Text("Hello.".into()), &usage),
+        stream_finish(&Reply::Text("Hello.".into()), &usage, None),
         "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\
          \"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n\
          event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\
@@ -104,7 +104,7 @@ fn finish_text_reply() {
 #[test]
 fn finish_tool_reply() {
     let usage = Usage::estimated(1, 9);
-    let body = stream_finish(&tool("{ \"command\": \"npm test\" }"), &usage);
+    let body = stream_finish(&tool("{ \"command\": \"npm test\" }"), &usage, None);
     let events = events(&body);
     assert_eq!(
         events[0].1,
@@ -128,8 +128,8 @@ fn render_stream_is_start_then_finish_with_head_usage() {
     for reply in [Reply::Text("x".into()), tool("{}")] {
         let head = head();
         assert_eq!(
-            render_stream(&head, &reply),
-            stream_start(&head) + &stream_finish(&reply, &head.usage)
+            render_stream(&head, &reply, None),
+            stream_start(&head) + &stream_finish(&reply, &head.usage, None)
         );
     }
 }
@@ -137,7 +137,7 @@ fn render_stream_is_start_then_finish_with_head_usage() {
 #[test]
 fn lifecycle_order_and_event_names() {
     for reply in [Reply::Text("done".into()), tool(r#"{"a":1}"#)] {
-        let names: Vec<String> = events(&render_stream(&head(), &reply))
+        let names: Vec<String> = events(&render_stream(&head(), &reply, None))
             .into_iter()
             .map(|(name, data)| {
                 assert_eq!(data["type"], Value::String(name.clone()));
@@ -160,8 +160,8 @@ fn lifecycle_order_and_event_names() {
 
 #[test]
 fn json_text_body() {
-    let body: Value =
-        serde_json::from_str(&render_json(&head(), &Reply::Text("Hi".into()))).expect("valid JSON");
+    let body: Value = serde_json::from_str(&render_json(&head(), &Reply::Text("Hi".into()), None))
+        .expect("valid JSON");
     assert_eq!(
         body,
         json!({"id":"msg_0123","type":"message","role":"assistant",
@@ -173,7 +173,11 @@ fn json_text_body() {
 
 #[test]
 fn json_tool_body_embeds_the_object() {
-    let rendered = render_json(&head(), &tool("{\"file_path\": \"/tmp/a\", \"limit\": 5}"));
+    let rendered = render_json(
+        &head(),
+        &tool("{\"file_path\": \"/tmp/a\", \"limit\": 5}"),
+        None,
+    );
     assert!(
         rendered.contains(r#""input":{"file_path":"/tmp/a","limit":5}"#),
         "{rendered}"
@@ -190,9 +194,9 @@ fn json_tool_body_embeds_the_object() {
 #[test]
 fn non_object_input_becomes_empty_object_everywhere() {
     for input in ["[1]", "nope", "", "\"s\"", "{\"a\":"] {
-        let body: Value = serde_json::from_str(&render_json(&head(), &tool(input))).unwrap();
+        let body: Value = serde_json::from_str(&render_json(&head(), &tool(input), None)).unwrap();
         assert_eq!(body["content"][0]["input"], json!({}), "input {input:?}");
-        let stream = events(&stream_finish(&tool(input), &Usage::default()));
+        let stream = events(&stream_finish(&tool(input), &Usage::default(), None));
         assert_eq!(
             stream[1].1["delta"]["partial_json"], "{}",
             "input {input:?}"
@@ -203,11 +207,11 @@ fn non_object_input_becomes_empty_object_everywhere() {
 #[test]
 fn text_is_escaped_and_kept_on_one_data_line() {
     let text = "line 1\nline 2\r\n\"quoted\" \\ tab\t nul\u{0} bell\u{7} é ✓ \u{2028} </script>";
-    let body = render_stream(&head(), &Reply::Text(text.into()));
+    let body = render_stream(&head(), &Reply::Text(text.into()), None);
     let events = events(&body);
     assert_eq!(events[2].1["delta"]["text"], text);
-    let json: Value =
-        serde_json::from_str(&render_json(&head(), &Reply::Text(text.into()))).expect("valid JSON");
+    let json: Value = serde_json::from_str(&render_json(&head(), &Reply::Text(text.into()), None))
+        .expect("valid JSON");
     assert_eq!(json["content"][0]["text"], text);
 }
 
@@ -219,18 +223,18 @@ fn hostile_ids_and_names_are_escaped() {
         usage: Usage::default(),
     };
     let reply = Reply::Tools(vec![call("id\"}", "na\nme", "{}")]);
-    let events = events(&render_stream(&head, &reply));
+    let events = events(&render_stream(&head, &reply, None));
     assert_eq!(events[0].1["message"]["id"], "msg\"\n");
     assert_eq!(events[0].1["message"]["model"], "m\\\u{1}");
     assert_eq!(events[1].1["content_block"]["name"], "na\nme");
-    let body: Value = serde_json::from_str(&render_json(&head, &reply)).unwrap();
+    let body: Value = serde_json::from_str(&render_json(&head, &reply, None)).unwrap();
     assert_eq!(body["content"][0]["id"], "id\"}");
 }
 
 #[test]
 fn partial_json_concatenation_parses_to_the_input() {
     let input = r#"{"edits":[{"old":"a\nb","new":"c"}],"n":1.0e3,"ok":true}"#;
-    let events = events(&render_stream(&head(), &tool(input)));
+    let events = events(&render_stream(&head(), &tool(input), None));
     let joined: String = events
         .iter()
         .filter(|(name, _)| name == "content_block_delta")
@@ -251,7 +255,7 @@ fn usage_extremes() {
         },
         ..head()
     };
-    let events = events(&render_stream(&head, &Reply::Text(String::new())));
+    let events = events(&render_stream(&head, &Reply::Text(String::new()), None));
     assert_eq!(events[0].1["message"]["usage"]["input_tokens"], u32::MAX);
     assert_eq!(events[0].1["message"]["usage"]["output_tokens"], 1);
     assert_eq!(events[2].1["delta"]["text"], "");
@@ -296,10 +300,10 @@ fn error_message_is_escaped() {
 fn megabyte_text_renders_completely() {
     let text = "abcd\"".repeat(200_000 + 9_716); // ~1 MiB, a fifth of it needing escapes
     let reply = Reply::Text(text.clone());
-    let stream = render_stream(&head(), &reply);
+    let stream = render_stream(&head(), &reply, None);
     let events = events(&stream);
     assert_eq!(events[2].1["delta"]["text"].as_str(), Some(text.as_str()));
-    let json: Value = serde_json::from_str(&render_json(&head(), &reply)).unwrap();
+    let json: Value = serde_json::from_str(&render_json(&head(), &reply, None)).unwrap();
     assert_eq!(json["content"][0]["text"].as_str(), Some(text.as_str()));
 }
 
@@ -315,7 +319,7 @@ fn block_events(events: &[(String, Value)]) -> Vec<(String, u64)> {
 #[test]
 fn several_tool_calls_stream_one_block_after_the_other() {
     let usage = Usage::estimated(5, 30);
-    let body = stream_finish(&three_calls(), &usage);
+    let body = stream_finish(&three_calls(), &usage, None);
     let events = events(&body);
     let mut expected = Vec::new();
     for index in 0..3 {
@@ -363,7 +367,7 @@ fn several_tool_calls_stream_one_block_after_the_other() {
 
 #[test]
 fn several_tool_calls_exact_bytes_of_the_second_block() {
-    let body = stream_finish(&three_calls(), &Usage::default());
+    let body = stream_finish(&three_calls(), &Usage::default(), None);
     assert!(body.contains(
         "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\
          \"content_block\":{\"type\":\"tool_use\",\"id\":\"devin_call_b\",\"name\":\"Grep\",\
@@ -379,7 +383,7 @@ fn several_tool_calls_exact_bytes_of_the_second_block() {
 #[test]
 fn several_tool_calls_json_body_lists_every_block_in_order() {
     let body: Value =
-        serde_json::from_str(&render_json(&head(), &three_calls())).expect("valid JSON");
+        serde_json::from_str(&render_json(&head(), &three_calls(), None)).expect("valid JSON");
     assert_eq!(body["stop_reason"], "tool_use");
     assert_eq!(
         body["content"],
@@ -392,7 +396,7 @@ fn several_tool_calls_json_body_lists_every_block_in_order() {
                 "input":{"command":"ls \"x\"\n"}},
         ])
     );
-    let rendered = render_json(&head(), &three_calls());
+    let rendered = render_json(&head(), &three_calls(), None);
     assert!(
         rendered.contains(r#""input":{"pattern":"fn main","n":2}},{"type":"tool_use""#),
         "{rendered}"
@@ -407,7 +411,7 @@ fn non_object_input_becomes_empty_object_per_block() {
         call("c", "Read", "{\"broken\": "),
         call("d", "Read", r#"{"ok":true}"#),
     ]);
-    let stream = events(&stream_finish(&reply, &Usage::default()));
+    let stream = events(&stream_finish(&reply, &Usage::default(), None));
     let partials: Vec<&str> = stream
         .iter()
         .filter(|(name, _)| name == "content_block_delta")
@@ -417,7 +421,7 @@ fn non_object_input_becomes_empty_object_per_block() {
         partials,
         [r#"{"file_path":"/a"}"#, "{}", "{}", r#"{"ok":true}"#]
     );
-    let body: Value = serde_json::from_str(&render_json(&head(), &reply)).unwrap();
+    let body: Value = serde_json::from_str(&render_json(&head(), &reply, None)).unwrap();
     let inputs: Vec<&Value> = (0..4).map(|i| &body["content"][i]["input"]).collect();
     assert_eq!(
         inputs,
@@ -435,18 +439,18 @@ fn empty_tool_list_has_no_blocks_and_ends_the_turn() {
     let reply = Reply::Tools(Vec::new());
     let usage = Usage::estimated(3, 4);
     assert_eq!(
-        stream_finish(&reply, &usage),
+        stream_finish(&reply, &usage, None),
         "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\
          \"end_turn\",\"stop_sequence\":null},\"usage\":{\"input_tokens\":3,\
          \"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":0,\"output_tokens\":4}}\
          \n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
     );
-    let names: Vec<String> = events(&render_stream(&head(), &reply))
+    let names: Vec<String> = events(&render_stream(&head(), &reply, None))
         .into_iter()
         .map(|(name, _)| name)
         .collect();
     assert_eq!(names, ["message_start", "message_delta", "message_stop"]);
-    let body: Value = serde_json::from_str(&render_json(&head(), &reply)).unwrap();
+    let body: Value = serde_json::from_str(&render_json(&head(), &reply, None)).unwrap();
     assert_eq!(body["content"], json!([]));
     assert_eq!(body["stop_reason"], "end_turn");
 }
@@ -456,8 +460,8 @@ fn render_stream_of_several_calls_is_start_then_finish() {
     let head = head();
     for reply in [three_calls(), Reply::Tools(Vec::new())] {
         assert_eq!(
-            render_stream(&head, &reply),
-            stream_start(&head) + &stream_finish(&reply, &head.usage)
+            render_stream(&head, &reply, None),
+            stream_start(&head) + &stream_finish(&reply, &head.usage, None)
         );
     }
 }
@@ -472,7 +476,7 @@ fn every_usage_object_carries_the_four_counts() {
     };
     let head = MessageHead { usage, ..head() };
     for reply in [Reply::Text("t".into()), tool("{}"), three_calls()] {
-        let stream = events(&render_stream(&head, &reply));
+        let stream = events(&render_stream(&head, &reply, None));
         let start = &stream[0].1["message"]["usage"];
         assert_eq!(*start, usage_json(1200, 1, 900, 300), "message_start");
         let delta = &stream[stream.len() - 2].1;
@@ -482,7 +486,7 @@ fn every_usage_object_carries_the_four_counts() {
             usage_json(1200, 80, 900, 300),
             "message_delta"
         );
-        let body: Value = serde_json::from_str(&render_json(&head, &reply)).unwrap();
+        let body: Value = serde_json::from_str(&render_json(&head, &reply, None)).unwrap();
         assert_eq!(body["usage"], usage_json(1200, 80, 900, 300), "body");
     }
     // stream_finish reports the usage it is given, not the head's.
@@ -492,7 +496,7 @@ fn every_usage_object_carries_the_four_counts() {
         cache_read_input_tokens: 9,
         cache_creation_input_tokens: 10,
     };
-    let finish = events(&stream_finish(&three_calls(), &other));
+    let finish = events(&stream_finish(&three_calls(), &other, None));
     assert_eq!(finish[9].1["usage"], usage_json(7, 8, 9, 10));
 }
 
@@ -508,8 +512,8 @@ fn usage_field_order_on_the_wire() {
                 \"cache_read_input_tokens\":3,\"output_tokens\":2}";
     let head = MessageHead { usage, ..head() };
     let text = Reply::Text("x".into());
-    assert!(stream_finish(&text, &usage).contains(wire));
-    assert!(render_json(&head, &text).ends_with(&format!("{wire}}}")));
+    assert!(stream_finish(&text, &usage, None).contains(wire));
+    assert!(render_json(&head, &text, None).ends_with(&format!("{wire}}}")));
     assert!(stream_start(&head).contains(
         "\"usage\":{\"input_tokens\":1,\"cache_creation_input_tokens\":4,\
          \"cache_read_input_tokens\":3,\"output_tokens\":1}"
@@ -526,11 +530,11 @@ fn text_reply_is_byte_identical_to_serde_escaping() {
         .take(5_000)
         .collect();
     let escaped = serde_json::to_string(&text).unwrap();
-    let finish = stream_finish(&Reply::Text(text.clone()), &Usage::default());
+    let finish = stream_finish(&Reply::Text(text.clone()), &Usage::default(), None);
     assert!(finish.contains(&format!(
         "{{\"type\":\"text_delta\",\"text\":{escaped}}}}}\n\n"
     )));
-    let body = render_json(&head(), &Reply::Text(text));
+    let body = render_json(&head(), &Reply::Text(text), None);
     assert!(body.contains(&format!(
         "\"content\":[{{\"type\":\"text\",\"text\":{escaped}}}]"
     )));
@@ -541,11 +545,82 @@ fn large_tool_input_round_trips() {
     let value = json!({"content": "line \"one\"\n\tline two é 中\\".repeat(20_000), "n": [1, 2]});
     let input = serde_json::to_string_pretty(&value).unwrap();
     let reply = Reply::Tools(vec![call("id", "Write", &input), call("id2", "Read", "{}")]);
-    let stream = events(&stream_finish(&reply, &Usage::default()));
+    let stream = events(&stream_finish(&reply, &Usage::default(), None));
     let partial = stream[1].1["delta"]["partial_json"].as_str().unwrap();
     assert_eq!(serde_json::from_str::<Value>(partial).unwrap(), value);
     assert!(!partial.contains("\n  "), "compacted");
-    let body: Value = serde_json::from_str(&render_json(&head(), &reply)).unwrap();
+    let body: Value = serde_json::from_str(&render_json(&head(), &reply, None)).unwrap();
     assert_eq!(body["content"][0]["input"], value);
     assert_eq!(body["content"][1]["input"], json!({}));
+}
+
+mod safeguard_results {
+    use super::*;
+    use devin_bridge_types::{CallVerdict, Evaluation, SafeguardOutcome, ToolVerdict};
+
+    fn evaluated(id: &str, outcome: SafeguardOutcome, rule: Option<&str>) -> ToolVerdict {
+        ToolVerdict {
+            id: id.to_owned(),
+            verdict: CallVerdict::Evaluated(Evaluation {
+                outcome,
+                explanation: format!("because \"{id}\"\n"),
+                cited_rule: rule.map(str::to_owned),
+            }),
+        }
+    }
+
+    fn results_of_body(body: &str) -> serde_json::Value {
+        let body: serde_json::Value = serde_json::from_str(body).expect("a JSON body");
+        body["safeguard_results"].clone()
+    }
+
+    #[test]
+    fn each_id_gets_its_verdict_and_an_id_given_twice_keeps_its_first() {
+        let status = SafeguardStatus::Available(vec![
+            evaluated("a", SafeguardOutcome::Flagged, None),
+            evaluated("b", SafeguardOutcome::NotFlagged, Some("auto_mode.allow.3")),
+            evaluated("a", SafeguardOutcome::NotFlagged, None),
+        ]);
+        let head = MessageHead {
+            id: "msg".into(),
+            model: "m".into(),
+            usage: Usage::estimated(1, 1),
+        };
+        let results = results_of_body(&render_json(&head, &Reply::Text("x".into()), Some(&status)));
+        assert_eq!(
+            results,
+            serde_json::json!([{
+                "type": "dangerous_tool_use",
+                "status": {"type": "available", "tool_uses": {
+                    "a": {"type": "evaluated", "outcome": "flagged", "explanation": "because \"a\"\n"},
+                    "b": {"type": "evaluated", "outcome": "not_flagged", "explanation": "because \"b\"\n",
+                          "cited_rule": {"type": "classifier_context", "path": "auto_mode.allow.3"}}
+                }}
+            }])
+        );
+    }
+
+    #[test]
+    fn without_a_safeguard_there_is_no_field_in_a_body_or_a_delta() {
+        let head = MessageHead {
+            id: "msg".into(),
+            model: "m".into(),
+            usage: Usage::estimated(1, 1),
+        };
+        assert!(!render_json(&head, &Reply::Text("x".into()), None).contains("safeguard_results"));
+        assert!(!render_stream(&head, &Reply::Text("x".into()), None).contains("safeguard_results"));
+        let unavailable = SafeguardStatus::Unavailable("bad \"context\"".into());
+        let stream = stream_finish(&Reply::Text("x".into()), &head.usage, Some(&unavailable));
+        let delta = stream
+            .split("\n\n")
+            .find(|event| event.starts_with("event: message_delta"))
+            .and_then(|event| event.split_once("data: "))
+            .map(|(_, data)| serde_json::from_str::<serde_json::Value>(data).expect("JSON data"))
+            .expect("a message_delta");
+        assert_eq!(
+            delta["delta"]["safeguard_results"],
+            serde_json::json!([{"type": "dangerous_tool_use",
+                "status": {"type": "unavailable", "reason": "bad \"context\""}}])
+        );
+    }
 }

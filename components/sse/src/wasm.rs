@@ -6,7 +6,7 @@ devin_bridge_types::guest_bindings!([sse] {
     path: "../../wit",
 });
 
-use devin_bridge_types::{Failure, MessageHead, Reply, SseFrames, Usage};
+use devin_bridge_types::{Failure, MessageHead, Reply, SafeguardStatus, SseFrames, Usage};
 use exports::devin_bridge::transforms::sse::Guest;
 
 struct Component;
@@ -20,16 +20,20 @@ impl Guest for Component {
         crate::stream_ping()
     }
 
-    fn stream_finish(reply: Reply, usage: Usage) -> String {
-        crate::stream_finish(&reply, &usage)
+    fn stream_finish(reply: Reply, usage: Usage, safeguard: Option<SafeguardStatus>) -> String {
+        crate::stream_finish(&reply, &usage, safeguard.as_ref())
     }
 
-    fn render_stream(head: MessageHead, reply: Reply) -> String {
-        crate::render_stream(&head, &reply)
+    fn render_stream(
+        head: MessageHead,
+        reply: Reply,
+        safeguard: Option<SafeguardStatus>,
+    ) -> String {
+        crate::render_stream(&head, &reply, safeguard.as_ref())
     }
 
-    fn render_json(head: MessageHead, reply: Reply) -> String {
-        crate::render_json(&head, &reply)
+    fn render_json(head: MessageHead, reply: Reply, safeguard: Option<SafeguardStatus>) -> String {
+        crate::render_json(&head, &reply, safeguard.as_ref())
     }
 
     fn error_event(failure: Failure) -> String {

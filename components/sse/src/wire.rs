@@ -14,8 +14,9 @@
 use serde::Serialize;
 
 use crate::frame::Frame;
+use crate::safeguard::Results;
 use crate::tool_input::ToolInput;
-use crate::{MessageHead, Reply, Usage};
+use crate::{MessageHead, Reply, SafeguardStatus, Usage};
 
 /// Anthropic reports `output_tokens: 1` in `message_start`, before anything was generated;
 /// the real count follows in `message_delta`.
@@ -216,28 +217,36 @@ impl BlockStop {
 }
 
 #[derive(Serialize)]
-pub(crate) struct MessageDelta {
+pub(crate) struct MessageDelta<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
-    delta: StopDelta,
+    delta: StopDelta<'a>,
     usage: WireUsage,
 }
 
 #[derive(Serialize)]
-struct StopDelta {
+struct StopDelta<'a> {
     stop_reason: StopReason,
     stop_sequence: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    safeguard_results: Option<Results<'a>>,
 }
 
-impl MessageDelta {
+impl<'a> MessageDelta<'a> {
     /// The usage here is the whole turn's, all four counts: clients that read usage only
-    /// from the last event see the input and cache counts too.
-    pub(crate) fn new(stop_reason: StopReason, usage: &Usage) -> Self {
+    /// from the last event see the input and cache counts too. With `safeguard`, the delta
+    /// carries the judge's verdicts (`safeguard_results`).
+    pub(crate) fn new(
+        stop_reason: StopReason,
+        usage: &Usage,
+        safeguard: Option<&'a SafeguardStatus>,
+    ) -> Self {
         Self {
             kind: "message_delta",
             delta: StopDelta {
                 stop_reason,
                 stop_sequence: None,
+                safeguard_results: safeguard.map(Results),
             },
             usage: WireUsage::new(usage),
         }
@@ -261,8 +270,14 @@ impl MessageStop {
 /// The non-streaming Messages response:
 /// `{"id":…,"type":"message","role":"assistant","model":…,"content":[…],"stop_reason":…,
 /// "stop_sequence":null,"usage":{…}}`, with a text block `{"type":"text","text":…}` or one
-/// `{"type":"tool_use","id":…,"name":…,"input":{…}}` per call, in order.
-pub(crate) fn body(frame: &mut Frame, head: &MessageHead, reply: &Reply) {
+/// `{"type":"tool_use","id":…,"name":…,"input":{…}}` per call, in order; with `safeguard`, a
+/// last key `safeguard_results`.
+pub(crate) fn body(
+    frame: &mut Frame,
+    head: &MessageHead,
+    reply: &Reply,
+    safeguard: Option<&SafeguardStatus>,
+) {
     frame.raw("{\"id\":");
     frame.string(&head.id);
     frame.raw(",\"type\":\"message\",\"role\":\"assistant\",\"model\":");
@@ -294,6 +309,10 @@ pub(crate) fn body(frame: &mut Frame, head: &MessageHead, reply: &Reply) {
     frame.raw(StopReason::of(reply).as_json());
     frame.raw(",\"stop_sequence\":null,\"usage\":");
     frame.json(&WireUsage::new(&head.usage));
+    if let Some(status) = safeguard {
+        frame.raw(",\"safeguard_results\":");
+        frame.json(&Results(status));
+    }
     frame.raw("}");
 }
 
@@ -445,7 +464,7 @@ mod tests {
         ]));
         for reply in &replies {
             assert_eq!(
-                written(|frame| body(frame, &head, reply)),
+                written(|frame| body(frame, &head, reply, None)),
                 serde_body(&head, reply),
                 "reply {reply:?}"
             );

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use devin_bridge_sse::{
     agent_error_message, error_body, error_event, render_json, render_stream, stream_finish,
-    stream_ping, stream_start, Failure, MessageHead, Reply, Usage,
+    stream_ping, stream_start, Failure, MessageHead, Reply, SafeguardStatus, Usage,
 };
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -69,15 +69,30 @@ fn arg<T: DeserializeOwned>(case: &Case, name: &str) -> T {
         .unwrap_or_else(|error| panic!("{}: argument `{name}`: {error}", case.name))
 }
 
+/// The optional `safeguard` argument of the rendering calls.
+fn safeguard(case: &Case) -> Option<SafeguardStatus> {
+    case.args.get("safeguard").map(|_| arg(case, "safeguard"))
+}
+
 fn run(case: &Case) -> String {
     match case.call.as_str() {
         "stream_start" => stream_start(&arg::<MessageHead>(case, "head")),
         "stream_ping" => stream_ping(),
-        "stream_finish" => {
-            stream_finish(&arg::<Reply>(case, "reply"), &arg::<Usage>(case, "usage"))
-        }
-        "render_stream" => render_stream(&arg::<MessageHead>(case, "head"), &arg(case, "reply")),
-        "render_json" => render_json(&arg::<MessageHead>(case, "head"), &arg(case, "reply")),
+        "stream_finish" => stream_finish(
+            &arg::<Reply>(case, "reply"),
+            &arg::<Usage>(case, "usage"),
+            safeguard(case).as_ref(),
+        ),
+        "render_stream" => render_stream(
+            &arg::<MessageHead>(case, "head"),
+            &arg(case, "reply"),
+            safeguard(case).as_ref(),
+        ),
+        "render_json" => render_json(
+            &arg::<MessageHead>(case, "head"),
+            &arg(case, "reply"),
+            safeguard(case).as_ref(),
+        ),
         "error_event" => error_event(&arg::<Failure>(case, "failure")),
         "error_body" => error_body(&arg::<Failure>(case, "failure")),
         "agent_error_message" => agent_error_message(&arg::<String>(case, "raw")),

@@ -13,7 +13,7 @@
 /// every WIT record of those interfaces (and of `types`) mapped onto its type in this crate.
 ///
 /// The list in brackets names the interfaces the world exports (`serializer`, `envelope`,
-/// `sse`, `model_alias`; wit-bindgen refuses a mapping for a type the world does not use);
+/// `sse`, `model_alias`, `safeguard`; wit-bindgen refuses a mapping for a type the world does not use);
 /// the braces hold the other options of `generate!`, as they would be written there.
 ///
 /// ```text
@@ -54,6 +54,10 @@ macro_rules! guest_bindings {
             "devin-bridge:transforms/model-alias@0.1.0/resolved-model": devin_bridge_types::ResolvedModel,
         ] $options);
     };
+    // The safeguard interface's records are all in `types`.
+    (@with [safeguard $($rest:ident)*] $with:tt $options:tt) => {
+        $crate::guest_bindings!(@with [$($rest)*] $with $options);
+    };
     (@with [] [$($with:tt)*] { $($options:tt)* }) => {
         wit_bindgen::generate!({
             with: {
@@ -61,6 +65,11 @@ macro_rules! guest_bindings {
                 "devin-bridge:transforms/types@0.1.0/tool-call": devin_bridge_types::ToolCall,
                 "devin-bridge:transforms/types@0.1.0/reply": devin_bridge_types::Reply,
                 "devin-bridge:transforms/types@0.1.0/usage": devin_bridge_types::Usage,
+                "devin-bridge:transforms/types@0.1.0/safeguard-outcome": devin_bridge_types::SafeguardOutcome,
+                "devin-bridge:transforms/types@0.1.0/evaluation": devin_bridge_types::Evaluation,
+                "devin-bridge:transforms/types@0.1.0/call-verdict": devin_bridge_types::CallVerdict,
+                "devin-bridge:transforms/types@0.1.0/tool-verdict": devin_bridge_types::ToolVerdict,
+                "devin-bridge:transforms/types@0.1.0/safeguard-status": devin_bridge_types::SafeguardStatus,
                 $($with)*
             },
             $($options)*

@@ -18,12 +18,14 @@ pub mod continuation;
 mod errors;
 mod guest;
 mod model_alias;
+mod safeguard;
 mod serializer;
 mod sse;
 pub mod text;
 
 pub use errors::error_type;
 pub use model_alias::ResolvedModel;
+pub use safeguard::{CallVerdict, Evaluation, SafeguardOutcome, SafeguardStatus, ToolVerdict};
 pub use serializer::{
     Image, ImageLimits, MessageMark, Prompt, PromptOptions, Resume, ResumedPrompt, UnseenPrompt,
 };

@@ -21,6 +21,10 @@ pub struct Prompt {
     /// for at most one tool per output, and the host accepts at most one envelope.
     #[serde(default)]
     pub single_tool_call: bool,
+    /// The `classifier_context` of the request's `dangerous_tool_use` safeguard, as compact
+    /// JSON text; none when the request asks for no such safeguard. It is not in `text`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classifier_context: Option<String>,
 }
 
 /// Which images go with a prompt.

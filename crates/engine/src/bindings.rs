@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use devin_bridge_types::{
     Failure, MessageHead, Prompt, PromptOptions, Reply, ResolvedModel, Resume, ResumedPrompt,
-    SseFrames, UnseenPrompt, Usage,
+    SafeguardStatus, SseFrames, ToolCall, UnseenPrompt, Usage,
 };
 use serde::{Deserialize, Serialize};
 use wasmtime::component::InstancePre;
@@ -55,6 +55,13 @@ mod model_alias_world {
         with: { "devin-bridge:transforms/types": crate::bindings::wit_types },
     });
 }
+mod safeguard_world {
+    wasmtime::component::bindgen!({
+        world: "safeguard-component",
+        path: "../../wit",
+        with: { "devin-bridge:transforms/types": crate::bindings::wit_types },
+    });
+}
 
 /// The shared records, generated once. `pub` because every other world's bindings re-export
 /// them (`with:`); the module itself is private.
@@ -68,6 +75,7 @@ pub(crate) enum TypedPre {
     Envelope(envelope_world::EnvelopeComponentPre<CallState>),
     Sse(sse_world::SseComponentPre<CallState>),
     ModelAlias(model_alias_world::ModelAliasComponentPre<CallState>),
+    Safeguard(safeguard_world::SafeguardComponentPre<CallState>),
 }
 
 impl TypedPre {
@@ -84,6 +92,9 @@ impl TypedPre {
             TransformKind::ModelAlias => {
                 TypedPre::ModelAlias(model_alias_world::ModelAliasComponentPre::new(pre)?)
             }
+            TransformKind::Safeguard => {
+                TypedPre::Safeguard(safeguard_world::SafeguardComponentPre::new(pre)?)
+            }
         })
     }
 
@@ -93,6 +104,7 @@ impl TypedPre {
             TypedPre::Envelope(pre) => Instance::Envelope(pre.instantiate(store)?),
             TypedPre::Sse(pre) => Instance::Sse(pre.instantiate(store)?),
             TypedPre::ModelAlias(pre) => Instance::ModelAlias(pre.instantiate(store)?),
+            TypedPre::Safeguard(pre) => Instance::Safeguard(pre.instantiate(store)?),
         })
     }
 }
@@ -103,6 +115,7 @@ pub enum Instance {
     Envelope(envelope_world::EnvelopeComponent),
     Sse(sse_world::SseComponent),
     ModelAlias(model_alias_world::ModelAliasComponent),
+    Safeguard(safeguard_world::SafeguardComponent),
 }
 
 /// One transform's world: which instance answers its functions. The typed functions below take
@@ -140,6 +153,11 @@ world!(
     ModelAliasWorld,
     ModelAlias,
     model_alias_world::ModelAliasComponent
+);
+world!(
+    SafeguardWorld,
+    Safeguard,
+    safeguard_world::SafeguardComponent
 );
 
 /// A call's store; every function below runs in one.
@@ -289,11 +307,13 @@ pub(crate) mod sse {
         store: &mut CallStore,
         reply: &Reply,
         usage: Usage,
+        safeguard: Option<&SafeguardStatus>,
     ) -> wasmtime::Result<String> {
         instance.devin_bridge_transforms_sse().call_stream_finish(
             store,
             &reply.clone().convert(),
             usage.convert(),
+            safeguard.cloned().convert().as_ref(),
         )
     }
 
@@ -302,11 +322,13 @@ pub(crate) mod sse {
         store: &mut CallStore,
         head: &MessageHead,
         reply: &Reply,
+        safeguard: Option<&SafeguardStatus>,
     ) -> wasmtime::Result<String> {
         instance.devin_bridge_transforms_sse().call_render_stream(
             store,
             &head.clone().convert(),
             &reply.clone().convert(),
+            safeguard.cloned().convert().as_ref(),
         )
     }
 
@@ -315,11 +337,13 @@ pub(crate) mod sse {
         store: &mut CallStore,
         head: &MessageHead,
         reply: &Reply,
+        safeguard: Option<&SafeguardStatus>,
     ) -> wasmtime::Result<String> {
         instance.devin_bridge_transforms_sse().call_render_json(
             store,
             &head.clone().convert(),
             &reply.clone().convert(),
+            safeguard.cloned().convert().as_ref(),
         )
     }
 
@@ -435,6 +459,27 @@ pub(crate) mod model_alias {
     }
 }
 
+/// The safeguard judge's function.
+pub(crate) mod safeguard {
+    use super::safeguard_world::SafeguardComponent as Component;
+    use super::*;
+
+    pub(crate) fn judge(
+        instance: &Component,
+        store: &mut CallStore,
+        calls: &[ToolCall],
+        classifier_context: &str,
+    ) -> wasmtime::Result<SafeguardStatus> {
+        let calls: Vec<wit_types::ToolCall> = calls.to_vec().convert();
+        let status = instance.devin_bridge_transforms_safeguard().call_judge(
+            store,
+            &calls,
+            classifier_context,
+        )?;
+        Ok(status.convert())
+    }
+}
+
 /// One call to a transform, with its arguments: the data form of the typed calls, which the
 /// golden corpus, the differential tests, the fuzz targets and the benchmarks drive. It
 /// deserializes from `{"call": "<name>", "args": {...}}` once the arguments are in their plain
@@ -482,14 +527,20 @@ pub enum Call {
     StreamFinish {
         reply: Reply,
         usage: Usage,
+        #[serde(default)]
+        safeguard: Option<SafeguardStatus>,
     },
     RenderStream {
         head: MessageHead,
         reply: Reply,
+        #[serde(default)]
+        safeguard: Option<SafeguardStatus>,
     },
     RenderJson {
         head: MessageHead,
         reply: Reply,
+        #[serde(default)]
+        safeguard: Option<SafeguardStatus>,
     },
     ErrorEvent {
         failure: Failure,
@@ -523,6 +574,10 @@ pub enum Call {
     },
     ContextWindows {
         catalog: String,
+    },
+    Judge {
+        calls: Vec<ToolCall>,
+        classifier_context: String,
     },
 }
 
@@ -564,6 +619,8 @@ outputs! {
     Frames(SseFrames),
     /// Context windows by ACP model id.
     Windows(Vec<(String, u64)>),
+    /// The safeguard judge's verdicts.
+    Safeguard(SafeguardStatus),
 }
 
 /// A call bound to the world that answers it: the transform, and the typed function to run on
@@ -645,15 +702,27 @@ impl Call {
                 on::<SseWorld, _>(move |i, s| sse::stream_start(i, s, head).map(Ok))
             }
             Call::StreamPing => on::<SseWorld, _>(|i, s| sse::stream_ping(i, s).map(Ok)),
-            Call::StreamFinish { reply, usage } => {
-                on::<SseWorld, _>(move |i, s| sse::stream_finish(i, s, reply, *usage).map(Ok))
-            }
-            Call::RenderStream { head, reply } => {
-                on::<SseWorld, _>(move |i, s| sse::render_stream(i, s, head, reply).map(Ok))
-            }
-            Call::RenderJson { head, reply } => {
-                on::<SseWorld, _>(move |i, s| sse::render_json(i, s, head, reply).map(Ok))
-            }
+            Call::StreamFinish {
+                reply,
+                usage,
+                safeguard,
+            } => on::<SseWorld, _>(move |i, s| {
+                sse::stream_finish(i, s, reply, *usage, safeguard.as_ref()).map(Ok)
+            }),
+            Call::RenderStream {
+                head,
+                reply,
+                safeguard,
+            } => on::<SseWorld, _>(move |i, s| {
+                sse::render_stream(i, s, head, reply, safeguard.as_ref()).map(Ok)
+            }),
+            Call::RenderJson {
+                head,
+                reply,
+                safeguard,
+            } => on::<SseWorld, _>(move |i, s| {
+                sse::render_json(i, s, head, reply, safeguard.as_ref()).map(Ok)
+            }),
             Call::ErrorEvent { failure } => {
                 on::<SseWorld, _>(move |i, s| sse::error_event(i, s, failure).map(Ok))
             }
@@ -684,6 +753,12 @@ impl Call {
             Call::ContextWindows { catalog } => {
                 on::<ModelAliasWorld, _>(move |i, s| model_alias::context_windows(i, s, catalog))
             }
+            Call::Judge {
+                calls,
+                classifier_context,
+            } => on::<SafeguardWorld, _>(move |i, s| {
+                safeguard::judge(i, s, calls, classifier_context).map(Ok)
+            }),
         }
     }
 }

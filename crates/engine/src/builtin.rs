@@ -21,7 +21,7 @@ pub struct BuiltInComponent {
 }
 
 /// The components a binary carries, in [`TransformKind::ALL`] order (`None`: not built in).
-pub type BuiltInSet = [Option<BuiltInComponent>; 4];
+pub type BuiltInSet = [Option<BuiltInComponent>; TransformKind::COUNT];
 
 static INSTALLED: OnceLock<BuiltInSet> = OnceLock::new();
 
@@ -43,7 +43,7 @@ mod tests {
     #[test]
     fn an_installed_set_is_what_get_returns_and_cannot_be_replaced() {
         static SSE: &[u8] = b"\0asm sse";
-        let mut set: BuiltInSet = [None; 4];
+        let mut set: BuiltInSet = [None; TransformKind::COUNT];
         set[TransformKind::Sse.index()] = Some(BuiltInComponent {
             bytes: SSE,
             sha256: "00",
@@ -52,7 +52,10 @@ mod tests {
         assert!(install(set), "installing the same set again is fine");
         assert_eq!(get(TransformKind::Sse).map(|c| c.bytes), Some(SSE));
         assert_eq!(get(TransformKind::Envelope), None);
-        assert!(!install([None; 4]), "a different set is refused");
+        assert!(
+            !install([None; TransformKind::COUNT]),
+            "a different set is refused"
+        );
         assert_eq!(get(TransformKind::Sse).map(|c| c.bytes), Some(SSE));
     }
 }

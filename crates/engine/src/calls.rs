@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use devin_bridge_types::{
     Failure, MessageHead, Prompt, PromptOptions, Reply, ResolvedModel, Resume, ResumedPrompt,
-    SseFrames, UnseenPrompt, Usage,
+    SafeguardStatus, SseFrames, ToolCall, UnseenPrompt, Usage,
 };
 
 use crate::bindings::{
-    envelope, model_alias, serializer, sse, EnvelopeWorld, ModelAliasWorld, SerializerWorld,
-    SseWorld, World,
+    envelope, model_alias, safeguard, serializer, sse, EnvelopeWorld, ModelAliasWorld,
+    SafeguardWorld, SerializerWorld, SseWorld, World,
 };
 use crate::runtime::{CallState, Runtime};
 use crate::{EngineError, Loaded, TransformKind};
@@ -104,12 +104,40 @@ pub trait TransformCalls {
         self.serving_run::<SseWorld, _>(sse::stream_ping)
     }
 
-    fn stream_finish(&self, reply: Reply, usage: Usage) -> Result<String, EngineError> {
-        self.serving_run::<SseWorld, _>(|i, store| sse::stream_finish(i, store, &reply, usage))
+    /// `message_delta` and `message_stop` for a finished reply; with `safeguard`, the delta's
+    /// `safeguard_results`.
+    fn stream_finish(
+        &self,
+        reply: Reply,
+        usage: Usage,
+        safeguard: Option<SafeguardStatus>,
+    ) -> Result<String, EngineError> {
+        self.serving_run::<SseWorld, _>(|i, store| {
+            sse::stream_finish(i, store, &reply, usage, safeguard.as_ref())
+        })
     }
 
-    fn render_json(&self, head: MessageHead, reply: Reply) -> Result<String, EngineError> {
-        self.serving_run::<SseWorld, _>(|i, store| sse::render_json(i, store, &head, &reply))
+    /// A non-streaming response body; with `safeguard`, its top-level `safeguard_results`.
+    fn render_json(
+        &self,
+        head: MessageHead,
+        reply: Reply,
+        safeguard: Option<SafeguardStatus>,
+    ) -> Result<String, EngineError> {
+        self.serving_run::<SseWorld, _>(|i, store| {
+            sse::render_json(i, store, &head, &reply, safeguard.as_ref())
+        })
+    }
+
+    /// The safeguard judge's verdict on each of `calls`.
+    fn judge(
+        &self,
+        calls: Vec<ToolCall>,
+        classifier_context: String,
+    ) -> Result<SafeguardStatus, EngineError> {
+        self.serving_run::<SafeguardWorld, _>(|i, store| {
+            safeguard::judge(i, store, &calls, &classifier_context)
+        })
     }
 
     fn error_event(&self, failure: Failure) -> Result<String, EngineError> {

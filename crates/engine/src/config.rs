@@ -30,6 +30,7 @@ pub struct ComponentsTable {
     pub sse: Option<ComponentSource>,
     #[serde(rename = "model-alias")]
     pub model_alias: Option<ComponentSource>,
+    pub safeguard: Option<ComponentSource>,
 }
 
 /// Limits of the wasm runtime. Each call gets a fresh store with these caps.
@@ -77,6 +78,7 @@ impl ComponentsTable {
             TransformKind::Envelope => self.envelope.as_ref(),
             TransformKind::Sse => self.sse.as_ref(),
             TransformKind::ModelAlias => self.model_alias.as_ref(),
+            TransformKind::Safeguard => self.safeguard.as_ref(),
         }
     }
 
@@ -205,7 +207,7 @@ pub struct EngineConfig {
     /// The compile cache directory; `None` means the per-user default.
     pub cache_dir: Option<PathBuf>,
     /// One location per transform, in [`TransformKind::ALL`] order.
-    pub components: [ComponentLocation; 4],
+    pub components: [ComponentLocation; TransformKind::COUNT],
 }
 
 impl EngineConfig {
@@ -232,7 +234,7 @@ impl EngineConfig {
     }
 
     /// The pins of every transform, in [`TransformKind::ALL`] order.
-    pub fn pins(&self) -> [Option<String>; 4] {
+    pub fn pins(&self) -> [Option<String>; TransformKind::COUNT] {
         TransformKind::ALL.map(|kind| self.location(kind).pin.clone())
     }
 }
@@ -241,7 +243,7 @@ impl EngineConfig {
 mod tests {
     use super::*;
 
-    fn config(places: [ComponentPlace; 4]) -> EngineConfig {
+    fn config(places: [ComponentPlace; TransformKind::COUNT]) -> EngineConfig {
         EngineConfig {
             limits: RuntimeLimits::default(),
             cache_dir: None,
@@ -256,6 +258,7 @@ mod tests {
             ComponentPlace::NotBuiltIn,
             ComponentPlace::BuiltIn(b"\0asm"),
             ComponentPlace::NotBuiltIn,
+            ComponentPlace::BuiltIn(b"\0asm"),
         ]);
         let message = set.check_complete().expect_err("incomplete").to_string();
         assert!(
@@ -266,6 +269,7 @@ mod tests {
         assert!(!message.contains("serializer"), "{message}");
         let complete = config([
             ComponentPlace::File(PathBuf::from("/c/serializer.wasm")),
+            ComponentPlace::BuiltIn(b"\0asm"),
             ComponentPlace::BuiltIn(b"\0asm"),
             ComponentPlace::BuiltIn(b"\0asm"),
             ComponentPlace::BuiltIn(b"\0asm"),

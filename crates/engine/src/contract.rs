@@ -11,7 +11,8 @@
 //!   expected one, and a non-empty `message` (its wording is free).
 //!
 //! On success, per call:
-//! - `serialize`: `model`, `stream` and `input_tokens` equal; `tools` parses as JSON and is the
+//! - `serialize`: `model`, `stream` and `input_tokens` equal; `classifier_context` the same
+//!   JSON value (or absent in both); `tools` parses as JSON and is the
 //!   same JSON value; `text` contains the `[Devin Summarizer Bridge]` and `[Execution Trace]`
 //!   headers the agent side relies on (the rest of the framing is free);
 //!   `id_seed` is 1-64 characters of `[A-Za-z0-9_-]`;
@@ -37,7 +38,12 @@
 //! - `validate`: the same model id; `resolve`: the same `family`, `model_uid` and `acp_id`
 //!   (the display label is free); `client_environment`: the same variables and values;
 //!   `list_models`: the same JSON value; `context_windows`: the same ids and windows, in the
-//!   same order.
+//!   same order;
+//! - `judge`: never more lenient (an operator's judge may be stricter): where the fixture's
+//!   answer is unavailable, no call of the candidate's is `not_flagged`; where it is
+//!   available, the candidate's is available too, with one verdict per call, the same ids in
+//!   the same order, and every call the fixture flags flagged again with a non-empty
+//!   explanation (a call the fixture passes may be flagged, skipped or unavailable).
 
 use serde_json::Value;
 
@@ -144,6 +150,7 @@ fn check_ok(call: &Call, expected: &Value, actual: &Value) -> Result<(), String>
             check_json_body(expected, actual)
         }
         Call::AgentErrorMessage { .. } => check_agent_error_message(actual),
+        Call::Judge { .. } => check_safeguard(expected, actual),
         Call::ParseEvents { .. } => check_frames(expected, actual),
         Call::Resolve { .. } => {
             for key in ["family", "model_uid", "acp_id"] {
@@ -156,6 +163,82 @@ fn check_ok(call: &Call, expected: &Value, actual: &Value) -> Result<(), String>
             Ok(())
         }
     }
+}
+
+/// A judge's answer against the fixture's (see the module doc): never more lenient.
+fn check_safeguard(expected: &Value, actual: &Value) -> Result<(), String> {
+    let kind = |status: &Value| {
+        status
+            .get("kind")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let verdicts = |status: &Value| -> Vec<Value> {
+        status
+            .get("value")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let outcome = |verdict: &Value| {
+        verdict
+            .pointer("/verdict/value/outcome")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    match kind(expected).as_deref() {
+        Some("available") => {}
+        _ => {
+            if let Some(passed) = verdicts(actual)
+                .iter()
+                .find(|verdict| outcome(verdict).as_deref() == Some("not_flagged"))
+            {
+                return Err(format!(
+                    "the call {} is not_flagged where the reference gives no verdict",
+                    field(passed, "id")
+                ));
+            }
+            return Ok(());
+        }
+    }
+    if kind(actual).as_deref() != Some("available") {
+        return Err(format!(
+            "the answer is {}, not available",
+            kind(actual).unwrap_or_else(|| "unknown".into())
+        ));
+    }
+    let (want, got) = (verdicts(expected), verdicts(actual));
+    if want.len() != got.len() {
+        return Err(format!("{} verdicts for {} calls", got.len(), want.len()));
+    }
+    for (index, (want, got)) in want.iter().zip(&got).enumerate() {
+        if want.get("id") != got.get("id") {
+            return Err(format!(
+                "verdict {index} is for {}, not {}",
+                field(got, "id"),
+                field(want, "id")
+            ));
+        }
+        if outcome(want).as_deref() == Some("flagged") {
+            if outcome(got).as_deref() != Some("flagged") {
+                return Err(format!(
+                    "the call {} is flagged by the reference and not by the candidate",
+                    field(want, "id")
+                ));
+            }
+            let explained = got
+                .pointer("/verdict/value/explanation")
+                .and_then(Value::as_str)
+                .is_some_and(|text| !text.trim().is_empty());
+            if !explained {
+                return Err(format!(
+                    "the flagged call {} has no explanation",
+                    field(want, "id")
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What any cleaner of agent error text promises (its wording may differ): a non-empty text
@@ -315,6 +398,21 @@ fn check_prompt(expected: &Value, actual: &Value) -> Result<(), String> {
         actual.get("single_tool_call").unwrap_or(&Value::Null),
         "the prompt's single_tool_call",
     )?;
+    // The safeguard's context: the same JSON value, or absent in both.
+    let context = |value: &Value| -> Result<Option<Value>, String> {
+        match value.get("classifier_context") {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(text)) => serde_json::from_str(text)
+                .map(Some)
+                .map_err(|error| format!("the prompt's classifier_context is not JSON ({error})")),
+            Some(other) => Err(format!(
+                "the prompt's classifier_context is not a string: {other}"
+            )),
+        }
+    };
+    if context(expected)? != context(actual)? {
+        return Err("the prompt's classifier_context differs from the expected one".into());
+    }
     let tools = |value: &Value| -> Result<Value, String> {
         let text = value
             .get("tools")

@@ -59,6 +59,7 @@ pub fn files(kind: TransformKind) -> &'static [(&'static str, &'static str)] {
         TransformKind::Envelope => embedded::ENVELOPE,
         TransformKind::Sse => embedded::SSE,
         TransformKind::ModelAlias => embedded::MODEL_ALIAS,
+        TransformKind::Safeguard => embedded::SAFEGUARD,
     }
 }
 
@@ -112,7 +113,7 @@ pub fn decode_case(kind: TransformKind, fixture: &Value) -> Result<(String, Call
 
 /// Arguments the fixtures give as JSON values (or as exact text in `<name>_raw`) and the
 /// transform takes as text.
-const TEXT_ARGUMENTS: [&str; 3] = ["request", "tools", "catalog"];
+const TEXT_ARGUMENTS: [&str; 4] = ["request", "tools", "catalog", "classifier_context"];
 /// Arguments the fixtures give as text (or as a list of byte values in `<name>_bytes`, for bytes
 /// that are not UTF-8) and the transform takes as bytes.
 const BYTE_ARGUMENTS: [&str; 1] = ["buffer"];

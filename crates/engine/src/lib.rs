@@ -45,21 +45,26 @@ pub use registry::{ComponentInfo, SwapReport, Transforms};
 pub use runtime::{Runtime, RuntimeConfig};
 pub use status::{is_error_status, INVALID_STATUS_CODE};
 
-/// The four transforms, one component each.
+/// The five transforms, one component each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TransformKind {
     Serializer,
     Envelope,
     Sse,
     ModelAlias,
+    Safeguard,
 }
 
 impl TransformKind {
-    pub const ALL: [TransformKind; 4] = [
+    /// How many transforms there are: the length of every per-transform table.
+    pub const COUNT: usize = 5;
+
+    pub const ALL: [TransformKind; Self::COUNT] = [
         TransformKind::Serializer,
         TransformKind::Envelope,
         TransformKind::Sse,
         TransformKind::ModelAlias,
+        TransformKind::Safeguard,
     ];
 
     /// The name used in policies, file names, logs and the CLI.
@@ -69,6 +74,7 @@ impl TransformKind {
             TransformKind::Envelope => "envelope",
             TransformKind::Sse => "sse",
             TransformKind::ModelAlias => "model-alias",
+            TransformKind::Safeguard => "safeguard",
         }
     }
 
@@ -83,6 +89,7 @@ impl TransformKind {
             TransformKind::Envelope => 1,
             TransformKind::Sse => 2,
             TransformKind::ModelAlias => 3,
+            TransformKind::Safeguard => 4,
         }
     }
 }

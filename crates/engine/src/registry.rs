@@ -47,11 +47,11 @@ pub struct SwapReport {
     pub elapsed_ms: u64,
 }
 
-/// The four live transforms.
+/// The five live transforms.
 pub struct Transforms {
     runtime: Runtime,
     cache: CompileCache,
-    slots: [ArcSwap<Loaded>; 4],
+    slots: [ArcSwap<Loaded>; TransformKind::COUNT],
     /// What the running policy pins and the corpus of its component set, per transform;
     /// guarded by the swap lock, since only swaps and reloads read or change them.
     swap_lock: Mutex<Checks>,
@@ -61,12 +61,12 @@ pub struct Transforms {
 
 /// What every candidate of a transform is held to.
 struct Checks {
-    pins: [Option<String>; 4],
-    corpora: [Arc<Corpus>; 4],
+    pins: [Option<String>; TransformKind::COUNT],
+    corpora: [Arc<Corpus>; TransformKind::COUNT],
 }
 
 impl Transforms {
-    /// Loads, checks and self-tests the four components `config` names.
+    /// Loads, checks and self-tests the five components `config` names.
     pub fn load(config: &EngineConfig) -> Result<Self, EngineError> {
         let runtime = Runtime::new(config.limits.into())?;
         let cache = match config.cache_dir.clone().or_else(CompileCache::default_dir) {
@@ -95,10 +95,11 @@ impl Transforms {
         let (envelope, envelope_corpus) = load(TransformKind::Envelope)?;
         let (sse, sse_corpus) = load(TransformKind::Sse)?;
         let (model_alias, model_alias_corpus) = load(TransformKind::ModelAlias)?;
+        let (safeguard, safeguard_corpus) = load(TransformKind::Safeguard)?;
         Ok(Self {
             runtime,
             cache,
-            slots: [serializer, envelope, sse, model_alias],
+            slots: [serializer, envelope, sse, model_alias, safeguard],
             swap_lock: Mutex::new(Checks {
                 pins: config.pins(),
                 corpora: [
@@ -106,6 +107,7 @@ impl Transforms {
                     envelope_corpus,
                     sse_corpus,
                     model_alias_corpus,
+                    safeguard_corpus,
                 ],
             }),
             validations: ValidationMemo::default(),

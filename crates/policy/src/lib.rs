@@ -591,7 +591,7 @@ mod tests {
     #[test]
     fn a_transform_without_a_table_is_the_override_file_else_built_in_else_not_built_in() {
         static SERIALIZER: &[u8] = b"\0asm serializer";
-        let mut set = [None; 4];
+        let mut set = [None; TransformKind::COUNT];
         // Index 0 is the serializer (`TransformKind::ALL` order).
         set[0] = Some(devin_bridge_engine::builtin::BuiltInComponent {
             bytes: SERIALIZER,

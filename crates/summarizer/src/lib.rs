@@ -18,6 +18,7 @@ mod reload;
 mod reply;
 mod resident;
 mod respond;
+mod safeguard;
 pub mod sandbox;
 mod serialize;
 pub mod startup;
@@ -34,7 +35,7 @@ use anyhow::Context;
 use serde::Serialize;
 use tokio::sync::Semaphore;
 
-use crate::policy::{CatalogSource, SummarizerPolicy, Transport};
+use crate::policy::{CatalogSource, SafeguardMode, SummarizerPolicy, Transport};
 use crate::pool::AgentPool;
 use devin_bridge_agent::acp::AgentLimits;
 use devin_bridge_agent::identity::AgentIdentity;
@@ -73,6 +74,8 @@ pub struct Bridge {
     images: ImageLimits,
     /// Tool calls one reply may hold (`[agent] max_tool_calls`).
     max_tool_calls: u32,
+    /// Who answers a request's `dangerous_tool_use` safeguard (`[safeguards] mode`).
+    safeguard_mode: SafeguardMode,
     /// The context windows of the catalog in force.
     windows: Arc<window::ModelWindows>,
     key: Option<ApiKey>,
@@ -230,6 +233,7 @@ impl Bridge {
             catalogs,
             images,
             max_tool_calls: policy.agent.max_tool_calls,
+            safeguard_mode: policy.safeguards.mode,
             windows: Arc::default(),
             key,
             turn_slots: Arc::new(Semaphore::new(policy.server.max_concurrent_turns)),

@@ -34,12 +34,53 @@ pub(crate) struct ModelCheckLabels {
     pub outcome: &'static str,
 }
 
+/// Labels of one safeguard verdict: its outcome (`flagged`, `not_flagged`, `skipped`,
+/// `unavailable`) and the tool, by one of Claude Code's own tool names or `mcp` / `other`,
+/// so the label set stays bounded whatever tools a client declares.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct VerdictLabels {
+    pub outcome: &'static str,
+    pub tool: &'static str,
+}
+
+/// Claude Code's tools, the only tool names a metric label takes verbatim.
+const KNOWN_TOOLS: [&str; 17] = [
+    "Bash",
+    "BashOutput",
+    "Edit",
+    "ExitPlanMode",
+    "Glob",
+    "Grep",
+    "KillShell",
+    "LS",
+    "MultiEdit",
+    "NotebookEdit",
+    "NotebookRead",
+    "Read",
+    "Task",
+    "TodoWrite",
+    "WebFetch",
+    "WebSearch",
+    "Write",
+];
+
+/// The metric label of a tool name: itself when it is one of Claude Code's tools, `mcp` for
+/// an MCP tool, else `other`.
+pub(crate) fn tool_label(name: &str) -> &'static str {
+    match KNOWN_TOOLS.iter().find(|known| **known == name) {
+        Some(known) => known,
+        None if name.starts_with("mcp__") => "mcp",
+        None => "other",
+    }
+}
+
 /// Every metric the bridge exports.
 pub(crate) struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     turn_usage: Family<UsageLabels, Counter>,
     turn_model: Family<ModelCheckLabels, Counter>,
+    safeguard_verdicts: Family<VerdictLabels, Counter>,
     turns_in_flight: Gauge,
     agent_processes: Gauge,
     resident_processes: Gauge,
@@ -68,6 +109,12 @@ impl Metrics {
             "turn_model",
             "Agent turns by whether the model that answered is the one the request named (matched, mismatched, unreported)",
             turn_model.clone(),
+        );
+        let safeguard_verdicts = Family::<VerdictLabels, Counter>::default();
+        registry.register(
+            "safeguard_verdicts",
+            "Tool calls judged for Claude Code's auto mode, by outcome (flagged, not_flagged, skipped, unavailable) and tool",
+            safeguard_verdicts.clone(),
         );
         let turns_in_flight = Gauge::default();
         registry.register(
@@ -158,6 +205,7 @@ impl Metrics {
             requests,
             turn_usage,
             turn_model,
+            safeguard_verdicts,
             turns_in_flight,
             agent_processes,
             resident_processes,
@@ -191,6 +239,14 @@ impl Metrics {
     pub(crate) fn count_model_check(&self, outcome: &'static str) {
         self.turn_model
             .get_or_create(&ModelCheckLabels { outcome })
+            .inc();
+    }
+
+    /// Counts one safeguard verdict.
+    pub(crate) fn count_verdict(&self, outcome: &'static str, tool: &str) {
+        let tool = tool_label(tool);
+        self.safeguard_verdicts
+            .get_or_create(&VerdictLabels { outcome, tool })
             .inc();
     }
 

@@ -1,5 +1,5 @@
 //! The summarizer's policy: `mode = "summarizer"` and its sections, `[server]`, `[agent]`,
-//! `[models]` and `[control]`, beside the sections every mode has.
+//! `[models]`, `[safeguards]` and `[control]`, beside the sections every mode has.
 //!
 //! Parsing is strict (`deny_unknown_fields` everywhere): a misspelt key is an error at load,
 //! never a silently ignored setting; a section of another mode is refused by name.
@@ -31,6 +31,8 @@ pub struct SummarizerPolicy {
     pub agent: AgentSection,
     #[serde(default)]
     pub models: ModelsSection,
+    #[serde(default)]
+    pub safeguards: SafeguardsSection,
     #[serde(default)]
     pub log: LogSection,
     /// Where the policy was read from.
@@ -276,6 +278,26 @@ impl Default for AgentSection {
             tmpdir: None,
         }
     }
+}
+
+/// `[safeguards]`: how the bridge answers a request's `dangerous_tool_use` safeguard (Claude
+/// Code's auto mode asks it to judge every tool call of the reply before the call runs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SafeguardsSection {
+    pub mode: SafeguardMode,
+}
+
+/// Who judges the tool calls of a reply.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SafeguardMode {
+    /// The safeguard component (`[components.safeguard]`) judges each call (default).
+    #[default]
+    Judge,
+    /// The bridge answers `unsupported`: the client classifies by itself (Claude Code then
+    /// sends its own classifier requests, which through this bridge are extra agent turns).
+    Unsupported,
 }
 
 /// `[models]`: the Devin model catalog (`devin models list --format json`).

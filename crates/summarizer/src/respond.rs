@@ -15,6 +15,7 @@ use super::body::{full, ResponseBody, Streamed};
 use super::calls::run_transform;
 use super::failures::RETRY_AFTER_SECONDS;
 use super::prepare::Prepared;
+use super::safeguard;
 use super::turn::run;
 use super::Bridge;
 
@@ -37,9 +38,11 @@ pub(crate) async fn respond_json(
     match outcome {
         Ok((reply, usage)) => {
             let head = MessageHead { usage, ..head };
+            let safeguard =
+                safeguard::answer(bridge, prompt.classifier_context.as_deref(), &reply).await;
             let size = reply.content_bytes();
             match run_transform(&bridge.transforms, size, move |t| {
-                t.render_json(head, reply)
+                t.render_json(head, reply, safeguard)
             })
             .await
             {
@@ -176,8 +179,13 @@ async fn stream_turn(
     };
     let tail = match outcome {
         Ok((reply, usage)) => {
+            let safeguard =
+                safeguard::answer(&bridge, prompt.classifier_context.as_deref(), &reply).await;
             let size = reply.content_bytes();
-            run_transform(transforms, size, move |t| t.stream_finish(reply, usage)).await
+            run_transform(transforms, size, move |t| {
+                t.stream_finish(reply, usage, safeguard)
+            })
+            .await
         }
         Err(failure) => Err(failure),
     };

@@ -7,7 +7,10 @@ use devin_bridge_engine::{
     corpus, Answer, Call, ImageLimits, MessageHead, PromptOptions, Resume, TransformKind,
     Transforms,
 };
-use devin_bridge_types::{Failure, Reply, ToolCall, Usage};
+use devin_bridge_types::{
+    CallVerdict, Evaluation, Failure, Reply, SafeguardOutcome, SafeguardStatus, ToolCall,
+    ToolVerdict, Usage,
+};
 use serde_json::{json, Value};
 
 /// A native result as an answer.
@@ -48,9 +51,21 @@ fn native(call: &Call) -> Answer {
         Call::ParseReview { output } => answer(envelope::parse_review(output)),
         Call::StreamStart { head } => Ok(sse::stream_start(head).into()),
         Call::StreamPing => Ok(sse::stream_ping().into()),
-        Call::StreamFinish { reply, usage } => Ok(sse::stream_finish(reply, usage).into()),
-        Call::RenderStream { head, reply } => Ok(sse::render_stream(head, reply).into()),
-        Call::RenderJson { head, reply } => Ok(sse::render_json(head, reply).into()),
+        Call::StreamFinish {
+            reply,
+            usage,
+            safeguard,
+        } => Ok(sse::stream_finish(reply, usage, safeguard.as_ref()).into()),
+        Call::RenderStream {
+            head,
+            reply,
+            safeguard,
+        } => Ok(sse::render_stream(head, reply, safeguard.as_ref()).into()),
+        Call::RenderJson {
+            head,
+            reply,
+            safeguard,
+        } => Ok(sse::render_json(head, reply, safeguard.as_ref()).into()),
         Call::ErrorEvent { failure } => Ok(sse::error_event(failure).into()),
         Call::ErrorBody { failure } => Ok(sse::error_body(failure).into()),
         Call::AgentErrorMessage { raw } => Ok(sse::agent_error_message(raw).into()),
@@ -65,6 +80,10 @@ fn native(call: &Call) -> Answer {
         Call::Resolve { requested, catalog } => answer(model_alias::resolve(requested, catalog)),
         Call::ListModels { catalog, vision } => answer(model_alias::list_models(catalog, *vision)),
         Call::ContextWindows { catalog } => answer(model_alias::context_windows(catalog)),
+        Call::Judge {
+            calls,
+            classifier_context,
+        } => Ok(devin_bridge_safeguard::judge(calls, classifier_context).into()),
     }
 }
 
@@ -494,17 +513,24 @@ fn generated_renders_agree() {
             ]),
             random_text(&mut rng, 40)
         );
+        let safeguard = random_safeguard(&mut rng, &reply, &text);
         for call in [
             Call::StreamStart { head: head.clone() },
             Call::StreamFinish {
                 reply: reply.clone(),
                 usage,
+                safeguard: safeguard.clone(),
             },
             Call::RenderStream {
                 head: head.clone(),
                 reply: reply.clone(),
+                safeguard: safeguard.clone(),
             },
-            Call::RenderJson { head, reply },
+            Call::RenderJson {
+                head,
+                reply,
+                safeguard,
+            },
             Call::ErrorEvent {
                 failure: failure.clone(),
             },
@@ -512,6 +538,48 @@ fn generated_renders_agree() {
             Call::AgentErrorMessage { raw },
         ] {
             assert_same(&transforms, &call, &format!("sse #{i}"));
+        }
+    }
+}
+
+/// No safeguard, or any status the judge can answer: verdicts for the reply's calls (and, now
+/// and then, one id twice), with `text` as explanations and reasons.
+fn random_safeguard(rng: &mut Rng, reply: &Reply, text: &str) -> Option<SafeguardStatus> {
+    let ids: Vec<String> = match reply {
+        Reply::Tools(calls) => calls.iter().map(|call| call.id.clone()).collect(),
+        Reply::Text(_) => Vec::new(),
+    };
+    match rng.below(5) {
+        0 => None,
+        1 => Some(SafeguardStatus::Unsupported),
+        2 => Some(SafeguardStatus::Unavailable(text.to_owned())),
+        _ => {
+            let mut verdicts: Vec<ToolVerdict> = ids
+                .into_iter()
+                .map(|id| {
+                    let verdict = match rng.below(4) {
+                        0 => CallVerdict::Skipped,
+                        1 => CallVerdict::Unavailable(text.to_owned()),
+                        n => CallVerdict::Evaluated(Evaluation {
+                            outcome: if n == 2 {
+                                SafeguardOutcome::Flagged
+                            } else {
+                                SafeguardOutcome::NotFlagged
+                            },
+                            explanation: text.to_owned(),
+                            cited_rule: (rng.below(2) == 0)
+                                .then(|| format!("auto_mode.allow.{}", rng.below(9))),
+                        }),
+                    };
+                    ToolVerdict { id, verdict }
+                })
+                .collect();
+            if rng.below(6) == 0 {
+                if let Some(first) = verdicts.first().cloned() {
+                    verdicts.push(first);
+                }
+            }
+            Some(SafeguardStatus::Available(verdicts))
         }
     }
 }
@@ -680,5 +748,103 @@ fn generated_model_names_agree() {
             },
             &format!("env #{i}"),
         );
+    }
+}
+
+/// Tool calls built from ordinary and hostile pieces (shell words, operators, quotes, paths
+/// inside and outside the project, look-alike characters) and classifier contexts with and
+/// without the user's rules, plus contexts that are not JSON: the judge's verdicts agree
+/// natively and in wasm.
+#[test]
+fn generated_tool_calls_are_judged_the_same_natively_and_in_wasm() {
+    let transforms = common::transforms();
+    let mut rng = Rng(0x5afe_6a4d_0000_0007);
+    let words = [
+        "git",
+        "status",
+        "diff",
+        "ls",
+        "-la",
+        "cat",
+        "rm",
+        "-rf",
+        "curl",
+        "npm",
+        "test",
+        "cargo",
+        "/proj/src",
+        "/etc/passwd",
+        "~/.ssh/id_rsa",
+        "../..",
+        "'a b'",
+        "\"$HOME\"",
+        "$(id)",
+        "`id`",
+        "|",
+        "&&",
+        ";",
+        "||",
+        ">",
+        "/dev/null",
+        "2>&1",
+        "\n",
+        "sudo",
+        "ｒｍ",
+        "#",
+        "find",
+        "-delete",
+        "node",
+        "-e",
+        "x.js",
+        "grep",
+        "-rn",
+        "TODO",
+    ];
+    let tools = [
+        "Bash",
+        "Read",
+        "Edit",
+        "Write",
+        "Glob",
+        "Grep",
+        "WebFetch",
+        "mcp__x__y",
+    ];
+    let contexts = [
+        json!({"live_cwd": "/proj", "home_dir": "/home/u",
+               "trusted_directories": {"primary": {"path": "/proj"}}})
+        .to_string(),
+        json!({"live_cwd": "/proj", "home_dir": "/home/u",
+               "trusted_directories": {"primary": {"path": "/proj"}, "additional": ["/lib"]},
+               "auto_mode": {"allow": ["Bash(npm test:*)"], "soft_deny": ["Bash(git push:*)"]},
+               "classify_all_shell": false, "restricted": false})
+        .to_string(),
+        json!({"live_cwd": "/proj", "restricted": true}).to_string(),
+        "not json".to_owned(),
+        json!({"live_cwd": 7}).to_string(),
+    ];
+    for i in 0..600 {
+        let calls: Vec<ToolCall> = (0..rng.below(4))
+            .map(|n| {
+                let text: Vec<&str> = (0..1 + rng.below(8)).map(|_| *rng.pick(&words)).collect();
+                let text = text.join(" ");
+                let name = *rng.pick(&tools);
+                let input = match name {
+                    "Bash" => json!({ "command": text }),
+                    "Grep" | "Glob" => json!({ "pattern": text, "path": rng.pick(&words) }),
+                    _ => json!({ "file_path": text, "url": text }),
+                };
+                ToolCall {
+                    id: format!("toolu_{i:06}_{n}"),
+                    name: name.to_owned(),
+                    input: input.to_string(),
+                }
+            })
+            .collect();
+        let call = Call::Judge {
+            calls,
+            classifier_context: rng.pick(&contexts).clone(),
+        };
+        assert_same(&transforms, &call, &format!("judge #{i}"));
     }
 }

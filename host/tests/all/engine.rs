@@ -468,7 +468,7 @@ fn a_byte_different_twin_that_keeps_the_contract_is_accepted_for_every_transform
     };
     let reply = devin_bridge_types::Reply::Text("hello".into());
     let real_body = transforms
-        .render_json(head.clone(), reply.clone())
+        .render_json(head.clone(), reply.clone(), None)
         .expect("render");
     for kind in TransformKind::ALL {
         let report = transforms
@@ -507,7 +507,7 @@ fn a_byte_different_twin_that_keeps_the_contract_is_accepted_for_every_transform
         "the swapped-in sse answers parse_events: {}",
         twin_frames.message
     );
-    let twin_body = transforms.render_json(head, reply).expect("render");
+    let twin_body = transforms.render_json(head, reply, None).expect("render");
     assert_ne!(twin_body, real_body, "the twin spaces its JSON");
     assert_eq!(
         serde_json::from_str::<serde_json::Value>(&twin_body).expect("JSON"),

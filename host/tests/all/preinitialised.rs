@@ -85,6 +85,33 @@ fn claude_code_sized_call(kind: TransformKind) -> Call {
                 })
                 .to_string(),
             }]),
+            safeguard: None,
+        },
+        TransformKind::Safeguard => Call::Judge {
+            calls: vec![
+                ToolCall {
+                    id: "toolu_0123".to_owned(),
+                    name: "Bash".to_owned(),
+                    input: serde_json::json!({"command": "git status && cargo test --workspace"})
+                        .to_string(),
+                },
+                ToolCall {
+                    id: "toolu_0124".to_owned(),
+                    name: "Read".to_owned(),
+                    input: serde_json::json!({"file_path": "/work/project/src/main.rs"})
+                        .to_string(),
+                },
+            ],
+            classifier_context: serde_json::json!({
+                "v": 1,
+                "permission_mode": "auto",
+                "live_cwd": "/work/project",
+                "home_dir": "/home/user",
+                "trusted_directories": {"primary": {"path": "/work/project"}, "additional": []},
+                "rules": {"allow": [], "deny": [], "ask": []},
+                "auto_mode": {"allow": [], "soft_deny": [], "hard_deny": [], "environment": []},
+            })
+            .to_string(),
         },
         TransformKind::ModelAlias => Call::Resolve {
             requested: "swe-1.6".to_owned(),

@@ -9,7 +9,7 @@ use devin_bridge_summarizer::policy::SummarizerPolicy;
 use crate::artifacts::{components_dir, workspace_root};
 
 /// The transforms, as a policy's `[components.<name>]` tables name them.
-pub const TRANSFORMS: [&str; 4] = ["serializer", "envelope", "sse", "model-alias"];
+pub const TRANSFORMS: [&str; 5] = ["serializer", "envelope", "sse", "model-alias", "safeguard"];
 
 /// The default model catalog of the checkout (`policies/models.json`).
 pub fn catalog() -> PathBuf {

@@ -2,7 +2,7 @@
 //! components (see [`preinit`] for what and why). `cargo xtask components` runs it as one step
 //! of the component build, so that xtask itself links no wasmtime.
 //!
-//! NAME is a transform (`serializer`, `envelope`, `sse`, `model-alias`) and picks the
+//! NAME is a transform (`serializer`, `envelope`, `sse`, `model-alias`, `safeguard`) and picks the
 //! warm-up call; INPUT is the plain component, OUTPUT where its snapshot is written; DIR is
 //! the repository whose fixtures the warm-ups read. Nothing is written for a component whose
 //! warm-up fails, and the run fails.
@@ -75,7 +75,10 @@ fn warm_up_for(name: &str) -> Result<fn(&Path) -> Result<preinit::WarmUp>> {
         "envelope" => preinit::envelope_warm_up,
         "sse" => preinit::sse_warm_up,
         "model-alias" => preinit::model_alias_warm_up,
-        other => bail!("no warm-up call for {other:?} (serializer, envelope, sse or model-alias)"),
+        "safeguard" => preinit::safeguard_warm_up,
+        other => bail!(
+            "no warm-up call for {other:?} (serializer, envelope, sse, model-alias or safeguard)"
+        ),
     })
 }
 
@@ -113,7 +116,7 @@ mod tests {
     #[test]
     fn every_transform_has_a_warm_up_built_from_the_checkout() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        for name in ["serializer", "envelope", "sse", "model-alias"] {
+        for name in ["serializer", "envelope", "sse", "model-alias", "safeguard"] {
             let warm_up = warm_up_for(name).expect("known")(&root).expect("fixtures read");
             assert!(warm_up.interface.contains(name), "{name}");
         }

@@ -104,6 +104,36 @@ pub(crate) fn sse_warm_up(_root: &Path) -> Result<WarmUp> {
         args: vec![
             head,
             Val::Variant("tools".to_owned(), Some(Box::new(Val::List(vec![call])))),
+            // No safeguard verdicts: the common case.
+            Val::Option(None),
+        ],
+    })
+}
+
+/// The safeguard judge judges the calls of an ordinary turn (a shell command and a read)
+/// against a small classifier context.
+pub(crate) fn safeguard_warm_up(_root: &Path) -> Result<WarmUp> {
+    let call = |id: &str, name: &str, input: &str| {
+        Val::Record(vec![
+            ("id".to_owned(), Val::String(id.to_owned())),
+            ("name".to_owned(), Val::String(name.to_owned())),
+            ("input".to_owned(), Val::String(input.to_owned())),
+        ])
+    };
+    let context = r#"{"v":1,"permission_mode":"auto","live_cwd":"/work/project","home_dir":"/home/user","trusted_directories":{"primary":{"path":"/work/project"},"additional":[]}}"#;
+    Ok(WarmUp {
+        interface: "devin-bridge:transforms/safeguard@0.1.0",
+        function: "judge",
+        args: vec![
+            Val::List(vec![
+                call("toolu_1", "Bash", r#"{"command":"git status && npm test"}"#),
+                call(
+                    "toolu_2",
+                    "Read",
+                    r#"{"file_path":"/work/project/src/main.rs"}"#,
+                ),
+            ]),
+            Val::String(context.to_owned()),
         ],
     })
 }

@@ -70,11 +70,13 @@ macro_rules! records {
 records! {
     wit_types::Failure => plain::Failure { code, message, status, repairable }
     wit_types::ToolCall => plain::ToolCall { id, name, input }
+    wit_types::Evaluation => plain::Evaluation { outcome, explanation, cited_rule }
+    wit_types::ToolVerdict => plain::ToolVerdict { id, verdict }
     wit_types::Usage => plain::Usage {
         input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens
     }
     wit_serializer::Prompt => plain::Prompt {
-        text, tools, input_tokens, id_seed, model, stream, single_tool_call
+        text, tools, input_tokens, id_seed, model, stream, single_tool_call, classifier_context
     }
     wit_serializer::ImageLimits => plain::ImageLimits { max_images, max_image_bytes }
     wit_serializer::PromptOptions => plain::PromptOptions { held, images }
@@ -95,21 +97,35 @@ records! {
     wit_model_alias::ResolvedModel => plain::ResolvedModel { family, model_uid, label, acp_id }
 }
 
-/// The one variant, case for case.
-impl Convert<plain::Reply> for wit_types::Reply {
-    fn convert(self) -> plain::Reply {
-        match self {
-            Self::Text(text) => plain::Reply::Text(text),
-            Self::Tools(calls) => plain::Reply::Tools(calls.convert()),
+/// Variants and enums: `generated => plain { every case }`, a case with a payload written
+/// `Case(payload)`; converted both ways, case for case (a case missing on either side does
+/// not compile: the matches are exhaustive).
+macro_rules! variants {
+    ($($wit:path => $plain:path { $($case:ident $(($value:ident))?),+ $(,)? })*) => {$(
+        impl Convert<$plain> for $wit {
+            fn convert(self) -> $plain {
+                type Plain = $plain;
+                match self {
+                    $(Self::$case $(($value))? => Plain::$case $(($value.convert()))?),+
+                }
+            }
         }
-    }
+        impl Convert<$wit> for $plain {
+            fn convert(self) -> $wit {
+                type Wit = $wit;
+                match self {
+                    $(Self::$case $(($value))? => Wit::$case $(($value.convert()))?),+
+                }
+            }
+        }
+    )*};
 }
 
-impl Convert<wit_types::Reply> for plain::Reply {
-    fn convert(self) -> wit_types::Reply {
-        match self {
-            Self::Text(text) => wit_types::Reply::Text(text),
-            Self::Tools(calls) => wit_types::Reply::Tools(calls.convert()),
-        }
+variants! {
+    wit_types::Reply => plain::Reply { Text(text), Tools(calls) }
+    wit_types::SafeguardOutcome => plain::SafeguardOutcome { Flagged, NotFlagged }
+    wit_types::CallVerdict => plain::CallVerdict { Evaluated(evaluation), Skipped, Unavailable(reason) }
+    wit_types::SafeguardStatus => plain::SafeguardStatus {
+        Available(verdicts), Unsupported, Unavailable(reason)
     }
 }

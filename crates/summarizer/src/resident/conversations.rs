@@ -182,6 +182,8 @@ pub(super) struct Earlier {
     pub stream: bool,
     /// Its `tool_choice.disable_parallel_tool_use` (part of what a continuation repeats).
     pub single_tool_call: bool,
+    /// Its safeguard's classifier context (also repeated by a continuation).
+    pub classifier_context: Option<String>,
 }
 
 /// What is known of an entry without waiting for its running turn.

@@ -347,6 +347,7 @@ impl Resident {
                 model: unseen.prompt.model.clone(),
                 stream: unseen.prompt.stream,
                 single_tool_call: unseen.prompt.single_tool_call,
+                classifier_context: unseen.prompt.classifier_context.clone(),
             });
             let lease = Lease {
                 resident: self.clone(),
@@ -440,6 +441,9 @@ impl Resident {
                 model: earlier.model.clone(),
                 stream: earlier.stream,
                 single_tool_call: earlier.single_tool_call,
+                // Part of what a continuation repeats byte for byte (it lies outside the
+                // messages), so the earlier request's is this one's.
+                classifier_context: earlier.classifier_context.clone(),
             },
             history,
             images: resumed.images,

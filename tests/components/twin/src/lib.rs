@@ -1,4 +1,4 @@
-//! A twin of all four transforms: it keeps every promise of the WIT contract but differs from
+//! A twin of all five transforms: it keeps every promise of the WIT contract but differs from
 //! the real components byte for byte, the way a legitimate rebuild may: other failure wording,
 //! another framing sentence, JSON with spaces after `:` and `,`. The host must accept it as a
 //! swap candidate for each transform, and requests served by it must be indistinguishable
@@ -6,7 +6,7 @@
 
 #[cfg(target_arch = "wasm32")]
 mod wasm {
-    devin_bridge_types::guest_bindings!([serializer, envelope, sse, model_alias] {
+    devin_bridge_types::guest_bindings!([serializer, envelope, sse, model_alias, safeguard] {
         world: "devin-bridge:twin/twin",
         path: ["../../../wit", "wit"],
         generate_all,
@@ -14,9 +14,9 @@ mod wasm {
 
     use devin_bridge_types::{
         Failure, MessageHead, Prompt, PromptOptions, Reply, ResolvedModel, Resume, ResumedPrompt,
-        SseFrames, UnseenPrompt, Usage,
+        SafeguardStatus, SseFrames, ToolCall, UnseenPrompt, Usage,
     };
-    use exports::devin_bridge::transforms::{envelope, model_alias, serializer, sse};
+    use exports::devin_bridge::transforms::{envelope, model_alias, safeguard, serializer, sse};
 
     include!("../../getrandom_backend.rs");
 
@@ -172,14 +172,34 @@ mod wasm {
         fn stream_ping() -> String {
             spaced_events(&devin_bridge_sse::stream_ping())
         }
-        fn stream_finish(reply: Reply, usage: Usage) -> String {
-            spaced_events(&devin_bridge_sse::stream_finish(&reply, &usage))
+        fn stream_finish(reply: Reply, usage: Usage, safeguard: Option<SafeguardStatus>) -> String {
+            spaced_events(&devin_bridge_sse::stream_finish(
+                &reply,
+                &usage,
+                safeguard.as_ref(),
+            ))
         }
-        fn render_stream(head: MessageHead, reply: Reply) -> String {
-            spaced_events(&devin_bridge_sse::render_stream(&head, &reply))
+        fn render_stream(
+            head: MessageHead,
+            reply: Reply,
+            safeguard: Option<SafeguardStatus>,
+        ) -> String {
+            spaced_events(&devin_bridge_sse::render_stream(
+                &head,
+                &reply,
+                safeguard.as_ref(),
+            ))
         }
-        fn render_json(head: MessageHead, reply: Reply) -> String {
-            spaced_json(&devin_bridge_sse::render_json(&head, &reply))
+        fn render_json(
+            head: MessageHead,
+            reply: Reply,
+            safeguard: Option<SafeguardStatus>,
+        ) -> String {
+            spaced_json(&devin_bridge_sse::render_json(
+                &head,
+                &reply,
+                safeguard.as_ref(),
+            ))
         }
         fn error_event(failure: Failure) -> String {
             spaced_events(&devin_bridge_sse::error_event(&failure))
@@ -215,6 +235,25 @@ mod wasm {
         }
         fn context_windows(catalog: String) -> Result<Vec<(String, u64)>, Failure> {
             devin_bridge_model_alias::context_windows(&catalog).map_err(reworded)
+        }
+    }
+
+    impl safeguard::Guest for Component {
+        /// The same verdicts in other words: an explanation is free text.
+        fn judge(calls: Vec<ToolCall>, classifier_context: String) -> SafeguardStatus {
+            match devin_bridge_safeguard::judge(&calls, &classifier_context) {
+                SafeguardStatus::Available(mut verdicts) => {
+                    for verdict in &mut verdicts {
+                        if let devin_bridge_types::CallVerdict::Evaluated(evaluation) =
+                            &mut verdict.verdict
+                        {
+                            evaluation.explanation.push_str(" (twin build)");
+                        }
+                    }
+                    SafeguardStatus::Available(verdicts)
+                }
+                other => other,
+            }
         }
     }
 

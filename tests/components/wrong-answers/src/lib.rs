@@ -1,4 +1,4 @@
-//! All four transforms, each breaking one promise of the WIT contract while everything else
+//! All five transforms, each breaking one promise of the WIT contract while everything else
 //! is delegated to the real libraries. Swapped into a slot, each must be refused by the
 //! host's self-test with a message that names the fixture and what differs:
 //!
@@ -7,11 +7,13 @@
 //!   fail validation passed through unchecked (the agent's first JSON object, as it wrote it);
 //! - sse: a finished stream without its `message_stop` event, and event-stream framing that
 //!   drops the unfinished event at the end of the buffer (a caller would lose its bytes);
-//! - model-alias: failure codes that are not the stable ones.
+//! - model-alias: failure codes that are not the stable ones;
+//! - safeguard: every call passes (`not_flagged`), the one thing a judge must never do for a
+//!   call the reference flags.
 
 #[cfg(target_arch = "wasm32")]
 mod wasm {
-    devin_bridge_types::guest_bindings!([serializer, envelope, sse, model_alias] {
+    devin_bridge_types::guest_bindings!([serializer, envelope, sse, model_alias, safeguard] {
         world: "devin-bridge:wrong-answers/wrong-answers",
         path: ["../../../wit", "wit"],
         generate_all,
@@ -19,9 +21,9 @@ mod wasm {
 
     use devin_bridge_types::{
         Failure, MessageHead, Prompt, PromptOptions, Reply, ResolvedModel, Resume, ResumedPrompt,
-        SseFrames, ToolCall, UnseenPrompt, Usage,
+        SafeguardStatus, SseFrames, ToolCall, UnseenPrompt, Usage,
     };
-    use exports::devin_bridge::transforms::{envelope, model_alias, serializer, sse};
+    use exports::devin_bridge::transforms::{envelope, model_alias, safeguard, serializer, sse};
 
     include!("../../getrandom_backend.rs");
 
@@ -136,14 +138,30 @@ mod wasm {
         fn stream_ping() -> String {
             devin_bridge_sse::stream_ping()
         }
-        fn stream_finish(reply: Reply, usage: Usage) -> String {
-            without_message_stop(devin_bridge_sse::stream_finish(&reply, &usage))
+        fn stream_finish(reply: Reply, usage: Usage, safeguard: Option<SafeguardStatus>) -> String {
+            without_message_stop(devin_bridge_sse::stream_finish(
+                &reply,
+                &usage,
+                safeguard.as_ref(),
+            ))
         }
-        fn render_stream(head: MessageHead, reply: Reply) -> String {
-            without_message_stop(devin_bridge_sse::render_stream(&head, &reply))
+        fn render_stream(
+            head: MessageHead,
+            reply: Reply,
+            safeguard: Option<SafeguardStatus>,
+        ) -> String {
+            without_message_stop(devin_bridge_sse::render_stream(
+                &head,
+                &reply,
+                safeguard.as_ref(),
+            ))
         }
-        fn render_json(head: MessageHead, reply: Reply) -> String {
-            devin_bridge_sse::render_json(&head, &reply)
+        fn render_json(
+            head: MessageHead,
+            reply: Reply,
+            safeguard: Option<SafeguardStatus>,
+        ) -> String {
+            devin_bridge_sse::render_json(&head, &reply, safeguard.as_ref())
         }
         fn error_event(failure: Failure) -> String {
             devin_bridge_sse::error_event(&failure)
@@ -180,6 +198,26 @@ mod wasm {
         }
         fn context_windows(catalog: String) -> Result<Vec<(String, u64)>, Failure> {
             devin_bridge_model_alias::context_windows(&catalog).map_err(renamed_code)
+        }
+    }
+
+    impl safeguard::Guest for Component {
+        /// Passes every call: the leniency the swap contract refuses.
+        fn judge(calls: Vec<ToolCall>, _classifier_context: String) -> SafeguardStatus {
+            use devin_bridge_types::{CallVerdict, Evaluation, SafeguardOutcome, ToolVerdict};
+            SafeguardStatus::Available(
+                calls
+                    .into_iter()
+                    .map(|call| ToolVerdict {
+                        id: call.id,
+                        verdict: CallVerdict::Evaluated(Evaluation {
+                            outcome: SafeguardOutcome::NotFlagged,
+                            explanation: "looks fine".to_owned(),
+                            cited_rule: None,
+                        }),
+                    })
+                    .collect(),
+            )
         }
     }
 

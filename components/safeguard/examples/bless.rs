@@ -1,0 +1,38 @@
+//! Fills in the `expect` of every safeguard fixture that has none, from the native library:
+//! `cargo run -p devin-bridge-safeguard --example bless`. Read what it wrote before you
+//! commit it: a fixture is a promise about the judge.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use devin_bridge_safeguard::judge;
+use devin_bridge_types::ToolCall;
+use serde_json::{json, Value};
+
+fn main() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/safeguard");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .expect("fixture directory")
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    paths.sort();
+    for path in paths {
+        let mut case: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("readable")).expect("JSON");
+        if case.get("expect").is_some() {
+            continue;
+        }
+        let args = &case["args"];
+        let calls: Vec<ToolCall> = serde_json::from_value(args["calls"].clone()).expect("calls");
+        let context = match args.get("classifier_context_raw") {
+            Some(Value::String(raw)) => raw.clone(),
+            _ => args["classifier_context"].to_string(),
+        };
+        case["expect"] = json!({ "ok": judge(&calls, &context) });
+        let text = serde_json::to_string_pretty(&case).expect("JSON") + "\n";
+        std::fs::write(&path, text).expect("writable");
+        eprintln!("blessed {}", path.display());
+    }
+}

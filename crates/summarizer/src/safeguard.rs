@@ -1,0 +1,166 @@
+//! The answer to a request's `dangerous_tool_use` safeguard: Claude Code's auto mode asks the
+//! bridge to judge every tool call of the reply before the call runs on the user's machine.
+//!
+//! Invariants:
+//! - A request without the safeguard gets no `safeguard_results` (`None` here), whatever the
+//!   mode.
+//! - With `[safeguards] mode = "unsupported"` the answer is `unsupported` and no call is judged.
+//! - A text reply is `available` with no verdicts; a reply of calls gets the safeguard
+//!   component's verdicts, which must be one per call, for the calls' own ids in their order.
+//!   A judge that fails (trap, timeout) or answers for other ids makes the answer
+//!   `unavailable`: the client then checks by itself or asks. Nothing here ever turns a
+//!   verdict into `not_flagged`, and a judge's failure never fails the turn.
+//! - The classifier context is the user's private configuration: it goes to the judge and
+//!   nowhere else (not to the log, not to the agent). A flagged call is logged once, with its
+//!   tool (bounded to Claude Code's tool names) and the rule that decided it, never its input.
+
+use devin_bridge_engine::TransformCalls as _;
+use devin_bridge_types::{CallVerdict, Reply, SafeguardOutcome, SafeguardStatus, ToolCall};
+
+use super::calls::run_transform;
+use super::metrics::tool_label;
+use super::policy::SafeguardMode;
+use super::Bridge;
+
+/// The reason a client sees when the judge could not run.
+const JUDGE_FAILED: &str = "the bridge's safeguard judge failed on this reply";
+
+/// The reason a client sees when the judge's verdicts do not match the reply's calls.
+const JUDGE_MISMATCHED: &str = "the bridge's safeguard judge did not answer for every call";
+
+/// The safeguard answer for `reply`, when the request asked for one (`context` is its
+/// classifier context).
+pub(crate) async fn answer(
+    bridge: &Bridge,
+    context: Option<&str>,
+    reply: &Reply,
+) -> Option<SafeguardStatus> {
+    let context = context?;
+    if bridge.safeguard_mode == SafeguardMode::Unsupported {
+        return Some(SafeguardStatus::Unsupported);
+    }
+    let calls = match reply {
+        Reply::Text(_) => return Some(SafeguardStatus::Available(Vec::new())),
+        Reply::Tools(calls) => calls.clone(),
+    };
+    let (judged, context) = (calls.clone(), context.to_owned());
+    let size = context.len().saturating_add(reply.content_bytes());
+    let status = match run_transform(&bridge.transforms, size, move |t| t.judge(judged, context))
+        .await
+    {
+        Ok(status) => checked(status, &calls),
+        Err(failure) => {
+            tracing::warn!(code = %failure.code, "the safeguard judge failed; the client checks the calls itself");
+            SafeguardStatus::Unavailable(JUDGE_FAILED.to_owned())
+        }
+    };
+    record(bridge, &status, &calls);
+    Some(status)
+}
+
+/// `status`, when it holds exactly one verdict per call, for the calls' ids in order; else
+/// `unavailable`.
+fn checked(status: SafeguardStatus, calls: &[ToolCall]) -> SafeguardStatus {
+    match &status {
+        SafeguardStatus::Available(verdicts)
+            if verdicts.len() != calls.len()
+                || verdicts
+                    .iter()
+                    .zip(calls)
+                    .any(|(verdict, call)| verdict.id != call.id) =>
+        {
+            tracing::warn!(
+                verdicts = verdicts.len(),
+                calls = calls.len(),
+                "the safeguard judge's verdicts do not match the reply's calls; answered unavailable"
+            );
+            SafeguardStatus::Unavailable(JUDGE_MISMATCHED.to_owned())
+        }
+        _ => status,
+    }
+}
+
+/// Counts every verdict and logs each flagged call (tool and rule, never the input).
+fn record(bridge: &Bridge, status: &SafeguardStatus, calls: &[ToolCall]) {
+    let verdicts = match status {
+        SafeguardStatus::Available(verdicts) => verdicts,
+        SafeguardStatus::Unavailable(_) => {
+            for call in calls {
+                bridge.metrics.count_verdict("unavailable", &call.name);
+            }
+            return;
+        }
+        SafeguardStatus::Unsupported => return,
+    };
+    for (verdict, call) in verdicts.iter().zip(calls) {
+        let outcome = match &verdict.verdict {
+            CallVerdict::Evaluated(evaluation) => match evaluation.outcome {
+                SafeguardOutcome::Flagged => {
+                    tracing::info!(
+                        tool = tool_label(&call.name),
+                        rule = evaluation.cited_rule.as_deref().unwrap_or("judge"),
+                        id = %verdict.id,
+                        "safeguard flagged a tool call; the client will not run it"
+                    );
+                    "flagged"
+                }
+                SafeguardOutcome::NotFlagged => "not_flagged",
+            },
+            CallVerdict::Skipped => "skipped",
+            CallVerdict::Unavailable(_) => "unavailable",
+        };
+        bridge.metrics.count_verdict(outcome, &call.name);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use devin_bridge_types::{Evaluation, ToolVerdict};
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.to_owned(),
+            name: "Bash".to_owned(),
+            input: "{}".to_owned(),
+        }
+    }
+
+    fn passed(id: &str) -> ToolVerdict {
+        ToolVerdict {
+            id: id.to_owned(),
+            verdict: CallVerdict::Evaluated(Evaluation {
+                outcome: SafeguardOutcome::NotFlagged,
+                explanation: "fine".to_owned(),
+                cited_rule: None,
+            }),
+        }
+    }
+
+    #[test]
+    fn verdicts_for_exactly_the_calls_in_order_pass_through() {
+        let status = SafeguardStatus::Available(vec![passed("a"), passed("b")]);
+        assert_eq!(checked(status.clone(), &[call("a"), call("b")]), status);
+    }
+
+    #[test]
+    fn verdicts_for_other_ids_or_another_count_are_unavailable_never_passed() {
+        let calls = [call("a"), call("b")];
+        for verdicts in [
+            vec![passed("a")],
+            vec![passed("b"), passed("a")],
+            vec![passed("a"), passed("b"), passed("c")],
+            vec![passed("a"), passed("x")],
+        ] {
+            assert_eq!(
+                checked(SafeguardStatus::Available(verdicts.clone()), &calls),
+                SafeguardStatus::Unavailable(JUDGE_MISMATCHED.to_owned()),
+                "{verdicts:?}"
+            );
+        }
+        assert_eq!(
+            checked(SafeguardStatus::Unsupported, &calls),
+            SafeguardStatus::Unsupported
+        );
+    }
+}
