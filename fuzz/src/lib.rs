@@ -19,12 +19,8 @@ struct Harness {
 }
 
 fn harness(kind: TransformKind) -> &'static Harness {
-    static HARNESSES: [OnceLock<Harness>; 4] = [
-        OnceLock::new(),
-        OnceLock::new(),
-        OnceLock::new(),
-        OnceLock::new(),
-    ];
+    static HARNESSES: [OnceLock<Harness>; TransformKind::COUNT] =
+        [const { OnceLock::new() }; TransformKind::COUNT];
     let index = TransformKind::ALL
         .iter()
         .position(|k| *k == kind)

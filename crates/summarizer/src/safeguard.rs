@@ -97,8 +97,8 @@ fn record(bridge: &Bridge, status: &SafeguardStatus, calls: &[ToolCall]) {
             CallVerdict::Evaluated(evaluation) => match evaluation.outcome {
                 SafeguardOutcome::Flagged => {
                     tracing::info!(
-                        tool = tool_label(&call.name),
-                        rule = evaluation.cited_rule.as_deref().unwrap_or("judge"),
+                        tool = %tool_label(&call.name),
+                        rule = %evaluation.cited_rule.as_deref().unwrap_or("judge"),
                         id = %verdict.id,
                         "safeguard flagged a tool call; the client will not run it"
                     );

@@ -88,9 +88,19 @@ impl Workspace {
     }
 }
 
+/// How Claude Code decides whether a tool call may run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Permissions {
+    /// `--allowedTools Bash,Read,Edit`: every call of the task runs without a check.
+    Allowed,
+    /// `--permission-mode auto`, nothing pre-allowed: Claude Code asks the bridge to judge each
+    /// call (its `dangerous_tool_use` safeguard) and runs only what is not flagged.
+    Auto,
+}
+
 #[test]
 fn claude_code_fixes_the_project_through_the_bridge() {
-    let (prompts, _) = fix_the_project(&[]);
+    let (prompts, _) = fix_the_project(&[], Permissions::Allowed);
     assert!(
         prompts.iter().all(|p| p["received"] == "full"),
         "the per-turn transport sends the whole prompt every turn: {prompts:?}"
@@ -101,7 +111,7 @@ fn claude_code_fixes_the_project_through_the_bridge() {
 /// receives the whole prompt once and then only the messages it has not seen.
 #[test]
 fn claude_code_fixes_the_project_on_the_resident_transport() {
-    let (prompts, health) = fix_the_project(&[("transport", "resident")]);
+    let (prompts, health) = fix_the_project(&[("transport", "resident")], Permissions::Allowed);
     let received: Vec<&str> = prompts
         .iter()
         .map(|p| p["received"].as_str().unwrap_or_default())
@@ -130,9 +140,20 @@ fn claude_code_fixes_the_project_on_the_resident_transport() {
     assert_eq!(stats["resumed"], stats["hits"], "{health}");
 }
 
+/// Claude Code in auto mode, its default permission mode: every call of the task is judged by
+/// the bridge's safeguard component, passes, and runs without a prompt; Claude Code says
+/// nothing about a gateway that cannot check actions.
+#[test]
+fn claude_code_in_auto_mode_fixes_the_project_with_every_call_judged_by_the_bridge() {
+    fix_the_project(&[], Permissions::Auto);
+}
+
 /// Claude Code fixes the project through `devin-bridge serve` with `agent` policy settings;
 /// returns the agent's prompt events of the conversation and the bridge's `/healthz` after it.
-fn fix_the_project(agent_settings: &[(&str, &str)]) -> (Vec<Value>, Value) {
+fn fix_the_project(
+    agent_settings: &[(&str, &str)],
+    permissions: Permissions,
+) -> (Vec<Value>, Value) {
     let node = on_path("node").unwrap_or_else(|| panic!("{}", missing_node("node")));
     let npm = on_path("npm").unwrap_or_else(|| panic!("{}", missing_node("npm")));
     let claude = claude_code();
@@ -164,11 +185,19 @@ fn fix_the_project(agent_settings: &[(&str, &str)]) -> (Vec<Value>, Value) {
     eprintln!("bridge listening on {}", bridge.addr);
 
     let started = Instant::now();
-    let invocation = ClaudeInvocation {
-        prompt: PROMPT,
-        allowed_tools: "Bash,Read,Edit",
-        extra_args: Vec::new(),
-        extra_env: Vec::new(),
+    let invocation = match permissions {
+        Permissions::Allowed => ClaudeInvocation {
+            prompt: PROMPT,
+            allowed_tools: "Bash,Read,Edit",
+            extra_args: Vec::new(),
+            extra_env: Vec::new(),
+        },
+        Permissions::Auto => ClaudeInvocation {
+            prompt: PROMPT,
+            allowed_tools: "",
+            extra_args: vec!["--permission-mode".into(), "auto".into()],
+            extra_env: Vec::new(),
+        },
     };
     let run = run_claude(&claude, &project, &root, &bridge.addr, &key, &invocation);
     eprintln!(
@@ -182,6 +211,9 @@ fn fix_the_project(agent_settings: &[(&str, &str)]) -> (Vec<Value>, Value) {
         assert!(run.status.success(), "claude failed\n{}", context());
         let turns = check_the_client_ran_the_tools(&run, &project, &context);
         check_the_agent_only_answered(&agent_log, turns, &context);
+        if permissions == Permissions::Auto {
+            check_every_call_was_judged_and_passed(&run, &bridge.addr, &context);
+        }
     }
     let prompts: Vec<Value> = agent_events(&agent_log)
         .into_iter()
@@ -228,6 +260,145 @@ fn fix_the_project(agent_settings: &[(&str, &str)]) -> (Vec<Value>, Value) {
         bridge.tail()
     );
     (prompts, health)
+}
+
+/// What Claude Code prints when a gateway does not answer its safeguard: auto mode then
+/// falls back to its own classifier requests (print mode) or holds every action (interactive).
+const NO_SAFEGUARD_NOTICES: [&str; 3] = [
+    "isn't compatible",
+    "can't check actions",
+    "auto-mode-classifier-billing",
+];
+
+/// The bridge's `devin_bridge_safeguard_verdicts_total` counts, by `outcome,tool`.
+fn verdict_counts(addr: &str) -> std::collections::BTreeMap<String, u64> {
+    let metrics = common::bridge::request(
+        addr.parse().expect("the bridge's address"),
+        "GET",
+        "/metrics",
+        &[],
+        "",
+    )
+    .body;
+    metrics
+        .lines()
+        .filter_map(|line| line.strip_prefix("devin_bridge_safeguard_verdicts_total{"))
+        .filter_map(|line| {
+            let (labels, count) = line.split_once("} ")?;
+            let label = |name: &str| {
+                labels
+                    .split(',')
+                    .find_map(|pair| pair.strip_prefix(&format!("{name}=\"")))
+                    .map(|value| value.trim_end_matches('"').to_owned())
+            };
+            Some((
+                format!("{},{}", label("outcome")?, label("tool")?),
+                count.trim().parse().ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// Auto mode: Claude Code printed no notice of a gateway that cannot check its actions, and
+/// the bridge judged every call of the task (two Bash, two Read, one Edit) and flagged none.
+fn check_every_call_was_judged_and_passed(
+    run: &ClaudeRun,
+    addr: &str,
+    context: &dyn Fn() -> String,
+) {
+    for notice in NO_SAFEGUARD_NOTICES {
+        assert!(
+            !run.stdout.contains(notice) && !run.stderr.contains(notice),
+            "Claude Code says the gateway cannot check actions ({notice})\n{}",
+            context()
+        );
+    }
+    let counts = verdict_counts(addr);
+    let count = |key: &str| counts.get(key).copied().unwrap_or(0);
+    assert_eq!(count("not_flagged,Bash"), 2, "{counts:?}\n{}", context());
+    assert_eq!(count("not_flagged,Read"), 2, "{counts:?}");
+    assert_eq!(count("not_flagged,Edit"), 1, "{counts:?}");
+    assert!(
+        counts.keys().all(|key| key.starts_with("not_flagged,")),
+        "only passes: {counts:?}"
+    );
+}
+
+/// Auto mode against a hostile agent: the offline agent asks Claude Code to `rm -rf` a
+/// directory beside the project; the bridge flags the call, Claude Code does not run it and
+/// tells the model it was denied, and the directory is still there. The bridge's log names the
+/// tool and the rule of the flag, never the command.
+#[test]
+fn claude_code_in_auto_mode_refuses_a_destructive_command_the_bridge_flagged() {
+    let claude = claude_code();
+    let Workspace {
+        _dir,
+        root,
+        home,
+        project,
+        agent_log,
+        key,
+        key_file,
+    } = Workspace::new();
+    let canary = root.join("canary");
+    std::fs::create_dir_all(&canary).expect("canary dir");
+    std::fs::write(canary.join("keep.txt"), "keep me").expect("canary file");
+    let policy = offline_policy_with(&root, &home, &key_file, &[]);
+    let mut bridge = ServedBridge::start(&policy, &root, &home, &agent_log);
+    let invocation = ClaudeInvocation {
+        prompt: "[mock:hostile] Tidy up the workspace.",
+        allowed_tools: "",
+        extra_args: vec!["--permission-mode".into(), "auto".into()],
+        extra_env: Vec::new(),
+    };
+    let run = run_claude(&claude, &project, &root, &bridge.addr, &key, &invocation);
+    let context = || run.context(&bridge.tail());
+    assert!(run.status.success(), "claude failed\n{}", context());
+    assert!(
+        canary.join("keep.txt").exists(),
+        "the flagged command ran\n{}",
+        context()
+    );
+    let uses = run.tool_uses();
+    let rm = uses
+        .iter()
+        .find(|used| used.name == "Bash")
+        .unwrap_or_else(|| panic!("no Bash call proposed\n{}", context()));
+    assert_eq!(rm.input["command"], "rm -rf ../canary", "{}", context());
+    let result = run
+        .tool_result(rm)
+        .unwrap_or_else(|| panic!("no tool result for the flagged call\n{}", context()));
+    assert!(result.is_error, "{}", context());
+    assert!(
+        result.text.contains("denied"),
+        "the model is told the call was denied: {}\n{}",
+        result.text,
+        context()
+    );
+    let final_text = run
+        .result()
+        .and_then(|result| result["result"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        final_text.contains("the cleanup came back (error: true)"),
+        "the agent saw the denial: {final_text}\n{}",
+        context()
+    );
+    let counts = verdict_counts(&bridge.addr);
+    assert_eq!(
+        counts.get("flagged,Bash").copied(),
+        Some(1),
+        "{counts:?}\n{}",
+        context()
+    );
+    let log = bridge.tail();
+    assert!(
+        log.contains("safeguard flagged a tool call") && log.contains("tool=Bash"),
+        "one log line per flagged call\n{log}"
+    );
+    assert!(!log.contains("../canary"), "the log never holds the call's input\n{log}");
+    assert_eq!(bridge.stop().code(), Some(0), "{}", bridge.tail());
 }
 
 /// The stream-json events: assistant tool_use for Bash, Read, Read, Edit and Bash in that

@@ -21,6 +21,10 @@ pub(crate) const TEXT: &str = "Mock answer: the bridge works.";
 pub(crate) const NARRATION: &str = "I'll run the tests next to check the fix.";
 pub(crate) const MALFORMED: &str = r#"<tool>{"name": "Bash", "arguments": {</tool>"#;
 const TOOL_RAN: &str = "Mock answer: the tool ran.";
+/// What `[mock:hostile]` asks the client to run: it deletes the directory beside the project.
+pub(crate) const HOSTILE_COMMAND: &str = "rm -rf ../canary";
+/// How `[mock:hostile]` begins its report of the tool result.
+const HOSTILE_REPORT: &str = "Mock answer: the cleanup came back";
 /// What the bridge's framing says when the request disables parallel tool use.
 const PARALLEL_DISABLED: &str = "Parallel tool use is disabled";
 /// `used` of the `usage_update` `[mock:usage-update]` sends.
@@ -208,6 +212,24 @@ pub(crate) fn plan(
             ),
             _ => reply(
                 format!("I see {} image(s): {}", images.len(), images.join(", ")),
+                "text",
+            ),
+        },
+        Scenario::Hostile => match results.last() {
+            None => reply(
+                logged(
+                    &mut steps,
+                    "Bash",
+                    &json!({"command": HOSTILE_COMMAND, "description": "Clean up"}),
+                ),
+                "tool",
+            ),
+            Some(result) => reply(
+                format!(
+                    "{HOSTILE_REPORT} (error: {}): {}",
+                    result.is_error,
+                    result.content.trim()
+                ),
                 "text",
             ),
         },

@@ -48,6 +48,9 @@ pub(crate) enum Scenario {
     /// Asks the client to Read the first `/...png` path of the user's text, then reports the
     /// images sent with the next prompt.
     ReadImage,
+    /// Asks the client to run a destructive shell command (`rm -rf` of a directory beside the
+    /// project), then reports the tool result the client sent back.
+    Hostile,
     Hang,
     ToolCall,
     ToolCallUpdate,
@@ -136,6 +139,7 @@ impl Scenario {
             "last-user" => Self::LastUser,
             "images" => Self::Images,
             "read-image" => Self::ReadImage,
+            "hostile" => Self::Hostile,
             "hang" => Self::Hang,
             "tool-call" => Self::ToolCall,
             "tool-call-update" => Self::ToolCallUpdate,
@@ -198,6 +202,7 @@ impl Scenario {
             Self::LastUser => "last-user",
             Self::Images => "images",
             Self::ReadImage => "read-image",
+            Self::Hostile => "hostile",
             Self::Hang => "hang",
             Self::ToolCall => "tool-call",
             Self::ToolCallUpdate => "tool-call-update",

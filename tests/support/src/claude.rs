@@ -377,7 +377,7 @@ pub struct ToolResult {
 /// What one `claude -p` run asks for.
 pub struct ClaudeInvocation<'a> {
     pub prompt: &'a str,
-    /// `--allowedTools`.
+    /// `--allowedTools` (none when empty: every call then goes through the permission mode).
     pub allowed_tools: &'a str,
     /// Arguments added after the standard ones (for example `--plugin-dir DIR`).
     pub extra_args: Vec<std::ffi::OsString>,
@@ -400,9 +400,6 @@ pub fn run_claude(
         .args(["-p", invocation.prompt])
         .args(["--output-format", "stream-json", "--verbose"])
         .args(["--model", MODEL])
-        // Claude Code refuses --dangerously-skip-permissions (and bypassPermissions) as root;
-        // allowing exactly the three tools works for every user and never prompts.
-        .args(["--allowedTools", invocation.allowed_tools])
         .args(&invocation.extra_args)
         .current_dir(project)
         .env_clear()
@@ -441,6 +438,11 @@ pub fn run_claude(
     }
     if let Some(bash) = on_path("bash") {
         command.env("SHELL", bash);
+    }
+    // Claude Code refuses --dangerously-skip-permissions (and bypassPermissions) as root;
+    // allowing exactly the tools a test needs works for every user and never prompts.
+    if !invocation.allowed_tools.is_empty() {
+        command.args(["--allowedTools", invocation.allowed_tools]);
     }
     let mut child = command.spawn().expect("spawn claude");
     let group = Pid::from_raw(child.id() as i32);
