@@ -27,7 +27,7 @@ fn request(marker: &str) -> String {
 fn the_built_components_load_and_pass_their_corpus() {
     let transforms = common::transforms();
     let info = transforms.info();
-    assert_eq!(info.len(), 4);
+    assert_eq!(info.len(), TransformKind::COUNT);
     for entry in info {
         let bytes = std::fs::read(common::component(entry.name)).expect("component file");
         assert_eq!(entry.sha256, sha256_hex(&bytes), "{} digest", entry.name);
@@ -193,6 +193,12 @@ fn contract_breaking_candidates_are_refused_naming_the_fixture_and_what_differs(
             TransformKind::ModelAlias,
             "fixture 03_validate_missing_prefix.json",
             "failure code missing_model_prefix_v2 differs from the expected missing_model_prefix",
+        ),
+        (
+            // A judge that passes everything: the first call the corpus flags refuses it.
+            TransformKind::Safeguard,
+            "fixture 01_rm_rf_home_flagged.json",
+            "is flagged by the reference and not by the candidate",
         ),
     ] {
         let before = transforms.current(kind).sha256.clone();
