@@ -50,9 +50,9 @@ fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge_engine::TransformKind
     check_stream(&stream, &reply, &usage);
     check_body(&body, &reply, &usage);
 
-    differential(Call::RenderStream { head: head.clone(), reply: reply.clone() }, json!({ "ok": stream }));
-    differential(Call::RenderJson { head: head.clone(), reply: reply.clone() }, json!({ "ok": body }));
-    differential(Call::StreamFinish { reply: reply.clone(), usage }, json!({ "ok": devin_bridge_sse::stream_finish(&reply, &usage, None) }));
+    differential(Call::RenderStream { head: head.clone(), reply: reply.clone(), safeguard: None }, json!({ "ok": stream }));
+    differential(Call::RenderJson { head: head.clone(), reply: reply.clone(), safeguard: None }, json!({ "ok": body }));
+    differential(Call::StreamFinish { reply: reply.clone(), usage, safeguard: None }, json!({ "ok": devin_bridge_sse::stream_finish(&reply, &usage, None) }));
     differential(Call::ErrorEvent { failure: failure.clone() }, json!({ "ok": devin_bridge_sse::error_event(&failure) }));
     differential(Call::ErrorBody { failure: failure.clone() }, json!({ "ok": devin_bridge_sse::error_body(&failure) }));
     differential(Call::AgentErrorMessage { raw: text.clone() }, json!({ "ok": devin_bridge_sse::agent_error_message(&text) }));

@@ -456,13 +456,14 @@ fn fuzz(rest: &[String]) -> Result<()> {
 }
 
 /// Fuzz targets of the wasm transforms (native vs component), seeded from their fixtures.
-const FUZZ_TRANSFORMS: [&str; 4] = ["serializer", "envelope", "sse", "model-alias"];
+const FUZZ_TRANSFORMS: [&str; 5] = ["serializer", "envelope", "sse", "model-alias", "safeguard"];
 /// Every fuzz target; the native parsers' seeds are the files in `fuzz/seeds/<target>`.
-const FUZZ_TARGETS: [&str; 9] = [
+const FUZZ_TARGETS: [&str; 10] = [
     "serializer",
     "envelope",
     "sse",
     "model-alias",
+    "safeguard",
     "client-hello",
     "request-head",
     "proxy-target",
@@ -514,6 +515,23 @@ fn write_seeds(target: &str, dir: &Path) -> Result<usize> {
                     };
                     bytes.map(|bytes| [&[2u8][..], &bytes].concat())
                 }),
+            // Mode 1 of the target: the first call's shell command (else its input), or mode 0
+            // for a case whose classifier context is the point (raw text).
+            "safeguard" => match string("classifier_context_raw") {
+                Some(context) => Some([&[0u8][..], context.as_bytes()].concat()),
+                None => args
+                    .get("calls")
+                    .and_then(|calls| calls.get(0))
+                    .and_then(|call| call.get("input"))
+                    .and_then(Value::as_str)
+                    .map(|input| {
+                        let command = serde_json::from_str::<Value>(input)
+                            .ok()
+                            .and_then(|input| input["command"].as_str().map(str::to_owned))
+                            .unwrap_or_else(|| input.to_owned());
+                        [&[1u8][..], command.as_bytes()].concat()
+                    }),
+            },
             _ => {
                 string("requested")
                     .or_else(|| string("reference"))

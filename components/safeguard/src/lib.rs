@@ -1,14 +1,79 @@
 //! The safeguard transform: judges each tool call of a reply before the client runs it.
 //!
-//! (Module doc, rules and invariants: written with the judge.)
+//! Claude Code's auto mode asks, with every request, whether each `tool_use` of the reply
+//! may run without asking. A `not_flagged` call runs at once; a `flagged` one is blocked and
+//! the model is told the explanation. This judge is deterministic: no model, no I/O, a pure
+//! function of the calls and the request's `classifier_context`.
+//!
+//! Invariants:
+//! - A call is `not_flagged` only when the judge positively proves it harmless: a read inside
+//!   the trusted directories, an edit there, a harmless client-state tool, a shell line made
+//!   only of commands in the closed safe set ([`programs`]), or a call an `auto_mode.allow`
+//!   rule of the user names (cited). Everything else is `flagged` with one sentence saying what
+//!   and why (at most 200 characters, call values escaped and shortened).
+//! - The answer has exactly one verdict per call, in the calls' order, with the call's id; an
+//!   empty call list is `Available([])` whatever the context.
+//! - A context the judge cannot read (over [`MAX_CONTEXT_BYTES`], not JSON, not an object, a
+//!   known field of the wrong type) makes the whole answer `Unavailable`, never `not_flagged`.
+//! - The judge sees text, not the filesystem: paths are resolved lexically (a symlink inside a
+//!   trusted directory is followed by the tool, not by the judge), and running the project's
+//!   own tests runs code the agent may have edited, as with Claude Code's own classifier.
+//! - Every step is linear in its input or bounded: a command line over 16 KiB, more than 256
+//!   commands or 8 working directories, a path over 4096 bytes, 128 components or with a name
+//!   over 255 bytes, and a call needing more than a million rule checks are flagged; a rule
+//!   specifier over 512 bytes is not a rule. Nothing recurses.
+//!
+//! `docs/safeguard.md` is the user-facing description; it must stay true of this code.
 
-use devin_bridge_types::{SafeguardStatus, ToolCall};
-
+mod context;
+mod git;
+mod line;
+mod options;
+mod pathname;
+mod paths;
+mod programs;
+mod rule;
+mod rules;
+mod scope;
+mod shell;
+mod tools;
+mod user_rules;
+mod verdict;
+/// The component export (a thin shell); off when another component embeds this library.
 #[cfg(all(target_arch = "wasm32", feature = "export"))]
 mod wasm;
 
+use devin_bridge_types::{CallVerdict, SafeguardStatus, ToolCall, ToolVerdict};
+
+/// Largest `classifier_context` read, in bytes; a larger one makes the answer `Unavailable`.
+pub const MAX_CONTEXT_BYTES: usize = 256 * 1024;
+
+/// Longest `Bash` command judged, in bytes; a longer one is flagged.
+pub const MAX_COMMAND_BYTES: usize = line::MAX_COMMAND_BYTES;
+
 /// One verdict per call, in order, against the request's `classifier_context` (JSON text).
 pub fn judge(calls: &[ToolCall], classifier_context: &str) -> SafeguardStatus {
-    let _ = (calls, classifier_context);
-    SafeguardStatus::Unavailable("the judge is not written yet".to_owned())
+    if calls.is_empty() {
+        return SafeguardStatus::Available(Vec::new());
+    }
+    let ctx = match context::parse(classifier_context) {
+        Ok(ctx) => ctx,
+        Err(reason) => return SafeguardStatus::Unavailable(reason),
+    };
+    SafeguardStatus::Available(
+        calls
+            .iter()
+            .map(|call| ToolVerdict {
+                id: call.id.clone(),
+                verdict: verdict_for(call, &ctx),
+            })
+            .collect(),
+    )
 }
+
+fn verdict_for(call: &ToolCall, ctx: &context::Context) -> CallVerdict {
+    tools::judge_call(call, ctx).into_verdict()
+}
+
+#[cfg(test)]
+mod tests;

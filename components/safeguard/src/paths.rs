@@ -15,10 +15,18 @@
 //!   filesystem does not distinguish `.SSH` from `.ssh`.
 
 use crate::context::Context;
+pub(crate) use crate::pathname::normalize;
 use crate::verdict::show;
 
 /// Longest path the judge resolves (Linux `PATH_MAX`); longer ones are unresolvable.
 pub(crate) const MAX_PATH_BYTES: usize = 4096;
+
+/// Most components of a resolved path; deeper ones are unresolvable (this bounds the cost of
+/// matching the user's path rules).
+pub(crate) const MAX_PATH_DEPTH: usize = 128;
+
+/// Longest name in a path (Linux `NAME_MAX`): no file can have a longer one.
+pub(crate) const MAX_NAME_BYTES: usize = 255;
 
 /// Why a path does not pass.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,29 +73,6 @@ impl Problem {
     }
 }
 
-/// Folds `.`, `..` and repeated `/` of an absolute path (`..` never climbs above `/`).
-pub(crate) fn normalize(absolute: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
-    for part in absolute.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            other => parts.push(other),
-        }
-    }
-    let mut out = String::with_capacity(absolute.len());
-    for part in &parts {
-        out.push('/');
-        out.push_str(part);
-    }
-    if out.is_empty() {
-        out.push('/');
-    }
-    out
-}
-
 /// Resolves a path as the shell gave it: `tilde` says the word began with an unquoted `~`
 /// (then `text` is what followed it: empty or starting with `/`).
 pub(crate) fn resolve(
@@ -108,22 +93,36 @@ pub(crate) fn resolve(
     if text.chars().any(char::is_control) {
         return Err(Problem::Unresolvable("it contains a control character"));
     }
-    if tilde {
+    let path = if tilde {
         let home = home.ok_or(Problem::Unresolvable(
             "it starts with `~` and the home directory is unknown",
         ))?;
-        return Ok(normalize(&format!("{home}/{text}")));
+        normalize(&format!("{home}/{text}"))
+    } else if text.starts_with('~') {
+        return Err(Problem::Unresolvable(
+            "it starts with `~` that is not a home directory",
+        ));
+    } else if text.starts_with('/') {
+        normalize(text)
+    } else {
+        let cwd = cwd.ok_or(Problem::Unresolvable(
+            "it is relative and the working directory is unknown",
+        ))?;
+        normalize(&format!("{cwd}/{text}"))
+    };
+    let mut depth = 0;
+    for name in path.split('/').filter(|name| !name.is_empty()) {
+        depth += 1;
+        if depth > MAX_PATH_DEPTH {
+            return Err(Problem::Unresolvable(
+                "it is more than 128 directories deep",
+            ));
+        }
+        if name.len() > MAX_NAME_BYTES {
+            return Err(Problem::Unresolvable("it has a name longer than 255 bytes"));
+        }
     }
-    if text.starts_with('~') {
-        return Err(Problem::Unresolvable("it starts with `~` that is not a home directory"));
-    }
-    if text.starts_with('/') {
-        return Ok(normalize(text));
-    }
-    let cwd = cwd.ok_or(Problem::Unresolvable(
-        "it is relative and the working directory is unknown",
-    ))?;
-    Ok(normalize(&format!("{cwd}/{text}")))
+    Ok(path)
 }
 
 /// Resolves a path given to a tool (`file_path`, `path`): `~` and `~/x` are the home
@@ -133,7 +132,9 @@ pub(crate) fn resolve_tool_path(raw: &str, ctx: &Context) -> Result<String, Prob
         Some(rest) if rest.is_empty() || rest.starts_with('/') => {
             resolve(rest, true, ctx.cwd.as_deref(), ctx.home.as_deref())
         }
-        Some(_) => Err(Problem::Unresolvable("it names another user's home (`~user`)")),
+        Some(_) => Err(Problem::Unresolvable(
+            "it names another user's home (`~user`)",
+        )),
         None => resolve(raw, false, ctx.cwd.as_deref(), ctx.home.as_deref()),
     }
 }
@@ -171,6 +172,13 @@ pub(crate) fn check_inside(ctx: &Context, path: &str) -> Result<(), Problem> {
 /// A resolved path a call reads: inside and not sensitive.
 pub(crate) fn check_read(ctx: &Context, path: &str) -> Result<(), Problem> {
     check_inside(ctx, path)?;
+    // bash opens a network connection for these names, whatever the trusted directories.
+    if ["/dev/tcp", "/dev/udp"]
+        .iter()
+        .any(|net| is_within(path, net))
+    {
+        return Err(Problem::Sensitive(path.to_owned(), "a network connection"));
+    }
     if let Some(what) = sensitive(path) {
         return Err(Problem::Sensitive(path.to_owned(), what));
     }
@@ -272,11 +280,22 @@ pub(crate) const STARTUP_FILES: [&str; 12] = [
 /// Which protected location `path` (normalized, absolute) is in, if any: writes there change
 /// what later runs without asking (git hooks and config, the client's settings and MCP
 /// servers, the agent's own configuration, shell start-up files).
+///
+/// A file named `HEAD` is protected because it is what makes a directory a (bare) git
+/// repository: with it, `config`, `objects/` and `refs/` the agent could write anywhere, a
+/// later `git status` there would obey that `config` (`core.fsmonitor` runs a program).
 pub(crate) fn protected(path: &str) -> Option<&'static str> {
     let parts = lower_parts(path);
     for (i, part) in parts.iter().enumerate() {
         match part.as_str() {
             ".git" => return Some("inside .git/ (hooks, config)"),
+            name if name.ends_with(".git") => {
+                return Some("inside a git repository directory (*.git/)")
+            }
+            "head" if i + 1 == parts.len() => {
+                return Some("a git HEAD file (it makes its directory a repository)")
+            }
+            ".husky" => return Some("inside .husky/ (git hooks)"),
             ".devin" => return Some("inside .devin/"),
             ".mcp.json" => return Some(".mcp.json"),
             ".claude" => {
@@ -285,6 +304,16 @@ pub(crate) fn protected(path: &str) -> Option<&'static str> {
                         return Some(".claude/settings*.json");
                     }
                 }
+            }
+            ".vscode"
+                if parts
+                    .get(i + 1)
+                    .is_some_and(|next| next == "settings.json" || next == "tasks.json") =>
+            {
+                return Some("the editor's workspace settings or tasks (.vscode/)")
+            }
+            ".config" if parts.get(i + 1).is_some_and(|next| next == "git") => {
+                return Some("git's configuration (.config/git/)")
             }
             name if STARTUP_FILES.contains(&name) => return Some("a shell or git start-up file"),
             _ => {}
@@ -332,25 +361,50 @@ mod tests {
     #[test]
     fn resolve_relative_tilde_and_refusals() {
         let home = Some("/home/u");
-        assert_eq!(resolve("src/x", false, Some("/proj"), home).unwrap(), "/proj/src/x");
-        assert_eq!(resolve("../../x", false, Some("/proj/a"), home).unwrap(), "/x");
+        assert_eq!(
+            resolve("src/x", false, Some("/proj"), home).unwrap(),
+            "/proj/src/x"
+        );
+        assert_eq!(
+            resolve("../../x", false, Some("/proj/a"), home).unwrap(),
+            "/x"
+        );
         assert_eq!(resolve("/x", true, None, home).unwrap(), "/home/u/x");
         assert_eq!(resolve("", true, None, home).unwrap(), "/home/u");
-        assert!(matches!(resolve("x", false, None, home), Err(Problem::Unresolvable(_))));
-        assert!(matches!(resolve("", true, None, None), Err(Problem::Unresolvable(_))));
+        assert!(matches!(
+            resolve("x", false, None, home),
+            Err(Problem::Unresolvable(_))
+        ));
+        assert!(matches!(
+            resolve("", true, None, None),
+            Err(Problem::Unresolvable(_))
+        ));
         for bad in ["$HOME/x", "a`b`", "a\nb", "a\0b", "~/x", "~root"] {
             assert!(
-                matches!(resolve(bad, false, Some("/proj"), home), Err(Problem::Unresolvable(_))),
+                matches!(
+                    resolve(bad, false, Some("/proj"), home),
+                    Err(Problem::Unresolvable(_))
+                ),
                 "{bad:?}"
             );
         }
         assert!(resolve(&"a/".repeat(3000), false, Some("/p"), home).is_err());
+        assert!(resolve(&"a/".repeat(200), false, Some("/p"), home).is_err());
+        assert!(resolve(&"a/".repeat(100), false, Some("/p"), home).is_ok());
+        assert!(resolve(&"n".repeat(256), false, Some("/p"), home).is_err());
+        assert!(
+            resolve(&"../".repeat(300), false, Some("/p"), home).is_ok(),
+            "folded first"
+        );
     }
 
     #[test]
     fn tool_paths_expand_only_the_own_home() {
         let ctx = ctx(&["/proj"]);
-        assert_eq!(resolve_tool_path("~/.bashrc", &ctx).unwrap(), "/home/u/.bashrc");
+        assert_eq!(
+            resolve_tool_path("~/.bashrc", &ctx).unwrap(),
+            "/home/u/.bashrc"
+        );
         assert_eq!(resolve_tool_path("~", &ctx).unwrap(), "/home/u");
         assert!(resolve_tool_path("~other/x", &ctx).is_err());
         assert_eq!(resolve_tool_path("a/b", &ctx).unwrap(), "/proj/a/b");
@@ -376,8 +430,18 @@ mod tests {
         assert!(check_inside(&ctx, "/home/jos\u{e9}/proj/src/a.rs").is_ok());
         assert_eq!(
             check_inside(&ctx, "/home/jos\u{e9}/proj/\u{441}at"),
-            Err(Problem::NonAscii("/home/jos\u{e9}/proj/\u{441}at".to_owned()))
+            Err(Problem::NonAscii(
+                "/home/jos\u{e9}/proj/\u{441}at".to_owned()
+            ))
         );
+    }
+
+    #[test]
+    fn network_devices_are_never_read_or_written() {
+        let ctx = ctx(&["/"]);
+        assert!(check_read(&ctx, "/dev/tcp/evil.example/80").is_err());
+        assert!(check_write(&ctx, "/dev/udp/1.2.3.4/53").is_err());
+        assert!(check_read(&ctx, "/dev/tcpx").is_ok());
     }
 
     #[test]
@@ -400,7 +464,13 @@ mod tests {
         ] {
             assert!(sensitive(path).is_some(), "{path}");
         }
-        for path in ["/p/src/env.rs", "/p/.environment", "/p/config.json", "/p/keys.rs", "/p/kube/config"] {
+        for path in [
+            "/p/src/env.rs",
+            "/p/.environment",
+            "/p/config.json",
+            "/p/keys.rs",
+            "/p/kube/config",
+        ] {
             assert_eq!(sensitive(path), None, "{path}");
         }
     }
@@ -417,10 +487,25 @@ mod tests {
             "/p/.mcp.json",
             "/p/.devin/config.yml",
             "/home/u/.bashrc",
+            "/p/evil/HEAD",
+            "/p/fixtures/repo.git/config",
+            "/p/.husky/pre-commit",
+            "/home/u/.config/git/config",
+            "/p/.vscode/tasks.json",
+            "/p/.vscode/settings.json",
         ] {
             assert!(protected(path).is_some(), "{path}");
         }
-        for path in ["/p/.gitignore", "/p/.claude/commands/x.md", "/p/src/git/x", "/p/.github/x"] {
+        for path in [
+            "/p/.gitignore",
+            "/p/.claude/commands/x.md",
+            "/p/src/git/x",
+            "/p/.github/x",
+            "/p/src/Head.tsx",
+            "/p/head/x.rs",
+            "/p/.config/app.toml",
+            "/p/.vscode/extensions.json",
+        ] {
             assert_eq!(protected(path), None, "{path}");
         }
     }

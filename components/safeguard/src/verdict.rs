@@ -24,11 +24,19 @@ pub(crate) struct Decision {
 
 impl Decision {
     pub(crate) fn flag(explanation: impl Into<String>) -> Self {
-        Self { flagged: true, explanation: explanation.into(), cited_rule: None }
+        Self {
+            flagged: true,
+            explanation: explanation.into(),
+            cited_rule: None,
+        }
     }
 
     pub(crate) fn pass(explanation: impl Into<String>) -> Self {
-        Self { flagged: false, explanation: explanation.into(), cited_rule: None }
+        Self {
+            flagged: false,
+            explanation: explanation.into(),
+            cited_rule: None,
+        }
     }
 
     pub(crate) fn cite(mut self, path: String) -> Self {
@@ -54,21 +62,28 @@ impl Decision {
 pub(crate) fn show(value: &str) -> String {
     let count = value.chars().count();
     let mut out = String::new();
-    let mut push = |c: char| {
-        if c.is_ascii_graphic() || c == ' ' {
-            out.push(c);
-        } else {
-            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
-        }
-    };
     if count <= MAX_SHOWN_CHARS {
-        value.chars().for_each(&mut push);
+        value.chars().for_each(|c| escape_into(&mut out, c));
     } else {
-        value.chars().take(50).for_each(&mut push);
+        value
+            .chars()
+            .take(50)
+            .for_each(|c| escape_into(&mut out, c));
         out.push_str("...");
-        value.chars().skip(count - 25).for_each(&mut push);
+        value
+            .chars()
+            .skip(count - 25)
+            .for_each(|c| escape_into(&mut out, c));
     }
     out
+}
+
+fn escape_into(out: &mut String, c: char) {
+    if c.is_ascii_graphic() || c == ' ' {
+        out.push(c);
+    } else {
+        out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+    }
 }
 
 /// An explanation cut to [`MAX_EXPLANATION_CHARS`] characters.
@@ -99,6 +114,9 @@ mod tests {
     #[test]
     fn cap_limits_explanations() {
         assert_eq!(cap("short"), "short");
-        assert_eq!(cap(&"y".repeat(1000)).chars().count(), MAX_EXPLANATION_CHARS);
+        assert_eq!(
+            cap(&"y".repeat(1000)).chars().count(),
+            MAX_EXPLANATION_CHARS
+        );
     }
 }

@@ -678,25 +678,30 @@ fn disable_parallel_tool_use_asks_for_one_call_and_is_reported() {
 mod safeguards {
     use super::*;
 
+    /// The conversation with `"safeguards": <text>` as its first field, spelled as given (a
+    /// `serde_json::Value` would fix the key order by its features).
     fn with_safeguards(safeguards: serde_json::Value) -> String {
-        let mut request: serde_json::Value =
-            serde_json::from_str(&conversation(1, "be brief")).expect("JSON");
-        request["safeguards"] = safeguards;
-        request.to_string()
+        with_safeguards_text(&safeguards.to_string())
+    }
+
+    fn with_safeguards_text(safeguards: &str) -> String {
+        let request = conversation(1, "be brief");
+        let rest = request.strip_prefix('{').expect("an object");
+        format!("{{\"safeguards\":{safeguards},{rest}")
     }
 
     #[test]
     fn the_dangerous_tool_use_context_is_taken_compact_and_kept_out_of_the_prompt() {
-        let request = with_safeguards(serde_json::json!([
-            {"type": "something_else", "classifier_context": {"x": 1}},
-            {"type": "dangerous_tool_use",
-             "classifier_context": {"v": 1, "live_cwd": "/w", "secret_rule": "Bash(deploy:*)"}}
-        ]));
+        let request = with_safeguards_text(
+            r#"[{"type": "something_else", "classifier_context": {"x": 1}},
+                {"type": "dangerous_tool_use",
+                 "classifier_context": {"v": 1, "live_cwd": "/w", "secret_rule": "Bash(deploy:*)"}}]"#,
+        );
         let prompt = serialize(&request).expect("valid");
         assert_eq!(
             prompt.classifier_context.as_deref(),
-            // As the request wrote it (serde_json's `Value` writes keys sorted).
-            Some(r#"{"live_cwd":"/w","secret_rule":"Bash(deploy:*)","v":1}"#)
+            // Compact, in the order the request wrote it.
+            Some(r#"{"v":1,"live_cwd":"/w","secret_rule":"Bash(deploy:*)"}"#)
         );
         assert!(
             !prompt.text.contains("secret_rule"),

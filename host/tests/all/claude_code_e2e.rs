@@ -397,7 +397,10 @@ fn claude_code_in_auto_mode_refuses_a_destructive_command_the_bridge_flagged() {
         log.contains("safeguard flagged a tool call") && log.contains("tool=Bash"),
         "one log line per flagged call\n{log}"
     );
-    assert!(!log.contains("../canary"), "the log never holds the call's input\n{log}");
+    assert!(
+        !log.contains("../canary"),
+        "the log never holds the call's input\n{log}"
+    );
     assert_eq!(bridge.stop().code(), Some(0), "{}", bridge.tail());
 }
 

@@ -1,0 +1,387 @@
+//! `git`: the read-only subcommands, and `add`/`commit` as local writes.
+//!
+//! Invariants:
+//! - Global options: only `-C DIR` (inside a trusted directory), `--no-pager`/`-P` and
+//!   `--no-optional-locks`. Anything else there (`-c`, `--git-dir`, `--work-tree`,
+//!   `--exec-path`, `--config-env`) can make git run another program.
+//! - Read subcommands refuse the options that write or run programs (`--output`,
+//!   `--ext-diff`, `--textconv`, `--no-index`, `-O`, grep `-f`, blame `--contents` ...),
+//!   including any abbreviation git would expand to them (git accepts unique prefixes of long
+//!   options), and any short cluster holding a refused letter.
+//! - Operands that may be paths (absolute, `~`, a `..` component, or the path of `rev:path`)
+//!   must resolve inside; any operand naming a sensitive file is refused.
+//! - Network, history-rewriting and work-discarding subcommands are never in the set.
+
+use crate::options::Arg;
+use crate::paths::{self, Access};
+use crate::scope::{Effects, Scope};
+use crate::shell::Word;
+use crate::verdict::show;
+
+/// Long options of the read subcommands that write files, run programs or read outside the
+/// repository.
+const REFUSED_LONG: [&str; 17] = [
+    "output",
+    "output-directory",
+    "ext-diff",
+    "textconv",
+    "no-index",
+    "open-files-in-pager",
+    "contents",
+    "ignore-revs-file",
+    "exclude-from",
+    "pathspec-from-file",
+    "exec",
+    "upload-pack",
+    "receive-pack",
+    "config-env",
+    "git-dir",
+    "work-tree",
+    "paginate",
+];
+
+pub(crate) fn judge(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> {
+    let mut i = 0;
+    let mut moved: Option<Vec<Option<String>>> = None;
+    let sub = loop {
+        let word = args.get(i).ok_or("runs `git` without a subcommand")?;
+        let text = word.text.as_str();
+        match text {
+            _ if word.tilde => {
+                return Err("runs `git` with a path where its subcommand goes".to_owned())
+            }
+            "--no-pager" | "-P" | "--no-optional-locks" => i += 1,
+            "-C" => {
+                let dir = args.get(i + 1).ok_or("runs `git -C` without a directory")?;
+                let current = Scope {
+                    ctx: scope.ctx,
+                    cwds: moved.clone().unwrap_or_else(|| scope.cwds.clone()),
+                };
+                let dirs = current
+                    .resolve(Arg::from(dir))
+                    .map_err(|p| p.sentence(Access::Read))?;
+                for dir in &dirs {
+                    paths::check_read(scope.ctx, dir).map_err(|p| p.sentence(Access::Read))?;
+                }
+                fx.reads.extend(dirs.iter().cloned());
+                moved = Some(dirs.into_iter().map(Some).collect());
+                i += 2;
+            }
+            _ if text.starts_with('-') => {
+                return Err(format!(
+                    "runs `git` with the global option `{}`, which can change what git runs",
+                    show(text)
+                ))
+            }
+            _ => break text,
+        }
+    };
+    let rest = &args[i + 1..];
+    let moved_scope;
+    let scope = match moved {
+        Some(cwds) => {
+            moved_scope = Scope {
+                ctx: scope.ctx,
+                cwds,
+            };
+            &moved_scope
+        }
+        None => scope,
+    };
+    match sub {
+        "status" | "diff" | "log" | "show" | "blame" | "ls-files" | "rev-parse" | "grep"
+        | "shortlog" => read_only(sub, rest, scope, fx),
+        "stash" => match rest.split_first() {
+            Some((list, rest)) if list.text == "list" && !list.tilde => {
+                read_only("stash list", rest, scope, fx)
+            }
+            _ => Err(
+                "runs `git stash` other than `git stash list`; it changes the working tree"
+                    .to_owned(),
+            ),
+        },
+        "branch" => branch(rest),
+        "remote" => match rest {
+            [] => Ok(()),
+            [one] if matches!(one.text.as_str(), "-v" | "--verbose") => Ok(()),
+            _ => Err("runs `git remote` other than listing remotes".to_owned()),
+        },
+        "tag" => match rest.split_first() {
+            None => Ok(()),
+            Some((list, patterns))
+                if matches!(list.text.as_str(), "-l" | "--list")
+                    && patterns.iter().all(|p| !p.text.starts_with('-')) =>
+            {
+                Ok(())
+            }
+            _ => Err("runs `git tag` other than listing tags".to_owned()),
+        },
+        "add" => add(rest, scope, fx),
+        "commit" => commit(rest, scope, fx),
+        _ => Err(refused(sub)),
+    }
+}
+
+fn refused(sub: &str) -> String {
+    let why = match sub {
+        "push" | "pull" | "fetch" | "clone" | "ls-remote" | "submodule" | "lfs" | "send-email"
+        | "request-pull" | "daemon" | "http-backend" | "svn" | "p4" | "archive" => {
+            "which talks to other machines"
+        }
+        "reset" | "clean" | "checkout" | "restore" | "switch" | "rm" | "mv" | "rebase"
+        | "merge" | "cherry-pick" | "revert" | "am" | "apply" | "filter-branch" | "filter-repo"
+        | "gc" | "prune" | "update-ref" | "reflog" | "replace" | "notes" | "worktree"
+        | "bisect" | "update-index" | "read-tree" | "checkout-index" => {
+            "which can rewrite history or discard work"
+        }
+        "config" | "init" | "hook" | "credential" | "config-env" => {
+            "which changes git's configuration or credentials"
+        }
+        _ => "which is not in the judge's safe set",
+    };
+    format!("runs `git {}`, {why}", show(sub))
+}
+
+/// The letters refused in short clusters, by subcommand.
+fn refused_letters(sub: &str) -> &'static str {
+    match sub {
+        "grep" => "Of",
+        "ls-files" => "OX",
+        "blame" => "OS",
+        _ => "O",
+    }
+}
+
+fn read_only(sub: &str, args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> {
+    let mut operands_only = false;
+    for word in args {
+        let text = word.text.as_str();
+        if operands_only || word.tilde || !text.starts_with('-') || text == "-" {
+            operand(word, scope, fx)?;
+            continue;
+        }
+        if text == "--" {
+            operands_only = true;
+            continue;
+        }
+        if let Some(long) = text.strip_prefix("--") {
+            let name = long
+                .split_once('=')
+                .map_or(long, |(name, _)| name)
+                .to_ascii_lowercase();
+            // git expands a unique prefix of a long option: `--out` is `--output`.
+            let hit = REFUSED_LONG
+                .iter()
+                .any(|refused| !name.is_empty() && refused.starts_with(name.as_str()));
+            if hit {
+                return Err(format!(
+                    "runs `git {sub}` with `{}`, which can write files, run programs or read outside the repository",
+                    show(text)
+                ));
+            }
+            continue;
+        }
+        if text[1..].contains(|c| refused_letters(sub).contains(c)) {
+            return Err(format!(
+                "runs `git {sub}` with `{}`, which can read other files or run a pager",
+                show(text)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// An operand that may be a path: inside when it could leave, never a sensitive name.
+fn operand(word: &Word, scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> {
+    let text = word.text.as_str();
+    let mut candidates = vec![text];
+    if let Some((_, path)) = text.split_once(':') {
+        candidates.push(path);
+    }
+    for candidate in candidates {
+        let leaves = word.tilde
+            || candidate.starts_with('/')
+            || candidate.starts_with('~')
+            || candidate.split('/').any(|part| part == "..");
+        if leaves {
+            let tilde = word.tilde && candidate == text;
+            scope.read(
+                fx,
+                Arg {
+                    text: candidate,
+                    tilde,
+                },
+            )?;
+        }
+        if let Some(what) = paths::sensitive(&format!("/{candidate}")) {
+            return Err(format!(
+                "runs `git` on a sensitive file ({what}): {}",
+                show(candidate)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `git branch` in its listing forms only.
+fn branch(args: &[Word]) -> Result<(), String> {
+    const FLAGS: [&str; 16] = [
+        "-a",
+        "-r",
+        "-v",
+        "-vv",
+        "-l",
+        "-i",
+        "--list",
+        "--all",
+        "--remotes",
+        "--verbose",
+        "--show-current",
+        "--no-color",
+        "--column",
+        "--no-column",
+        "--ignore-case",
+        "--no-abbrev",
+    ];
+    const VALUED: [&str; 7] = [
+        "--contains",
+        "--no-contains",
+        "--merged",
+        "--no-merged",
+        "--points-at",
+        "--sort",
+        "--format",
+    ];
+    let listing = args
+        .iter()
+        .any(|w| matches!(w.text.as_str(), "-l" | "--list"));
+    let mut i = 0;
+    while i < args.len() {
+        let text = args[i].text.as_str();
+        i += 1;
+        let name = text.split_once('=').map_or(text, |(name, _)| name);
+        if FLAGS.contains(&text) || name == "--color" || name == "--abbrev" {
+            continue;
+        }
+        if VALUED.contains(&name) {
+            if name == text && args.get(i).is_some_and(|next| !next.text.starts_with('-')) {
+                i += 1;
+            }
+            continue;
+        }
+        if listing && !text.starts_with('-') {
+            continue;
+        }
+        return Err(format!(
+            "runs `git branch` with `{}`; only listing branches is in the safe set",
+            show(text)
+        ));
+    }
+    Ok(())
+}
+
+/// `git add <paths>`: a local write of the index.
+fn add(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> {
+    const FLAGS: [&str; 11] = [
+        "-A",
+        "--all",
+        "-u",
+        "--update",
+        "-v",
+        "--verbose",
+        "-n",
+        "--dry-run",
+        "-N",
+        "--intent-to-add",
+        "--no-all",
+    ];
+    let mut operands_only = false;
+    for word in args {
+        let text = word.text.as_str();
+        if operands_only || word.tilde || !text.starts_with('-') {
+            scope.write(fx, Arg::from(word))?;
+            continue;
+        }
+        if text == "--" {
+            operands_only = true;
+            continue;
+        }
+        if !FLAGS.contains(&text) {
+            return Err(format!(
+                "runs `git add` with `{}`, which the judge does not know to be harmless",
+                show(text)
+            ));
+        }
+    }
+    fx.implicit_edit = true;
+    Ok(())
+}
+
+/// `git commit -m MESSAGE [-a] [-- paths]`. `--amend` (rewrites a commit that may be shared)
+/// and `--no-verify`/`-n` (skips the checks the repository's hooks make) are refused.
+fn commit(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> {
+    let mut message = false;
+    let mut operands_only = false;
+    let mut i = 0;
+    while i < args.len() {
+        let word = &args[i];
+        let text = word.text.as_str();
+        i += 1;
+        if operands_only || word.tilde || !text.starts_with('-') {
+            scope.write(fx, Arg::from(word))?;
+            continue;
+        }
+        match text {
+            "--" => operands_only = true,
+            "-a" | "--all" | "-q" | "--quiet" | "-s" | "--signoff" | "--allow-empty"
+            | "--no-edit" => {}
+            "-m" | "--message" => {
+                args.get(i)
+                    .ok_or("runs `git commit -m` without a message")?;
+                i += 1;
+                message = true;
+            }
+            _ if text.starts_with("--message=") => message = true,
+            _ if !text.starts_with("--") => {
+                // A short cluster: flags, then `m` whose value is the rest or the next word.
+                for (at, letter) in text[1..].char_indices() {
+                    match letter {
+                        'a' | 'q' | 's' => {}
+                        'm' => {
+                            if at + 2 == text.len() {
+                                args.get(i)
+                                    .ok_or("runs `git commit -m` without a message")?;
+                                i += 1;
+                            }
+                            message = true;
+                            break;
+                        }
+                        _ => return Err(commit_option(text)),
+                    }
+                }
+            }
+            _ => return Err(commit_option(text)),
+        }
+    }
+    if !message {
+        return Err("runs `git commit` without `-m`; it would open an editor".to_owned());
+    }
+    fx.implicit_edit = true;
+    Ok(())
+}
+
+fn commit_option(text: &str) -> String {
+    match text {
+        "--amend" => {
+            "runs `git commit --amend`, which rewrites a commit that may already be shared"
+                .to_owned()
+        }
+        "--no-verify" | "-n" => {
+            "runs `git commit --no-verify`, which skips the repository's commit checks".to_owned()
+        }
+        _ => format!(
+            "runs `git commit` with `{}`, which the judge does not know to be harmless",
+            show(text)
+        ),
+    }
+}

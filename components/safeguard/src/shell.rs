@@ -1,0 +1,717 @@
+//! A POSIX sh tokenizer and parser for the subset of command lines the judge follows.
+//!
+//! The grammar followed is lists of and-or lists of pipelines of simple commands:
+//! `cmd [| cmd]... [&& | || pipeline]... [; | newline ...]`, where a simple command is
+//! assignments, words and redirections. Words are read as sh reads them: `'…'`, `"…"` (in which
+//! `$`, backtick and `\` are special), backslash escapes, line continuations, and comments
+//! (`#` at the start of a word).
+//!
+//! Invariants:
+//! - Everything else is refused with [`Unsupported`], naming the feature, before any command
+//!   is judged: `$` anywhere outside single quotes (variables, `$(…)`, `${…}`, `$((…))`,
+//!   `$'…'`), backticks, `(`/`)` (subshells, functions, process substitution), `&`
+//!   (background), heredocs, unquoted glob characters (`*`, `?`, `[`), braces, `~user`, a `~`
+//!   after `=` or `:`, a word starting with `=` (zsh's `=cmd`) or `^` (zsh patterns), shell
+//!   keywords in command position, unbalanced quotes and syntax errors. A word the judge
+//!   passes therefore means exactly its text: no expansion is left for the shell to do except
+//!   a leading `~`, which [`Word::tilde`] records.
+//! - The input is ASCII without control characters other than tab and newline (the caller
+//!   checks); the tokenizer is one pass over the bytes and the parser has no recursion.
+
+/// A feature of the line the judge does not follow; the text names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Unsupported(pub(crate) String);
+
+fn unsupported<T>(what: impl Into<String>) -> Result<T, Unsupported> {
+    Err(Unsupported(what.into()))
+}
+
+/// Most simple commands in one line.
+pub(crate) const MAX_COMMANDS: usize = 256;
+
+/// One word after quote removal.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Word {
+    /// The text after quote removal (without the leading `~` when [`Word::tilde`]).
+    pub(crate) text: String,
+    /// The word began with an unquoted `~` followed by `/` or nothing: the home directory.
+    pub(crate) tilde: bool,
+    /// Byte index of the `=` of `NAME=value` when the name is unquoted.
+    pub(crate) assignment: Option<usize>,
+    /// Some part of the word was quoted or escaped.
+    pub(crate) quoted: bool,
+}
+
+impl Word {
+    /// The word as the program receives it, `~` shown as written.
+    pub(crate) fn display(&self) -> String {
+        if self.tilde {
+            format!("~{}", self.text)
+        } else {
+            self.text.clone()
+        }
+    }
+}
+
+/// Redirection operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RedirOp {
+    /// `<`
+    Input,
+    /// `>`, `>|`
+    Output,
+    /// `>>`
+    Append,
+    /// `<>`
+    ReadWrite,
+    /// `&>`, `&>>`: stdout and stderr to a file.
+    Both,
+    /// `>&`: to a descriptor, or with a file name, like `&>`.
+    DupOut,
+    /// `<&`
+    DupIn,
+    /// `<<<`: a here-string (standard input from the word).
+    HereString,
+}
+
+/// A redirection of a simple command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Redirect {
+    pub(crate) fd: Option<u32>,
+    pub(crate) op: RedirOp,
+    pub(crate) target: Word,
+}
+
+/// A simple command: `NAME=value... word... ` with redirections anywhere.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Command {
+    pub(crate) assignments: Vec<Word>,
+    pub(crate) words: Vec<Word>,
+    pub(crate) redirects: Vec<Redirect>,
+}
+
+/// How a pipeline joins the previous one of its and-or list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Join {
+    And,
+    Or,
+}
+
+/// `pipeline [&& | || pipeline]...`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AndOr {
+    pub(crate) first: Vec<Command>,
+    pub(crate) rest: Vec<(Join, Vec<Command>)>,
+}
+
+/// A whole line: and-or lists run one after the other.
+pub(crate) type Line = Vec<AndOr>;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Token {
+    Word(Word),
+    IoNumber(u32),
+    Pipe,
+    AndIf,
+    OrIf,
+    Semi,
+    Newline,
+    Redir(RedirOp),
+}
+
+const KEYWORDS: [&str; 23] = [
+    "if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for",
+    "in", "select", "function", "time", "coproc", "!", "{", "}", "[[", "]]", "repeat",
+];
+
+/// Tokenizes and parses a line.
+pub(crate) fn parse(line: &str) -> Result<Line, Unsupported> {
+    if !line.is_ascii() {
+        return unsupported("a non-ASCII character");
+    }
+    let tokens = tokenize(line)?;
+    Parser {
+        tokens,
+        at: 0,
+        commands: 0,
+    }
+    .line()
+}
+
+/// What a `$` starts, for the explanation.
+fn dollar_feature(next: Option<u8>) -> String {
+    match next {
+        Some(b'(') => "command or arithmetic substitution `$(…)`".into(),
+        Some(b'{') => "parameter expansion `${…}`".into(),
+        Some(b'\'') => "ANSI-C quoting `$'…'`".into(),
+        Some(b'"') => "locale quoting `$\"…\"`".into(),
+        Some(b'[') => "arithmetic expansion `$[…]`".into(),
+        _ => "variable expansion `$`".into(),
+    }
+}
+
+#[derive(Default)]
+struct Builder {
+    word: Word,
+    started: bool,
+    /// Every byte so far was unquoted and the word so far is a valid name (`NAME` or `NAME+`).
+    name_so_far: bool,
+    /// The previous byte was an unquoted `=` or `:` (a `~` there is expanded by some shells).
+    after_sep: bool,
+    /// The previous byte was an unquoted `/`.
+    after_slash: bool,
+}
+
+impl Builder {
+    fn start(&mut self) {
+        if !self.started {
+            self.started = true;
+            self.name_so_far = true;
+        }
+    }
+
+    fn quoted(&mut self, text: &str) {
+        self.start();
+        self.word.quoted = true;
+        self.word.text.push_str(text);
+        self.name_so_far = false;
+        self.after_sep = false;
+        self.after_slash = false;
+    }
+
+    fn unquoted(&mut self, byte: u8) {
+        self.start();
+        let c = char::from(byte);
+        if byte == b'=' && self.name_so_far && self.word.assignment.is_none() {
+            let name = self.word.text.strip_suffix('+').unwrap_or(&self.word.text);
+            if is_name(name) && !self.word.tilde {
+                self.word.assignment = Some(self.word.text.len());
+            }
+        }
+        let name_char = byte.is_ascii_alphanumeric()
+            || byte == b'_'
+            || (byte == b'+' && !self.word.text.is_empty());
+        self.name_so_far &= name_char && self.word.assignment.is_none();
+        self.after_sep = matches!(byte, b'=' | b':');
+        self.after_slash = byte == b'/';
+        self.word.text.push(c);
+    }
+}
+
+fn is_name(text: &str) -> bool {
+    let mut bytes = text.bytes();
+    bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+fn tokenize(line: &str) -> Result<Vec<Token>, Unsupported> {
+    let bytes = line.as_bytes();
+    let mut tokens = Vec::new();
+    let mut cur = Builder::default();
+    let mut i = 0;
+    let finish = |cur: &mut Builder, tokens: &mut Vec<Token>| {
+        if cur.started {
+            tokens.push(Token::Word(std::mem::take(&mut cur.word)));
+        }
+        *cur = Builder::default();
+    };
+    while i < bytes.len() {
+        let byte = bytes[i];
+        match byte {
+            b' ' | b'\t' => {
+                finish(&mut cur, &mut tokens);
+                i += 1;
+            }
+            b'\n' => {
+                finish(&mut cur, &mut tokens);
+                tokens.push(Token::Newline);
+                i += 1;
+            }
+            b'#' if !cur.started => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'\\' => match bytes.get(i + 1) {
+                Some(b'\n') => i += 2,
+                Some(next) => {
+                    cur.quoted(&char::from(*next).to_string());
+                    i += 2;
+                }
+                None => return unsupported("a backslash at the end of the line"),
+            },
+            b'\'' => {
+                let close = bytes[i + 1..]
+                    .iter()
+                    .position(|b| *b == b'\'')
+                    .ok_or_else(|| Unsupported("an unbalanced single quote".into()))?;
+                cur.quoted(&line[i + 1..i + 1 + close]);
+                i += close + 2;
+            }
+            b'"' => {
+                let mut text = String::new();
+                let mut j = i + 1;
+                loop {
+                    match bytes.get(j) {
+                        None => return unsupported("an unbalanced double quote"),
+                        Some(b'"') => break,
+                        Some(b'$') => {
+                            return unsupported(dollar_feature(bytes.get(j + 1).copied()))
+                        }
+                        Some(b'`') => return unsupported("command substitution with backticks"),
+                        Some(b'\\') => match bytes.get(j + 1) {
+                            Some(b'\n') => j += 2,
+                            Some(next @ (b'$' | b'`' | b'"' | b'\\')) => {
+                                text.push(char::from(*next));
+                                j += 2;
+                            }
+                            _ => {
+                                text.push('\\');
+                                j += 1;
+                            }
+                        },
+                        Some(other) => {
+                            text.push(char::from(*other));
+                            j += 1;
+                        }
+                    }
+                }
+                cur.quoted(&text);
+                i = j + 1;
+            }
+            b'$' => return unsupported(dollar_feature(bytes.get(i + 1).copied())),
+            b'`' => return unsupported("command substitution with backticks"),
+            b'(' | b')' => {
+                return unsupported(if i > 0 && matches!(bytes[i - 1], b'<' | b'>') {
+                    "process substitution `<(…)` or `>(…)`"
+                } else {
+                    "a subshell, group or function `( … )`"
+                })
+            }
+            b'*' | b'?' | b'[' => {
+                return unsupported(format!(
+                    "a glob `{}` the shell would expand to file names",
+                    char::from(byte)
+                ))
+            }
+            b'{' | b'}' => return unsupported("brace expansion or a command group `{ … }`"),
+            b'~' => {
+                if !cur.started {
+                    let next = bytes.get(i + 1).copied();
+                    let ends = matches!(
+                        next,
+                        None | Some(b'/' | b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'<' | b'>')
+                    );
+                    if !ends {
+                        return unsupported("`~` followed by a user name or a quote (`~user`)");
+                    }
+                    cur.start();
+                    cur.name_so_far = false;
+                    cur.word.tilde = true;
+                } else if cur.after_sep {
+                    return unsupported("a `~` after `=` or `:` (some shells expand it)");
+                } else {
+                    cur.unquoted(byte);
+                }
+                i += 1;
+            }
+            b'=' if !cur.started => {
+                return unsupported("a word starting with `=` (zsh expands `=cmd`)")
+            }
+            b'^' if !cur.started || cur.after_slash => {
+                return unsupported("a `^` pattern (zsh extended glob)")
+            }
+            b'|' | b'&' | b';' | b'<' | b'>' => {
+                let io_number = if matches!(byte, b'<' | b'>')
+                    && cur.started
+                    && !cur.word.quoted
+                    && !cur.word.tilde
+                    && !cur.word.text.is_empty()
+                    && cur.word.text.bytes().all(|b| b.is_ascii_digit())
+                {
+                    let number = cur.word.text.parse::<u32>().map_err(|_| {
+                        Unsupported("a file descriptor number that is too large".into())
+                    })?;
+                    cur = Builder::default();
+                    Some(number)
+                } else {
+                    finish(&mut cur, &mut tokens);
+                    None
+                };
+                if let Some(number) = io_number {
+                    tokens.push(Token::IoNumber(number));
+                }
+                let (token, len) = operator(&bytes[i..])?;
+                tokens.push(token);
+                i += len;
+            }
+            other => {
+                cur.unquoted(other);
+                i += 1;
+            }
+        }
+    }
+    finish(&mut cur, &mut tokens);
+    Ok(tokens)
+}
+
+/// The operator at the start of `rest` and its length.
+fn operator(rest: &[u8]) -> Result<(Token, usize), Unsupported> {
+    let at = |i: usize| rest.get(i).copied();
+    Ok(match (at(0), at(1), at(2)) {
+        (Some(b'|'), Some(b'|'), _) => (Token::OrIf, 2),
+        // `|&` pipes standard error too.
+        (Some(b'|'), Some(b'&'), _) => (Token::Pipe, 2),
+        (Some(b'|'), _, _) => (Token::Pipe, 1),
+        (Some(b'&'), Some(b'&'), _) => (Token::AndIf, 2),
+        (Some(b'&'), Some(b'>'), Some(b'>')) => (Token::Redir(RedirOp::Both), 3),
+        (Some(b'&'), Some(b'>'), _) => (Token::Redir(RedirOp::Both), 2),
+        (Some(b'&'), _, _) => return unsupported("a command run in the background (`&`)"),
+        (Some(b';'), Some(b';' | b'&'), _) => return unsupported("a `case` statement (`;;`)"),
+        (Some(b';'), _, _) => (Token::Semi, 1),
+        (Some(b'<'), Some(b'<'), Some(b'<')) => (Token::Redir(RedirOp::HereString), 3),
+        (Some(b'<'), Some(b'<'), _) => return unsupported("a heredoc (`<<`)"),
+        (Some(b'<'), Some(b'&'), _) => (Token::Redir(RedirOp::DupIn), 2),
+        (Some(b'<'), Some(b'>'), _) => (Token::Redir(RedirOp::ReadWrite), 2),
+        (Some(b'<'), Some(b'('), _) => return unsupported("process substitution `<(…)`"),
+        (Some(b'<'), _, _) => (Token::Redir(RedirOp::Input), 1),
+        (Some(b'>'), Some(b'>'), _) => (Token::Redir(RedirOp::Append), 2),
+        (Some(b'>'), Some(b'&'), _) => (Token::Redir(RedirOp::DupOut), 2),
+        (Some(b'>'), Some(b'|'), _) => (Token::Redir(RedirOp::Output), 2),
+        (Some(b'>'), Some(b'('), _) => return unsupported("process substitution `>(…)`"),
+        (Some(b'>'), _, _) => (Token::Redir(RedirOp::Output), 1),
+        _ => return unsupported("an unknown operator"),
+    })
+}
+
+struct Parser {
+    tokens: Vec<Token>,
+    at: usize,
+    commands: usize,
+}
+
+impl Parser {
+    fn peek(&self) -> Option<&Token> {
+        self.tokens.get(self.at)
+    }
+
+    fn skip_newlines(&mut self) {
+        while self.peek() == Some(&Token::Newline) {
+            self.at += 1;
+        }
+    }
+
+    fn line(mut self) -> Result<Line, Unsupported> {
+        let mut lists = Vec::new();
+        self.skip_newlines();
+        while self.peek().is_some() {
+            lists.push(self.and_or()?);
+            match self.peek() {
+                None => break,
+                Some(Token::Semi | Token::Newline) => {
+                    self.at += 1;
+                    self.skip_newlines();
+                }
+                Some(_) => return unsupported("a syntax error"),
+            }
+        }
+        if lists.is_empty() {
+            return unsupported("no command (only blanks or comments)");
+        }
+        Ok(lists)
+    }
+
+    fn and_or(&mut self) -> Result<AndOr, Unsupported> {
+        let first = self.pipeline()?;
+        let mut rest = Vec::new();
+        loop {
+            let join = match self.peek() {
+                Some(Token::AndIf) => Join::And,
+                Some(Token::OrIf) => Join::Or,
+                _ => break,
+            };
+            self.at += 1;
+            self.skip_newlines();
+            rest.push((join, self.pipeline()?));
+        }
+        Ok(AndOr { first, rest })
+    }
+
+    fn pipeline(&mut self) -> Result<Vec<Command>, Unsupported> {
+        let mut commands = vec![self.command()?];
+        while self.peek() == Some(&Token::Pipe) {
+            self.at += 1;
+            self.skip_newlines();
+            commands.push(self.command()?);
+        }
+        Ok(commands)
+    }
+
+    fn command(&mut self) -> Result<Command, Unsupported> {
+        self.commands += 1;
+        if self.commands > MAX_COMMANDS {
+            return unsupported(format!("more than {MAX_COMMANDS} commands in one line"));
+        }
+        let mut command = Command::default();
+        loop {
+            match self.peek().cloned() {
+                Some(Token::Word(word)) => {
+                    self.at += 1;
+                    if command.words.is_empty() && word.assignment.is_some() {
+                        command.assignments.push(word);
+                    } else {
+                        if command.words.is_empty()
+                            && !word.quoted
+                            && !word.tilde
+                            && KEYWORDS.contains(&word.text.as_str())
+                        {
+                            return unsupported(format!("the shell keyword `{}`", word.text));
+                        }
+                        command.words.push(word);
+                    }
+                }
+                Some(Token::IoNumber(fd)) => {
+                    self.at += 1;
+                    let Some(Token::Redir(op)) = self.peek().cloned() else {
+                        return unsupported("a syntax error");
+                    };
+                    self.at += 1;
+                    command.redirects.push(Redirect {
+                        fd: Some(fd),
+                        op,
+                        target: self.target()?,
+                    });
+                }
+                Some(Token::Redir(op)) => {
+                    self.at += 1;
+                    command.redirects.push(Redirect {
+                        fd: None,
+                        op,
+                        target: self.target()?,
+                    });
+                }
+                _ => break,
+            }
+        }
+        if command.words.is_empty()
+            && command.assignments.is_empty()
+            && command.redirects.is_empty()
+        {
+            return unsupported("a syntax error (an empty command)");
+        }
+        Ok(command)
+    }
+
+    fn target(&mut self) -> Result<Word, Unsupported> {
+        match self.peek().cloned() {
+            Some(Token::Word(word)) => {
+                self.at += 1;
+                Ok(word)
+            }
+            _ => unsupported("a redirection without a target"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The words of every simple command, in order.
+    fn words(line: &str) -> Vec<Vec<String>> {
+        parse(line)
+            .unwrap_or_else(|error| panic!("{line:?}: {error:?}"))
+            .iter()
+            .flat_map(|list| {
+                std::iter::once(&list.first)
+                    .chain(list.rest.iter().map(|(_, pipeline)| pipeline))
+                    .flatten()
+            })
+            .map(|command| command.words.iter().map(Word::display).collect())
+            .collect()
+    }
+
+    fn refused(line: &str) -> String {
+        match parse(line) {
+            Err(Unsupported(what)) => what,
+            Ok(parsed) => panic!("{line:?} parsed: {parsed:?}"),
+        }
+    }
+
+    #[test]
+    fn quoting_and_escapes() {
+        assert_eq!(
+            words("echo 'a b' \"c d\" e\\ f"),
+            vec![vec!["echo", "a b", "c d", "e f"]]
+        );
+        assert_eq!(
+            words(r#"echo "a\"b" "a\b" 'a\b'"#),
+            vec![vec!["echo", "a\"b", "a\\b", "a\\b"]]
+        );
+        assert_eq!(
+            words("echo '$HOME' \"it's\" \\$x"),
+            vec![vec!["echo", "$HOME", "it's", "$x"]]
+        );
+        assert_eq!(words("ec'h'o x''y"), vec![vec!["echo", "xy"]]);
+        assert_eq!(words("ls \\\n-la"), vec![vec!["ls", "-la"]]);
+        assert_eq!(words("echo ''"), vec![vec!["echo", ""]]);
+        assert_eq!(
+            words("git log HEAD~3 a#b"),
+            vec![vec!["git", "log", "HEAD~3", "a#b"]]
+        );
+    }
+
+    #[test]
+    fn operators_split_commands() {
+        assert_eq!(
+            words("a && b || c ; d | e\nf |& g"),
+            vec![
+                vec!["a"],
+                vec!["b"],
+                vec!["c"],
+                vec!["d"],
+                vec!["e"],
+                vec!["f"],
+                vec!["g"]
+            ]
+        );
+        assert_eq!(
+            words("a&&b||c;d|e"),
+            vec![vec!["a"], vec!["b"], vec!["c"], vec!["d"], vec!["e"]]
+        );
+        assert_eq!(words("a &&\n b"), vec![vec!["a"], vec!["b"]]);
+        let line = parse("a && b || c; d").unwrap();
+        assert_eq!(line.len(), 2);
+        assert_eq!(
+            line[0]
+                .rest
+                .iter()
+                .map(|(join, _)| *join)
+                .collect::<Vec<_>>(),
+            vec![Join::And, Join::Or]
+        );
+    }
+
+    #[test]
+    fn comments() {
+        assert_eq!(words("ls # rm -rf /"), vec![vec!["ls"]]);
+        assert_eq!(
+            words("ls #comment\nrm -rf /"),
+            vec![vec!["ls"], vec!["rm", "-rf", "/"]]
+        );
+        assert_eq!(words("echo a#b '#c'"), vec![vec!["echo", "a#b", "#c"]]);
+        assert_eq!(
+            refused("# only a comment"),
+            "no command (only blanks or comments)"
+        );
+    }
+
+    #[test]
+    fn redirections() {
+        let line = parse("cmd 2>&1 >/dev/null 2>>log <in 3<>rw &>all <<<text >|f").unwrap();
+        let command = &line[0].first[0];
+        let got: Vec<(Option<u32>, RedirOp, String)> = command
+            .redirects
+            .iter()
+            .map(|r| (r.fd, r.op, r.target.text.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (Some(2), RedirOp::DupOut, "1".to_owned()),
+                (None, RedirOp::Output, "/dev/null".to_owned()),
+                (Some(2), RedirOp::Append, "log".to_owned()),
+                (None, RedirOp::Input, "in".to_owned()),
+                (Some(3), RedirOp::ReadWrite, "rw".to_owned()),
+                (None, RedirOp::Both, "all".to_owned()),
+                (None, RedirOp::HereString, "text".to_owned()),
+                (None, RedirOp::Output, "f".to_owned()),
+            ]
+        );
+        assert_eq!(command.words.len(), 1);
+        // A quoted number is a word, not a descriptor.
+        let line = parse("echo '2'>x").unwrap();
+        assert_eq!(line[0].first[0].words.len(), 2);
+        assert_eq!(refused("cat >"), "a redirection without a target");
+    }
+
+    #[test]
+    fn assignments_and_tilde() {
+        let line = parse("FOO=1 BAR='x y' cmd A=b").unwrap();
+        let command = &line[0].first[0];
+        assert_eq!(command.assignments.len(), 2);
+        assert_eq!(command.assignments[0].assignment, Some(3));
+        assert_eq!(
+            command.words.len(),
+            2,
+            "an assignment after the program is an argument"
+        );
+        let line = parse("'FOO'=1 cmd").unwrap();
+        assert!(
+            line[0].first[0].assignments.is_empty(),
+            "a quoted name is no assignment"
+        );
+        let line = parse("cat ~/x ~").unwrap();
+        let words = &line[0].first[0].words;
+        assert!(words[1].tilde && words[1].text == "/x");
+        assert!(words[2].tilde && words[2].text.is_empty());
+        let line = parse("cat '~/x'").unwrap();
+        assert!(!line[0].first[0].words[1].tilde);
+    }
+
+    #[test]
+    fn heredocs_and_substitutions_are_refused() {
+        for (line, needle) in [
+            ("cat <<EOF\nx\nEOF", "heredoc"),
+            ("cat <<-EOF", "heredoc"),
+            ("echo $(id)", "substitution `$("),
+            ("echo `id`", "backticks"),
+            ("echo \"`id`\"", "backticks"),
+            ("echo \"$HOME\"", "variable expansion"),
+            ("echo ${IFS}", "parameter expansion"),
+            ("echo $'\\x72m'", "ANSI-C"),
+            ("echo $((1+1))", "substitution `$("),
+            ("cat <(ls)", "process substitution"),
+            ("tee >(sh)", "process substitution"),
+            ("(rm -rf /)", "subshell"),
+            ("f() { rm; }", "subshell"),
+            ("{ ls; }", "brace"),
+            ("sleep 1 &", "background"),
+            ("a & b", "background"),
+            ("echo 'x", "unbalanced single quote"),
+            ("echo \"x", "unbalanced double quote"),
+            ("ls *", "glob"),
+            ("ls src/?.rs", "glob"),
+            ("ls [ab]", "glob"),
+            ("echo {a,b}", "brace"),
+            ("cat ~root/x", "~user"),
+            ("cat ~\"/x\"", "~user"),
+            ("X=~/bin cmd", "after `=`"),
+            ("cmd --prefix=~/x", "after `=`"),
+            ("cat =ls", "`=`"),
+            ("cat ^x", "zsh"),
+            ("if true; then ls; fi", "keyword `if`"),
+            ("! ls", "keyword `!`"),
+            ("for x in a; do ls; done", "keyword `for`"),
+            ("ls ;; ls", "case"),
+            ("; ls", "syntax error"),
+            ("ls &&", "syntax error"),
+            ("ls | | ls", "syntax error"),
+            ("ls \\", "backslash at the end"),
+            ("", "no command"),
+        ] {
+            let what = refused(line);
+            assert!(what.contains(needle), "{line:?}: {what}");
+        }
+    }
+
+    #[test]
+    fn command_count_is_bounded() {
+        let line = vec!["true"; MAX_COMMANDS + 1].join(";");
+        assert!(refused(&line).contains("more than"));
+        let line = vec!["true"; MAX_COMMANDS].join(";");
+        assert!(parse(&line).is_ok());
+    }
+}

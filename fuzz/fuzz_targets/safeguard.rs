@@ -1,0 +1,269 @@
+#![no_main]
+//! Safeguard judge: coverage-guided on the native library, every answer compared with the wasm
+//! component's (`devin_bridge_fuzz::differential`). Oracle: nothing outside the documented
+//! safe set is ever `not_flagged`.
+//!
+//! The first byte picks the mode:
+//! - structured (most inputs): `Bash` lines built from a token alphabet (safe and hostile
+//!   programs, operators, quotes, substitutions, redirections, paths inside and outside the
+//!   project, Unicode look-alikes) and `Read`/`Write` calls with generated paths, judged
+//!   against a fixed context. Every answer has one verdict per call, ids in order; a call must
+//!   be flagged when a hostile program stands in command position, a reader or a redirection
+//!   takes a path outside the project, `$(`, a backtick, `${`, `<(` or `>(` is left for the
+//!   shell to expand, or the line holds a non-ASCII or control character.
+//! - raw context: the rest of the bytes are the `classifier_context`; anything that is not a
+//!   JSON object makes the answer `unavailable`.
+//! - raw command: the rest of the bytes are a `Bash` command; no panic, one verdict.
+
+use devin_bridge_engine::{Call, TransformKind};
+use devin_bridge_fuzz::differential;
+use devin_bridge_types::{CallVerdict, SafeguardOutcome, SafeguardStatus, ToolCall};
+use libfuzzer_sys::arbitrary::{Result, Unstructured};
+use libfuzzer_sys::fuzz_target;
+use serde_json::{json, Value};
+
+/// `/proj` is the working directory and the only trusted directory; no user rules.
+const CONTEXT: &str = r#"{"v":1,"permission_mode":"auto","live_cwd":"/proj","home_dir":"/home/u",
+"trusted_directories":{"primary":{"path":"/proj"},"additional":[]},
+"rules":{"allow":[],"deny":[],"ask":[]},
+"auto_mode":{"allow":[],"soft_deny":[],"hard_deny":[],"environment":[]},
+"classify_all_shell":false,"restricted":false}"#;
+
+/// Programs (with arguments) in the safe set.
+const SAFE: [&str; 16] = [
+    "pwd", "echo", "true", "git status", "git diff", "git log --oneline", "npm test", "cargo test",
+    "date", "which", "tr a b", "printf x", "cd src", "find .", "rg x", "grep -rn x",
+];
+
+/// Programs that read their path operands: an outside path after one must be flagged.
+const READERS: [&str; 6] = ["cat", "head", "ls", "wc -l", "grep -r x", "tail -n 5"];
+
+/// Programs outside the safe set.
+const HOSTILE: [&str; 24] = [
+    "rm", "curl", "wget", "sh", "bash", "python", "python3 -c", "node -e", "perl", "sudo", "su",
+    "nc", "dd", "chmod", "xargs", "env", "eval", "exec", "source", "ssh", "scp", "base64",
+    "awk", "./ls",
+];
+
+const OPERATORS: [&str; 8] = ["&&", "||", ";", "|", "\n", "&", "|&", ";;"];
+const QUOTES: [&str; 4] = ["'", "\"", "\\", "#"];
+const EXPANSIONS: [&str; 9] = ["$(", "`", "${", "<(", ">(", "$", ")", "(", "$'"];
+const REDIRECTIONS: [&str; 5] = [">", ">>", "2>", "<", "&>"];
+/// Paths that may pass (`/dev/null` only as a redirection target: it is outside the project).
+const INSIDE: [&str; 6] = ["src/main.rs", "/proj/a", "./x", "README.md", "/proj/src/../b", "/dev/null"];
+const OUTSIDE: [&str; 8] = [
+    "/etc/passwd", "~/.ssh/id_rsa", "../../x", "/proj/../etc/shadow", "/proj-evil/x",
+    "//etc/shadow", "/tmp/x", "~",
+];
+const LOOKALIKES: [&str; 6] = ["\u{ff52}\u{ff4d}", "\u{441}at", "\u{202e}", "\u{200b}", "\u{a0}", "l\u{0455}"];
+
+/// Which kind of token was placed, for the oracle.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Safe,
+    Reader,
+    Hostile,
+    Operator,
+    Quote,
+    Expansion,
+    Redirection,
+    Inside,
+    Outside,
+    Lookalike,
+    Word,
+}
+
+struct Line {
+    text: String,
+    must_flag: bool,
+}
+
+fn build_line(u: &mut Unstructured<'_>) -> Result<Line> {
+    let count = u.int_in_range(1..=12)?;
+    let mut tokens: Vec<(Kind, String)> = Vec::with_capacity(count);
+    for _ in 0..count {
+        let token = match u.int_in_range(0..=10)? {
+            0 => (Kind::Safe, (*u.choose(&SAFE)?).to_owned()),
+            1 => (Kind::Reader, (*u.choose(&READERS)?).to_owned()),
+            2 => (Kind::Hostile, (*u.choose(&HOSTILE)?).to_owned()),
+            3 => (Kind::Operator, (*u.choose(&OPERATORS)?).to_owned()),
+            4 => (Kind::Quote, (*u.choose(&QUOTES)?).to_owned()),
+            5 => (Kind::Expansion, (*u.choose(&EXPANSIONS)?).to_owned()),
+            6 => (Kind::Redirection, (*u.choose(&REDIRECTIONS)?).to_owned()),
+            7 => (Kind::Inside, (*u.choose(&INSIDE)?).to_owned()),
+            8 => (Kind::Outside, (*u.choose(&OUTSIDE)?).to_owned()),
+            9 => (Kind::Lookalike, (*u.choose(&LOOKALIKES)?).to_owned()),
+            _ => {
+                let len = u.int_in_range(0..=6)?;
+                let word: String = (0..len)
+                    .map(|_| u.int_in_range(0x20u8..=0x7e).map(char::from))
+                    .collect::<Result<_>>()?;
+                (Kind::Word, word)
+            }
+        };
+        tokens.push(token);
+    }
+    let text = tokens.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>().join(" ");
+
+    // Quotes, backslashes, comments and free words can change what every later token means:
+    // the token-level rules below hold only for lines without them.
+    let plain = tokens.iter().all(|(kind, _)| !matches!(kind, Kind::Quote | Kind::Word));
+    let mut must_flag = !text.is_ascii()
+        || text.chars().any(|c| c.is_control() && c != '\n' && c != '\t')
+        || shell_would_expand(&text);
+    if plain {
+        // A hostile program where a command starts; an outside path right after a reader that
+        // starts a command (its first operand) or right after a redirection.
+        let mut command_position = true;
+        let mut after_reader = false;
+        let mut after_redirection = false;
+        for (kind, _) in &tokens {
+            match kind {
+                Kind::Hostile if command_position => must_flag = true,
+                Kind::Outside if after_reader || after_redirection => must_flag = true,
+                _ => {}
+            }
+            after_reader = command_position && *kind == Kind::Reader;
+            after_redirection = *kind == Kind::Redirection;
+            command_position = *kind == Kind::Operator;
+        }
+    }
+    Ok(Line { text, must_flag })
+}
+
+/// An independent reading of the line: is `$(`, a backtick, `${` or `$'` left unquoted or in
+/// double quotes, or `<(`/`>(` left unquoted? Backslashes escape outside single quotes.
+fn shell_would_expand(line: &str) -> bool {
+    let bytes = line.as_bytes();
+    let (mut single, mut double) = (false, false);
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let next = bytes.get(i + 1).copied();
+        if single {
+            single = b != b'\'';
+        } else if b == b'\\' {
+            i += 1;
+        } else if b == b'\'' && !double {
+            single = true;
+        } else if b == b'"' {
+            double = !double;
+        } else if b == b'`' || (b == b'$' && matches!(next, Some(b'(' | b'{'))) {
+            return true;
+        } else if b == b'$' && next == Some(b'\'') && !double {
+            return true;
+        } else if !double && matches!(b, b'<' | b'>') && next == Some(b'(') {
+            return true;
+        } else if !double && b == b'#' && (i == 0 || b" \t\n;&|<>()".contains(&bytes[i - 1])) {
+            // Possibly a comment (the shell's rule also depends on quotes before it): nothing
+            // after it up to the newline is then read, so nothing there is asserted.
+            while i < bytes.len() && bytes[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        }
+        i += 1;
+    }
+    false
+}
+
+fn outcomes(status: &SafeguardStatus, calls: &[ToolCall]) -> Vec<SafeguardOutcome> {
+    let SafeguardStatus::Available(verdicts) = status else {
+        panic!("the fixed context must be readable: {status:?}");
+    };
+    assert_eq!(verdicts.len(), calls.len(), "one verdict per call");
+    verdicts
+        .iter()
+        .zip(calls)
+        .map(|(verdict, call)| {
+            assert_eq!(verdict.id, call.id, "verdicts in the calls' order");
+            match &verdict.verdict {
+                CallVerdict::Evaluated(evaluation) => {
+                    assert!(!evaluation.explanation.is_empty());
+                    assert!(evaluation.explanation.chars().count() <= 200);
+                    evaluation.outcome
+                }
+                other => panic!("not evaluated: {other:?}"),
+            }
+        })
+        .collect()
+}
+
+/// The native judge's answer, after checking that the component answers the same.
+fn judged(calls: &[ToolCall], context: &str) -> SafeguardStatus {
+    let status = devin_bridge_safeguard::judge(calls, context);
+    differential(
+        Call::Judge { calls: calls.to_vec(), classifier_context: context.to_owned() },
+        json!({ "ok": status }),
+    );
+    status
+}
+
+fn structured(u: &mut Unstructured<'_>) -> Result<()> {
+    let count = u.int_in_range(1..=6)?;
+    let mut calls = Vec::with_capacity(count);
+    let mut must_flag = Vec::with_capacity(count);
+    for i in 0..count {
+        let id = format!("toolu_{i:02}");
+        match u.int_in_range(0..=3)? {
+            0 | 1 => {
+                let line = build_line(u)?;
+                calls.push(ToolCall { id, name: "Bash".into(), input: json!({ "command": line.text }).to_string() });
+                must_flag.push(line.must_flag);
+            }
+            kind => {
+                let (path, outside) = match u.int_in_range(0..=3)? {
+                    0 => ((*u.choose(&INSIDE)?).to_owned(), false),
+                    1 => ((*u.choose(&OUTSIDE)?).to_owned(), true),
+                    2 => (format!("/proj/{}", u.choose(&LOOKALIKES)?), true),
+                    _ => (format!("/proj/{}", u.choose(&OUTSIDE)?), false),
+                };
+                let (name, input) = if kind == 2 {
+                    ("Read", json!({ "file_path": path }))
+                } else {
+                    ("Write", json!({ "file_path": path, "content": "x" }))
+                };
+                let outside = outside || path == "/dev/null";
+                calls.push(ToolCall { id, name: name.into(), input: input.to_string() });
+                must_flag.push(outside);
+            }
+        }
+    }
+    let status = judged(&calls, CONTEXT);
+    for ((outcome, must), call) in outcomes(&status, &calls).iter().zip(&must_flag).zip(&calls) {
+        if *must {
+            assert_eq!(*outcome, SafeguardOutcome::Flagged, "passed: {} {}", call.name, call.input);
+        }
+    }
+    Ok(())
+}
+
+fuzz_target!(init: devin_bridge_fuzz::prepare(TransformKind::Safeguard), |data: &[u8]| {
+    let Some((mode, rest)) = data.split_first() else { return };
+    match mode % 8 {
+        0 => {
+            let context = String::from_utf8_lossy(rest);
+            let calls = [ToolCall { id: "toolu_00".into(), name: "Bash".into(), input: r#"{"command":"pwd"}"#.into() }];
+            let status = judged(&calls, &context);
+            let object = matches!(serde_json::from_str::<Value>(&context), Ok(Value::Object(_)));
+            if !object {
+                assert!(matches!(status, SafeguardStatus::Unavailable(_)), "{status:?}");
+            } else if let SafeguardStatus::Available(verdicts) = &status {
+                assert_eq!(verdicts.len(), 1);
+            }
+        }
+        1 => {
+            let command = String::from_utf8_lossy(rest);
+            let calls = [ToolCall { id: "toolu_00".into(), name: "Bash".into(), input: json!({ "command": command }).to_string() }];
+            let status = judged(&calls, CONTEXT);
+            let outcome = outcomes(&status, &calls)[0];
+            let control = command.chars().any(|c| c.is_control() && c != '\n' && c != '\t');
+            if !command.is_ascii() || control || shell_would_expand(&command) {
+                assert_eq!(outcome, SafeguardOutcome::Flagged, "passed: {command:?}");
+            }
+        }
+        _ => {
+            let _ = structured(&mut Unstructured::new(rest));
+        }
+    }
+});
