@@ -923,8 +923,19 @@ fn find(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String
         scope.read(fx, Arg::from(word))?;
         i += 1;
     }
-    for word in &args[i.min(args.len())..] {
+    let expression = &args[i.min(args.len())..];
+    for (at, word) in expression.iter().enumerate() {
         let text = word.text.as_str();
+        // Tests that compare with another file read that file's metadata: it must be inside
+        // too.
+        let names_a_file = text.starts_with("-newer")
+            || matches!(text, "-anewer" | "-cnewer" | "-samefile");
+        if names_a_file {
+            match expression.get(at + 1) {
+                Some(file) => scope.read(fx, Arg::from(file))?,
+                None => return Err(format!("runs `find` with `{}` and no file", show(text))),
+            }
+        }
         let refused = text == "-delete"
             || text.starts_with("-exec")
             || text.starts_with("-ok")

@@ -19,6 +19,8 @@ fn destructive() -> Vec<Row> {
         bash("find -exec rm", "find . -exec rm '{}' ';'"),
         bash("find -execdir", "find . -execdir sh -c 'rm x' ';'"),
         bash("find -ok", "find . -ok rm '{}' ';'"),
+        bash("find -newer outside", "find . -newer /etc/shadow"),
+        bash("find -samefile outside", "find . -samefile ~/.ssh/id_rsa"),
         bash("find -fprint", "find . -fprint /tmp/list"),
         bash("find start outside", "find / -name id_rsa"),
         bash("xargs rm", "find . -name x | xargs rm"),
