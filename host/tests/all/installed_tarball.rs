@@ -46,7 +46,7 @@ fn the_tarball_holds_the_binary_policies_plugin_marketplace_docs_and_license() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert_eq!(text.matches("sha256:").count(), 5, "{text}");
+    assert_eq!(text.matches("sha256:").count(), 6, "{text}");
     assert!(!text.contains("not built in"), "{text}");
 }
 
@@ -110,7 +110,7 @@ fn the_installed_binary_serves_a_policy_written_elsewhere_with_the_checkout_hidd
         "{}",
         response.body
     );
-    assert_eq!(text.matches("source=built-in").count(), 4, "{text}");
+    assert_eq!(text.matches("source=built-in").count(), 5, "{text}");
 }
 
 #[test]

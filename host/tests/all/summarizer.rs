@@ -582,7 +582,7 @@ async fn count_tokens_models_and_health() {
         health["agent"]["args"],
         json!(["acp", "--agent-type", "summarizer"])
     );
-    assert_eq!(health["components"].as_array().map(Vec::len), Some(4));
+    assert_eq!(health["components"].as_array().map(Vec::len), Some(5));
     assert!(health["components"][0]["sha256"]
         .as_str()
         .is_some_and(|s| s.len() == 64));
