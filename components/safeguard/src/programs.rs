@@ -928,8 +928,8 @@ fn find(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String
         let text = word.text.as_str();
         // Tests that compare with another file read that file's metadata: it must be inside
         // too.
-        let names_a_file = text.starts_with("-newer")
-            || matches!(text, "-anewer" | "-cnewer" | "-samefile");
+        let names_a_file =
+            text.starts_with("-newer") || matches!(text, "-anewer" | "-cnewer" | "-samefile");
         if names_a_file {
             match expression.get(at + 1) {
                 Some(file) => scope.read(fx, Arg::from(file))?,
