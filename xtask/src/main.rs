@@ -186,9 +186,10 @@ fn containers(components: Option<&Path>, args: &[String]) -> Result<()> {
 /// The programs the cargo tests run, and their Debian packages: `curl` is a real client in the
 /// egress guard tests, `git` makes the companion tests' workspaces and diffs, node and npm
 /// install and run the pinned Claude Code (and the demo project's `npm test`), `ip` and
-/// `nsenter` put outpost sessions with a network policy into network namespaces, and the CA
-/// certificates let npm reach its registry.
-const TEST_NEEDS: [Need; 7] = [
+/// `nsenter` put outpost sessions with a network policy into network namespaces, the CA
+/// certificates let npm reach its registry, and `tmux` gives the interactive Claude Code a
+/// terminal.
+const TEST_NEEDS: [Need; 8] = [
     Need::new("curl", "curl"),
     Need::new("git", "git"),
     Need::new("node", "nodejs"),
@@ -196,6 +197,7 @@ const TEST_NEEDS: [Need; 7] = [
     Need::new("ip", "iproute2"),
     Need::new("nsenter", "util-linux"),
     Need::new("update-ca-certificates", "ca-certificates"),
+    Need::new("tmux", "tmux"),
 ];
 
 /// Installs the cargo tests' programs that are missing (as root). Without root it says what is

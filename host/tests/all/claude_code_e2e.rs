@@ -675,3 +675,169 @@ fn claude_code_sends_an_image_it_read_to_the_agent_as_an_image_block() {
     let status = bridge.stop();
     assert_eq!(status.code(), Some(0), "{}", bridge.tail());
 }
+
+/// The interactive Claude Code in auto mode, in a terminal (tmux): the task runs to the end
+/// with no approval prompt and no notice that the gateway cannot check actions, and the screen
+/// says the edit was allowed by auto mode.
+#[test]
+fn interactive_claude_code_in_auto_mode_fixes_the_project_without_a_prompt() {
+    let tmux = on_path("tmux").unwrap_or_else(|| {
+        panic!("tmux is missing: `cargo xtask test` installs it as root (apt-get install tmux)")
+    });
+    let claude = claude_code();
+    let Workspace {
+        _dir,
+        root,
+        home,
+        project,
+        agent_log,
+        key,
+        key_file,
+    } = Workspace::new();
+    std::fs::write(project.join("math.js"), MATH_JS).expect("math.js");
+    std::fs::write(project.join("math.test.js"), MATH_TEST_JS).expect("math.test.js");
+    std::fs::write(project.join("package.json"), PACKAGE_JSON).expect("package.json");
+    // What a user who has been through Claude Code's first run has: onboarding done, the
+    // project trusted, and the key (its last 20 characters) approved.
+    let approved: String = {
+        let chars: Vec<char> = key.chars().collect();
+        chars[chars.len().saturating_sub(20)..].iter().collect()
+    };
+    let claude_home = root.join("claude-home");
+    std::fs::write(
+        claude_home.join(".claude.json"),
+        serde_json::json!({
+            "hasCompletedOnboarding": true,
+            "theme": "dark",
+            "customApiKeyResponses": {"approved": [approved], "rejected": []},
+            "projects": {project.display().to_string(): {
+                "hasTrustDialogAccepted": true,
+                "hasCompletedProjectOnboarding": true
+            }}
+        })
+        .to_string(),
+    )
+    .expect("claude config");
+    let policy = offline_policy_with(&root, &home, &key_file, &[]);
+    let mut bridge = ServedBridge::start(&policy, &root, &home, &agent_log);
+
+    let session = format!("devin-bridge-e2e-{}", std::process::id());
+    let pane = || {
+        let output = Command::new(&tmux)
+            .args(["capture-pane", "-p", "-J", "-S", "-200", "-t", &session])
+            .output()
+            .expect("tmux capture-pane");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let send = |keys: &[&str]| {
+        let status = Command::new(&tmux)
+            .args(["send-keys", "-t", &session])
+            .args(keys)
+            .status()
+            .expect("tmux send-keys");
+        assert!(status.success(), "tmux send-keys failed");
+    };
+    let mut command = Command::new(&tmux);
+    command
+        .args(["new-session", "-d", "-s", &session, "-x", "200", "-y", "50"])
+        .arg("--")
+        .arg("env")
+        .arg("-i")
+        .arg(format!(
+            "PATH={}",
+            std::env::var("PATH").unwrap_or_default()
+        ))
+        .arg(format!("HOME={}", claude_home.display()))
+        .arg(format!("TMPDIR={}", root.join("tmp").display()))
+        .arg("TERM=xterm-256color")
+        .arg("LANG=C.UTF-8")
+        .arg(format!("ANTHROPIC_BASE_URL=http://{}", bridge.addr))
+        .arg(format!("ANTHROPIC_API_KEY={key}"))
+        .arg("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+        .arg("DISABLE_AUTOUPDATER=1")
+        .arg("npm_config_update_notifier=false");
+    for name in [
+        "ANTHROPIC_MODEL",
+        "ANTHROPIC_DEFAULT_OPUS_MODEL",
+        "ANTHROPIC_DEFAULT_SONNET_MODEL",
+        "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+        "ANTHROPIC_SMALL_FAST_MODEL",
+    ] {
+        command.arg(format!("{name}=devin-cli-agentic/swe-1-7"));
+    }
+    let status = command
+        .arg(&claude)
+        .current_dir(&project)
+        .status()
+        .expect("tmux new-session");
+    assert!(status.success(), "tmux new-session failed");
+    // The session goes whatever happens below.
+    struct Session<'a>(&'a Path, &'a str);
+    impl Drop for Session<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new(self.0)
+                .args(["kill-session", "-t", self.1])
+                .status();
+        }
+    }
+    let _session = Session(&tmux, &session);
+
+    let wait_for = |text: &str, limit: Duration| -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let screen = pane();
+            if screen.contains(text) || Instant::now() > deadline {
+                return screen;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    };
+    let screen = wait_for("auto mode on", Duration::from_secs(60));
+    assert!(
+        screen.contains("auto mode on"),
+        "Claude Code did not start in auto mode:\n{screen}\n{}",
+        bridge.tail()
+    );
+    send(&["-l", PROMPT]);
+    std::thread::sleep(Duration::from_millis(300));
+    send(&["Enter"]);
+    let screen = wait_for("npm test passes now", Duration::from_secs(180));
+    let context = || {
+        format!(
+            "--- screen ---\n{screen}\n--- bridge ---\n{}",
+            bridge.tail()
+        )
+    };
+    assert!(
+        screen.contains("npm test passes now"),
+        "the task did not finish\n{}",
+        context()
+    );
+    assert!(
+        screen.contains("Allowed by auto mode"),
+        "the edit was not allowed by auto mode\n{}",
+        context()
+    );
+    for notice in NO_SAFEGUARD_NOTICES
+        .iter()
+        .chain(&["Do you want to", "Blocked by auto mode"])
+    {
+        assert!(
+            !screen.contains(notice),
+            "{notice:?} on screen\n{}",
+            context()
+        );
+    }
+    let fixed = std::fs::read_to_string(project.join("math.js")).expect("math.js");
+    assert!(
+        fixed.contains("return a + b;"),
+        "math.js was not fixed:\n{fixed}"
+    );
+    let counts = verdict_counts(&bridge.addr);
+    assert!(
+        counts.get("not_flagged,Bash").copied().unwrap_or(0) >= 2
+            && counts.keys().all(|key| key.starts_with("not_flagged,")),
+        "every call judged and passed: {counts:?}"
+    );
+    assert_eq!(bridge.stop().code(), Some(0), "{}", bridge.tail());
+}
