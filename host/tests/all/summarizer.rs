@@ -654,3 +654,125 @@ async fn shutdown_kills_what_does_not_finish_in_the_grace_and_leaves_nothing() {
     );
     let _ = hung.await;
 }
+
+/// `request` with the `dangerous_tool_use` safeguard Claude Code's auto mode sends.
+fn with_safeguard(mut request: Value, classifier_context: Value) -> Value {
+    request["safeguards"] = json!([{
+        "type": "dangerous_tool_use",
+        "classifier_context": classifier_context
+    }]);
+    request
+}
+
+fn project_context() -> Value {
+    json!({"v": 1, "permission_mode": "auto", "live_cwd": "/w", "home_dir": "/home/u",
+           "trusted_directories": {"primary": {"path": "/w"}, "additional": []}})
+}
+
+/// The `safeguard_results` of a streamed answer's `message_delta`.
+fn streamed_results(response: &HttpResponse) -> Value {
+    response
+        .events()
+        .into_iter()
+        .find(|(name, _)| name == "message_delta")
+        .map(|(_, data)| data["delta"]["safeguard_results"].clone())
+        .expect("a message_delta")
+}
+
+#[tokio::test]
+async fn safeguard_results_answer_every_tool_call_and_only_when_asked() {
+    let bridge = TestBridge::start("", "prewarm = 0").await;
+    // A tool reply: one verdict, for the call's own id, in JSON and in the stream.
+    let tool = with_safeguard(request("[mock:tool]", false), project_context());
+    let response = bridge.messages(&tool).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    let body = response.json();
+    let id = body["content"][0]["id"]
+        .as_str()
+        .expect("tool id")
+        .to_owned();
+    let results = &body["safeguard_results"];
+    assert_eq!(results[0]["type"], "dangerous_tool_use", "{body}");
+    assert_eq!(results[0]["status"]["type"], "available", "{body}");
+    let uses = results[0]["status"]["tool_uses"]
+        .as_object()
+        .expect("tool_uses");
+    assert_eq!(uses.len(), 1, "{body}");
+    assert_eq!(uses[&id]["type"], "evaluated");
+    assert_eq!(
+        uses[&id]["outcome"], "not_flagged",
+        "`echo mock` is in the safe set"
+    );
+    let mut streamed = tool.clone();
+    streamed["stream"] = json!(true);
+    let response = bridge.messages(&streamed).await;
+    let results = streamed_results(&response);
+    assert_eq!(
+        results[0]["status"]["tool_uses"][&id]["outcome"], "not_flagged",
+        "{results}"
+    );
+
+    // A text reply under the safeguard: available, no verdicts.
+    let text = with_safeguard(request("[mock:text]", false), project_context());
+    let body = bridge.messages(&text).await.json();
+    assert_eq!(
+        body["safeguard_results"][0]["status"]["type"], "available",
+        "{body}"
+    );
+    assert_eq!(
+        body["safeguard_results"][0]["status"]["tool_uses"],
+        json!({})
+    );
+
+    // A context that is not an object: unavailable with a reason, and the turn still answers.
+    let broken = with_safeguard(request("[mock:tool]", false), json!("not an object"));
+    let response = bridge.messages(&broken).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    let status = &response.json()["safeguard_results"][0]["status"];
+    assert_eq!(status["type"], "unavailable", "{status}");
+    assert!(status["reason"]
+        .as_str()
+        .is_some_and(|reason| !reason.is_empty()));
+
+    // No safeguard asked for: no field, in JSON or in the stream.
+    let plain = bridge.messages(&request("[mock:tool]", false)).await;
+    assert!(
+        plain.json().get("safeguard_results").is_none(),
+        "{}",
+        plain.body
+    );
+    let plain = bridge.messages(&request("[mock:tool]", true)).await;
+    assert_eq!(streamed_results(&plain), Value::Null);
+
+    // Counted by outcome and tool.
+    let metrics = bridge.request("GET", "/metrics", &[], "").await.body;
+    assert!(
+        metrics.contains(
+            r#"devin_bridge_safeguard_verdicts_total{outcome="not_flagged",tool="Bash"} 2"#
+        ) && metrics.contains(
+            r#"devin_bridge_safeguard_verdicts_total{outcome="unavailable",tool="Bash"} 1"#
+        ),
+        "{metrics}"
+    );
+    bridge.stop().await;
+}
+
+#[tokio::test]
+async fn a_bridge_whose_safeguards_are_unsupported_says_so_and_judges_nothing() {
+    let bridge =
+        TestBridge::start_with_models("", "prewarm = 0", "[safeguards]\nmode = \"unsupported\"")
+            .await;
+    let tool = with_safeguard(request("[mock:tool]", false), project_context());
+    let body = bridge.messages(&tool).await.json();
+    assert_eq!(
+        body["safeguard_results"],
+        json!([{"type": "dangerous_tool_use", "status": {"type": "unsupported"}}]),
+        "{body}"
+    );
+    let metrics = bridge.request("GET", "/metrics", &[], "").await.body;
+    assert!(
+        !metrics.contains("devin_bridge_safeguard_verdicts_total{"),
+        "{metrics}"
+    );
+    bridge.stop().await;
+}
