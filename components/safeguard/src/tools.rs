@@ -19,10 +19,13 @@ use crate::rules::{may_climb, targets_sensitive, url_host, Facts};
 use crate::user_rules::{allow_side, deny_side, ALL_ONLY_READS};
 use crate::verdict::{show, Decision};
 
-/// Tools that change nothing outside the client's own state.
-const CLIENT_STATE: [&str; 8] = [
+/// Tools that change nothing outside the client's own state (asking the user a question and
+/// entering or leaving plan mode included).
+const CLIENT_STATE: [&str; 10] = [
     "TodoWrite",
     "TodoRead",
+    "AskUserQuestion",
+    "EnterPlanMode",
     "ExitPlanMode",
     "Task",
     "Agent",

@@ -203,6 +203,12 @@ fn tools() -> Vec<Row> {
             json!({"todos": [{"content": "x", "status": "pending"}]}),
         ),
         tool("ExitPlanMode", "ExitPlanMode", json!({"plan": "x"})),
+        tool("EnterPlanMode", "EnterPlanMode", json!({})),
+        tool(
+            "AskUserQuestion",
+            "AskUserQuestion",
+            json!({"questions": [{"question": "Which test runner?", "options": []}]}),
+        ),
         tool("Task", "Task", json!({"description": "x", "prompt": "y"})),
         tool("BashOutput", "BashOutput", json!({"bash_id": "1"})),
         tool("KillShell", "KillShell", json!({"shell_id": "1"})),
