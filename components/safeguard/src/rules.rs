@@ -15,6 +15,7 @@
 
 use crate::context::Context;
 use crate::pathname::normalize;
+use crate::paths::SENSITIVE_NAMES;
 pub(crate) use crate::rule::{Facts, Rule, Side, EDIT_TOOLS, READ_TOOLS};
 
 impl Rule {
@@ -331,25 +332,10 @@ fn run_components(pattern: &str, path: &str, prefix: bool) -> bool {
     states[end]
 }
 
-/// Names that stand for each sensitive-name rule, for [`targets_sensitive`].
-const SENSITIVE_EXAMPLES: [&str; 25] = [
-    ".env",
+/// Names that stand for the sensitive-name rules beyond [`SENSITIVE_NAMES`] (variants and
+/// key files), for [`targets_sensitive`].
+const MORE_SENSITIVE_EXAMPLES: [&str; 9] = [
     ".env.local",
-    ".envrc",
-    ".ssh",
-    ".aws",
-    ".azure",
-    ".gnupg",
-    ".netrc",
-    ".npmrc",
-    ".pypirc",
-    ".pgpass",
-    ".git-credentials",
-    ".vault-token",
-    ".htpasswd",
-    "credentials",
-    "credentials.json",
-    ".credentials.json",
     "id_rsa",
     "id_dsa",
     "id_ecdsa",
@@ -392,8 +378,9 @@ pub(crate) fn targets_sensitive(pattern: &str) -> Option<&'static str> {
             {
                 continue;
             }
-            if let Some(name) = SENSITIVE_EXAMPLES
+            if let Some(name) = SENSITIVE_NAMES
                 .iter()
+                .chain(&MORE_SENSITIVE_EXAMPLES)
                 .find(|name| match_name(component, name.as_bytes()))
             {
                 return Some(name);

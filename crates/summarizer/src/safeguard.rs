@@ -41,20 +41,20 @@ pub(crate) async fn answer(
     }
     let calls = match reply {
         Reply::Text(_) => return Some(SafeguardStatus::Available(Vec::new())),
-        Reply::Tools(calls) => calls.clone(),
+        Reply::Tools(calls) => calls,
     };
     let (judged, context) = (calls.clone(), context.to_owned());
     let size = context.len().saturating_add(reply.content_bytes());
     let status = match run_transform(&bridge.transforms, size, move |t| t.judge(judged, context))
         .await
     {
-        Ok(status) => checked(status, &calls),
+        Ok(status) => checked(status, calls),
         Err(failure) => {
             tracing::warn!(code = %failure.code, "the safeguard judge failed; the client checks the calls itself");
             SafeguardStatus::Unavailable(JUDGE_FAILED.to_owned())
         }
     };
-    record(bridge, &status, &calls);
+    record(bridge, &status, calls);
     Some(status)
 }
 

@@ -52,6 +52,13 @@ const PACKAGE_JSON: &str = r#"{
 }
 "#;
 
+/// The demo project in `project`: `math.js` subtracts where it should add, and its test fails.
+fn write_demo_project(project: &Path) {
+    std::fs::write(project.join("math.js"), MATH_JS).expect("math.js");
+    std::fs::write(project.join("math.test.js"), MATH_TEST_JS).expect("math.test.js");
+    std::fs::write(project.join("package.json"), PACKAGE_JSON).expect("package.json");
+}
+
 /// A temporary root with the project, Claude Code's and the agent's homes, and a local key.
 struct Workspace {
     _dir: tempfile::TempDir,
@@ -169,9 +176,7 @@ fn fix_the_project(
         key,
         key_file,
     } = Workspace::new();
-    std::fs::write(project.join("math.js"), MATH_JS).expect("math.js");
-    std::fs::write(project.join("math.test.js"), MATH_TEST_JS).expect("math.test.js");
-    std::fs::write(project.join("package.json"), PACKAGE_JSON).expect("package.json");
+    write_demo_project(&project);
 
     // The project's test really fails before Claude Code touches it.
     let (status, output) = npm_test(&npm, &project, &root);
@@ -694,9 +699,7 @@ fn interactive_claude_code_in_auto_mode_fixes_the_project_without_a_prompt() {
         key,
         key_file,
     } = Workspace::new();
-    std::fs::write(project.join("math.js"), MATH_JS).expect("math.js");
-    std::fs::write(project.join("math.test.js"), MATH_TEST_JS).expect("math.test.js");
-    std::fs::write(project.join("package.json"), PACKAGE_JSON).expect("package.json");
+    write_demo_project(&project);
     // What a user who has been through Claude Code's first run has: onboarding done, the
     // project trusted, and the key (its last 20 characters) approved.
     let approved: String = {
