@@ -107,7 +107,8 @@ pub(crate) enum ComponentsCommand {
 /// Which running host to talk to.
 #[derive(Debug, Args)]
 pub(crate) struct ControlTarget {
-    /// The control socket (default: the one the policy names, else the per-user default).
+    /// The control socket (default: the one the policy names, else the per-user default for
+    /// the policy's listen address, 127.0.0.1:20128 without a policy).
     #[arg(long)]
     pub socket: Option<PathBuf>,
     /// Read the socket path from this policy.
@@ -124,7 +125,10 @@ impl ControlTarget {
             let policy = load_summarizer(path, "components")?;
             return Ok(control_socket_path(&policy));
         }
-        Ok(control::default_socket_path())
+        // No policy: the default policy's listen address.
+        Ok(control::default_socket_path(
+            &devin_bridge_summarizer::policy::ServerSection::default().listen,
+        ))
     }
 }
 

@@ -6,6 +6,12 @@
 //! each against the catalog and maps it to Claude Code's variable, and adds the auto-compact
 //! window from the catalog's context windows. Output is `export NAME='value'` lines for
 //! `eval`; on any refusal nothing is printed to stdout, so `eval` sets nothing.
+//!
+//! The bridge's key goes to Claude Code as `ANTHROPIC_AUTH_TOKEN` (sent as `Authorization:
+//! Bearer`, which the bridge accepts), never as `ANTHROPIC_API_KEY`: on a fresh home an API
+//! key makes Claude Code ask whether to trust it, with "No" preselected, and reach for
+//! Anthropic first; a token starts it offline. `ANTHROPIC_API_KEY` is unset so that a key left
+//! in the shell cannot take precedence.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -48,7 +54,15 @@ pub(crate) struct ClientEnvArgs {
     /// A summarizer policy: its catalog, model-alias component and listen address.
     #[arg(long, value_name = "POLICY")]
     pub policy: Option<PathBuf>,
+    /// Read the bridge's API key from FILE (private to this user, like `[server]
+    /// api_key_file`) instead of `BRIDGE_API_KEY`.
+    #[arg(long, value_name = "FILE")]
+    pub key_file: Option<PathBuf>,
 }
+
+/// The token exported when no key is known: a bridge that requires no key accepts any token,
+/// and Claude Code needs one not to ask for an Anthropic login.
+const NO_KEY_TOKEN: &str = "devin-bridge-no-key";
 
 /// A refusal: the message (one line) and the exit status.
 #[derive(Debug)]
@@ -66,7 +80,10 @@ impl Refusal {
 /// Runs `client-env`; prints the export lines or one line on stderr.
 pub(crate) fn run(args: &ClientEnvArgs) -> ExitCode {
     match exports(args, |name| std::env::var(name).ok()) {
-        Ok(text) => {
+        Ok((text, note)) => {
+            if let Some(note) = note {
+                eprintln!("devin-bridge client-env: {note}");
+            }
             let mut stdout = std::io::stdout().lock();
             if stdout
                 .write_all(text.as_bytes())
@@ -84,11 +101,18 @@ pub(crate) fn run(args: &ClientEnvArgs) -> ExitCode {
     }
 }
 
-/// The whole output, built before anything is printed.
+/// The whole output, built before anything is printed, and a note for stderr.
 fn exports(
     args: &ClientEnvArgs,
     environment: impl Fn(&str) -> Option<String>,
-) -> Result<String, Refusal> {
+) -> Result<(String, Option<&'static str>), Refusal> {
+    let (token, note) = match bridge_key(args.key_file.as_deref(), &environment)? {
+        Some(key) => (key, None),
+        None => (
+            NO_KEY_TOKEN.to_owned(),
+            Some("no key (BRIDGE_API_KEY or --key-file): Claude Code gets a placeholder token, which only a bridge without a key accepts"),
+        ),
+    };
     let file = match &args.env_file {
         Some(path) => Some(read_env_file(path, true)?),
         None => read_env_file(Path::new(DEFAULT_ENV_FILE), false).map(Some)?,
@@ -203,11 +227,41 @@ fn exports(
         out.push_str(&format!("export {name}={}\n", shell_quote(value)));
     };
     export("ANTHROPIC_BASE_URL", &base_url);
+    export("ANTHROPIC_AUTH_TOKEN", &token);
     for (name, value) in &mapped {
         export(name, value);
     }
     export("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
-    Ok(out)
+    out.push_str("unset ANTHROPIC_API_KEY\n");
+    Ok((out, note))
+}
+
+/// The bridge's key: `--key-file`'s, else `BRIDGE_API_KEY`; none when neither is given. A key
+/// must be one header value (visible ASCII), or Claude Code could not send it.
+fn bridge_key(
+    key_file: Option<&Path>,
+    environment: &impl Fn(&str) -> Option<String>,
+) -> Result<Option<String>, Refusal> {
+    let (key, source) = match key_file {
+        Some(path) => (
+            devin_bridge_summarizer::read_key_file(path)
+                .map_err(|error| Refusal::input(error.to_string()))?,
+            path.display().to_string(),
+        ),
+        None => match environment("BRIDGE_API_KEY") {
+            Some(key) if !key.trim().is_empty() => {
+                (key.trim().to_owned(), "BRIDGE_API_KEY".to_owned())
+            }
+            _ => return Ok(None),
+        },
+    };
+    if !key.bytes().all(|byte| byte.is_ascii_graphic()) {
+        // The key itself is never repeated in a message.
+        return Err(Refusal::input(format!(
+            "the key in {source} holds spaces or characters a header cannot carry"
+        )));
+    }
+    Ok(Some(key))
 }
 
 /// The first model the catalog offers (the `/v1/models` listing's first id).

@@ -15,6 +15,31 @@ pub enum KeyError {
     File { path: String, message: String },
 }
 
+/// The key in `path`, trimmed: the file must belong to this user, be readable by no one else,
+/// and hold a key.
+pub fn read_key_file(path: &Path) -> Result<String, KeyError> {
+    let error = |message: String| KeyError::File {
+        path: path.display().to_string(),
+        message,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| error(e.to_string()))?;
+    if meta.permissions().mode() & 0o077 != 0 {
+        return Err(error(format!(
+            "is readable by others (mode {:o}); chmod 600 it",
+            meta.permissions().mode() & 0o777
+        )));
+    }
+    if meta.uid() != nix::unistd::geteuid().as_raw() {
+        return Err(error("is not owned by this user".into()));
+    }
+    let key = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
+    let key = key.trim();
+    if key.is_empty() {
+        return Err(error("is empty".into()));
+    }
+    Ok(key.to_owned())
+}
+
 /// The key's digest; the key itself is not kept.
 #[derive(Clone)]
 pub struct ApiKey {
@@ -44,26 +69,7 @@ impl ApiKey {
             return Ok(Some(Self::new(key.trim())));
         }
         let Some(path) = file else { return Ok(None) };
-        let error = |message: String| KeyError::File {
-            path: path.display().to_string(),
-            message,
-        };
-        let meta = std::fs::metadata(path).map_err(|e| error(e.to_string()))?;
-        if meta.permissions().mode() & 0o077 != 0 {
-            return Err(error(format!(
-                "is readable by others (mode {:o}); chmod 600 it",
-                meta.permissions().mode() & 0o777
-            )));
-        }
-        if meta.uid() != nix::unistd::geteuid().as_raw() {
-            return Err(error("is not owned by this user".into()));
-        }
-        let key = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
-        let key = key.trim();
-        if key.is_empty() {
-            return Err(error("is empty".into()));
-        }
-        Ok(Some(Self::new(key)))
+        Ok(Some(Self::new(&read_key_file(path)?)))
     }
 
     /// Checks the request's `x-api-key` or `Authorization: Bearer` value.

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
@@ -61,15 +62,59 @@ pub struct Response {
     pub result: Option<serde_json::Value>,
 }
 
-/// The default socket path: `$XDG_RUNTIME_DIR/devin-bridge/control.sock`, else
-/// `/tmp/devin-bridge-<uid>/control.sock`.
-pub fn default_socket_path() -> PathBuf {
-    match std::env::var_os("XDG_RUNTIME_DIR").filter(|dir| !dir.is_empty()) {
-        Some(dir) => PathBuf::from(dir).join("devin-bridge").join("control.sock"),
-        None => std::env::temp_dir()
-            .join(format!("devin-bridge-{}", nix::unistd::geteuid().as_raw()))
-            .join("control.sock"),
+/// The default socket path for a bridge listening on `listen`:
+/// `$XDG_RUNTIME_DIR/devin-bridge/control-<listen>.sock`, else
+/// `/tmp/devin-bridge-<uid>/control-<listen>.sock`, where `<listen>` is the listen address
+/// with every character but letters, digits, `.` and `-` replaced by `-`
+/// (`control-127.0.0.1-20128.sock`). Two bridges on one machine listen on different addresses,
+/// so they never share a default socket; `components swap --policy` finds a bridge's socket from
+/// the same address. A bridge on an ephemeral port (`:0`) has no address to name it by until it
+/// binds, so it adds its process id.
+pub fn default_socket_path(listen: &str) -> PathBuf {
+    let dir = match std::env::var_os("XDG_RUNTIME_DIR").filter(|dir| !dir.is_empty()) {
+        Some(dir) => PathBuf::from(dir).join("devin-bridge"),
+        None => {
+            std::env::temp_dir().join(format!("devin-bridge-{}", nix::unistd::geteuid().as_raw()))
+        }
+    };
+    dir.join(socket_file_name(listen, std::process::id()))
+}
+
+/// Longest listen address kept in a socket's file name: Unix socket paths are limited to about
+/// 100 bytes, and the directory takes its share.
+const MAX_NAME_ADDRESS: usize = 48;
+
+fn socket_file_name(listen: &str, pid: u32) -> String {
+    let mapped: String = listen
+        .trim()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let address = mapped
+        .split('-')
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    let mut address = if address.is_empty() {
+        "default".to_owned()
+    } else {
+        address
+    };
+    if address.len() > MAX_NAME_ADDRESS {
+        // A long host name: its digest keeps names apart without overrunning the limit.
+        let digest = hex::encode(&Sha256::digest(listen.as_bytes())[..8]);
+        address = format!("{}-{digest}", &address[..MAX_NAME_ADDRESS - 17]);
     }
+    if listen.trim().ends_with(":0") {
+        address = format!("{address}-pid{pid}");
+    }
+    format!("control-{address}.sock")
 }
 
 /// Creates the socket's private directory (0700) and binds the socket (0600).
@@ -283,5 +328,55 @@ pub async fn request(
         _ => Err(ControlError::Protocol(
             "answer has neither result nor error".into(),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::socket_file_name;
+
+    #[test]
+    fn default_socket_names_differ_per_listen_address() {
+        assert_eq!(
+            socket_file_name("127.0.0.1:20128", 7),
+            "control-127.0.0.1-20128.sock"
+        );
+        assert_ne!(
+            socket_file_name("127.0.0.1:20128", 7),
+            socket_file_name("127.0.0.1:20129", 7)
+        );
+        assert_eq!(socket_file_name("[::1]:8080", 7), "control-1-8080.sock");
+        assert_ne!(
+            socket_file_name("[::1]:8080", 7),
+            socket_file_name("[::2]:8080", 7)
+        );
+    }
+
+    #[test]
+    fn an_ephemeral_port_adds_the_process_id() {
+        assert_eq!(
+            socket_file_name("127.0.0.1:0", 42),
+            "control-127.0.0.1-0-pid42.sock"
+        );
+        assert_ne!(
+            socket_file_name("127.0.0.1:0", 42),
+            socket_file_name("127.0.0.1:0", 43)
+        );
+    }
+
+    #[test]
+    fn odd_addresses_stay_short_and_safe() {
+        let long = format!("{}:1", "h".repeat(300));
+        let name = socket_file_name(&long, 1);
+        assert!(name.len() <= 64, "{name}");
+        assert!(name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-'));
+        assert_ne!(name, socket_file_name(&format!("{}:2", "h".repeat(300)), 1));
+        assert_eq!(
+            socket_file_name("../../etc:1", 1),
+            "control-..-..-etc-1.sock"
+        );
+        assert_eq!(socket_file_name("", 1), "control-default.sock");
     }
 }

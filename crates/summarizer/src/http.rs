@@ -169,8 +169,7 @@ async fn read_body(bridge: &Bridge, request: Request<Incoming>) -> Result<String
 }
 
 async fn messages(bridge: Arc<Bridge>, request: Request<Incoming>) -> Response<ResponseBody> {
-    let conversation =
-        super::resident::conversation_key(request.headers().get(super::resident::SESSION_HEADER));
+    let conversation = super::resident::conversation_key(request.headers());
     let body = match read_body(&bridge, request).await {
         Ok(body) => body,
         Err(failure) => return error_response(&bridge, failure).await,

@@ -42,10 +42,10 @@ use devin_bridge_agent::identity::AgentIdentity;
 use devin_bridge_engine::TransformCalls as _;
 use devin_bridge_engine::{ImageLimits, Transforms};
 
-pub use auth::{ApiKey, KeyError};
+pub use auth::{read_key_file, ApiKey, KeyError};
 pub use calls::INLINE_INPUT_BYTES;
 pub use http::serve;
-pub use resident::{Resident, Snapshot as ResidentSnapshot, SESSION_HEADER};
+pub use resident::{Resident, Snapshot as ResidentSnapshot, AGENT_HEADER, SESSION_HEADER};
 
 /// What `/healthz` says about the agent.
 #[derive(Debug, Clone, Serialize)]

@@ -18,14 +18,14 @@ use crate::policy::SummarizerPolicy;
 use crate::reload::Reloader;
 use crate::Bridge;
 
-/// The control socket a policy names, else the per-user default.
+/// The control socket a policy names, else the per-user default for its listen address.
 pub fn control_socket_path(policy: &SummarizerPolicy) -> PathBuf {
     policy
         .control
         .socket
         .as_ref()
         .map(|socket| policy.resolve(socket))
-        .unwrap_or_else(control::default_socket_path)
+        .unwrap_or_else(|| control::default_socket_path(&policy.server.listen))
 }
 
 /// Sets up identities for `serve`: switches a root-started host to `[server] user` and

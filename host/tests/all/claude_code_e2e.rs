@@ -686,9 +686,7 @@ fn claude_code_sends_an_image_it_read_to_the_agent_as_an_image_block() {
 /// says the edit was allowed by auto mode.
 #[test]
 fn interactive_claude_code_in_auto_mode_fixes_the_project_without_a_prompt() {
-    let tmux = on_path("tmux").unwrap_or_else(|| {
-        panic!("tmux is missing: `cargo xtask test` installs it as root (apt-get install tmux)")
-    });
+    let tmux = tmux();
     let claude = claude_code();
     let Workspace {
         _dir,
@@ -724,27 +722,8 @@ fn interactive_claude_code_in_auto_mode_fixes_the_project_without_a_prompt() {
     let policy = offline_policy_with(&root, &home, &key_file, &[]);
     let mut bridge = ServedBridge::start(&policy, &root, &home, &agent_log);
 
-    let session = format!("devin-bridge-e2e-{}", std::process::id());
-    let pane = || {
-        let output = Command::new(&tmux)
-            .args(["capture-pane", "-p", "-J", "-S", "-200", "-t", &session])
-            .output()
-            .expect("tmux capture-pane");
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    };
-    let send = |keys: &[&str]| {
-        let status = Command::new(&tmux)
-            .args(["send-keys", "-t", &session])
-            .args(keys)
-            .status()
-            .expect("tmux send-keys");
-        assert!(status.success(), "tmux send-keys failed");
-    };
-    let mut command = Command::new(&tmux);
+    let mut command = Command::new("env");
     command
-        .args(["new-session", "-d", "-s", &session, "-x", "200", "-y", "50"])
-        .arg("--")
-        .arg("env")
         .arg("-i")
         .arg(format!(
             "PATH={}",
@@ -768,33 +747,10 @@ fn interactive_claude_code_in_auto_mode_fixes_the_project_without_a_prompt() {
     ] {
         command.arg(format!("{name}=devin-cli-agentic/swe-1-7"));
     }
-    let status = command
-        .arg(&claude)
-        .current_dir(&project)
-        .status()
-        .expect("tmux new-session");
-    assert!(status.success(), "tmux new-session failed");
-    // The session goes whatever happens below.
-    struct Session<'a>(&'a Path, &'a str);
-    impl Drop for Session<'_> {
-        fn drop(&mut self) {
-            let _ = Command::new(self.0)
-                .args(["kill-session", "-t", self.1])
-                .status();
-        }
-    }
-    let _session = Session(&tmux, &session);
-
-    let wait_for = |text: &str, limit: Duration| -> String {
-        let deadline = Instant::now() + limit;
-        loop {
-            let screen = pane();
-            if screen.contains(text) || Instant::now() > deadline {
-                return screen;
-            }
-            std::thread::sleep(Duration::from_millis(250));
-        }
-    };
+    command.arg(&claude).current_dir(&project);
+    let terminal = Terminal::start(&tmux, "auto", &command);
+    let wait_for = |text: &str, limit: Duration| terminal.wait_for(text, limit);
+    let send = |keys: &[&str]| terminal.send(keys);
     let screen = wait_for("auto mode on", Duration::from_secs(60));
     assert!(
         screen.contains("auto mode on"),
@@ -842,5 +798,243 @@ fn interactive_claude_code_in_auto_mode_fixes_the_project_without_a_prompt() {
             && counts.keys().all(|key| key.starts_with("not_flagged,")),
         "every call judged and passed: {counts:?}"
     );
+    assert_eq!(bridge.stop().code(), Some(0), "{}", bridge.tail());
+}
+
+fn tmux() -> std::path::PathBuf {
+    on_path("tmux").unwrap_or_else(|| {
+        panic!("tmux is missing: `cargo xtask test` installs it as root (apt-get install tmux)")
+    })
+}
+
+/// A program in a pseudo-terminal of its own: a detached tmux session, killed on drop.
+struct Terminal<'a> {
+    tmux: &'a Path,
+    session: String,
+}
+
+impl<'a> Terminal<'a> {
+    /// Starts `command` (its program, arguments and working directory) in a 200x50 terminal.
+    fn start(tmux: &'a Path, name: &str, command: &Command) -> Self {
+        let session = format!("devin-bridge-e2e-{name}-{}", std::process::id());
+        let mut tmux_command = Command::new(tmux);
+        tmux_command
+            .args(["new-session", "-d", "-s", &session, "-x", "200", "-y", "50"])
+            .arg("--")
+            .arg(command.get_program())
+            .args(command.get_args());
+        if let Some(dir) = command.get_current_dir() {
+            tmux_command.current_dir(dir);
+        }
+        let status = tmux_command.status().expect("tmux new-session");
+        assert!(status.success(), "tmux new-session failed");
+        Self { tmux, session }
+    }
+
+    /// The screen and up to 200 lines of scrollback.
+    fn pane(&self) -> String {
+        let output = Command::new(self.tmux)
+            .args([
+                "capture-pane",
+                "-p",
+                "-J",
+                "-S",
+                "-200",
+                "-t",
+                &self.session,
+            ])
+            .output()
+            .expect("tmux capture-pane");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    fn send(&self, keys: &[&str]) {
+        let status = Command::new(self.tmux)
+            .args(["send-keys", "-t", &self.session])
+            .args(keys)
+            .status()
+            .expect("tmux send-keys");
+        assert!(status.success(), "tmux send-keys failed");
+    }
+
+    /// The screen once it shows `text`, or as it is when `limit` has passed.
+    fn wait_for(&self, text: &str, limit: Duration) -> String {
+        self.wait_for_any(&[text], limit)
+    }
+
+    /// The screen once it shows any of `texts`, or as it is when `limit` has passed.
+    fn wait_for_any(&self, texts: &[&str], limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let screen = self.pane();
+            if texts.iter().any(|text| screen.contains(text)) || Instant::now() > deadline {
+                return screen;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}
+
+impl Drop for Terminal<'_> {
+    fn drop(&mut self) {
+        let _ = Command::new(self.tmux)
+            .args(["kill-session", "-t", &self.session])
+            .status();
+    }
+}
+
+/// What Claude Code shows when it tries Anthropic or doubts the key: none may appear.
+const ANTHROPIC_PROMPTS: [&str; 4] = [
+    "Unable to connect to Anthropic",
+    "Detected a custom API key",
+    "Select login method",
+    "api.anthropic.com",
+];
+
+/// A first start on a fresh home, as a user types it: `eval "$(devin-bridge client-env ...)"`
+/// then `claude`, in a terminal. Claude Code asks only its own first-run questions (text
+/// style, security notes, trust in the folder), never for Anthropic or about the key, reaches
+/// its prompt, and the first message is answered through the bridge.
+#[test]
+fn a_fresh_home_starts_claude_code_offline_from_the_client_env_exports() {
+    let tmux = tmux();
+    let claude = claude_code();
+    let Workspace {
+        _dir,
+        root,
+        home,
+        project,
+        agent_log,
+        key: _,
+        key_file,
+    } = Workspace::new();
+    let policy = offline_policy_with(&root, &home, &key_file, &[]);
+    let mut bridge = ServedBridge::start(&policy, &root, &home, &agent_log);
+    let fresh_home = root.join("fresh-home");
+    std::fs::create_dir_all(&fresh_home).expect("fresh home");
+
+    // The exports, as `eval "$(devin-bridge client-env --key-file FILE)"` would set them.
+    let output = Command::new(env!("CARGO_BIN_EXE_devin-bridge"))
+        .args([
+            "client-env",
+            "--base-url",
+            &format!("http://{}", bridge.addr),
+        ])
+        .arg("--key-file")
+        .arg(&key_file)
+        .current_dir(&root)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .output()
+        .expect("client-env");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let exports = String::from_utf8(output.stdout).expect("UTF-8 exports");
+    let mut command = Command::new("env");
+    command
+        .arg("-i")
+        .arg(format!(
+            "PATH={}",
+            std::env::var("PATH").unwrap_or_default()
+        ))
+        .arg(format!("HOME={}", fresh_home.display()))
+        .arg(format!("TMPDIR={}", root.join("tmp").display()))
+        .arg("TERM=xterm-256color")
+        .arg("LANG=C.UTF-8")
+        .arg("DISABLE_AUTOUPDATER=1");
+    let mut token_exported = false;
+    for line in exports.lines() {
+        let Some(assignment) = line.strip_prefix("export ") else {
+            assert_eq!(line, "unset ANTHROPIC_API_KEY", "unexpected line");
+            continue;
+        };
+        let (name, quoted) = assignment.split_once('=').expect("NAME=value");
+        let value = quoted
+            .strip_prefix('\'')
+            .and_then(|v| v.strip_suffix('\''))
+            .expect("single-quoted");
+        assert_ne!(name, "ANTHROPIC_API_KEY");
+        token_exported |= name == "ANTHROPIC_AUTH_TOKEN";
+        command.arg(format!("{name}={value}"));
+    }
+    assert!(token_exported, "no ANTHROPIC_AUTH_TOKEN in\n{exports}");
+    command.arg(&claude).current_dir(&project);
+    let terminal = Terminal::start(&tmux, "fresh", &command);
+
+    // Claude Code's own first-run questions, answered as a user would; whatever else it shows
+    // is checked below.
+    let mut seen = String::new();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let at_prompt = loop {
+        let screen = terminal.wait_for_any(
+            &[
+                "Choose the text style",
+                "Press Enter to continue",
+                "Yes, I trust this folder",
+                "shift+tab to cycle",
+                "? for shortcuts",
+            ],
+            Duration::from_secs(20),
+        );
+        seen.push_str(&screen);
+        if ANTHROPIC_PROMPTS.iter().any(|text| screen.contains(text)) || Instant::now() > deadline {
+            break false;
+        }
+        if screen.contains("shift+tab to cycle") || screen.contains("? for shortcuts") {
+            break true;
+        }
+        if screen.contains("Yes, I trust this folder") {
+            // The folder question lists "Yes" second.
+            if !screen.contains("❯ Yes, I trust this folder") {
+                terminal.send(&["Down"]);
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        }
+        terminal.send(&["Enter"]);
+        std::thread::sleep(Duration::from_millis(800));
+    };
+    let context = |screen: &str| {
+        format!(
+            "--- screens ---\n{screen}\n--- bridge ---\n{}",
+            bridge.tail()
+        )
+    };
+    for text in ANTHROPIC_PROMPTS {
+        assert!(
+            !seen.contains(text),
+            "{text:?} on screen\n{}",
+            context(&seen)
+        );
+    }
+    assert!(
+        at_prompt,
+        "Claude Code did not reach its prompt\n{}",
+        context(&seen)
+    );
+    assert!(
+        seen.contains("Choose the text style"),
+        "not a first run: no text-style question\n{}",
+        context(&seen)
+    );
+
+    terminal.send(&["-l", "Say hello. [mock:text]"]);
+    std::thread::sleep(Duration::from_millis(300));
+    terminal.send(&["Enter"]);
+    let screen = terminal.wait_for("Mock answer: the bridge works.", Duration::from_secs(60));
+    assert!(
+        screen.contains("Mock answer: the bridge works."),
+        "the first message was not answered through the bridge\n{}",
+        context(&screen)
+    );
+    for text in ANTHROPIC_PROMPTS {
+        assert!(
+            !screen.contains(text),
+            "{text:?} on screen\n{}",
+            context(&screen)
+        );
+    }
     assert_eq!(bridge.stop().code(), Some(0), "{}", bridge.tail());
 }

@@ -26,10 +26,11 @@ fn client_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         .expect("run client-env")
 }
 
-/// The `export NAME='value'` lines, as pairs.
+/// The `export NAME='value'` lines, as pairs (the `unset` lines are checked apart).
 fn exports(output: &Output) -> Vec<(String, String)> {
     String::from_utf8_lossy(&output.stdout)
         .lines()
+        .filter(|line| !line.starts_with("unset "))
         .map(|line| {
             let rest = line.strip_prefix("export ").expect("an export line");
             let (name, value) = rest.split_once('=').expect("NAME=value");
@@ -81,6 +82,7 @@ fn without_settings_every_role_is_the_catalogs_first_model_with_its_window() {
         names,
         [
             "ANTHROPIC_BASE_URL",
+            "ANTHROPIC_AUTH_TOKEN",
             "ANTHROPIC_MODEL",
             "ANTHROPIC_DEFAULT_SONNET_MODEL",
             "ANTHROPIC_DEFAULT_OPUS_MODEL",
@@ -281,7 +283,11 @@ fn claude_code_given_the_exports_no_longer_warns_about_the_context_window() {
         "no warning without the exports:\n{plain}"
     );
 
-    let output = client_env(&root, &["--base-url", &base_url], &[]);
+    let output = client_env(
+        &root,
+        &["--base-url", &base_url],
+        &[("BRIDGE_API_KEY", &key)],
+    );
     assert!(
         output.status.success(),
         "{}",

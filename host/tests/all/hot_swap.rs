@@ -338,3 +338,79 @@ async fn a_swap_over_the_control_socket_honours_the_policys_pin() {
     assert!(report["self_test_cases"].as_u64().is_some_and(|n| n > 0));
     server.abort();
 }
+
+/// Two bridges on one machine, neither naming a control socket: each gets its own default
+/// socket (named after its listen address, under this test's own `XDG_RUNTIME_DIR`), both come
+/// up, and `components list --policy` reaches each through the address in its policy.
+#[test]
+fn two_bridges_with_default_control_sockets_start_side_by_side() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let runtime = dir.path().join("xdg-runtime");
+    std::fs::create_dir_all(&runtime).expect("runtime dir");
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    let mut hosts = Vec::new();
+    let mut policies = Vec::new();
+    for name in ["first", "second"] {
+        let addr = common::free_port();
+        let policy_path = dir.path().join(format!("{name}.toml"));
+        let extra = format!(
+            "[server]\nlisten = \"{addr}\"\nrequire_key = false\n\
+             [agent]\ncommand = {:?}\nhome = {:?}\nprewarm = 0\noffline = true\n[models]\ncatalog = {:?}\n",
+            common::bridge::mock_devin().display().to_string(),
+            dir.path().join(name).join("home").display().to_string(),
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../policies/models.json"),
+        );
+        std::fs::write(&policy_path, common::policy_text(&extra)).expect("write policy");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_devin-bridge"))
+            .args(["serve", "--policy"])
+            .arg(&policy_path)
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .env("XDG_CACHE_HOME", dir.path().join("cache"))
+            .env("DEVIN_BRIDGE_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn devin-bridge");
+        let stderr = child.stderr.take().expect("stderr");
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("host {name}: {line}");
+                if line.starts_with("control socket ") {
+                    let _ = ready_tx.send(());
+                }
+            }
+        });
+        hosts.push(Host { child });
+        ready_rx
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|_| panic!("the {name} host did not come up"));
+        let expected = runtime.join("devin-bridge").join(format!(
+            "control-{}-{}.sock",
+            addr.ip(),
+            addr.port()
+        ));
+        assert!(expected.exists(), "no socket at {}", expected.display());
+        policies.push(policy_path);
+    }
+    for (host, policy) in hosts.iter_mut().zip(&policies) {
+        assert!(
+            host.child.try_wait().expect("wait").is_none(),
+            "a host exited"
+        );
+        let output = Command::new(env!("CARGO_BIN_EXE_devin-bridge"))
+            .args(["components", "list", "--policy"])
+            .arg(policy)
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .output()
+            .expect("run list");
+        assert!(
+            output.status.success(),
+            "list through {} failed: {}",
+            policy.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let listed: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+        assert!(sha_of(&listed, "serializer").len() == 64);
+    }
+}

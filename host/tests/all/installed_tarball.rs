@@ -5,7 +5,6 @@
 
 use crate::common;
 
-use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -13,11 +12,6 @@ use common::bridge::{mock_devin, request};
 use common::installed::{hidden_command, Installed};
 use common::outpost::Rig;
 use devin_bridge_fake_fleet::FleetConfig;
-
-fn free_port() -> SocketAddr {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("addr")
-}
 
 #[test]
 fn the_tarball_holds_the_binary_policies_plugin_marketplace_docs_and_license() {
@@ -56,7 +50,7 @@ fn the_installed_binary_serves_a_policy_written_elsewhere_with_the_checkout_hidd
     let agent = installed.copy_out(&mock_devin());
     let etc = installed.dir.path().join("etc");
     std::fs::create_dir_all(etc.join(".sandbox/home")).expect("mkdir");
-    let addr = free_port();
+    let addr = common::free_port();
     // Relative paths (the agent's home) resolve against the policy's directory.
     std::fs::write(
         etc.join("bridge.toml"),

@@ -634,3 +634,56 @@ async fn a_zero_resume_budget_keeps_no_request_and_still_continues_the_session()
     assert_eq!(stats["resumed"], 0, "{health}");
     assert_eq!(stats["kept_bytes"], 0, "{health}");
 }
+
+/// A subagent's turn in its parent's conversation (same session header, its own agent id).
+async fn subagent_turn(
+    bridge: &TestBridge,
+    session: &str,
+    agent: &str,
+    conversation: &Conversation,
+) -> Value {
+    ok(&bridge
+        .request(
+            "POST",
+            "/v1/messages?beta=true",
+            &[
+                ("x-claude-code-session-id", session),
+                ("x-claude-code-agent-id", agent),
+            ],
+            &conversation.request().to_string(),
+        )
+        .await)
+}
+
+#[tokio::test]
+async fn a_subagent_keeps_its_own_session_beside_its_parents() {
+    let bridge = resident("").await;
+    let mut parent = Conversation::new("Delegate the survey. [mock:tool]");
+    let mut child = Conversation::new("Survey the files. [mock:tool]");
+    // Interleaved as Claude Code runs them: the parent asks, the subagent works, the parent
+    // continues, the subagent continues.
+    let parent_first = next_turn(&bridge, "s-1", &parent).await;
+    let child_first = subagent_turn(&bridge, "s-1", "a3b342e5054e01ced", &child).await;
+    parent.answer(&parent_first, "launched [mock:text]");
+    child.answer(&child_first, "a.txt [mock:text]");
+    next_turn(&bridge, "s-1", &parent).await;
+    subagent_turn(&bridge, "s-1", "a3b342e5054e01ced", &child).await;
+
+    let seen = prompts(&bridge);
+    assert_eq!(
+        received(&seen),
+        ["full", "full", "continuation", "continuation"]
+    );
+    assert_eq!(seen[0]["sessionId"], seen[2]["sessionId"]);
+    assert_eq!(seen[1]["sessionId"], seen[3]["sessionId"]);
+    assert_ne!(seen[0]["sessionId"], seen[1]["sessionId"]);
+    let health = health(&bridge).await;
+    let stats = &health["resident"];
+    // Two conversations, each started once and continued once: the subagent is not a fork of
+    // its parent's history, and neither rebuilt nor replayed the other's session.
+    assert_eq!(stats["misses"], 2, "{health}");
+    assert_eq!(stats["hits"], 2, "{health}");
+    assert_eq!(stats["forks"], 0, "{health}");
+    assert_eq!(stats["rebuilds"], 0, "{health}");
+    assert_eq!(stats["replays"], 0, "{health}");
+}

@@ -80,3 +80,10 @@ pub fn follow_bridge_stderr(
     });
     (lines, addr_rx)
 }
+
+/// A loopback address with a port that was free a moment ago (bound and released), for a
+/// `devin-bridge serve` child that must be told its address in advance.
+pub fn free_port() -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("addr")
+}

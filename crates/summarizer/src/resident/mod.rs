@@ -48,8 +48,27 @@ const MAX_KEY_LEN: usize = 128;
 /// attempt that fails lost a race with another turn of the same conversation).
 const MAX_SELECTION_ATTEMPTS: usize = 3;
 
-/// The conversation key in `value`: 1 to 128 visible ASCII characters, else none.
-pub(crate) fn conversation_key(value: Option<&hyper::header::HeaderValue>) -> Option<String> {
+/// The request header that names a subagent within a Claude Code conversation. A subagent
+/// (the `Agent` tool) sends its parent's session header with its own agent id.
+pub const AGENT_HEADER: &str = "x-claude-code-agent-id";
+
+/// The conversation key of a request: its session header, and its agent id when it has one,
+/// so that a subagent and its parent never share (rebuild, replay or fork) each other's
+/// session. Each part is 1 to 128 visible ASCII characters; a request without a valid session
+/// header has no key, and an invalid agent id is ignored (the parent's key: the history check
+/// still keeps the two apart, at the cost of a fork).
+pub(crate) fn conversation_key(headers: &hyper::HeaderMap) -> Option<String> {
+    let session = key_part(headers.get(SESSION_HEADER))?;
+    Some(match key_part(headers.get(AGENT_HEADER)) {
+        // The separator holds spaces, which no part may contain: no pair spells another
+        // pair's key, nor a parent's.
+        Some(agent) => format!("{session} /agent {agent}"),
+        None => session,
+    })
+}
+
+/// One part of a conversation key: 1 to 128 visible ASCII characters, else none.
+fn key_part(value: Option<&hyper::header::HeaderValue>) -> Option<String> {
     let text = value?.to_str().ok()?.trim();
     let valid = !text.is_empty()
         && text.len() <= MAX_KEY_LEN
@@ -693,10 +712,17 @@ mod tests {
     use super::*;
     use hyper::header::HeaderValue;
 
+    fn headers(pairs: &[(&'static str, &[u8])]) -> hyper::HeaderMap {
+        let mut map = hyper::HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, HeaderValue::from_bytes(value).expect("header"));
+        }
+        map
+    }
+
     #[test]
     fn conversation_keys_are_short_visible_ascii_or_none() {
-        let key =
-            |text: &str| conversation_key(Some(&HeaderValue::from_str(text).expect("header")));
+        let key = |text: &str| conversation_key(&headers(&[(SESSION_HEADER, text.as_bytes())]));
         assert_eq!(key("0f6c-uuid").as_deref(), Some("0f6c-uuid"));
         assert_eq!(key("  padded  ").as_deref(), Some("padded"));
         assert_eq!(
@@ -706,8 +732,37 @@ mod tests {
         assert_eq!(key(&"x".repeat(MAX_KEY_LEN + 1)), None);
         assert_eq!(key(""), None);
         assert_eq!(key("two words"), None);
-        assert_eq!(conversation_key(None), None);
-        let opaque = HeaderValue::from_bytes(b"caf\xc3\xa9").expect("header");
-        assert_eq!(conversation_key(Some(&opaque)), None);
+        assert_eq!(conversation_key(&headers(&[])), None);
+        assert_eq!(
+            conversation_key(&headers(&[(SESSION_HEADER, b"caf\xc3\xa9")])),
+            None
+        );
+    }
+
+    #[test]
+    fn a_subagent_has_its_own_key_within_its_parents_session() {
+        let parent = conversation_key(&headers(&[(SESSION_HEADER, b"s-1")])).expect("key");
+        let child = conversation_key(&headers(&[
+            (SESSION_HEADER, b"s-1"),
+            (AGENT_HEADER, b"a3b342e5054e01ced"),
+        ]))
+        .expect("key");
+        let sibling = conversation_key(&headers(&[
+            (SESSION_HEADER, b"s-1"),
+            (AGENT_HEADER, b"b00000000000000"),
+        ]))
+        .expect("key");
+        assert_eq!(parent, "s-1");
+        assert_ne!(child, parent);
+        assert_ne!(child, sibling);
+        // An agent id alone names no conversation; an invalid one is ignored.
+        assert_eq!(conversation_key(&headers(&[(AGENT_HEADER, b"a-1")])), None);
+        assert_eq!(
+            conversation_key(&headers(&[
+                (SESSION_HEADER, b"s-1"),
+                (AGENT_HEADER, b"two words")
+            ])),
+            Some(parent)
+        );
     }
 }
