@@ -29,7 +29,7 @@ commands:
                             ARGS (passed to cargo test) only the cargo tests
   modules                   check that no crate has an import circle between its top-level
                             modules (also the first step of `test`)
-  bench <transforms|bridge|guard|companion|outpost|soak> [ARGS...]
+  bench <transforms|bridge|guard|companion|outpost|soak|turns> [ARGS...]
                             run a benchmark and print its table (ARGS go to the benchmark,
                             e.g. `bench soak --turns 5000`)
   fuzz <target|all> [--seconds N]
@@ -309,7 +309,7 @@ fn devin_cli() -> Option<PathBuf> {
 
 fn bench(rest: &[String]) -> Result<()> {
     let Some(name) = rest.first() else {
-        bail!("usage: cargo xtask bench <transforms|bridge|guard|companion|outpost|soak>")
+        bail!("usage: cargo xtask bench <transforms|bridge|guard|companion|outpost|soak|turns>")
     };
     if ![
         "transforms",
@@ -318,10 +318,13 @@ fn bench(rest: &[String]) -> Result<()> {
         "companion",
         "outpost",
         "soak",
+        "turns",
     ]
     .contains(&name.as_str())
     {
-        bail!("unknown benchmark {name:?} (transforms, bridge, guard, companion, outpost or soak)");
+        bail!(
+            "unknown benchmark {name:?} (transforms, bridge, guard, companion, outpost, soak or turns)"
+        );
     }
     let components = build_components(false)?;
     let mut bench = cargo();
@@ -333,14 +336,20 @@ fn bench(rest: &[String]) -> Result<()> {
         run(cargo().args(["build", "--locked", "--release", "-p", "mock-devin"]))?;
         bench.env("DEVIN_BRIDGE_MOCK_DEVIN", release.join("mock-devin"));
     }
-    // The companion, outpost and soak benchmarks run the host (and their stand-ins) as
+    // The companion, soak and turns benchmarks run the host (and their stand-ins) as
     // processes, optimised as users run them.
-    if name == "companion" || name == "soak" {
+    if name == "companion" || name == "soak" || name == "turns" {
         release_build(&["devin-bridge", "mock-devin"])?;
         bench
             .env("DEVIN_BRIDGE_BIN", release.join("devin-bridge"))
             .env("DEVIN_BRIDGE_MOCK_DEVIN", release.join("mock-devin"));
     }
+    // The turns benchmark (Claude Code against the bridge) is the bench target `claude_turns`.
+    let target = if name == "turns" {
+        "claude_turns"
+    } else {
+        name.as_str()
+    };
     if name == "outpost" {
         release_build(&["devin-bridge", "devin-bridge-fake-fleet"])?;
         bench
@@ -354,7 +363,7 @@ fn bench(rest: &[String]) -> Result<()> {
             "-p",
             "devin-bridge",
             "--bench",
-            name,
+            target,
             "--",
         ])
         .args(&rest[1..])

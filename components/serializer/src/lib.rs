@@ -361,6 +361,7 @@ fn build(
             stream,
             single_tool_call,
             classifier_context: request::classifier_context(&root),
+            effort: request::effort(&root),
             text,
         },
         trace_start,

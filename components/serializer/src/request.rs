@@ -52,6 +52,48 @@ pub(crate) fn classifier_context(request: &Json) -> Option<String> {
     Some(text)
 }
 
+/// Longest effort value taken from a request (characters); Claude Code's are at most 6.
+pub(crate) const MAX_EFFORT_CHARS: usize = 16;
+/// Thinking budgets below this ask for `low` effort.
+const LOW_BUDGET_BELOW: u64 = 4096;
+/// Thinking budgets below this (and not below the `low` bound) ask for `medium` effort; larger
+/// ones for `high`.
+const MEDIUM_BUDGET_BELOW: u64 = 16384;
+
+/// The effort the request asks for, lowercased: `output_config.effort` when it is a string of
+/// 1 to [`MAX_EFFORT_CHARS`] ASCII letters, digits, `-` or `_` (Claude Code's `/effort`: `low`,
+/// `medium`, `high`, `xhigh`, `max`); else the effort an older client's enabled thinking budget
+/// stands for (`thinking: {type: "enabled", budget_tokens: N}` with an integer `N`). Anything
+/// else, adaptive or disabled thinking included, asks for none. Never an error, and never part
+/// of the prompt: what the agent makes of the effort is the host's business.
+pub(crate) fn effort(request: &Json) -> Option<String> {
+    let stated = request
+        .field("output_config")
+        .and_then(|config| config.str_field("effort"))
+        .filter(|effort| {
+            (1..=MAX_EFFORT_CHARS).contains(&effort.len())
+                && effort
+                    .bytes()
+                    .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_')
+        });
+    if let Some(effort) = stated {
+        return Some(effort.to_ascii_lowercase());
+    }
+    let thinking = request.field("thinking")?;
+    if thinking.str_field("type") != Some("enabled") {
+        return None;
+    }
+    let Some(Json::Number(budget)) = thinking.field("budget_tokens") else {
+        return None;
+    };
+    let level = match budget.as_u64()? {
+        budget if budget < LOW_BUDGET_BELOW => "low",
+        budget if budget < MEDIUM_BUDGET_BELOW => "medium",
+        _ => "high",
+    };
+    Some(level.to_owned())
+}
+
 /// The system prompt: a string, or an array of text blocks (their other fields, such as
 /// `cache_control`, mean nothing to the agent).
 pub(crate) struct System<'a> {
@@ -176,6 +218,92 @@ mod tests {
         assert_eq!(
             code(stream(&request(r#"{"stream":"true"}"#))),
             INVALID_STREAM
+        );
+    }
+
+    fn effort_of(text: &str) -> Option<String> {
+        effort(&request(text))
+    }
+
+    #[test]
+    fn effort_comes_from_output_config_lowercased() {
+        for (text, expected) in [
+            (r#"{"output_config":{"effort":"high"}}"#, "high"),
+            (r#"{"output_config":{"effort":"XHigh"}}"#, "xhigh"),
+            (r#"{"output_config":{"effort":"max"}}"#, "max"),
+            // An unknown level is passed on: the host decides what it means.
+            (r#"{"output_config":{"effort":"turbo"}}"#, "turbo"),
+            // output_config wins over a thinking budget.
+            (
+                r#"{"output_config":{"effort":"low"},"thinking":{"type":"enabled","budget_tokens":31999}}"#,
+                "low",
+            ),
+            (
+                r#"{"output_config":{"effort":"medium"},"thinking":{"type":"adaptive","display":"omitted"}}"#,
+                "medium",
+            ),
+        ] {
+            assert_eq!(effort_of(text).as_deref(), Some(expected), "{text}");
+        }
+    }
+
+    #[test]
+    fn effort_comes_from_an_enabled_thinking_budget() {
+        let budget = |n: &str| {
+            effort_of(&format!(
+                r#"{{"thinking":{{"type":"enabled","budget_tokens":{n}}}}}"#
+            ))
+        };
+        assert_eq!(budget("0").as_deref(), Some("low"));
+        assert_eq!(budget("1024").as_deref(), Some("low"));
+        assert_eq!(budget("4095").as_deref(), Some("low"));
+        assert_eq!(budget("4096").as_deref(), Some("medium"));
+        assert_eq!(budget("16383").as_deref(), Some("medium"));
+        assert_eq!(budget("16384").as_deref(), Some("high"));
+        assert_eq!(budget("31999").as_deref(), Some("high"));
+        // Not an integer budget: none.
+        for bad in ["31999.5", "-1", "\"31999\"", "null"] {
+            assert_eq!(budget(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn no_effort_without_a_usable_effort_or_budget() {
+        for text in [
+            r#"{}"#,
+            r#"{"thinking":{"type":"adaptive","display":"omitted"}}"#,
+            r#"{"thinking":{"type":"adaptive","display":"updates"}}"#,
+            r#"{"thinking":{"type":"disabled"}}"#,
+            r#"{"thinking":{"type":"disabled","budget_tokens":2048}}"#,
+            r#"{"thinking":{"budget_tokens":2048}}"#,
+            r#"{"thinking":"enabled"}"#,
+            r#"{"output_config":{}}"#,
+            r#"{"output_config":null}"#,
+            r#"{"output_config":"high"}"#,
+            r#"{"output_config":{"effort":null}}"#,
+            r#"{"output_config":{"effort":7}}"#,
+            r#"{"output_config":{"effort":["high"]}}"#,
+            r#"{"output_config":{"effort":""}}"#,
+            r#"{"output_config":{"effort":"very very high"}}"#,
+            r#"{"output_config":{"effort":"h\u0000igh"}}"#,
+            r#"{"output_config":{"effort":"höch"}}"#,
+            r#"{"output_config":{"effort":"aaaaaaaaaaaaaaaaa"}}"#,
+        ] {
+            assert_eq!(effort_of(text), None, "{text}");
+        }
+        // A bogus effort falls back to the thinking budget.
+        assert_eq!(
+            effort_of(r#"{"output_config":{"effort":7},"thinking":{"type":"enabled","budget_tokens":8000}}"#)
+                .as_deref(),
+            Some("medium")
+        );
+        assert_eq!(
+            effort_of(&format!(
+                r#"{{"output_config":{{"effort":"{}"}}}}"#,
+                "a".repeat(MAX_EFFORT_CHARS)
+            ))
+            .map(|e| e.len()),
+            Some(MAX_EFFORT_CHARS)
         );
     }
 

@@ -743,3 +743,73 @@ mod safeguards {
         );
     }
 }
+
+mod effort {
+    use super::*;
+
+    /// The conversation with `fields` (JSON members, spelled as given) after its last field.
+    fn with_fields(fields: &str) -> String {
+        let request = conversation(1, "be brief");
+        let rest = request.strip_suffix('}').expect("an object");
+        format!("{rest},{fields}}}")
+    }
+
+    #[test]
+    fn the_effort_of_output_config_is_reported_and_never_changes_the_prompt() {
+        let plain = serialize(&conversation(1, "be brief")).expect("valid");
+        assert_eq!(plain.effort, None);
+        let request = with_fields(
+            r#""thinking":{"type":"adaptive","display":"omitted"},"output_config":{"effort":"High"}"#,
+        );
+        let prompt = serialize(&request).expect("valid");
+        assert_eq!(prompt.effort.as_deref(), Some("high"));
+        assert_eq!(prompt.text, plain.text, "the prompt is the same");
+        assert_eq!(prompt.input_tokens, plain.input_tokens);
+        assert_eq!(prompt.id_seed, plain.id_seed);
+        let unseen = serialize_unseen(&request, PromptOptions::held(0)).expect("valid");
+        assert_eq!(unseen.prompt.effort.as_deref(), Some("high"));
+        assert_eq!(unseen.prompt.text, plain.text);
+        let held = serialize_unseen(&request, PromptOptions::held(1)).expect("valid");
+        assert_eq!(held.prompt.effort.as_deref(), Some("high"));
+    }
+
+    #[test]
+    fn a_thinking_budget_stands_for_an_effort() {
+        let of = |fields: &str| serialize(&with_fields(fields)).expect("valid").effort;
+        assert_eq!(
+            of(r#""thinking":{"type":"enabled","budget_tokens":31999}"#).as_deref(),
+            Some("high")
+        );
+        assert_eq!(
+            of(r#""thinking":{"type":"enabled","budget_tokens":8192}"#).as_deref(),
+            Some("medium")
+        );
+        assert_eq!(
+            of(r#""thinking":{"type":"enabled","budget_tokens":1024}"#).as_deref(),
+            Some("low")
+        );
+        assert_eq!(
+            of(r#""thinking":{"type":"adaptive","display":"updates"}"#),
+            None
+        );
+        assert_eq!(of(r#""thinking":{"type":"disabled"}"#), None);
+    }
+
+    #[test]
+    fn a_bogus_effort_is_none_and_never_a_failure() {
+        for fields in [
+            r#""output_config":{"effort":42}"#,
+            r#""output_config":{"effort":"<script>"}"#,
+            r#""output_config":{"effort":"ultra-mega-extra-high"}"#,
+            r#""output_config":[]"#,
+            r#""thinking":{"type":"enabled","budget_tokens":"lots"}"#,
+            r#""thinking":{"type":"enabled","budget_tokens":2048.5}"#,
+        ] {
+            assert_eq!(
+                serialize(&with_fields(fields)).expect("valid").effort,
+                None,
+                "{fields}"
+            );
+        }
+    }
+}

@@ -25,6 +25,10 @@ pub struct Prompt {
     /// JSON text; none when the request asks for no such safeguard. It is not in `text`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classifier_context: Option<String>,
+    /// The effort the request asks for, lowercased (`output_config.effort`, else derived from
+    /// an enabled thinking budget); none when it asks for none. It is not in `text`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<String>,
 }
 
 /// Which images go with a prompt.

@@ -12,7 +12,8 @@
 //!
 //! On success, per call:
 //! - `serialize`: `model`, `stream` and `input_tokens` equal; `classifier_context` the same
-//!   JSON value (or absent in both); `tools` parses as JSON and is the
+//!   JSON value (or absent in both); `effort` equal (or absent in both: the agent runs at
+//!   the effort the request asked for); `tools` parses as JSON and is the
 //!   same JSON value; `text` contains the `[Devin Summarizer Bridge]` and `[Execution Trace]`
 //!   headers the agent side relies on (the rest of the framing is free);
 //!   `id_seed` is 1-64 characters of `[A-Za-z0-9_-]`;
@@ -413,6 +414,12 @@ fn check_prompt(expected: &Value, actual: &Value) -> Result<(), String> {
     if context(expected)? != context(actual)? {
         return Err("the prompt's classifier_context differs from the expected one".into());
     }
+    // The effort: the same text, or absent in both.
+    same(
+        expected.get("effort").unwrap_or(&Value::Null),
+        actual.get("effort").unwrap_or(&Value::Null),
+        "the prompt's effort",
+    )?;
     let tools = |value: &Value| -> Result<Value, String> {
         let text = value
             .get("tools")

@@ -22,9 +22,9 @@ use tracing::Instrument;
 
 use super::body::ResponseBody;
 use super::calls::run_transform;
-use super::respond::{error_response, json_response, respond_json, respond_stream};
+use super::respond::{self, error_response, json_response};
 use super::Bridge;
-use super::{prepare, serialize, turn};
+use super::{resends, serialize};
 
 /// Serves until `shutdown` resolves, then stops accepting, lets requests finish for up to
 /// `grace`, and aborts the rest (which kills their agents).
@@ -170,24 +170,17 @@ async fn read_body(bridge: &Bridge, request: Request<Incoming>) -> Result<String
 
 async fn messages(bridge: Arc<Bridge>, request: Request<Incoming>) -> Response<ResponseBody> {
     let conversation = super::resident::conversation_key(request.headers());
+    let subagent = request
+        .headers()
+        .contains_key(super::resident::AGENT_HEADER);
     let body = match read_body(&bridge, request).await {
         Ok(body) => body,
         Err(failure) => return error_response(&bridge, failure).await,
     };
-    let prepared = match prepare::prepare(&bridge, body, conversation).await {
-        Ok(prepared) => prepared,
-        Err(failure) => return error_response(&bridge, failure).await,
-    };
-    let permit = match turn::acquire_slot(&bridge).await {
-        Ok(permit) => permit,
-        Err(failure) => return error_response(&bridge, failure).await,
-    };
-    tracing::info!(id = %prepared.head.id, model = %prepared.head.model, stream = prepared.prompt.stream, input_tokens = prepared.prompt.input_tokens, "turn accepted");
-    if prepared.prompt.stream {
-        respond_stream(&bridge, prepared, permit).await
-    } else {
-        respond_json(&bridge, prepared, permit).await
-    }
+    let joined = bridge
+        .resends
+        .join(resends::digest(conversation.as_deref(), &body));
+    respond::answer(&bridge, joined, body, conversation, subagent).await
 }
 
 async fn count_tokens(bridge: Arc<Bridge>, request: Request<Incoming>) -> Response<ResponseBody> {
@@ -235,6 +228,7 @@ fn metrics(bridge: &Bridge) -> Response<ResponseBody> {
 fn health(bridge: &Bridge) -> Response<ResponseBody> {
     // The transform limits in force now (SIGHUP can change them).
     let limits = bridge.transforms.runtime().config();
+    let (resends_running, resends_kept, resends_kept_bytes) = bridge.resends.sizes();
     let body = serde_json::json!({
         "status": "ok",
         "mode": "summarizer",
@@ -250,6 +244,11 @@ fn health(bridge: &Bridge) -> Response<ResponseBody> {
         "transport": if bridge.resident.is_some() { "resident" } else { "per-turn" },
         "catalog": bridge.catalog_status(),
         "resident": bridge.resident.as_ref().map(|resident| resident.snapshot()),
+        "resends": {
+            "running_turns": resends_running,
+            "kept_answers": resends_kept,
+            "kept_bytes": resends_kept_bytes,
+        },
     });
     json_response(StatusCode::OK, body.to_string())
 }

@@ -16,6 +16,7 @@ mod pool;
 mod prepare;
 mod reload;
 mod reply;
+mod resends;
 mod resident;
 mod respond;
 mod safeguard;
@@ -88,6 +89,8 @@ pub struct Bridge {
     /// not read another uid's `/proc/<pid>/cwd`).
     agent_uid: Option<u32>,
     in_flight: AtomicUsize,
+    /// Turns running and just answered, which resends of the same request join.
+    resends: resends::Resends,
 }
 
 impl Bridge {
@@ -243,6 +246,10 @@ impl Bridge {
             home,
             agent_uid: identity.switch_to().map(|(uid, _)| uid),
             in_flight: AtomicUsize::new(0),
+            resends: resends::Resends::new(
+                Duration::from_millis(policy.server.resend_grace_ms),
+                Duration::from_millis(policy.server.resend_window_ms),
+            ),
         }))
     }
 

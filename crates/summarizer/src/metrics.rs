@@ -34,6 +34,27 @@ pub(crate) struct ModelCheckLabels {
     pub outcome: &'static str,
 }
 
+/// Labels of a turn's effort: the effort the request asked for (one of Claude Code's levels,
+/// `none`, or `other`, so the label set stays bounded whatever clients send) and how it was
+/// applied (`thought_level`, `variant`, `ignored`, or `none` when none was asked for).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct EffortLabels {
+    pub effort: &'static str,
+    pub applied: &'static str,
+}
+
+/// The metric label of a requested effort: itself when it is one of Claude Code's levels,
+/// `none` when the request asked for none, else `other`.
+pub(crate) fn effort_label(effort: Option<&str>) -> &'static str {
+    match effort {
+        None => "none",
+        Some(effort) => devin_bridge_agent::devin::options::EFFORT_LEVELS
+            .into_iter()
+            .find(|level| *level == effort)
+            .unwrap_or("other"),
+    }
+}
+
 /// Labels of one safeguard verdict: its outcome (`flagged`, `not_flagged`, `skipped`,
 /// `unavailable`) and the tool, by one of Claude Code's own tool names or `mcp` / `other`,
 /// so the label set stays bounded whatever tools a client declares.
@@ -41,6 +62,22 @@ pub(crate) struct ModelCheckLabels {
 pub(crate) struct VerdictLabels {
     pub outcome: &'static str,
     pub tool: &'static str,
+}
+
+/// Labels of a `/v1/messages` request by what it asked for: `main_turn` (a conversation's turn
+/// with tools), `subagent_turn` (the same from a subagent, which names its agent id),
+/// `side_request` (no tools: a title, a summary, a probe) or `resend` (the same request again,
+/// answered by its earlier turn).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct MessageLabels {
+    pub kind: &'static str,
+}
+
+/// Labels of a resend that joined a turn: `running` (it waited for the turn in flight) or
+/// `finished` (it got the answer of a turn that had just finished).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct ResendLabels {
+    pub joined: &'static str,
 }
 
 /// Claude Code's tools, the only tool names a metric label takes verbatim.
@@ -80,7 +117,10 @@ pub(crate) struct Metrics {
     requests: Family<RequestLabels, Counter>,
     turn_usage: Family<UsageLabels, Counter>,
     turn_model: Family<ModelCheckLabels, Counter>,
+    turn_effort: Family<EffortLabels, Counter>,
     safeguard_verdicts: Family<VerdictLabels, Counter>,
+    resends: Family<ResendLabels, Counter>,
+    messages: Family<MessageLabels, Counter>,
     turns_in_flight: Gauge,
     agent_processes: Gauge,
     resident_processes: Gauge,
@@ -110,11 +150,29 @@ impl Metrics {
             "Agent turns by whether the model that answered is the one the request named (matched, mismatched, unreported)",
             turn_model.clone(),
         );
+        let turn_effort = Family::<EffortLabels, Counter>::default();
+        registry.register(
+            "turn_effort",
+            "Agent turns by the effort the request asked for (low, medium, high, xhigh, max, none, other) and how it was applied (thought_level, variant, ignored, none)",
+            turn_effort.clone(),
+        );
         let safeguard_verdicts = Family::<VerdictLabels, Counter>::default();
         registry.register(
             "safeguard_verdicts",
             "Tool calls judged for Claude Code's auto mode, by outcome (flagged, not_flagged, skipped, unavailable) and tool",
             safeguard_verdicts.clone(),
+        );
+        let resends = Family::<ResendLabels, Counter>::default();
+        registry.register(
+            "resends",
+            "Requests identical to a running or just-finished turn (same conversation and body), answered by that turn instead of a new one, by what they joined (running, finished)",
+            resends.clone(),
+        );
+        let messages = Family::<MessageLabels, Counter>::default();
+        registry.register(
+            "messages",
+            "Messages requests by what they asked for (main_turn, subagent_turn, side_request, resend)",
+            messages.clone(),
         );
         let turns_in_flight = Gauge::default();
         registry.register(
@@ -205,7 +263,10 @@ impl Metrics {
             requests,
             turn_usage,
             turn_model,
+            turn_effort,
             safeguard_verdicts,
+            resends,
+            messages,
             turns_in_flight,
             agent_processes,
             resident_processes,
@@ -242,6 +303,25 @@ impl Metrics {
             .inc();
     }
 
+    /// Counts one agent turn by the effort its request asked for and how it was applied
+    /// (`thought_level`, `variant`, `ignored` or `none`).
+    pub(crate) fn count_effort(&self, effort: Option<&str>, applied: &'static str) {
+        let effort = effort_label(effort);
+        self.turn_effort
+            .get_or_create(&EffortLabels { effort, applied })
+            .inc();
+    }
+
+    /// Counts one messages request by its kind (see [`MessageLabels`]).
+    pub(crate) fn count_message(&self, kind: &'static str) {
+        self.messages.get_or_create(&MessageLabels { kind }).inc();
+    }
+
+    /// Counts one resend by what it joined: `running` or `finished`.
+    pub(crate) fn count_resend(&self, joined: &'static str) {
+        self.resends.get_or_create(&ResendLabels { joined }).inc();
+    }
+
     /// Counts one safeguard verdict.
     pub(crate) fn count_verdict(&self, outcome: &'static str, tool: &str) {
         let tool = tool_label(tool);
@@ -272,5 +352,21 @@ impl Metrics {
             text.clear();
         }
         text
+    }
+}
+
+#[cfg(test)]
+mod effort_tests {
+    use super::*;
+
+    #[test]
+    fn effort_labels_are_bounded() {
+        for level in ["low", "medium", "high", "xhigh", "max"] {
+            assert_eq!(effort_label(Some(level)), level);
+        }
+        assert_eq!(effort_label(None), "none");
+        for other in ["turbo", "HIGH", "", "none"] {
+            assert_eq!(effort_label(Some(other)), "other", "{other}");
+        }
     }
 }

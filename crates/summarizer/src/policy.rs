@@ -144,6 +144,13 @@ pub struct ServerSection {
     /// When started as root: the user (name, uid or uid:gid) the host switches to before it
     /// serves, keeping only the capabilities it needs to run agents under `[agent] user`.
     pub user: Option<String>,
+    /// How long a turn keeps running after its client went away, so that the client's resend
+    /// of the same request (same conversation key, same body) joins it instead of starting
+    /// another; 0 ends it with its client.
+    pub resend_grace_ms: u64,
+    /// How long a finished turn's answer is kept for a resend of the same request; 0 keeps
+    /// none.
+    pub resend_window_ms: u64,
 }
 
 impl Default for ServerSection {
@@ -159,6 +166,8 @@ impl Default for ServerSection {
             api_key_file: None,
             max_connections: 256,
             user: None,
+            resend_grace_ms: 15_000,
+            resend_window_ms: 60_000,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! What an agent turn produced, whichever transport ran it, or its failure as the client sees
 //! it.
 
-use devin_bridge_agent::acp::{AcpError, ModelApplied, ReportedUsage, TurnOutput};
+use devin_bridge_agent::acp::{AcpError, EffortApplied, ModelApplied, ReportedUsage, TurnOutput};
 use devin_bridge_engine::TransformCalls as _;
 use devin_bridge_types::Failure;
 
@@ -17,6 +17,8 @@ pub struct AgentReply {
     pub observed_model: Option<String>,
     /// How the requested model was applied (with its display name, when known).
     pub model: ModelApplied,
+    /// How the requested effort was applied.
+    pub effort: EffortApplied,
 }
 
 impl AgentReply {
@@ -27,6 +29,7 @@ impl AgentReply {
             usage: output.usage,
             observed_model: output.observed_model,
             model: output.model,
+            effort: output.effort,
         }
     }
 }

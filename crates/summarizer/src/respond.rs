@@ -1,6 +1,10 @@
 //! The HTTP answer of a turn: one JSON message, or an event stream whose head is held until
 //! the turn has run for one ping interval; and the error bodies (the sse component's, or the
 //! host's own when that component is broken).
+//!
+//! A turn runs in a task of its own ([`spawn_turn`]) and publishes its stages; every request
+//! that shares it (the one that started it, and resends of it: see [`super::resends`]) renders
+//! the answer for its own client from those stages.
 
 use std::sync::Arc;
 
@@ -8,23 +12,111 @@ use bytes::Bytes;
 use devin_bridge_engine::{is_error_status, MessageHead, TransformCalls as _};
 use devin_bridge_types::{error_type, Failure};
 use hyper::{Response, StatusCode};
-use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::body::{full, ResponseBody, Streamed};
 use super::calls::run_transform;
 use super::failures::RETRY_AFTER_SECONDS;
-use super::prepare::Prepared;
+use super::prepare::{prepare, Prepared};
+use super::resends::{Answer, Finished, Joined, Publisher, Stage, Waiter};
 use super::safeguard;
-use super::turn::run;
+use super::turn::{acquire_slot, run};
 use super::Bridge;
 
-/// A non-streaming answer: run the turn, render one JSON message.
-pub(crate) async fn respond_json(
+/// The answer to a `/v1/messages` request that `joined` its turn.
+/// `subagent` says whether the request named a subagent (Claude Code's agent id header).
+pub(crate) async fn answer(
     bridge: &Arc<Bridge>,
-    prepared: Prepared,
-    permit: OwnedSemaphorePermit,
+    joined: Joined,
+    body: String,
+    conversation: Option<String>,
+    subagent: bool,
 ) -> Response<ResponseBody> {
+    let waiter = match joined {
+        Joined::Finished(finished) => {
+            bridge.metrics.count_message("resend");
+            bridge.metrics.count_resend("finished");
+            tracing::info!(
+                "a resend of a turn that just finished: answered again without an agent turn"
+            );
+            return render_finished(bridge, &finished).await;
+        }
+        Joined::Running(waiter) => {
+            bridge.metrics.count_message("resend");
+            bridge.metrics.count_resend("running");
+            tracing::info!("a resend of a running turn: it waits for that turn's answer");
+            waiter
+        }
+        Joined::Leader(publisher, waiter) => {
+            spawn_turn(bridge.clone(), body, conversation, subagent, publisher);
+            waiter
+        }
+    };
+    respond(bridge, waiter).await
+}
+
+/// Runs the turn in a task of its own that outlives the request: it ends with its answer, or
+/// when no request has waited for it for the grace period (which drops the turn and kills its
+/// agent).
+fn spawn_turn(
+    bridge: Arc<Bridge>,
+    body: String,
+    conversation: Option<String>,
+    subagent: bool,
+    publisher: Publisher,
+) {
+    tokio::spawn(
+        async move {
+            let finished = tokio::select! {
+                finished = drive(&bridge, body, conversation, subagent, &publisher) => Some(finished),
+                () = publisher.abandoned() => None,
+            };
+            match finished {
+                Some(finished) => bridge.resends.finish(publisher, finished),
+                None => {
+                    bridge.resends.forget(&publisher);
+                    tracing::info!(
+                        status = 499,
+                        "client went away during the turn; agent killed"
+                    );
+                }
+            }
+        }
+        .instrument(tracing::Span::current()),
+    );
+}
+
+/// The turn itself: serialize, wait for a slot, run, judge the reply's calls.
+async fn drive(
+    bridge: &Bridge,
+    body: String,
+    conversation: Option<String>,
+    subagent: bool,
+    publisher: &Publisher,
+) -> Finished {
+    let failed = |failure: Failure| Finished {
+        head: None,
+        stream: false,
+        outcome: Err(failure),
+    };
+    let prepared = match prepare(bridge, body, conversation).await {
+        Ok(prepared) => prepared,
+        Err(failure) => return failed(failure),
+    };
+    bridge
+        .metrics
+        .count_message(if prepared.prompt.tools.trim() == "[]" {
+            "side_request"
+        } else if subagent {
+            "subagent_turn"
+        } else {
+            "main_turn"
+        });
+    let permit = match acquire_slot(bridge).await {
+        Ok(permit) => permit,
+        Err(failure) => return failed(failure),
+    };
     let Prepared {
         prompt,
         model_id,
@@ -32,72 +124,130 @@ pub(crate) async fn respond_json(
         head,
         mut placement,
     } = prepared;
+    tracing::info!(id = %head.id, model = %head.model, stream = prompt.stream, input_tokens = prompt.input_tokens, "turn accepted");
+    publisher.started(head.clone(), prompt.stream);
     let outcome = run(bridge, &prompt, &model_id, &images, &mut placement).await;
     drop(placement);
     drop(permit);
-    match outcome {
+    let outcome = match outcome {
         Ok((reply, usage)) => {
-            let head = MessageHead { usage, ..head };
             let safeguard =
                 safeguard::answer(bridge, prompt.classifier_context.as_deref(), &reply).await;
-            let size = reply.content_bytes();
-            match run_transform(&bridge.transforms, size, move |t| {
-                t.render_json(head, reply, safeguard)
+            Ok(Answer {
+                reply,
+                usage,
+                safeguard,
             })
-            .await
-            {
-                Ok(json) => json_response(StatusCode::OK, json),
-                Err(failure) => error_response(bridge, failure).await,
-            }
         }
+        Err(failure) => Err(failure),
+    };
+    Finished {
+        head: Some(head),
+        stream: prompt.stream,
+        outcome,
+    }
+}
+
+/// A waiting request's answer: a plain error when the turn failed before it started, one JSON
+/// message, or a stream.
+async fn respond(bridge: &Arc<Bridge>, mut waiter: Waiter) -> Response<ResponseBody> {
+    match waiter.started().await {
+        Stage::Started { head, stream: true } => respond_stream(bridge, head, waiter).await,
+        Stage::Done(finished) => render_finished(bridge, &finished).await,
+        Stage::Started { .. } | Stage::Preparing => {
+            let finished = waiter.finished().await;
+            render_finished(bridge, &finished).await
+        }
+    }
+}
+
+/// A finished turn's whole answer: JSON, a stream in one piece, or the error.
+async fn render_finished(bridge: &Bridge, finished: &Finished) -> Response<ResponseBody> {
+    let (head, answer) = match (&finished.head, &finished.outcome) {
+        (Some(head), Ok(answer)) => (head.clone(), answer),
+        (_, Err(failure)) => return error_response(bridge, failure.clone()).await,
+        (None, Ok(_)) => {
+            return error_response(
+                bridge,
+                super::failures::HostFailure::Overloaded.with("the turn lost its answer; retry"),
+            )
+            .await
+        }
+    };
+    let (reply, safeguard) = (answer.reply.clone(), answer.safeguard.clone());
+    let size = reply.content_bytes();
+    if finished.stream {
+        let usage = answer.usage;
+        let start = run_transform(&bridge.transforms, 0, move |t| t.stream_start(head)).await;
+        let tail = run_transform(&bridge.transforms, size, move |t| {
+            t.stream_finish(reply, usage, safeguard)
+        })
+        .await;
+        return match (start, tail) {
+            (Ok(start), Ok(tail)) => stream_response(full(format!("{start}{tail}"))),
+            (Err(failure), _) | (_, Err(failure)) => error_response(bridge, failure).await,
+        };
+    }
+    let head = MessageHead {
+        usage: answer.usage,
+        ..head
+    };
+    match run_transform(&bridge.transforms, size, move |t| {
+        t.render_json(head, reply, safeguard)
+    })
+    .await
+    {
+        Ok(json) => json_response(StatusCode::OK, json),
         Err(failure) => error_response(bridge, failure).await,
     }
 }
 
-/// A streaming answer: the turn starts at once; `message_start` goes out when the turn
-/// has run for one ping interval (then `ping` while the agent works, then the content events
-/// or an `error` event), or with the content when it finishes sooner. A turn that fails
-/// before the stream started is answered as a plain error with its own status.
-pub(crate) async fn respond_stream(
+fn stream_response(body: ResponseBody) -> Response<ResponseBody> {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .header("x-accel-buffering", "no")
+        .body(body)
+        .unwrap_or_else(|_| Response::new(full("")))
+}
+
+/// A streaming answer to a started turn: `message_start` goes out when the turn has run for
+/// one ping interval (then `ping` while the agent works, then the content events or an
+/// `error` event), or with the content when it finishes sooner. A turn that fails before the
+/// stream started is answered as a plain error with its own status.
+async fn respond_stream(
     bridge: &Arc<Bridge>,
-    prepared: Prepared,
-    permit: OwnedSemaphorePermit,
+    head: MessageHead,
+    waiter: Waiter,
 ) -> Response<ResponseBody> {
     let (frames, receiver) = mpsc::channel::<Bytes>(8);
     let (early, early_failure) = tokio::sync::oneshot::channel::<Failure>();
     let bridge_task = bridge.clone();
     let producer = tokio::spawn(
-        async move { stream_turn(bridge_task, prepared, permit, frames, early).await }
+        async move { stream_turn(bridge_task, head, waiter, frames, early).await }
             .instrument(tracing::Span::current()),
     );
     match early_failure.await {
         // The turn failed before the stream began: a plain error, status and all.
         Ok(failure) => error_response(bridge, failure).await,
         // The stream began (or the producer ended without a failure to report).
-        Err(_) => Response::builder()
-            .status(StatusCode::OK)
-            .header("content-type", "text/event-stream")
-            .header("cache-control", "no-cache")
-            .header("x-accel-buffering", "no")
-            .body(Streamed::body(receiver, producer))
-            .unwrap_or_else(|_| Response::new(full(""))),
+        Err(_) => stream_response(Streamed::body(receiver, producer)),
     }
 }
 
 /// The producer of a streamed answer. Until the stream has begun, a failure goes to `early`
 /// (and nothing is written); dropping `early` unsent tells the caller to answer with the
-/// stream.
+/// stream. Returning drops `waiter`: a client that went away no longer holds the turn.
 async fn stream_turn(
     bridge: Arc<Bridge>,
-    prepared: Prepared,
-    permit: OwnedSemaphorePermit,
+    head: MessageHead,
+    mut waiter: Waiter,
     frames: mpsc::Sender<Bytes>,
     early: tokio::sync::oneshot::Sender<Failure>,
 ) {
-    let _permit = permit;
     let transforms = &bridge.transforms;
-    let head = prepared.head.clone();
-    let id = prepared.head.id.clone();
+    let id = head.id.clone();
     let start = match run_transform(transforms, 0, move |t| t.stream_start(head)).await {
         Ok(start) => start,
         Err(failure) => {
@@ -108,14 +258,7 @@ async fn stream_turn(
     let ping = run_transform(transforms, 0, |t| t.stream_ping())
         .await
         .unwrap_or_else(|_| "event: ping\ndata: {\"type\":\"ping\"}\n\n".into());
-    let Prepared {
-        prompt,
-        model_id,
-        images,
-        mut placement,
-        ..
-    } = prepared;
-    let turn = run(&bridge, &prompt, &model_id, &images, &mut placement);
+    let turn = waiter.finished();
     tokio::pin!(turn);
     // Before the first ping the head is held: a quick failure is still a plain HTTP error.
     let first_ping = tokio::time::sleep(bridge.ping_interval);
@@ -123,37 +266,37 @@ async fn stream_turn(
     let mut early = Some(early);
     let finished = match early.as_mut() {
         Some(waiting) => tokio::select! {
-            outcome = &mut turn => Some(outcome),
+            finished = &mut turn => Some(finished),
             () = &mut first_ping => None,
-            // The client went away before the head was sent: the turn (and its agent) ends.
+            // The client went away before the head was sent.
             () = waiting.closed() => {
-                tracing::info!(status = 499, id = %id, "client went away during the turn; agent killed");
+                tracing::info!(status = 499, id = %id, "client went away during the turn");
                 return;
             }
         },
         None => None,
     };
-    let outcome = match finished {
-        Some(Err(failure)) => {
-            if let Some(early) = early.take() {
-                tracing::info!(code = %failure.code, status = failure.status, id = %id, "turn failed before the stream began");
-                let _ = early.send(failure);
+    let finished = match finished {
+        Some(finished) => {
+            if let Err(failure) = &finished.outcome {
+                if let Some(early) = early.take() {
+                    tracing::info!(code = %failure.code, status = failure.status, id = %id, "turn failed before the stream began");
+                    let _ = early.send(failure.clone());
+                }
+                return;
             }
-            return;
-        }
-        Some(Ok(answer)) => {
             drop(early.take());
             if frames.send(Bytes::from(start)).await.is_err() {
                 return;
             }
-            Ok(answer)
+            finished
         }
         None => {
             drop(early.take());
             if frames.send(Bytes::from(start)).await.is_err()
                 || frames.send(Bytes::from(ping.clone())).await.is_err()
             {
-                tracing::info!(status = 499, id = %id, "client went away during the turn; agent killed");
+                tracing::info!(status = 499, id = %id, "client went away during the turn");
                 return;
             }
             let mut ticker = tokio::time::interval_at(
@@ -162,32 +305,32 @@ async fn stream_turn(
             );
             loop {
                 tokio::select! {
-                    outcome = &mut turn => break outcome,
+                    finished = &mut turn => break finished,
                     _ = ticker.tick() => {
                         if frames.send(Bytes::from(ping.clone())).await.is_err() {
-                            tracing::info!(status = 499, id = %id, "client went away during the turn; agent killed");
+                            tracing::info!(status = 499, id = %id, "client went away during the turn");
                             return;
                         }
                     }
                     _ = frames.closed() => {
-                        tracing::info!(status = 499, id = %id, "client went away during the turn; agent killed");
+                        tracing::info!(status = 499, id = %id, "client went away during the turn");
                         return;
                     }
                 }
             }
         }
     };
-    let tail = match outcome {
-        Ok((reply, usage)) => {
-            let safeguard =
-                safeguard::answer(&bridge, prompt.classifier_context.as_deref(), &reply).await;
+    let tail = match &finished.outcome {
+        Ok(answer) => {
+            let (reply, usage, safeguard) =
+                (answer.reply.clone(), answer.usage, answer.safeguard.clone());
             let size = reply.content_bytes();
             run_transform(transforms, size, move |t| {
                 t.stream_finish(reply, usage, safeguard)
             })
             .await
         }
-        Err(failure) => Err(failure),
+        Err(failure) => Err(failure.clone()),
     };
     let tail = match tail {
         Ok(events) => events,

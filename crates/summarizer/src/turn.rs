@@ -7,6 +7,11 @@
 //! The model that answered, as the agent reports it, is compared with the one the request
 //! named; a mismatch is logged and counted (`devin_bridge_turn_model{outcome}`).
 //!
+//! The request's effort (the serializer's `effort`) goes with the model: as the model's
+//! effort variant or the session's thought level, or ignored when the session offers neither
+//! (see `apply_model_and_effort` of the agent crate); never a failure. Each agent turn is
+//! counted by effort and by how it was applied (`devin_bridge_turn_effort{effort, applied}`).
+//!
 //! A streamed answer holds its response head until the turn has run for one ping interval:
 //! a turn that fails sooner (a rate limit, a used-up quota, a refused identity) is answered as
 //! a plain HTTP error with its status, so that a client retries a 429 after its `retry-after`
@@ -48,20 +53,21 @@ pub(crate) async fn acquire_slot(bridge: &Bridge) -> Result<OwnedSemaphorePermit
     }
 }
 
-/// One agent turn on a prewarmed (or fresh) agent, answered by `model`. An agent whose
-/// sessions have no model option is told so once, and the turn runs again on an agent
+/// One agent turn on a prewarmed (or fresh) agent, answered by `model` at `effort`. An agent
+/// whose sessions have no model option is told so once, and the turn runs again on an agent
 /// started with `--model` (see `AgentPool::take_for`).
 async fn agent_turn(
     bridge: &Bridge,
     prompt: &str,
     images: &[Image],
     model: &str,
+    effort: Option<&str>,
 ) -> Result<AgentReply, Failure> {
     let blocks = prompt_blocks(prompt.to_owned(), image_parts(images));
-    let mut outcome = per_turn(bridge, blocks.clone(), model).await;
+    let mut outcome = per_turn(bridge, blocks.clone(), model, effort).await;
     if matches!(outcome, Err(AcpError::NoModelOption)) {
         bridge.pool.learn_no_model_option();
-        outcome = per_turn(bridge, blocks, model).await;
+        outcome = per_turn(bridge, blocks, model, effort).await;
     }
     match outcome {
         Ok(output) => Ok(AgentReply::of(output)),
@@ -73,13 +79,14 @@ async fn per_turn(
     bridge: &Bridge,
     blocks: Vec<agent_client_protocol_schema::v1::ContentBlock>,
     model: &str,
+    effort: Option<&str>,
 ) -> Result<TurnOutput, AcpError> {
     let agent = bridge.pool.take_for(Some(model)).await?;
     let pid = agent.pid();
     let output = agent
-        .run_turn_blocks(&bridge.home, blocks, Some(model))
+        .run_turn_blocks(&bridge.home, blocks, Some(model), effort)
         .await?;
-    tracing::info!(pid, elapsed_ms = output.elapsed.as_millis() as u64, chars = output.text.len(), observed_model = ?output.observed_model, model_applied = ?output.model, reported_usage = output.usage.is_some(), "agent turn complete");
+    tracing::info!(pid, elapsed_ms = output.elapsed.as_millis() as u64, chars = output.text.len(), observed_model = ?output.observed_model, model_applied = ?output.model, effort_applied = ?output.effort, reported_usage = output.usage.is_some(), "agent turn complete");
     Ok(output)
 }
 
@@ -104,6 +111,13 @@ fn check_model(bridge: &Bridge, requested: &str, reply: &AgentReply) {
     bridge.metrics.count_model_check(outcome);
 }
 
+/// Counts an agent turn by the effort its request asked for and how it was applied.
+fn count_effort(bridge: &Bridge, prompt: &Prompt, reply: &AgentReply) {
+    bridge
+        .metrics
+        .count_effort(prompt.effort.as_deref(), reply.effort.label());
+}
+
 fn narrated_intent() -> Failure {
     HostFailure::UnexecutedActionNarrative
         .with("the reply described a client action instead of requesting it with a tool envelope")
@@ -122,15 +136,17 @@ pub(crate) async fn run(
     let _counted = InFlight::enter(&bridge.in_flight);
     let started = Instant::now();
     let has_tools = prompt.tools.trim() != "[]";
+    let effort = prompt.effort.as_deref();
     let first = match placement {
         Placement::Resident(resident, lease) => {
             resident
-                .turn(bridge, lease, &prompt.text, images, model)
+                .turn(bridge, lease, &prompt.text, images, model, effort)
                 .await?
         }
-        Placement::PerTurn => agent_turn(bridge, &prompt.text, images, model).await?,
+        Placement::PerTurn => agent_turn(bridge, &prompt.text, images, model, effort).await?,
     };
     check_model(bridge, model, &first);
+    count_effort(bridge, prompt, &first);
     let rejection = match check(bridge, prompt, &first.text, has_tools).await? {
         Verdict::Accept(reply) => {
             placement.commit();
@@ -141,7 +157,9 @@ pub(crate) async fn run(
     tracing::info!(code = %rejection.code, "agent output rejected; spending the single repair attempt");
     let second = match placement {
         Placement::Resident(resident, lease) => {
-            resident.repair(bridge, lease, rejection, model).await?
+            resident
+                .repair(bridge, lease, rejection, model, effort)
+                .await?
         }
         Placement::PerTurn => {
             let text = prompt.text.clone();
@@ -149,10 +167,11 @@ pub(crate) async fn run(
                 t.repair(text, rejection)
             })
             .await?;
-            agent_turn(bridge, &repaired, images, model).await?
+            agent_turn(bridge, &repaired, images, model, effort).await?
         }
     };
     check_model(bridge, model, &second);
+    count_effort(bridge, prompt, &second);
     let outcome = match check(bridge, prompt, &second.text, has_tools).await? {
         Verdict::Accept(reply) => {
             placement.commit();

@@ -24,40 +24,15 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use common::bridge::processes_in;
+use common::claude::write_demo_project;
 use common::claude::{
     agent_events, claude_code, claude_version, missing_node, offline_policy_with, on_path, reader,
     run_claude, wait_until, ClaudeInvocation, ClaudeRun, ServedBridge, ToolResult, ToolUse,
 };
+use common::terminal::{tmux, Terminal};
 
 const PROMPT: &str = "Fix the failing test in this project.";
 const NPM_TEST_TIMEOUT: Duration = Duration::from_secs(60);
-
-const MATH_JS: &str = "function add(a, b) { return a - b; }\nmodule.exports = { add };\n";
-const MATH_TEST_JS: &str = r#"const assert = require('assert');
-const { add } = require('./math');
-try {
-  assert.strictEqual(add(2, 3), 5);
-  console.log('ok 1 - add(2, 3) is 5');
-  console.log('all tests passed');
-} catch (error) {
-  console.log('not ok 1 - add(2, 3) is 5: ' + error.message.split('\n')[0]);
-  process.exit(1);
-}
-"#;
-const PACKAGE_JSON: &str = r#"{
-  "name": "e2e-project",
-  "version": "1.0.0",
-  "private": true,
-  "scripts": { "test": "node math.test.js" }
-}
-"#;
-
-/// The demo project in `project`: `math.js` subtracts where it should add, and its test fails.
-fn write_demo_project(project: &Path) {
-    std::fs::write(project.join("math.js"), MATH_JS).expect("math.js");
-    std::fs::write(project.join("math.test.js"), MATH_TEST_JS).expect("math.test.js");
-    std::fs::write(project.join("package.json"), PACKAGE_JSON).expect("package.json");
-}
 
 /// A temporary root with the project, Claude Code's and the agent's homes, and a local key.
 struct Workspace {
@@ -799,88 +774,6 @@ fn interactive_claude_code_in_auto_mode_fixes_the_project_without_a_prompt() {
         "every call judged and passed: {counts:?}"
     );
     assert_eq!(bridge.stop().code(), Some(0), "{}", bridge.tail());
-}
-
-fn tmux() -> std::path::PathBuf {
-    on_path("tmux").unwrap_or_else(|| {
-        panic!("tmux is missing: `cargo xtask test` installs it as root (apt-get install tmux)")
-    })
-}
-
-/// A program in a pseudo-terminal of its own: a detached tmux session, killed on drop.
-struct Terminal<'a> {
-    tmux: &'a Path,
-    session: String,
-}
-
-impl<'a> Terminal<'a> {
-    /// Starts `command` (its program, arguments and working directory) in a 200x50 terminal.
-    fn start(tmux: &'a Path, name: &str, command: &Command) -> Self {
-        let session = format!("devin-bridge-e2e-{name}-{}", std::process::id());
-        let mut tmux_command = Command::new(tmux);
-        tmux_command
-            .args(["new-session", "-d", "-s", &session, "-x", "200", "-y", "50"])
-            .arg("--")
-            .arg(command.get_program())
-            .args(command.get_args());
-        if let Some(dir) = command.get_current_dir() {
-            tmux_command.current_dir(dir);
-        }
-        let status = tmux_command.status().expect("tmux new-session");
-        assert!(status.success(), "tmux new-session failed");
-        Self { tmux, session }
-    }
-
-    /// The screen and up to 200 lines of scrollback.
-    fn pane(&self) -> String {
-        let output = Command::new(self.tmux)
-            .args([
-                "capture-pane",
-                "-p",
-                "-J",
-                "-S",
-                "-200",
-                "-t",
-                &self.session,
-            ])
-            .output()
-            .expect("tmux capture-pane");
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    }
-
-    fn send(&self, keys: &[&str]) {
-        let status = Command::new(self.tmux)
-            .args(["send-keys", "-t", &self.session])
-            .args(keys)
-            .status()
-            .expect("tmux send-keys");
-        assert!(status.success(), "tmux send-keys failed");
-    }
-
-    /// The screen once it shows `text`, or as it is when `limit` has passed.
-    fn wait_for(&self, text: &str, limit: Duration) -> String {
-        self.wait_for_any(&[text], limit)
-    }
-
-    /// The screen once it shows any of `texts`, or as it is when `limit` has passed.
-    fn wait_for_any(&self, texts: &[&str], limit: Duration) -> String {
-        let deadline = Instant::now() + limit;
-        loop {
-            let screen = self.pane();
-            if texts.iter().any(|text| screen.contains(text)) || Instant::now() > deadline {
-                return screen;
-            }
-            std::thread::sleep(Duration::from_millis(250));
-        }
-    }
-}
-
-impl Drop for Terminal<'_> {
-    fn drop(&mut self) {
-        let _ = Command::new(self.tmux)
-            .args(["kill-session", "-t", &self.session])
-            .status();
-    }
 }
 
 /// What Claude Code shows when it tries Anthropic or doubts the key: none may appear.

@@ -357,7 +357,7 @@ fn two_bridges_with_default_control_sockets_start_side_by_side() {
             "[server]\nlisten = \"{addr}\"\nrequire_key = false\n\
              [agent]\ncommand = {:?}\nhome = {:?}\nprewarm = 0\noffline = true\n[models]\ncatalog = {:?}\n",
             common::bridge::mock_devin().display().to_string(),
-            dir.path().join(name).join("home").display().to_string(),
+            dir.path().join(".sandbox").join(name).display().to_string(),
             concat!(env!("CARGO_MANIFEST_DIR"), "/../policies/models.json"),
         );
         std::fs::write(&policy_path, common::policy_text(&extra)).expect("write policy");

@@ -686,4 +686,14 @@ async fn a_subagent_keeps_its_own_session_beside_its_parents() {
     assert_eq!(stats["forks"], 0, "{health}");
     assert_eq!(stats["rebuilds"], 0, "{health}");
     assert_eq!(stats["replays"], 0, "{health}");
+    let metrics = bridge.request("GET", "/metrics", &[], "").await.body;
+    for line in [
+        "devin_bridge_messages_total{kind=\"main_turn\"} 2",
+        "devin_bridge_messages_total{kind=\"subagent_turn\"} 2",
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "no {line:?} in\n{metrics}"
+        );
+    }
 }

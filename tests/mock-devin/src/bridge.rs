@@ -127,6 +127,8 @@ pub(crate) struct Received<'a> {
     pub images: Vec<String>,
     /// The ACP id of the session's model.
     pub model: &'a str,
+    /// The session's thought level, when it offers that option.
+    pub thought_level: Option<&'a str>,
 }
 
 /// The turn a prompt asks for, and the unknown marker names of its last `[User]` section.
@@ -315,7 +317,13 @@ pub(crate) fn plan(
             log_text: false,
             ..Reply::text(environment(), "env")
         }),
-        Scenario::Whoami => reply(format!("model: {}", received.model), "text"),
+        Scenario::Whoami => reply(
+            match received.thought_level {
+                Some(level) => format!("model: {}, thought_level: {level}", received.model),
+                None => format!("model: {}", received.model),
+            },
+            "text",
+        ),
         Scenario::Probe => reply(crate::probe::report(last_user), "probe"),
         Scenario::Script => {
             let action = match plugin_script::command_in(&prompt) {
@@ -410,6 +418,7 @@ mod tests {
             text,
             images: Vec::new(),
             model: "swe-1-7",
+            thought_level: None,
         }
     }
 

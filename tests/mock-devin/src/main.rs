@@ -39,7 +39,8 @@
 //! - `MOCK_DEVIN_LOGGED_OUT=1`: the summarizer agent is signed out unless credentials exist or
 //!   it authenticated with a key.
 //! - `MOCK_DEVIN_NO_MODEL_OPTION=1`: sessions of either agent offer no model option.
-//! - `MOCK_DEVIN_THOUGHT_LEVEL=1`: the full agent's sessions offer a `thought_level` select.
+//! - `MOCK_DEVIN_THOUGHT_LEVEL=1`: sessions of either agent offer a `thought_level` select.
+//! - `MOCK_DEVIN_EFFORT_VARIANTS=1`: the summarizer agent's sessions also offer `swe-2-high`.
 //! - `MOCK_DEVIN_LOG`: append one JSON line per action to this file (never prompt text,
 //!   environment values or keys).
 //!

@@ -24,6 +24,9 @@ pub(crate) const SUMMARIZER_MODELS: [(&str, &str); 8] = [
 ];
 /// The summarizer's model unless `--model` says otherwise.
 pub(crate) const SUMMARIZER_DEFAULT_MODEL: &str = "swe-1-7";
+/// With `MOCK_DEVIN_EFFORT_VARIANTS=1`, the summarizer's sessions also offer this effort
+/// variant of `swe-2`, right after it (as the full agent's catalog and the recorded CLIs do).
+pub(crate) const SUMMARIZER_EFFORT_VARIANT: (&str, &str) = ("swe-2-high", "SWE-2 High");
 
 /// Which agent argv asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,7 +133,7 @@ pub(crate) struct Profile {
     pub start_model: String,
     /// Sessions offer the `model` option (off with `MOCK_DEVIN_NO_MODEL_OPTION=1`).
     pub model_option: bool,
-    /// Sessions offer a `thought_level` option (full agent, `MOCK_DEVIN_THOUGHT_LEVEL=1`).
+    /// Sessions offer a `thought_level` option (either agent, `MOCK_DEVIN_THOUGHT_LEVEL=1`).
     pub thought_level: bool,
     /// Image prompts are advertised and accepted (summarizer, `MOCK_DEVIN_IMAGES=1`).
     pub images: bool,
@@ -205,12 +208,21 @@ impl Profile {
                         )
                     })?),
                 };
+                let mut models = models;
+                if switch("MOCK_DEVIN_EFFORT_VARIANTS")? {
+                    let (id, label) = SUMMARIZER_EFFORT_VARIANT;
+                    let after = models
+                        .iter()
+                        .position(|(model, _)| model == "swe-2")
+                        .map_or(models.len(), |at| at + 1);
+                    models.insert(after, (id.to_owned(), label));
+                }
                 Self {
                     agent,
                     models,
                     start_model,
                     model_option,
-                    thought_level: false,
+                    thought_level: switch("MOCK_DEVIN_THOUGHT_LEVEL")?,
                     images: switch("MOCK_DEVIN_IMAGES")?,
                     mcp_capabilities: false,
                     signed_in_by_default: !switch("MOCK_DEVIN_LOGGED_OUT")?,

@@ -24,7 +24,8 @@ use crate::rpc::{
     self, Incoming, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
 };
 use crate::session::{
-    config_options, lock, replay, set_option, Session, SessionRef, DEFAULT_THOUGHT_LEVEL,
+    config_options, lock, offers_thought_level, replay, set_option, Session, SessionRef,
+    DEFAULT_THOUGHT_LEVEL,
 };
 use crate::shared::{Shared, LATE_CLOSE};
 use crate::turn::{Event, Turn};
@@ -684,6 +685,8 @@ impl Server {
                         text: &text,
                         images,
                         model: &guard.record.model,
+                        thought_level: offers_thought_level(&guard.record, self.profile())
+                            .then_some(guard.record.thought_level.as_str()),
                     },
                 )?,
                 Dialect::Markers { default } => {

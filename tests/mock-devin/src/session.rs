@@ -57,7 +57,7 @@ pub(crate) fn config_options(record: &Record, profile: &Profile) -> Value {
                 .map(|(id, label)| (id.as_str(), *label)),
         ));
     }
-    if profile.thought_level && record.model != NO_THOUGHT_LEVEL_MODEL {
+    if offers_thought_level(record, profile) {
         options.push(select(
             "thought_level",
             "Thought level",
@@ -67,6 +67,12 @@ pub(crate) fn config_options(record: &Record, profile: &Profile) -> Value {
         ));
     }
     Value::Array(options)
+}
+
+/// Whether the session offers the `thought_level` option now: when turned on, under every
+/// model but GLM-5.2.
+pub(crate) fn offers_thought_level(record: &Record, profile: &Profile) -> bool {
+    profile.thought_level && record.model != NO_THOUGHT_LEVEL_MODEL
 }
 
 /// Sets one config option of `record`; the error is the message of a -32602 answer.

@@ -1347,6 +1347,82 @@ fn the_model_is_a_config_option_and_answers_the_turn() {
 }
 
 #[test]
+fn the_effort_switches_add_a_thought_level_and_an_effort_variant() {
+    let sandbox = sandbox();
+    // By default: no thought level, no effort variant, and whoami names the model alone.
+    let mut agent = Agent::spawn(&sandbox.home, &[]);
+    agent.call("initialize", json!({"protocolVersion": 1}));
+    let new = agent.new_session(&sandbox.home);
+    let categories: Vec<Value> = new["result"]["configOptions"]
+        .as_array()
+        .expect("options")
+        .iter()
+        .map(|option| option["category"].clone())
+        .collect();
+    assert_eq!(categories, [json!("mode"), json!("model")]);
+    let session = new["result"]["sessionId"].as_str().expect("id").to_owned();
+    let refused = agent.call(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "thought_level", "value": "high"}),
+    );
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    drop(agent);
+
+    let mut agent = Agent::spawn(
+        &sandbox.home,
+        &[
+            ("MOCK_DEVIN_THOUGHT_LEVEL", "1"),
+            ("MOCK_DEVIN_EFFORT_VARIANTS", "1"),
+        ],
+    );
+    agent.call("initialize", json!({"protocolVersion": 1}));
+    let new = agent.new_session(&sandbox.home);
+    let options = new["result"]["configOptions"].as_array().expect("options");
+    let level = options
+        .iter()
+        .find(|option| option["category"] == "thought_level")
+        .expect("a thought_level select");
+    assert_eq!(level["id"], "thought_level");
+    assert_eq!(level["currentValue"], "medium");
+    let models = model_option(&new["result"]).expect("model option");
+    let values: Vec<&str> = models["options"]
+        .as_array()
+        .expect("values")
+        .iter()
+        .filter_map(|value| value["value"].as_str())
+        .collect();
+    assert_eq!(&values[4..6], ["swe-2", "swe-2-high"]);
+    let session = new["result"]["sessionId"].as_str().expect("id").to_owned();
+    let (text, _, _) = whoami(&mut agent, &session);
+    assert_eq!(text, "model: swe-1-7, thought_level: medium");
+    let set = agent.call(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "thought_level", "value": "high"}),
+    );
+    assert!(set["result"]["configOptions"].is_array(), "{set}");
+    let set = agent.call(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "model", "value": "swe-2-high"}),
+    );
+    assert!(set["result"]["configOptions"].is_array(), "{set}");
+    let (text, stopped, _) = whoami(&mut agent, &session);
+    assert_eq!(text, "model: swe-2-high, thought_level: high");
+    assert_eq!(stopped["params"]["stats"]["modelLabel"], "SWE-2 High");
+    // Under GLM 5.2 there is no thought level to report or set.
+    agent.call(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "model", "value": "glm-5-2"}),
+    );
+    let (text, _, _) = whoami(&mut agent, &session);
+    assert_eq!(text, "model: glm-5-2");
+    let refused = agent.call(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "thought_level", "value": "low"}),
+    );
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+}
+
+#[test]
 fn a_global_model_flag_picks_the_starting_model() {
     let sandbox = sandbox();
     for flags in [&["--model", "kimi-k3"][..], &["--model=kimi-k3"]] {

@@ -568,3 +568,30 @@ pub fn agent_events(path: &Path) -> Vec<Value> {
         })
         .collect()
 }
+
+const MATH_JS: &str = "function add(a, b) { return a - b; }\nmodule.exports = { add };\n";
+const MATH_TEST_JS: &str = r#"const assert = require('assert');
+const { add } = require('./math');
+try {
+  assert.strictEqual(add(2, 3), 5);
+  console.log('ok 1 - add(2, 3) is 5');
+  console.log('all tests passed');
+} catch (error) {
+  console.log('not ok 1 - add(2, 3) is 5: ' + error.message.split('\n')[0]);
+  process.exit(1);
+}
+"#;
+const PACKAGE_JSON: &str = r#"{
+  "name": "e2e-project",
+  "version": "1.0.0",
+  "private": true,
+  "scripts": { "test": "node math.test.js" }
+}
+"#;
+
+/// The demo project in `project`: `math.js` subtracts where it should add, and its test fails.
+pub fn write_demo_project(project: &Path) {
+    std::fs::write(project.join("math.js"), MATH_JS).expect("math.js");
+    std::fs::write(project.join("math.test.js"), MATH_TEST_JS).expect("math.test.js");
+    std::fs::write(project.join("package.json"), PACKAGE_JSON).expect("package.json");
+}

@@ -19,6 +19,7 @@ pub mod installed;
 pub mod keepalive;
 pub mod outpost;
 pub mod policies;
+pub mod terminal;
 pub mod xtask;
 
 pub use artifacts::{component, components_dir, test_component, test_components_dir};

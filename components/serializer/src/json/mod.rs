@@ -97,6 +97,11 @@ impl<'a> Literal<'a> {
         self.0.parse().ok()
     }
 
+    /// The number when it is a non-negative integer that fits a `u64` (`31999`, not `31999.0`).
+    pub(crate) fn as_u64(&self) -> Option<u64> {
+        self.value().and_then(|number| number.as_u64())
+    }
+
     /// Appends the number as serde_json prints it (`Number`'s Display is the digit writer its
     /// serializer uses).
     fn write(&self, out: &mut String) {

@@ -19,5 +19,8 @@ pub use connection::{
 };
 pub use gate::{NoTools, ToolCallSeen, ToolGate, TOOL_NAME_META};
 pub use shared::{Death, SharedAgent};
-pub use turn::{apply_model, prompt_blocks, takes_images, Agent, ModelApplied, TurnOutput};
+pub use turn::{
+    apply_model_and_effort, prompt_blocks, takes_images, Agent, Applied, EffortApplied,
+    ModelApplied, OnSharedAgent, SessionOptions, TurnOutput,
+};
 pub use usage::ReportedUsage;

@@ -316,6 +316,7 @@ impl SharedAgent {
                 observed_model: collected.model,
                 // The caller applied the model on the session; it says how.
                 model: super::ModelApplied::NotRequested,
+                effort: super::EffortApplied::NotRequested,
                 elapsed: started.elapsed(),
             }),
             other => Err(AcpError::Stopped(super::turn::stop_reason_name(other))),

@@ -150,6 +150,16 @@ pub fn choose_model(options: &[v1::SessionConfigOption], wanted: &str) -> ModelC
     }
 }
 
+/// The effort levels the summarizer applies: Claude Code's `/effort` values. Another value is
+/// not an effort level (a variant suffix such as `fast` or `lightning` is a routing choice).
+pub const EFFORT_LEVELS: [&str; 5] = ["low", "medium", "high", "xhigh", "max"];
+
+/// Whether `effort` is one of [`EFFORT_LEVELS`] (compared as ids).
+pub fn is_effort_level(effort: &str) -> bool {
+    let effort = normalize_id(effort);
+    EFFORT_LEVELS.contains(&effort.as_str())
+}
+
 /// How an effort level reaches the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EffortChoice {
@@ -168,37 +178,42 @@ pub fn choose_effort(
     effort: &str,
 ) -> EffortChoice {
     if let Some(select) = Select::thought_level(options) {
-        return match select.find(effort) {
-            Some((value, _)) => EffortChoice::ThoughtLevel {
+        if let Some((value, _)) = select.find(effort) {
+            return EffortChoice::ThoughtLevel {
                 config_id: select.config_id.clone(),
                 value: value.clone(),
-            },
-            None => EffortChoice::Unavailable {
-                offered: select.offered().into_iter().map(str::to_owned).collect(),
-            },
-        };
+            };
+        }
+    } else if let Some(models) = Select::model(options) {
+        let wanted = format!("{}-{}", normalize_id(model), normalize_id(effort));
+        if let Some((value, _)) = models.find(&wanted) {
+            return EffortChoice::Variant {
+                config_id: models.config_id.clone(),
+                value: value.clone(),
+            };
+        }
+    }
+    EffortChoice::Unavailable {
+        offered: offered_efforts(options, model),
+    }
+}
+
+/// The efforts `model` (the session's model value) can run at: the session's thought levels
+/// when it has that option, else the suffixes of the model's variants (`high` of
+/// `swe-2-high`), else none.
+pub fn offered_efforts(options: &[v1::SessionConfigOption], model: &str) -> Vec<String> {
+    if let Some(select) = Select::thought_level(options) {
+        return select.offered().into_iter().map(str::to_owned).collect();
     }
     let Some(models) = Select::model(options) else {
-        return EffortChoice::Unavailable {
-            offered: Vec::new(),
-        };
+        return Vec::new();
     };
-    let base = normalize_id(model);
-    let wanted = format!("{base}-{}", normalize_id(effort));
-    if let Some((value, _)) = models.find(&wanted) {
-        return EffortChoice::Variant {
-            config_id: models.config_id.clone(),
-            value: value.clone(),
-        };
-    }
-    let prefix = format!("{base}-");
-    EffortChoice::Unavailable {
-        offered: models
-            .values
-            .iter()
-            .filter_map(|(value, _)| normalize_id(value).strip_prefix(&prefix).map(str::to_owned))
-            .collect(),
-    }
+    let prefix = format!("{}-", normalize_id(model));
+    models
+        .values
+        .iter()
+        .filter_map(|(value, _)| normalize_id(value).strip_prefix(&prefix).map(str::to_owned))
+        .collect()
 }
 
 /// The agent's argv with `--model <model>` in front of its subcommand (`devin --model M acp
@@ -382,5 +397,21 @@ mod tests {
             choose_effort(&[], "swe-2", "high"),
             EffortChoice::Unavailable { offered: vec![] }
         );
+        assert_eq!(offered_efforts(&with_levels, "swe-2"), ["low", "high"]);
+        assert_eq!(
+            offered_efforts(&devin_options("swe-2"), "swe-2"),
+            ["high", "fast"]
+        );
+        assert!(offered_efforts(&devin_options("swe-2"), "glm-5-2").is_empty());
+    }
+
+    #[test]
+    fn only_claude_codes_levels_are_effort_levels() {
+        for level in ["low", "medium", "high", "xhigh", "max", "HIGH"] {
+            assert!(is_effort_level(level), "{level}");
+        }
+        for other in ["fast", "lightning", "turbo", "", "default", "high-ish"] {
+            assert!(!is_effort_level(other), "{other}");
+        }
     }
 }

@@ -76,7 +76,8 @@ records! {
         input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens
     }
     wit_serializer::Prompt => plain::Prompt {
-        text, tools, input_tokens, id_seed, model, stream, single_tool_call, classifier_context
+        text, tools, input_tokens, id_seed, model, stream, single_tool_call, classifier_context,
+        effort
     }
     wit_serializer::ImageLimits => plain::ImageLimits { max_images, max_image_bytes }
     wit_serializer::PromptOptions => plain::PromptOptions { held, images }

@@ -242,6 +242,32 @@ fn a_prompt_keeps_model_stream_tokens_and_tools_but_may_reword_its_framing() {
 }
 
 #[test]
+fn a_prompt_keeps_its_effort() {
+    let effort = case(TransformKind::Serializer, "ok_effort_output_config.json");
+    assert_eq!(effort.expect["ok"]["effort"], json!("high"));
+    check(&effort.call, &effort.expect, &effort.expect).expect("the same answer");
+    refuses_each_change(
+        &effort,
+        [
+            ("/ok/effort", json!("low")),
+            ("/ok/effort", json!("HIGH")),
+            ("/ok/effort", Value::Null),
+        ],
+    );
+    let mut dropped = effort.expect.clone();
+    dropped["ok"]
+        .as_object_mut()
+        .expect("an object")
+        .remove("effort");
+    assert!(check(&effort.call, &effort.expect, &dropped).is_err());
+    // A request without an effort: none may be made up.
+    let plain = case(TransformKind::Serializer, "ok_minimal.json");
+    let mut added = plain.expect.clone();
+    added["ok"]["effort"] = json!("medium");
+    assert!(check(&plain.call, &plain.expect, &added).is_err());
+}
+
+#[test]
 fn a_resumed_prompt_keeps_tokens_images_and_message_marks_but_may_reword_and_rehash() {
     let case = case(TransformKind::Serializer, "ok_resumed_continuation.json");
     let text = case.expect["ok"]["text"].as_str().expect("text");

@@ -15,7 +15,9 @@ use tokio::sync::OwnedMutexGuard;
 
 use super::processes::Slot;
 use agent_client_protocol_schema::v1;
-use devin_bridge_agent::acp::{apply_model, AcpError, ModelApplied, SharedAgent};
+use devin_bridge_agent::acp::{
+    apply_model_and_effort, AcpError, Applied, OnSharedAgent, SharedAgent,
+};
 use devin_bridge_agent::devin::options::normalize_id;
 use devin_bridge_engine::MessageMark;
 
@@ -29,10 +31,18 @@ pub(super) struct Bound {
     pub session: String,
     /// The session's config options as the agent last reported them (its model among them).
     options: Vec<v1::SessionConfigOption>,
-    /// The model the session runs, once a turn set or confirmed it.
-    model: Option<ModelApplied>,
+    /// The model and effort the last turn asked for, and what they came to: a turn that asks
+    /// for the same runs on the session as it is. (Boxed: a lease holds its session inline.)
+    applied: Option<Box<LastApplied>>,
     /// Held for as long as the session lives.
     slot: Slot,
+}
+
+/// What a session's last turn asked of its model and effort, and what that came to.
+struct LastApplied {
+    model: String,
+    effort: Option<String>,
+    applied: Applied,
 }
 
 impl Bound {
@@ -46,48 +56,44 @@ impl Bound {
             agent,
             session,
             options,
-            model: None,
+            applied: None,
             slot,
         }
     }
 
-    /// Makes `wanted` the session's model: nothing when the last turn already ran on it,
-    /// `session/set_config_option` when the conversation's model changed, the process's
-    /// `--model` when the session has no model option (`NoModelOption` when that process was
-    /// started for another model).
-    pub(super) async fn apply_model(&mut self, wanted: &str) -> Result<ModelApplied, AcpError> {
-        if let Some(applied) = &self.model {
-            let value = match applied {
-                ModelApplied::Option { value, .. } | ModelApplied::CommandLine { value } => value,
-                ModelApplied::NotRequested => "",
-            };
-            if normalize_id(value) == normalize_id(wanted) {
-                return Ok(applied.clone());
+    /// Runs the session on `wanted` at `effort`: nothing when the last turn asked for the
+    /// same, otherwise `apply_model_and_effort` (`session/set_config_option` for what the
+    /// session does not run yet: the model or its effort variant, the thought level), the
+    /// process's `--model` when the session has no model option (`NoModelOption` when that
+    /// process was started for another model). A turn without an effort leaves the session's
+    /// thought level as the last turn set it.
+    pub(super) async fn apply(
+        &mut self,
+        wanted: &str,
+        effort: Option<&str>,
+    ) -> Result<Applied, AcpError> {
+        if let Some(last) = &self.applied {
+            if normalize_id(&last.model) == normalize_id(wanted) && last.effort.as_deref() == effort
+            {
+                return Ok(last.applied.clone());
             }
         }
-        let (agent, session) = (self.agent.clone(), self.session.clone());
-        let mut updated = None;
-        let applied = apply_model(
-            &self.options,
-            wanted,
+        let applied = apply_model_and_effort(
+            &mut self.options,
+            Some(wanted),
+            effort,
             self.slot.model(),
-            |config_id, value| {
-                let updated = &mut updated;
-                async move {
-                    *updated = Some(
-                        agent
-                            .set_config_option(&session, &config_id, &value)
-                            .await?,
-                    );
-                    Ok(())
-                }
+            &mut OnSharedAgent {
+                agent: &self.agent,
+                session: &self.session,
             },
         )
         .await?;
-        if let Some(options) = updated {
-            self.options = options;
-        }
-        self.model = Some(applied.clone());
+        self.applied = Some(Box::new(LastApplied {
+            model: wanted.to_owned(),
+            effort: effort.map(str::to_owned),
+            applied: applied.clone(),
+        }));
         Ok(applied)
     }
 }
@@ -184,6 +190,8 @@ pub(super) struct Earlier {
     pub single_tool_call: bool,
     /// Its safeguard's classifier context (also repeated by a continuation).
     pub classifier_context: Option<String>,
+    /// Its effort (also outside the messages: repeated by a continuation).
+    pub effort: Option<String>,
 }
 
 /// What is known of an entry without waiting for its running turn.

@@ -367,6 +367,7 @@ impl Resident {
                 stream: unseen.prompt.stream,
                 single_tool_call: unseen.prompt.single_tool_call,
                 classifier_context: unseen.prompt.classifier_context.clone(),
+                effort: unseen.prompt.effort.clone(),
             });
             let lease = Lease {
                 resident: self.clone(),
@@ -463,6 +464,8 @@ impl Resident {
                 // Part of what a continuation repeats byte for byte (it lies outside the
                 // messages), so the earlier request's is this one's.
                 classifier_context: earlier.classifier_context.clone(),
+                // Outside the messages too.
+                effort: earlier.effort.clone(),
             },
             history,
             images: resumed.images,
@@ -505,9 +508,9 @@ impl Resident {
         counter.inc();
     }
 
-    /// One agent turn on the lease's session. When the session's process dies under it for a
-    /// reason that is not this session's own tool call, the session is rebuilt once with the
-    /// whole prompt.
+    /// One agent turn on the lease's session, answered by `model` at `effort`. When the
+    /// session's process dies under it for a reason that is not this session's own tool call,
+    /// the session is rebuilt once with the whole prompt.
     pub async fn turn(
         &self,
         bridge: &Bridge,
@@ -515,12 +518,14 @@ impl Resident {
         text: &str,
         images: &[Image],
         model: &str,
+        effort: Option<&str>,
     ) -> Result<AgentReply, Failure> {
         let error = match self
             .prompt(
                 lease,
                 prompt_blocks(text.to_owned(), image_parts(images)),
                 model,
+                effort,
             )
             .await
         {
@@ -536,7 +541,7 @@ impl Resident {
         self.stats.replays.inc();
         let (whole, _) = serialize(bridge, &lease.body, 0, Check::Nothing).await?;
         let blocks = prompt_blocks(whole.prompt.text, image_parts(&whole.images));
-        match self.prompt(lease, blocks, model).await {
+        match self.prompt(lease, blocks, model, effort).await {
             Ok(output) => Ok(AgentReply::of(output)),
             Err(error) => Err(agent_failure(bridge, error).await),
         }
@@ -549,6 +554,7 @@ impl Resident {
         lease: &mut Lease,
         rejection: Failure,
         model: &str,
+        effort: Option<&str>,
     ) -> Result<AgentReply, Failure> {
         let section = run_transform(&bridge.transforms, rejection.message.len(), move |t| {
             t.repair(String::new(), rejection)
@@ -557,7 +563,7 @@ impl Resident {
         let section = section.trim_start();
         let section = section.strip_prefix("---").unwrap_or(section).trim_start();
         match self
-            .prompt(lease, prompt_blocks(section.to_owned(), []), model)
+            .prompt(lease, prompt_blocks(section.to_owned(), []), model, effort)
             .await
         {
             Ok(output) => Ok(AgentReply::of(output)),
@@ -566,15 +572,17 @@ impl Resident {
     }
 
     /// Sends `text` on the lease's session, opening one when it has none, answered by `model`
-    /// (the session's model is changed only when the conversation's model changed). A session
-    /// that holds messages and whose process died, or that cannot change its model (no model
-    /// option: processes are then started per model), cannot take a continuation:
-    /// `EarlyExit`, for the caller to replay. After any failure the session is dropped.
+    /// at `effort` (the session's model and effort are changed only when the conversation's
+    /// model or effort changed). A session that holds messages and whose process died, or
+    /// that cannot change its model (no model option: processes are then started per model),
+    /// cannot take a continuation: `EarlyExit`, for the caller to replay. After any failure
+    /// the session is dropped.
     async fn prompt(
         &self,
         lease: &mut Lease,
         blocks: Vec<v1::ContentBlock>,
         model: &str,
+        effort: Option<&str>,
     ) -> Result<TurnOutput, AcpError> {
         let held = lease.held;
         let binding = lease.session.binding();
@@ -593,7 +601,7 @@ impl Resident {
         let Some(bound) = binding.as_mut() else {
             return Err(AcpError::EarlyExit);
         };
-        let applied = match bound.apply_model(model).await {
+        let applied = match bound.apply(model, effort).await {
             Ok(applied) => applied,
             Err(AcpError::NoModelOption) => {
                 // Only the command line picks this agent's model: a session for this model
@@ -604,7 +612,7 @@ impl Resident {
                     return Err(AcpError::EarlyExit);
                 }
                 let mut bound = self.open(model).await?;
-                let applied = bound.apply_model(model).await;
+                let applied = bound.apply(model, effort).await;
                 *binding = Some(bound);
                 match applied {
                     Ok(applied) => applied,
@@ -631,7 +639,8 @@ impl Resident {
             .prompt_blocks(&bound.session, blocks)
             .await
             .map(|mut output| {
-                output.model = applied;
+                output.model = applied.model;
+                output.effort = applied.effort;
                 output
             });
         match &outcome {
@@ -640,6 +649,7 @@ impl Resident {
                 elapsed_ms = output.elapsed.as_millis() as u64,
                 chars = output.text.len(),
                 held,
+                effort_applied = ?output.effort,
                 "resident turn complete"
             ),
             Err(error) => {
