@@ -73,6 +73,8 @@ struct Task {
     slow_agent: bool,
     /// What the final answer says when the task is done.
     done: &'static str,
+    /// `MOCK_DEVIN_SCENARIO`: what the offline agent does when a prompt has no marker.
+    scenario: Option<&'static str>,
 }
 
 const TASKS: [Task; 5] = [
@@ -83,6 +85,7 @@ const TASKS: [Task; 5] = [
         essential_only: true,
         slow_agent: false,
         done: DEMO_DONE,
+        scenario: None,
     },
     Task {
         name: "demo tui, essential only",
@@ -91,6 +94,7 @@ const TASKS: [Task; 5] = [
         essential_only: true,
         slow_agent: false,
         done: DEMO_DONE,
+        scenario: None,
     },
     Task {
         name: "demo tui, all traffic",
@@ -99,6 +103,7 @@ const TASKS: [Task; 5] = [
         essential_only: false,
         slow_agent: false,
         done: DEMO_DONE,
+        scenario: None,
     },
     Task {
         name: "subagent -p",
@@ -106,7 +111,10 @@ const TASKS: [Task; 5] = [
         client: Client::Print,
         essential_only: true,
         slow_agent: false,
-        done: "the subagent reported",
+        done: "the subagent reported: Mock answer",
+        // Claude Code hands the subagent's answer back in a later user message, which has
+        // no marker of its own.
+        scenario: Some("subagent"),
     },
     Task {
         name: "demo -p, slow agent",
@@ -115,6 +123,7 @@ const TASKS: [Task; 5] = [
         essential_only: true,
         slow_agent: true,
         done: DEMO_DONE,
+        scenario: None,
     },
 ];
 
@@ -218,6 +227,9 @@ fn run(claude: &Path, tmux: &Path, task: &Task, bridge: Bridge) -> Counts {
     let agent_log = root.join("agent.jsonl");
     let policy = write_policy(&root, &home, &key_file, task, bridge);
     let mut env = Vec::new();
+    if let Some(scenario) = task.scenario {
+        env.push(("MOCK_DEVIN_SCENARIO", scenario));
+    }
     if task.slow_agent {
         env.push(("MOCK_DEVIN_STARTUP_MS", "4000"));
     }
@@ -277,7 +289,11 @@ fn write_policy(root: &Path, home: &Path, key_file: &Path, task: &Task, bridge: 
         .set(
             "agent",
             "pass_env",
-            vec!["MOCK_DEVIN_LOG", "MOCK_DEVIN_STARTUP_MS"],
+            vec![
+                "MOCK_DEVIN_LOG",
+                "MOCK_DEVIN_STARTUP_MS",
+                "MOCK_DEVIN_SCENARIO",
+            ],
         )
         .set(
             "models",
@@ -322,6 +338,8 @@ fn claude_env(root: &Path, addr: &str, key: &str, task: &Task) -> Vec<(String, S
         ("ANTHROPIC_BASE_URL".into(), format!("http://{addr}")),
         ("ANTHROPIC_AUTH_TOKEN".into(), key.into()),
         ("DISABLE_AUTOUPDATER".into(), "1".into()),
+        // Subagents in the foreground: their answer is the Agent tool's result.
+        ("CLAUDE_CODE_DISABLE_BACKGROUND_TASKS".into(), "1".into()),
         ("npm_config_update_notifier".into(), "false".into()),
     ];
     if task.essential_only {

@@ -122,6 +122,90 @@ fn claude_code_fixes_the_project_on_the_resident_transport() {
     assert_eq!(stats["resumed"], stats["hits"], "{health}");
 }
 
+/// A task the agent delegates to a subagent with Claude Code's `Agent` tool, on the resident
+/// transport: Claude Code runs the subagent (its requests name the parent's session and the
+/// subagent's own agent id), the subagent's answer comes back to the parent as the tool result,
+/// and the parent reports it. The subagent's turns never reuse the parent's session.
+#[test]
+fn claude_code_runs_a_subagent_through_the_bridge_in_a_session_of_its_own() {
+    let claude = claude_code();
+    let Workspace {
+        _dir,
+        root,
+        home,
+        project,
+        agent_log,
+        key,
+        key_file,
+    } = Workspace::new();
+    write_demo_project(&project);
+    let policy = offline_policy_with(&root, &home, &key_file, &[("transport", "resident")]);
+    // The parent's turn after the hand-back carries no marker: the scenario says what to do.
+    let mut bridge = ServedBridge::start_with_env(
+        &policy,
+        &root,
+        &home,
+        &agent_log,
+        &[("MOCK_DEVIN_SCENARIO", "subagent")],
+    );
+    let invocation = ClaudeInvocation {
+        prompt: "Survey this project with a subagent. [mock:subagent]",
+        allowed_tools: "Agent",
+        extra_args: Vec::new(),
+        // A subagent in the foreground: its answer is the tool result (in the background, the
+        // result only says it was launched, and its answer comes later as a notification).
+        extra_env: vec![("CLAUDE_CODE_DISABLE_BACKGROUND_TASKS", "1".into())],
+    };
+    let run = run_claude(&claude, &project, &root, &bridge.addr, &key, &invocation);
+    let context = || run.context(&bridge.tail());
+    assert!(run.status.success(), "claude failed\n{}", context());
+    let result = run
+        .result()
+        .and_then(|result| result["result"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        result.contains("the subagent reported: Mock answer: the bridge works."),
+        "the parent did not get the subagent's answer: {result:?}\n{}",
+        context()
+    );
+    let metrics = common::bridge::request(
+        bridge.addr.parse().expect("the bridge's address"),
+        "GET",
+        "/metrics",
+        &[],
+        "",
+    )
+    .body;
+    let count = |kind: &str| -> u64 {
+        metrics
+            .lines()
+            .find_map(|line| {
+                line.strip_prefix(&format!("devin_bridge_messages_total{{kind=\"{kind}\"}} "))
+            })
+            .and_then(|count| count.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    assert_eq!(count("main_turn"), 2, "{metrics}");
+    assert!(count("subagent_turn") >= 1, "{metrics}");
+    // One session for the parent, one for the subagent: each started once and only continued.
+    let prompts: Vec<Value> = agent_events(&agent_log)
+        .into_iter()
+        .filter(|event| event["event"] == "prompt")
+        .collect();
+    let sessions: std::collections::BTreeSet<&str> = prompts
+        .iter()
+        .filter_map(|p| p["sessionId"].as_str())
+        .collect();
+    assert_eq!(sessions.len(), 2, "{prompts:?}");
+    let full = prompts.iter().filter(|p| p["received"] == "full").count();
+    assert_eq!(
+        full, 2,
+        "each session got its whole prompt once: {prompts:?}"
+    );
+    assert_eq!(bridge.stop().code(), Some(0), "{}", bridge.tail());
+}
+
 /// Claude Code in auto mode, its default permission mode: every call of the task is judged by
 /// the bridge's safeguard component, passes, and runs without a prompt; Claude Code says
 /// nothing about a gateway that cannot check actions.

@@ -25,6 +25,10 @@ const TOOL_RAN: &str = "Mock answer: the tool ran.";
 pub(crate) const HOSTILE_COMMAND: &str = "rm -rf ../canary";
 /// How `[mock:hostile]` begins its report of the tool result.
 const HOSTILE_REPORT: &str = "Mock answer: the cleanup came back";
+/// What `[mock:subagent]` asks the subagent to do (its own marker makes it answer with text).
+pub(crate) const SUBAGENT_PROMPT: &str = "List the files of this project in one line. [mock:text]";
+/// How `[mock:subagent]` begins its report of the subagent's answer.
+const SUBAGENT_REPORT: &str = "Mock answer: the subagent reported";
 /// What the bridge's framing says when the request disables parallel tool use.
 const PARALLEL_DISABLED: &str = "Parallel tool use is disabled";
 /// `used` of the `usage_update` `[mock:usage-update]` sends.
@@ -231,6 +235,40 @@ pub(crate) fn plan(
                     "{HOSTILE_REPORT} (error: {}): {}",
                     result.is_error,
                     result.content.trim()
+                ),
+                "text",
+            ),
+        },
+        Scenario::Subagent => match (
+            results.last(),
+            tools.iter().find(|t| **t == "Agent" || **t == "Task"),
+        ) {
+            (None, Some(tool)) => reply(
+                logged(
+                    &mut steps,
+                    tool,
+                    &json!({"description": "Survey the project", "prompt": SUBAGENT_PROMPT,
+                            "subagent_type": "general-purpose"}),
+                ),
+                "tool",
+            ),
+            (None, None) => reply(
+                "The request declares no Agent tool: there is no subagent to delegate to.".into(),
+                "text",
+            ),
+            // Claude Code wraps the subagent's answer in a hand-back preamble: the report
+            // quotes the answer's line when it is one of this agent's, else the first line.
+            (Some(result), _) => reply(
+                format!(
+                    "{SUBAGENT_REPORT}: {}",
+                    result
+                        .content
+                        .lines()
+                        .map(str::trim)
+                        .find(|line| line.starts_with("Mock answer:"))
+                        .or_else(|| result.content.lines().next())
+                        .unwrap_or_default()
+                        .trim()
                 ),
                 "text",
             ),

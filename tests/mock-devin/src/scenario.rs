@@ -51,6 +51,9 @@ pub(crate) enum Scenario {
     /// Asks the client to run a destructive shell command (`rm -rf` of a directory beside the
     /// project), then reports the tool result the client sent back.
     Hostile,
+    /// Delegates to a subagent with Claude Code's `Agent` tool (`Task` before it was renamed),
+    /// then reports what the subagent answered.
+    Subagent,
     Hang,
     ToolCall,
     ToolCallUpdate,
@@ -140,6 +143,7 @@ impl Scenario {
             "images" => Self::Images,
             "read-image" => Self::ReadImage,
             "hostile" => Self::Hostile,
+            "subagent" => Self::Subagent,
             "hang" => Self::Hang,
             "tool-call" => Self::ToolCall,
             "tool-call-update" => Self::ToolCallUpdate,
@@ -203,6 +207,7 @@ impl Scenario {
             Self::Images => "images",
             Self::ReadImage => "read-image",
             Self::Hostile => "hostile",
+            Self::Subagent => "subagent",
             Self::Hang => "hang",
             Self::ToolCall => "tool-call",
             Self::ToolCallUpdate => "tool-call-update",
