@@ -88,6 +88,8 @@ pub async fn serve(
         }
     }
     connections.shutdown().await;
+    // Turns run in tasks of their own (a resend may join them): they end here.
+    bridge.resends.close(Duration::from_secs(5)).await;
     bridge.pool.drain().await;
     if let Some(resident) = &bridge.resident {
         resident.shutdown().await;

@@ -90,7 +90,7 @@ pub struct Bridge {
     agent_uid: Option<u32>,
     in_flight: AtomicUsize,
     /// Turns running and just answered, which resends of the same request join.
-    resends: resends::Resends,
+    resends: Arc<resends::Resends>,
 }
 
 impl Bridge {
@@ -246,10 +246,10 @@ impl Bridge {
             home,
             agent_uid: identity.switch_to().map(|(uid, _)| uid),
             in_flight: AtomicUsize::new(0),
-            resends: resends::Resends::new(
+            resends: Arc::new(resends::Resends::new(
                 Duration::from_millis(policy.server.resend_grace_ms),
                 Duration::from_millis(policy.server.resend_window_ms),
-            ),
+            )),
         }))
     }
 

@@ -16,6 +16,8 @@
 //! - A turn that succeeded is kept for `window` after it finished, at most [`MAX_RECENT`]
 //!   answers and [`MAX_RECENT_BYTES`] of reply content (the oldest go first). A failed turn is
 //!   never kept: its resend runs again, which is what a retry is for.
+//! - When the server stops, every turn still running ends with it (its agent killed), whatever
+//!   its grace.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -210,6 +212,11 @@ impl Publisher {
 /// The running and recently finished turns, by request digest.
 pub(crate) struct Resends {
     table: Mutex<Table>,
+    /// Set when the server stops: every turn still running ends (and kills its agent).
+    closing: watch::Sender<bool>,
+    /// Turn tasks alive, and a signal when one ends.
+    tasks: AtomicUsize,
+    task_ended: Notify,
     /// How long a turn keeps running with no request waiting for it.
     grace: Duration,
     /// How long a finished answer is kept.
@@ -220,8 +227,45 @@ impl Resends {
     pub(crate) fn new(grace: Duration, window: Duration) -> Self {
         Self {
             table: Mutex::default(),
+            closing: watch::Sender::new(false),
+            tasks: AtomicUsize::new(0),
+            task_ended: Notify::new(),
             grace,
             window,
+        }
+    }
+
+    /// Marks a turn task alive until the returned guard drops.
+    pub(crate) fn task(self: &Arc<Self>) -> TaskGuard {
+        self.tasks.fetch_add(1, Ordering::SeqCst);
+        TaskGuard(self.clone())
+    }
+
+    /// Resolves when the server stops.
+    pub(crate) async fn closed(&self) {
+        let mut closing = self.closing.subscribe();
+        let _ = closing.wait_for(|closing| *closing).await;
+    }
+
+    /// Ends every running turn (each kills its agent as it goes) and waits up to `limit` for
+    /// their tasks to finish.
+    pub(crate) async fn close(&self, limit: Duration) {
+        self.closing.send_replace(true);
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let ended = self.task_ended.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            if self.tasks.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, ended).await.is_err() {
+                tracing::warn!(
+                    turns = self.tasks.load(Ordering::SeqCst),
+                    "turns still ending at shutdown"
+                );
+                return;
+            }
         }
     }
 
@@ -326,6 +370,16 @@ impl Resends {
         let mut table = self.table();
         expire(&mut table, Instant::now());
         (table.running.len(), table.recent.len(), table.recent_bytes)
+    }
+}
+
+/// A live turn task; dropping it counts the task as ended.
+pub(crate) struct TaskGuard(Arc<Resends>);
+
+impl Drop for TaskGuard {
+    fn drop(&mut self) {
+        self.0.tasks.fetch_sub(1, Ordering::SeqCst);
+        self.0.task_ended.notify_waiters();
     }
 }
 

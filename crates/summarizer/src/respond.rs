@@ -66,11 +66,14 @@ fn spawn_turn(
     subagent: bool,
     publisher: Publisher,
 ) {
+    let alive = bridge.resends.task();
     tokio::spawn(
         async move {
+            let _alive = alive;
             let finished = tokio::select! {
                 finished = drive(&bridge, body, conversation, subagent, &publisher) => Some(finished),
                 () = publisher.abandoned() => None,
+                () = bridge.resends.closed() => None,
             };
             match finished {
                 Some(finished) => bridge.resends.finish(publisher, finished),

@@ -211,3 +211,27 @@ async fn a_failed_turn_is_not_kept_and_its_resend_runs_again() {
     assert_eq!(bridge.agent_events("prompt").len(), 2);
     bridge.stop().await;
 }
+
+#[tokio::test]
+async fn stopping_the_server_ends_a_turn_held_for_a_resend() {
+    let bridge = bridge("resend_grace_ms = 600000\nshutdown_grace_ms = 300", "").await;
+    let socket = send_and_keep(
+        bridge.addr,
+        "conv-stop",
+        &body("Please help. [mock:grandchild]", true),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while bridge.agents() < 2 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(bridge.agents() >= 2, "the agent and its grandchild run");
+    // The client is gone: only the ten-minute grace keeps the turn.
+    drop(socket);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(bridge.agents() >= 1, "the turn should wait for a resend");
+    let home = bridge.home.clone();
+    bridge.stop().await;
+    wait_no_agents(&home, Duration::from_secs(5))
+        .await
+        .expect("the server stopped but the turn held for a resend kept its agent");
+}
