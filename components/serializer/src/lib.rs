@@ -15,6 +15,7 @@ mod images;
 mod json;
 mod messages;
 mod request;
+mod side_requests;
 mod tools;
 mod trace;
 /// The component export (a thin shell); off when another component embeds this library.
@@ -22,8 +23,8 @@ mod trace;
 mod wasm;
 
 pub use devin_bridge_types::{
-    Failure, Image, ImageLimits, MessageMark, Prompt, PromptOptions, Resume, ResumedPrompt,
-    UnseenPrompt,
+    Failure, Image, ImageLimits, LocalAnswer, MessageMark, Prompt, PromptOptions, Resume,
+    ResumedPrompt, UnseenPrompt,
 };
 
 use crate::json::Json;
@@ -362,6 +363,7 @@ fn build(
             single_tool_call,
             classifier_context: request::classifier_context(&root),
             effort: request::effort(&root),
+            local_answer: side_requests::local_answer(&root),
             text,
         },
         trace_start,

@@ -29,6 +29,7 @@ macro_rules! guest_bindings {
     (@with [serializer $($rest:ident)*] [$($with:tt)*] $options:tt) => {
         $crate::guest_bindings!(@with [$($rest)*] [$($with)*
             "devin-bridge:transforms/serializer@0.1.0/prompt": devin_bridge_types::Prompt,
+            "devin-bridge:transforms/serializer@0.1.0/local-answer": devin_bridge_types::LocalAnswer,
             "devin-bridge:transforms/serializer@0.1.0/image-limits": devin_bridge_types::ImageLimits,
             "devin-bridge:transforms/serializer@0.1.0/prompt-options": devin_bridge_types::PromptOptions,
             "devin-bridge:transforms/serializer@0.1.0/image": devin_bridge_types::Image,

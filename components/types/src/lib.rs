@@ -27,7 +27,8 @@ pub use errors::error_type;
 pub use model_alias::ResolvedModel;
 pub use safeguard::{CallVerdict, Evaluation, SafeguardOutcome, SafeguardStatus, ToolVerdict};
 pub use serializer::{
-    Image, ImageLimits, MessageMark, Prompt, PromptOptions, Resume, ResumedPrompt, UnseenPrompt,
+    Image, ImageLimits, LocalAnswer, MessageMark, Prompt, PromptOptions, Resume, ResumedPrompt,
+    UnseenPrompt,
 };
 pub use sse::{MessageHead, SseEvent, SseFrames};
 

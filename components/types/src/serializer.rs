@@ -29,6 +29,20 @@ pub struct Prompt {
     /// an enabled thinking budget); none when it asks for none. It is not in `text`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effort: Option<String>,
+    /// The answer the host may give without an agent turn: some only when the request has,
+    /// exactly, the shape of a side request the serializer knows; none otherwise. It is not
+    /// in `text`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_answer: Option<LocalAnswer>,
+}
+
+/// A side request's answer, made without the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LocalAnswer {
+    /// What the request asked for (`session_title`).
+    pub purpose: String,
+    /// The reply's text, as the client expects it (for `session_title`, `{"title":"..."}`).
+    pub text: String,
 }
 
 /// Which images go with a prompt.

@@ -13,7 +13,10 @@
 //! On success, per call:
 //! - `serialize`: `model`, `stream` and `input_tokens` equal; `classifier_context` the same
 //!   JSON value (or absent in both); `effort` equal (or absent in both: the agent runs at
-//!   the effort the request asked for); `tools` parses as JSON and is the
+//!   the effort the request asked for); `local_answer` absent in both, or present in both
+//!   with the same `purpose` and a `text` that is the same JSON value (a local answer is sent
+//!   to the client in place of an agent turn: one may never be made up, nor one dropped or
+//!   changed); `tools` parses as JSON and is the
 //!   same JSON value; `text` contains the `[Devin Summarizer Bridge]` and `[Execution Trace]`
 //!   headers the agent side relies on (the rest of the framing is free);
 //!   `id_seed` is 1-64 characters of `[A-Za-z0-9_-]`;
@@ -420,6 +423,10 @@ fn check_prompt(expected: &Value, actual: &Value) -> Result<(), String> {
         actual.get("effort").unwrap_or(&Value::Null),
         "the prompt's effort",
     )?;
+    check_local_answer(
+        expected.get("local_answer").unwrap_or(&Value::Null),
+        actual.get("local_answer").unwrap_or(&Value::Null),
+    )?;
     let tools = |value: &Value| -> Result<Value, String> {
         let text = value
             .get("tools")
@@ -442,6 +449,35 @@ fn check_prompt(expected: &Value, actual: &Value) -> Result<(), String> {
         return Err(format!("the prompt's id_seed {seed:?} is malformed"));
     }
     Ok(())
+}
+
+/// A prompt's local answer: absent in both, or the same purpose and the same JSON value as
+/// its text.
+fn check_local_answer(expected: &Value, actual: &Value) -> Result<(), String> {
+    match (expected, actual) {
+        (Value::Null, Value::Null) => Ok(()),
+        (Value::Null, _) => Err("the prompt has a local answer where none is expected".into()),
+        (_, Value::Null) => Err("the prompt has no local answer where one is expected".into()),
+        (expected, actual) => {
+            same(
+                expected.get("purpose").unwrap_or(&Value::Null),
+                actual.get("purpose").unwrap_or(&Value::Null),
+                "the local answer's purpose",
+            )?;
+            let text = |value: &Value| -> Result<Value, String> {
+                let text = value
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .ok_or("the local answer's text is not a string")?;
+                serde_json::from_str(text)
+                    .map_err(|error| format!("the local answer's text is not JSON ({error})"))
+            };
+            if text(expected)? != text(actual)? {
+                return Err("the local answer's text differs from the expected one".into());
+            }
+            Ok(())
+        }
+    }
 }
 
 /// 1 to 64 characters of `[A-Za-z0-9_-]`: safe in a tool-use id.

@@ -37,8 +37,8 @@ pub use config::{
 pub use corpus::{self_test, Corpus, SelfTestReport};
 /// The WIT records, as the mode crates name them through the engine.
 pub use devin_bridge_types::{
-    Image, ImageLimits, MessageHead, MessageMark, Prompt, PromptOptions, ResolvedModel, Resume,
-    ResumedPrompt, SseEvent, SseFrames, UnseenPrompt,
+    Image, ImageLimits, LocalAnswer, MessageHead, MessageMark, Prompt, PromptOptions,
+    ResolvedModel, Resume, ResumedPrompt, SseEvent, SseFrames, UnseenPrompt,
 };
 pub use loader::{sha256_hex, Loaded, Warm};
 pub use registry::{ComponentInfo, SwapReport, Transforms};

@@ -22,6 +22,7 @@ mod respond;
 mod safeguard;
 pub mod sandbox;
 mod serialize;
+mod side_requests;
 pub mod startup;
 mod turn;
 mod window;
@@ -91,6 +92,9 @@ pub struct Bridge {
     in_flight: AtomicUsize,
     /// Turns running and just answered, which resends of the same request join.
     resends: Arc<resends::Resends>,
+    /// Whether side requests the serializer recognizes are answered without an agent turn
+    /// (`[server] local_side_requests`).
+    local_side_requests: bool,
 }
 
 impl Bridge {
@@ -250,6 +254,7 @@ impl Bridge {
                 Duration::from_millis(policy.server.resend_grace_ms),
                 Duration::from_millis(policy.server.resend_window_ms),
             )),
+            local_side_requests: policy.server.local_side_requests,
         }))
     }
 

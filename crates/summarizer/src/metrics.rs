@@ -80,6 +80,15 @@ pub(crate) struct ResendLabels {
     pub joined: &'static str,
 }
 
+/// Labels of a side request (a request without tools): what it asked for (`session_title`, or
+/// `unknown` when the serializer recognized nothing) and who answered it (`local`: the bridge,
+/// without an agent turn; `agent`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct SideRequestLabels {
+    pub purpose: &'static str,
+    pub answered: &'static str,
+}
+
 /// Claude Code's tools, the only tool names a metric label takes verbatim.
 const KNOWN_TOOLS: [&str; 17] = [
     "Bash",
@@ -121,6 +130,7 @@ pub(crate) struct Metrics {
     safeguard_verdicts: Family<VerdictLabels, Counter>,
     resends: Family<ResendLabels, Counter>,
     messages: Family<MessageLabels, Counter>,
+    side_requests: Family<SideRequestLabels, Counter>,
     turns_in_flight: Gauge,
     agent_processes: Gauge,
     resident_processes: Gauge,
@@ -173,6 +183,12 @@ impl Metrics {
             "messages",
             "Messages requests by what they asked for (main_turn, subagent_turn, side_request, resend)",
             messages.clone(),
+        );
+        let side_requests = Family::<SideRequestLabels, Counter>::default();
+        registry.register(
+            "side_requests",
+            "Requests without tools by what they asked for (session_title, unknown) and who answered them (local, agent)",
+            side_requests.clone(),
         );
         let turns_in_flight = Gauge::default();
         registry.register(
@@ -267,6 +283,7 @@ impl Metrics {
             safeguard_verdicts,
             resends,
             messages,
+            side_requests,
             turns_in_flight,
             agent_processes,
             resident_processes,
@@ -315,6 +332,14 @@ impl Metrics {
     /// Counts one messages request by its kind (see [`MessageLabels`]).
     pub(crate) fn count_message(&self, kind: &'static str) {
         self.messages.get_or_create(&MessageLabels { kind }).inc();
+    }
+
+    /// Counts one side request by its purpose and who answered it (see
+    /// [`SideRequestLabels`]).
+    pub(crate) fn count_side_request(&self, purpose: &'static str, answered: &'static str) {
+        self.side_requests
+            .get_or_create(&SideRequestLabels { purpose, answered })
+            .inc();
     }
 
     /// Counts one resend by what it joined: `running` or `finished`.

@@ -151,6 +151,9 @@ pub struct ServerSection {
     /// How long a finished turn's answer is kept for a resend of the same request; 0 keeps
     /// none.
     pub resend_window_ms: u64,
+    /// Answer side requests the serializer recognizes exactly (Claude Code's session title)
+    /// without an agent turn; false sends every request to the agent.
+    pub local_side_requests: bool,
 }
 
 impl Default for ServerSection {
@@ -168,6 +171,7 @@ impl Default for ServerSection {
             user: None,
             resend_grace_ms: 15_000,
             resend_window_ms: 60_000,
+            local_side_requests: true,
         }
     }
 }
@@ -356,6 +360,16 @@ mod tests {
         let policy = parse("mode = \"summarizer\"").expect("valid");
         assert_eq!(policy.mode, Mode::Summarizer);
         assert_eq!(policy.limits, RuntimeLimits::default());
+    }
+
+    #[test]
+    fn side_requests_are_answered_locally_unless_the_policy_says_not() {
+        let policy = parse("mode = \"summarizer\"").expect("valid");
+        assert!(policy.server.local_side_requests);
+        let policy =
+            parse("mode = \"summarizer\"\n[server]\nlocal_side_requests = false").expect("valid");
+        assert!(!policy.server.local_side_requests);
+        assert!(parse("mode = \"summarizer\"\n[server]\nlocal_side_requests = \"no\"").is_err());
     }
 
     #[test]

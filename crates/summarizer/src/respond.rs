@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use devin_bridge_engine::{is_error_status, MessageHead, TransformCalls as _};
-use devin_bridge_types::{error_type, Failure};
+use devin_bridge_types::{error_type, estimate_tokens, Failure, Reply, Usage};
 use hyper::{Response, StatusCode};
 use tokio::sync::mpsc;
 use tracing::Instrument;
@@ -21,6 +21,7 @@ use super::failures::RETRY_AFTER_SECONDS;
 use super::prepare::{prepare, Prepared};
 use super::resends::{Answer, Finished, Joined, Publisher, Stage, Waiter};
 use super::safeguard;
+use super::side_requests;
 use super::turn::{acquire_slot, run};
 use super::Bridge;
 
@@ -90,7 +91,8 @@ fn spawn_turn(
     );
 }
 
-/// The turn itself: serialize, wait for a slot, run, judge the reply's calls.
+/// The turn itself: serialize, answer a side request the bridge knows at once (no slot, no
+/// agent), else wait for a slot, run, judge the reply's calls.
 async fn drive(
     bridge: &Bridge,
     body: String,
@@ -116,6 +118,32 @@ async fn drive(
         } else {
             "main_turn"
         });
+    if let Some(reply) = side_requests::local_reply(bridge, &prepared.prompt) {
+        let Prepared {
+            prompt,
+            head,
+            placement,
+            ..
+        } = prepared;
+        // No agent answers: the placement goes unused. A side request's is never a
+        // conversation's session (the resident transport gives a request without tools an
+        // ephemeral one, which holds no session until its turn runs), so dropping it forgets
+        // nothing and leaves nothing behind.
+        drop(placement);
+        let usage = match &reply {
+            Reply::Text(text) => Usage::estimated(prompt.input_tokens, estimate_tokens(text)),
+            Reply::Tools(_) => Usage::estimated(prompt.input_tokens, 1),
+        };
+        return Finished {
+            head: Some(head),
+            stream: prompt.stream,
+            outcome: Ok(Answer {
+                reply,
+                usage,
+                safeguard: None,
+            }),
+        };
+    }
     let permit = match acquire_slot(bridge).await {
         Ok(permit) => permit,
         Err(failure) => return failed(failure),

@@ -30,6 +30,7 @@ mod outpost_worker;
 mod preinitialised;
 mod resends;
 mod resident;
+mod side_requests;
 mod sighup;
 mod sign_in;
 mod summarizer;

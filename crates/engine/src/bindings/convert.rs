@@ -77,8 +77,9 @@ records! {
     }
     wit_serializer::Prompt => plain::Prompt {
         text, tools, input_tokens, id_seed, model, stream, single_tool_call, classifier_context,
-        effort
+        effort, local_answer
     }
+    wit_serializer::LocalAnswer => plain::LocalAnswer { purpose, text }
     wit_serializer::ImageLimits => plain::ImageLimits { max_images, max_image_bytes }
     wit_serializer::PromptOptions => plain::PromptOptions { held, images }
     wit_serializer::Image => plain::Image { media_type, data }

@@ -268,6 +268,53 @@ fn a_prompt_keeps_its_effort() {
 }
 
 #[test]
+fn a_prompt_keeps_its_local_answer() {
+    let title = case(
+        TransformKind::Serializer,
+        "ok_session_title_local_answer.json",
+    );
+    assert_eq!(
+        title.expect["ok"]["local_answer"],
+        json!({"purpose": "session_title", "text": "{\"title\":\"Fix the failing test in math.js\"}"})
+    );
+    check(&title.call, &title.expect, &title.expect).expect("the same answer");
+    // The same JSON, spelt otherwise, is the same answer.
+    let spaced = with(
+        &title.expect,
+        "/ok/local_answer/text",
+        json!("{ \"title\": \"Fix the failing test in math.js\" }"),
+    );
+    check(&title.call, &title.expect, &spaced).expect("the same JSON value");
+    refuses_each_change(
+        &title,
+        [
+            ("/ok/local_answer/purpose", json!("summary")),
+            ("/ok/local_answer/text", json!("{\"title\":\"Math tests\"}")),
+            (
+                "/ok/local_answer/text",
+                json!("Fix the failing test in math.js"),
+            ),
+            ("/ok/local_answer/text", json!(7)),
+            ("/ok/local_answer", Value::Null),
+        ],
+    );
+    let mut dropped = title.expect.clone();
+    dropped["ok"]
+        .as_object_mut()
+        .expect("an object")
+        .remove("local_answer");
+    assert!(check(&title.call, &title.expect, &dropped).is_err());
+    // A request the serializer does not answer: none may be made up.
+    for file in ["ok_session_title_near_miss.json", "ok_minimal.json"] {
+        let plain = case(TransformKind::Serializer, file);
+        assert!(plain.expect["ok"].get("local_answer").is_none(), "{file}");
+        let mut added = plain.expect.clone();
+        added["ok"]["local_answer"] = title.expect["ok"]["local_answer"].clone();
+        assert!(check(&plain.call, &plain.expect, &added).is_err(), "{file}");
+    }
+}
+
+#[test]
 fn a_resumed_prompt_keeps_tokens_images_and_message_marks_but_may_reword_and_rehash() {
     let case = case(TransformKind::Serializer, "ok_resumed_continuation.json");
     let text = case.expect["ok"]["text"].as_str().expect("text");

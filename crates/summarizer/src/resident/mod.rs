@@ -466,6 +466,8 @@ impl Resident {
                 classifier_context: earlier.classifier_context.clone(),
                 // Outside the messages too.
                 effort: earlier.effort.clone(),
+                // A continuation follows at least one message: never a side request's shape.
+                local_answer: None,
             },
             history,
             images: resumed.images,
