@@ -13,7 +13,8 @@ use crate::rpc::INVALID_PARAMS;
 use crate::scenario::{find_marker, Scenario};
 use crate::script::{self, Action};
 use crate::trace::{
-    continuation_trace, Prompt, BRIDGE_HEADER, REPAIR_HEADER, SEPARATOR, TRACE_HEADER,
+    continuation_trace, without_reminders, Prompt, BRIDGE_HEADER, REPAIR_HEADER, SEPARATOR,
+    TRACE_HEADER,
 };
 use crate::wire::{self, Refusal};
 
@@ -144,8 +145,11 @@ pub(crate) fn plan(
 ) -> Result<(Plan, Vec<String>), Refusal> {
     let (trace, kind) = session_trace(received.earlier, received.text)?;
     let prompt = Prompt::parse(&trace).map_err(|_| framing_error(""))?;
+    // Markers are what the user typed: Claude Code's `<system-reminder>` context (its git
+    // status lists recent commit subjects, which may name a marker) does not select a scenario.
     let last_user = prompt.last_user().unwrap_or_default();
-    let (marker, unknown) = find_marker(last_user);
+    let typed = without_reminders(last_user);
+    let (marker, unknown) = find_marker(&typed);
     let unknown = unknown.into_iter().map(str::to_owned).collect();
     let (scenario, source) = match (marker, default) {
         (Some(scenario), _) => (scenario, "marker"),
@@ -482,6 +486,20 @@ mod tests {
             plan_of("hello", None).err().map(|e| e.0),
             Some(INVALID_PARAMS)
         );
+    }
+
+    #[test]
+    fn markers_inside_system_reminders_select_nothing() {
+        // Claude Code's git status reminder lists recent commit subjects, which may name a marker.
+        let prompt = "[Devin Summarizer Bridge]\n[Execution Trace]\n[User]\n<system-reminder>\n\
+                      Recent commits:\n5acca54 The offline agent's [mock:subagent] delegates\n\
+                      </system-reminder>\nFix the failing test in this project.";
+        let (plan, unknown) = plan_of(prompt, None).expect("plan");
+        assert_eq!(plan.name, "script");
+        assert!(unknown.is_empty());
+        let typed = prompt.replace("project.", "project. [mock:text]");
+        let (plan, _) = plan_of(&typed, None).expect("plan");
+        assert_eq!(plan.name, "text");
     }
 
     fn plan_of(text: &str, earlier: Option<&str>) -> Result<(Plan, Vec<String>), Refusal> {

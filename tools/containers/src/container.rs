@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 
 use crate::compose::{
     demo_fixed, http, http_with, internal_address, processes, wait_healthy, write_demo_project,
@@ -457,7 +457,12 @@ fn host_claude_code(address: &str, key: &str) -> Result<String> {
         .stdin(Stdio::null())
         .output()?;
     let result = final_result(&output)?;
-    demo_fixed(&project)?;
+    demo_fixed(&project).with_context(|| {
+        format!(
+            "Claude Code finished with {result:?}; its stream:\n{}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })?;
     let _ = std::fs::remove_dir_all(&work);
     Ok(format!("math.js fixed, npm test passes; result: {result}"))
 }
