@@ -3,8 +3,8 @@
 //! vs wasm for `parse`, the narration heuristic and `parse_review` (the same text read as a
 //! review reply).
 //!
-//! Beyond native and wasm agreeing, `parse` must keep its own promises: `parse_owned` answers
-//! the same, and a reply of calls is never empty, never longer than `max(1, max_calls)`, holds
+//! Beyond native and wasm agreeing, `parse` must keep its own promises: `parse_span` (what the
+//! component answers) resolves against the output to the same answer, borrowed or owned, and a reply of calls is never empty, never longer than `max(1, max_calls)`, holds
 //! distinct ids, and only calls declared tools with a JSON object as input.
 
 use std::collections::BTreeSet;
@@ -46,10 +46,16 @@ fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge_engine::TransformKind
     let seed = "0123456789abcdef01234567";
 
     let parsed = devin_bridge_envelope::parse(output, &tools, seed, max_calls);
+    let span = devin_bridge_envelope::parse_span(output, &tools, seed, max_calls);
     assert_eq!(
-        devin_bridge_envelope::parse_owned(output.to_owned(), &tools, seed, max_calls),
-        parsed,
-        "parse_owned differs from parse"
+        span.clone().map(|span| span.resolve(output)),
+        parsed.clone().map(Some),
+        "parse_span differs from parse"
+    );
+    assert_eq!(
+        span.map(|span| span.resolve_owned(output.to_owned())),
+        parsed.clone().map(Some),
+        "parse_span differs from parse (owned)"
     );
     if let Ok(Reply::Tools(calls)) = &parsed {
         assert!(!calls.is_empty(), "a reply of calls holds at least one");

@@ -20,6 +20,7 @@ pub(crate) mod codes {
     pub(crate) const INVALID_TOOLS: &str = "invalid_tools";
     pub(crate) const REVIEW_MISSING: &str = "review_missing";
     pub(crate) const REVIEW_INVALID: &str = "review_invalid";
+    pub(crate) const OUTPUT_TOO_LARGE: &str = "output_too_large";
 }
 
 /// The status of every failure the agent's output causes: a bad gateway answer, not a bad request.
@@ -30,6 +31,17 @@ pub(crate) const EXCERPT_CHARS: usize = 80;
 
 fn agent(code: &str, message: impl Into<String>) -> Failure {
     Failure::repairable(code, message, AGENT_STATUS)
+}
+
+/// A text reply that 32-bit offsets cannot name (an output past 4 GiB): only a native caller
+/// can hold such an output, a component's memory is smaller. Not the agent's to repair.
+pub(crate) fn output_too_large(bytes: usize) -> Failure {
+    Failure {
+        code: codes::OUTPUT_TOO_LARGE.to_owned(),
+        message: format!("the output is {bytes} bytes, more than a text reply may hold"),
+        status: AGENT_STATUS,
+        repairable: false,
+    }
 }
 
 /// At most `max` characters of `text`, with `…` when something was cut.

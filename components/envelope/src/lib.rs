@@ -5,9 +5,9 @@
 //! of the reply, checks it against the review shape and returns it in canonical form (the
 //! rules are in `review.rs`).
 //!
-//! This is the native logic; the wasm component is a thin shell around [`parse_owned`] (the
-//! same answers as [`parse`], without copying a text reply), [`narrates_unexecuted_action`] and
-//! [`parse_review`]. Nothing here touches the world (no clock, no randomness, no files, no
+//! This is the native logic; the wasm component is a thin shell around [`parse_span`] (the
+//! same answers as [`parse`], a text reply given as its span of the output rather than a copy),
+//! [`narrates_unexecuted_action`] and [`parse_review`]. Nothing here touches the world (no clock, no randomness, no files, no
 //! network), so native and wasm answers are identical.
 //!
 //! # `parse`, rule by rule
@@ -90,7 +90,7 @@ mod tools;
 #[cfg(all(target_arch = "wasm32", feature = "export"))]
 mod wasm;
 
-pub use devin_bridge_types::{Failure, Reply, ToolCall};
+pub use devin_bridge_types::{Failure, ParsedReply, Reply, TextSpan, ToolCall};
 pub use review::{
     first_json_object, parse_review, MAX_FIELD_CHARS, MAX_FINDINGS, MAX_SCAN_DEPTH,
     MAX_SCAN_VALUES, MAX_SUMMARY_CHARS, MAX_TEXT_BYTES,
@@ -112,22 +112,20 @@ pub fn parse(output: &str, tools: &str, id_seed: &str, max_calls: u32) -> Result
     })
 }
 
-/// [`parse`] of an output the caller owns: the same answer, but a text reply reuses `output`'s
-/// buffer instead of copying it (a text reply can be megabytes, and the component receives the
-/// output as an owned string anyway).
-pub fn parse_owned(
-    mut output: String,
+/// [`parse`] answered as the component answers it: a text reply is the span of `output` that
+/// is the text, not a copy (a text reply can be megabytes, and the host that asked holds the
+/// output already). [`ParsedReply::resolve`] of the answer is [`parse`]'s.
+pub fn parse_span(
+    output: &str,
     tools: &str,
     id_seed: &str,
     max_calls: u32,
-) -> Result<Reply, Failure> {
-    Ok(match parse_reply(&output, tools, id_seed, max_calls)? {
-        Parsed::Text(range) => {
-            output.truncate(range.end);
-            output.drain(..range.start);
-            Reply::Text(output)
-        }
-        Parsed::Tools(calls) => Reply::Tools(calls),
+) -> Result<ParsedReply, Failure> {
+    Ok(match parse_reply(output, tools, id_seed, max_calls)? {
+        Parsed::Text(range) => ParsedReply::Text(
+            TextSpan::of_range(range).ok_or_else(|| failure::output_too_large(output.len()))?,
+        ),
+        Parsed::Tools(calls) => ParsedReply::Tools(calls),
     })
 }
 

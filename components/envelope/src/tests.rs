@@ -44,11 +44,20 @@ fn tools() -> String {
 /// The bridge's default limit of calls per reply.
 const MAX_CALLS: u32 = 8;
 
-/// `parse` with the test catalog and seed, checked to give the same answer as `parse_owned`.
+/// `parse` with the test catalog and seed, checked to give the same answer as `parse_span`
+/// (what the component answers), resolved against the output both ways.
 fn parse_with(output: &str, max_calls: u32) -> Result<Reply, Failure> {
     let tools = tools();
     let borrowed = parse(output, &tools, "seed", max_calls);
-    let owned = parse_owned(output.to_owned(), &tools, "seed", max_calls);
+    let span = parse_span(output, &tools, "seed", max_calls);
+    let resolved = span
+        .clone()
+        .map(|span| span.resolve(output).expect("a span of the output"));
+    assert_eq!(borrowed, resolved, "{output:?}");
+    let owned = span.map(|span| {
+        span.resolve_owned(output.to_owned())
+            .expect("a span of the output")
+    });
     assert_eq!(borrowed, owned, "{output:?}");
     borrowed
 }
@@ -754,7 +763,10 @@ mod owned {
     fn a_text_reply_reuses_the_output_buffer() {
         let output = format!("\n\n  {}  \n", "x".repeat(10_000));
         let pointer = output.as_ptr();
-        let Ok(Reply::Text(text)) = parse_owned(output, &tools(), "seed", MAX_CALLS) else {
+        let Ok(span) = parse_span(&output, &tools(), "seed", MAX_CALLS) else {
+            panic!("text");
+        };
+        let Some(Reply::Text(text)) = span.resolve_owned(output) else {
             panic!("text");
         };
         assert_eq!(text, format!("  {}", "x".repeat(10_000)));

@@ -6,7 +6,7 @@ devin_bridge_types::guest_bindings!([envelope] {
     path: "../../wit",
 });
 
-use devin_bridge_types::{Failure, Reply};
+use devin_bridge_types::{Failure, ParsedReply};
 use exports::devin_bridge::transforms::envelope::Guest;
 
 struct Component;
@@ -17,9 +17,10 @@ impl Guest for Component {
         tools: String,
         id_seed: String,
         max_calls: u32,
-    ) -> Result<Reply, Failure> {
-        // The output is owned here: a text reply reuses its buffer rather than copying it.
-        crate::parse_owned(output, &tools, &id_seed, max_calls)
+    ) -> Result<ParsedReply, Failure> {
+        // A text reply is answered as its span of the output: the host holds the output
+        // already, so the text is not copied back across the boundary.
+        crate::parse_span(&output, &tools, &id_seed, max_calls)
     }
 
     fn narrates_unexecuted_action(output: String) -> bool {

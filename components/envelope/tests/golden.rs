@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use devin_bridge_envelope::{narrates_unexecuted_action, parse, parse_owned, parse_review};
+use devin_bridge_envelope::{narrates_unexecuted_action, parse, parse_review, parse_span};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -97,11 +97,14 @@ fn run(case: &Case) -> Value {
                 u32_arg(case, "max_calls"),
             );
             let result = parse(output, &tools, id_seed, max_calls);
-            // The component answers through `parse_owned`: it must say exactly the same.
+            // The component answers through `parse_span` (a text reply as its span of the
+            // output): resolved against the output, it must say exactly the same.
             assert_eq!(
-                parse_owned(output.to_owned(), &tools, id_seed, max_calls),
+                parse_span(output, &tools, id_seed, max_calls).map(|span| span
+                    .resolve(output)
+                    .unwrap_or_else(|| panic!("{}: a span outside the output", case.file))),
                 result,
-                "{}: parse_owned differs",
+                "{}: parse_span differs",
                 case.file
             );
             match result {

@@ -39,9 +39,11 @@ macro_rules! guest_bindings {
             "devin-bridge:transforms/serializer@0.1.0/resumed-prompt": devin_bridge_types::ResumedPrompt,
         ] $options);
     };
-    // The envelope interface defines no record of its own.
-    (@with [envelope $($rest:ident)*] $with:tt $options:tt) => {
-        $crate::guest_bindings!(@with [$($rest)*] $with $options);
+    (@with [envelope $($rest:ident)*] [$($with:tt)*] $options:tt) => {
+        $crate::guest_bindings!(@with [$($rest)*] [$($with)*
+            "devin-bridge:transforms/envelope@0.1.0/text-span": devin_bridge_types::TextSpan,
+            "devin-bridge:transforms/envelope@0.1.0/parsed-reply": devin_bridge_types::ParsedReply,
+        ] $options);
     };
     (@with [sse $($rest:ident)*] [$($with:tt)*] $options:tt) => {
         $crate::guest_bindings!(@with [$($rest)*] [$($with)*

@@ -104,6 +104,69 @@ impl Reply {
     }
 }
 
+/// `length` bytes of a text, from byte `start`: where `envelope.parse` found a text reply in
+/// the output it was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TextSpan {
+    pub start: u32,
+    pub length: u32,
+}
+
+impl TextSpan {
+    /// The span of the byte range `range`; `None` when its bounds do not fit in a `u32`.
+    pub fn of_range(range: std::ops::Range<usize>) -> Option<Self> {
+        Some(Self {
+            start: u32::try_from(range.start).ok()?,
+            length: u32::try_from(range.end.checked_sub(range.start)?).ok()?,
+        })
+    }
+
+    /// The part of `text` this span covers; `None` when it is not a span of `text` (it ends
+    /// past the end, or a bound is not on a character boundary).
+    pub fn of(self, text: &str) -> Option<&str> {
+        let start = usize::try_from(self.start).ok()?;
+        let end = start.checked_add(usize::try_from(self.length).ok()?)?;
+        text.get(start..end)
+    }
+}
+
+/// [`Reply`] as `envelope.parse` answers it across the boundary: the text as a span of the
+/// output the caller already holds, or the tool calls.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "value")]
+pub enum ParsedReply {
+    Text(TextSpan),
+    Tools(Vec<ToolCall>),
+}
+
+impl ParsedReply {
+    /// The reply this answer stands for, given the output it was parsed from; `None` when the
+    /// span is not a span of `output`.
+    pub fn resolve(self, output: &str) -> Option<Reply> {
+        Some(match self {
+            ParsedReply::Text(span) => Reply::Text(span.of(output)?.to_owned()),
+            ParsedReply::Tools(calls) => Reply::Tools(calls),
+        })
+    }
+
+    /// [`ParsedReply::resolve`] of an output the caller owns: the text reply is cut from
+    /// `output`'s buffer instead of copied out of it.
+    pub fn resolve_owned(self, mut output: String) -> Option<Reply> {
+        Some(match self {
+            ParsedReply::Text(span) => {
+                let start = usize::try_from(span.start).ok()?;
+                let end = start.checked_add(usize::try_from(span.length).ok()?)?;
+                // Checked first: `truncate` and `drain` panic off a character boundary.
+                output.get(start..end)?;
+                output.truncate(end);
+                output.drain(..start);
+                Reply::Text(output)
+            }
+            ParsedReply::Tools(calls) => Reply::Tools(calls),
+        })
+    }
+}
+
 /// Token counts, as Anthropic `usage` reports them: the agent's own counts when it reported
 /// them, else the bridge's estimate. The cache fields are 0 when nothing was reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -142,6 +205,27 @@ pub fn tokens_for_chars(chars: u64) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_text_span_resolves_only_within_its_text_and_on_character_boundaries() {
+        let output = "  héllo  ";
+        let span = |start, length| ParsedReply::Text(TextSpan { start, length });
+        assert_eq!(span(2, 6).resolve(output), Some(Reply::Text("héllo".into())));
+        assert_eq!(
+            span(2, 6).resolve_owned(output.to_owned()),
+            Some(Reply::Text("héllo".into()))
+        );
+        // Past the end, overflowing, or inside the two bytes of `é`: not a span of the output.
+        for (start, length) in [(2, 9), (u32::MAX, 2), (4, 1), (3, 1)] {
+            assert_eq!(span(start, length).resolve(output), None, "{start}+{length}");
+            assert_eq!(
+                span(start, length).resolve_owned(output.to_owned()),
+                None,
+                "{start}+{length}"
+            );
+        }
+        assert_eq!(TextSpan::of_range(2..8), Some(TextSpan { start: 2, length: 6 }));
+    }
 
     #[test]
     fn estimate_is_ceiling_of_quarter_with_floor_one() {

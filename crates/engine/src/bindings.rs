@@ -15,12 +15,14 @@
 use std::sync::Arc;
 
 use devin_bridge_types::{
-    Failure, MessageHead, Prompt, PromptOptions, Reply, ResolvedModel, Resume, ResumedPrompt,
-    SafeguardStatus, SseFrames, ToolCall, UnseenPrompt, Usage,
+    Failure, MessageHead, ParsedReply, Prompt, PromptOptions, Reply, ResolvedModel, Resume,
+    ResumedPrompt, SafeguardStatus, SseFrames, TextSpan, ToolCall, UnseenPrompt, Usage,
 };
 use serde::{Deserialize, Serialize};
-use wasmtime::component::InstancePre;
-
+use wasmtime::component::types::ComponentItem;
+use wasmtime::component::{
+    ComponentExportIndex, ComponentNamedList, InstancePre, Lift, Lower, TypedFunc,
+};
 use wasmtime::Store;
 
 use super::runtime::CallState;
@@ -69,96 +71,142 @@ mod safeguard_world {
 pub use serializer_world::devin_bridge::transforms::types as wit_types;
 
 /// A component pre-instantiated against the host's linker, with its exports type-checked.
+///
+/// A fresh instance serves each call, so what instantiation costs is paid per call. The
+/// generated bindings' instantiation looks up and type-checks every function of the world on
+/// every instance; here that check runs once, when the component loads, and a call looks up
+/// only the function it runs (by the export index found at load time).
 #[derive(Clone)]
-pub(crate) enum TypedPre {
-    Serializer(serializer_world::SerializerComponentPre<CallState>),
-    Envelope(envelope_world::EnvelopeComponentPre<CallState>),
-    Sse(sse_world::SseComponentPre<CallState>),
-    ModelAlias(model_alias_world::ModelAliasComponentPre<CallState>),
-    Safeguard(safeguard_world::SafeguardComponentPre<CallState>),
+pub(crate) struct TypedPre {
+    kind: TransformKind,
+    pre: InstancePre<CallState>,
+    functions: Arc<Functions>,
 }
 
+/// The export index of each function of a transform's interface, by WIT name.
+type Functions = Vec<(String, ComponentExportIndex)>;
+
 impl TypedPre {
-    /// Checks that the component exports `kind`'s interface with the right types.
-    pub(crate) fn new(kind: TransformKind, pre: InstancePre<CallState>) -> wasmtime::Result<Self> {
-        Ok(match kind {
+    /// Checks that the component exports `kind`'s interface with the right types, on one
+    /// scratch instance in `store` (the generated bindings type-check every function of the
+    /// world as they load it), and finds the export index of each of its functions.
+    pub(crate) fn new(
+        kind: TransformKind,
+        pre: InstancePre<CallState>,
+        store: &mut Store<CallState>,
+    ) -> Result<Self, Rejected> {
+        let instance = pre.instantiate(&mut *store).map_err(Rejected::Instance)?;
+        let checked = match kind {
             TransformKind::Serializer => {
-                TypedPre::Serializer(serializer_world::SerializerComponentPre::new(pre)?)
+                serializer_world::SerializerComponent::new(&mut *store, &instance).map(drop)
             }
             TransformKind::Envelope => {
-                TypedPre::Envelope(envelope_world::EnvelopeComponentPre::new(pre)?)
+                envelope_world::EnvelopeComponent::new(&mut *store, &instance).map(drop)
             }
-            TransformKind::Sse => TypedPre::Sse(sse_world::SseComponentPre::new(pre)?),
+            TransformKind::Sse => sse_world::SseComponent::new(&mut *store, &instance).map(drop),
             TransformKind::ModelAlias => {
-                TypedPre::ModelAlias(model_alias_world::ModelAliasComponentPre::new(pre)?)
+                model_alias_world::ModelAliasComponent::new(&mut *store, &instance).map(drop)
             }
             TransformKind::Safeguard => {
-                TypedPre::Safeguard(safeguard_world::SafeguardComponentPre::new(pre)?)
+                safeguard_world::SafeguardComponent::new(&mut *store, &instance).map(drop)
             }
+        };
+        checked.map_err(Rejected::Interface)?;
+        let component = pre.component();
+        let engine = store.engine();
+        let mut functions = Functions::new();
+        for (name, item) in component.component_type().exports(engine) {
+            let ComponentItem::ComponentInstance(interface) = item.ty else {
+                continue;
+            };
+            let Some(interface_index) = component.get_export_index(None, name) else {
+                continue;
+            };
+            for (function, item) in interface.exports(engine) {
+                if !matches!(item.ty, ComponentItem::ComponentFunc(_)) {
+                    continue;
+                }
+                if let Some(index) = component.get_export_index(Some(&interface_index), function) {
+                    functions.push((function.to_owned(), index));
+                }
+            }
+        }
+        Ok(Self {
+            kind,
+            pre,
+            functions: Arc::new(functions),
         })
     }
 
     pub(crate) fn instantiate(&self, store: &mut Store<CallState>) -> wasmtime::Result<Instance> {
-        Ok(match self {
-            TypedPre::Serializer(pre) => Instance::Serializer(pre.instantiate(store)?),
-            TypedPre::Envelope(pre) => Instance::Envelope(pre.instantiate(store)?),
-            TypedPre::Sse(pre) => Instance::Sse(pre.instantiate(store)?),
-            TypedPre::ModelAlias(pre) => Instance::ModelAlias(pre.instantiate(store)?),
-            TypedPre::Safeguard(pre) => Instance::Safeguard(pre.instantiate(store)?),
+        Ok(Instance {
+            kind: self.kind,
+            instance: self.pre.instantiate(store)?,
+            functions: self.functions.clone(),
         })
     }
 }
 
-/// A live instance of one transform (a fresh one per call in production).
-pub enum Instance {
-    Serializer(serializer_world::SerializerComponent),
-    Envelope(envelope_world::EnvelopeComponent),
-    Sse(sse_world::SseComponent),
-    ModelAlias(model_alias_world::ModelAliasComponent),
-    Safeguard(safeguard_world::SafeguardComponent),
+/// Why a component was refused when it loaded.
+pub(crate) enum Rejected {
+    /// It could not be instantiated at all.
+    Instance(wasmtime::Error),
+    /// Its exports are not the transform's interface.
+    Interface(wasmtime::Error),
 }
 
-/// One transform's world: which instance answers its functions. The typed functions below take
-/// `W::Instance`; [`crate::Loaded::run`] makes the fresh instance they run on.
+/// A live instance of one transform (a fresh one per call in production).
+pub struct Instance {
+    kind: TransformKind,
+    instance: wasmtime::component::Instance,
+    functions: Arc<Functions>,
+}
+
+impl Instance {
+    /// The exported function `name` of the transform's interface, type-checked as `P -> R`.
+    fn function<P, R>(&self, store: &mut CallStore, name: &str) -> wasmtime::Result<TypedFunc<P, R>>
+    where
+        P: ComponentNamedList + Lower,
+        R: ComponentNamedList + Lift,
+    {
+        let index = self
+            .functions
+            .iter()
+            .find_map(|(function, index)| (function == name).then_some(index))
+            .ok_or_else(|| wasmtime::Error::msg(format!("the component exports no `{name}`")))?;
+        self.instance.get_typed_func::<P, R>(store, index)
+    }
+
+    /// Calls the exported function `name` with `params` (its results, as a tuple).
+    fn call<P, R>(&self, store: &mut CallStore, name: &str, params: P) -> wasmtime::Result<R>
+    where
+        P: ComponentNamedList + Lower,
+        R: ComponentNamedList + Lift,
+    {
+        self.function::<P, R>(store, name)?.call(store, params)
+    }
+}
+
+/// One transform's world: the transform whose instance answers its functions. The typed
+/// functions below run on an [`Instance`] of it; [`crate::Loaded::run`] makes the fresh
+/// instance they run on.
 pub trait World {
     const KIND: TransformKind;
-    type Instance;
-    /// This world's instance, or `None` when `instance` is another transform's.
-    fn of(instance: &Instance) -> Option<&Self::Instance>;
 }
 
 macro_rules! world {
-    ($marker:ident, $kind:ident, $instance:ty) => {
+    ($marker:ident, $kind:ident) => {
         pub(crate) struct $marker;
         impl World for $marker {
             const KIND: TransformKind = TransformKind::$kind;
-            type Instance = $instance;
-            fn of(instance: &Instance) -> Option<&Self::Instance> {
-                match instance {
-                    Instance::$kind(instance) => Some(instance),
-                    _ => None,
-                }
-            }
         }
     };
 }
-world!(
-    SerializerWorld,
-    Serializer,
-    serializer_world::SerializerComponent
-);
-world!(EnvelopeWorld, Envelope, envelope_world::EnvelopeComponent);
-world!(SseWorld, Sse, sse_world::SseComponent);
-world!(
-    ModelAliasWorld,
-    ModelAlias,
-    model_alias_world::ModelAliasComponent
-);
-world!(
-    SafeguardWorld,
-    Safeguard,
-    safeguard_world::SafeguardComponent
-);
+world!(SerializerWorld, Serializer);
+world!(EnvelopeWorld, Envelope);
+world!(SseWorld, Sse);
+world!(ModelAliasWorld, ModelAlias);
+world!(SafeguardWorld, Safeguard);
 
 /// A call's store; every function below runs in one.
 type CallStore = Store<CallState>;
@@ -175,307 +223,402 @@ fn answered<W: Convert<P>, P>(
 
 /// The serializer's functions.
 pub(crate) mod serializer {
-    use super::serializer_world::SerializerComponent as Component;
     use super::*;
+    use serializer_world::exports::devin_bridge::transforms::serializer as wit;
 
     const KIND: TransformKind = TransformKind::Serializer;
 
     pub(crate) fn serialize(
-        instance: &Component,
+        instance: &Instance,
         store: &mut CallStore,
         request: &str,
     ) -> wasmtime::Result<Result<Prompt, Failure>> {
-        let answer = instance
-            .devin_bridge_transforms_serializer()
-            .call_serialize(store, request)?;
+        let (answer,) = instance.call::<(&str,), (Result<wit::Prompt, wit_types::Failure>,)>(
+            store,
+            "serialize",
+            (request,),
+        )?;
         Ok(answered(KIND, answer))
     }
 
     pub(crate) fn serialize_unseen(
-        instance: &Component,
+        instance: &Instance,
         store: &mut CallStore,
         request: &str,
         options: PromptOptions,
     ) -> wasmtime::Result<Result<UnseenPrompt, Failure>> {
-        let answer = instance
-            .devin_bridge_transforms_serializer()
-            .call_serialize_unseen(store, request, options.convert())?;
+        let options: wit::PromptOptions = options.convert();
+        let (answer,) = instance
+            .call::<(&str, wit::PromptOptions), (Result<wit::UnseenPrompt, wit_types::Failure>,)>(
+                store,
+                "serialize-unseen",
+                (request, options),
+            )?;
         Ok(answered(KIND, answer))
     }
 
     pub(crate) fn serialize_resumed(
-        instance: &Component,
+        instance: &Instance,
         store: &mut CallStore,
         continuation: &str,
         resume: &Resume,
         options: PromptOptions,
     ) -> wasmtime::Result<Result<ResumedPrompt, Failure>> {
-        let answer = instance
-            .devin_bridge_transforms_serializer()
-            .call_serialize_resumed(
-                store,
-                continuation,
-                &resume.clone().convert(),
-                options.convert(),
-            )?;
+        let resume: wit::Resume = resume.clone().convert();
+        let options: wit::PromptOptions = options.convert();
+        let (answer,) = instance.call::<
+            (&str, &wit::Resume, wit::PromptOptions),
+            (Result<wit::ResumedPrompt, wit_types::Failure>,),
+        >(store, "serialize-resumed", (continuation, &resume, options))?;
         Ok(answered(KIND, answer))
     }
 
     pub(crate) fn repair(
-        instance: &Component,
+        instance: &Instance,
         store: &mut CallStore,
         prompt: &str,
         rejection: &Failure,
     ) -> wasmtime::Result<String> {
-        instance.devin_bridge_transforms_serializer().call_repair(
+        let rejection: wit_types::Failure = rejection.clone().convert();
+        let (text,) = instance.call::<(&str, &wit_types::Failure), (String,)>(
             store,
-            prompt,
-            &rejection.clone().convert(),
-        )
+            "repair",
+            (prompt, &rejection),
+        )?;
+        Ok(text)
     }
 }
 
 /// The envelope parser's functions.
 pub(crate) mod envelope {
-    use super::envelope_world::EnvelopeComponent as Component;
     use super::*;
+    use envelope_world::exports::devin_bridge::transforms::envelope as wit;
 
     const KIND: TransformKind = TransformKind::Envelope;
 
+    /// The component's answer: a text reply comes back as its span of `output` (which the host
+    /// holds already), see [`reply_of`] and [`reply_of_owned`].
     pub(crate) fn parse(
-        instance: &Component,
+        instance: &Instance,
         store: &mut CallStore,
         output: &str,
         tools: &str,
         id_seed: &str,
         max_calls: u32,
-    ) -> wasmtime::Result<Result<Reply, Failure>> {
-        let answer = instance
-            .devin_bridge_transforms_envelope()
-            .call_parse(store, output, tools, id_seed, max_calls)?;
+    ) -> wasmtime::Result<Result<ParsedReply, Failure>> {
+        let (answer,) = instance
+            .call::<(&str, &str, &str, u32), (Result<wit::ParsedReply, wit_types::Failure>,)>(
+                store,
+                "parse",
+                (output, tools, id_seed, max_calls),
+            )?;
         Ok(answered(KIND, answer))
     }
 
+    /// The reply `parsed` stands for, its text copied out of `output`.
+    pub(crate) fn reply_of(parsed: ParsedReply, output: &str) -> wasmtime::Result<Reply> {
+        let span = text_span(&parsed);
+        parsed
+            .resolve(output)
+            .ok_or_else(|| outside(span, output.len()))
+    }
+
+    /// The reply `parsed` stands for, its text cut from `output`'s own buffer (no copy).
+    pub(crate) fn reply_of_owned(parsed: ParsedReply, output: String) -> wasmtime::Result<Reply> {
+        let span = text_span(&parsed);
+        let length = output.len();
+        parsed
+            .resolve_owned(output)
+            .ok_or_else(|| outside(span, length))
+    }
+
+    fn text_span(parsed: &ParsedReply) -> Option<TextSpan> {
+        match parsed {
+            ParsedReply::Text(span) => Some(*span),
+            ParsedReply::Tools(_) => None,
+        }
+    }
+
+    /// A component that names text outside the output it was given is broken: its answer is
+    /// an error, never a guess.
+    fn outside(span: Option<TextSpan>, length: usize) -> wasmtime::Error {
+        let (start, span_length) = span.map_or((0, 0), |span| (span.start, span.length));
+        wasmtime::Error::msg(format!(
+            "parse answered the text span of {span_length} bytes from byte {start}, which is \
+             not a span of its {length}-byte output"
+        ))
+    }
+
     pub(crate) fn narrates_unexecuted_action(
-        instance: &Component,
+        instance: &Instance,
         store: &mut CallStore,
         output: &str,
     ) -> wasmtime::Result<bool> {
-        instance
-            .devin_bridge_transforms_envelope()
-            .call_narrates_unexecuted_action(store, output)
+        let (narrates,) =
+            instance.call::<(&str,), (bool,)>(store, "narrates-unexecuted-action", (output,))?;
+        Ok(narrates)
     }
 
     pub(crate) fn parse_review(
-        instance: &Component,
+        instance: &Instance,
         store: &mut CallStore,
         output: &str,
     ) -> wasmtime::Result<Result<String, Failure>> {
-        let answer = instance
-            .devin_bridge_transforms_envelope()
-            .call_parse_review(store, output)?;
+        let (answer,) = instance.call::<(&str,), (Result<String, wit_types::Failure>,)>(
+            store,
+            "parse-review",
+            (output,),
+        )?;
         Ok(answered(KIND, answer))
     }
 }
 
-/// The SSE component's functions.
+/// The SSE component's functions. A reply is taken by value: it is converted into the
+/// generated bindings' own type on its way in, and a text reply can be megabytes.
 pub(crate) mod sse {
-    use super::sse_world::SseComponent as Component;
     use super::*;
+    use sse_world::exports::devin_bridge::transforms::sse as wit;
+
+    /// Calls a rendering function of `(head, reply, safeguard)`.
+    fn render(
+        instance: &Instance,
+        store: &mut CallStore,
+        name: &str,
+        head: &MessageHead,
+        reply: Reply,
+        safeguard: Option<&SafeguardStatus>,
+    ) -> wasmtime::Result<String> {
+        let head: wit::MessageHead = head.clone().convert();
+        let reply: wit_types::Reply = reply.convert();
+        let safeguard: Option<wit_types::SafeguardStatus> = safeguard.cloned().convert();
+        let (text,) =
+            instance.call::<(
+                &wit::MessageHead,
+                &wit_types::Reply,
+                Option<&wit_types::SafeguardStatus>,
+            ), (String,)>(store, name, (&head, &reply, safeguard.as_ref()))?;
+        Ok(text)
+    }
+
+    /// Calls a function of one failure.
+    fn of_failure(
+        instance: &Instance,
+        store: &mut CallStore,
+        name: &str,
+        failure: &Failure,
+    ) -> wasmtime::Result<String> {
+        let failure: wit_types::Failure = failure.clone().convert();
+        let (text,) =
+            instance.call::<(&wit_types::Failure,), (String,)>(store, name, (&failure,))?;
+        Ok(text)
+    }
 
     pub(crate) fn stream_start(
-        instance: &Component,
+        instance: &Instance,
         store: &mut CallStore,
         head: &MessageHead,
     ) -> wasmtime::Result<String> {
-        instance
-            .devin_bridge_transforms_sse()
-            .call_stream_start(store, &head.clone().convert())
+        let head: wit::MessageHead = head.clone().convert();
+        let (text,) =
+            instance.call::<(&wit::MessageHead,), (String,)>(store, "stream-start", (&head,))?;
+        Ok(text)
     }
 
     pub(crate) fn stream_ping(
-        instance: &Component,
+        instance: &Instance,
         store: &mut CallStore,
     ) -> wasmtime::Result<String> {
-        instance
-            .devin_bridge_transforms_sse()
-            .call_stream_ping(store)
+        let (text,) = instance.call::<(), (String,)>(store, "stream-ping", ())?;
+        Ok(text)
     }
 
     pub(crate) fn stream_finish(
-        instance: &Component,
+        instance: &Instance,
         store: &mut CallStore,
-        reply: &Reply,
+        reply: Reply,
         usage: Usage,
         safeguard: Option<&SafeguardStatus>,
     ) -> wasmtime::Result<String> {
-        instance.devin_bridge_transforms_sse().call_stream_finish(
-            store,
-            &reply.clone().convert(),
-            usage.convert(),
-            safeguard.cloned().convert().as_ref(),
-        )
+        let reply: wit_types::Reply = reply.convert();
+        let usage: wit_types::Usage = usage.convert();
+        let safeguard: Option<wit_types::SafeguardStatus> = safeguard.cloned().convert();
+        let (text,) = instance.call::<(
+            &wit_types::Reply,
+            wit_types::Usage,
+            Option<&wit_types::SafeguardStatus>,
+        ), (String,)>(
+            store, "stream-finish", (&reply, usage, safeguard.as_ref())
+        )?;
+        Ok(text)
     }
 
     pub(crate) fn render_stream(
-        instance: &Component,
+        instance: &Instance,
         store: &mut CallStore,
         head: &MessageHead,
-        reply: &Reply,
+        reply: Reply,
         safeguard: Option<&SafeguardStatus>,
     ) -> wasmtime::Result<String> {
-        instance.devin_bridge_transforms_sse().call_render_stream(
-            store,
-            &head.clone().convert(),
-            &reply.clone().convert(),
-            safeguard.cloned().convert().as_ref(),
-        )
+        render(instance, store, "render-stream", head, reply, safeguard)
     }
 
     pub(crate) fn render_json(
-        instance: &Component,
+        instance: &Instance,
         store: &mut CallStore,
         head: &MessageHead,
-        reply: &Reply,
+        reply: Reply,
         safeguard: Option<&SafeguardStatus>,
     ) -> wasmtime::Result<String> {
-        instance.devin_bridge_transforms_sse().call_render_json(
-            store,
-            &head.clone().convert(),
-            &reply.clone().convert(),
-            safeguard.cloned().convert().as_ref(),
-        )
+        render(instance, store, "render-json", head, reply, safeguard)
     }
 
     pub(crate) fn error_event(
-        instance: &Component,
+        instance: &Instance,
         store: &mut CallStore,
         failure: &Failure,
     ) -> wasmtime::Result<String> {
-        instance
-            .devin_bridge_transforms_sse()
-            .call_error_event(store, &failure.clone().convert())
+        of_failure(instance, store, "error-event", failure)
     }
 
     pub(crate) fn error_body(
-        instance: &Component,
+        instance: &Instance,
         store: &mut CallStore,
         failure: &Failure,
     ) -> wasmtime::Result<String> {
-        instance
-            .devin_bridge_transforms_sse()
-            .call_error_body(store, &failure.clone().convert())
+        of_failure(instance, store, "error-body", failure)
     }
 
     pub(crate) fn agent_error_message(
-        instance: &Component,
+        instance: &Instance,
         store: &mut CallStore,
         raw: &str,
     ) -> wasmtime::Result<String> {
-        instance
-            .devin_bridge_transforms_sse()
-            .call_agent_error_message(store, raw)
+        let (text,) = instance.call::<(&str,), (String,)>(store, "agent-error-message", (raw,))?;
+        Ok(text)
     }
 
     pub(crate) fn parse_events(
-        instance: &Component,
+        instance: &Instance,
         store: &mut CallStore,
         buffer: &[u8],
         max_event_bytes: u32,
     ) -> wasmtime::Result<Result<SseFrames, Failure>> {
-        let answer = instance.devin_bridge_transforms_sse().call_parse_events(
-            store,
-            buffer,
-            max_event_bytes,
-        )?;
+        let (answer,) = instance
+            .call::<(&[u8], u32), (Result<wit::SseFrames, wit_types::Failure>,)>(
+                store,
+                "parse-events",
+                (buffer, max_event_bytes),
+            )?;
         Ok(answered(TransformKind::Sse, answer))
     }
 }
 
 /// The model-alias validator's functions.
 pub(crate) mod model_alias {
-    use super::model_alias_world::ModelAliasComponent as Component;
     use super::*;
+    use model_alias_world::exports::devin_bridge::transforms::model_alias as wit;
 
     const KIND: TransformKind = TransformKind::ModelAlias;
 
+    /// Calls a function of the catalog and one more text argument that answers a string.
+    fn text_of(
+        instance: &Instance,
+        store: &mut CallStore,
+        name: &str,
+        argument: &str,
+        catalog: &str,
+    ) -> wasmtime::Result<Result<String, Failure>> {
+        let (answer,) = instance.call::<(&str, &str), (Result<String, wit_types::Failure>,)>(
+            store,
+            name,
+            (argument, catalog),
+        )?;
+        Ok(answered(KIND, answer))
+    }
+
     pub(crate) fn validate(
-        instance: &Component,
+        instance: &Instance,
         store: &mut CallStore,
         reference: &str,
         catalog: &str,
     ) -> wasmtime::Result<Result<String, Failure>> {
-        let answer = instance
-            .devin_bridge_transforms_model_alias()
-            .call_validate(store, reference, catalog)?;
-        Ok(answered(KIND, answer))
+        text_of(instance, store, "validate", reference, catalog)
     }
 
     pub(crate) fn client_environment(
-        instance: &Component,
+        instance: &Instance,
         store: &mut CallStore,
         settings: &[(String, String)],
         catalog: &str,
     ) -> wasmtime::Result<Result<Vec<(String, String)>, Failure>> {
-        let answer = instance
-            .devin_bridge_transforms_model_alias()
-            .call_client_environment(store, settings, catalog)?;
+        let (answer,) = instance.call::<
+            (&[(String, String)], &str),
+            (Result<Vec<(String, String)>, wit_types::Failure>,),
+        >(store, "client-environment", (settings, catalog))?;
         Ok(answered(KIND, answer))
     }
 
     pub(crate) fn resolve(
-        instance: &Component,
+        instance: &Instance,
         store: &mut CallStore,
         requested: &str,
         catalog: &str,
     ) -> wasmtime::Result<Result<ResolvedModel, Failure>> {
-        let answer = instance
-            .devin_bridge_transforms_model_alias()
-            .call_resolve(store, requested, catalog)?;
+        let (answer,) = instance
+            .call::<(&str, &str), (Result<wit::ResolvedModel, wit_types::Failure>,)>(
+                store,
+                "resolve",
+                (requested, catalog),
+            )?;
         Ok(answered(KIND, answer))
     }
 
     pub(crate) fn list_models(
-        instance: &Component,
+        instance: &Instance,
         store: &mut CallStore,
         catalog: &str,
         vision: bool,
     ) -> wasmtime::Result<Result<String, Failure>> {
-        let answer = instance
-            .devin_bridge_transforms_model_alias()
-            .call_list_models(store, catalog, vision)?;
+        let (answer,) = instance.call::<(&str, bool), (Result<String, wit_types::Failure>,)>(
+            store,
+            "list-models",
+            (catalog, vision),
+        )?;
         Ok(answered(KIND, answer))
     }
 
     pub(crate) fn context_windows(
-        instance: &Component,
+        instance: &Instance,
         store: &mut CallStore,
         catalog: &str,
     ) -> wasmtime::Result<Result<Vec<(String, u64)>, Failure>> {
-        let answer = instance
-            .devin_bridge_transforms_model_alias()
-            .call_context_windows(store, catalog)?;
+        let (answer,) = instance
+            .call::<(&str,), (Result<Vec<(String, u64)>, wit_types::Failure>,)>(
+                store,
+                "context-windows",
+                (catalog,),
+            )?;
         Ok(answered(KIND, answer))
     }
 }
 
 /// The safeguard judge's function.
 pub(crate) mod safeguard {
-    use super::safeguard_world::SafeguardComponent as Component;
     use super::*;
 
     pub(crate) fn judge(
-        instance: &Component,
+        instance: &Instance,
         store: &mut CallStore,
         calls: &[ToolCall],
         classifier_context: &str,
     ) -> wasmtime::Result<SafeguardStatus> {
         let calls: Vec<wit_types::ToolCall> = calls.to_vec().convert();
-        let status = instance.devin_bridge_transforms_safeguard().call_judge(
-            store,
-            &calls,
-            classifier_context,
-        )?;
+        let (status,) = instance
+            .call::<(&[wit_types::ToolCall], &str), (wit_types::SafeguardStatus,)>(
+                store,
+                "judge",
+                (&calls, classifier_context),
+            )?;
         Ok(status.convert())
     }
 }
@@ -647,13 +790,14 @@ impl Bound<'_> {
 /// Binds a typed function of world `W` (its answer a result; `.map(Ok)` for one that cannot
 /// fail).
 fn on<'a, W: World, T: Into<Output>>(
-    function: impl FnOnce(&W::Instance, &mut CallStore) -> wasmtime::Result<Result<T, Failure>> + 'a,
+    function: impl FnOnce(&Instance, &mut CallStore) -> wasmtime::Result<Result<T, Failure>> + 'a,
 ) -> Bound<'a> {
     Bound {
         kind: W::KIND,
         run: Box::new(move |instance, store| {
-            let instance = W::of(instance)
-                .ok_or_else(|| wasmtime::Error::msg(format!("not a {} instance", W::KIND)))?;
+            if instance.kind != W::KIND {
+                return Err(wasmtime::Error::msg(format!("not a {} instance", W::KIND)));
+            }
             Ok(function(instance, store)?.map(Into::into))
         }),
     }
@@ -690,7 +834,10 @@ impl Call {
                 id_seed,
                 max_calls,
             } => on::<EnvelopeWorld, _>(move |i, s| {
-                envelope::parse(i, s, output, tools, id_seed, *max_calls)
+                match envelope::parse(i, s, output, tools, id_seed, *max_calls)? {
+                    Ok(parsed) => envelope::reply_of(parsed, output).map(Ok),
+                    Err(failure) => Ok(Err(failure)),
+                }
             }),
             Call::NarratesUnexecutedAction { output } => on::<EnvelopeWorld, _>(move |i, s| {
                 envelope::narrates_unexecuted_action(i, s, output).map(Ok)
@@ -707,21 +854,21 @@ impl Call {
                 usage,
                 safeguard,
             } => on::<SseWorld, _>(move |i, s| {
-                sse::stream_finish(i, s, reply, *usage, safeguard.as_ref()).map(Ok)
+                sse::stream_finish(i, s, reply.clone(), *usage, safeguard.as_ref()).map(Ok)
             }),
             Call::RenderStream {
                 head,
                 reply,
                 safeguard,
             } => on::<SseWorld, _>(move |i, s| {
-                sse::render_stream(i, s, head, reply, safeguard.as_ref()).map(Ok)
+                sse::render_stream(i, s, head, reply.clone(), safeguard.as_ref()).map(Ok)
             }),
             Call::RenderJson {
                 head,
                 reply,
                 safeguard,
             } => on::<SseWorld, _>(move |i, s| {
-                sse::render_json(i, s, head, reply, safeguard.as_ref()).map(Ok)
+                sse::render_json(i, s, head, reply.clone(), safeguard.as_ref()).map(Ok)
             }),
             Call::ErrorEvent { failure } => {
                 on::<SseWorld, _>(move |i, s| sse::error_event(i, s, failure).map(Ok))

@@ -12,7 +12,7 @@ use devin_bridge_types::{
 };
 
 use crate::bindings::{
-    envelope, model_alias, safeguard, serializer, sse, EnvelopeWorld, ModelAliasWorld,
+    envelope, model_alias, safeguard, serializer, sse, EnvelopeWorld, Instance, ModelAliasWorld,
     SafeguardWorld, SerializerWorld, SseWorld, World,
 };
 use crate::runtime::{CallState, Runtime};
@@ -32,7 +32,7 @@ pub trait TransformCalls {
     #[doc(hidden)]
     fn serving_run<W: World, T>(
         &self,
-        call: impl FnOnce(&W::Instance, &mut wasmtime::Store<CallState>) -> wasmtime::Result<T>,
+        call: impl FnOnce(&Instance, &mut wasmtime::Store<CallState>) -> wasmtime::Result<T>,
     ) -> Result<T, EngineError> {
         let serving = self.serving(W::KIND);
         serving.loaded.run::<W, T>(serving.runtime, call)
@@ -80,7 +80,11 @@ pub trait TransformCalls {
         max_calls: u32,
     ) -> Result<Result<Reply, Failure>, EngineError> {
         self.serving_run::<EnvelopeWorld, _>(|i, store| {
-            envelope::parse(i, store, &output, &tools, &id_seed, max_calls)
+            // A text reply comes back as its span of `output`: cut from this buffer, not copied.
+            match envelope::parse(i, store, &output, &tools, &id_seed, max_calls)? {
+                Ok(parsed) => envelope::reply_of_owned(parsed, output).map(Ok),
+                Err(failure) => Ok(Err(failure)),
+            }
         })
     }
 
@@ -113,7 +117,7 @@ pub trait TransformCalls {
         safeguard: Option<SafeguardStatus>,
     ) -> Result<String, EngineError> {
         self.serving_run::<SseWorld, _>(|i, store| {
-            sse::stream_finish(i, store, &reply, usage, safeguard.as_ref())
+            sse::stream_finish(i, store, reply, usage, safeguard.as_ref())
         })
     }
 
@@ -125,7 +129,7 @@ pub trait TransformCalls {
         safeguard: Option<SafeguardStatus>,
     ) -> Result<String, EngineError> {
         self.serving_run::<SseWorld, _>(|i, store| {
-            sse::render_json(i, store, &head, &reply, safeguard.as_ref())
+            sse::render_json(i, store, &head, reply, safeguard.as_ref())
         })
     }
 

@@ -8,7 +8,7 @@ use std::time::Instant;
 use sha2::{Digest, Sha256};
 use wasmtime::component::{types::ComponentItem, Linker};
 
-use super::bindings::{Answer, Call, Instance, TypedPre, World};
+use super::bindings::{Answer, Call, Instance, Rejected, TypedPre, World};
 use super::cache::CompileCache;
 use super::runtime::{CallState, Runtime};
 use super::{ComponentLocation, EngineError, TransformKind};
@@ -137,9 +137,13 @@ impl Loaded {
                 transform: kind,
                 message: format!("{error:#}"),
             })?;
-        let pre = TypedPre::new(kind, pre).map_err(|error| EngineError::Interface {
-            transform: kind,
-            message: format!("{error:#}"),
+        let mut store = runtime.store();
+        let pre = TypedPre::new(kind, pre, &mut store).map_err(|rejected| match rejected {
+            Rejected::Instance(error) => runtime.classify(kind, &store, error),
+            Rejected::Interface(error) => EngineError::Interface {
+                transform: kind,
+                message: format!("{error:#}"),
+            },
         })?;
         tracing::debug!(%kind, %sha256, elapsed_ms = started.elapsed().as_millis() as u64, "component loaded");
         Ok(Self {
@@ -187,17 +191,16 @@ impl Loaded {
     pub(crate) fn run<W: World, T>(
         &self,
         runtime: &Runtime,
-        call: impl FnOnce(&W::Instance, &mut wasmtime::Store<CallState>) -> wasmtime::Result<T>,
+        call: impl FnOnce(&Instance, &mut wasmtime::Store<CallState>) -> wasmtime::Result<T>,
     ) -> Result<T, EngineError> {
         if W::KIND != self.kind {
             return Err(self.cannot_answer(W::KIND));
         }
         let mut store = runtime.store();
-        let answer = self.pre.instantiate(&mut store).and_then(|instance| {
-            let instance = W::of(&instance)
-                .ok_or_else(|| wasmtime::Error::msg(format!("not a {} instance", W::KIND)))?;
-            call(instance, &mut store)
-        });
+        let answer = self
+            .pre
+            .instantiate(&mut store)
+            .and_then(|instance| call(&instance, &mut store));
         answer.map_err(|error| runtime.classify(self.kind, &store, error))
     }
 

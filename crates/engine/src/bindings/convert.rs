@@ -9,6 +9,7 @@
 
 use devin_bridge_types as plain;
 
+use super::envelope_world::exports::devin_bridge::transforms::envelope as wit_envelope;
 use super::model_alias_world::exports::devin_bridge::transforms::model_alias as wit_model_alias;
 use super::serializer_world::exports::devin_bridge::transforms::serializer as wit_serializer;
 use super::sse_world::exports::devin_bridge::transforms::sse as wit_sse;
@@ -93,6 +94,7 @@ records! {
     wit_serializer::ResumedPrompt => plain::ResumedPrompt {
         text, input_tokens, id_seed, history, marks, images
     }
+    wit_envelope::TextSpan => plain::TextSpan { start, length }
     wit_sse::MessageHead => plain::MessageHead { id, model, usage }
     wit_sse::SseEvent => plain::SseEvent { event, data, id }
     wit_sse::SseFrames => plain::SseFrames { events, tail }
@@ -125,6 +127,7 @@ macro_rules! variants {
 
 variants! {
     wit_types::Reply => plain::Reply { Text(text), Tools(calls) }
+    wit_envelope::ParsedReply => plain::ParsedReply { Text(span), Tools(calls) }
     wit_types::SafeguardOutcome => plain::SafeguardOutcome { Flagged, NotFlagged }
     wit_types::CallVerdict => plain::CallVerdict { Evaluated(evaluation), Skipped, Unavailable(reason) }
     wit_types::SafeguardStatus => plain::SafeguardStatus {

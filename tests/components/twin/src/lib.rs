@@ -13,8 +13,8 @@ mod wasm {
     });
 
     use devin_bridge_types::{
-        Failure, MessageHead, Prompt, PromptOptions, Reply, ResolvedModel, Resume, ResumedPrompt,
-        SafeguardStatus, SseFrames, ToolCall, UnseenPrompt, Usage,
+        Failure, MessageHead, ParsedReply, Prompt, PromptOptions, Reply, ResolvedModel, Resume,
+        ResumedPrompt, SafeguardStatus, SseFrames, ToolCall, UnseenPrompt, Usage,
     };
     use exports::devin_bridge::transforms::{envelope, model_alias, safeguard, serializer, sse};
 
@@ -152,8 +152,9 @@ mod wasm {
             tools: String,
             id_seed: String,
             max_calls: u32,
-        ) -> Result<Reply, Failure> {
-            devin_bridge_envelope::parse(&output, &tools, &id_seed, max_calls).map_err(reworded)
+        ) -> Result<ParsedReply, Failure> {
+            devin_bridge_envelope::parse_span(&output, &tools, &id_seed, max_calls)
+                .map_err(reworded)
         }
 
         fn narrates_unexecuted_action(output: String) -> bool {

@@ -20,8 +20,8 @@ mod wasm {
     });
 
     use devin_bridge_types::{
-        Failure, MessageHead, Prompt, PromptOptions, Reply, ResolvedModel, Resume, ResumedPrompt,
-        SafeguardStatus, SseFrames, ToolCall, UnseenPrompt, Usage,
+        Failure, MessageHead, ParsedReply, Prompt, PromptOptions, Reply, ResolvedModel, Resume,
+        ResumedPrompt, SafeguardStatus, SseFrames, ToolCall, UnseenPrompt, Usage,
     };
     use exports::devin_bridge::transforms::{envelope, model_alias, safeguard, serializer, sse};
 
@@ -99,10 +99,10 @@ mod wasm {
             tools: String,
             id_seed: String,
             max_calls: u32,
-        ) -> Result<Reply, Failure> {
-            devin_bridge_envelope::parse(&output, &tools, &id_seed, max_calls).map(|reply| {
+        ) -> Result<ParsedReply, Failure> {
+            devin_bridge_envelope::parse_span(&output, &tools, &id_seed, max_calls).map(|reply| {
                 match reply {
-                    Reply::Tools(calls) => Reply::Tools(
+                    ParsedReply::Tools(calls) => ParsedReply::Tools(
                         calls
                             .into_iter()
                             .map(|call| ToolCall {
