@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use devin_bridge_test_support::bridge::request;
 use devin_bridge_test_support::claude::{
-    agent_events, claude_code, reader, wait_until, write_demo_project, ServedBridge,
+    agent_events, claude_code, reader, wait_until, write_demo_project, ServedBridge, Stderr,
 };
 use devin_bridge_test_support::policies::OfflinePolicy;
 use devin_bridge_test_support::terminal::{tmux, Terminal};
@@ -233,13 +233,26 @@ fn run(claude: &Path, tmux: &Path, task: &Task, bridge: Bridge) -> Counts {
     if task.slow_agent {
         env.push(("MOCK_DEVIN_STARTUP_MS", "4000"));
     }
-    let mut served = ServedBridge::start_with_env(&policy, &root, &home, &agent_log, &env);
+    // The bridge logs into a file, so the table is not buried under its lines; a task that is
+    // not done prints the log's tail.
+    let launch = ServedBridge::launch_of(
+        &policy,
+        &root,
+        &home,
+        &agent_log,
+        &env,
+        Stderr::File(root.join("bridge.log")),
+    );
+    let mut served = ServedBridge::launch(launch).unwrap_or_else(|error| panic!("{error}"));
     let started = Instant::now();
     let done = match task.client {
         Client::Print => run_print(claude, &project, &root, &served.addr, &key, task),
         Client::Terminal => run_terminal(claude, tmux, &project, &root, &served.addr, &key, task),
     };
     let seconds = started.elapsed().as_secs_f64();
+    if !done {
+        eprintln!("--- bridge log ---\n{}", served.tail());
+    }
     let addr: SocketAddr = served.addr.parse().expect("bridge address");
     let metrics = request(addr, "GET", "/metrics", &[], "").body;
     served.stop();

@@ -163,21 +163,33 @@ impl ServedBridge {
         agent_log: &Path,
         env: &[(&str, &str)],
     ) -> ServedBridge {
+        let launch = Self::launch_of(policy, root, home, agent_log, env, Stderr::Follow);
+        Self::launch(launch).unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    /// What [`ServedBridge::start_with_env`] launches, its log going to `stderr`.
+    pub fn launch_of(
+        policy: &Path,
+        root: &Path,
+        home: &Path,
+        agent_log: &Path,
+        env: &[(&str, &str)],
+        stderr: Stderr,
+    ) -> Launch {
         let mut all: Vec<(String, std::ffi::OsString)> = vec![
             ("DEVIN_BRIDGE_LOG".into(), "info".into()),
             ("MOCK_DEVIN_LOG".into(), agent_log.into()),
         ];
         all.extend(env.iter().map(|(k, v)| ((*k).to_owned(), (*v).into())));
-        let launch = Launch {
+        Launch {
             binary: devin_bridge(),
             policy: policy.to_owned(),
             home: root.join("bridge-home"),
             agent_home: home.to_owned(),
             env: all,
-            stderr: Stderr::Follow,
+            stderr,
             start_timeout: BRIDGE_START_TIMEOUT,
-        };
-        Self::launch(launch).unwrap_or_else(|error| panic!("{error}"))
+        }
     }
 
     /// Starts the bridge and waits until it listens; an error (with the log's tail) when it
