@@ -210,21 +210,34 @@ mod tests {
     fn a_text_span_resolves_only_within_its_text_and_on_character_boundaries() {
         let output = "  héllo  ";
         let span = |start, length| ParsedReply::Text(TextSpan { start, length });
-        assert_eq!(span(2, 6).resolve(output), Some(Reply::Text("héllo".into())));
+        assert_eq!(
+            span(2, 6).resolve(output),
+            Some(Reply::Text("héllo".into()))
+        );
         assert_eq!(
             span(2, 6).resolve_owned(output.to_owned()),
             Some(Reply::Text("héllo".into()))
         );
         // Past the end, overflowing, or inside the two bytes of `é`: not a span of the output.
         for (start, length) in [(2, 9), (u32::MAX, 2), (4, 1), (3, 1)] {
-            assert_eq!(span(start, length).resolve(output), None, "{start}+{length}");
+            assert_eq!(
+                span(start, length).resolve(output),
+                None,
+                "{start}+{length}"
+            );
             assert_eq!(
                 span(start, length).resolve_owned(output.to_owned()),
                 None,
                 "{start}+{length}"
             );
         }
-        assert_eq!(TextSpan::of_range(2..8), Some(TextSpan { start: 2, length: 6 }));
+        assert_eq!(
+            TextSpan::of_range(2..8),
+            Some(TextSpan {
+                start: 2,
+                length: 6
+            })
+        );
     }
 
     #[test]
