@@ -70,6 +70,14 @@ async fn metrics(bridge: &TestBridge) -> String {
     bridge.request("GET", "/metrics", &[], "").await.body
 }
 
+/// The resident transport's count of turns in an ephemeral session (`/healthz`).
+async fn ephemeral_turns(bridge: &TestBridge) -> u64 {
+    let health: Value = bridge.request("GET", "/healthz", &[], "").await.json();
+    health["resident"]["ephemeral"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no resident.ephemeral in {health}"))
+}
+
 fn side_requests(purpose: &str, answered: &str, count: u32) -> String {
     format!(
         "devin_bridge_side_requests_total{{purpose=\"{purpose}\",answered=\"{answered}\"}} {count}"
@@ -120,6 +128,13 @@ async fn the_captured_title_request_is_answered_without_an_agent_on_both_transpo
             !metrics.contains("answered=\"agent\""),
             "{transport}: {metrics}"
         );
+        if transport == "resident" {
+            assert_eq!(
+                ephemeral_turns(&bridge).await,
+                0,
+                "a local answer is no ephemeral turn"
+            );
+        }
         bridge.stop().await;
     }
 }
@@ -146,6 +161,9 @@ async fn with_local_side_requests_off_the_agent_answers_the_title_request() {
             !metrics.contains("answered=\"local\""),
             "{transport}: {metrics}"
         );
+        if transport == "resident" {
+            assert_eq!(ephemeral_turns(&bridge).await, 1);
+        }
         bridge.stop().await;
     }
 }

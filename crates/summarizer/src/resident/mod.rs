@@ -482,7 +482,6 @@ impl Resident {
         body: Arc<String>,
         whole: UnseenPrompt,
     ) -> (UnseenPrompt, Lease) {
-        self.stats.ephemeral.inc();
         let lease = Lease {
             resident: self.clone(),
             session: LeasedSession::Ephemeral { binding: None },
@@ -587,6 +586,7 @@ impl Resident {
         effort: Option<&str>,
     ) -> Result<TurnOutput, AcpError> {
         let held = lease.held;
+        let ephemeral = matches!(lease.session, LeasedSession::Ephemeral { .. });
         let binding = lease.session.binding();
         if binding
             .as_ref()
@@ -599,6 +599,11 @@ impl Resident {
                 return Err(AcpError::EarlyExit);
             }
             *binding = Some(self.open(model).await?);
+            // Counted when its session opens, so a request answered without an agent (a side
+            // request the bridge answers itself) is no ephemeral turn.
+            if ephemeral {
+                self.stats.ephemeral.inc();
+            }
         }
         let Some(bound) = binding.as_mut() else {
             return Err(AcpError::EarlyExit);
