@@ -2,15 +2,24 @@
 //! one run, for small, Claude-Code-sized and ~1 MB inputs. Per operation: native time, wasm
 //! with a fresh instance per call (what production does), and wasm on a warm instance (the
 //! call alone). Goals are reported as PASS/MISS, never asserted.
+//!
+//! With `--typescript DIR` (a checkout of the TypeScript bridge, see `typescript/mod.rs`) it
+//! also runs the TypeScript bridge's transforms on the same inputs in Node, in three rounds
+//! interleaved with the wasm rows, and reports each row against the goal of being at least
+//! twice as fast.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark: a failure aborts the run
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use devin_bridge_engine::{Call, CompileCache, Loaded, Runtime, RuntimeConfig, TransformKind};
 use devin_bridge_test_support::artifacts::default_components_dir;
 use devin_bridge_types::{Reply, ToolCall, Usage};
 use serde_json::{json, Value};
+
+#[path = "typescript/mod.rs"]
+mod typescript;
 
 /// Median time per operation over batches of about 10 ms, after a warm-up.
 fn measure(mut op: impl FnMut()) -> Duration {
@@ -131,6 +140,18 @@ fn main() {
         ("1 MB", megabyte),
     ];
     let prompt_cc = devin_bridge_serializer::serialize(&claude_code).expect("fixture serializes");
+    // Store + instantiation alone, on pool slots that have served no call yet. Measured again
+    // after the rows below: a slot that once served a large call keeps its pages resident,
+    // and every later reset of it copies them back (see `KEEP_RESIDENT` in the engine).
+    let instantiate_all = || {
+        [&serializer, &envelope, &sse, &alias, &safeguard].map(|loaded| {
+            let time = measure(|| {
+                std::hint::black_box(loaded.warm(&runtime).is_ok());
+            });
+            (loaded.kind, time)
+        })
+    };
+    let instantiation_clean = instantiate_all();
     let mut rows = Vec::new();
 
     for (label, request) in &inputs {
@@ -349,13 +370,7 @@ fn main() {
     }
 
     // Fresh-instance overhead proper: a new store plus instantiation, no call.
-    let mut instantiation = Vec::new();
-    for loaded in [&serializer, &envelope, &sse, &alias, &safeguard] {
-        let time = measure(|| {
-            std::hint::black_box(loaded.warm(&runtime).is_ok());
-        });
-        instantiation.push((loaded.kind, time));
-    }
+    let instantiation_used = instantiate_all();
 
     println!();
     println!(
@@ -376,11 +391,12 @@ fn main() {
     }
 
     println!();
-    for (kind, time) in &instantiation {
+    for ((kind, clean), (_, used)) in instantiation_clean.iter().zip(&instantiation_used) {
         println!(
-            "fresh instance (store + instantiate) {:<12} {:>8} µs",
+            "fresh instance (store + instantiate) {:<12} {:>8} µs on an unused slot, {:>8} µs after the rows above",
             kind.name(),
-            micros(*time)
+            micros(*clean),
+            micros(*used)
         );
     }
     // What a fresh instance adds to a real call beyond instantiation: the guest's own lazy
@@ -397,7 +413,7 @@ fn main() {
             micros(row.fresh.saturating_sub(row.warm))
         );
     }
-    let worst_overhead = instantiation
+    let worst_overhead = instantiation_used
         .iter()
         .map(|(_, d)| *d)
         .max()
@@ -410,7 +426,7 @@ fn main() {
         .iter()
         .find(|r| r.operation == "serializer.serialize" && r.input.starts_with("claude-code"))
         .expect("cc row");
-    let envelope = rows
+    let single_envelope = rows
         .iter()
         .find(|r| r.operation == "envelope.parse" && r.input.starts_with("tool envelope"))
         .expect("envelope row");
@@ -445,7 +461,7 @@ fn main() {
         ),
         (
             "parsing the 21-tool envelope",
-            envelope,
+            single_envelope,
             Duration::from_micros(50),
         ),
     ] {
@@ -469,21 +485,20 @@ fn main() {
         micros(worst_overhead),
         verdict(worst_overhead <= Duration::from_micros(50))
     );
-    // The 1 MB text paths against the native Claude-Code-sized serialize of this run: the
-    // first bound is the TypeScript bridge's own figure on this kind of machine, the second
-    // half of it (twice as fast, the real target).
+    // The 1 MB text paths against the native Claude-Code-sized serialize of this run, a bound
+    // that holds on any machine. How they compare with the TypeScript bridge is measured, not
+    // assumed: `--typescript DIR` below.
     let base = claude.native.as_secs_f64();
-    for (label, row, bound, target) in [
-        ("envelope parse of 1 MB text", text_parse, 2.4, 1.2),
-        ("narration check on 1 MB text", narration, 68.0, 34.0),
-        ("SSE rendering of a 1 MB text reply", text_render, 17.0, 8.5),
+    for (label, row, bound) in [
+        ("envelope parse of 1 MB text", text_parse, 2.4),
+        ("narration check on 1 MB text", narration, 68.0),
+        ("SSE rendering of a 1 MB text reply", text_render, 17.0),
     ] {
         let ratio = row.fresh.as_secs_f64() / base;
         println!(
-            "goal: {label} (fresh instance) <= {bound}x the native 79 KB serialize: {ratio:.1}x ({} µs)  {}  (2x faster than the TypeScript bridge: <= {target}x  {})",
+            "goal: {label} (fresh instance) <= {bound}x the native 79 KB serialize: {ratio:.1}x ({} µs)  {}",
             micros(row.fresh),
             verdict(ratio <= bound),
-            verdict(ratio <= target)
         );
     }
     let judge = rows
@@ -496,13 +511,173 @@ fn main() {
         micros(judge.native),
         verdict(judge.fresh <= Duration::from_micros(200) && judge.native <= Duration::from_micros(50))
     );
-    let ratio = four_envelopes.fresh.as_secs_f64() / envelope.fresh.as_secs_f64();
+    let ratio = four_envelopes.fresh.as_secs_f64() / single_envelope.fresh.as_secs_f64();
     println!(
         "goal: four envelopes over the 21 tools <= 2x the single-envelope parse (fresh instance): {ratio:.2}x ({} µs vs {} µs)  {}",
         micros(four_envelopes.fresh),
-        micros(envelope.fresh),
+        micros(single_envelope.fresh),
         verdict(ratio <= 2.0)
     );
+
+    let Some(checkout) = typescript::checkout_from_args() else {
+        println!();
+        println!(
+            "TypeScript bridge side by side: not run (give a checkout of it: `cargo xtask bench transforms --typescript DIR`)"
+        );
+        return;
+    };
+    let tool_input = r#"{"command":"npm test"}"#;
+    let compared: Vec<(&str, &Loaded, Call)> = vec![
+        (
+            "serializer small",
+            &serializer,
+            Call::Serialize {
+                request: inputs[0].1.clone(),
+            },
+        ),
+        (
+            "serializer claude-code",
+            &serializer,
+            Call::Serialize {
+                request: inputs[1].1.clone(),
+            },
+        ),
+        (
+            "serializer 1 MB",
+            &serializer,
+            Call::Serialize {
+                request: inputs[2].1.clone(),
+            },
+        ),
+        (
+            "envelope tool",
+            &envelope,
+            parse_call(&tool_output, &prompt_cc),
+        ),
+        (
+            "envelope text",
+            &envelope,
+            parse_call(&long_text, &prompt_cc),
+        ),
+        (
+            "narration text",
+            &envelope,
+            Call::NarratesUnexecutedAction {
+                output: long_text.clone(),
+            },
+        ),
+        (
+            "sse tool",
+            &sse,
+            Call::RenderStream {
+                head: head.clone(),
+                reply: Reply::Tools(vec![ToolCall {
+                    id: "devin_call_0123456789abcdef".into(),
+                    name: "Bash".into(),
+                    input: tool_input.into(),
+                }]),
+                safeguard: None,
+            },
+        ),
+        (
+            "sse text",
+            &sse,
+            Call::RenderStream {
+                head: head.clone(),
+                reply: Reply::Text(long_text.clone()),
+                safeguard: None,
+            },
+        ),
+    ];
+    let harness = match typescript::Harness::prepare(
+        &checkout,
+        &typescript::Inputs {
+            small: &inputs[0].1,
+            claude: &inputs[1].1,
+            megabyte: &inputs[2].1,
+            tools: &prompt_cc.tools,
+            tool_output: &tool_output,
+            text: &long_text,
+            tool_input,
+        },
+    ) {
+        Ok(harness) => harness,
+        Err(reason) => {
+            println!("\nTypeScript bridge side by side: not run: {reason}");
+            return;
+        }
+    };
+    const ROUNDS: usize = 3;
+    // Per row: (TypeScript µs, wasm fresh µs) of each round.
+    let mut rounds: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
+    for round in 1..=ROUNDS {
+        eprintln!("side by side: round {round} of {ROUNDS}");
+        let node = match harness.run() {
+            Ok(node) => node,
+            Err(reason) => {
+                println!("\nTypeScript bridge side by side: not run: {reason}");
+                return;
+            }
+        };
+        for (row, loaded, call) in &compared {
+            let Some(&ts) = node.get(*row) else { continue };
+            let wasm = measure(|| {
+                std::hint::black_box(loaded.call(&runtime, call).is_ok());
+            });
+            rounds
+                .entry(row)
+                .or_default()
+                .push((ts, wasm.as_secs_f64() * 1e6));
+        }
+    }
+    println!();
+    println!(
+        "TypeScript bridge side by side ({}, Node {}, {ROUNDS} interleaved rounds; inputs as the components get them, JSON as text):",
+        checkout.display(),
+        typescript::Harness::node_version()
+    );
+    println!(
+        "{:<24} {:>14} {:>14} {:>22}  goal: TypeScript / wasm fresh >= 2.0 (median round)",
+        "row", "TypeScript µs", "wasm fresh µs", "ratio per round"
+    );
+    for (row, _, _) in &compared {
+        let Some(samples) = rounds.get(row) else {
+            println!("{row:<24} {:>14}  (not in the TypeScript bridge)", "-");
+            continue;
+        };
+        let mut ratios: Vec<f64> = samples.iter().map(|(ts, wasm)| ts / wasm).collect();
+        let per_round = ratios
+            .iter()
+            .map(|r| format!("{r:.2}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        ratios.sort_by(f64::total_cmp);
+        let median_ratio = ratios[ratios.len() / 2];
+        let median = |pick: fn(&(f64, f64)) -> f64| {
+            let mut values: Vec<f64> = samples.iter().map(pick).collect();
+            values.sort_by(f64::total_cmp);
+            values[values.len() / 2]
+        };
+        println!(
+            "{row:<24} {:>14.1} {:>14.1} {per_round:>22}  {:.2}  {}",
+            median(|s| s.0),
+            median(|s| s.1),
+            median_ratio,
+            verdict(median_ratio >= 2.0)
+        );
+    }
+    if !harness.narration {
+        println!("(the checkout's executor has no narration check, so its row is left out)");
+    }
+}
+
+fn parse_call(output: &str, prompt: &devin_bridge_types::Prompt) -> Call {
+    Call::Parse {
+        output: output.to_owned(),
+        tools: prompt.tools.clone(),
+        id_seed: prompt.id_seed.clone(),
+        max_calls: MAX_CALLS,
+    }
 }
 
 /// The bridge's default `[agent] max_tool_calls`.
