@@ -47,15 +47,18 @@ fn measure(mut op: impl FnMut()) -> Duration {
     samples[samples.len() / 2]
 }
 
-struct Row {
+struct Row<'a> {
     operation: String,
     input: String,
     native: Duration,
     fresh: Duration,
     warm: Duration,
+    /// The component and the call its wasm columns measured (measured again side by side).
+    transform: &'a Loaded,
+    call: Call,
 }
 
-impl Row {
+impl Row<'_> {
     fn ratio_fresh(&self) -> f64 {
         self.fresh.as_secs_f64() / self.native.as_secs_f64().max(1e-12)
     }
@@ -171,6 +174,8 @@ fn main() {
             warm: measure(|| {
                 std::hint::black_box(warm.call(&call).is_ok());
             }),
+            transform: &serializer,
+            call,
         });
     }
 
@@ -216,6 +221,8 @@ fn main() {
             warm: measure(|| {
                 std::hint::black_box(warm.call(&call).is_ok());
             }),
+            transform: &envelope,
+            call,
         });
     }
     {
@@ -237,6 +244,8 @@ fn main() {
             warm: measure(|| {
                 std::hint::black_box(warm.call(&call).is_ok());
             }),
+            transform: &envelope,
+            call,
         });
     }
 
@@ -249,7 +258,7 @@ fn main() {
     let tool_reply = Reply::Tools(vec![ToolCall {
         id: "devin_call_0123456789abcdef".into(),
         name: "Bash".into(),
-        input: r#"{"command":"npm test"}"#.into(),
+        input: TOOL_INPUT.into(),
     }]);
     for (label, reply) in [
         ("tool reply", tool_reply),
@@ -273,6 +282,8 @@ fn main() {
             warm: measure(|| {
                 std::hint::black_box(warm.call(&call).is_ok());
             }),
+            transform: &sse,
+            call,
         });
     }
     {
@@ -290,6 +301,8 @@ fn main() {
             warm: measure(|| {
                 std::hint::black_box(warm.call(&call).is_ok());
             }),
+            transform: &sse,
+            call,
         });
     }
     {
@@ -318,6 +331,8 @@ fn main() {
             warm: measure(|| {
                 std::hint::black_box(warm.call(&call).is_ok());
             }),
+            transform: &alias,
+            call,
         });
     }
 
@@ -366,6 +381,8 @@ fn main() {
             warm: measure(|| {
                 std::hint::black_box(warm.call(&call).is_ok());
             }),
+            transform: &safeguard,
+            call,
         });
     }
 
@@ -526,69 +543,30 @@ fn main() {
         );
         return;
     };
-    let tool_input = r#"{"command":"npm test"}"#;
-    let compared: Vec<(&str, &Loaded, Call)> = vec![
-        (
-            "serializer small",
-            &serializer,
-            Call::Serialize {
-                request: inputs[0].1.clone(),
-            },
-        ),
+    // The TypeScript harness's row names and the rows of the table above they compare with.
+    let compared: Vec<(&str, &Row)> = [
+        ("serializer small", "serializer.serialize", "small"),
         (
             "serializer claude-code",
-            &serializer,
-            Call::Serialize {
-                request: inputs[1].1.clone(),
-            },
+            "serializer.serialize",
+            "claude-code",
         ),
-        (
-            "serializer 1 MB",
-            &serializer,
-            Call::Serialize {
-                request: inputs[2].1.clone(),
-            },
-        ),
-        (
-            "envelope tool",
-            &envelope,
-            parse_call(&tool_output, &prompt_cc),
-        ),
-        (
-            "envelope text",
-            &envelope,
-            parse_call(&long_text, &prompt_cc),
-        ),
-        (
-            "narration text",
-            &envelope,
-            Call::NarratesUnexecutedAction {
-                output: long_text.clone(),
-            },
-        ),
-        (
-            "sse tool",
-            &sse,
-            Call::RenderStream {
-                head: head.clone(),
-                reply: Reply::Tools(vec![ToolCall {
-                    id: "devin_call_0123456789abcdef".into(),
-                    name: "Bash".into(),
-                    input: tool_input.into(),
-                }]),
-                safeguard: None,
-            },
-        ),
-        (
-            "sse text",
-            &sse,
-            Call::RenderStream {
-                head: head.clone(),
-                reply: Reply::Text(long_text.clone()),
-                safeguard: None,
-            },
-        ),
-    ];
+        ("serializer 1 MB", "serializer.serialize", "1 MB"),
+        ("envelope tool", "envelope.parse", "tool envelope"),
+        ("envelope text", "envelope.parse", "1 MB text"),
+        ("narration text", "envelope.narrates", "1 MB text"),
+        ("sse tool", "sse.render_stream", "tool reply"),
+        ("sse text", "sse.render_stream", "1 MB text"),
+    ]
+    .into_iter()
+    .map(|(name, operation, input)| {
+        let row = rows
+            .iter()
+            .find(|r| r.operation == operation && r.input.starts_with(input))
+            .expect("compared row");
+        (name, row)
+    })
+    .collect();
     let harness = match typescript::Harness::prepare(
         &checkout,
         &typescript::Inputs {
@@ -598,7 +576,7 @@ fn main() {
             tools: &prompt_cc.tools,
             tool_output: &tool_output,
             text: &long_text,
-            tool_input,
+            tool_input: TOOL_INPUT,
         },
     ) {
         Ok(harness) => harness,
@@ -619,13 +597,13 @@ fn main() {
                 return;
             }
         };
-        for (row, loaded, call) in &compared {
-            let Some(&ts) = node.get(*row) else { continue };
+        for (name, row) in &compared {
+            let Some(&ts) = node.get(*name) else { continue };
             let wasm = measure(|| {
-                std::hint::black_box(loaded.call(&runtime, call).is_ok());
+                std::hint::black_box(row.transform.call(&runtime, &row.call).is_ok());
             });
             rounds
-                .entry(row)
+                .entry(name)
                 .or_default()
                 .push((ts, wasm.as_secs_f64() * 1e6));
         }
@@ -640,30 +618,23 @@ fn main() {
         "{:<24} {:>14} {:>14} {:>22}  goal: TypeScript / wasm fresh >= 2.0 (median round)",
         "row", "TypeScript µs", "wasm fresh µs", "ratio per round"
     );
-    for (row, _, _) in &compared {
-        let Some(samples) = rounds.get(row) else {
-            println!("{row:<24} {:>14}  (not in the TypeScript bridge)", "-");
+    for (name, _) in &compared {
+        let Some(samples) = rounds.get(name) else {
+            println!("{name:<24} {:>14}  (not in the TypeScript bridge)", "-");
             continue;
         };
-        let mut ratios: Vec<f64> = samples.iter().map(|(ts, wasm)| ts / wasm).collect();
+        let ratios: Vec<f64> = samples.iter().map(|(ts, wasm)| ts / wasm).collect();
         let per_round = ratios
             .iter()
             .map(|r| format!("{r:.2}"))
             .collect::<Vec<_>>()
             .join(" ");
-        ratios.sort_by(f64::total_cmp);
-        let median_ratio = ratios[ratios.len() / 2];
-        let median = |pick: fn(&(f64, f64)) -> f64| {
-            let mut values: Vec<f64> = samples.iter().map(pick).collect();
-            values.sort_by(f64::total_cmp);
-            values[values.len() / 2]
-        };
+        let ratio = median(ratios);
         println!(
-            "{row:<24} {:>14.1} {:>14.1} {per_round:>22}  {:.2}  {}",
-            median(|s| s.0),
-            median(|s| s.1),
-            median_ratio,
-            verdict(median_ratio >= 2.0)
+            "{name:<24} {:>14.1} {:>14.1} {per_round:>22}  {ratio:.2}  {}",
+            median(samples.iter().map(|s| s.0).collect()),
+            median(samples.iter().map(|s| s.1).collect()),
+            verdict(ratio >= 2.0)
         );
     }
     if !harness.narration {
@@ -671,14 +642,14 @@ fn main() {
     }
 }
 
-fn parse_call(output: &str, prompt: &devin_bridge_types::Prompt) -> Call {
-    Call::Parse {
-        output: output.to_owned(),
-        tools: prompt.tools.clone(),
-        id_seed: prompt.id_seed.clone(),
-        max_calls: MAX_CALLS,
-    }
+/// The middle value (the upper one of an even count).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
 }
+
+/// The tool reply's input (the SSE rows), as JSON text.
+const TOOL_INPUT: &str = r#"{"command":"npm test"}"#;
 
 /// The bridge's default `[agent] max_tool_calls`.
 const MAX_CALLS: u32 = 8;
