@@ -108,12 +108,16 @@ pub(crate) enum ComponentsCommand {
 #[derive(Debug, Args)]
 pub(crate) struct ControlTarget {
     /// The control socket (default: the one the policy names, else the per-user default for
-    /// the policy's listen address, 127.0.0.1:20128 without a policy).
+    /// `--listen`, else the policy's listen address, 127.0.0.1:20128 without a policy).
     #[arg(long)]
     pub socket: Option<PathBuf>,
     /// Read the socket path from this policy.
     #[arg(long, env = "DEVIN_BRIDGE_POLICY")]
     pub policy: Option<PathBuf>,
+    /// The address the host was started with (`serve --listen`), when it overrode the
+    /// policy's: the default socket is named after the address the host really listens on.
+    #[arg(long)]
+    pub listen: Option<String>,
 }
 
 impl ControlTarget {
@@ -123,11 +127,12 @@ impl ControlTarget {
         }
         if let Some(path) = &self.policy {
             let policy = load_summarizer(path, "components")?;
-            return Ok(control_socket_path(&policy));
+            return Ok(control_socket_path(&policy, self.listen.as_deref()));
         }
-        // No policy: the default policy's listen address.
+        // No policy: the given address, else the default policy's.
+        let default_listen = devin_bridge_summarizer::policy::ServerSection::default().listen;
         Ok(control::default_socket_path(
-            &devin_bridge_summarizer::policy::ServerSection::default().listen,
+            self.listen.as_deref().unwrap_or(&default_listen),
         ))
     }
 }

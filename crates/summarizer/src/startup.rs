@@ -18,14 +18,16 @@ use crate::policy::SummarizerPolicy;
 use crate::reload::Reloader;
 use crate::Bridge;
 
-/// The control socket a policy names, else the per-user default for its listen address.
-pub fn control_socket_path(policy: &SummarizerPolicy) -> PathBuf {
+/// The control socket a policy names, else the per-user default for the address the bridge
+/// really listens on: `listen` when given (`serve --listen`), else the policy's own. Two
+/// bridges started from one policy with different `--listen` thus get different sockets.
+pub fn control_socket_path(policy: &SummarizerPolicy, listen: Option<&str>) -> PathBuf {
     policy
         .control
         .socket
         .as_ref()
         .map(|socket| policy.resolve(socket))
-        .unwrap_or_else(|| control::default_socket_path(&policy.server.listen))
+        .unwrap_or_else(|| control::default_socket_path(listen.unwrap_or(&policy.server.listen)))
 }
 
 /// Sets up identities for `serve`: switches a root-started host to `[server] user` and
@@ -78,7 +80,7 @@ pub async fn serve(
         .with_context(|| format!("cannot listen on {listen}"))?;
     let address = listener.local_addr()?;
 
-    let socket = control_socket_path(&policy);
+    let socket = control_socket_path(&policy, Some(&listen));
     let control_listener = control::bind(&socket)?;
     eprintln!("control socket {}", socket.display());
     let control_task = tokio::spawn(control::serve(control_listener, transforms.clone()));

@@ -339,78 +339,171 @@ async fn a_swap_over_the_control_socket_honours_the_policys_pin() {
     server.abort();
 }
 
+/// A policy for a side-by-side bridge: listening on `addr`, naming no control socket, its
+/// agent the offline one with a home of its own (`name`).
+fn side_by_side_policy(
+    dir: &std::path::Path,
+    name: &str,
+    addr: std::net::SocketAddr,
+) -> std::path::PathBuf {
+    let policy_path = dir.join(format!("{name}.toml"));
+    let extra = format!(
+        "[server]\nlisten = \"{addr}\"\nrequire_key = false\n\
+         [agent]\ncommand = {:?}\nhome = {:?}\nprewarm = 0\noffline = true\n[models]\ncatalog = {:?}\n",
+        common::bridge::mock_devin().display().to_string(),
+        dir.join(".sandbox").join(name).display().to_string(),
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../policies/models.json"),
+    );
+    std::fs::write(&policy_path, common::policy_text(&extra)).expect("write policy");
+    policy_path
+}
+
+/// Starts `serve --policy policy [--listen listen]` under `runtime` as `XDG_RUNTIME_DIR` and
+/// waits for its control socket; asserts it sits at the default name for `addr` (the address
+/// the bridge really listens on).
+fn start_side_by_side(
+    dir: &std::path::Path,
+    runtime: &std::path::Path,
+    name: &'static str,
+    policy: &std::path::Path,
+    listen: Option<std::net::SocketAddr>,
+    addr: std::net::SocketAddr,
+) -> Host {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_devin-bridge"));
+    command.args(["serve", "--policy"]).arg(policy);
+    if let Some(listen) = listen {
+        command.arg("--listen").arg(listen.to_string());
+    }
+    let mut child = command
+        .env("XDG_RUNTIME_DIR", runtime)
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env("DEVIN_BRIDGE_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn devin-bridge");
+    let stderr = child.stderr.take().expect("stderr");
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            eprintln!("host {name}: {line}");
+            if line.starts_with("control socket ") {
+                let _ = ready_tx.send(());
+            }
+        }
+    });
+    let mut host = Host { child };
+    ready_rx
+        .recv_timeout(Duration::from_secs(120))
+        .unwrap_or_else(|_| panic!("the {name} host did not come up"));
+    assert!(
+        host.child.try_wait().expect("wait").is_none(),
+        "the {name} host exited"
+    );
+    let expected =
+        runtime
+            .join("devin-bridge")
+            .join(format!("control-{}-{}.sock", addr.ip(), addr.port()));
+    assert!(expected.exists(), "no socket at {}", expected.display());
+    host
+}
+
+/// A private `XDG_RUNTIME_DIR` for the side-by-side tests.
+fn private_runtime(dir: &std::path::Path) -> std::path::PathBuf {
+    let runtime = dir.join("xdg-runtime");
+    std::fs::create_dir_all(&runtime).expect("runtime dir");
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    runtime
+}
+
+/// `components list` with `args`, under `runtime`: the listed serializer has a sha256.
+fn list_components_through(runtime: &std::path::Path, args: &[std::ffi::OsString]) {
+    let output = Command::new(env!("CARGO_BIN_EXE_devin-bridge"))
+        .args(["components", "list"])
+        .args(args)
+        .env("XDG_RUNTIME_DIR", runtime)
+        .output()
+        .expect("run list");
+    assert!(
+        output.status.success(),
+        "list through {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let listed: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert!(sha_of(&listed, "serializer").len() == 64);
+}
+
 /// Two bridges on one machine, neither naming a control socket: each gets its own default
 /// socket (named after its listen address, under this test's own `XDG_RUNTIME_DIR`), both come
 /// up, and `components list --policy` reaches each through the address in its policy.
 #[test]
 fn two_bridges_with_default_control_sockets_start_side_by_side() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let runtime = dir.path().join("xdg-runtime");
-    std::fs::create_dir_all(&runtime).expect("runtime dir");
-    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    let runtime = private_runtime(dir.path());
     let mut hosts = Vec::new();
     let mut policies = Vec::new();
     for name in ["first", "second"] {
         let addr = common::free_port();
-        let policy_path = dir.path().join(format!("{name}.toml"));
-        let extra = format!(
-            "[server]\nlisten = \"{addr}\"\nrequire_key = false\n\
-             [agent]\ncommand = {:?}\nhome = {:?}\nprewarm = 0\noffline = true\n[models]\ncatalog = {:?}\n",
-            common::bridge::mock_devin().display().to_string(),
-            dir.path().join(".sandbox").join(name).display().to_string(),
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../policies/models.json"),
-        );
-        std::fs::write(&policy_path, common::policy_text(&extra)).expect("write policy");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_devin-bridge"))
-            .args(["serve", "--policy"])
-            .arg(&policy_path)
-            .env("XDG_RUNTIME_DIR", &runtime)
-            .env("XDG_CACHE_HOME", dir.path().join("cache"))
-            .env("DEVIN_BRIDGE_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn devin-bridge");
-        let stderr = child.stderr.take().expect("stderr");
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                eprintln!("host {name}: {line}");
-                if line.starts_with("control socket ") {
-                    let _ = ready_tx.send(());
-                }
-            }
-        });
-        hosts.push(Host { child });
-        ready_rx
-            .recv_timeout(Duration::from_secs(120))
-            .unwrap_or_else(|_| panic!("the {name} host did not come up"));
-        let expected = runtime.join("devin-bridge").join(format!(
-            "control-{}-{}.sock",
-            addr.ip(),
-            addr.port()
+        let policy = side_by_side_policy(dir.path(), name, addr);
+        hosts.push(start_side_by_side(
+            dir.path(),
+            &runtime,
+            name,
+            &policy,
+            None,
+            addr,
         ));
-        assert!(expected.exists(), "no socket at {}", expected.display());
-        policies.push(policy_path);
+        policies.push(policy);
     }
-    for (host, policy) in hosts.iter_mut().zip(&policies) {
-        assert!(
-            host.child.try_wait().expect("wait").is_none(),
-            "a host exited"
-        );
-        let output = Command::new(env!("CARGO_BIN_EXE_devin-bridge"))
-            .args(["components", "list", "--policy"])
-            .arg(policy)
-            .env("XDG_RUNTIME_DIR", &runtime)
-            .output()
-            .expect("run list");
-        assert!(
-            output.status.success(),
-            "list through {} failed: {}",
-            policy.display(),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let listed: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
-        assert!(sha_of(&listed, "serializer").len() == 64);
+    for policy in &policies {
+        list_components_through(&runtime, &["--policy".into(), policy.clone().into()]);
     }
+    drop(hosts);
+}
+
+/// Two bridges from ONE policy, started with different `--listen`: each control socket is named
+/// after the address its bridge really listens on (not the policy's `listen`), so both start,
+/// and `components list --policy P --listen A` reaches each one.
+#[test]
+fn two_bridges_from_one_policy_with_different_listen_start_side_by_side() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let runtime = private_runtime(dir.path());
+    let policy_listen = common::free_port();
+    let policy = side_by_side_policy(dir.path(), "shared", policy_listen);
+    let mut hosts = Vec::new();
+    let mut addresses = Vec::new();
+    for name in ["first", "second"] {
+        let addr = common::free_port();
+        hosts.push(start_side_by_side(
+            dir.path(),
+            &runtime,
+            name,
+            &policy,
+            Some(addr),
+            addr,
+        ));
+        addresses.push(addr);
+    }
+    let policy_default = runtime.join("devin-bridge").join(format!(
+        "control-{}-{}.sock",
+        policy_listen.ip(),
+        policy_listen.port()
+    ));
+    assert!(
+        !policy_default.exists(),
+        "a bridge took the socket named after the policy's listen, {}",
+        policy_default.display()
+    );
+    for addr in addresses {
+        list_components_through(
+            &runtime,
+            &[
+                "--policy".into(),
+                policy.clone().into(),
+                "--listen".into(),
+                addr.to_string().into(),
+            ],
+        );
+    }
+    drop(hosts);
 }

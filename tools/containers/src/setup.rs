@@ -7,6 +7,12 @@
 //! process group so that it outlives this run, its log in `target/dockerd.log`). Without root
 //! nothing is changed: the run fails with the exact commands to run as root. Every step is
 //! printed. Invariant: nothing is installed or started when everything is already there.
+//!
+//! What to do is decided first, as a [`Plan`] computed from what a [`ProgramSearch`] finds, so
+//! that the decision can be checked against machines that are not this one (a `PATH` holding
+//! only a `docker` client, as a fresh machine has, or nothing at all). Each program is checked
+//! by itself: the `docker` client is not the daemon, and a machine that has one may lack the
+//! other.
 
 use std::fs::File;
 use std::os::unix::process::CommandExt;
@@ -15,17 +21,19 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use devin_bridge_test_setup::debian::{self, Need};
+use devin_bridge_test_setup::debian::{self, Need, ProgramSearch};
 
 use crate::workspace_root;
 
-/// The programs the container proof runs on this machine: a Docker engine and Compose,
+/// The programs the container proof runs on this machine: the Docker client and daemon
+/// (`dockerd`, which the Debian package docker.io installs beside its client) and Compose,
 /// `debootstrap` for the images' Debian root filesystem, `iptables` for dockerd's networks,
 /// binutils' `objcopy` and GNU `tar` for the image layers, node and npm (copied into the
 /// Claude Code image; npm installs the pinned Claude Code) and `curl` (the outpost check's
 /// calls to the fake fleet).
-const NEEDS: [Need; 9] = [
+const NEEDS: [Need; 10] = [
     Need::new("docker", "docker.io"),
+    Need::new("dockerd", "docker.io"),
     Need::new("docker-compose", "docker-compose"),
     Need::new("debootstrap", "debootstrap"),
     Need::new("iptables", "iptables"),
@@ -45,56 +53,114 @@ const START_DOCKERD: &str = "dockerd >/var/log/dockerd.log 2>&1 &";
 /// How long a started dockerd has to answer `docker info`.
 const DOCKERD_WAIT: Duration = Duration::from_secs(60);
 
+/// What the set-up will do on a machine: the packages to install (each needed program's,
+/// when that program is missing) and whether to start the Docker daemon.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// The programs to check: [`NEEDS`], without Compose where the plugin answers.
+    pub(crate) needs: Vec<Need>,
+    /// Debian packages to install, each once, in [`NEEDS`] order.
+    pub(crate) packages: Vec<&'static str>,
+    /// Whether the Docker daemon must be started: `docker info` found no daemon answering.
+    pub(crate) start_daemon: bool,
+    /// What `docker info` said: the server version, or why it did not answer.
+    pub(crate) daemon: std::result::Result<String, String>,
+}
+
+impl Plan {
+    /// The plan for the machine `search` describes: runs the `docker` it finds (if any) to ask
+    /// whether the Compose plugin and a daemon answer.
+    pub(crate) fn for_machine(search: &ProgramSearch) -> Plan {
+        let docker = search.find("docker");
+        let compose_plugin = docker.as_deref().is_some_and(compose_plugin_answers);
+        let daemon = match docker.as_deref() {
+            Some(docker) => docker_info(docker),
+            None => Err("no docker client is installed".to_owned()),
+        };
+        let needs: Vec<Need> = NEEDS
+            .into_iter()
+            .filter(|need| !(compose_plugin && need.program == "docker-compose"))
+            .collect();
+        Plan {
+            packages: search.missing(&needs),
+            needs,
+            start_daemon: daemon.is_err(),
+            daemon,
+        }
+    }
+}
+
 /// Installs what is missing and starts the Docker daemon when it does not answer (as root), or
 /// fails naming every command that would.
 pub(crate) fn ensure_container_prerequisites() -> Result<()> {
-    let needs = needs();
-    let packages = debian::ensure(&needs, WHAT, "containers");
-    let daemon = docker_info();
-    match (packages, daemon) {
-        (Ok(()), Ok(version)) => {
-            eprintln!(
-                "containers: the programs {WHAT} runs are installed; the Docker daemon answers (docker {version})"
-            );
+    let search = ProgramSearch::from_env();
+    let plan = Plan::for_machine(&search);
+    eprintln!(
+        "containers: set-up plan: install {}; Docker daemon: {}",
+        if plan.packages.is_empty() {
+            "nothing".to_owned()
+        } else {
+            plan.packages.join(" ")
+        },
+        match &plan.daemon {
+            Ok(version) => format!("answers (docker {version})"),
+            Err(error) => format!("start dockerd ({error})"),
+        }
+    );
+    if !plan.packages.is_empty() {
+        match debian::ensure(&plan.needs, WHAT, "containers") {
+            Err(error) if error.is_not_root() => {
+                let start = if plan.start_daemon {
+                    format!("\nthen start the Docker daemon:\n  {START_DOCKERD}")
+                } else {
+                    String::new()
+                };
+                bail!(
+                    "{error}{start}\n(run as root, `cargo xtask test-container` does this itself)"
+                )
+            }
+            installed => installed?,
+        }
+    }
+    eprintln!("containers: the programs {WHAT} runs are installed");
+    if !plan.start_daemon {
+        return Ok(());
+    }
+    // A client installed just now may answer where none did before (a daemon already running
+    // under a client that was missing): ask again before starting one.
+    let docker = ProgramSearch::from_env()
+        .find("docker")
+        .context("no docker client after the installation")?;
+    match docker_info(&docker) {
+        Ok(version) => {
+            eprintln!("containers: the Docker daemon answers (docker {version})");
             Ok(())
         }
-        (Ok(()), Err(error)) if debian::is_root() => {
-            eprintln!("containers: the programs {WHAT} runs are installed");
-            start_dockerd(&error)
+        Err(error) if debian::is_root() => {
+            start_dockerd(&ProgramSearch::from_env(), &docker, &error)
         }
-        (Ok(()), Err(error)) => bail!(
+        Err(error) => bail!(
             "{WHAT} needs a Docker daemon that answers this user (`docker info`: {error}); \
              start it as root:\n  {START_DOCKERD}\n(run as root, `cargo xtask test-container` \
              starts it itself)"
         ),
-        (Err(packages), daemon) if packages.is_not_root() => {
-            let start = match daemon {
-                Ok(_) => String::new(),
-                Err(_) => format!("\nthen start the Docker daemon:\n  {START_DOCKERD}"),
-            };
-            bail!("{packages}{start}\n(run as root, `cargo xtask test-container` does this itself)")
-        }
-        (Err(packages), _) => Err(packages.into()),
     }
 }
 
-/// [`NEEDS`], without Compose when the `docker compose` plugin answers.
-fn needs() -> Vec<Need> {
-    let plugin = Command::new("docker")
+/// Whether `docker compose version` answers: the Compose plugin stands in for `docker-compose`.
+fn compose_plugin_answers(docker: &Path) -> bool {
+    Command::new(docker)
         .args(["compose", "version"])
+        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
-        .is_ok_and(|status| status.success());
-    NEEDS
-        .into_iter()
-        .filter(|need| !(plugin && need.program == "docker-compose"))
-        .collect()
+        .is_ok_and(|status| status.success())
 }
 
 /// `docker info`'s server version, or its error.
-fn docker_info() -> std::result::Result<String, String> {
-    match Command::new("docker")
+fn docker_info(docker: &Path) -> std::result::Result<String, String> {
+    match Command::new(docker)
         .args(["info", "--format", "{{.ServerVersion}}"])
         .stdin(Stdio::null())
         .output()
@@ -110,9 +176,10 @@ fn docker_info() -> std::result::Result<String, String> {
 /// As root: starts dockerd in the background and waits for `docker info` to answer; when it
 /// does not, stops the dockerd it started (a hung one would keep its pid file and refuse the
 /// next start) and fails with the end of its log.
-fn start_dockerd(error: &str) -> Result<()> {
-    let dockerd =
-        debian::find_program("dockerd").context("docker.io is installed but has no dockerd")?;
+fn start_dockerd(search: &ProgramSearch, docker: &Path, error: &str) -> Result<()> {
+    let dockerd = search
+        .find("dockerd")
+        .context("no dockerd after the installation of docker.io")?;
     let log_path = workspace_root().join("target").join("dockerd.log");
     if let Some(dir) = log_path.parent() {
         std::fs::create_dir_all(dir)?;
@@ -139,7 +206,7 @@ fn start_dockerd(error: &str) -> Result<()> {
     );
     let started = Instant::now();
     loop {
-        if let Ok(version) = docker_info() {
+        if let Ok(version) = docker_info(docker) {
             eprintln!(
                 "containers: the Docker daemon answers after {} s (docker {version})",
                 started.elapsed().as_secs()
@@ -184,6 +251,75 @@ fn log_tail(path: &Path, lines: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A directory holding only a `docker` client that, like the real one without a daemon,
+    /// fails `docker info` and knows no `compose` command.
+    fn client_only_path() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let stub = dir.path().join("docker");
+        std::fs::write(
+            &stub,
+            "#!/bin/sh\n\
+             case \"$1\" in\n\
+             info) echo 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?' >&2; exit 1;;\n\
+             *) echo \"docker: unknown command: docker $1\" >&2; exit 1;;\n\
+             esac\n",
+        )
+        .expect("write stub");
+        std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        dir
+    }
+
+    #[test]
+    fn a_docker_client_alone_plans_docker_io_and_the_daemon_start() {
+        let dir = client_only_path();
+        let plan = Plan::for_machine(&ProgramSearch::only([dir.path().to_path_buf()]));
+        assert!(
+            plan.packages.contains(&"docker.io"),
+            "the client stands in for the daemon: {plan:?}"
+        );
+        assert!(plan.start_daemon, "{plan:?}");
+        assert!(
+            plan.daemon
+                .as_ref()
+                .is_err_and(|error| error.contains("Cannot connect")),
+            "{plan:?}"
+        );
+        // No plugin answered, so Compose is a package of its own.
+        assert!(plan.packages.contains(&"docker-compose"), "{plan:?}");
+    }
+
+    #[test]
+    fn an_empty_path_plans_every_package_and_the_daemon_start() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let plan = Plan::for_machine(&ProgramSearch::only([dir.path().to_path_buf()]));
+        assert_eq!(
+            plan.packages,
+            vec![
+                "docker.io",
+                "docker-compose",
+                "debootstrap",
+                "iptables",
+                "binutils",
+                "tar",
+                "nodejs",
+                "npm",
+                "curl"
+            ]
+        );
+        assert!(plan.start_daemon);
+    }
+
+    #[test]
+    fn a_machine_with_client_and_daemon_plans_no_docker_io() {
+        let dir = client_only_path();
+        std::fs::write(dir.path().join("dockerd"), "#!/bin/sh\n").expect("dockerd stub");
+        let plan = Plan::for_machine(&ProgramSearch::only([dir.path().to_path_buf()]));
+        assert!(!plan.packages.contains(&"docker.io"), "{plan:?}");
+        // The daemon is installed but not running: it is started.
+        assert!(plan.start_daemon);
+    }
 
     #[test]
     fn the_log_tail_is_its_last_lines() {

@@ -60,24 +60,64 @@ impl Error {
     }
 }
 
-/// The packages of `needs` whose program is not found, each once, in `needs` order.
-pub fn missing(needs: &[Need]) -> Vec<&'static str> {
-    let mut packages: Vec<&'static str> = Vec::new();
-    for need in needs {
-        if find_program(need.program).is_none() && !packages.contains(&need.package) {
-            packages.push(need.package);
+/// Where programs are looked for: a list of directories, searched in order. The machine's is
+/// `PATH` followed by the sbin directories a non-login root shell may lack
+/// ([`ProgramSearch::from_env`]); a test builds its own ([`ProgramSearch::only`]) so that a
+/// decision can be computed against a machine that is not this one.
+#[derive(Debug, Clone)]
+pub struct ProgramSearch {
+    dirs: Vec<PathBuf>,
+}
+
+impl ProgramSearch {
+    /// This process's `PATH`, then `/usr/local/sbin`, `/usr/sbin` and `/sbin`.
+    pub fn from_env() -> Self {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        ProgramSearch {
+            dirs: std::env::split_paths(&path)
+                .chain(["/usr/local/sbin", "/usr/sbin", "/sbin"].map(PathBuf::from))
+                .collect(),
         }
     }
-    packages
+
+    /// Exactly `dirs`, nothing else.
+    pub fn only(dirs: impl IntoIterator<Item = PathBuf>) -> Self {
+        ProgramSearch {
+            dirs: dirs.into_iter().collect(),
+        }
+    }
+
+    /// The file `program` in the first directory that has it.
+    pub fn find(&self, program: &str) -> Option<PathBuf> {
+        self.dirs
+            .iter()
+            .map(|dir| dir.join(program))
+            .find(|file| file.is_file())
+    }
+
+    /// The packages of `needs` whose program is not found, each once, in `needs` order. Each
+    /// need is checked by its own program: a neighbour (the `docker` client without `dockerd`)
+    /// does not stand in for it.
+    pub fn missing(&self, needs: &[Need]) -> Vec<&'static str> {
+        let mut packages: Vec<&'static str> = Vec::new();
+        for need in needs {
+            if self.find(need.program).is_none() && !packages.contains(&need.package) {
+                packages.push(need.package);
+            }
+        }
+        packages
+    }
+}
+
+/// The packages of `needs` whose program is not found on this machine (see
+/// [`ProgramSearch::missing`]).
+pub fn missing(needs: &[Need]) -> Vec<&'static str> {
+    ProgramSearch::from_env().missing(needs)
 }
 
 /// `program` on `PATH`, or in the sbin directories a non-login root shell may lack.
 pub fn find_program(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/local/sbin", "/usr/sbin", "/sbin"].map(PathBuf::from))
-        .map(|dir| dir.join(program))
-        .find(|file| file.is_file())
+    ProgramSearch::from_env().find(program)
 }
 
 /// The command that installs `packages`, as root.
@@ -188,6 +228,22 @@ mod tests {
         ];
         assert_eq!(missing(&needs), vec!["imaginary"]);
         assert!(missing(&needs[..1]).is_empty());
+    }
+
+    #[test]
+    fn a_search_sees_only_its_own_directories() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("docker"), "#!/bin/sh\n").expect("stub");
+        let search = ProgramSearch::only([dir.path().to_path_buf()]);
+        assert_eq!(search.find("docker"), Some(dir.path().join("docker")));
+        // `sh` is on this machine's PATH, but not in the search's one directory.
+        assert_eq!(search.find("sh"), None);
+        let needs = [
+            Need::new("docker", "docker.io"),
+            Need::new("dockerd", "docker.io"),
+        ];
+        assert_eq!(search.missing(&needs), vec!["docker.io"]);
+        assert!(ProgramSearch::only([]).find("docker").is_none());
     }
 
     #[test]
