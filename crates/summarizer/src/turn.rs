@@ -122,11 +122,10 @@ fn count_effort(bridge: &Bridge, prompt: &Prompt, reply: &AgentReply) {
 }
 
 fn narrated_intent() -> Failure {
-    HostFailure::UnexecutedActionNarrative
-        .with(
-            "the reply described a client action instead of requesting it with a tool envelope \
+    HostFailure::UnexecutedActionNarrative.with(
+        "the reply described a client action instead of requesting it with a tool envelope \
              (an envelope inside a Markdown code fence is quoted text, not a request)",
-        )
+    )
 }
 
 /// The turn with its single repair. Returns the reply and the usage to report. On the
