@@ -1416,6 +1416,7 @@ fn print_mode_flags_errors_and_sign_in() {
         ("bypass", "dangerous"),
     ] {
         let (status, stdout, _) = print(
+            &home.work,
             &env,
             &[
                 "-p",
@@ -1434,6 +1435,7 @@ fn print_mode_flags_errors_and_sign_in() {
         );
     }
     let (status, stdout, _) = print(
+        &home.work,
         &env,
         &[
             "-p",
@@ -1715,15 +1717,15 @@ fn tool_calls_are_model_requests_and_usage_is_the_last_one() {
     let stats = notification(&before, "_cognition.ai/turn_stats").expect("turn_stats");
     let prompt_tokens = input - 60;
     assert_eq!(
-        cumulative(&stats, "inputTokens"),
+        cumulative(stats, "inputTokens"),
         3 * prompt_tokens + 30 + 60
     );
-    assert_eq!(cumulative(&stats, "outputTokens"), 20 + 20 + output);
-    assert!(cumulative(&stats, "cachedReadTokens") > cached);
+    assert_eq!(cumulative(stats, "outputTokens"), 20 + 20 + output);
+    assert!(cumulative(stats, "cachedReadTokens") > cached);
     let stopped = notification(&before, "_cognition.ai/agent_stopped").expect("stopped");
     assert_eq!(
         stopped["params"]["stats"]["inputTokens"].as_u64(),
-        Some(cumulative(&stats, "inputTokens"))
+        Some(cumulative(stats, "inputTokens"))
     );
     assert_eq!(stopped["params"]["stats"]["toolCalls"], 2);
     assert_eq!(stopped["params"]["stats"]["commandsRun"], 1);
@@ -1732,7 +1734,7 @@ fn tool_calls_are_model_requests_and_usage_is_the_last_one() {
     let (before, result) = agent.turn(&session, "Just answer.");
     let stats = notification(&before, "_cognition.ai/turn_stats").expect("turn_stats");
     assert_eq!(
-        Some(cumulative(&stats, "inputTokens")),
+        Some(cumulative(stats, "inputTokens")),
         result["result"]["usage"]["inputTokens"].as_u64()
     );
 }

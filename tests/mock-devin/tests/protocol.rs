@@ -1767,10 +1767,13 @@ fn compaction_sends_display_only_chunks_and_a_notice() {
         .map(|u| u["content"]["text"].as_str().expect("text"))
         .collect();
     assert_eq!(text, TEXT);
-    let notice = find_method(&before, "_cognition.ai/compaction");
-    let at = |m: &Value| before.iter().position(|b| b == m).expect("position");
-    // The notice comes during the turn, before the real answer.
-    assert!(at(notice) < at(answer[0]) && at(display[0]) < at(answer[0]));
+    // The display chunk and the notice come during the turn, before the real answer.
+    let at = |wanted: &dyn Fn(&Value) -> bool| before.iter().position(wanted).expect("position");
+    let notice = at(&|m| m["method"] == "_cognition.ai/compaction");
+    let shown = at(&|m| m["params"]["update"]["_meta"]["cognition.ai/displayMessage"] == true);
+    let first_answer = at(&|m| m["params"]["update"] == *answer[0]);
+    assert!(notice < first_answer && shown < first_answer, "{before:?}");
+    assert!(find_method(&before, "_cognition.ai/compaction")["params"]["sessionId"].is_string());
 }
 
 #[test]
