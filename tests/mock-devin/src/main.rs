@@ -42,7 +42,7 @@
 //! - `MOCK_DEVIN_LOGOUT_STYLE`: how a signed-out process fails (`prompt`, the default, or
 //!   `session_new`).
 //! - `MOCK_DEVIN_THOUGHT_LEVEL=1`: sessions of either agent offer a `thought_level` select.
-//! - `MOCK_DEVIN_EFFORT_VARIANTS=1`: the summarizer agent's sessions also offer `swe-2-high`.
+//! - `MOCK_DEVIN_EFFORT_VARIANTS=1`: the summarizer agent also takes `--model swe-2-high`.
 //! - `MOCK_DEVIN_LOG`: append one JSON line per action to this file (never prompt text,
 //!   environment values or keys).
 //!
@@ -100,7 +100,7 @@ enum Invocation {
     Models {
         json: bool,
     },
-    /// An ACP agent, with the model of a global `--model`.
+    /// An ACP agent, with the model of a `--model` before or after `acp`.
     Acp(AgentType, Option<String>),
     /// `-p`: one prompt, answered on stdout.
     Print(print::Args),

@@ -24,8 +24,8 @@ pub(crate) const SUMMARIZER_MODELS: [(&str, &str); 8] = [
 ];
 /// The summarizer's model unless `--model` says otherwise.
 pub(crate) const SUMMARIZER_DEFAULT_MODEL: &str = "swe-1-7";
-/// With `MOCK_DEVIN_EFFORT_VARIANTS=1`, the summarizer's sessions also offer this effort
-/// variant of `swe-2`, right after it (as the full agent's catalog and the recorded CLIs do).
+/// With `MOCK_DEVIN_EFFORT_VARIANTS=1`, the summarizer also takes this effort variant of
+/// `swe-2`, listed right after it, as the full agent's catalog and the recorded CLIs offer it.
 pub(crate) const SUMMARIZER_EFFORT_VARIANT: (&str, &str) = ("swe-2-high", "SWE-2 High");
 
 /// Which agent argv asked for.
@@ -161,7 +161,8 @@ pub(crate) struct Profile {
     pub agent: AgentType,
     /// The offered models, `(ACP id, label)`.
     pub models: Vec<(String, &'static str)>,
-    /// The model new sessions start with (a global `--model`, else the default).
+    /// The model new sessions start with (`--model`, else the default); it may be one the
+    /// agent does not offer, and then every `session/new` fails.
     pub start_model: String,
     /// Sessions offer the `model` option (the full agent; the summarizer has none, so only
     /// `--model` picks its model).
