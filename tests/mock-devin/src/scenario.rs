@@ -1,6 +1,6 @@
 //! The scenarios a prompt can select with a `[mock:NAME]` marker (or `MOCK_DEVIN_SCENARIO`).
 
-use crate::wire::Fault;
+use crate::wire::{Fault, StopCause};
 
 /// The JSON-RPC error a `[mock:rpc-error=...]` marker answers the prompt with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,6 +77,11 @@ pub(crate) enum Scenario {
     UsageUpdate,
     /// The reply names the session's current model (`model: <ACP id>`).
     Whoami,
+    /// A text answer after the agent compacted its context (display-only chunks and a
+    /// `_cognition.ai/compaction` notification first).
+    Compaction,
+    /// The turn ends with this `agent_stopped` cause, then an ordinary `end_turn`.
+    Stop(StopCause),
     /// No marker: the default scripted coding session.
     Script,
 }
@@ -122,6 +127,12 @@ pub(crate) const MARKERS: &[&str] = &[
     "usage",
     "no-usage",
     "usage-update",
+    "compaction",
+    "stop=quota_exhausted",
+    "stop=auth_required",
+    "stop=content_filter",
+    "stop=max_turn_requests",
+    "stop=output_truncated",
 ];
 
 impl Scenario {
@@ -161,13 +172,13 @@ impl Scenario {
             "usage" => Self::Usage,
             "no-usage" => Self::NoUsage,
             "usage-update" => Self::UsageUpdate,
+            "compaction" => Self::Compaction,
             "script" | "default" => Self::Script,
-            _ => {
-                let kind = name
-                    .strip_prefix("rpc-error=")
-                    .and_then(ErrorKind::from_name)?;
-                Self::RpcError(kind)
-            }
+            _ => match name.split_once('=') {
+                Some(("rpc-error", kind)) => Self::RpcError(ErrorKind::from_name(kind)?),
+                Some(("stop", cause)) => Self::Stop(StopCause::from_name(cause)?),
+                _ => return None,
+            },
         })
     }
 
@@ -225,6 +236,14 @@ impl Scenario {
             Self::Usage => "usage",
             Self::NoUsage => "no-usage",
             Self::UsageUpdate => "usage-update",
+            Self::Compaction => "compaction",
+            Self::Stop(cause) => match cause {
+                StopCause::QuotaExhausted => "stop=quota_exhausted",
+                StopCause::AuthRequired => "stop=auth_required",
+                StopCause::ContentFilter => "stop=content_filter",
+                StopCause::MaxTurnRequests => "stop=max_turn_requests",
+                StopCause::OutputTruncated => "stop=output_truncated",
+            },
             Self::Script => "script",
         }
     }
