@@ -15,7 +15,7 @@
 //! | `content_filter` | [`AcpError::ContentFiltered`] |
 //! | `output_truncated` | [`AcpError::OutputTruncated`] |
 //! | `max_turn_requests` | [`AcpError::TurnLimit`] |
-//! | `error` | [`AcpError::Stopped`] (`error`) |
+//! | `error` | [`AcpError::Stopped`] (`cause error`) |
 //!
 //! The others leave the outcome to the stop reason (`cancelled` comes with `stopReason:
 //! "cancelled"`; after a rejected tool the turn still ends `end_turn`). A `session/cancel` of
@@ -58,7 +58,7 @@ pub fn failure(stopped: &AgentStopped) -> Option<AcpError> {
         "content_filter" => AcpError::ContentFiltered,
         "output_truncated" => AcpError::OutputTruncated,
         "max_turn_requests" => AcpError::TurnLimit,
-        "error" => AcpError::Stopped("error".to_owned()),
+        "error" => AcpError::Stopped("cause error".to_owned()),
         _ => return None,
     };
     tracing::debug!(
@@ -121,6 +121,8 @@ mod tests {
             let failure = failure(&stopped(cause, None)).unwrap_or_else(|| panic!("{cause}"));
             assert_eq!(failure.code(), code, "{cause}");
         }
+        let error = failure(&stopped("error", None)).expect("a failure");
+        assert!(error.to_string().contains("cause error"), "{error}");
     }
 
     #[test]
