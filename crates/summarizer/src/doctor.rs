@@ -495,11 +495,7 @@ async fn prompt_check(
     let blocks = vec![agent_client_protocol_schema::v1::ContentBlock::from(text)];
     match connection.prompt(session, blocks, &NoTools).await {
         Ok(outcome) => {
-            let observed = outcome
-                .stopped
-                .as_ref()
-                .and_then(|stopped| stopped.model_label.clone())
-                .or(outcome.turn_stats_model.clone());
+            let observed = outcome.observed_model();
             let answered = match (&observed, model) {
                 (Some(observed), Some(model)) if names_model(observed, model, name.as_deref()) => {
                     format!("answered by {observed} (the model set: {model})")
@@ -525,7 +521,7 @@ async fn prompt_check(
             describe(&AcpError::ClientIdentityRefused),
             "set [agent] client_name = \"windsurf\" and a client_version the CLI accepts (default 1.110.1)",
         ),
-        Err(error @ (AcpError::QuotaExceeded | AcpError::RateLimited { .. })) => fail(
+        Err(error @ (AcpError::QuotaExceeded { .. } | AcpError::RateLimited { .. })) => fail(
             "prompt",
             describe(&error),
             "the account is out of credits or rate limited: add credits or wait, then run doctor again",
@@ -600,6 +596,7 @@ mod tests {
             message: format!("line\nforged {}", "x".repeat(1000)),
             kind: Some("internal".into()),
             retryable: false,
+            retry_after: None,
         };
         let text = describe(&error);
         assert!(!text.contains('\n'));

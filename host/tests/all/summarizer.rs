@@ -284,9 +284,20 @@ async fn each_fault_has_its_own_code_in_the_logs_and_status() {
         AcpError::OutputTooLarge(1).code(),
         AcpError::UnauthorizedTool.code(),
         AcpError::Timeout(1).code(),
-        AcpError::RateLimited { retryable: true }.code(),
-        AcpError::QuotaExceeded.code(),
-        AcpError::Network { retryable: true }.code(),
+        AcpError::RateLimited {
+            retryable: true,
+            retry_after: None,
+        }
+        .code(),
+        AcpError::QuotaExceeded { message: None }.code(),
+        AcpError::Network {
+            retryable: true,
+            retry_after: None,
+        }
+        .code(),
+        AcpError::ContentFiltered.code(),
+        AcpError::OutputTruncated.code(),
+        AcpError::TurnLimit.code(),
         AcpError::ClientIdentityRefused.code(),
         AcpError::SessionNotFound.code(),
         AcpError::NoModelOption.code(),

@@ -16,6 +16,7 @@ pub(crate) enum Incoming {
     Request {
         id: Value,
         method: String,
+        params: Value,
     },
     Notification {
         method: String,
@@ -84,7 +85,11 @@ pub(crate) fn parse(line: &[u8]) -> Result<Incoming, AcpError> {
     let method = object.remove("method");
     let id = object.remove("id");
     match (method, id) {
-        (Some(Value::String(method)), Some(id)) => Ok(Incoming::Request { id, method }),
+        (Some(Value::String(method)), Some(id)) => Ok(Incoming::Request {
+            id,
+            method,
+            params: object.remove("params").unwrap_or(Value::Null),
+        }),
         (Some(Value::String(method)), None) => Ok(Incoming::Notification {
             method,
             params: object.remove("params").unwrap_or(Value::Null),
