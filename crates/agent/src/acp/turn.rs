@@ -167,6 +167,11 @@ impl Agent {
         self.connection.pid()
     }
 
+    /// The model `--model` selected on its command line, if any.
+    pub fn launched_model(&self) -> Option<&str> {
+        self.launched_model.as_deref()
+    }
+
     /// Whether the process is still running (a prewarmed agent may have died while waiting).
     pub fn is_alive(&mut self) -> bool {
         self.connection.is_alive()

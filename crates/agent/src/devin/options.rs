@@ -237,6 +237,25 @@ pub fn with_model_flag(args: &[String], model: &str) -> Vec<String> {
     out
 }
 
+/// Whether sessions of the agent this argv starts can offer a model option. The CLI's
+/// `summarizer` agent type offers only `mode`: its model comes from `--model` on the command
+/// line alone, so the host knows before any session that a model goes there. Any other agent
+/// type is asked (its `session/new` answer says).
+pub fn agent_type_offers_model_option(args: &[String]) -> bool {
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        let agent_type = if arg == "--agent-type" {
+            rest.next().map(String::as_str)
+        } else {
+            arg.strip_prefix("--agent-type=")
+        };
+        if agent_type == Some("summarizer") {
+            return false;
+        }
+    }
+    true
+}
+
 /// The model a `--model` on the agent's command line selects, before its subcommand or after
 /// it (both select the sessions' default model), if any. The last one given wins.
 pub fn launched_model(args: &[String]) -> Option<String> {
@@ -338,6 +357,11 @@ mod tests {
             }
         );
         assert_eq!(choose_model(&[], "swe-2"), ModelChoice::NoOption);
+        let argv = |line: &str| line.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        assert!(!agent_type_offers_model_option(&argv("acp --agent-type summarizer")));
+        assert!(!agent_type_offers_model_option(&argv("--model m acp --agent-type=summarizer")));
+        assert!(agent_type_offers_model_option(&argv("acp")));
+        assert!(agent_type_offers_model_option(&argv("acp --agent-type full")));
     }
 
     #[test]
