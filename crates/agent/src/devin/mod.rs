@@ -14,6 +14,7 @@
 //!   and effort expressed as a model variant (`swe-2-high`).
 //! - [`stats`]: the model that really answered (`agent_stopped.stats.modelLabel`, or the
 //!   `model` response dimension).
+//! - [`observed`]: which of the dialect's facts a recorded exchange showed (for `doctor`).
 //! - [`print`]: print mode (`devin -p`): its permission values and its error tail.
 //!
 //! Where the recorded behaviour of the CLI is uncertain, every recorded variant is accepted
@@ -22,6 +23,7 @@
 pub mod errors;
 pub mod identity;
 pub mod login;
+pub mod observed;
 pub mod options;
 pub mod print;
 pub mod sessions;
