@@ -256,7 +256,7 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .create(true)
         .truncate(true)
         .mode(0o600)
-        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .custom_flags(nix::libc::O_NOFOLLOW)
         .open(path)?;
     // `mode` applies only to a file this call created: an existing one is closed first.
     file.set_permissions(std::fs::Permissions::from_mode(0o600))?;

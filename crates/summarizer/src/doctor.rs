@@ -162,7 +162,7 @@ pub async fn run(
             "create a dedicated user for the agent and set [agent] user to it (the host then needs CAP_SETUID and CAP_SETGID, or start it as root with [server] user set)",
         ));
     }
-    let recorder = std::cell::OnceCell::new();
+    let recorder = std::sync::OnceLock::new();
     agent_checks(
         policy,
         identity,
@@ -233,7 +233,7 @@ async fn agent_checks(
     options: &Options,
     report: &mut Report,
     checks: &mut Vec<Check>,
-    recorder: &std::cell::OnceCell<Recorder>,
+    recorder: &std::sync::OnceLock<Recorder>,
 ) {
     let client = policy.agent.client_identity();
     let (client, spec) = match (client, crate::sandbox::agent_spec(policy, identity)) {

@@ -16,6 +16,10 @@
 //! - a recorded `from_agent` request (the agent asking the client) is sent with its recorded
 //!   id; when the trace then records the client's answer, the replay waits for the live
 //!   answer before going on;
+//! - a live `session/delete` or `session/close` of a session the replay opened, when the trace
+//!   does not expect one there, is answered `{}` as the CLI answers it (a client may open a
+//!   session only to read its options and release it at once, or release one after a failed
+//!   turn); the cursor does not move;
 //! - recorded `to_agent` notifications are not waited for: the recorded agent already reacted
 //!   to them. A live notification is accepted when the trace has one of that method, and a
 //!   live `session/cancel` always (the CLI accepts a cancel at any time, of any session);
@@ -39,24 +43,26 @@ use crate::log::Log;
 use crate::rpc::{self, Incoming, Output};
 
 /// The flag that selects a replay.
-pub const FLAG: &str = "--replay";
+pub(crate) const FLAG: &str = "--replay";
 /// The exit status after an unexpected message.
-pub const UNEXPECTED_EXIT: i32 = 65;
+pub(crate) const UNEXPECTED_EXIT: i32 = 65;
 /// The code of the JSON-RPC error an unexpected request is answered with.
-pub const UNEXPECTED_CODE: i64 = -32099;
+pub(crate) const UNEXPECTED_CODE: i64 = -32099;
 /// What a redacted text becomes in a replay.
-pub const FILL: &str = "(replayed text)";
+pub(crate) const FILL: &str = "(replayed text)";
 /// How a redaction placeholder of a text starts.
 const TEXT_PLACEHOLDER: &str = "[redacted text: ";
 /// The `format` of a trace's header line.
 const FORMAT: &str = "devin-bridge-trace";
 /// The largest trace read (bytes).
 const MAX_TRACE_BYTES: u64 = 64 << 20;
+/// Requests that release a session, answered `{}` when the trace does not expect them.
+const RELEASES: [&str; 2] = ["session/delete", "session/close"];
 /// Recorded requests a live client may leave out.
 const OPTIONAL: [&str; 2] = ["session/set_config_option", "session/set_mode"];
 
 /// The trace file of `--replay FILE` or `--replay=FILE` anywhere in argv, when asked for.
-pub fn wanted(args: &[OsString]) -> Option<Result<PathBuf, String>> {
+pub(crate) fn wanted(args: &[OsString]) -> Option<Result<PathBuf, String>> {
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         if arg == FLAG {
@@ -138,17 +144,17 @@ fn parse(text: &str) -> Result<Vec<Recorded>, String> {
 
 /// Why the replay stopped.
 #[derive(Debug, PartialEq)]
-pub struct Unexpected {
+pub(crate) struct Unexpected {
     /// What the live client sent (`request session/prompt`, `answer to 3`, ...).
-    pub what: String,
+    pub(crate) what: String,
     /// What the trace expected instead, with its line.
-    pub expected: String,
+    pub(crate) expected: String,
     /// The id of the live request, when it was one (it gets an error answer).
-    pub id: Option<Value>,
+    pub(crate) id: Option<Value>,
 }
 
 impl Unexpected {
-    pub fn message(&self, file: &Path) -> String {
+    pub(crate) fn message(&self, file: &Path) -> String {
         format!(
             "unexpected {}: the trace {} {}",
             self.what,
@@ -168,7 +174,7 @@ enum Waiting {
 }
 
 /// The state of one replay.
-pub struct Replay {
+pub(crate) struct Replay {
     trace: Vec<Recorded>,
     cursor: usize,
     waiting: Waiting,
@@ -214,7 +220,7 @@ impl Replay {
     }
 
     /// Handles one live message.
-    pub fn handle(&mut self, incoming: Incoming) -> Result<(), Unexpected> {
+    pub(crate) fn handle(&mut self, incoming: Incoming) -> Result<(), Unexpected> {
         match incoming {
             Incoming::Request { id, method, params } => self.request(id, &method, &params),
             Incoming::Notification { method, .. } => {
@@ -294,6 +300,13 @@ impl Replay {
             at += 1;
         };
         let Some(at) = found else {
+            // Releasing a session the replay opened is answered as the CLI answers it,
+            // whenever it comes: a client may open a session only to read its options and
+            // release it at once (the bridge's start-up probe), or release one after a failure.
+            if RELEASES.contains(&method) && named.is_some() {
+                self.out.respond(&id, json!({}));
+                return Ok(());
+            }
             let expected = match self.next_request() {
                 Some(recorded) => format!(
                     "expected `{}` at line {}",
@@ -448,7 +461,7 @@ impl Replay {
 }
 
 /// Runs the replay of `file` on stdin and stdout; never returns.
-pub fn run(file: &Path) -> ! {
+pub(crate) fn run(file: &Path) -> ! {
     let log = Log::new(crate::log_path());
     let trace = std::fs::metadata(file)
         .map_err(|error| error.to_string())
@@ -640,6 +653,27 @@ mod tests {
                 method: "x/ping".into(),
                 params: json!({})
             })
+            .is_err());
+    }
+
+    #[test]
+    fn releasing_an_opened_session_is_answered_wherever_it_comes() {
+        let (mut replay, sink) = replay();
+        replay.handle(request(0, "initialize", json!({}))).unwrap();
+        replay.handle(request(1, "session/new", json!({}))).unwrap();
+        let live = sink.messages()[1]["result"]["sessionId"].clone();
+        replay
+            .handle(request(2, "session/delete", json!({"sessionId": live})))
+            .unwrap();
+        assert_eq!(sink.messages(), [json!({"jsonrpc":"2.0","id":2,"result":{}})]);
+        // The cursor did not move: the next request is still the recorded prompt.
+        replay
+            .handle(request(3, "session/prompt", json!({"sessionId": live})))
+            .unwrap();
+        assert_eq!(sink.messages()[0]["method"], "session/request_permission");
+        // A session it never opened is still unexpected.
+        assert!(replay
+            .handle(request(4, "session/close", json!({"sessionId": "other"})))
             .is_err());
     }
 

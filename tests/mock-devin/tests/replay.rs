@@ -35,7 +35,8 @@ fn run(input: &[Value]) -> (Vec<Value>, String, Option<i32>) {
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     for message in input {
-        writeln!(stdin, "{message}").unwrap();
+        // The replay may have exited already (that is what one test checks).
+        let _ = writeln!(stdin, "{message}");
     }
     drop(stdin);
     let output = child.wait_with_output().unwrap();
