@@ -665,7 +665,10 @@ mod tests {
         replay
             .handle(request(2, "session/delete", json!({"sessionId": live})))
             .unwrap();
-        assert_eq!(sink.messages(), [json!({"jsonrpc":"2.0","id":2,"result":{}})]);
+        assert_eq!(
+            sink.messages(),
+            [json!({"jsonrpc":"2.0","id":2,"result":{}})]
+        );
         // The cursor did not move: the next request is still the recorded prompt.
         replay
             .handle(request(3, "session/prompt", json!({"sessionId": live})))
