@@ -24,6 +24,8 @@
 //! - `mock-devin acp` with `--cloud`, `--refusal-fallback`, an `--agent-type` other than
 //!   `summarizer`, or any other argument: a message on stderr and exit status 64 (so a test
 //!   proves the companion never passes them).
+//! - `mock-devin --replay FILE ...` (or `--replay=FILE`, anywhere in argv): plays the agent of
+//!   a recorded trace ([`replay`]); the rest of argv is not read.
 //! - `mock-devin --version`: prints `devin 3000.11.4 (mock-devin offline)`.
 //! - `mock-devin models list [--format json]`: the model catalog (see [`full::catalog`]),
 //!   exit 0 whether or not anyone is signed in.
@@ -56,6 +58,7 @@ mod plugin_script;
 mod print;
 mod probe;
 mod profile;
+mod replay;
 mod rpc;
 mod scenario;
 mod script;
@@ -218,6 +221,15 @@ fn flag_names(args: &[OsString]) -> Vec<String> {
 
 fn main() {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    // `--replay FILE`: a recorded trace plays the agent (see `replay`).
+    match replay::wanted(&args) {
+        Some(Ok(file)) => replay::run(&file),
+        Some(Err(message)) => {
+            eprintln!("mock-devin: {message}");
+            std::process::exit(USAGE_EXIT);
+        }
+        None => {}
+    }
     let (agent, model) = match invocation(&args) {
         Invocation::Version => {
             println!("devin {AGENT_VERSION} (mock-devin offline)");

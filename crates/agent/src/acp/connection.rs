@@ -30,6 +30,7 @@ use crate::devin::login::ApiKey;
 use crate::devin::{self, ClientIdentity};
 pub use crate::process::Ended;
 use crate::process::{Sandboxed, Spec};
+use crate::transcript::{Direction, Recorder};
 
 /// Bounds of one agent.
 #[derive(Debug, Clone, Copy)]
@@ -147,6 +148,8 @@ pub struct AgentConnection {
     signed_in: bool,
     /// The one headless sign-in was tried (whatever came of it).
     sign_in_tried: bool,
+    /// Where every message both ways is also recorded (a trace), when set.
+    recorder: Option<Recorder>,
 }
 
 impl AgentConnection {
@@ -158,14 +161,30 @@ impl AgentConnection {
         limits: AgentLimits,
         client: &ClientIdentity,
     ) -> Result<Self, AcpError> {
+        Self::start_recorded(spec, limits, client, None).await
+    }
+
+    /// [`AgentConnection::start`], with every message both ways (from `initialize` on) also
+    /// given to `recorder`, which redacts it before keeping it (see [`crate::transcript`]).
+    pub async fn start_recorded(
+        spec: &Spec,
+        limits: AgentLimits,
+        client: &ClientIdentity,
+        recorder: Option<Recorder>,
+    ) -> Result<Self, AcpError> {
         let mut child = Sandboxed::spawn(spec).map_err(AcpError::Spawn)?;
         let Some(stdout) = child.take_stdout() else {
             let _ = child.shutdown().await;
             return Err(AcpError::EarlyExit);
         };
+        let mut frames = FrameReader::new(stdout, limits.max_line());
+        if let Some(recorder) = &recorder {
+            frames.tap(recorder.clone());
+        }
         let mut connection = AgentConnection {
             child,
-            frames: FrameReader::new(stdout, limits.max_line()),
+            frames,
+            recorder,
             limits,
             next_id: 0,
             unanswered: HashSet::new(),
@@ -614,6 +633,9 @@ impl AgentConnection {
     }
 
     async fn send(&mut self, bytes: &[u8]) -> Result<(), AcpError> {
+        if let Some(recorder) = &self.recorder {
+            recorder.record(Direction::ToAgent, bytes);
+        }
         let stdin = self.child.stdin().ok_or(AcpError::EarlyExit)?;
         match stdin.write_all(bytes).await.and(stdin.flush().await) {
             Ok(()) => Ok(()),

@@ -24,6 +24,7 @@
 //!   and effort expressed as a model variant (`swe-2-high`).
 //! - [`stats`]: the model that really answered (`agent_stopped.stats.modelLabel`, or the
 //!   `model` response dimension, found by its `uid`), and its display label compared with ids.
+//! - [`observed`]: which of the dialect's facts a recorded exchange showed (for `doctor`).
 //! - [`print`]: print mode (`devin -p`): its permission values and its error tail.
 //!
 //! Where the recorded behaviour of the CLI is uncertain, every recorded variant is accepted
@@ -37,6 +38,7 @@ pub mod errors;
 pub mod identity;
 pub mod login;
 pub mod notices;
+pub mod observed;
 pub mod options;
 pub mod print;
 pub mod sessions;
