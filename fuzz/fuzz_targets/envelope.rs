@@ -4,13 +4,15 @@
 //! review reply).
 //!
 //! Beyond native and wasm agreeing, `parse` must keep its own promises: `parse_span` (what the
-//! component answers) resolves against the output to the same answer, borrowed or owned, and a reply of calls is never empty, never longer than `max(1, max_calls)`, holds
-//! distinct ids, and only calls declared tools with a JSON object as input.
+//! component answers) resolves against the output to the same answer, borrowed or owned, and a
+//! reply that calls tools holds at least one call and never more than `max(1, max_calls)`,
+//! distinct ids, only calls of declared tools with a JSON object as input, and text blocks
+//! that are non-empty and never adjacent; a text reply reports no recovery.
 
 use std::collections::BTreeSet;
 
 use devin_bridge_engine::Call;
-use devin_bridge_envelope::Reply;
+use devin_bridge_envelope::{Reply, ReplyBlock};
 use devin_bridge_fuzz::{differential, outcome};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
@@ -57,11 +59,30 @@ fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge_engine::TransformKind
         parsed.clone().map(Some),
         "parse_span differs from parse (owned)"
     );
-    if let Ok(Reply::Tools(calls)) = &parsed {
+    if let Ok(Reply::Text(_)) = parsed.as_ref().map(|parsed| &parsed.reply) {
+        assert!(parsed.as_ref().is_ok_and(|parsed| parsed.recoveries.is_empty()), "a text reply repairs nothing");
+    }
+    if let Ok(Reply::Tools(blocks)) = parsed.as_ref().map(|parsed| &parsed.reply) {
+        assert!(
+            blocks.windows(2).all(|pair| !matches!(pair, [ReplyBlock::Text(_), ReplyBlock::Text(_)])),
+            "adjacent text blocks: {blocks:?}"
+        );
+        assert!(
+            blocks.iter().all(|block| !matches!(block, ReplyBlock::Text(text) if text.trim().is_empty())),
+            "an empty text block: {blocks:?}"
+        );
+        let calls: Vec<_> = blocks
+            .iter()
+            .filter_map(|block| match block {
+                ReplyBlock::Call(call) => Some(call),
+                ReplyBlock::Text(_) => None,
+            })
+            .collect();
         assert!(!calls.is_empty(), "a reply of calls holds at least one");
         let limit = usize::try_from(max_calls.max(1)).unwrap_or(usize::MAX);
         assert!(calls.len() <= limit, "{} calls over a limit of {limit}", calls.len());
         let ids: BTreeSet<&str> = calls.iter().map(|call| call.id.as_str()).collect();
+        let calls = calls.into_iter();
         assert_eq!(ids.len(), calls.len(), "ids repeat within a reply: {calls:?}");
         let names = declared(&tools);
         for call in calls {

@@ -1,5 +1,6 @@
 #![no_main]
-//! SSE: the first byte picks a text reply or 0..=4 tool calls, the status of an error and the
+//! SSE: the first byte picks a text reply or 0..=4 blocks of a reply that calls tools (with its
+//! top bit, every other one prose), the status of an error and the
 //! usage counts; the rest is the text (or, cut at U+001E, the calls' inputs, or the agent
 //! error text); native vs wasm for every function, and natively the shape of what a reply
 //! renders to: one start, delta and stop per content block, indexes 0..n in order, and a JSON
@@ -10,7 +11,7 @@
 
 use devin_bridge_engine::{Call, MessageHead};
 use devin_bridge_fuzz::{differential, outcome};
-use devin_bridge_types::{Failure, Reply, ToolCall, Usage};
+use devin_bridge_types::{Failure, Reply, ReplyBlock, ToolCall, Usage};
 use libfuzzer_sys::fuzz_target;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -29,12 +30,20 @@ fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge_engine::TransformKind
         // are fewer pieces: valid objects, broken JSON and non-objects all occur.
         let pieces: Vec<&str> = text.split('\u{1e}').collect();
         let count = usize::from(*selector >> 1) % 5;
+        // With the top bit set, every other block is prose (the piece as text).
+        let prose = selector & 0x80 != 0;
         Reply::Tools(
             (0..count)
-                .map(|i| ToolCall {
-                    id: format!("devin_call_{i:016x}"),
-                    name: NAMES[i % NAMES.len()].into(),
-                    input: pieces.get(i).copied().unwrap_or(text.as_str()).to_owned(),
+                .map(|i| {
+                    let piece = pieces.get(i).copied().unwrap_or(text.as_str()).to_owned();
+                    if prose && i % 2 == 1 {
+                        return ReplyBlock::Text(piece);
+                    }
+                    ReplyBlock::Call(ToolCall {
+                        id: format!("devin_call_{i:016x}"),
+                        name: NAMES[i % NAMES.len()].into(),
+                        input: piece,
+                    })
                 })
                 .collect(),
         )
@@ -77,15 +86,16 @@ fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge_engine::TransformKind
 fn block_count(reply: &Reply) -> usize {
     match reply {
         Reply::Text(_) => 1,
-        Reply::Tools(calls) => calls.len(),
+        Reply::Tools(blocks) => blocks.len(),
     }
 }
 
 /// `end_turn` unless the reply asks for at least one tool.
 fn stop_reason(reply: &Reply) -> &'static str {
-    match reply {
-        Reply::Tools(calls) if !calls.is_empty() => "tool_use",
-        _ => "end_turn",
+    if reply.calls().next().is_some() {
+        "tool_use"
+    } else {
+        "end_turn"
     }
 }
 
@@ -180,8 +190,14 @@ fn check_stream(stream: &str, reply: &Reply, usage: &Usage) {
         }
         match reply {
             Reply::Text(text) => assert_eq!(delta.1["delta"]["text"].as_str(), Some(text.as_str())),
-            Reply::Tools(calls) => {
-                let call = &calls[block];
+            Reply::Tools(blocks) => {
+                let call = match &blocks[block] {
+                    ReplyBlock::Text(text) => {
+                        assert_eq!(delta.1["delta"]["text"].as_str(), Some(text.as_str()));
+                        continue;
+                    }
+                    ReplyBlock::Call(call) => call,
+                };
                 assert_eq!(
                     start.1["content_block"]["id"].as_str(),
                     Some(call.id.as_str())
@@ -217,8 +233,16 @@ fn check_body(body: &str, reply: &Reply, usage: &Usage) {
     assert_eq!(content.len(), block_count(reply), "content blocks");
     match reply {
         Reply::Text(text) => assert_eq!(value(content[0].get("text")), json!(text)),
-        Reply::Tools(calls) => {
-            for (block, call) in content.iter().zip(calls) {
+        Reply::Tools(blocks) => {
+            for (block, expected) in content.iter().zip(blocks) {
+                let call = match expected {
+                    ReplyBlock::Text(text) => {
+                        assert_eq!(value(block.get("type")), "text");
+                        assert_eq!(value(block.get("text")), json!(text));
+                        continue;
+                    }
+                    ReplyBlock::Call(call) => call,
+                };
                 assert_eq!(value(block.get("type")), "tool_use");
                 assert_eq!(value(block.get("id")), json!(call.id));
                 assert_eq!(

@@ -596,7 +596,8 @@ fn pipeline_once(transforms: &Transforms, body: &str, catalog: &str) -> Result<(
     let reply = transforms
         .parse(EXPECTED.to_owned(), prompt.tools, prompt.id_seed, 8)
         .map_err(|e| e.to_string())?
-        .map_err(|f| f.message)?;
+        .map_err(|f| f.message)?
+        .reply;
     let head = MessageHead {
         id: "msg_000000000000000000000000".into(),
         model: prompt.model,
@@ -679,7 +680,8 @@ async fn transform_pipeline_hopping(
         })
         .await
         .map_err(|e| e.to_string())?
-        .map_err(|f| f.message)?;
+        .map_err(|f| f.message)?
+        .reply;
         let head = MessageHead {
             id: "msg_000000000000000000000000".into(),
             model: prompt.model,

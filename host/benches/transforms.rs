@@ -255,7 +255,7 @@ fn main() {
         model: "devin-cli-agentic/swe-1-7".into(),
         usage,
     };
-    let tool_reply = Reply::Tools(vec![ToolCall {
+    let tool_reply = Reply::of_calls([ToolCall {
         id: "devin_call_0123456789abcdef".into(),
         name: "Bash".into(),
         input: TOOL_INPUT.into(),

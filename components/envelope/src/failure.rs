@@ -10,8 +10,8 @@ use serde_json::Value;
 /// Stable machine codes, as the seeds name them where they do.
 pub(crate) mod codes {
     pub(crate) const EXCESSIVE_TOOL_REQUESTS: &str = "excessive_tool_requests";
-    pub(crate) const ACTION_NARRATIVE_MISMATCH: &str = "action_narrative_mismatch";
     pub(crate) const MALFORMED_TOOL_JSON: &str = "malformed_tool_json";
+    pub(crate) const AMBIGUOUS_TOOL_ENVELOPE: &str = "ambiguous_tool_envelope";
     pub(crate) const MISSING_TOOL_NAME: &str = "missing_tool_name";
     pub(crate) const UNEXPECTED_ENVELOPE_FIELD: &str = "unexpected_envelope_field";
     pub(crate) const UNIDENTIFIED_TOOL: &str = "unidentified_tool";
@@ -86,11 +86,12 @@ pub(crate) fn excessive(limit: usize) -> Failure {
     )
 }
 
-pub(crate) fn narrative_mismatch() -> Failure {
+/// A body with two candidate calls: which one the agent meant is not ours to guess.
+pub(crate) fn ambiguous() -> Failure {
     agent(
-        codes::ACTION_NARRATIVE_MISMATCH,
-        "the output mixes text with <tool> envelopes; a reply that calls tools must hold only \
-         envelopes, separated by nothing but whitespace",
+        codes::AMBIGUOUS_TOOL_ENVELOPE,
+        "the <tool> envelope holds more than one JSON object; put each call in its own \
+         envelope, as {\"name\": ..., \"arguments\": {...}}",
     )
 }
 
@@ -101,17 +102,13 @@ pub(crate) fn closing_without_opening() -> Failure {
     )
 }
 
-/// `envelope` is the 1-based position of the cut-off envelope; the first is not numbered, so a
-/// single cut-off envelope reads as it always has.
-pub(crate) fn unclosed(envelope: usize) -> Failure {
-    let which = if envelope == 1 {
-        "the <tool> envelope".to_owned()
-    } else {
-        format!("the <tool> envelope {envelope}")
-    };
+/// An envelope the output ends in whose body is not one complete JSON object (it was cut off).
+/// Among several envelopes, [`of_call`] says which one.
+pub(crate) fn unclosed() -> Failure {
     agent(
         codes::MALFORMED_TOOL_JSON,
-        format!("{which} has no closing </tool> tag outside its JSON strings"),
+        "the <tool> envelope has no closing </tool> tag outside its JSON strings, and its body \
+         is not one complete JSON object",
     )
 }
 

@@ -1,5 +1,6 @@
-//! The `envelope` transform: the summarizer agent's raw output becomes either final text or
-//! one or more client-owned tool calls, each checked against the request's tools.
+//! The `envelope` transform: the summarizer agent's raw output becomes either final text or a
+//! reply that calls tools (client-owned tool calls, each checked against the request's tools,
+//! with the prose the agent wrote around them).
 //!
 //! It also validates a read-only reviewer's reply: [`parse_review`] takes the first JSON object
 //! of the reply, checks it against the review shape and returns it in canonical form (the
@@ -7,8 +8,8 @@
 //!
 //! This is the native logic; the wasm component is a thin shell around [`parse_span`] (the
 //! same answers as [`parse`], a text reply given as its span of the output rather than a copy),
-//! [`narrates_unexecuted_action`] and [`parse_review`]. Nothing here touches the world (no clock, no randomness, no files, no
-//! network), so native and wasm answers are identical.
+//! [`narrates_unexecuted_action`] and [`parse_review`]. Nothing here touches the world (no
+//! clock, no randomness, no files, no network), so native and wasm answers are identical.
 //!
 //! # `parse`, rule by rule
 //!
@@ -23,25 +24,28 @@
 //!
 //! Then, on the agent's output, in this order:
 //!
-//! 1. No `<tool>` or `</tool>` tag at all: [`Reply::Text`], with trailing whitespace and leading
-//!    blank lines removed; the rest is verbatim (the indentation of the first line is kept, it may
-//!    open a code block). An empty output is an empty text.
-//! 2. A `</tool>` with no `<tool>` anywhere: `malformed_tool_json`. Otherwise the envelopes are
-//!    counted left to right without parsing any body, and the count stops at the first opening
-//!    tag over `max_calls`: `excessive_tool_requests`, naming that count ("at least
-//!    `max_calls + 1`") and the limit. An excess is therefore found before, and wins over,
+//! 1. No `<tool>` or `</tool>` tag outside Markdown code fences (see "Code fences" below):
+//!    [`Reply::Text`], with trailing whitespace and leading blank lines removed; the rest is
+//!    verbatim (the indentation of the first line is kept, it may open a code block). An empty
+//!    output is an empty text.
+//! 2. The envelopes are counted left to right without parsing any body, and the count stops at
+//!    the first opening tag over `max_calls`: `excessive_tool_requests`, naming that count ("at
+//!    least `max_calls + 1`") and the limit. An excess is therefore found before, and wins over,
 //!    anything after it, and thousands of envelopes cost no more than `max_calls + 1` of them.
-//! 3. Non-whitespace text outside the envelopes (before, between or after them; a stray
-//!    `</tool>` included): `action_narrative_mismatch`.
-//! 4. An envelope cut off (the output ends before its closing tag) or an envelope opening inside
-//!    another (a `<tool>` outside the JSON strings of an envelope's body: envelopes must not
-//!    nest): `malformed_tool_json`, naming the envelope when it is not the first. The counting
-//!    scan stops at such an envelope, so nothing after it is read (rules 2 and 3 only see what
-//!    comes before it): within the limit, a cut-off envelope after complete ones is malformed,
-//!    not excessive.
+//! 3. A `</tool>` outside envelopes and code fences (a closing tag without its opening one):
+//!    `malformed_tool_json`. Text outside the envelopes is otherwise welcome: prose before,
+//!    between and after them becomes the reply's text blocks (rule 8).
+//! 4. An envelope opening inside another (a `<tool>` outside the JSON strings of an envelope's
+//!    body: envelopes must not nest): `malformed_tool_json`, naming the envelope. The counting
+//!    scan stops there, so nothing after it is read. An envelope the output ends in (no closing
+//!    tag outside its JSON strings) is the last one, and counts as closed when its body is one
+//!    complete JSON object (`unclosed_envelope`, see "Recoveries"); otherwise it is
+//!    `malformed_tool_json`.
 //!
-//!    Then, envelope by envelope: a body that is not JSON, JSON with a duplicate key (parsers
-//!    disagree on which one wins), or JSON that is not an object: `malformed_tool_json`.
+//!    Then, envelope by envelope: the body is read as JSON, with the recoveries below when it
+//!    is not strict JSON. A body with two candidate objects: `ambiguous_tool_envelope`. A body
+//!    that is still not JSON, JSON with a duplicate key (parsers disagree on which one wins), or
+//!    JSON that is not an object: `malformed_tool_json`.
 //! 5. `name` missing or not a string: `missing_tool_name`. A field other than `name` and
 //!    `arguments`: `unexpected_envelope_field` (a misnamed `input` would otherwise be dropped and
 //!    the tool called with `{}`).
@@ -49,18 +53,54 @@
 //! 7. `arguments` (absent means `{}`) must be an object valid under the tool's full input schema:
 //!    `invalid_tool_arguments`, listing every error. A tool whose schema is missing, invalid or
 //!    refers outside itself: `invalid_tool_schema`.
-//! 8. Every call valid: [`Reply::Tools`], the calls in reply order (never empty, never more than
-//!    `max(1, max_calls)`). [`ToolCall::input`] is the canonical text of the arguments: compact
-//!    JSON with object keys sorted by code point at every depth. The id of the first call is
-//!    `devin_call_` + the first 16 hex digits of `sha256("{id_seed}:{name}:{input}")` (what a
-//!    single call has always had); the call at 1-based position `p > 1` hashes
-//!    `"{id_seed}:{p}:{name}:{input}"`, so identical calls get distinct ids. Ids are distinct
-//!    within a reply even on a hash collision (`canonical.rs` says how).
+//! 8. Every call valid: [`Reply::Tools`], the reply's blocks in output order: each stretch of
+//!    text outside the envelopes that holds something visible is a [`ReplyBlock::Text`]
+//!    (trimmed as a text reply is: trailing whitespace and leading blank lines removed), each
+//!    envelope a [`ReplyBlock::Call`]. There is at least one call and never more than
+//!    `max(1, max_calls)`; text blocks are never empty and never adjacent. [`ToolCall::input`]
+//!    is the canonical text of the arguments: compact JSON with object keys sorted by code
+//!    point at every depth. The id of the first call is `devin_call_` + the first 16 hex digits
+//!    of `sha256("{id_seed}:{name}:{input}")` (what a single call has always had); the call at
+//!    1-based position `p > 1` (counting calls only) hashes `"{id_seed}:{p}:{name}:{input}"`,
+//!    so identical calls get distinct ids. Ids are distinct within a reply even on a hash
+//!    collision (`canonical.rs` says how). The prose never changes a call or its id.
 //!
 //! Rules 4 (the body) to 7 run envelope by envelope in reply order and the first failure wins.
 //! When the reply holds more than one envelope, its message starts with `call {i} of {n}: `, or
 //! `call {i} of {n} ({name}): ` once the name has been read, so the agent knows which call to
 //! repair.
+//!
+//! Why ordered blocks: models (Claude included) announce a call in a sentence before it ("Let
+//! me list the files."), and Anthropic's own answers carry such text blocks beside their
+//! `tool_use` blocks, so the client shows the sentence and runs the call, as it would with
+//! Anthropic. Refusing the prose spent the single repair on a reply that was fine and, when
+//! the model narrated again, ended the client's task. The blocks keep the output's order
+//! because the client shows them in that order.
+//!
+//! # Recoveries
+//!
+//! A defect of an envelope that has one plausible reading is repaired and reported, one
+//! [`Recovery`] per repair in reply order, so the host can count them: the last envelope
+//! left unclosed at the end of the output (`unclosed_envelope`), its JSON wrapped in a code
+//! fence (`fenced_json`), prose around exactly one balanced JSON object inside the envelope
+//! (`stray_prose`), a comma before a closing `}` or `]` (`trailing_comma`). `recover.rs` has
+//! the exact rules; each is one forward pass over the body, so the work is linear. What has
+//! more than one reading, or none, is still refused with one repair: an unknown tool,
+//! arguments against the schema, two objects in one envelope, nested envelopes, an unclosed
+//! envelope whose body is not one complete object.
+//!
+//! # Code fences
+//!
+//! An envelope inside a Markdown code fence (a block between ```` ``` ```` or `~~~` lines)
+//! outside envelopes is quoted text, never a call: its tags are not interpreted, and the fence
+//! stays in the text (a text reply, or a text block beside the reply's calls). A model may
+//! fence its real call, or quote the envelope syntax as an example, and nothing in the output
+//! tells the two apart; of the two mistakes, running an example the model only showed (a
+//! command the user never asked for, on the user's machine) is the one that cannot be undone,
+//! while a fenced real call reaches the client as text it can read. When such a reply also
+//! announces the action ("Let me run the tests" + the fenced call), it has no call, so the
+//! narration check refuses it and the single repair asks for the call again. A fence *inside*
+//! an envelope is the fenced-JSON recovery above.
 //!
 //! # Statuses
 //!
@@ -75,12 +115,20 @@
 //! Tags are the exact lowercase literals `<tool>` and `</tool>`. Inside an envelope the scanner
 //! follows JSON strings, so a `</tool>` (or `<tool>`) inside a string value neither closes nor
 //! opens anything: `<tool>{"name":"Bash","arguments":{"command":"echo '</tool>'"}}</tool>` is one
-//! envelope. Outside envelopes, text is not interpreted: every tag counts.
+//! envelope. Outside envelopes, text is not interpreted but for code fences: every tag outside
+//! a fence counts.
+//!
+//! # Narration
+//!
+//! [`narrates_unexecuted_action`] judges only an output that requests no tool (no `<tool>` tag
+//! outside code fences): a sentence announcing a later step beside the call the reply makes
+//! now is how models answer, not a missed action.
 
 mod canonical;
 mod failure;
 mod json;
 mod narration;
+mod recover;
 mod review;
 mod scan;
 mod schema;
@@ -90,7 +138,9 @@ mod tools;
 #[cfg(all(target_arch = "wasm32", feature = "export"))]
 mod wasm;
 
-pub use devin_bridge_types::{Failure, ParsedReply, Reply, TextSpan, ToolCall};
+pub use devin_bridge_types::{
+    Failure, Parsed, ParsedReply, Recovery, Reply, ReplyBlock, TextSpan, ToolCall, ToolReply,
+};
 pub use review::{
     first_json_object, parse_review, MAX_FIELD_CHARS, MAX_FINDINGS, MAX_SCAN_DEPTH,
     MAX_SCAN_VALUES, MAX_SUMMARY_CHARS, MAX_TEXT_BYTES,
@@ -100,15 +150,16 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-/// Turns the agent's `output` into final text or its validated tool calls.
+/// Turns the agent's `output` into final text or a reply that calls tools, with the
+/// recoveries it took.
 ///
 /// `tools` is the request's tools array as JSON text; `id_seed` seeds the deterministic call
 /// ids; `max_calls` is the most calls one reply may hold (0 counts as 1). See the crate
 /// documentation for the rules, codes and statuses.
-pub fn parse(output: &str, tools: &str, id_seed: &str, max_calls: u32) -> Result<Reply, Failure> {
+pub fn parse(output: &str, tools: &str, id_seed: &str, max_calls: u32) -> Result<Parsed, Failure> {
     Ok(match parse_reply(output, tools, id_seed, max_calls)? {
-        Parsed::Text(range) => Reply::Text(output[range].to_owned()),
-        Parsed::Tools(calls) => Reply::Tools(calls),
+        Found::Text(range) => Parsed::text(output[range].to_owned()),
+        Found::Tools(tools) => tools.into(),
     })
 }
 
@@ -122,59 +173,67 @@ pub fn parse_span(
     max_calls: u32,
 ) -> Result<ParsedReply, Failure> {
     Ok(match parse_reply(output, tools, id_seed, max_calls)? {
-        Parsed::Text(range) => ParsedReply::Text(
+        Found::Text(range) => ParsedReply::Text(
             TextSpan::of_range(range).ok_or_else(|| failure::output_too_large(output.len()))?,
         ),
-        Parsed::Tools(calls) => ParsedReply::Tools(calls),
+        Found::Tools(tools) => ParsedReply::Tools(tools),
     })
 }
 
-/// True when the text outside every `<tool>...</tool>` envelope narrates a client action (read,
-/// run, check, ...) that the output does not request. The patterns are described in
-/// `narration.rs`; envelope bodies are never examined, so valid envelopes alone are never
-/// flagged.
+/// True when the output requests no tool (no `<tool>` tag outside code fences) and its text
+/// narrates a client action (read, run, check, ...). The patterns are described in
+/// `narration.rs`. An output that makes a call is never flagged, whatever its prose announces.
 pub fn narrates_unexecuted_action(output: &str) -> bool {
-    let mut narration = narration::NarrationCheck::new();
-    scan::outside_envelopes(output).any(|piece| narration.narrates(piece))
+    !scan::requests_a_tool(output) && narration::NarrationCheck::new().narrates(output)
 }
 
 /// What [`parse`] found, before a text reply is copied out of (or cut from) the output.
-enum Parsed {
+enum Found {
     /// The byte range of the output that is the text reply.
     Text(Range<usize>),
-    Tools(Vec<ToolCall>),
+    Tools(ToolReply),
 }
 
-fn parse_reply(
-    output: &str,
-    tools: &str,
-    id_seed: &str,
-    max_calls: u32,
-) -> Result<Parsed, Failure> {
+fn parse_reply(output: &str, tools: &str, id_seed: &str, max_calls: u32) -> Result<Found, Failure> {
     let catalog = tools::Catalog::parse(tools)?;
     let limit = usize::try_from(max_calls.max(1)).unwrap_or(usize::MAX);
-    let Some(bodies) = scan::envelopes(output, limit)? else {
-        return Ok(Parsed::Text(text_range(output)));
+    let Some(pieces) = scan::envelopes(output, limit)? else {
+        return Ok(Found::Text(text_range(output)));
     };
 
-    let count = bodies.len();
+    let count = pieces
+        .iter()
+        .filter(|piece| matches!(piece, scan::Piece::Envelope(_)))
+        .count();
     // One checker per called tool, so a tool called several times is looked up, parsed and
     // (if its schema needs a validator) compiled once.
     let mut checkers: BTreeMap<&str, schema::Checker<'_>> = BTreeMap::new();
     let mut ids = canonical::CallIds::new(id_seed);
-    let mut calls = Vec::with_capacity(count);
-    for (index, body) in bodies.into_iter().enumerate() {
-        let position = index + 1;
-        let (name, arguments) = read_envelope(body)
+    let mut blocks = Vec::with_capacity(pieces.len());
+    let mut recoveries = Vec::new();
+    let mut position = 0;
+    for piece in pieces {
+        let body = match piece {
+            scan::Piece::Text(text) => {
+                let range = text_range(text);
+                if !range.is_empty() {
+                    blocks.push(ReplyBlock::Text(text[range].to_owned()));
+                }
+                continue;
+            }
+            scan::Piece::Envelope(body) => body,
+        };
+        position += 1;
+        let (name, arguments) = read_envelope(body, &mut recoveries)
             .map_err(|failure| failure::of_call(failure, position, count, None))?;
         check_call(&catalog, &mut checkers, &name, &arguments)
             .map_err(|failure| failure::of_call(failure, position, count, Some(&name)))?;
         // The body is the arguments plus a little: an upper bound, in practice, of their text.
-        let input = canonical::to_string(&arguments, body.len());
+        let input = canonical::to_string(&arguments, body.text.len());
         let id = ids.issue(position, &name, &input);
-        calls.push(ToolCall { id, name, input });
+        blocks.push(ReplyBlock::Call(ToolCall { id, name, input }));
     }
-    Ok(Parsed::Tools(calls))
+    Ok(Found::Tools(ToolReply { blocks, recoveries }))
 }
 
 /// Rules 6 and 7 for one call.
@@ -208,12 +267,25 @@ fn text_range(output: &str) -> Range<usize> {
     start..end
 }
 
-/// Rules 4 and 5: the envelope body as `(name, arguments)`, arguments defaulting to `{}`.
-fn read_envelope(body: &str) -> Result<(String, Value), Failure> {
-    let mut object = match json::parse_strict(body) {
-        Ok(Value::Object(object)) => object,
-        Ok(other) => return Err(failure::envelope_not_object(&other)),
-        Err(error) => return Err(failure::malformed_json(&error)),
+/// Rules 4 and 5: the envelope body as `(name, arguments)`, arguments defaulting to `{}`; the
+/// recoveries it needed are added to `recoveries`.
+fn read_envelope(
+    body: scan::Body<'_>,
+    recoveries: &mut Vec<Recovery>,
+) -> Result<(String, Value), Failure> {
+    let read = recover::read(body.text, body.unclosed);
+    let (value, repaired) = if body.unclosed {
+        // Closed at the end of the output only when the body is one complete object.
+        match read {
+            Ok((value @ Value::Object(_), repaired)) => (value, repaired),
+            _ => return Err(failure::unclosed()),
+        }
+    } else {
+        read?
+    };
+    let mut object = match value {
+        Value::Object(object) => object,
+        other => return Err(failure::envelope_not_object(&other)),
     };
     let name = match object.remove("name") {
         Some(Value::String(name)) => name,
@@ -227,6 +299,10 @@ fn read_envelope(body: &str) -> Result<(String, Value), Failure> {
     if let Some(field) = object.keys().min() {
         return Err(failure::unexpected_field(field));
     }
+    if body.unclosed {
+        recoveries.push(Recovery::UnclosedEnvelope);
+    }
+    recoveries.extend(repaired);
     Ok((name, arguments))
 }
 

@@ -46,7 +46,7 @@ const MAX_CALLS: u32 = 8;
 
 /// `parse` with the test catalog and seed, checked to give the same answer as `parse_span`
 /// (what the component answers), resolved against the output both ways.
-fn parse_with(output: &str, max_calls: u32) -> Result<Reply, Failure> {
+fn parse_with(output: &str, max_calls: u32) -> Result<Parsed, Failure> {
     let tools = tools();
     let borrowed = parse(output, &tools, "seed", max_calls);
     let span = parse_span(output, &tools, "seed", max_calls);
@@ -62,18 +62,34 @@ fn parse_with(output: &str, max_calls: u32) -> Result<Reply, Failure> {
     borrowed
 }
 
-fn ok(output: &str) -> Reply {
+fn parsed(output: &str) -> Parsed {
     match parse_with(output, MAX_CALLS) {
-        Ok(reply) => reply,
+        Ok(parsed) => parsed,
         Err(failure) => panic!("{output:?} failed: {failure}"),
     }
 }
 
-fn tool_calls(output: &str) -> Vec<ToolCall> {
+fn ok(output: &str) -> Reply {
+    parsed(output).reply
+}
+
+/// The blocks of a reply that calls tools.
+fn blocks(output: &str) -> Vec<ReplyBlock> {
     match ok(output) {
-        Reply::Tools(calls) => calls,
+        Reply::Tools(blocks) => blocks,
         Reply::Text(text) => panic!("{output:?} gave text {text:?}"),
     }
+}
+
+/// The calls of a reply that calls tools and holds nothing else.
+fn tool_calls(output: &str) -> Vec<ToolCall> {
+    blocks(output)
+        .into_iter()
+        .map(|block| match block {
+            ReplyBlock::Call(call) => call,
+            ReplyBlock::Text(text) => panic!("{output:?} has the text block {text:?}"),
+        })
+        .collect()
 }
 
 fn tool_call(output: &str) -> ToolCall {
@@ -185,17 +201,20 @@ mod rule_2_count {
             failure.message
         );
         let one = envelope("NoArgs", json!({}));
-        assert!(matches!(parse_with(&one, 0), Ok(Reply::Tools(calls)) if calls.len() == 1));
+        assert!(
+            matches!(parse_with(&one, 0), Ok(Parsed { reply: Reply::Tools(calls), .. }) if calls.len() == 1)
+        );
     }
 
     #[test]
     fn an_unclosed_envelope_over_the_limit_is_excessive_within_it_malformed() {
-        let output = r#"<tool>{"name":"NoArgs"}</tool><tool>{"name":"NoArgs"}"#;
+        let output = r#"<tool>{"name":"NoArgs"}</tool><tool>{"name":"NoArgs""#;
         rejected_with(output, 1, "excessive_tool_requests");
         let failure = rejected(output, "malformed_tool_json");
         assert_eq!(
             failure.message,
-            "the <tool> envelope 2 has no closing </tool> tag outside its JSON strings"
+            "call 2 of 2: the <tool> envelope has no closing </tool> tag outside its JSON \
+             strings, and its body is not one complete JSON object"
         );
     }
 
@@ -241,40 +260,37 @@ mod rule_2_count {
 mod rule_3_outside_text {
     use super::*;
 
-    #[test]
-    fn prose_before_or_after_is_a_mismatch() {
-        rejected(
-            r#"Let me read it. <tool>{"name":"NoArgs"}</tool>"#,
-            "action_narrative_mismatch",
-        );
-        rejected(
-            r#"<tool>{"name":"NoArgs"}</tool> done"#,
-            "action_narrative_mismatch",
-        );
-        rejected(
-            r#"<tool>{"name":"NoArgs"}</tool></tool>"#,
-            "action_narrative_mismatch",
-        );
-        rejected(
-            "```\n<tool>{\"name\":\"NoArgs\"}</tool>\n```",
-            "action_narrative_mismatch",
-        );
+    fn text(text: &str) -> ReplyBlock {
+        ReplyBlock::Text(text.into())
     }
 
     #[test]
-    fn prose_between_envelopes_is_a_mismatch() {
+    fn prose_before_between_and_after_becomes_text_blocks_in_order() {
         let read = envelope("Read", json!({"file_path": "/a"}));
-        let failure = rejected(
-            &format!("{read}\nand then\n{read}"),
-            "action_narrative_mismatch",
-        );
+        let bash = envelope("Bash", json!({"command": "ls"}));
+        let output = format!("Let me read it.\n{read}\n\nand then list:\n  {bash}\nDone.  \n");
+        let got = blocks(&output);
+        let calls = tool_calls(&format!("{read}{bash}"));
         assert_eq!(
-            failure.message,
-            "the output mixes text with <tool> envelopes; a reply that calls tools must hold \
-             only envelopes, separated by nothing but whitespace"
+            got,
+            [
+                text("Let me read it."),
+                ReplyBlock::Call(calls[0].clone()),
+                text("and then list:"),
+                ReplyBlock::Call(calls[1].clone()),
+                text("Done."),
+            ]
         );
-        rejected(&format!("{read}</tool>{read}"), "action_narrative_mismatch");
-        rejected(&format!("{read}{read}."), "action_narrative_mismatch");
+        // The prose changes neither the calls nor their ids, and repairs nothing.
+        assert!(parsed(&output).recoveries.is_empty());
+        let before = blocks(&format!("I'll run the tests now.\n{bash}"));
+        assert_eq!(before.len(), 2);
+        assert_eq!(before[0], text("I'll run the tests now."));
+    }
+
+    #[test]
+    fn whitespace_between_envelopes_is_no_block() {
+        let read = envelope("Read", json!({"file_path": "/a"}));
         assert_eq!(tool_calls(&format!(" {read}\n\t{read}\r\n")).len(), 2);
         assert_eq!(
             tool_calls(&format!("{read}{read}")).len(),
@@ -290,9 +306,187 @@ mod rule_3_outside_text {
     }
 
     #[test]
-    fn mismatch_wins_over_bad_json() {
-        rejected("Here: <tool>not json</tool>", "action_narrative_mismatch");
-        rejected("Here: <tool>{\"name\":", "action_narrative_mismatch");
+    fn a_stray_closing_tag_is_malformed() {
+        let read = envelope("Read", json!({"file_path": "/a"}));
+        for output in [
+            format!("{read}</tool>"),
+            format!("{read}</tool>{read}"),
+            format!("done </tool> {read}"),
+        ] {
+            let failure = rejected(&output, "malformed_tool_json");
+            assert!(
+                failure.message.contains("without an opening"),
+                "{}",
+                failure.message
+            );
+        }
+    }
+
+    #[test]
+    fn prose_does_not_excuse_a_bad_envelope() {
+        rejected("Here: <tool>not json</tool>", "malformed_tool_json");
+        rejected("Here: <tool>{\"name\":", "malformed_tool_json");
+        rejected(
+            r#"Let me look. <tool>{"name":"Nope"}</tool>"#,
+            "unidentified_tool",
+        );
+        rejected(
+            r#"Reading. <tool>{"name":"Read","arguments":{"file_path":"relative"}}</tool>"#,
+            "invalid_tool_arguments",
+        );
+    }
+}
+
+mod code_fences {
+    use super::*;
+
+    const FENCED: &str =
+        "```xml\n<tool>{\"name\": \"Bash\", \"arguments\": {\"command\": \"ls\"}}</tool>\n```";
+
+    #[test]
+    fn an_envelope_in_a_fence_alone_is_a_text_reply() {
+        // Read as an example: the client gets the text, and no command runs.
+        assert_eq!(ok(FENCED), Reply::Text(FENCED.into()));
+        let tilde = "~~~\n<tool>{\"name\":\"NoArgs\"}</tool>\n~~~\n";
+        assert_eq!(ok(tilde), Reply::Text(tilde.trim_end().into()));
+        // A fence never closed runs to the end of the output.
+        let open = "Example:\n```\n<tool>{\"name\":\"NoArgs\"}</tool>";
+        assert_eq!(ok(open), Reply::Text(open.into()));
+    }
+
+    #[test]
+    fn a_fenced_call_announced_in_prose_is_narration_for_the_repair() {
+        // A model that fenced its real call and said so: no call is made, and the narration
+        // check (which the host runs on text replies) asks for it again.
+        let output = format!("Let me run the tests.\n{FENCED}");
+        assert!(matches!(ok(&output), Reply::Text(_)));
+        assert!(narrates_unexecuted_action(&output));
+        // Quoting the syntax in an answer is not narration.
+        assert!(!narrates_unexecuted_action(&format!(
+            "Calls look like this:\n{FENCED}"
+        )));
+    }
+
+    #[test]
+    fn a_fenced_example_beside_a_real_call_stays_text() {
+        let bash = envelope("Bash", json!({"command": "ls"}));
+        let output = format!("For example:\n{FENCED}\nNow for real:\n{bash}");
+        let got = blocks(&output);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(
+            got[0],
+            ReplyBlock::Text(format!("For example:\n{FENCED}\nNow for real:"))
+        );
+        assert!(matches!(&got[1], ReplyBlock::Call(call) if call.input == r#"{"command":"ls"}"#));
+        // A fenced closing tag is quoted text too, not a stray one.
+        let closing = format!("{bash}\n```\n</tool>\n```");
+        assert_eq!(blocks(&closing).len(), 2);
+    }
+
+    #[test]
+    fn fences_are_lines_of_three_or_more_markers() {
+        // Inline backticks, two backticks or an indented line are no fence: the tag counts.
+        for output in [
+            "``<tool>{\"name\":\"NoArgs\"}</tool>``",
+            "`` \n<tool>{\"name\":\"NoArgs\"}</tool>",
+            "    ```\n<tool>{\"name\":\"NoArgs\"}</tool>\n    ```",
+        ] {
+            assert_eq!(parsed(output).reply.calls().count(), 1, "{output:?}");
+        }
+        // A fence closes only with the same marker, at least as long.
+        let unclosed = "````\n```\n<tool>{\"name\":\"NoArgs\"}</tool>\n~~~~\n";
+        assert!(matches!(ok(unclosed), Reply::Text(_)));
+        let closed = "````\nx\n`````\n<tool>{\"name\":\"NoArgs\"}</tool>";
+        assert_eq!(parsed(closed).reply.calls().count(), 1);
+    }
+
+    #[test]
+    fn a_fence_line_inside_an_envelope_is_not_prose() {
+        // The envelope's own fence (the fenced-JSON recovery) opens nothing outside it.
+        let output = "<tool>\n```json\n{\"name\":\"NoArgs\"}\n```\n</tool>\nthen\n<tool>{\"name\":\"NoArgs\"}</tool>";
+        let got = parsed(output);
+        assert_eq!(got.reply.calls().count(), 2);
+        assert_eq!(got.recoveries, [Recovery::FencedJson]);
+    }
+}
+
+mod recoveries {
+    use super::*;
+
+    #[test]
+    fn an_unclosed_last_envelope_is_closed() {
+        let got = parsed("Let me list the files.\n<tool>{\"name\":\"Bash\",\"arguments\":{\"command\":\"ls\"}}\n");
+        assert_eq!(got.recoveries, [Recovery::UnclosedEnvelope]);
+        assert!(matches!(&got.reply, Reply::Tools(blocks) if blocks.len() == 2));
+        let cut = parsed("<tool>{\"name\":\"NoArgs\"}</to");
+        assert_eq!(cut.recoveries, [Recovery::UnclosedEnvelope]);
+        let after = parsed(&format!(
+            "{}\n<tool>{{\"name\":\"NoArgs\"}}",
+            envelope("NoArgs", json!({}))
+        ));
+        assert_eq!(after.reply.calls().count(), 2);
+        assert_eq!(after.recoveries, [Recovery::UnclosedEnvelope]);
+    }
+
+    #[test]
+    fn an_unclosed_envelope_that_is_not_one_object_stays_malformed() {
+        for output in [
+            "<tool>{\"name\":\"Bash\",\"arguments\":{\"command\":\"ls\"",
+            "<tool>{\"name\":\"NoArgs\"} and then I will",
+            "<tool>[{\"name\":\"NoArgs\"}]",
+            "<tool>",
+        ] {
+            let failure = rejected(output, "malformed_tool_json");
+            assert!(
+                failure.message.contains("no closing </tool>"),
+                "{output:?}: {}",
+                failure.message
+            );
+        }
+    }
+
+    #[test]
+    fn fenced_json_trailing_commas_and_stray_prose_are_repaired_and_reported() {
+        let fenced = parsed("<tool>\n```json\n{\"name\": \"Bash\", \"arguments\": {\"command\": \"ls\"}}\n```\n</tool>");
+        assert_eq!(fenced.recoveries, [Recovery::FencedJson]);
+        let comma = parsed(r#"<tool>{"name": "Bash", "arguments": {"command": "ls",},}</tool>"#);
+        assert_eq!(comma.recoveries, [Recovery::TrailingComma]);
+        let prose = parsed(
+            r#"<tool>Calling Bash: {"name": "Bash", "arguments": {"command": "ls"}} now</tool>"#,
+        );
+        assert_eq!(prose.recoveries, [Recovery::StrayProse]);
+        // Each is the same call as the well-formed envelope, id included.
+        let clean = tool_call(r#"<tool>{"name":"Bash","arguments":{"command":"ls"}}</tool>"#);
+        for got in [fenced, comma, prose] {
+            assert_eq!(got.reply.calls().collect::<Vec<_>>(), [&clean]);
+        }
+    }
+
+    #[test]
+    fn recoveries_are_listed_in_reply_order() {
+        let output = "<tool>{\"name\":\"NoArgs\",}</tool> <tool>x {\"name\":\"NoArgs\"}</tool>\n<tool>```\n{\"name\":\"NoArgs\"}\n```";
+        assert_eq!(
+            parsed(output).recoveries,
+            [
+                Recovery::TrailingComma,
+                Recovery::StrayProse,
+                Recovery::UnclosedEnvelope,
+                Recovery::FencedJson
+            ]
+        );
+    }
+
+    #[test]
+    fn two_objects_in_one_envelope_are_ambiguous() {
+        let failure = rejected(
+            r#"<tool>{"name":"Bash","arguments":{"command":"ls"}} or {"name":"NoArgs"}</tool>"#,
+            "ambiguous_tool_envelope",
+        );
+        assert!(
+            failure.message.contains("more than one JSON object"),
+            "{}",
+            failure.message
+        );
     }
 }
 
@@ -308,7 +502,7 @@ mod rule_4_json {
         rejected("<tool></tool>", "malformed_tool_json");
         rejected(
             r#"<tool>{"name":"NoArgs"} {}</tool>"#,
-            "malformed_tool_json",
+            "ambiguous_tool_envelope",
         );
     }
 
@@ -340,14 +534,13 @@ mod rule_4_json {
     }
 
     #[test]
-    fn unclosed_envelope_is_malformed() {
-        let failure = rejected(r#"<tool>{"name":"NoArgs"}"#, "malformed_tool_json");
+    fn an_envelope_cut_inside_a_string_is_malformed() {
+        let failure = rejected(r#"<tool>{"name":"NoArgs}</tool>"#, "malformed_tool_json");
         assert!(
             failure.message.contains("no closing </tool>"),
             "{}",
             failure.message
         );
-        rejected(r#"<tool>{"name":"NoArgs}</tool>"#, "malformed_tool_json");
     }
 
     #[test]
@@ -359,7 +552,8 @@ mod rule_4_json {
         );
         assert_eq!(
             failure.message,
-            "the <tool> envelope 3 has no closing </tool> tag outside its JSON strings"
+            "call 3 of 3: the <tool> envelope has no closing </tool> tag outside its JSON \
+             strings, and its body is not one complete JSON object"
         );
     }
 
@@ -387,8 +581,8 @@ mod rule_4_json {
         let call =
             tool_call(r#"<tool>{"name":"Bash","arguments":{"command":"echo <tool>"}}</tool>"#);
         assert_eq!(call.input, r#"{"command":"echo <tool>"}"#);
-        // Prose before the outer envelope is what is reported first.
-        rejected(&format!("see {nested}"), "action_narrative_mismatch");
+        // Prose before the outer envelope changes nothing.
+        rejected(&format!("see {nested}"), "malformed_tool_json");
     }
 }
 
@@ -554,10 +748,11 @@ mod rule_8_call {
     fn seed_name_and_arguments_all_feed_the_id() {
         let output = r#"<tool>{"name":"Bash","arguments":{"command":"ls"}}</tool>"#;
         let base = tool_call(output).id;
-        let Ok(Reply::Tools(other_seed)) = parse(output, &tools(), "other", MAX_CALLS) else {
-            panic!("should parse");
-        };
-        assert_ne!(base, other_seed[0].id);
+        let other_seed = parse(output, &tools(), "other", MAX_CALLS).expect("should parse");
+        assert_ne!(
+            Some(&base),
+            other_seed.reply.calls().next().map(|call| &call.id)
+        );
         let other_args = tool_call(r#"<tool>{"name":"Bash","arguments":{"command":"pwd"}}</tool>"#);
         assert_ne!(base, other_args.id);
     }
@@ -623,11 +818,9 @@ mod several_calls {
             calls,
             "the same output gives the same ids"
         );
-        let Ok(Reply::Tools(other)) = parse(&output, &tools(), "other", MAX_CALLS) else {
-            panic!("should parse");
-        };
+        let other = parse(&output, &tools(), "other", MAX_CALLS).expect("should parse");
         assert!(
-            other.iter().zip(&calls).all(|(a, b)| a.id != b.id),
+            other.reply.calls().zip(&calls).all(|(a, b)| a.id != b.id),
             "the seed feeds every id"
         );
     }
@@ -766,7 +959,11 @@ mod owned {
         let Ok(span) = parse_span(&output, &tools(), "seed", MAX_CALLS) else {
             panic!("text");
         };
-        let Some(Reply::Text(text)) = span.resolve_owned(output) else {
+        let Some(Parsed {
+            reply: Reply::Text(text),
+            ..
+        }) = span.resolve_owned(output)
+        else {
             panic!("text");
         };
         assert_eq!(text, format!("  {}", "x".repeat(10_000)));
@@ -854,8 +1051,20 @@ pub(crate) mod robustness {
                 .map(|_| pieces[random.next() % pieces.len()])
                 .collect();
             let max_calls = (random.next() % 4) as u32;
-            if let Ok(Reply::Tools(calls)) = parse(&output, &tools, "seed", max_calls) {
-                assert!(!calls.is_empty() && calls.len() <= max_calls.max(1) as usize);
+            if let Ok(parsed) = parse(&output, &tools, "seed", max_calls) {
+                if let Reply::Tools(blocks) = &parsed.reply {
+                    let calls = parsed.reply.calls().count();
+                    assert!(calls >= 1 && calls <= max_calls.max(1) as usize);
+                    // Text blocks are non-empty and never adjacent.
+                    assert!(blocks
+                        .windows(2)
+                        .all(|pair| !matches!(pair, [ReplyBlock::Text(_), ReplyBlock::Text(_)])));
+                    assert!(blocks.iter().all(
+                        |block| !matches!(block, ReplyBlock::Text(text) if text.trim().is_empty())
+                    ));
+                } else {
+                    assert!(parsed.recoveries.is_empty(), "a text reply repairs nothing");
+                }
             }
             let _ = narrates_unexecuted_action(&output);
         }
@@ -881,6 +1090,19 @@ pub(crate) mod robustness {
         let unclosed = format!("<tool>{}", "\"\\\"".repeat(400_000));
         rejected(&unclosed, "malformed_tool_json");
         assert!(!narrates_unexecuted_action(&"<".repeat(1_000_000)));
+        // A hundred thousand quoted envelopes in a fence, then the real call.
+        let fenced = format!(
+            "```\n{}```\n<tool>{{\"name\":\"NoArgs\"}}</tool>",
+            "<tool>x</tool>\n".repeat(100_000)
+        );
+        assert_eq!(parsed(&fenced).reply.calls().count(), 1);
+        // A megabyte of prose around one object with a trailing comma, inside the envelope.
+        let words = "word ".repeat(100_000);
+        let body = format!("<tool>{words}{{\"name\":\"NoArgs\",}}{words}</tool>");
+        assert_eq!(
+            parsed(&body).recoveries,
+            [Recovery::StrayProse, Recovery::TrailingComma]
+        );
     }
 }
 
@@ -971,22 +1193,21 @@ mod narration {
     }
 
     #[test]
-    fn envelope_bodies_are_not_examined() {
+    fn an_output_that_makes_a_call_is_never_narration() {
         quiet(r#"<tool>{"name":"Bash","arguments":{"command":"echo let me run tests"}}</tool>"#);
+        // A later step announced beside the call made now is how models answer.
         quiet(
-            "\n<tool>{\"name\":\"Bash\",\"arguments\":{\"command\":\"echo '</tool>' I'll run\"}}</tool>\n",
+            "Let me look at the files first, then I will run the tests.\n\
+             <tool>{\"name\":\"Bash\",\"arguments\":{\"command\":\"ls\"}}</tool>",
         );
-        fires(r#"I'll run it: <tool>{"name":"Bash","arguments":{"command":"make"}}</tool>"#);
-        fires(r#"<tool>{"name":"Bash","arguments":{}}</tool> next step: run"#);
+        quiet(r#"I'll run it: <tool>{"name":"Bash","arguments":{"command":"make"}}</tool>"#);
+        quiet(r#"<tool>{"name":"Bash","arguments":{}}</tool> next step: run"#);
+        quiet(r#"<tool>{"name":"Bash","arguments":{"command":"let me run"}}"#);
     }
 
     #[test]
-    fn unclosed_envelopes_are_text() {
-        fires(r#"<tool>{"name":"Bash","arguments":{"command":"let me run"}}"#);
-    }
-
-    #[test]
-    fn phrases_do_not_join_across_envelopes() {
-        quiet(r#"let me<tool>{"name":"NoArgs"}</tool>run"#);
+    fn a_fenced_envelope_is_no_call() {
+        fires("I'll run the tests:\n```\n<tool>{\"name\":\"Bash\"}</tool>\n```");
+        quiet("Envelopes look like:\n```\n<tool>{\"name\":\"Bash\"}</tool>\n```");
     }
 }

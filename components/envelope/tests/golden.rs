@@ -169,8 +169,8 @@ fn fixtures_cover_every_code_and_every_call() {
         .collect();
     for code in [
         "excessive_tool_requests",
-        "action_narrative_mismatch",
         "malformed_tool_json",
+        "ambiguous_tool_envelope",
         "missing_tool_name",
         "unexpected_envelope_field",
         "unidentified_tool",
@@ -198,6 +198,34 @@ fn fixtures_cover_every_code_and_every_call() {
             .is_some_and(|calls| calls.len() > 1)),
         "no fixture expects several calls"
     );
+    let blocks = |case: &Case| {
+        case.expect
+            .pointer("/ok/value")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert!(
+        cases
+            .iter()
+            .any(|case| blocks(case).iter().any(Value::is_string)),
+        "no fixture expects a text block beside a call"
+    );
+    for kind in [
+        "unclosed_envelope",
+        "fenced_json",
+        "trailing_comma",
+        "stray_prose",
+    ] {
+        assert!(
+            cases.iter().any(|case| case
+                .expect
+                .pointer("/ok/recoveries")
+                .and_then(Value::as_array)
+                .is_some_and(|kinds| kinds.contains(&json!(kind)))),
+            "no fixture expects the recovery {kind}"
+        );
+    }
     for limit in [1, 2] {
         assert!(
             cases

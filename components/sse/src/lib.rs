@@ -8,11 +8,13 @@
 //! `message_stop`:
 //! - a text reply is one text block at index 0 (start, one `text_delta` with the whole text,
 //!   stop) and stops with `end_turn`;
-//! - a reply of n tool calls is n `tool_use` blocks at indexes 0..n, in the order of the
-//!   calls, each a start (empty `input`), one `input_json_delta` with the whole compacted
-//!   input and a stop, one block after the other; it stops with `tool_use`;
-//! - an empty tool list (never produced by the envelope parser) has no content blocks and
-//!   stops with `end_turn`: there is nothing for the client to run.
+//! - a reply that calls tools is one content block per reply block at indexes 0..n, in the
+//!   reply's order, one block after the other: a text block (start, one `text_delta`, stop)
+//!   for each stretch of prose, a `tool_use` block for each call (a start with an empty
+//!   `input`, one `input_json_delta` with the whole compacted input, a stop); it stops with
+//!   `tool_use`;
+//! - a block list without a call (never produced by the envelope parser) stops with
+//!   `end_turn`: there is nothing for the client to run.
 //!
 //! A non-streaming answer is one Messages JSON body whose `content` holds the same blocks.
 //! When the request asked for a safeguard verdict, the judge's answer is the stream's
@@ -43,7 +45,8 @@ mod wire;
 
 pub use agent_error::agent_error_message;
 pub use devin_bridge_types::{
-    error_type, Failure, MessageHead, Reply, SafeguardStatus, SseEvent, SseFrames, ToolCall, Usage,
+    error_type, Failure, MessageHead, Reply, ReplyBlock, SafeguardStatus, SseEvent, SseFrames,
+    ToolCall, Usage,
 };
 pub use events::{codes, parse_events};
 
@@ -102,7 +105,7 @@ pub fn render_stream(
 
 /// A non-streaming Messages response body.
 ///
-/// Each tool call's `input` is embedded as the JSON object it holds (compacted, key order
+/// The content blocks are the reply's, in its order. Each tool call's `input` is embedded as the JSON object it holds (compacted, key order
 /// kept). Input that is not a JSON object becomes `{}`: the envelope parser only produces
 /// objects, and an object is the only shape Anthropic clients accept there.
 pub fn render_json(
@@ -170,9 +173,9 @@ fn content_size(reply: &Reply) -> usize {
         // the character it stands for.
         Reply::Text(_) => bytes.saturating_add(bytes / 16),
         // JSON quotes every key and string, and in `partial_json` each quote gains a backslash.
-        Reply::Tools(calls) => bytes
+        Reply::Tools(blocks) => bytes
             .saturating_add(bytes / 4)
-            .saturating_add(calls.len().saturating_mul(BLOCK_OVERHEAD)),
+            .saturating_add(blocks.len().saturating_mul(BLOCK_OVERHEAD)),
     }
 }
 
@@ -187,27 +190,26 @@ fn write_finish(
     safeguard: Option<&SafeguardStatus>,
 ) {
     match reply {
-        Reply::Text(text) => {
-            frame.event("content_block_start", &wire::BlockStart::text(0));
-            frame.open_event("content_block_delta");
-            wire::text_delta(frame, 0, text);
-            frame.close_event();
-            frame.event("content_block_stop", &wire::BlockStop::new(0));
-        }
-        Reply::Tools(calls) => {
+        Reply::Text(text) => write_text_block(frame, 0, text),
+        Reply::Tools(blocks) => {
             // One block after the other, each complete before the next starts: that is how
-            // Anthropic streams several tool calls, and clients assemble each block's input
-            // from the deltas of its own index.
-            for (index, call) in calls.iter().enumerate() {
-                let input = ToolInput::parse(&call.input);
-                frame.event(
-                    "content_block_start",
-                    &wire::BlockStart::tool_use(index, &call.id, &call.name),
-                );
-                frame.open_event("content_block_delta");
-                wire::input_json_delta(frame, index, input.json_text());
-                frame.close_event();
-                frame.event("content_block_stop", &wire::BlockStop::new(index));
+            // Anthropic streams text beside several tool calls, and clients assemble each
+            // block from the deltas of its own index.
+            for (index, block) in blocks.iter().enumerate() {
+                match block {
+                    ReplyBlock::Text(text) => write_text_block(frame, index, text),
+                    ReplyBlock::Call(call) => {
+                        let input = ToolInput::parse(&call.input);
+                        frame.event(
+                            "content_block_start",
+                            &wire::BlockStart::tool_use(index, &call.id, &call.name),
+                        );
+                        frame.open_event("content_block_delta");
+                        wire::input_json_delta(frame, index, input.json_text());
+                        frame.close_event();
+                        frame.event("content_block_stop", &wire::BlockStop::new(index));
+                    }
+                }
             }
         }
     }
@@ -216,6 +218,15 @@ fn write_finish(
         &wire::MessageDelta::new(wire::StopReason::of(reply), usage, safeguard),
     );
     frame.event("message_stop", &wire::MessageStop::new());
+}
+
+/// A text block at `index`: its start, one `text_delta` with the whole text, its stop.
+fn write_text_block(frame: &mut Frame, index: usize, text: &str) {
+    frame.event("content_block_start", &wire::BlockStart::text(index));
+    frame.open_event("content_block_delta");
+    wire::text_delta(frame, index, text);
+    frame.close_event();
+    frame.event("content_block_stop", &wire::BlockStop::new(index));
 }
 
 #[cfg(test)]

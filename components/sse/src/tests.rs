@@ -12,7 +12,7 @@ fn head() -> MessageHead {
 }
 
 fn tool(input: &str) -> Reply {
-    Reply::Tools(vec![call("devin_call_0011223344556677", "Bash", input)])
+    Reply::of_calls([call("devin_call_0011223344556677", "Bash", input)])
 }
 
 fn call(id: &str, name: &str, input: &str) -> ToolCall {
@@ -25,7 +25,7 @@ fn call(id: &str, name: &str, input: &str) -> ToolCall {
 
 /// Three calls with distinct ids, names and inputs, the second one spaced out.
 fn three_calls() -> Reply {
-    Reply::Tools(vec![
+    Reply::of_calls([
         call("devin_call_a", "Read", r#"{"file_path":"/work/a.js"}"#),
         call(
             "devin_call_b",
@@ -222,7 +222,7 @@ fn hostile_ids_and_names_are_escaped() {
         model: "m\\\u{1}".into(),
         usage: Usage::default(),
     };
-    let reply = Reply::Tools(vec![call("id\"}", "na\nme", "{}")]);
+    let reply = Reply::of_calls([call("id\"}", "na\nme", "{}")]);
     let events = events(&render_stream(&head, &reply, None));
     assert_eq!(events[0].1["message"]["id"], "msg\"\n");
     assert_eq!(events[0].1["message"]["model"], "m\\\u{1}");
@@ -333,9 +333,8 @@ fn several_tool_calls_stream_one_block_after_the_other() {
     }
     assert_eq!(block_events(&events), expected);
     assert_eq!(events.len(), 3 * 3 + 2);
-    let Reply::Tools(calls) = three_calls() else {
-        unreachable!()
-    };
+    let reply = three_calls();
+    let calls: Vec<&ToolCall> = reply.calls().collect();
     let partials = [
         r#"{"file_path":"/work/a.js"}"#,
         r#"{"pattern":"fn main","n":2}"#,
@@ -405,7 +404,7 @@ fn several_tool_calls_json_body_lists_every_block_in_order() {
 
 #[test]
 fn non_object_input_becomes_empty_object_per_block() {
-    let reply = Reply::Tools(vec![
+    let reply = Reply::of_calls([
         call("a", "Read", r#"{"file_path":"/a"}"#),
         call("b", "Read", "[1,2]"),
         call("c", "Read", "{\"broken\": "),
@@ -544,7 +543,7 @@ fn text_reply_is_byte_identical_to_serde_escaping() {
 fn large_tool_input_round_trips() {
     let value = json!({"content": "line \"one\"\n\tline two é 中\\".repeat(20_000), "n": [1, 2]});
     let input = serde_json::to_string_pretty(&value).unwrap();
-    let reply = Reply::Tools(vec![call("id", "Write", &input), call("id2", "Read", "{}")]);
+    let reply = Reply::of_calls([call("id", "Write", &input), call("id2", "Read", "{}")]);
     let stream = events(&stream_finish(&reply, &Usage::default(), None));
     let partial = stream[1].1["delta"]["partial_json"].as_str().unwrap();
     assert_eq!(serde_json::from_str::<Value>(partial).unwrap(), value);
@@ -623,4 +622,71 @@ mod safeguard_results {
                 "status": {"type": "unavailable", "reason": "bad \"context\""}}])
         );
     }
+}
+
+#[test]
+fn text_blocks_keep_their_place_between_the_calls() {
+    let reply = Reply::Tools(vec![
+        ReplyBlock::Text("Let me list the files.".into()),
+        ReplyBlock::Call(call("devin_call_a", "Bash", r#"{"command":"ls"}"#)),
+        ReplyBlock::Text("And read one:".into()),
+        ReplyBlock::Call(call("devin_call_b", "Read", r#"{"file_path":"/a"}"#)),
+        ReplyBlock::Text("Back with results.".into()),
+    ]);
+    let stream = events(&stream_finish(&reply, &Usage::default(), None));
+    let starts: Vec<(String, u64)> = stream
+        .iter()
+        .filter(|(name, _)| name == "content_block_start")
+        .map(|(_, data)| {
+            (
+                data["content_block"]["type"]
+                    .as_str()
+                    .expect("type")
+                    .to_owned(),
+                data["index"].as_u64().expect("index"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        starts,
+        [
+            ("text".to_owned(), 0),
+            ("tool_use".to_owned(), 1),
+            ("text".to_owned(), 2),
+            ("tool_use".to_owned(), 3),
+            ("text".to_owned(), 4)
+        ]
+    );
+    let deltas: Vec<Value> = stream
+        .iter()
+        .filter(|(name, _)| name == "content_block_delta")
+        .map(|(_, data)| data["delta"].clone())
+        .collect();
+    assert_eq!(
+        deltas[0],
+        json!({"type": "text_delta", "text": "Let me list the files."})
+    );
+    assert_eq!(
+        deltas[2],
+        json!({"type": "text_delta", "text": "And read one:"})
+    );
+    assert_eq!(deltas[3]["type"], "input_json_delta");
+    let delta = stream
+        .iter()
+        .find(|(name, _)| name == "message_delta")
+        .expect("message_delta");
+    assert_eq!(delta.1["delta"]["stop_reason"], "tool_use");
+
+    let body: Value = serde_json::from_str(&render_json(&head(), &reply, None)).unwrap();
+    assert_eq!(
+        body["content"],
+        json!([
+            {"type": "text", "text": "Let me list the files."},
+            {"type": "tool_use", "id": "devin_call_a", "name": "Bash", "input": {"command": "ls"}},
+            {"type": "text", "text": "And read one:"},
+            {"type": "tool_use", "id": "devin_call_b", "name": "Read", "input": {"file_path": "/a"}},
+            {"type": "text", "text": "Back with results."}
+        ])
+    );
+    assert_eq!(body["stop_reason"], "tool_use");
 }

@@ -16,7 +16,7 @@ use serde::Serialize;
 use crate::frame::Frame;
 use crate::safeguard::Results;
 use crate::tool_input::ToolInput;
-use crate::{MessageHead, Reply, SafeguardStatus, Usage};
+use crate::{MessageHead, Reply, ReplyBlock, SafeguardStatus, Usage};
 
 /// Anthropic reports `output_tokens: 1` in `message_start`, before anything was generated;
 /// the real count follows in `message_delta`.
@@ -30,13 +30,14 @@ pub(crate) enum StopReason {
 }
 
 impl StopReason {
-    /// `tool_use` when the reply asks the client to run at least one tool. A reply with an
-    /// empty tool list asks for nothing, so it ends the turn like text: `tool_use` without a
+    /// `tool_use` when the reply asks the client to run at least one tool. A block list
+    /// without a call asks for nothing, so it ends the turn like text: `tool_use` without a
     /// `tool_use` block would leave a client waiting for results it has no call to produce.
     pub(crate) fn of(reply: &Reply) -> Self {
-        match reply {
-            Reply::Tools(calls) if !calls.is_empty() => StopReason::ToolUse,
-            Reply::Text(_) | Reply::Tools(_) => StopReason::EndTurn,
+        if reply.calls().next().is_some() {
+            StopReason::ToolUse
+        } else {
+            StopReason::EndTurn
         }
     }
 
@@ -269,9 +270,10 @@ impl MessageStop {
 
 /// The non-streaming Messages response:
 /// `{"id":…,"type":"message","role":"assistant","model":…,"content":[…],"stop_reason":…,
-/// "stop_sequence":null,"usage":{…}}`, with a text block `{"type":"text","text":…}` or one
-/// `{"type":"tool_use","id":…,"name":…,"input":{…}}` per call, in order; with `safeguard`, a
-/// last key `safeguard_results`.
+/// "stop_sequence":null,"usage":{…}}`, with a text block `{"type":"text","text":…}` for a text
+/// reply, or for a reply that calls tools one block per reply block, in order: a text block
+/// per stretch of prose, a `{"type":"tool_use","id":…,"name":…,"input":{…}}` per call; with
+/// `safeguard`, a last key `safeguard_results`.
 pub(crate) fn body(
     frame: &mut Frame,
     head: &MessageHead,
@@ -283,25 +285,32 @@ pub(crate) fn body(
     frame.raw(",\"type\":\"message\",\"role\":\"assistant\",\"model\":");
     frame.string(&head.model);
     frame.raw(",\"content\":[");
+    let text_block = |frame: &mut Frame, text: &str| {
+        frame.raw("{\"type\":\"text\",\"text\":");
+        frame.string(text);
+        frame.raw("}");
+    };
     match reply {
-        Reply::Text(text) => {
-            frame.raw("{\"type\":\"text\",\"text\":");
-            frame.string(text);
-            frame.raw("}");
-        }
-        Reply::Tools(calls) => {
-            for (index, call) in calls.iter().enumerate() {
+        Reply::Text(text) => text_block(frame, text),
+        Reply::Tools(blocks) => {
+            for (index, block) in blocks.iter().enumerate() {
                 if index > 0 {
                     frame.raw(",");
                 }
-                frame.raw("{\"type\":\"tool_use\",\"id\":");
-                frame.string(&call.id);
-                frame.raw(",\"name\":");
-                frame.string(&call.name);
-                frame.raw(",\"input\":");
-                // Validated and compacted: one well-formed JSON object, embedded as it is.
-                frame.raw(ToolInput::parse(&call.input).json_text());
-                frame.raw("}");
+                match block {
+                    ReplyBlock::Text(text) => text_block(frame, text),
+                    ReplyBlock::Call(call) => {
+                        frame.raw("{\"type\":\"tool_use\",\"id\":");
+                        frame.string(&call.id);
+                        frame.raw(",\"name\":");
+                        frame.string(&call.name);
+                        frame.raw(",\"input\":");
+                        // Validated and compacted: one well-formed JSON object, embedded as
+                        // it is.
+                        frame.raw(ToolInput::parse(&call.input).json_text());
+                        frame.raw("}");
+                    }
+                }
             }
         }
     }
@@ -374,15 +383,18 @@ mod tests {
     fn serde_body(head: &MessageHead, reply: &Reply) -> String {
         let content = match reply {
             Reply::Text(text) => vec![SerdeBodyBlock::Text { text }],
-            Reply::Tools(calls) => calls
+            Reply::Tools(blocks) => blocks
                 .iter()
-                .map(|call| SerdeBodyBlock::ToolUse {
-                    id: &call.id,
-                    name: &call.name,
-                    input: RawValue::from_string(
-                        ToolInput::parse(&call.input).json_text().to_owned(),
-                    )
-                    .unwrap(),
+                .map(|block| match block {
+                    ReplyBlock::Text(text) => SerdeBodyBlock::Text { text },
+                    ReplyBlock::Call(call) => SerdeBodyBlock::ToolUse {
+                        id: &call.id,
+                        name: &call.name,
+                        input: RawValue::from_string(
+                            ToolInput::parse(&call.input).json_text().to_owned(),
+                        )
+                        .unwrap(),
+                    },
                 })
                 .collect(),
         };
@@ -456,11 +468,18 @@ mod tests {
         };
         let mut replies: Vec<Reply> = TEXTS.iter().map(|t| Reply::Text((*t).into())).collect();
         replies.push(Reply::Tools(Vec::new()));
-        replies.push(Reply::Tools(vec![call("a", "{ \"x\" : 1 }")]));
-        replies.push(Reply::Tools(vec![
+        replies.push(Reply::of_calls([call("a", "{ \"x\" : 1 }")]));
+        replies.push(Reply::of_calls([
             call("a", r#"{"k":"v"}"#),
             call("b\n", "not json"),
             call("c", r#"{"nested":{"deep":[{"e":"\u00e9"}]}}"#),
+        ]));
+        replies.push(Reply::Tools(vec![
+            ReplyBlock::Text("Let me \"look\".\n".into()),
+            ReplyBlock::Call(call("a", r#"{"k":"v"}"#)),
+            ReplyBlock::Text("then é".into()),
+            ReplyBlock::Call(call("b", "{}")),
+            ReplyBlock::Text("done".into()),
         ]));
         for reply in &replies {
             assert_eq!(
@@ -502,7 +521,18 @@ mod tests {
         );
         assert_eq!(StopReason::of(&Reply::Tools(vec![])), StopReason::EndTurn);
         assert_eq!(
-            StopReason::of(&Reply::Tools(vec![call.clone()])),
+            StopReason::of(&Reply::Tools(vec![ReplyBlock::Text("only prose".into())])),
+            StopReason::EndTurn
+        );
+        assert_eq!(
+            StopReason::of(&Reply::of_calls([call.clone()])),
+            StopReason::ToolUse
+        );
+        assert_eq!(
+            StopReason::of(&Reply::Tools(vec![
+                ReplyBlock::Text("first".into()),
+                ReplyBlock::Call(call.clone())
+            ])),
             StopReason::ToolUse
         );
         for reason in [StopReason::EndTurn, StopReason::ToolUse] {

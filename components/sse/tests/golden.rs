@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use devin_bridge_sse::{
     agent_error_message, error_body, error_event, render_json, render_stream, stream_finish,
-    stream_ping, stream_start, Failure, MessageHead, Reply, SafeguardStatus, Usage,
+    stream_ping, stream_start, Failure, MessageHead, Reply, ReplyBlock, SafeguardStatus, Usage,
 };
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -196,8 +196,8 @@ fn streamed_fixtures_follow_the_lifecycle() {
             );
         }
         check_content(&events, &head, &reply);
-        if let Reply::Tools(calls) = &reply {
-            tool_blocks.insert(calls.len());
+        if let Reply::Tools(_) = &reply {
+            tool_blocks.insert(reply.calls().count());
         }
         checked += 1;
     }
@@ -229,16 +229,24 @@ fn json_fixtures_hold_every_block() {
                 assert_eq!(content[0]["text"].as_str(), Some(text.as_str()));
                 assert_eq!(body["stop_reason"], "end_turn");
             }
-            Reply::Tools(calls) => {
-                several |= calls.len() > 1;
-                assert_eq!(content.len(), calls.len(), "{}", path.display());
-                for (block, call) in content.iter().zip(calls) {
-                    assert_eq!(block["type"], "tool_use");
-                    assert_eq!(block["id"].as_str(), Some(call.id.as_str()));
-                    assert_eq!(block["name"].as_str(), Some(call.name.as_str()));
-                    assert_eq!(block["input"], expected_input(&call.input));
+            Reply::Tools(blocks) => {
+                several |= reply.calls().count() > 1;
+                assert_eq!(content.len(), blocks.len(), "{}", path.display());
+                for (block, expected) in content.iter().zip(blocks) {
+                    match expected {
+                        ReplyBlock::Text(text) => {
+                            assert_eq!(block["type"], "text");
+                            assert_eq!(block["text"].as_str(), Some(text.as_str()));
+                        }
+                        ReplyBlock::Call(call) => {
+                            assert_eq!(block["type"], "tool_use");
+                            assert_eq!(block["id"].as_str(), Some(call.id.as_str()));
+                            assert_eq!(block["name"].as_str(), Some(call.name.as_str()));
+                            assert_eq!(block["input"], expected_input(&call.input));
+                        }
+                    }
                 }
-                let reason = if calls.is_empty() {
+                let reason = if reply.calls().next().is_none() {
                     "end_turn"
                 } else {
                     "tool_use"
@@ -261,7 +269,7 @@ fn json_fixtures_hold_every_block() {
 fn lifecycle(reply: &Reply) -> Vec<&'static str> {
     let blocks = match reply {
         Reply::Text(_) => 1,
-        Reply::Tools(calls) => calls.len(),
+        Reply::Tools(blocks) => blocks.len(),
     };
     let mut names = vec!["message_start"];
     for _ in 0..blocks {
@@ -305,13 +313,21 @@ fn check_content(events: &[(String, Value)], head: &MessageHead, reply: &Reply) 
             assert_eq!(events[2].1["delta"]["text"].as_str(), Some(text.as_str()));
             assert_eq!(stop_reason, "end_turn");
         }
-        Reply::Tools(calls) => {
-            for (index, call) in calls.iter().enumerate() {
+        Reply::Tools(blocks) => {
+            for (index, expected) in blocks.iter().enumerate() {
                 let block = &events[1 + 3 * index..4 + 3 * index];
                 for (_, data) in block {
                     assert_eq!(data["index"], index);
                 }
                 let start = &block[0].1["content_block"];
+                let call = match expected {
+                    ReplyBlock::Text(text) => {
+                        assert_eq!(start["type"], "text");
+                        assert_eq!(block[1].1["delta"]["text"].as_str(), Some(text.as_str()));
+                        continue;
+                    }
+                    ReplyBlock::Call(call) => call,
+                };
                 assert_eq!(start["type"], "tool_use");
                 assert_eq!(start["id"].as_str(), Some(call.id.as_str()));
                 assert_eq!(start["name"].as_str(), Some(call.name.as_str()));
@@ -322,7 +338,7 @@ fn check_content(events: &[(String, Value)], head: &MessageHead, reply: &Reply) 
                 let input: Value = serde_json::from_str(partial).expect("partial_json parses");
                 assert_eq!(input, expected_input(&call.input));
             }
-            let reason = if calls.is_empty() {
+            let reason = if reply.calls().next().is_none() {
                 "end_turn"
             } else {
                 "tool_use"

@@ -43,6 +43,8 @@ macro_rules! guest_bindings {
         $crate::guest_bindings!(@with [$($rest)*] [$($with)*
             "devin-bridge:transforms/envelope@0.1.0/text-span": devin_bridge_types::TextSpan,
             "devin-bridge:transforms/envelope@0.1.0/parsed-reply": devin_bridge_types::ParsedReply,
+            "devin-bridge:transforms/envelope@0.1.0/tool-reply": devin_bridge_types::ToolReply,
+            "devin-bridge:transforms/envelope@0.1.0/recovery": devin_bridge_types::Recovery,
         ] $options);
     };
     (@with [sse $($rest:ident)*] [$($with:tt)*] $options:tt) => {
@@ -66,6 +68,7 @@ macro_rules! guest_bindings {
             with: {
                 "devin-bridge:transforms/types@0.1.0/failure": devin_bridge_types::Failure,
                 "devin-bridge:transforms/types@0.1.0/tool-call": devin_bridge_types::ToolCall,
+                "devin-bridge:transforms/types@0.1.0/reply-block": devin_bridge_types::ReplyBlock,
                 "devin-bridge:transforms/types@0.1.0/reply": devin_bridge_types::Reply,
                 "devin-bridge:transforms/types@0.1.0/usage": devin_bridge_types::Usage,
                 "devin-bridge:transforms/types@0.1.0/safeguard-outcome": devin_bridge_types::SafeguardOutcome,

@@ -80,28 +80,118 @@ pub struct ToolCall {
     pub input: String,
 }
 
-/// Final text, or one or more tool calls (in the order the agent asked for them).
+/// One block of a reply that calls tools: prose the agent wrote, or one call it asked for.
 ///
-/// `Tools` is never empty where a transform produces it; a renderer given an empty list
-/// renders a message without content blocks rather than inventing one.
+/// Serialized untagged (the golden fixtures' encoding): prose is a JSON string, a call the
+/// object `{id, name, input}`, so a list of calls alone reads as it always has.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ReplyBlock {
+    Text(String),
+    Call(ToolCall),
+}
+
+/// Final text, or a reply that calls tools: its blocks in the order the agent wrote them,
+/// prose (`ReplyBlock::Text`) before, between and after the calls.
+///
+/// Where a transform produces `Tools`, it holds at least one call, and its text blocks are
+/// non-empty and never adjacent; a renderer given a list without a call renders a message
+/// that asks the client to run nothing rather than inventing a call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "value")]
 pub enum Reply {
     Text(String),
-    Tools(Vec<ToolCall>),
+    Tools(Vec<ReplyBlock>),
 }
 
 impl Reply {
-    /// Bytes of content a renderer has to write: the text, or every call's id, name and input.
+    /// Bytes of content a renderer has to write: the text, or every block's text and every
+    /// call's id, name and input.
     pub fn content_bytes(&self) -> usize {
         match self {
             Reply::Text(text) => text.len(),
-            Reply::Tools(calls) => calls
+            Reply::Tools(blocks) => blocks
                 .iter()
-                .map(|call| call.id.len() + call.name.len() + call.input.len())
+                .map(|block| match block {
+                    ReplyBlock::Text(text) => text.len(),
+                    ReplyBlock::Call(call) => call.id.len() + call.name.len() + call.input.len(),
+                })
                 .sum(),
         }
     }
+
+    /// The tool calls of the reply, in order (none for a text reply): what the client runs
+    /// and what a safeguard judges; the prose around them is neither.
+    pub fn calls(&self) -> impl Iterator<Item = &ToolCall> {
+        let blocks: &[ReplyBlock] = match self {
+            Reply::Text(_) => &[],
+            Reply::Tools(blocks) => blocks,
+        };
+        blocks.iter().filter_map(|block| match block {
+            ReplyBlock::Call(call) => Some(call),
+            ReplyBlock::Text(_) => None,
+        })
+    }
+
+    /// A reply of `calls` alone, without prose.
+    pub fn of_calls(calls: impl IntoIterator<Item = ToolCall>) -> Self {
+        Reply::Tools(calls.into_iter().map(ReplyBlock::Call).collect())
+    }
+}
+
+/// A defect of an envelope that `envelope.parse` repaired instead of refusing the reply; the
+/// host counts them by kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Recovery {
+    /// The last envelope ran to the end of the output without its `</tool>`.
+    UnclosedEnvelope,
+    /// The envelope's JSON was wrapped in a Markdown code fence.
+    FencedJson,
+    /// The envelope's JSON had a comma before a closing `}` or `]`.
+    TrailingComma,
+    /// The envelope held prose around its one JSON object.
+    StrayProse,
+}
+
+impl Recovery {
+    /// Every kind, in declaration order.
+    pub const ALL: [Recovery; 4] = [
+        Recovery::UnclosedEnvelope,
+        Recovery::FencedJson,
+        Recovery::TrailingComma,
+        Recovery::StrayProse,
+    ];
+
+    /// The kind's stable name (its serde spelling): a metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Recovery::UnclosedEnvelope => "unclosed_envelope",
+            Recovery::FencedJson => "fenced_json",
+            Recovery::TrailingComma => "trailing_comma",
+            Recovery::StrayProse => "stray_prose",
+        }
+    }
+}
+
+/// A reply that calls tools, as `envelope.parse` answers it: the blocks, and the defects it
+/// repaired on the way (one entry per repair, in reply order; empty when the envelopes were
+/// well-formed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolReply {
+    pub blocks: Vec<ReplyBlock>,
+    pub recoveries: Vec<Recovery>,
+}
+
+/// What `envelope.parse` found, resolved against the output: the reply, and the recoveries
+/// of a reply that calls tools (none for a text reply). Serialized as the reply with a
+/// `recoveries` list beside `kind` and `value` when there is any (the fixtures' encoding).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Parsed {
+    #[serde(flatten)]
+    pub reply: Reply,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recoveries: Vec<Recovery>,
 }
 
 /// `length` bytes of a text, from byte `start`: where `envelope.parse` found a text reply in
@@ -130,28 +220,28 @@ impl TextSpan {
     }
 }
 
-/// [`Reply`] as `envelope.parse` answers it across the boundary: the text as a span of the
-/// output the caller already holds, or the tool calls.
+/// [`Parsed`] as `envelope.parse` answers it across the boundary: the text as a span of the
+/// output the caller already holds, or the reply that calls tools.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "value")]
 pub enum ParsedReply {
     Text(TextSpan),
-    Tools(Vec<ToolCall>),
+    Tools(ToolReply),
 }
 
 impl ParsedReply {
     /// The reply this answer stands for, given the output it was parsed from; `None` when the
     /// span is not a span of `output`.
-    pub fn resolve(self, output: &str) -> Option<Reply> {
+    pub fn resolve(self, output: &str) -> Option<Parsed> {
         Some(match self {
-            ParsedReply::Text(span) => Reply::Text(span.of(output)?.to_owned()),
-            ParsedReply::Tools(calls) => Reply::Tools(calls),
+            ParsedReply::Text(span) => Parsed::text(span.of(output)?.to_owned()),
+            ParsedReply::Tools(tools) => tools.into(),
         })
     }
 
     /// [`ParsedReply::resolve`] of an output the caller owns: the text reply is cut from
     /// `output`'s buffer instead of copied out of it.
-    pub fn resolve_owned(self, mut output: String) -> Option<Reply> {
+    pub fn resolve_owned(self, mut output: String) -> Option<Parsed> {
         Some(match self {
             ParsedReply::Text(span) => {
                 let start = usize::try_from(span.start).ok()?;
@@ -160,10 +250,29 @@ impl ParsedReply {
                 output.get(start..end)?;
                 output.truncate(end);
                 output.drain(..start);
-                Reply::Text(output)
+                Parsed::text(output)
             }
-            ParsedReply::Tools(calls) => Reply::Tools(calls),
+            ParsedReply::Tools(tools) => tools.into(),
         })
+    }
+}
+
+impl Parsed {
+    /// A text reply (a text reply has no recoveries).
+    pub fn text(text: String) -> Self {
+        Self {
+            reply: Reply::Text(text),
+            recoveries: Vec::new(),
+        }
+    }
+}
+
+impl From<ToolReply> for Parsed {
+    fn from(tools: ToolReply) -> Self {
+        Self {
+            reply: Reply::Tools(tools.blocks),
+            recoveries: tools.recoveries,
+        }
     }
 }
 
@@ -212,11 +321,11 @@ mod tests {
         let span = |start, length| ParsedReply::Text(TextSpan { start, length });
         assert_eq!(
             span(2, 6).resolve(output),
-            Some(Reply::Text("héllo".into()))
+            Some(Parsed::text("héllo".into()))
         );
         assert_eq!(
             span(2, 6).resolve_owned(output.to_owned()),
-            Some(Reply::Text("héllo".into()))
+            Some(Parsed::text("héllo".into()))
         );
         // Past the end, overflowing, or inside the two bytes of `é`: not a span of the output.
         for (start, length) in [(2, 9), (u32::MAX, 2), (4, 1), (3, 1)] {
@@ -238,6 +347,49 @@ mod tests {
                 length: 6
             })
         );
+    }
+
+    #[test]
+    fn reply_blocks_serialize_as_strings_and_calls_and_recoveries_sit_beside_the_reply() {
+        let call = ToolCall {
+            id: "devin_call_1".into(),
+            name: "Bash".into(),
+            input: "{}".into(),
+        };
+        let parsed = Parsed {
+            reply: Reply::Tools(vec![
+                ReplyBlock::Text("Let me look.".into()),
+                ReplyBlock::Call(call.clone()),
+            ]),
+            recoveries: vec![Recovery::UnclosedEnvelope, Recovery::TrailingComma],
+        };
+        let json = serde_json::to_value(&parsed).expect("serializes");
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "kind": "tools",
+                "value": ["Let me look.", {"id": "devin_call_1", "name": "Bash", "input": "{}"}],
+                "recoveries": ["unclosed_envelope", "trailing_comma"],
+            })
+        );
+        assert_eq!(
+            serde_json::from_value::<Parsed>(json).expect("deserializes"),
+            parsed
+        );
+        // Without recoveries the encoding is the reply's alone.
+        let plain = Parsed::text("hi".into());
+        assert_eq!(
+            serde_json::to_value(&plain).expect("serializes"),
+            serde_json::json!({"kind": "text", "value": "hi"})
+        );
+        assert_eq!(parsed.reply.calls().collect::<Vec<_>>(), [&call]);
+        assert_eq!(Reply::Text("x".into()).calls().count(), 0);
+        for kind in Recovery::ALL {
+            assert_eq!(
+                serde_json::to_value(kind).expect("serializes"),
+                serde_json::json!(kind.as_str())
+            );
+        }
     }
 
     #[test]

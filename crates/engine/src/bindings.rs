@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use devin_bridge_types::{
-    Failure, MessageHead, ParsedReply, Prompt, PromptOptions, Reply, ResolvedModel, Resume,
+    Failure, MessageHead, Parsed, ParsedReply, Prompt, PromptOptions, Reply, ResolvedModel, Resume,
     ResumedPrompt, SafeguardStatus, SseFrames, TextSpan, ToolCall, UnseenPrompt, Usage,
 };
 use serde::{Deserialize, Serialize};
@@ -316,7 +316,7 @@ pub(crate) mod envelope {
     }
 
     /// The reply `parsed` stands for, its text copied out of `output`.
-    pub(crate) fn reply_of(parsed: ParsedReply, output: &str) -> wasmtime::Result<Reply> {
+    pub(crate) fn reply_of(parsed: ParsedReply, output: &str) -> wasmtime::Result<Parsed> {
         let span = text_span(&parsed);
         parsed
             .resolve(output)
@@ -324,7 +324,7 @@ pub(crate) mod envelope {
     }
 
     /// The reply `parsed` stands for, its text cut from `output`'s own buffer (no copy).
-    pub(crate) fn reply_of_owned(parsed: ParsedReply, output: String) -> wasmtime::Result<Reply> {
+    pub(crate) fn reply_of_owned(parsed: ParsedReply, output: String) -> wasmtime::Result<Parsed> {
         let span = text_span(&parsed);
         let length = output.len();
         parsed
@@ -755,7 +755,8 @@ outputs! {
     Resumed(ResumedPrompt),
     /// A prompt, an event stream or body, a model id or listing, a canonical review.
     Text(String),
-    Reply(Reply),
+    /// A parsed agent output: the reply and its recoveries.
+    Parsed(Parsed),
     Flag(bool),
     Environment(Vec<(String, String)>),
     Resolved(ResolvedModel),

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use devin_bridge_types::{
-    Failure, MessageHead, Prompt, PromptOptions, Reply, ResolvedModel, Resume, ResumedPrompt,
-    SafeguardStatus, SseFrames, ToolCall, UnseenPrompt, Usage,
+    Failure, MessageHead, Parsed, Prompt, PromptOptions, Reply, ResolvedModel, Resume,
+    ResumedPrompt, SafeguardStatus, SseFrames, ToolCall, UnseenPrompt, Usage,
 };
 
 use crate::bindings::{
@@ -72,13 +72,14 @@ pub trait TransformCalls {
         })
     }
 
+    /// The agent's output as a reply, and the recoveries the envelope parser took on it.
     fn parse(
         &self,
         output: String,
         tools: String,
         id_seed: String,
         max_calls: u32,
-    ) -> Result<Result<Reply, Failure>, EngineError> {
+    ) -> Result<Result<Parsed, Failure>, EngineError> {
         self.serving_run::<EnvelopeWorld, _>(|i, store| {
             // A text reply comes back as its span of `output`: cut from this buffer, not copied.
             match envelope::parse(i, store, &output, &tools, &id_seed, max_calls)? {

@@ -22,9 +22,12 @@
 //!   `id_seed` is 1-64 characters of `[A-Za-z0-9_-]`;
 //! - `repair`: the new prompt contains the original prompt and the rejection's code;
 //! - `parse`: the reply variant (text or tool) is the same; a text reply is the same text up to
-//!   surrounding whitespace; a tool reply has the same tool name, an input that parses as a
-//!   JSON object equal (as a JSON value) to the expected one, and a well-formed id
-//!   (`devin_call_` followed by 16 lowercase hex digits, as the envelope makes them);
+//!   surrounding whitespace; a tool reply has the same blocks in the same order: a text block
+//!   the same text up to surrounding whitespace (the client shows it), a call the same tool
+//!   name, an input that parses as a JSON object equal (as a JSON value) to the expected one,
+//!   and a well-formed id (`devin_call_` followed by 16 lowercase hex digits, as the envelope
+//!   makes them), distinct within the reply; and the same recoveries in the same order (the
+//!   host counts them);
 //! - `narrates_unexecuted_action`: the same flag;
 //! - `parse_review`: the same review, as the same JSON value and in the same canonical spelling
 //!   (compact, known fields only, fixed order): the output is the one text a review has, so
@@ -502,35 +505,51 @@ fn check_reply(expected: &Value, actual: &Value) -> Result<(), String> {
         actual.get("value").unwrap_or(&Value::Null),
     );
     if kind(expected) == "text" {
-        let trimmed = |value: &Value| value.as_str().map(|text| text.trim().to_owned());
-        if trimmed(want) != trimmed(got) {
-            return Err(format!(
-                "the text reply {} differs from the expected {}",
-                excerpt(&got.to_string()),
-                excerpt(&want.to_string())
-            ));
-        }
-        return Ok(());
+        return same_text(want, got, "the text reply");
     }
+    let recoveries = |value: &Value| {
+        value
+            .get("recoveries")
+            .cloned()
+            .unwrap_or(Value::Array(Vec::new()))
+    };
+    same(&recoveries(expected), &recoveries(actual), "the recoveries")?;
     let (want, got) = (
         want.as_array()
-            .ok_or("the fixture's tool calls are not a list")?,
-        got.as_array().ok_or("the tool calls are not a list")?,
+            .ok_or("the fixture's reply blocks are not a list")?,
+        got.as_array().ok_or("the reply blocks are not a list")?,
     );
     if want.len() != got.len() {
         return Err(format!(
-            "the reply has {} tool calls, expected {}",
+            "the reply has {} blocks, expected {}",
             got.len(),
             want.len()
         ));
     }
     let mut ids = std::collections::HashSet::new();
     for (position, (want, got)) in want.iter().zip(got).enumerate() {
-        check_tool_call(want, got).map_err(|why| format!("tool call {position}: {why}"))?;
+        if want.is_string() {
+            same_text(want, got, &format!("text block {position}"))?;
+            continue;
+        }
+        check_tool_call(want, got).map_err(|why| format!("block {position}: {why}"))?;
         let id = got.get("id").and_then(Value::as_str).unwrap_or("");
         if !ids.insert(id) {
             return Err(format!("the tool id {id:?} is used twice in one reply"));
         }
+    }
+    Ok(())
+}
+
+/// Two texts equal up to surrounding whitespace (`what` names them in the message).
+fn same_text(want: &Value, got: &Value, what: &str) -> Result<(), String> {
+    let trimmed = |value: &Value| value.as_str().map(|text| text.trim().to_owned());
+    if trimmed(want) != trimmed(got) {
+        return Err(format!(
+            "{what} {} differs from the expected {}",
+            excerpt(&got.to_string()),
+            excerpt(&want.to_string())
+        ));
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! `/metrics`: the request counters and what `/healthz` reports, in the Prometheus
 //! (OpenMetrics) text format, encoded by `prometheus-client`.
 
+use devin_bridge_types::Recovery;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -104,6 +105,14 @@ pub(crate) struct SideRequestLabels {
     pub answered: &'static str,
 }
 
+/// Labels of an envelope recovery: the kind of defect the envelope parser repaired in an
+/// accepted reply (`unclosed_envelope`, `fenced_json`, `trailing_comma`, `stray_prose`: a
+/// closed set, the WIT's).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct RecoveryLabels {
+    pub kind: &'static str,
+}
+
 /// Claude Code's tools, the only tool names a metric label takes verbatim.
 const KNOWN_TOOLS: [&str; 17] = [
     "Bash",
@@ -148,6 +157,7 @@ pub(crate) struct Metrics {
     resends: Family<ResendLabels, Counter>,
     messages: Family<MessageLabels, Counter>,
     side_requests: Family<SideRequestLabels, Counter>,
+    envelope_recoveries: Family<RecoveryLabels, Counter>,
     turns_in_flight: Gauge,
     agent_processes: Gauge,
     resident_processes: Gauge,
@@ -218,6 +228,12 @@ impl Metrics {
             "side_requests",
             "Requests without tools by what they asked for (session_title, unknown) and who answered them (local, agent)",
             side_requests.clone(),
+        );
+        let envelope_recoveries = Family::<RecoveryLabels, Counter>::default();
+        registry.register(
+            "envelope_recoveries",
+            "Defects of the agent's tool envelopes repaired instead of refused, in accepted replies, by kind (unclosed_envelope, fenced_json, trailing_comma, stray_prose)",
+            envelope_recoveries.clone(),
         );
         let turns_in_flight = Gauge::default();
         registry.register(
@@ -315,6 +331,7 @@ impl Metrics {
             resends,
             messages,
             side_requests,
+            envelope_recoveries,
             turns_in_flight,
             agent_processes,
             resident_processes,
@@ -395,6 +412,15 @@ impl Metrics {
         self.resends.get_or_create(&ResendLabels { joined }).inc();
     }
 
+    /// Counts one defect the envelope parser repaired in an accepted reply.
+    pub(crate) fn count_recovery(&self, recovery: Recovery) {
+        self.envelope_recoveries
+            .get_or_create(&RecoveryLabels {
+                kind: recovery.as_str(),
+            })
+            .inc();
+    }
+
     /// Counts one safeguard verdict.
     pub(crate) fn count_verdict(&self, outcome: &'static str, tool: &str) {
         let tool = tool_label(tool);
@@ -441,5 +467,28 @@ mod effort_tests {
         for other in ["turbo", "HIGH", "", "none"] {
             assert_eq!(effort_label(Some(other)), "other", "{other}");
         }
+    }
+}
+
+#[cfg(test)]
+mod recovery_tests {
+    use super::*;
+
+    #[test]
+    fn recoveries_are_counted_by_kind() {
+        let metrics = Metrics::new(None);
+        metrics.count_recovery(Recovery::UnclosedEnvelope);
+        metrics.count_recovery(Recovery::UnclosedEnvelope);
+        metrics.count_recovery(Recovery::TrailingComma);
+        let text = metrics.render(0, 0, None);
+        assert!(
+            text.contains("devin_bridge_envelope_recoveries_total{kind=\"unclosed_envelope\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("devin_bridge_envelope_recoveries_total{kind=\"trailing_comma\"} 1"),
+            "{text}"
+        );
+        assert!(!text.contains("kind=\"fenced_json\""), "{text}");
     }
 }

@@ -5,8 +5,10 @@
 //! - A request without the safeguard gets no `safeguard_results` (`None` here), whatever the
 //!   mode.
 //! - With `[safeguards] mode = "unsupported"` the answer is `unsupported` and no call is judged.
-//! - A text reply is `available` with no verdicts; a reply of calls gets the safeguard
-//!   component's verdicts, which must be one per call, for the calls' own ids in their order.
+//! - A reply without a call is `available` with no verdicts; a reply that calls tools gets the
+//!   safeguard component's verdicts on exactly its calls (the prose around them is shown to
+//!   the user, never run, so never judged), which must be one per call, for the calls' own ids
+//!   in their order.
 //!   A judge that fails (trap, timeout) or answers for other ids makes the answer
 //!   `unavailable`: the client then checks by itself or asks. Nothing here ever turns a
 //!   verdict into `not_flagged`, and a judge's failure never fails the turn.
@@ -39,23 +41,28 @@ pub(crate) async fn answer(
     if bridge.safeguard_mode == SafeguardMode::Unsupported {
         return Some(SafeguardStatus::Unsupported);
     }
-    let calls = match reply {
-        Reply::Text(_) => return Some(SafeguardStatus::Available(Vec::new())),
-        Reply::Tools(calls) => calls,
-    };
+    let calls = judged_calls(reply);
+    if calls.is_empty() {
+        return Some(SafeguardStatus::Available(Vec::new()));
+    }
     let (judged, context) = (calls.clone(), context.to_owned());
     let size = context.len().saturating_add(reply.content_bytes());
     let status = match run_transform(&bridge.transforms, size, move |t| t.judge(judged, context))
         .await
     {
-        Ok(status) => checked(status, calls),
+        Ok(status) => checked(status, &calls),
         Err(failure) => {
             tracing::warn!(code = %failure.code, "the safeguard judge failed; the client checks the calls itself");
             SafeguardStatus::Unavailable(JUDGE_FAILED.to_owned())
         }
     };
-    record(bridge, &status, calls);
+    record(bridge, &status, &calls);
     Some(status)
+}
+
+/// What the judge is asked about: exactly the reply's calls, in order, without its prose.
+fn judged_calls(reply: &Reply) -> Vec<ToolCall> {
+    reply.calls().cloned().collect()
 }
 
 /// `status`, when it holds exactly one verdict per call, for the calls' ids in order; else
@@ -135,6 +142,19 @@ mod tests {
                 cited_rule: None,
             }),
         }
+    }
+
+    #[test]
+    fn the_judge_sees_exactly_the_calls_and_no_prose() {
+        use devin_bridge_types::ReplyBlock;
+        let reply = Reply::Tools(vec![
+            ReplyBlock::Text("Let me clean up.".to_owned()),
+            ReplyBlock::Call(call("a")),
+            ReplyBlock::Text("and then".to_owned()),
+            ReplyBlock::Call(call("b")),
+        ]);
+        assert_eq!(judged_calls(&reply), [call("a"), call("b")]);
+        assert!(judged_calls(&Reply::Text("Let me run rm -rf".to_owned())).is_empty());
     }
 
     #[test]

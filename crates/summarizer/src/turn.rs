@@ -1,7 +1,10 @@
 //! The turn pipeline:
 //! serializer -> model-alias -> ACP turn (on the model the request names) ->
-//! unexecuted-intent check -> envelope parse -> at most one repair (a brand-new agent process
-//! and session) -> sse render.
+//! envelope parse -> unexecuted-intent check (of a text reply only: a reply that makes a call
+//! may announce its next step) -> at most one repair (a brand-new agent process and session,
+//! or the resident session continued) -> sse render.
+//! The defects the envelope parser repaired in an accepted reply are counted by kind
+//! (`devin_bridge_envelope_recoveries_total{kind}`).
 //! Fail closed: every failure is a typed `Failure`; nothing falls back to another provider.
 //!
 //! The model that answered, as the agent reports it, is compared with the one the request
@@ -146,8 +149,10 @@ fn count_effort(bridge: &Bridge, prompt: &Prompt, reply: &AgentReply) {
 }
 
 fn narrated_intent() -> Failure {
-    HostFailure::UnexecutedActionNarrative
-        .with("the reply described a client action instead of requesting it with a tool envelope")
+    HostFailure::UnexecutedActionNarrative.with(
+        "the reply described a client action instead of requesting it with a tool envelope \
+             (an envelope inside a Markdown code fence is quoted text, not a request)",
+    )
 }
 
 /// The turn with its single repair. Returns the reply and the usage to report. On the
@@ -239,14 +244,30 @@ async fn check(
     };
     let size = text.len() + tools.len();
     let parsed = run_transform(&bridge.transforms, size, move |t| {
-        if has_tools && t.narrates_unexecuted_action(text.clone())? {
-            return Ok(Err(narrated_intent()));
+        let parsed = match t.parse(text, tools, seed, max_calls)? {
+            Ok(parsed) => parsed,
+            Err(failure) => return Ok(Err(failure)),
+        };
+        // Only a reply without any call is judged: prose beside a call may announce the
+        // step after it.
+        if let Reply::Text(text) = &parsed.reply {
+            if has_tools && t.narrates_unexecuted_action(text.clone())? {
+                return Ok(Err(narrated_intent()));
+            }
         }
-        t.parse(text, tools, seed, max_calls)
+        Ok(Ok(parsed))
     })
     .await?;
     match parsed {
-        Ok(reply) => Ok(Verdict::Accept(reply)),
+        Ok(parsed) => {
+            for recovery in &parsed.recoveries {
+                bridge.metrics.count_recovery(*recovery);
+            }
+            if !parsed.recoveries.is_empty() {
+                tracing::info!(recoveries = ?parsed.recoveries, "the envelope parser repaired the agent's envelopes");
+            }
+            Ok(Verdict::Accept(parsed.reply))
+        }
         Err(failure) if failure.repairable => Ok(Verdict::Repair(failure)),
         Err(failure) => Err(failure),
     }

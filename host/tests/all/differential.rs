@@ -8,8 +8,8 @@ use devin_bridge_engine::{
     Transforms,
 };
 use devin_bridge_types::{
-    CallVerdict, Evaluation, Failure, Reply, SafeguardOutcome, SafeguardStatus, ToolCall,
-    ToolVerdict, Usage,
+    CallVerdict, Evaluation, Failure, Reply, ReplyBlock, SafeguardOutcome, SafeguardStatus,
+    ToolCall, ToolVerdict, Usage,
 };
 use serde_json::{json, Value};
 
@@ -398,6 +398,11 @@ fn generated_agent_outputs_agree() {
         r#"{"name":42}"#,
         r#"{"arguments":{}}"#,
         "not json",
+        // What the parser repairs: a fence, trailing commas, prose around the object.
+        "\n```json\n{\"name\":\"Bash\",\"arguments\":{\"command\":\"ls\"}}\n```\n",
+        r#"{"name":"Bash","arguments":{"command":"ls",},}"#,
+        r#"Calling: {"name":"Bash","arguments":{"command":"ls"}} now"#,
+        r#"{"name":"Bash"} or {"name":"Read"}"#,
     ];
     for i in 0..1000 {
         let mut output = String::new();
@@ -407,6 +412,12 @@ fn generated_agent_outputs_agree() {
                 1 => output.push_str(&random_text(&mut rng, 6)),
                 _ => output.push_str("\n  "),
             }
+        }
+        match rng.below(6) {
+            // An envelope left unclosed at the end, or a fenced one quoted as an example.
+            0 => output.push_str(&format!("<tool>{}", rng.pick(&bodies))),
+            1 => output.push_str(&format!("\n```\n<tool>{}</tool>\n```\n", rng.pick(&bodies))),
+            _ => {}
         }
         let tools = rng.pick(&tool_sets).clone();
         let call = Call::Parse {
@@ -478,17 +489,22 @@ fn generated_renders_agree() {
         let reply = if rng.below(2) == 0 {
             Reply::Text(text.clone())
         } else {
-            // One to four calls, each input sometimes an object, sometimes not.
+            // One to four calls, each input sometimes an object, sometimes not, and prose
+            // before some of them.
             Reply::Tools(
                 (0..1 + rng.below(4))
-                    .map(|n| ToolCall {
-                        id: format!("devin_call_{i:012x}{n:04x}"),
-                        name: "Bash".into(),
-                        input: if n % 2 == 0 {
-                            text.clone()
-                        } else {
-                            json!({"command": text}).to_string()
-                        },
+                    .flat_map(|n| {
+                        let prose = (rng.below(3) == 0).then(|| ReplyBlock::Text(text.clone()));
+                        let call = ReplyBlock::Call(ToolCall {
+                            id: format!("devin_call_{i:012x}{n:04x}"),
+                            name: "Bash".into(),
+                            input: if n % 2 == 0 {
+                                text.clone()
+                            } else {
+                                json!({"command": text}).to_string()
+                            },
+                        });
+                        prose.into_iter().chain([call])
                     })
                     .collect(),
             )
@@ -545,10 +561,7 @@ fn generated_renders_agree() {
 /// No safeguard, or any status the judge can answer: verdicts for the reply's calls (and, now
 /// and then, one id twice), with `text` as explanations and reasons.
 fn random_safeguard(rng: &mut Rng, reply: &Reply, text: &str) -> Option<SafeguardStatus> {
-    let ids: Vec<String> = match reply {
-        Reply::Tools(calls) => calls.iter().map(|call| call.id.clone()).collect(),
-        Reply::Text(_) => Vec::new(),
-    };
+    let ids: Vec<String> = reply.calls().map(|call| call.id.clone()).collect();
     match rng.below(5) {
         0 => None,
         1 => Some(SafeguardStatus::Unsupported),

@@ -179,10 +179,10 @@ fn contract_breaking_candidates_are_refused_naming_the_fixture_and_what_differs(
             "not in the class of the expected 400 (4xx)",
         ),
         (
-            // The first envelope fixture it breaks: a review with a bad line passes unchecked.
+            // The first envelope fixture it breaks (in file order): a call's id in upper case.
             TransformKind::Envelope,
-            "fixture review_bad_line.json",
-            "expected the failure review_invalid (502), got a success",
+            "fixture fence_example_beside_a_call.json",
+            "the tool id \"DEVIN_CALL_",
         ),
         (
             TransformKind::Sse,
@@ -272,7 +272,7 @@ fn a_wrong_parse_and_a_wrong_parse_review_are_each_refused_by_the_corpus() {
         [
             (
                 |call| matches!(call, Call::Parse { .. }),
-                "fixture tool_",
+                "fixture fence_example_beside_a_call.json",
                 "the tool id \"DEVIN_CALL_",
             ),
             (

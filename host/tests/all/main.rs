@@ -28,6 +28,7 @@ mod outpost_network;
 mod outpost_polling;
 mod outpost_worker;
 mod preinitialised;
+mod prose_replies;
 mod resends;
 mod resident;
 mod side_requests;

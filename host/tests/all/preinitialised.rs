@@ -75,7 +75,7 @@ fn claude_code_sized_call(kind: TransformKind) -> Call {
                 model: prompt.model,
                 usage: Usage::estimated(prompt.input_tokens, 300),
             },
-            reply: Reply::Tools(vec![ToolCall {
+            reply: Reply::of_calls([ToolCall {
                 id: "toolu_0123".to_owned(),
                 name: "Edit".to_owned(),
                 input: serde_json::json!({

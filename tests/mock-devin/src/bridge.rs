@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use crate::plan::{environment, Chunks, Ending, Plan, Reply, Route, Step, Usage};
 use crate::plugin_script;
 use crate::rpc::INVALID_PARAMS;
-use crate::scenario::{find_marker, Scenario};
+use crate::scenario::{find_marker, ProseShape, Scenario};
 use crate::script::{self, Action};
 use crate::trace::{
     continuation_trace, without_reminders, Prompt, BRIDGE_HEADER, REPAIR_HEADER, SEPARATOR,
@@ -47,6 +47,27 @@ pub(crate) fn envelope(name: &str, arguments: &Value) -> String {
         "<tool>{{\"name\":{},\"arguments\":{arguments}}}</tool>",
         Value::String(name.to_owned())
     )
+}
+
+/// What a `[mock:prose-tool=...]` reply says before its call: an announcement of this step
+/// and of a later one, as models write it.
+pub(crate) const PROSE: &str = "Let me look at the files first, then I will run the tests.";
+
+/// A `[mock:prose-tool=...]` reply: [`PROSE`], then the call of `name` in `shape`.
+fn prose_tool(shape: ProseShape, name: &str, arguments: &Value) -> String {
+    let object = json!({"name": name, "arguments": arguments}).to_string();
+    let call = match shape {
+        ProseShape::Plain => envelope(name, arguments),
+        ProseShape::Unclosed => format!("<tool>{object}\n"),
+        ProseShape::FencedJson => format!("<tool>\n```json\n{object}\n```\n</tool>"),
+        // A comma before the object's closing brace.
+        ProseShape::TrailingComma => format!(
+            "<tool>{},}}</tool>",
+            object.strip_suffix('}').unwrap_or(&object)
+        ),
+        ProseShape::StrayProse => format!("<tool>Calling {name}: {object}</tool>"),
+    };
+    format!("{PROSE}\n\n{call}")
 }
 
 /// The tool the scenario markers use: Bash when it is declared (or nothing is), otherwise the
@@ -203,6 +224,10 @@ pub(crate) fn plan(
         Scenario::NarrateThenTool | Scenario::MalformedThenTool if repair => tool_reply(&mut steps),
         Scenario::NarrateThenTool | Scenario::NarrateAlways => reply(NARRATION.into(), "narration"),
         Scenario::MalformedThenTool => reply(MALFORMED.into(), "malformed"),
+        Scenario::ProseTool(shape) => {
+            logged(&mut steps, &tool, &arguments);
+            reply(prose_tool(shape, &tool, &arguments), "prose-tool")
+        }
         Scenario::TwoTools => {
             let (second, second_arguments) =
                 marker_tool(&tools, "echo second", "Print a second marker");

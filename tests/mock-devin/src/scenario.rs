@@ -29,6 +29,49 @@ impl ErrorKind {
     }
 }
 
+/// How a `[mock:prose-tool=...]` reply writes its call after a sentence of prose, as models
+/// do: each shape is one the bridge must accept without a repair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ProseShape {
+    /// A well-formed envelope.
+    Plain,
+    /// The envelope's closing tag is missing: the output ends after its JSON.
+    Unclosed,
+    /// The envelope's JSON sits in a Markdown ```json fence.
+    FencedJson,
+    /// The envelope's JSON has trailing commas.
+    TrailingComma,
+    /// The envelope holds a few words around its JSON object.
+    StrayProse,
+}
+
+impl ProseShape {
+    const ALL: [(&'static str, Self); 5] = [
+        ("plain", Self::Plain),
+        ("unclosed", Self::Unclosed),
+        ("fenced-json", Self::FencedJson),
+        ("trailing-comma", Self::TrailingComma),
+        ("stray-prose", Self::StrayProse),
+    ];
+
+    fn from_name(name: &str) -> Option<Self> {
+        Self::ALL
+            .iter()
+            .find(|(known, _)| *known == name)
+            .map(|(_, shape)| *shape)
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Plain => "prose-tool=plain",
+            Self::Unclosed => "prose-tool=unclosed",
+            Self::FencedJson => "prose-tool=fenced-json",
+            Self::TrailingComma => "prose-tool=trailing-comma",
+            Self::StrayProse => "prose-tool=stray-prose",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Scenario {
     Text,
@@ -37,6 +80,9 @@ pub(crate) enum Scenario {
     NarrateAlways,
     MalformedThenTool,
     TwoTools,
+    /// A sentence announcing the call (and the step after it), then the call, in one of the
+    /// shapes models write.
+    ProseTool(ProseShape),
     RpcError(ErrorKind),
     Exit,
     /// A normal text answer, then the process exits (a process lost between turns).
@@ -94,6 +140,11 @@ pub(crate) const MARKERS: &[&str] = &[
     "narrate-always",
     "malformed-then-tool",
     "two-tools",
+    "prose-tool=plain",
+    "prose-tool=unclosed",
+    "prose-tool=fenced-json",
+    "prose-tool=trailing-comma",
+    "prose-tool=stray-prose",
     "rpc-error",
     "rpc-error=unavailable",
     "rpc-error=rate_limited",
@@ -177,6 +228,7 @@ impl Scenario {
             _ => match name.split_once('=') {
                 Some(("rpc-error", kind)) => Self::RpcError(ErrorKind::from_name(kind)?),
                 Some(("stop", cause)) => Self::Stop(StopCause::from_name(cause)?),
+                Some(("prose-tool", shape)) => Self::ProseTool(ProseShape::from_name(shape)?),
                 _ => return None,
             },
         })
@@ -201,6 +253,7 @@ impl Scenario {
             Self::NarrateAlways => "narrate-always",
             Self::MalformedThenTool => "malformed-then-tool",
             Self::TwoTools => "two-tools",
+            Self::ProseTool(shape) => shape.name(),
             Self::RpcError(ErrorKind::Fault(fault)) => match fault {
                 Fault::Internal => "rpc-error",
                 Fault::RateLimited => "rpc-error=unavailable",

@@ -58,7 +58,9 @@ pub(crate) fn envelope_warm_up(root: &Path) -> Result<WarmUp> {
         .get("tools")
         .context("the Claude Code fixture has no tools")?
         .to_string();
-    let output = r#"<tool>{"name":"Bash","arguments":{"command":"npm test","description":"Run the tests"}}</tool>"#;
+    // As models write it: a sentence, then the envelope.
+    let output = r#"Let me run the tests.
+<tool>{"name":"Bash","arguments":{"command":"npm test","description":"Run the tests"}}</tool>"#;
     Ok(WarmUp {
         interface: "devin-bridge:transforms/envelope@0.1.0",
         function: "parse",
@@ -72,7 +74,7 @@ pub(crate) fn envelope_warm_up(root: &Path) -> Result<WarmUp> {
     })
 }
 
-/// The SSE renderer renders a tool-call reply as a whole stream.
+/// The SSE renderer renders a tool-call reply (a sentence, then the call) as a whole stream.
 pub(crate) fn sse_warm_up(_root: &Path) -> Result<WarmUp> {
     let usage = || {
         Val::Record(vec![
@@ -103,7 +105,16 @@ pub(crate) fn sse_warm_up(_root: &Path) -> Result<WarmUp> {
         function: "render-stream",
         args: vec![
             head,
-            Val::Variant("tools".to_owned(), Some(Box::new(Val::List(vec![call])))),
+            Val::Variant(
+                "tools".to_owned(),
+                Some(Box::new(Val::List(vec![
+                    Val::Variant(
+                        "text".to_owned(),
+                        Some(Box::new(Val::String("Let me run the tests.".to_owned()))),
+                    ),
+                    Val::Variant("call".to_owned(), Some(Box::new(call))),
+                ]))),
+            ),
             // No safeguard verdicts: the common case.
             Val::Option(None),
         ],

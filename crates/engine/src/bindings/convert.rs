@@ -95,6 +95,7 @@ records! {
         text, input_tokens, id_seed, history, marks, images
     }
     wit_envelope::TextSpan => plain::TextSpan { start, length }
+    wit_envelope::ToolReply => plain::ToolReply { blocks, recoveries }
     wit_sse::MessageHead => plain::MessageHead { id, model, usage }
     wit_sse::SseEvent => plain::SseEvent { event, data, id }
     wit_sse::SseFrames => plain::SseFrames { events, tail }
@@ -126,8 +127,12 @@ macro_rules! variants {
 }
 
 variants! {
-    wit_types::Reply => plain::Reply { Text(text), Tools(calls) }
-    wit_envelope::ParsedReply => plain::ParsedReply { Text(span), Tools(calls) }
+    wit_types::ReplyBlock => plain::ReplyBlock { Text(text), Call(call) }
+    wit_types::Reply => plain::Reply { Text(text), Tools(blocks) }
+    wit_envelope::ParsedReply => plain::ParsedReply { Text(span), Tools(tools) }
+    wit_envelope::Recovery => plain::Recovery {
+        UnclosedEnvelope, FencedJson, TrailingComma, StrayProse
+    }
     wit_types::SafeguardOutcome => plain::SafeguardOutcome { Flagged, NotFlagged }
     wit_types::CallVerdict => plain::CallVerdict { Evaluated(evaluation), Skipped, Unavailable(reason) }
     wit_types::SafeguardStatus => plain::SafeguardStatus {

@@ -458,11 +458,44 @@ fn several_tool_calls_need_the_same_count_order_and_distinct_ids() {
     assert_eq!(calls.len(), 2);
     let dropped = json!({"ok": {"kind": "tools", "value": [calls[0].clone()]}});
     let error = check(&case.call, &case.expect, &dropped).expect_err("a call dropped");
-    assert!(error.contains("has 1 tool calls, expected 2"), "{error}");
+    assert!(error.contains("has 1 blocks, expected 2"), "{error}");
     let swapped = json!({"ok": {"kind": "tools", "value": [calls[1].clone(), calls[0].clone()]}});
     let error = check(&case.call, &case.expect, &swapped).expect_err("the order changed");
-    assert!(error.contains("tool call 0"), "{error}");
+    assert!(error.contains("block 0"), "{error}");
     let same_id = with(&case.expect, "/ok/value/1/id", calls[0]["id"].clone());
     let error = check(&case.call, &case.expect, &same_id).expect_err("an id used twice");
     assert!(error.contains("used twice"), "{error}");
+}
+
+#[test]
+fn text_blocks_and_recoveries_must_be_kept() {
+    let case = case(
+        TransformKind::Envelope,
+        "prose_before_unclosed_envelope.json",
+    );
+    check(&case.call, &case.expect, &case.expect).expect("the reference answer");
+    let blocks = case.expect["ok"]["value"]
+        .as_array()
+        .expect("blocks")
+        .clone();
+    assert!(
+        blocks[0].is_string(),
+        "the fixture opens with prose: {blocks:?}"
+    );
+    // Whitespace around a text block is free; its words are not.
+    let spaced = with(
+        &case.expect,
+        "/ok/value/0",
+        json!(format!(" {} ", blocks[0].as_str().unwrap_or_default())),
+    );
+    check(&case.call, &case.expect, &spaced).expect("whitespace is free");
+    let reworded = with(&case.expect, "/ok/value/0", json!("something else"));
+    let error = check(&case.call, &case.expect, &reworded).expect_err("text changed");
+    assert!(error.contains("text block 0"), "{error}");
+    let dropped = json!({"ok": {"kind": "tools", "value": [blocks[1].clone()], "recoveries": case.expect["ok"]["recoveries"].clone()}});
+    let error = check(&case.call, &case.expect, &dropped).expect_err("the prose dropped");
+    assert!(error.contains("has 1 blocks, expected 2"), "{error}");
+    let unreported = json!({"ok": {"kind": "tools", "value": blocks}});
+    let error = check(&case.call, &case.expect, &unreported).expect_err("recoveries dropped");
+    assert!(error.contains("the recoveries"), "{error}");
 }

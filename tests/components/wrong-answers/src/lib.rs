@@ -20,8 +20,9 @@ mod wasm {
     });
 
     use devin_bridge_types::{
-        Failure, MessageHead, ParsedReply, Prompt, PromptOptions, Reply, ResolvedModel, Resume,
-        ResumedPrompt, SafeguardStatus, SseFrames, ToolCall, UnseenPrompt, Usage,
+        Failure, MessageHead, ParsedReply, Prompt, PromptOptions, Reply, ReplyBlock, ResolvedModel,
+        Resume, ResumedPrompt, SafeguardStatus, SseFrames, ToolCall, ToolReply, UnseenPrompt,
+        Usage,
     };
     use exports::devin_bridge::transforms::{envelope, model_alias, safeguard, serializer, sse};
 
@@ -102,15 +103,20 @@ mod wasm {
         ) -> Result<ParsedReply, Failure> {
             devin_bridge_envelope::parse_span(&output, &tools, &id_seed, max_calls).map(|reply| {
                 match reply {
-                    ParsedReply::Tools(calls) => ParsedReply::Tools(
-                        calls
+                    ParsedReply::Tools(tools) => ParsedReply::Tools(ToolReply {
+                        blocks: tools
+                            .blocks
                             .into_iter()
-                            .map(|call| ToolCall {
-                                id: call.id.to_uppercase(),
-                                ..call
+                            .map(|block| match block {
+                                ReplyBlock::Call(call) => ReplyBlock::Call(ToolCall {
+                                    id: call.id.to_uppercase(),
+                                    ..call
+                                }),
+                                text => text,
                             })
                             .collect(),
-                    ),
+                        ..tools
+                    }),
                     text => text,
                 }
             })
