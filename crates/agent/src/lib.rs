@@ -13,6 +13,7 @@ pub mod devin;
 mod error;
 pub mod identity;
 pub mod process;
+mod report;
 pub mod transcript;
 
 #[cfg(any(test, feature = "test-util"))]

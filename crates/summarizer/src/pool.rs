@@ -128,7 +128,10 @@ impl AgentPool {
         match warm.as_deref() {
             Some(warm) => normalize_id(warm) == normalize_id(model),
             None => {
-                tracing::info!(model, "prewarmed agents are started for this model (--model)");
+                tracing::info!(
+                    model,
+                    "prewarmed agents are started for this model (--model)"
+                );
                 *warm = Some(model.to_owned());
                 self.wanted.notify_one();
                 true

@@ -54,20 +54,7 @@ impl AgentLimits {
     }
 }
 
-/// `_cognition.ai/agent_stopped`: the agent's own account of how a turn ended (read by
-/// [`devin::stopped`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct AgentStopped {
-    /// `complete`, `cancelled`, `quota_exhausted`, ... (bounded, as the agent wrote it).
-    pub cause: String,
-    /// The model that really ran (`stats.modelLabel`, or its `model` response dimension): a
-    /// display label.
-    pub model_label: Option<String>,
-    /// `errorMessage`, the agent's own explanation (bounded, not cleaned).
-    pub error_message: Option<String>,
-    /// The whole `stats` object (`Null` when absent).
-    pub stats: Value,
-}
+pub use crate::report::AgentStopped;
 
 /// What one prompt produced.
 #[derive(Debug, Clone)]

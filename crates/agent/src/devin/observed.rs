@@ -162,8 +162,8 @@ impl Observed {
             .and_then(|data| data.get(RETRY_AFTER))
             .is_some();
         match super::errors::classify(error) {
-            crate::acp::AcpError::ClientIdentityRefused => self.identity_refused = true,
-            crate::acp::AcpError::Unauthenticated if method == "session/new" => {
+            crate::error::AcpError::ClientIdentityRefused => self.identity_refused = true,
+            crate::error::AcpError::Unauthenticated if method == "session/new" => {
                 self.logged_out = Some(LoggedOut::AtSessionNew);
             }
             _ => {}

@@ -358,10 +358,16 @@ mod tests {
         );
         assert_eq!(choose_model(&[], "swe-2"), ModelChoice::NoOption);
         let argv = |line: &str| line.split(' ').map(str::to_owned).collect::<Vec<_>>();
-        assert!(!agent_type_offers_model_option(&argv("acp --agent-type summarizer")));
-        assert!(!agent_type_offers_model_option(&argv("--model m acp --agent-type=summarizer")));
+        assert!(!agent_type_offers_model_option(&argv(
+            "acp --agent-type summarizer"
+        )));
+        assert!(!agent_type_offers_model_option(&argv(
+            "--model m acp --agent-type=summarizer"
+        )));
         assert!(agent_type_offers_model_option(&argv("acp")));
-        assert!(agent_type_offers_model_option(&argv("acp --agent-type full")));
+        assert!(agent_type_offers_model_option(&argv(
+            "acp --agent-type full"
+        )));
     }
 
     #[test]

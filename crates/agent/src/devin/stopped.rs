@@ -26,8 +26,8 @@ use serde_json::Value;
 
 use super::errors::bounded;
 use super::stats::{self, MAX_LABEL_CHARS};
-use crate::acp::AgentStopped;
 use crate::error::AcpError;
+use crate::report::AgentStopped;
 
 /// An `agent_stopped` notification's params, read leniently and bounded.
 pub fn read(params: &Value) -> AgentStopped {

@@ -24,7 +24,7 @@
 use serde_json::Value;
 
 use super::stats::dimensions;
-use crate::acp::{ReportedUsage, UsageSource};
+use crate::report::{ReportedUsage, UsageSource};
 
 /// Token counts of one report, in the CLI's own terms (input includes cached reads).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
