@@ -4,7 +4,10 @@
 //!
 //! The live catalog comes from a probe: `initialize`, then `session/new`, whose model config
 //! option lists the models the account may use (`devin models list` also names ids a session
-//! refuses, such as `adaptive`: only the session's option counts). When the agent answers that
+//! refuses, such as `adaptive`: only the session's option counts). The CLI's `summarizer` agent
+//! type offers no model option, so for it the models are read from a session of the same
+//! CLI's full agent (the same command, home and login without `--agent-type`), which lists
+//! the account's models; the summarizer then runs them with `--model`. When the agent answers that
 //! it is not logged in, the probe signs it in once, headless (only when `WINDSURF_API_KEY`
 //! reaches the agent), and asks again; a browser flow is never started. A failed probe keeps
 //! the file's catalog and is retried when the cache expires.
@@ -19,7 +22,9 @@ use serde::Serialize;
 use serde_json::json;
 
 use devin_bridge_agent::acp::{AcpError, AgentConnection, AgentLimits};
-use devin_bridge_agent::devin::options::Select;
+use devin_bridge_agent::devin::options::{
+    agent_type_offers_model_option, without_agent_type, Select,
+};
 use devin_bridge_agent::devin::ClientIdentity;
 use devin_bridge_agent::process::Spec;
 use devin_bridge_engine::TransformCalls as _;
@@ -275,17 +280,40 @@ pub(crate) async fn probe(
 ) -> Result<Probe, AcpError> {
     let mut connection = AgentConnection::start(spec, limits, client).await?;
     let images = devin_bridge_agent::acp::takes_images(connection.initialize_response());
-    let models = if read_models {
+    let models = if !read_models {
+        None
+    } else if agent_type_offers_model_option(&spec.args) {
         Some(
             session_models(&mut connection, home)
                 .await
                 .map_err(|error| error.code().to_owned()),
         )
     } else {
-        None
+        let full = Spec {
+            args: without_agent_type(&spec.args),
+            ..spec.clone()
+        };
+        Some(full_agent_models(&full, limits, client, home).await)
     };
     let _ = connection.close(Duration::from_millis(200)).await;
     Ok(Probe { images, models })
+}
+
+/// The models a session of the full agent `spec` starts lists (see the module doc).
+async fn full_agent_models(
+    spec: &Spec,
+    limits: AgentLimits,
+    client: &ClientIdentity,
+    home: &std::path::Path,
+) -> Result<Vec<(String, String)>, String> {
+    let mut connection = AgentConnection::start(spec, limits, client)
+        .await
+        .map_err(|error| error.code().to_owned())?;
+    let models = session_models(&mut connection, home)
+        .await
+        .map_err(|error| error.code().to_owned());
+    let _ = connection.close(Duration::from_millis(200)).await;
+    models
 }
 
 /// `session/new` (signing in once, headless, when the agent asks for it) and the values of

@@ -170,12 +170,12 @@ fn counts(usage: &Value) -> [u64; 4] {
 async fn reported_usage_reaches_the_client_and_estimates_fill_in_otherwise() {
     for agent in ["prewarm = 0", "transport = \"resident\""] {
         let bridge = TestBridge::start("", agent).await;
-        // The agent's own counts, cache reads and writes included. The CLI's `totalTokens` is
-        // input + output, so its cached tokens sit inside its `inputTokens` (4321): Anthropic's
-        // `input_tokens` is what is left, 4321 - 4000 - 300.
+        // The agent's own counts, cache reads included (the CLI reports no cache writes). The
+        // CLI's `totalTokens` is input + output, so its cached reads sit inside its
+        // `inputTokens` (4321): Anthropic's `input_tokens` is what is left, 4321 - 4000.
         let (json_usage, delta_usage) = usages(&bridge, "[mock:usage]").await;
-        assert_eq!(counts(&json_usage), [21, 42, 4000, 300], "{agent}");
-        assert_eq!(counts(&delta_usage), [21, 42, 4000, 300], "{agent}");
+        assert_eq!(counts(&json_usage), [321, 42, 4000, 0], "{agent}");
+        assert_eq!(counts(&delta_usage), [321, 42, 4000, 0], "{agent}");
 
         // No usage reported: the serializer's estimate, the same number count_tokens gives.
         let counted = bridge

@@ -381,7 +381,11 @@ impl Turn {
             self.update(wire::usage_update(used, CONTEXT_SIZE, last, &self.label));
         }
         let mut dimensions = vec![wire::model_dimension(&self.label)];
-        dimensions.extend(wire::cumulative_dimensions(totals));
+        // A turn that reports no counts (`[mock:no-usage]`, `[mock:usage-update]`) has no sums
+        // in its statistics either: only the model row.
+        if matches!(self.plan.usage, Usage::Counted { .. } | Usage::Fixed(_)) {
+            dimensions.extend(wire::cumulative_dimensions(totals));
+        }
         self.shared.out.notify(
             "_cognition.ai/turn_stats",
             wire::turn_stats(&self.session_id, &self.ids, Some(dimensions)),

@@ -256,6 +256,22 @@ pub fn agent_type_offers_model_option(args: &[String]) -> bool {
     true
 }
 
+/// The argv with its `--agent-type` removed: the CLI's full agent, whose sessions list the
+/// account's models in their model option (the `summarizer` agent type's sessions list none,
+/// so a catalog is read from the full agent of the same CLI, home and login).
+pub fn without_agent_type(args: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        if arg == "--agent-type" {
+            rest.next();
+        } else if !arg.starts_with("--agent-type=") {
+            out.push(arg.clone());
+        }
+    }
+    out
+}
+
 /// The model a `--model` on the agent's command line selects, before its subcommand or after
 /// it (both select the sessions' default model), if any. The last one given wins.
 pub fn launched_model(args: &[String]) -> Option<String> {
