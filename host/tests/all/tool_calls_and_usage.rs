@@ -214,8 +214,8 @@ async fn reported_usage_reaches_the_client_and_estimates_fill_in_otherwise() {
         };
         assert_eq!(line("reported"), 4, "{agent}\n{metrics}");
         assert_eq!(line("estimated"), 2, "{agent}\n{metrics}");
-        // Which report the counts came from: the prompt result (the last model request) for
-        // both `[mock:usage]` turns, the context size for both `[mock:usage-update]` turns.
+        // Which report the counts came from: the turn's own sums (`turn_stats`) for both
+        // `[mock:usage]` turns, the context size for both `[mock:usage-update]` turns.
         let reported = |source: &str| {
             metrics
                 .lines()
@@ -227,7 +227,7 @@ async fn reported_usage_reaches_the_client_and_estimates_fill_in_otherwise() {
                 .and_then(|count| count.parse::<u64>().ok())
                 .unwrap_or_else(|| panic!("no {source} count in\n{metrics}"))
         };
-        assert_eq!(reported("last_request"), 2, "{agent}\n{metrics}");
+        assert_eq!(reported("turn_stats"), 2, "{agent}\n{metrics}");
         assert_eq!(reported("context_size"), 2, "{agent}\n{metrics}");
         bridge.stop().await;
     }
