@@ -239,6 +239,15 @@ impl Live {
     }
 }
 
+/// The first model of a catalog (the first variant of its first family): the model a client
+/// configured by `client-env` asks for when nothing else is set.
+pub(crate) fn first_model(catalog: &str) -> Option<String> {
+    let catalog: serde_json::Value = serde_json::from_str(catalog).ok()?;
+    catalog["families"][0]["variants"][0]["model_uid"]
+        .as_str()
+        .map(str::to_owned)
+}
+
 /// A catalog in the format of `devin models list --format json`: one family per model, the
 /// model's id as its slug and only variant, with the context window `windows` states for it.
 fn catalog_of(models: &[(String, String)], windows: &Windows) -> String {
@@ -386,6 +395,14 @@ mod tests {
     /// The native model-alias library (a dev-dependency), as the component would list.
     fn devin_bridge_model_alias_listing(catalog: &str) -> String {
         devin_bridge_model_alias::list_models(catalog, false).expect("lists")
+    }
+
+    #[test]
+    fn the_first_model_is_the_first_variant_of_the_first_family() {
+        let catalog = r#"{"families":[{"variants":[{"model_uid":"swe-1-7"},{"model_uid":"x"}]},{"variants":[{"model_uid":"y"}]}]}"#;
+        assert_eq!(first_model(catalog).as_deref(), Some("swe-1-7"));
+        assert_eq!(first_model(r#"{"families":[]}"#), None);
+        assert_eq!(first_model("not json"), None);
     }
 
     #[test]

@@ -13,10 +13,12 @@
 //! have no model option can only be given a model on its command line (`--model M`): the
 //! CLI's `summarizer` agent type is known to be such an agent from its argv, any other is
 //! found out by its first turn ([`AgentPool::learn_no_model_option`]). From then on the warm
-//! set is started for one model, the first one a turn asks for (`--model` on the warm agents'
-//! command line); a turn for that model takes a warm agent, a turn for another model starts
-//! its own agent for it, and a ready agent started for another model is never served (it is
-//! ended instead). Until a turn names the model, nothing is prewarmed.
+//! set is started for one model (`--model` on the warm agents' command line): the pool's
+//! default model (the catalog's first, which a client set up by `client-env` asks for), else
+//! the first one a turn asks for. A turn for that model takes a warm agent, a turn for another
+//! model starts its own agent for it, and a ready agent started for another model is never
+//! served (it is ended instead). Without a default, nothing is prewarmed before a turn names
+//! the model.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -73,6 +75,18 @@ impl AgentPool {
         client: ClientIdentity,
         target: usize,
     ) -> Arc<Self> {
+        Self::with_default_model(spec, limits, client, target, None)
+    }
+
+    /// [`AgentPool::new`], whose warm set, when the model goes on the agent's command line, is
+    /// started for `default_model` from the start (instead of the first model a turn names).
+    pub fn with_default_model(
+        spec: Spec,
+        limits: AgentLimits,
+        client: ClientIdentity,
+        target: usize,
+        default_model: Option<String>,
+    ) -> Arc<Self> {
         let model_on_command_line = !agent_type_offers_model_option(&spec.args);
         Arc::new(Self {
             spec,
@@ -80,7 +94,7 @@ impl AgentPool {
             client,
             target,
             model_on_command_line: AtomicBool::new(model_on_command_line),
-            warm_model: Mutex::new(None),
+            warm_model: Mutex::new(default_model),
             ready: Mutex::new(VecDeque::new()),
             wanted: Notify::new(),
             arrived: Notify::new(),
