@@ -22,6 +22,16 @@ pub(crate) fn init_tracing() {
     devin_bridge_policy::log::init();
 }
 
+/// Logs of a one-shot command (`doctor`, `client-env`), which prints its own report: only
+/// errors unless `-v` (info) or `-vv` (debug) asks for more, or the environment sets a filter.
+pub(crate) fn init_tracing_one_shot(verbose: u8) {
+    devin_bridge_policy::log::init_with_default(match verbose {
+        0 => "error",
+        1 => "info",
+        _ => "debug",
+    });
+}
+
 /// `devin-bridge serve`.
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
@@ -46,6 +56,13 @@ pub(crate) struct DoctorArgs {
     /// Print the report as one JSON object (token-free: attach it to a bug report).
     #[arg(long)]
     pub json: bool,
+    /// Write the exchange with the agent to FILE as a trace (JSON lines; secrets, prompt
+    /// text, paths and account ids redacted before anything is written; mode 0600).
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Show the bridge's own log lines on stderr (-v: info, -vv: debug).
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
 }
 
 /// `devin-bridge doctor`: every check on the policy's agent, one line each (or JSON); exit 1
@@ -54,6 +71,7 @@ pub(crate) async fn doctor(
     args: DoctorArgs,
     policy: devin_bridge_summarizer::policy::SummarizerPolicy,
     identity: devin_bridge_agent::identity::AgentIdentity,
+    identity_notice: Option<String>,
 ) -> anyhow::Result<ExitCode> {
     let report = devin_bridge_summarizer::doctor::run(
         &policy,
@@ -61,6 +79,8 @@ pub(crate) async fn doctor(
         &identity,
         devin_bridge_summarizer::doctor::Options {
             prompt: args.prompt,
+            record: args.record,
+            identity_notice,
         },
     )
     .await;

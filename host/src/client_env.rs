@@ -58,6 +58,9 @@ pub(crate) struct ClientEnvArgs {
     /// api_key_file`) instead of `BRIDGE_API_KEY`.
     #[arg(long, value_name = "FILE")]
     pub key_file: Option<PathBuf>,
+    /// Show the bridge's own log lines on stderr (-v: info, -vv: debug).
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
 }
 
 /// The token exported when no key is known: a bridge that requires no key accepts any token,

@@ -25,7 +25,8 @@ enum Command {
     /// Load a policy and serve it (summarizer: the Anthropic Messages endpoint).
     Serve(cli::ServeArgs),
     /// Check a summarizer policy's agent as `serve` runs it (CLI version, initialize, login,
-    /// models; `--prompt`: one real prompt) and print one line per check, or `--json` evidence.
+    /// models, the dialect seen; `--prompt`: one real prompt) and print one line per check, or
+    /// `--json` evidence; `--record FILE` writes the exchange as a redacted trace.
     Doctor(cli::DoctorArgs),
     /// Run an egress guard: a forward proxy that enforces an allowlist and audits every decision.
     Guard(devin_bridge_guard::GuardArgs),
@@ -94,9 +95,16 @@ fn main() -> std::process::ExitCode {
         Ok(cli) => cli,
         Err(error) => error.exit(),
     };
-    cli::init_tracing();
+    match &cli.command {
+        // One-shot commands print their own report: routine log lines only when asked.
+        Command::Doctor(args) => cli::init_tracing_one_shot(args.verbose),
+        Command::ClientEnv(args) => cli::init_tracing_one_shot(args.verbose),
+        _ => cli::init_tracing(),
+    }
     // Identity changes (switching uid, keeping capabilities) act on the calling thread only
     // for capabilities, so they happen here, before the runtime starts any thread.
+    // Doctor shows the identity notice as one of its checks instead of a line before them.
+    let mut doctor_notice = None;
     let serving = match &cli.command {
         Command::Serve(args) => match serve_policy_and_identity(args) {
             Ok(serving) => Some(serving),
@@ -107,7 +115,9 @@ fn main() -> std::process::ExitCode {
         },
         Command::Doctor(args) => {
             match policy::load_summarizer(&args.policy, "doctor").and_then(|policy| {
-                let identity = devin_bridge_summarizer::startup::serve_identity(&policy)?;
+                let (identity, notice) =
+                    devin_bridge_summarizer::startup::establish_identity(&policy)?;
+                doctor_notice = notice;
                 Ok((policy, identity))
             }) {
                 Ok(serving) => Some(serving),
@@ -145,7 +155,9 @@ fn main() -> std::process::ExitCode {
                 None => Err(anyhow::anyhow!("no agent identity was established")),
             },
             Command::Doctor(args) => match serving {
-                Some((policy, identity)) => cli::doctor(args, policy, identity).await,
+                Some((policy, identity)) => {
+                    cli::doctor(args, policy, identity, doctor_notice).await
+                }
                 None => Err(anyhow::anyhow!("no agent identity was established")),
             },
             Command::Guard(args) => devin_bridge_guard::run(args).await,

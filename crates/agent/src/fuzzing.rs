@@ -25,7 +25,7 @@ fn frame(result: Result<crate::acp::frame::Incoming, crate::acp::AcpError>) -> F
     use crate::acp::frame::Incoming;
     match result {
         Ok(Incoming::Response { id, outcome }) => Frame::Response(id, outcome),
-        Ok(Incoming::Request { id, method }) => Frame::Request(id, method),
+        Ok(Incoming::Request { id, method, .. }) => Frame::Request(id, method),
         Ok(Incoming::Notification { method, params }) => Frame::Notification(method, params),
         Err(e) => Frame::Error(e.code()),
     }

@@ -161,8 +161,12 @@ pub struct IdentityRequest<'a> {
 }
 
 /// Sets the host's identity for `serve` and decides the agents'. Must run before any thread
-/// is started: capability sets are per thread, and threads inherit them from this one.
-pub fn establish(request: IdentityRequest<'_>) -> Result<AgentIdentity, IdentityError> {
+/// is started: capability sets are per thread, and threads inherit them from this one. When
+/// the agent ends up sharing the host's identity, the second value says so and why, for the
+/// caller to show (`serve` at start-up, `doctor` as one of its checks).
+pub fn establish(
+    request: IdentityRequest<'_>,
+) -> Result<(AgentIdentity, Option<String>), IdentityError> {
     if let Some(spec) = request.host_user {
         become_host_user(&UserIds::resolve("server.user", spec)?)?;
     } else if Uid::effective().is_root() {
@@ -176,11 +180,11 @@ pub fn establish(request: IdentityRequest<'_>) -> Result<AgentIdentity, Identity
     }
     let host_uid = Uid::effective().as_raw();
     let Some(spec) = request.agent_user else {
-        eprintln!(
-            "devin-bridge: the agent shares the host's identity (uid {host_uid}); set [agent] user \
-             to run it under its own uid"
+        let notice = format!(
+            "the agent shares the host's identity (uid {host_uid}); set [agent] user to run it \
+             under its own uid"
         );
-        return Ok(AgentIdentity::Shared { uid: host_uid });
+        return Ok((AgentIdentity::Shared { uid: host_uid }, Some(notice)));
     };
     let agent = UserIds::resolve("agent.user", spec)?;
     if agent.uid == 0 {
@@ -198,15 +202,15 @@ pub fn establish(request: IdentityRequest<'_>) -> Result<AgentIdentity, Identity
     }
     let missing = missing_switch_caps();
     if missing.is_empty() {
-        return Ok(AgentIdentity::Separate(agent));
+        return Ok((AgentIdentity::Separate(agent), None));
     }
     let missing = missing.join(", ");
     if request.offline {
-        eprintln!(
-            "devin-bridge: the agent shares the host's identity (uid {host_uid}): agent.user \
-             {spec:?} needs {missing}, which this offline run lacks"
+        let notice = format!(
+            "the agent shares the host's identity (uid {host_uid}): agent.user {spec:?} needs \
+             {missing}, which this offline run lacks"
         );
-        return Ok(AgentIdentity::Shared { uid: host_uid });
+        return Ok((AgentIdentity::Shared { uid: host_uid }, Some(notice)));
     }
     Err(IdentityError::CannotSwitch {
         spec: spec.to_owned(),

@@ -13,6 +13,8 @@ pub mod devin;
 mod error;
 pub mod identity;
 pub mod process;
+mod report;
+pub mod transcript;
 
 #[cfg(any(test, feature = "test-util"))]
 pub mod testkit;

@@ -147,7 +147,9 @@ pub(crate) fn classify(error: &AcpError) -> FailureKind {
         }
         AcpError::Spawn(_) | AcpError::Io(_) => FailureKind::Process,
         AcpError::Unauthenticated => FailureKind::Auth,
-        AcpError::QuotaExceeded => FailureKind::Quota,
+        AcpError::QuotaExceeded { .. } => FailureKind::Quota,
+        AcpError::ContentFiltered => FailureKind::Refused,
+        AcpError::OutputTruncated | AcpError::TurnLimit => FailureKind::Resource,
         AcpError::RateLimited { .. } => FailureKind::RateLimited,
         AcpError::Network { .. } => FailureKind::Network,
         AcpError::ClientIdentityRefused | AcpError::NoModelOption => FailureKind::Setup,
@@ -165,6 +167,16 @@ pub(crate) fn classify(error: &AcpError) -> FailureKind {
         #[allow(unreachable_patterns)]
         _ => FailureKind::Error,
     }
+}
+
+/// The agent's own words, bounded, with control characters (terminal escapes, line breaks
+/// that could forge output) replaced.
+fn agent_words(message: &str) -> String {
+    message
+        .chars()
+        .take(MAX_AGENT_MESSAGE_CHARS)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
 }
 
 /// What a failure message may say about the run it ended.
@@ -233,6 +245,9 @@ pub(crate) fn failure_of(error: &AcpError, context: Context<'_>) -> (FailureKind
                 offered.join(", ")
             }
         ),
+        AcpError::QuotaExceeded {
+            message: Some(said),
+        } => format!("{error}: {}", agent_words(said)),
         AcpError::Rpc {
             code,
             message,
@@ -242,13 +257,7 @@ pub(crate) fn failure_of(error: &AcpError, context: Context<'_>) -> (FailureKind
             let kind = kind
                 .as_deref()
                 .map_or_else(String::new, |kind| format!(" ({kind})"));
-            // The agent's own words, bounded, with control characters (terminal escapes,
-            // line breaks that could forge output) replaced.
-            let message: String = message
-                .chars()
-                .take(MAX_AGENT_MESSAGE_CHARS)
-                .map(|c| if c.is_control() { ' ' } else { c })
-                .collect();
+            let message = agent_words(message);
             if message.is_empty() {
                 format!("the agent failed with JSON-RPC error {code}{kind}")
             } else {
@@ -457,11 +466,7 @@ async fn drive(
         .await
         .map_err(acp)?;
     result.usage = outcome.usage.clone();
-    result.observed_model = outcome
-        .stopped
-        .as_ref()
-        .and_then(|stopped| stopped.model_label.clone())
-        .or_else(|| outcome.turn_stats_model.clone());
+    result.observed_model = outcome.observed_model();
     result.stop_cause = outcome.stopped.as_ref().map(|s| s.cause.clone());
     let stop_reason = stop_reason_name(&outcome.stop_reason);
     result.stop_reason = Some(stop_reason.to_owned());
@@ -493,11 +498,17 @@ async fn drive(
                 format!("the agent stopped at a limit ({stop_reason})"),
             ))
         }
-        v1::StopReason::Cancelled if outcome.permission_requests > 0 => return Err((
-            FailureKind::Permission,
-            "the agent asked for a permission the companion does not grant; the turn was cancelled"
-                .into(),
-        )),
+        v1::StopReason::Cancelled if outcome.permission_requests > 0 => {
+            let mut tools = outcome.permission_tools.clone();
+            tools.dedup();
+            return Err((
+                FailureKind::Permission,
+                format!(
+                    "the agent asked for a permission the companion does not grant ({}); the turn was cancelled",
+                    tools.join(", ")
+                ),
+            ));
+        }
         v1::StopReason::Cancelled => {
             return Err((
                 FailureKind::Cancelled,
@@ -585,15 +596,33 @@ mod tests {
     fn typed_agent_errors_map_to_failure_kinds() {
         let cases = [
             (
-                AcpError::RateLimited { retryable: true },
+                AcpError::RateLimited {
+                    retryable: true,
+                    retry_after: Some(30),
+                },
                 FailureKind::RateLimited,
             ),
             (
-                AcpError::RateLimited { retryable: false },
+                AcpError::RateLimited {
+                    retryable: false,
+                    retry_after: None,
+                },
                 FailureKind::RateLimited,
             ),
-            (AcpError::QuotaExceeded, FailureKind::Quota),
-            (AcpError::Network { retryable: true }, FailureKind::Network),
+            (
+                AcpError::QuotaExceeded { message: None },
+                FailureKind::Quota,
+            ),
+            (
+                AcpError::Network {
+                    retryable: true,
+                    retry_after: None,
+                },
+                FailureKind::Network,
+            ),
+            (AcpError::ContentFiltered, FailureKind::Refused),
+            (AcpError::OutputTruncated, FailureKind::Resource),
+            (AcpError::TurnLimit, FailureKind::Resource),
             (AcpError::Unauthenticated, FailureKind::Auth),
             (AcpError::ClientIdentityRefused, FailureKind::Setup),
             (AcpError::NoModelOption, FailureKind::Setup),
@@ -624,6 +653,7 @@ mod tests {
             message: "Something broke".into(),
             kind: kind.map(str::to_owned),
             retryable: false,
+            retry_after: None,
         };
         // Whatever the error kind says, the agent crate decided it is none of the typed ones.
         for kind in [None, Some("internal"), Some("RateLimited")] {
@@ -645,6 +675,7 @@ mod tests {
             message: "x".repeat(10_000),
             kind: None,
             retryable: false,
+            retry_after: None,
         };
         assert!(failure_of(&long, Context::default()).1.len() < 600);
         let escapes = AcpError::Rpc {
@@ -652,6 +683,7 @@ mod tests {
             message: "bad\u{1b}[2J\nforged: line".into(),
             kind: None,
             retryable: false,
+            retry_after: None,
         };
         let (_, message) = failure_of(&escapes, Context::default());
         assert!(!message.chars().any(char::is_control), "{message:?}");
@@ -687,9 +719,20 @@ mod tests {
             message.contains("adaptive") && message.contains("swe-2, glm-5-2"),
             "{message}"
         );
-        let (kind, message) = failure_of(&AcpError::QuotaExceeded, context);
+        let (kind, message) = failure_of(&AcpError::QuotaExceeded { message: None }, context);
         assert_eq!(kind, FailureKind::Quota);
         assert!(message.contains("credits"), "{message}");
+        // A quota that ended the turn carries the service's own words, cleaned.
+        let said = AcpError::QuotaExceeded {
+            message: Some("Your daily usage quota has been exhausted.\u{1b}[2J".into()),
+        };
+        let (kind, message) = failure_of(&said, context);
+        assert_eq!(kind, FailureKind::Quota);
+        assert!(message.contains("daily usage quota"), "{message}");
+        assert!(!message.chars().any(char::is_control), "{message:?}");
+        let (kind, message) = failure_of(&AcpError::ContentFiltered, context);
+        assert_eq!(kind, FailureKind::Refused);
+        assert!(message.contains("content filter"), "{message}");
     }
 
     #[test]

@@ -33,7 +33,14 @@ pub fn env_filter() -> Option<String> {
 /// Installs the stderr subscriber: the environment's filter, else `info` until a policy says
 /// otherwise.
 pub fn init() {
-    let text = env_filter().unwrap_or_else(|| "info".to_owned());
+    init_with_default("info");
+}
+
+/// [`init`] with another filter than `info` when the environment sets none: a one-shot
+/// command that prints its own report keeps routine lines out of it (`error`), unless asked
+/// for more (`-v`).
+pub fn init_with_default(default: &str) {
+    let text = env_filter().unwrap_or_else(|| default.to_owned());
     let filter = EnvFilter::try_new(&text).unwrap_or_else(|_| EnvFilter::new("info"));
     let (filter, handle) = reload::Layer::new(filter);
     // Colours only for a person at a terminal; files and pipes get plain text.

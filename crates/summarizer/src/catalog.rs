@@ -4,7 +4,10 @@
 //!
 //! The live catalog comes from a probe: `initialize`, then `session/new`, whose model config
 //! option lists the models the account may use (`devin models list` also names ids a session
-//! refuses, such as `adaptive`: only the session's option counts). When the agent answers that
+//! refuses, such as `adaptive`: only the session's option counts). The CLI's `summarizer` agent
+//! type offers no model option, so for it the models are read from a session of the same
+//! CLI's full agent (the same command, home and login without `--agent-type`), which lists
+//! the account's models; the summarizer then runs them with `--model`. When the agent answers that
 //! it is not logged in, the probe signs it in once, headless (only when `WINDSURF_API_KEY`
 //! reaches the agent), and asks again; a browser flow is never started. A failed probe keeps
 //! the file's catalog and is retried when the cache expires.
@@ -19,7 +22,9 @@ use serde::Serialize;
 use serde_json::json;
 
 use devin_bridge_agent::acp::{AcpError, AgentConnection, AgentLimits};
-use devin_bridge_agent::devin::options::Select;
+use devin_bridge_agent::devin::options::{
+    agent_type_offers_model_option, without_agent_type, Select,
+};
 use devin_bridge_agent::devin::ClientIdentity;
 use devin_bridge_agent::process::Spec;
 use devin_bridge_engine::TransformCalls as _;
@@ -234,6 +239,15 @@ impl Live {
     }
 }
 
+/// The first model of a catalog (the first variant of its first family): the model a client
+/// configured by `client-env` asks for when nothing else is set.
+pub(crate) fn first_model(catalog: &str) -> Option<String> {
+    let catalog: serde_json::Value = serde_json::from_str(catalog).ok()?;
+    catalog["families"][0]["variants"][0]["model_uid"]
+        .as_str()
+        .map(str::to_owned)
+}
+
 /// A catalog in the format of `devin models list --format json`: one family per model, the
 /// model's id as its slug and only variant, with the context window `windows` states for it.
 fn catalog_of(models: &[(String, String)], windows: &Windows) -> String {
@@ -275,17 +289,40 @@ pub(crate) async fn probe(
 ) -> Result<Probe, AcpError> {
     let mut connection = AgentConnection::start(spec, limits, client).await?;
     let images = devin_bridge_agent::acp::takes_images(connection.initialize_response());
-    let models = if read_models {
+    let models = if !read_models {
+        None
+    } else if agent_type_offers_model_option(&spec.args) {
         Some(
             session_models(&mut connection, home)
                 .await
                 .map_err(|error| error.code().to_owned()),
         )
     } else {
-        None
+        let full = Spec {
+            args: without_agent_type(&spec.args),
+            ..spec.clone()
+        };
+        Some(full_agent_models(&full, limits, client, home).await)
     };
     let _ = connection.close(Duration::from_millis(200)).await;
     Ok(Probe { images, models })
+}
+
+/// The models a session of the full agent `spec` starts lists (see the module doc).
+async fn full_agent_models(
+    spec: &Spec,
+    limits: AgentLimits,
+    client: &ClientIdentity,
+    home: &std::path::Path,
+) -> Result<Vec<(String, String)>, String> {
+    let mut connection = AgentConnection::start(spec, limits, client)
+        .await
+        .map_err(|error| error.code().to_owned())?;
+    let models = session_models(&mut connection, home)
+        .await
+        .map_err(|error| error.code().to_owned());
+    let _ = connection.close(Duration::from_millis(200)).await;
+    models
 }
 
 /// `session/new` (signing in once, headless, when the agent asks for it) and the values of
@@ -358,6 +395,14 @@ mod tests {
     /// The native model-alias library (a dev-dependency), as the component would list.
     fn devin_bridge_model_alias_listing(catalog: &str) -> String {
         devin_bridge_model_alias::list_models(catalog, false).expect("lists")
+    }
+
+    #[test]
+    fn the_first_model_is_the_first_variant_of_the_first_family() {
+        let catalog = r#"{"families":[{"variants":[{"model_uid":"swe-1-7"},{"model_uid":"x"}]},{"variants":[{"model_uid":"y"}]}]}"#;
+        assert_eq!(first_model(catalog).as_deref(), Some("swe-1-7"));
+        assert_eq!(first_model(r#"{"families":[]}"#), None);
+        assert_eq!(first_model("not json"), None);
     }
 
     #[test]

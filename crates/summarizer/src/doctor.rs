@@ -5,28 +5,39 @@
 //! allowlisted environment, user, client identity and headless login. Each check is one line
 //! with what was seen and, when it failed, what to change:
 //!
-//! 1. `cli`: `<agent> --version` answers.
+//! 0. `identity` (a warning): the agent shares the host's identity, with the fix.
+//! 1. `cli`: `<agent> --version` answers: the CLI's version (`initialize`'s `agentInfo` names
+//!    the agent program, `affogato 0.0.0-dev` for every Devin CLI).
 //! 2. `initialize`: protocol 1, the auth methods (the Devin CLI's `devin-browser`), session
 //!    capabilities (how sessions are released), image prompts.
 //! 3. `session`: `session/new` (signing in once with the API key when the agent has no stored
-//!    login).
-//! 4. `models`: the session's model option against the policy's catalog.
+//!    login) and the ids of the session's options.
+//! 4. `models`: the session's model option against the policy's catalog (or, without one,
+//!    the `--model` of the agent's command line).
 //! 5. `prompt` (with `--prompt`): one short prompt on a catalog model, which proves that the
 //!    service accepts the client identity and shows which model answered. The prompt is a
 //!    one-message request put through the policy's serializer, as a turn would be.
+//! 6. `dialect`: which facts of the Devin dialect the exchange showed (`devin::observed`):
+//!    `agentInfo`, which logged-out variant, where the model label was found, stop reasons,
+//!    `agent_stopped` causes, error codes and kinds, display-only chunks, compaction notices.
+//! 7. `record` (with `--record FILE`): the exchange written as a trace, redacted as it was
+//!    recorded (`devin_bridge_agent::transcript`), mode 0600, whatever the checks found.
 //!
 //! The evidence holds no secret: no environment values, no API key, no prompt beyond the
 //! fixed probe text. Agent error text is bounded and has its control characters escaped.
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use devin_bridge_agent::acp::{AcpError, AgentConnection, AgentLimits, NoTools};
+use devin_bridge_agent::devin::observed::Observed;
 use devin_bridge_agent::devin::options::{choose_model, ModelChoice, Select};
 use devin_bridge_agent::devin::sessions::Release;
 use devin_bridge_agent::devin::stats::names_model;
 use devin_bridge_agent::identity::AgentIdentity;
+use devin_bridge_agent::transcript::{Header, Recorder, Redactor};
 use devin_bridge_engine::{TransformCalls as _, Transforms};
 use devin_bridge_policy::ModePolicy;
 
@@ -61,12 +72,22 @@ pub struct Report {
     pub agent_command: String,
     pub agent_args: Vec<String>,
     pub client: String,
+    /// The CLI's own `--version` answer (its `initialize` names another program and version).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cli_version: Option<String>,
     pub checks: Vec<Check>,
+    /// Which facts of the Devin dialect the exchange showed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dialect: Option<Observed>,
+    /// The trace written with `--record`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
     pub elapsed_ms: u64,
 }
 
 impl Report {
-    /// One line per check, then the fix of each failed one.
+    /// One line per check (`ok`, `warn` for a passing check with a fix, `FAIL`), then the fix
+    /// of each failed or warning one.
     pub fn human(&self) -> String {
         let mut out = format!(
             "devin-bridge {} doctor: policy {}\nagent {} {} (client {})\n",
@@ -77,7 +98,11 @@ impl Report {
             self.client
         );
         for check in &self.checks {
-            let mark = if check.ok { "ok  " } else { "FAIL" };
+            let mark = match (check.ok, &check.fix) {
+                (true, None) => "ok  ",
+                (true, Some(_)) => "warn",
+                (false, _) => "FAIL",
+            };
             out.push_str(&format!("{mark} {:<10} {}\n", check.name, check.detail));
             if let Some(fix) = &check.fix {
                 out.push_str(&format!("     {:<10} fix: {fix}\n", ""));
@@ -93,13 +118,19 @@ impl Report {
 }
 
 /// What a run of `doctor` does.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Default)]
 pub struct Options {
     /// Send one short prompt (uses the account).
     pub prompt: bool,
+    /// Write the exchange with the agent to this file as a trace (redacted, mode 0600).
+    pub record: Option<PathBuf>,
+    /// The agent shares the host's identity, and why (from establishing identities).
+    pub identity_notice: Option<String>,
 }
 
-/// Runs every check on `policy`'s agent.
+/// Runs every check on `policy`'s agent. The exchange is recorded (redacted as it happens)
+/// for the dialect facts, and written to `options.record` when asked, whatever the checks
+/// found.
 pub async fn run(
     policy: &SummarizerPolicy,
     policy_name: String,
@@ -107,7 +138,6 @@ pub async fn run(
     options: Options,
 ) -> Report {
     let started = Instant::now();
-    let mut checks = Vec::new();
     let client = policy.agent.client_identity();
     let mut report = Report {
         ok: false,
@@ -118,15 +148,94 @@ pub async fn run(
         client: client
             .as_ref()
             .map_or_else(|error| format!("invalid: {error}"), ToString::to_string),
+        cli_version: None,
         checks: Vec::new(),
+        dialect: None,
+        trace: None,
         elapsed_ms: 0,
     };
-    let finish = |mut report: Report, checks: Vec<Check>| {
-        report.ok = checks.iter().all(|check| check.ok);
-        report.checks = checks;
-        report.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        report
-    };
+    let mut checks = Vec::new();
+    if let Some(notice) = &options.identity_notice {
+        checks.push(warn(
+            "identity",
+            notice.clone(),
+            "create a dedicated user for the agent and set [agent] user to it (the host then needs CAP_SETUID and CAP_SETGID, or start it as root with [server] user set)",
+        ));
+    }
+    let recorder = std::sync::OnceLock::new();
+    agent_checks(
+        policy,
+        identity,
+        &options,
+        &mut report,
+        &mut checks,
+        &recorder,
+    )
+    .await;
+    if let Some(recorder) = recorder.get() {
+        let observed = Observed::of(&recorder.entries());
+        checks.push(pass("dialect", dialect_detail(&observed)));
+        report.dialect = Some(observed);
+        if let Some(path) = &options.record {
+            let header = Header::new(
+                format!("devin-bridge {} doctor", env!("CARGO_PKG_VERSION")),
+                report.cli_version.clone(),
+            );
+            match recorder.write(path, header) {
+                Ok(()) => {
+                    report.trace = Some(path.display().to_string());
+                    checks.push(pass(
+                        "record",
+                        format!(
+                            "the exchange, redacted, is in {} (mode 0600)",
+                            path.display()
+                        ),
+                    ));
+                }
+                Err(error) => checks.push(fail(
+                    "record",
+                    error.to_string(),
+                    "give --record a file in a directory you can write to",
+                )),
+            }
+        }
+    } else if let Some(path) = &options.record {
+        checks.push(fail(
+            "record",
+            format!(
+                "nothing was recorded in {}: the agent was never started",
+                path.display()
+            ),
+            "fix the checks above first",
+        ));
+    }
+    report.ok = checks.iter().all(|check| check.ok);
+    report.checks = checks;
+    report.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    report
+}
+
+/// The dialect facts in one line.
+fn dialect_detail(observed: &Observed) -> String {
+    let summary = observed.summary();
+    if summary.is_empty() {
+        "nothing of the Devin dialect was seen".to_owned()
+    } else {
+        summary.join("; ")
+    }
+}
+
+/// The checks that run the agent, in order, until one fails. `recorder` is set once the agent
+/// is about to start.
+async fn agent_checks(
+    policy: &SummarizerPolicy,
+    identity: &AgentIdentity,
+    options: &Options,
+    report: &mut Report,
+    checks: &mut Vec<Check>,
+    recorder: &std::sync::OnceLock<Recorder>,
+) {
+    let client = policy.agent.client_identity();
     let (client, spec) = match (client, crate::sandbox::agent_spec(policy, identity)) {
         (Ok(client), Ok(spec)) => (client, spec),
         (Err(error), _) => {
@@ -135,7 +244,7 @@ pub async fn run(
                 format!("agent.{error}"),
                 "set [agent] client_name and client_version (or remove them for the default windsurf 1.110.1)",
             ));
-            return finish(report, checks);
+            return;
         }
         (_, Err(error)) => {
             checks.push(fail(
@@ -143,20 +252,23 @@ pub async fn run(
                 error.to_string(),
                 "fix the [agent] section (command, home, user) as the message says",
             ));
-            return finish(report, checks);
+            return;
         }
     };
     report.agent_command = spec.program.display().to_string();
-    // The CLI's own version.
+    // The CLI's own version: its `initialize` answer names the agent program, not the CLI.
     match crate::agent_version(&spec).await {
-        Ok(version) => checks.push(pass("cli", version)),
+        Ok(version) => {
+            report.cli_version = Some(version.clone());
+            checks.push(pass("cli", format!("{version} (from --version)")));
+        }
         Err(error) => {
             checks.push(fail(
                 "cli",
                 format!("`{} --version` failed: {error:#}", spec.program.display()),
                 "install the Devin CLI, or point [agent] command (or DEVIN_BIN) at it",
             ));
-            return finish(report, checks);
+            return;
         }
     }
     let limits = AgentLimits {
@@ -165,15 +277,23 @@ pub async fn run(
         output_cap: policy.agent.output_cap_bytes,
         stopped_wait: Duration::ZERO,
     };
-    let mut connection = match AgentConnection::start(&spec, limits, &client).await {
+    let recorder = recorder.get_or_init(|| Recorder::new(Redactor::for_spec(&spec)));
+    let mut connection = match AgentConnection::start_recorded(
+        &spec,
+        limits,
+        &client,
+        Some(recorder.clone()),
+    )
+    .await
+    {
         Ok(connection) => connection,
         Err(error) => {
             checks.push(fail(
-                "initialize",
-                describe(&error),
-                "run the agent's command by hand with the policy's arguments; it must speak ACP version 1 on stdio",
-            ));
-            return finish(report, checks);
+                    "initialize",
+                    describe(&error),
+                    "run the agent's command by hand with the policy's arguments; it must speak ACP version 1 on stdio",
+                ));
+            return;
         }
     };
     checks.push(initialize_check(connection.initialize_response()));
@@ -186,28 +306,34 @@ pub async fn run(
                 &session_fix(&error, policy),
             ));
             let _ = connection.close(Duration::from_millis(200)).await;
-            return finish(report, checks);
+            return;
         }
     };
     let session = created.session_id.0.to_string();
+    let options_now = created.config_options.unwrap_or_default();
+    let option_ids: Vec<String> = options_now
+        .iter()
+        .map(|option| option.id.0.chars().take(64).collect())
+        .collect();
     checks.push(pass(
         "session",
         format!(
-            "session/new answered{}",
+            "session/new answered{}; session options [{}]",
             if connection.signed_in() {
                 " after signing in with the API key (devin-browser)"
             } else {
                 " (the agent's home is logged in)"
-            }
+            },
+            option_ids.join(", ")
         ),
     ));
-    let options_now = created.config_options.unwrap_or_default();
     let transforms = load_transforms(policy).await;
     let catalog = match &transforms {
         Ok(transforms) => catalog_ids(policy, transforms.clone()).await,
         Err(error) => Err(error.clone()),
     };
-    let (models_check, chosen) = models_check(&options_now, &catalog);
+    let launched = devin_bridge_agent::devin::options::launched_model(&spec.args);
+    let (models_check, chosen) = models_check(&options_now, &catalog, launched.as_deref());
     checks.push(models_check);
     if options.prompt {
         let check = match &transforms {
@@ -231,7 +357,6 @@ pub async fn run(
     }
     connection.release_session(&session).await;
     let _ = connection.close(Duration::from_millis(500)).await;
-    finish(report, checks)
 }
 
 fn pass(name: &'static str, detail: impl Into<String>) -> Check {
@@ -240,6 +365,16 @@ fn pass(name: &'static str, detail: impl Into<String>) -> Check {
         ok: true,
         detail: detail.into(),
         fix: None,
+    }
+}
+
+/// A check that passes with something worth changing.
+fn warn(name: &'static str, detail: impl Into<String>, fix: &str) -> Check {
+    Check {
+        name,
+        ok: true,
+        detail: detail.into(),
+        fix: Some(fix.to_owned()),
     }
 }
 
@@ -286,7 +421,7 @@ fn initialize_check(initialized: &agent_client_protocol_schema::v1::InitializeRe
                 .pointer("/agentInfo/version")
                 .and_then(serde_json::Value::as_str)
                 .unwrap_or("?");
-            format!("{name} {version}, ")
+            format!("agentInfo {name} {version} (the agent program, not the CLI version), ")
         })
         .unwrap_or_default();
     let release = match Release::of(initialized) {
@@ -365,10 +500,12 @@ async fn catalog_ids(
         .unwrap_or_default())
 }
 
-/// The session's model option against the catalog; the catalog model a prompt would use.
+/// The session's model option against the catalog; the catalog model a prompt would use (or,
+/// for a session without a model option, the `launched` one of the agent's `--model`).
 fn models_check(
     options: &[agent_client_protocol_schema::v1::SessionConfigOption],
     catalog: &Result<Vec<String>, String>,
+    launched: Option<&str>,
 ) -> (Check, Option<String>) {
     let catalog = match catalog {
         Ok(catalog) => catalog,
@@ -384,13 +521,13 @@ fn models_check(
         }
     };
     let Some(select) = Select::model(options) else {
-        return (
-            pass(
-                "models",
-                "the session has no model option: each model is chosen with --model on the agent's command line",
+        let detail = match launched {
+            Some(model) => format!(
+                "the session has no model option: the model is --model {model} of the agent's command line"
             ),
-            catalog.first().cloned(),
-        );
+            None => "the session has no model option and the agent's command line has no --model: the CLI's default model answers".to_owned(),
+        };
+        return (pass("models", detail), launched.map(str::to_owned));
     };
     let (offered, missing): (Vec<&String>, Vec<&String>) =
         catalog.iter().partition(|id| select.find(id).is_some());
@@ -495,11 +632,7 @@ async fn prompt_check(
     let blocks = vec![agent_client_protocol_schema::v1::ContentBlock::from(text)];
     match connection.prompt(session, blocks, &NoTools).await {
         Ok(outcome) => {
-            let observed = outcome
-                .stopped
-                .as_ref()
-                .and_then(|stopped| stopped.model_label.clone())
-                .or(outcome.turn_stats_model.clone());
+            let observed = outcome.observed_model();
             let answered = match (&observed, model) {
                 (Some(observed), Some(model)) if names_model(observed, model, name.as_deref()) => {
                     format!("answered by {observed} (the model set: {model})")
@@ -525,7 +658,7 @@ async fn prompt_check(
             describe(&AcpError::ClientIdentityRefused),
             "set [agent] client_name = \"windsurf\" and a client_version the CLI accepts (default 1.110.1)",
         ),
-        Err(error @ (AcpError::QuotaExceeded | AcpError::RateLimited { .. })) => fail(
+        Err(error @ (AcpError::QuotaExceeded { .. } | AcpError::RateLimited { .. })) => fail(
             "prompt",
             describe(&error),
             "the account is out of credits or rate limited: add credits or wait, then run doctor again",
@@ -555,20 +688,28 @@ mod tests {
             json!([{"id": "model", "name": "Model", "category": "model", "type": "select",
             "currentValue": "a", "options": [{"value": "a", "name": "A"}, {"value": "b-1", "name": "B"}]}]),
         );
-        let (check, chosen) = models_check(&offered, &Ok(vec!["b.1".into(), "c".into()]));
+        let (check, chosen) = models_check(&offered, &Ok(vec!["b.1".into(), "c".into()]), None);
         assert!(check.ok);
         assert!(check.detail.contains("1 of 2"), "{}", check.detail);
         assert!(check
             .detail
             .contains("not offered, requests for them get a 400: c"));
         assert_eq!(chosen.as_deref(), Some("b.1"));
-        let (check, chosen) = models_check(&offered, &Ok(vec!["c".into()]));
+        let (check, chosen) = models_check(&offered, &Ok(vec!["c".into()]), None);
         assert!(!check.ok);
         assert!(check.fix.is_some());
         assert_eq!(chosen, None);
-        let (check, chosen) = models_check(&[], &Ok(vec!["c".into()]));
+        let (check, chosen) = models_check(&[], &Ok(vec!["c".into()]), Some("swe-1-6"));
         assert!(check.ok, "no option: --model decides");
-        assert_eq!(chosen.as_deref(), Some("c"));
+        assert!(check.detail.contains("--model swe-1-6"), "{}", check.detail);
+        assert_eq!(chosen.as_deref(), Some("swe-1-6"));
+        let (check, chosen) = models_check(&[], &Ok(vec!["c".into()]), None);
+        assert!(
+            check.detail.contains("the CLI's default model"),
+            "{}",
+            check.detail
+        );
+        assert_eq!(chosen, None);
     }
 
     #[test]
@@ -580,16 +721,22 @@ mod tests {
             agent_command: "devin".into(),
             agent_args: vec!["acp".into()],
             client: "windsurf/1.110.1".into(),
+            cli_version: Some("devin 1".into()),
             checks: vec![
                 pass("cli", "devin 1"),
+                warn("identity", "shared", "set [agent] user"),
                 fail("session", "not logged in", "log in"),
             ],
+            dialect: None,
+            trace: None,
             elapsed_ms: 1,
         };
         let text = report.human();
         assert!(text.contains("ok   cli        devin 1"), "{text}");
         assert!(text.contains("FAIL session    not logged in"), "{text}");
         assert!(text.contains("fix: log in"), "{text}");
+        assert!(text.contains("warn identity   shared"), "{text}");
+        assert!(text.contains("fix: set [agent] user"), "{text}");
         assert!(text.ends_with("problems found: see the fix lines above\n"));
     }
 
@@ -600,6 +747,7 @@ mod tests {
             message: format!("line\nforged {}", "x".repeat(1000)),
             kind: Some("internal".into()),
             retryable: false,
+            retry_after: None,
         };
         let text = describe(&error);
         assert!(!text.contains('\n'));

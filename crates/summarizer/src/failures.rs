@@ -66,8 +66,36 @@ impl HostFailure {
 }
 
 /// Seconds a client is told to wait before retrying a turn the agent's service turned away
-/// for now (`retry-after` of a 429).
+/// for now (`retry-after` of a 429), when the service did not say how long.
 pub(crate) const RETRY_AFTER_SECONDS: u64 = 5;
+
+/// How a failure's message states the wait the agent's service asked for. A [`Failure`] is a
+/// record of the transforms' interface and has no field for it, so the wait rides in the
+/// message a client reads anyway, written and read only here.
+const RETRY_AFTER_NOTE: (&str, &str) = (" (retry after ", " s)");
+
+/// `message` with the wait the agent's service asked for, when it gave one.
+pub(crate) fn with_retry_after(message: String, seconds: Option<u64>) -> String {
+    match seconds {
+        Some(seconds) => format!(
+            "{message}{}{seconds}{}",
+            RETRY_AFTER_NOTE.0, RETRY_AFTER_NOTE.1
+        ),
+        None => message,
+    }
+}
+
+/// The `retry-after` of a 429: the wait the failure's message states, else
+/// [`RETRY_AFTER_SECONDS`].
+pub(crate) fn retry_after_of(failure: &Failure) -> u64 {
+    failure
+        .message
+        .strip_suffix(RETRY_AFTER_NOTE.1)
+        .and_then(|rest| rest.rsplit_once(RETRY_AFTER_NOTE.0))
+        .and_then(|(_, seconds)| seconds.parse::<u64>().ok())
+        .filter(|seconds| *seconds > 0)
+        .unwrap_or(RETRY_AFTER_SECONDS)
+}
 
 #[cfg(test)]
 mod tests {
@@ -102,6 +130,31 @@ mod tests {
         assert_eq!(
             Transform.with_code("transform_timeout", "x").code,
             "transform_timeout"
+        );
+    }
+
+    #[test]
+    fn the_wait_the_agent_asked_for_is_the_retry_after() {
+        let failure = |message: String| Failure {
+            code: "agent_rate_limited".into(),
+            message,
+            status: 429,
+            repairable: false,
+        };
+        let stated = with_retry_after("rate limited".into(), Some(30));
+        assert_eq!(stated, "rate limited (retry after 30 s)");
+        assert_eq!(retry_after_of(&failure(stated)), 30);
+        assert_eq!(
+            retry_after_of(&failure(with_retry_after("x".into(), None))),
+            RETRY_AFTER_SECONDS
+        );
+        assert_eq!(
+            retry_after_of(&failure("x (retry after soon s)".into())),
+            RETRY_AFTER_SECONDS
+        );
+        assert_eq!(
+            retry_after_of(&failure(with_retry_after("x".into(), Some(0)))),
+            RETRY_AFTER_SECONDS
         );
     }
 }

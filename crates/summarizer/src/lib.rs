@@ -230,7 +230,13 @@ impl Bridge {
         } else {
             policy.agent.prewarm
         };
-        let pool = AgentPool::new(spec, limits, client, prewarm);
+        let pool = AgentPool::with_default_model(
+            spec,
+            limits,
+            client,
+            prewarm,
+            catalog::first_model(&catalogs.current()),
+        );
         Ok(Arc::new(Self {
             transforms,
             pool,

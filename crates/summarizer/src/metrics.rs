@@ -28,6 +28,21 @@ pub(crate) struct UsageLabels {
     pub source: &'static str,
 }
 
+/// Labels of a turn's reported usage by its source: `turn_stats` (the turn's own sums),
+/// `last_request` (the prompt result's counts, which cover the turn's last model request only)
+/// or `context_size` (a `usage_update`'s context size as the input).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct UsageSourceLabels {
+    pub source: &'static str,
+}
+
+/// Labels of the agent's own notices kept out of replies: `display_message` (a display-only
+/// status line) or `compaction` (the agent compacted its context).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct NoticeLabels {
+    pub kind: &'static str,
+}
+
 /// Labels of a turn's model check: whether the model that answered (as the agent reported
 /// it) is the one the request named (`matched`, `mismatched`, or `unreported`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -134,6 +149,8 @@ pub(crate) struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     turn_usage: Family<UsageLabels, Counter>,
+    turn_usage_sources: Family<UsageSourceLabels, Counter>,
+    agent_notices: Family<NoticeLabels, Counter>,
     turn_model: Family<ModelCheckLabels, Counter>,
     turn_effort: Family<EffortLabels, Counter>,
     safeguard_verdicts: Family<VerdictLabels, Counter>,
@@ -163,6 +180,18 @@ impl Metrics {
             "turn_usage",
             "Answered turns by where their token counts came from (reported by the agent, or estimated)",
             turn_usage.clone(),
+        );
+        let turn_usage_sources = Family::<UsageSourceLabels, Counter>::default();
+        registry.register(
+            "turn_usage_reported",
+            "Answered turns whose token counts the agent reported, by source (turn_stats: the turn's sums; last_request: its last model request only; context_size: the context size as the input)",
+            turn_usage_sources.clone(),
+        );
+        let agent_notices = Family::<NoticeLabels, Counter>::default();
+        registry.register(
+            "agent_notices",
+            "The agent's own notices kept out of replies, by kind (display_message, compaction)",
+            agent_notices.clone(),
         );
         let turn_model = Family::<ModelCheckLabels, Counter>::default();
         registry.register(
@@ -294,6 +323,8 @@ impl Metrics {
             registry,
             requests,
             turn_usage,
+            turn_usage_sources,
+            agent_notices,
             turn_model,
             turn_effort,
             safeguard_verdicts,
@@ -328,6 +359,23 @@ impl Metrics {
     pub(crate) fn count_usage(&self, reported: bool) {
         let source = if reported { "reported" } else { "estimated" };
         self.turn_usage.get_or_create(&UsageLabels { source }).inc();
+    }
+
+    /// Counts one answered turn whose usage the agent reported, by its source.
+    pub(crate) fn count_usage_source(&self, source: &'static str) {
+        self.turn_usage_sources
+            .get_or_create(&UsageSourceLabels { source })
+            .inc();
+    }
+
+    /// Counts `count` notices of `kind` (`display_message`, `compaction`) an agent turn kept
+    /// out of its reply.
+    pub(crate) fn count_notices(&self, kind: &'static str, count: u32) {
+        if count > 0 {
+            self.agent_notices
+                .get_or_create(&NoticeLabels { kind })
+                .inc_by(u64::from(count));
+        }
     }
 
     /// Counts one agent turn by its model check: `matched`, `mismatched` or `unreported`.

@@ -10,10 +10,15 @@
 //! rather than one per request plus a refill's worth competing with them.
 //!
 //! A turn's model is set on its session (the session's model option). An agent whose sessions
-//! have no model option can only be given a model on its command line (`--model M` before the
-//! subcommand): once a turn finds that out ([`AgentPool::learn_no_model_option`]), turns that
-//! ask for a model run on agents started for that model, and prewarmed agents serve only
-//! turns that ask for none.
+//! have no model option can only be given a model on its command line (`--model M`): the
+//! CLI's `summarizer` agent type is known to be such an agent from its argv, any other is
+//! found out by its first turn ([`AgentPool::learn_no_model_option`]). From then on the warm
+//! set is started for one model (`--model` on the warm agents' command line): the pool's
+//! default model (the catalog's first, which a client set up by `client-env` asks for), else
+//! the first one a turn asks for. A turn for that model takes a warm agent, a turn for another
+//! model starts its own agent for it, and a ready agent started for another model is never
+//! served (it is ended instead). Without a default, nothing is prewarmed before a turn names
+//! the model.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -23,6 +28,9 @@ use serde::Serialize;
 use tokio::sync::Notify;
 
 use devin_bridge_agent::acp::{AcpError, Agent, AgentLimits};
+use devin_bridge_agent::devin::options::{
+    agent_type_offers_model_option, launched_model, normalize_id, with_model_flag,
+};
 use devin_bridge_agent::devin::ClientIdentity;
 use devin_bridge_agent::process::Spec;
 
@@ -34,6 +42,9 @@ pub struct AgentPool {
     target: usize,
     /// The agent's sessions have no model option: a model goes on the command line.
     model_on_command_line: AtomicBool,
+    /// With the model on the command line: the model the warm set is started for (the first
+    /// one a turn asked for), none before.
+    warm_model: Mutex<Option<String>>,
     ready: Mutex<VecDeque<Agent>>,
     /// Woken when the refill wants to look again (an agent was taken or shutdown began).
     wanted: Notify,
@@ -64,12 +75,26 @@ impl AgentPool {
         client: ClientIdentity,
         target: usize,
     ) -> Arc<Self> {
+        Self::with_default_model(spec, limits, client, target, None)
+    }
+
+    /// [`AgentPool::new`], whose warm set, when the model goes on the agent's command line, is
+    /// started for `default_model` from the start (instead of the first model a turn names).
+    pub fn with_default_model(
+        spec: Spec,
+        limits: AgentLimits,
+        client: ClientIdentity,
+        target: usize,
+        default_model: Option<String>,
+    ) -> Arc<Self> {
+        let model_on_command_line = !agent_type_offers_model_option(&spec.args);
         Arc::new(Self {
             spec,
             limits,
             client,
             target,
-            model_on_command_line: AtomicBool::new(false),
+            model_on_command_line: AtomicBool::new(model_on_command_line),
+            warm_model: Mutex::new(default_model),
             ready: Mutex::new(VecDeque::new()),
             wanted: Notify::new(),
             arrived: Notify::new(),
@@ -90,22 +115,60 @@ impl AgentPool {
     }
 
     /// An agent for a turn that asks for `model`: a pooled one ([`AgentPool::take`]), or,
-    /// once the agent is known to have no model option, one started with `--model`.
+    /// when the agent's sessions have no model option, a warm one when the warm set is started
+    /// for `model` (the first model asked for becomes the warm set's), else one started with
+    /// `--model`.
     pub async fn take_for(self: &Arc<Self>, model: Option<&str>) -> Result<Agent, AcpError> {
         match model {
             Some(model) if self.model_on_command_line.load(Ordering::Acquire) => {
+                if self.warms_for(model) {
+                    return self.take().await;
+                }
                 self.served_cold.fetch_add(1, Ordering::Relaxed);
                 let mut spec = self.spec.clone();
-                spec.args = devin_bridge_agent::devin::options::with_model_flag(&spec.args, model);
+                spec.args = with_model_flag(&spec.args, model);
                 Agent::start(&spec, self.limits, &self.client).await
             }
             _ => self.take().await,
         }
     }
 
+    /// Whether the warm set is (now) started for `model`: the first model asked for becomes
+    /// the warm set's, and the refill is told.
+    fn warms_for(&self, model: &str) -> bool {
+        let Ok(mut warm) = self.warm_model.lock() else {
+            return false;
+        };
+        match warm.as_deref() {
+            Some(warm) => normalize_id(warm) == normalize_id(model),
+            None => {
+                tracing::info!(
+                    model,
+                    "prewarmed agents are started for this model (--model)"
+                );
+                *warm = Some(model.to_owned());
+                self.wanted.notify_one();
+                true
+            }
+        }
+    }
+
+    /// The recipe of the warm set: the plain spec, or with the model on the command line, the
+    /// spec for the warm model (none before a turn named one).
+    fn warm_spec(&self) -> Option<Spec> {
+        if !self.model_on_command_line.load(Ordering::Acquire) {
+            return Some(self.spec.clone());
+        }
+        let warm = self.warm_model.lock().ok()?.clone()?;
+        Some(Spec {
+            args: with_model_flag(&self.spec.args, &warm),
+            ..self.spec.clone()
+        })
+    }
+
     /// Records that the agent's sessions have no model option (a turn failed with
     /// [`AcpError::NoModelOption`]): later turns that ask for a model start their agent with
-    /// `--model`.
+    /// `--model`, and agents warmed without it are ended instead of served.
     pub fn learn_no_model_option(&self) {
         if !self.model_on_command_line.swap(true, Ordering::AcqRel) {
             tracing::info!("the agent's sessions have no model option; models are chosen with --model on its command line from now on");
@@ -120,15 +183,16 @@ impl AgentPool {
             return Ok(agent);
         }
         self.served_cold.fetch_add(1, Ordering::Relaxed);
+        let spec = self.warm_spec().unwrap_or_else(|| self.spec.clone());
         if self.target == 0 {
-            return Agent::start(&self.spec, self.limits, &self.client).await;
+            return Agent::start(&spec, self.limits, &self.client).await;
         }
         // The start runs in this request's task, so its end wakes the request directly (a start
         // in a task of its own would cost one more wake-up, which on a saturated machine is one
         // more trip through the run queue). If another agent is ready first, the start moves to
         // a task of its own and its agent joins the ready set.
         let counted = OwnStart::enter(self);
-        let (spec, limits, client) = (self.spec.clone(), self.limits, self.client.clone());
+        let (limits, client) = (self.limits, self.client.clone());
         let mut own = Box::pin(async move { Agent::start(&spec, limits, &client).await });
         loop {
             tokio::select! {
@@ -151,11 +215,19 @@ impl AgentPool {
         }
     }
 
-    /// The first ready agent that is still alive (dead ones are discarded); the refill is told
-    /// either way.
+    /// The first ready agent that is still alive and started for the warm set's model (dead
+    /// ones are discarded, ones of another model ended); the refill is told either way.
     fn pop_alive(&self) -> Option<Agent> {
         while let Some(mut agent) = self.pop() {
             self.wanted.notify_one();
+            if !self.is_warm_recipe(&agent) {
+                tracing::info!(
+                    pid = agent.pid(),
+                    "a prewarmed agent was started for another model; ending it"
+                );
+                tokio::spawn(agent.close());
+                continue;
+            }
             if agent.is_alive() {
                 return Some(agent);
             }
@@ -184,6 +256,15 @@ impl AgentPool {
             Some(agent) => agent.close().await,
             None => self.arrived.notify_one(),
         }
+    }
+
+    /// Whether `agent` was started from the warm set's current recipe (its `--model`).
+    fn is_warm_recipe(&self, agent: &Agent) -> bool {
+        let Some(spec) = self.warm_spec() else {
+            return true;
+        };
+        launched_model(&spec.args).map(|model| normalize_id(&model))
+            == agent.launched_model().map(normalize_id)
     }
 
     fn pop(&self) -> Option<Agent> {
@@ -216,11 +297,17 @@ impl AgentPool {
         let mut starting = tokio::task::JoinSet::new();
         let mut backoff = std::time::Duration::from_millis(100);
         while !self.closed.load(Ordering::Acquire) {
-            let missing = self.target.saturating_sub(
-                self.ready_len() + starting.len() + self.own_starts.load(Ordering::Acquire),
-            );
+            // With the model on the command line, nothing is warmed before a turn names it.
+            let recipe = self.warm_spec();
+            let missing = match recipe {
+                Some(_) => self.target.saturating_sub(
+                    self.ready_len() + starting.len() + self.own_starts.load(Ordering::Acquire),
+                ),
+                None => 0,
+            };
             for _ in 0..missing {
-                let (spec, limits, client) = (self.spec.clone(), self.limits, self.client.clone());
+                let Some(spec) = recipe.clone() else { break };
+                let (limits, client) = (self.limits, self.client.clone());
                 starting.spawn(async move { Agent::start(&spec, limits, &client).await });
             }
             tokio::select! {

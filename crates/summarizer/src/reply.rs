@@ -6,6 +6,7 @@ use devin_bridge_engine::TransformCalls as _;
 use devin_bridge_types::Failure;
 
 use super::calls::run_transform;
+use super::failures::with_retry_after;
 use super::Bridge;
 
 /// What an agent turn produced: its text, the token counts it reported, if any, and what
@@ -13,8 +14,11 @@ use super::Bridge;
 pub struct AgentReply {
     pub text: String,
     pub usage: Option<ReportedUsage>,
-    /// The model the agent reports ran the turn.
+    /// The model the agent reports ran the turn (a display label).
     pub observed_model: Option<String>,
+    /// Display-only messages and context compactions the agent reported (kept out of `text`).
+    pub display_messages: u32,
+    pub compactions: u32,
     /// How the requested model was applied (with its display name, when known).
     pub model: ModelApplied,
     /// How the requested effort was applied.
@@ -28,6 +32,8 @@ impl AgentReply {
             text: output.text,
             usage: output.usage,
             observed_model: output.observed_model,
+            display_messages: output.display_messages,
+            compactions: output.compactions,
             model: output.model,
             effort: output.effort,
         }
@@ -37,28 +43,39 @@ impl AgentReply {
 /// An agent failure as the client sees it. The agent's own error text is untrusted: it is
 /// cleaned by the sse component (`agent-error-message`); if that component fails, the text is
 /// left out rather than passed on uncleaned. The status follows [`AcpError::status`]: a
-/// retryable refusal is a 429, used-up credits a 400, a refused client identity a 502 whose
-/// message names the settings to change.
+/// retryable refusal is a 429 (whose `retry-after` is the wait the agent's service asked
+/// for, when it said), used-up credits a 400 (with the service's own explanation, cleaned), a
+/// refused client identity a 502 whose message names the settings to change.
 pub(super) async fn agent_failure(bridge: &Bridge, error: AcpError) -> Failure {
-    tracing::warn!(code = error.code(), status = error.status(), retryable = error.retryable(), kind = ?error.error_kind(), "agent failure");
-    let message = match error {
-        AcpError::Rpc { ref message, .. } => {
-            let raw = message.clone();
-            match run_transform(&bridge.transforms, raw.len(), move |t| {
-                t.agent_error_message(raw)
-            })
-            .await
-            {
-                Ok(clean) => format!("the agent failed: {clean}"),
-                Err(_) => "the agent failed".to_owned(),
-            }
-        }
-        ref other => other.to_string(),
+    tracing::warn!(code = error.code(), status = error.status(), retryable = error.retryable(), kind = ?error.error_kind(), retry_after = ?error.retry_after(), "agent failure");
+    let message = match &error {
+        AcpError::Rpc { message, .. } => match clean(bridge, message).await {
+            Some(clean) => format!("the agent failed: {clean}"),
+            None => "the agent failed".to_owned(),
+        },
+        AcpError::QuotaExceeded {
+            message: Some(said),
+        } => match clean(bridge, said).await {
+            Some(clean) => format!("{error}: {clean}"),
+            None => error.to_string(),
+        },
+        other => other.to_string(),
     };
     Failure {
         code: error.code().to_owned(),
-        message,
+        message: with_retry_after(message, error.retry_after()),
         status: error.status(),
         repairable: false,
     }
+}
+
+/// The agent's own words, cleaned by the sse component; `None` when it fails (the text is
+/// then left out rather than passed on uncleaned).
+async fn clean(bridge: &Bridge, raw: &str) -> Option<String> {
+    let raw = raw.to_owned();
+    run_transform(&bridge.transforms, raw.len(), move |t| {
+        t.agent_error_message(raw)
+    })
+    .await
+    .ok()
 }

@@ -17,7 +17,7 @@ use tracing::Instrument;
 
 use super::body::{full, ResponseBody, Streamed};
 use super::calls::run_transform;
-use super::failures::RETRY_AFTER_SECONDS;
+use super::failures::retry_after_of;
 use super::prepare::{prepare, Prepared};
 use super::resends::{Answer, Finished, Joined, Publisher, Stage, Waiter};
 use super::safeguard;
@@ -399,10 +399,11 @@ pub(crate) async fn error_response(bridge: &Bridge, failure: Failure) -> Respons
     .unwrap_or_else(|_| fallback_error_body(&failure));
     let mut response = json_response(status, body);
     if status == StatusCode::TOO_MANY_REQUESTS {
-        // What a client waits before it retries (Claude Code honours it).
+        // What a client waits before it retries (Claude Code honours it): the wait the agent's
+        // service asked for, else a default.
         response.headers_mut().insert(
             hyper::header::RETRY_AFTER,
-            hyper::header::HeaderValue::from(RETRY_AFTER_SECONDS),
+            hyper::header::HeaderValue::from(retry_after_of(&failure)),
         );
     }
     response

@@ -33,6 +33,18 @@ pub fn control_socket_path(policy: &SummarizerPolicy, listen: Option<&str>) -> P
 /// Sets up identities for `serve`: switches a root-started host to `[server] user` and
 /// decides whether agents get their own uid. Call before any thread exists.
 pub fn serve_identity(policy: &SummarizerPolicy) -> Result<AgentIdentity, IdentityError> {
+    let (identity, notice) = establish_identity(policy)?;
+    if let Some(notice) = notice {
+        eprintln!("devin-bridge: {notice}");
+    }
+    Ok(identity)
+}
+
+/// [`serve_identity`] without printing: the agents' identity and, when they share the host's,
+/// the notice that says so (`doctor` makes it one of its checks).
+pub fn establish_identity(
+    policy: &SummarizerPolicy,
+) -> Result<(AgentIdentity, Option<String>), IdentityError> {
     identity::establish(IdentityRequest {
         host_user: policy.server.user.as_deref(),
         agent_user: policy.agent.user.as_deref(),

@@ -23,7 +23,7 @@
 use std::time::Instant;
 
 use devin_bridge_agent::acp::{prompt_blocks, AcpError, ModelApplied, TurnOutput};
-use devin_bridge_agent::devin::stats::names_model;
+use devin_bridge_agent::devin::stats::{catalog_labels, names_any};
 use devin_bridge_engine::{Image, Prompt, TransformCalls as _};
 use devin_bridge_types::{estimate_tokens, Failure, Reply, Usage};
 use tokio::sync::OwnedSemaphorePermit;
@@ -93,15 +93,35 @@ async fn per_turn(
     Ok(output)
 }
 
-/// Compares the model that answered with the one the request named: logged and counted.
+/// Compares the model that answered (the agent reports a display label, "SWE-2 High") with
+/// the one the request named (an id): as ids, then by the display names known for the id (the
+/// session option's name for the value set, the catalog's labels for the id): logged and
+/// counted. A model chosen with `--model` (a session without a model option) has only the
+/// catalog's labels.
 fn check_model(bridge: &Bridge, requested: &str, reply: &AgentReply) {
-    let name = match &reply.model {
-        ModelApplied::Option { name, .. } => name.as_deref(),
-        _ => None,
+    let (value, name) = match &reply.model {
+        ModelApplied::Option { value, name } => (Some(value.as_str()), name.as_deref()),
+        ModelApplied::CommandLine { value } => (Some(value.as_str()), None),
+        ModelApplied::NotRequested => (None, None),
+    };
+    let names_it = |observed: &str| {
+        let set = value.unwrap_or(requested);
+        if names_any(observed, requested, name) || names_any(observed, set, name) {
+            return true;
+        }
+        // Only a label that is not the id itself costs a read of the catalog.
+        let catalog: serde_json::Value =
+            serde_json::from_str(&bridge.catalog()).unwrap_or_default();
+        let labels = catalog_labels(&catalog, requested)
+            .into_iter()
+            .chain(catalog_labels(&catalog, set));
+        labels
+            .into_iter()
+            .any(|label| names_any(observed, requested, [label.as_str()]))
     };
     let outcome = match reply.observed_model.as_deref() {
         None => "unreported",
-        Some(observed) if names_model(observed, requested, name) => "matched",
+        Some(observed) if names_it(observed) => "matched",
         Some(observed) => {
             tracing::warn!(
                 requested,
@@ -114,11 +134,18 @@ fn check_model(bridge: &Bridge, requested: &str, reply: &AgentReply) {
     bridge.metrics.count_model_check(outcome);
 }
 
-/// Counts an agent turn by the effort its request asked for and how it was applied.
+/// Counts an agent turn by the effort its request asked for and how it was applied, and the
+/// notices it kept out of its reply.
 fn count_effort(bridge: &Bridge, prompt: &Prompt, reply: &AgentReply) {
     bridge
         .metrics
         .count_effort(prompt.effort.as_deref(), reply.effort.label());
+    bridge
+        .metrics
+        .count_notices("display_message", reply.display_messages);
+    bridge
+        .metrics
+        .count_notices("compaction", reply.compactions);
 }
 
 fn narrated_intent() -> Failure {
@@ -248,8 +275,13 @@ async fn check(
 
 /// The usage a turn reports: the agent's own counts when it gave them (an output count it did
 /// not give is estimated), else the serializer's input estimate and the output's estimate.
+/// Reported counts are counted by their source (the turn's sums, or its last model request
+/// only).
 fn usage(bridge: &Bridge, prompt: &Prompt, reply: &AgentReply) -> Usage {
     bridge.metrics.count_usage(reply.usage.is_some());
+    if let Some(reported) = &reply.usage {
+        bridge.metrics.count_usage_source(reported.source.label());
+    }
     match reply.usage {
         Some(reported) => Usage {
             input_tokens: reported.input_tokens,

@@ -353,3 +353,26 @@ fn claude_print(
     assert!(status.is_some(), "claude did not finish:\n{text}");
     text
 }
+
+#[test]
+fn client_env_prints_only_its_exports_and_logs_only_with_v() {
+    // Each run in a fresh home, so each compiles the model-alias component (a log line).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let other = tempfile::tempdir().expect("tempdir");
+    let key = [("BRIDGE_API_KEY", "a-bridge-key-for-this-test")];
+    let quiet = client_env(dir.path(), &[], &key);
+    assert!(quiet.status.success());
+    assert!(
+        quiet.stderr.is_empty(),
+        "stderr: {}",
+        String::from_utf8_lossy(&quiet.stderr)
+    );
+    let verbose = client_env(other.path(), &["-v"], &key);
+    assert!(verbose.status.success());
+    assert_eq!(verbose.stdout, quiet.stdout, "-v changes stderr only");
+    assert!(
+        String::from_utf8_lossy(&verbose.stderr).contains("component compiled"),
+        "-v shows the bridge's log lines: {}",
+        String::from_utf8_lossy(&verbose.stderr)
+    );
+}

@@ -1,7 +1,10 @@
 //! `[models] source = "live"`: `/v1/models` and model validation use the account's catalog,
-//! read from the agent's session's model option (the offline agent offers the eight models of
-//! `policies/models.json`; the file here has a ninth, `ghost-1`), cached, with the file as the
-//! fallback; an agent that is not logged in is signed in once, headless, never in a browser.
+//! cached, with the file as the fallback (the file here has a model no agent offers,
+//! `ghost-1`). The summarizer's sessions have no model option, so the catalog is read from a
+//! session of the same CLI's full agent (the offline full agent offers the six models of its
+//! own catalog; it needs its configuration file, given here through `XDG_CONFIG_HOME`). A
+//! logged-out agent without a key fails the probe closed: the file's catalog serves and no
+//! browser is ever opened.
 
 use crate::common;
 
@@ -10,21 +13,39 @@ use std::time::{Duration, Instant};
 use common::bridge::TestBridge;
 use serde_json::{json, Value};
 
-/// What the offline agent's session offers.
-const LIVE_MODELS: [&str; 8] = [
-    "devin-cli-agentic/swe-1-7",
-    "devin-cli-agentic/swe-1-7-lightning",
-    "devin-cli-agentic/swe-1-6",
-    "devin-cli-agentic/swe-1-6-fast",
+/// What the offline full agent's session offers.
+const LIVE_MODELS: [&str; 6] = [
     "devin-cli-agentic/swe-2",
+    "devin-cli-agentic/swe-2-fast",
+    "devin-cli-agentic/swe-2-high",
     "devin-cli-agentic/kimi-k3",
     "devin-cli-agentic/glm-5-2",
     "devin-cli-agentic/muse-wonder",
 ];
 
+/// A configuration directory holding the full agent's `devin/config.json` (an empty
+/// configuration), set as this process's `XDG_CONFIG_HOME` for the agents these tests pass it to.
+fn full_agent_configuration() {
+    static SET: std::sync::Once = std::sync::Once::new();
+    SET.call_once(|| {
+        let dir = std::env::temp_dir().join(format!(
+            "devin-bridge-live-catalog-config-{}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(dir.join("devin")).expect("config dir");
+        std::fs::write(dir.join("devin").join("config.json"), "{}").expect("config");
+        std::env::set_var("XDG_CONFIG_HOME", &dir);
+    });
+}
+
 async fn bridge(pass_env: &[&str], extra_server: &str) -> TestBridge {
     common::bridge::signed_out_agent_environment();
-    let pass: Vec<&str> = ["MOCK_DEVIN_LOG"].iter().chain(pass_env).copied().collect();
+    full_agent_configuration();
+    let pass: Vec<&str> = ["MOCK_DEVIN_LOG", "XDG_CONFIG_HOME"]
+        .iter()
+        .chain(pass_env)
+        .copied()
+        .collect();
     let dir = tempfile::tempdir().expect("dir");
     let catalog = common::bridge::catalog_with_a_model_the_agent_lacks(dir.path());
     let bridge = TestBridge::start_with_catalog(
@@ -58,37 +79,37 @@ fn turn(model: &str) -> Value {
 
 #[tokio::test]
 async fn the_live_catalog_is_listed_and_validates_models() {
-    let bridge = bridge(&[], "").await;
+    let bridge = bridge(&["WINDSURF_API_KEY"], "").await;
     assert_eq!(listed(&bridge).await, LIVE_MODELS);
     let status = catalog_status(&bridge).await;
     assert_eq!(status["source"], "live", "{status}");
-    assert_eq!(status["models"], 8, "{status}");
+    assert_eq!(status["models"], 6, "{status}");
     // In the file's catalog, not in the account's: refused.
     let refused = bridge.messages(&turn("devin-cli-agentic/ghost-1")).await;
     assert_eq!(refused.status, 400, "{}", refused.body);
-    let accepted = bridge.messages(&turn("devin-cli-agentic/swe-1-7")).await;
+    let accepted = bridge.messages(&turn("devin-cli-agentic/swe-2")).await;
     assert_eq!(accepted.status, 200, "{}", accepted.body);
     bridge.stop().await;
 }
 
 #[tokio::test]
-async fn an_agent_that_needs_authentication_is_authenticated_once_with_its_api_key() {
+async fn an_agent_given_the_key_in_its_environment_lists_the_accounts_models_without_authenticate()
+{
     let bridge = bridge(&["MOCK_DEVIN_LOGGED_OUT", "WINDSURF_API_KEY"], "").await;
     assert_eq!(listed(&bridge).await, LIVE_MODELS);
     assert_eq!(catalog_status(&bridge).await["source"], "live");
-    let methods: Vec<Value> = bridge
-        .agent_events("authenticate")
-        .into_iter()
-        .map(|event| event["apiKey"].clone())
-        .collect();
-    assert_eq!(methods, [json!(true)], "one headless sign-in with the key");
+    // The CLI reads the key from its environment: nothing needed `authenticate`.
+    let methods: Vec<Value> = bridge.agent_events("authenticate");
+    assert!(methods.is_empty(), "{methods:?}");
     assert!(bridge.agent_events("browser_login").is_empty());
     bridge.stop().await;
 }
 
 #[tokio::test]
 async fn without_a_key_the_probe_fails_closed_to_the_file_catalog_and_never_opens_a_browser() {
-    let bridge = bridge(&["MOCK_DEVIN_LOGGED_OUT"], "").await;
+    // The older CLIs' variant: a logged-out `session/new` is refused, so the probe has no list.
+    std::env::set_var("MOCK_DEVIN_LOGOUT_STYLE", "session_new");
+    let bridge = bridge(&["MOCK_DEVIN_LOGGED_OUT", "MOCK_DEVIN_LOGOUT_STYLE"], "").await;
     let models = listed(&bridge).await;
     assert!(
         models.len() > LIVE_MODELS.len(),
@@ -105,7 +126,7 @@ async fn without_a_key_the_probe_fails_closed_to_the_file_catalog_and_never_open
 
 #[tokio::test]
 async fn an_expired_catalog_is_read_again() {
-    let bridge = bridge(&[], "discovery_cache_ms = 200").await;
+    let bridge = bridge(&["WINDSURF_API_KEY"], "discovery_cache_ms = 200").await;
     assert_eq!(listed(&bridge).await, LIVE_MODELS);
     let probes = || bridge.agent_events("session_new").len();
     let before = probes();

@@ -37,3 +37,4 @@ mod sign_in;
 mod summarizer;
 mod swap_under_load;
 mod tool_calls_and_usage;
+mod traces;

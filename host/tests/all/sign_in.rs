@@ -1,8 +1,10 @@
-//! An agent whose home is not logged in answers `session/new` with `-32000`. On a turn, on
-//! either transport, the bridge then signs it in once, headless (`authenticate` with
-//! `devin-browser` and the key in `_meta`), only when `WINDSURF_API_KEY` reaches the agent, and
-//! asks again; without the key the turn fails closed as a gateway error that says how to log
-//! in, and the browser flow is never started.
+//! An agent whose home is not logged in fails a turn as "not signed in" (at `session/new` or,
+//! as newer CLIs do and the offline agent does by default, at the prompt). When
+//! `WINDSURF_API_KEY` reaches the agent, the CLI reads it from its environment and is signed
+//! in without any `authenticate`; without the key the turn fails closed as a gateway error
+//! that says how to log in, and the browser flow is never started. (The bridge's one headless
+//! `authenticate` and retry, for a CLI that still refuses, is tested with the dialect's unit
+//! tests and the logged-out traces of `tests/traces/`.)
 
 use crate::common;
 
@@ -41,20 +43,20 @@ fn sign_ins(bridge: &TestBridge) -> Vec<Value> {
 }
 
 #[tokio::test]
-async fn a_per_turn_agent_that_needs_authentication_is_signed_in_with_its_api_key() {
+async fn a_per_turn_agent_given_the_api_key_in_its_environment_needs_no_authenticate() {
     let bridge = bridge("per-turn", &["WINDSURF_API_KEY"]).await;
     for _ in 0..2 {
         let reply = bridge.messages(&turn("hi [mock:text]")).await;
         assert_eq!(reply.status, 200, "{}", reply.body);
     }
-    // One agent process per turn, each signed in once.
-    assert_eq!(sign_ins(&bridge), [json!(true), json!(true)]);
+    // The CLI prefers the key in its environment: no process needed `authenticate`.
+    assert!(sign_ins(&bridge).is_empty(), "{:?}", sign_ins(&bridge));
     assert!(bridge.agent_events("browser_login").is_empty());
     bridge.stop().await;
 }
 
 #[tokio::test]
-async fn a_resident_agent_is_signed_in_once_for_every_session_it_serves() {
+async fn a_resident_agent_given_the_api_key_in_its_environment_serves_every_session() {
     let bridge = bridge("resident", &["WINDSURF_API_KEY"]).await;
     let first = bridge
         .conversation_turn("signed-in-a", &turn("one [mock:text]"))
@@ -65,7 +67,7 @@ async fn a_resident_agent_is_signed_in_once_for_every_session_it_serves() {
         .await;
     assert_eq!(second.status, 200, "{}", second.body);
     assert_eq!(bridge.agent_events("session_new").len(), 2);
-    assert_eq!(sign_ins(&bridge), [json!(true)]);
+    assert!(sign_ins(&bridge).is_empty(), "{:?}", sign_ins(&bridge));
     bridge.stop().await;
 }
 

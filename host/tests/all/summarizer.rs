@@ -284,9 +284,20 @@ async fn each_fault_has_its_own_code_in_the_logs_and_status() {
         AcpError::OutputTooLarge(1).code(),
         AcpError::UnauthorizedTool.code(),
         AcpError::Timeout(1).code(),
-        AcpError::RateLimited { retryable: true }.code(),
-        AcpError::QuotaExceeded.code(),
-        AcpError::Network { retryable: true }.code(),
+        AcpError::RateLimited {
+            retryable: true,
+            retry_after: None,
+        }
+        .code(),
+        AcpError::QuotaExceeded { message: None }.code(),
+        AcpError::Network {
+            retryable: true,
+            retry_after: None,
+        }
+        .code(),
+        AcpError::ContentFiltered.code(),
+        AcpError::OutputTruncated.code(),
+        AcpError::TurnLimit.code(),
         AcpError::ClientIdentityRefused.code(),
         AcpError::SessionNotFound.code(),
         AcpError::NoModelOption.code(),
@@ -312,11 +323,16 @@ async fn each_fault_has_its_own_code_in_the_logs_and_status() {
 #[tokio::test]
 async fn permission_and_agent_requests_are_refused() {
     let bridge = TestBridge::start("", "prewarm = 0").await;
+    // The CLI announces the call (`tool_call`) before it asks for permission: the summarizer
+    // runs no tool of the agent's, so the turn is stopped at the announcement, fail closed.
     let response = bridge.messages(&request("[mock:permission]", false)).await;
-    assert_eq!(response.status, 200, "{}", response.body);
-    assert_eq!(
-        response.json()["content"][0]["text"],
-        "permission outcome: cancelled"
+    assert_eq!(response.status, 502, "{}", response.body);
+    assert!(
+        response
+            .body
+            .contains("the agent tried to run a tool itself"),
+        "{}",
+        response.body
     );
     let response = bridge
         .messages(&request("[mock:agent-request]", false))
@@ -563,7 +579,13 @@ async fn count_tokens_models_and_health() {
     assert!(ids.iter().all(|id| id.starts_with("devin-cli-agentic/")));
     assert_eq!(models["data"][0]["capabilities"]["vision"], false);
 
-    // The prewarmed agent is up once the pool has refilled; health counts it.
+    // The summarizer's model goes on its agent's command line, so the warm set waits for the
+    // first turn to name the model; the pool then refills with an agent for it, which health
+    // counts.
+    assert_eq!(
+        bridge.messages(&request("[mock:text]", false)).await.status,
+        200
+    );
     for _ in 0..200 {
         if bridge.agents() == 1 {
             break;

@@ -170,10 +170,12 @@ fn counts(usage: &Value) -> [u64; 4] {
 async fn reported_usage_reaches_the_client_and_estimates_fill_in_otherwise() {
     for agent in ["prewarm = 0", "transport = \"resident\""] {
         let bridge = TestBridge::start("", agent).await;
-        // The agent's own counts, cache reads and writes included.
+        // The agent's own counts, cache reads included (the CLI reports no cache writes). The
+        // CLI's `totalTokens` is input + output, so its cached reads sit inside its
+        // `inputTokens` (4321): Anthropic's `input_tokens` is what is left, 4321 - 4000.
         let (json_usage, delta_usage) = usages(&bridge, "[mock:usage]").await;
-        assert_eq!(counts(&json_usage), [4321, 42, 4000, 300], "{agent}");
-        assert_eq!(counts(&delta_usage), [4321, 42, 4000, 300], "{agent}");
+        assert_eq!(counts(&json_usage), [321, 42, 4000, 0], "{agent}");
+        assert_eq!(counts(&delta_usage), [321, 42, 4000, 0], "{agent}");
 
         // No usage reported: the serializer's estimate, the same number count_tokens gives.
         let counted = bridge
@@ -212,6 +214,21 @@ async fn reported_usage_reaches_the_client_and_estimates_fill_in_otherwise() {
         };
         assert_eq!(line("reported"), 4, "{agent}\n{metrics}");
         assert_eq!(line("estimated"), 2, "{agent}\n{metrics}");
+        // Which report the counts came from: the turn's own sums (`turn_stats`) for both
+        // `[mock:usage]` turns, the context size for both `[mock:usage-update]` turns.
+        let reported = |source: &str| {
+            metrics
+                .lines()
+                .find(|line| {
+                    line.starts_with("devin_bridge_turn_usage_reported_total")
+                        && line.contains(&format!("source=\"{source}\""))
+                })
+                .and_then(|line| line.rsplit(' ').next())
+                .and_then(|count| count.parse::<u64>().ok())
+                .unwrap_or_else(|| panic!("no {source} count in\n{metrics}"))
+        };
+        assert_eq!(reported("turn_stats"), 2, "{agent}\n{metrics}");
+        assert_eq!(reported("context_size"), 2, "{agent}\n{metrics}");
         bridge.stop().await;
     }
 }

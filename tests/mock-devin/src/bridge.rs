@@ -16,7 +16,7 @@ use crate::trace::{
     continuation_trace, without_reminders, Prompt, BRIDGE_HEADER, REPAIR_HEADER, SEPARATOR,
     TRACE_HEADER,
 };
-use crate::wire::{self, Refusal};
+use crate::wire::{Refusal, StopCause, Tokens};
 
 pub(crate) const TEXT: &str = "Mock answer: the bridge works.";
 pub(crate) const NARRATION: &str = "I'll run the tests next to check the fix.";
@@ -82,14 +82,13 @@ fn marker_tool(tools: &[&str], command: &str, description: &str) -> (String, Val
     }
 }
 
-/// The usage `[mock:usage]` reports, whatever the prompt. The cache-write count is the one
-/// field the CLI's usage is not known to carry: the marker exists to prove that a client
-/// passes every reported count on.
-pub(crate) fn reported_usage() -> Value {
-    let mut usage = wire::usage(4321, 42, 4000);
-    usage["cachedWriteTokens"] = json!(300);
-    usage
-}
+/// The usage `[mock:usage]` reports for the turn's one model request, whatever the prompt:
+/// most of the input is cached reads (which `totalTokens` does not add again).
+pub(crate) const REPORTED_USAGE: Tokens = Tokens {
+    input: 4321,
+    output: 42,
+    cached_read: 4000,
+};
 
 /// The first word ending in `.png` in the trace's `[User]` sections (what `[mock:read-image]`
 /// asks the client to read).
@@ -216,6 +215,11 @@ pub(crate) fn plan(
         Scenario::Text | Scenario::Usage | Scenario::NoUsage | Scenario::UsageUpdate => {
             reply(TEXT.into(), "text")
         }
+        Scenario::Compaction => {
+            steps.push(Step::Compaction);
+            reply(TEXT.into(), "text")
+        }
+        Scenario::Stop(cause) => stop_ending(cause),
         Scenario::Tool => tool_reply(&mut steps),
         Scenario::NarrateThenTool | Scenario::MalformedThenTool if repair => tool_reply(&mut steps),
         Scenario::NarrateThenTool | Scenario::NarrateAlways => reply(NARRATION.into(), "narration"),
@@ -337,6 +341,7 @@ pub(crate) fn plan(
                 call_id: "c1".into(),
                 title: "Run npm test",
                 obeyed: false,
+                asks: 1,
             });
             notes_reply()
         }
@@ -407,12 +412,22 @@ pub(crate) fn plan(
     let mut plan = Plan::new(scenario.name(), trace, log, ending);
     plan.steps = steps;
     plan.usage = match scenario {
-        Scenario::Usage => Usage::Fixed(reported_usage()),
+        Scenario::Usage => Usage::Fixed(REPORTED_USAGE),
         Scenario::NoUsage => Usage::Omitted,
         Scenario::UsageUpdate => Usage::Context(CONTEXT_USED),
         _ => Usage::Counted { cached_half: false },
     };
     Ok((plan, unknown))
+}
+
+/// A turn that ends with an `agent_stopped` cause that is not an error: what text there is,
+/// the cause with its `errorMessage`, then an ordinary `end_turn`.
+pub(crate) fn stop_ending(cause: StopCause) -> Ending {
+    Ending::Reply(Reply {
+        cause: cause.name(),
+        error_message: cause.error_message(),
+        ..Reply::text(cause.reply(), "stopped")
+    })
 }
 
 /// An envelope whose tool call is logged when the turn plays it.

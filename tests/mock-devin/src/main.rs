@@ -17,12 +17,15 @@
 //!   them apart is data: their [`profile`] (catalog, sign-in, workspace, sessions, concurrency)
 //!   and the dialect that turns a prompt into a turn's plan ([`bridge`] for the summarizer's
 //!   scenarios, [`full::markers`] for the full agent's markers).
-//! - A global `--model M` (or `--model=M`) before `acp` picks the starting model; a model the
-//!   agent does not offer: a message on stderr and exit status 2.
+//! - `--model M` (or `--model=M`) before `acp` or after it picks the model every session of
+//!   the process starts with (after it wins when both are given); a model the agent does not
+//!   offer makes every `session/new` fail with the unknown-model error.
 //! - `mock-devin -p [FLAGS] PROMPT`: print mode ([`mod@print`]).
-//! - `mock-devin acp` with `--cloud`, `--model` (after `acp`), `--refusal-fallback`, an
-//!   `--agent-type` other than `summarizer`, or any other argument: a message on stderr and
-//!   exit status 64 (so a test proves the companion never passes them).
+//! - `mock-devin acp` with `--cloud`, `--refusal-fallback`, an `--agent-type` other than
+//!   `summarizer`, or any other argument: a message on stderr and exit status 64 (so a test
+//!   proves the companion never passes them).
+//! - `mock-devin --replay FILE ...` (or `--replay=FILE`, anywhere in argv): plays the agent of
+//!   a recorded trace ([`replay`]); the rest of argv is not read.
 //! - `mock-devin --version`: prints `devin 3000.11.4 (mock-devin offline)`.
 //! - `mock-devin models list [--format json]`: the model catalog (see [`full::catalog`]),
 //!   exit 0 whether or not anyone is signed in.
@@ -38,9 +41,10 @@
 //! - `MOCK_DEVIN_IMAGES=1`: the summarizer agent advertises and accepts image prompts.
 //! - `MOCK_DEVIN_LOGGED_OUT=1`: the summarizer agent is signed out unless credentials exist or
 //!   it authenticated with a key.
-//! - `MOCK_DEVIN_NO_MODEL_OPTION=1`: sessions of either agent offer no model option.
+//! - `MOCK_DEVIN_LOGOUT_STYLE`: how a signed-out process fails (`prompt`, the default, or
+//!   `session_new`).
 //! - `MOCK_DEVIN_THOUGHT_LEVEL=1`: sessions of either agent offer a `thought_level` select.
-//! - `MOCK_DEVIN_EFFORT_VARIANTS=1`: the summarizer agent's sessions also offer `swe-2-high`.
+//! - `MOCK_DEVIN_EFFORT_VARIANTS=1`: the summarizer agent also takes `--model swe-2-high`.
 //! - `MOCK_DEVIN_LOG`: append one JSON line per action to this file (never prompt text,
 //!   environment values or keys).
 //!
@@ -54,6 +58,7 @@ mod plugin_script;
 mod print;
 mod probe;
 mod profile;
+mod replay;
 mod rpc;
 mod scenario;
 mod script;
@@ -72,13 +77,13 @@ use serde_json::json;
 
 use crate::profile::{AgentType, Profile};
 
-pub const AGENT_NAME: &str = "mock-devin";
+/// The CLI version `--version` reports (`initialize`'s `agentInfo` names the agent instead).
 pub const AGENT_VERSION: &str = "3000.11.4";
 pub const USAGE_EXIT: i32 = 64;
 /// The exit status of a command line the CLI's argument parser refuses.
 pub const ARGS_EXIT: i32 = 2;
-/// Flags of the real `devin acp` that companion mode must never pass after `acp`.
-const FORBIDDEN_FLAGS: [&str; 3] = ["--cloud", "--model", "--refusal-fallback"];
+/// Flags of the real `devin acp` that the bridge must never pass after `acp`.
+const FORBIDDEN_FLAGS: [&str; 2] = ["--cloud", "--refusal-fallback"];
 
 /// `MOCK_DEVIN_LOG`, when set.
 pub fn log_path() -> Option<PathBuf> {
@@ -98,7 +103,7 @@ enum Invocation {
     Models {
         json: bool,
     },
-    /// An ACP agent, with the model of a global `--model`.
+    /// An ACP agent, with the model of a `--model` before or after `acp`.
     Acp(AgentType, Option<String>),
     /// `-p`: one prompt, answered on stdout.
     Print(print::Args),
@@ -151,36 +156,58 @@ fn invocation(args: &[OsString]) -> Invocation {
         (["models", "list", "--format", "json"] | ["models", "list", "--format=json"], None) => {
             Invocation::Models { json: true }
         }
-        (["acp"], _) => Invocation::Acp(AgentType::Full, model),
-        (["acp", "--agent-type", "summarizer"], _) => Invocation::Acp(AgentType::Summarizer, model),
-        (["acp", rest @ ..], _) => {
-            let forbidden = rest.iter().find(|arg| {
-                FORBIDDEN_FLAGS
-                    .iter()
-                    .any(|flag| *arg == flag || arg.starts_with(&format!("{flag}=")))
-            });
-            let agent_type = rest
-                .iter()
-                .position(|arg| *arg == "--agent-type")
-                .map(|at| rest.get(at + 1).copied().unwrap_or("(missing)"));
-            Invocation::Refused(match (forbidden, agent_type) {
-                (Some(flag), _) => format!(
-                    "unsupported arguments {args:?}: {flag} is refused (the full agent is run \
-                     without --cloud, --model or --refusal-fallback after `acp`)"
-                ),
-                (None, Some(kind)) => format!(
-                    "unsupported arguments {args:?}: unknown --agent-type {kind:?} (only \
-                     `summarizer`, or none for the full agent)"
-                ),
-                (None, None) => format!("unsupported arguments {args:?}"),
-            })
-        }
+        (["acp", rest @ ..], _) => acp(&args, rest, model),
         _ => Invocation::Refused(format!(
             "unsupported arguments {args:?}; the supported invocations are `mock-devin [--model \
              M] acp`, `mock-devin [--model M] acp --agent-type summarizer`, `mock-devin -p \
              [FLAGS] PROMPT`, `mock-devin models list [--format json]` and `mock-devin --version`"
         )),
     }
+}
+
+/// `acp [--agent-type summarizer] [--model M]`, in any order; `--model` after `acp` wins over
+/// the global one.
+fn acp(args: &[&str], rest: &[&str], global: Option<String>) -> Invocation {
+    let mut agent = AgentType::Full;
+    let mut model = global;
+    let mut rest = rest.iter();
+    while let Some(arg) = rest.next() {
+        match *arg {
+            "--model" => {
+                match rest.next() {
+                    Some(value) if !value.starts_with('-') => model = Some((*value).to_owned()),
+                    _ => return Invocation::BadArgs(
+                        "error: a value is required for '--model <MODEL>' but none was supplied"
+                            .to_owned(),
+                    ),
+                }
+            }
+            _ if arg.starts_with("--model=") => model = Some(arg["--model=".len()..].to_owned()),
+            "--agent-type" => match rest.next() {
+                Some(&"summarizer") => agent = AgentType::Summarizer,
+                other => {
+                    return Invocation::Refused(format!(
+                        "unsupported arguments {args:?}: unknown --agent-type {:?} (only \
+                         `summarizer`, or none for the full agent)",
+                        other.copied().unwrap_or("(missing)")
+                    ))
+                }
+            },
+            _ => {
+                let forbidden = FORBIDDEN_FLAGS
+                    .iter()
+                    .find(|flag| arg == *flag || arg.starts_with(&format!("{flag}=")));
+                return Invocation::Refused(match forbidden {
+                    Some(_) => format!(
+                        "unsupported arguments {args:?}: {arg} is refused (the agent is run \
+                         without --cloud or --refusal-fallback)"
+                    ),
+                    None => format!("unsupported arguments {args:?}"),
+                });
+            }
+        }
+    }
+    Invocation::Acp(agent, model)
 }
 
 /// The flags' names only (never their values), as evidence of what a caller passed.
@@ -192,25 +219,17 @@ fn flag_names(args: &[OsString]) -> Vec<String> {
         .collect()
 }
 
-/// Ends the process with status 2 when `--model` named a model `agent` does not offer.
-fn check_model(agent: AgentType, model: Option<&str>) {
-    let (models, _) = agent.models();
-    if let Some(model) = model.filter(|model| !models.iter().any(|(id, _)| id == model)) {
-        eprintln!(
-            "error: invalid value '{model}' for '--model <MODEL>': {}",
-            wire::model_not_found_message(model, models.iter().map(|(id, _)| id.as_str()))
-        );
-        log::Log::new(log_path()).event(
-            "argv_refused",
-            None,
-            json!({"flags": ["--model"], "status": ARGS_EXIT}),
-        );
-        std::process::exit(ARGS_EXIT);
-    }
-}
-
 fn main() {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    // `--replay FILE`: a recorded trace plays the agent (see `replay`).
+    match replay::wanted(&args) {
+        Some(Ok(file)) => replay::run(&file),
+        Some(Err(message)) => {
+            eprintln!("mock-devin: {message}");
+            std::process::exit(USAGE_EXIT);
+        }
+        None => {}
+    }
     let (agent, model) = match invocation(&args) {
         Invocation::Version => {
             println!("devin {AGENT_VERSION} (mock-devin offline)");
@@ -249,7 +268,6 @@ fn main() {
         Invocation::Print(parsed) => print::run(&parsed),
         Invocation::Acp(agent, model) => (agent, model),
     };
-    check_model(agent, model.as_deref());
     match Profile::new(agent, model) {
         Ok(profile) => server::run(profile),
         Err(message) => {
@@ -284,6 +302,20 @@ mod tests {
             parse(&["--model=kimi-k3", "acp"]),
             Invocation::Acp(AgentType::Full, Some("kimi-k3".into()))
         );
+        // --model after the subcommand too, in any place; it wins over the global one.
+        assert_eq!(
+            parse(&["acp", "--agent-type", "summarizer", "--model", "swe-1-6"]),
+            Invocation::Acp(AgentType::Summarizer, Some("swe-1-6".into()))
+        );
+        assert_eq!(
+            parse(&["acp", "--model=swe-1-6", "--agent-type", "summarizer"]),
+            Invocation::Acp(AgentType::Summarizer, Some("swe-1-6".into()))
+        );
+        assert_eq!(
+            parse(&["--model", "swe-2", "acp", "--model", "kimi-k3"]),
+            Invocation::Acp(AgentType::Full, Some("kimi-k3".into()))
+        );
+        assert!(matches!(parse(&["acp", "--model"]), Invocation::BadArgs(_)));
         assert!(matches!(parse(&["--model"]), Invocation::BadArgs(_)));
         assert!(matches!(
             parse(&["--model", "x", "models", "list"]),
@@ -309,8 +341,7 @@ mod tests {
         assert_eq!(parse(&[GRANDCHILD_ARG, "7"]), Invocation::Grandchild(7));
         for (args, says) in [
             (&["acp", "--cloud"][..], "--cloud is refused"),
-            (&["acp", "--model", "swe-2"], "--model is refused"),
-            (&["acp", "--model=swe-2"], "--model=swe-2 is refused"),
+            (&["acp", "--cloud=true"], "--cloud=true is refused"),
             (
                 &["acp", "--refusal-fallback"],
                 "--refusal-fallback is refused",

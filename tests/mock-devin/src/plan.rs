@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::scenario::ErrorKind;
+use crate::wire::Tokens;
 
 /// Everything a turn does, decided before it starts.
 pub(crate) struct Plan {
@@ -57,19 +58,19 @@ impl Plan {
 pub(crate) enum Usage {
     /// Token counts of prompt and reply; cached reads half the input when `cached_half`.
     Counted { cached_half: bool },
-    /// These counts, whatever the prompt.
-    Fixed(Value),
+    /// These counts for the turn's one model request, whatever the prompt.
+    Fixed(Tokens),
     /// No usage.
     Omitted,
-    /// No usage, but a `usage_update {used, size: 256000}` before agent_stopped.
+    /// No usage, but a `usage_update {used, size: 256000, _meta}` before turn_stats.
     Context(u64),
 }
 
 /// Something the agent does before its reply.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Step {
-    /// `_cognition.ai/output`, `available_commands_update` and `_cognition.ai/turn_stats`: what
-    /// a real turn sends before anything else.
+    /// `_cognition.ai/output` and `available_commands_update`: what a real turn sends before
+    /// anything else.
     Prelude,
     /// An `agent_thought_chunk`.
     Thought,
@@ -84,8 +85,10 @@ pub(crate) enum Step {
     Update(Value),
     /// A raw stdout line (not JSON, or a response nobody asked for).
     Line(String),
-    /// A tool call (named in `_meta["cognition.ai/toolName"]` when `name` is given) with its
-    /// ACP kind, pending then completed. Counted in agent_stopped.
+    /// A tool call with its ACP kind, pending then completed, named (when `name` is given) in
+    /// `_meta["cognition.ai/toolName"]` for an MCP tool (`mcp__server__tool`) and in
+    /// `_meta["cognition.ai/inferenceToolName"]` for a native one. Counted in agent_stopped;
+    /// one model request of the turn.
     Tool {
         call_id: String,
         name: Option<String>,
@@ -94,13 +97,20 @@ pub(crate) enum Step {
     /// A `write` tool call that writes [`permissions::WRITTEN`] when the mode and the rules
     /// allow it; notes what happened.
     Write { call_id: String, path: String },
-    /// `session/request_permission`; notes `permission outcome: <outcome>`. When `obeyed`, the
-    /// note names the selected option and a `cancelled` outcome cancels the turn.
+    /// A `tool_call` update, then `session/request_permission` whose `toolCall` holds only its
+    /// id; notes `permission outcome: <outcome>`. A rejection fails the call, and the agent asks
+    /// again with a new call, up to `asks` requests in all. When `obeyed`, the note names the
+    /// selected option (and the number of asks when there were several) and a `cancelled`
+    /// outcome cancels the turn.
     Permission {
         call_id: String,
         title: &'static str,
         obeyed: bool,
+        asks: u8,
     },
+    /// Context compaction: a display-only `agent_message_chunk` ("Compacting context...") and
+    /// a `_cognition.ai/compaction` notification; neither is part of the reply.
+    Compaction,
     /// A request to the client (the turn adds `sessionId` to `params`); notes `prefix` and the
     /// answer: its error code or result, each after `error `/`result ` when `tagged`. The
     /// answer is logged as `log`.
@@ -122,7 +132,12 @@ impl Step {
     pub(crate) fn acts(&self) -> bool {
         !matches!(
             self,
-            Self::Prelude | Self::Thought | Self::Log(..) | Self::Wait(_) | Self::Pause(_)
+            Self::Prelude
+                | Self::Thought
+                | Self::Log(..)
+                | Self::Wait(_)
+                | Self::Pause(_)
+                | Self::Compaction
         )
     }
 }
@@ -160,6 +175,8 @@ pub(crate) struct Reply {
     pub log_text: bool,
     /// Exit status 3 once the answer is out (a process lost between turns).
     pub exit_after: bool,
+    /// agent_stopped's `errorMessage`.
+    pub error_message: Option<&'static str>,
 }
 
 impl Reply {
@@ -174,13 +191,14 @@ impl Reply {
             kind,
             log_text: true,
             exit_after: false,
+            error_message: None,
         }
     }
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Chunks {
-    /// The text (after any notes) split in two at its middle.
+    /// The text (after any notes) split in two at its middle; an empty text sends no chunk.
     Halves(String),
     /// These parts, with a wait between two.
     Parts(Vec<String>, Duration),

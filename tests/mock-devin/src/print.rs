@@ -1,8 +1,14 @@
 //! Print mode: `mock-devin -p [--model M] [--permission-mode P] [--sandbox] [-r SESSION]
 //! [--respect-workspace-trust BOOL] [--] PROMPT`, one prompt answered on stdout, the way
-//! `devin -p` answers it (its argument errors, its "not logged in", its agent-error tail).
+//! `devin -p` answers it (its argument errors, its "not logged in", workspace trust, its
+//! agent-error tail).
+//!
+//! Checks run in this order: argv (exit 2), `autonomous` without `--sandbox` (exit 1), workspace
+//! trust (exit 1), sign-in (exit 1), the model (exit 1), then the prompt's markers.
 
-use serde_json::json;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
 
 use crate::full::catalog;
 use crate::full::markers::marker_bodies;
@@ -10,7 +16,12 @@ use crate::log;
 use crate::wire::{self, Fault};
 
 /// The permission modes `--permission-mode` takes, as the CLI lists them.
-const PERMISSION_MODES: &str = "normal, accept-edits, dangerous, autonomous";
+const PERMISSION_MODES: &str =
+    "normal (auto), accept-edits, dangerous (yolo, bypass), autonomous (requires --sandbox)";
+/// What print mode says about `--permission-mode autonomous` without `--sandbox` (the CLI's
+/// exact words are not recorded, only that it names `--sandbox`).
+pub(crate) const AUTONOMOUS_NEEDS_SANDBOX: &str =
+    "Error: --permission-mode autonomous requires --sandbox";
 
 /// A parsed print-mode command line.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -54,10 +65,9 @@ fn permission_mode(value: &str) -> Result<&'static str, String> {
         "dangerous" | "yolo" | "bypass" => "dangerous",
         "autonomous" => "autonomous",
         _ => {
-            return Err(invalid_value(
-                value,
-                "--permission-mode <PERMISSION_MODE>",
-                PERMISSION_MODES,
+            return Err(format!(
+                "error: invalid value '{value}' for '--permission-mode <PERMISSION_MODE>': \
+                 Invalid permission mode: {value}. Valid options: {PERMISSION_MODES}"
             ))
         }
     })
@@ -117,20 +127,18 @@ pub(crate) fn parse(args: &[&str]) -> Result<Args, String> {
             _ => return Err(unexpected(arg)),
         }
     }
-    if parsed.permission_mode.as_deref() == Some("autonomous") && !parsed.sandbox {
-        return Err("error: --permission-mode autonomous requires --sandbox".to_owned());
-    }
     parsed.prompt = prompt.ok_or_else(|| {
         "error: the following required arguments were not provided:\n  <PROMPT>".to_owned()
     })?;
     Ok(parsed)
 }
 
-/// The agent-error report of `devin -p`: the message with a trace id, then the JSON tail.
-fn agent_error(message: &str, kind: &str, retryable: bool) -> String {
+/// The agent-error report of `devin -p`: the message with a trace id, then the error's data as
+/// indented JSON.
+fn agent_error(message: &str, data: &Value) -> String {
+    let tail = serde_json::to_string_pretty(data).unwrap_or_else(|_| "{}".to_owned());
     format!(
-        "Error: Agent error: {message} (trace ID: {}): {{\n  \"cognition.ai/errorKind\": \"{kind}\",\n  \
-         \"cognition.ai/retryable\": {retryable}\n}}",
+        "Error: Agent error: {message} (trace ID: {}): {tail}",
         wire::random_hex(8)
     )
 }
@@ -142,10 +150,47 @@ struct PrintResult {
     status: i32,
 }
 
-/// Signed in for print mode: credentials on disk, or a non-empty `WINDSURF_API_KEY`.
+/// Signed in for print mode: a valid `WINDSURF_API_KEY` (preferred over stored credentials,
+/// so an invalid one signs the process out), else credentials on disk.
 fn signed_in() -> bool {
-    wire::credentials_exist()
-        || std::env::var_os("WINDSURF_API_KEY").is_some_and(|key| !key.is_empty())
+    wire::environment_key().unwrap_or_else(wire::credentials_exist)
+}
+
+/// `$XDG_CONFIG_HOME/devin/config.json` (fallback `$HOME/.config/devin/config.json`).
+fn config_file() -> Option<PathBuf> {
+    let dir = match std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => std::env::var_os("HOME")
+            .filter(|v| !v.is_empty())
+            .map(|home| PathBuf::from(home).join(".config")),
+    };
+    dir.map(|dir| dir.join("devin").join("config.json"))
+}
+
+/// Whether `dir` is a trusted workspace. How the real CLI records trust is not known: the mock
+/// trusts a directory when it, or a directory above it, is listed in `trustedWorkspaces` (a
+/// list of absolute paths) of `config.json`. A missing or unreadable file trusts nothing.
+pub(crate) fn trusted(dir: &Path) -> bool {
+    const MAX_CONFIG: u64 = 1024 * 1024;
+    let Some(file) = config_file() else {
+        return false;
+    };
+    let small = std::fs::metadata(&file).is_ok_and(|meta| meta.len() <= MAX_CONFIG);
+    let config: Option<Value> = small
+        .then(|| std::fs::read_to_string(&file).ok())
+        .flatten()
+        .and_then(|text| serde_json::from_str(&text).ok());
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    config
+        .as_ref()
+        .and_then(|config| config.get("trustedWorkspaces"))
+        .and_then(Value::as_array)
+        .is_some_and(|listed| {
+            listed.iter().filter_map(Value::as_str).any(|entry| {
+                let entry = std::fs::canonicalize(entry).unwrap_or_else(|_| entry.into());
+                dir.starts_with(entry)
+            })
+        })
 }
 
 fn answer(args: &Args) -> PrintResult {
@@ -154,6 +199,19 @@ fn answer(args: &Args) -> PrintResult {
         stderr,
         status: 1,
     };
+    if args.permission_mode.as_deref() == Some("autonomous") && !args.sandbox {
+        return fail(AUTONOMOUS_NEEDS_SANDBOX.to_owned());
+    }
+    if args.respect_workspace_trust.unwrap_or(true) {
+        let here = std::env::current_dir().unwrap_or_default();
+        if !trusted(&here) {
+            return fail(format!(
+                "Error: Workspace {} is not trusted. Trust it in an interactive `devin` \
+                 session first, or pass --respect-workspace-trust false.",
+                here.display()
+            ));
+        }
+    }
     if !signed_in() {
         return fail("Error: Not logged in".to_owned());
     }
@@ -163,8 +221,8 @@ fn answer(args: &Args) -> PrintResult {
         .unwrap_or_else(|| catalog::DEFAULT_MODEL.to_owned());
     if catalog::find_offered(&model).is_none() {
         let offered: Vec<String> = catalog::offered().map(|(id, _)| id).collect();
-        let message = wire::model_not_found_message(&model, offered.iter().map(String::as_str));
-        return fail(agent_error(&message, "invalid_argument", false));
+        let (_, message, data) = wire::model_not_found(&model, offered.iter().map(String::as_str));
+        return fail(agent_error(&message, &data.unwrap_or_default()));
     }
     let done = |stdout: String| PrintResult {
         stdout,
@@ -191,9 +249,8 @@ fn answer(args: &Args) -> PrintResult {
             _ => None,
         };
         if let Some(fault) = fault {
-            let (_, message, kind) = fault.parts();
-            let (kind, retryable) = kind.unwrap_or(("internal", false));
-            return fail(agent_error(message, kind, retryable));
+            let (_, message) = fault.parts();
+            return fail(agent_error(message, &fault.data().unwrap_or_default()));
         }
     }
     done("Devin mock: done.".to_owned())
@@ -243,13 +300,13 @@ mod tests {
         }
         assert_eq!(
             parse(&["-p", "--permission-mode", "ask", "hi"]).unwrap_err(),
-            "error: invalid value 'ask' for '--permission-mode <PERMISSION_MODE>'\n  \
-             [possible values: normal, accept-edits, dangerous, autonomous]"
+            "error: invalid value 'ask' for '--permission-mode <PERMISSION_MODE>': Invalid \
+             permission mode: ask. Valid options: normal (auto), accept-edits, dangerous (yolo, \
+             bypass), autonomous (requires --sandbox)"
         );
-        assert_eq!(
-            parse(&["-p", "--permission-mode=autonomous", "hi"]).unwrap_err(),
-            "error: --permission-mode autonomous requires --sandbox"
-        );
+        // autonomous without --sandbox parses: the run refuses it (exit 1).
+        let args = parse(&["-p", "--permission-mode=autonomous", "hi"]).expect("parses");
+        assert!(!args.sandbox);
         let args = parse(&["-p", "--sandbox", "--permission-mode", "autonomous", "hi"])
             .expect("autonomous");
         assert!(args.sandbox);
@@ -284,13 +341,18 @@ mod tests {
 
     #[test]
     fn agent_errors_end_with_the_json_tail() {
-        let text = agent_error("Rate limit exceeded.", "unavailable", true);
+        let text = agent_error(
+            "Quota exhausted.",
+            &wire::error_data("resource_exhausted", true),
+        );
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 4);
-        assert!(lines[0].starts_with("Error: Agent error: Rate limit exceeded. (trace ID: "));
+        assert!(lines[0].starts_with("Error: Agent error: Quota exhausted. (trace ID: "));
         assert!(lines[0].ends_with("): {"));
-        assert_eq!(lines[1], "  \"cognition.ai/errorKind\": \"unavailable\",");
-        assert_eq!(lines[2], "  \"cognition.ai/retryable\": true");
+        assert!(lines.contains(&"  \"cognition.ai/errorKind\": \"resource_exhausted\","));
+        assert!(lines[1..3]
+            .iter()
+            .any(|l| l.starts_with("  \"cognition.ai/retryable\": true")));
         assert_eq!(lines[3], "}");
     }
 }

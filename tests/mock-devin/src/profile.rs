@@ -24,8 +24,8 @@ pub(crate) const SUMMARIZER_MODELS: [(&str, &str); 8] = [
 ];
 /// The summarizer's model unless `--model` says otherwise.
 pub(crate) const SUMMARIZER_DEFAULT_MODEL: &str = "swe-1-7";
-/// With `MOCK_DEVIN_EFFORT_VARIANTS=1`, the summarizer's sessions also offer this effort
-/// variant of `swe-2`, right after it (as the full agent's catalog and the recorded CLIs do).
+/// With `MOCK_DEVIN_EFFORT_VARIANTS=1`, the summarizer also takes this effort variant of
+/// `swe-2`, listed right after it, as the full agent's catalog and the recorded CLIs offer it.
 pub(crate) const SUMMARIZER_EFFORT_VARIANT: (&str, &str) = ("swe-2-high", "SWE-2 High");
 
 /// Which agent argv asked for.
@@ -106,6 +106,38 @@ pub(crate) enum Concurrency {
     PerProcess,
 }
 
+/// How a signed-out process fails: the CLI's versions differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LogoutStyle {
+    /// Older versions: `session/new` (and `session/load`) answer -32000 "ACP host has not
+    /// authenticated ...".
+    SessionNew,
+    /// Newer versions: sessions open, and `session/prompt` answers -32603 "Authentication
+    /// failed: ...".
+    Prompt,
+}
+
+impl LogoutStyle {
+    /// `MOCK_DEVIN_LOGOUT_STYLE`: `session_new` or `prompt` (the default: the newer behaviour,
+    /// which the versions closest to the one this mock reports show).
+    fn from_env() -> Result<Self, String> {
+        match std::env::var("MOCK_DEVIN_LOGOUT_STYLE").as_deref() {
+            Err(_) | Ok("") | Ok("prompt") => Ok(Self::Prompt),
+            Ok("session_new") => Ok(Self::SessionNew),
+            Ok(other) => Err(format!(
+                "MOCK_DEVIN_LOGOUT_STYLE must be session_new or prompt, not {other:?}"
+            )),
+        }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::SessionNew => "session_new",
+            Self::Prompt => "prompt",
+        }
+    }
+}
+
 /// How a prompt's text decides its turn.
 #[derive(Debug)]
 pub(crate) enum Dialect {
@@ -129,18 +161,20 @@ pub(crate) struct Profile {
     pub agent: AgentType,
     /// The offered models, `(ACP id, label)`.
     pub models: Vec<(String, &'static str)>,
-    /// The model new sessions start with (a global `--model`, else the default).
+    /// The model new sessions start with (`--model`, else the default); it may be one the
+    /// agent does not offer, and then every `session/new` fails.
     pub start_model: String,
-    /// Sessions offer the `model` option (off with `MOCK_DEVIN_NO_MODEL_OPTION=1`).
+    /// Sessions offer the `model` option (the full agent; the summarizer has none, so only
+    /// `--model` picks its model).
     pub model_option: bool,
     /// Sessions offer a `thought_level` option (either agent, `MOCK_DEVIN_THOUGHT_LEVEL=1`).
     pub thought_level: bool,
     /// Image prompts are advertised and accepted (summarizer, `MOCK_DEVIN_IMAGES=1`).
     pub images: bool,
-    /// `initialize` declares `mcpCapabilities` (the full agent does).
-    pub mcp_capabilities: bool,
     /// Signed in without credentials or a key (the summarizer unless `MOCK_DEVIN_LOGGED_OUT=1`).
     pub signed_in_by_default: bool,
+    /// How a signed-out process fails (`MOCK_DEVIN_LOGOUT_STYLE`).
+    pub logout_style: LogoutStyle,
     pub workspace: Workspace,
     /// `config.json` must be readable at start-up and for every new or loaded session (exit 78
     /// otherwise); its rules govern `[mock:write]` (the full agent).
@@ -193,7 +227,7 @@ impl Profile {
     pub(crate) fn new(agent: AgentType, model: Option<String>) -> Result<Self, String> {
         let (models, default_model) = agent.models();
         let start_model = model.unwrap_or_else(|| default_model.to_owned());
-        let model_option = !switch("MOCK_DEVIN_NO_MODEL_OPTION")?;
+        let logout_style = LogoutStyle::from_env()?;
         let startup = millis("MOCK_DEVIN_STARTUP_MS", 0)?;
         let log = crate::log_path();
         Ok(match agent {
@@ -221,11 +255,11 @@ impl Profile {
                     agent,
                     models,
                     start_model,
-                    model_option,
+                    model_option: false,
                     thought_level: switch("MOCK_DEVIN_THOUGHT_LEVEL")?,
                     images: switch("MOCK_DEVIN_IMAGES")?,
-                    mcp_capabilities: false,
                     signed_in_by_default: !switch("MOCK_DEVIN_LOGGED_OUT")?,
+                    logout_style,
                     workspace: Workspace::SandboxHome,
                     config_file: false,
                     persistence: Persistence::Process,
@@ -243,11 +277,11 @@ impl Profile {
                 agent,
                 models,
                 start_model,
-                model_option,
+                model_option: true,
                 thought_level: switch("MOCK_DEVIN_THOUGHT_LEVEL")?,
                 images: false,
-                mcp_capabilities: true,
                 signed_in_by_default: false,
+                logout_style,
                 workspace: Workspace::Directory,
                 config_file: true,
                 persistence: Persistence::Disk,
@@ -303,5 +337,11 @@ mod tests {
         assert_eq!(profile.label("glm-5-2"), "GLM-5.2");
         assert_eq!(profile.label("nope"), "nope");
         assert!(profile.offers("swe-2-high") && !profile.offers("adaptive"));
+        assert!(profile.model_option);
+        // The summarizer offers no model option: only --model picks its model.
+        let summarizer =
+            Profile::new(AgentType::Summarizer, Some("swe-1-6".into())).expect("profile");
+        assert!(!summarizer.model_option);
+        assert_eq!(summarizer.start_model, "swe-1-6");
     }
 }

@@ -1,6 +1,6 @@
 //! The scenarios a prompt can select with a `[mock:NAME]` marker (or `MOCK_DEVIN_SCENARIO`).
 
-use crate::wire::Fault;
+use crate::wire::{Fault, StopCause};
 
 /// The JSON-RPC error a `[mock:rpc-error=...]` marker answers the prompt with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,6 +123,11 @@ pub(crate) enum Scenario {
     UsageUpdate,
     /// The reply names the session's current model (`model: <ACP id>`).
     Whoami,
+    /// A text answer after the agent compacted its context (display-only chunks and a
+    /// `_cognition.ai/compaction` notification first).
+    Compaction,
+    /// The turn ends with this `agent_stopped` cause, then an ordinary `end_turn`.
+    Stop(StopCause),
     /// No marker: the default scripted coding session.
     Script,
 }
@@ -173,6 +178,12 @@ pub(crate) const MARKERS: &[&str] = &[
     "usage",
     "no-usage",
     "usage-update",
+    "compaction",
+    "stop=quota_exhausted",
+    "stop=auth_required",
+    "stop=content_filter",
+    "stop=max_turn_requests",
+    "stop=output_truncated",
 ];
 
 impl Scenario {
@@ -212,16 +223,14 @@ impl Scenario {
             "usage" => Self::Usage,
             "no-usage" => Self::NoUsage,
             "usage-update" => Self::UsageUpdate,
+            "compaction" => Self::Compaction,
             "script" | "default" => Self::Script,
-            _ => {
-                if let Some(shape) = name.strip_prefix("prose-tool=") {
-                    return ProseShape::from_name(shape).map(Self::ProseTool);
-                }
-                let kind = name
-                    .strip_prefix("rpc-error=")
-                    .and_then(ErrorKind::from_name)?;
-                Self::RpcError(kind)
-            }
+            _ => match name.split_once('=') {
+                Some(("rpc-error", kind)) => Self::RpcError(ErrorKind::from_name(kind)?),
+                Some(("stop", cause)) => Self::Stop(StopCause::from_name(cause)?),
+                Some(("prose-tool", shape)) => Self::ProseTool(ProseShape::from_name(shape)?),
+                _ => return None,
+            },
         })
     }
 
@@ -280,6 +289,14 @@ impl Scenario {
             Self::Usage => "usage",
             Self::NoUsage => "no-usage",
             Self::UsageUpdate => "usage-update",
+            Self::Compaction => "compaction",
+            Self::Stop(cause) => match cause {
+                StopCause::QuotaExhausted => "stop=quota_exhausted",
+                StopCause::AuthRequired => "stop=auth_required",
+                StopCause::ContentFilter => "stop=content_filter",
+                StopCause::MaxTurnRequests => "stop=max_turn_requests",
+                StopCause::OutputTruncated => "stop=output_truncated",
+            },
             Self::Script => "script",
         }
     }

@@ -19,7 +19,7 @@ use crate::full::markers;
 use crate::full::permissions::Permissions;
 use crate::full::store::{Record, Role, Store, StoreError};
 use crate::log::Log;
-use crate::profile::{Concurrency, Dialect, Persistence, Profile, Workspace};
+use crate::profile::{Concurrency, Dialect, LogoutStyle, Persistence, Profile, Workspace};
 use crate::rpc::{
     self, Incoming, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
 };
@@ -30,7 +30,7 @@ use crate::session::{
 use crate::shared::{Shared, LATE_CLOSE};
 use crate::turn::{Event, Turn};
 use crate::wire::{self, Refusal, Stats, TurnIds, DEFAULT_MODE, MODES};
-use crate::{AGENT_NAME, AGENT_VERSION};
+use crate::AGENT_VERSION;
 
 /// Exit status when `config.json` is missing or malformed (EX_CONFIG).
 pub(crate) const CONFIG_EXIT: i32 = 78;
@@ -46,7 +46,8 @@ pub(crate) fn run(profile: Profile) -> ! {
         json!({"version": AGENT_VERSION, "agent": profile.agent.name(),
                "args": profile.agent.args(), "cwd": here, "model": profile.start_model,
                "modelOption": profile.model_option, "thoughtLevel": profile.thought_level,
-               "images": profile.images}),
+               "images": profile.images, "logoutStyle": profile.logout_style.name(),
+               "environmentKey": wire::environment_key()}),
     );
     // The real CLI refuses to start without its configuration.
     if profile.config_file {
@@ -115,8 +116,8 @@ pub(crate) struct Server {
     initialized: bool,
     /// `Err(name)` when `initialize` named a client other than `windsurf`.
     identity: Result<(), String>,
-    /// `authenticate` succeeded with an API key.
-    key_login: bool,
+    /// `authenticate` was given an API key: whether it was valid.
+    key_login: Option<bool>,
     sessions: BTreeMap<String, SessionRef>,
     sessions_created: u64,
     /// The turn each session runs or ran last.
@@ -183,7 +184,7 @@ impl Server {
             store,
             initialized: false,
             identity: Ok(()),
-            key_login: false,
+            key_login: None,
             sessions: BTreeMap::new(),
             sessions_created: 0,
             turns: HashMap::new(),
@@ -270,6 +271,11 @@ impl Server {
             "session/set_mode" => self.set_mode(params).map(Reply::Now),
             "session/set_config_option" => self.set_config_option(params),
             "session/prompt" => self.prompt(params, id).map(|()| Reply::Later),
+            // The real CLI never answers these (a client that waits for them hangs).
+            "session/set_model" | "session/stop" => {
+                self.log("unanswered", json!({"method": method}));
+                Ok(Reply::Later)
+            }
             _ => Err((
                 METHOD_NOT_FOUND,
                 format!("Method not found: {method}"),
@@ -303,6 +309,7 @@ impl Server {
                             &Stats::default(),
                             &TurnIds::new().request,
                             self.profile().label(&model),
+                            None,
                         ),
                     );
                 }
@@ -327,34 +334,48 @@ impl Server {
             json!({"clientName": client, "clientAccepted": self.identity.is_ok()}),
         );
         let profile = self.profile();
-        let mut capabilities = json!({
-            "loadSession": true,
-            "promptCapabilities": {"image": profile.images, "audio": false, "embeddedContext": false},
-            "sessionCapabilities": wire::session_capabilities(),
-        });
-        if profile.mcp_capabilities {
-            capabilities["mcpCapabilities"] = json!({"http": false, "sse": false});
-        }
         Ok(json!({
             "protocolVersion": 1,
-            "agentCapabilities": capabilities,
-            "agentInfo": {"name": AGENT_NAME, "version": AGENT_VERSION},
+            "agentCapabilities": {
+                "loadSession": true,
+                "promptCapabilities": {"image": profile.images, "audio": false,
+                                       "embeddedContext": false},
+                "mcpCapabilities": {"http": true, "sse": true},
+                "sessionCapabilities": wire::session_capabilities(),
+            },
+            "agentInfo": wire::agent_info(),
             "authMethods": wire::auth_methods(),
+            "_meta": {"mcpConfigPath": wire::mcp_config_path()},
         }))
     }
 
-    /// `authenticate {methodId: "devin-browser", _meta: {api_key}}` signs the process in;
-    /// without a key the real CLI would open a browser, which cannot happen here.
+    /// `authenticate {methodId: "devin-browser", _meta: {api_key}}` takes the key: a valid
+    /// one signs the process in, an invalid one signs it out; without a key the real CLI would
+    /// open a browser, which cannot happen here.
     fn authenticate(&mut self, params: &Value) -> Result<Value, Refusal> {
-        let answer = wire::answer_authenticate(params, |event, fields| self.log(event, fields))?;
-        self.key_login = true;
-        Ok(answer)
+        let valid = wire::answer_authenticate(params, |event, fields| self.log(event, fields))?;
+        self.key_login = Some(valid);
+        Ok(Value::Null)
     }
 
-    /// Signed in: credentials on disk (a symlink to them counts; never read), an API-key
-    /// login, or an agent signed in by default.
+    /// Signed in, by the first of: the key of `authenticate`, `WINDSURF_API_KEY` in the
+    /// environment (preferred over stored credentials, so an invalid one signs the process
+    /// out), credentials on disk (a symlink to them counts; never read) or an agent signed in
+    /// by default.
     fn signed_in(&self) -> bool {
-        self.profile().signed_in_by_default || self.key_login || wire::credentials_exist()
+        match (self.key_login, wire::environment_key()) {
+            (Some(valid), _) | (None, Some(valid)) => valid,
+            (None, None) => self.profile().signed_in_by_default || wire::credentials_exist(),
+        }
+    }
+
+    /// The older logged-out behaviour refuses to open a session.
+    fn check_signed_in_for_session(&self) -> Result<(), Refusal> {
+        if self.profile().logout_style == LogoutStyle::SessionNew && !self.signed_in() {
+            self.log("signed_out", json!({"style": "session_new"}));
+            return Err(wire::not_authenticated());
+        }
+        Ok(())
     }
 
     /// The session's `cwd` after the workspace checks, and its `mcpServers`.
@@ -410,8 +431,14 @@ impl Server {
         let params = params_object(params)?;
         let cwd = self.workspace(params)?;
         let permissions = self.permissions();
-        if !self.signed_in() {
-            return Err(wire::not_authenticated());
+        self.check_signed_in_for_session()?;
+        // A `--model` the account does not offer: every session of the process fails to open
+        // (what the real CLI does here is not recorded).
+        if !self.profile().offers(&self.profile().start_model) {
+            return Err(wire::model_not_found(
+                &self.profile().start_model,
+                self.profile().models.iter().map(|(id, _)| id.as_str()),
+            ));
         }
         let session_id = match self.profile().persistence {
             Persistence::Process => {
@@ -442,6 +469,7 @@ impl Server {
             "sessionId": record.session_id,
             "modes": wire::modes(&record.mode),
             "configOptions": options,
+            "_meta": {"cognition.ai/isLocked": false},
         });
         self.sessions
             .insert(record.session_id.clone(), Session::new(record, permissions));
@@ -455,9 +483,7 @@ impl Server {
             return self.load_stored(params, session_id);
         }
         // Sessions live in this process only: a load finds one of them, replays nothing.
-        if !self.signed_in() {
-            return Err(wire::not_authenticated());
-        }
+        self.check_signed_in_for_session()?;
         let found = self.sessions.get(session_id);
         self.log(
             "session_load",
@@ -479,9 +505,7 @@ impl Server {
     ) -> Result<Reply, Refusal> {
         let cwd = self.workspace(params)?;
         let permissions = self.permissions();
-        if !self.signed_in() {
-            return Err(wire::not_authenticated());
-        }
+        self.check_signed_in_for_session()?;
         self.refuse_if_running(session_id)?;
         let mut record = match self.store()?.load(session_id) {
             Ok(record) => record,
@@ -569,8 +593,7 @@ impl Server {
         let record = {
             let mut session = lock(&session);
             let mut record = session.record.clone();
-            set_option(&mut record, self.profile(), config_id, value)
-                .map_err(|message| (INVALID_PARAMS, message, None))?;
+            set_option(&mut record, self.profile(), config_id, value)?;
             session.record = record.clone();
             record
         };
@@ -650,6 +673,12 @@ impl Server {
     }
 
     fn prompt(&mut self, params: &Value, id: &Value) -> Result<(), Refusal> {
+        if self.profile().logout_style == LogoutStyle::Prompt && !self.signed_in() {
+            // The newer logged-out behaviour: sessions open, every prompt fails at once.
+            eprintln!("mock-devin: signed out: prompt refused");
+            self.log("signed_out", json!({"style": "prompt"}));
+            return Err(wire::authentication_failed());
+        }
         if let Err(name) = &self.identity {
             // The backend refuses every prompt of a client that is not `windsurf`.
             eprintln!("mock-devin: client {name:?} is not windsurf: prompt refused");

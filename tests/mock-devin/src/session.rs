@@ -10,7 +10,8 @@ use crate::full::catalog::NO_THOUGHT_LEVEL_MODEL;
 use crate::full::permissions::Permissions;
 use crate::full::store::{Entry, Record, Role};
 use crate::profile::Profile;
-use crate::wire::{self, pairs, select, MODES};
+use crate::rpc::INVALID_PARAMS;
+use crate::wire::{self, pairs, select, Refusal, MODES};
 
 pub(crate) const THOUGHT_LEVELS: [(&str, &str); 3] =
     [("low", "Low"), ("medium", "Medium"), ("high", "High")];
@@ -75,8 +76,25 @@ pub(crate) fn offers_thought_level(record: &Record, profile: &Profile) -> bool {
     profile.thought_level && record.model != NO_THOUGHT_LEVEL_MODEL
 }
 
-/// Sets one config option of `record`; the error is the message of a -32602 answer.
+/// Sets one config option of `record`. An unknown model is the CLI's "Resource not found"
+/// error; anything else refused is -32602.
 pub(crate) fn set_option(
+    record: &mut Record,
+    profile: &Profile,
+    id: &str,
+    value: &str,
+) -> Result<(), Refusal> {
+    if id == "model" && profile.model_option && !profile.offers(value) {
+        return Err(wire::model_not_found(
+            value,
+            profile.models.iter().map(|(id, _)| id.as_str()),
+        ));
+    }
+    set_known_option(record, profile, id, value).map_err(|message| (INVALID_PARAMS, message, None))
+}
+
+/// Sets an option whose value is checked here; the error is the message of a -32602 answer.
+fn set_known_option(
     record: &mut Record,
     profile: &Profile,
     id: &str,
@@ -89,15 +107,7 @@ pub(crate) fn set_option(
             return Err("Invalid params: the summarizer agent's mode cannot be changed".to_owned())
         }
         "mode" if known(&MODES) => record.mode = value.to_owned(),
-        "model" if profile.model_option => {
-            if !profile.offers(value) {
-                return Err(wire::model_not_found_message(
-                    value,
-                    profile.models.iter().map(|(id, _)| id.as_str()),
-                ));
-            }
-            record.model = value.to_owned();
-        }
+        "model" if profile.model_option => record.model = value.to_owned(),
         "thought_level" if thought_level && record.model == NO_THOUGHT_LEVEL_MODEL => {
             return Err(format!(
                 "Invalid params: config option `thought_level` is not offered for model \
@@ -209,6 +219,7 @@ mod tests {
         // Without the thought-level switch there is no such option to set.
         assert!(set_option(&mut record, &plain, "thought_level", "high")
             .unwrap_err()
+            .1
             .contains("unknown config option"));
         assert!(set_option(&mut record, &plain, "speed", "fast").is_err());
         // Without the model option only --model picks the model.
@@ -232,6 +243,7 @@ mod tests {
         );
         assert!(set_option(&mut record, &thought, "thought_level", "low")
             .unwrap_err()
+            .1
             .contains("not offered"));
         set_option(&mut record, &thought, "model", "kimi-k3").expect("kimi");
         // The earlier choice comes back with the option.
@@ -244,16 +256,20 @@ mod tests {
         let mut record = record();
         let plain = profile(true, false);
         for model in ["legacy-9", "adaptive", "glm-5.2"] {
-            let message = set_option(&mut record, &plain, "model", model).unwrap_err();
+            let (code, message, data) =
+                set_option(&mut record, &plain, "model", model).unwrap_err();
+            assert_eq!((code, message.as_str()), (-32002, "Resource not found"));
+            let uri = data.expect("data")["uri"].as_str().expect("uri").to_owned();
             assert!(
-                message.starts_with(&format!(
+                uri.starts_with(&format!(
                     "Model not found: {model}. Available models: swe-2, "
                 )),
-                "{message}"
+                "{uri}"
             );
         }
         assert!(set_option(&mut record, &plain, "colour", "red")
             .unwrap_err()
+            .1
             .contains("unknown config option"));
         assert!(set_option(&mut record, &plain, "mode", "yolo").is_err());
         set_option(&mut record, &plain, "mode", "bypass").expect("mode");
@@ -265,6 +281,7 @@ mod tests {
         fixed.fixed_mode = true;
         assert!(set_option(&mut record, &fixed, "mode", "smart")
             .unwrap_err()
+            .1
             .contains("mode cannot be changed"));
     }
 

@@ -25,13 +25,19 @@ use crate::rpc::INTERNAL_ERROR;
 use crate::scenario::ErrorKind;
 use crate::session::{config_options, lock, record_turn, SessionRef};
 use crate::shared::Shared;
-use crate::wire::{self, Stats, TurnIds};
+use crate::wire::{self, Stats, Tokens, TurnIds};
 
 /// The length of the message of an [`ErrorKind::BadShape`] error.
 const BAD_SHAPE_MESSAGE: usize = 200 * 1024;
 const THOUGHT: &str = "Looking at the task before answering.";
 /// How long a hang's grandchild sleeps.
 const HANG_GRANDCHILD_SECONDS: u64 = 300;
+/// What each earlier tool call and its result add to a model request's input.
+const ROUND_TOKENS: u64 = 30;
+/// The output of a model request that made a tool call.
+const CALL_TOKENS: u64 = 20;
+/// The context window `usage_update` reports.
+const CONTEXT_SIZE: u64 = 256_000;
 
 /// What the reading loop passes to the running turn.
 pub(crate) enum Event {
@@ -98,6 +104,10 @@ pub(crate) struct Turn {
     tool_calls: Cell<u64>,
     files_changed: Cell<u64>,
     commands_run: Cell<u64>,
+    /// The model requests that made tool calls so far, and their summed tokens: the turn's
+    /// last model request comes after them.
+    rounds: Cell<u64>,
+    earlier: Cell<Tokens>,
 }
 
 impl Turn {
@@ -142,6 +152,8 @@ impl Turn {
             tool_calls: Cell::new(0),
             files_changed: Cell::new(0),
             commands_run: Cell::new(0),
+            rounds: Cell::new(0),
+            earlier: Cell::new(Tokens::default()),
         }
     }
 
@@ -198,10 +210,11 @@ impl Turn {
                 self.update(
                     json!({"sessionUpdate": "available_commands_update", "availableCommands": []}),
                 );
-                self.shared.out.notify(
-                    "_cognition.ai/turn_stats",
-                    wire::turn_stats(&self.session_id, &self.ids, &self.label),
-                );
+            }
+            Step::Compaction => {
+                self.update(wire::display_chunk(wire::COMPACTING));
+                self.shared.out.send(&wire::compaction(&self.session_id));
+                self.log("compaction", json!({}));
             }
             Step::Thought => self.update(json!({"sessionUpdate": "agent_thought_chunk",
                                                 "content": {"type": "text", "text": THOUGHT}})),
@@ -223,7 +236,8 @@ impl Turn {
                 call_id,
                 title,
                 obeyed,
-            } => return self.permission(call_id, title, *obeyed).map(Some),
+                asks,
+            } => return self.permission(call_id, title, *obeyed, *asks).map(Some),
             Step::Ask {
                 method,
                 params,
@@ -297,9 +311,11 @@ impl Turn {
                 } else {
                     text.clone()
                 };
-                for half in halves(&text) {
-                    self.check_cancel()?;
-                    self.chunk(half, answer.route, reply);
+                if !text.is_empty() {
+                    for half in halves(&text) {
+                        self.check_cancel()?;
+                        self.chunk(half, answer.route, reply);
+                    }
                 }
             }
             Chunks::Parts(parts, wait) => {
@@ -323,14 +339,37 @@ impl Turn {
         Ok(())
     }
 
-    /// The log line, agent_stopped, the stored turn, then the result.
+    /// The tokens of the turn's next model request, given its output: the prompt and what the
+    /// earlier tool calls added; cached reads are half of it with `[mock:cache-tokens]`.
+    fn request_tokens(&self, output: u64) -> Tokens {
+        let input = tokens(&self.plan.input) + ROUND_TOKENS * self.rounds.get();
+        let cached_half = self.plan.usage == Usage::Counted { cached_half: true };
+        Tokens {
+            input,
+            output,
+            cached_read: if cached_half { input / 2 } else { 0 },
+        }
+    }
+
+    /// One model request that made a tool call.
+    fn tool_round(&self) {
+        let request = self.request_tokens(CALL_TOKENS);
+        self.earlier.set(self.earlier.get().add(request));
+        self.rounds.set(self.rounds.get() + 1);
+    }
+
+    /// The log line, usage_update, turn_stats, agent_stopped, the stored turn, then the result
+    /// (whose usage is the last model request's; the turn's sums are in turn_stats).
     fn finish(&self, answer: &Reply, reply: &str) {
-        let input = tokens(&self.plan.input);
-        let output = tokens(reply);
+        let last = match &self.plan.usage {
+            Usage::Fixed(fixed) => *fixed,
+            _ => self.request_tokens(tokens(reply)),
+        };
+        let totals = self.earlier.get().add(last);
         let mut fields = json!({
             "sessionId": self.session_id, "kind": answer.kind, "stopReason": answer.stop_reason,
-            "cause": answer.cause, "chars": reply.chars().count(), "outputTokens": output,
-            "model": self.model, "modelLabel": self.label,
+            "cause": answer.cause, "chars": reply.chars().count(), "outputTokens": last.output,
+            "model": self.model, "modelLabel": self.label, "modelRequests": self.rounds.get() + 1,
         });
         if answer.log_text && reply.len() <= 1024 {
             fields["text"] = Value::String(reply.to_owned());
@@ -339,13 +378,22 @@ impl Turn {
         // result, and the line must not be lost with it.
         self.log("reply", fields);
         if let Usage::Context(used) = self.plan.usage {
-            self.update(json!({"sessionUpdate": "usage_update", "used": used, "size": 256000}));
+            self.update(wire::usage_update(used, CONTEXT_SIZE, last, &self.label));
         }
-        self.stopped(answer.cause, input, output);
+        let mut dimensions = vec![wire::model_dimension(&self.label)];
+        // A turn that reports no counts (`[mock:no-usage]`, `[mock:usage-update]`) has no sums
+        // in its statistics either: only the model row.
+        if matches!(self.plan.usage, Usage::Counted { .. } | Usage::Fixed(_)) {
+            dimensions.extend(wire::cumulative_dimensions(totals));
+        }
+        self.shared.out.notify(
+            "_cognition.ai/turn_stats",
+            wire::turn_stats(&self.session_id, &self.ids, Some(dimensions)),
+        );
+        self.stopped(answer.cause, totals, answer.error_message);
         self.remember(reply);
         let usage = match &self.plan.usage {
-            Usage::Counted { cached_half } => Some(self.counted(input, output, *cached_half)),
-            Usage::Fixed(usage) => Some(usage.clone()),
+            Usage::Counted { .. } | Usage::Fixed(_) => Some(wire::usage(last)),
             Usage::Omitted | Usage::Context(_) => None,
         };
         self.done.store(true, Ordering::SeqCst);
@@ -355,34 +403,34 @@ impl Turn {
         );
     }
 
-    fn counted(&self, input: u64, output: u64, cached_half: bool) -> Value {
-        wire::usage(input, output, if cached_half { input / 2 } else { 0 })
-    }
-
+    /// turn_stats without dimensions, agent_stopped `cancelled`, then `stopReason: "cancelled"`.
     fn cancelled(&self, reply: &str) {
-        let input = tokens(&self.plan.input);
         let output = if self.plan.cancel_counts_output {
             tokens(reply)
         } else {
             0
         };
-        let cached_half = self.plan.usage == Usage::Counted { cached_half: true };
-        self.stopped("cancelled", input, output);
+        let last = self.request_tokens(output);
+        self.shared.out.notify(
+            "_cognition.ai/turn_stats",
+            wire::turn_stats(&self.session_id, &self.ids, None),
+        );
+        self.stopped("cancelled", self.earlier.get().add(last), None);
         self.remember(reply);
         self.log("cancelled", json!({"sessionId": self.session_id}));
         self.done.store(true, Ordering::SeqCst);
         self.shared.out.respond(
             &self.request_id,
-            wire::prompt_result(
-                "cancelled",
-                Some(self.counted(input, output, cached_half)),
-                &self.ids,
-            ),
+            wire::prompt_result("cancelled", Some(wire::usage(last)), &self.ids),
         );
     }
 
     fn fail(&self, error: ErrorKind, failure: Option<&'static str>) {
-        self.stopped("error", tokens(&self.plan.input), 0);
+        self.stopped(
+            "error",
+            self.earlier.get().add(self.request_tokens(0)),
+            None,
+        );
         self.remember("");
         let (code, message, data, mut fields) = match error {
             ErrorKind::Fault(fault) => {
@@ -446,7 +494,7 @@ impl Turn {
     }
 
     /// `_cognition.ai/agent_stopped` with this turn's counts (unless the plan sends none).
-    fn stopped(&self, cause: &str, input: u64, output: u64) {
+    fn stopped(&self, cause: &str, totals: Tokens, error_message: Option<&str>) {
         if !self.plan.stopped {
             return;
         }
@@ -455,8 +503,7 @@ impl Turn {
             tool_calls: self.tool_calls.get(),
             files_changed: self.files_changed.get(),
             commands_run: self.commands_run.get(),
-            input_tokens: input,
-            output_tokens: output,
+            tokens: totals,
             ttft_ms: elapsed,
             total_time_ms: elapsed,
         };
@@ -468,6 +515,7 @@ impl Turn {
                 &stats,
                 &self.ids.request,
                 &self.label,
+                error_message,
             ),
         );
     }
@@ -559,6 +607,7 @@ impl Turn {
     }
 
     fn tool_call(&self, call_id: &str, name: Option<&str>, kind: &str) {
+        self.tool_round();
         self.tool_calls.set(self.tool_calls.get() + 1);
         if kind == "execute" {
             self.commands_run.set(self.commands_run.get() + 1);
@@ -572,7 +621,7 @@ impl Turn {
             "rawInput": {},
         });
         if let Some(name) = name {
-            call["_meta"] = json!({"cognition.ai/toolName": name});
+            call["_meta"] = tool_meta(name);
         }
         self.update(call);
         self.update(
@@ -587,6 +636,7 @@ impl Turn {
 
     /// A `write` tool call; the returned note goes into the reply.
     fn write(&self, call_id: &str, path: &str) -> String {
+        self.tool_round();
         self.tool_calls.set(self.tool_calls.get() + 1);
         let target = permissions::absolute(&self.cwd, path);
         let shown = target.display().to_string();
@@ -598,7 +648,7 @@ impl Turn {
             "status": "pending",
             "rawInput": {"file_path": shown, "content": permissions::WRITTEN},
             "locations": [{"path": shown}],
-            "_meta": {"cognition.ai/toolName": "write"},
+            "_meta": tool_meta("write"),
         }));
         let written = permissions::write(&self.permissions, &self.mode, &self.cwd, &target);
         if written.wrote {
@@ -623,7 +673,12 @@ impl Turn {
             {"content": "Read the code", "priority": "high", "status": "completed"},
             {"content": "Answer", "priority": "medium", "status": "in_progress"},
         ]}));
-        self.update(json!({"sessionUpdate": "usage_update", "used": 1200, "size": 256_000}));
+        self.update(wire::usage_update(
+            1200,
+            CONTEXT_SIZE,
+            self.request_tokens(0),
+            &self.label,
+        ));
         self.update(json!({"sessionUpdate": "current_mode_update", "currentModeId": self.mode}));
         let options = config_options(&lock(&self.session).record, &self.shared.profile);
         self.update(json!({"sessionUpdate": "config_option_update", "configOptions": options}));
@@ -631,37 +686,100 @@ impl Turn {
         self.log("extra_updates", json!({"count": 5}));
     }
 
-    fn permission(&self, call_id: &str, title: &str, obeyed: bool) -> Result<String, Cancelled> {
-        let answer = self.ask(
-            "session/request_permission",
-            json!({
-                "sessionId": self.session_id,
-                "toolCall": {"toolCallId": call_id, "title": title, "kind": "execute"},
-                "options": [
-                    {"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
-                    {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"},
-                ],
-            }),
-        )?;
-        let outcome = match &answer {
-            Err(_) => "error".to_owned(),
-            Ok(result) => match result.pointer("/outcome/outcome").and_then(Value::as_str) {
-                Some("selected") if obeyed => format!(
-                    "selected {}",
-                    result
-                        .pointer("/outcome/optionId")
-                        .and_then(Value::as_str)
-                        .unwrap_or("?")
-                ),
-                Some(other) => other.to_owned(),
-                None => "invalid".to_owned(),
-            },
-        };
-        self.log("permission_answer", json!({"outcome": outcome}));
-        if obeyed && outcome == "cancelled" {
-            return Err(Cancelled);
+    /// Asks for permission to run a command, and again after each rejection, up to `asks`
+    /// requests; each ask is a new tool call (one model request each).
+    fn permission(
+        &self,
+        call_id: &str,
+        title: &str,
+        obeyed: bool,
+        asks: u8,
+    ) -> Result<String, Cancelled> {
+        let mut outcome = String::new();
+        let mut asked = 0;
+        while asked < asks.max(1) {
+            asked += 1;
+            let id = if asked == 1 {
+                call_id.to_owned()
+            } else {
+                format!("{call_id}_{asked}")
+            };
+            self.tool_round();
+            self.tool_calls.set(self.tool_calls.get() + 1);
+            self.update(json!({
+                "sessionUpdate": "tool_call", "toolCallId": id, "title": title, "kind": "execute",
+                "status": "pending", "rawInput": {"command": title},
+                "_meta": tool_meta("exec"),
+            }));
+            let answer = self.ask(
+                "session/request_permission",
+                json!({
+                    "sessionId": self.session_id,
+                    "toolCall": {"toolCallId": id},
+                    "options": PERMISSION_OPTIONS
+                        .iter()
+                        .map(|(id, name, kind)| json!({"optionId": id, "name": name, "kind": kind}))
+                        .collect::<Vec<_>>(),
+                }),
+            )?;
+            let selected = answer
+                .as_ref()
+                .ok()
+                .filter(|result| result.pointer("/outcome/outcome") == Some(&json!("selected")))
+                .and_then(|result| result.pointer("/outcome/optionId"))
+                .and_then(Value::as_str);
+            outcome = match &answer {
+                Err(_) => "error".to_owned(),
+                Ok(result) => match result.pointer("/outcome/outcome").and_then(Value::as_str) {
+                    Some("selected") if obeyed => format!("selected {}", selected.unwrap_or("?")),
+                    Some(other) => other.to_owned(),
+                    None => "invalid".to_owned(),
+                },
+            };
+            self.log(
+                "permission_answer",
+                json!({"outcome": outcome, "toolCallId": id, "ask": asked}),
+            );
+            if obeyed && outcome == "cancelled" {
+                return Err(Cancelled);
+            }
+            let allowed = selected.is_some_and(|option| option.starts_with("allow"))
+                || selected == Some("switch_bypass");
+            if allowed {
+                self.commands_run.set(self.commands_run.get() + 1);
+            }
+            let status = if allowed { "completed" } else { "failed" };
+            self.update(
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": id,
+                               "status": status}),
+            );
+            if allowed || !obeyed {
+                break;
+            }
         }
-        Ok(format!("permission outcome: {outcome}"))
+        Ok(if asked > 1 {
+            format!("permission outcome: {outcome} (asked {asked} times)")
+        } else {
+            format!("permission outcome: {outcome}")
+        })
+    }
+}
+
+/// The options of a permission request, `(optionId, name, kind)`, as the CLI offers them.
+pub(crate) const PERMISSION_OPTIONS: [(&str, &str, &str); 4] = [
+    ("allow_once", "Allow once", "allow_once"),
+    ("allow_session", "Allow for this session", "allow_always"),
+    ("switch_bypass", "Switch to bypass mode", "allow_always"),
+    ("reject_once", "Reject", "reject_once"),
+];
+
+/// A tool call's `_meta`: an MCP tool (`mcp__server__tool`) is named in
+/// `cognition.ai/toolName`, a native one in `cognition.ai/inferenceToolName`.
+pub(crate) fn tool_meta(name: &str) -> Value {
+    if name.starts_with("mcp__") {
+        json!({"cognition.ai/toolName": name})
+    } else {
+        json!({"cognition.ai/inferenceToolName": name})
     }
 }
 

@@ -360,6 +360,18 @@ fn session_round_trip_then_load_in_a_second_process() {
     let model = option(options, "model").expect("model option");
     assert_eq!(model["currentValue"], "swe-2");
     assert_eq!(model["type"], "select");
+    // Each model option says whether it takes images.
+    for entry in model["options"].as_array().expect("options") {
+        assert!(
+            entry["_meta"]["cognition.ai/supportsImages"].is_boolean(),
+            "{entry}"
+        );
+        assert!(entry["name"].is_string(), "{entry}");
+    }
+    assert_eq!(
+        new["result"]["_meta"],
+        json!({"cognition.ai/isLocked": false})
+    );
     assert_eq!(
         values(model),
         [
@@ -416,15 +428,11 @@ fn session_round_trip_then_load_in_a_second_process() {
         );
         assert_eq!(
             bad_value["error"],
-            json!({"code": -32602, "message": format!("Model not found: {hidden}. Available \
-                   models: swe-2, swe-2-fast, swe-2-high, kimi-k3, glm-5-2, muse-wonder")})
+            json!({"code": -32002, "message": "Resource not found",
+                   "data": {"uri": format!("Model not found: {hidden}. Available models: swe-2, \
+                            swe-2-fast, swe-2-high, kimi-k3, glm-5-2, muse-wonder")}})
         );
     }
-    let set_model = agent.call(
-        "session/set_model",
-        json!({"sessionId": session, "modelId": "swe-2"}),
-    );
-    assert_eq!(set_model["error"]["code"], -32601, "{set_model}");
 
     assert_eq!(agent.set_mode(&session, "bypass")["result"], json!({}));
     assert_eq!(agent.set_mode(&session, "yolo")["error"]["code"], -32602);
@@ -461,8 +469,9 @@ fn session_round_trip_then_load_in_a_second_process() {
     let stats = notification(&before, "_cognition.ai/turn_stats").expect("turn_stats");
     assert!(stats["params"].get("modelLabel").is_none(), "{stats}");
     assert_eq!(
-        stats["params"]["responseDimensions"],
-        json!({"model": "GLM-5.2"})
+        stats["params"]["responseDimensions"][0],
+        json!({"uid": "model", "groupTitle": "Response Statistics", "label": "Model",
+               "kind": {"type": "metric", "value": "GLM-5.2"}})
     );
     assert_eq!(stats["params"]["sessionId"], json!(session));
     assert_eq!(
@@ -476,8 +485,9 @@ fn session_round_trip_then_load_in_a_second_process() {
         stopped["params"]["stats"]["requestId"],
         stats["params"]["turnRequestId"]
     );
-    // agent_stopped is the last message before the result.
+    // turn_stats, then agent_stopped: the last messages before the result.
     assert_eq!(before.last(), Some(stopped));
+    assert_eq!(before.get(before.len() - 2), Some(stats));
 
     // The session database holds the transcript, privately.
     let file = home.sessions().join(format!("{session}.json"));
@@ -575,9 +585,10 @@ fn writes_need_an_editing_mode_an_allow_rule_and_no_deny_rule() {
         .iter()
         .find(|m| m["params"]["update"]["sessionUpdate"] == "tool_call")
         .expect("tool_call");
+    // A native tool: named in inferenceToolName, not toolName.
     assert_eq!(
-        call["params"]["update"]["_meta"]["cognition.ai/toolName"],
-        "write"
+        call["params"]["update"]["_meta"],
+        json!({"cognition.ai/inferenceToolName": "write"})
     );
     assert_eq!(call["params"]["update"]["kind"], "edit");
 
@@ -616,7 +627,7 @@ fn argv_version_and_catalog() {
     let home = Home::new(&permissive());
     for flags in [
         &["acp", "--cloud"][..],
-        &["acp", "--model", "swe-2"],
+        &["acp", "--verbose"],
         &["acp", "--refusal-fallback"],
         &["acp", "--agent-type", "reviewer"],
     ] {
@@ -639,7 +650,7 @@ fn argv_version_and_catalog() {
         refused,
         [
             json!(["--cloud"]),
-            json!(["--model"]),
+            json!(["--verbose"]),
             json!(["--refusal-fallback"]),
             json!(["--agent-type"])
         ]
@@ -720,8 +731,8 @@ fn signed_out_sessions_need_authentication() {
     let home = Home::new(&permissive());
     let credentials = home.root().join("data/devin/credentials.toml");
     std::fs::remove_file(&credentials).expect("remove");
-    // An API key in the environment no longer signs the agent in by itself.
-    let mut agent = Agent::spawn(&home, &[("WINDSURF_API_KEY", "k")]);
+    // The older logged-out behaviour: session/new and session/load are refused.
+    let mut agent = Agent::spawn(&home, &[("MOCK_DEVIN_LOGOUT_STYLE", "session_new")]);
     let init = agent.initialize();
     assert_eq!(
         init["result"]["authMethods"],
@@ -799,19 +810,20 @@ fn failure_markers_end_turns_as_scripted() {
         (
             "quota",
             -32011,
-            "You have run out of credits",
-            json!({"cognition.ai/errorKind": "resource_exhausted", "cognition.ai/retryable": false}),
+            "Quota exhausted.",
+            json!({"cognition.ai/errorKind": "resource_exhausted", "cognition.ai/retryable": true}),
         ),
         (
             "rate_limited",
             -32010,
-            "Rate limit exceeded",
-            json!({"cognition.ai/errorKind": "unavailable", "cognition.ai/retryable": true}),
+            "Reached overall message rate limit",
+            json!({"cognition.ai/errorKind": "unavailable", "cognition.ai/retryable": true,
+                   "cognition.ai/retryAfterSeconds": 5}),
         ),
         (
             "network",
             -32010,
-            "Connection error: ",
+            "Connection error, send a message to continue retrying",
             json!({"cognition.ai/errorKind": "unavailable", "cognition.ai/retryable": true}),
         ),
         (
@@ -851,7 +863,7 @@ fn failure_markers_end_turns_as_scripted() {
     assert!(notification(&before, "_cognition.ai/agent_stopped").is_none());
     assert_eq!(
         notification(&before, "_cognition.ai/turn_stats").expect("stats")["params"]
-            ["responseDimensions"]["model"],
+            ["responseDimensions"][0]["kind"]["value"],
         "Custom 1"
     );
     assert!(result["result"]["usage"]["cachedReadTokens"]
@@ -874,19 +886,30 @@ fn failure_markers_end_turns_as_scripted() {
     let (before, _) = agent.turn(&session, "[mock:malformed]");
     assert!(before.iter().any(|m| m == "this is not json"), "{before:?}");
 
-    let (before, _) = agent.turn(&session, "[mock:tool grep search] [mock:tool-kind execute]");
+    let (before, _) = agent.turn(
+        &session,
+        "[mock:tool read read] [mock:tool-kind execute] [mock:tool mcp__docs__search search]",
+    );
     let calls: Vec<&Value> = before
         .iter()
         .filter(|m| m["params"]["update"]["sessionUpdate"] == "tool_call")
         .map(|m| &m["params"]["update"])
         .collect();
-    assert_eq!(calls.len(), 2);
-    assert_eq!(calls[0]["_meta"]["cognition.ai/toolName"], "grep");
-    assert_eq!(calls[0]["kind"], "search");
+    assert_eq!(calls.len(), 3);
+    // A native tool is named in inferenceToolName; only an MCP tool has toolName.
+    assert_eq!(
+        calls[0]["_meta"],
+        json!({"cognition.ai/inferenceToolName": "read"})
+    );
+    assert_eq!(calls[0]["kind"], "read");
     assert_eq!(calls[0]["status"], "pending");
     assert!(calls[1].get("_meta").is_none());
     assert_eq!(calls[1]["kind"], "execute");
-    assert_eq!(count_updates(&before, "tool_call_update"), 2);
+    assert_eq!(
+        calls[2]["_meta"],
+        json!({"cognition.ai/toolName": "mcp__docs__search"})
+    );
+    assert_eq!(count_updates(&before, "tool_call_update"), 3);
 
     let (before, _) = agent.turn(&session, "[mock:review-json]");
     let reply = text_of(&before, "agent_message_chunk");
@@ -948,7 +971,19 @@ fn a_cancelled_permission_request_cancels_the_turn() {
         .iter()
         .filter_map(|o| o["optionId"].as_str())
         .collect();
-    assert_eq!(options, ["allow-once", "reject-once"]);
+    assert_eq!(
+        options,
+        [
+            "allow_once",
+            "allow_session",
+            "switch_bypass",
+            "reject_once"
+        ]
+    );
+    assert_eq!(
+        request["params"]["toolCall"],
+        json!({"toolCallId": "call_1"})
+    );
     agent.send(&json!({"jsonrpc": "2.0", "id": request["id"],
                        "result": {"outcome": {"outcome": "cancelled"}}}));
     let (before, result) = agent.until_response(id);
@@ -1235,15 +1270,17 @@ fn sessions_are_listed_deleted_and_never_closed() {
 }
 
 #[test]
-fn a_global_model_flag_and_the_model_option_switches() {
+fn model_flags_before_or_after_acp_and_the_thought_level_switch() {
     let home = Home::new(&permissive());
-    for flags in [&["--model", "swe-2-high"][..], &["--model=swe-2-high"]] {
-        let mut env = home.env();
-        env.push(("MOCK_DEVIN_NO_MODEL_OPTION".into(), "1".into()));
-        let mut command = command(&env);
+    for flags in [
+        &["--model", "swe-2-high", "acp"][..],
+        &["--model=swe-2-high", "acp"],
+        &["acp", "--model", "swe-2-high"],
+        &["acp", "--model=swe-2-high"],
+    ] {
+        let mut command = command(&home.env());
         command
             .args(flags)
-            .arg("acp")
             .current_dir(&home.work)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -1263,8 +1300,9 @@ fn a_global_model_flag_and_the_model_option_switches() {
             let message: Value = serde_json::from_str(&line.expect("line")).expect("json");
             if message["id"] == 2 {
                 let options = &message["result"]["configOptions"];
-                // No model option: only the flag picks the model.
-                assert!(option(options, "model").is_none(), "{options}");
+                // The full agent keeps its model option; the flag picks its current value.
+                let model = option(options, "model").expect("model option");
+                assert_eq!(model["currentValue"], "swe-2-high", "{flags:?}");
                 session = message["result"]["sessionId"]
                     .as_str()
                     .expect("id")
@@ -1289,13 +1327,43 @@ fn a_global_model_flag_and_the_model_option_switches() {
         let _ = child.wait();
         assert_eq!(label, "SWE-2 High", "{flags:?}");
     }
-    let output = command(&home.env())
-        .args(["--model", "adaptive", "acp"])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run");
-    assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("Model not found: adaptive"));
+    // A model the account does not offer: the process starts, its sessions fail to open.
+    let mut agent = {
+        let mut command = command(&home.env());
+        command
+            .args(["acp", "--model", "adaptive"])
+            .current_dir(&home.work)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        command.spawn().expect("spawn")
+    };
+    let mut stdin = agent.stdin.take().expect("stdin");
+    for message in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+               "params": {"cwd": home.work, "mcpServers": []}}),
+    ] {
+        writeln!(stdin, "{message}").expect("write");
+    }
+    let lines = BufReader::new(agent.stdout.take().expect("stdout")).lines();
+    let mut refused = Value::Null;
+    for line in lines {
+        let message: Value = serde_json::from_str(&line.expect("line")).expect("json");
+        if message["id"] == 2 {
+            refused = message;
+            break;
+        }
+    }
+    drop(stdin);
+    let _ = agent.wait();
+    assert_eq!(refused["error"]["code"], -32002, "{refused}");
+    assert_eq!(refused["error"]["message"], "Resource not found");
+    assert!(
+        refused["error"]["data"]["uri"].as_str().is_some_and(
+            |uri| uri.starts_with("Model not found: adaptive. Available models: swe-2, ")
+        )
+    );
 
     // MOCK_DEVIN_THOUGHT_LEVEL=1 adds the thought_level select, absent under GLM-5.2.
     let mut agent = Agent::spawn(&home, &[("MOCK_DEVIN_THOUGHT_LEVEL", "1")]);
@@ -1316,9 +1384,10 @@ fn a_global_model_flag_and_the_model_option_switches() {
 }
 
 /// Runs print mode with this environment.
-fn print(env: &[(String, String)], args: &[&str]) -> (Option<i32>, String, String) {
+fn print(cwd: &Path, env: &[(String, String)], args: &[&str]) -> (Option<i32>, String, String) {
     let output = command(env)
         .args(args)
+        .current_dir(cwd)
         .stdin(Stdio::null())
         .output()
         .expect("run");
@@ -1332,9 +1401,10 @@ fn print(env: &[(String, String)], args: &[&str]) -> (Option<i32>, String, Strin
 #[test]
 fn print_mode_flags_errors_and_sign_in() {
     let home = Home::new(&permissive());
+    trust(&home, &[&home.work]);
     let env = home.env();
     assert_eq!(
-        print(&env, &["-p", "Fix it."]),
+        print(&home.work, &env, &["-p", "Fix it."]),
         (Some(0), "Devin mock: done.\n".to_owned(), String::new())
     );
     for (given, shown) in [
@@ -1346,6 +1416,7 @@ fn print_mode_flags_errors_and_sign_in() {
         ("bypass", "dangerous"),
     ] {
         let (status, stdout, _) = print(
+            &home.work,
             &env,
             &[
                 "-p",
@@ -1364,6 +1435,7 @@ fn print_mode_flags_errors_and_sign_in() {
         );
     }
     let (status, stdout, _) = print(
+        &home.work,
         &env,
         &[
             "-p",
@@ -1382,52 +1454,73 @@ fn print_mode_flags_errors_and_sign_in() {
         stdout,
         "model: swe-2\npermission: autonomous\nsandbox: true\nresume: mock-1\n"
     );
-    let (status, _, stderr) = print(&env, &["-p", "--permission-mode", "autonomous", "x"]);
-    assert_eq!(status, Some(2));
-    assert_eq!(
-        stderr,
-        "error: --permission-mode autonomous requires --sandbox\n"
+    // autonomous without --sandbox: a run-time refusal, exit 1, naming --sandbox.
+    let (status, _, stderr) = print(
+        &home.work,
+        &env,
+        &["-p", "--permission-mode", "autonomous", "x"],
     );
-    let (status, stdout, stderr) = print(&env, &["-p", "--permission-mode", "ask", "x"]);
+    assert_eq!(status, Some(1));
+    assert!(stderr.contains("requires --sandbox"), "{stderr}");
+    let (status, stdout, stderr) =
+        print(&home.work, &env, &["-p", "--permission-mode", "ask", "x"]);
     assert_eq!(status, Some(2));
     assert!(stdout.is_empty());
     assert_eq!(
         stderr,
-        "error: invalid value 'ask' for '--permission-mode <PERMISSION_MODE>'\n  \
-         [possible values: normal, accept-edits, dangerous, autonomous]\n"
+        "error: invalid value 'ask' for '--permission-mode <PERMISSION_MODE>': Invalid \
+         permission mode: ask. Valid options: normal (auto), accept-edits, dangerous (yolo, \
+         bypass), autonomous (requires --sandbox)\n"
     );
-    let (status, _, stderr) = print(&env, &["-p", "--verbose", "x"]);
+    let (status, _, stderr) = print(&home.work, &env, &["-p", "--verbose", "x"]);
     assert_eq!(status, Some(2));
     assert!(
         stderr.starts_with("error: unexpected argument '--verbose' found"),
         "{stderr}"
     );
 
-    let (_, stdout, _) = print(&env, &["-p", "say [mock:echo] back"]);
+    let (_, stdout, _) = print(&home.work, &env, &["-p", "say [mock:echo] back"]);
     assert_eq!(stdout, "say [mock:echo] back\n");
-    let (_, stdout, _) = print(&env, &["-p", "[mock:env]"]);
+    let (_, stdout, _) = print(&home.work, &env, &["-p", "[mock:env]"]);
     assert!(
         stdout.lines().any(|l| l.starts_with("XDG_DATA_HOME=")),
         "{stdout}"
     );
 
     // Agent errors: the message with a trace id, then the JSON tail.
-    for (marker, message, kind, retryable) in [
+    for (marker, message, tail) in [
         (
             "quota",
-            "You have run out of credits.",
-            "resource_exhausted",
-            false,
+            "Quota exhausted.",
+            json!({"cognition.ai/errorKind": "resource_exhausted", "cognition.ai/retryable": true}),
         ),
-        ("rate_limited", "Rate limit exceeded.", "unavailable", true),
-        ("network", "Connection error: ", "unavailable", true),
-        ("server", "Internal error", "internal", false),
+        (
+            "rate_limited",
+            "Reached overall message rate limit",
+            json!({"cognition.ai/errorKind": "unavailable", "cognition.ai/retryable": true,
+                   "cognition.ai/retryAfterSeconds": 5}),
+        ),
+        (
+            "network",
+            "Connection error, send a message to continue retrying",
+            json!({"cognition.ai/errorKind": "unavailable", "cognition.ai/retryable": true}),
+        ),
+        (
+            "server",
+            "Internal error",
+            json!({"cognition.ai/errorKind": "internal", "cognition.ai/retryable": false}),
+        ),
     ] {
-        let (status, stdout, stderr) = print(&env, &["-p", &format!("[mock:fail {marker}]")]);
+        let (status, stdout, stderr) =
+            print(&home.work, &env, &["-p", &format!("[mock:fail {marker}]")]);
         assert_eq!(status, Some(1), "{marker}");
         assert!(stdout.is_empty());
         let lines: Vec<&str> = stderr.lines().collect();
-        assert_eq!(lines.len(), 4, "{stderr}");
+        assert_eq!(
+            lines.len(),
+            tail.as_object().expect("tail").len() + 2,
+            "{stderr}"
+        );
         assert!(
             lines[0].starts_with(&format!("Error: Agent error: {message}")),
             "{stderr}"
@@ -1441,26 +1534,19 @@ fn print_mode_flags_errors_and_sign_in() {
             trace.len() == 16 && trace.chars().all(|c| c.is_ascii_hexdigit()),
             "{trace}"
         );
-        let tail: Value = serde_json::from_str(&format!(
-            "{{{}}}",
-            lines[1..].join("\n").trim_end_matches('}')
-        ))
-        .expect("json tail");
-        assert_eq!(
-            tail,
-            json!({"cognition.ai/errorKind": kind, "cognition.ai/retryable": retryable})
-        );
+        let shown: Value =
+            serde_json::from_str(&format!("{{\n{}", lines[1..].join("\n"))).expect("json tail");
+        assert_eq!(shown, tail, "{marker}");
     }
-    let (status, _, stderr) = print(&env, &["-p", "--model", "adaptive", "x"]);
+    // An unknown model: "Resource not found", then the data with the text in `uri`.
+    let (status, _, stderr) = print(&home.work, &env, &["-p", "--model", "adaptive", "x"]);
     assert_eq!(status, Some(1));
     assert!(
-        stderr.starts_with(
-            "Error: Agent error: Model not found: adaptive. Available models: swe-2, "
-        ),
+        stderr.starts_with("Error: Agent error: Resource not found (trace ID: "),
         "{stderr}"
     );
     assert!(
-        stderr.contains("\"cognition.ai/errorKind\": \"invalid_argument\""),
+        stderr.contains("\"uri\": \"Model not found: adaptive. Available models: swe-2, "),
         "{stderr}"
     );
 
@@ -1481,12 +1567,278 @@ fn print_mode_flags_errors_and_sign_in() {
 
     // Signed out: no credentials file. A key in the environment counts for print mode.
     std::fs::remove_file(home.root().join("data/devin/credentials.toml")).expect("remove");
-    let (status, stdout, stderr) = print(&env, &["-p", "x"]);
+    let (status, stdout, stderr) = print(&home.work, &env, &["-p", "x"]);
     assert_eq!(
         (status, stdout.as_str(), stderr.as_str()),
         (Some(1), "", "Error: Not logged in\n")
     );
     let mut with_key = env.clone();
     with_key.push(("WINDSURF_API_KEY".into(), "k".into()));
-    assert_eq!(print(&with_key, &["-p", "x"]).0, Some(0));
+    assert_eq!(print(&home.work, &with_key, &["-p", "x"]).0, Some(0));
+    // The key in the environment is preferred over stored credentials: a stale one wins.
+    std::fs::write(home.root().join("data/devin/credentials.toml"), "x").expect("creds");
+    assert_eq!(print(&home.work, &env, &["-p", "x"]).0, Some(0));
+    let mut stale = env.clone();
+    stale.push(("WINDSURF_API_KEY".into(), "invalid-old".into()));
+    assert_eq!(
+        print(&home.work, &stale, &["-p", "x"]),
+        (Some(1), String::new(), "Error: Not logged in\n".to_owned())
+    );
+}
+
+/// Lists `dirs` as trusted workspaces in the home's `config.json`.
+fn trust(home: &Home, dirs: &[&Path]) {
+    let mut config = permissive();
+    config["trustedWorkspaces"] = json!(dirs);
+    std::fs::write(
+        home.root().join("config/devin/config.json"),
+        serde_json::to_vec(&config).expect("json"),
+    )
+    .expect("config");
+}
+
+#[test]
+fn print_mode_respects_workspace_trust() {
+    let home = Home::new(&permissive());
+    let env = home.env();
+    let nested = home.work.join("sub");
+    std::fs::create_dir_all(&nested).expect("mkdir");
+    // Untrusted: refused unless the flag says false.
+    let (status, stdout, stderr) = print(&nested, &env, &["-p", "x"]);
+    assert_eq!(status, Some(1));
+    assert!(stdout.is_empty());
+    assert!(
+        stderr.starts_with(&format!(
+            "Error: Workspace {} is not trusted.",
+            nested.display()
+        )),
+        "{stderr}"
+    );
+    let (status, _, _) = print(
+        &nested,
+        &env,
+        &["-p", "--respect-workspace-trust", "true", "x"],
+    );
+    assert_eq!(status, Some(1));
+    let (status, stdout, _) = print(
+        &nested,
+        &env,
+        &["-p", "--respect-workspace-trust", "false", "x"],
+    );
+    assert_eq!((status, stdout.as_str()), (Some(0), "Devin mock: done.\n"));
+    // A trusted directory trusts the directories below it.
+    trust(&home, &[&home.work]);
+    let (status, stdout, _) = print(&nested, &env, &["-p", "x"]);
+    assert_eq!((status, stdout.as_str()), (Some(0), "Devin mock: done.\n"));
+    // Trust is checked before sign-in.
+    std::fs::remove_file(home.root().join("data/devin/credentials.toml")).expect("rm");
+    let (status, _, stderr) = print(&home.root(), &env, &["-p", "x"]);
+    assert_eq!(status, Some(1));
+    assert!(stderr.contains("is not trusted"), "{stderr}");
+}
+
+/// The value of a `cumulativeMetric` row of a turn_stats.
+fn cumulative(stats: &Value, uid: &str) -> u64 {
+    stats["params"]["responseDimensions"]
+        .as_array()
+        .expect("dimensions")
+        .iter()
+        .find(|row| row["uid"] == uid && row["kind"]["type"] == "cumulativeMetric")
+        .and_then(|row| row["kind"]["value"].as_u64())
+        .unwrap_or_else(|| panic!("no {uid} row in {stats}"))
+}
+
+#[test]
+fn stop_causes_and_compaction() {
+    let home = Home::new(&permissive());
+    let mut agent = Agent::spawn(&home, &[]);
+    let session = agent.start(&home.work);
+    let (before, result) = agent.turn(&session, "[mock:stop quota_exhausted]");
+    // Not an error: agent_stopped carries the cause, then an ordinary end_turn.
+    assert_eq!(result["result"]["stopReason"], "end_turn", "{result}");
+    let stopped = notification(&before, "_cognition.ai/agent_stopped").expect("stopped");
+    assert_eq!(stopped["params"]["cause"], "quota_exhausted");
+    assert!(stopped["params"]["errorMessage"]
+        .as_str()
+        .is_some_and(|m| m.starts_with("Your daily usage quota has been exhausted. ")));
+    assert_eq!(count_updates(&before, "agent_message_chunk"), 0);
+    for cause in [
+        "auth_required",
+        "content_filter",
+        "max_turn_requests",
+        "output_truncated",
+    ] {
+        let (before, result) = agent.turn(&session, &format!("[mock:stop {cause}]"));
+        assert_eq!(result["result"]["stopReason"], "end_turn", "{cause}");
+        let stopped = notification(&before, "_cognition.ai/agent_stopped").expect("stopped");
+        assert_eq!(stopped["params"]["cause"], cause);
+    }
+
+    let (before, result) = agent.turn(&session, "Tidy up. [mock:compaction]");
+    assert_eq!(result["result"]["stopReason"], "end_turn");
+    let chunks: Vec<&Value> = before
+        .iter()
+        .filter(|m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+        .map(|m| &m["params"]["update"])
+        .collect();
+    let display: Vec<&&Value> = chunks
+        .iter()
+        .filter(|c| c["_meta"]["cognition.ai/displayMessage"] == true)
+        .collect();
+    assert_eq!(display.len(), 1);
+    assert_eq!(display[0]["content"]["text"], "Compacting context...");
+    let answer: String = chunks
+        .iter()
+        .filter(|c| c.get("_meta").is_none())
+        .filter_map(|c| c["content"]["text"].as_str())
+        .collect();
+    assert_eq!(answer, "Devin mock: done. turns seen: 5");
+    assert!(notification(&before, "_cognition.ai/compaction").is_some());
+}
+
+#[test]
+fn tool_calls_are_model_requests_and_usage_is_the_last_one() {
+    let home = Home::new(&permissive());
+    let mut agent = Agent::spawn(&home, &[]);
+    let session = agent.start(&home.work);
+    let (before, result) = agent.turn(
+        &session,
+        "[mock:tool read read] [mock:tool exec execute] [mock:cache-tokens]",
+    );
+    let usage = &result["result"]["usage"];
+    let input = usage["inputTokens"].as_u64().expect("input");
+    let output = usage["outputTokens"].as_u64().expect("output");
+    let cached = usage["cachedReadTokens"].as_u64().expect("cached");
+    // Cached reads are inside the input, not added to the total.
+    assert_eq!(usage["totalTokens"].as_u64(), Some(input + output));
+    assert!(cached > 0 && cached < input, "{usage}");
+    // Three model requests: two made the tool calls, the last wrote the answer. The result
+    // covers the last one only; turn_stats sums all three.
+    let stats = notification(&before, "_cognition.ai/turn_stats").expect("turn_stats");
+    let prompt_tokens = input - 60;
+    assert_eq!(
+        cumulative(stats, "inputTokens"),
+        3 * prompt_tokens + 30 + 60
+    );
+    assert_eq!(cumulative(stats, "outputTokens"), 20 + 20 + output);
+    assert!(cumulative(stats, "cachedReadTokens") > cached);
+    let stopped = notification(&before, "_cognition.ai/agent_stopped").expect("stopped");
+    assert_eq!(
+        stopped["params"]["stats"]["inputTokens"].as_u64(),
+        Some(cumulative(stats, "inputTokens"))
+    );
+    assert_eq!(stopped["params"]["stats"]["toolCalls"], 2);
+    assert_eq!(stopped["params"]["stats"]["commandsRun"], 1);
+
+    // One request without tool calls: the sums equal the result.
+    let (before, result) = agent.turn(&session, "Just answer.");
+    let stats = notification(&before, "_cognition.ai/turn_stats").expect("turn_stats");
+    assert_eq!(
+        Some(cumulative(stats, "inputTokens")),
+        result["result"]["usage"]["inputTokens"].as_u64()
+    );
+}
+
+/// Answers the next permission request of a running turn with `option_id`; returns it.
+fn answer_permission(agent: &mut Agent, option_id: &str) -> Value {
+    let request = loop {
+        match agent.next() {
+            Out::Json(message) if message["method"] == "session/request_permission" => {
+                break message
+            }
+            Out::Json(_) => {}
+            Out::Raw(line) => panic!("not JSON: {line}"),
+        }
+    };
+    agent.send(&json!({"jsonrpc": "2.0", "id": request["id"],
+                       "result": {"outcome": {"outcome": "selected", "optionId": option_id}}}));
+    request
+}
+
+#[test]
+fn a_rejected_permission_is_asked_again_up_to_the_bound() {
+    let home = Home::new(&permissive());
+    let mut agent = Agent::spawn(&home, &[]);
+    let session = agent.start(&home.work);
+    let id = agent.prompt(&session, "[mock:permission 3]");
+    let mut asked = Vec::new();
+    for _ in 0..3 {
+        let request = answer_permission(&mut agent, "reject_once");
+        asked.push(request["params"]["toolCall"]["toolCallId"].clone());
+    }
+    let (before, result) = agent.until_response(id);
+    assert_eq!(
+        asked,
+        [json!("call_1"), json!("call_1_2"), json!("call_1_3")]
+    );
+    // No fourth request; each rejected call failed; the turn still ends end_turn.
+    assert!(!before
+        .iter()
+        .any(|m| m["method"] == "session/request_permission"));
+    assert_eq!(result["result"]["stopReason"], "end_turn");
+    assert!(text_of(&before, "agent_message_chunk")
+        .starts_with("permission outcome: selected reject_once (asked 3 times)"));
+
+    // Allowed on the second ask: no third.
+    let id = agent.prompt(&session, "[mock:permission 9]");
+    answer_permission(&mut agent, "reject_once");
+    answer_permission(&mut agent, "allow_once");
+    let (before, result) = agent.until_response(id);
+    assert!(!before
+        .iter()
+        .any(|m| m["method"] == "session/request_permission"));
+    assert_eq!(result["result"]["stopReason"], "end_turn");
+    assert!(text_of(&before, "agent_message_chunk")
+        .starts_with("permission outcome: selected allow_once (asked 2 times)"));
+    let statuses: Vec<&Value> = before
+        .iter()
+        .filter(|m| m["params"]["update"]["sessionUpdate"] == "tool_call_update")
+        .map(|m| &m["params"]["update"]["status"])
+        .collect();
+    assert_eq!(statuses, [&json!("completed")]);
+}
+
+#[test]
+fn signed_out_by_default_the_prompt_fails_and_an_environment_key_signs_in() {
+    let home = Home::new(&permissive());
+    std::fs::remove_file(home.root().join("data/devin/credentials.toml")).expect("remove");
+    let mut agent = Agent::spawn(&home, &[]);
+    let init = agent.initialize();
+    assert_eq!(
+        init["result"]["agentInfo"],
+        json!({"name": "affogato", "title": "Devin Agent", "version": "0.0.0-dev"})
+    );
+    assert_eq!(
+        init["result"]["agentCapabilities"]["mcpCapabilities"],
+        json!({"http": true, "sse": true})
+    );
+    assert_eq!(
+        init["result"]["_meta"]["mcpConfigPath"],
+        json!(home
+            .root()
+            .join("config/devin/mcp.json")
+            .display()
+            .to_string())
+    );
+    let new = agent.new_session(&home.work);
+    let session = new["result"]["sessionId"]
+        .as_str()
+        .expect("opens")
+        .to_owned();
+    let (before, result) = agent.turn(&session, "hi");
+    assert!(before.is_empty(), "{before:?}");
+    assert_eq!(result["error"]["code"], -32603, "{result}");
+    assert!(result["error"]["message"]
+        .as_str()
+        .is_some_and(|m| m.starts_with("Authentication failed: ")));
+    drop(agent);
+
+    let mut agent = Agent::spawn(&home, &[("WINDSURF_API_KEY", "env-key")]);
+    let session = agent.start(&home.work);
+    let (_, result) = agent.turn(&session, "hi");
+    assert_eq!(result["result"]["stopReason"], "end_turn", "{result}");
+    drop(agent);
+    assert!(!std::fs::read_to_string(&home.log)
+        .expect("log")
+        .contains("env-key"));
 }

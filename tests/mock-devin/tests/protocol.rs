@@ -155,6 +155,11 @@ impl Agent {
             return new;
         }
         assert_eq!(before.len(), 1, "{before:?}");
+        assert_eq!(
+            new["result"]["_meta"],
+            json!({"cognition.ai/isLocked": false}),
+            "{new}"
+        );
         let update = &before[0]["params"];
         assert_eq!(before[0]["method"], "session/update");
         assert_eq!(update["sessionId"], new["result"]["sessionId"]);
@@ -333,16 +338,23 @@ fn happy_path_streams_chunks_then_the_result() {
         json!({"protocolVersion": 1, "clientCapabilities": {},
                "clientInfo": {"name": "windsurf", "version": "1.110.1"}}),
     );
+    let config_path = init["result"]["_meta"]["mcpConfigPath"]
+        .as_str()
+        .expect("mcpConfigPath")
+        .to_owned();
+    assert!(config_path.ends_with("/devin/mcp.json"), "{config_path}");
     assert_eq!(
         init["result"],
         json!({
             "protocolVersion": 1,
             "agentCapabilities": {"loadSession": true,
                 "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false},
+                "mcpCapabilities": {"http": true, "sse": true},
                 "sessionCapabilities": {"list": {}, "delete": {}, "additionalDirectories": {}}},
-            "agentInfo": {"name": "mock-devin", "version": "3000.11.4"},
+            "agentInfo": {"name": "affogato", "title": "Devin Agent", "version": "0.0.0-dev"},
             "authMethods": [{"id": "devin-browser", "name": "Devin",
                              "description": "Sign in with your browser"}],
+            "_meta": {"mcpConfigPath": config_path},
         })
     );
     let new = agent.new_session(&sandbox.home);
@@ -357,16 +369,20 @@ fn happy_path_streams_chunks_then_the_result() {
     let prompt = user_prompt("Say something. [mock:text]");
     let id = agent.prompt("mock-session-1", &prompt);
     let (before, result) = agent.until_response(id);
-    // A process-wide output notification opens the turn.
+    // A process-wide output notification opens the turn: {channel, message, level}.
     assert_eq!(before[0]["method"], "_cognition.ai/output");
-    assert_eq!(before[0]["params"]["sessionId"], "");
-    assert!(before[0]["params"]["text"].is_string());
+    let output = before[0]["params"].as_object().expect("output params");
+    let mut keys: Vec<&String> = output.keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["channel", "level", "message", "sessionId"]);
+    assert_eq!(output["sessionId"], "");
     assert_eq!(before[1]["method"], "session/update");
     assert_eq!(
         before[1]["params"]["update"]["sessionUpdate"],
         "available_commands_update"
     );
-    let stats = &before[2];
+    // turn_stats closes the turn, right before agent_stopped.
+    let stats = &before[before.len() - 2];
     assert_eq!(stats["method"], "_cognition.ai/turn_stats");
     // Sorted: the order of a JSON object's keys depends on serde_json's features in the build.
     let mut keys: Vec<&String> = stats["params"].as_object().expect("stats").keys().collect();
@@ -380,9 +396,14 @@ fn happy_path_streams_chunks_then_the_result() {
             "turnRequestId"
         ]
     );
+    // A list: the model's display label by uid, then the turn's sums.
+    let dimensions = stats["params"]["responseDimensions"]
+        .as_array()
+        .expect("a list");
     assert_eq!(
-        stats["params"]["responseDimensions"],
-        json!({"model": "SWE-1.7"})
+        dimensions[0],
+        json!({"uid": "model", "groupTitle": "Response Statistics", "label": "Model",
+               "kind": {"type": "metric", "value": "SWE-1.7"}})
     );
     let text = chunks(&before);
     assert!(text.len() >= 2, "{text:?}");
@@ -414,10 +435,8 @@ fn happy_path_streams_chunks_then_the_result() {
         ]
     );
     assert_eq!(stopped_stats["modelLabel"], "SWE-1.7");
-    assert_eq!(
-        stopped_stats["responseDimensions"],
-        json!({"model": "SWE-1.7"})
-    );
+    assert_eq!(stopped_stats["responseDimensions"], json!([dimensions[0]]));
+    assert!(stopped["params"].get("errorMessage").is_none());
     assert_eq!(stopped_stats["requestId"], stats["params"]["turnRequestId"]);
     assert_eq!(
         result["result"]["_meta"]["cognition.ai/userMessageId"],
@@ -548,7 +567,7 @@ fn permission_request_round_trip() {
 
     for (answer, expected) in [
         (
-            json!({"result": {"outcome": {"outcome": "selected", "optionId": "allow-once"}}}),
+            json!({"result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}}}),
             "permission outcome: selected",
         ),
         (
@@ -562,17 +581,42 @@ fn permission_request_round_trip() {
     ] {
         // One process serves several turns in a row without trouble.
         let id = agent.prompt(&session, &user_prompt("Run it. [mock:permission]"));
+        let mut call = Value::Null;
         let request = loop {
             let message = agent.next_json();
+            if message["params"]["update"]["sessionUpdate"] == "tool_call" {
+                call = message["params"]["update"].clone();
+            }
             if message["method"] == "session/request_permission" {
                 break message;
             }
         };
+        // The tool call comes first; the request names it by id only.
+        assert_eq!(call["toolCallId"], "c1", "{call}");
+        assert_eq!(call["_meta"]["cognition.ai/inferenceToolName"], "exec");
         let params = &request["params"];
         assert_eq!(params["sessionId"], session.as_str());
-        assert_eq!(params["toolCall"]["toolCallId"], "c1");
-        assert_eq!(params["options"][0]["kind"], "allow_once");
-        assert_eq!(params["options"][1]["optionId"], "reject-once");
+        assert_eq!(params["toolCall"], json!({"toolCallId": "c1"}));
+        let options: Vec<(&str, &str)> = params["options"]
+            .as_array()
+            .expect("options")
+            .iter()
+            .map(|o| {
+                (
+                    o["optionId"].as_str().expect("id"),
+                    o["kind"].as_str().expect("kind"),
+                )
+            })
+            .collect();
+        assert_eq!(
+            options,
+            [
+                ("allow_once", "allow_once"),
+                ("allow_session", "allow_always"),
+                ("switch_bypass", "allow_always"),
+                ("reject_once", "reject_once")
+            ]
+        );
         // An answer to an id the agent never used is ignored.
         agent.send(&json!({"jsonrpc": "2.0", "id": 424242, "result": {}}));
         let mut reply = json!({"jsonrpc": "2.0", "id": request["id"]});
@@ -719,32 +763,32 @@ fn rpc_error_scenarios() {
         (
             "[mock:rpc-error=unavailable]",
             -32010,
-            "Rate limit exceeded. Please try again in a moment.",
+            "Reached overall message rate limit",
             Some(("unavailable", true)),
         ),
         (
             "[mock:rpc-error=rate_limited]",
             -32010,
-            "Rate limit exceeded. Please try again in a moment.",
+            "Reached overall message rate limit",
             Some(("unavailable", true)),
         ),
         (
             "[mock:rpc-error=connection]",
             -32010,
-            "Connection error: upstream reset",
+            "Connection error, send a message to continue retrying",
             Some(("unavailable", true)),
         ),
         (
             "[mock:rpc-error=resource_exhausted]",
             -32011,
-            "You have run out of credits. Add credits or wait for your quota to reset.",
-            Some(("resource_exhausted", false)),
+            "Quota exhausted.",
+            Some(("resource_exhausted", true)),
         ),
         (
             "[mock:rpc-error=quota]",
             -32011,
-            "You have run out of credits. Add credits or wait for your quota to reset.",
-            Some(("resource_exhausted", false)),
+            "Quota exhausted.",
+            Some(("resource_exhausted", true)),
         ),
         (
             "[mock:rpc-error=session_not_found]",
@@ -770,11 +814,15 @@ fn rpc_error_scenarios() {
             "{marker}: {response}"
         );
         match kind {
-            Some((kind, retryable)) => assert_eq!(
-                error["data"],
-                json!({"cognition.ai/errorKind": kind, "cognition.ai/retryable": retryable}),
-                "{marker}"
-            ),
+            Some((kind, retryable)) => {
+                let mut data = json!({"cognition.ai/errorKind": kind,
+                                      "cognition.ai/retryable": retryable});
+                // A rate limit says when to try again.
+                if message.starts_with("Reached overall message rate limit") {
+                    data["cognition.ai/retryAfterSeconds"] = json!(5);
+                }
+                assert_eq!(error["data"], data, "{marker}");
+            }
             None => assert!(error.get("data").is_none(), "{marker}: {response}"),
         }
         let stopped = before
@@ -1169,10 +1217,12 @@ fn only_a_client_named_windsurf_gets_answers() {
 fn signing_in_with_the_browser_method_and_a_key() {
     let sandbox = sandbox();
     let log = sandbox.home.join("mock.jsonl");
+    // The older logged-out behaviour: session/new is refused.
     let logged_out = account_env(
         &sandbox,
         &[
             ("MOCK_DEVIN_LOGGED_OUT", "1".to_owned()),
+            ("MOCK_DEVIN_LOGOUT_STYLE", "session_new".to_owned()),
             ("MOCK_DEVIN_LOG", log.display().to_string()),
         ],
     );
@@ -1242,6 +1292,110 @@ fn signing_in_with_the_browser_method_and_a_key() {
     assert!(agent.new_session(&fresh.home)["result"]["sessionId"].is_string());
 }
 
+/// A prompt in a fresh session: the messages before the answer, and the answer.
+fn prompt_turn(agent: &mut Agent, session: &str, text: &str) -> (Vec<Value>, Value) {
+    let id = agent.prompt(session, &user_prompt(text));
+    agent.until_response(id)
+}
+
+#[test]
+fn logged_out_newer_style_opens_sessions_and_fails_the_prompt() {
+    let sandbox = sandbox();
+    // The default style.
+    let env = account_env(&sandbox, &[("MOCK_DEVIN_LOGGED_OUT", "1".to_owned())]);
+    let mut agent = spawn_with(&sandbox, &env);
+    let session = agent.start_session(&sandbox.home);
+    for _ in 0..2 {
+        let (before, response) = prompt_turn(&mut agent, &session, "[mock:text]");
+        // Refused at once: no turn starts.
+        assert!(before.is_empty(), "{before:?}");
+        assert_eq!(
+            response["error"],
+            json!({"code": -32603,
+                   "message": "Authentication failed: Please authenticate to continue. Run `/login` to log in.",
+                   "data": {"cognition.ai/errorKind": "unauthenticated", "cognition.ai/retryable": false}}),
+            "{response}"
+        );
+    }
+    // authenticate with the key in _meta signs the process in; the same session then works.
+    let signed = agent.call(
+        "authenticate",
+        json!({"methodId": "devin-browser", "_meta": {"api_key": "good-key"}}),
+    );
+    assert_eq!(signed["result"], Value::Null, "{signed}");
+    let (_, response) = prompt_turn(&mut agent, &session, "[mock:text]");
+    assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+
+    // An invalid key is taken, but leaves the process signed out.
+    let mut agent = spawn_with(&sandbox, &env);
+    let session = agent.start_session(&sandbox.home);
+    let taken = agent.call(
+        "authenticate",
+        json!({"methodId": "devin-browser", "_meta": {"api_key": "invalid-key"}}),
+    );
+    assert_eq!(taken["result"], Value::Null, "{taken}");
+    let (_, response) = prompt_turn(&mut agent, &session, "[mock:text]");
+    assert_eq!(response["error"]["code"], -32603, "{response}");
+
+    // An unknown style is refused at start-up.
+    let output = Command::new(BIN)
+        .args(["acp", "--agent-type", "summarizer"])
+        .env("MOCK_DEVIN_LOGOUT_STYLE", "later")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(64));
+}
+
+#[test]
+fn windsurf_api_key_in_the_environment_is_preferred_over_stored_credentials() {
+    let sandbox = sandbox();
+    let log = sandbox.home.join("mock.jsonl");
+    for style in ["prompt", "session_new"] {
+        let base = [
+            ("MOCK_DEVIN_LOGGED_OUT", "1".to_owned()),
+            ("MOCK_DEVIN_LOGOUT_STYLE", style.to_owned()),
+            ("MOCK_DEVIN_LOG", log.display().to_string()),
+        ];
+        // A valid key in the environment signs a logged-out process in.
+        let mut env = account_env(&sandbox, &base);
+        env.push(("WINDSURF_API_KEY", "env-secret-key".to_owned()));
+        let mut agent = spawn_with(&sandbox, &env);
+        let session = agent.start_session(&sandbox.home);
+        let (_, response) = prompt_turn(&mut agent, &session, "[mock:text]");
+        assert_eq!(
+            response["result"]["stopReason"], "end_turn",
+            "{style}: {response}"
+        );
+        drop(agent);
+
+        // With stored credentials, a stale key in the environment still wins: signed out.
+        let credentials = sandbox.home.join("data/devin/credentials.toml");
+        std::fs::write(&credentials, "windsurf_api_key = \"x\"\n").expect("creds");
+        let mut env = account_env(&sandbox, &base);
+        env.push(("WINDSURF_API_KEY", "invalid-stale-key".to_owned()));
+        let mut agent = spawn_with(&sandbox, &env);
+        agent.call("initialize", json!({"protocolVersion": 1}));
+        let new = agent.new_session(&sandbox.home);
+        if style == "session_new" {
+            assert_eq!(new["error"]["code"], -32000, "{new}");
+        } else {
+            let session = new["result"]["sessionId"].as_str().expect("id").to_owned();
+            let (_, response) = prompt_turn(&mut agent, &session, "[mock:text]");
+            assert_eq!(response["error"]["code"], -32603, "{response}");
+        }
+        drop(agent);
+        // Without the variable the stored credentials count.
+        let mut agent = spawn_with(&sandbox, &account_env(&sandbox, &base));
+        let session = agent.start_session(&sandbox.home);
+        let (_, response) = prompt_turn(&mut agent, &session, "[mock:text]");
+        assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+        std::fs::remove_file(&credentials).expect("rm creds");
+    }
+    let text = std::fs::read_to_string(&log).expect("log");
+    assert!(!text.contains("env-secret-key") && !text.contains("invalid-stale-key"));
+}
+
 fn model_option(new: &Value) -> Option<Value> {
     new["configOptions"]
         .as_array()
@@ -1270,75 +1424,77 @@ fn whoami(agent: &mut Agent, session: &str) -> (String, Value, Value) {
     )
 }
 
+/// The model row of a turn_stats' dimensions: its display label.
+fn model_label(stats: &Value) -> Value {
+    stats["params"]["responseDimensions"]
+        .as_array()
+        .expect("dimensions")
+        .iter()
+        .find(|d| d["uid"] == "model")
+        .map(|d| d["kind"]["value"].clone())
+        .expect("model row")
+}
+
+/// A summarizer started with these arguments (and environment).
+fn spawn_args(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Agent {
+    let mut command = Command::new(BIN);
+    command
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("MOCK_DEVIN_SCENARIO")
+        .env_remove("MOCK_DEVIN_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, lines) = mpsc::channel();
+    thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            let out = serde_json::from_str::<Value>(&line).map_or(Out::Raw(line), Out::Json);
+            if tx.send(out).is_err() {
+                return;
+            }
+        }
+    });
+    Agent {
+        stdin: child.stdin.take(),
+        child,
+        lines,
+        next_id: 100,
+    }
+}
+
 #[test]
-fn the_model_is_a_config_option_and_answers_the_turn() {
+fn the_summarizer_offers_no_model_option() {
     let sandbox = sandbox();
     let mut agent = Agent::spawn(&sandbox.home, &[]);
     agent.call("initialize", json!({"protocolVersion": 1}));
     let new = agent.new_session(&sandbox.home);
-    let model = model_option(&new["result"]).expect("model option");
-    assert_eq!(model["id"], "model");
-    assert_eq!(model["name"], "Model");
-    assert_eq!(model["type"], "select");
-    assert_eq!(model["currentValue"], "swe-1-7");
-    assert_eq!(
-        model["options"],
-        json!([
-            {"value": "swe-1-7", "name": "SWE-1.7"},
-            {"value": "swe-1-7-lightning", "name": "SWE-1.7 Lightning"},
-            {"value": "swe-1-6", "name": "SWE-1.6"},
-            {"value": "swe-1-6-fast", "name": "SWE-1.6 Fast"},
-            {"value": "swe-2", "name": "SWE-2"},
-            {"value": "kimi-k3", "name": "Kimi K3"},
-            {"value": "glm-5-2", "name": "GLM 5.2"},
-            {"value": "muse-wonder", "name": "Muse Wonder"},
-        ])
-    );
+    let ids: Vec<&str> = new["result"]["configOptions"]
+        .as_array()
+        .expect("options")
+        .iter()
+        .filter_map(|o| o["id"].as_str())
+        .collect();
+    assert_eq!(ids, ["mode"], "{new}");
     let session = new["result"]["sessionId"].as_str().expect("id").to_owned();
     let (text, stopped, stats) = whoami(&mut agent, &session);
     assert_eq!(text, "model: swe-1-7");
     assert_eq!(stopped["params"]["stats"]["modelLabel"], "SWE-1.7");
+    assert_eq!(model_label(&stats), "SWE-1.7");
     assert!(stats["params"].get("modelLabel").is_none(), "{stats}");
-
-    // set_config_option: the update first, then the whole list.
-    let id = agent.request(
+    // There is no model option to set.
+    let refused = agent.call(
         "session/set_config_option",
         json!({"sessionId": session, "configId": "model", "value": "swe-1-6"}),
     );
-    let (before, set) = agent.until_response(id);
-    assert_eq!(before.len(), 1, "{before:?}");
-    assert_eq!(
-        before[0]["params"]["update"]["sessionUpdate"],
-        "config_option_update"
-    );
-    assert_eq!(
-        before[0]["params"]["update"]["configOptions"],
-        set["result"]["configOptions"]
-    );
-    let model = model_option(&set["result"]).expect("model option");
-    assert_eq!(model["currentValue"], "swe-1-6");
-    let (text, stopped, stats) = whoami(&mut agent, &session);
-    assert_eq!(text, "model: swe-1-6");
-    assert_eq!(stopped["params"]["stats"]["modelLabel"], "SWE-1.6");
-    assert_eq!(
-        stats["params"]["responseDimensions"],
-        json!({"model": "SWE-1.6"})
-    );
-
-    let unknown = agent.call(
-        "session/set_config_option",
-        json!({"sessionId": session, "configId": "model", "value": "adaptive"}),
-    );
-    assert_eq!(
-        unknown["error"],
-        json!({"code": -32602, "message": "Model not found: adaptive. Available models: swe-1-7, \
-               swe-1-7-lightning, swe-1-6, swe-1-6-fast, swe-2, kimi-k3, glm-5-2, muse-wonder"})
-    );
-    let set_model = agent.call(
-        "session/set_model",
-        json!({"sessionId": session, "modelId": "swe-2"}),
-    );
-    assert_eq!(set_model["error"]["code"], -32601, "{set_model}");
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
     let other = agent.call(
         "session/set_config_option",
         json!({"sessionId": "nope", "configId": "model", "value": "swe-2"}),
@@ -1347,19 +1503,68 @@ fn the_model_is_a_config_option_and_answers_the_turn() {
 }
 
 #[test]
+fn model_flag_before_or_after_acp_picks_the_model() {
+    let sandbox = sandbox();
+    for args in [
+        &["--model", "kimi-k3", "acp", "--agent-type", "summarizer"][..],
+        &["--model=kimi-k3", "acp", "--agent-type", "summarizer"],
+        &["acp", "--agent-type", "summarizer", "--model", "kimi-k3"],
+        &["acp", "--model=kimi-k3", "--agent-type", "summarizer"],
+        // After the subcommand wins.
+        &[
+            "--model",
+            "swe-2",
+            "acp",
+            "--agent-type",
+            "summarizer",
+            "--model",
+            "kimi-k3",
+        ],
+    ] {
+        let mut agent = spawn_args(&sandbox.home, args, &[]);
+        let session = agent.start_session(&sandbox.home);
+        let (text, stopped, stats) = whoami(&mut agent, &session);
+        assert_eq!(text, "model: kimi-k3", "{args:?}");
+        // The label is the catalog's display name, not the id.
+        assert_eq!(
+            stopped["params"]["stats"]["modelLabel"], "Kimi K3",
+            "{args:?}"
+        );
+        assert_eq!(model_label(&stats), "Kimi K3", "{args:?}");
+    }
+}
+
+#[test]
+fn an_unknown_model_flag_fails_every_session_with_resource_not_found() {
+    let sandbox = sandbox();
+    for args in [
+        &["--model", "adaptive", "acp", "--agent-type", "summarizer"][..],
+        &["acp", "--agent-type", "summarizer", "--model", "adaptive"],
+    ] {
+        let mut agent = spawn_args(&sandbox.home, args, &[]);
+        agent.call("initialize", json!({"protocolVersion": 1}));
+        for _ in 0..2 {
+            let new = agent.new_session(&sandbox.home);
+            assert_eq!(
+                new["error"],
+                json!({"code": -32002, "message": "Resource not found",
+                       "data": {"uri": "Model not found: adaptive. Available models: swe-1-7, \
+                                swe-1-7-lightning, swe-1-6, swe-1-6-fast, swe-2, kimi-k3, \
+                                glm-5-2, muse-wonder"}}),
+                "{args:?}"
+            );
+        }
+    }
+}
+
+#[test]
 fn the_effort_switches_add_a_thought_level_and_an_effort_variant() {
     let sandbox = sandbox();
-    // By default: no thought level, no effort variant, and whoami names the model alone.
+    // By default: no thought level, and whoami names the model alone.
     let mut agent = Agent::spawn(&sandbox.home, &[]);
     agent.call("initialize", json!({"protocolVersion": 1}));
     let new = agent.new_session(&sandbox.home);
-    let categories: Vec<Value> = new["result"]["configOptions"]
-        .as_array()
-        .expect("options")
-        .iter()
-        .map(|option| option["category"].clone())
-        .collect();
-    assert_eq!(categories, [json!("mode"), json!("model")]);
+    assert!(model_option(&new["result"]).is_none(), "{new}");
     let session = new["result"]["sessionId"].as_str().expect("id").to_owned();
     let refused = agent.call(
         "session/set_config_option",
@@ -1367,14 +1572,21 @@ fn the_effort_switches_add_a_thought_level_and_an_effort_variant() {
     );
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
     drop(agent);
-
-    let mut agent = Agent::spawn(
+    // Without the effort switch, swe-2-high is not offered.
+    let mut agent = spawn_args(
         &sandbox.home,
-        &[
-            ("MOCK_DEVIN_THOUGHT_LEVEL", "1"),
-            ("MOCK_DEVIN_EFFORT_VARIANTS", "1"),
-        ],
+        &["--model", "swe-2-high", "acp", "--agent-type", "summarizer"],
+        &[],
     );
+    agent.call("initialize", json!({"protocolVersion": 1}));
+    assert_eq!(agent.new_session(&sandbox.home)["error"]["code"], -32002);
+    drop(agent);
+
+    let effort = [
+        ("MOCK_DEVIN_THOUGHT_LEVEL", "1"),
+        ("MOCK_DEVIN_EFFORT_VARIANTS", "1"),
+    ];
+    let mut agent = Agent::spawn(&sandbox.home, &effort);
     agent.call("initialize", json!({"protocolVersion": 1}));
     let new = agent.new_session(&sandbox.home);
     let options = new["result"]["configOptions"].as_array().expect("options");
@@ -1384,14 +1596,6 @@ fn the_effort_switches_add_a_thought_level_and_an_effort_variant() {
         .expect("a thought_level select");
     assert_eq!(level["id"], "thought_level");
     assert_eq!(level["currentValue"], "medium");
-    let models = model_option(&new["result"]).expect("model option");
-    let values: Vec<&str> = models["options"]
-        .as_array()
-        .expect("values")
-        .iter()
-        .filter_map(|value| value["value"].as_str())
-        .collect();
-    assert_eq!(&values[4..6], ["swe-2", "swe-2-high"]);
     let session = new["result"]["sessionId"].as_str().expect("id").to_owned();
     let (text, _, _) = whoami(&mut agent, &session);
     assert_eq!(text, "model: swe-1-7, thought_level: medium");
@@ -1400,111 +1604,35 @@ fn the_effort_switches_add_a_thought_level_and_an_effort_variant() {
         json!({"sessionId": session, "configId": "thought_level", "value": "high"}),
     );
     assert!(set["result"]["configOptions"].is_array(), "{set}");
-    let set = agent.call(
-        "session/set_config_option",
-        json!({"sessionId": session, "configId": "model", "value": "swe-2-high"}),
-    );
-    assert!(set["result"]["configOptions"].is_array(), "{set}");
-    let (text, stopped, _) = whoami(&mut agent, &session);
-    assert_eq!(text, "model: swe-2-high, thought_level: high");
-    assert_eq!(stopped["params"]["stats"]["modelLabel"], "SWE-2 High");
-    // Under GLM 5.2 there is no thought level to report or set.
-    agent.call(
-        "session/set_config_option",
-        json!({"sessionId": session, "configId": "model", "value": "glm-5-2"}),
-    );
     let (text, _, _) = whoami(&mut agent, &session);
+    assert_eq!(text, "model: swe-1-7, thought_level: high");
+    drop(agent);
+    // The effort variant through --model.
+    let mut agent = spawn_args(
+        &sandbox.home,
+        &["acp", "--agent-type", "summarizer", "--model", "swe-2-high"],
+        &effort,
+    );
+    let session = agent.start_session(&sandbox.home);
+    let (text, stopped, _) = whoami(&mut agent, &session);
+    assert_eq!(text, "model: swe-2-high, thought_level: medium");
+    assert_eq!(stopped["params"]["stats"]["modelLabel"], "SWE-2 High");
+    drop(agent);
+    // Under GLM 5.2 there is no thought level to report or set.
+    let mut agent = spawn_args(
+        &sandbox.home,
+        &["acp", "--agent-type", "summarizer", "--model", "glm-5-2"],
+        &effort,
+    );
+    let session = agent.start_session(&sandbox.home);
+    let (text, stopped, _) = whoami(&mut agent, &session);
     assert_eq!(text, "model: glm-5-2");
+    assert_eq!(stopped["params"]["stats"]["modelLabel"], "GLM 5.2");
     let refused = agent.call(
         "session/set_config_option",
         json!({"sessionId": session, "configId": "thought_level", "value": "low"}),
     );
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
-}
-
-#[test]
-fn a_global_model_flag_picks_the_starting_model() {
-    let sandbox = sandbox();
-    for flags in [&["--model", "kimi-k3"][..], &["--model=kimi-k3"]] {
-        let mut command = Command::new(BIN);
-        command
-            .args(flags)
-            .args(["acp", "--agent-type", "summarizer"])
-            .current_dir(&sandbox.home)
-            .env_remove("MOCK_DEVIN_SCENARIO")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        let mut child = command.spawn().expect("spawn");
-        let mut stdin = child.stdin.take().expect("stdin");
-        let messages = [
-            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}),
-            json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
-                   "params": {"cwd": sandbox.home, "mcpServers": []}}),
-            json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-                   "params": {"sessionId": "mock-session-1",
-                              "prompt": [{"type": "text", "text": user_prompt("[mock:whoami]")}]}}),
-        ];
-        for message in &messages {
-            writeln!(stdin, "{message}").expect("write");
-        }
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut reply = String::new();
-        let mut current = Value::Null;
-        for line in stdout.lines() {
-            let message: Value = serde_json::from_str(&line.expect("line")).expect("json");
-            if message["id"] == 2 {
-                current = model_option(&message["result"]).expect("model")["currentValue"].clone();
-            }
-            if message["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
-                reply.push_str(
-                    message["params"]["update"]["content"]["text"]
-                        .as_str()
-                        .expect("text"),
-                );
-            }
-            if message["id"] == 3 {
-                break;
-            }
-        }
-        drop(stdin);
-        let _ = child.wait();
-        assert_eq!(current, "kimi-k3", "{flags:?}");
-        assert_eq!(reply, "model: kimi-k3", "{flags:?}");
-    }
-    // An unknown model: the CLI refuses the command line.
-    let output = Command::new(BIN)
-        .args(["--model", "adaptive", "acp", "--agent-type", "summarizer"])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run");
-    assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("Model not found: adaptive"));
-    // After the subcommand --model stays refused.
-    let output = Command::new(BIN)
-        .args(["acp", "--agent-type", "summarizer", "--model", "swe-1-6"])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run");
-    assert_eq!(output.status.code(), Some(64));
-}
-
-#[test]
-fn without_a_model_option_only_the_flag_picks_the_model() {
-    let sandbox = sandbox();
-    let mut agent = Agent::spawn(&sandbox.home, &[("MOCK_DEVIN_NO_MODEL_OPTION", "1")]);
-    agent.call("initialize", json!({"protocolVersion": 1}));
-    let new = agent.new_session(&sandbox.home);
-    assert!(model_option(&new["result"]).is_none(), "{new}");
-    let session = new["result"]["sessionId"].as_str().expect("id").to_owned();
-    let refused = agent.call(
-        "session/set_config_option",
-        json!({"sessionId": session, "configId": "model", "value": "swe-2"}),
-    );
-    assert_eq!(refused["error"]["code"], -32602, "{refused}");
-    let (text, stopped, _) = whoami(&mut agent, &session);
-    assert_eq!(text, "model: swe-1-7");
-    assert_eq!(stopped["params"]["stats"]["modelLabel"], "SWE-1.7");
 }
 
 #[test]
@@ -1562,4 +1690,213 @@ fn sessions_list_delete_load_and_idle_cancel() {
     );
     let close = agent.call("session/close", json!({"sessionId": second}));
     assert_eq!(close["error"]["code"], -32601, "{close}");
+}
+
+/// The first notification with this method among `messages`.
+fn find_method<'a>(messages: &'a [Value], method: &str) -> &'a Value {
+    messages
+        .iter()
+        .find(|m| m["method"] == method)
+        .unwrap_or_else(|| panic!("no {method} in {messages:?}"))
+}
+
+#[test]
+fn stop_causes_end_the_turn_with_an_ordinary_end_turn() {
+    for (cause, message, text) in [
+        (
+            "quota_exhausted",
+            Some("Your daily usage quota has been exhausted. "),
+            "",
+        ),
+        ("auth_required", Some("Authentication required."), ""),
+        (
+            "content_filter",
+            Some("The response was blocked"),
+            "Devin mock: the start of an answer that",
+        ),
+        (
+            "max_turn_requests",
+            None,
+            "Devin mock: I ran many tools and stopped before finishing.",
+        ),
+        (
+            "output_truncated",
+            None,
+            "Devin mock: a long answer, cut off in the mid",
+        ),
+    ] {
+        let (before, response) = turn(&user_prompt(&format!("[mock:stop={cause}]")), &[]);
+        assert_eq!(response["result"]["stopReason"], "end_turn", "{cause}");
+        assert!(response["result"]["usage"].is_object(), "{response}");
+        let stopped = before.last().expect("agent_stopped");
+        assert_eq!(stopped["method"], "_cognition.ai/agent_stopped", "{cause}");
+        assert_eq!(stopped["params"]["cause"], cause);
+        match message {
+            Some(start) => assert!(
+                stopped["params"]["errorMessage"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with(start)),
+                "{stopped}"
+            ),
+            None => assert!(stopped["params"].get("errorMessage").is_none(), "{stopped}"),
+        }
+        // The quota and sign-in stops stream no text at all.
+        assert_eq!(chunks(&before).concat(), text, "{cause}");
+        if text.is_empty() {
+            assert!(chunks(&before).is_empty(), "{cause}");
+        }
+    }
+}
+
+#[test]
+fn compaction_sends_display_only_chunks_and_a_notice() {
+    let (before, response) = turn(&user_prompt("[mock:compaction]"), &[]);
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    let updates: Vec<&Value> = before
+        .iter()
+        .filter(|m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+        .map(|m| &m["params"]["update"])
+        .collect();
+    let (display, answer): (Vec<&Value>, Vec<&Value>) = updates
+        .into_iter()
+        .partition(|u| u["_meta"]["cognition.ai/displayMessage"] == true);
+    assert_eq!(display.len(), 1, "{before:?}");
+    assert_eq!(display[0]["content"]["text"], "Compacting context...");
+    let text: String = answer
+        .iter()
+        .map(|u| u["content"]["text"].as_str().expect("text"))
+        .collect();
+    assert_eq!(text, TEXT);
+    // The display chunk and the notice come during the turn, before the real answer.
+    let at = |wanted: &dyn Fn(&Value) -> bool| before.iter().position(wanted).expect("position");
+    let notice = at(&|m| m["method"] == "_cognition.ai/compaction");
+    let shown = at(&|m| m["params"]["update"]["_meta"]["cognition.ai/displayMessage"] == true);
+    let first_answer = at(&|m| m["params"]["update"] == *answer[0]);
+    assert!(notice < first_answer && shown < first_answer, "{before:?}");
+    assert!(find_method(&before, "_cognition.ai/compaction")["params"]["sessionId"].is_string());
+}
+
+#[test]
+fn usage_is_the_last_request_and_cached_reads_are_not_added() {
+    let (before, response) = turn(&user_prompt("[mock:usage]"), &[]);
+    assert_eq!(
+        response["result"]["usage"],
+        json!({"totalTokens": 4363, "inputTokens": 4321, "outputTokens": 42,
+               "cachedReadTokens": 4000})
+    );
+    let stats = find_method(&before, "_cognition.ai/turn_stats");
+    let rows = stats["params"]["responseDimensions"]
+        .as_array()
+        .expect("rows");
+    let sum = |uid: &str| {
+        rows.iter()
+            .find(|r| r["uid"] == uid)
+            .map(|r| r["kind"].clone())
+            .expect(uid)
+    };
+    // One model request: the turn's sums equal it.
+    assert_eq!(
+        sum("inputTokens"),
+        json!({"type": "cumulativeMetric", "value": 4321})
+    );
+    assert_eq!(
+        sum("outputTokens"),
+        json!({"type": "cumulativeMetric", "value": 42})
+    );
+
+    // usage_update: the counts and the model in _meta, the dimension in the Rust spelling.
+    let (before, response) = turn(&user_prompt("[mock:usage-update]"), &[]);
+    assert!(response["result"].get("usage").is_none(), "{response}");
+    let update = before
+        .iter()
+        .find(|m| m["params"]["update"]["sessionUpdate"] == "usage_update")
+        .expect("usage_update");
+    let meta = &update["params"]["update"]["_meta"];
+    assert!(meta["cognition.ai/inputTokens"].is_u64(), "{meta}");
+    assert!(meta["cognition.ai/outputTokens"].is_u64(), "{meta}");
+    assert_eq!(meta["cognition.ai/cachedReadTokens"], 0);
+    assert_eq!(
+        meta["cognition.ai/responseDimensions"],
+        json!([{"uid": "model", "groupTitle": "Response Statistics", "label": "Model",
+                "kind": {"Metric": {"value": "SWE-1.7"}}}])
+    );
+    assert_eq!(update["params"]["update"]["used"], 5555);
+}
+
+#[test]
+fn a_cancelled_turn_sends_turn_stats_without_dimensions_then_agent_stopped() {
+    let sandbox = sandbox();
+    let mut agent = Agent::spawn(&sandbox.home, &[("MOCK_DEVIN_SLOW_MS", "5000")]);
+    let session = agent.start_session(&sandbox.home);
+    let id = agent.prompt(&session, &user_prompt("[mock:slow]"));
+    loop {
+        let message = agent.next_json();
+        if message["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
+            break;
+        }
+    }
+    agent.send(
+        &json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
+    );
+    let (before, result) = agent.until_response(id);
+    let methods: Vec<&str> = before.iter().filter_map(|m| m["method"].as_str()).collect();
+    assert_eq!(
+        methods,
+        ["_cognition.ai/turn_stats", "_cognition.ai/agent_stopped"],
+        "{before:?}"
+    );
+    assert!(before[0]["params"].get("responseDimensions").is_none());
+    assert_eq!(before[1]["params"]["cause"], "cancelled");
+    assert_eq!(result["result"]["stopReason"], "cancelled");
+}
+
+#[test]
+fn set_model_and_stop_are_never_answered_fork_and_resume_are_unknown() {
+    let sandbox = sandbox();
+    let mut agent = Agent::spawn(&sandbox.home, &[]);
+    let session = agent.start_session(&sandbox.home);
+    let unanswered = [
+        agent.request(
+            "session/set_model",
+            json!({"sessionId": session, "modelId": "swe-2"}),
+        ),
+        agent.request("session/stop", json!({"sessionId": session})),
+    ];
+    for method in ["session/fork", "session/resume"] {
+        let answer = agent.call(method, json!({"sessionId": session}));
+        assert_eq!(answer["error"]["code"], -32601, "{method}: {answer}");
+    }
+    // The agent goes on serving; the two requests above got nothing.
+    let id = agent.prompt(&session, &user_prompt("[mock:text]"));
+    let (before, result) = agent.until_response(id);
+    assert_eq!(result["result"]["stopReason"], "end_turn");
+    for message in &before {
+        assert!(
+            !unanswered.iter().any(|id| message["id"] == json!(id)),
+            "{message}"
+        );
+    }
+    agent.close_stdin();
+    while let Ok(Out::Json(message)) = agent.lines.recv_timeout(Duration::from_millis(500)) {
+        assert!(
+            !unanswered.iter().any(|id| message["id"] == json!(id)),
+            "{message}"
+        );
+    }
+}
+
+#[test]
+fn version_is_a_3000_release() {
+    let output = Command::new(BIN).arg("--version").output().expect("run");
+    assert!(output.status.success());
+    let text = String::from_utf8_lossy(&output.stdout);
+    let version = text
+        .split_whitespace()
+        .nth(1)
+        .expect("devin <version>")
+        .to_owned();
+    let parts: Vec<&str> = version.split('.').collect();
+    assert_eq!(parts.len(), 3, "{version}");
+    assert_eq!(parts[0], "3000");
+    assert!(parts.iter().all(|p| p.parse::<u32>().is_ok()), "{version}");
 }

@@ -536,7 +536,7 @@ fn agents_settled(bridge: &str) -> Result<String> {
             .collect();
         let stray = agents
             .iter()
-            .any(|(_, _, args)| !args.contains("mock-devin acp"));
+            .any(|(_, _, args)| !crate::gate::is_agent_argv(args));
         if agents.len() <= 1 && !stray {
             return Ok(format!(
                 "{} agent process(es) of uid {AGENT_UID}: the prewarmed one",

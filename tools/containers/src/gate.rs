@@ -106,6 +106,13 @@ pub(crate) fn discover_models(started: &Started) -> Result<Vec<String>> {
     Ok(ids)
 }
 
+/// Whether a process's command line is the offline agent's ACP server, with or without a
+/// `--model` before its subcommand (`mock-devin --model swe-1-7 acp ...`).
+pub(crate) fn is_agent_argv(args: &str) -> bool {
+    args.starts_with("/usr/local/bin/mock-devin ")
+        && args.split_whitespace().any(|word| word == "acp")
+}
+
 pub(crate) fn check_identities(bridge: &str, health: &serde_json::Value) -> Result<String> {
     let list = processes(bridge)?;
     let host = list
@@ -115,7 +122,7 @@ pub(crate) fn check_identities(bridge: &str, health: &serde_json::Value) -> Resu
         .context("no devin-bridge serve process")?;
     let agent = list
         .iter()
-        .find(|(_, _, args)| args.starts_with("/usr/local/bin/mock-devin acp"))
+        .find(|(_, _, args)| is_agent_argv(args))
         .context("no agent process (prewarm 1)")?;
     if host.0 != HOST_UID || agent.0 != AGENT_UID {
         bail!(
@@ -351,6 +358,20 @@ pub(crate) fn tools_used(output: &Output) -> Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_agent_is_known_by_its_subcommand_with_or_without_a_model_flag() {
+        assert!(is_agent_argv(
+            "/usr/local/bin/mock-devin acp --agent-type summarizer"
+        ));
+        assert!(is_agent_argv(
+            "/usr/local/bin/mock-devin --model swe-1-7 acp --agent-type summarizer"
+        ));
+        assert!(!is_agent_argv(
+            "/usr/local/bin/mock-devin --grandchild-sleep 300"
+        ));
+        assert!(!is_agent_argv("/usr/local/bin/devin-bridge serve acp"));
+    }
 
     #[test]
     fn every_name_the_devin_policy_lists_is_accepted_and_nothing_else() {

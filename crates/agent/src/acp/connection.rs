@@ -30,6 +30,7 @@ use crate::devin::login::ApiKey;
 use crate::devin::{self, ClientIdentity};
 pub use crate::process::Ended;
 use crate::process::{Sandboxed, Spec};
+use crate::transcript::{Direction, Recorder};
 
 /// Bounds of one agent.
 #[derive(Debug, Clone, Copy)]
@@ -53,16 +54,7 @@ impl AgentLimits {
     }
 }
 
-/// `_cognition.ai/agent_stopped`: the agent's own account of how a turn ended.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AgentStopped {
-    /// `complete`, `cancelled` or `error` (bounded, as the agent wrote it).
-    pub cause: String,
-    /// The model that really ran (`stats.modelLabel`, or its `model` response dimension).
-    pub model_label: Option<String>,
-    /// The whole `stats` object (`Null` when absent).
-    pub stats: Value,
-}
+pub use crate::report::AgentStopped;
 
 /// What one prompt produced.
 #[derive(Debug, Clone)]
@@ -78,14 +70,45 @@ pub struct PromptOutcome {
     pub stopped: Option<AgentStopped>,
     /// The `model` response dimension of `_cognition.ai/turn_stats`.
     pub turn_stats_model: Option<String>,
+    /// The `model` dimension of a `usage_update`'s `_meta`.
+    pub usage_update_model: Option<String>,
+    /// The turn's sums from `_cognition.ai/turn_stats`, when it reported them.
+    pub turn_sums: Option<devin::usage::TokenCounts>,
+    /// Display-only message chunks (the CLI's status lines), kept out of `text`.
+    pub display_messages: u32,
+    /// `_cognition.ai/compaction` notifications.
+    pub compactions: u32,
     /// Permission requests answered `cancelled`.
     pub permission_requests: u32,
+    /// The tools those requests were about (their labels, looked up from the earlier tool call
+    /// when the request names only its id), at most [`MAX_PERMISSION_TOOLS`].
+    pub permission_tools: Vec<String>,
     /// Tools the gate allowed, in order.
     pub tool_calls: Vec<ToolCallSeen>,
     pub elapsed: Duration,
 }
 
+impl PromptOutcome {
+    /// The model the agent says ran the turn: `agent_stopped`'s label, else the `model`
+    /// dimension of `turn_stats`, else of a `usage_update`.
+    pub fn observed_model(&self) -> Option<String> {
+        self.stopped
+            .as_ref()
+            .and_then(|stopped| stopped.model_label.clone())
+            .or_else(|| self.turn_stats_model.clone())
+            .or_else(|| self.usage_update_model.clone())
+    }
+
+    /// The turn's token counts in Anthropic's terms ([`devin::usage::of_turn`]).
+    pub fn reported_usage(&self) -> Option<super::ReportedUsage> {
+        devin::usage::of_turn(self.turn_sums, self.usage.as_ref(), self.context_used)
+    }
+}
+
+pub(super) use devin::notices::{COMPACTION, OUTPUT};
 pub(super) use devin::stats::{AGENT_STOPPED, MAX_LABEL_CHARS, TURN_STATS};
+/// Most tools of permission requests remembered in one prompt.
+pub const MAX_PERMISSION_TOOLS: usize = 32;
 /// `session/load`: the replay is over once the agent has been quiet this long after answering.
 const REPLAY_QUIET: Duration = Duration::from_millis(300);
 /// Tool calls allowed over the connection's life (each is remembered so its updates pass).
@@ -110,6 +133,10 @@ pub struct AgentConnection {
     api_key: Option<ApiKey>,
     /// The agent was signed in headless by this connection (it had no stored login).
     signed_in: bool,
+    /// The one headless sign-in was tried (whatever came of it).
+    sign_in_tried: bool,
+    /// Where every message both ways is also recorded (a trace), when set.
+    recorder: Option<Recorder>,
 }
 
 impl AgentConnection {
@@ -121,14 +148,30 @@ impl AgentConnection {
         limits: AgentLimits,
         client: &ClientIdentity,
     ) -> Result<Self, AcpError> {
+        Self::start_recorded(spec, limits, client, None).await
+    }
+
+    /// [`AgentConnection::start`], with every message both ways (from `initialize` on) also
+    /// given to `recorder`, which redacts it before keeping it (see [`crate::transcript`]).
+    pub async fn start_recorded(
+        spec: &Spec,
+        limits: AgentLimits,
+        client: &ClientIdentity,
+        recorder: Option<Recorder>,
+    ) -> Result<Self, AcpError> {
         let mut child = Sandboxed::spawn(spec).map_err(AcpError::Spawn)?;
         let Some(stdout) = child.take_stdout() else {
             let _ = child.shutdown().await;
             return Err(AcpError::EarlyExit);
         };
+        let mut frames = FrameReader::new(stdout, limits.max_line());
+        if let Some(recorder) = &recorder {
+            frames.tap(recorder.clone());
+        }
         let mut connection = AgentConnection {
             child,
-            frames: FrameReader::new(stdout, limits.max_line()),
+            frames,
+            recorder,
             limits,
             next_id: 0,
             unanswered: HashSet::new(),
@@ -136,6 +179,7 @@ impl AgentConnection {
             initialized: v1::InitializeResponse::new(ProtocolVersion::V1),
             api_key: devin::login::api_key(spec),
             signed_in: false,
+            sign_in_tried: false,
         };
         let request = initialize_request(client);
         let result = match connection
@@ -181,25 +225,34 @@ impl AgentConnection {
     /// API key reaches it (see [`devin::login`]), then asked again.
     pub async fn new_session(&mut self, cwd: &Path) -> Result<v1::NewSessionResponse, AcpError> {
         match self.new_session_once(cwd).await {
-            Err(AcpError::Unauthenticated) => {
-                let params = devin::login::sign_in_params(
-                    Some(&self.initialized),
-                    self.api_key.as_ref(),
-                    self.pid(),
-                )
-                .ok_or(AcpError::Unauthenticated)?;
-                self.request(
-                    self.limits.init_timeout,
-                    "authenticate",
-                    params,
-                    &mut Phase::Idle,
-                )
-                .await?;
-                self.signed_in = true;
+            Err(AcpError::Unauthenticated) if !self.sign_in_tried => {
+                devin::login::log_variant(devin::login::LoggedOut::AtSessionNew, self.pid());
+                self.sign_in().await?;
                 self.new_session_once(cwd).await
             }
             other => other,
         }
+    }
+
+    /// One headless sign-in (see [`devin::login`]); not signed in when no key can be used.
+    async fn sign_in(&mut self) -> Result<(), AcpError> {
+        let params = devin::login::sign_in_params(
+            Some(&self.initialized),
+            self.api_key.as_ref(),
+            self.pid(),
+        )
+        .ok_or(AcpError::Unauthenticated)?;
+        // Tried once whatever its outcome: a second refusal is final.
+        self.sign_in_tried = true;
+        self.request(
+            self.limits.init_timeout,
+            "authenticate",
+            params,
+            &mut Phase::Idle,
+        )
+        .await?;
+        self.signed_in = true;
+        Ok(())
     }
 
     /// Whether this connection signed the agent in headless (it had no stored login).
@@ -332,8 +385,32 @@ impl AgentConnection {
     /// `gate` (an update of a call it allowed already passes unless it changes the tool); a
     /// refusal kills the process group at once and fails the prompt with `gate.refusal`. After
     /// the answer, waits up to `limits.stopped_wait` for `_cognition.ai/agent_stopped` if it has
-    /// not come yet.
+    /// not come yet. The agent's account of the turn (`agent_stopped`'s cause) decides its
+    /// outcome before the stop reason does ([`devin::stopped::failure`]). A prompt refused
+    /// because the agent is not signed in (newer CLIs accept `session/new` and refuse the
+    /// prompt) is sent once more after one headless sign-in, when this connection has not
+    /// signed in yet and an API key reaches the agent.
     pub async fn prompt(
+        &mut self,
+        session_id: &str,
+        prompt: Vec<v1::ContentBlock>,
+        gate: &dyn ToolGate,
+    ) -> Result<PromptOutcome, AcpError> {
+        let again = (self.api_key.is_some() && !self.sign_in_tried).then(|| prompt.clone());
+        match self.prompt_once(session_id, prompt, gate).await {
+            Err(AcpError::Unauthenticated) => {
+                let Some(prompt) = again else {
+                    return Err(AcpError::Unauthenticated);
+                };
+                devin::login::log_variant(devin::login::LoggedOut::AtPrompt, self.pid());
+                self.sign_in().await?;
+                self.prompt_once(session_id, prompt, gate).await
+            }
+            other => other,
+        }
+    }
+
+    async fn prompt_once(
         &mut self,
         session_id: &str,
         prompt: Vec<v1::ContentBlock>,
@@ -364,6 +441,9 @@ impl AgentConnection {
         if turn.stopped.is_none() && !self.limits.stopped_wait.is_zero() {
             self.await_stopped(session_id, &mut turn, gate).await?;
         }
+        if let Some(failure) = turn.stopped.as_ref().and_then(devin::stopped::failure) {
+            return Err(failure);
+        }
         Ok(PromptOutcome {
             stop_reason,
             text: turn.text,
@@ -371,7 +451,12 @@ impl AgentConnection {
             context_used: turn.context_used,
             stopped: turn.stopped,
             turn_stats_model: turn.turn_stats_model,
+            usage_update_model: turn.usage_update_model,
+            turn_sums: turn.turn_sums,
+            display_messages: turn.display_messages,
+            compactions: turn.compactions,
             permission_requests: turn.permission_requests,
+            permission_tools: turn.permission_tools,
             tool_calls: turn.tool_calls,
             elapsed: started.elapsed(),
         })
@@ -497,11 +582,16 @@ impl AgentConnection {
                     id.to_string().chars().take(MAX_ID_CHARS).collect(),
                 )),
             },
-            Incoming::Request { id, method } => {
+            Incoming::Request { id, method, params } => {
                 let answer = if method == "session/request_permission" {
                     // Never grant anything: the client owns every action.
+                    let tool = permission_tool(&params, &self.allowed);
+                    tracing::debug!(pid = self.pid(), %tool, "permission request answered cancelled");
                     if let Phase::Prompt { turn, .. } = phase {
                         turn.permission_requests = turn.permission_requests.saturating_add(1);
+                        if turn.permission_tools.len() < MAX_PERMISSION_TOOLS {
+                            turn.permission_tools.push(tool);
+                        }
                     }
                     to_params(v1::RequestPermissionResponse::new(
                         v1::RequestPermissionOutcome::Cancelled,
@@ -530,6 +620,9 @@ impl AgentConnection {
     }
 
     async fn send(&mut self, bytes: &[u8]) -> Result<(), AcpError> {
+        if let Some(recorder) = &self.recorder {
+            recorder.record(Direction::ToAgent, bytes);
+        }
         let stdin = self.child.stdin().ok_or(AcpError::EarlyExit)?;
         match stdin.write_all(bytes).await.and(stdin.flush().await) {
             Ok(()) => Ok(()),
@@ -589,7 +682,7 @@ impl Phase<'_> {
                 let update = Update::parse(method, params)?;
                 self.update(update, allowed)
             }
-            AGENT_STOPPED | TURN_STATS => {
+            AGENT_STOPPED | TURN_STATS | COMPACTION => {
                 if let Phase::Prompt { session, turn, .. } = self {
                     // Another session's statistics are not this prompt's.
                     let other = params
@@ -599,6 +692,11 @@ impl Phase<'_> {
                         turn.vendor(method, params);
                     }
                 }
+                Ok(())
+            }
+            // Process-wide (its session id is empty): a debug line, whatever the phase.
+            OUTPUT => {
+                devin::notices::log_output(params);
                 Ok(())
             }
             // Other vendor and unknown notifications are ignored, as ACP requires.
@@ -629,11 +727,21 @@ impl Phase<'_> {
         match (self, update.kind) {
             (Phase::Replay(_), _) | (_, UpdateKind::Other) => Ok(()),
             (Phase::Prompt { turn, .. }, UpdateKind::Text(text)) => turn.append(&text),
-            (Phase::Prompt { turn, .. }, UpdateKind::ContextUsed(used)) => {
-                turn.context_used = Some(used);
+            (Phase::Prompt { turn, .. }, UpdateKind::Display(text)) => {
+                tracing::debug!(%text, "display-only message from the agent kept out of the reply");
+                turn.display_messages = turn.display_messages.saturating_add(1);
                 Ok(())
             }
-            (_, UpdateKind::ContextUsed(_)) => Ok(()),
+            (Phase::Prompt { turn, .. }, UpdateKind::Usage { used, model }) => {
+                if used.is_some() {
+                    turn.context_used = used;
+                }
+                if model.is_some() {
+                    turn.usage_update_model = model;
+                }
+                Ok(())
+            }
+            (_, UpdateKind::Usage { .. } | UpdateKind::Display(_)) => Ok(()),
             (Phase::Prompt { turn, gate, .. }, UpdateKind::Tool(call)) => {
                 check_tool(update.session_id, call, Some(*gate), allowed, Some(turn))
             }
@@ -687,9 +795,16 @@ pub(super) struct Update {
 
 pub(super) enum UpdateKind {
     Text(String),
+    /// A display-only message chunk ([`devin::notices`]): never part of a reply. Its text is
+    /// bounded and escaped, for a debug line.
+    Display(String),
     Tool(ToolCallSeen),
-    /// A `usage_update`: the tokens in the session's context.
-    ContextUsed(u32),
+    /// A `usage_update`: the tokens in the session's context, and the model its `_meta`
+    /// names.
+    Usage {
+        used: Option<u32>,
+        model: Option<String>,
+    },
     Other,
 }
 
@@ -708,6 +823,13 @@ impl Update {
             .ok_or(AcpError::WrongSession)?
             .to_owned();
         let raw = params.get("update");
+        if raw.is_some_and(devin::notices::is_display_chunk) {
+            let text = raw.map(devin::notices::display_text).unwrap_or_default();
+            return Ok(Update {
+                session_id,
+                kind: UpdateKind::Display(text),
+            });
+        }
         let kind = match v1::SessionNotification::deserialize(params) {
             Ok(notification) => match notification.update {
                 v1::SessionUpdate::AgentMessageChunk(v1::ContentChunk {
@@ -737,9 +859,18 @@ impl Update {
             },
         };
         // `usage_update` is read from the raw update whether or not the schema types know it.
-        let kind = match (kind, raw.and_then(super::usage::context_used)) {
-            (UpdateKind::Other, Some(used)) => UpdateKind::ContextUsed(used),
-            (kind, _) => kind,
+        let is_usage = raw
+            .and_then(|update| update.get("sessionUpdate"))
+            .and_then(Value::as_str)
+            == Some("usage_update");
+        let kind = match kind {
+            UpdateKind::Other if is_usage => UpdateKind::Usage {
+                used: raw.and_then(super::usage::context_used),
+                model: raw
+                    .and_then(|update| update.get("_meta"))
+                    .and_then(devin::stats::usage_update_model),
+            },
+            kind => kind,
         };
         Ok(Update { session_id, kind })
     }
@@ -774,7 +905,12 @@ struct Turn {
     output_cap: usize,
     stopped: Option<AgentStopped>,
     turn_stats_model: Option<String>,
+    usage_update_model: Option<String>,
+    turn_sums: Option<devin::usage::TokenCounts>,
+    display_messages: u32,
+    compactions: u32,
     permission_requests: u32,
+    permission_tools: Vec<String>,
     tool_calls: Vec<ToolCallSeen>,
 }
 
@@ -786,7 +922,12 @@ impl Turn {
             output_cap,
             stopped: None,
             turn_stats_model: None,
+            usage_update_model: None,
+            turn_sums: None,
+            display_messages: 0,
+            compactions: 0,
             permission_requests: 0,
+            permission_tools: Vec::new(),
             tool_calls: Vec::new(),
         }
     }
@@ -800,20 +941,41 @@ impl Turn {
     }
 
     fn vendor(&mut self, method: &str, params: &Value) {
-        if method == AGENT_STOPPED {
-            self.stopped = Some(AgentStopped {
-                cause: params
-                    .get("cause")
-                    .and_then(Value::as_str)
-                    .map(|text| text.chars().take(MAX_LABEL_CHARS).collect())
-                    .unwrap_or_default(),
-                model_label: devin::stats::stopped_model(params),
-                stats: params.get("stats").cloned().unwrap_or(Value::Null),
-            });
-        } else if let Some(model) = devin::stats::turn_stats_model(params) {
-            self.turn_stats_model = Some(model);
+        match method {
+            AGENT_STOPPED => self.stopped = Some(devin::stopped::read(params)),
+            TURN_STATS => {
+                if let Some(model) = devin::stats::turn_stats_model(params) {
+                    self.turn_stats_model = Some(model);
+                }
+                // Cumulative: the last report of the turn holds its sums.
+                if let Some(sums) = devin::usage::TokenCounts::of_turn_stats(params) {
+                    self.turn_sums = Some(sums);
+                }
+            }
+            COMPACTION => {
+                tracing::debug!("the agent compacted the session's context");
+                self.compactions = self.compactions.saturating_add(1);
+            }
+            _ => {}
         }
     }
+}
+
+/// The tool a permission request is about, for logs and the caller: its `toolCall`'s name or
+/// kind, else (the Devin CLI sends only `toolCallId`) the tool call of that id seen earlier in
+/// the session.
+fn permission_tool(params: &Value, seen: &HashMap<(String, String), ToolCallSeen>) -> String {
+    let asked = ToolCallSeen::from_raw(params.get("toolCall"));
+    if asked.tool_name().is_none() && asked.kind.is_none() {
+        let session = params
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if let Some(known) = seen.get(&(session.to_owned(), asked.id.clone())) {
+            return known.label();
+        }
+    }
+    asked.label()
 }
 
 /// The stop reason of a prompt's answer. One this client does not know is the agent stopping

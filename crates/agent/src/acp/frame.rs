@@ -5,6 +5,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 
 use super::AcpError;
+use crate::transcript::{Direction, Recorder};
 
 /// One message from the agent.
 #[derive(Debug)]
@@ -16,6 +17,7 @@ pub(crate) enum Incoming {
     Request {
         id: Value,
         method: String,
+        params: Value,
     },
     Notification {
         method: String,
@@ -28,6 +30,8 @@ pub(crate) struct FrameReader<R> {
     reader: BufReader<R>,
     max_line: usize,
     buffer: Vec<u8>,
+    /// Where every line read is also recorded (a trace), when set.
+    tap: Option<Recorder>,
 }
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
@@ -36,7 +40,13 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             reader: BufReader::with_capacity(64 << 10, inner),
             max_line,
             buffer: Vec::new(),
+            tap: None,
         }
+    }
+
+    /// Records every line read from now on in `recorder`.
+    pub(crate) fn tap(&mut self, recorder: Recorder) {
+        self.tap = Some(recorder);
     }
 
     /// The next message; `Ok(None)` at end of stream. Blank lines are skipped.
@@ -64,6 +74,9 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 return Err(AcpError::OutputTooLarge(self.max_line));
             }
             let line = self.buffer.trim_ascii();
+            if let Some(tap) = &self.tap {
+                tap.record(Direction::FromAgent, line);
+            }
             let parsed = (!line.is_empty()).then(|| parse(line));
             self.buffer.clear();
             if let Some(parsed) = parsed {
@@ -84,7 +97,11 @@ pub(crate) fn parse(line: &[u8]) -> Result<Incoming, AcpError> {
     let method = object.remove("method");
     let id = object.remove("id");
     match (method, id) {
-        (Some(Value::String(method)), Some(id)) => Ok(Incoming::Request { id, method }),
+        (Some(Value::String(method)), Some(id)) => Ok(Incoming::Request {
+            id,
+            method,
+            params: object.remove("params").unwrap_or(Value::Null),
+        }),
         (Some(Value::String(method)), None) => Ok(Incoming::Notification {
             method,
             params: object.remove("params").unwrap_or(Value::Null),

@@ -7,8 +7,7 @@ use serde_json::Value;
 
 use super::AcpError;
 
-/// The vendor `_meta` key that carries a tool's own name.
-pub const TOOL_NAME_META: &str = "cognition.ai/toolName";
+pub use crate::devin::tools::{INFERENCE_TOOL_NAME_META, TOOL_NAME_META};
 
 /// Longest id, name or title kept (in characters); longer ones are cut and marked with `…`, so
 /// a cut name can never equal an allowed one.
@@ -55,7 +54,9 @@ where
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolCallSeen {
     pub id: String,
-    /// `_meta["cognition.ai/toolName"]` when the agent gives it.
+    /// The tool's own name when the agent gives one in `_meta`
+    /// (`cognition.ai/inferenceToolName`, else `cognition.ai/toolName`: see
+    /// [`crate::devin::tools`]).
     pub name: Option<String>,
     pub kind: Option<v1::ToolKind>,
     pub title: String,
@@ -158,10 +159,7 @@ fn meta_name(meta: Option<&v1::Meta>) -> Option<String> {
 }
 
 fn name_in(meta: &serde_json::Map<String, Value>) -> Option<String> {
-    meta.get(TOOL_NAME_META)
-        .and_then(Value::as_str)
-        .filter(|name| !name.is_empty())
-        .map(bounded)
+    crate::devin::tools::name_in(meta).map(bounded)
 }
 
 /// At most `MAX_FIELD_CHARS` characters; a cut value ends in `…`.
@@ -234,6 +232,35 @@ mod tests {
         let bare: v1::ToolCall =
             serde_json::from_value(json!({"toolCallId": "c", "title": "t"})).unwrap();
         assert_eq!(ToolCallSeen::from_call(&bare, false).kind, None);
+    }
+
+    #[test]
+    fn native_tools_are_named_by_their_inference_name_first() {
+        let call: v1::ToolCall = serde_json::from_value(json!({
+            "toolCallId": "call_2", "title": "ls -la", "kind": "execute",
+            "_meta": {"cognition.ai/inferenceToolName": "exec"}
+        }))
+        .unwrap();
+        assert_eq!(
+            ToolCallSeen::from_call(&call, true).tool_name().as_deref(),
+            Some("exec")
+        );
+        // A native name the gate does not know is kept, never mapped to a read.
+        let call: v1::ToolCall = serde_json::from_value(json!({
+            "toolCallId": "call_3", "title": "Delegate", "kind": "read",
+            "_meta": {"cognition.ai/inferenceToolName": "run_subagent"}
+        }))
+        .unwrap();
+        assert_eq!(
+            ToolCallSeen::from_call(&call, true).tool_name().as_deref(),
+            Some("run_subagent")
+        );
+        let raw = json!({"sessionUpdate": "tool_call", "toolCallId": "c",
+                         "_meta": {"cognition.ai/inferenceToolName": "write", "cognition.ai/toolName": "x"}});
+        assert_eq!(
+            ToolCallSeen::from_raw(Some(&raw)).name.as_deref(),
+            Some("write")
+        );
     }
 
     #[test]

@@ -16,11 +16,12 @@ mod usage;
 pub use crate::error::AcpError;
 pub use connection::{
     AgentConnection, AgentLimits, AgentStopped, Ended, PromptOutcome, MAX_AGENT_MESSAGE_BYTES,
+    MAX_PERMISSION_TOOLS,
 };
-pub use gate::{NoTools, ToolCallSeen, ToolGate, TOOL_NAME_META};
+pub use gate::{NoTools, ToolCallSeen, ToolGate, INFERENCE_TOOL_NAME_META, TOOL_NAME_META};
 pub use shared::{Death, SharedAgent};
 pub use turn::{
     apply_model_and_effort, prompt_blocks, takes_images, Agent, Applied, EffortApplied,
     ModelApplied, OnSharedAgent, SessionOptions, TurnOutput,
 };
-pub use usage::ReportedUsage;
+pub use usage::{ReportedUsage, UsageSource};

@@ -27,8 +27,8 @@ use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::oneshot;
 
 use super::connection::{
-    initialize_request, millis, rpc_error, stop_reason, to_params, typed, Update, UpdateKind,
-    AGENT_STOPPED, TURN_STATS,
+    initialize_request, millis, rpc_error, stop_reason, to_params, typed, AgentStopped, Update,
+    UpdateKind, AGENT_STOPPED, COMPACTION, OUTPUT, TURN_STATS,
 };
 use super::frame::{self, FrameReader, Incoming};
 use super::{AcpError, AgentLimits, TurnOutput};
@@ -61,6 +61,8 @@ pub struct SharedAgent {
     initialized: OnceLock<v1::InitializeResponse>,
     /// The API key the agent's environment carries, for one headless sign-in.
     api_key: Option<ApiKey>,
+    /// The one headless sign-in of this process was tried.
+    signed_in: std::sync::atomic::AtomicBool,
     /// This agent, for the background tasks its guards start.
     me: OnceLock<std::sync::Weak<SharedAgent>>,
     pub started: Instant,
@@ -123,7 +125,24 @@ struct Collected {
     /// `used` of the turn's last `usage_update`.
     context_used: Option<u32>,
     over_cap: bool,
-    model: Option<String>,
+    stopped: Option<AgentStopped>,
+    turn_stats_model: Option<String>,
+    usage_update_model: Option<String>,
+    turn_sums: Option<devin::usage::TokenCounts>,
+    display_messages: u32,
+    compactions: u32,
+}
+
+impl Collected {
+    /// The model the agent says ran the turn: `agent_stopped`'s label, else `turn_stats`'s
+    /// `model` dimension, else a `usage_update`'s.
+    fn observed_model(&mut self) -> Option<String> {
+        self.stopped
+            .as_mut()
+            .and_then(|stopped| stopped.model_label.take())
+            .or_else(|| self.turn_stats_model.take())
+            .or_else(|| self.usage_update_model.take())
+    }
 }
 
 impl SharedAgent {
@@ -149,6 +168,7 @@ impl SharedAgent {
             death: OnceLock::new(),
             initialized: OnceLock::new(),
             api_key: devin::login::api_key(spec),
+            signed_in: std::sync::atomic::AtomicBool::new(false),
             me: OnceLock::new(),
             started: Instant::now(),
         });
@@ -216,18 +236,26 @@ impl SharedAgent {
     pub async fn new_session(&self, cwd: &Path) -> Result<v1::NewSessionResponse, AcpError> {
         match self.new_session_once(cwd).await {
             Err(AcpError::Unauthenticated) => {
-                let params = devin::login::sign_in_params(
-                    self.initialized.get(),
-                    self.api_key.as_ref(),
-                    self.pid,
-                )
-                .ok_or(AcpError::Unauthenticated)?;
-                self.request("authenticate", params, self.limits.init_timeout)
-                    .await?;
+                devin::login::log_variant(devin::login::LoggedOut::AtSessionNew, self.pid);
+                self.sign_in().await?;
                 self.new_session_once(cwd).await
             }
             other => other,
         }
+    }
+
+    /// The process's one headless sign-in (see [`devin::login`]); not signed in when it was
+    /// tried already or no key can be used.
+    async fn sign_in(&self) -> Result<(), AcpError> {
+        if self.signed_in.swap(true, Ordering::AcqRel) {
+            return Err(AcpError::Unauthenticated);
+        }
+        let params =
+            devin::login::sign_in_params(self.initialized.get(), self.api_key.as_ref(), self.pid)
+                .ok_or(AcpError::Unauthenticated)?;
+        self.request("authenticate", params, self.limits.init_timeout)
+            .await
+            .map(drop)
     }
 
     async fn new_session_once(&self, cwd: &Path) -> Result<v1::NewSessionResponse, AcpError> {
@@ -271,8 +299,31 @@ impl SharedAgent {
             .await
     }
 
-    /// [`SharedAgent::prompt`] with any content blocks (text and images).
+    /// [`SharedAgent::prompt`] with any content blocks (text and images). The agent's account
+    /// of the turn (`agent_stopped`'s cause) decides its outcome before the stop reason does. A
+    /// prompt refused because the agent is not signed in is sent once more after the process's
+    /// one headless sign-in, when an API key reaches the agent.
     pub async fn prompt_blocks(
+        &self,
+        session: &str,
+        blocks: Vec<v1::ContentBlock>,
+    ) -> Result<TurnOutput, AcpError> {
+        let again = (self.api_key.is_some() && !self.signed_in.load(Ordering::Acquire))
+            .then(|| blocks.clone());
+        match self.prompt_once(session, blocks).await {
+            Err(AcpError::Unauthenticated) => {
+                let Some(blocks) = again else {
+                    return Err(AcpError::Unauthenticated);
+                };
+                devin::login::log_variant(devin::login::LoggedOut::AtPrompt, self.pid);
+                self.sign_in().await?;
+                self.prompt_once(session, blocks).await
+            }
+            other => other,
+        }
+    }
+
+    async fn prompt_once(
         &self,
         session: &str,
         blocks: Vec<v1::ContentBlock>,
@@ -297,23 +348,31 @@ impl SharedAgent {
         let answer = self
             .request("session/prompt", request, self.limits.turn_timeout)
             .await;
-        // An answered turn has nothing left to cancel; an unanswered one is cancelled on drop.
-        running.finished = answer.is_ok();
+        // An answered turn (a result or the agent's error) has nothing left to cancel; one that
+        // timed out is cancelled on drop.
+        running.finished = !matches!(answer, Err(AcpError::Timeout(_)));
         let collected = self.lock_routes().prompts.remove(session);
         drop(running);
         let result = answer.map_err(|error| self.attribute(session, error))?;
-        let collected = collected.unwrap_or_default();
+        let mut collected = collected.unwrap_or_default();
         if collected.over_cap {
             return Err(AcpError::OutputTooLarge(self.limits.output_cap));
         }
-        match stop_reason(&result)? {
+        let stop = stop_reason(&result)?;
+        if let Some(failure) = collected.stopped.as_ref().and_then(devin::stopped::failure) {
+            return Err(failure);
+        }
+        match stop {
             v1::StopReason::EndTurn => Ok(TurnOutput {
-                usage: super::ReportedUsage::of_turn(
+                usage: devin::usage::of_turn(
+                    collected.turn_sums,
                     result.get("usage").filter(|usage| !usage.is_null()),
                     collected.context_used,
                 ),
+                observed_model: collected.observed_model(),
+                display_messages: collected.display_messages,
+                compactions: collected.compactions,
                 text: collected.text,
-                observed_model: collected.model,
                 // The caller applied the model on the session; it says how.
                 model: super::ModelApplied::NotRequested,
                 effort: super::EffortApplied::NotRequested,
@@ -473,7 +532,7 @@ impl SharedAgent {
                     None => Err(Death::Protocol("stray_response")),
                 }
             }
-            Incoming::Request { id, method } => {
+            Incoming::Request { id, method, .. } => {
                 let answer = if method == "session/request_permission" {
                     // Never grant anything: the client owns every action.
                     to_params(v1::RequestPermissionResponse::new(
@@ -517,28 +576,61 @@ impl SharedAgent {
                         }
                         Ok(())
                     }
-                    UpdateKind::ContextUsed(used) => {
+                    UpdateKind::Display(text) => {
+                        tracing::debug!(pid = self.pid, %text, "display-only message from the agent kept out of the reply");
                         if let Some(collected) =
                             self.lock_routes().prompts.get_mut(&update.session_id)
                         {
-                            collected.context_used = Some(used);
+                            collected.display_messages =
+                                collected.display_messages.saturating_add(1);
+                        }
+                        Ok(())
+                    }
+                    UpdateKind::Usage { used, model } => {
+                        if let Some(collected) =
+                            self.lock_routes().prompts.get_mut(&update.session_id)
+                        {
+                            if used.is_some() {
+                                collected.context_used = used;
+                            }
+                            if model.is_some() {
+                                collected.usage_update_model = model;
+                            }
                         }
                         Ok(())
                     }
                     UpdateKind::Other => Ok(()),
                 }
             }
-            AGENT_STOPPED | TURN_STATS => {
-                let session = params.get("sessionId").and_then(Value::as_str);
-                let label = devin::stats::model_of(method, params);
-                if let (Some(session), Some(label)) = (session, label) {
-                    if let Some(collected) = self.lock_routes().prompts.get_mut(session) {
-                        // `agent_stopped` comes last and names the model that ran the turn.
-                        if method == AGENT_STOPPED || collected.model.is_none() {
-                            collected.model = Some(label);
+            AGENT_STOPPED | TURN_STATS | COMPACTION => {
+                // Statistics that name no session belong to no prompt.
+                let Some(session) = params.get("sessionId").and_then(Value::as_str) else {
+                    return Ok(());
+                };
+                let mut routes = self.lock_routes();
+                let Some(collected) = routes.prompts.get_mut(session) else {
+                    return Ok(());
+                };
+                match method {
+                    AGENT_STOPPED => collected.stopped = Some(devin::stopped::read(params)),
+                    TURN_STATS => {
+                        if let Some(model) = devin::stats::turn_stats_model(params) {
+                            collected.turn_stats_model = Some(model);
+                        }
+                        if let Some(sums) = devin::usage::TokenCounts::of_turn_stats(params) {
+                            collected.turn_sums = Some(sums);
                         }
                     }
+                    _ => {
+                        tracing::debug!(pid = self.pid, "the agent compacted a session's context");
+                        collected.compactions = collected.compactions.saturating_add(1);
+                    }
                 }
+                Ok(())
+            }
+            // Process-wide (its session id is empty): a debug line.
+            OUTPUT => {
+                devin::notices::log_output(params);
                 Ok(())
             }
             // Other vendor and unknown notifications are ignored, as ACP requires.

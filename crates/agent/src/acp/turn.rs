@@ -31,11 +31,16 @@ use crate::process::Spec;
 #[derive(Debug, Clone)]
 pub struct TurnOutput {
     pub text: String,
-    /// The token counts the agent reported for the turn, if any.
+    /// The token counts the agent reported for the turn, if any (their source says whether
+    /// they cover the whole turn).
     pub usage: Option<super::ReportedUsage>,
     /// The model the agent says really ran (`_cognition.ai/agent_stopped` stats, or the
-    /// `model` response dimension), if reported.
+    /// `model` response dimension), if reported: a display label.
     pub observed_model: Option<String>,
+    /// Display-only message chunks the agent sent (its status lines), kept out of `text`.
+    pub display_messages: u32,
+    /// Times the agent compacted the session's context during the turn.
+    pub compactions: u32,
     /// How the requested model was applied, with its display name when the agent gave one.
     pub model: ModelApplied,
     /// How the requested effort was applied.
@@ -162,6 +167,11 @@ impl Agent {
         self.connection.pid()
     }
 
+    /// The model `--model` selected on its command line, if any.
+    pub fn launched_model(&self) -> Option<&str> {
+        self.launched_model.as_deref()
+    }
+
     /// Whether the process is still running (a prewarmed agent may have died while waiting).
     pub fn is_alive(&mut self) -> bool {
         self.connection.is_alive()
@@ -204,6 +214,8 @@ impl Agent {
                     text: turn.text,
                     usage: turn.usage,
                     observed_model: turn.observed_model,
+                    display_messages: turn.display_messages,
+                    compactions: turn.compactions,
                     model: turn.applied.model,
                     effort: turn.applied.effort,
                     elapsed: started.elapsed(),
@@ -219,14 +231,20 @@ impl Agent {
             // it already; this makes sure whatever path got here).
             self.connection.kill_now();
         }
-        let failure = outcome.as_ref().err().map(|error| {
-            // The agent's own words, escaped so they cannot forge log lines.
-            let detail = match error {
-                AcpError::Rpc { message, .. } => message.escape_debug().to_string(),
-                _ => String::new(),
-            };
-            (error.code(), error.to_string(), detail)
-        });
+        // A session without a model option is an answer, not a failure: the caller starts an
+        // agent with `--model` instead.
+        let failure = outcome
+            .as_ref()
+            .err()
+            .filter(|error| !matches!(error, AcpError::NoModelOption))
+            .map(|error| {
+                // The agent's own words, escaped so they cannot forge log lines.
+                let detail = match error {
+                    AcpError::Rpc { message, .. } => message.escape_debug().to_string(),
+                    _ => String::new(),
+                };
+                (error.code(), error.to_string(), detail)
+            });
         let mut connection = self.connection;
         tokio::spawn(async move {
             let pid = connection.pid();
@@ -271,12 +289,11 @@ impl Agent {
         match outcome.stop_reason {
             v1::StopReason::EndTurn => Ok(Finished {
                 session,
+                observed_model: outcome.observed_model(),
+                usage: outcome.reported_usage(),
+                display_messages: outcome.display_messages,
+                compactions: outcome.compactions,
                 text: outcome.text,
-                observed_model: outcome
-                    .stopped
-                    .and_then(|stopped| stopped.model_label)
-                    .or(outcome.turn_stats_model),
-                usage: super::ReportedUsage::of_turn(outcome.usage.as_ref(), outcome.context_used),
                 applied,
             }),
             other => Err(AcpError::Stopped(stop_reason_name(other))),
@@ -295,6 +312,8 @@ struct Finished {
     text: String,
     observed_model: Option<String>,
     usage: Option<super::ReportedUsage>,
+    display_messages: u32,
+    compactions: u32,
     applied: Applied,
 }
 
@@ -525,6 +544,7 @@ mod tests {
                     message: "Invalid params".into(),
                     kind: None,
                     retryable: false,
+                    retry_after: None,
                 }),
             };
             std::future::ready(result)

@@ -1,23 +1,30 @@
 //! Devin's JSON-RPC errors as typed [`AcpError`]s.
 //!
 //! The CLI puts its own classification in the error's `data`:
-//! `{"cognition.ai/errorKind": <snake_case kind>, "cognition.ai/retryable": <bool>}`, with codes
-//! of its own. Recorded:
+//! `{"cognition.ai/errorKind": <snake_case kind>, "cognition.ai/retryable": <bool>,
+//! "cognition.ai/retryAfterSeconds"?: <n>}`, with codes of its own. Recorded:
 //!
 //! | code | kind | meaning | here |
 //! |---|---|---|---|
 //! | -32010 | `unavailable` | a rate limit, or the service could not be reached ("Connection error ...") | [`AcpError::RateLimited`] or [`AcpError::Network`], by the message |
-//! | -32011 | `resource_exhausted` | credits or quota used up | [`AcpError::QuotaExceeded`] |
+//! | -32011 | `resource_exhausted` | credits or quota used up (sent with `retryable: true`) | [`AcpError::QuotaExceeded`], never retryable |
 //! | -32016 | `session_not_found` | `session/load` of an unknown id | [`AcpError::SessionNotFound`] |
-//! | -32000 | (none) | the CLI is not logged in | [`AcpError::Unauthenticated`] |
+//! | (any) | `content_filter` | the service withheld the reply | [`AcpError::ContentFiltered`] |
+//! | -32000 | (none) | `session/new` of a CLI that is not logged in (older CLIs) | [`AcpError::Unauthenticated`] |
+//! | -32603 | (not recorded) | "Authentication failed: ... Run `/login` ..." at `session/prompt` (newer CLIs) | [`AcpError::Unauthenticated`] |
 //!
-//! Whatever the code, a message saying the client's "version is out of date" is the service
-//! refusing the `clientInfo` the bridge sent: [`AcpError::ClientIdentityRefused`]; and
-//! "Model not found: X. Available models: a, b" (a model a session refuses, such as
-//! `adaptive`, in ACP and in print mode) is [`AcpError::ModelNotOffered`] with that list. Any other
-//! error is a bounded [`AcpError::Rpc`] carrying the kind (when it is a short snake_case word)
-//! and `retryable` (when it is a boolean). The code is read first when the kind is missing. A
-//! `data` or kind of the wrong type is ignored, never trusted.
+//! Whatever the code: a message saying the client's "version is out of date" is the service
+//! refusing the `clientInfo` the bridge sent ([`AcpError::ClientIdentityRefused`]); a message
+//! saying the CLI has not authenticated, or that authentication failed, is
+//! [`AcpError::Unauthenticated`]; and "Model not found: X. Available models: a, b" (a model a
+//! session refuses, such as `adaptive`) is [`AcpError::ModelNotOffered`] with that list. The
+//! real CLI answers an unknown model with the message "Resource not found" and puts that text
+//! in `data.uri` (its code is not recorded), so the text is looked for in the message, then in
+//! `data.uri`, then in any other string of `data`. `retryAfterSeconds` is kept (bounded) on
+//! the failures a client may retry. Any other error is a bounded [`AcpError::Rpc`] carrying the
+//! kind (when it is a short snake_case word) and `retryable` (when it is a boolean). The code
+//! is read first when the kind is missing. A `data` or kind of the wrong type is ignored, never
+//! trusted.
 
 use serde_json::Value;
 
@@ -29,13 +36,18 @@ pub const CODE_UNAVAILABLE: i64 = -32010;
 pub const CODE_RESOURCE_EXHAUSTED: i64 = -32011;
 /// `-32016`: `session_not_found`.
 pub const CODE_SESSION_NOT_FOUND: i64 = -32016;
-/// `-32000`: the CLI is not logged in.
+/// `-32000`: the CLI is not logged in (older CLIs, at `session/new`).
 pub const CODE_NOT_AUTHENTICATED: i64 = -32000;
 
 const KIND_POINTER: &str = "/data/cognition.ai~1errorKind";
 const RETRYABLE_POINTER: &str = "/data/cognition.ai~1retryable";
+const RETRY_AFTER_POINTER: &str = "/data/cognition.ai~1retryAfterSeconds";
+/// Longest wait kept from `retryAfterSeconds` (an hour); a longer one is cut to it.
+pub const MAX_RETRY_AFTER_SECONDS: u64 = 3600;
 /// Longest error kind kept (characters); a longer one is not a kind.
 const MAX_KIND_CHARS: usize = 64;
+/// Most strings of an error's `data` searched for the unknown-model text.
+const MAX_DATA_STRINGS: usize = 32;
 /// At most this many bytes of an agent's error message are kept. The text is untrusted: the
 /// mode that shows it to anyone cleans it first (summarizer: the sse component).
 pub const MAX_AGENT_MESSAGE_BYTES: usize = 4096;
@@ -55,11 +67,15 @@ pub fn classify(error: &Value) -> AcpError {
         .filter(|kind| is_kind(kind))
         .map(str::to_owned);
     let retryable = error.pointer(RETRYABLE_POINTER).and_then(Value::as_bool);
+    let retry_after = retry_after(error.pointer(RETRY_AFTER_POINTER));
     if identity_refused(&message) {
         return AcpError::ClientIdentityRefused;
     }
-    if let Some((model, offered)) = model_not_found(&message) {
+    if let Some((model, offered)) = texts(&message, error.get("data")).find_map(model_not_found) {
         return AcpError::ModelNotOffered { model, offered };
+    }
+    if not_signed_in(&message) {
+        return AcpError::Unauthenticated;
     }
     let kind_or_code = kind.as_deref().or(match code {
         CODE_UNAVAILABLE => Some("unavailable"),
@@ -72,13 +88,23 @@ pub fn classify(error: &Value) -> AcpError {
             // The CLI retries these itself before giving up; a caller may try again later.
             let retryable = retryable.unwrap_or(true);
             if mentions_rate_limit(&message) {
-                AcpError::RateLimited { retryable }
+                AcpError::RateLimited {
+                    retryable,
+                    retry_after,
+                }
             } else {
-                AcpError::Network { retryable }
+                AcpError::Network {
+                    retryable,
+                    retry_after,
+                }
             }
         }
-        Some("resource_exhausted") => AcpError::QuotaExceeded,
+        // Recorded with `retryable: true`: not trusted, a quota is a clear refusal.
+        Some("resource_exhausted") => AcpError::QuotaExceeded {
+            message: (!message.is_empty()).then_some(message),
+        },
         Some("session_not_found") => AcpError::SessionNotFound,
+        Some("content_filter") => AcpError::ContentFiltered,
         Some("unauthenticated") => AcpError::Unauthenticated,
         _ if code == CODE_NOT_AUTHENTICATED => AcpError::Unauthenticated,
         _ => AcpError::Rpc {
@@ -86,8 +112,57 @@ pub fn classify(error: &Value) -> AcpError {
             message,
             kind,
             retryable: retryable.unwrap_or(false),
+            retry_after,
         },
     }
+}
+
+/// `retryAfterSeconds`: a non-negative number of seconds (a fraction rounds up), at most
+/// [`MAX_RETRY_AFTER_SECONDS`].
+fn retry_after(value: Option<&Value>) -> Option<u64> {
+    let value = value?;
+    let seconds = match value.as_u64() {
+        Some(whole) => whole,
+        None => {
+            let fraction = value.as_f64().filter(|n| n.is_finite() && *n >= 0.0)?;
+            // In range: checked against the cap before the cast.
+            if fraction >= MAX_RETRY_AFTER_SECONDS as f64 {
+                MAX_RETRY_AFTER_SECONDS
+            } else {
+                fraction.ceil() as u64
+            }
+        }
+    };
+    Some(seconds.min(MAX_RETRY_AFTER_SECONDS))
+}
+
+/// The message, then `data.uri`, then the other strings of `data` (bounded).
+fn texts<'a>(message: &'a str, data: Option<&'a Value>) -> impl Iterator<Item = &'a str> {
+    let uri = data
+        .and_then(|data| data.get("uri"))
+        .and_then(Value::as_str);
+    let others = data
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|map| map.iter())
+        .filter(|(key, _)| key.as_str() != "uri")
+        .filter_map(|(_, value)| value.as_str())
+        .take(MAX_DATA_STRINGS);
+    std::iter::once(message).chain(uri).chain(others)
+}
+
+/// The CLI's ways of saying it is not signed in: "ACP host has not authenticated" (older CLIs,
+/// at `session/new`) and "Authentication failed: Please authenticate to continue. Run `/login`
+/// to log in." (newer ones, at the prompt), matched without case.
+pub fn not_signed_in(message: &str) -> bool {
+    let lower = message.to_ascii_lowercase();
+    [
+        "has not authenticated",
+        "authentication failed",
+        "not logged in",
+    ]
+    .iter()
+    .any(|needle| lower.contains(needle))
 }
 
 /// The service's answer to a `clientInfo` it does not accept ("Your Windsurf version is out of
@@ -98,10 +173,15 @@ pub fn identity_refused(message: &str) -> bool {
         .contains("version is out of date")
 }
 
-/// `Model not found: X. Available models: a, b, c`: the model and the list, bounded.
-fn model_not_found(message: &str) -> Option<(String, Vec<String>)> {
+/// `Model not found: X. Available models: a, b, c` anywhere in `text`: the model and the list,
+/// bounded. The list ends at the text's end or at a line break or quote (a client may have
+/// rendered the JSON of `data` after it).
+fn model_not_found(text: &str) -> Option<(String, Vec<String>)> {
+    const MARKER: &str = "Model not found:";
     const MAX_MODELS: usize = 256;
-    let rest = message.strip_prefix("Model not found:")?.trim_start();
+    let at = text.find(MARKER)?;
+    let rest = text[at + MARKER.len()..].trim_start();
+    let rest = rest.split(['\n', '"']).next().unwrap_or_default();
     let (model, available) = match rest.split_once(". Available models:") {
         Some((model, available)) => (model, available),
         None => (rest.trim_end_matches('.'), ""),
@@ -166,7 +246,10 @@ mod tests {
                 Some("unavailable"),
                 Some(true)
             )),
-            AcpError::RateLimited { retryable: true }
+            AcpError::RateLimited {
+                retryable: true,
+                ..
+            }
         ));
         assert!(matches!(
             classify(&error(
@@ -175,7 +258,10 @@ mod tests {
                 Some("unavailable"),
                 Some(true)
             )),
-            AcpError::Network { retryable: true }
+            AcpError::Network {
+                retryable: true,
+                ..
+            }
         ));
         assert!(matches!(
             classify(&error(
@@ -184,7 +270,10 @@ mod tests {
                 Some("unavailable"),
                 Some(false)
             )),
-            AcpError::RateLimited { retryable: false }
+            AcpError::RateLimited {
+                retryable: false,
+                ..
+            }
         ));
         assert!(matches!(
             classify(&error(
@@ -193,7 +282,7 @@ mod tests {
                 Some("resource_exhausted"),
                 Some(false)
             )),
-            AcpError::QuotaExceeded
+            AcpError::QuotaExceeded { .. }
         ));
         assert!(matches!(
             classify(&error(
@@ -214,11 +303,14 @@ mod tests {
     fn the_code_decides_when_the_kind_is_missing() {
         assert!(matches!(
             classify(&json!({"code": -32010, "message": "Connection error"})),
-            AcpError::Network { retryable: true }
+            AcpError::Network {
+                retryable: true,
+                ..
+            }
         ));
         assert!(matches!(
             classify(&json!({"code": -32011, "message": "x"})),
-            AcpError::QuotaExceeded
+            AcpError::QuotaExceeded { .. }
         ));
         assert!(matches!(
             classify(&json!({"code": -32016})),
@@ -283,7 +375,9 @@ mod tests {
                 message,
                 kind,
                 retryable,
+                retry_after,
             } => {
+                assert_eq!(retry_after, None);
                 assert_eq!(code, -32603);
                 assert_eq!(message, "boom");
                 assert_eq!(kind.as_deref(), Some("internal"));
@@ -319,5 +413,135 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
+    }
+
+    /// The unknown-model answer as the real CLI sends it: a generic message, the text in
+    /// `data.uri`, a code that is not recorded.
+    #[test]
+    fn an_unknown_model_is_found_in_data_uri_whatever_the_code() {
+        for code in [-32002, -32603, -32602, 0] {
+            let error = json!({"code": code, "message": "Resource not found", "data": {
+                "uri": "Model not found: gpt-9. Available models: swe-1-6-slow, swe-2-high, glm-5-2"}});
+            match classify(&error) {
+                AcpError::ModelNotOffered { model, offered } => {
+                    assert_eq!(model, "gpt-9", "{code}");
+                    assert_eq!(offered, ["swe-1-6-slow", "swe-2-high", "glm-5-2"]);
+                }
+                other => panic!("{code}: {other:?}"),
+            }
+        }
+        // A client's rendering: the message followed by the JSON of `data`.
+        let rendered = json!({"code": -32002, "message":
+            "Resource not found: {\n  \"uri\": \"Model not found: x. Available models: a, b\"\n}"});
+        assert!(matches!(
+            classify(&rendered),
+            AcpError::ModelNotOffered { model, offered } if model == "x" && offered == ["a", "b"]
+        ));
+        // Another string of `data`; and a "Resource not found" without the text stays an error.
+        let elsewhere = json!({"code": -32002, "message": "Resource not found",
+            "data": {"detail": "Model not found: y. Available models: c"}});
+        assert!(
+            matches!(classify(&elsewhere), AcpError::ModelNotOffered { model, .. } if model == "y")
+        );
+        let plain =
+            json!({"code": -32002, "message": "Resource not found", "data": {"uri": "file:///x"}});
+        assert!(matches!(
+            classify(&plain),
+            AcpError::Rpc { code: -32002, .. }
+        ));
+    }
+
+    /// Both logged-out answers: `-32000` at `session/new` (older CLIs) and `-32603`
+    /// "Authentication failed ... Run `/login`" at the prompt (newer ones).
+    #[test]
+    fn both_logged_out_answers_are_not_signed_in() {
+        let older = json!({"code": -32000, "message": "ACP host has not authenticated. Please authenticate first."});
+        let newer = json!({"code": -32603, "message":
+            "Authentication failed: Please authenticate to continue. Run `/login` to log in."});
+        for error in [older, newer] {
+            let classified = classify(&error);
+            assert!(matches!(classified, AcpError::Unauthenticated), "{error}");
+            assert_eq!(classified.code(), "agent_unauthenticated");
+        }
+        // The text decides whatever the code and kind.
+        let kinded = error(
+            -32603,
+            "authentication failed",
+            Some("unknown"),
+            Some(false),
+        );
+        assert!(matches!(classify(&kinded), AcpError::Unauthenticated));
+        assert!(!not_signed_in("Rate limit exceeded"));
+    }
+
+    #[test]
+    fn retry_after_is_kept_bounded_on_what_a_client_may_retry() {
+        let mut limited = error(
+            -32010,
+            "Reached overall message rate limit",
+            Some("unavailable"),
+            Some(true),
+        );
+        limited["data"]["cognition.ai/retryAfterSeconds"] = json!(30);
+        let classified = classify(&limited);
+        assert!(matches!(
+            classified,
+            AcpError::RateLimited {
+                retryable: true,
+                retry_after: Some(30)
+            }
+        ));
+        assert_eq!(classified.retry_after(), Some(30));
+        assert_eq!(classified.status(), 429);
+        limited["data"]["cognition.ai/retryAfterSeconds"] = json!(2.2);
+        assert_eq!(classify(&limited).retry_after(), Some(3));
+        limited["data"]["cognition.ai/retryAfterSeconds"] = json!(1_000_000);
+        assert_eq!(
+            classify(&limited).retry_after(),
+            Some(MAX_RETRY_AFTER_SECONDS)
+        );
+        for bad in [json!(-1), json!("30"), json!(null), json!(f64::MAX)] {
+            limited["data"]["cognition.ai/retryAfterSeconds"] = bad.clone();
+            let kept = classify(&limited).retry_after();
+            assert!(
+                kept.is_none() || kept == Some(MAX_RETRY_AFTER_SECONDS),
+                "{bad}: {kept:?}"
+            );
+        }
+        // A wait on a failure nobody retries is not passed on.
+        let mut unknown = error(-32603, "boom", Some("deadline_exceeded"), Some(false));
+        unknown["data"]["cognition.ai/retryAfterSeconds"] = json!(9);
+        assert_eq!(classify(&unknown).retry_after(), None);
+        unknown["data"]["cognition.ai/retryable"] = json!(true);
+        assert_eq!(classify(&unknown).retry_after(), Some(9));
+    }
+
+    #[test]
+    fn an_exhausted_quota_is_a_clear_refusal_even_when_flagged_retryable() {
+        let quota = classify(&error(
+            -32011,
+            "Quota exhausted.",
+            Some("resource_exhausted"),
+            Some(true),
+        ));
+        assert!(
+            matches!(&quota, AcpError::QuotaExceeded { message: Some(m) } if m == "Quota exhausted.")
+        );
+        assert!(!quota.retryable());
+        assert_eq!(quota.status(), 400);
+        assert_eq!(quota.retry_after(), None);
+    }
+
+    #[test]
+    fn a_content_filter_kind_is_its_own_failure() {
+        let filtered = classify(&error(
+            -32603,
+            "blocked",
+            Some("content_filter"),
+            Some(false),
+        ));
+        assert!(matches!(filtered, AcpError::ContentFiltered));
+        assert_eq!(filtered.code(), "agent_content_filtered");
+        assert_eq!(filtered.status(), 400);
     }
 }

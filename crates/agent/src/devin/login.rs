@@ -2,11 +2,21 @@
 //!
 //! The Devin CLI advertises one auth method, `devin-browser`. Headless, it takes the account's
 //! API key in the method's `_meta`: `authenticate {methodId: "devin-browser", _meta: {api_key}}`.
-//! A CLI without stored credentials answers `session/new` with `-32000`; the bridge then
-//! authenticates once, and only with a key the policy lets reach the agent
-//! (`WINDSURF_API_KEY` in the agent's environment), and asks once more. Without a key the
+//! A CLI that is not signed in says so in one of two ways, by version (see [`LoggedOut`]): it
+//! refuses `session/new` with `-32000` "ACP host has not authenticated" (older CLIs), or it
+//! accepts the session and refuses `session/prompt` with `-32603` "Authentication failed: ...
+//! Run `/login` to log in." (newer ones). Either way the bridge authenticates once per agent
+//! process, and only with a key the policy lets reach the agent (`WINDSURF_API_KEY` in the
+//! agent's environment), and asks once more; a second refusal is final. Without a key the
 //! method would open a browser, which nobody would complete: it is never called then, and the
 //! caller gets a "not logged in" failure that says how to log the agent's home in.
+//!
+//! How the key reaches the CLI: the bridge passes `WINDSURF_API_KEY` to the agent only when the
+//! mode's policy lets it through (the summarizer's `[agent] pass_env`; the companion passes it
+//! when it is set), so the CLI sees it in its environment too. The real CLI reads
+//! `WINDSURF_API_KEY` from its environment and **prefers it over its stored credentials**: a
+//! stale key that reaches the agent wins over a good `devin auth login`. Let the key through
+//! only when it is the one to use; an agent home that is logged in needs none.
 
 use std::ffi::OsStr;
 
@@ -38,6 +48,35 @@ pub fn api_key(spec: &Spec) -> Option<ApiKey> {
         .and_then(|(_, value)| value.to_str())
         .filter(|value| !value.is_empty())
         .map(|value| ApiKey(value.to_owned()))
+}
+
+/// Which of the CLI's logged-out answers an agent gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoggedOut {
+    /// `session/new` refused (`-32000`, older CLIs).
+    AtSessionNew,
+    /// `session/new` accepted, the prompt refused (`-32603` "Authentication failed", or a turn
+    /// that ended with the `auth_required` cause: newer CLIs).
+    AtPrompt,
+}
+
+impl LoggedOut {
+    /// A short name for logs: `session_new` or `prompt`.
+    pub fn label(self) -> &'static str {
+        match self {
+            LoggedOut::AtSessionNew => "session_new",
+            LoggedOut::AtPrompt => "prompt",
+        }
+    }
+}
+
+/// Says in a log line which logged-out answer the agent gave.
+pub fn log_variant(variant: LoggedOut, pid: i32) {
+    tracing::info!(
+        pid,
+        refused = variant.label(),
+        "the agent says it is not signed in"
+    );
 }
 
 /// Whether the agent advertised the headless-capable login method.

@@ -3,8 +3,13 @@
 //! `session/new` (and `session/load`) answer `configOptions`; the model is the select whose
 //! `category` is `model` (`{id, type: "select", currentValue, options: [{value, name}]}`, the
 //! options possibly grouped). It is set with `session/set_config_option {sessionId, configId,
-//! value}`; `session/set_model` does not exist. A CLI whose session has no model option picks
-//! its model from `--model M` before the subcommand instead.
+//! value}`; `session/set_model` is never called (the real CLI does not answer it). A session
+//! without a model option (the real CLI's `summarizer` agent type offers only `mode`) runs the
+//! model of the process's `--model M`, which the CLI takes before its subcommand (`devin
+//! --model M acp`) and, since 3000.3.22, after it (`devin acp --model M`, "the default model
+//! for every session"); the bridge writes it before the subcommand, which every version takes,
+//! and reads it in either place. Whether such a session obeys `--model` is not recorded: the
+//! model that answered is checked against its label ([`super::stats`]).
 //!
 //! Effort is a `thought_level` select when the session has one; the recorded CLIs have none
 //! and express effort as a model variant instead (`swe-2-high`, `swe-2-fast`). Both are read
@@ -232,22 +237,54 @@ pub fn with_model_flag(args: &[String], model: &str) -> Vec<String> {
     out
 }
 
-/// The model a `--model` in front of the agent's subcommand selects, if any.
+/// Whether sessions of the agent this argv starts can offer a model option. The CLI's
+/// `summarizer` agent type offers only `mode`: its model comes from `--model` on the command
+/// line alone, so the host knows before any session that a model goes there. Any other agent
+/// type is asked (its `session/new` answer says).
+pub fn agent_type_offers_model_option(args: &[String]) -> bool {
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        let agent_type = if arg == "--agent-type" {
+            rest.next().map(String::as_str)
+        } else {
+            arg.strip_prefix("--agent-type=")
+        };
+        if agent_type == Some("summarizer") {
+            return false;
+        }
+    }
+    true
+}
+
+/// The argv with its `--agent-type` removed: the CLI's full agent, whose sessions list the
+/// account's models in their model option (the `summarizer` agent type's sessions list none,
+/// so a catalog is read from the full agent of the same CLI, home and login).
+pub fn without_agent_type(args: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        if arg == "--agent-type" {
+            rest.next();
+        } else if !arg.starts_with("--agent-type=") {
+            out.push(arg.clone());
+        }
+    }
+    out
+}
+
+/// The model a `--model` on the agent's command line selects, before its subcommand or after
+/// it (both select the sessions' default model), if any. The last one given wins.
 pub fn launched_model(args: &[String]) -> Option<String> {
+    let mut found = None;
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         if arg == "--model" {
-            return rest.next().cloned();
-        }
-        if let Some(model) = arg.strip_prefix("--model=") {
-            return Some(model.to_owned());
-        }
-        if !arg.starts_with('-') {
-            // The subcommand: flags after it are its own.
-            return None;
+            found = rest.next().cloned().or(found);
+        } else if let Some(model) = arg.strip_prefix("--model=") {
+            found = Some(model.to_owned());
         }
     }
-    None
+    found.filter(|model| !model.is_empty())
 }
 
 /// ACP ids use `-` where catalog uids use `.` or `_`; ids compare without case.
@@ -336,6 +373,17 @@ mod tests {
             }
         );
         assert_eq!(choose_model(&[], "swe-2"), ModelChoice::NoOption);
+        let argv = |line: &str| line.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        assert!(!agent_type_offers_model_option(&argv(
+            "acp --agent-type summarizer"
+        )));
+        assert!(!agent_type_offers_model_option(&argv(
+            "--model m acp --agent-type=summarizer"
+        )));
+        assert!(agent_type_offers_model_option(&argv("acp")));
+        assert!(agent_type_offers_model_option(&argv(
+            "acp --agent-type full"
+        )));
     }
 
     #[test]
@@ -354,10 +402,34 @@ mod tests {
             ["--model", "swe-2", "acp", "--agent-type", "summarizer"]
         );
         assert_eq!(launched_model(&args), None);
-        let after: Vec<String> = ["acp", "--model", "x"].map(String::from).to_vec();
-        assert_eq!(launched_model(&after), None, "a subcommand's own flag");
         let joined: Vec<String> = ["--model=m", "acp"].map(String::from).to_vec();
         assert_eq!(launched_model(&joined).as_deref(), Some("m"));
+    }
+
+    #[test]
+    fn a_model_after_the_subcommand_is_read_and_replaced_in_front_of_it() {
+        // `devin acp --model M` sets the default model of every session (since 3000.3.22).
+        let after: Vec<String> = [
+            "acp",
+            "--agent-type",
+            "summarizer",
+            "--model",
+            "swe-1-6-slow",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(launched_model(&after).as_deref(), Some("swe-1-6-slow"));
+        let joined: Vec<String> = ["acp", "--model=swe-2"].map(String::from).to_vec();
+        assert_eq!(launched_model(&joined).as_deref(), Some("swe-2"));
+        // The bridge's own flag replaces it, in front of the subcommand.
+        let flagged = with_model_flag(&after, "glm-5-2");
+        assert_eq!(
+            flagged,
+            ["--model", "glm-5-2", "acp", "--agent-type", "summarizer"]
+        );
+        assert_eq!(launched_model(&flagged).as_deref(), Some("glm-5-2"));
+        let dangling: Vec<String> = ["acp", "--model"].map(String::from).to_vec();
+        assert_eq!(launched_model(&dangling), None);
     }
 
     #[test]

@@ -161,21 +161,25 @@ mod tests {
     #[test]
     fn an_agent_error_takes_its_kind_from_the_json_tail() {
         match failure(&tail("Rate limit exceeded", "unavailable", true), Some(1)) {
-            PrintFailure::Agent(AcpError::RateLimited { retryable: true }) => {}
+            PrintFailure::Agent(AcpError::RateLimited {
+                retryable: true, ..
+            }) => {}
             other => panic!("{other:?}"),
         }
         match failure(
             &tail("out of credits", "resource_exhausted", false),
             Some(1),
         ) {
-            PrintFailure::Agent(AcpError::QuotaExceeded) => {}
+            PrintFailure::Agent(AcpError::QuotaExceeded { .. }) => {}
             other => panic!("{other:?}"),
         }
         match failure(
             &tail("Connection error: reset", "unavailable", true),
             Some(1),
         ) {
-            PrintFailure::Agent(AcpError::Network { retryable: true }) => {}
+            PrintFailure::Agent(AcpError::Network {
+                retryable: true, ..
+            }) => {}
             other => panic!("{other:?}"),
         }
         match failure(&tail("Something broke", "internal", false), Some(1)) {

@@ -5,9 +5,11 @@
 //! filled one at a time (the fullest one with room is chosen) to keep their number low.
 //!
 //! A session's model is normally set on the session itself. An agent whose sessions have no
-//! model option takes its model from `--model` on its command line; once that is known
-//! ([`Processes::learn_no_model_option`]), processes are started per model and a session is
-//! reserved only on a process of its model.
+//! model option takes its model from `--model` on its command line; once that is known (from
+//! the argv for the CLI's `summarizer` agent type, else
+//! [`Processes::learn_no_model_option`]), processes are started per model and a session is
+//! reserved only on a process of its model. Warming ahead of demand then starts processes for
+//! the model on the policy's own command line, and none when it names no model.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -17,7 +19,9 @@ use prometheus_client::metrics::counter::Counter;
 use tokio::sync::OnceCell;
 
 use devin_bridge_agent::acp::{AcpError, AgentLimits, SharedAgent};
-use devin_bridge_agent::devin::options::{normalize_id, with_model_flag};
+use devin_bridge_agent::devin::options::{
+    agent_type_offers_model_option, launched_model, normalize_id, with_model_flag,
+};
 use devin_bridge_agent::devin::ClientIdentity;
 use devin_bridge_agent::process::Spec;
 
@@ -99,11 +103,12 @@ impl Processes {
         client: ClientIdentity,
         per_process: usize,
     ) -> Self {
+        let per_model = !agent_type_offers_model_option(&spec.args);
         Self {
             spec,
             limits,
             client,
-            per_model: AtomicBool::new(false),
+            per_model: AtomicBool::new(per_model),
             per_process: per_process.max(1),
             list: Mutex::new(Vec::new()),
             started: Counter::default(),
@@ -177,8 +182,23 @@ impl Processes {
 
     /// Starts `count` processes ahead of demand (they hold no session until one is needed).
     pub(super) async fn warm(&self, count: usize) {
+        // Per model, a process warmed without a model would serve no session: warm the
+        // command line's own model, or nothing.
+        let model = if self.per_model.load(Ordering::Acquire) {
+            match launched_model(&self.spec.args) {
+                Some(model) => model,
+                None => {
+                    if count > 0 {
+                        tracing::info!("the agent takes its model on its command line and the policy names none: no resident process is started ahead of demand");
+                    }
+                    return;
+                }
+            }
+        } else {
+            String::new()
+        };
         for _ in 0..count {
-            let slot = self.reserve("");
+            let slot = self.reserve(&model);
             if let Err(error) = self.agent(&slot).await {
                 tracing::warn!(code = error.code(), %error, "starting a resident agent ahead of demand failed");
                 return;

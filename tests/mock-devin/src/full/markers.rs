@@ -2,10 +2,10 @@
 //! prompt text. They combine into one [`Markers`], which [`plan`] turns into the turn's
 //! [`Plan`]:
 //!
-//! - steps (`tool`, `tool-kind`, `write`, `permission`, `malformed`, `client-request`,
-//!   `extra-updates`) run in prompt order;
-//! - the first outcome marker (`fail`, `refusal`, `max-tokens`, `exit`, `hang`, `echo`, `env`,
-//!   `review-*`) decides how the turn ends (default: the text reply);
+//! - steps (`tool`, `tool-kind`, `write`, `permission`, `compaction`, `malformed`,
+//!   `client-request`, `extra-updates`) run in prompt order;
+//! - the first outcome marker (`fail`, `stop`, `refusal`, `max-tokens`, `exit`, `hang`, `echo`,
+//!   `env`, `review-*`) decides how the turn ends (default: the text reply);
 //! - modifiers (`model`, `slow`, `cache-tokens`, `late-close`, `no-stopped`,
 //!   `replay-after-answer`) apply to the whole turn (the first of each wins).
 
@@ -18,7 +18,7 @@ use super::permissions::WRITTEN;
 use super::store::Record;
 use crate::plan::{environment, Ending, Plan, Reply, Step, Usage};
 use crate::scenario::ErrorKind;
-use crate::wire::Fault;
+use crate::wire::{Fault, StopCause};
 
 /// The longest marker body read (`[mock:` to `]`): write paths may be long.
 const MAX_MARKER: usize = 512;
@@ -28,6 +28,9 @@ pub(crate) const MAX_STEPS: usize = 32;
 pub(crate) const DEFAULT_SLOW: Duration = Duration::from_millis(500);
 /// The longest `[mock:slow MS]` accepted (10 minutes).
 const MAX_SLOW_MS: u64 = 600_000;
+/// The most permission requests `[mock:permission N]` makes for one command: the real agent
+/// was seen asking 6 to 9 times after refusals.
+pub(crate) const MAX_ASKS: u8 = 9;
 
 /// The failure a `[mock:fail KIND]` marker simulates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,6 +100,8 @@ pub(crate) enum TurnEnding {
     #[default]
     Text,
     Fail(Failure),
+    /// An `agent_stopped` cause that is not an error, then `end_turn`.
+    Stop(StopCause),
     Refusal,
     MaxTokens,
     Exit,
@@ -111,6 +116,7 @@ impl TurnEnding {
         match self {
             Self::Text => "text",
             Self::Fail(_) => "fail",
+            Self::Stop(_) => "stop",
             Self::Refusal => "refusal",
             Self::MaxTokens => "max-tokens",
             Self::Exit => "exit",
@@ -127,14 +133,17 @@ impl TurnEnding {
 /// Something the agent does before its reply.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum MarkerStep {
-    /// A tool call named in `_meta["cognition.ai/toolName"]`, with an ACP kind.
+    /// A tool call with a name (`inferenceToolName` for a native tool, `toolName` for an MCP
+    /// tool `mcp__server__tool`) and an ACP kind.
     Tool { name: String, kind: String },
     /// A tool call identified by its ACP kind only.
     ToolKind { kind: String },
     /// A `write` tool call for a path (relative to the session's cwd, or absolute).
     Write { path: String },
-    /// `session/request_permission`.
-    Permission,
+    /// `session/request_permission`, asked up to this many times while it is rejected.
+    Permission { asks: u8 },
+    /// Context compaction: display-only chunks and `_cognition.ai/compaction`.
+    Compaction,
     /// A stdout line that is not JSON.
     Malformed,
     /// A request to the client (`fs/read_text_file`, `fs/write_text_file`, `terminal/create`).
@@ -222,7 +231,16 @@ impl Markers {
             ("write", [_, ..]) => self.step(MarkerStep::Write {
                 path: args.to_owned(),
             }),
-            ("permission", []) => self.step(MarkerStep::Permission),
+            ("permission", []) => self.step(MarkerStep::Permission { asks: 1 }),
+            ("permission", [asks]) => match asks.parse::<u8>() {
+                Ok(asks @ 1..=MAX_ASKS) => self.step(MarkerStep::Permission { asks }),
+                _ => false,
+            },
+            ("compaction", []) => self.step(MarkerStep::Compaction),
+            ("stop", [cause]) => match StopCause::from_name(cause) {
+                Some(cause) => set_outcome(TurnEnding::Stop(cause)),
+                None => false,
+            },
             ("malformed", []) => self.step(MarkerStep::Malformed),
             ("extra-updates", []) => self.step(MarkerStep::ExtraUpdates),
             ("client-request", [method]) => match ClientMethod::from_name(method) {
@@ -355,6 +373,7 @@ pub(crate) fn plan(default: Option<&str>, text: String, record: &Record) -> (Pla
             error: ErrorKind::Fault(failure.fault()),
             failure: Some(failure.name()),
         },
+        TurnEnding::Stop(cause) => crate::bridge::stop_ending(cause),
         TurnEnding::Refusal => reply(REFUSAL_TEXT.into(), "refusal", "complete", false),
         TurnEnding::MaxTokens => reply(MAX_TOKENS_TEXT.into(), "max_tokens", "complete", false),
         TurnEnding::Exit => Ending::Exit(EXIT_TEXT),
@@ -405,11 +424,13 @@ pub(crate) fn plan(default: Option<&str>, text: String, record: &Record) -> (Pla
                     call_id,
                     path: path.clone(),
                 },
-                MarkerStep::Permission => Step::Permission {
+                MarkerStep::Permission { asks } => Step::Permission {
                     call_id,
                     title: "Run cargo test",
                     obeyed: true,
+                    asks: *asks,
                 },
+                MarkerStep::Compaction => Step::Compaction,
                 MarkerStep::Malformed => {
                     steps.push(Step::Line("this is not json".into()));
                     Step::Log("malformed_frame", json!({}))
@@ -500,7 +521,7 @@ mod tests {
                 MarkerStep::ToolKind {
                     kind: "execute".into()
                 },
-                MarkerStep::Permission,
+                MarkerStep::Permission { asks: 1 },
                 MarkerStep::Malformed,
                 MarkerStep::ClientRequest {
                     method: ClientMethod::TerminalCreate
@@ -538,6 +559,31 @@ mod tests {
             Markers::parse("[mock:max-tokens]").outcome,
             TurnEnding::MaxTokens
         );
+    }
+
+    #[test]
+    fn stop_causes_compaction_and_repeated_asks() {
+        for cause in StopCause::ALL {
+            let plan = Markers::parse(&format!("[mock:stop {}]", cause.name()));
+            assert_eq!(plan.outcome, TurnEnding::Stop(cause));
+        }
+        assert_eq!(
+            Markers::parse("[mock:stop complete]").unknown,
+            vec!["stop complete".to_owned()]
+        );
+        let plan = Markers::parse("[mock:compaction] [mock:permission 7]");
+        assert_eq!(
+            plan.steps,
+            [MarkerStep::Compaction, MarkerStep::Permission { asks: 7 }]
+        );
+        // Bounded: no more than MAX_ASKS, and at least one.
+        for bad in [
+            "[mock:permission 10]",
+            "[mock:permission 0]",
+            "[mock:permission x]",
+        ] {
+            assert!(Markers::parse(bad).steps.is_empty(), "{bad}");
+        }
     }
 
     #[test]

@@ -169,7 +169,8 @@ fn vendor_statistics_are_collected_for_this_session_only() {
     phase
         .notification(
             TURN_STATS,
-            &json!({"sessionId":"s","turnClientMessageId":"m","turnRequestId":"r","responseDimensions":{"model":"SWE-1.7"}}),
+            &json!({"sessionId":"s","turnClientMessageId":"m","turnRequestId":"r","responseDimensions":[
+                {"uid":"model","groupTitle":"Response Statistics","label":"Model","kind":{"type":"metric","value":"SWE-1.7"}}]}),
             &mut allowed,
         )
         .expect("turn stats");
@@ -187,6 +188,7 @@ fn vendor_statistics_are_collected_for_this_session_only() {
         Some(AgentStopped {
             cause: "complete".into(),
             model_label: Some("SWE-1.7 (mock)".into()),
+            error_message: None,
             stats,
         })
     );
@@ -201,15 +203,21 @@ fn rpc_errors_are_classified_in_devins_dialect() {
     };
     assert!(matches!(
         kind(-32010, "unavailable", "Rate limit exceeded"),
-        AcpError::RateLimited { retryable: true }
+        AcpError::RateLimited {
+            retryable: true,
+            ..
+        }
     ));
     assert!(matches!(
         kind(-32010, "unavailable", "Connection error"),
-        AcpError::Network { retryable: true }
+        AcpError::Network {
+            retryable: true,
+            ..
+        }
     ));
     assert!(matches!(
         kind(-32011, "resource_exhausted", "no credits"),
-        AcpError::QuotaExceeded
+        AcpError::QuotaExceeded { .. }
     ));
     assert_eq!(
         kind(-32011, "resource_exhausted", "x").error_kind(),
@@ -320,7 +328,7 @@ echo '{{"jsonrpc":"2.0","id":"p2","method":"session/request_permission","params"
 read -r answer; echo "answer2 $answer" >&2
 echo '{{"jsonrpc":"2.0","id":"f1","method":"fs/read_text_file","params":{{"sessionId":"s1","path":"/etc/passwd"}}}}'
 read -r answer; echo "answer3 $answer" >&2
-echo '{{"jsonrpc":"2.0","method":"_cognition.ai/turn_stats","params":{{"sessionId":"s1","turnClientMessageId":"m1","turnRequestId":"r1","responseDimensions":{{"model":"SWE-1.7"}}}}}}'
+echo '{{"jsonrpc":"2.0","method":"_cognition.ai/turn_stats","params":{{"sessionId":"s1","turnClientMessageId":"m1","turnRequestId":"r1","responseDimensions":[{{"uid":"model","label":"Model","kind":{{"type":"metric","value":"SWE-1.7"}}}}]}}}}'
 echo '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"after"}}}}}}}}'
 echo '{{"jsonrpc":"2.0","id":2,"result":{{"stopReason":"end_turn","usage":{{"inputTokens":7,"outputTokens":3,"totalTokens":10}}}}}}'
 echo '{{"jsonrpc":"2.0","method":"_cognition.ai/agent_stopped","params":{{"sessionId":"s1","cause":"complete","stats":{{"modelLabel":"SWE-1.7 (x)"}}}}}}'
@@ -735,4 +743,269 @@ read -r l"#
     assert_eq!(error.code(), "client_identity_refused");
     assert!(error.to_string().contains("client_name"), "{error}");
     let _ = connection.close(Duration::from_millis(100)).await;
+}
+
+// ---- the second edition of the dialect, over a real pipe ----
+
+/// `agent_stopped` with `cause` (and `errorMessage` when given) for `s1`, as the CLI sends it
+/// before the prompt's answer.
+fn stopped_line(cause: &str, error_message: Option<&str>) -> String {
+    let message = error_message.map_or_else(String::new, |m| format!(r#","errorMessage":"{m}""#));
+    format!(
+        r#"echo '{{"jsonrpc":"2.0","method":"_cognition.ai/agent_stopped","params":{{"sessionId":"s1","cause":"{cause}","stats":{{"modelLabel":"SWE-1.6 Slow"}}{message}}}}}'"#
+    )
+}
+
+#[tokio::test]
+async fn a_quota_cause_ends_the_turn_as_the_quota_refusal_despite_end_turn() {
+    let script = format!(
+        r#"{INIT}
+{NEW}
+read -r l
+echo '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"partial"}}}}}}}}'
+{}
+echo '{{"jsonrpc":"2.0","id":2,"result":{{"stopReason":"end_turn"}}}}'
+read -r l"#,
+        stopped_line(
+            "quota_exhausted",
+            Some("Your daily usage quota has been exhausted. Try again tomorrow.")
+        )
+    );
+    let mut connection = started_with_session(&script, limits()).await;
+    let error = connection
+        .prompt("s1", text("hi"), &NoTools)
+        .await
+        .expect_err("a quota is no success");
+    match &error {
+        AcpError::QuotaExceeded {
+            message: Some(message),
+        } => assert!(message.contains("daily usage quota"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(error.status(), 400);
+    let _ = connection.close(Duration::from_millis(100)).await;
+}
+
+#[tokio::test]
+async fn the_other_failing_causes_end_the_turn_with_their_own_failures() {
+    for (cause, code) in [
+        ("content_filter", "agent_content_filtered"),
+        ("output_truncated", "agent_output_truncated"),
+        ("max_turn_requests", "agent_turn_limit"),
+        ("auth_required", "agent_unauthenticated"),
+    ] {
+        let script = format!(
+            r#"{INIT}
+{NEW}
+read -r l
+{}
+echo '{{"jsonrpc":"2.0","id":2,"result":{{"stopReason":"end_turn"}}}}'
+read -r l"#,
+            stopped_line(cause, None)
+        );
+        let mut connection = started_with_session(&script, limits()).await;
+        let error = connection
+            .prompt("s1", text("hi"), &NoTools)
+            .await
+            .expect_err(cause);
+        assert_eq!(error.code(), code, "{cause}");
+        let _ = connection.close(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn display_chunks_compaction_and_the_clis_output_never_reach_the_reply() {
+    let script = format!(
+        r#"{INIT}
+{NEW}
+read -r l
+echo '{{"jsonrpc":"2.0","method":"_cognition.ai/output","params":{{"channel":"server","message":"connected","level":"info","sessionId":""}}}}'
+echo '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"Compacting context..."}},"_meta":{{"cognition.ai/displayMessage":true}}}}}}}}'
+echo '{{"jsonrpc":"2.0","method":"_cognition.ai/compaction","params":{{"sessionId":"s1"}}}}'
+echo '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"The answer."}}}}}}}}'
+{}
+echo '{{"jsonrpc":"2.0","id":2,"result":{{"stopReason":"end_turn"}}}}'
+read -r l"#,
+        stopped_line("complete", None)
+    );
+    let mut connection = started_with_session(&script, limits()).await;
+    let outcome = connection
+        .prompt("s1", text("hi"), &NoTools)
+        .await
+        .expect("prompt");
+    assert_eq!(outcome.text, "The answer.");
+    assert_eq!((outcome.display_messages, outcome.compactions), (1, 1));
+    assert_eq!(outcome.observed_model().as_deref(), Some("SWE-1.6 Slow"));
+    let _ = connection.close(Duration::from_millis(100)).await;
+}
+
+#[tokio::test]
+async fn the_turns_sums_are_its_usage_when_turn_stats_reports_them() {
+    let script = format!(
+        r#"{INIT}
+{NEW}
+read -r l
+echo '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{{"sessionUpdate":"usage_update","used":5000,"size":200000,"_meta":{{"cognition.ai/inputTokens":3000,"cognition.ai/responseDimensions":[{{"uid":"model","kind":{{"Metric":{{"value":"SWE-2 High"}}}}}}]}}}}}}}}'
+echo '{{"jsonrpc":"2.0","method":"_cognition.ai/turn_stats","params":{{"sessionId":"s1","turnClientMessageId":"m","turnRequestId":"r","responseDimensions":[{{"uid":"inputTokens","kind":{{"type":"cumulativeMetric","value":9000}}}},{{"uid":"outputTokens","kind":{{"type":"cumulativeMetric","value":300}}}},{{"uid":"cachedReadTokens","kind":{{"type":"cumulativeMetric","value":7000}}}}]}}}}'
+echo '{{"jsonrpc":"2.0","id":2,"result":{{"stopReason":"end_turn","usage":{{"totalTokens":3050,"inputTokens":3000,"outputTokens":50,"cachedReadTokens":2500}}}}}}'
+read -r l"#
+    );
+    let mut no_wait = limits();
+    no_wait.stopped_wait = Duration::ZERO;
+    let mut connection = started_with_session(&script, no_wait).await;
+    let outcome = connection
+        .prompt("s1", text("hi"), &NoTools)
+        .await
+        .expect("prompt");
+    let usage = outcome.reported_usage().expect("usage");
+    assert_eq!(usage.source, crate::acp::UsageSource::TurnStats);
+    assert_eq!(
+        (
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_input_tokens
+        ),
+        (2000, Some(300), 7000)
+    );
+    // No agent_stopped, no turn_stats model: the usage_update's model dimension names it.
+    assert_eq!(outcome.observed_model().as_deref(), Some("SWE-2 High"));
+    let _ = connection.close(Duration::from_millis(100)).await;
+}
+
+#[tokio::test]
+async fn a_permission_request_naming_only_its_call_is_about_the_call_seen_before() {
+    let script = format!(
+        r#"{INIT}
+{NEW}
+read -r l
+echo '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{{"sessionUpdate":"tool_call","toolCallId":"call_1","title":"cat a.rs","kind":"read","_meta":{{"cognition.ai/inferenceToolName":"read"}}}}}}}}'
+echo '{{"jsonrpc":"2.0","id":"p1","method":"session/request_permission","params":{{"sessionId":"s1","toolCall":{{"toolCallId":"call_1"}},"options":[{{"optionId":"allow_once","name":"Allow","kind":"allow_once"}},{{"optionId":"reject_once","name":"Reject","kind":"reject_once"}}]}}}}'
+read -r answer
+echo '{{"jsonrpc":"2.0","id":"p2","method":"session/request_permission","params":{{"sessionId":"s1","toolCall":{{"toolCallId":"call_9"}},"options":[]}}}}'
+read -r answer
+echo '{{"jsonrpc":"2.0","id":2,"result":{{"stopReason":"end_turn"}}}}'
+read -r l"#
+    );
+    let reads = |call: &ToolCallSeen| call.tool_name().as_deref() == Some("read");
+    let mut no_wait = limits();
+    no_wait.stopped_wait = Duration::ZERO;
+    let mut connection = started_with_session(&script, no_wait).await;
+    let outcome = connection
+        .prompt("s1", text("hi"), &reads)
+        .await
+        .expect("prompt");
+    assert_eq!(outcome.permission_requests, 2);
+    assert_eq!(outcome.permission_tools, ["read", "unidentified"]);
+    let _ = connection.close(Duration::from_millis(100)).await;
+}
+
+/// Accepts `session/new`, refuses the first prompt as the newer CLIs do ("Authentication
+/// failed ... Run `/login`"), records `authenticate` into `dir`, then answers the prompt sent
+/// again (or refuses it again when `refuse_twice`).
+fn logged_out_at_prompt_script(dir: &Path, refuse_twice: bool) -> String {
+    let dir = dir.display();
+    let refusal = r#"{"code":-32603,"message":"Authentication failed: Please authenticate to continue. Run `/login` to log in."}"#;
+    let second = if refuse_twice {
+        format!(r#"echo '{{"jsonrpc":"2.0","id":4,"error":{refusal}}}'"#)
+    } else {
+        r#"echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"signed in"}}}}'
+echo '{"jsonrpc":"2.0","id":4,"result":{"stopReason":"end_turn"}}'"#
+            .to_owned()
+    };
+    format!(
+        r#"read -r l; echo '{{"jsonrpc":"2.0","id":0,"result":{{"protocolVersion":1,"agentCapabilities":{{}},"authMethods":[{{"id":"devin-browser","name":"Devin"}}]}}}}'
+read -r l; echo '{{"jsonrpc":"2.0","id":1,"result":{{"sessionId":"s1"}}}}'
+read -r l; echo '{{"jsonrpc":"2.0","id":2,"error":{refusal}}}'
+read -r l; printf '%s\n' "$l" > {dir}/auth; echo '{{"jsonrpc":"2.0","id":3,"result":null}}'
+read -r l; printf '%s\n' "$l" > {dir}/again; {second}
+read -r l; printf '%s\n' "$l" > {dir}/after"#
+    )
+}
+
+#[tokio::test]
+async fn a_prompt_refused_as_logged_out_is_sent_again_after_one_sign_in() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut spec = agent(&logged_out_at_prompt_script(dir.path(), false));
+    spec.env
+        .push(("WINDSURF_API_KEY".into(), "wk-test-key".into()));
+    let mut connection = AgentConnection::start(&spec, limits(), &ClientIdentity::default())
+        .await
+        .expect("start");
+    connection
+        .new_session(&std::env::temp_dir())
+        .await
+        .expect("newer CLIs accept the session");
+    let mut no_wait = limits();
+    no_wait.stopped_wait = Duration::ZERO;
+    connection.limits = no_wait;
+    let outcome = connection
+        .prompt("s1", text("hi"), &NoTools)
+        .await
+        .expect("answered after the sign-in");
+    assert_eq!(outcome.text, "signed in");
+    assert!(connection.signed_in());
+    assert_eq!(
+        recorded(dir.path(), "auth")["method"],
+        json!("authenticate")
+    );
+    let again = recorded(dir.path(), "again");
+    assert_eq!(again["method"], json!("session/prompt"));
+    assert_eq!(again["params"]["prompt"][0]["text"], json!("hi"));
+    let _ = connection.close(Duration::from_millis(100)).await;
+}
+
+#[tokio::test]
+async fn a_second_refusal_after_the_sign_in_is_not_signed_in_and_no_second_sign_in() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut spec = agent(&logged_out_at_prompt_script(dir.path(), true));
+    spec.env
+        .push(("WINDSURF_API_KEY".into(), "wk-test-key".into()));
+    let mut connection = AgentConnection::start(&spec, limits(), &ClientIdentity::default())
+        .await
+        .expect("start");
+    connection
+        .new_session(&std::env::temp_dir())
+        .await
+        .expect("session");
+    let error = connection
+        .prompt("s1", text("hi"), &NoTools)
+        .await
+        .expect_err("refused twice");
+    assert!(matches!(error, AcpError::Unauthenticated), "{error:?}");
+    let error = connection
+        .prompt("s1", text("again"), &NoTools)
+        .await
+        .expect_err("no more sign-ins");
+    assert!(
+        matches!(error, AcpError::Unauthenticated | AcpError::EarlyExit),
+        "{error:?}"
+    );
+    let _ = connection.close(Duration::from_millis(100)).await;
+    // The third prompt went to the script's last read, not to a second `authenticate`.
+    let after = recorded(dir.path(), "after");
+    assert_eq!(after["method"], json!("session/prompt"));
+}
+
+#[tokio::test]
+async fn without_a_key_a_prompt_refused_as_logged_out_is_not_signed_in() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut connection = AgentConnection::start(
+        &agent(&logged_out_at_prompt_script(dir.path(), false)),
+        limits(),
+        &ClientIdentity::default(),
+    )
+    .await
+    .expect("start");
+    connection
+        .new_session(&std::env::temp_dir())
+        .await
+        .expect("session");
+    let error = connection
+        .prompt("s1", text("hi"), &NoTools)
+        .await
+        .expect_err("not signed in");
+    assert!(matches!(error, AcpError::Unauthenticated), "{error:?}");
+    let _ = connection.close(Duration::from_millis(100)).await;
+    let auth = std::fs::read_to_string(dir.path().join("auth")).unwrap_or_default();
+    assert!(auth.trim().is_empty(), "authenticate was sent: {auth}");
 }

@@ -200,3 +200,71 @@ async fn a_second_prompt_on_a_busy_session_is_refused() {
     assert!(matches!(second, Err(AcpError::WrongSession)), "{second:?}");
     agent.close().await;
 }
+
+#[tokio::test]
+async fn the_agents_account_and_its_chatter_are_read_per_session() {
+    // s1: a display chunk, a compaction, the reply, the model in turn_stats' dimension list;
+    // s2: a quota ended its turn with `agent_stopped`, then an ordinary `end_turn`.
+    let script = [
+        "read -r l; read -r l".to_owned(),
+        r#"echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Compacting context..."},"_meta":{"cognition.ai/displayMessage":true}}}}'"#.to_owned(),
+        r#"echo '{"jsonrpc":"2.0","method":"_cognition.ai/compaction","params":{"sessionId":"s1"}}'"#.to_owned(),
+        r#"echo '{"jsonrpc":"2.0","method":"_cognition.ai/output","params":{"channel":"c","message":"m","level":"info","sessionId":""}}'"#.to_owned(),
+        chunk("s1", "reply"),
+        r#"echo '{"jsonrpc":"2.0","method":"_cognition.ai/turn_stats","params":{"sessionId":"s1","turnClientMessageId":"m","turnRequestId":"r","responseDimensions":[{"uid":"model","label":"Model","kind":{"type":"metric","value":"SWE-1.6 Slow"}}]}}'"#.to_owned(),
+        r#"echo '{"jsonrpc":"2.0","method":"_cognition.ai/agent_stopped","params":{"sessionId":"s2","cause":"quota_exhausted","errorMessage":"Your daily usage quota has been exhausted.","stats":{}}}'"#.to_owned(),
+        answer(4),
+        r#"echo '{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn","usage":{"totalTokens":150,"inputTokens":120,"outputTokens":30,"cachedReadTokens":100}}}'"#.to_owned(),
+        "sleep 5".to_owned(),
+    ]
+    .join("\n");
+    let agent = two_sessions(&script).await;
+    let (one, two) = tokio::join!(
+        agent.prompt("s1", "first".into()),
+        agent.prompt("s2", "second".into())
+    );
+    let one = one.expect("s1 answered");
+    assert_eq!(one.text, "reply");
+    assert_eq!((one.display_messages, one.compactions), (1, 1));
+    assert_eq!(one.observed_model.as_deref(), Some("SWE-1.6 Slow"));
+    let usage = one.usage.expect("usage");
+    assert_eq!(
+        (
+            usage.input_tokens,
+            usage.cache_read_input_tokens,
+            usage.source
+        ),
+        (20, 100, crate::acp::UsageSource::LastRequest)
+    );
+    match two {
+        Err(AcpError::QuotaExceeded {
+            message: Some(message),
+        }) => assert!(message.contains("daily usage quota"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(agent.is_alive());
+    agent.close().await;
+}
+
+#[tokio::test]
+async fn a_prompt_refused_as_logged_out_is_sent_again_after_the_processes_one_sign_in() {
+    let script = r#"read -r l; echo '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{},"authMethods":[{"id":"devin-browser","name":"Devin"}]}}'
+read -r l; echo '{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1"}}'
+read -r l; echo '{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"Authentication failed: Please authenticate to continue. Run `/login` to log in."}}'
+read -r l; case "$l" in *'"authenticate"'*) echo '{"jsonrpc":"2.0","id":3,"result":null}';; esac
+read -r l; case "$l" in *'"session/prompt"'*) echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"signed in"}}}}'; echo '{"jsonrpc":"2.0","id":4,"result":{"stopReason":"end_turn"}}';; esac
+sleep 5"#;
+    let mut spec = agent(script);
+    spec.env
+        .push(("WINDSURF_API_KEY".into(), "wk-test-key".into()));
+    let agent = SharedAgent::start(&spec, limits(), &ClientIdentity::default())
+        .await
+        .expect("start");
+    agent
+        .new_session(&std::env::temp_dir())
+        .await
+        .expect("session");
+    let output = agent.prompt("s1", "hi".into()).await.expect("answered");
+    assert_eq!(output.text, "signed in");
+    agent.close().await;
+}
