@@ -25,10 +25,18 @@ impl Drop for Host {
 }
 
 fn start_host(policy: &std::path::Path, home: &std::path::Path) -> Host {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_devin-bridge"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_devin-bridge"));
+    command
         .args(["serve", "--policy"])
         .arg(policy)
-        .env("XDG_CACHE_HOME", home.join("cache"))
+        .env("XDG_CACHE_HOME", home.join("cache"));
+    spawn_until_control_socket(&mut command, "host")
+}
+
+/// Spawns `command` (a `devin-bridge serve`), echoes its log as `name`, and waits until it
+/// has bound its control socket (the line `serve` prints once it listens).
+fn spawn_until_control_socket(command: &mut Command, name: &'static str) -> Host {
+    let mut child = command
         .env("DEVIN_BRIDGE_LOG", "info")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -38,16 +46,17 @@ fn start_host(policy: &std::path::Path, home: &std::path::Path) -> Host {
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            eprintln!("host: {line}");
+            eprintln!("{name}: {line}");
             if line.starts_with("control socket ") {
                 let _ = ready_tx.send(());
             }
         }
     });
+    let host = Host { child };
     ready_rx
         .recv_timeout(Duration::from_secs(120))
-        .expect("the host did not come up");
-    Host { child }
+        .unwrap_or_else(|_| panic!("{name}: the bridge did not come up"));
+    host
 }
 
 fn list(socket: &std::path::Path) -> serde_json::Value {
@@ -374,28 +383,10 @@ fn start_side_by_side(
     if let Some(listen) = listen {
         command.arg("--listen").arg(listen.to_string());
     }
-    let mut child = command
+    command
         .env("XDG_RUNTIME_DIR", runtime)
-        .env("XDG_CACHE_HOME", dir.join("cache"))
-        .env("DEVIN_BRIDGE_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn devin-bridge");
-    let stderr = child.stderr.take().expect("stderr");
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            eprintln!("host {name}: {line}");
-            if line.starts_with("control socket ") {
-                let _ = ready_tx.send(());
-            }
-        }
-    });
-    let mut host = Host { child };
-    ready_rx
-        .recv_timeout(Duration::from_secs(120))
-        .unwrap_or_else(|_| panic!("the {name} host did not come up"));
+        .env("XDG_CACHE_HOME", dir.join("cache"));
+    let mut host = spawn_until_control_socket(&mut command, name);
     assert!(
         host.child.try_wait().expect("wait").is_none(),
         "the {name} host exited"
