@@ -237,6 +237,12 @@ pub(crate) fn failure_of(error: &AcpError, context: Context<'_>) -> (FailureKind
             Some(id) => format!("session {id} is not known to the Devin CLI"),
             None => "the Devin CLI does not know the session".to_owned(),
         },
+        AcpError::RateLimited {
+            retry_after: Some(seconds),
+            ..
+        } => format!(
+            "the agent's service is rate limiting this account; it asks to retry in {seconds} s"
+        ),
         AcpError::ModelNotOffered { model, offered } => format!(
             "model {model} is not offered by this account's Devin sessions; they offer: {}",
             if offered.is_empty() {

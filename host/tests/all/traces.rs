@@ -1,8 +1,10 @@
 //! Recorded traces are tests: every `tests/traces/<name>.jsonl` is played by the offline agent
-//! (`mock-devin --replay`) behind the summarizer, on the per-turn and the resident transport,
-//! and the bridge's answer must be the one `tests/traces/<name>.expect.toml` names. A trace
-//! dropped into the folder (`devin-bridge doctor --record`) is a test with no code change; one
-//! without its expect file fails with the answer the bridge gave, ready to be written down.
+//! (`mock-devin --replay`) to the clients its `tests/traces/<name>.expect.toml` names: behind
+//! the summarizer, on the per-turn and the resident transport (a `[summarizer]` section), and
+//! to a companion task (a `[companion]` section), and each answer must be the one the section
+//! names. A trace dropped into the folder (`devin-bridge doctor --record`) is a test with no
+//! code change; one without its expect file fails with the answer the bridge gave, ready to be
+//! written down.
 //!
 //! The expect file:
 //! ```toml
@@ -15,6 +17,11 @@
 //! error_type = "..."           # a failure: the Anthropic error type
 //! message_contains = ["..."]   # words the error message holds
 //! retry_after = "30"           # the retry-after header
+//! [companion]
+//! status = "done"              # the job record's status: done or failed
+//! result = "..."               # a success: the job's result text, exactly
+//! failure_kind = "quota"       # a failure: the job's typed failure kind
+//! message_contains = ["..."]   # words the failure message holds
 //! ```
 //! Every run also fails when the replay met a request the trace did not expect (its
 //! `replay_unexpected` log line names the request and the trace's line).
@@ -24,6 +31,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use common::bridge::{HttpResponse, TestBridge};
+use common::companion;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -36,7 +44,19 @@ struct Expect {
     model: String,
     #[serde(default = "default_transports")]
     transports: Vec<String>,
-    summarizer: Outcome,
+    summarizer: Option<Outcome>,
+    companion: Option<CompanionOutcome>,
+}
+
+/// How a companion task must end.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CompanionOutcome {
+    status: String,
+    result: Option<String>,
+    failure_kind: Option<String>,
+    #[serde(default)]
+    message_contains: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -232,25 +252,129 @@ async fn check(trace: &Path) -> Vec<String> {
         Err(error) => return vec![format!("{}: {error}", expect_path.display())],
     };
     let mut wrong = Vec::new();
-    for transport in &expect.transports {
-        let played = play(trace, transport, &expect.model).await;
+    if expect.summarizer.is_none() && expect.companion.is_none() {
+        wrong.push(format!(
+            "{}: names no client: give it a [summarizer] or a [companion] section",
+            expect_path.display()
+        ));
+    }
+    if let Some(outcome) = &expect.summarizer {
+        for transport in &expect.transports {
+            let played = play(trace, transport, &expect.model).await;
+            wrong.extend(
+                judge(&played, outcome)
+                    .into_iter()
+                    .map(|problem| format!("{name} ({transport}): {problem}")),
+            );
+        }
+    }
+    if let Some(outcome) = &expect.companion {
+        let trace = trace.to_owned();
+        let played = tokio::task::spawn_blocking(move || play_companion(&trace))
+            .await
+            .expect("the companion run");
         wrong.extend(
-            judge(&played, &expect.summarizer)
+            judge_companion(&played, outcome)
                 .into_iter()
-                .map(|problem| format!("{name} ({transport}): {problem}")),
+                .map(|problem| format!("{name} (companion): {problem}")),
         );
     }
     wrong
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn every_trace_in_tests_traces_gets_its_expected_answer_on_both_transports() {
-    let traces = traces();
-    assert!(
-        traces.len() >= 10,
-        "tests/traces holds {} traces, fewer than the ten recorded situations",
-        traces.len()
+/// What a companion task ended as against one trace, and what the replay logged.
+struct CompanionPlayed {
+    record: Value,
+    unexpected: Vec<String>,
+    replays: usize,
+}
+
+/// Plays `trace` as the companion's Devin CLI (`--version` included) and runs one consult
+/// task against it.
+fn play_companion(trace: &Path) -> CompanionPlayed {
+    let mut env = companion::Env::new();
+    let log = env.root.path().join("mock-devin.jsonl");
+    env.devin = companion::script(
+        &env,
+        "replaying-devin",
+        &format!(
+            "MOCK_DEVIN_LOG='{}' exec '{}' --replay='{}' \"$@\"",
+            log.display(),
+            common::bridge::mock_devin().display(),
+            trace.display()
+        ),
     );
+    let (_, record) = companion::task(&env, &["task", "--", "What is the capital of France?"]);
+    CompanionPlayed {
+        record,
+        unexpected: companion::mock_events(&log, "replay_unexpected")
+            .iter()
+            .map(|event| event["message"].as_str().unwrap_or_default().to_owned())
+            .collect(),
+        replays: companion::mock_events(&log, "replay_start").len(),
+    }
+}
+
+/// What is wrong with a companion task's record against `outcome` (nothing: empty).
+fn judge_companion(played: &CompanionPlayed, outcome: &CompanionOutcome) -> Vec<String> {
+    let mut wrong = Vec::new();
+    let record = &played.record;
+    if played.replays == 0 {
+        wrong.push("the replay never started (no replay_start in the agent log)".to_owned());
+    }
+    wrong.extend(
+        played
+            .unexpected
+            .iter()
+            .map(|message| format!("the replay failed: {message}")),
+    );
+    if record["status"] != outcome.status.as_str() {
+        wrong.push(format!(
+            "status {} instead of {}: {record}",
+            record["status"], outcome.status
+        ));
+    }
+    if let Some(text) = &outcome.result {
+        if record["result"] != text.as_str() {
+            wrong.push(format!("result {} instead of {text:?}", record["result"]));
+        }
+    }
+    if let Some(kind) = &outcome.failure_kind {
+        if companion::failure_kind(record) != *kind {
+            wrong.push(format!(
+                "failure kind {} instead of {kind}: {}",
+                record["failure"]["kind"], record["failure"]["message"]
+            ));
+        }
+    }
+    let message = companion::failure_message(record);
+    for words in &outcome.message_contains {
+        if !message.contains(words.as_str()) {
+            wrong.push(format!("the failure message {message:?} lacks {words:?}"));
+        }
+    }
+    wrong
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_trace_in_tests_traces_gets_its_expected_answer_from_each_client_it_names() {
+    let traces = traces();
+    let sections = |section: &str| {
+        traces
+            .iter()
+            .filter(|trace| {
+                std::fs::read_to_string(expect_file(trace))
+                    .is_ok_and(|text| text.lines().any(|line| line.trim() == section))
+            })
+            .count()
+    };
+    for section in ["[summarizer]", "[companion]"] {
+        let count = sections(section);
+        assert!(
+            count >= 10,
+            "tests/traces holds {count} traces for {section}, fewer than the ten recorded situations"
+        );
+    }
     let mut wrong = Vec::new();
     for trace in &traces {
         wrong.extend(check(trace).await);
@@ -301,6 +425,43 @@ async fn a_trace_the_bridge_does_not_follow_fails_naming_the_request_and_the_lin
     let problems = judge(&played, &outcome).join("\n");
     assert!(
         problems.contains("the replay failed: unexpected request `session/new`"),
+        "{problems}"
+    );
+}
+
+#[test]
+fn a_trace_the_companion_does_not_follow_fails_naming_the_request_and_the_line() {
+    let dir = tempfile::tempdir().expect("dir");
+    let normal =
+        common::artifacts::workspace_root().join("tests/traces/full_agent_normal_turn.jsonl");
+    let text = std::fs::read_to_string(normal).expect("the full agent's normal turn");
+    // The trace expects `session/load` where the companion sets the mode.
+    let changed = text.replacen(
+        "\"method\":\"session/set_mode\"",
+        "\"method\":\"session/load\"",
+        1,
+    );
+    assert_ne!(changed, text, "the companion's trace sets the mode");
+    let trace = dir.path().join("wrong.jsonl");
+    std::fs::write(&trace, changed).expect("write the trace");
+    let played = play_companion(&trace);
+    let outcome = CompanionOutcome {
+        status: "done".into(),
+        result: Some("The capital of France is Paris.".into()),
+        failure_kind: None,
+        message_contains: Vec::new(),
+    };
+    let problems = judge_companion(&played, &outcome).join("\n");
+    assert!(
+        problems.contains("the replay failed: unexpected request `session/set_mode`"),
+        "{problems}"
+    );
+    assert!(
+        problems.contains("expected `session/load` at line"),
+        "{problems}"
+    );
+    assert!(
+        problems.contains("status \"error\" instead of done"),
         "{problems}"
     );
 }

@@ -223,6 +223,7 @@ fn main() {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     // `--replay FILE`: a recorded trace plays the agent (see `replay`).
     match replay::wanted(&args) {
+        Some(Ok(file)) if args.iter().any(|arg| arg == "--version") => replay::version(&file),
         Some(Ok(file)) => replay::run(&file),
         Some(Err(message)) => {
             eprintln!("mock-devin: {message}");

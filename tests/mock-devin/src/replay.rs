@@ -32,6 +32,11 @@
 //! answers a request with a JSON-RPC error saying the same, logs `replay_unexpected` to
 //! `MOCK_DEVIN_LOG`, and exits with status [`UNEXPECTED_EXIT`]. The end of stdin ends the
 //! replay with status 0, wherever the cursor is.
+//!
+//! `--version` beside `--replay` prints the CLI version the trace's header recorded
+//! (`cli_version`) and exits 0, as the recorded CLI answered it; a trace that recorded none
+//! fails with the usage status, since a client that checks versions would otherwise test a
+//! version nobody ran.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
@@ -460,19 +465,56 @@ impl Replay {
     }
 }
 
+/// The `cli_version` of a trace's header line, if it recorded one.
+fn recorded_version(text: &str) -> Option<String> {
+    let first = text.lines().find(|line| !line.trim().is_empty())?;
+    let header: Value = serde_json::from_str(first).ok()?;
+    if header.get("format").and_then(Value::as_str) != Some(FORMAT) {
+        return None;
+    }
+    header
+        .get("cli_version")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// Reads the trace `file` (bounded) as text.
+fn read_trace(file: &Path) -> Result<String, String> {
+    let meta = std::fs::metadata(file).map_err(|error| error.to_string())?;
+    if meta.len() > MAX_TRACE_BYTES {
+        return Err(format!("over {MAX_TRACE_BYTES} bytes"));
+    }
+    std::fs::read_to_string(file).map_err(|error| error.to_string())
+}
+
+/// `--version` of a replay: the version the trace recorded; never returns.
+pub(crate) fn version(file: &Path) -> ! {
+    match read_trace(file).map(|text| recorded_version(&text)) {
+        Ok(Some(version)) => {
+            println!("{version}");
+            std::process::exit(0);
+        }
+        Ok(None) => {
+            eprintln!(
+                "mock-devin replay: the trace {} records no cli_version to answer --version with",
+                file.display()
+            );
+            std::process::exit(crate::USAGE_EXIT);
+        }
+        Err(error) => {
+            eprintln!(
+                "mock-devin replay: cannot read the trace {}: {error}",
+                file.display()
+            );
+            std::process::exit(crate::USAGE_EXIT);
+        }
+    }
+}
+
 /// Runs the replay of `file` on stdin and stdout; never returns.
 pub(crate) fn run(file: &Path) -> ! {
     let log = Log::new(crate::log_path());
-    let trace = std::fs::metadata(file)
-        .map_err(|error| error.to_string())
-        .and_then(|meta| {
-            if meta.len() > MAX_TRACE_BYTES {
-                Err(format!("over {MAX_TRACE_BYTES} bytes"))
-            } else {
-                std::fs::read_to_string(file).map_err(|error| error.to_string())
-            }
-        })
-        .and_then(|text| parse(&text));
+    let trace = read_trace(file).and_then(|text| parse(&text));
     let trace = match trace {
         Ok(trace) => trace,
         Err(error) => {
@@ -697,6 +739,24 @@ mod tests {
                 .contains("has no more requests (at its end (after line 1))"),
             "{end:?}"
         );
+    }
+
+    #[test]
+    fn the_version_is_the_one_the_header_recorded() {
+        assert_eq!(
+            recorded_version(TRACE).as_deref(),
+            None,
+            "the test trace's header records no version"
+        );
+        let with = TRACE.replacen(
+            "\"redacted\":[]",
+            "\"cli_version\":\"devin 3000.11.3\",\"redacted\":[]",
+            1,
+        );
+        assert_eq!(recorded_version(&with).as_deref(), Some("devin 3000.11.3"));
+        // A trace without a header has no version either.
+        let headless: String = TRACE.lines().skip(1).collect::<Vec<_>>().join("\n");
+        assert_eq!(recorded_version(&headless), None);
     }
 
     #[test]

@@ -3,4 +3,5 @@
 
 pub(crate) use devin_bridge_test_support::*;
 
+pub(crate) mod companion;
 pub(crate) mod yaml;
