@@ -98,44 +98,58 @@ enum Object {
     None,
 }
 
-/// One pass: from the first `{`, depth counted outside JSON strings (a `"` opens or closes
-/// one, a backslash escapes the next byte) until it is balanced.
+/// The bytes of `bytes` from `from` on that lie outside JSON strings, with their offsets. A
+/// `"` opens or closes a string (the quotes are not yielded), and inside one a backslash
+/// escapes the next byte. One pass, no allocation.
+fn outside_strings(bytes: &[u8], from: usize) -> impl Iterator<Item = (usize, u8)> + '_ {
+    let mut in_string = false;
+    let mut at = from;
+    std::iter::from_fn(move || {
+        while let Some(&byte) = bytes.get(at) {
+            let here = at;
+            at += 1;
+            if in_string {
+                match byte {
+                    b'\\' => at += 1,
+                    b'"' => in_string = false,
+                    _ => {}
+                }
+            } else if byte == b'"' {
+                in_string = true;
+            } else {
+                return Some((here, byte));
+            }
+        }
+        None
+    })
+}
+
+/// One pass: from the first `{`, depth counted outside JSON strings until it is balanced.
 fn one_object(text: &str) -> Object {
     let bytes = text.as_bytes();
     let Some(start) = memchr(b'{', bytes) else {
         return Object::None;
     };
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut at = start;
-    while let Some(&byte) = bytes.get(at) {
-        if in_string {
-            match byte {
-                b'\\' => at += 1,
-                b'"' => in_string = false,
-                _ => {}
-            }
-        } else {
-            match byte {
-                b'"' => in_string = true,
-                b'{' => depth += 1,
-                b'}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        let end = at + 1;
-                        return if start == 0 && end == bytes.len() {
-                            Object::Whole
-                        } else if memchr(b'{', &bytes[end..]).is_some() {
-                            Object::Several
-                        } else {
-                            Object::Within(start, end)
-                        };
-                    }
+    for (at, byte) in outside_strings(bytes, start) {
+        match byte {
+            b'{' => depth += 1,
+            b'}' => {
+                // At least one: the scan starts at a `{`.
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    let end = at + 1;
+                    return if start == 0 && end == bytes.len() {
+                        Object::Whole
+                    } else if memchr(b'{', &bytes[end..]).is_some() {
+                        Object::Several
+                    } else {
+                        Object::Within(start, end)
+                    };
                 }
-                _ => {}
             }
+            _ => {}
         }
-        at += 1;
     }
     Object::None
 }
@@ -146,27 +160,17 @@ fn without_trailing_commas(text: &str) -> Cow<'_, str> {
     let bytes = text.as_bytes();
     let mut kept = 0;
     let mut fixed = String::new();
-    let mut in_string = false;
-    let mut at = 0;
-    while let Some(&byte) = bytes.get(at) {
-        if in_string {
-            match byte {
-                b'\\' => at += 1,
-                b'"' => in_string = false,
-                _ => {}
-            }
-        } else if byte == b'"' {
-            in_string = true;
-        } else if byte == b',' {
-            let next = bytes[at + 1..]
-                .iter()
-                .find(|byte| !byte.is_ascii_whitespace());
-            if matches!(next, Some(b'}' | b']')) {
-                fixed.push_str(&text[kept..at]);
-                kept = at + 1;
-            }
+    for (at, byte) in outside_strings(bytes, 0) {
+        if byte != b',' {
+            continue;
         }
-        at += 1;
+        let next = bytes[at + 1..]
+            .iter()
+            .find(|byte| !byte.is_ascii_whitespace());
+        if matches!(next, Some(b'}' | b']')) {
+            fixed.push_str(&text[kept..at]);
+            kept = at + 1;
+        }
     }
     if kept == 0 {
         return Cow::Borrowed(text);

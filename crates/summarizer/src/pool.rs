@@ -393,6 +393,45 @@ cat >/dev/null"#
         ))
     }
 
+    /// A spec whose argv is `args` (the program is never run here).
+    fn spec_with_args(args: &[&str]) -> Spec {
+        Spec {
+            args: args.iter().map(|arg| (*arg).to_owned()).collect(),
+            ..agent("true")
+        }
+    }
+
+    #[test]
+    fn a_summarizer_warm_set_has_its_model_on_the_command_line_from_the_first_start() {
+        // The summarizer agent type's sessions have no model option: its warm set is started
+        // with `--model` before any turn could find that out.
+        let summarizer = spec_with_args(&["acp", "--agent-type", "summarizer"]);
+        let pool = AgentPool::with_default_model(
+            summarizer,
+            limits(),
+            ClientIdentity::default(),
+            0,
+            Some("swe-1-6".to_owned()),
+        );
+        let warm = pool.warm_spec().expect("a warm recipe");
+        assert_eq!(
+            warm.args,
+            ["--model", "swe-1-6", "acp", "--agent-type", "summarizer"],
+            "{:?}",
+            warm.args
+        );
+        // The full agent chooses its model through the session's option: no `--model`.
+        let full = spec_with_args(&["acp"]);
+        let pool = AgentPool::with_default_model(
+            full,
+            limits(),
+            ClientIdentity::default(),
+            0,
+            Some("swe-1-6".to_owned()),
+        );
+        assert_eq!(pool.warm_spec().expect("a warm recipe").args, ["acp"]);
+    }
+
     fn starts(log: &Path) -> usize {
         std::fs::read_to_string(log)
             .map(|text| text.lines().count())
