@@ -473,7 +473,7 @@ async fn drive(
         .map_err(acp)?;
     result.usage = outcome.usage.clone();
     result.observed_model = outcome.observed_model();
-    result.stop_cause = outcome.stopped.as_ref().map(|s| s.cause.clone());
+    result.stop_cause = outcome.account.stopped.as_ref().map(|s| s.cause.clone());
     let stop_reason = stop_reason_name(&outcome.stop_reason);
     result.stop_reason = Some(stop_reason.to_owned());
     if let (Some(resolved), Some(observed)) = (&request.model, &result.observed_model) {

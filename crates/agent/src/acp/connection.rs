@@ -26,6 +26,7 @@ use tokio::process::ChildStdout;
 use super::frame::{self, FrameReader, Incoming};
 use super::gate::{ToolCallSeen, ToolGate};
 use super::AcpError;
+use crate::devin::account::TurnAccount;
 use crate::devin::login::ApiKey;
 use crate::devin::{self, ClientIdentity};
 pub use crate::process::Ended;
@@ -66,18 +67,8 @@ pub struct PromptOutcome {
     pub usage: Option<Value>,
     /// `used` of the turn's last `usage_update` (tokens in the session's context).
     pub context_used: Option<u32>,
-    /// From `_cognition.ai/agent_stopped` for this session.
-    pub stopped: Option<AgentStopped>,
-    /// The `model` response dimension of `_cognition.ai/turn_stats`.
-    pub turn_stats_model: Option<String>,
-    /// The `model` dimension of a `usage_update`'s `_meta`.
-    pub usage_update_model: Option<String>,
-    /// The turn's sums from `_cognition.ai/turn_stats`, when it reported them.
-    pub turn_sums: Option<devin::usage::TokenCounts>,
-    /// Display-only message chunks (the CLI's status lines), kept out of `text`.
-    pub display_messages: u32,
-    /// `_cognition.ai/compaction` notifications.
-    pub compactions: u32,
+    /// What the agent reported about the turn beside its reply.
+    pub account: TurnAccount,
     /// Permission requests answered `cancelled`.
     pub permission_requests: u32,
     /// The tools those requests were about (their labels, looked up from the earlier tool call
@@ -92,21 +83,21 @@ impl PromptOutcome {
     /// The model the agent says ran the turn: `agent_stopped`'s label, else the `model`
     /// dimension of `turn_stats`, else of a `usage_update`.
     pub fn observed_model(&self) -> Option<String> {
-        self.stopped
-            .as_ref()
-            .and_then(|stopped| stopped.model_label.clone())
-            .or_else(|| self.turn_stats_model.clone())
-            .or_else(|| self.usage_update_model.clone())
+        self.account.observed_model()
     }
 
     /// The turn's token counts in Anthropic's terms ([`devin::usage::of_turn`]).
     pub fn reported_usage(&self) -> Option<super::ReportedUsage> {
-        devin::usage::of_turn(self.turn_sums, self.usage.as_ref(), self.context_used)
+        devin::usage::of_turn(
+            self.account.turn_sums,
+            self.usage.as_ref(),
+            self.context_used,
+        )
     }
 }
 
-pub(super) use devin::notices::{COMPACTION, OUTPUT};
-pub(super) use devin::stats::{AGENT_STOPPED, MAX_LABEL_CHARS, TURN_STATS};
+pub(super) use devin::notices::OUTPUT;
+pub(super) use devin::stats::MAX_LABEL_CHARS;
 /// Most tools of permission requests remembered in one prompt.
 pub const MAX_PERMISSION_TOOLS: usize = 32;
 /// `session/load`: the replay is over once the agent has been quiet this long after answering.
@@ -438,10 +429,10 @@ impl AgentConnection {
             .get("usage")
             .filter(|usage| !usage.is_null())
             .cloned();
-        if turn.stopped.is_none() && !self.limits.stopped_wait.is_zero() {
+        if turn.account.stopped.is_none() && !self.limits.stopped_wait.is_zero() {
             self.await_stopped(session_id, &mut turn, gate).await?;
         }
-        if let Some(failure) = turn.stopped.as_ref().and_then(devin::stopped::failure) {
+        if let Some(failure) = turn.account.failure() {
             return Err(failure);
         }
         Ok(PromptOutcome {
@@ -449,12 +440,7 @@ impl AgentConnection {
             text: turn.text,
             usage,
             context_used: turn.context_used,
-            stopped: turn.stopped,
-            turn_stats_model: turn.turn_stats_model,
-            usage_update_model: turn.usage_update_model,
-            turn_sums: turn.turn_sums,
-            display_messages: turn.display_messages,
-            compactions: turn.compactions,
+            account: turn.account,
             permission_requests: turn.permission_requests,
             permission_tools: turn.permission_tools,
             tool_calls: turn.tool_calls,
@@ -504,7 +490,7 @@ impl AgentConnection {
         gate: &dyn ToolGate,
     ) -> Result<(), AcpError> {
         let deadline = Instant::now() + self.limits.stopped_wait;
-        while turn.stopped.is_none() {
+        while turn.account.stopped.is_none() {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;
@@ -682,14 +668,14 @@ impl Phase<'_> {
                 let update = Update::parse(method, params)?;
                 self.update(update, allowed)
             }
-            AGENT_STOPPED | TURN_STATS | COMPACTION => {
+            method if TurnAccount::is_turn_notice(method) => {
                 if let Phase::Prompt { session, turn, .. } = self {
                     // Another session's statistics are not this prompt's.
                     let other = params
                         .get("sessionId")
                         .is_some_and(|id| id.as_str() != Some(session));
                     if !other {
-                        turn.vendor(method, params);
+                        turn.account.note(method, params);
                     }
                 }
                 Ok(())
@@ -729,16 +715,14 @@ impl Phase<'_> {
             (Phase::Prompt { turn, .. }, UpdateKind::Text(text)) => turn.append(&text),
             (Phase::Prompt { turn, .. }, UpdateKind::Display(text)) => {
                 tracing::debug!(%text, "display-only message from the agent kept out of the reply");
-                turn.display_messages = turn.display_messages.saturating_add(1);
+                turn.account.note_display_chunk();
                 Ok(())
             }
             (Phase::Prompt { turn, .. }, UpdateKind::Usage { used, model }) => {
                 if used.is_some() {
                     turn.context_used = used;
                 }
-                if model.is_some() {
-                    turn.usage_update_model = model;
-                }
+                turn.account.note_usage_model(model);
                 Ok(())
             }
             (_, UpdateKind::Usage { .. } | UpdateKind::Display(_)) => Ok(()),
@@ -903,12 +887,7 @@ struct Turn {
     text: String,
     context_used: Option<u32>,
     output_cap: usize,
-    stopped: Option<AgentStopped>,
-    turn_stats_model: Option<String>,
-    usage_update_model: Option<String>,
-    turn_sums: Option<devin::usage::TokenCounts>,
-    display_messages: u32,
-    compactions: u32,
+    account: TurnAccount,
     permission_requests: u32,
     permission_tools: Vec<String>,
     tool_calls: Vec<ToolCallSeen>,
@@ -920,12 +899,7 @@ impl Turn {
             text: String::new(),
             context_used: None,
             output_cap,
-            stopped: None,
-            turn_stats_model: None,
-            usage_update_model: None,
-            turn_sums: None,
-            display_messages: 0,
-            compactions: 0,
+            account: TurnAccount::default(),
             permission_requests: 0,
             permission_tools: Vec::new(),
             tool_calls: Vec::new(),
@@ -938,26 +912,6 @@ impl Turn {
         }
         self.text.push_str(text);
         Ok(())
-    }
-
-    fn vendor(&mut self, method: &str, params: &Value) {
-        match method {
-            AGENT_STOPPED => self.stopped = Some(devin::stopped::read(params)),
-            TURN_STATS => {
-                if let Some(model) = devin::stats::turn_stats_model(params) {
-                    self.turn_stats_model = Some(model);
-                }
-                // Cumulative: the last report of the turn holds its sums.
-                if let Some(sums) = devin::usage::TokenCounts::of_turn_stats(params) {
-                    self.turn_sums = Some(sums);
-                }
-            }
-            COMPACTION => {
-                tracing::debug!("the agent compacted the session's context");
-                self.compactions = self.compactions.saturating_add(1);
-            }
-            _ => {}
-        }
     }
 }
 

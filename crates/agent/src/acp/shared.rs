@@ -27,11 +27,12 @@ use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::oneshot;
 
 use super::connection::{
-    initialize_request, millis, rpc_error, stop_reason, to_params, typed, AgentStopped, Update,
-    UpdateKind, AGENT_STOPPED, COMPACTION, OUTPUT, TURN_STATS,
+    initialize_request, millis, rpc_error, stop_reason, to_params, typed, Update, UpdateKind,
+    OUTPUT,
 };
 use super::frame::{self, FrameReader, Incoming};
 use super::{AcpError, AgentLimits, TurnOutput};
+use crate::devin::account::TurnAccount;
 use crate::devin::login::ApiKey;
 use crate::devin::{self, ClientIdentity};
 use crate::process::{Sandboxed, Spec};
@@ -125,24 +126,8 @@ struct Collected {
     /// `used` of the turn's last `usage_update`.
     context_used: Option<u32>,
     over_cap: bool,
-    stopped: Option<AgentStopped>,
-    turn_stats_model: Option<String>,
-    usage_update_model: Option<String>,
-    turn_sums: Option<devin::usage::TokenCounts>,
-    display_messages: u32,
-    compactions: u32,
-}
-
-impl Collected {
-    /// The model the agent says ran the turn: `agent_stopped`'s label, else `turn_stats`'s
-    /// `model` dimension, else a `usage_update`'s.
-    fn observed_model(&mut self) -> Option<String> {
-        self.stopped
-            .as_mut()
-            .and_then(|stopped| stopped.model_label.take())
-            .or_else(|| self.turn_stats_model.take())
-            .or_else(|| self.usage_update_model.take())
-    }
+    /// What the agent reported about the turn beside its reply.
+    account: TurnAccount,
 }
 
 impl SharedAgent {
@@ -354,24 +339,24 @@ impl SharedAgent {
         let collected = self.lock_routes().prompts.remove(session);
         drop(running);
         let result = answer.map_err(|error| self.attribute(session, error))?;
-        let mut collected = collected.unwrap_or_default();
+        let collected = collected.unwrap_or_default();
         if collected.over_cap {
             return Err(AcpError::OutputTooLarge(self.limits.output_cap));
         }
         let stop = stop_reason(&result)?;
-        if let Some(failure) = collected.stopped.as_ref().and_then(devin::stopped::failure) {
+        if let Some(failure) = collected.account.failure() {
             return Err(failure);
         }
         match stop {
             v1::StopReason::EndTurn => Ok(TurnOutput {
                 usage: devin::usage::of_turn(
-                    collected.turn_sums,
+                    collected.account.turn_sums,
                     result.get("usage").filter(|usage| !usage.is_null()),
                     collected.context_used,
                 ),
-                observed_model: collected.observed_model(),
-                display_messages: collected.display_messages,
-                compactions: collected.compactions,
+                observed_model: collected.account.observed_model(),
+                display_messages: collected.account.display_messages,
+                compactions: collected.account.compactions,
                 text: collected.text,
                 // The caller applied the model on the session; it says how.
                 model: super::ModelApplied::NotRequested,
@@ -581,8 +566,7 @@ impl SharedAgent {
                         if let Some(collected) =
                             self.lock_routes().prompts.get_mut(&update.session_id)
                         {
-                            collected.display_messages =
-                                collected.display_messages.saturating_add(1);
+                            collected.account.note_display_chunk();
                         }
                         Ok(())
                     }
@@ -593,38 +577,20 @@ impl SharedAgent {
                             if used.is_some() {
                                 collected.context_used = used;
                             }
-                            if model.is_some() {
-                                collected.usage_update_model = model;
-                            }
+                            collected.account.note_usage_model(model);
                         }
                         Ok(())
                     }
                     UpdateKind::Other => Ok(()),
                 }
             }
-            AGENT_STOPPED | TURN_STATS | COMPACTION => {
+            method if TurnAccount::is_turn_notice(method) => {
                 // Statistics that name no session belong to no prompt.
                 let Some(session) = params.get("sessionId").and_then(Value::as_str) else {
                     return Ok(());
                 };
-                let mut routes = self.lock_routes();
-                let Some(collected) = routes.prompts.get_mut(session) else {
-                    return Ok(());
-                };
-                match method {
-                    AGENT_STOPPED => collected.stopped = Some(devin::stopped::read(params)),
-                    TURN_STATS => {
-                        if let Some(model) = devin::stats::turn_stats_model(params) {
-                            collected.turn_stats_model = Some(model);
-                        }
-                        if let Some(sums) = devin::usage::TokenCounts::of_turn_stats(params) {
-                            collected.turn_sums = Some(sums);
-                        }
-                    }
-                    _ => {
-                        tracing::debug!(pid = self.pid, "the agent compacted a session's context");
-                        collected.compactions = collected.compactions.saturating_add(1);
-                    }
+                if let Some(collected) = self.lock_routes().prompts.get_mut(session) {
+                    collected.account.note(method, params);
                 }
                 Ok(())
             }

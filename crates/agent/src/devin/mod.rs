@@ -22,6 +22,8 @@
 //!   advertised, else `session/delete`, else nothing).
 //! - [`options`]: the session's config options: the model select, the `thought_level` select
 //!   and effort expressed as a model variant (`swe-2-high`).
+//! - [`account`]: the agent's own account of a turn (the facts above, gathered per turn by
+//!   both ACP clients).
 //! - [`stats`]: the model that really answered (`agent_stopped.stats.modelLabel`, or the
 //!   `model` response dimension, found by its `uid`), and its display label compared with ids.
 //! - [`observed`]: which of the dialect's facts a recorded exchange showed (for `doctor`).
@@ -34,6 +36,7 @@
 //! client that waited would hang); a model is set with `session/set_config_option` or
 //! `--model`, and a turn is stopped with the `session/cancel` notification.
 
+pub mod account;
 pub mod errors;
 pub mod identity;
 pub mod login;

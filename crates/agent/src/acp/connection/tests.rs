@@ -2,6 +2,7 @@ use serde_json::json;
 
 use super::*;
 use crate::acp::NoTools;
+use crate::devin::stats::{AGENT_STOPPED, TURN_STATS};
 use crate::devin::ClientIdentity;
 use crate::testkit::scripted_agent as agent;
 
@@ -182,9 +183,9 @@ fn vendor_statistics_are_collected_for_this_session_only() {
             &mut allowed,
         )
         .expect("agent stopped");
-    assert_eq!(turn.turn_stats_model.as_deref(), Some("SWE-1.7"));
+    assert_eq!(turn.account.turn_stats_model.as_deref(), Some("SWE-1.7"));
     assert_eq!(
-        turn.stopped,
+        turn.account.stopped,
         Some(AgentStopped {
             cause: "complete".into(),
             model_label: Some("SWE-1.7 (mock)".into()),
@@ -372,9 +373,9 @@ read -r l
         Some(json!({"inputTokens":7,"outputTokens":3,"totalTokens":10}))
     );
     assert_eq!(outcome.permission_requests, 2);
-    assert_eq!(outcome.turn_stats_model.as_deref(), Some("SWE-1.7"));
+    assert_eq!(outcome.account.turn_stats_model.as_deref(), Some("SWE-1.7"));
     // agent_stopped came after the answer and was waited for.
-    let stopped = outcome.stopped.expect("agent_stopped");
+    let stopped = outcome.account.stopped.expect("agent_stopped");
     assert_eq!(stopped.cause, "complete");
     assert_eq!(stopped.model_label.as_deref(), Some("SWE-1.7 (x)"));
     assert!(outcome.tool_calls.is_empty());
@@ -622,7 +623,7 @@ sleep 30
         .await
         .expect("prompt");
     let elapsed = started.elapsed();
-    assert!(outcome.stopped.is_none());
+    assert!(outcome.account.stopped.is_none());
     // The 2 s wait of `limits()` did not happen (a generous bound: this only has to tell
     // "no wait" from "waited 2 s" on a loaded machine).
     assert!(elapsed < Duration::from_millis(1500), "{elapsed:?}");
@@ -834,7 +835,13 @@ read -r l"#,
         .await
         .expect("prompt");
     assert_eq!(outcome.text, "The answer.");
-    assert_eq!((outcome.display_messages, outcome.compactions), (1, 1));
+    assert_eq!(
+        (
+            outcome.account.display_messages,
+            outcome.account.compactions
+        ),
+        (1, 1)
+    );
     assert_eq!(outcome.observed_model().as_deref(), Some("SWE-1.6 Slow"));
     let _ = connection.close(Duration::from_millis(100)).await;
 }
