@@ -25,8 +25,14 @@
 //!
 //! `docs/safeguard.md` is the user-facing description; it must stay true of this code.
 
+mod bounds;
 mod context;
+mod fields;
+mod fileops;
+mod filters;
 mod git;
+mod handed;
+mod installed;
 mod line;
 mod options;
 mod pathname;
@@ -42,6 +48,7 @@ mod verdict;
 /// The component export (a thin shell); off when another component embeds this library.
 #[cfg(all(target_arch = "wasm32", feature = "export"))]
 mod wasm;
+mod wrappers;
 
 use devin_bridge_types::{CallVerdict, SafeguardStatus, ToolCall, ToolVerdict};
 
