@@ -113,25 +113,24 @@ pub(crate) fn copy_or_move(
     scope: &Scope<'_>,
     fx: &mut Effects,
 ) -> Result<(), String> {
-    // `-t DIR` names the destination first; it is taken out before the table is read.
-    let mut target: Option<&Word> = None;
-    let mut rest: Vec<Word> = Vec::with_capacity(args.len());
-    let mut i = 0;
-    while let Some(word) = args.get(i) {
-        i += 1;
-        match word.text.as_str() {
-            "-t" | "--target-directory" if !word.tilde => {
-                target = Some(
-                    args.get(i)
-                        .ok_or_else(|| format!("runs `{name} -t` without a directory"))?,
-                );
-                i += 1;
-            }
-            _ => rest.push(word.clone()),
+    // `-t DIR` names the destination first; it is taken out before the table is read (from
+    // a copy of the words, so a glob among them is not taken as files: it is refused).
+    let t_at = args
+        .iter()
+        .position(|w| !w.tilde && matches!(w.text.as_str(), "-t" | "--target-directory"));
+    let copied: Vec<Word>;
+    let (target, words): (Option<&Word>, &[Word]) = match t_at {
+        None => (None, args),
+        Some(at) => {
+            let dir = args
+                .get(at + 1)
+                .ok_or_else(|| format!("runs `{name} -t` without a directory"))?;
+            copied = args[..at].iter().chain(&args[at + 2..]).cloned().collect();
+            (Some(dir), &copied)
         }
-    }
+    };
     let spec = if name == "cp" { &CP } else { &MV };
-    let parsed = options::parse(name, &rest, spec)?;
+    let parsed = options::parse(name, words, spec)?;
     let recursive = ["r", "R", "a", "recursive", "archive"]
         .iter()
         .any(|option| parsed.has(option));

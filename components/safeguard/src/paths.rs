@@ -44,6 +44,8 @@ pub(crate) enum Problem {
 pub(crate) enum Access {
     Read,
     Write,
+    /// Handed on to code the judge does not see, which may read or write it.
+    HandOn,
 }
 
 impl Problem {
@@ -52,6 +54,7 @@ impl Problem {
         let verb = match access {
             Access::Read => "reads",
             Access::Write => "writes",
+            Access::HandOn => "hands on",
         };
         match self {
             Problem::Unresolvable(why) => format!("{verb} a path the judge cannot resolve: {why}"),
@@ -66,7 +69,12 @@ impl Problem {
                 format!("{verb} a sensitive file ({what}): {}", show(path))
             }
             Problem::Protected(path, what) => format!(
-                "writes {what}, which changes what runs later without asking: {}",
+                "{} {what}, which changes what runs later without asking: {}",
+                if access == Access::HandOn {
+                    "hands on"
+                } else {
+                    "writes"
+                },
                 show(path)
             ),
         }

@@ -30,9 +30,9 @@ use crate::shell::Word;
 use crate::verdict::show;
 
 /// Programs that read no files and run nothing: they pass in any working directory.
-pub(crate) const PURE: [&str; 12] = [
+pub(crate) const PURE: [&str; 13] = [
     "pwd", "true", "false", "echo", "printf", "date", "whoami", "id", "which", "basename",
-    "dirname", "tr",
+    "dirname", "tr", "seq",
 ];
 
 /// Shells: `-V` may not mean "version" to them.
@@ -193,7 +193,8 @@ pub(crate) fn judge(
         "nl" => read_all(name, args, &NL, scope, fx).map(drop),
         "uniq" => {
             let parsed = options::parse(name, args, &UNIQ)?;
-            if parsed.operands.len() > 1 {
+            // A glob (or names `xargs` appends) could become a second operand: the output.
+            if parsed.operands.len() > 1 || parsed.operands.iter().any(|a| a.glob) {
                 return Err("runs `uniq` with an output file, which it would overwrite".to_owned());
             }
             read_operands(&parsed, 0, scope, fx)
@@ -1334,6 +1335,12 @@ fn package_script(
     let rest_at = match texts.as_slice() {
         ["test" | "t" | "tst" | "start" | "restart", ..] if npm => 1,
         ["test" | "start", ..] => 1,
+        // npm and yarn print the environment for a script named `env` the project lacks.
+        ["run" | "run-script", "env", ..] => {
+            return Err(format!(
+                "runs `{name} run env`, which prints the environment when the project has no such script"
+            ))
+        }
         ["run" | "run-script", script, ..] if is_script_name(script) => 2,
         [script, ..] if !npm && is_script_name(script) && shorthand(script) => 1,
         _ => {

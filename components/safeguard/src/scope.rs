@@ -86,8 +86,8 @@ impl Scope<'_> {
     /// read or write it): inside, not sensitive, not protected. Recorded as a read.
     pub(crate) fn read_unprotected(&self, fx: &mut Effects, arg: Arg<'_>) -> Result<(), String> {
         check_glob(arg)?;
-        for path in self.resolve(arg).map_err(|p| p.sentence(Access::Write))? {
-            paths::check_write(self.ctx, &path).map_err(|p| p.sentence(Access::Write))?;
+        for path in self.resolve(arg).map_err(|p| p.sentence(Access::HandOn))? {
+            paths::check_write(self.ctx, &path).map_err(|p| p.sentence(Access::HandOn))?;
             fx.reads.push(path);
         }
         Ok(())
