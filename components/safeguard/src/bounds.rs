@@ -143,10 +143,14 @@ pub(crate) fn jq_filter(filter: &str) -> Result<(), String> {
         }
         if b.is_ascii_digit() {
             let start = i;
-            while i < bytes.len()
-                && (bytes[i].is_ascii_alphanumeric() || matches!(bytes[i], b'.' | b'+' | b'-'))
-                && !(matches!(bytes[i], b'+' | b'-') && !matches!(bytes[i - 1], b'e' | b'E'))
-            {
+            // A number: digits, letters (`1e9`, `0x`), dots, and a sign right after an `e`.
+            while i < bytes.len() {
+                let c = bytes[i];
+                let sign = matches!(c, b'+' | b'-');
+                let part = c.is_ascii_alphanumeric() || c == b'.' || sign;
+                if !part || (sign && !matches!(bytes[i - 1], b'e' | b'E')) {
+                    break;
+                }
                 i += 1;
             }
             let number = &filter[start..i];

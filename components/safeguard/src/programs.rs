@@ -1747,7 +1747,7 @@ fn pytest(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), Stri
                 }
             }
             "junitxml" | "junit-xml" | "log-file" | "html" => {
-                scope.write(fx, Arg::plain(value, false))?
+                scope.write(fx, Arg::plain(value, false))?;
             }
             _ => {}
         }
@@ -2036,7 +2036,7 @@ fn tsc(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String>
         match lower {
             "-p" | "--project" | "--rootdir" => scope.read(fx, value(&mut i)?)?,
             "--outdir" | "--outfile" | "--declarationdir" | "--tsbuildinfofile" => {
-                scope.write(fx, value(&mut i)?)?
+                scope.write(fx, value(&mut i)?)?;
             }
             _ if TSC_VALUES.contains(&lower) => {
                 value(&mut i)?;
