@@ -56,7 +56,6 @@ const CP: Spec = Spec {
         "update",
         "no-target-directory",
         "preserve",
-        "parents",
     ],
     long_values: &[],
     long_paths: &[],

@@ -968,6 +968,17 @@ fn grep(
         }
     }
     filters::excludes(name, &excluded)?;
+    // `--include=*.rs` unquoted: the shell could only expand it to words that begin with
+    // `--include=` and match the pattern, so grep gets the filter checked above.
+    for word in args.iter().filter(|w| w.glob) {
+        let filter = ["--include=", "--exclude=", "--exclude-dir="]
+            .iter()
+            .any(|prefix| word.text.starts_with(prefix));
+        if filter {
+            fx.globbed
+                .push((word.text.as_ptr() as usize, word.text.len()));
+        }
+    }
     let skip = usize::from(!pattern_options.iter().any(|option| parsed.has(option)));
     read_operands(&parsed, skip, scope, fx)
 }
@@ -1286,9 +1297,10 @@ fn sed(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String>
     read_operands(&parsed, 1, scope, fx)
 }
 
-/// Script names `yarn X` and `pnpm X` (without `run`) are taken for: neither tool has a
-/// builtin command of these names, so they run the project's script (or its installed tool).
-const SCRIPT_SHORTHANDS: [&str; 18] = [
+/// Script names `yarn X`, `yarn run X` and `pnpm X` are taken for: neither tool has a builtin
+/// command of these names, and yarn (which runs an installed program of the name when the
+/// project has no such script) would find only a tool of the safe set among them.
+const SCRIPT_SHORTHANDS: [&str; 21] = [
     "test",
     "lint",
     "build",
@@ -1307,6 +1319,9 @@ const SCRIPT_SHORTHANDS: [&str; 18] = [
     "vitest",
     "eslint",
     "prettier",
+    "generate",
+    "codegen",
+    "clean",
 ];
 
 /// The npm options accepted between the script name and `--`.
@@ -1327,11 +1342,8 @@ fn package_script(
         .map(|w| if w.tilde { "~" } else { w.text.as_str() })
         .collect();
     let npm = name == "npm";
-    let shorthand = |script: &str| {
-        let base = script.split(':').next().unwrap_or(script);
-        SCRIPT_SHORTHANDS.contains(&script)
-            || (script.contains(':') && SCRIPT_SHORTHANDS.contains(&base))
-    };
+    // A name with `:` is a script: no command or installed program is named so.
+    let shorthand = |script: &str| SCRIPT_SHORTHANDS.contains(&script) || script.contains(':');
     let rest_at = match texts.as_slice() {
         ["test" | "t" | "tst" | "start" | "restart", ..] if npm => 1,
         ["test" | "start", ..] => 1,
@@ -1341,7 +1353,11 @@ fn package_script(
                 "runs `{name} run env`, which prints the environment when the project has no such script"
             ))
         }
-        ["run" | "run-script", script, ..] if is_script_name(script) => 2,
+        ["run" | "run-script", script, ..]
+            if is_script_name(script) && (name != "yarn" || shorthand(script)) =>
+        {
+            2
+        }
         [script, ..] if !npm && is_script_name(script) && shorthand(script) => 1,
         _ => {
             return Err(format!(

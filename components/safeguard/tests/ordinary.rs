@@ -301,6 +301,7 @@ fn project_scripts() -> Vec<Row> {
             "pnpm lint",
             "pnpm test -- --coverage",
             "pnpm run typecheck:strict",
+            "yarn run db:migrate",
             "python3 scripts/x.py",
             "python scripts/gen.py --out build/gen.rs",
             "python3 -u tools/report.py data/input.csv",
@@ -464,6 +465,7 @@ fn templates_and_filters() -> Vec<Row> {
             "git log -- ':!vendor'",
             "git grep foo -- '*.py'",
             "grep -rn x '--include=*.{ts,tsx}' src",
+            "grep -rn TODO --include=*.rs .",
         ],
     );
     rows.push(tool(
