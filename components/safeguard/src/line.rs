@@ -6,7 +6,13 @@
 //!   commands or paths, and every simple command is either in the safe set
 //!   ([`crate::programs`]) or matched by an `auto_mode.allow` `Bash` rule. Environment
 //!   prefixes and redirections are judged by the judge's own rules whatever `Bash` rule
-//!   matched (a redirection's file may still be covered by an `auto_mode.allow` edit rule).
+//!   matched (a redirection's file may still be covered by an `auto_mode.allow` edit rule), and
+//!   an allow rule does not cover a command with a glob its program does not take as files.
+//! - Wrappers (`nice`, `timeout`, `xargs -0` after `find -print0`, [`crate::wrappers`]) are
+//!   taken off; the wrapped command is judged, and the user's rules see both it and the whole.
+//! - A glob word must be taken as files by its program; a redirection to a glob is refused.
+//! - The line is parsed in the context's shell; a shell other than sh and zsh flags the call.
+//! - A background run (`run_in_background`) of a line that runs project code is flagged.
 //! - Working directories are tracked through `cd`: a state is (directory, did the last
 //!   command succeed); `&&` runs the next pipeline in the succeeded states, `||` in the failed
 //!   ones, `;` and newlines in all. A command other than `cd` may succeed or fail. A `cd`

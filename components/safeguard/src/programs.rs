@@ -2,8 +2,15 @@
 //! arguments it may take. Kept in step with the table in `docs/safeguard.md`.
 //!
 //! Invariants:
-//! - A program is known by its plain name only: a word with a `/` (`./ls`, `/tmp/ls`) or a
-//!   leading `~` is never in the set.
+//! - A program is known by its plain name, or as an installed tool of the set given by its
+//!   place (`node_modules/.bin/jest`, `node node_modules/jest/bin/jest.js`,
+//!   `.venv/bin/pytest`, [`crate::installed`]) or by `npx`; it is then judged as that tool. Any
+//!   other word with a `/` or a leading `~` in command position is never in the set.
+//! - A program that hands arguments on to code the judge does not see (package scripts,
+//!   `cargo ... --`, `go test -args`, `node FILE`, `python FILE`, test runners' filters,
+//!   `make` targets) has each of them checked by [`crate::handed`].
+//! - Output is bounded where a program prints what it computes ([`crate::bounds`]); filters
+//!   that name files may not single out secrets ([`crate::filters`]).
 //! - Every operand or option value a program reads as a file goes through [`Scope::read`]
 //!   (inside a trusted directory, not sensitive) in every working directory the command may
 //!   run in; every file it writes goes through [`Scope::write`]. Where it is unclear whether a
@@ -14,7 +21,8 @@
 //! - Running the project's own tests and builds runs the project's code, which the agent may
 //!   have edited: that is accepted, as Claude Code's own classifier accepts it. What can pick
 //!   another project, another shell or more code than the project's is refused (`npm --prefix`,
-//!   `cargo --manifest-path`, `node -e`, `go test <import path>`, `make -f`, `VAR=` operands).
+//!   `cargo --manifest-path`, `node -e`, `go test <import path>`, `make -f` outside, `VAR=`
+//!   operands, installed code the judge does not know).
 
 use crate::bounds;
 use crate::fileops;

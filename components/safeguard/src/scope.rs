@@ -1,7 +1,14 @@
 //! The working directories a simple command may run in, and what it does with files: the
 //! state the shell-line judge ([`crate::line`]) hands to each program's rules
-//! ([`crate::programs`], [`crate::git`]). A leaf of the judge: it knows paths and the context,
-//! nothing of the shell or the programs.
+//! ([`crate::programs`], [`crate::git`]). A leaf of the judge: it knows paths, the context and
+//! the pattern checks of [`crate::rules`], nothing of the shell or the programs.
+//!
+//! Invariants:
+//! - Every file a program reads goes through [`Scope::read`], every file it writes through
+//!   [`Scope::write`], every word it hands on to code the judge does not see through
+//!   [`Scope::read_unprotected`], in every working directory the command may be in.
+//! - A glob word is checked there ([`check_glob`]) and recorded as taken as files
+//!   ([`Effects::globbed`]); [`crate::line`] flags a glob word no program took.
 
 use crate::context::Context;
 use crate::options::Arg;

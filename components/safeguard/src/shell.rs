@@ -10,11 +10,14 @@
 //! - Everything else is refused with [`Unsupported`], naming the feature, before any command
 //!   is judged: `$` anywhere outside single quotes (variables, `$(…)`, `${…}`, `$((…))`,
 //!   `$'…'`), backticks, `(`/`)` (subshells, functions, process substitution), `&`
-//!   (background), heredocs, unquoted glob characters (`*`, `?`, `[`), braces, `~user`, a `~`
-//!   after `=` or `:`, a word starting with `=` (zsh's `=cmd`) or `^` (zsh patterns), shell
-//!   keywords in command position, unbalanced quotes and syntax errors. A word the judge
-//!   passes therefore means exactly its text: no expansion is left for the shell to do except
-//!   a leading `~`, which [`Word::tilde`] records.
+//!   (background), heredocs, braces, `~user`, a `~` after `=` or `:`, a word starting with `=`
+//!   (zsh's `=cmd`) or `^` (zsh patterns), zsh's numeric glob `<N-M>`, shell keywords in
+//!   command position, unbalanced quotes and syntax errors; in [`Dialect::Sh`] also zsh's
+//!   clobbering redirections (`>!`, `>>|` ...), which sh reads as a file named `!`. A word
+//!   the judge passes therefore means exactly its text, except a leading `~`
+//!   ([`Word::tilde`]) and unquoted `*`, `?`, `[` ([`Word::glob`]: the shell expands the word
+//!   to file names, and only a program that takes it as files may get it).
+//! - `time` (and `time -p`) before a command is taken off: it only measures the command.
 //! - The input is ASCII without control characters other than tab and newline (the caller
 //!   checks); the tokenizer is one pass over the bytes and the parser has no recursion.
 
