@@ -59,7 +59,15 @@ impl Problem {
         match self {
             Problem::Unresolvable(why) => format!("{verb} a path the judge cannot resolve: {why}"),
             Problem::Outside(path) => {
-                format!("{verb} outside the trusted directories: {}", show(path))
+                let what = if access == Access::HandOn {
+                    " a path"
+                } else {
+                    ""
+                };
+                format!(
+                    "{verb}{what} outside the trusted directories: {}",
+                    show(path)
+                )
             }
             Problem::NonAscii(path) => format!(
                 "{verb} a path with a non-ASCII character (a possible look-alike): {}",

@@ -457,6 +457,18 @@ pub(crate) fn may_climb(pattern: &str) -> bool {
     })
 }
 
+/// Whether a glob the shell expands could climb: [`may_climb`], or a component with a
+/// wildcard that starts with `.` or `[` and can match `..` (`.*` matches `..` in bash before
+/// 5.2; a leading `*` or `?` never matches a leading dot).
+pub(crate) fn shell_glob_may_climb(pattern: &str) -> bool {
+    may_climb(pattern)
+        || pattern.split('/').any(|component| {
+            component.contains(['*', '?', '['])
+                && (component.starts_with('.') || component.starts_with('['))
+                && match_name(component.as_bytes(), b"..")
+        })
+}
+
 /// `a{b,c}d` -> `abd`, `acd` (nested groups too); `None` past [`MAX_ALTERNATIVES`].
 fn expand_braces(pattern: &str) -> Option<Vec<String>> {
     let mut done = Vec::new();

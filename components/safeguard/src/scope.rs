@@ -13,7 +13,7 @@
 use crate::context::Context;
 use crate::options::Arg;
 use crate::paths::{self, Access};
-use crate::rules::{may_climb, targets_sensitive};
+use crate::rules::{shell_glob_may_climb, targets_sensitive};
 use crate::verdict::show;
 
 /// What a simple command does with files, collected while judging it.
@@ -122,7 +122,8 @@ impl Scope<'_> {
 
 /// A glob word read as files: its fixed part (before the first wildcard) must not start with
 /// `-` or be empty (a file named `-x` would become an option: wildcard injection), and its
-/// wildcard part may not climb out (`..`) or single out sensitive names.
+/// wildcard part may not climb out (`..`, or a component such as `.*` that matches `..`) or
+/// single out sensitive names.
 fn check_glob(arg: Arg<'_>) -> Result<(), String> {
     if !arg.glob {
         return Ok(());
@@ -137,7 +138,7 @@ fn check_glob(arg: Arg<'_>) -> Result<(), String> {
         ));
     }
     let tail = &text[text[..wild].rfind('/').map_or(0, |slash| slash + 1)..];
-    if may_climb(tail) {
+    if shell_glob_may_climb(tail) {
         return Err(format!(
             "uses a glob that may reach outside its directory: {}",
             show(text)

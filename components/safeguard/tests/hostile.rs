@@ -1027,6 +1027,8 @@ fn globs() -> Vec<Row> {
             "cat ../*/secret.txt",
             "cat src/*/../../../etc/passwd",
             "cat src/[.][.]/x",
+            "cat ./.*/.*/etc/passwd",
+            "ls src/.?/x",
             "echo x > *.txt",
             "git commit -m src/*",
             "grep src/*.rs",

@@ -390,6 +390,7 @@ fn globs_in_the_project() -> Vec<Row> {
             "jq . src/*.json",
             "ls src/[a-m]*.rs",
             "tail -n 3 logs/app-?.log",
+            "ls -d ./.*ignore",
         ],
     )
 }
