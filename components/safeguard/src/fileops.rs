@@ -10,8 +10,9 @@
 //!   `./.bashrc`).
 //! - The judge sees names, not directory contents: a recursive copy or a move carries what its
 //!   source holds. A recursive copy whose source ends in `/` or `/.` (copying the contents, not
-//!   the directory) or is a trusted directory itself is flagged, so that what arrives keeps a
-//!   directory name the judge checked.
+//!   the directory), a move of `.` or `dir/.`, and either of a trusted directory itself or of a
+//!   protected location are flagged, so that what arrives keeps a directory name the judge
+//!   checked.
 //! - Options are a closed list; modes, ownership, links and backups are not in it.
 
 use crate::options::{self, Arg, Spec};
@@ -174,7 +175,9 @@ pub(crate) fn copy_or_move(
 /// A source whose contents, not itself, would arrive (`dir/`, `dir/.`, a trusted directory).
 fn contents_copy(name: &str, source: Arg<'_>, scope: &Scope<'_>) -> Result<(), String> {
     let text = source.text;
-    let contents = (text.ends_with('/') && text.len() > 1) || text == "." || text.ends_with("/.");
+    // BSD `cp -R dir/ dest` copies the contents of `dir`; `mv dir/ x` renames `dir` itself.
+    let slash = name == "cp" && text.ends_with('/') && text.len() > 1;
+    let contents = slash || text == "." || text.ends_with("/.");
     let root = scope.resolve(source).is_ok_and(|resolved| {
         resolved
             .iter()

@@ -250,6 +250,7 @@ fn files_and_directories() -> Vec<Row> {
             "mv old.rs new.rs",
             "mv src/a.rs src/lib/",
             "mv -v tmp.txt out/",
+            "mv old_dir/ new_dir",
             "cp -a assets dist/",
             "mkdir -p .github/workflows",
             "cp src/*.rs backup/",
