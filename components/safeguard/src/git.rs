@@ -1,4 +1,5 @@
-//! `git`: the read-only subcommands, and `add`/`commit` as local writes.
+//! `git`: the read-only subcommands, and `add`, `commit`, `stash`, new branches as local
+//! writes.
 //!
 //! Invariants:
 //! - Global options: only `-C DIR` (inside a trusted directory), `--no-pager`/`-P` and
@@ -9,8 +10,14 @@
 //!   including any abbreviation git would expand to them (git accepts unique prefixes of long
 //!   options), and any short cluster holding a refused letter.
 //! - Operands that may be paths (absolute, `~`, a `..` component, or the path of `rev:path`)
-//!   must resolve inside; any operand naming a sensitive file is refused.
-//! - Network, history-rewriting and work-discarding subcommands are never in the set.
+//!   and long options' `=value`s (`--orderfile=FILE`) must resolve inside; any operand or value
+//!   naming a sensitive file is refused. Pathspecs are read after their magic (`:(icase)`,
+//!   `:/`, `:!` ...): an including one may not single out secrets, the excluding ones of a
+//!   command may not leave only secrets ([`crate::filters`]).
+//! - Local writes: `add`, `commit`, `stash` (push, which keeps the work in the repository),
+//!   `checkout -b` / `switch -c` of a new branch at the current commit.
+//! - Network, history-rewriting and work-discarding subcommands are never in the set (also
+//!   `stash drop|clear|pop|apply`, `checkout` of files or other branches).
 
 use crate::filters;
 use crate::options::Arg;
