@@ -292,7 +292,9 @@ fn judge_command(command: &Command, before: Option<&Command>, scope: &Scope<'_>)
             match unwrapped.words.split_first() {
                 None => Ok(()),
                 Some((program, args)) => {
-                    programs::judge(program, args, scope, &mut effects).and_then(|()| {
+                    let judged = programs::judge(program, args, scope, &mut effects);
+                    effects.sort_globbed();
+                    judged.and_then(|()| {
                         // A glob a program did not take as files would hand it names the
                         // judge never saw (as a pattern, a message, an option value).
                         match unwrapped

@@ -34,9 +34,16 @@ pub(crate) struct Effects {
 }
 
 impl Effects {
-    /// Whether the glob `word` was taken as a file.
+    /// Whether the glob `word` was taken as a file ([`Effects::globbed`] sorted first, by
+    /// [`Effects::sort_globbed`], so that a long line stays linear-logarithmic).
     pub(crate) fn took_glob(&self, text: &str) -> bool {
-        self.globbed.contains(&(text.as_ptr() as usize, text.len()))
+        self.globbed
+            .binary_search(&(text.as_ptr() as usize, text.len()))
+            .is_ok()
+    }
+
+    pub(crate) fn sort_globbed(&mut self) {
+        self.globbed.sort_unstable();
     }
 }
 
