@@ -11,6 +11,12 @@
 //!   be flagged when a hostile program stands in command position, a reader or a redirection
 //!   takes a path outside the project, `$(`, a backtick, `${`, `<(` or `>(` is left for the
 //!   shell to expand, or the line holds a non-ASCII or control character.
+//! - outside paths: a call that writes, loads or runs a path outside the project, built from
+//!   a template with a slot for the path (a redirection, `tee`, `cp`, `mkdir`, an output option
+//!   of a build or test runner, a configuration or module to load, a script or program to run,
+//!   an argument handed on after `--`), an outside path (absolute, under `~`, climbing with
+//!   `..`, a sibling such as `/proj-evil`), an optional quoting, wrapper and `cd` before it,
+//!   in sh or zsh (`>!`, `&>|`), or a `Write`/`Edit` tool call: it must be flagged.
 //! - raw context: the rest of the bytes are the `classifier_context`; anything that is not a
 //!   JSON object makes the answer `unavailable`.
 //! - raw command: the rest of the bytes are a `Bash` command; no panic, one verdict.
@@ -28,6 +34,143 @@ const CONTEXT: &str = r#"{"v":1,"permission_mode":"auto","live_cwd":"/proj","hom
 "rules":{"allow":[],"deny":[],"ask":[]},
 "auto_mode":{"allow":[],"soft_deny":[],"hard_deny":[],"environment":[]},
 "classify_all_shell":false,"restricted":false}"#;
+
+/// The fixed context on macOS without a shell named: zsh runs the commands.
+const CONTEXT_ZSH: &str = r#"{"v":1,"permission_mode":"auto","platform":"darwin","live_cwd":"/proj",
+"home_dir":"/home/u","trusted_directories":{"primary":{"path":"/proj"},"additional":[]},
+"rules":{"allow":[],"deny":[],"ask":[]},
+"auto_mode":{"allow":[],"soft_deny":[],"hard_deny":[],"environment":[]},
+"classify_all_shell":false,"restricted":false}"#;
+
+/// Commands with a slot `{}` where a path is written, loaded as code or configuration, or
+/// run; every one must be flagged when the path is outside the project.
+const OUTSIDE_SLOTS: [&str; 44] = [
+    "echo x > {}",
+    "echo x >> {}",
+    "git diff &> {}",
+    "cat src/a.rs 2> {}",
+    "ls | tee {}",
+    "ls | tee -a {}",
+    "cp src/a.rs {}",
+    "cp -r src {}",
+    "mv notes.txt {}",
+    "mkdir -p {}",
+    "touch {}",
+    "npm test -- --outputFile={}",
+    "npm test -- --config {}",
+    "npm run build -- --out {}",
+    "yarn test --setupFiles={}",
+    "pnpm run lint -- {}",
+    "cargo test -- --logfile {}",
+    "cargo fmt -- {}",
+    "cargo run -- {}",
+    "go build -o {} .",
+    "go test ./... -args -test.coverprofile={}",
+    "pytest --junitxml={}",
+    "pytest -c {}",
+    "pytest --cov-report=html:{}",
+    "jest --config={}",
+    "jest -c {}",
+    "vitest run --config {}",
+    "tsc --outDir {}",
+    "tsc -p {}",
+    "gofmt -w {}",
+    "node {}",
+    "node scripts/x.js {}",
+    "python3 {}",
+    "python3 scripts/x.py --out={}",
+    "make -f {} test",
+    "make -C {} test",
+    "make {}",
+    "git -C {} status",
+    "git add {}",
+    "git diff --orderfile={}",
+    "cd {} && npm test",
+    "{} --help",
+    "source {}",
+    "find {} -print0 | xargs -0 grep x",
+];
+
+/// The same, with zsh's redirections (judged in [`CONTEXT_ZSH`]).
+const OUTSIDE_ZSH_SLOTS: [&str; 6] = [
+    "echo x >! {}",
+    "echo x >>! {}",
+    "npm test &>| {}",
+    "ls >| {}",
+    "git log >>| {}",
+    "echo x &>>! {}",
+];
+
+/// Paths outside `/proj`, written so the shell keeps them as they are (see [`quote`]); the
+/// relative ones climb out of `/proj` and of `/proj/src` alike.
+const OUTSIDE_PATHS: [&str; 14] = [
+    "/etc/x",
+    "/tmp/y",
+    "/",
+    "~/.bashrc",
+    "~/x",
+    "~",
+    "../../x",
+    "../../etc/x",
+    "src/../../../x",
+    "/proj-evil/x",
+    "//etc/x",
+    "/proj/../etc/x",
+    "/proj/src/../../tmp/x",
+    "./../../y",
+];
+
+/// What may stand before the command: nothing, a wrapper, an accepted environment prefix, a
+/// `cd` inside (a relative path then climbs from there, still outside for these paths).
+const BEFORE: [&str; 6] = ["", "timeout 60 ", "nice ", "time ", "CI=1 ", "cd src && "];
+
+/// Quotes the shell removes: the path the program gets is the same (`~` only unquoted).
+fn quote(path: &str, how: u8) -> String {
+    if path.starts_with('~') {
+        return path.to_owned();
+    }
+    match how % 3 {
+        0 => path.to_owned(),
+        1 => format!("'{path}'"),
+        _ => format!("\"{path}\""),
+    }
+}
+
+/// A call that writes, loads or runs a path outside the project: it must be flagged.
+fn outside(u: &mut Unstructured<'_>) -> Result<()> {
+    let path = *u.choose(&OUTSIDE_PATHS)?;
+    let quoted = quote(path, u.arbitrary()?);
+    let (call, context) = match u.int_in_range(0..=5)? {
+        0 => {
+            let input = json!({ "file_path": path, "content": "x" });
+            (ToolCall { id: "toolu_00".into(), name: "Write".into(), input: input.to_string() }, CONTEXT)
+        }
+        1 => {
+            let input = json!({ "file_path": path, "old_string": "a", "new_string": "b" });
+            (ToolCall { id: "toolu_00".into(), name: "Edit".into(), input: input.to_string() }, CONTEXT)
+        }
+        2 => {
+            let command = u.choose(&OUTSIDE_ZSH_SLOTS)?.replace("{}", &quoted);
+            let input = json!({ "command": command });
+            (ToolCall { id: "toolu_00".into(), name: "Bash".into(), input: input.to_string() }, CONTEXT_ZSH)
+        }
+        _ => {
+            let command = format!(
+                "{}{}",
+                u.choose(&BEFORE)?,
+                u.choose(&OUTSIDE_SLOTS)?.replace("{}", &quoted)
+            );
+            let input = json!({ "command": command });
+            let context = if u.arbitrary()? { CONTEXT } else { CONTEXT_ZSH };
+            (ToolCall { id: "toolu_00".into(), name: "Bash".into(), input: input.to_string() }, context)
+        }
+    };
+    let calls = [call];
+    let status = judged(&calls, context);
+    let outcome = outcomes(&status, &calls)[0];
+    assert_eq!(outcome, SafeguardOutcome::Flagged, "passed: {} {}", calls[0].name, calls[0].input);
+    Ok(())
+}
 
 /// Programs (with arguments) in the safe set.
 const SAFE: [&str; 16] = [
@@ -261,6 +404,9 @@ fuzz_target!(init: devin_bridge_fuzz::prepare(TransformKind::Safeguard), |data: 
             if !command.is_ascii() || control || shell_would_expand(&command) {
                 assert_eq!(outcome, SafeguardOutcome::Flagged, "passed: {command:?}");
             }
+        }
+        2 => {
+            let _ = outside(&mut Unstructured::new(rest));
         }
         _ => {
             let _ = structured(&mut Unstructured::new(rest));

@@ -10,6 +10,9 @@
 //!   sends `C:\...`: the judge reads POSIX shells only, so it steps aside). Trusted directories
 //!   are normalized; a non-absolute one is ignored.
 //! - Rule entries keep their index: a citation is `auto_mode.allow.<index in that list>`.
+//! - The shell is zsh when `shell` names zsh (a name or a path), or when no `shell` is given and
+//!   `platform` is macOS (`darwin`); another named shell than bash, sh, dash or zsh is kept by
+//!   name (the judge then flags every `Bash` call); otherwise it is sh.
 
 use serde_json::{Map, Value};
 
@@ -40,6 +43,37 @@ pub(crate) struct Context {
     pub(crate) classify_all_shell: bool,
     /// `restricted`, or `permission_mode` `plan`: only reads pass.
     pub(crate) restricted: bool,
+    /// The shell `Bash` commands run in, from `shell` and `platform`.
+    pub(crate) shell: Shell,
+}
+
+/// The shell the client runs `Bash` commands in.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) enum Shell {
+    /// bash, sh or dash; also when neither `shell` nor a macOS `platform` says otherwise.
+    #[default]
+    Sh,
+    /// `shell` names zsh, or no `shell` is named and `platform` is macOS (`darwin`), whose
+    /// default shell is zsh.
+    Zsh,
+    /// `shell` names another shell (fish, nu, ...), whose syntax the judge does not read.
+    Other(String),
+}
+
+/// The shell named by the context's `shell` (a name or a path) and `platform`.
+fn shell_of(shell: Option<&str>, platform: Option<&str>) -> Shell {
+    match shell {
+        Some(shell) => {
+            let name = shell.rsplit('/').next().unwrap_or(shell);
+            match name {
+                "zsh" => Shell::Zsh,
+                "bash" | "sh" | "dash" => Shell::Sh,
+                other => Shell::Other(other.to_owned()),
+            }
+        }
+        None if platform.is_some_and(|p| matches!(p, "darwin" | "macos")) => Shell::Zsh,
+        None => Shell::Sh,
+    }
 }
 
 /// Reads the context; the error is the reason of an `unavailable` answer.
@@ -86,6 +120,10 @@ pub(crate) fn parse(text: &str) -> Result<Context, String> {
         // `environment` is prose about the user's setup: type-checked, never matched.
         rule_list(auto, "environment", "auto_mode.environment")?;
     }
+    ctx.shell = shell_of(
+        string(&root, "shell", "shell")?,
+        string(&root, "platform", "platform")?,
+    );
     ctx.classify_all_shell = boolean(&root, "classify_all_shell")?.unwrap_or(false);
     ctx.restricted = boolean(&root, "restricted")?.unwrap_or(false);
     if let Some(mode) = string(&root, "permission_mode", "permission_mode")? {
@@ -266,6 +304,30 @@ mod tests {
         assert!(!ctx.restricted && !ctx.classify_all_shell);
         let ctx = parse(r#"{"live_cwd":null,"rules":null}"#).unwrap();
         assert!(ctx.cwd.is_none());
+    }
+
+    #[test]
+    fn shell_from_shell_then_platform() {
+        for (text, want) in [
+            (r#"{}"#, Shell::Sh),
+            (r#"{"platform":"linux"}"#, Shell::Sh),
+            (r#"{"platform":"darwin"}"#, Shell::Zsh),
+            (r#"{"platform":"darwin","shell":"/bin/bash"}"#, Shell::Sh),
+            (r#"{"platform":"linux","shell":"/usr/bin/zsh"}"#, Shell::Zsh),
+            (r#"{"shell":"zsh"}"#, Shell::Zsh),
+            (
+                r#"{"shell":"/usr/bin/fish"}"#,
+                Shell::Other("fish".to_owned()),
+            ),
+        ] {
+            assert_eq!(parse(text).unwrap().shell, want, "{text}");
+        }
+        assert!(parse(r#"{"platform":3}"#)
+            .unwrap_err()
+            .contains("platform is a number"));
+        assert!(parse(r#"{"shell":true}"#)
+            .unwrap_err()
+            .contains("shell is a boolean"));
     }
 
     #[test]

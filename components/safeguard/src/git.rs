@@ -1,4 +1,5 @@
-//! `git`: the read-only subcommands, and `add`/`commit` as local writes.
+//! `git`: the read-only subcommands, and `add`, `commit`, `stash`, new branches as local
+//! writes.
 //!
 //! Invariants:
 //! - Global options: only `-C DIR` (inside a trusted directory), `--no-pager`/`-P` and
@@ -9,9 +10,16 @@
 //!   including any abbreviation git would expand to them (git accepts unique prefixes of long
 //!   options), and any short cluster holding a refused letter.
 //! - Operands that may be paths (absolute, `~`, a `..` component, or the path of `rev:path`)
-//!   must resolve inside; any operand naming a sensitive file is refused.
-//! - Network, history-rewriting and work-discarding subcommands are never in the set.
+//!   and long options' `=value`s (`--orderfile=FILE`) must resolve inside; any operand or value
+//!   naming a sensitive file is refused. Pathspecs are read after their magic (`:(icase)`,
+//!   `:/`, `:!` ...): an including one may not single out secrets, the excluding ones of a
+//!   command may not leave only secrets ([`crate::filters`]).
+//! - Local writes: `add`, `commit`, `stash` (push, which keeps the work in the repository),
+//!   `checkout -b` / `switch -c` of a new branch at the current commit.
+//! - Network, history-rewriting and work-discarding subcommands are never in the set (also
+//!   `stash drop|clear|pop|apply`, `checkout` of files or other branches).
 
+use crate::filters;
 use crate::options::Arg;
 use crate::paths::{self, Access};
 use crate::scope::{Effects, Scope};
@@ -91,15 +99,9 @@ pub(crate) fn judge(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Resul
     match sub {
         "status" | "diff" | "log" | "show" | "blame" | "ls-files" | "rev-parse" | "grep"
         | "shortlog" => read_only(sub, rest, scope, fx),
-        "stash" => match rest.split_first() {
-            Some((list, rest)) if list.text == "list" && !list.tilde => {
-                read_only("stash list", rest, scope, fx)
-            }
-            _ => Err(
-                "runs `git stash` other than `git stash list`; it changes the working tree"
-                    .to_owned(),
-            ),
-        },
+        "stash" => stash(rest, scope, fx),
+        "checkout" => new_branch("checkout", "-b", rest),
+        "switch" => new_branch("switch", "-c", rest),
         "branch" => branch(rest),
         "remote" => match rest {
             [] => Ok(()),
@@ -152,12 +154,99 @@ fn refused_letters(sub: &str) -> &'static str {
     }
 }
 
+/// `git stash` (a push), `git stash push [-m MESSAGE] [-u] [-k] [-q] [-- pathspecs]`,
+/// `git stash list`, `git stash show [-p] [--stat] [stash]`: stashing keeps the changes in the
+/// repository. `drop`, `clear`, `pop`, `apply` and the rest change or discard work.
+fn stash(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> {
+    let (verb, rest) = match args.split_first() {
+        None => return Ok(()),
+        Some((first, rest)) if !first.tilde && !first.text.starts_with('-') => {
+            (first.text.as_str(), rest)
+        }
+        Some(_) => ("push", args),
+    };
+    match verb {
+        "list" => read_only("stash list", rest, scope, fx),
+        "show" => read_only("stash show", rest, scope, fx),
+        "push" | "save" => {
+            const FLAGS: [&str; 10] = [
+                "-u",
+                "--include-untracked",
+                "-k",
+                "--keep-index",
+                "--no-keep-index",
+                "-q",
+                "--quiet",
+                "-S",
+                "--staged",
+                "--only-untracked",
+            ];
+            let mut operands_only = verb == "save";
+            let mut i = 0;
+            while let Some(word) = rest.get(i) {
+                let text = word.text.as_str();
+                i += 1;
+                if operands_only || word.tilde || !text.starts_with('-') {
+                    if verb == "push" {
+                        operand(word, scope, fx, &mut Vec::new())?;
+                    }
+                    continue;
+                }
+                match text {
+                    "--" => operands_only = true,
+                    "-m" | "--message" => i += 1,
+                    _ if text.starts_with("--message=") => {}
+                    _ if FLAGS.contains(&text) => {}
+                    _ => {
+                        return Err(format!(
+                            "runs `git stash {verb}` with `{}`, which the judge does not know to be harmless",
+                            show(text)
+                        ))
+                    }
+                }
+            }
+            fx.implicit_edit = true;
+            Ok(())
+        }
+        _ => Err(format!(
+            "runs `git stash {}`; only push, list and show keep the work (drop, clear, pop and apply change or discard it)",
+            show(verb)
+        )),
+    }
+}
+
+/// `git checkout -b NAME`, `git switch -c NAME`: a new branch at the current commit, which
+/// leaves the working tree as it is (a start point would check out other files).
+fn new_branch(sub: &str, flag: &str, args: &[Word]) -> Result<(), String> {
+    let long = if sub == "switch" { "--create" } else { flag };
+    match args {
+        [option, name] if (option.text == flag || option.text == long) && branch_name(name) => Ok(()),
+        _ => Err(format!(
+            "runs `git {sub}` other than `git {sub} {flag} <new branch>`; it can discard work or check out other files"
+        )),
+    }
+}
+
+/// A plain branch name: letters, digits and `_ . / -`, not an option, no `..`.
+fn branch_name(word: &Word) -> bool {
+    let text = word.text.as_str();
+    !word.tilde
+        && !word.glob
+        && !text.is_empty()
+        && !text.starts_with('-')
+        && !text.contains("..")
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'/' | b'-'))
+}
+
 fn read_only(sub: &str, args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> {
     let mut operands_only = false;
+    let mut excluded: Vec<String> = Vec::new();
     for word in args {
         let text = word.text.as_str();
         if operands_only || word.tilde || !text.starts_with('-') || text == "-" {
-            operand(word, scope, fx)?;
+            operand(word, scope, fx, &mut excluded)?;
             continue;
         }
         if text == "--" {
@@ -179,6 +268,10 @@ fn read_only(sub: &str, args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> R
                     show(text)
                 ));
             }
+            // `--orderfile=FILE` and the like: a value that may be a file is read.
+            if let Some((_, value)) = long.split_once('=') {
+                option_value(sub, value, scope, fx)?;
+            }
             continue;
         }
         if text[1..].contains(|c| refused_letters(sub).contains(c)) {
@@ -188,15 +281,44 @@ fn read_only(sub: &str, args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> R
             ));
         }
     }
-    Ok(())
+    let excluded: Vec<&str> = excluded.iter().map(String::as_str).collect();
+    filters::excludes("git", &excluded)
 }
 
-/// An operand that may be a path: inside when it could leave, never a sensitive name.
-fn operand(word: &Word, scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> {
+/// An option's value that may name a file: read when it may leave the working directory,
+/// and never a sensitive name.
+fn option_value(sub: &str, value: &str, scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> {
+    if value.starts_with('/') || value.split('/').any(|part| part == "..") {
+        scope.read(fx, Arg::plain(value, false))?;
+    }
+    match paths::sensitive(&format!("/{value}")) {
+        Some(what) => Err(format!(
+            "runs `git {sub}` with an option naming a sensitive file ({what}): {}",
+            show(value)
+        )),
+        None => Ok(()),
+    }
+}
+
+/// An operand that may be a path or a pathspec: inside when it could leave, never a
+/// sensitive name, and, with its magic taken off, never a pattern singling out secrets;
+/// `exclude` pathspecs are collected into `excluded`.
+fn operand(
+    word: &Word,
+    scope: &Scope<'_>,
+    fx: &mut Effects,
+    excluded: &mut Vec<String>,
+) -> Result<(), String> {
     let text = word.text.as_str();
-    let mut candidates = vec![text];
-    if let Some((_, path)) = text.split_once(':') {
-        candidates.push(path);
+    let (body, exclude) = filters::pathspec_body(text);
+    let mut candidates = vec![body];
+    if body == text {
+        if let Some((_, path)) = text.split_once(':') {
+            candidates.push(path);
+        }
+    }
+    if exclude {
+        excluded.push(body.to_owned());
     }
     for candidate in candidates {
         let leaves = word.tilde
@@ -210,6 +332,7 @@ fn operand(word: &Word, scope: &Scope<'_>, fx: &mut Effects) -> Result<(), Strin
                 Arg {
                     text: candidate,
                     tilde,
+                    glob: word.glob && candidate == text,
                 },
             )?;
         }
@@ -218,6 +341,9 @@ fn operand(word: &Word, scope: &Scope<'_>, fx: &mut Effects) -> Result<(), Strin
                 "runs `git` on a sensitive file ({what}): {}",
                 show(candidate)
             ));
+        }
+        if !exclude {
+            filters::pathspec(candidate)?;
         }
     }
     Ok(())

@@ -9,24 +9,36 @@
 //! - A call is `not_flagged` only when the judge positively proves it harmless: a read inside
 //!   the trusted directories, an edit there, a harmless client-state tool, a shell line made
 //!   only of commands in the closed safe set ([`programs`]), or a call an `auto_mode.allow`
-//!   rule of the user names (cited). Everything else is `flagged` with one sentence saying what
-//!   and why (at most 200 characters, call values escaped and shortened).
+//!   rule of the user names (cited). Every field of a known tool is judged (`fields`), and
+//!   every argument a program of the safe set takes or hands on is on its program's closed list
+//!   or checked as the path it may be (`handed`). Everything else is `flagged` with one
+//!   sentence saying what and why (at most 200 characters, call values escaped and shortened).
 //! - The answer has exactly one verdict per call, in the calls' order, with the call's id; an
 //!   empty call list is `Available([])` whatever the context.
 //! - A context the judge cannot read (over [`MAX_CONTEXT_BYTES`], not JSON, not an object, a
 //!   known field of the wrong type) makes the whole answer `Unavailable`, never `not_flagged`.
-//! - The judge sees text, not the filesystem: paths are resolved lexically (a symlink inside a
-//!   trusted directory is followed by the tool, not by the judge), and running the project's
-//!   own tests runs code the agent may have edited, as with Claude Code's own classifier.
+//! - The judge sees text, not the filesystem: paths and globs are resolved lexically (a
+//!   symlink inside a trusted directory is followed by the tool, not by the judge), and running
+//!   the project's own scripts and tests runs code the agent may have edited, as with Claude
+//!   Code's own classifier.
+//! - Lines are parsed as the context's shell reads them (zsh or sh, `shell::Dialect`); a
+//!   construct the two read differently is refused where the shell is not zsh.
 //! - Every step is linear in its input or bounded: a command line over 16 KiB, more than 256
 //!   commands or 8 working directories, a path over 4096 bytes, 128 components or with a name
 //!   over 255 bytes, and a call needing more than a million rule checks are flagged; a rule
-//!   specifier over 512 bytes is not a rule. Nothing recurses.
+//!   specifier over 512 bytes is not a rule. Wrappers are taken off in a loop, brace patterns
+//!   expand to at most 64 alternatives. Nothing recurses.
 //!
 //! `docs/safeguard.md` is the user-facing description; it must stay true of this code.
 
+mod bounds;
 mod context;
+mod fields;
+mod fileops;
+mod filters;
 mod git;
+mod handed;
+mod installed;
 mod line;
 mod options;
 mod pathname;
@@ -42,6 +54,7 @@ mod verdict;
 /// The component export (a thin shell); off when another component embeds this library.
 #[cfg(all(target_arch = "wasm32", feature = "export"))]
 mod wasm;
+mod wrappers;
 
 use devin_bridge_types::{CallVerdict, SafeguardStatus, ToolCall, ToolVerdict};
 

@@ -6,7 +6,13 @@
 //!   commands or paths, and every simple command is either in the safe set
 //!   ([`crate::programs`]) or matched by an `auto_mode.allow` `Bash` rule. Environment
 //!   prefixes and redirections are judged by the judge's own rules whatever `Bash` rule
-//!   matched (a redirection's file may still be covered by an `auto_mode.allow` edit rule).
+//!   matched (a redirection's file may still be covered by an `auto_mode.allow` edit rule), and
+//!   an allow rule does not cover a command with a glob its program does not take as files.
+//! - Wrappers (`nice`, `timeout`, `xargs -0` after `find -print0`, [`crate::wrappers`]) are
+//!   taken off; the wrapped command is judged, and the user's rules see both it and the whole.
+//! - A glob word must be taken as files by its program; a redirection to a glob is refused.
+//! - The line is parsed in the context's shell; a shell other than sh and zsh flags the call.
+//! - A background run (`run_in_background`) of a line that runs project code is flagged.
 //! - Working directories are tracked through `cd`: a state is (directory, did the last
 //!   command succeed); `&&` runs the next pipeline in the succeeded states, `||` in the failed
 //!   ones, `;` and newlines in all. A command other than `cd` may succeed or fail. A `cd`
@@ -14,14 +20,16 @@
 //!   subshells, zsh runs the last one in the shell). At most [`MAX_DIRECTORIES`] directories
 //!   are tracked.
 
-use crate::context::Context;
+use crate::context::{Context, Shell};
+use crate::fields::BashFields;
 use crate::options::Arg;
 use crate::programs;
 use crate::rules::Facts;
 use crate::scope::{Effects, Scope};
-use crate::shell::{self, Command, Join, RedirOp, Unsupported, Word};
+use crate::shell::{self, Command, Dialect, Join, RedirOp, Unsupported, Word};
 use crate::user_rules::{deny_side, ALL_ONLY_READS};
 use crate::verdict::{show, Decision};
+use crate::wrappers;
 
 /// Longest command line judged.
 pub(crate) const MAX_COMMAND_BYTES: usize = 16 * 1024;
@@ -46,6 +54,11 @@ pub(crate) const ENV_NAMES: [&str; 9] = [
 /// One simple command, judged.
 struct Report {
     words: Vec<String>,
+    /// The wrapped command's words when wrappers were taken off (`timeout 60 npm test`:
+    /// `npm test`), for the user's rules.
+    inner: Option<Vec<String>>,
+    /// A word of the command is a glob.
+    globbed: bool,
     /// Environment prefixes and redirections: `Ok(citation)` when they pass.
     fixed: Result<Option<String>, String>,
     /// The safe set's verdict on the program and its arguments.
@@ -53,8 +66,18 @@ struct Report {
     effects: Effects,
 }
 
-/// Judges the `command` of a `Bash` call.
-pub(crate) fn judge(command: &str, ctx: &Context) -> Decision {
+/// Judges the `command` of a `Bash` call, with what its other fields ask.
+pub(crate) fn judge(command: &str, ctx: &Context, fields: BashFields) -> Decision {
+    let dialect = match &ctx.shell {
+        Shell::Sh => Dialect::Sh,
+        Shell::Zsh => Dialect::Zsh,
+        Shell::Other(name) => {
+            return Decision::flag(format!(
+                "the commands run in `{}`, a shell whose syntax the judge does not read",
+                show(name)
+            ))
+        }
+    };
     if command.len() > MAX_COMMAND_BYTES {
         return Decision::flag(format!(
             "the command is {} bytes long, more than the 16 KiB the judge reads",
@@ -79,7 +102,7 @@ pub(crate) fn judge(command: &str, ctx: &Context) -> Decision {
     if command.trim().is_empty() {
         return Decision::flag("the command is empty");
     }
-    let line = match shell::parse(command) {
+    let line = match shell::parse_in(command, dialect) {
         Ok(line) => line,
         Err(Unsupported(what)) => {
             return Decision::flag(format!(
@@ -98,6 +121,7 @@ pub(crate) fn judge(command: &str, ctx: &Context) -> Decision {
     };
     for report in &reports {
         facts.commands.push(report.words.clone());
+        facts.commands.extend(report.inner.iter().cloned());
         facts.read_dirs.extend(report.effects.reads.iter().cloned());
         facts.writes.extend(report.effects.writes.iter().cloned());
         facts.implicit_edit |= report.effects.implicit_edit;
@@ -120,6 +144,14 @@ pub(crate) fn judge(command: &str, ctx: &Context) -> Decision {
         );
     }
 
+    if fields.background {
+        if let Some(report) = reports.iter().find(|report| report.effects.runs_code) {
+            return Decision::flag(format!(
+                "runs `{}` in the background; a program left running can re-run what is written later, with no call left to judge",
+                show(report.words.first().map_or("", String::as_str))
+            ));
+        }
+    }
     let mut cited: Option<(String, String)> = None;
     for report in reports {
         match report.fixed {
@@ -129,12 +161,18 @@ pub(crate) fn judge(command: &str, ctx: &Context) -> Decision {
             }
             Ok(None) => {}
         }
+        // An allow rule does not cover what a glob expands to unless the judge's own rules
+        // take the glob as files.
         let allowed = ctx.allow.iter().find(|entry| {
-            entry
-                .rule
-                .as_ref()
-                .is_some_and(|rule| rule.allows_command(&report.words))
+            entry.rule.as_ref().is_some_and(|rule| {
+                rule.allows_command(&report.words)
+                    || report
+                        .inner
+                        .as_ref()
+                        .is_some_and(|inner| rule.allows_command(inner))
+            })
         });
+        let allowed = allowed.filter(|_| !report.globbed || report.verdict.is_ok());
         if let Some(entry) = allowed {
             cited.get_or_insert((entry.path.clone(), entry.text.clone()));
             continue;
@@ -194,8 +232,9 @@ fn run_pipeline(
     let scope = Scope { ctx, cwds };
     let mut targets: Vec<String> = Vec::new();
     let mut any_cd = false;
-    for command in pipeline {
-        let report = judge_command(command, &scope);
+    for (at, command) in pipeline.iter().enumerate() {
+        let before = at.checked_sub(1).map(|before| &pipeline[before]);
+        let report = judge_command(command, before, &scope);
         if let Some(cd) = &report.effects.cd {
             any_cd = true;
             targets.extend(cd.iter().cloned());
@@ -237,16 +276,48 @@ fn dedup(states: Vec<(Option<String>, bool)>) -> Result<Vec<(Option<String>, boo
     Ok(out)
 }
 
-fn judge_command(command: &Command, scope: &Scope<'_>) -> Report {
+/// One simple command; `before` is the previous command of its pipeline (what feeds
+/// `xargs`).
+fn judge_command(command: &Command, before: Option<&Command>, scope: &Scope<'_>) -> Report {
     let mut effects = Effects::default();
     let words: Vec<String> = command.words.iter().map(Word::display).collect();
     let fixed = judge_prefixes(command, scope, &mut effects);
-    let verdict = match command.words.split_first() {
-        None => Ok(()),
-        Some((program, args)) => programs::judge(program, args, scope, &mut effects),
+    let mut inner = None;
+    let verdict = match wrappers::unwrap(&command.words, before) {
+        Err(why) => Err(why),
+        Ok(unwrapped) => {
+            if unwrapped.wrapped {
+                inner = Some(unwrapped.words.iter().map(Word::display).collect());
+            }
+            match unwrapped.words.split_first() {
+                None => Ok(()),
+                Some((program, args)) => {
+                    let judged = programs::judge(program, args, scope, &mut effects);
+                    effects.sort_globbed();
+                    judged.and_then(|()| {
+                        // A glob a program did not take as files would hand it names the
+                        // judge never saw (as a pattern, a message, an option value).
+                        match unwrapped
+                            .words
+                            .iter()
+                            .find(|w| w.glob && !effects.took_glob(&w.text))
+                        {
+                            Some(word) => Err(format!(
+                                "uses a glob (`{}`) where `{}` does not take files to read",
+                                show(&word.display()),
+                                show(&program.display())
+                            )),
+                            None => Ok(()),
+                        }
+                    })
+                }
+            }
+        }
     };
     Report {
         words,
+        inner,
+        globbed: command.words.iter().any(|w| w.glob),
         fixed,
         verdict,
         effects,
@@ -269,6 +340,12 @@ fn judge_prefixes(
     for redirect in &command.redirects {
         let target = &redirect.target;
         let text = target.text.as_str();
+        if target.glob {
+            return Err(format!(
+                "redirects to or from a glob (`{}`), which may name any file it matches",
+                show(&target.display())
+            ));
+        }
         let descriptor = !target.tilde
             && (text == "-" || (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())));
         match redirect.op {

@@ -40,6 +40,20 @@ pub(crate) struct Arg<'w> {
     pub(crate) text: &'w str,
     /// A leading `~` the shell expands to the home directory.
     pub(crate) tilde: bool,
+    /// The whole word is a pattern the shell expands to file names ([`Word::glob`]); a part of
+    /// a word (an attached option value) never is.
+    pub(crate) glob: bool,
+}
+
+impl<'w> Arg<'w> {
+    /// A part of a word, or a word the judge made: never a glob.
+    pub(crate) fn plain(text: &'w str, tilde: bool) -> Self {
+        Arg {
+            text,
+            tilde,
+            glob: false,
+        }
+    }
 }
 
 impl<'w> From<&'w Word> for Arg<'w> {
@@ -47,6 +61,7 @@ impl<'w> From<&'w Word> for Arg<'w> {
         Arg {
             text: &word.text,
             tilde: word.tilde,
+            glob: word.glob,
         }
     }
 }
@@ -98,10 +113,7 @@ pub(crate) fn parse<'w>(
                 parsed.options.push((name.to_owned(), attached));
             } else if spec.long_values.contains(&name) || spec.long_paths.contains(&name) {
                 let value = match attached {
-                    Some(value) => Arg {
-                        text: value,
-                        tilde: false,
-                    },
+                    Some(value) => Arg::plain(value, false),
                     None => {
                         let next = args.get(i).ok_or_else(|| needs_value(program, text))?;
                         i += 1;
@@ -139,10 +151,7 @@ pub(crate) fn parse<'w>(
                 i += 1;
                 Arg::from(next)
             } else if spec.attached {
-                Arg {
-                    text: rest,
-                    tilde: false,
-                }
+                Arg::plain(rest, false)
             } else {
                 return Err(unknown(program, text));
             };

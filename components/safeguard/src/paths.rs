@@ -44,6 +44,8 @@ pub(crate) enum Problem {
 pub(crate) enum Access {
     Read,
     Write,
+    /// Handed on to code the judge does not see, which may read or write it.
+    HandOn,
 }
 
 impl Problem {
@@ -52,11 +54,20 @@ impl Problem {
         let verb = match access {
             Access::Read => "reads",
             Access::Write => "writes",
+            Access::HandOn => "hands on",
         };
         match self {
             Problem::Unresolvable(why) => format!("{verb} a path the judge cannot resolve: {why}"),
             Problem::Outside(path) => {
-                format!("{verb} outside the trusted directories: {}", show(path))
+                let what = if access == Access::HandOn {
+                    " a path"
+                } else {
+                    ""
+                };
+                format!(
+                    "{verb}{what} outside the trusted directories: {}",
+                    show(path)
+                )
             }
             Problem::NonAscii(path) => format!(
                 "{verb} a path with a non-ASCII character (a possible look-alike): {}",
@@ -66,7 +77,12 @@ impl Problem {
                 format!("{verb} a sensitive file ({what}): {}", show(path))
             }
             Problem::Protected(path, what) => format!(
-                "writes {what}, which changes what runs later without asking: {}",
+                "{} {what}, which changes what runs later without asking: {}",
+                if access == Access::HandOn {
+                    "hands on"
+                } else {
+                    "writes"
+                },
                 show(path)
             ),
         }
@@ -196,9 +212,10 @@ pub(crate) fn check_write(ctx: &Context, path: &str) -> Result<(), Problem> {
 
 /// File and directory names that hold secrets, matched against every component of a path.
 /// Kept in step with the table in `docs/safeguard.md`.
-pub(crate) const SENSITIVE_NAMES: [&str; 16] = [
+pub(crate) const SENSITIVE_NAMES: [&str; 27] = [
     ".env",
     ".envrc",
+    ".dev.vars",
     ".ssh",
     ".aws",
     ".azure",
@@ -207,19 +224,47 @@ pub(crate) const SENSITIVE_NAMES: [&str; 16] = [
     ".npmrc",
     ".pypirc",
     ".pgpass",
+    ".my.cnf",
     ".git-credentials",
     ".vault-token",
     ".htpasswd",
+    ".terraformrc",
+    "terraform.rc",
     "credentials",
     "credentials.json",
     ".credentials.json",
+    "serviceaccountkey.json",
+    "secrets.toml",
+    "secrets.yml",
+    "secrets.yaml",
+    "secrets.json",
+    "key.properties",
+    "keystore.properties",
 ];
 
-/// Name prefixes of SSH private keys (and their `.pub` halves, which are flagged too).
-const KEY_PREFIXES: [&str; 4] = ["id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"];
+/// Name prefixes of environment files with a variant (`.env.local`, `.dev.vars.production`).
+const ENV_PREFIXES: [&str; 2] = [".env.", ".dev.vars."];
 
-/// Name suffixes of key and certificate stores.
-const KEY_SUFFIXES: [&str; 4] = [".pem", ".key", ".p12", ".pfx"];
+/// Name suffixes of key stores, certificates and infrastructure state.
+pub(crate) const KEY_SUFFIXES: [&str; 13] = [
+    ".pem",
+    ".key",
+    ".p12",
+    ".pfx",
+    ".jks",
+    ".keystore",
+    ".p8",
+    ".ppk",
+    ".kdbx",
+    ".tfstate",
+    ".tfstate.backup",
+    ".tfvars",
+    ".tfvars.json",
+];
+
+/// Suffixes of templates: a sensitive name with one of these last (`.env.example`,
+/// `secrets.yml.sample`) holds placeholders, not secrets, and is readable.
+pub(crate) const TEMPLATE_SUFFIXES: [&str; 4] = [".example", ".sample", ".template", ".dist"];
 
 /// Directory + name pairs that hold secrets.
 const SENSITIVE_PAIRS: [(&str, &str); 4] = [
@@ -229,18 +274,47 @@ const SENSITIVE_PAIRS: [(&str, &str); 4] = [
     (".config", "gh"),
 ];
 
+/// An SSH key (`id_rsa`, `id_ed25519_sk`, `id_deploy`, and their `.pub` halves): `id_`
+/// followed by letters, digits, `_` or `-` only.
+fn ssh_key(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("id_") else {
+        return false;
+    };
+    let rest = rest.strip_suffix(".pub").unwrap_or(rest);
+    !rest.is_empty()
+        && rest
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
 /// Which sensitive name `path` (normalized, absolute) contains, if any.
 pub(crate) fn sensitive(path: &str) -> Option<&'static str> {
     let parts = lower_parts(path);
     for (i, part) in parts.iter().enumerate() {
+        if TEMPLATE_SUFFIXES
+            .iter()
+            .any(|suffix| part.ends_with(suffix))
+        {
+            continue;
+        }
         if let Some(name) = SENSITIVE_NAMES.iter().find(|name| **name == part) {
             return Some(name);
         }
-        if part.starts_with(".env.") {
-            return Some(".env.*");
+        if let Some(prefix) = ENV_PREFIXES
+            .iter()
+            .find(|prefix| part.starts_with(**prefix))
+        {
+            return Some(if *prefix == ".env." {
+                ".env.*"
+            } else {
+                ".dev.vars.*"
+            });
         }
-        if KEY_PREFIXES.iter().any(|prefix| part.starts_with(prefix)) {
+        if ssh_key(part) {
             return Some("an SSH key, id_*");
+        }
+        if part.starts_with("service-account") && part.ends_with(".json") {
+            return Some("service-account*.json");
         }
         if let Some(suffix) = KEY_SUFFIXES.iter().find(|suffix| part.ends_with(**suffix)) {
             return Some(suffix);
@@ -470,8 +544,73 @@ mod tests {
             "/p/config.json",
             "/p/keys.rs",
             "/p/kube/config",
+            "/p/src/id_generator.rs",
+            "/p/.env.example",
+            "/p/.env.sample",
+            "/p/.env.template",
+            "/p/.env.dist",
+            "/p/secrets.yml.example",
+            "/p/terraform.tfvars.example",
+            "/p/src/secrets.rs",
+            "/p/main.tf",
         ] {
             assert_eq!(sensitive(path), None, "{path}");
+        }
+    }
+
+    /// One path per entry of every sensitive list, each flagged (case-insensitively), and
+    /// each entry named in the user documentation.
+    #[test]
+    fn every_sensitive_entry_is_flagged_and_documented() {
+        let docs = include_str!("../../../docs/safeguard.md");
+        for name in SENSITIVE_NAMES {
+            let path = format!("/p/sub/{name}");
+            assert_eq!(sensitive(&path), Some(name), "{path}");
+            assert!(
+                sensitive(&path.to_ascii_uppercase()).is_some(),
+                "{path} in capitals"
+            );
+            assert!(
+                docs.contains(&format!("`{name}`")),
+                "{name} is not documented"
+            );
+        }
+        for suffix in KEY_SUFFIXES {
+            let path = format!("/p/deploy/prod{suffix}");
+            assert!(sensitive(&path).is_some(), "{path}");
+            assert!(
+                docs.contains(&format!("`*{suffix}`")),
+                "*{suffix} is not documented"
+            );
+            let template = format!("{path}.example");
+            assert_eq!(sensitive(&template), None, "{template}");
+        }
+        for prefix in ENV_PREFIXES {
+            assert!(sensitive(&format!("/p/{prefix}production")).is_some());
+            assert!(
+                docs.contains(&format!("`{prefix}*`")),
+                "{prefix}* is not documented"
+            );
+        }
+        for path in [
+            "/p/ci/service-account.json",
+            "/p/ci/service-account-prod.json",
+            "/p/keys/id_rsa",
+            "/p/keys/id_ed25519_sk.pub",
+            "/p/keys/id_deploy",
+            "/home/u/.docker/config.json",
+            "/home/u/.kube/config",
+            "/home/u/.config/gcloud/x",
+            "/home/u/.config/gh/hosts.yml",
+        ] {
+            assert!(sensitive(path).is_some(), "{path}");
+        }
+        for suffix in TEMPLATE_SUFFIXES {
+            assert!(
+                docs.contains(&format!("`{suffix}`")),
+                "{suffix} is not documented"
+            );
+            assert_eq!(sensitive(&format!("/p/.env{suffix}")), None);
         }
     }
 

@@ -2,8 +2,15 @@
 //! arguments it may take. Kept in step with the table in `docs/safeguard.md`.
 //!
 //! Invariants:
-//! - A program is known by its plain name only: a word with a `/` (`./ls`, `/tmp/ls`) or a
-//!   leading `~` is never in the set.
+//! - A program is known by its plain name, or as an installed tool of the set given by its
+//!   place (`node_modules/.bin/jest`, `node node_modules/jest/bin/jest.js`,
+//!   `.venv/bin/pytest`, [`crate::installed`]) or by `npx`; it is then judged as that tool. Any
+//!   other word with a `/` or a leading `~` in command position is never in the set.
+//! - A program that hands arguments on to code the judge does not see (package scripts,
+//!   `cargo ... --`, `go test -args`, `node FILE`, `python FILE`, test runners' filters,
+//!   `make` targets) has each of them checked by [`crate::handed`].
+//! - Output is bounded where a program prints what it computes ([`crate::bounds`]); filters
+//!   that name files may not single out secrets ([`crate::filters`]).
 //! - Every operand or option value a program reads as a file goes through [`Scope::read`]
 //!   (inside a trusted directory, not sensitive) in every working directory the command may
 //!   run in; every file it writes goes through [`Scope::write`]. Where it is unclear whether a
@@ -14,9 +21,15 @@
 //! - Running the project's own tests and builds runs the project's code, which the agent may
 //!   have edited: that is accepted, as Claude Code's own classifier accepts it. What can pick
 //!   another project, another shell or more code than the project's is refused (`npm --prefix`,
-//!   `cargo --manifest-path`, `node -e`, `go test <import path>`, `make -f`, `VAR=` operands).
+//!   `cargo --manifest-path`, `node -e`, `go test <import path>`, `make -f` outside, `VAR=`
+//!   operands, installed code the judge does not know).
 
+use crate::bounds;
+use crate::fileops;
+use crate::filters;
 use crate::git;
+use crate::handed;
+use crate::installed::{self, Installed};
 use crate::options::{self, Arg, Parsed, Spec};
 use crate::paths;
 use crate::rules::{may_climb, targets_sensitive};
@@ -25,9 +38,22 @@ use crate::shell::Word;
 use crate::verdict::show;
 
 /// Programs that read no files and run nothing: they pass in any working directory.
-pub(crate) const PURE: [&str; 12] = [
+pub(crate) const PURE: [&str; 13] = [
     "pwd", "true", "false", "echo", "printf", "date", "whoami", "id", "which", "basename",
-    "dirname", "tr",
+    "dirname", "tr", "seq",
+];
+
+/// Shells: `-V` may not mean "version" to them.
+const SHELLS: [&str; 8] = ["sh", "bash", "zsh", "dash", "ksh", "fish", "csh", "tcsh"];
+
+/// Programs whose `-v` alone prints their version.
+const VERSION_V: [&str; 7] = ["node", "npm", "npx", "yarn", "pnpm", "tsc", "deno"];
+
+/// Programs that run the project's code (scripts, builds, tests, tools that load the
+/// project's configuration as code).
+const RUNS_CODE: [&str; 16] = [
+    "npm", "yarn", "pnpm", "node", "cargo", "go", "pytest", "python", "python3", "make", "tsc",
+    "eslint", "prettier", "jest", "vitest", "gofmt",
 ];
 
 /// Judges one simple command's program and arguments.
@@ -37,25 +63,38 @@ pub(crate) fn judge(
     scope: &Scope<'_>,
     fx: &mut Effects,
 ) -> Result<(), String> {
-    let name = program.text.as_str();
-    if program.tilde || name.contains('/') {
-        return Err(format!(
-            "runs a program by its path (`{}`); only plain program names can be in the safe set",
-            show(&program.display())
-        ));
+    let (name, args) = what_runs(program, args, scope, fx)?;
+    if is_version_query(name, args) {
+        scope.cwd_inside(name)?;
+        return Ok(());
     }
     // `cd` resolves its own operand; where the line was before does not matter to it.
     if !PURE.contains(&name) && name != "cd" && is_known(name) {
         scope.cwd_inside(name)?;
     }
+    fx.runs_code |= RUNS_CODE.contains(&name);
     match name {
         "true" | "false" | "echo" => Ok(()),
-        "printf" => match args.first() {
-            Some(first) if first.text == "-v" => {
-                Err("runs `printf -v`, which sets a shell variable".to_owned())
+        "printf" => {
+            let args = match args.first() {
+                Some(first) if first.text == "-v" => {
+                    return Err("runs `printf -v`, which sets a shell variable".to_owned())
+                }
+                Some(first) if first.text == "--" => &args[1..],
+                _ => args,
+            };
+            match args.first() {
+                Some(format) => bounds::printf_format("printf", &format.text),
+                None => Ok(()),
             }
-            _ => Ok(()),
-        },
+        }
+        "seq" => {
+            let texts: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
+            bounds::seq(&texts)
+        }
+        "mkdir" | "touch" | "tee" => fileops::create(name, args, scope, fx),
+        "cp" | "mv" => fileops::copy_or_move(name, args, scope, fx),
+        "gofmt" => gofmt(args, scope, fx),
         "pwd" => no_operands(
             name,
             &options::parse(
@@ -162,7 +201,8 @@ pub(crate) fn judge(
         "nl" => read_all(name, args, &NL, scope, fx).map(drop),
         "uniq" => {
             let parsed = options::parse(name, args, &UNIQ)?;
-            if parsed.operands.len() > 1 {
+            // A glob (or names `xargs` appends) could become a second operand: the output.
+            if parsed.operands.len() > 1 || parsed.operands.iter().any(|a| a.glob) {
                 return Err("runs `uniq` with an output file, which it would overwrite".to_owned());
             }
             read_operands(&parsed, 0, scope, fx)
@@ -175,9 +215,9 @@ pub(crate) fn judge(
         "jq" => jq(args, scope, fx),
         "sed" => sed(args, scope, fx),
         "git" => git::judge(args, scope, fx),
-        "npm" | "yarn" | "pnpm" => package_script(name, args),
+        "npm" | "yarn" | "pnpm" => package_script(name, args, scope, fx),
         "node" => node(args, scope, fx),
-        "cargo" => cargo(args, fx),
+        "cargo" => cargo(args, scope, fx),
         "go" => go(args, scope, fx),
         "pytest" => pytest(args, scope, fx),
         "python" | "python3" => python(name, args, scope, fx),
@@ -191,13 +231,121 @@ pub(crate) fn judge(
     }
 }
 
+/// The program a command runs and the arguments it gets: an installed tool given by its path
+/// (`node_modules/.bin/jest`, `node node_modules/jest/bin/jest.js`, `.venv/bin/pytest`) and
+/// `npx TOOL` are that tool; any other program given by its path is refused.
+fn what_runs<'a>(
+    program: &'a Word,
+    args: &'a [Word],
+    scope: &Scope<'_>,
+    fx: &mut Effects,
+) -> Result<(&'a str, &'a [Word]), String> {
+    let name = program.text.as_str();
+    if program.tilde || name.contains('/') {
+        let tool = installed_tool(Arg::from(program), installed::program, scope, fx)?;
+        return tool.map(|tool| (tool, args)).ok_or_else(|| {
+            format!(
+                "runs a program by its path (`{}`); only plain program names and installed tools can be in the safe set",
+                show(&program.display())
+            )
+        });
+    }
+    match name {
+        "npx" => npx(args),
+        "node" => match args.split_first() {
+            Some((script, rest)) if script.tilde || !script.text.starts_with('-') => {
+                match installed_tool(Arg::from(script), installed::script, scope, fx)? {
+                    Some(tool) => Ok((tool, rest)),
+                    None => Ok((name, args)),
+                }
+            }
+            _ => Ok((name, args)),
+        },
+        _ => Ok((name, args)),
+    }
+}
+
+/// The tool an installed path is, in every working directory (`None`: not installed code);
+/// installed code the judge does not know is refused.
+fn installed_tool(
+    path: Arg<'_>,
+    what: fn(&str) -> Installed,
+    scope: &Scope<'_>,
+    fx: &mut Effects,
+) -> Result<Option<&'static str>, String> {
+    let resolved = scope
+        .resolve(path)
+        .map_err(|p| p.sentence(paths::Access::Read))?;
+    let mut found: Option<&'static str> = None;
+    for (i, path) in resolved.iter().enumerate() {
+        match what(path) {
+            Installed::No if i == 0 => return Ok(None),
+            Installed::Tool(tool) if found.is_none_or(|seen| seen == tool) => found = Some(tool),
+            Installed::Unknown(tail) => {
+                return Err(format!(
+                    "runs installed code the judge does not know (`{}`); installed programs pass only as the tools of the safe set",
+                    show(&tail)
+                ))
+            }
+            _ => {
+                return Err(
+                    "runs a program whose path means different things in the directories the line may be in"
+                        .to_owned(),
+                )
+            }
+        }
+    }
+    if found.is_some() {
+        scope.read(fx, path)?;
+    }
+    Ok(found)
+}
+
+/// `npx [--no-install | --no] TOOL ...` for a node tool of the safe set: npx runs the
+/// project's installed copy; when there is none it fetches the registry package of that name.
+fn npx(args: &[Word]) -> Result<(&str, &[Word]), String> {
+    let mut i = 0;
+    while let Some(word) = args.get(i) {
+        match word.text.as_str() {
+            "--no-install" | "--no" | "--offline" => i += 1,
+            _ => break,
+        }
+    }
+    match args.get(i) {
+        Some(tool) if !tool.tilde && installed::NODE_TOOLS.contains(&tool.text.as_str()) => {
+            Ok((tool.text.as_str(), &args[i + 1..]))
+        }
+        Some(other) => Err(format!(
+            "runs `npx {}`; npx passes only the node tools of the safe set (tsc, jest, vitest, eslint, prettier), anything else may be downloaded and run",
+            show(&other.display())
+        )),
+        None => Err("runs `npx` without a program".to_owned()),
+    }
+}
+
+/// `PROGRAM --version`, `PROGRAM -V` (not a shell's), `node -v` and the like, `go version`:
+/// a version query runs nothing else.
+fn is_version_query(name: &str, args: &[Word]) -> bool {
+    match args {
+        [only] if !only.tilde => match only.text.as_str() {
+            "--version" => true,
+            "-V" => !SHELLS.contains(&name),
+            "-v" => VERSION_V.contains(&name),
+            "version" => name == "go",
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 /// The names [`judge`] knows (pure or not).
 fn is_known(name: &str) -> bool {
-    const KNOWN: [&str; 40] = [
+    const KNOWN: [&str; 46] = [
         "realpath", "cd", "ls", "cat", "head", "tail", "wc", "file", "stat", "du", "tree", "diff",
         "cmp", "sort", "cut", "nl", "uniq", "grep", "egrep", "fgrep", "rg", "find", "jq", "sed",
         "git", "npm", "yarn", "pnpm", "node", "cargo", "go", "pytest", "python", "python3", "make",
-        "tsc", "eslint", "prettier", "jest", "vitest",
+        "tsc", "eslint", "prettier", "jest", "vitest", "mkdir", "touch", "tee", "cp", "mv",
+        "gofmt",
     ];
     KNOWN.contains(&name)
 }
@@ -209,9 +357,9 @@ pub(crate) fn not_in_safe_set(name: &str) -> String {
         | "ftp" | "telnet" | "http" | "https" | "xh" | "aria2c" | "mail" | "sendmail" => {
             "which can send data off this machine"
         }
-        "rm" | "rmdir" | "unlink" | "mv" | "cp" | "dd" | "shred" | "truncate" | "ln" | "chmod"
-        | "chown" | "chgrp" | "install" | "tee" | "touch" | "mkdir" | "patch" | "fallocate"
-        | "wipefs" | "fdisk" | "parted" | "mount" | "umount" => "which can change or delete files",
+        "rm" | "rmdir" | "unlink" | "dd" | "shred" | "truncate" | "ln" | "chmod" | "chown"
+        | "chgrp" | "install" | "patch" | "fallocate" | "wipefs" | "fdisk" | "parted" | "mount"
+        | "umount" => "which can change or delete files",
         _ if name.starts_with("mkfs") => "which can change or delete files",
         "sudo" | "su" | "doas" | "pkexec" | "runuser" => "which runs commands as another user",
         "sh" | "bash" | "zsh" | "dash" | "ksh" | "fish" | "csh" | "tcsh" | "perl" | "ruby"
@@ -224,9 +372,9 @@ pub(crate) fn not_in_safe_set(name: &str) -> String {
         | "local" | "readonly" | "hash" | "enable" | "fc" | "history" => {
             "which runs or changes other commands"
         }
-        "npx" | "pnpx" | "bunx" | "pip" | "pip3" | "pipx" | "uv" | "uvx" | "brew" | "apt"
-        | "apt-get" | "yum" | "dnf" | "pacman" | "apk" | "snap" | "gem" | "twine" | "poetry"
-        | "conda" | "rustup" | "corepack" => "which can download, install or publish software",
+        "pnpx" | "bunx" | "pip" | "pip3" | "pipx" | "uv" | "uvx" | "brew" | "apt" | "apt-get"
+        | "yum" | "dnf" | "pacman" | "apk" | "snap" | "gem" | "twine" | "poetry" | "conda"
+        | "rustup" | "corepack" => "which can download, install or publish software",
         "kill" | "pkill" | "killall" | "shutdown" | "reboot" | "halt" | "systemctl" | "service"
         | "launchctl" | "crontab" | "at" | "batch" => {
             "which changes processes, services or schedules"
@@ -236,6 +384,8 @@ pub(crate) fn not_in_safe_set(name: &str) -> String {
         "base64" | "xxd" | "openssl" | "gpg" | "uudecode" => {
             "which can decode hidden content or handle keys"
         }
+        "yes" => "which prints without end",
+        "printenv" => "which prints the environment, where secrets live",
         _ => "which is not in the judge's safe set",
     };
     format!("runs `{}`, {why}", show(name))
@@ -304,13 +454,7 @@ fn read_pattern(arg: Arg<'_>, scope: &Scope<'_>, fx: &mut Effects) -> Result<(),
             "reads files by a pattern that singles out sensitive files ({what})"
         ));
     }
-    scope.read(
-        fx,
-        Arg {
-            text: dir,
-            tilde: arg.tilde,
-        },
-    )
+    scope.read(fx, Arg::plain(dir, arg.tilde))
 }
 
 // Option tables. A short option listed as a flag when a program actually takes a value for
@@ -702,9 +846,6 @@ const GREP: Spec = Spec {
         "binary-files",
         "devices",
         "directories",
-        "exclude",
-        "exclude-dir",
-        "include",
         "recursive",
         "dereference-recursive",
         "after-context",
@@ -715,14 +856,14 @@ const GREP: Spec = Spec {
         "no-group-separator",
         "group-separator",
     ],
-    long_values: &["regexp"],
+    long_values: &["regexp", "include", "exclude", "exclude-dir"],
     long_paths: &["file", "exclude-from"],
     ..EMPTY
 };
 
 const RG: Spec = Spec {
-    flags: "0.ABCEFHILMNPSTUabcdghijlmnopqrstuvwxz",
-    values: "e",
+    flags: "0.ABCEFHILMNPSTUabcdhijlmnopqrstuvwxz",
+    values: "eg",
     paths: "f",
     long_flags: &[
         "hidden",
@@ -758,8 +899,6 @@ const RG: Spec = Spec {
         "type",
         "type-not",
         "type-list",
-        "glob",
-        "iglob",
         "glob-case-insensitive",
         "max-count",
         "max-depth",
@@ -812,12 +951,13 @@ const RG: Spec = Spec {
         "version",
         "help",
     ],
-    long_values: &["regexp"],
+    long_values: &["regexp", "glob", "iglob"],
     long_paths: &["file", "ignore-file"],
     ..EMPTY
 };
 
-/// `grep`-like: the first operand is the pattern unless a pattern option was given.
+/// `grep`-like: the first operand is the pattern unless a pattern option was given; the
+/// `--include` filters may not single out secrets, nor the `--exclude` ones leave only them.
 fn grep(
     name: &str,
     args: &[Word],
@@ -827,12 +967,40 @@ fn grep(
     fx: &mut Effects,
 ) -> Result<(), String> {
     let parsed = options::parse(name, args, spec)?;
+    let mut excluded: Vec<&str> = Vec::new();
+    for (option, value) in &parsed.options {
+        match (option.as_str(), value) {
+            ("include", Some(pattern)) => filters::include(name, pattern)?,
+            ("exclude" | "exclude-dir", Some(pattern)) => excluded.push(pattern),
+            _ => {}
+        }
+    }
+    filters::excludes(name, &excluded)?;
+    // `--include=*.rs` unquoted: the shell could only expand it to words that begin with
+    // `--include=` and match the pattern, so grep gets the filter checked above.
+    for word in args.iter().filter(|w| w.glob) {
+        let filter = ["--include=", "--exclude=", "--exclude-dir="]
+            .iter()
+            .any(|prefix| word.text.starts_with(prefix));
+        if filter {
+            fx.globbed
+                .push((word.text.as_ptr() as usize, word.text.len()));
+        }
+    }
     let skip = usize::from(!pattern_options.iter().any(|option| parsed.has(option)));
     read_operands(&parsed, skip, scope, fx)
 }
 
 fn rg(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> {
     let parsed = options::parse("rg", args, &RG)?;
+    let mut excluded: Vec<String> = Vec::new();
+    for (option, value) in &parsed.options {
+        if let ("g" | "glob" | "iglob", Some(pattern)) = (option.as_str(), value) {
+            filters::rg_glob(pattern, &mut excluded)?;
+        }
+    }
+    let excluded: Vec<&str> = excluded.iter().map(String::as_str).collect();
+    filters::excludes("rg", &excluded)?;
     let no_pattern = ["e", "f", "regexp", "file", "files", "type-list"]
         .iter()
         .any(|option| parsed.has(option));
@@ -849,12 +1017,14 @@ fn cd(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> 
         },
     )?;
     let target = match parsed.operands.as_slice() {
-        [] => Arg {
-            text: "",
-            tilde: true,
-        },
+        [] => Arg::plain("", true),
         [one] if one.text == "-" && !one.tilde => {
             return Err("runs `cd -`, whose target the judge cannot see".to_owned())
+        }
+        [one] if one.text.starts_with('+') && !one.tilde => {
+            return Err(
+                "runs `cd +N`, which zsh reads as a place in its directory stack".to_owned(),
+            )
         }
         [one] => *one,
         _ => return Err("runs `cd` with more than one operand".to_owned()),
@@ -924,6 +1094,7 @@ fn find(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String
         i += 1;
     }
     let expression = &args[i.min(args.len())..];
+    let mut excluded: Vec<&str> = Vec::new();
     for (at, word) in expression.iter().enumerate() {
         let text = word.text.as_str();
         // Tests that compare with another file read that file's metadata: it must be inside
@@ -935,6 +1106,35 @@ fn find(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String
                 Some(file) => scope.read(fx, Arg::from(file))?,
                 None => return Err(format!("runs `find` with `{}` and no file", show(text))),
             }
+        }
+        // Name tests may not single out secrets (`-name .env`); negated ones (`! -name`,
+        // `-not -name`) are excluding filters.
+        if matches!(
+            text,
+            "-name"
+                | "-iname"
+                | "-path"
+                | "-ipath"
+                | "-wholename"
+                | "-iwholename"
+                | "-lname"
+                | "-ilname"
+        ) {
+            let pattern = expression
+                .get(at + 1)
+                .ok_or_else(|| format!("runs `find` with `{}` and no pattern", show(text)))?;
+            let negated = at > 0 && matches!(expression[at - 1].text.as_str(), "!" | "-not");
+            if negated {
+                excluded.push(pattern.text.as_str());
+            } else {
+                filters::include("find", &pattern.text)?;
+            }
+        }
+        if matches!(text, "-regex" | "-iregex") {
+            return Err(format!(
+                "runs `find` with `{}`; the judge cannot tell whether a regular expression singles out secrets",
+                show(text)
+            ));
         }
         let refused = text == "-delete"
             || text.starts_with("-exec")
@@ -949,7 +1149,7 @@ fn find(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String
             ));
         }
     }
-    Ok(())
+    filters::excludes("find", &excluded)
 }
 
 fn jq(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> {
@@ -1010,7 +1210,8 @@ fn jq(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> 
         }
     }
     let filter = filter.ok_or("runs `jq` without a filter")?;
-    check_jq_filter(filter)
+    check_jq_filter(filter)?;
+    bounds::jq_filter(filter)
 }
 
 /// A jq filter may read the environment (`env`, `$ENV`: secrets) or load modules
@@ -1018,8 +1219,20 @@ fn jq(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> 
 fn check_jq_filter(filter: &str) -> Result<(), String> {
     let bytes = filter.as_bytes();
     let mut i = 0;
+    // jq reads `$ ENV` (blanks or a comment between) as `$ENV`.
+    let mut after_dollar = false;
     while i < bytes.len() {
         let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$';
+        if bytes[i] == b'#' {
+            while i < bytes.len() && bytes[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        }
+        if bytes[i].is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
         if is_ident(bytes[i]) {
             let start = i;
             while i < bytes.len() && is_ident(bytes[i]) {
@@ -1027,6 +1240,16 @@ fn check_jq_filter(filter: &str) -> Result<(), String> {
             }
             let ident = &filter[start..i];
             let field = start > 0 && bytes[start - 1] == b'.';
+            let ident = if after_dollar && !ident.starts_with('$') {
+                if ident == "ENV" {
+                    "$ENV"
+                } else {
+                    ""
+                }
+            } else {
+                ident
+            };
+            after_dollar = ident == "$";
             match ident {
                 "$ENV" => {
                     return Err(
@@ -1044,6 +1267,7 @@ fn check_jq_filter(filter: &str) -> Result<(), String> {
                 _ => {}
             }
         } else {
+            after_dollar = false;
             i += 1;
         }
     }
@@ -1081,41 +1305,118 @@ fn sed(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String>
     read_operands(&parsed, 1, scope, fx)
 }
 
-/// `npm|yarn|pnpm test`, `t`, `run test|lint|build|test:<name>`, then only `-- args`.
-fn package_script(name: &str, args: &[Word]) -> Result<(), String> {
+/// Script names `yarn X`, `yarn run X` and `pnpm X` are taken for: neither tool has a builtin
+/// command of these names, and yarn (which runs an installed program of the name when the
+/// project has no such script) would find only a tool of the safe set among them.
+const SCRIPT_SHORTHANDS: [&str; 21] = [
+    "test",
+    "lint",
+    "build",
+    "typecheck",
+    "type-check",
+    "tsc",
+    "format",
+    "fmt",
+    "check",
+    "dev",
+    "start",
+    "e2e",
+    "coverage",
+    "compile",
+    "jest",
+    "vitest",
+    "eslint",
+    "prettier",
+    "generate",
+    "codegen",
+    "clean",
+];
+
+/// The npm options accepted between the script name and `--`.
+const NPM_RUN_FLAGS: [&str; 4] = ["--silent", "-s", "--if-present", "--ignore-scripts"];
+
+/// A project script: `npm test|t|start|restart`, `npm run X`, `yarn|pnpm run X`, `yarn|pnpm X`
+/// for the names of [`SCRIPT_SHORTHANDS`] (and `test:x`, `lint:x` ... forms). Running the
+/// project's own scripts is as safe as `npm test`; what the script is given is handed on
+/// ([`handed`]).
+fn package_script(
+    name: &str,
+    args: &[Word],
+    scope: &Scope<'_>,
+    fx: &mut Effects,
+) -> Result<(), String> {
     let texts: Vec<&str> = args
         .iter()
         .map(|w| if w.tilde { "~" } else { w.text.as_str() })
         .collect();
-    let rest = match texts.as_slice() {
-        ["test" | "t", rest @ ..] => rest,
-        ["run", script, rest @ ..] if is_project_script(script) => rest,
+    let npm = name == "npm";
+    // A name with `:` is a script: no command or installed program is named so.
+    let shorthand = |script: &str| SCRIPT_SHORTHANDS.contains(&script) || script.contains(':');
+    let rest_at = match texts.as_slice() {
+        ["test" | "t" | "tst" | "start" | "restart", ..] if npm => 1,
+        ["test" | "start", ..] => 1,
+        // npm and yarn print the environment for a script named `env` the project lacks.
+        ["run" | "run-script", "env", ..] => {
+            return Err(format!(
+                "runs `{name} run env`, which prints the environment when the project has no such script"
+            ))
+        }
+        ["run" | "run-script", script, ..]
+            if is_script_name(script) && (name != "yarn" || shorthand(script)) =>
+        {
+            2
+        }
+        [script, ..] if !npm && is_script_name(script) && shorthand(script) => 1,
         _ => {
             return Err(format!(
-            "runs `{name} {}`; only the project's test, lint and build scripts are in the safe set",
-            show(&texts.iter().take(2).copied().collect::<Vec<_>>().join(" "))
-        ))
+                "runs `{name} {}`; only the project's scripts (`{name} run <script>`) are in the safe set",
+                show(&texts.iter().take(2).copied().collect::<Vec<_>>().join(" "))
+            ))
         }
     };
-    match rest.first() {
-        None | Some(&"--") => Ok(()),
-        Some(option) => Err(format!(
-            "runs `{name}` with `{}`; options before `--` can change which project or shell runs",
-            show(option)
-        )),
-    }
+    let rest = &args[rest_at..];
+    let handed_on = if npm {
+        // npm reads options before `--` as its own configuration (`--prefix`, `--script-shell`).
+        let mut i = 0;
+        while let Some(word) = rest.get(i) {
+            let text = word.text.as_str();
+            if text == "--" {
+                i += 1;
+                break;
+            }
+            if text.starts_with('-') && !word.tilde && !NPM_RUN_FLAGS.contains(&text) {
+                return Err(format!(
+                    "runs `npm` with `{}`; options before `--` can change which project or shell runs",
+                    show(text)
+                ));
+            }
+            i += 1;
+        }
+        let (before, after) = rest.split_at(i);
+        let positional: Vec<Word> = before
+            .iter()
+            .filter(|w| w.tilde || !w.text.starts_with('-'))
+            .cloned()
+            .collect();
+        handed::check(name, &positional, scope, fx)?;
+        after
+    } else {
+        rest
+    };
+    handed::check(name, handed_on, scope, fx)
 }
 
-fn is_project_script(script: &str) -> bool {
-    matches!(script, "test" | "lint" | "build")
-        || script.strip_prefix("test:").is_some_and(|rest| {
-            !rest.is_empty()
-                && rest
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b':' | b'_' | b'-' | b'.'))
-        })
+/// A script name as package managers take it: letters, digits and `: _ . -`, not an option.
+fn is_script_name(script: &str) -> bool {
+    !script.is_empty()
+        && !script.starts_with('-')
+        && script
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b':' | b'_' | b'-' | b'.'))
 }
 
+/// `node [options] FILE [args]` (the file is read and is not installed code; its arguments
+/// are handed on), `node --test [FILES]`.
 fn node(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> {
     const OPTIONS: [&str; 5] = [
         "--test",
@@ -1146,12 +1447,13 @@ fn node(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String
                 if file.text.starts_with('-') && !file.tilde {
                     return Err(options::unknown("node", &file.text));
                 }
-                scope.read(fx, Arg::from(file))?;
+                project_script("node", Arg::from(file), scope, fx)?;
             }
             return Ok(());
         }
         // The script; what follows is its own arguments.
-        return scope.read(fx, Arg::from(word));
+        project_script("node", Arg::from(word), scope, fx)?;
+        return handed::check("node", &args[i + 1..], scope, fx);
     }
     if test {
         Ok(())
@@ -1160,7 +1462,29 @@ fn node(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String
     }
 }
 
-fn cargo(args: &[Word], fx: &mut Effects) -> Result<(), String> {
+/// A script of the project given to an interpreter: read, and not installed code (which is
+/// judged by what it is, [`installed`]).
+fn project_script(
+    program: &str,
+    script: Arg<'_>,
+    scope: &Scope<'_>,
+    fx: &mut Effects,
+) -> Result<(), String> {
+    for path in scope
+        .resolve(script)
+        .map_err(|p| p.sentence(paths::Access::Read))?
+    {
+        if let Installed::Tool(_) | Installed::Unknown(_) = installed::script(&path) {
+            return Err(format!(
+                "runs `{program}` on installed code ({}), which is not the project's own script",
+                show(&path)
+            ));
+        }
+    }
+    scope.read(fx, script)
+}
+
+fn cargo(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> {
     const FLAGS: [&str; 30] = [
         "--release",
         "-r",
@@ -1234,10 +1558,15 @@ fn cargo(args: &[Word], fx: &mut Effects) -> Result<(), String> {
         let text = word.text.as_str();
         i += 1;
         if word.tilde || !text.starts_with('-') {
+            // A test name filter, or `cargo run`'s argument: handed on.
+            handed::check_word("cargo", word, scope, fx)?;
             continue;
         }
         if text == "--" {
+            // The test binary's, rustfmt's or the program's own arguments (`--logfile`,
+            // rustfmt's files and `--config-path`): handed on.
             check |= rest[i..].iter().any(|w| w.text == "--check");
+            handed::check("cargo", &rest[i..], scope, fx)?;
             break;
         }
         let name = text.split_once('=').map_or(text, |(name, _)| name);
@@ -1301,7 +1630,8 @@ fn go(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> 
         let text = word.text.as_str();
         i += 1;
         if text == "-args" && sub == "test" {
-            break;
+            // The test binary's own arguments: handed on.
+            return handed::check("go test", &rest[i..], scope, fx);
         }
         if !word.tilde && text.starts_with('-') {
             let name = text.trim_start_matches('-');
@@ -1310,6 +1640,17 @@ fn go(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> 
                 None => (name, false),
             };
             if BOOLS.contains(&name) {
+                continue;
+            }
+            if name == "o" && sub != "vet" {
+                // The output file or directory: a write.
+                let out = if attached {
+                    Arg::plain(&text[text.find('=').map_or(0, |at| at + 1)..], false)
+                } else {
+                    i += 1;
+                    Arg::from(rest.get(i - 1).ok_or("runs `go build -o` without a file")?)
+                };
+                scope.write(fx, out)?;
                 continue;
             }
             if VALUES.contains(&name) {
@@ -1337,20 +1678,15 @@ fn go(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> 
             ));
         }
         let path = if path.is_empty() { "." } else { path };
-        scope.read(
-            fx,
-            Arg {
-                text: path,
-                tilde: word.tilde,
-            },
-        )?;
+        scope.read(fx, Arg::plain(path, word.tilde))?;
     }
     Ok(())
 }
 
 const PYTEST: Spec = Spec {
     flags: "qvxsl",
-    values: "kmrnW",
+    values: "kmrnWp",
+    paths: "c",
     long_flags: &[
         "tb",
         "maxfail",
@@ -1391,43 +1727,139 @@ const PYTEST: Spec = Spec {
         "ignore-glob",
         "numprocesses",
         "dist",
+        "cov-branch",
+        "cov-append",
+        "no-cov",
+        "cov-fail-under",
     ],
+    long_values: &[
+        "cov",
+        "cov-report",
+        "junitxml",
+        "junit-xml",
+        "log-file",
+        "html",
+    ],
+    long_paths: &["cov-config", "config-file", "rootdir", "confcutdir"],
     ..EMPTY
 };
 
 fn pytest(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> {
     let parsed = options::parse("pytest", args, &PYTEST)?;
+    for path in &parsed.paths {
+        scope.read(fx, *path)?;
+    }
+    for (option, value) in &parsed.options {
+        let Some(value) = value else { continue };
+        match option.as_str() {
+            // `-p no:NAME` turns a plugin off; `-p NAME` would load one.
+            "p" if value.starts_with("no:") => {}
+            "p" => {
+                return Err(format!(
+                    "runs `pytest -p {}`, which loads a plugin",
+                    show(value)
+                ))
+            }
+            // `--cov=src`: the measured source is read.
+            "cov" if !value.is_empty() => scope.read(fx, Arg::plain(value, false))?,
+            // `--cov-report=html:DIR`, `xml:FILE`: the report is written.
+            "cov-report" => {
+                if let Some((_, dest)) = value.split_once(':') {
+                    if !dest.is_empty() && !matches!(dest, "skip-covered") {
+                        scope.write(fx, Arg::plain(dest, false))?;
+                    }
+                }
+            }
+            "junitxml" | "junit-xml" | "log-file" | "html" => {
+                scope.write(fx, Arg::plain(value, false))?;
+            }
+            _ => {}
+        }
+    }
     for operand in &parsed.operands {
         // `tests/test_x.py::test_name`: the node id's file.
-        let text = operand.text.split("::").next().unwrap_or(operand.text);
-        scope.read(
-            fx,
-            Arg {
-                text,
-                tilde: operand.tilde,
-            },
-        )?;
+        if operand.text.contains("::") {
+            let text = operand.text.split("::").next().unwrap_or(operand.text);
+            scope.read(fx, Arg::plain(text, operand.tilde))?;
+        } else {
+            scope.read(fx, *operand)?;
+        }
     }
     Ok(())
 }
 
+/// The options `python` may take before `-m` or its script (output and warning switches).
+const PYTHON_FLAGS: [&str; 9] = ["-B", "-u", "-O", "-OO", "-E", "-s", "-I", "-q", "-b"];
+
 fn python(name: &str, args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> {
     let mut i = 0;
     while let Some(word) = args.get(i) {
-        match word.text.as_str() {
-            "-B" | "-u" => i += 1,
-            _ => break,
+        if !word.tilde && PYTHON_FLAGS.contains(&word.text.as_str()) {
+            i += 1;
+        } else {
+            break;
         }
     }
     let texts: Vec<&str> = args[i..].iter().take(2).map(|w| w.text.as_str()).collect();
     match texts.as_slice() {
         ["-m", "pytest"] => pytest(&args[i + 2..], scope, fx),
         ["-m", "unittest"] => unittest(&args[i + 2..], scope, fx),
+        [script, ..] if args[i].tilde || !script.starts_with('-') => {
+            // The project's own script, like `npm test`; its arguments are handed on.
+            project_script(name, Arg::from(&args[i]), scope, fx)?;
+            handed::check(name, &args[i + 1..], scope, fx)
+        }
         _ => Err(format!(
-            "runs `{name}` other than `{name} -m pytest` or `-m unittest`; it can run any code"
+            "runs `{name}` other than a project script, `-m pytest` or `-m unittest`; it can run any code"
         )),
     }
 }
+
+/// Standard-library modules a `python -m unittest` name may not start with: unittest imports
+/// the name and calls it when it is callable, and these start servers, browsers, shells or
+/// other programs, or reach the file system and the network.
+const STDLIB_RUNNERS: [&str; 40] = [
+    "os",
+    "sys",
+    "subprocess",
+    "shutil",
+    "http",
+    "urllib",
+    "socket",
+    "socketserver",
+    "smtplib",
+    "ftplib",
+    "webbrowser",
+    "antigravity",
+    "this",
+    "pydoc",
+    "idlelib",
+    "tkinter",
+    "turtle",
+    "turtledemo",
+    "site",
+    "runpy",
+    "code",
+    "pdb",
+    "cProfile",
+    "profile",
+    "timeit",
+    "trace",
+    "zipapp",
+    "venv",
+    "ensurepip",
+    "pip",
+    "importlib",
+    "ctypes",
+    "multiprocessing",
+    "asyncio",
+    "xmlrpc",
+    "wsgiref",
+    "pty",
+    "builtins",
+    "tempfile",
+    "pathlib",
+];
 
 fn unittest(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> {
     let spec = Spec {
@@ -1460,6 +1892,14 @@ fn unittest(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), St
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
         {
             return Err(format!("runs `python -m unittest` with `{}`", show(text)));
+        } else if text != "discover" {
+            let first = text.split('.').next().unwrap_or(text);
+            if STDLIB_RUNNERS.contains(&first) {
+                return Err(format!(
+                    "runs `python -m unittest {}`, a standard-library name unittest would import and may call",
+                    show(text)
+                ));
+            }
         }
     }
     Ok(())
@@ -1482,11 +1922,23 @@ fn is_number(text: &str) -> bool {
     !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// `make` with the targets test, check, build or lint only (a bare `make` runs whatever the
-/// default target is: it is refused).
+/// Conventional targets that act outside the project (install into the system, publish,
+/// deploy): refused by name even though the project's `Makefile` decides what they do.
+const OUTWARD_TARGETS: [&str; 8] = [
+    "install",
+    "uninstall",
+    "publish",
+    "release",
+    "deploy",
+    "upload",
+    "push",
+    "distribute",
+];
+
+/// `make [targets]`: running the project's own `Makefile` is as safe as `npm test` (a bare
+/// `make` runs its default target). Targets are names or paths inside; `-C DIR` and
+/// `-f FILE` are read; `VAR=value` (which can set `SHELL`) and [`OUTWARD_TARGETS`] are refused.
 fn make(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> {
-    const TARGETS: [&str; 4] = ["test", "check", "build", "lint"];
-    let mut targets = 0;
     let mut i = 0;
     let mut scope_cwds = None;
     while i < args.len() {
@@ -1496,6 +1948,7 @@ fn make(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String
         match text {
             _ if word.tilde => return Err("runs `make` with a path operand".to_owned()),
             _ if MAKE_FLAGS.contains(&text) => {}
+            "-n" | "--dry-run" | "--just-print" => {}
             "-j" | "--jobs" => {
                 if args.get(i).is_some_and(|next| is_number(&next.text)) {
                     i += 1;
@@ -1510,33 +1963,75 @@ fn make(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String
                     .resolve(Arg::from(dir))
                     .map_err(|p| p.sentence(paths::Access::Read))?;
                 for dir in &dirs {
-                    paths::check_read(scope.ctx, dir).map_err(|p| p.sentence(paths::Access::Read))?;
+                    paths::check_read(scope.ctx, dir)
+                        .map_err(|p| p.sentence(paths::Access::Read))?;
                 }
                 scope_cwds = Some(dirs);
             }
-            _ if TARGETS.contains(&text) => targets += 1,
-            _ => {
+            "-f" | "--file" | "--makefile" => {
+                let file = args.get(i).ok_or("runs `make -f` without a file")?;
+                i += 1;
+                scope.read(fx, Arg::from(file))?;
+            }
+            _ if text.starts_with('-') => return Err(options::unknown("make", text)),
+            _ if word.assignment.is_some() || text.contains('=') => {
                 return Err(format!(
-                    "runs `make` with `{}`; only the targets test, check, build and lint are in the safe set",
+                    "runs `make` with `{}`, a variable that can change which shell or program runs",
                     show(text)
                 ))
             }
+            _ if OUTWARD_TARGETS.contains(&text) => {
+                return Err(format!(
+                    "runs `make {}`, a target that by convention acts outside the project",
+                    show(text)
+                ))
+            }
+            _ => handed::check_word("make", word, scope, fx)?,
         }
     }
     if let Some(dirs) = scope_cwds {
         fx.reads.extend(dirs);
     }
-    match targets {
-        0 => Err(
-            "runs `make` without a target; its default target is not known to be a test or a build"
-                .to_owned(),
-        ),
-        _ => Ok(()),
-    }
+    Ok(())
 }
 
+/// tsc's options that take a value that is not a path.
+const TSC_VALUES: [&str; 6] = [
+    "--target",
+    "--module",
+    "--lib",
+    "--jsx",
+    "--moduleresolution",
+    "--locale",
+];
+
+/// `tsc`: a type check or a build. Files and `-p` are read; `--outDir`, `--outFile`,
+/// `--declarationDir` and `--tsBuildInfoFile` are written; `--watch` is refused (a watcher
+/// re-runs on every later write).
 fn tsc(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> {
-    let mut no_emit = false;
+    const FLAGS: [&str; 21] = [
+        "--noemit",
+        "--pretty",
+        "--skiplibcheck",
+        "--strict",
+        "--listfiles",
+        "--extendeddiagnostics",
+        "--incremental",
+        "--build",
+        "-b",
+        "--declaration",
+        "-d",
+        "--emitdeclarationonly",
+        "--sourcemap",
+        "--noemitonerror",
+        "--verbose",
+        "--force",
+        "--clean",
+        "--showconfig",
+        "--listemittedfiles",
+        "--diagnostics",
+        "--dry",
+    ];
     let mut i = 0;
     while i < args.len() {
         let word = &args[i];
@@ -1546,25 +2041,52 @@ fn tsc(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String>
             scope.read(fx, Arg::from(word))?;
             continue;
         }
-        match lower.as_str() {
-            "--noemit" => no_emit = true,
-            "--pretty"
-            | "--skiplibcheck"
-            | "--strict"
-            | "--listfiles"
-            | "--extendeddiagnostics" => {}
-            "-p" | "--project" => {
-                let project = args.get(i).ok_or("runs `tsc -p` without a project")?;
-                i += 1;
-                scope.read(fx, Arg::from(project))?;
+        let lower = lower
+            .split_once('=')
+            .map_or(lower.as_str(), |(name, _)| name);
+        if FLAGS.contains(&lower) {
+            continue;
+        }
+        let value = |i: &mut usize| -> Result<Arg<'_>, String> {
+            if let Some((_, value)) = word.text.split_once('=') {
+                return Ok(Arg::plain(value, false));
+            }
+            let next = args
+                .get(*i)
+                .ok_or_else(|| format!("runs `tsc {}` without a value", show(&word.text)))?;
+            *i += 1;
+            Ok(Arg::from(next))
+        };
+        match lower {
+            "-p" | "--project" | "--rootdir" => scope.read(fx, value(&mut i)?)?,
+            "--outdir" | "--outfile" | "--declarationdir" | "--tsbuildinfofile" => {
+                scope.write(fx, value(&mut i)?)?;
+            }
+            _ if TSC_VALUES.contains(&lower) => {
+                value(&mut i)?;
             }
             _ => return Err(options::unknown("tsc", &word.text)),
         }
     }
-    match no_emit {
-        true => Ok(()),
-        false => Err("runs `tsc` without `--noEmit`, which writes compiled files".to_owned()),
+    Ok(())
+}
+
+/// `gofmt [-l -d -e -s -w] [files]`: files are read, written with `-w`.
+fn gofmt(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> {
+    let spec = Spec {
+        flags: "ldesw",
+        ..EMPTY
+    };
+    let parsed = options::parse("gofmt", args, &spec)?;
+    let writes = parsed.has("w");
+    for operand in &parsed.operands {
+        if writes {
+            scope.write(fx, *operand)?;
+        } else {
+            scope.read(fx, *operand)?;
+        }
     }
+    Ok(())
 }
 
 fn eslint(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> {
@@ -1665,10 +2187,12 @@ fn test_runner(
         let text = word.text.as_str();
         i += 1;
         if word.tilde || !text.starts_with('-') {
+            // A name filter, which the runner may also take as a path: handed on.
+            handed::check_word(name, word, scope, fx)?;
             continue;
         }
         if text == "--" {
-            break;
+            return handed::check(name, &args[i..], scope, fx);
         }
         let option = text.split_once('=').map_or(text, |(option, _)| option);
         if matches!(option, "-u" | "--updateSnapshot" | "--update") {
@@ -1679,8 +2203,14 @@ fn test_runner(
             continue;
         }
         if values.contains(&option) {
+            // A value (`--environment=./env.js` may name a module): checked as a path.
             if option == text {
+                if let Some(value) = args.get(i) {
+                    handed::check_word(name, value, scope, fx)?;
+                }
                 i += 1;
+            } else {
+                handed::check_word(name, word, scope, fx)?;
             }
             continue;
         }
@@ -1695,10 +2225,7 @@ fn test_runner(
                 i += 1;
                 Arg::from(next)
             } else {
-                Arg {
-                    text: &text[option.len() + 1..],
-                    tilde: false,
-                }
+                Arg::plain(&text[option.len() + 1..], false)
             };
             if file.text.trim_start().starts_with('{') {
                 return Err(format!(

@@ -332,18 +332,33 @@ fn run_components(pattern: &str, path: &str, prefix: bool) -> bool {
     states[end]
 }
 
-/// Names that stand for the sensitive-name rules beyond [`SENSITIVE_NAMES`] (variants and
-/// key files), for [`targets_sensitive`].
-const MORE_SENSITIVE_EXAMPLES: [&str; 9] = [
+/// Names that stand for the sensitive-name rules beyond [`SENSITIVE_NAMES`] (variants, key
+/// files, state files), for [`targets_sensitive`].
+const MORE_SENSITIVE_EXAMPLES: [&str; 24] = [
     ".env.local",
+    ".dev.vars.production",
     "id_rsa",
     "id_dsa",
     "id_ecdsa",
     "id_ed25519",
+    "id_deploy",
     "server.pem",
     "server.key",
     "store.p12",
     "store.pfx",
+    "release.jks",
+    "debug.keystore",
+    "authkey.p8",
+    "putty.ppk",
+    "vault.kdbx",
+    "terraform.tfstate",
+    "terraform.tfstate.backup",
+    "terraform.tfvars",
+    "prod.tfvars.json",
+    "service-account.json",
+    "service-account-prod.json",
+    ".docker",
+    ".kube",
 ];
 
 /// Ordinary names: a pattern matching one of them is broad, not aimed at secrets.
@@ -371,7 +386,9 @@ pub(crate) fn targets_sensitive(pattern: &str) -> Option<&'static str> {
             .split('/')
             .filter(|c| !c.is_empty() && *c != "**")
         {
-            let component = component.as_bytes();
+            // Names are compared without regard to case, as on a default macOS disk.
+            let lower = component.to_ascii_lowercase();
+            let component = lower.as_bytes();
             if ORDINARY_EXAMPLES
                 .iter()
                 .any(|name| match_name(component, name.as_bytes()))
@@ -390,6 +407,38 @@ pub(crate) fn targets_sensitive(pattern: &str) -> Option<&'static str> {
     None
 }
 
+/// Whether the patterns a command uses to leave files out (`--exclude`, `-g '!…'`, a
+/// `:(exclude)` pathspec, `! -name`), taken together, leave out every ordinary name but keep
+/// a sensitive one: what is left is then the secrets (`--exclude='*[!v]'` keeps `.env`).
+pub(crate) fn excludes_all_but_sensitive(patterns: &[&str]) -> Option<&'static str> {
+    let mut lower: Vec<String> = Vec::new();
+    for pattern in patterns {
+        let Some(alternatives) = expand_braces(pattern) else {
+            return Some("a pattern with too many alternatives");
+        };
+        lower.extend(alternatives.iter().map(|a| a.to_ascii_lowercase()));
+        if lower.len() > MAX_ALTERNATIVES {
+            return Some("a pattern with too many alternatives");
+        }
+    }
+    let matches = |name: &str| {
+        lower.iter().any(|alternative| {
+            alternative
+                .rsplit('/')
+                .next()
+                .is_some_and(|last| match_name(last.as_bytes(), name.as_bytes()))
+        })
+    };
+    if patterns.is_empty() || !ORDINARY_EXAMPLES.iter().all(|name| matches(name)) {
+        return None;
+    }
+    SENSITIVE_NAMES
+        .iter()
+        .chain(&MORE_SENSITIVE_EXAMPLES)
+        .find(|name| !matches(name))
+        .copied()
+}
+
 /// Whether the wildcard part of a file pattern could leave the directory it starts in: a
 /// `..` (literal, or a bracket expression matching it), a `~`, or a brace alternative that
 /// starts at `/`. Too many alternatives count as leaving.
@@ -406,6 +455,18 @@ pub(crate) fn may_climb(pattern: &str) -> bool {
                 .split('/')
                 .any(|component| component.contains('[') && match_name(component.as_bytes(), b".."))
     })
+}
+
+/// Whether a glob the shell expands could climb: [`may_climb`], or a component with a
+/// wildcard that starts with `.` or `[` and can match `..` (`.*` matches `..` in bash before
+/// 5.2; a leading `*` or `?` never matches a leading dot).
+pub(crate) fn shell_glob_may_climb(pattern: &str) -> bool {
+    may_climb(pattern)
+        || pattern.split('/').any(|component| {
+            component.contains(['*', '?', '['])
+                && (component.starts_with('.') || component.starts_with('['))
+                && match_name(component.as_bytes(), b"..")
+        })
 }
 
 /// `a{b,c}d` -> `abd`, `acd` (nested groups too); `None` past [`MAX_ALTERNATIVES`].
@@ -715,6 +776,24 @@ mod tests {
             targets_sensitive(&"{a,b}".repeat(10)).is_some(),
             "too many alternatives"
         );
+        for pattern in [
+            "*.tfstate",
+            "*.JKS",
+            ".ENV",
+            "service-account*",
+            "*.keystore",
+        ] {
+            assert!(targets_sensitive(pattern).is_some(), "{pattern}");
+        }
+    }
+
+    #[test]
+    fn exclusions_that_keep_only_secrets() {
+        assert_eq!(excludes_all_but_sensitive(&["*[!v]"]), Some(".env"));
+        assert!(excludes_all_but_sensitive(&["*.rs", "*.txt", "*.json", "*y"]).is_some());
+        for patterns in [&["*.rs"][..], &["*"], &["node_modules"], &[]] {
+            assert_eq!(excludes_all_but_sensitive(patterns), None, "{patterns:?}");
+        }
     }
 
     #[test]

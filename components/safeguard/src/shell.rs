@@ -10,11 +10,14 @@
 //! - Everything else is refused with [`Unsupported`], naming the feature, before any command
 //!   is judged: `$` anywhere outside single quotes (variables, `$(…)`, `${…}`, `$((…))`,
 //!   `$'…'`), backticks, `(`/`)` (subshells, functions, process substitution), `&`
-//!   (background), heredocs, unquoted glob characters (`*`, `?`, `[`), braces, `~user`, a `~`
-//!   after `=` or `:`, a word starting with `=` (zsh's `=cmd`) or `^` (zsh patterns), shell
-//!   keywords in command position, unbalanced quotes and syntax errors. A word the judge
-//!   passes therefore means exactly its text: no expansion is left for the shell to do except
-//!   a leading `~`, which [`Word::tilde`] records.
+//!   (background), heredocs, braces, `~user`, a `~` after `=` or `:`, a word starting with `=`
+//!   (zsh's `=cmd`) or `^` (zsh patterns), zsh's numeric glob `<N-M>`, shell keywords in
+//!   command position, unbalanced quotes and syntax errors; in [`Dialect::Sh`] also zsh's
+//!   clobbering redirections (`>!`, `>>|` ...), which sh reads as a file named `!`. A word
+//!   the judge passes therefore means exactly its text, except a leading `~`
+//!   ([`Word::tilde`]) and unquoted `*`, `?`, `[` ([`Word::glob`]: the shell expands the word
+//!   to file names, and only a program that takes it as files may get it).
+//! - `time` (and `time -p`) before a command is taken off: it only measures the command.
 //! - The input is ASCII without control characters other than tab and newline (the caller
 //!   checks); the tokenizer is one pass over the bytes and the parser has no recursion.
 
@@ -40,6 +43,10 @@ pub(crate) struct Word {
     pub(crate) assignment: Option<usize>,
     /// Some part of the word was quoted or escaped.
     pub(crate) quoted: bool,
+    /// The word holds an unquoted `*`, `?` or `[`: the shell expands it to file names. Such a
+    /// word passes only where a program of the safe set reads it as a file (see
+    /// [`crate::scope::Scope::read`]).
+    pub(crate) glob: bool,
 }
 
 impl Word {
@@ -119,17 +126,57 @@ enum Token {
     Redir(RedirOp),
 }
 
-const KEYWORDS: [&str; 23] = [
-    "if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for",
-    "in", "select", "function", "time", "coproc", "!", "{", "}", "[[", "]]", "repeat",
+const KEYWORDS: [&str; 26] = [
+    "if",
+    "then",
+    "else",
+    "elif",
+    "fi",
+    "do",
+    "done",
+    "case",
+    "esac",
+    "while",
+    "until",
+    "for",
+    "in",
+    "select",
+    "function",
+    "coproc",
+    "!",
+    "{",
+    "}",
+    "[[",
+    "]]",
+    "repeat",
+    "nocorrect",
+    "noglob",
+    "foreach",
+    "end",
 ];
 
-/// Tokenizes and parses a line.
+/// The shell that runs the line: what differs is zsh's redirections (`>!`, `>>!`, `&>|` ...),
+/// which sh reads as a redirection to a file named `!` (those are refused in [`Dialect::Sh`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Dialect {
+    /// bash, sh, dash.
+    #[default]
+    Sh,
+    Zsh,
+}
+
+/// Tokenizes and parses a line as sh reads it.
+#[cfg(test)]
 pub(crate) fn parse(line: &str) -> Result<Line, Unsupported> {
+    parse_in(line, Dialect::Sh)
+}
+
+/// Tokenizes and parses a line as the given shell reads it.
+pub(crate) fn parse_in(line: &str, dialect: Dialect) -> Result<Line, Unsupported> {
     if !line.is_ascii() {
         return unsupported("a non-ASCII character");
     }
-    let tokens = tokenize(line)?;
+    let tokens = tokenize(line, dialect)?;
     Parser {
         tokens,
         at: 0,
@@ -206,7 +253,7 @@ fn is_name(text: &str) -> bool {
         && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
-fn tokenize(line: &str) -> Result<Vec<Token>, Unsupported> {
+fn tokenize(line: &str, dialect: Dialect) -> Result<Vec<Token>, Unsupported> {
     let bytes = line.as_bytes();
     let mut tokens = Vec::new();
     let mut cur = Builder::default();
@@ -291,10 +338,9 @@ fn tokenize(line: &str) -> Result<Vec<Token>, Unsupported> {
                 })
             }
             b'*' | b'?' | b'[' => {
-                return unsupported(format!(
-                    "a glob `{}` the shell would expand to file names",
-                    char::from(byte)
-                ))
+                cur.unquoted(byte);
+                cur.word.glob = true;
+                i += 1;
             }
             b'{' | b'}' => return unsupported("brace expansion or a command group `{ … }`"),
             b'~' => {
@@ -343,7 +389,7 @@ fn tokenize(line: &str) -> Result<Vec<Token>, Unsupported> {
                 if let Some(number) = io_number {
                     tokens.push(Token::IoNumber(number));
                 }
-                let (token, len) = operator(&bytes[i..])?;
+                let (token, len) = operator(&bytes[i..], dialect)?;
                 tokens.push(token);
                 i += len;
             }
@@ -357,8 +403,48 @@ fn tokenize(line: &str) -> Result<Vec<Token>, Unsupported> {
     Ok(tokens)
 }
 
-/// The operator at the start of `rest` and its length.
-fn operator(rest: &[u8]) -> Result<(Token, usize), Unsupported> {
+/// The operator at the start of `rest` and its length, with zsh's clobbering forms
+/// (`>!`, `>>|`, `&>!` ...) read as the redirection they are in zsh.
+fn operator(rest: &[u8], dialect: Dialect) -> Result<(Token, usize), Unsupported> {
+    let (token, len) = plain_operator(rest)?;
+    if let Token::Redir(op) = token {
+        if op == RedirOp::Input && numeric_glob(&rest[1..]) {
+            return unsupported("zsh's numeric glob `<N-M>`");
+        }
+        let output = matches!(
+            op,
+            RedirOp::Output | RedirOp::Append | RedirOp::Both | RedirOp::DupOut
+        );
+        // `>|` is sh's too (`plain_operator` took it whole); `>!`, `>>!`, `>>|`, `&>!`,
+        // `&>|`, `&>>!`, `&>>|`, `>&!`, `>&|` are zsh's.
+        let clobber =
+            !(op == RedirOp::Output && len == 2) && matches!(rest.get(len), Some(b'!' | b'|'));
+        if output && clobber {
+            return match dialect {
+                Dialect::Zsh => Ok((token, len + 1)),
+                Dialect::Sh => unsupported(
+                    "zsh's clobbering redirection (`>!`, `>>|` ...), which sh reads differently",
+                ),
+            };
+        }
+    }
+    Ok((token, len))
+}
+
+/// `N-M>` (either number optional) right after a `<`: a zsh glob, not a redirection.
+fn numeric_glob(rest: &[u8]) -> bool {
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if rest.get(digits) != Some(&b'-') {
+        return false;
+    }
+    let more = rest[digits + 1..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    rest.get(digits + 1 + more) == Some(&b'>')
+}
+
+fn plain_operator(rest: &[u8]) -> Result<(Token, usize), Unsupported> {
     let at = |i: usize| rest.get(i).copied();
     Ok(match (at(0), at(1), at(2)) {
         (Some(b'|'), Some(b'|'), _) => (Token::OrIf, 2),
@@ -461,6 +547,19 @@ impl Parser {
                     self.at += 1;
                     if command.words.is_empty() && word.assignment.is_some() {
                         command.assignments.push(word);
+                    } else if command.words.is_empty()
+                        && command.assignments.is_empty()
+                        && !word.quoted
+                        && !word.tilde
+                        && word.text == "time"
+                    {
+                        // `time` (bash's and zsh's keyword) only measures what follows; its
+                        // `-p` only changes the format.
+                        if let Some(Token::Word(next)) = self.peek() {
+                            if next.text == "-p" && !next.quoted {
+                                self.at += 1;
+                            }
+                        }
                     } else {
                         if command.words.is_empty()
                             && !word.quoted
@@ -682,9 +781,6 @@ mod tests {
             ("a & b", "background"),
             ("echo 'x", "unbalanced single quote"),
             ("echo \"x", "unbalanced double quote"),
-            ("ls *", "glob"),
-            ("ls src/?.rs", "glob"),
-            ("ls [ab]", "glob"),
             ("echo {a,b}", "brace"),
             ("cat ~root/x", "~user"),
             ("cat ~\"/x\"", "~user"),
@@ -705,6 +801,80 @@ mod tests {
             let what = refused(line);
             assert!(what.contains(needle), "{line:?}: {what}");
         }
+    }
+
+    #[test]
+    fn globs_are_words_marked_as_globs() {
+        let line = parse("wc -l src/*.rs a?b '*.md' x[12]").unwrap();
+        let globs: Vec<(String, bool)> = line[0].first[0]
+            .words
+            .iter()
+            .map(|w| (w.text.clone(), w.glob))
+            .collect();
+        assert_eq!(
+            globs,
+            vec![
+                ("wc".to_owned(), false),
+                ("-l".to_owned(), false),
+                ("src/*.rs".to_owned(), true),
+                ("a?b".to_owned(), true),
+                ("*.md".to_owned(), false),
+                ("x[12]".to_owned(), true),
+            ]
+        );
+    }
+
+    #[test]
+    fn time_is_taken_off() {
+        assert_eq!(words("time cargo test"), vec![vec!["cargo", "test"]]);
+        assert_eq!(words("time -p make"), vec![vec!["make"]]);
+        assert_eq!(words("'time' x"), vec![vec!["time", "x"]]);
+    }
+
+    #[test]
+    fn zsh_redirections() {
+        let targets = |line: &str| -> Vec<(RedirOp, String)> {
+            parse_in(line, Dialect::Zsh).unwrap()[0].first[0]
+                .redirects
+                .iter()
+                .map(|r| (r.op, r.target.text.clone()))
+                .collect()
+        };
+        assert_eq!(
+            targets("echo x >! a >>! b >>| c &>| d &>>! e >&! f >| g"),
+            vec![
+                (RedirOp::Output, "a".to_owned()),
+                (RedirOp::Append, "b".to_owned()),
+                (RedirOp::Append, "c".to_owned()),
+                (RedirOp::Both, "d".to_owned()),
+                (RedirOp::Both, "e".to_owned()),
+                (RedirOp::DupOut, "f".to_owned()),
+                (RedirOp::Output, "g".to_owned()),
+            ]
+        );
+        for line in [
+            "echo x >! a",
+            "echo x >>! a",
+            "echo x &>| a",
+            "echo x >&! a",
+        ] {
+            assert!(refused(line).contains("zsh"), "{line}");
+        }
+        for dialect in [Dialect::Sh, Dialect::Zsh] {
+            for line in [
+                "cat <1-5>x",
+                "cat <-9>",
+                "ls =(ls)",
+                "ls *(e:x:)",
+                "ls (+f)",
+            ] {
+                assert!(parse_in(line, dialect).is_err(), "{line}");
+            }
+        }
+        assert!(
+            parse("echo x > !a").is_ok(),
+            "a file named `!a` in both shells"
+        );
     }
 
     #[test]

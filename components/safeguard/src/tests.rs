@@ -116,3 +116,25 @@ fn rule_checks_are_bounded() {
         ]
     );
 }
+
+#[test]
+fn a_line_of_many_globs_stays_fast() {
+    let line = format!("ls {}", vec!["./x*"; 3000].join(" "));
+    assert!(line.len() < crate::MAX_COMMAND_BYTES);
+    let calls = [call(
+        "globs",
+        "Bash",
+        &serde_json::json!({ "command": line }).to_string(),
+    )];
+    let start = std::time::Instant::now();
+    assert_eq!(
+        outcomes(&judge(&calls, CONTEXT)),
+        vec![("globs".to_owned(), SafeguardOutcome::NotFlagged)]
+    );
+    // Generous for a debug build on a shared machine; quadratic work would take seconds.
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(1),
+        "{:?}",
+        start.elapsed()
+    );
+}

@@ -5,7 +5,8 @@
 //!   then `auto_mode.soft_deny` (flagged, citing the entry), then `rules.deny` and
 //!   `rules.ask` (flagged, naming the rule), then `restricted` (only reads pass), then
 //!   `auto_mode.allow` (passes, citing the entry), then the judge's own rules.
-//! - A call whose input is not a JSON object, or lacks the field the judge needs, is flagged.
+//! - A call whose input is not a JSON object, lacks the field the judge needs, or has a field
+//!   its tool's schema does not have ([`crate::fields`]) is flagged.
 //! - Any tool the judge does not know (including every `mcp__*` tool) is flagged unless an
 //!   `auto_mode.allow` rule names it.
 
@@ -13,9 +14,11 @@ use devin_bridge_types::ToolCall;
 use serde_json::{Map, Value};
 
 use crate::context::Context;
+use crate::fields;
+use crate::filters;
 use crate::line;
 use crate::paths::{self, Access, Problem};
-use crate::rules::{may_climb, targets_sensitive, url_host, Facts};
+use crate::rules::{may_climb, url_host, Facts};
 use crate::user_rules::{allow_side, deny_side, ALL_ONLY_READS};
 use crate::verdict::{show, Decision};
 
@@ -40,10 +43,14 @@ pub(crate) fn judge_call(call: &ToolCall, ctx: &Context) -> Decision {
         _ => return Decision::flag("the call's input is not a JSON object"),
     };
     let tool = call.name.as_str();
+    if let Err(decision) = fields::check_known(tool, &input) {
+        return decision;
+    }
     match tool {
-        "Bash" => match text(&input, "command") {
-            Some(command) => line::judge(command, ctx),
-            None => Decision::flag("the shell call has no `command` string"),
+        "Bash" => match (text(&input, "command"), fields::bash(&input)) {
+            (None, _) => Decision::flag("the shell call has no `command` string"),
+            (Some(_), Err(decision)) => decision,
+            (Some(command), Ok(fields)) => line::judge(command, ctx, fields),
         },
         "Read" => read_tool(tool, &input, &["file_path"], &[], ctx),
         "NotebookRead" => read_tool(tool, &input, &["notebook_path"], &[], ctx),
@@ -237,12 +244,13 @@ fn grep(input: &Map<String, Value>, ctx: &Context) -> Decision {
                     "searches with a file filter that may reach outside: {}",
                     show(filter)
                 ))
-            } else if let Some(what) = targets_sensitive(filter) {
-                Err(format!(
-                    "searches with a file filter that singles out sensitive files ({what})"
-                ))
             } else {
-                Ok(())
+                // A leading `!` leaves files out, as in `rg --glob`.
+                let mut excluded = Vec::new();
+                filters::rg_glob(filter, &mut excluded).and_then(|()| {
+                    let excluded: Vec<&str> = excluded.iter().map(String::as_str).collect();
+                    filters::excludes("Grep", &excluded)
+                })
             }
         }
         Some(_) => Err("the `glob` of the call is not a string".to_owned()),

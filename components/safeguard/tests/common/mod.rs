@@ -150,3 +150,35 @@ pub fn check(rows: &[Row], want: SafeguardOutcome) -> Vec<String> {
     }
     failures
 }
+
+/// One `Bash` row per command, each named by its class and command.
+pub fn bashes(class: &str, commands: &[&str]) -> Vec<Row> {
+    commands
+        .iter()
+        .map(|command| bash(&format!("{class}: {command}"), command))
+        .collect()
+}
+
+/// One `Bash` row per command with the other fields of the call given.
+pub fn bash_with(class: &str, fields: &[(&str, Value)]) -> Vec<Row> {
+    fields
+        .iter()
+        .map(|(command, extra)| {
+            let mut input = json!({"command": command});
+            if let (Some(input), Value::Object(extra)) = (input.as_object_mut(), extra) {
+                input.extend(extra.clone());
+            }
+            tool(&format!("{class}: {command} {extra}"), "Bash", input)
+        })
+        .collect()
+}
+
+/// The context of a macOS client that names no shell: zsh runs the commands.
+pub fn macos_context() -> Value {
+    context_with("platform", json!("darwin"))
+}
+
+/// The context of a client whose shell is zsh, by path.
+pub fn zsh_context() -> Value {
+    context_with("shell", json!("/bin/zsh"))
+}
