@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::notices::COMPACTION;
 use super::stats::{AGENT_STOPPED, TURN_STATS};
 use super::usage::TokenCounts;
-use crate::acp::AcpError;
+use crate::error::AcpError;
 use crate::report::AgentStopped;
 
 /// What the agent reported about one turn, apart from its reply text.
