@@ -13,6 +13,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::decisive::Written;
 use crate::pathname::normalize;
 use crate::rule::{Rule, RuleEntry};
 
@@ -40,6 +41,9 @@ pub(crate) struct Context {
     pub(crate) classify_all_shell: bool,
     /// `restricted`, or `permission_mode` `plan`: only reads pass.
     pub(crate) restricted: bool,
+    /// What the conversation's earlier calls wrote: not part of the classifier context, it is
+    /// filled in from the earlier calls ([`crate::history`]) after the context is read.
+    pub(crate) written: Written,
 }
 
 /// Reads the context; the error is the reason of an `unavailable` answer.

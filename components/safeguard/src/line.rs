@@ -15,6 +15,7 @@
 //!   are tracked.
 
 use crate::context::Context;
+use crate::decisive::{self, Written};
 use crate::options::Arg;
 use crate::programs;
 use crate::rules::Facts;
@@ -51,6 +52,8 @@ struct Report {
     /// The safe set's verdict on the program and its arguments.
     verdict: Result<(), String>,
     effects: Effects,
+    /// How many of `effects.writes`, at their start, are the redirections' files.
+    redirected: usize,
 }
 
 /// Judges the `command` of a `Bash` call.
@@ -120,6 +123,11 @@ pub(crate) fn judge(command: &str, ctx: &Context) -> Decision {
         );
     }
 
+    // Another command of the line may write what a later (or concurrent) one runs.
+    let mut same_line = Written::default();
+    for path in line_writes(&reports) {
+        same_line.record("Bash", &path);
+    }
     let mut cited: Option<(String, String)> = None;
     for report in reports {
         match report.fixed {
@@ -142,6 +150,11 @@ pub(crate) fn judge(command: &str, ctx: &Context) -> Decision {
         if let Err(why) = report.verdict {
             return Decision::flag(why);
         }
+        if !(ctx.written.is_empty() && same_line.is_empty()) {
+            if let Err(why) = decisive::check_run(&report.words, &ctx.written, Some(&same_line)) {
+                return Decision::flag(why);
+            }
+        }
     }
     match cited {
         Some((path, text)) => {
@@ -154,6 +167,48 @@ pub(crate) fn judge(command: &str, ctx: &Context) -> Decision {
         }
         None => Decision::pass("runs only commands the judge knows to be harmless here"),
     }
+}
+
+/// The files a `Bash` command line writes, as the judge resolves them, for the conversation's
+/// history ([`crate::history`]): what a past call may have changed. Empty for a line the
+/// judge cannot read (it was flagged, so it was blocked).
+pub(crate) fn writes(command: &str, ctx: &Context) -> Vec<String> {
+    if command.len() > MAX_COMMAND_BYTES || !command.is_ascii() {
+        return Vec::new();
+    }
+    match shell::parse(command) {
+        Ok(line) => {
+            analyze(&line, ctx).map_or_else(|_| Vec::new(), |reports| line_writes(&reports))
+        }
+        Err(_) => Vec::new(),
+    }
+}
+
+/// What the line's commands write: their redirections and the files the safe set's programs
+/// write, except git's own (`git add` and `git commit` name files they do not change). A
+/// command the safe set does not know (passed by a user's rule, or flagged) counts as writing
+/// every operand it names.
+fn line_writes(reports: &[Report]) -> Vec<String> {
+    let mut out = Vec::new();
+    for report in reports {
+        let writes = if report.words.first().is_some_and(|program| program == "git") {
+            &report.effects.writes[..report.redirected]
+        } else {
+            &report.effects.writes[..]
+        };
+        out.extend(writes.iter().cloned());
+        if report.verdict.is_err() {
+            out.extend(
+                report
+                    .words
+                    .iter()
+                    .skip(1)
+                    .filter(|word| !word.starts_with('-'))
+                    .cloned(),
+            );
+        }
+    }
+    out
 }
 
 /// Judges every simple command in the working directories it may run in.
@@ -241,6 +296,7 @@ fn judge_command(command: &Command, scope: &Scope<'_>) -> Report {
     let mut effects = Effects::default();
     let words: Vec<String> = command.words.iter().map(Word::display).collect();
     let fixed = judge_prefixes(command, scope, &mut effects);
+    let redirected = effects.writes.len();
     let verdict = match command.words.split_first() {
         None => Ok(()),
         Some((program, args)) => programs::judge(program, args, scope, &mut effects),
@@ -250,6 +306,7 @@ fn judge_command(command: &Command, scope: &Scope<'_>) -> Report {
         fixed,
         verdict,
         effects,
+        redirected,
     }
 }
 

@@ -13,6 +13,7 @@ use devin_bridge_types::ToolCall;
 use serde_json::{Map, Value};
 
 use crate::context::Context;
+use crate::decisive;
 use crate::line;
 use crate::paths::{self, Access, Problem};
 use crate::rules::{may_climb, targets_sensitive, url_host, Facts};
@@ -73,6 +74,9 @@ pub(crate) fn judge_call(call: &ToolCall, ctx: &Context) -> Decision {
             }
             if ctx.restricted {
                 return Decision::flag(format!("the session is restricted: {ALL_ONLY_READS}"));
+            }
+            if let Err(why) = decisive::check_tool(tool, &ctx.written) {
+                return Decision::flag(why);
             }
             Decision::pass(format!("`{tool}` changes only the client's own state"))
         }
