@@ -396,9 +396,17 @@ fn main() {
             ("Edit", "file_path", "/home/dev/project/src/lib.rs"),
             ("Bash", "command", "grep -rn TODO src | head -20"),
             ("Grep", "path", "/home/dev/project/src"),
-            ("Bash", "command", "git diff --stat > /home/dev/project/notes/diff.txt"),
+            (
+                "Bash",
+                "command",
+                "git diff --stat > /home/dev/project/notes/diff.txt",
+            ),
             ("Write", "file_path", "/home/dev/project/src/util.rs"),
-            ("Bash", "command", "cd /home/dev/project && ls -la && wc -l src/main.rs"),
+            (
+                "Bash",
+                "command",
+                "cd /home/dev/project && ls -la && wc -l src/main.rs",
+            ),
             ("Read", "file_path", "/home/dev/project/Cargo.toml"),
         ];
         let mut earlier: Vec<ToolCall> = (0..199)
@@ -416,7 +424,8 @@ fn main() {
             ToolCall {
                 id: "toolu_h_pkg".into(),
                 name: "Edit".into(),
-                input: serde_json::json!({"file_path": "/home/dev/project/package.json"}).to_string(),
+                input: serde_json::json!({"file_path": "/home/dev/project/package.json"})
+                    .to_string(),
             },
         );
         let call = Call::Judge {
