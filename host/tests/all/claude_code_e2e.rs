@@ -553,6 +553,15 @@ fn claude_code_in_auto_mode_runs_the_test_script_edit_but_not_the_tests_it_now_d
         result.text,
         context()
     );
+    // The bridge's reason reaches the model: it names the earlier write.
+    assert!(
+        result
+            .text
+            .contains("package.json, written by an earlier Edit call of this conversation"),
+        "the reason names the edit of package.json: {}\n{}",
+        result.text,
+        context()
+    );
     let final_text = run
         .result()
         .and_then(|result| result["result"].as_str())
