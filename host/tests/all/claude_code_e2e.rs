@@ -481,6 +481,27 @@ fn claude_code_in_auto_mode_refuses_a_destructive_command_the_bridge_flagged() {
 /// decides what `npm test` runs), Claude Code does not run it, and the model is told why.
 #[test]
 fn claude_code_in_auto_mode_runs_the_test_script_edit_but_not_the_tests_it_now_decides() {
+    rewrite_the_test_script_in_auto_mode(&[]);
+}
+
+/// The same on the resident transport, where the conversation keeps one agent session and the
+/// request that asks for `npm test` continues it: the judge still sees the edit. (These
+/// requests are serialized whole: `resident::a_resumed_request_still_gives_the_judge_every_earlier_call`
+/// covers a resumed one.)
+#[test]
+fn claude_code_in_auto_mode_on_the_resident_transport_still_sees_the_earlier_edit() {
+    let health = rewrite_the_test_script_in_auto_mode(&[("transport", "resident")]);
+    let stats = &health["resident"];
+    assert_eq!(stats["sessions"], 1, "{health}");
+    assert!(
+        stats["hits"].as_u64().unwrap_or(0) >= 3,
+        "the later requests continued the session: {health}"
+    );
+}
+
+/// The rewrite-test-script scenario in auto mode with `agent` policy settings; returns the
+/// bridge's `/healthz` after it.
+fn rewrite_the_test_script_in_auto_mode(agent_settings: &[(&str, &str)]) -> Value {
     let claude = claude_code();
     let Workspace {
         _dir,
@@ -492,7 +513,7 @@ fn claude_code_in_auto_mode_runs_the_test_script_edit_but_not_the_tests_it_now_d
         key_file,
     } = Workspace::new();
     write_demo_project(&project);
-    let policy = offline_policy_with(&root, &home, &key_file, &[]);
+    let policy = offline_policy_with(&root, &home, &key_file, agent_settings);
     // The scenario of every prompt (a marker would only be in the first one).
     let mut bridge = ServedBridge::start_with_env(
         &policy,
@@ -591,7 +612,16 @@ fn claude_code_in_auto_mode_runs_the_test_script_edit_but_not_the_tests_it_now_d
         "{counts:?}\n{}",
         context()
     );
+    let health = common::bridge::request(
+        bridge.addr.parse().expect("the bridge's address"),
+        "GET",
+        "/healthz",
+        &[],
+        "",
+    )
+    .json();
     assert_eq!(bridge.stop().code(), Some(0), "{}", bridge.tail());
+    health
 }
 
 /// The stream-json events: assistant tool_use for Bash, Read, Read, Edit and Bash in that
