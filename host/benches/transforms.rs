@@ -387,8 +387,9 @@ fn main() {
         });
 
         // The same reply after a conversation of 200 earlier calls (as the serializer reduces
-        // them: the command or the path), one of which edited `package.json`, so the reply's
-        // `npm test` is judged against the history too.
+        // them: the command or the path), no two alike (the judge reads a repeated call once,
+        // so distinct calls are its slow case), one of which edited `package.json`, so the
+        // reply's `npm test` is judged against the history too.
         let kinds = [
             ("Bash", "command", "git status"),
             ("Read", "file_path", "/home/dev/project/src/main.rs"),
@@ -412,6 +413,11 @@ fn main() {
         let mut earlier: Vec<ToolCall> = (0..199)
             .map(|i| {
                 let (name, key, value) = kinds[i % kinds.len()];
+                let value = if key == "command" {
+                    format!("{value} # {i}")
+                } else {
+                    format!("{value}.{i}")
+                };
                 ToolCall {
                     id: format!("toolu_h{i:03}"),
                     name: name.into(),

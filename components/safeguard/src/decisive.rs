@@ -20,10 +20,17 @@
 //!   written from another working directory still counts.
 //! - Nothing here reads the context or the filesystem: paths come in resolved, and the index
 //!   is a fixed array per ecosystem plus one hash map of file names (no scan per call).
+//! - Reading a history is linear and cheap: a path or a command line is matched against the
+//!   patterns only when its lowercased text holds one of their [`needles`] (a name that matches
+//!   a pattern holds the literal text of its first name). A `Bash` line of the history whose
+//!   text holds none is kept unparsed ([`Written::defer`]): it can write no decisive file, and
+//!   it is parsed only when a script run needs the file names it may have written, and only
+//!   if its text holds that script's name.
 //! - A history the judge does not read whole ([`Written::overflow`]) flags every run of a
 //!   program that reads any of these files: the judge cannot tell what was written.
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use crate::verdict::show;
 
@@ -259,6 +266,14 @@ pub(crate) struct Origin {
     pub(crate) path: String,
 }
 
+/// A `Bash` line of the history that names no decisive file, kept unparsed.
+#[derive(Debug, Clone)]
+struct Deferred {
+    command: String,
+    /// The line's [`plain`] text.
+    plain: String,
+}
+
 /// The writes of the conversation so far, indexed by ecosystem and by file name.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Written {
@@ -266,6 +281,8 @@ pub(crate) struct Written {
     ecosystems: [Option<Origin>; ECOSYSTEMS],
     /// Every written path's file name, lowercased, with its latest write.
     names: HashMap<String, Origin>,
+    /// History lines that can write no decisive file (see the module doc).
+    deferred: Vec<Deferred>,
     /// Why the history is not read whole, when it is not.
     overflow: Option<String>,
 }
@@ -278,19 +295,32 @@ impl Written {
             tool: tool.to_owned(),
             path: path.to_owned(),
         };
-        let components: Vec<String> = path
+        let name = path
+            .rsplit('/')
+            .find(|part| !part.is_empty() && *part != ".")
+            .unwrap_or(path);
+        self.names.insert(name.to_ascii_lowercase(), origin());
+        if !names_a_decisive_file(&path.to_ascii_lowercase()) {
+            return;
+        }
+        let components: Vec<&str> = path
             .split('/')
             .filter(|part| !part.is_empty() && *part != ".")
-            .map(str::to_owned)
             .collect();
         for (ecosystem, pattern) in FILES {
             if matches(pattern, &components) {
                 self.ecosystems[ecosystem.index()] = Some(origin());
             }
         }
-        if let Some(name) = components.last() {
-            self.names.insert(name.to_ascii_lowercase(), origin());
-        }
+    }
+
+    /// Keeps a `Bash` line of the history unparsed: its `plain` text (see [`plain`]) names no
+    /// decisive file, so only a script run looks into it.
+    pub(crate) fn defer(&mut self, command: &str, plain: String) {
+        self.deferred.push(Deferred {
+            command: command.to_owned(),
+            plain,
+        });
     }
 
     /// Marks the history as not read whole (see the module doc).
@@ -300,12 +330,97 @@ impl Written {
 
     /// Nothing was written and the history was read whole.
     pub(crate) fn is_empty(&self) -> bool {
-        self.overflow.is_none() && self.names.is_empty()
+        self.overflow.is_none() && self.names.is_empty() && self.deferred.is_empty()
     }
 
     fn ecosystem(&self, ecosystem: Ecosystem) -> Option<&Origin> {
         self.ecosystems[ecosystem.index()].as_ref()
     }
+
+    /// The write of a file named `name` (lowercased), looked up in the recorded names, then in
+    /// the deferred lines whose text holds it (`writes` gives a line's written paths).
+    fn named(&self, name: &str, writes: &dyn Fn(&str) -> Vec<String>) -> Option<Origin> {
+        if let Some(origin) = self.names.get(name) {
+            return Some(origin.clone());
+        }
+        for line in self
+            .deferred
+            .iter()
+            .filter(|line| line.plain.contains(name))
+        {
+            for path in writes(&line.command) {
+                let last = path.rsplit('/').next().unwrap_or(&path);
+                if last.eq_ignore_ascii_case(name) {
+                    return Some(Origin {
+                        tool: "Bash".to_owned(),
+                        path,
+                    });
+                }
+            }
+        }
+        None
+    }
+}
+
+/// The literal text every name matching a pattern's first name holds, lowercased: for each
+/// pattern of [`FILES`], the longest `*`-free piece of its first name; grouped by first byte,
+/// so that a text is scanned once.
+pub(crate) fn needles() -> &'static [Vec<String>; 256] {
+    static NEEDLES: OnceLock<[Vec<String>; 256]> = OnceLock::new();
+    NEEDLES.get_or_init(|| {
+        let mut out: [Vec<String>; 256] = std::array::from_fn(|_| Vec::new());
+        for (_, pattern) in FILES {
+            let Some(first) = pattern.first() else {
+                continue;
+            };
+            let needle = first
+                .split('*')
+                .max_by_key(|piece| piece.len())
+                .unwrap_or(first)
+                .to_ascii_lowercase();
+            if let Some(&byte) = needle.as_bytes().first() {
+                let group = &mut out[usize::from(byte)];
+                if !group.contains(&needle) {
+                    group.push(needle);
+                }
+            }
+        }
+        out
+    })
+}
+
+/// Whether lowercased text may name a decisive file: it holds one of the [`needles`].
+pub(crate) fn names_a_decisive_file(lowercase: &str) -> bool {
+    let table = needles();
+    let bytes = lowercase.as_bytes();
+    (0..bytes.len()).any(|at| {
+        let rest = &bytes[at..];
+        table[usize::from(bytes[at])].iter().any(|needle| {
+            let needle = needle.as_bytes();
+            // The second byte first: most needles share their first (`.`).
+            needle.len() <= rest.len()
+                && (needle.len() < 2 || needle[1] == rest[1])
+                && rest[..needle.len()] == *needle
+        })
+    })
+}
+
+/// A shell line's text as its words' text may hold it: lowercased, without line
+/// continuations, quotes and backslashes (quote removal only drops characters).
+pub(crate) fn plain(command: &str) -> String {
+    let bytes = command.as_bytes();
+    let mut out: Vec<u8> = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while let Some(&byte) = bytes.get(at) {
+        match byte {
+            b'\\' if bytes.get(at + 1) == Some(&b'\n') => at += 1,
+            b'\'' | b'"' | b'\\' => {}
+            other => out.push(other.to_ascii_lowercase()),
+        }
+        at += 1;
+    }
+    // Only ASCII bytes were lowered and only ASCII bytes dropped: still UTF-8.
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// What a command line's simple command reads of the decisive files.
@@ -422,6 +537,7 @@ pub(crate) fn check_run(
     words: &[String],
     written: &Written,
     same_line: Option<&Written>,
+    writes: &dyn Fn(&str) -> Vec<String>,
 ) -> Result<(), String> {
     let reads = reads(words);
     if reads.is_empty() {
@@ -441,14 +557,17 @@ pub(crate) fn check_run(
             }
         }
         if let Some(script) = reads.script {
-            let name = script.rsplit('/').next().unwrap_or(script);
+            let name = script
+                .rsplit('/')
+                .next()
+                .unwrap_or(script)
+                .to_ascii_lowercase();
             let module = format!("{name}.py");
             let found = index
-                .names
-                .get(&name.to_ascii_lowercase())
-                .or_else(|| index.names.get(&module.to_ascii_lowercase()));
+                .named(&name, writes)
+                .or_else(|| index.named(&module, writes));
             if let Some(origin) = found {
-                return Err(sentence(program, origin));
+                return Err(sentence(program, &origin));
             }
         }
     }
@@ -485,12 +604,18 @@ fn sentence(program: &str, origin: &Origin) -> String {
 }
 
 /// Whether a pattern matches the path's components anywhere (see the module doc).
-fn matches(pattern: &[&str], components: &[String]) -> bool {
+fn matches(pattern: &[&str], components: &[&str]) -> bool {
     let (fixed, below) = match pattern.split_last() {
         Some((&"**", fixed)) => (fixed, true),
         _ => (pattern, false),
     };
-    (0..components.len()).any(|start| {
+    // A pattern without `**` can only match the path's last names.
+    let first = if below {
+        0
+    } else {
+        components.len().saturating_sub(fixed.len())
+    };
+    (first..components.len()).any(|start| {
         let rest = &components[start..];
         if !below && rest.len() > fixed.len() {
             return false;

@@ -151,7 +151,10 @@ pub(crate) fn judge(command: &str, ctx: &Context) -> Decision {
             return Decision::flag(why);
         }
         if !(ctx.written.is_empty() && same_line.is_empty()) {
-            if let Err(why) = decisive::check_run(&report.words, &ctx.written, Some(&same_line)) {
+            let expand = |command: &str| writes(command, ctx);
+            if let Err(why) =
+                decisive::check_run(&report.words, &ctx.written, Some(&same_line), &expand)
+            {
                 return Decision::flag(why);
             }
         }
