@@ -128,6 +128,47 @@ fn commands_read_their_ecosystems_and_scripts() {
 }
 
 #[test]
+fn every_pattern_is_found_by_its_needles_and_matches_a_name_made_from_it() {
+    for (ecosystem, pattern) in FILES {
+        let path: Vec<String> = pattern
+            .iter()
+            .map(|glob| {
+                if *glob == "**" {
+                    "f".to_owned()
+                } else {
+                    glob.replace('*', "x")
+                }
+            })
+            .collect();
+        let path = format!("/proj/{}", path.join("/"));
+        for text in [path.clone(), path.to_ascii_uppercase()] {
+            assert!(
+                names_a_decisive_file(&text.to_ascii_lowercase()),
+                "{text}: no needle"
+            );
+            let mut written = Written::default();
+            written.record("Write", &text);
+            assert!(
+                written.ecosystem(*ecosystem).is_some(),
+                "{text}: {ecosystem:?}"
+            );
+        }
+    }
+    assert!(!names_a_decisive_file(
+        "git status && cargo test -p core | tail -30"
+    ));
+    assert!(!names_a_decisive_file("/proj/src/lib.rs"));
+}
+
+#[test]
+fn plain_text_holds_what_the_words_hold() {
+    assert_eq!(plain(r#"echo x > 'Make'"file""#), "echo x > makefile");
+    assert_eq!(plain("printf x > Make\\file"), "printf x > makefile");
+    assert_eq!(plain("echo x > Make\\\nfile"), "echo x > makefile");
+    assert!(names_a_decisive_file(&plain(r#"cp a "package".json"#)));
+}
+
+#[test]
 fn name_globs_compare_without_case() {
     assert!(name_matches("*.mk", "rules.MK"));
     assert!(name_matches("tsconfig*.json", "tsconfig.json"));
@@ -232,6 +273,13 @@ fn write_then_run() -> Vec<(ToolCall, ToolCall, &'static str)> {
             write("/proj/scripts/gen.js"),
             bash("node scripts/gen.js"),
             "scripts/gen.js",
+        ),
+        // A script written by a shell line that names no decisive file (kept unparsed until a
+        // script run looks into it).
+        (
+            bash("printf 'x' > 'scripts/gen.js'"),
+            bash("node scripts/gen.js"),
+            "/proj/scripts/gen.js",
         ),
         // Rust
         (
