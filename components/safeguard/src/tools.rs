@@ -76,7 +76,8 @@ pub(crate) fn judge_call(call: &ToolCall, ctx: &Context) -> Decision {
                 return Decision::flag(format!("the session is restricted: {ALL_ONLY_READS}"));
             }
             if let Err(why) = decisive::check_tool(tool, &ctx.written) {
-                return Decision::flag(why);
+                // As for a shell command, the user's own rule still passes it.
+                return allow_side(&facts, ctx).unwrap_or_else(|| Decision::flag(why));
             }
             Decision::pass(format!("`{tool}` changes only the client's own state"))
         }

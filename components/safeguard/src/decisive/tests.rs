@@ -558,6 +558,24 @@ fn a_history_over_the_limits_flags_every_decisive_run_and_nothing_else() {
 }
 
 #[test]
+fn a_user_allow_rule_still_passes_a_subagent_after_the_instruction_files_changed() {
+    let task = call("t", "Task", serde_json::json!({"prompt": "p"}));
+    let context = r#"{"live_cwd":"/proj","home_dir":"/home/u","trusted_directories":{"primary":{"path":"/proj"}},"auto_mode":{"allow":["Task"]}}"#;
+    let status = judge_in_conversation(&[task], context, &[write("/proj/CLAUDE.md")]);
+    let SafeguardStatus::Available(verdicts) = status else {
+        panic!("{status:?}");
+    };
+    assert!(
+        matches!(
+            &verdicts[0].verdict,
+            CallVerdict::Evaluated(e) if e.outcome == SafeguardOutcome::NotFlagged
+                && e.cited_rule.as_deref() == Some("auto_mode.allow.0")
+        ),
+        "{verdicts:?}"
+    );
+}
+
+#[test]
 fn a_user_allow_rule_still_passes_the_run() {
     let context = r#"{"live_cwd":"/proj","home_dir":"/home/u","trusted_directories":{"primary":{"path":"/proj"}},"auto_mode":{"allow":["Bash(npm test:*)"]}}"#;
     let status = judge_in_conversation(&[bash("npm test")], context, &[edit("/proj/package.json")]);
