@@ -262,7 +262,7 @@ const AGENT_TOOLS: [&str; 2] = ["Task", "Agent"];
 /// Where a write came from: the tool of the earlier call and the path it wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Origin {
-    pub(crate) tool: String,
+    pub(crate) tool: &'static str,
     pub(crate) path: String,
 }
 
@@ -270,8 +270,6 @@ pub(crate) struct Origin {
 #[derive(Debug, Clone)]
 struct Deferred {
     command: String,
-    /// The line's [`plain`] text.
-    plain: String,
 }
 
 /// The writes of the conversation so far, indexed by ecosystem and by file name.
@@ -290,9 +288,9 @@ pub(crate) struct Written {
 impl Written {
     /// Records that `tool` wrote `path` (an absolute, folded path, or the call's own text when
     /// the judge could not resolve it).
-    pub(crate) fn record(&mut self, tool: &str, path: &str) {
+    pub(crate) fn record(&mut self, tool: &'static str, path: &str) {
         let origin = || Origin {
-            tool: tool.to_owned(),
+            tool,
             path: path.to_owned(),
         };
         let name = path
@@ -314,13 +312,10 @@ impl Written {
         }
     }
 
-    /// Keeps a `Bash` line of the history unparsed: its `plain` text (see [`plain`]) names no
-    /// decisive file, so only a script run looks into it.
-    pub(crate) fn defer(&mut self, command: &str, plain: String) {
-        self.deferred.push(Deferred {
-            command: command.to_owned(),
-            plain,
-        });
+    /// Keeps a `Bash` line of the history unparsed: its [`plain`] text names no decisive
+    /// file, so only a script run looks into it.
+    pub(crate) fn defer(&mut self, command: String) {
+        self.deferred.push(Deferred { command });
     }
 
     /// Marks the history as not read whole (see the module doc).
@@ -343,18 +338,16 @@ impl Written {
         if let Some(origin) = self.names.get(name) {
             return Some(origin.clone());
         }
-        for line in self
-            .deferred
-            .iter()
-            .filter(|line| line.plain.contains(name))
-        {
+        let mut text = String::new();
+        for line in &self.deferred {
+            plain_into(&mut text, &line.command);
+            if !text.contains(name) {
+                continue;
+            }
             for path in writes(&line.command) {
                 let last = path.rsplit('/').next().unwrap_or(&path);
                 if last.eq_ignore_ascii_case(name) {
-                    return Some(Origin {
-                        tool: "Bash".to_owned(),
-                        path,
-                    });
+                    return Some(Origin { tool: "Bash", path });
                 }
             }
         }
@@ -406,21 +399,30 @@ pub(crate) fn names_a_decisive_file(lowercase: &str) -> bool {
 }
 
 /// A shell line's text as its words' text may hold it: lowercased, without line
-/// continuations, quotes and backslashes (quote removal only drops characters).
+/// continuations, quotes and the backslashes that escape (quote removal only drops
+/// characters).
+#[cfg(test)]
 pub(crate) fn plain(command: &str) -> String {
-    let bytes = command.as_bytes();
-    let mut out: Vec<u8> = Vec::with_capacity(bytes.len());
-    let mut at = 0;
-    while let Some(&byte) = bytes.get(at) {
-        match byte {
-            b'\\' if bytes.get(at + 1) == Some(&b'\n') => at += 1,
-            b'\'' | b'"' | b'\\' => {}
+    let mut out = String::new();
+    plain_into(&mut out, command);
+    out
+}
+
+/// [`plain`] into a buffer (cleared first), so that lines are read without allocating.
+pub(crate) fn plain_into(out: &mut String, command: &str) {
+    out.clear();
+    let mut chars = command.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                // A line continuation, or an escaped quote or backslash: dropped like quotes.
+                Some('\n' | '\'' | '"' | '\\') | None => {}
+                Some(next) => out.push(next.to_ascii_lowercase()),
+            },
+            '\'' | '"' => {}
             other => out.push(other.to_ascii_lowercase()),
         }
-        at += 1;
     }
-    // Only ASCII bytes were lowered and only ASCII bytes dropped: still UTF-8.
-    String::from_utf8(out).unwrap_or_default()
 }
 
 /// What a command line's simple command reads of the decisive files.
@@ -588,7 +590,7 @@ pub(crate) fn check_tool(tool: &str, written: &Written) -> Result<(), String> {
         Some(origin) => Err(format!(
             "starts an agent, which reads {}, written by an earlier {} call of this conversation",
             show(&origin.path),
-            show(&origin.tool)
+            origin.tool
         )),
         None => Ok(()),
     }
@@ -599,7 +601,7 @@ fn sentence(program: &str, origin: &Origin) -> String {
         "runs `{}`, which follows {}, written by an earlier {} call of this conversation",
         show(program),
         show(&origin.path),
-        show(&origin.tool)
+        origin.tool
     )
 }
 

@@ -15,11 +15,10 @@
 //!   blocked in auto mode, a call the user approved ran), so every write counts.
 //! - A `Bash` line whose text names no decisive file is not parsed here but kept for a script
 //!   run to look into ([`Written::defer`]); unless the working or home directory itself names
-//!   one, since a relative path or `~` would then write inside it.
+//!   one, since a relative path or `~` would then write inside it. A line with a character
+//!   that is not ASCII writes nothing the judge reads (it is flagged, so it was blocked).
 
 use std::borrow::Cow;
-use std::collections::HashSet;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use devin_bridge_types::ToolCall;
 use serde::Deserialize;
@@ -39,33 +38,6 @@ struct Input<'a> {
     file_path: Option<Cow<'a, str>>,
     #[serde(borrow)]
     notebook_path: Option<Cow<'a, str>>,
-}
-
-/// A multiply-rotate hash, eight bytes at a time: the set of calls already read hashes whole
-/// inputs, which needs no resistance to chosen collisions (a collision costs a comparison,
-/// and a request is read once, by its own judge) and is hot.
-#[derive(Default)]
-struct Quick(u64);
-
-impl Hasher for Quick {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x517c_c1b7_2722_0a95;
-        let mut hash = self.0;
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            hash = (hash.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(K);
-        }
-        for byte in chunks.remainder() {
-            hash = (hash.rotate_left(5) ^ u64::from(*byte)).wrapping_mul(K);
-        }
-        self.0 = hash;
-    }
 }
 
 /// Most earlier calls read.
@@ -91,66 +63,79 @@ pub(crate) fn index(earlier: &[ToolCall], ctx: &Context) -> Written {
         ));
         return written;
     }
-    let parse_all = [&ctx.cwd, &ctx.home]
-        .into_iter()
-        .flatten()
-        .any(|dir| decisive::names_a_decisive_file(&dir.to_ascii_lowercase()));
-    // A call repeated verbatim writes what it wrote before: read once.
-    let mut seen: HashSet<(&str, &str), BuildHasherDefault<Quick>> =
-        HashSet::with_capacity_and_hasher(earlier.len(), BuildHasherDefault::default());
+    let mut reader = Reader::new(ctx);
     for call in earlier {
-        if !seen.insert((call.name.as_str(), call.input.as_str())) {
-            continue;
-        }
-        if call.name == "Bash" {
-            if let Some(command) = input(call).and_then(|input| input.command) {
-                if !command.is_ascii() {
-                    // Flagged, so blocked; and the judge reads no write of it.
-                    continue;
-                }
-                let plain = decisive::plain(&command);
-                if !parse_all && !decisive::names_a_decisive_file(&plain) {
-                    written.defer(&command, plain);
-                    continue;
-                }
-            }
-        }
-        record(&mut written, call, ctx);
+        reader.record(&mut written, call);
     }
     written
 }
 
-fn input(call: &ToolCall) -> Option<Input<'_>> {
-    serde_json::from_str::<Input<'_>>(&call.input).ok()
+/// Adds what `call` (of the reply, once judged) wrote to `written`.
+pub(crate) fn record(written: &mut Written, call: &ToolCall, ctx: &Context) {
+    Reader::new(ctx).record(written, call);
 }
 
-/// Adds what `call` wrote to `written`.
-pub(crate) fn record(written: &mut Written, call: &ToolCall, ctx: &Context) {
-    if !matches!(
-        call.name.as_str(),
-        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" | "Bash"
-    ) {
-        return;
+/// Reads calls for what they wrote, with one text buffer for every line.
+struct Reader<'c> {
+    ctx: &'c Context,
+    /// The working or home directory names a decisive file: every line is parsed.
+    parse_all: bool,
+    plain: String,
+}
+
+impl<'c> Reader<'c> {
+    fn new(ctx: &'c Context) -> Self {
+        let parse_all = [&ctx.cwd, &ctx.home]
+            .into_iter()
+            .flatten()
+            .any(|dir| decisive::names_a_decisive_file(&dir.to_ascii_lowercase()));
+        Self {
+            ctx,
+            parse_all,
+            plain: String::new(),
+        }
     }
-    let Some(input) = input(call) else {
-        return;
-    };
-    let text = match call.name.as_str() {
-        "NotebookEdit" => input.notebook_path,
-        "Bash" => {
-            for path in input
-                .command
-                .map(|command| line::writes(&command, ctx))
-                .unwrap_or_default()
-            {
-                written.record(&call.name, &path);
+
+    fn record(&mut self, written: &mut Written, call: &ToolCall) {
+        let tool = match call.name.as_str() {
+            "Write" => "Write",
+            "Edit" => "Edit",
+            "MultiEdit" => "MultiEdit",
+            "NotebookEdit" => "NotebookEdit",
+            "Bash" => "Bash",
+            _ => return,
+        };
+        let Ok(input) = serde_json::from_str::<Input<'_>>(&call.input) else {
+            return;
+        };
+        let text = match tool {
+            "NotebookEdit" => input.notebook_path,
+            "Bash" => {
+                if let Some(command) = input.command {
+                    self.record_line(written, command);
+                }
+                return;
             }
+            _ => input.file_path,
+        };
+        if let Some(text) = text {
+            let path =
+                paths::resolve_tool_path(&text, self.ctx).unwrap_or_else(|_| text.into_owned());
+            written.record(tool, &path);
+        }
+    }
+
+    fn record_line(&mut self, written: &mut Written, command: Cow<'_, str>) {
+        if !command.is_ascii() {
             return;
         }
-        _ => input.file_path,
-    };
-    if let Some(text) = text {
-        let path = paths::resolve_tool_path(&text, ctx).unwrap_or_else(|_| text.into_owned());
-        written.record(&call.name, &path);
+        decisive::plain_into(&mut self.plain, &command);
+        if !self.parse_all && !decisive::names_a_decisive_file(&self.plain) {
+            written.defer(command.into_owned());
+            return;
+        }
+        for path in line::writes(&command, self.ctx) {
+            written.record("Bash", &path);
+        }
     }
 }
