@@ -387,9 +387,8 @@ fn main() {
         });
 
         // The same reply after a conversation of 200 earlier calls (as the serializer reduces
-        // them: the command or the path), no two alike (the judge reads a repeated call once,
-        // so distinct calls are its slow case), one of which edited `package.json`, so the
-        // reply's `npm test` is judged against the history too.
+        // them: the command or the path), no two alike, one of which edited `package.json`, so
+        // the reply's `npm test` is judged against the history too.
         let kinds = [
             ("Bash", "command", "git status"),
             ("Read", "file_path", "/home/dev/project/src/main.rs"),
