@@ -54,6 +54,9 @@ struct Report {
     effects: Effects,
     /// How many of `effects.writes`, at their start, are the redirections' files.
     redirected: usize,
+    /// Every file an output redirection names, whether the judge accepts the write or not:
+    /// the conversation's history counts them all ([`writes`]).
+    redirect_targets: Vec<String>,
 }
 
 /// Judges the `command` of a `Bash` call.
@@ -187,19 +190,22 @@ pub(crate) fn writes(command: &str, ctx: &Context) -> Vec<String> {
     }
 }
 
-/// What the line's commands write: their redirections and the files the safe set's programs
-/// write, except git's own (`git add` and `git commit` name files they do not change). A
-/// command the safe set does not know (passed by a user's rule, or flagged) counts as writing
-/// every operand it names.
+/// What the line's commands write: their redirections' files (even those the judge refuses)
+/// and the files the safe set's programs write, except git's own (`git add` and `git commit`
+/// name files they do not change). A command the safe set does not know (passed by a user's
+/// rule, or flagged) counts as writing every operand it names.
 fn line_writes(reports: &[Report]) -> Vec<String> {
     let mut out = Vec::new();
     for report in reports {
-        let writes = if report.words.first().is_some_and(|program| program == "git") {
-            &report.effects.writes[..report.redirected]
-        } else {
-            &report.effects.writes[..]
-        };
-        out.extend(writes.iter().cloned());
+        out.extend(report.redirect_targets.iter().cloned());
+        if !report.words.first().is_some_and(|program| program == "git") {
+            let programs = report
+                .effects
+                .writes
+                .get(report.redirected..)
+                .unwrap_or_default();
+            out.extend(programs.iter().cloned());
+        }
         if report.verdict.is_err() {
             out.extend(
                 report
@@ -310,7 +316,31 @@ fn judge_command(command: &Command, scope: &Scope<'_>) -> Report {
         verdict,
         effects,
         redirected,
+        redirect_targets: redirect_targets(command, scope),
     }
+}
+
+/// The files of a command's output redirections, in every working directory (descriptors and
+/// `/dev/null` aside; a target the judge cannot resolve is left out: the command is flagged).
+fn redirect_targets(command: &Command, scope: &Scope<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    for redirect in &command.redirects {
+        let target = &redirect.target;
+        let text = target.text.as_str();
+        let descriptor = !target.tilde
+            && (text == "-" || (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())));
+        let output = matches!(
+            redirect.op,
+            RedirOp::Output | RedirOp::Append | RedirOp::Both | RedirOp::ReadWrite
+        ) || (redirect.op == RedirOp::DupOut && !descriptor);
+        if !output {
+            continue;
+        }
+        if let Ok(paths) = scope.resolve(Arg::from(target)) {
+            out.extend(paths.into_iter().filter(|path| path != "/dev/null"));
+        }
+    }
+    out
 }
 
 /// Environment prefixes and redirections.

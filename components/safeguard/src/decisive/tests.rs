@@ -588,3 +588,67 @@ fn a_user_allow_rule_still_passes_the_run() {
             && e.cited_rule.as_deref() == Some("auto_mode.allow.0")
     ));
 }
+
+/// Every file of every ecosystem, written by `Write` or by a shell redirection, flags every
+/// run of that ecosystem's programs that the judge passes without a history (the ecosystems
+/// whose programs the safe set does not run, CI, Ruby and dev containers, are checked by
+/// their programs' reads above).
+#[test]
+fn every_decisive_file_written_any_way_flags_every_passing_run_of_its_ecosystem() {
+    let runs: Vec<(Ecosystem, ToolCall)> = [
+        (Node, "npm test"),
+        (Node, "yarn test"),
+        (Node, "pnpm run build"),
+        (Node, "jest --ci"),
+        (Node, "vitest run"),
+        (Node, "tsc --noEmit"),
+        (Node, "eslint src"),
+        (Node, "node --test"),
+        (Rust, "cargo build"),
+        (Rust, "cargo test"),
+        (Rust, "cargo clippy"),
+        (Rust, "cargo fmt --check"),
+        (Make, "make test"),
+        (Python, "pytest"),
+        (Python, "python3 -m pytest"),
+        (Python, "python -m unittest"),
+        (Go, "go test ./..."),
+        (Go, "go vet ./..."),
+        (GitHooks, "git commit -m x"),
+    ]
+    .into_iter()
+    .map(|(ecosystem, line)| (ecosystem, bash(line)))
+    .chain([(Agent, call("t", "Task", serde_json::json!({"prompt": "p"})))])
+    .collect();
+    let mut wrong = Vec::new();
+    let mut checked = 0;
+    for (ecosystem, run) in &runs {
+        let (alone, why) = judged(&[], run);
+        assert_eq!(alone, SafeguardOutcome::NotFlagged, "{}: {why}", run.input);
+        for (_, pattern) in FILES.iter().filter(|(e, _)| e == ecosystem) {
+            let relative: Vec<String> = pattern
+                .iter()
+                .map(|glob| {
+                    if *glob == "**" {
+                        "f".to_owned()
+                    } else {
+                        glob.replace('*', "x")
+                    }
+                })
+                .collect();
+            let relative = relative.join("/");
+            for earlier in [
+                write(&format!("/proj/{relative}")),
+                bash(&format!("printf x > '{relative}'")),
+            ] {
+                checked += 1;
+                let (outcome, why) = judged(std::slice::from_ref(&earlier), run);
+                if outcome != SafeguardOutcome::Flagged || !why.contains(&relative) {
+                    wrong.push(format!("{} then {}: {why}", earlier.input, run.input));
+                }
+            }
+        }
+    }
+    assert!(checked > 300, "{checked}");
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
