@@ -198,7 +198,7 @@ fn line_writes(reports: &[Report]) -> Vec<String> {
     let mut out = Vec::new();
     for report in reports {
         out.extend(report.redirect_targets.iter().cloned());
-        if !report.words.first().is_some_and(|program| program == "git") {
+        if report.words.first().is_none_or(|program| program != "git") {
             let programs = report
                 .effects
                 .writes
