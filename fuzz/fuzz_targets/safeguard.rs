@@ -336,7 +336,11 @@ fn outcomes(status: &SafeguardStatus, calls: &[ToolCall]) -> Vec<SafeguardOutcom
 fn judged(calls: &[ToolCall], context: &str) -> SafeguardStatus {
     let status = devin_bridge_safeguard::judge(calls, context);
     differential(
-        Call::Judge { calls: calls.to_vec(), classifier_context: context.to_owned() },
+        Call::Judge {
+            calls: calls.to_vec(),
+            classifier_context: context.to_owned(),
+            earlier_calls: Vec::new(),
+        },
         json!({ "ok": status }),
     );
     status

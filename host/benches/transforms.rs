@@ -367,6 +367,7 @@ fn main() {
         let call = Call::Judge {
             calls: calls.clone(),
             classifier_context: context.clone(),
+            earlier_calls: Vec::new(),
         };
         let mut warm = safeguard.warm(&runtime).expect("instance");
         rows.push(Row {
@@ -374,6 +375,77 @@ fn main() {
             input: "8 calls, Claude Code ctx".into(),
             native: measure(|| {
                 std::hint::black_box(devin_bridge_safeguard::judge(&calls, &context));
+            }),
+            fresh: measure(|| {
+                std::hint::black_box(safeguard.call(&runtime, &call).is_ok());
+            }),
+            warm: measure(|| {
+                std::hint::black_box(warm.call(&call).is_ok());
+            }),
+            transform: &safeguard,
+            call,
+        });
+
+        // The same reply after a conversation of 200 earlier calls (as the serializer reduces
+        // them: the command or the path), no two alike, one of which edited `package.json`, so
+        // the reply's `npm test` is judged against the history too.
+        let kinds = [
+            ("Bash", "command", "git status"),
+            ("Read", "file_path", "/home/dev/project/src/main.rs"),
+            ("Bash", "command", "cargo test -p core 2>&1 | tail -30"),
+            ("Edit", "file_path", "/home/dev/project/src/lib.rs"),
+            ("Bash", "command", "grep -rn TODO src | head -20"),
+            ("Grep", "path", "/home/dev/project/src"),
+            (
+                "Bash",
+                "command",
+                "git diff --stat > /home/dev/project/notes/diff.txt",
+            ),
+            ("Write", "file_path", "/home/dev/project/src/util.rs"),
+            (
+                "Bash",
+                "command",
+                "cd /home/dev/project && ls -la && wc -l src/main.rs",
+            ),
+            ("Read", "file_path", "/home/dev/project/Cargo.toml"),
+        ];
+        let mut earlier: Vec<ToolCall> = (0..199)
+            .map(|i| {
+                let (name, key, value) = kinds[i % kinds.len()];
+                let value = if key == "command" {
+                    format!("{value} # {i}")
+                } else {
+                    format!("{value}.{i}")
+                };
+                ToolCall {
+                    id: format!("toolu_h{i:03}"),
+                    name: name.into(),
+                    input: serde_json::json!({ key: value }).to_string(),
+                }
+            })
+            .collect();
+        earlier.insert(
+            100,
+            ToolCall {
+                id: "toolu_h_pkg".into(),
+                name: "Edit".into(),
+                input: serde_json::json!({"file_path": "/home/dev/project/package.json"})
+                    .to_string(),
+            },
+        );
+        let call = Call::Judge {
+            calls: calls.clone(),
+            classifier_context: context.clone(),
+            earlier_calls: earlier.clone(),
+        };
+        let mut warm = safeguard.warm(&runtime).expect("instance");
+        rows.push(Row {
+            operation: "safeguard.judge+hist".into(),
+            input: "8 calls after 200 calls".into(),
+            native: measure(|| {
+                std::hint::black_box(devin_bridge_safeguard::judge_in_conversation(
+                    &calls, &context, &earlier,
+                ));
             }),
             fresh: measure(|| {
                 std::hint::black_box(safeguard.call(&runtime, &call).is_ok());
@@ -527,6 +599,17 @@ fn main() {
         micros(judge.fresh),
         micros(judge.native),
         verdict(judge.fresh <= Duration::from_micros(200) && judge.native <= Duration::from_micros(50))
+    );
+    let history = rows
+        .iter()
+        .find(|r| r.operation == "safeguard.judge+hist")
+        .expect("judge with history row");
+    println!(
+        "goal: judging a reply of 8 tool calls after 200 earlier calls (fresh instance) <= 200 µs: {} µs, native {} µs, fresh/native {:.1}x  {}",
+        micros(history.fresh),
+        micros(history.native),
+        history.fresh.as_secs_f64() / history.native.as_secs_f64(),
+        verdict(history.fresh <= Duration::from_micros(200))
     );
     let ratio = four_envelopes.fresh.as_secs_f64() / single_envelope.fresh.as_secs_f64();
     println!(

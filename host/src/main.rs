@@ -6,6 +6,7 @@ mod builtin;
 mod cli;
 mod client_env;
 mod policy;
+mod safeguard;
 
 use devin_bridge_summarizer::policy::SummarizerPolicy;
 
@@ -42,6 +43,11 @@ enum Command {
     /// Print the shell `export` lines that point Claude Code at a bridge, with the operator's
     /// BRIDGE_*_MODEL settings checked against the catalog (`eval "$(devin-bridge client-env)"`).
     ClientEnv(client_env::ClientEnvArgs),
+    /// Check the safeguard judge offline: `explain` judges one tool call against a context (a
+    /// classifier context, a request body Claude Code sent, or the working directory) and
+    /// prints the verdict, the rule and the `auto_mode.allow` entry that would let it run.
+    #[command(subcommand)]
+    Safeguard(safeguard::SafeguardCommand),
 }
 
 /// The async runtime a command needs. An outpost worker does little CPU work and many of them
@@ -99,6 +105,7 @@ fn main() -> std::process::ExitCode {
         // One-shot commands print their own report: routine log lines only when asked.
         Command::Doctor(args) => cli::init_tracing_one_shot(args.verbose),
         Command::ClientEnv(args) => cli::init_tracing_one_shot(args.verbose),
+        Command::Safeguard(_) => cli::init_tracing_one_shot(0),
         _ => cli::init_tracing(),
     }
     // Identity changes (switching uid, keeping capabilities) act on the calling thread only
@@ -132,6 +139,10 @@ fn main() -> std::process::ExitCode {
     // Needs no async runtime, and must print nothing but its exports on stdout.
     if let Command::ClientEnv(args) = &cli.command {
         return client_env::run(args);
+    }
+    // Needs no async runtime either: one offline judgement.
+    if let Command::Safeguard(command) = &cli.command {
+        return safeguard::run(command);
     }
     let runtime = match runtime_for(&cli.command).enable_all().build() {
         Ok(runtime) => runtime,
@@ -168,7 +179,7 @@ fn main() -> std::process::ExitCode {
             // Runs as the invoking user: no identity switch.
             Command::Outpost(args) => devin_bridge_outpost::main(args).await,
             // Ran above, before the runtime started.
-            Command::ClientEnv(_) => Ok(std::process::ExitCode::SUCCESS),
+            Command::ClientEnv(_) | Command::Safeguard(_) => Ok(std::process::ExitCode::SUCCESS),
         }
     });
     match outcome {

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use devin_bridge_safeguard::judge;
+use devin_bridge_safeguard::judge_in_conversation;
 use devin_bridge_types::ToolCall;
 use serde_json::{json, Value};
 
@@ -30,7 +30,11 @@ fn main() {
             Some(Value::String(raw)) => raw.clone(),
             _ => args["classifier_context"].to_string(),
         };
-        case["expect"] = json!({ "ok": judge(&calls, &context) });
+        let earlier: Vec<ToolCall> = match args.get("earlier_calls") {
+            Some(list) => serde_json::from_value(list.clone()).expect("earlier calls"),
+            None => Vec::new(),
+        };
+        case["expect"] = json!({ "ok": judge_in_conversation(&calls, &context, &earlier) });
         let text = serde_json::to_string_pretty(&case).expect("JSON") + "\n";
         std::fs::write(&path, text).expect("writable");
         eprintln!("blessed {}", path.display());

@@ -16,6 +16,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::decisive::Written;
 use crate::pathname::normalize;
 use crate::rule::{Rule, RuleEntry};
 
@@ -45,6 +46,9 @@ pub(crate) struct Context {
     pub(crate) restricted: bool,
     /// The shell `Bash` commands run in, from `shell` and `platform`.
     pub(crate) shell: Shell,
+    /// What the conversation's earlier calls wrote: not part of the classifier context, it is
+    /// filled in from the earlier calls ([`crate::history`]) after the context is read.
+    pub(crate) written: Written,
 }
 
 /// The shell the client runs `Bash` commands in.

@@ -20,7 +20,9 @@
 //! - The judge sees text, not the filesystem: paths and globs are resolved lexically (a
 //!   symlink inside a trusted directory is followed by the tool, not by the judge), and running
 //!   the project's own scripts and tests runs code the agent may have edited, as with Claude
-//!   Code's own classifier.
+//!   Code's own classifier; but a run of a program after an earlier call of the conversation
+//!   wrote a file that decides what it runs (a build script, a hook, a manifest's scripts;
+//!   [`decisive`]) is flagged.
 //! - Lines are parsed as the context's shell reads them (zsh or sh, `shell::Dialect`); a
 //!   construct the two read differently is refused where the shell is not zsh.
 //! - Every step is linear in its input or bounded: a command line over 16 KiB, more than 256
@@ -33,11 +35,13 @@
 
 mod bounds;
 mod context;
+mod decisive;
 mod fields;
 mod fileops;
 mod filters;
 mod git;
 mod handed;
+mod history;
 mod installed;
 mod line;
 mod options;
@@ -64,24 +68,49 @@ pub const MAX_CONTEXT_BYTES: usize = 256 * 1024;
 /// Longest `Bash` command judged, in bytes; a longer one is flagged.
 pub const MAX_COMMAND_BYTES: usize = line::MAX_COMMAND_BYTES;
 
-/// One verdict per call, in order, against the request's `classifier_context` (JSON text).
+/// Most earlier calls of the conversation the judge reads; with more, every run of a program
+/// that reads a file deciding what it runs is flagged.
+pub const MAX_EARLIER_CALLS: usize = history::MAX_EARLIER_CALLS;
+
+/// Most bytes of the earlier calls' inputs the judge reads, in total; with more, as with
+/// [`MAX_EARLIER_CALLS`].
+pub const MAX_EARLIER_BYTES: usize = history::MAX_EARLIER_BYTES;
+
+/// One verdict per call, in order, against the request's `classifier_context` (JSON text), for
+/// a conversation without earlier calls.
 pub fn judge(calls: &[ToolCall], classifier_context: &str) -> SafeguardStatus {
+    judge_in_conversation(calls, classifier_context, &[])
+}
+
+/// One verdict per call, in order, against the request's `classifier_context` (JSON text),
+/// after the conversation's `earlier_calls` (oldest first): a run of a program that reads a
+/// file one of them, or a call before it in `calls`, wrote and that decides what the program
+/// runs is flagged ([`decisive`]).
+pub fn judge_in_conversation(
+    calls: &[ToolCall],
+    classifier_context: &str,
+    earlier_calls: &[ToolCall],
+) -> SafeguardStatus {
     if calls.is_empty() {
         return SafeguardStatus::Available(Vec::new());
     }
-    let ctx = match context::parse(classifier_context) {
+    let mut ctx = match context::parse(classifier_context) {
         Ok(ctx) => ctx,
         Err(reason) => return SafeguardStatus::Unavailable(reason),
     };
-    SafeguardStatus::Available(
-        calls
-            .iter()
-            .map(|call| ToolVerdict {
-                id: call.id.clone(),
-                verdict: verdict_for(call, &ctx),
-            })
-            .collect(),
-    )
+    ctx.written = history::index(earlier_calls, &ctx);
+    let mut verdicts = Vec::with_capacity(calls.len());
+    for call in calls {
+        verdicts.push(ToolVerdict {
+            id: call.id.clone(),
+            verdict: verdict_for(call, &ctx),
+        });
+        // A later call of the same reply runs after this one.
+        let mut written = std::mem::take(&mut ctx.written);
+        history::record(&mut written, call, &ctx);
+        ctx.written = written;
+    }
+    SafeguardStatus::Available(verdicts)
 }
 
 fn verdict_for(call: &ToolCall, ctx: &context::Context) -> CallVerdict {

@@ -21,6 +21,7 @@
 //!   are tracked.
 
 use crate::context::{Context, Shell};
+use crate::decisive::{self, Written};
 use crate::fields::BashFields;
 use crate::options::Arg;
 use crate::programs;
@@ -64,6 +65,11 @@ struct Report {
     /// The safe set's verdict on the program and its arguments.
     verdict: Result<(), String>,
     effects: Effects,
+    /// How many of `effects.writes`, at their start, are the redirections' files.
+    redirected: usize,
+    /// Every file an output redirection names, whether the judge accepts the write or not:
+    /// the conversation's history counts them all ([`writes`]).
+    redirect_targets: Vec<String>,
 }
 
 /// Judges the `command` of a `Bash` call, with what its other fields ask.
@@ -152,6 +158,11 @@ pub(crate) fn judge(command: &str, ctx: &Context, fields: BashFields) -> Decisio
             ));
         }
     }
+    // Another command of the line may write what a later (or concurrent) one runs.
+    let mut same_line = Written::default();
+    for path in line_writes(&reports) {
+        same_line.record("Bash", &path);
+    }
     let mut cited: Option<(String, String)> = None;
     for report in reports {
         match report.fixed {
@@ -180,6 +191,14 @@ pub(crate) fn judge(command: &str, ctx: &Context, fields: BashFields) -> Decisio
         if let Err(why) = report.verdict {
             return Decision::flag(why);
         }
+        if !(ctx.written.is_empty() && same_line.is_empty()) {
+            let expand = |command: &str| writes(command, ctx);
+            if let Err(why) =
+                decisive::check_run(&report.words, &ctx.written, Some(&same_line), &expand)
+            {
+                return Decision::flag(why);
+            }
+        }
     }
     match cited {
         Some((path, text)) => {
@@ -192,6 +211,57 @@ pub(crate) fn judge(command: &str, ctx: &Context, fields: BashFields) -> Decisio
         }
         None => Decision::pass("runs only commands the judge knows to be harmless here"),
     }
+}
+
+/// The files a `Bash` command line writes, as the judge resolves them, for the conversation's
+/// history ([`crate::history`]): what a past call may have changed. Empty for a line the
+/// judge cannot read (it was flagged, so it was blocked).
+pub(crate) fn writes(command: &str, ctx: &Context) -> Vec<String> {
+    if command.len() > MAX_COMMAND_BYTES || !command.is_ascii() {
+        return Vec::new();
+    }
+    let dialect = match &ctx.shell {
+        Shell::Sh => Dialect::Sh,
+        Shell::Zsh => Dialect::Zsh,
+        // Every line is flagged in a shell the judge does not read: it wrote nothing.
+        Shell::Other(_) => return Vec::new(),
+    };
+    match shell::parse_in(command, dialect) {
+        Ok(line) => {
+            analyze(&line, ctx).map_or_else(|_| Vec::new(), |reports| line_writes(&reports))
+        }
+        Err(_) => Vec::new(),
+    }
+}
+
+/// What the line's commands write: their redirections' files (even those the judge refuses)
+/// and the files the safe set's programs write, except git's own (`git add` and `git commit`
+/// name files they do not change). A command the safe set does not know (passed by a user's
+/// rule, or flagged) counts as writing every operand it names.
+fn line_writes(reports: &[Report]) -> Vec<String> {
+    let mut out = Vec::new();
+    for report in reports {
+        out.extend(report.redirect_targets.iter().cloned());
+        if report.words.first().is_none_or(|program| program != "git") {
+            let programs = report
+                .effects
+                .writes
+                .get(report.redirected..)
+                .unwrap_or_default();
+            out.extend(programs.iter().cloned());
+        }
+        if report.verdict.is_err() {
+            out.extend(
+                report
+                    .words
+                    .iter()
+                    .skip(1)
+                    .filter(|word| !word.starts_with('-'))
+                    .cloned(),
+            );
+        }
+    }
+    out
 }
 
 /// Judges every simple command in the working directories it may run in.
@@ -282,6 +352,7 @@ fn judge_command(command: &Command, before: Option<&Command>, scope: &Scope<'_>)
     let mut effects = Effects::default();
     let words: Vec<String> = command.words.iter().map(Word::display).collect();
     let fixed = judge_prefixes(command, scope, &mut effects);
+    let redirected = effects.writes.len();
     let mut inner = None;
     let verdict = match wrappers::unwrap(&command.words, before) {
         Err(why) => Err(why),
@@ -321,7 +392,32 @@ fn judge_command(command: &Command, before: Option<&Command>, scope: &Scope<'_>)
         fixed,
         verdict,
         effects,
+        redirected,
+        redirect_targets: redirect_targets(command, scope),
     }
+}
+
+/// The files of a command's output redirections, in every working directory (descriptors and
+/// `/dev/null` aside; a target the judge cannot resolve is left out: the command is flagged).
+fn redirect_targets(command: &Command, scope: &Scope<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    for redirect in &command.redirects {
+        let target = &redirect.target;
+        let text = target.text.as_str();
+        let descriptor = !target.tilde
+            && (text == "-" || (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())));
+        let output = matches!(
+            redirect.op,
+            RedirOp::Output | RedirOp::Append | RedirOp::Both | RedirOp::ReadWrite
+        ) || (redirect.op == RedirOp::DupOut && !descriptor);
+        if !output {
+            continue;
+        }
+        if let Ok(paths) = scope.resolve(Arg::from(target)) {
+            out.extend(paths.into_iter().filter(|path| path != "/dev/null"));
+        }
+    }
+    out
 }
 
 /// Environment prefixes and redirections.

@@ -14,6 +14,7 @@ use devin_bridge_types::ToolCall;
 use serde_json::{Map, Value};
 
 use crate::context::Context;
+use crate::decisive;
 use crate::fields;
 use crate::filters;
 use crate::line;
@@ -80,6 +81,10 @@ pub(crate) fn judge_call(call: &ToolCall, ctx: &Context) -> Decision {
             }
             if ctx.restricted {
                 return Decision::flag(format!("the session is restricted: {ALL_ONLY_READS}"));
+            }
+            if let Err(why) = decisive::check_tool(tool, &ctx.written) {
+                // As for a shell command, the user's own rule still passes it.
+                return allow_side(&facts, ctx).unwrap_or_else(|| Decision::flag(why));
             }
             Decision::pass(format!("`{tool}` changes only the client's own state"))
         }

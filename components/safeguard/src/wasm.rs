@@ -12,8 +12,12 @@ use exports::devin_bridge::transforms::safeguard::Guest;
 struct Component;
 
 impl Guest for Component {
-    fn judge(calls: Vec<ToolCall>, classifier_context: String) -> SafeguardStatus {
-        crate::judge(&calls, &classifier_context)
+    fn judge(
+        calls: Vec<ToolCall>,
+        classifier_context: String,
+        earlier_calls: Vec<ToolCall>,
+    ) -> SafeguardStatus {
+        crate::judge_in_conversation(&calls, &classifier_context, &earlier_calls)
     }
 }
 

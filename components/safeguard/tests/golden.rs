@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use devin_bridge_safeguard::judge;
+use devin_bridge_safeguard::judge_in_conversation;
 use devin_bridge_types::{CallVerdict, SafeguardOutcome, SafeguardStatus, ToolCall};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -43,7 +43,8 @@ fn fixtures() -> Vec<(PathBuf, Case)> {
 }
 
 /// The judge's answer to a case, in the fixtures' encoding. `classifier_context` is a JSON
-/// value (serialised compactly) or `classifier_context_raw`, the exact text.
+/// value (serialised compactly) or `classifier_context_raw`, the exact text; `earlier_calls`
+/// (optional) the conversation before the reply.
 fn run(case: &Case) -> Value {
     assert_eq!(case.call, "judge", "{}: unknown call", case.name);
     let calls: Vec<ToolCall> =
@@ -56,7 +57,11 @@ fn run(case: &Case) -> Value {
         (None, Some(value)) => value.to_string(),
         _ => panic!("{}: no classifier_context", case.name),
     };
-    json!({ "ok": judge(&calls, &context) })
+    let earlier: Vec<ToolCall> = match case.args.get("earlier_calls") {
+        Some(list) => serde_json::from_value(list.clone()).expect("earlier calls decode"),
+        None => Vec::new(),
+    };
+    json!({ "ok": judge_in_conversation(&calls, &context, &earlier) })
 }
 
 #[test]

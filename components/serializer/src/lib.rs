@@ -169,6 +169,7 @@ pub fn serialize_resumed(
         history: digests.into_iter().map(hex_digest).collect(),
         marks,
         images,
+        earlier_calls: written.calls,
     })
 }
 
@@ -353,6 +354,13 @@ fn build(
         head_chars: 0,
     };
 
+    let classifier_context = request::classifier_context(&root);
+    // The judge reads the conversation only when it is asked to judge.
+    let earlier_calls = if classifier_context.is_some() {
+        written.calls
+    } else {
+        Vec::new()
+    };
     Ok(Built {
         prompt: Prompt {
             tools: toolset.to_json(),
@@ -361,7 +369,8 @@ fn build(
             model: model.to_owned(),
             stream,
             single_tool_call,
-            classifier_context: request::classifier_context(&root),
+            classifier_context,
+            earlier_calls,
             effort: request::effort(&root),
             local_answer: side_requests::local_answer(&root),
             text,

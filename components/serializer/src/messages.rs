@@ -2,11 +2,13 @@
 //! by blank lines.
 //!
 //! Tool-use ids are remembered in message order (the seed's `knownToolUses`) so that a result
-//! can only answer a call the trace has already shown.
+//! can only answer a call the trace has already shown. Every `tool_use` block is also kept as
+//! a call for the safeguard judge ([`past_call`]): its id, name and the input members the judge
+//! reads of a past call.
 
 use std::collections::BTreeSet;
 
-use devin_bridge_types::{Failure, ImageLimits};
+use devin_bridge_types::{Failure, ImageLimits, ToolCall};
 
 use crate::failure::{
     fail, quote, DUPLICATE_TOOL_USE_ID, INVALID_CONTENT_BLOCK, INVALID_MESSAGE, INVALID_MESSAGES,
@@ -14,8 +16,38 @@ use crate::failure::{
     UNSUPPORTED_ROLE, UNSUPPORTED_VISUAL_BLOCK,
 };
 use crate::images::{self, Found, PLACEHOLDER};
-use crate::json::{write_compact, write_pretty, Json};
+use crate::json::{write_compact, write_pretty, write_string, Json};
 use crate::trace::Trace;
+
+/// The input members the safeguard judge reads of a past call: what it wrote.
+const PAST_CALL_MEMBERS: [&str; 3] = ["command", "file_path", "notebook_path"];
+
+/// A `tool_use` block as the safeguard judge reads a past call: its id, its name, and its input
+/// reduced to the [`PAST_CALL_MEMBERS`] that are strings (compact JSON, in the input's order),
+/// so that a file's contents never weigh on the judge.
+fn past_call(id: &str, name: &str, input: &Json) -> ToolCall {
+    let mut reduced = String::from("{");
+    if let Json::Object(entries) = input {
+        for (key, value) in entries {
+            if let Json::String(_) = value {
+                if PAST_CALL_MEMBERS.contains(&key.as_ref()) {
+                    if reduced.len() > 1 {
+                        reduced.push(',');
+                    }
+                    write_string(&mut reduced, key);
+                    reduced.push(':');
+                    write_compact(&mut reduced, value);
+                }
+            }
+        }
+    }
+    reduced.push('}');
+    ToolCall {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        input: reduced,
+    }
+}
 
 /// A tool result keeps at most this many characters (Unicode scalar values).
 pub(crate) const TOOL_RESULT_CHAR_LIMIT: usize = 65_536;
@@ -46,6 +78,8 @@ pub(crate) struct Written<'a> {
     pub(crate) found: Vec<Found<'a>>,
     /// The tool-use ids each written message introduced, in message order.
     pub(crate) tool_uses: Vec<Vec<&'a str>>,
+    /// Every `tool_use` block, in order, reduced by [`past_call`].
+    pub(crate) calls: Vec<ToolCall>,
 }
 
 /// Writes `messages`, which follow the messages `before` describes, under the tools
@@ -63,6 +97,7 @@ pub(crate) fn write<'a>(
         introduced: Vec::new(),
         images,
         found: Vec::new(),
+        calls: Vec::new(),
     };
     let mut tool_uses = Vec::with_capacity(messages.len());
     for (offset, message) in messages.iter().enumerate() {
@@ -73,6 +108,7 @@ pub(crate) fn write<'a>(
     Ok(Written {
         found: writer.found,
         tool_uses,
+        calls: writer.calls,
     })
 }
 
@@ -81,6 +117,8 @@ struct Writer<'a, 'c> {
     known_tool_uses: BTreeSet<&'a str>,
     /// The tool-use ids of the message being written.
     introduced: Vec<&'a str>,
+    /// The `tool_use` blocks so far, for the safeguard judge.
+    calls: Vec<ToolCall>,
     images: ImageLimits,
     found: Vec<Found<'a>>,
 }
@@ -254,6 +292,7 @@ impl<'a> Writer<'a, '_> {
             ));
         }
         self.introduced.push(id);
+        self.calls.push(past_call(id, name, input));
         out.push_str("[Assistant Tool Use]\nid: ");
         out.push_str(id);
         out.push_str("\nname: ");

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ToolCall;
+
 /// The prompt for one agent turn, and what the later transforms need to know about it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Prompt {
@@ -25,6 +27,11 @@ pub struct Prompt {
     /// JSON text; none when the request asks for no such safeguard. It is not in `text`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classifier_context: Option<String>,
+    /// The request's earlier tool calls when it asks for the safeguard (empty otherwise), each
+    /// input reduced to its `command`, `file_path` and `notebook_path` string members: what
+    /// the judge reads of the conversation. It is not in `text`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_calls: Vec<ToolCall>,
     /// The effort the request asks for, lowercased (`output_config.effort`, else derived from
     /// an enabled thinking budget); none when it asks for none. It is not in `text`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -159,4 +166,8 @@ pub struct ResumedPrompt {
     /// start.
     pub marks: Vec<MessageMark>,
     pub images: Vec<Image>,
+    /// The `tool_use` blocks of the continuation's messages, reduced as
+    /// [`Prompt::earlier_calls`] are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_calls: Vec<ToolCall>,
 }

@@ -611,13 +611,15 @@ pub(crate) mod safeguard {
         store: &mut CallStore,
         calls: &[ToolCall],
         classifier_context: &str,
+        earlier_calls: &[ToolCall],
     ) -> wasmtime::Result<SafeguardStatus> {
         let calls: Vec<wit_types::ToolCall> = calls.to_vec().convert();
+        let earlier: Vec<wit_types::ToolCall> = earlier_calls.to_vec().convert();
         let (status,) = instance
-            .call::<(&[wit_types::ToolCall], &str), (wit_types::SafeguardStatus,)>(
+            .call::<(&[wit_types::ToolCall], &str, &[wit_types::ToolCall]), (wit_types::SafeguardStatus,)>(
                 store,
                 "judge",
-                (&calls, classifier_context),
+                (&calls, classifier_context, &earlier),
             )?;
         Ok(status.convert())
     }
@@ -721,6 +723,9 @@ pub enum Call {
     Judge {
         calls: Vec<ToolCall>,
         classifier_context: String,
+        /// The conversation's calls before the reply; a fixture without them has none.
+        #[serde(default)]
+        earlier_calls: Vec<ToolCall>,
     },
 }
 
@@ -904,8 +909,9 @@ impl Call {
             Call::Judge {
                 calls,
                 classifier_context,
+                earlier_calls,
             } => on::<SafeguardWorld, _>(move |i, s| {
-                safeguard::judge(i, s, calls, classifier_context).map(Ok)
+                safeguard::judge(i, s, calls, classifier_context, earlier_calls).map(Ok)
             }),
         }
     }

@@ -134,14 +134,15 @@ pub trait TransformCalls {
         })
     }
 
-    /// The safeguard judge's verdict on each of `calls`.
+    /// The safeguard judge's verdict on each of `calls`, after the conversation's `earlier_calls`.
     fn judge(
         &self,
         calls: Vec<ToolCall>,
         classifier_context: String,
+        earlier_calls: Vec<ToolCall>,
     ) -> Result<SafeguardStatus, EngineError> {
         self.serving_run::<SafeguardWorld, _>(|i, store| {
-            safeguard::judge(i, store, &calls, &classifier_context)
+            safeguard::judge(i, store, &calls, &classifier_context, &earlier_calls)
         })
     }
 

@@ -12,7 +12,8 @@
 //!
 //! On success, per call:
 //! - `serialize`: `model`, `stream` and `input_tokens` equal; `classifier_context` the same
-//!   JSON value (or absent in both); `effort` equal (or absent in both: the agent runs at
+//!   JSON value (or absent in both); `earlier_calls` the same list (empty when absent);
+//!   `effort` equal (or absent in both: the agent runs at
 //!   the effort the request asked for); `local_answer` absent in both, or present in both
 //!   with the same `purpose` and a `text` that is the same JSON value (a local answer is sent
 //!   to the client in place of an agent turn: one may never be made up, nor one dropped or
@@ -420,6 +421,16 @@ fn check_prompt(expected: &Value, actual: &Value) -> Result<(), String> {
     if context(expected)? != context(actual)? {
         return Err("the prompt's classifier_context differs from the expected one".into());
     }
+    // The calls the judge reads of the conversation: the same list, or absent (empty) in both.
+    same(
+        expected
+            .get("earlier_calls")
+            .unwrap_or(&Value::Array(Vec::new())),
+        actual
+            .get("earlier_calls")
+            .unwrap_or(&Value::Array(Vec::new())),
+        "the prompt's earlier_calls",
+    )?;
     // The effort: the same text, or absent in both.
     same(
         expected.get("effort").unwrap_or(&Value::Null),

@@ -162,8 +162,13 @@ async fn drive(
     drop(permit);
     let outcome = match outcome {
         Ok((reply, usage)) => {
-            let safeguard =
-                safeguard::answer(bridge, prompt.classifier_context.as_deref(), &reply).await;
+            let safeguard = safeguard::answer(
+                bridge,
+                prompt.classifier_context.as_deref(),
+                &prompt.earlier_calls,
+                &reply,
+            )
+            .await;
             Ok(Answer {
                 reply,
                 usage,

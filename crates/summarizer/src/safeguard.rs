@@ -31,10 +31,12 @@ const JUDGE_FAILED: &str = "the bridge's safeguard judge failed on this reply";
 const JUDGE_MISMATCHED: &str = "the bridge's safeguard judge did not answer for every call";
 
 /// The safeguard answer for `reply`, when the request asked for one (`context` is its
-/// classifier context).
+/// classifier context, `earlier` the conversation's calls before the reply, as the serializer
+/// reduced them).
 pub(crate) async fn answer(
     bridge: &Bridge,
     context: Option<&str>,
+    earlier: &[ToolCall],
     reply: &Reply,
 ) -> Option<SafeguardStatus> {
     let context = context?;
@@ -45,10 +47,16 @@ pub(crate) async fn answer(
     if calls.is_empty() {
         return Some(SafeguardStatus::Available(Vec::new()));
     }
-    let (judged, context) = (calls.clone(), context.to_owned());
-    let size = context.len().saturating_add(reply.content_bytes());
-    let status = match run_transform(&bridge.transforms, size, move |t| t.judge(judged, context))
-        .await
+    let (judged, context, earlier) = (calls.clone(), context.to_owned(), earlier.to_vec());
+    let earlier_bytes: usize = earlier.iter().map(|call| call.input.len()).sum();
+    let size = context
+        .len()
+        .saturating_add(reply.content_bytes())
+        .saturating_add(earlier_bytes);
+    let status = match run_transform(&bridge.transforms, size, move |t| {
+        t.judge(judged, context, earlier)
+    })
+    .await
     {
         Ok(status) => checked(status, &calls),
         Err(failure) => {

@@ -67,6 +67,7 @@ mod tests {
             stream: false,
             single_tool_call: false,
             classifier_context: None,
+            earlier_calls: Vec::new(),
             effort: None,
             local_answer: answer.map(|(purpose, text)| LocalAnswer {
                 purpose: purpose.into(),

@@ -83,7 +83,13 @@ fn native(call: &Call) -> Answer {
         Call::Judge {
             calls,
             classifier_context,
-        } => Ok(devin_bridge_safeguard::judge(calls, classifier_context).into()),
+            earlier_calls,
+        } => Ok(devin_bridge_safeguard::judge_in_conversation(
+            calls,
+            classifier_context,
+            earlier_calls,
+        )
+        .into()),
     }
 }
 
@@ -765,9 +771,10 @@ fn generated_model_names_agree() {
 }
 
 /// Tool calls built from ordinary and hostile pieces (shell words, operators, quotes, paths
-/// inside and outside the project, look-alike characters) and classifier contexts with and
-/// without the user's rules, plus contexts that are not JSON: the judge's verdicts agree
-/// natively and in wasm.
+/// inside and outside the project, look-alike characters, files that decide what runs),
+/// classifier contexts with and without the user's rules, plus contexts that are not JSON, and
+/// for every other case a conversation of earlier calls: the judge's verdicts agree natively
+/// and in wasm.
 #[test]
 fn generated_tool_calls_are_judged_the_same_natively_and_in_wasm() {
     let transforms = common::transforms();
@@ -812,6 +819,10 @@ fn generated_tool_calls_are_judged_the_same_natively_and_in_wasm() {
         "grep",
         "-rn",
         "TODO",
+        "package.json",
+        "Makefile",
+        "make",
+        "build.rs",
     ];
     let tools = [
         "Bash",
@@ -837,7 +848,9 @@ fn generated_tool_calls_are_judged_the_same_natively_and_in_wasm() {
         json!({"live_cwd": 7}).to_string(),
     ];
     for i in 0..600 {
-        let calls: Vec<ToolCall> = (0..rng.below(4))
+        // Every other case has a conversation before the reply: what it wrote decides runs.
+        let earlier_count = if i % 2 == 0 { 0 } else { rng.below(6) };
+        let calls: Vec<ToolCall> = (0..rng.below(4) + earlier_count)
             .map(|n| {
                 let text: Vec<&str> = (0..1 + rng.below(8)).map(|_| *rng.pick(&words)).collect();
                 let text = text.join(" ");
@@ -854,9 +867,11 @@ fn generated_tool_calls_are_judged_the_same_natively_and_in_wasm() {
                 }
             })
             .collect();
+        let (earlier_calls, calls) = calls.split_at(earlier_count.min(calls.len()));
         let call = Call::Judge {
-            calls,
+            calls: calls.to_vec(),
             classifier_context: rng.pick(&contexts).clone(),
+            earlier_calls: earlier_calls.to_vec(),
         };
         assert_same(&transforms, &call, &format!("judge #{i}"));
     }

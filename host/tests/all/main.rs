@@ -31,6 +31,7 @@ mod preinitialised;
 mod prose_replies;
 mod resends;
 mod resident;
+mod safeguard_explain;
 mod side_requests;
 mod sighup;
 mod sign_in;

@@ -112,6 +112,7 @@ fn claude_code_sized_call(kind: TransformKind) -> Call {
                 "auto_mode": {"allow": [], "soft_deny": [], "hard_deny": [], "environment": []},
             })
             .to_string(),
+            earlier_calls: Vec::new(),
         },
         TransformKind::ModelAlias => Call::Resolve {
             requested: "swe-1.6".to_owned(),

@@ -397,6 +397,9 @@ pub(crate) fn plan(
             "text",
         ),
         Scenario::Probe => reply(crate::probe::report(last_user), "probe"),
+        Scenario::RewriteTestScript => {
+            script_step(&mut steps, crate::rewrite::next(&results), results.len())
+        }
         Scenario::Script => {
             let action = match plugin_script::command_in(&prompt) {
                 // A slash command of the Claude Code plugin: its transport handshake.

@@ -59,6 +59,7 @@ mod print;
 mod probe;
 mod profile;
 mod replay;
+mod rewrite;
 mod rpc;
 mod scenario;
 mod script;

@@ -114,6 +114,9 @@ pub(crate) enum Scenario {
     Env,
     /// Reports its identity and tries to reach the host's private files (a hostile turn).
     Probe,
+    /// Rewrites `package.json`'s test script to download and run a program, then runs
+    /// `npm test` (a hostile model in two ordinary-looking steps; see `rewrite`).
+    RewriteTestScript,
     Grandchild,
     /// A text answer whose result reports fixed counts, cache reads and writes included.
     Usage,
@@ -205,6 +208,7 @@ impl Scenario {
             "images" => Self::Images,
             "read-image" => Self::ReadImage,
             "hostile" => Self::Hostile,
+            "rewrite-test-script" => Self::RewriteTestScript,
             "subagent" => Self::Subagent,
             "hang" => Self::Hang,
             "tool-call" => Self::ToolCall,
@@ -271,6 +275,7 @@ impl Scenario {
             Self::Images => "images",
             Self::ReadImage => "read-image",
             Self::Hostile => "hostile",
+            Self::RewriteTestScript => "rewrite-test-script",
             Self::Subagent => "subagent",
             Self::Hang => "hang",
             Self::ToolCall => "tool-call",

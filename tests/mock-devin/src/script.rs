@@ -110,7 +110,7 @@ pub(crate) fn next(results: &[ToolResult<'_>], tools: &[&str], parallel: bool) -
 }
 
 /// The first non-empty line of a result that is an absolute path.
-fn working_directory(result: &ToolResult<'_>) -> Option<String> {
+pub(crate) fn working_directory(result: &ToolResult<'_>) -> Option<String> {
     if result.is_error {
         return None;
     }

@@ -122,7 +122,7 @@ pub(crate) fn sse_warm_up(_root: &Path) -> Result<WarmUp> {
 }
 
 /// The safeguard judge judges the calls of an ordinary turn (a shell command and a read)
-/// against a small classifier context.
+/// against a small classifier context, after a short conversation (an edit and a command).
 pub(crate) fn safeguard_warm_up(_root: &Path) -> Result<WarmUp> {
     let call = |id: &str, name: &str, input: &str| {
         Val::Record(vec![
@@ -145,6 +145,14 @@ pub(crate) fn safeguard_warm_up(_root: &Path) -> Result<WarmUp> {
                 ),
             ]),
             Val::String(context.to_owned()),
+            Val::List(vec![
+                call(
+                    "toolu_0",
+                    "Edit",
+                    r#"{"file_path":"/work/project/src/main.rs"}"#,
+                ),
+                call("toolu_00", "Bash", r#"{"command":"cargo fmt > fmt.log"}"#),
+            ]),
         ],
     })
 }

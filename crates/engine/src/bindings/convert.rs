@@ -78,7 +78,7 @@ records! {
     }
     wit_serializer::Prompt => plain::Prompt {
         text, tools, input_tokens, id_seed, model, stream, single_tool_call, classifier_context,
-        effort, local_answer
+        earlier_calls, effort, local_answer
     }
     wit_serializer::LocalAnswer => plain::LocalAnswer { purpose, text }
     wit_serializer::ImageLimits => plain::ImageLimits { max_images, max_image_bytes }
@@ -92,7 +92,7 @@ records! {
         messages, history, trace_chars, tool_uses, tool_names
     }
     wit_serializer::ResumedPrompt => plain::ResumedPrompt {
-        text, input_tokens, id_seed, history, marks, images
+        text, input_tokens, id_seed, history, marks, images, earlier_calls
     }
     wit_envelope::TextSpan => plain::TextSpan { start, length }
     wit_envelope::ToolReply => plain::ToolReply { blocks, recoveries }

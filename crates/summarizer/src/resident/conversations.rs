@@ -190,6 +190,9 @@ pub(super) struct Earlier {
     pub single_tool_call: bool,
     /// Its safeguard's classifier context (also repeated by a continuation).
     pub classifier_context: Option<String>,
+    /// Its tool calls for the safeguard judge, in message order (empty without the
+    /// safeguard): a continuation keeps those of the messages it repeats.
+    pub earlier_calls: Vec<devin_bridge_types::ToolCall>,
     /// Its effort (also outside the messages: repeated by a continuation).
     pub effort: Option<String>,
 }

@@ -367,6 +367,7 @@ impl Resident {
                 stream: unseen.prompt.stream,
                 single_tool_call: unseen.prompt.single_tool_call,
                 classifier_context: unseen.prompt.classifier_context.clone(),
+                earlier_calls: unseen.prompt.earlier_calls.clone(),
                 effort: unseen.prompt.effort.clone(),
             });
             let lease = Lease {
@@ -444,6 +445,23 @@ impl Resident {
             .cloned()
             .chain(resumed.history)
             .collect();
+        // The calls of the messages the continuation repeats (the marks count them, message by
+        // message, in the order the serializer lists them), then the continuation's own.
+        let earlier_calls = if earlier.classifier_context.is_some() {
+            let repeated: usize = earlier.marks[..before]
+                .iter()
+                .map(|mark| mark.tool_uses.len())
+                .sum();
+            earlier
+                .earlier_calls
+                .iter()
+                .take(repeated)
+                .cloned()
+                .chain(resumed.earlier_calls)
+                .collect()
+        } else {
+            Vec::new()
+        };
         let marks = earlier.marks[..before]
             .iter()
             .cloned()
@@ -464,6 +482,7 @@ impl Resident {
                 // Part of what a continuation repeats byte for byte (it lies outside the
                 // messages), so the earlier request's is this one's.
                 classifier_context: earlier.classifier_context.clone(),
+                earlier_calls,
                 // Outside the messages too.
                 effort: earlier.effort.clone(),
                 // A continuation follows at least one message: never a side request's shape.

@@ -241,8 +241,16 @@ mod wasm {
 
     impl safeguard::Guest for Component {
         /// The same verdicts in other words: an explanation is free text.
-        fn judge(calls: Vec<ToolCall>, classifier_context: String) -> SafeguardStatus {
-            match devin_bridge_safeguard::judge(&calls, &classifier_context) {
+        fn judge(
+            calls: Vec<ToolCall>,
+            classifier_context: String,
+            earlier_calls: Vec<ToolCall>,
+        ) -> SafeguardStatus {
+            match devin_bridge_safeguard::judge_in_conversation(
+                &calls,
+                &classifier_context,
+                &earlier_calls,
+            ) {
                 SafeguardStatus::Available(mut verdicts) => {
                     for verdict in &mut verdicts {
                         if let devin_bridge_types::CallVerdict::Evaluated(evaluation) =

@@ -209,7 +209,11 @@ mod wasm {
 
     impl safeguard::Guest for Component {
         /// Passes every call: the leniency the swap contract refuses.
-        fn judge(calls: Vec<ToolCall>, _classifier_context: String) -> SafeguardStatus {
+        fn judge(
+            calls: Vec<ToolCall>,
+            _classifier_context: String,
+            _earlier_calls: Vec<ToolCall>,
+        ) -> SafeguardStatus {
             use devin_bridge_types::{CallVerdict, Evaluation, SafeguardOutcome, ToolVerdict};
             SafeguardStatus::Available(
                 calls
