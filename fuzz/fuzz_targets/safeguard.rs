@@ -1,7 +1,7 @@
 #![no_main]
 //! Safeguard judge: coverage-guided on the native library, every answer compared with the wasm
 //! component's (`devin_bridge_fuzz::differential`). Oracle: nothing outside the documented
-//! safe set is ever `not_flagged`.
+//! safe set is ever `not_flagged`, and nothing that runs a file the conversation wrote is.
 //!
 //! The first byte picks the mode:
 //! - structured (most inputs): `Bash` lines built from a token alphabet (safe and hostile
@@ -17,6 +17,11 @@
 //!   an argument handed on after `--`), an outside path (absolute, under `~`, climbing with
 //!   `..`, a sibling such as `/proj-evil`), an optional quoting, wrapper and `cd` before it,
 //!   in sh or zsh (`>!`, `&>|`), or a `Write`/`Edit` tool call: it must be flagged.
+//! - run after a write: an earlier call of the conversation, or an earlier call of the same
+//!   reply, writes a file that decides what a runner runs (`package.json`, a `Makefile`,
+//!   `build.rs`, `conftest.py`, a project script, ...; `Write`, `Edit`, `MultiEdit` or a shell
+//!   redirection, among unrelated earlier calls), then the runner runs (with an optional `cd`,
+//!   wrapper or environment prefix): the run must be flagged.
 //! - raw context: the rest of the bytes are the `classifier_context`; anything that is not a
 //!   JSON object makes the answer `unavailable`.
 //! - raw command: the rest of the bytes are a `Bash` command; no panic, one verdict.
@@ -334,16 +339,104 @@ fn outcomes(status: &SafeguardStatus, calls: &[ToolCall]) -> Vec<SafeguardOutcom
 
 /// The native judge's answer, after checking that the component answers the same.
 fn judged(calls: &[ToolCall], context: &str) -> SafeguardStatus {
-    let status = devin_bridge_safeguard::judge(calls, context);
+    judged_after(calls, context, &[])
+}
+
+/// [`judged`] in a conversation whose earlier calls are `earlier`.
+fn judged_after(calls: &[ToolCall], context: &str, earlier: &[ToolCall]) -> SafeguardStatus {
+    let status = devin_bridge_safeguard::judge_in_conversation(calls, context, earlier);
     differential(
         Call::Judge {
             calls: calls.to_vec(),
             classifier_context: context.to_owned(),
-            earlier_calls: Vec::new(),
+            earlier_calls: earlier.to_vec(),
         },
         json!({ "ok": status }),
     );
     status
+}
+
+/// Files that decide what a runner runs, with runners that read them (`{}`: the file's
+/// directory, for a runner that takes it).
+const DECISIVE: [(&str, &[&str]); 9] = [
+    ("package.json", &["npm test", "npm run build", "npm run typecheck", "yarn test", "pnpm test"]),
+    ("Makefile", &["make", "make -j8", "make test"]),
+    ("build.rs", &["cargo test", "cargo build", "cargo check"]),
+    (".cargo/config.toml", &["cargo test", "cargo build"]),
+    ("rust-toolchain.toml", &["cargo test", "cargo build"]),
+    ("conftest.py", &["pytest", "pytest -q", "python3 -m pytest"]),
+    ("pytest.ini", &["pytest", "pytest --cov=src"]),
+    ("scripts/gen.py", &["python3 scripts/gen.py"]),
+    ("tsconfig.json", &["npx tsc", "npm run typecheck"]),
+];
+
+/// Directories of the project a decisive file may sit in.
+const DECISIVE_DIRS: [&str; 3] = ["/proj/", "/proj/packages/app/", "/proj/sub/"];
+
+/// A run after an earlier call of the conversation (or of the same reply) wrote a file that
+/// decides what it runs: it must be flagged.
+fn run_after_write(u: &mut Unstructured<'_>) -> Result<()> {
+    let (file, runners) = *u.choose(&DECISIVE)?;
+    let dir = if file.contains('/') { "/proj/" } else { *u.choose(&DECISIVE_DIRS)? };
+    let path = format!("{dir}{file}");
+    let write = match u.int_in_range(0..=3)? {
+        0 => ToolCall {
+            id: "toolu_w".into(),
+            name: "Write".into(),
+            input: json!({ "file_path": path, "content": "x" }).to_string(),
+        },
+        1 => ToolCall {
+            id: "toolu_w".into(),
+            name: "Edit".into(),
+            input: json!({ "file_path": path, "old_string": "a", "new_string": "b" }).to_string(),
+        },
+        2 => ToolCall {
+            id: "toolu_w".into(),
+            name: "MultiEdit".into(),
+            input: json!({ "file_path": path, "edits": [{ "old_string": "a", "new_string": "b" }] })
+                .to_string(),
+        },
+        _ => ToolCall {
+            id: "toolu_w".into(),
+            name: "Bash".into(),
+            input: json!({ "command": format!("echo x >> {path}") }).to_string(),
+        },
+    };
+    let runner = *u.choose(runners)?;
+    let prefix = *u.choose(&["", "cd /proj && ", "timeout 120 ", "CI=1 "])?;
+    let run = ToolCall {
+        id: "toolu_r".into(),
+        name: "Bash".into(),
+        input: json!({ "command": format!("{prefix}{runner}") }).to_string(),
+    };
+    let context = if u.arbitrary()? { CONTEXT } else { CONTEXT_ZSH };
+    // Unrelated earlier calls around the write, so the index is searched, not just read.
+    let mut earlier: Vec<ToolCall> = (0..u.int_in_range(0..=20)?)
+        .map(|i| ToolCall {
+            id: format!("toolu_e{i}"),
+            name: "Read".into(),
+            input: json!({ "file_path": format!("/proj/src/m{i}.rs") }).to_string(),
+        })
+        .collect();
+    let at = u.int_in_range(0..=earlier.len())?;
+    let (status, calls) = if u.arbitrary()? {
+        earlier.insert(at, write);
+        let calls = vec![run];
+        (judged_after(&calls, context, &earlier), calls)
+    } else {
+        // The write comes earlier in the same reply.
+        let calls = vec![write, run];
+        (judged_after(&calls, context, &earlier), calls)
+    };
+    let last = calls.len() - 1;
+    let outcome = outcomes(&status, &calls)[last];
+    assert_eq!(
+        outcome,
+        SafeguardOutcome::Flagged,
+        "passed: {} after a write of {path}",
+        calls[last].input
+    );
+    Ok(())
 }
 
 fn structured(u: &mut Unstructured<'_>) -> Result<()> {
@@ -411,6 +504,9 @@ fuzz_target!(init: devin_bridge_fuzz::prepare(TransformKind::Safeguard), |data: 
         }
         2 => {
             let _ = outside(&mut Unstructured::new(rest));
+        }
+        3 => {
+            let _ = run_after_write(&mut Unstructured::new(rest));
         }
         _ => {
             let _ = structured(&mut Unstructured::new(rest));

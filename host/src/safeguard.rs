@@ -567,6 +567,12 @@ fn simple_commands(line: &str) -> Vec<Vec<String>> {
                 }
             }
             ' ' | '\t' => end_word(&mut word, &mut in_word, &mut words),
+            // Part of a redirection, not a separator: `2>&1`, `>|`, `&>file`.
+            '&' | '|' if in_word && word.ends_with(['>', '<']) => word.push(c),
+            '&' if chars.peek() == Some(&'>') => {
+                in_word = true;
+                word.push(c);
+            }
             '&' | '|' | ';' | '\n' => {
                 end_word(&mut word, &mut in_word, &mut words);
                 commands.push(std::mem::take(&mut words));
@@ -614,7 +620,7 @@ mod tests {
     #[test]
     fn command_lines_split_into_simple_commands() {
         assert_eq!(
-            simple_commands("cd app && CI=1 npm test -- --watch 2>&1 | tail -20 > out.log"),
+            simple_commands("cd app && CI=1 npm test -- --watch 2>&1 | tail -20 &> out.log"),
             vec![
                 vec!["cd", "app"],
                 vec!["npm", "test", "--", "--watch"],

@@ -352,7 +352,7 @@ pub(crate) const STARTUP_FILES: [&str; 12] = [
 ];
 
 /// Which protected location `path` (normalized, absolute) is in, if any: writes there change
-/// what later runs without asking (git hooks and config, the client's settings and MCP
+/// what later runs without asking (git hooks and config, the client's settings, hooks and MCP
 /// servers, the agent's own configuration, shell start-up files).
 ///
 /// A file named `HEAD` is protected because it is what makes a directory a (bare) git
@@ -376,6 +376,11 @@ pub(crate) fn protected(path: &str) -> Option<&'static str> {
                 if let Some(next) = parts.get(i + 1) {
                     if next.starts_with("settings") && next.ends_with(".json") {
                         return Some(".claude/settings*.json");
+                    }
+                    // The client runs a hook its settings name at its own next event: a
+                    // rewritten hook would run with no call left to judge.
+                    if next == "hooks" {
+                        return Some("inside .claude/hooks/ (scripts the client runs itself)");
                     }
                 }
             }
@@ -623,6 +628,8 @@ mod tests {
             "/p/.git",
             "/p/.claude/settings.json",
             "/p/.claude/settings.local.json",
+            "/p/.claude/hooks/post-edit.sh",
+            "/p/.CLAUDE/Hooks/x.py",
             "/p/.mcp.json",
             "/p/.devin/config.yml",
             "/home/u/.bashrc",

