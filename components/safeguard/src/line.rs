@@ -193,9 +193,9 @@ pub(crate) fn judge(command: &str, ctx: &Context, fields: BashFields) -> Decisio
         }
         if !(ctx.written.is_empty() && same_line.is_empty()) {
             let expand = |command: &str| writes(command, ctx);
-            if let Err(why) =
-                decisive::check_run(&report.words, &ctx.written, Some(&same_line), &expand)
-            {
+            // A wrapper (`timeout 120 pytest`) runs what it wraps: the inner program decides.
+            let runs = report.inner.as_ref().unwrap_or(&report.words);
+            if let Err(why) = decisive::check_run(runs, &ctx.written, Some(&same_line), &expand) {
                 return Decision::flag(why);
             }
         }

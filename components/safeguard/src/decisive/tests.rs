@@ -615,6 +615,11 @@ fn every_decisive_file_written_any_way_flags_every_passing_run_of_its_ecosystem(
         (Go, "go test ./..."),
         (Go, "go vet ./..."),
         (GitHooks, "git commit -m x"),
+        // A wrapper runs what it wraps.
+        (Node, "timeout 60 npm test"),
+        (Rust, "nice cargo test"),
+        (Python, "timeout 120 pytest"),
+        (Make, "time make test"),
     ]
     .into_iter()
     .map(|(ecosystem, line)| (ecosystem, bash(line)))
