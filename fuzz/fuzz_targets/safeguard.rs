@@ -186,9 +186,10 @@ const SAFE: [&str; 16] = [
 /// Programs that read their path operands: an outside path after one must be flagged.
 const READERS: [&str; 6] = ["cat", "head", "ls", "wc -l", "grep -r x", "tail -n 5"];
 
-/// Programs outside the safe set.
+/// Programs outside the safe set (`python FILE` and `node FILE` run a project script, like
+/// `npm test`: only their inline-code forms are here).
 const HOSTILE: [&str; 24] = [
-    "rm", "curl", "wget", "sh", "bash", "python", "python3 -c", "node -e", "perl", "sudo", "su",
+    "rm", "curl", "wget", "sh", "bash", "python -c", "python3 -c", "node -e", "perl", "sudo", "su",
     "nc", "dd", "chmod", "xargs", "env", "eval", "exec", "source", "ssh", "scp", "base64",
     "awk", "./ls",
 ];
