@@ -6,9 +6,14 @@
 //! of the reply, checks it against the review shape and returns it in canonical form (the
 //! rules are in `review.rs`).
 //!
+//! [`ReplyStream`] is `parse` for an output that is still arriving: it releases the text a
+//! client can be shown as soon as it is certain and ends with `parse`'s answer (the rules of
+//! what it holds back are in `stream.rs`).
+//!
 //! This is the native logic; the wasm component is a thin shell around [`parse_span`] (the
 //! same answers as [`parse`], a text reply given as its span of the output rather than a copy),
-//! [`narrates_unexecuted_action`] and [`parse_review`]. Nothing here touches the world (no
+//! [`ReplyStream`] (the `reply-stream` resource), [`narrates_unexecuted_action`] and
+//! [`parse_review`]. Nothing here touches the world (no
 //! clock, no randomness, no files, no network), so native and wasm answers are identical.
 //!
 //! # `parse`, rule by rule
@@ -133,18 +138,21 @@ mod review;
 mod scan;
 mod schema;
 mod simple_schema;
+mod stream;
 mod tools;
 /// The component export (a thin shell); off when another component embeds this library.
 #[cfg(all(target_arch = "wasm32", feature = "export"))]
 mod wasm;
 
 pub use devin_bridge_types::{
-    Failure, Parsed, ParsedReply, Recovery, Reply, ReplyBlock, TextSpan, ToolCall, ToolReply,
+    Failure, Parsed, ParsedReply, Recovery, Reply, ReplyBlock, StreamEnd, TextSpan, ToolCall,
+    ToolReply,
 };
 pub use review::{
     first_json_object, parse_review, MAX_FIELD_CHARS, MAX_FINDINGS, MAX_SCAN_DEPTH,
     MAX_SCAN_VALUES, MAX_SUMMARY_CHARS, MAX_TEXT_BYTES,
 };
+pub use stream::{ReplyStream, TEXT_BLOCK_SEPARATOR};
 
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;

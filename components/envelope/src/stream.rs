@@ -1,0 +1,571 @@
+//! The streaming reply parser: the agent's output read chunk by chunk as it arrives, releasing
+//! the text a client can be shown as soon as it is certain, and giving at the end exactly what
+//! [`parse_span`](crate::parse_span) gives for the whole output.
+//!
+//! # What is shown
+//!
+//! The *shown text* of a reply is [`Reply::shown_text`](devin_bridge_types::Reply::shown_text):
+//! a text reply's text (trailing whitespace and leading blank lines removed, as `parse` has it),
+//! or the text blocks of a reply that calls tools, in order, joined by
+//! [`TEXT_BLOCK_SEPARATOR`]. A streamed message carries that text as one text block and the
+//! calls after it, because a call is known only at the end: a later envelope may exceed the
+//! limit or fail its checks, and then no call of the reply is run.
+//!
+//! [`ReplyStream::push`] returns the next piece of the shown text; the pieces of all pushes,
+//! followed by the `tail` of [`ReplyStream::finish`], are the shown text of `parse`'s answer for
+//! the concatenated chunks, whatever the chunks were. Released text is never taken back.
+//!
+//! # What is held back
+//!
+//! Only what could still turn out not to be shown, or to be shown otherwise:
+//! - an envelope, from its `<tool>` to its `</tool>` (or to the end, when it is unclosed): it
+//!   is never text;
+//! - a `<` followed by a proper prefix of `<tool>` or `</tool>` at the end of what arrived: the
+//!   next chunk may complete the tag;
+//! - a tag on a line that starts with three or more backticks while no fence is open, until a
+//!   backtick after them or the end of the line says whether the line opens a fence (a tag in a
+//!   fence is quoted text, outside one it opens an envelope);
+//! - whitespace at the end of what arrived: a text block ends without it, so it is shown only
+//!   once something visible follows in the same stretch of prose; and the whitespace at the
+//!   start of a stretch, until its first visible character says which line the block starts on
+//!   (leading blank lines are dropped, the first line's indentation kept);
+//! - the separator before a later text block, until that block has a visible character (a
+//!   stretch of whitespace between two envelopes is no block);
+//! - everything after the point where the reply is certain to fail (a `</tool>` without its
+//!   opening tag, an envelope opening inside another, one envelope more than the limit): such a
+//!   reply is repaired, and nothing more of it is worth showing.
+//!
+//! Nothing else is held back. The narration rule removes no text: it judges a finished text
+//! reply as a whole and, when it fires, asks for the single repair, whose calls the host
+//! appends to the message that already shows the text (what was shown stays shown; a sentence
+//! announcing an action, followed by the call that performs it, is what a good reply looks
+//! like). So text is released as it arrives whatever the narration verdict will be, and
+//! [`ReplyStream::narrates`] gives that verdict at the end without sending the text again. The
+//! parse has no other rule that hides text (no echo of the prompt or transcript is removed),
+//! so there is nothing else to hold back; a rule that hid text would have to be mirrored here,
+//! and the property tests (`stream/tests.rs`) compare every released byte with the one-shot
+//! answer.
+//!
+//! A failure (a repairable rejection of the reply, or the host's broken tools) does not take
+//! back what was released: the host keeps it on screen and appends the repair's calls.
+//! [`ReplyStream::push`] reports a failure as soon as it is certain and final: one envelope
+//! over the limit, or an envelope opening inside another (each wins over anything after it, so
+//! the answer is `parse`'s, the tools list checked first as `parse` checks it); the host may end
+//! the agent's turn there. Every other failure is known at [`ReplyStream::finish`].
+//!
+//! # Work and memory
+//!
+//! The stream keeps the output (the final parse needs it, as the one-shot parse has it) and a
+//! few offsets into it: the held-back text is a range of that buffer, never a copy. Each push
+//! looks at the new bytes once, plus at most the few bytes of a tag it stopped at (`memchr`
+//! searches for `<` and line breaks outside envelopes, for `"` and `<` inside one), and each
+//! line at most once for a fence, so a whole turn costs one pass over its output plus the
+//! final `parse`, however it was cut. The size limit is the one-shot parse's: a text reply
+//! whose offsets do not fit in 32 bits is `output_too_large` at the end (a component's memory
+//! is smaller anyway; the host's store caps it).
+//!
+//! Every offset kept is a character boundary: chunks are whole strings, and the stream stops
+//! only before an ASCII byte (`<`), after a line break, or after a whitespace character, so no
+//! released piece splits a character.
+//!
+//! # A resource, not a state record
+//!
+//! The WIT exports the stream as a resource (`reply-stream`) that lives in the component's
+//! store for one turn. A state record passed in and out would cross the boundary twice per
+//! push with the whole buffered output (the final parse needs it), turning a turn into
+//! quadratic copying; the resource keeps the buffer in the guest, so a push copies only its
+//! chunk in and its released text out. It also makes the turn the unit of cost: one instance
+//! serves the pushes, the final parse and the narration verdict of a turn.
+
+use devin_bridge_types::{Failure, ParsedReply, Reply, StreamEnd};
+use memchr::memchr2;
+
+pub use devin_bridge_types::TEXT_BLOCK_SEPARATOR;
+
+use crate::scan::{fence_after, fence_marks, CLOSE, OPEN};
+use crate::{failure, narrates_unexecuted_action, parse_span, tools};
+
+/// One turn's output, parsed as it arrives. See the module documentation.
+pub struct ReplyStream {
+    tools: String,
+    id_seed: String,
+    max_calls: u32,
+    /// Every chunk pushed, in order.
+    output: String,
+    scanner: Scanner,
+    release: Release,
+    /// A failure that is certain and final, once found.
+    failure: Option<Failure>,
+    /// `parse`'s answer, once finished.
+    finished: Option<Result<ParsedReply, Failure>>,
+}
+
+impl ReplyStream {
+    /// A stream for one turn, with the inputs `parse` takes besides the output.
+    pub fn new(tools: &str, id_seed: &str, max_calls: u32) -> Self {
+        Self {
+            tools: tools.to_owned(),
+            id_seed: id_seed.to_owned(),
+            max_calls,
+            output: String::new(),
+            scanner: Scanner::new(usize::try_from(max_calls.max(1)).unwrap_or(usize::MAX)),
+            release: Release::default(),
+            failure: None,
+            finished: None,
+        }
+    }
+
+    /// Appends `chunk` to the output and returns the shown text it made certain (often empty).
+    /// A failure is returned once the reply is certain to fail with it (and again on every
+    /// later push); `stream_finished` after [`ReplyStream::finish`].
+    pub fn push(&mut self, chunk: &str) -> Result<String, Failure> {
+        if self.finished.is_some() {
+            return Err(failure::stream_finished());
+        }
+        if let Some(failure) = &self.failure {
+            return Err(failure.clone());
+        }
+        self.output.push_str(chunk);
+        let mut shown = String::new();
+        match self
+            .scanner
+            .advance(&self.output, &mut self.release, &mut shown)
+        {
+            Some(certain) => {
+                // The push fails, so the text it found before the failure is not released.
+                self.release.total -= shown.len();
+                // `parse` checks the tools first, whatever the output holds.
+                let failure = tools::Catalog::parse(&self.tools)
+                    .err()
+                    .unwrap_or_else(|| certain.failure(self.scanner.limit));
+                self.failure = Some(failure.clone());
+                Err(failure)
+            }
+            None => Ok(shown),
+        }
+    }
+
+    /// The end of the output: `parse`'s answer for all of it, with the shown text not released
+    /// yet. A second call answers the same.
+    pub fn finish(&mut self) -> Result<StreamEnd, Failure> {
+        let reply = self
+            .finished
+            .get_or_insert_with(|| {
+                parse_span(&self.output, &self.tools, &self.id_seed, self.max_calls)
+            })
+            .clone()?;
+        let tail = match &reply {
+            ParsedReply::Text(span) => span.of(&self.output).unwrap_or_default().to_owned(),
+            ParsedReply::Tools(tools) => {
+                Reply::Tools(tools.blocks.clone()).shown_text().into_owned()
+            }
+        };
+        // What was released is a prefix of the shown text (the module's invariant, which the
+        // tests check on every cut); were it ever not, nothing more is shown rather than a
+        // piece from the middle of a character.
+        let tail = tail
+            .get(self.release.total..)
+            .unwrap_or_default()
+            .to_owned();
+        Ok(StreamEnd { tail, reply })
+    }
+
+    /// The narration verdict of a finished text reply ([`narrates_unexecuted_action`] of its
+    /// text, as the host judges it); false before [`ReplyStream::finish`], for a reply that
+    /// calls tools and for a failure.
+    pub fn narrates(&self) -> bool {
+        match &self.finished {
+            Some(Ok(ParsedReply::Text(span))) => span
+                .of(&self.output)
+                .is_some_and(narrates_unexecuted_action),
+            _ => false,
+        }
+    }
+
+    /// Bytes of shown text released so far.
+    pub fn released_bytes(&self) -> usize {
+        self.release.total
+    }
+
+    /// The output pushed so far.
+    pub fn output(&self) -> &str {
+        &self.output
+    }
+}
+
+/// A failure the scan found that nothing after it can change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Certain {
+    /// An opening tag past the limit.
+    Excessive,
+    /// An opening tag inside envelope number `envelope` (1-based), outside its strings.
+    Nested(usize),
+}
+
+impl Certain {
+    fn failure(self, limit: usize) -> Failure {
+        match self {
+            Certain::Excessive => failure::excessive(limit),
+            Certain::Nested(envelope) => failure::nested(envelope),
+        }
+    }
+}
+
+/// Where the scan is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// In the text outside envelopes.
+    Outside,
+    /// In an envelope's body; `string` inside one of its JSON strings.
+    Body { string: bool },
+    /// The reply fails whatever follows: nothing more is read.
+    Failed,
+}
+
+/// The structure of the output so far: [`crate::scan::envelopes`]' rules, one byte at a time
+/// in effect, resumable at any chunk boundary.
+struct Scanner {
+    mode: Mode,
+    /// The next byte to look at; one past the end after a backslash that ended the output.
+    at: usize,
+    /// Envelopes opened so far, and the most a reply may hold.
+    envelopes: usize,
+    limit: usize,
+    /// The open fence, after the lines examined so far.
+    fence: Option<(u8, usize)>,
+    /// The current line, when it started outside envelopes (its fence role is examined at its
+    /// end); `None` on a line an envelope opened or ended on, which is never examined.
+    line: Option<Line>,
+}
+
+/// A line that started outside envelopes, and what a tag on it found out about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Line {
+    start: usize,
+    opens: Opens,
+}
+
+/// Whether a line opens a fence, as far as a tag on it needed to know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Opens {
+    /// Not asked yet.
+    Unknown,
+    /// Three or more backticks start it, and none follows them up to `searched`.
+    Pending {
+        searched: usize,
+    },
+    Known(bool),
+}
+
+impl Line {
+    fn at(start: usize) -> Self {
+        Self {
+            start,
+            opens: Opens::Unknown,
+        }
+    }
+
+    /// Whether this line opens a fence (with no fence open before it), as the one-shot scan
+    /// decides it on the whole line; `None` while the output so far cannot tell. Asked only for
+    /// a tag at `tag` on the line, so the line's marks (before the tag) are all there.
+    fn opens(&mut self, bytes: &[u8], tag: usize) -> Option<bool> {
+        let searched = match self.opens {
+            Opens::Known(opens) => return Some(opens),
+            Opens::Pending { searched } => searched,
+            Opens::Unknown => match fence_marks(&bytes[self.start..tag]) {
+                None => return self.known(false),
+                Some((b'~', _, _)) => return self.known(true),
+                Some((_, _, rest)) if rest.contains(&b'`') => return self.known(false),
+                Some(_) => tag,
+            },
+        };
+        // A backtick after the marks, before the line ends, makes it no fence line.
+        match bytes
+            .get(searched..)
+            .and_then(|rest| memchr2(b'`', b'\n', rest))
+        {
+            Some(offset) => self.known(bytes[searched + offset] == b'\n'),
+            None => {
+                self.opens = Opens::Pending {
+                    searched: bytes.len(),
+                };
+                None
+            }
+        }
+    }
+
+    fn known(&mut self, opens: bool) -> Option<bool> {
+        self.opens = Opens::Known(opens);
+        Some(opens)
+    }
+}
+
+/// A `<` with the bytes after it: a tag, or possibly one once more arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Angle {
+    Open,
+    Close,
+    /// What follows is a proper prefix of a tag and reaches the end of the output.
+    Partial,
+    Other,
+}
+
+fn angle(rest: &[u8]) -> Angle {
+    if rest.starts_with(OPEN) {
+        Angle::Open
+    } else if rest.starts_with(CLOSE) {
+        Angle::Close
+    } else if OPEN.starts_with(rest) || CLOSE.starts_with(rest) {
+        Angle::Partial
+    } else {
+        Angle::Other
+    }
+}
+
+impl Scanner {
+    fn new(limit: usize) -> Self {
+        Self {
+            mode: Mode::Outside,
+            at: 0,
+            envelopes: 0,
+            limit,
+            fence: None,
+            line: Some(Line::at(0)),
+        }
+    }
+
+    /// Reads as far as the output can be read, releasing the certain text into `shown`.
+    fn advance(
+        &mut self,
+        output: &str,
+        release: &mut Release,
+        shown: &mut String,
+    ) -> Option<Certain> {
+        let bytes = output.as_bytes();
+        loop {
+            match self.mode {
+                Mode::Failed => return None,
+                Mode::Outside => {
+                    let Some(found) = bytes
+                        .get(self.at..)
+                        .and_then(|rest| memchr2(b'<', b'\n', rest))
+                        .map(|offset| self.at + offset)
+                    else {
+                        self.at = bytes.len();
+                        release.grow(output, bytes.len(), shown);
+                        return None;
+                    };
+                    if bytes[found] == b'\n' {
+                        if let Some(line) = self.line {
+                            self.fence = fence_after(self.fence, &bytes[line.start..found]);
+                        }
+                        self.line = Some(Line::at(found + 1));
+                        self.at = found + 1;
+                        continue;
+                    }
+                    let tag = match angle(&bytes[found..]) {
+                        Angle::Other => {
+                            self.at = found + 1;
+                            continue;
+                        }
+                        Angle::Partial => return self.wait(output, found, release, shown),
+                        tag => tag,
+                    };
+                    let covered = match self.covers(bytes, found) {
+                        Some(covered) => covered,
+                        None => return self.wait(output, found, release, shown),
+                    };
+                    if covered {
+                        self.at = found + 1;
+                        continue;
+                    }
+                    if tag == Angle::Close {
+                        // A closing tag without its opening one: `malformed_tool_json`, unless
+                        // a later excess wins; the final parse says which.
+                        release.grow(output, found, shown);
+                        self.mode = Mode::Failed;
+                        return None;
+                    }
+                    if self.envelopes >= self.limit {
+                        self.mode = Mode::Failed;
+                        return Some(Certain::Excessive);
+                    }
+                    self.envelopes += 1;
+                    release.grow(output, found, shown);
+                    release.end_piece();
+                    // The line the envelope opens on changes no fence: were it a fence line,
+                    // the tag would be in the fence.
+                    self.line = None;
+                    self.mode = Mode::Body { string: false };
+                    self.at = found + OPEN.len();
+                }
+                Mode::Body { string: true } => {
+                    match bytes
+                        .get(self.at..)
+                        .and_then(|rest| memchr2(b'"', b'\\', rest))
+                    {
+                        Some(offset) => {
+                            let found = self.at + offset;
+                            if bytes[found] == b'\\' {
+                                // The escaped byte, whatever it is, is skipped (maybe not here yet).
+                                self.at = found + 2;
+                            } else {
+                                self.at = found + 1;
+                                self.mode = Mode::Body { string: false };
+                            }
+                        }
+                        None => {
+                            self.at = self.at.max(bytes.len());
+                            return None;
+                        }
+                    }
+                }
+                Mode::Body { string: false } => {
+                    let Some(found) = bytes
+                        .get(self.at..)
+                        .and_then(|rest| memchr2(b'"', b'<', rest))
+                        .map(|offset| self.at + offset)
+                    else {
+                        self.at = self.at.max(bytes.len());
+                        return None;
+                    };
+                    if bytes[found] == b'"' {
+                        self.at = found + 1;
+                        self.mode = Mode::Body { string: true };
+                        continue;
+                    }
+                    match angle(&bytes[found..]) {
+                        Angle::Close => {
+                            self.at = found + CLOSE.len();
+                            release.start_piece(self.at);
+                            self.mode = Mode::Outside;
+                        }
+                        Angle::Open => {
+                            self.mode = Mode::Failed;
+                            return Some(Certain::Nested(self.envelopes));
+                        }
+                        Angle::Partial => {
+                            self.at = found;
+                            return None;
+                        }
+                        Angle::Other => self.at = found + 1,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stops before the `<` at `at` until more of the output arrives; the text before it is
+    /// certain.
+    fn wait(
+        &mut self,
+        output: &str,
+        at: usize,
+        release: &mut Release,
+        shown: &mut String,
+    ) -> Option<Certain> {
+        self.at = at;
+        release.grow(output, at, shown);
+        None
+    }
+
+    /// Whether a tag at `tag` is inside a fence; `None` while the output so far cannot tell.
+    fn covers(&mut self, bytes: &[u8], tag: usize) -> Option<bool> {
+        if self.fence.is_some() {
+            // On an examined line, a tag after the marks keeps a fence from closing there.
+            return Some(true);
+        }
+        match &mut self.line {
+            // The line an envelope ended on: no line to examine, no fence open.
+            None => Some(false),
+            Some(line) => line.opens(bytes, tag),
+        }
+    }
+}
+
+/// The shown text released so far, and where the current stretch of prose stands.
+#[derive(Debug, Default)]
+struct Release {
+    /// Bytes released in total (separators included).
+    total: usize,
+    /// Stretches of prose that had something visible, before the current one.
+    blocks: usize,
+    /// Where the current stretch starts.
+    piece_start: usize,
+    /// The current stretch: where its shown text starts, once its first visible character
+    /// has arrived; until then, how far its whitespace has been looked at.
+    start: Option<usize>,
+    searched: usize,
+    /// How far its shown text is released, and how far it has been looked at for a visible
+    /// character to release up to.
+    released: usize,
+    looked: usize,
+}
+
+impl Release {
+    /// The current stretch of prose is known up to `known` (it may go on): release it, short
+    /// of its trailing whitespace and, until its first visible character, of its leading
+    /// whitespace.
+    fn grow(&mut self, output: &str, known: usize, shown: &mut String) {
+        let start = match self.start {
+            Some(start) => start,
+            None => {
+                let from = self.searched.max(self.piece_start);
+                let Some(text) = output.get(from..known) else {
+                    return;
+                };
+                let Some(offset) = text.find(|c: char| !c.is_whitespace()) else {
+                    self.searched = known;
+                    return;
+                };
+                let visible = from + offset;
+                // Leading blank lines are dropped; the first line keeps its indentation.
+                let start = output
+                    .get(self.piece_start..visible)
+                    .and_then(|lead| lead.rfind('\n'))
+                    .map_or(self.piece_start, |newline| self.piece_start + newline + 1);
+                if self.blocks > 0 {
+                    shown.push_str(TEXT_BLOCK_SEPARATOR);
+                    self.total += TEXT_BLOCK_SEPARATOR.len();
+                }
+                self.start = Some(start);
+                self.released = start;
+                self.looked = start;
+                start
+            }
+        };
+        debug_assert!(start <= known);
+        let Some(new) = output.get(self.looked..known) else {
+            return;
+        };
+        let visible = new.trim_end().len();
+        let end = self.looked + visible;
+        // Only a visible character makes the whitespace before it certain.
+        if visible > 0 && end > self.released {
+            if let Some(text) = output.get(self.released..end) {
+                shown.push_str(text);
+                self.total += text.len();
+                self.released = end;
+            }
+        }
+        self.looked = known;
+    }
+
+    /// The current stretch ended (at an envelope).
+    fn end_piece(&mut self) {
+        if self.start.is_some() {
+            self.blocks += 1;
+        }
+        self.start = None;
+    }
+
+    /// A new stretch starts at `at` (after an envelope).
+    fn start_piece(&mut self, at: usize) {
+        self.piece_start = at;
+        self.searched = at;
+        self.start = None;
+    }
+}
+
+#[cfg(test)]
+mod tests;
