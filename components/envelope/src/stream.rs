@@ -154,19 +154,21 @@ impl ReplyStream {
                 parse_span(&self.output, &self.tools, &self.id_seed, self.max_calls)
             })
             .clone()?;
-        let tail = match &reply {
-            ParsedReply::Text(span) => span.of(&self.output).unwrap_or_default().to_owned(),
-            ParsedReply::Tools(tools) => {
-                Reply::Tools(tools.blocks.clone()).shown_text().into_owned()
-            }
-        };
         // What was released is a prefix of the shown text (the module's invariant, which the
         // tests check on every cut); were it ever not, nothing more is shown rather than a
         // piece from the middle of a character.
-        let tail = tail
-            .get(self.release.total..)
-            .unwrap_or_default()
-            .to_owned();
+        let released = self.release.total;
+        let tail = match &reply {
+            ParsedReply::Text(span) => span
+                .of(&self.output)
+                .and_then(|text| text.get(released..))
+                .unwrap_or_default()
+                .to_owned(),
+            ParsedReply::Tools(tools) => Reply::shown_text_of_blocks(&tools.blocks)
+                .get(released..)
+                .unwrap_or_default()
+                .to_owned(),
+        };
         Ok(StreamEnd { tail, reply })
     }
 

@@ -144,25 +144,31 @@ impl Reply {
     /// its calls after it: a call is known only once the whole reply is). Empty when a reply
     /// that calls tools has no prose.
     pub fn shown_text(&self) -> std::borrow::Cow<'_, str> {
-        use std::borrow::Cow;
         match self {
-            Reply::Text(text) => Cow::Borrowed(text),
-            Reply::Tools(blocks) => {
-                let mut texts = blocks.iter().filter_map(|block| match block {
-                    ReplyBlock::Text(text) => Some(text.as_str()),
-                    ReplyBlock::Call(_) => None,
-                });
-                let Some(first) = texts.next() else {
-                    return Cow::Borrowed("");
-                };
-                let mut shown = first.to_owned();
-                for text in texts {
-                    shown.push_str(TEXT_BLOCK_SEPARATOR);
-                    shown.push_str(text);
-                }
-                Cow::Owned(shown)
-            }
+            Reply::Text(text) => std::borrow::Cow::Borrowed(text),
+            Reply::Tools(blocks) => Self::shown_text_of_blocks(blocks),
         }
+    }
+
+    /// [`Reply::shown_text`] of a reply that calls tools, from its blocks.
+    pub fn shown_text_of_blocks(blocks: &[ReplyBlock]) -> std::borrow::Cow<'_, str> {
+        use std::borrow::Cow;
+        let mut texts = blocks.iter().filter_map(|block| match block {
+            ReplyBlock::Text(text) => Some(text.as_str()),
+            ReplyBlock::Call(_) => None,
+        });
+        let Some(first) = texts.next() else {
+            return Cow::Borrowed("");
+        };
+        let Some(second) = texts.next() else {
+            return Cow::Borrowed(first);
+        };
+        let mut shown = [first, TEXT_BLOCK_SEPARATOR, second].concat();
+        for text in texts {
+            shown.push_str(TEXT_BLOCK_SEPARATOR);
+            shown.push_str(text);
+        }
+        Cow::Owned(shown)
     }
 }
 
