@@ -184,14 +184,10 @@ impl ReplyStream {
         }
     }
 
-    /// Bytes of shown text released so far.
+    /// Bytes of shown text released so far (after `finish`, the tail's length is what was held
+    /// back at the end of the turn).
     pub fn released_bytes(&self) -> usize {
         self.release.total
-    }
-
-    /// The output pushed so far.
-    pub fn output(&self) -> &str {
-        &self.output
     }
 }
 
