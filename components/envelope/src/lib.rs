@@ -180,7 +180,12 @@ pub fn parse_span(
     id_seed: &str,
     max_calls: u32,
 ) -> Result<ParsedReply, Failure> {
-    Ok(match parse_reply(output, tools, id_seed, max_calls)? {
+    answered(output, parse_reply(output, tools, id_seed, max_calls)?)
+}
+
+/// What was found, as the component answers it: a text reply as its span of `output`.
+fn answered(output: &str, found: Found) -> Result<ParsedReply, Failure> {
+    Ok(match found {
         Found::Text(range) => ParsedReply::Text(
             TextSpan::of_range(range).ok_or_else(|| failure::output_too_large(output.len()))?,
         ),
@@ -205,7 +210,31 @@ enum Found {
 fn parse_reply(output: &str, tools: &str, id_seed: &str, max_calls: u32) -> Result<Found, Failure> {
     let catalog = tools::Catalog::parse(tools)?;
     let limit = usize::try_from(max_calls.max(1)).unwrap_or(usize::MAX);
-    let Some(pieces) = scan::envelopes(output, limit)? else {
+    let pieces = scan::envelopes(output, limit)?;
+    reply_of(output, pieces, &catalog, id_seed)
+}
+
+/// [`parse_span`] of an output whose structure is already known: `pieces` is what
+/// [`scan::envelopes`] answers for `output` when it succeeds (the reply stream scans as the
+/// output arrives, so its end does not scan it again).
+fn parse_scanned(
+    output: &str,
+    pieces: Option<Vec<scan::Piece<'_>>>,
+    tools: &str,
+    id_seed: &str,
+) -> Result<ParsedReply, Failure> {
+    let catalog = tools::Catalog::parse(tools)?;
+    answered(output, reply_of(output, pieces, &catalog, id_seed)?)
+}
+
+/// Rules 1 and 4 to 8 on the structure of the output (rules 2 to 4 of the scan passed).
+fn reply_of(
+    output: &str,
+    pieces: Option<Vec<scan::Piece<'_>>>,
+    catalog: &tools::Catalog<'_>,
+    id_seed: &str,
+) -> Result<Found, Failure> {
+    let Some(pieces) = pieces else {
         return Ok(Found::Text(text_range(output)));
     };
 
@@ -234,7 +263,7 @@ fn parse_reply(output: &str, tools: &str, id_seed: &str, max_calls: u32) -> Resu
         position += 1;
         let (name, arguments) = read_envelope(body, &mut recoveries)
             .map_err(|failure| failure::of_call(failure, position, count, None))?;
-        check_call(&catalog, &mut checkers, &name, &arguments)
+        check_call(catalog, &mut checkers, &name, &arguments)
             .map_err(|failure| failure::of_call(failure, position, count, Some(&name)))?;
         // The body is the arguments plus a little: an upper bound, in practice, of their text.
         let input = canonical::to_string(&arguments, body.text.len());

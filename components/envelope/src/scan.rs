@@ -346,16 +346,16 @@ pub(crate) fn fenced_content(text: &str) -> Option<Range<usize>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::cell::Cell;
 
     thread_local! {
         /// How many envelope bodies this thread's scans have followed.
-        pub(super) static BODIES_READ: Cell<usize> = const { Cell::new(0) };
+        pub(crate) static BODIES_READ: Cell<usize> = const { Cell::new(0) };
     }
 
-    fn bodies_read() -> usize {
+    pub(crate) fn bodies_read() -> usize {
         BODIES_READ.with(Cell::get)
     }
 

@@ -55,18 +55,23 @@
 //!
 //! # Work and memory
 //!
-//! The stream keeps the output (the final parse needs it, as the one-shot parse has it) and a
+//! The stream keeps the output (the final checks need it, as the one-shot parse has it) and a
 //! few offsets into it: the held-back text is a range of that buffer, never a copy. Each push
 //! looks at the new bytes once, plus at most the few bytes of a tag it stopped at (`memchr`
-//! searches for `<` and line breaks outside envelopes, for `"` and `<` inside one), and each
-//! line at most once for a fence, so a whole turn costs one pass over its output plus the
-//! final `parse`, however it was cut. The size limit is the one-shot parse's: a text reply
-//! whose offsets do not fit in 32 bits is `output_too_large` at the end (a component's memory
-//! is smaller anyway; the host's store caps it).
+//! searches for `<` outside envelopes, for `"` and `<` inside one), and the lines are looked
+//! at for fences only as far as a tag asks, as the one-shot scan does (a line is searched at
+//! most twice: for its end, and on a line of backticks for a backtick after them). The
+//! end does not scan the output again: the structure the pushes found (the stretches of text
+//! and the envelope bodies, exactly what the one-shot scan finds) goes to the same checks of
+//! the envelopes `parse` runs; only a reply the scan saw failing is parsed whole, to report
+//! `parse`'s exact failure. So a turn costs one pass over its output plus the checks of its
+//! envelopes, however it was cut. The size limit is the one-shot parse's: a text reply whose
+//! offsets do not fit in 32 bits is `output_too_large` at the end (a component's memory is
+//! smaller anyway; the host's store caps it).
 //!
 //! Every offset kept is a character boundary: chunks are whole strings, and the stream stops
-//! only before an ASCII byte (`<`), after a line break, or after a whitespace character, so no
-//! released piece splits a character.
+//! only at the end of a chunk, before an ASCII byte (`<`), after a line break, or after a
+//! visible character, so no released piece splits a character.
 //!
 //! # A resource, not a state record
 //!
@@ -78,12 +83,14 @@
 //! serves the pushes, the final parse and the narration verdict of a turn.
 
 use devin_bridge_types::{Failure, ParsedReply, Reply, StreamEnd};
-use memchr::memchr2;
+use memchr::{memchr, memchr2};
 
 pub use devin_bridge_types::TEXT_BLOCK_SEPARATOR;
 
-use crate::scan::{fence_after, fence_marks, CLOSE, OPEN};
-use crate::{failure, narrates_unexecuted_action, parse_span, tools};
+use std::ops::Range;
+
+use crate::scan::{self, fence_after, fence_marks, CLOSE, OPEN};
+use crate::{failure, narrates_unexecuted_action, parse_scanned, parse_span, tools};
 
 /// One turn's output, parsed as it arrives. See the module documentation.
 pub struct ReplyStream {
@@ -129,7 +136,7 @@ impl ReplyStream {
         let mut shown = String::new();
         match self
             .scanner
-            .advance(&self.output, &mut self.release, &mut shown)
+            .advance(&self.output, false, &mut self.release, &mut shown)
         {
             Some(certain) => {
                 // The push fails, so the text it found before the failure is not released.
@@ -148,12 +155,14 @@ impl ReplyStream {
     /// The end of the output: `parse`'s answer for all of it, with the shown text not released
     /// yet. A second call answers the same.
     pub fn finish(&mut self) -> Result<StreamEnd, Failure> {
-        let reply = self
-            .finished
-            .get_or_insert_with(|| {
-                parse_span(&self.output, &self.tools, &self.id_seed, self.max_calls)
-            })
-            .clone()?;
+        let reply = match &self.finished {
+            Some(reply) => reply.clone(),
+            None => {
+                let reply = self.end();
+                self.finished = Some(reply.clone());
+                reply
+            }
+        }?;
         // What was released is a prefix of the shown text (the module's invariant, which the
         // tests check on every cut); were it ever not, nothing more is shown rather than a
         // piece from the middle of a character.
@@ -170,6 +179,29 @@ impl ReplyStream {
                 .to_owned(),
         };
         Ok(StreamEnd { tail, reply })
+    }
+
+    /// `parse`'s answer for the whole output. The scan reads the rest of the output as
+    /// complete (a partial tag at the end is text, the last line ends there) and hands its
+    /// structure to the checks of the envelopes, so the output is not scanned again; a reply
+    /// the scan found failing is parsed whole, which finds its exact failure.
+    fn end(&mut self) -> Result<ParsedReply, Failure> {
+        if let Some(failure) = &self.failure {
+            return Err(failure.clone());
+        }
+        // The end's own text is the tail, cut from the answer: nothing is released here.
+        let released = self.release.total;
+        let mut unreleased = String::new();
+        let certain = self
+            .scanner
+            .advance(&self.output, true, &mut self.release, &mut unreleased);
+        self.release.total = released;
+        match self.scanner.structure(&self.output) {
+            Some(pieces) if certain.is_none() => {
+                parse_scanned(&self.output, pieces, &self.tools, &self.id_seed)
+            }
+            _ => parse_span(&self.output, &self.tools, &self.id_seed, self.max_calls),
+        }
     }
 
     /// The narration verdict of a finished text reply ([`narrates_unexecuted_action`] of its
@@ -214,36 +246,63 @@ impl Certain {
 enum Mode {
     /// In the text outside envelopes.
     Outside,
-    /// In an envelope's body; `string` inside one of its JSON strings.
-    Body { string: bool },
+    /// In the body of an envelope that starts at `body`; `string` inside one of its JSON
+    /// strings.
+    Body { body: usize, string: bool },
     /// The reply fails whatever follows: nothing more is read.
     Failed,
+    /// The output is complete and its structure known.
+    Ended,
 }
 
-/// The structure of the output so far: [`crate::scan::envelopes`]' rules, one byte at a time
-/// in effect, resumable at any chunk boundary.
+/// One piece of the output's structure, as [`scan::Piece`] has it, by offsets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Span {
+    Text(Range<usize>),
+    Envelope { body: Range<usize>, unclosed: bool },
+}
+
+/// The structure of the output so far: [`crate::scan::envelopes`]' rules, resumable at any
+/// chunk boundary. At the end of the output it holds what `envelopes` answers (unless the
+/// reply failed, which the final parse then finds again).
 struct Scanner {
     mode: Mode,
     /// The next byte to look at; one past the end after a backslash that ended the output.
     at: usize,
+    /// Where the current stretch of text outside envelopes starts.
+    outside_from: usize,
+    /// The pieces before it.
+    pieces: Vec<Span>,
     /// Envelopes opened so far, and the most a reply may hold.
     envelopes: usize,
     limit: usize,
-    /// The open fence, after the lines examined so far.
+    lines: Lines,
+}
+
+/// The Markdown fences of the text outside envelopes, examined line by line only as far as a
+/// tag asks, as [`crate::scan`]'s `Fences` does.
+struct Lines {
+    /// The open fence after the lines examined.
     fence: Option<(u8, usize)>,
-    /// The current line, when it started outside envelopes (its fence role is examined at its
-    /// end); `None` on a line an envelope opened or ended on, which is never examined.
-    line: Option<Line>,
+    cursor: Cursor,
 }
 
-/// A line that started outside envelopes, and what a tag on it found out about it.
+/// The next line to examine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Line {
-    start: usize,
-    opens: Opens,
+enum Cursor {
+    /// After an envelope: the next line starts after the first line break at or after `from`
+    /// (the rest of the line the envelope ended on is never examined).
+    Skip(usize),
+    /// The line that starts at `start`: no line break in `start..searched`, and what a tag on
+    /// it found out while the line was not complete.
+    Line {
+        start: usize,
+        searched: usize,
+        opens: Opens,
+    },
 }
 
-/// Whether a line opens a fence, as far as a tag on it needed to know.
+/// Whether a line that is not complete yet opens a fence, as far as a tag on it needed to know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Opens {
     /// Not asked yet.
@@ -255,46 +314,108 @@ enum Opens {
     Known(bool),
 }
 
-impl Line {
-    fn at(start: usize) -> Self {
+impl Lines {
+    fn new() -> Self {
         Self {
-            start,
-            opens: Opens::Unknown,
+            fence: None,
+            cursor: Cursor::line(0),
         }
     }
 
-    /// Whether this line opens a fence (with no fence open before it), as the one-shot scan
-    /// decides it on the whole line; `None` while the output so far cannot tell. Asked only for
-    /// a tag at `tag` on the line, so the line's marks (before the tag) are all there.
-    fn opens(&mut self, bytes: &[u8], tag: usize) -> Option<bool> {
-        let searched = match self.opens {
-            Opens::Known(opens) => return Some(opens),
-            Opens::Pending { searched } => searched,
-            Opens::Unknown => match fence_marks(&bytes[self.start..tag]) {
-                None => return self.known(false),
-                Some((b'~', _, _)) => return self.known(true),
-                Some((_, _, rest)) if rest.contains(&b'`') => return self.known(false),
-                Some(_) => tag,
-            },
-        };
-        // A backtick after the marks, before the line ends, makes it no fence line.
-        match bytes
-            .get(searched..)
-            .and_then(|rest| memchr2(b'`', b'\n', rest))
-        {
-            Some(offset) => self.known(bytes[searched + offset] == b'\n'),
-            None => {
-                self.opens = Opens::Pending {
-                    searched: bytes.len(),
-                };
-                None
+    /// Whether a tag at `tag` (outside envelopes) is inside a fence, examining the lines up to
+    /// it; `None` while the output so far cannot tell (`end`: the output is complete).
+    fn covers(&mut self, bytes: &[u8], tag: usize, end: bool) -> Option<bool> {
+        loop {
+            match self.cursor {
+                Cursor::Skip(from) => match bytes.get(from..tag).and_then(|gap| memchr(b'\n', gap))
+                {
+                    Some(offset) => self.cursor = Cursor::line(from + offset + 1),
+                    None => {
+                        // Still on the line the envelope ended on.
+                        self.cursor = Cursor::Skip(tag.max(from));
+                        return Some(self.fence.is_some());
+                    }
+                },
+                Cursor::Line { start, .. } if start > tag => return Some(self.fence.is_some()),
+                Cursor::Line {
+                    start,
+                    searched,
+                    opens,
+                } => {
+                    let line_end = bytes
+                        .get(searched..)
+                        .and_then(|rest| memchr(b'\n', rest))
+                        .map(|offset| searched + offset)
+                        .or(end.then_some(bytes.len()));
+                    if let Some(line_end) = line_end {
+                        self.fence = fence_after(self.fence, &bytes[start..line_end]);
+                        self.cursor = Cursor::line(line_end + 1);
+                        continue;
+                    }
+                    // The tag's line goes on past what has arrived.
+                    if self.fence.is_some() {
+                        // A tag after the marks keeps a fence from closing on this line.
+                        return Some(true);
+                    }
+                    let (opens, verdict) = line_opens(bytes, start, tag, opens);
+                    self.cursor = Cursor::Line {
+                        start,
+                        searched: bytes.len(),
+                        opens,
+                    };
+                    return verdict;
+                }
             }
         }
     }
 
-    fn known(&mut self, opens: bool) -> Option<bool> {
-        self.opens = Opens::Known(opens);
-        Some(opens)
+    /// An envelope ended at `end`.
+    fn skip_envelope(&mut self, end: usize) {
+        self.cursor = Cursor::Skip(end);
+    }
+}
+
+impl Cursor {
+    fn line(start: usize) -> Self {
+        Cursor::Line {
+            start,
+            searched: start,
+            opens: Opens::Unknown,
+        }
+    }
+}
+
+/// Whether the line at `start`, not complete yet, opens a fence (no fence being open), as the
+/// one-shot scan decides on the whole line; `None` while the output so far cannot tell. Asked
+/// for a tag at `tag` on the line, so the line's marks (before the tag) are all there.
+fn line_opens(bytes: &[u8], start: usize, tag: usize, opens: Opens) -> (Opens, Option<bool>) {
+    let searched = match opens {
+        Opens::Known(known) => return (opens, Some(known)),
+        Opens::Pending { searched } => searched,
+        Opens::Unknown => match fence_marks(&bytes[start..tag]) {
+            None => return (Opens::Known(false), Some(false)),
+            Some((b'~', _, _)) => return (Opens::Known(true), Some(true)),
+            Some((_, _, rest)) if rest.contains(&b'`') => {
+                return (Opens::Known(false), Some(false))
+            }
+            Some(_) => tag,
+        },
+    };
+    // A backtick after the marks makes it no fence line; the line break ends the question.
+    match bytes
+        .get(searched..)
+        .and_then(|rest| memchr2(b'`', b'\n', rest))
+    {
+        Some(offset) => {
+            let opens = bytes[searched + offset] == b'\n';
+            (Opens::Known(opens), Some(opens))
+        }
+        None => (
+            Opens::Pending {
+                searched: bytes.len(),
+            },
+            None,
+        ),
     }
 }
 
@@ -303,17 +424,18 @@ impl Line {
 enum Angle {
     Open,
     Close,
-    /// What follows is a proper prefix of a tag and reaches the end of the output.
+    /// What follows is a proper prefix of a tag and reaches the end of what has arrived.
     Partial,
     Other,
 }
 
-fn angle(rest: &[u8]) -> Angle {
+/// `end`: the output is complete, so a partial tag is none.
+fn angle(rest: &[u8], end: bool) -> Angle {
     if rest.starts_with(OPEN) {
         Angle::Open
     } else if rest.starts_with(CLOSE) {
         Angle::Close
-    } else if OPEN.starts_with(rest) || CLOSE.starts_with(rest) {
+    } else if !end && (OPEN.starts_with(rest) || CLOSE.starts_with(rest)) {
         Angle::Partial
     } else {
         Angle::Other
@@ -325,43 +447,42 @@ impl Scanner {
         Self {
             mode: Mode::Outside,
             at: 0,
+            outside_from: 0,
+            pieces: Vec::new(),
             envelopes: 0,
             limit,
-            fence: None,
-            line: Some(Line::at(0)),
+            lines: Lines::new(),
         }
     }
 
-    /// Reads as far as the output can be read, releasing the certain text into `shown`.
+    /// Reads as far as the output can be read (all of it when `end`: the output is complete),
+    /// releasing the certain text into `shown`.
     fn advance(
         &mut self,
         output: &str,
+        end: bool,
         release: &mut Release,
         shown: &mut String,
     ) -> Option<Certain> {
         let bytes = output.as_bytes();
         loop {
             match self.mode {
-                Mode::Failed => return None,
+                Mode::Failed | Mode::Ended => return None,
                 Mode::Outside => {
                     let Some(found) = bytes
                         .get(self.at..)
-                        .and_then(|rest| memchr2(b'<', b'\n', rest))
+                        .and_then(|rest| memchr(b'<', rest))
                         .map(|offset| self.at + offset)
                     else {
                         self.at = bytes.len();
                         release.grow(output, bytes.len(), shown);
+                        if end {
+                            self.end_outside(bytes.len());
+                            self.mode = Mode::Ended;
+                        }
                         return None;
                     };
-                    if bytes[found] == b'\n' {
-                        if let Some(line) = self.line {
-                            self.fence = fence_after(self.fence, &bytes[line.start..found]);
-                        }
-                        self.line = Some(Line::at(found + 1));
-                        self.at = found + 1;
-                        continue;
-                    }
-                    let tag = match angle(&bytes[found..]) {
+                    let tag = match angle(&bytes[found..], end) {
                         Angle::Other => {
                             self.at = found + 1;
                             continue;
@@ -369,9 +490,8 @@ impl Scanner {
                         Angle::Partial => return self.wait(output, found, release, shown),
                         tag => tag,
                     };
-                    let covered = match self.covers(bytes, found) {
-                        Some(covered) => covered,
-                        None => return self.wait(output, found, release, shown),
+                    let Some(covered) = self.lines.covers(bytes, found, end) else {
+                        return self.wait(output, found, release, shown);
                     };
                     if covered {
                         self.at = found + 1;
@@ -391,13 +511,14 @@ impl Scanner {
                     self.envelopes += 1;
                     release.grow(output, found, shown);
                     release.end_piece();
-                    // The line the envelope opens on changes no fence: were it a fence line,
-                    // the tag would be in the fence.
-                    self.line = None;
-                    self.mode = Mode::Body { string: false };
+                    self.end_outside(found);
                     self.at = found + OPEN.len();
+                    self.mode = Mode::Body {
+                        body: self.at,
+                        string: false,
+                    };
                 }
-                Mode::Body { string: true } => {
+                Mode::Body { body, string: true } => {
                     match bytes
                         .get(self.at..)
                         .and_then(|rest| memchr2(b'"', b'\\', rest))
@@ -409,32 +530,40 @@ impl Scanner {
                                 self.at = found + 2;
                             } else {
                                 self.at = found + 1;
-                                self.mode = Mode::Body { string: false };
+                                self.mode = Mode::Body {
+                                    body,
+                                    string: false,
+                                };
                             }
                         }
-                        None => {
-                            self.at = self.at.max(bytes.len());
-                            return None;
-                        }
+                        None => return self.body_waits(bytes.len(), body, end),
                     }
                 }
-                Mode::Body { string: false } => {
+                Mode::Body {
+                    body,
+                    string: false,
+                } => {
                     let Some(found) = bytes
                         .get(self.at..)
                         .and_then(|rest| memchr2(b'"', b'<', rest))
                         .map(|offset| self.at + offset)
                     else {
-                        self.at = self.at.max(bytes.len());
-                        return None;
+                        return self.body_waits(bytes.len(), body, end);
                     };
                     if bytes[found] == b'"' {
                         self.at = found + 1;
-                        self.mode = Mode::Body { string: true };
+                        self.mode = Mode::Body { body, string: true };
                         continue;
                     }
-                    match angle(&bytes[found..]) {
+                    match angle(&bytes[found..], end) {
                         Angle::Close => {
+                            self.pieces.push(Span::Envelope {
+                                body: body..found,
+                                unclosed: false,
+                            });
                             self.at = found + CLOSE.len();
+                            self.outside_from = self.at;
+                            self.lines.skip_envelope(self.at);
                             release.start_piece(self.at);
                             self.mode = Mode::Outside;
                         }
@@ -467,17 +596,51 @@ impl Scanner {
         None
     }
 
-    /// Whether a tag at `tag` is inside a fence; `None` while the output so far cannot tell.
-    fn covers(&mut self, bytes: &[u8], tag: usize) -> Option<bool> {
-        if self.fence.is_some() {
-            // On an examined line, a tag after the marks keeps a fence from closing there.
-            return Some(true);
+    /// The body that starts at `body` runs to the end of what arrived (`len`); at the end of
+    /// the output it is the last, unclosed envelope.
+    fn body_waits(&mut self, len: usize, body: usize, end: bool) -> Option<Certain> {
+        self.at = self.at.max(len);
+        if end {
+            self.pieces.push(Span::Envelope {
+                body: body..len,
+                unclosed: true,
+            });
+            self.outside_from = len;
+            self.mode = Mode::Ended;
         }
-        match &mut self.line {
-            // The line an envelope ended on: no line to examine, no fence open.
-            None => Some(false),
-            Some(line) => line.opens(bytes, tag),
+        None
+    }
+
+    /// The stretch of text outside envelopes ends at `at`.
+    fn end_outside(&mut self, at: usize) {
+        if at > self.outside_from {
+            self.pieces.push(Span::Text(self.outside_from..at));
         }
+        self.outside_from = at;
+    }
+
+    /// Once [`Mode::Ended`]: what [`scan::envelopes`] answers (`Some(None)` for an output with
+    /// no envelope); `None` before (or were a piece ever not a slice of `output`).
+    fn structure<'a>(&self, output: &'a str) -> Option<Option<Vec<scan::Piece<'a>>>> {
+        if self.mode != Mode::Ended {
+            return None;
+        }
+        if self.envelopes == 0 {
+            return Some(None);
+        }
+        self.pieces
+            .iter()
+            .map(|span| match span {
+                Span::Text(range) => output.get(range.clone()).map(scan::Piece::Text),
+                Span::Envelope { body, unclosed } => output.get(body.clone()).map(|text| {
+                    scan::Piece::Envelope(scan::Body {
+                        text,
+                        unclosed: *unclosed,
+                    })
+                }),
+            })
+            .collect::<Option<Vec<_>>>()
+            .map(Some)
     }
 }
 

@@ -433,3 +433,45 @@ fn a_whole_turn_costs_one_pass_however_small_the_chunks() {
     assert_eq!(released + end.tail.len(), output.trim_end().len());
     assert!(end.tail.is_empty(), "only trailing whitespace was held");
 }
+
+#[test]
+fn the_end_does_not_scan_the_output_again() {
+    let output =
+        "Let me look.\n<tool>{\"name\":\"Read\",\"arguments\":{\"file_path\":\"/a\"}}</tool>\n\
+                  <tool>{\"name\":\"Bash\",\"arguments\":{\"command\":\"ls\"}}";
+    let mut stream = ReplyStream::new(&tools(), SEED, 8);
+    for chunk in output.as_bytes().chunks(7) {
+        stream
+            .push(std::str::from_utf8(chunk).expect("ASCII"))
+            .expect("no failure");
+    }
+    let before = scan::tests::bodies_read();
+    let end = stream.finish().expect("two calls");
+    assert_eq!(
+        scan::tests::bodies_read(),
+        before,
+        "the end followed no body again"
+    );
+    assert_eq!(Ok(end.reply), parse_span(output, &tools(), SEED, 8));
+    assert_eq!(
+        scan::tests::bodies_read(),
+        before + 2,
+        "parse follows both bodies"
+    );
+}
+
+#[test]
+fn fences_after_an_envelope_are_found_as_the_one_shot_scan_finds_them() {
+    let call = "<tool>{\"name\":\"Bash\",\"arguments\":{\"command\":\"ls\"}}</tool>";
+    let mut random = XorShift(11);
+    for output in [
+        // The line an envelope ends on is not a fence line; the next one is.
+        format!("{call} ```\n<tool>{{}}</tool>"),
+        format!("{call} x\n```\n{call}\n```\nafter"),
+        format!("{call}\n~~~\n{call}"),
+        format!("``` a`b\n{call}\n```\n{call}"),
+        format!("   ```\n{call}\n   ```\nend {call}"),
+    ] {
+        every_cutting(&output, &tools(), 8, &mut random, 20);
+    }
+}
