@@ -65,9 +65,10 @@
 //! and the envelope bodies, exactly what the one-shot scan finds) goes to the same checks of
 //! the envelopes `parse` runs; only a reply the scan saw failing is parsed whole, to report
 //! `parse`'s exact failure. So a turn costs one pass over its output plus the checks of its
-//! envelopes, however it was cut. The size limit is the one-shot parse's: a text reply whose
-//! offsets do not fit in 32 bits is `output_too_large` at the end (a component's memory is
-//! smaller anyway; the host's store caps it).
+//! envelopes, however it was cut. The limits are the one-shot parse's: a text reply whose offsets
+//! do not fit in 32 bits is `output_too_large` at the end, and the host's store caps the
+//! memory. The buffer grows by doubling, so it may reserve up to twice the output's bytes where
+//! the one-shot call receives the output in one allocation of its size.
 //!
 //! Every offset kept is a character boundary: chunks are whole strings, and the stream stops
 //! only at the end of a chunk, before an ASCII byte (`<`), after a line break, or after a
