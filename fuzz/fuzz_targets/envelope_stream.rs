@@ -12,10 +12,13 @@
 //! certain, so cutting can only delay text, never change it), unless that one push fails
 //! early and so releases nothing.
 //!
-//! Native only for now: the component's side of the differential needs the engine's binding
-//! of the `reply-stream` resource.
+//! Then the component's side: the same chunks pushed into the wasm `reply-stream` resource (one
+//! instance for the stream, as a turn has) answer push for push and at the end exactly as the
+//! native stream does.
 
+use devin_bridge_engine::{Call, StreamedEnd, StreamedParse};
 use devin_bridge_envelope::{narrates_unexecuted_action, parse_span, Reply, ReplyStream};
+use devin_bridge_fuzz::{differential, outcome};
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
 
@@ -44,7 +47,7 @@ fn run(
     (released, pushes, stream)
 }
 
-fuzz_target!(|data: &[u8]| {
+fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge_engine::TransformKind::Envelope), |data: &[u8]| {
     let Some((selector, rest)) = data.split_first() else { return };
     let Ok(chunks) = rest
         .split(|&byte| byte == 0xFF)
@@ -66,6 +69,23 @@ fuzz_target!(|data: &[u8]| {
     }
     let end = stream.finish();
     assert_eq!(end.clone().map(|end| end.reply), one_shot, "the stream ended otherwise than parse");
+    let native = StreamedParse {
+        pushes: pushes.clone(),
+        end: end.clone().map(|end| StreamedEnd {
+            tail: end.tail,
+            reply: end.reply.resolve(&output).expect("a span of the output"),
+            narrates: stream.narrates(),
+        }),
+    };
+    differential(
+        Call::ParseStream {
+            chunks: chunks.iter().map(|chunk| (*chunk).to_owned()).collect(),
+            tools: tools.clone(),
+            id_seed: SEED.to_owned(),
+            max_calls,
+        },
+        outcome(&Ok::<_, ()>(devin_bridge_engine::Output::from(native))),
+    );
     match (&end, &one_shot) {
         (Ok(end), Ok(reply)) => {
             let reply = reply.clone().resolve(&output).expect("a span of the output").reply;

@@ -183,6 +183,22 @@ mod wasm {
                 safeguard.as_ref(),
             ))
         }
+        fn stream_text(first: bool, text: String) -> String {
+            without_message_stop(devin_bridge_sse::stream_text(first, &text))
+        }
+        fn stream_finish_after_text(
+            tail: String,
+            calls: Vec<devin_bridge_types::ToolCall>,
+            usage: Usage,
+            safeguard: Option<SafeguardStatus>,
+        ) -> String {
+            without_message_stop(devin_bridge_sse::stream_finish_after_text(
+                &tail,
+                &calls,
+                &usage,
+                safeguard.as_ref(),
+            ))
+        }
         fn render_stream(
             head: MessageHead,
             reply: Reply,
