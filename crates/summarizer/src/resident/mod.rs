@@ -33,7 +33,7 @@ use super::window;
 use super::Bridge;
 use crate::policy::AgentSection;
 use agent_client_protocol_schema::v1;
-use devin_bridge_agent::acp::{prompt_blocks, AcpError, AgentLimits, TurnOutput};
+use devin_bridge_agent::acp::{prompt_blocks, AcpError, AgentLimits, ChunkSink, TurnOutput};
 use devin_bridge_agent::devin::ClientIdentity;
 use devin_bridge_agent::process::Spec;
 use devin_bridge_engine::TransformCalls as _;
@@ -520,6 +520,7 @@ impl Resident {
         images: &[Image],
         model: &str,
         effort: Option<&str>,
+        chunks: Option<ChunkSink>,
     ) -> Result<AgentReply, Failure> {
         let error = match self
             .prompt(
@@ -527,6 +528,7 @@ impl Resident {
                 prompt_blocks(text.to_owned(), image_parts(images)),
                 model,
                 effort,
+                chunks.clone(),
             )
             .await
         {
@@ -542,7 +544,7 @@ impl Resident {
         self.stats.replays.inc();
         let (whole, _) = serialize(bridge, &lease.body, 0, Check::Nothing).await?;
         let blocks = prompt_blocks(whole.prompt.text, image_parts(&whole.images));
-        match self.prompt(lease, blocks, model, effort).await {
+        match self.prompt(lease, blocks, model, effort, chunks).await {
             Ok(output) => Ok(AgentReply::of(output)),
             Err(error) => Err(agent_failure(bridge, error).await),
         }
@@ -556,6 +558,7 @@ impl Resident {
         rejection: Failure,
         model: &str,
         effort: Option<&str>,
+        chunks: Option<ChunkSink>,
     ) -> Result<AgentReply, Failure> {
         let section = run_transform(&bridge.transforms, rejection.message.len(), move |t| {
             t.repair(String::new(), rejection)
@@ -564,7 +567,13 @@ impl Resident {
         let section = section.trim_start();
         let section = section.strip_prefix("---").unwrap_or(section).trim_start();
         match self
-            .prompt(lease, prompt_blocks(section.to_owned(), []), model, effort)
+            .prompt(
+                lease,
+                prompt_blocks(section.to_owned(), []),
+                model,
+                effort,
+                chunks,
+            )
             .await
         {
             Ok(output) => Ok(AgentReply::of(output)),
@@ -584,6 +593,7 @@ impl Resident {
         blocks: Vec<v1::ContentBlock>,
         model: &str,
         effort: Option<&str>,
+        chunks: Option<ChunkSink>,
     ) -> Result<TurnOutput, AcpError> {
         let held = lease.held;
         let ephemeral = matches!(lease.session, LeasedSession::Ephemeral { .. });
@@ -643,7 +653,7 @@ impl Resident {
             .inc_by(u64::try_from(content_bytes(&blocks)).unwrap_or(u64::MAX));
         let outcome = bound
             .agent
-            .prompt_blocks(&bound.session, blocks)
+            .prompt_observed(&bound.session, blocks, chunks)
             .await
             .map(|mut output| {
                 output.model = applied.model;
