@@ -158,9 +158,13 @@ async fn drive(
         mut placement,
     } = prepared;
     tracing::info!(id = %head.id, model = %head.model, stream = prompt.stream, input_tokens = prompt.input_tokens, "turn accepted");
-    // The turn's text streams to streaming clients unless the policy turns it off.
-    let shown = (bridge.stream_text && prompt.stream).then(Shown::new);
-    publisher.started(head.clone(), prompt.stream, shown.clone());
+    // Unless the policy turns streaming off, the turn's output is parsed as it arrives and its
+    // certain text streams to streaming clients. A JSON request is parsed the same way (its
+    // text goes to no one before the end), so both forms answer the same message, a repair
+    // included.
+    let shown = bridge.stream_text.then(Shown::new);
+    let published = shown.clone().filter(|_| prompt.stream);
+    publisher.started(head.clone(), prompt.stream, published);
     let outcome = run(
         bridge,
         &prompt,
@@ -393,11 +397,19 @@ async fn stream_turn(
             () = frames.closed() => return gone(),
         }
     };
+    if let Some(shown) = &shown {
+        // Text that became certain since the last wake-up.
+        text.take_from(shown);
+    }
     if let Err(failure) = &finished.outcome {
-        if let Some(early) = early.take() {
-            tracing::info!(code = %failure.code, status = failure.status, id = %id, "turn failed before the stream began");
-            let _ = early.send(failure.clone());
-            return;
+        // A turn that failed before any of its text was certain is a plain error; once text
+        // was certain it is shown, and the error event follows it.
+        if text.taken == 0 {
+            if let Some(early) = early.take() {
+                tracing::info!(code = %failure.code, status = failure.status, id = %id, "turn failed before the stream began");
+                let _ = early.send(failure.clone());
+                return;
+            }
         }
     }
     if early.take().is_some() && frames.send(Bytes::from(start)).await.is_err() {

@@ -34,6 +34,7 @@ mod resident;
 mod side_requests;
 mod sighup;
 mod sign_in;
+mod streaming;
 mod summarizer;
 mod swap_under_load;
 mod tool_calls_and_usage;
