@@ -5,6 +5,7 @@
 
 mod common;
 
+mod anthropic_sdk;
 mod claude_code_e2e;
 mod client_env;
 mod companion_cli;
