@@ -75,7 +75,7 @@ mod tests {
         let shown = Shown::new();
         shown.append("Hello, ");
         shown.append("");
-        let mut late = shown.subscribe();
+        let late = shown.subscribe();
         assert_eq!(shown.since(0), "Hello, ");
         let read = shown.len();
         shown.append("wörld");

@@ -511,7 +511,11 @@ impl Resident {
 
     /// One agent turn on the lease's session, answered by `model` at `effort`. When the
     /// session's process dies under it for a reason that is not this session's own tool call,
-    /// the session is rebuilt once with the whole prompt.
+    /// the session is rebuilt once with the whole prompt. With `chunks`, each chunk of the reply
+    /// goes there as it arrives (the turn's streaming parse reads them).
+    // The turn's inputs are the prompt's own parts and how it is answered; a struct holding
+    // them for this one call would only rename them.
+    #[allow(clippy::too_many_arguments)]
     pub async fn turn(
         &self,
         bridge: &Bridge,
