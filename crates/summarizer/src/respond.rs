@@ -1,6 +1,7 @@
 //! The HTTP answer of a turn: one JSON message, or an event stream whose head is held until
-//! the turn has run for one ping interval; and the error bodies (the sse component's, or the
-//! host's own when that component is broken).
+//! the turn has run for one ping interval or its first text is certain, and whose text streams
+//! as it becomes certain (coalesced, see `streamed::Coalescer`); and the error bodies (the sse
+//! component's, or the host's own when that component is broken).
 //!
 //! A turn runs in a task of its own ([`spawn_turn`]) and publishes its stages; every request
 //! that shares it (the one that started it, and resends of it: see [`super::resends`]) renders

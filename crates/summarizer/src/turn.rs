@@ -15,10 +15,17 @@
 //! (see `apply_model_and_effort` of the agent crate); never a failure. Each agent turn is
 //! counted by effort and by how it was applied (`devin_bridge_turn_effort{effort, applied}`).
 //!
-//! A streamed answer holds its response head until the turn has run for one ping interval:
-//! a turn that fails sooner (a rate limit, a used-up quota, a refused identity) is answered as
-//! a plain HTTP error with its status, so that a client retries a 429 after its `retry-after`
-//! as it would Anthropic's. A turn that fails later ends the stream with an `error` event.
+//! With `[server] stream_text` (the default) the envelope parse is a reply stream fed the
+//! agent's chunks as they arrive (`streamed`), one per attempt; its certain text is the turn's
+//! `Shown` text, which streaming responses send as it comes, and the reply is the message that
+//! text ends up in (one text block, then the calls). Without it, the whole output is parsed
+//! once at the end.
+//!
+//! A streamed answer holds its response head until the turn has run for one ping interval or
+//! its first text is certain: a turn that fails sooner (a rate limit, a used-up quota, a
+//! refused identity) is answered as a plain HTTP error with its status, so that a client
+//! retries a 429 after its `retry-after` as it would Anthropic's. A turn that fails later ends
+//! the stream with an `error` event after what was shown.
 
 use std::time::Instant;
 
