@@ -21,6 +21,24 @@ use serde_json::{json, Value};
 #[path = "typescript/mod.rs"]
 mod typescript;
 
+/// `text` cut into 40 pieces of about equal size, each at a character boundary (an agent's
+/// chunks).
+fn forty_chunks(text: &str) -> Vec<String> {
+    let step = text.len().div_ceil(40).max(1);
+    let mut chunks = Vec::with_capacity(40);
+    let mut rest = text;
+    while !rest.is_empty() {
+        let mut cut = step.min(rest.len());
+        while !rest.is_char_boundary(cut) {
+            cut += 1;
+        }
+        let (chunk, after) = rest.split_at(cut);
+        chunks.push(chunk.to_owned());
+        rest = after;
+    }
+    chunks
+}
+
 /// Median time per operation over batches of about 10 ms, after a warm-up.
 fn measure(mut op: impl FnMut()) -> Duration {
     let warm_until = Instant::now() + Duration::from_millis(60);
@@ -214,6 +232,44 @@ fn main() {
                     )
                     .is_ok(),
                 );
+            }),
+            fresh: measure(|| {
+                std::hint::black_box(envelope.call(&runtime, &call).is_ok());
+            }),
+            warm: measure(|| {
+                std::hint::black_box(warm.call(&call).is_ok());
+            }),
+            transform: &envelope,
+            call,
+        });
+    }
+    // The same outputs streamed as an agent writes them: cut into 40 chunks, pushed into one
+    // reply stream on one instance (a turn's), finished.
+    for (label, output) in [
+        ("tool envelope, 21 tools", tool_output.clone()),
+        ("1 MB text", long_text.clone()),
+    ] {
+        let chunks = forty_chunks(&output);
+        let call = Call::ParseStream {
+            chunks: chunks.clone(),
+            tools: prompt_cc.tools.clone(),
+            id_seed: prompt_cc.id_seed.clone(),
+            max_calls: MAX_CALLS,
+        };
+        let mut warm = envelope.warm(&runtime).expect("instance");
+        rows.push(Row {
+            operation: "envelope.reply_stream".into(),
+            input: format!("{label}, 40 chunks"),
+            native: measure(|| {
+                let mut stream = devin_bridge_envelope::ReplyStream::new(
+                    &prompt_cc.tools,
+                    &prompt_cc.id_seed,
+                    MAX_CALLS,
+                );
+                for chunk in &chunks {
+                    std::hint::black_box(stream.push(chunk).is_ok());
+                }
+                std::hint::black_box(stream.finish().is_ok());
             }),
             fresh: measure(|| {
                 std::hint::black_box(envelope.call(&runtime, &call).is_ok());
@@ -618,6 +674,27 @@ fn main() {
         micros(single_envelope.fresh),
         verdict(ratio <= 2.0)
     );
+
+    for (one_shot_input, streamed_input) in [
+        ("tool envelope", "tool envelope, 21 tools, 40 chunks"),
+        ("1 MB text", "1 MB text, 40 chunks"),
+    ] {
+        let one_shot = rows
+            .iter()
+            .find(|r| r.operation == "envelope.parse" && r.input.starts_with(one_shot_input))
+            .expect("one-shot parse row");
+        let streamed = rows
+            .iter()
+            .find(|r| r.operation == "envelope.reply_stream" && r.input == streamed_input)
+            .expect("streamed parse row");
+        let ratio = streamed.fresh.as_secs_f64() / one_shot.fresh.as_secs_f64();
+        println!(
+            "goal: streamed parse (wasm, per turn) <= 1.5x the one-shot parse (wasm), {streamed_input}: {ratio:.2}x ({} µs vs {} µs)  {}",
+            micros(streamed.fresh),
+            micros(one_shot.fresh),
+            verdict(ratio <= 1.5)
+        );
+    }
 
     let Some(checkout) = typescript::checkout_from_args() else {
         println!();

@@ -469,9 +469,10 @@ fn fuzz(rest: &[String]) -> Result<()> {
 /// Fuzz targets of the wasm transforms (native vs component), seeded from their fixtures.
 const FUZZ_TRANSFORMS: [&str; 5] = ["serializer", "envelope", "sse", "model-alias", "safeguard"];
 /// Every fuzz target; the native parsers' seeds are the files in `fuzz/seeds/<target>`.
-const FUZZ_TARGETS: [&str; 10] = [
+const FUZZ_TARGETS: [&str; 11] = [
     "serializer",
     "envelope",
+    "envelope-stream",
     "sse",
     "model-alias",
     "safeguard",

@@ -354,8 +354,18 @@ fn check_core_module(spec: &Spec, module: &[u8]) -> Result<()> {
                 }
             }
             wasmparser::Payload::ImportSection(imports) if !spec.may_import => {
-                if let Some(first) = imports.into_imports().next() {
-                    let first = first?;
+                // `[export]<interface>` imports are the canonical built-ins of the resources
+                // the module itself exports (`[resource-new]`, `[resource-drop]`, ...):
+                // `wit-component` turns them into `resource.new`/`resource.drop` of the
+                // component, not imports (the component's imports are checked after encoding).
+                let mut imports = imports.into_imports();
+                let first = loop {
+                    match imports.next().transpose()? {
+                        Some(import) if import.module.starts_with("[export]") => continue,
+                        other => break other,
+                    }
+                };
+                if let Some(first) = first {
                     bail!(
                         "{}: the core module imports {}::{} (a transform must import nothing)",
                         spec.name,
@@ -465,4 +475,54 @@ fn ship_corpus(out_dir: &Path, name: &str) -> Result<Vec<serde_json::Value>> {
         }));
     }
     Ok(listed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A core module with one imported function (`module`::`name`, type `(i32) -> i32`) and
+    /// one defined function exported as `cabi_realloc`.
+    fn core_module(module: &str, name: &str) -> Vec<u8> {
+        fn vector(out: &mut Vec<u8>, bytes: &[u8]) {
+            out.push(u8::try_from(bytes.len()).expect("short"));
+            out.extend_from_slice(bytes);
+        }
+        fn section(out: &mut Vec<u8>, id: u8, body: &[u8]) {
+            out.push(id);
+            vector(out, body);
+        }
+        let mut wasm = b"\0asm\x01\0\0\0".to_vec();
+        section(&mut wasm, 1, &[1, 0x60, 1, 0x7f, 1, 0x7f]);
+        let mut import = vec![1];
+        vector(&mut import, module.as_bytes());
+        vector(&mut import, name.as_bytes());
+        import.extend_from_slice(&[0, 0]);
+        section(&mut wasm, 2, &import);
+        section(&mut wasm, 3, &[1, 0]);
+        let mut export = vec![1];
+        vector(&mut export, b"cabi_realloc");
+        export.extend_from_slice(&[0, 1]);
+        section(&mut wasm, 7, &export);
+        section(&mut wasm, 10, &[1, 4, 0, 0x20, 0, 0x0b]);
+        wasm
+    }
+
+    #[test]
+    fn a_transform_may_use_the_built_ins_of_its_own_resources_and_import_nothing_else() {
+        let envelope = &TRANSFORMS[1];
+        let own = core_module(
+            "[export]devin-bridge:transforms/envelope@0.1.0",
+            "[resource-new]reply-stream",
+        );
+        check_core_module(envelope, &own).expect("its own resource's built-in");
+        let imported = core_module("wasi_snapshot_preview1", "fd_write");
+        let refused = check_core_module(envelope, &imported).expect_err("an import");
+        assert!(
+            refused
+                .to_string()
+                .contains("wasi_snapshot_preview1::fd_write"),
+            "{refused}"
+        );
+    }
 }

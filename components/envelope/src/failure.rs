@@ -21,6 +21,7 @@ pub(crate) mod codes {
     pub(crate) const REVIEW_MISSING: &str = "review_missing";
     pub(crate) const REVIEW_INVALID: &str = "review_invalid";
     pub(crate) const OUTPUT_TOO_LARGE: &str = "output_too_large";
+    pub(crate) const STREAM_FINISHED: &str = "stream_finished";
 }
 
 /// The status of every failure the agent's output causes: a bad gateway answer, not a bad request.
@@ -40,6 +41,16 @@ pub(crate) fn output_too_large(bytes: usize) -> Failure {
         code: codes::OUTPUT_TOO_LARGE.to_owned(),
         message: format!("the output is {bytes} bytes, more than a text reply may hold"),
         status: AGENT_STATUS,
+        repairable: false,
+    }
+}
+
+/// A chunk pushed to a reply stream after its end: the host's mistake, not the agent's.
+pub(crate) fn stream_finished() -> Failure {
+    Failure {
+        code: codes::STREAM_FINISHED.to_owned(),
+        message: "a chunk was pushed to a reply stream that had finished".to_owned(),
+        status: 500,
         repairable: false,
     }
 }

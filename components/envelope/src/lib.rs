@@ -6,9 +6,14 @@
 //! of the reply, checks it against the review shape and returns it in canonical form (the
 //! rules are in `review.rs`).
 //!
+//! [`ReplyStream`] is `parse` for an output that is still arriving: it releases the text a
+//! client can be shown as soon as it is certain and ends with `parse`'s answer (the rules of
+//! what it holds back are in `stream.rs`).
+//!
 //! This is the native logic; the wasm component is a thin shell around [`parse_span`] (the
 //! same answers as [`parse`], a text reply given as its span of the output rather than a copy),
-//! [`narrates_unexecuted_action`] and [`parse_review`]. Nothing here touches the world (no
+//! [`ReplyStream`] (the `reply-stream` resource), [`narrates_unexecuted_action`] and
+//! [`parse_review`]. Nothing here touches the world (no
 //! clock, no randomness, no files, no network), so native and wasm answers are identical.
 //!
 //! # `parse`, rule by rule
@@ -133,18 +138,21 @@ mod review;
 mod scan;
 mod schema;
 mod simple_schema;
+mod stream;
 mod tools;
 /// The component export (a thin shell); off when another component embeds this library.
 #[cfg(all(target_arch = "wasm32", feature = "export"))]
 mod wasm;
 
 pub use devin_bridge_types::{
-    Failure, Parsed, ParsedReply, Recovery, Reply, ReplyBlock, TextSpan, ToolCall, ToolReply,
+    Failure, Parsed, ParsedReply, Recovery, Reply, ReplyBlock, StreamEnd, TextSpan, ToolCall,
+    ToolReply,
 };
 pub use review::{
     first_json_object, parse_review, MAX_FIELD_CHARS, MAX_FINDINGS, MAX_SCAN_DEPTH,
     MAX_SCAN_VALUES, MAX_SUMMARY_CHARS, MAX_TEXT_BYTES,
 };
+pub use stream::{ReplyStream, TEXT_BLOCK_SEPARATOR};
 
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -172,7 +180,12 @@ pub fn parse_span(
     id_seed: &str,
     max_calls: u32,
 ) -> Result<ParsedReply, Failure> {
-    Ok(match parse_reply(output, tools, id_seed, max_calls)? {
+    answered(output, parse_reply(output, tools, id_seed, max_calls)?)
+}
+
+/// What was found, as the component answers it: a text reply as its span of `output`.
+fn answered(output: &str, found: Found) -> Result<ParsedReply, Failure> {
+    Ok(match found {
         Found::Text(range) => ParsedReply::Text(
             TextSpan::of_range(range).ok_or_else(|| failure::output_too_large(output.len()))?,
         ),
@@ -197,7 +210,31 @@ enum Found {
 fn parse_reply(output: &str, tools: &str, id_seed: &str, max_calls: u32) -> Result<Found, Failure> {
     let catalog = tools::Catalog::parse(tools)?;
     let limit = usize::try_from(max_calls.max(1)).unwrap_or(usize::MAX);
-    let Some(pieces) = scan::envelopes(output, limit)? else {
+    let pieces = scan::envelopes(output, limit)?;
+    reply_of(output, pieces, &catalog, id_seed)
+}
+
+/// [`parse_span`] of an output whose structure is already known: `pieces` is what
+/// [`scan::envelopes`] answers for `output` when it succeeds (the reply stream scans as the
+/// output arrives, so its end does not scan it again).
+fn parse_scanned(
+    output: &str,
+    pieces: Option<Vec<scan::Piece<'_>>>,
+    tools: &str,
+    id_seed: &str,
+) -> Result<ParsedReply, Failure> {
+    let catalog = tools::Catalog::parse(tools)?;
+    answered(output, reply_of(output, pieces, &catalog, id_seed)?)
+}
+
+/// Rules 1 and 4 to 8 on the structure of the output (rules 2 to 4 of the scan passed).
+fn reply_of(
+    output: &str,
+    pieces: Option<Vec<scan::Piece<'_>>>,
+    catalog: &tools::Catalog<'_>,
+    id_seed: &str,
+) -> Result<Found, Failure> {
+    let Some(pieces) = pieces else {
         return Ok(Found::Text(text_range(output)));
     };
 
@@ -226,7 +263,7 @@ fn parse_reply(output: &str, tools: &str, id_seed: &str, max_calls: u32) -> Resu
         position += 1;
         let (name, arguments) = read_envelope(body, &mut recoveries)
             .map_err(|failure| failure::of_call(failure, position, count, None))?;
-        check_call(&catalog, &mut checkers, &name, &arguments)
+        check_call(catalog, &mut checkers, &name, &arguments)
             .map_err(|failure| failure::of_call(failure, position, count, Some(&name)))?;
         // The body is the arguments plus a little: an upper bound, in practice, of their text.
         let input = canonical::to_string(&arguments, body.text.len());

@@ -24,8 +24,8 @@ use devin_bridge_types::Failure;
 use memchr::{memchr, memchr2};
 use std::ops::Range;
 
-const OPEN: &[u8] = b"<tool>";
-const CLOSE: &[u8] = b"</tool>";
+pub(crate) const OPEN: &[u8] = b"<tool>";
+pub(crate) const CLOSE: &[u8] = b"</tool>";
 
 /// A tag found outside envelopes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,32 +110,48 @@ impl<'a> Fences<'a> {
     }
 
     fn examine(&mut self, line: &[u8]) {
-        let indent = line.iter().take(4).take_while(|&&b| b == b' ').count();
-        if indent > 3 {
-            return;
-        }
-        let line = &line[indent..];
-        let Some(&marker) = line.first().filter(|&&b| b == b'`' || b == b'~') else {
-            return;
-        };
-        let run = line.iter().take_while(|&&b| b == marker).count();
-        if run < 3 {
-            return;
-        }
-        let rest = &line[run..];
-        match self.open {
-            Some((open, length)) => {
-                if marker == open && run >= length && rest.iter().all(u8::is_ascii_whitespace) {
-                    self.open = None;
-                }
+        self.open = fence_after(self.open, line);
+    }
+}
+
+/// The open fence (its character and length) after `line` (without its line break), given the
+/// one open before it: the one rule of [`Fences`], shared with the streaming parser.
+pub(crate) fn fence_after(open: Option<(u8, usize)>, line: &[u8]) -> Option<(u8, usize)> {
+    let Some((marker, run, rest)) = fence_marks(line) else {
+        return open;
+    };
+    match open {
+        Some((open_marker, length)) => {
+            if marker == open_marker && run >= length && rest.iter().all(u8::is_ascii_whitespace) {
+                None
+            } else {
+                open
             }
-            None => {
-                if marker == b'~' || !rest.contains(&b'`') {
-                    self.open = Some((marker, run));
-                }
+        }
+        None => {
+            if marker == b'~' || !rest.contains(&b'`') {
+                Some((marker, run))
+            } else {
+                None
             }
         }
     }
+}
+
+/// A line that may open or close a fence: after at most three spaces, a run of three or more
+/// backticks or tildes. Its marker, the run's length and the rest of the line.
+pub(crate) fn fence_marks(line: &[u8]) -> Option<(u8, usize, &[u8])> {
+    let indent = line.iter().take(4).take_while(|&&b| b == b' ').count();
+    if indent > 3 {
+        return None;
+    }
+    let line = &line[indent..];
+    let &marker = line.first().filter(|&&b| b == b'`' || b == b'~')?;
+    let run = line.iter().take_while(|&&b| b == marker).count();
+    if run < 3 {
+        return None;
+    }
+    Some((marker, run, &line[run..]))
 }
 
 /// How an envelope body that starts at some offset ends.
@@ -330,16 +346,16 @@ pub(crate) fn fenced_content(text: &str) -> Option<Range<usize>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::cell::Cell;
 
     thread_local! {
         /// How many envelope bodies this thread's scans have followed.
-        pub(super) static BODIES_READ: Cell<usize> = const { Cell::new(0) };
+        pub(crate) static BODIES_READ: Cell<usize> = const { Cell::new(0) };
     }
 
-    fn bodies_read() -> usize {
+    pub(crate) fn bodies_read() -> usize {
         BODIES_READ.with(Cell::get)
     }
 

@@ -6,12 +6,40 @@ devin_bridge_types::guest_bindings!([envelope] {
     path: "../../wit",
 });
 
-use devin_bridge_types::{Failure, ParsedReply};
-use exports::devin_bridge::transforms::envelope::Guest;
+use std::cell::RefCell;
+
+use devin_bridge_types::{Failure, ParsedReply, StreamEnd};
+use exports::devin_bridge::transforms::envelope::{Guest, GuestReplyStream};
 
 struct Component;
 
+/// The `reply-stream` resource: the library's stream, behind the `&self` the bindings give
+/// (a component instance runs one call at a time, so the cell is never contended).
+struct ReplyStream(RefCell<crate::ReplyStream>);
+
+impl GuestReplyStream for ReplyStream {
+    fn new(tools: String, id_seed: String, max_calls: u32) -> Self {
+        Self(RefCell::new(crate::ReplyStream::new(
+            &tools, &id_seed, max_calls,
+        )))
+    }
+
+    fn push(&self, chunk: String) -> Result<String, Failure> {
+        self.0.borrow_mut().push(&chunk)
+    }
+
+    fn finish(&self) -> Result<StreamEnd, Failure> {
+        self.0.borrow_mut().finish()
+    }
+
+    fn narrates(&self) -> bool {
+        self.0.borrow().narrates()
+    }
+}
+
 impl Guest for Component {
+    type ReplyStream = ReplyStream;
+
     fn parse(
         output: String,
         tools: String,

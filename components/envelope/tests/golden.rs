@@ -5,7 +5,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use devin_bridge_envelope::{narrates_unexecuted_action, parse, parse_review, parse_span};
+use devin_bridge_envelope::{
+    narrates_unexecuted_action, parse, parse_review, parse_span, ReplyStream,
+};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -250,4 +252,114 @@ fn fixtures_cover_every_code_and_every_call() {
             .any(|case| case.call == "parse_review" && case.expect.get("ok").is_some()),
         "no review fixture expects a valid review"
     );
+}
+
+/// `output` pushed in the chunks `cuts` makes: the end must be `parse_span`'s answer, and on
+/// success the released text followed by the tail is the reply's shown text; a push may fail
+/// only with `parse`'s failure.
+fn stream_agrees(
+    file: &str,
+    output: &str,
+    tools: &str,
+    id_seed: &str,
+    max_calls: u32,
+    cuts: &[usize],
+) {
+    let one_shot = parse_span(output, tools, id_seed, max_calls);
+    let mut stream = ReplyStream::new(tools, id_seed, max_calls);
+    let mut released = String::new();
+    let mut from = 0;
+    for &cut in cuts.iter().chain([output.len()].iter()) {
+        match stream.push(&output[from..cut]) {
+            Ok(shown) => released.push_str(&shown),
+            Err(failure) => assert_eq!(Err(failure), one_shot, "{file}: cut at {cuts:?}"),
+        }
+        from = cut;
+    }
+    let end = stream.finish();
+    assert_eq!(
+        end.clone().map(|end| end.reply),
+        one_shot,
+        "{file}: the stream cut at {cuts:?} ends otherwise than parse"
+    );
+    if let (Ok(end), Ok(reply)) = (end, one_shot) {
+        let reply = reply.resolve(output).expect("a span of the output").reply;
+        assert_eq!(
+            format!("{released}{}", end.tail),
+            reply.shown_text(),
+            "{file}: the text streamed when cut at {cuts:?}"
+        );
+    }
+}
+
+#[test]
+fn every_parse_fixture_streams_to_the_same_answer_however_cut() {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
+        .expect("the fixture directory exists")
+        .map(|entry| entry.expect("readable directory entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    paths.sort();
+    let mut streamed = 0;
+    // A small deterministic generator for the random cuttings.
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut random = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state >> 32
+    };
+    for case in paths.iter().map(|path| load(path)) {
+        if case.call != "parse" {
+            continue;
+        }
+        let (output, tools, id_seed, max_calls) = (
+            string_arg(&case, "output"),
+            tools_arg(&case),
+            string_arg(&case, "id_seed"),
+            u32_arg(&case, "max_calls"),
+        );
+        let points: Vec<usize> = (1..output.len())
+            .filter(|&at| output.is_char_boundary(at))
+            .collect();
+        let run =
+            |cuts: &[usize]| stream_agrees(&case.file, output, &tools, id_seed, max_calls, cuts);
+        run(&[]);
+        run(&points);
+        // Every single cut of a short output, and of a long one every cut near a tag, a line
+        // break or a fence mark (where the stream has something to decide); every pair of
+        // cuts of a very short output.
+        let near_marks = |at: usize| {
+            let bytes = output.as_bytes();
+            bytes[at.saturating_sub(8)..(at + 8).min(bytes.len())]
+                .iter()
+                .any(|byte| b"<>\n`~".contains(byte))
+        };
+        let singles: Vec<usize> = points
+            .iter()
+            .copied()
+            .filter(|&at| points.len() <= 400 || near_marks(at))
+            .collect();
+        for &cut in &singles {
+            run(&[cut]);
+        }
+        for (i, &cut) in points.iter().enumerate() {
+            if points.len() <= 64 {
+                for &second in &points[i + 1..] {
+                    run(&[cut, second]);
+                }
+            }
+        }
+        for _ in 0..32 {
+            let every = 1 + random() % 24;
+            let cuts: Vec<usize> = points
+                .iter()
+                .copied()
+                .filter(|_| random().is_multiple_of(every))
+                .collect();
+            run(&cuts);
+        }
+        streamed += 1;
+    }
+    assert!(streamed >= 50, "only {streamed} parse fixtures");
 }

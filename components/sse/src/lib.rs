@@ -88,6 +88,72 @@ pub fn stream_finish(reply: &Reply, usage: &Usage, safeguard: Option<&SafeguardS
 
 /// The whole SSE body: `stream_start(head)` followed by
 /// `stream_finish(reply, &head.usage, safeguard)`.
+/// Text of a reply streamed as it is written, into its one text block (index 0): with `first`,
+/// the block's `content_block_start` and then, for a non-empty `text`, one `text_delta`.
+pub fn stream_text(first: bool, text: &str) -> String {
+    let mut frame = Frame::with_capacity(text.len().saturating_add(text.len() / 16) + 256);
+    if first {
+        frame.event("content_block_start", &wire::BlockStart::text(0));
+    }
+    if !text.is_empty() {
+        frame.open_event("content_block_delta");
+        wire::text_delta(&mut frame, 0, text);
+        frame.close_event();
+    }
+    frame.into_string()
+}
+
+/// The end of a reply whose text block [`stream_text`] opened: the `tail` (the text not
+/// streamed yet) as a last `text_delta` when non-empty, the text block's stop, each of `calls`
+/// as a tool_use block from index 1, `message_delta` (`tool_use` when there is a call,
+/// `end_turn` otherwise; with `safeguard`, its `safeguard_results`) and `message_stop`.
+pub fn stream_finish_after_text(
+    tail: &str,
+    calls: &[ToolCall],
+    usage: &Usage,
+    safeguard: Option<&SafeguardStatus>,
+) -> String {
+    let calls_size = calls
+        .iter()
+        .map(|call| {
+            let bytes = call
+                .input
+                .len()
+                .saturating_add(call.id.len() + call.name.len());
+            bytes
+                .saturating_add(bytes / 4)
+                .saturating_add(BLOCK_OVERHEAD)
+        })
+        .fold(0, usize::saturating_add);
+    let capacity = tail
+        .len()
+        .saturating_add(tail.len() / 16)
+        .saturating_add(calls_size)
+        .saturating_add(safeguard_size(safeguard))
+        .saturating_add(FRAME_OVERHEAD);
+    let mut frame = Frame::with_capacity(capacity);
+    if !tail.is_empty() {
+        frame.open_event("content_block_delta");
+        wire::text_delta(&mut frame, 0, tail);
+        frame.close_event();
+    }
+    frame.event("content_block_stop", &wire::BlockStop::new(0));
+    for (offset, call) in calls.iter().enumerate() {
+        write_tool_block(&mut frame, offset.saturating_add(1), call);
+    }
+    let stop = if calls.is_empty() {
+        wire::StopReason::EndTurn
+    } else {
+        wire::StopReason::ToolUse
+    };
+    frame.event(
+        "message_delta",
+        &wire::MessageDelta::new(stop, usage, safeguard),
+    );
+    frame.event("message_stop", &wire::MessageStop::new());
+    frame.into_string()
+}
+
 pub fn render_stream(
     head: &MessageHead,
     reply: &Reply,
@@ -198,17 +264,7 @@ fn write_finish(
             for (index, block) in blocks.iter().enumerate() {
                 match block {
                     ReplyBlock::Text(text) => write_text_block(frame, index, text),
-                    ReplyBlock::Call(call) => {
-                        let input = ToolInput::parse(&call.input);
-                        frame.event(
-                            "content_block_start",
-                            &wire::BlockStart::tool_use(index, &call.id, &call.name),
-                        );
-                        frame.open_event("content_block_delta");
-                        wire::input_json_delta(frame, index, input.json_text());
-                        frame.close_event();
-                        frame.event("content_block_stop", &wire::BlockStop::new(index));
-                    }
+                    ReplyBlock::Call(call) => write_tool_block(frame, index, call),
                 }
             }
         }
@@ -218,6 +274,20 @@ fn write_finish(
         &wire::MessageDelta::new(wire::StopReason::of(reply), usage, safeguard),
     );
     frame.event("message_stop", &wire::MessageStop::new());
+}
+
+/// A tool_use block at `index`: its start, one `input_json_delta` with the whole input, its
+/// stop.
+fn write_tool_block(frame: &mut Frame, index: usize, call: &ToolCall) {
+    let input = ToolInput::parse(&call.input);
+    frame.event(
+        "content_block_start",
+        &wire::BlockStart::tool_use(index, &call.id, &call.name),
+    );
+    frame.open_event("content_block_delta");
+    wire::input_json_delta(frame, index, input.json_text());
+    frame.close_event();
+    frame.event("content_block_stop", &wire::BlockStop::new(index));
 }
 
 /// A text block at `index`: its start, one `text_delta` with the whole text, its stop.

@@ -690,3 +690,46 @@ fn text_blocks_keep_their_place_between_the_calls() {
     );
     assert_eq!(body["stop_reason"], "tool_use");
 }
+
+#[test]
+fn text_streamed_whole_at_the_end_renders_as_the_finished_reply_of_one_text_block_and_calls() {
+    let calls = vec![
+        ToolCall {
+            id: "devin_call_a".into(),
+            name: "Bash".into(),
+            input: r#"{"command":"ls"}"#.into(),
+        },
+        ToolCall {
+            id: "devin_call_b".into(),
+            name: "Read".into(),
+            input: r#"{"file_path":"/a"}"#.into(),
+        },
+    ];
+    let usage = Usage {
+        input_tokens: 3,
+        output_tokens: 4,
+        ..Usage::default()
+    };
+    let text = "Let me look.\n\nThen \"this\".";
+    let mut blocks = vec![ReplyBlock::Text(text.into())];
+    blocks.extend(calls.iter().cloned().map(ReplyBlock::Call));
+    let finished = stream_finish(&Reply::Tools(blocks), &usage, None);
+    let streamed = stream_text(true, "") + &stream_finish_after_text(text, &calls, &usage, None);
+    assert_eq!(streamed, finished);
+
+    // Cut into pieces, the same text arrives in the same block, in order.
+    let pieces = stream_text(true, "Let me")
+        + &stream_text(false, " look.\n\nThen")
+        + &stream_finish_after_text(" \"this\".", &[], &usage, None);
+    let texts: String = pieces
+        .split("\n\n")
+        .filter_map(|event| event.strip_prefix("event: content_block_delta\ndata: "))
+        .map(|data| {
+            let data: Value = serde_json::from_str(data).unwrap();
+            assert_eq!(data["index"], 0);
+            data["delta"]["text"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(texts, text);
+    assert!(pieces.contains("\"stop_reason\":\"end_turn\""));
+}

@@ -6,7 +6,9 @@ devin_bridge_types::guest_bindings!([sse] {
     path: "../../wit",
 });
 
-use devin_bridge_types::{Failure, MessageHead, Reply, SafeguardStatus, SseFrames, Usage};
+use devin_bridge_types::{
+    Failure, MessageHead, Reply, SafeguardStatus, SseFrames, ToolCall, Usage,
+};
 use exports::devin_bridge::transforms::sse::Guest;
 
 struct Component;
@@ -22,6 +24,19 @@ impl Guest for Component {
 
     fn stream_finish(reply: Reply, usage: Usage, safeguard: Option<SafeguardStatus>) -> String {
         crate::stream_finish(&reply, &usage, safeguard.as_ref())
+    }
+
+    fn stream_text(first: bool, text: String) -> String {
+        crate::stream_text(first, &text)
+    }
+
+    fn stream_finish_after_text(
+        tail: String,
+        calls: Vec<ToolCall>,
+        usage: Usage,
+        safeguard: Option<SafeguardStatus>,
+    ) -> String {
+        crate::stream_finish_after_text(&tail, &calls, &usage, safeguard.as_ref())
     }
 
     fn render_stream(

@@ -10,16 +10,19 @@ use std::path::{Path, PathBuf};
 
 use devin_bridge_sse::{
     agent_error_message, error_body, error_event, render_json, render_stream, stream_finish,
-    stream_ping, stream_start, Failure, MessageHead, Reply, ReplyBlock, SafeguardStatus, Usage,
+    stream_finish_after_text, stream_ping, stream_start, stream_text, Failure, MessageHead, Reply,
+    ReplyBlock, SafeguardStatus, ToolCall, Usage,
 };
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-const CALLS: [&str; 9] = [
+const CALLS: [&str; 11] = [
     "stream_start",
     "stream_ping",
     "stream_finish",
+    "stream_text",
+    "stream_finish_after_text",
     "render_stream",
     "render_json",
     "error_event",
@@ -80,6 +83,13 @@ fn run(case: &Case) -> String {
         "stream_ping" => stream_ping(),
         "stream_finish" => stream_finish(
             &arg::<Reply>(case, "reply"),
+            &arg::<Usage>(case, "usage"),
+            safeguard(case).as_ref(),
+        ),
+        "stream_text" => stream_text(arg(case, "first"), &arg::<String>(case, "text")),
+        "stream_finish_after_text" => stream_finish_after_text(
+            &arg::<String>(case, "tail"),
+            &arg::<Vec<ToolCall>>(case, "calls"),
             &arg::<Usage>(case, "usage"),
             safeguard(case).as_ref(),
         ),

@@ -137,7 +137,43 @@ impl Reply {
     pub fn of_calls(calls: impl IntoIterator<Item = ToolCall>) -> Self {
         Reply::Tools(calls.into_iter().map(ReplyBlock::Call).collect())
     }
+
+    /// The text a client is shown of the reply when it is streamed: a text reply's text, or
+    /// the text blocks of a reply that calls tools, in order, joined by
+    /// [`TEXT_BLOCK_SEPARATOR`] (a streamed message carries its prose as one text block, and
+    /// its calls after it: a call is known only once the whole reply is). Empty when a reply
+    /// that calls tools has no prose.
+    pub fn shown_text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Reply::Text(text) => std::borrow::Cow::Borrowed(text),
+            Reply::Tools(blocks) => Self::shown_text_of_blocks(blocks),
+        }
+    }
+
+    /// [`Reply::shown_text`] of a reply that calls tools, from its blocks.
+    pub fn shown_text_of_blocks(blocks: &[ReplyBlock]) -> std::borrow::Cow<'_, str> {
+        use std::borrow::Cow;
+        let mut texts = blocks.iter().filter_map(|block| match block {
+            ReplyBlock::Text(text) => Some(text.as_str()),
+            ReplyBlock::Call(_) => None,
+        });
+        let Some(first) = texts.next() else {
+            return Cow::Borrowed("");
+        };
+        let Some(second) = texts.next() else {
+            return Cow::Borrowed(first);
+        };
+        let mut shown = [first, TEXT_BLOCK_SEPARATOR, second].concat();
+        for text in texts {
+            shown.push_str(TEXT_BLOCK_SEPARATOR);
+            shown.push_str(text);
+        }
+        Cow::Owned(shown)
+    }
 }
+
+/// What separates two text blocks of a reply in its [`Reply::shown_text`]: a paragraph break.
+pub const TEXT_BLOCK_SEPARATOR: &str = "\n\n";
 
 /// A defect of an envelope that `envelope.parse` repaired instead of refusing the reply; the
 /// host counts them by kind.
@@ -257,6 +293,15 @@ impl ParsedReply {
     }
 }
 
+/// What a finished `envelope` reply stream says: the shown text it had not released yet
+/// (its released text followed by `tail` is the reply's [`Reply::shown_text`]) and `parse`'s
+/// answer for the whole output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamEnd {
+    pub tail: String,
+    pub reply: ParsedReply,
+}
+
 impl Parsed {
     /// A text reply (a text reply has no recoveries).
     pub fn text(text: String) -> Self {
@@ -314,6 +359,31 @@ pub fn tokens_for_chars(chars: u64) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shown_text_joins_the_text_blocks_and_leaves_the_calls_out() {
+        let call = |id: &str| {
+            ReplyBlock::Call(ToolCall {
+                id: id.into(),
+                name: "Bash".into(),
+                input: "{}".into(),
+            })
+        };
+        assert_eq!(Reply::Text("  a\n".into()).shown_text(), "  a\n");
+        assert_eq!(Reply::of_calls([]).shown_text(), "");
+        let tools = Reply::Tools(vec![
+            ReplyBlock::Text("Let me look.".into()),
+            call("1"),
+            ReplyBlock::Text("Then this.".into()),
+            call("2"),
+            ReplyBlock::Text("é".into()),
+        ]);
+        assert_eq!(tools.shown_text(), "Let me look.\n\nThen this.\n\né");
+        assert_eq!(
+            Reply::Tools(vec![call("1"), ReplyBlock::Text("After.".into())]).shown_text(),
+            "After."
+        );
+    }
 
     #[test]
     fn a_text_span_resolves_only_within_its_text_and_on_character_boundaries() {

@@ -16,16 +16,16 @@ use std::sync::Arc;
 
 use devin_bridge_types::{
     Failure, MessageHead, Parsed, ParsedReply, Prompt, PromptOptions, Reply, ResolvedModel, Resume,
-    ResumedPrompt, SafeguardStatus, SseFrames, TextSpan, ToolCall, UnseenPrompt, Usage,
+    ResumedPrompt, SafeguardStatus, SseFrames, StreamEnd, TextSpan, ToolCall, UnseenPrompt, Usage,
 };
 use serde::{Deserialize, Serialize};
 use wasmtime::component::types::ComponentItem;
 use wasmtime::component::{
-    ComponentExportIndex, ComponentNamedList, InstancePre, Lift, Lower, TypedFunc,
+    ComponentExportIndex, ComponentNamedList, InstancePre, Lift, Lower, ResourceAny, TypedFunc,
 };
 use wasmtime::Store;
 
-use super::runtime::CallState;
+use super::runtime::{arm_deadline, CallState};
 use super::status::checked_failure;
 use super::TransformKind;
 
@@ -359,6 +359,105 @@ pub(crate) mod envelope {
         Ok(narrates)
     }
 
+    // The reply stream (`resource reply-stream`): its constructor, methods and destructor. The
+    // handle is owned by the store the stream was opened in, which must be the store passed to
+    // every later call (see `crate::stream`).
+
+    pub(crate) fn stream_open(
+        instance: &Instance,
+        store: &mut CallStore,
+        tools: &str,
+        id_seed: &str,
+        max_calls: u32,
+    ) -> wasmtime::Result<ResourceAny> {
+        let (handle,) = instance.call::<(&str, &str, u32), (ResourceAny,)>(
+            store,
+            "[constructor]reply-stream",
+            (tools, id_seed, max_calls),
+        )?;
+        Ok(handle)
+    }
+
+    pub(crate) fn stream_push(
+        instance: &Instance,
+        store: &mut CallStore,
+        handle: ResourceAny,
+        chunk: &str,
+    ) -> wasmtime::Result<Result<String, Failure>> {
+        let (answer,) = instance
+            .call::<(ResourceAny, &str), (Result<String, wit_types::Failure>,)>(
+                store,
+                "[method]reply-stream.push",
+                (handle, chunk),
+            )?;
+        Ok(answered(KIND, answer))
+    }
+
+    pub(crate) fn stream_finish(
+        instance: &Instance,
+        store: &mut CallStore,
+        handle: ResourceAny,
+    ) -> wasmtime::Result<Result<StreamEnd, Failure>> {
+        let (answer,) = instance
+            .call::<(ResourceAny,), (Result<wit::StreamEnd, wit_types::Failure>,)>(
+                store,
+                "[method]reply-stream.finish",
+                (handle,),
+            )?;
+        Ok(answered(KIND, answer))
+    }
+
+    pub(crate) fn stream_narrates(
+        instance: &Instance,
+        store: &mut CallStore,
+        handle: ResourceAny,
+    ) -> wasmtime::Result<bool> {
+        let (narrates,) = instance.call::<(ResourceAny,), (bool,)>(
+            store,
+            "[method]reply-stream.narrates",
+            (handle,),
+        )?;
+        Ok(narrates)
+    }
+
+    /// The resource's destructor (the guest frees the stream's buffer).
+    pub(crate) fn stream_close(store: &mut CallStore, handle: ResourceAny) -> wasmtime::Result<()> {
+        handle.resource_drop(store)
+    }
+
+    /// A whole stream on one instance: opened, fed `chunks` in order (each push with its own
+    /// deadline), finished, its narration verdict read, and closed.
+    pub(crate) fn parse_stream(
+        instance: &Instance,
+        store: &mut CallStore,
+        chunks: &[String],
+        tools: &str,
+        id_seed: &str,
+        max_calls: u32,
+    ) -> wasmtime::Result<StreamedParse> {
+        arm_deadline(store);
+        let handle = stream_open(instance, store, tools, id_seed, max_calls)?;
+        let mut pushes = Vec::with_capacity(chunks.len());
+        for chunk in chunks {
+            arm_deadline(store);
+            pushes.push(stream_push(instance, store, handle, chunk)?);
+        }
+        arm_deadline(store);
+        let end = stream_finish(instance, store, handle)?;
+        let narrates = stream_narrates(instance, store, handle)?;
+        stream_close(store, handle)?;
+        let output = chunks.concat();
+        let end = match end {
+            Ok(StreamEnd { tail, reply }) => Ok(StreamedEnd {
+                tail,
+                reply: reply_of_owned(reply, output)?,
+                narrates,
+            }),
+            Err(failure) => Err(failure),
+        };
+        Ok(StreamedParse { pushes, end })
+    }
+
     pub(crate) fn parse_review(
         instance: &Instance,
         store: &mut CallStore,
@@ -450,6 +549,41 @@ pub(crate) mod sse {
             store, "stream-finish", (&reply, usage, safeguard.as_ref())
         )?;
         Ok(text)
+    }
+
+    pub(crate) fn stream_text(
+        instance: &Instance,
+        store: &mut CallStore,
+        first: bool,
+        text: &str,
+    ) -> wasmtime::Result<String> {
+        let (events,) =
+            instance.call::<(bool, &str), (String,)>(store, "stream-text", (first, text))?;
+        Ok(events)
+    }
+
+    pub(crate) fn stream_finish_after_text(
+        instance: &Instance,
+        store: &mut CallStore,
+        tail: &str,
+        calls: Vec<ToolCall>,
+        usage: Usage,
+        safeguard: Option<&SafeguardStatus>,
+    ) -> wasmtime::Result<String> {
+        let calls: Vec<wit_types::ToolCall> = calls.convert();
+        let usage: wit_types::Usage = usage.convert();
+        let safeguard: Option<wit_types::SafeguardStatus> = safeguard.cloned().convert();
+        let (events,) = instance.call::<(
+            &str,
+            &[wit_types::ToolCall],
+            wit_types::Usage,
+            Option<&wit_types::SafeguardStatus>,
+        ), (String,)>(
+            store,
+            "stream-finish-after-text",
+            (tail, &calls, usage, safeguard.as_ref()),
+        )?;
+        Ok(events)
     }
 
     pub(crate) fn render_stream(
@@ -659,6 +793,14 @@ pub enum Call {
         /// The most envelopes the reply may hold.
         max_calls: u32,
     },
+    /// A reply stream fed `chunks` in order: every push's answer, then the end (the data form
+    /// of a streamed turn, for the corpus, the differential and the fuzz target).
+    ParseStream {
+        chunks: Vec<String>,
+        tools: String,
+        id_seed: String,
+        max_calls: u32,
+    },
     NarratesUnexecutedAction {
         output: String,
     },
@@ -671,6 +813,17 @@ pub enum Call {
     StreamPing,
     StreamFinish {
         reply: Reply,
+        usage: Usage,
+        #[serde(default)]
+        safeguard: Option<SafeguardStatus>,
+    },
+    StreamText {
+        first: bool,
+        text: String,
+    },
+    StreamFinishAfterText {
+        tail: String,
+        calls: Vec<ToolCall>,
         usage: Usage,
         #[serde(default)]
         safeguard: Option<SafeguardStatus>,
@@ -729,6 +882,22 @@ pub enum Call {
     },
 }
 
+/// What a reply stream answered: each push's released text (or its failure), then its end.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StreamedParse {
+    pub pushes: Vec<Result<String, Failure>>,
+    pub end: Result<StreamedEnd, Failure>,
+}
+
+/// A stream's successful end: the shown text not released by the pushes, `parse`'s reply for
+/// the concatenated chunks, and the narration verdict of a text reply.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StreamedEnd {
+    pub tail: String,
+    pub reply: Parsed,
+    pub narrates: bool,
+}
+
 /// What a call answers: its value, or the failure the transform returned (a function that
 /// cannot fail always answers `Ok`). Serialized as `{"ok": value}` / `{"err": failure}`, it is
 /// the fixtures' `expect`.
@@ -762,6 +931,8 @@ outputs! {
     Text(String),
     /// A parsed agent output: the reply and its recoveries.
     Parsed(Parsed),
+    /// What a reply stream answered, push by push and at its end.
+    Streamed(StreamedParse),
     Flag(bool),
     Environment(Vec<(String, String)>),
     Resolved(ResolvedModel),
@@ -845,6 +1016,14 @@ impl Call {
                     Err(failure) => Ok(Err(failure)),
                 }
             }),
+            Call::ParseStream {
+                chunks,
+                tools,
+                id_seed,
+                max_calls,
+            } => on::<EnvelopeWorld, _>(move |i, s| {
+                envelope::parse_stream(i, s, chunks, tools, id_seed, *max_calls).map(Ok)
+            }),
             Call::NarratesUnexecutedAction { output } => on::<EnvelopeWorld, _>(move |i, s| {
                 envelope::narrates_unexecuted_action(i, s, output).map(Ok)
             }),
@@ -861,6 +1040,18 @@ impl Call {
                 safeguard,
             } => on::<SseWorld, _>(move |i, s| {
                 sse::stream_finish(i, s, reply.clone(), *usage, safeguard.as_ref()).map(Ok)
+            }),
+            Call::StreamText { first, text } => {
+                on::<SseWorld, _>(move |i, s| sse::stream_text(i, s, *first, text).map(Ok))
+            }
+            Call::StreamFinishAfterText {
+                tail,
+                calls,
+                usage,
+                safeguard,
+            } => on::<SseWorld, _>(move |i, s| {
+                sse::stream_finish_after_text(i, s, tail, calls.clone(), *usage, safeguard.as_ref())
+                    .map(Ok)
             }),
             Call::RenderStream {
                 head,

@@ -89,6 +89,18 @@ pub trait TransformCalls {
         })
     }
 
+    /// Opens a reply stream for one turn (see [`crate::ReplyStream`]): a store and instance of
+    /// the envelope version serving now, kept for the turn.
+    fn reply_stream(
+        &self,
+        tools: &str,
+        id_seed: &str,
+        max_calls: u32,
+    ) -> Result<crate::ReplyStream, EngineError> {
+        let serving = self.serving(TransformKind::Envelope);
+        crate::ReplyStream::open(serving.loaded, serving.runtime, tools, id_seed, max_calls)
+    }
+
     fn narrates_unexecuted_action(&self, output: String) -> Result<bool, EngineError> {
         self.serving_run::<EnvelopeWorld, _>(|i, store| {
             envelope::narrates_unexecuted_action(i, store, &output)
@@ -119,6 +131,25 @@ pub trait TransformCalls {
     ) -> Result<String, EngineError> {
         self.serving_run::<SseWorld, _>(|i, store| {
             sse::stream_finish(i, store, reply, usage, safeguard.as_ref())
+        })
+    }
+
+    /// Streamed text of the reply's one text block (with `first`, the block's start).
+    fn stream_text(&self, first: bool, text: String) -> Result<String, EngineError> {
+        self.serving_run::<SseWorld, _>(|i, store| sse::stream_text(i, store, first, &text))
+    }
+
+    /// The end of a reply whose text block was streamed: the tail, the block's stop, the calls
+    /// from index 1, `message_delta` and `message_stop`.
+    fn stream_finish_after_text(
+        &self,
+        tail: String,
+        calls: Vec<ToolCall>,
+        usage: Usage,
+        safeguard: Option<SafeguardStatus>,
+    ) -> Result<String, EngineError> {
+        self.serving_run::<SseWorld, _>(|i, store| {
+            sse::stream_finish_after_text(i, store, &tail, calls, usage, safeguard.as_ref())
         })
     }
 

@@ -42,7 +42,9 @@ pub struct RuntimeLimits {
     pub memory_mib: u32,
     /// Wall-clock deadline per call, in milliseconds (epoch interruption).
     pub call_timeout_ms: u64,
-    /// Component instances that can be live at once (the pooling allocator's size).
+    /// Component instances that can be live at once (the pooling allocator's size). A turn's
+    /// open reply stream holds one for the turn, so this must cover the turns that may run at
+    /// once plus the ordinary calls beside them.
     pub max_instances: u32,
 }
 

@@ -29,11 +29,17 @@
 //!   and a well-formed id (`devin_call_` followed by 16 lowercase hex digits, as the envelope
 //!   makes them), distinct within the reply; and the same recoveries in the same order (the
 //!   host counts them);
+//! - `parse_stream`: the end is what `parse` must answer for the concatenated chunks (a success
+//!   or the same failure, the reply checked as `parse`'s is) with the same narration verdict;
+//!   on success, the pushes' released text followed by the end's `tail` is exactly the shown
+//!   text of the candidate's own reply (a text reply's text, or its text blocks joined by a
+//!   blank line); after a push fails, no later push releases text;
 //! - `narrates_unexecuted_action`: the same flag;
 //! - `parse_review`: the same review, as the same JSON value and in the same canonical spelling
 //!   (compact, known fields only, fixed order): the output is the one text a review has, so
 //!   callers may compare or hash it;
-//! - `stream_start`, `stream_ping`, `stream_finish`, `render_stream`, `error_event`: the output
+//! - `stream_start`, `stream_ping`, `stream_finish`, `stream_text`, `stream_finish_after_text`,
+//!   `render_stream`, `error_event`: the output
 //!   is a well-formed event stream (events separated by a blank line, each with one `event:`
 //!   line and `data:` lines, comments allowed, nothing else), with the same sequence of event
 //!   names, and each event's data parses as a JSON object whose `type` is the event name and
@@ -143,6 +149,7 @@ fn check_ok(call: &Call, expected: &Value, actual: &Value) -> Result<(), String>
             Ok(())
         }
         Call::Parse { .. } => check_reply(expected, actual),
+        Call::ParseStream { .. } => check_streamed(expected, actual),
         Call::ParseReview { .. } => check_review(expected, actual),
         Call::NarratesUnexecutedAction { .. } | Call::Validate { .. } => {
             same(expected, actual, "the answer")
@@ -152,6 +159,8 @@ fn check_ok(call: &Call, expected: &Value, actual: &Value) -> Result<(), String>
         Call::StreamStart { .. }
         | Call::StreamPing
         | Call::StreamFinish { .. }
+        | Call::StreamText { .. }
+        | Call::StreamFinishAfterText { .. }
         | Call::RenderStream { .. }
         | Call::ErrorEvent { .. } => check_stream(expected, actual),
         Call::RenderJson { .. } | Call::ErrorBody { .. } | Call::ListModels { .. } => {
@@ -550,6 +559,67 @@ fn check_reply(expected: &Value, actual: &Value) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// A reply stream's answer (see the module doc): the end checked as `parse`'s answer, and the
+/// released text against the candidate's own shown text.
+fn check_streamed(expected: &Value, actual: &Value) -> Result<(), String> {
+    let pushes = actual
+        .get("pushes")
+        .and_then(Value::as_array)
+        .ok_or("the stream's pushes are not a list")?;
+    let mut released = String::new();
+    let mut failed = false;
+    for (index, push) in pushes.iter().enumerate() {
+        match (push.get("Ok").and_then(Value::as_str), push.get("Err")) {
+            (Some(_), _) if failed => {
+                return Err(format!("push {index} released text after a push failed"));
+            }
+            (Some(text), _) => released.push_str(text),
+            (None, Some(_)) => failed = true,
+            (None, None) => return Err(format!("push {index} is neither text nor a failure")),
+        }
+    }
+    let end = |value: &Value| value.get("end").cloned().unwrap_or(Value::Null);
+    let (want, got) = (end(expected), end(actual));
+    match (
+        want.get("Ok"),
+        want.get("Err"),
+        got.get("Ok"),
+        got.get("Err"),
+    ) {
+        (Some(want), _, Some(got), _) => {
+            let reply = |value: &Value| value.get("reply").cloned().unwrap_or(Value::Null);
+            check_reply(&reply(want), &reply(got))?;
+            same(
+                want.get("narrates").unwrap_or(&Value::Null),
+                got.get("narrates").unwrap_or(&Value::Null),
+                "the narration verdict",
+            )?;
+            let parsed: devin_bridge_types::Parsed = serde_json::from_value(reply(got))
+                .map_err(|error| format!("the stream's reply does not read as a reply: {error}"))?;
+            let tail = got.get("tail").and_then(Value::as_str).unwrap_or_default();
+            released.push_str(tail);
+            if released != parsed.reply.shown_text() {
+                return Err(format!(
+                    "the released text and the tail {} are not the reply's shown text {}",
+                    excerpt(&released),
+                    excerpt(&parsed.reply.shown_text())
+                ));
+            }
+            Ok(())
+        }
+        (_, Some(want), _, Some(got)) => check_failure(want, got),
+        (Some(_), _, _, Some(got)) => Err(format!(
+            "the stream ends with the failure {}, expected a success",
+            field(got, "code")
+        )),
+        (_, Some(want), Some(_), _) => Err(format!(
+            "the stream ends with a success, expected the failure {}",
+            field(want, "code")
+        )),
+        _ => Err("the stream's end is neither a success nor a failure".into()),
+    }
 }
 
 /// Two texts equal up to surrounding whitespace (`what` names them in the message).

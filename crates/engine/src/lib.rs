@@ -26,8 +26,9 @@ mod memo;
 mod registry;
 mod runtime;
 mod status;
+mod stream;
 
-pub use bindings::{Answer, Call, Output};
+pub use bindings::{Answer, Call, Output, StreamedEnd, StreamedParse};
 pub use cache::{CompileCache, KEY_FILE as CACHE_KEY_FILE};
 pub use calls::{Component, Serving, TransformCalls};
 pub use config::{
@@ -44,6 +45,7 @@ pub use loader::{sha256_hex, Loaded, Warm};
 pub use registry::{ComponentInfo, SwapReport, Transforms};
 pub use runtime::{Runtime, RuntimeConfig};
 pub use status::{is_error_status, INVALID_STATUS_CODE};
+pub use stream::{ReplyStream, StreamFinish};
 
 /// The five transforms, one component each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

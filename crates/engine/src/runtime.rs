@@ -162,13 +162,7 @@ impl Runtime {
 
     /// Sets the store's deadline to `call_timeout` from now.
     pub(crate) fn arm_deadline(&self, store: &mut Store<CallState>) {
-        let ticks = store
-            .data()
-            .call_timeout
-            .as_millis()
-            .div_ceil(TICK.as_millis())
-            .max(1);
-        store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
+        arm_deadline(store);
     }
 
     /// Turns a wasmtime error of a call into a typed error, looking at what the store saw.
@@ -201,6 +195,18 @@ impl Runtime {
             message: format!("{error:#}"),
         }
     }
+}
+
+/// Sets the store's deadline to its `call_timeout` from now (a store that serves several
+/// calls, such as a turn's reply stream, re-arms it before each).
+pub(crate) fn arm_deadline(store: &mut Store<CallState>) {
+    let ticks = store
+        .data()
+        .call_timeout
+        .as_millis()
+        .div_ceil(TICK.as_millis())
+        .max(1);
+    store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
 }
 
 /// What a store holds: the memory limiter. Components import nothing that needs state.

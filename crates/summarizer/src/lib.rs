@@ -22,8 +22,10 @@ mod respond;
 mod safeguard;
 pub mod sandbox;
 mod serialize;
+mod shown;
 mod side_requests;
 pub mod startup;
+mod streamed;
 mod turn;
 mod window;
 
@@ -95,6 +97,9 @@ pub struct Bridge {
     /// Whether side requests the serializer recognizes are answered without an agent turn
     /// (`[server] local_side_requests`).
     local_side_requests: bool,
+    /// Whether a streamed reply's text goes out as the agent writes it (`[server]
+    /// stream_text`).
+    stream_text: bool,
 }
 
 impl Bridge {
@@ -261,6 +266,7 @@ impl Bridge {
                 Duration::from_millis(policy.server.resend_window_ms),
             )),
             local_side_requests: policy.server.local_side_requests,
+            stream_text: policy.server.stream_text,
         }))
     }
 

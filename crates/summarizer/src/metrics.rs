@@ -6,9 +6,17 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use super::resident::Resident;
+
+/// Buckets of the streaming latencies, in seconds.
+const STREAM_SECONDS: [f64; 12] = [
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 120.0,
+];
+/// Buckets of the bytes held back at the end of an attempt.
+const HELD_BACK_BYTES: [f64; 8] = [0.0, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 16384.0];
 
 /// The `Content-Type` of the encoding.
 pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -158,6 +166,11 @@ pub(crate) struct Metrics {
     messages: Family<MessageLabels, Counter>,
     side_requests: Family<SideRequestLabels, Counter>,
     envelope_recoveries: Family<RecoveryLabels, Counter>,
+    /// Streamed turns: seconds from the turn's start to its first text byte sent, and to its
+    /// last byte sent; bytes of shown text held back until the end of an attempt.
+    stream_first_text: Histogram,
+    stream_last_byte: Histogram,
+    stream_held_back: Histogram,
     turns_in_flight: Gauge,
     agent_processes: Gauge,
     resident_processes: Gauge,
@@ -234,6 +247,24 @@ impl Metrics {
             "envelope_recoveries",
             "Defects of the agent's tool envelopes repaired instead of refused, in accepted replies, by kind (unclosed_envelope, fenced_json, trailing_comma, stray_prose)",
             envelope_recoveries.clone(),
+        );
+        let stream_first_text = Histogram::new(STREAM_SECONDS);
+        registry.register(
+            "stream_first_text_seconds",
+            "Streamed turns: seconds from the turn's start to the first text byte sent to the client",
+            stream_first_text.clone(),
+        );
+        let stream_last_byte = Histogram::new(STREAM_SECONDS);
+        registry.register(
+            "stream_last_byte_seconds",
+            "Streamed turns: seconds from the turn's start to the last byte sent to the client",
+            stream_last_byte.clone(),
+        );
+        let stream_held_back = Histogram::new(HELD_BACK_BYTES);
+        registry.register(
+            "stream_held_back_bytes",
+            "Streamed turns: bytes of shown text the envelope stream held back until the attempt ended",
+            stream_held_back.clone(),
         );
         let turns_in_flight = Gauge::default();
         registry.register(
@@ -332,6 +363,9 @@ impl Metrics {
             messages,
             side_requests,
             envelope_recoveries,
+            stream_first_text,
+            stream_last_byte,
+            stream_held_back,
             turns_in_flight,
             agent_processes,
             resident_processes,
@@ -412,6 +446,21 @@ impl Metrics {
         self.resends.get_or_create(&ResendLabels { joined }).inc();
     }
 
+    /// A streamed response sent its first text byte `seconds` after its turn started.
+    pub(crate) fn observe_first_text(&self, seconds: f64) {
+        self.stream_first_text.observe(seconds);
+    }
+
+    /// A streamed response sent its last byte `seconds` after its turn started.
+    pub(crate) fn observe_last_byte(&self, seconds: f64) {
+        self.stream_last_byte.observe(seconds);
+    }
+
+    /// A streamed attempt ended with `bytes` of shown text still held back.
+    pub(crate) fn observe_held_back(&self, bytes: usize) {
+        self.stream_held_back.observe(bytes as f64);
+    }
+
     /// Counts one defect the envelope parser repaired in an accepted reply.
     pub(crate) fn count_recovery(&self, recovery: Recovery) {
         self.envelope_recoveries
@@ -490,5 +539,26 @@ mod recovery_tests {
             "{text}"
         );
         assert!(!text.contains("kind=\"fenced_json\""), "{text}");
+    }
+
+    #[test]
+    fn streaming_latencies_and_held_back_bytes_are_histograms() {
+        let metrics = Metrics::new(None);
+        metrics.observe_first_text(0.02);
+        metrics.observe_last_byte(3.0);
+        metrics.observe_held_back(2);
+        let text = metrics.render(0, 0, None);
+        assert!(
+            text.contains("devin_bridge_stream_first_text_seconds_bucket{le=\"0.025\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("devin_bridge_stream_last_byte_seconds_bucket{le=\"2.5\"} 0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("devin_bridge_stream_held_back_bytes_sum 2.0"),
+            "{text}"
+        );
     }
 }

@@ -154,6 +154,10 @@ pub struct ServerSection {
     /// Answer side requests the serializer recognizes exactly (Claude Code's session title)
     /// without an agent turn; false sends every request to the agent.
     pub local_side_requests: bool,
+    /// Stream a reply's text to a streaming client as the agent writes it (`text_delta`s of
+    /// the text the envelope parser has made certain), its calls at the end; false renders
+    /// the whole reply when the turn ends, as one block per piece of prose and call.
+    pub stream_text: bool,
 }
 
 impl Default for ServerSection {
@@ -172,6 +176,7 @@ impl Default for ServerSection {
             resend_grace_ms: 15_000,
             resend_window_ms: 60_000,
             local_side_requests: true,
+            stream_text: true,
         }
     }
 }

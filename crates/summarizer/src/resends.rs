@@ -29,6 +29,8 @@ use devin_bridge_types::{Failure, Reply, SafeguardStatus, Usage};
 use sha2::{Digest, Sha256};
 use tokio::sync::{watch, Notify};
 
+use crate::shown::Shown;
+
 /// Finished answers kept for resends at most.
 pub(crate) const MAX_RECENT: usize = 64;
 /// Reply content the kept answers may hold together.
@@ -60,8 +62,13 @@ pub(crate) struct Answer {
 pub(crate) enum Stage {
     /// Serializing and waiting for an agent slot.
     Preparing,
-    /// The agent is working: what a streamed answer's head says.
-    Started { head: MessageHead, stream: bool },
+    /// The agent is working: what a streamed answer's head says, and, when its text streams,
+    /// the text made certain so far.
+    Started {
+        head: MessageHead,
+        stream: bool,
+        shown: Option<Arc<Shown>>,
+    },
     /// The turn's end. `head` is absent when it failed before it started.
     Done(Arc<Finished>),
 }
@@ -179,8 +186,12 @@ pub(crate) struct Publisher {
 }
 
 impl Publisher {
-    pub(crate) fn started(&self, head: MessageHead, stream: bool) {
-        self.stage.send_replace(Stage::Started { head, stream });
+    pub(crate) fn started(&self, head: MessageHead, stream: bool, shown: Option<Arc<Shown>>) {
+        self.stage.send_replace(Stage::Started {
+            head,
+            stream,
+            shown,
+        });
     }
 
     /// Resolves once no request has waited for the turn for the grace period: the turn may

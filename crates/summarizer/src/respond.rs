@@ -1,6 +1,7 @@
 //! The HTTP answer of a turn: one JSON message, or an event stream whose head is held until
-//! the turn has run for one ping interval; and the error bodies (the sse component's, or the
-//! host's own when that component is broken).
+//! the turn has run for one ping interval or its first text is certain, and whose text streams
+//! as it becomes certain (coalesced, see `streamed::Coalescer`); and the error bodies (the sse
+//! component's, or the host's own when that component is broken).
 //!
 //! A turn runs in a task of its own ([`spawn_turn`]) and publishes its stages; every request
 //! that shares it (the one that started it, and resends of it: see [`super::resends`]) renders
@@ -21,7 +22,9 @@ use super::failures::retry_after_of;
 use super::prepare::{prepare, Prepared};
 use super::resends::{Answer, Finished, Joined, Publisher, Stage, Waiter};
 use super::safeguard;
+use super::shown::Shown;
 use super::side_requests;
+use super::streamed::{message_of, Coalescer};
 use super::turn::{acquire_slot, run};
 use super::Bridge;
 
@@ -156,12 +159,33 @@ async fn drive(
         mut placement,
     } = prepared;
     tracing::info!(id = %head.id, model = %head.model, stream = prompt.stream, input_tokens = prompt.input_tokens, "turn accepted");
-    publisher.started(head.clone(), prompt.stream);
-    let outcome = run(bridge, &prompt, &model_id, &images, &mut placement).await;
+    // Unless the policy turns streaming off, the turn's output is parsed as it arrives and its
+    // certain text streams to streaming clients. A JSON request is parsed the same way (its
+    // text goes to no one before the end), so both forms answer the same message, a repair
+    // included.
+    let shown = bridge.stream_text.then(Shown::new);
+    let published = shown.clone().filter(|_| prompt.stream);
+    publisher.started(head.clone(), prompt.stream, published);
+    let outcome = run(
+        bridge,
+        &prompt,
+        &model_id,
+        &images,
+        &mut placement,
+        shown.as_ref(),
+    )
+    .await;
     drop(placement);
     drop(permit);
     let outcome = match outcome {
         Ok((reply, usage)) => {
+            // With streaming on, every answer is the message a stream accumulates: one text
+            // block, then the calls (a JSON answer included, so both agree).
+            let reply = if bridge.stream_text {
+                message_of(reply)
+            } else {
+                reply
+            };
             let safeguard = safeguard::answer(
                 bridge,
                 prompt.classifier_context.as_deref(),
@@ -188,7 +212,11 @@ async fn drive(
 /// message, or a stream.
 async fn respond(bridge: &Arc<Bridge>, mut waiter: Waiter) -> Response<ResponseBody> {
     match waiter.started().await {
-        Stage::Started { head, stream: true } => respond_stream(bridge, head, waiter).await,
+        Stage::Started {
+            head,
+            stream: true,
+            shown,
+        } => respond_stream(bridge, head, shown, waiter).await,
         Stage::Done(finished) => render_finished(bridge, &finished).await,
         Stage::Started { .. } | Stage::Preparing => {
             let finished = waiter.finished().await;
@@ -255,13 +283,14 @@ fn stream_response(body: ResponseBody) -> Response<ResponseBody> {
 async fn respond_stream(
     bridge: &Arc<Bridge>,
     head: MessageHead,
+    shown: Option<Arc<Shown>>,
     waiter: Waiter,
 ) -> Response<ResponseBody> {
     let (frames, receiver) = mpsc::channel::<Bytes>(8);
     let (early, early_failure) = tokio::sync::oneshot::channel::<Failure>();
     let bridge_task = bridge.clone();
     let producer = tokio::spawn(
-        async move { stream_turn(bridge_task, head, waiter, frames, early).await }
+        async move { stream_turn(bridge_task, head, shown, waiter, frames, early).await }
             .instrument(tracing::Span::current()),
     );
     match early_failure.await {
@@ -275,15 +304,23 @@ async fn respond_stream(
 /// The producer of a streamed answer. Until the stream has begun, a failure goes to `early`
 /// (and nothing is written); dropping `early` unsent tells the caller to answer with the
 /// stream. Returning drops `waiter`: a client that went away no longer holds the turn.
+///
+/// The head (`message_start`) goes out at the turn's first certain text or at the first ping
+/// interval, whichever comes first; then pings at every interval, and, when the turn's text
+/// streams (`shown`), its text as `text_delta`s of one text block, coalesced (see
+/// [`Coalescer`]). At the end: the text not sent yet, the calls, `message_delta` and
+/// `message_stop`, or an `error` event after what was shown.
 async fn stream_turn(
     bridge: Arc<Bridge>,
     head: MessageHead,
+    shown: Option<Arc<Shown>>,
     mut waiter: Waiter,
     frames: mpsc::Sender<Bytes>,
     early: tokio::sync::oneshot::Sender<Failure>,
 ) {
     let transforms = &bridge.transforms;
     let id = head.id.clone();
+    let began = std::time::Instant::now();
     let start = match run_transform(transforms, 0, move |t| t.stream_start(head)).await {
         Ok(start) => start,
         Err(failure) => {
@@ -299,72 +336,126 @@ async fn stream_turn(
     // Before the first ping the head is held: a quick failure is still a plain HTTP error.
     let first_ping = tokio::time::sleep(bridge.ping_interval);
     tokio::pin!(first_ping);
+    let mut ticker = tokio::time::interval_at(
+        tokio::time::Instant::now() + bridge.ping_interval * 2,
+        bridge.ping_interval,
+    );
     let mut early = Some(early);
-    let finished = match early.as_mut() {
-        Some(waiting) => tokio::select! {
-            finished = &mut turn => Some(finished),
-            () = &mut first_ping => None,
-            // The client went away before the head was sent.
-            () = waiting.closed() => {
-                tracing::info!(status = 499, id = %id, "client went away during the turn");
-                return;
+    let mut changes = shown.as_ref().map(|shown| shown.subscribe());
+    let mut text = TextSent::default();
+    let gone = || tracing::info!(status = 499, id = %id, "client went away during the turn");
+    let finished = loop {
+        let due = text.coalescer.due();
+        let head_sent = early.is_none();
+        tokio::select! {
+            finished = &mut turn => break finished,
+            () = &mut first_ping, if !head_sent => {
+                drop(early.take());
+                if frames.send(Bytes::from(start.clone())).await.is_err()
+                    || frames.send(Bytes::from(ping.clone())).await.is_err()
+                {
+                    return gone();
+                }
             }
-        },
-        None => None,
-    };
-    let finished = match finished {
-        Some(finished) => {
-            if let Err(failure) = &finished.outcome {
+            _ = ticker.tick(), if head_sent => {
+                if frames.send(Bytes::from(ping.clone())).await.is_err() {
+                    return gone();
+                }
+            }
+            changed = changed(&mut changes) => {
+                if changed {
+                    if let Some(shown) = &shown {
+                        text.take_from(shown);
+                    }
+                } else {
+                    // The turn dropped its text: only its end is left to wait for.
+                    changes = None;
+                }
+            }
+            () = sleep_until(due), if due.is_some() => {
                 if let Some(early) = early.take() {
-                    tracing::info!(code = %failure.code, status = failure.status, id = %id, "turn failed before the stream began");
-                    let _ = early.send(failure.clone());
-                }
-                return;
-            }
-            drop(early.take());
-            if frames.send(Bytes::from(start)).await.is_err() {
-                return;
-            }
-            finished
-        }
-        None => {
-            drop(early.take());
-            if frames.send(Bytes::from(start)).await.is_err()
-                || frames.send(Bytes::from(ping.clone())).await.is_err()
-            {
-                tracing::info!(status = 499, id = %id, "client went away during the turn");
-                return;
-            }
-            let mut ticker = tokio::time::interval_at(
-                tokio::time::Instant::now() + bridge.ping_interval,
-                bridge.ping_interval,
-            );
-            loop {
-                tokio::select! {
-                    finished = &mut turn => break finished,
-                    _ = ticker.tick() => {
-                        if frames.send(Bytes::from(ping.clone())).await.is_err() {
-                            tracing::info!(status = 499, id = %id, "client went away during the turn");
-                            return;
-                        }
-                    }
-                    _ = frames.closed() => {
-                        tracing::info!(status = 499, id = %id, "client went away during the turn");
-                        return;
+                    drop(early);
+                    if frames.send(Bytes::from(start.clone())).await.is_err() {
+                        return gone();
                     }
                 }
+                let piece = text.coalescer.take();
+                let first = !text.block_open;
+                let events = run_transform(transforms, piece.len(), move |t| {
+                    t.stream_text(first, piece)
+                })
+                .await;
+                let Ok(events) = events else {
+                    // The sse component failed: the end renders the whole reply or the error.
+                    continue;
+                };
+                if first {
+                    bridge.metrics.observe_first_text(began.elapsed().as_secs_f64());
+                }
+                text.block_open = true;
+                text.emitted = text.taken - text.coalescer.pending_len();
+                if frames.send(Bytes::from(events)).await.is_err() {
+                    return gone();
+                }
             }
+            // Before the head, the caller stops waiting by dropping the frames' receiver it
+            // holds; after, the body (which owns it) was dropped.
+            () = frames.closed() => return gone(),
         }
     };
+    if let Some(shown) = &shown {
+        // Text that became certain since the last wake-up.
+        text.take_from(shown);
+    }
+    if let Err(failure) = &finished.outcome {
+        // A turn that failed before any of its text was certain is a plain error; once text
+        // was certain it is shown, and the error event follows it.
+        if text.taken == 0 {
+            if let Some(early) = early.take() {
+                tracing::info!(code = %failure.code, status = failure.status, id = %id, "turn failed before the stream began");
+                let _ = early.send(failure.clone());
+                return;
+            }
+        }
+    }
+    if early.take().is_some() && frames.send(Bytes::from(start)).await.is_err() {
+        return gone();
+    }
+    if finished.outcome.is_err() && text.coalescer.pending_len() > 0 {
+        // What was certain is shown before the error, as it would have been a moment later.
+        let (first, piece) = (!text.block_open, text.coalescer.take());
+        if let Ok(events) = run_transform(transforms, piece.len(), move |t| {
+            t.stream_text(first, piece)
+        })
+        .await
+        {
+            if frames.send(Bytes::from(events)).await.is_err() {
+                return gone();
+            }
+        }
+    }
     let tail = match &finished.outcome {
         Ok(answer) => {
             let (reply, usage, safeguard) =
                 (answer.reply.clone(), answer.usage, answer.safeguard.clone());
             let size = reply.content_bytes();
-            run_transform(transforms, size, move |t| {
-                t.stream_finish(reply, usage, safeguard)
-            })
-            .await
+            if text.block_open {
+                let whole = reply.shown_text();
+                let rest = whole.get(text.emitted..).unwrap_or_default().to_owned();
+                if !whole.starts_with(&text.sent_prefix(shown.as_deref())) {
+                    tracing::error!(id = %id, "the streamed text is not a prefix of the reply's text");
+                }
+                let calls: Vec<_> = reply.calls().cloned().collect();
+                run_transform(transforms, size, move |t| {
+                    t.stream_finish_after_text(rest, calls, usage, safeguard)
+                })
+                .await
+            } else {
+                run_transform(transforms, size, move |t| {
+                    t.stream_finish(reply, usage, safeguard)
+                })
+                .await
+            }
         }
         Err(failure) => Err(failure.clone()),
     };
@@ -381,6 +472,55 @@ async fn stream_turn(
         }
     };
     let _ = frames.send(Bytes::from(tail)).await;
+    if shown.is_some() {
+        bridge
+            .metrics
+            .observe_last_byte(began.elapsed().as_secs_f64());
+    }
+}
+
+/// What one streamed response has taken of its turn's shown text and sent.
+#[derive(Default)]
+struct TextSent {
+    coalescer: Coalescer,
+    /// Bytes of the shown text taken into the coalescer.
+    taken: usize,
+    /// Bytes of the shown text sent in `text_delta`s.
+    emitted: usize,
+    /// The text block was opened.
+    block_open: bool,
+}
+
+impl TextSent {
+    fn take_from(&mut self, shown: &Shown) {
+        let new = shown.since(self.taken);
+        self.taken += new.len();
+        self.coalescer.add(&new, tokio::time::Instant::now());
+    }
+
+    /// The text sent so far (for the end's consistency check).
+    fn sent_prefix(&self, shown: Option<&Shown>) -> String {
+        shown
+            .map(|shown| shown.text())
+            .and_then(|text| text.get(..self.emitted).map(str::to_owned))
+            .unwrap_or_default()
+    }
+}
+
+/// Whether the shown text changed (`false` once its sender is gone); never resolves without a
+/// receiver.
+async fn changed(changes: &mut Option<tokio::sync::watch::Receiver<usize>>) -> bool {
+    match changes {
+        Some(changes) => changes.changed().await.is_ok(),
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until(due: Option<tokio::time::Instant>) {
+    match due {
+        Some(due) => tokio::time::sleep_until(due).await,
+        None => std::future::pending().await,
+    }
 }
 
 pub(crate) fn json_response(status: StatusCode, json: String) -> Response<ResponseBody> {

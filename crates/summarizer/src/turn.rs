@@ -15,14 +15,21 @@
 //! (see `apply_model_and_effort` of the agent crate); never a failure. Each agent turn is
 //! counted by effort and by how it was applied (`devin_bridge_turn_effort{effort, applied}`).
 //!
-//! A streamed answer holds its response head until the turn has run for one ping interval:
-//! a turn that fails sooner (a rate limit, a used-up quota, a refused identity) is answered as
-//! a plain HTTP error with its status, so that a client retries a 429 after its `retry-after`
-//! as it would Anthropic's. A turn that fails later ends the stream with an `error` event.
+//! With `[server] stream_text` (the default) the envelope parse is a reply stream fed the
+//! agent's chunks as they arrive (`streamed`), one per attempt; its certain text is the turn's
+//! `Shown` text, which streaming responses send as it comes, and the reply is the message that
+//! text ends up in (one text block, then the calls). Without it, the whole output is parsed
+//! once at the end.
+//!
+//! A streamed answer holds its response head until the turn has run for one ping interval or
+//! its first text is certain: a turn that fails sooner (a rate limit, a used-up quota, a
+//! refused identity) is answered as a plain HTTP error with its status, so that a client
+//! retries a 429 after its `retry-after` as it would Anthropic's. A turn that fails later ends
+//! the stream with an `error` event after what was shown.
 
 use std::time::Instant;
 
-use devin_bridge_agent::acp::{prompt_blocks, AcpError, ModelApplied, TurnOutput};
+use devin_bridge_agent::acp::{prompt_blocks, AcpError, ChunkSink, ModelApplied, TurnOutput};
 use devin_bridge_agent::devin::stats::{catalog_labels, names_any};
 use devin_bridge_engine::{Image, Prompt, TransformCalls as _};
 use devin_bridge_types::{estimate_tokens, Failure, Reply, Usage};
@@ -33,7 +40,11 @@ use super::failures::HostFailure;
 use super::prepare::Placement;
 use super::reply::{agent_failure, AgentReply};
 use super::serialize::image_parts;
+use super::shown::Shown;
+use super::streamed;
 use super::{Bridge, InFlight};
+
+use std::sync::Arc;
 
 /// What the envelope check says of an agent's output.
 enum Verdict {
@@ -65,12 +76,13 @@ async fn agent_turn(
     images: &[Image],
     model: &str,
     effort: Option<&str>,
+    chunks: Option<ChunkSink>,
 ) -> Result<AgentReply, Failure> {
     let blocks = prompt_blocks(prompt.to_owned(), image_parts(images));
-    let mut outcome = per_turn(bridge, blocks.clone(), model, effort).await;
+    let mut outcome = per_turn(bridge, blocks.clone(), model, effort, chunks.clone()).await;
     if matches!(outcome, Err(AcpError::NoModelOption)) {
         bridge.pool.learn_no_model_option();
-        outcome = per_turn(bridge, blocks, model, effort).await;
+        outcome = per_turn(bridge, blocks, model, effort, chunks).await;
     }
     match outcome {
         Ok(output) => Ok(AgentReply::of(output)),
@@ -83,11 +95,12 @@ async fn per_turn(
     blocks: Vec<agent_client_protocol_schema::v1::ContentBlock>,
     model: &str,
     effort: Option<&str>,
+    chunks: Option<ChunkSink>,
 ) -> Result<TurnOutput, AcpError> {
     let agent = bridge.pool.take_for(Some(model)).await?;
     let pid = agent.pid();
     let output = agent
-        .run_turn_blocks(&bridge.home, blocks, Some(model), effort)
+        .run_turn_observed(&bridge.home, blocks, Some(model), effort, chunks)
         .await?;
     tracing::info!(pid, elapsed_ms = output.elapsed.as_millis() as u64, chars = output.text.len(), observed_model = ?output.observed_model, model_applied = ?output.model, effort_applied = ?output.effort, reported_usage = output.usage.is_some(), "agent turn complete");
     Ok(output)
@@ -158,56 +171,44 @@ fn narrated_intent() -> Failure {
 /// The turn with its single repair. Returns the reply and the usage to report. On the
 /// resident transport the turn runs on the leased session, the repair continues it, and a
 /// success commits the session's new history.
+///
+/// With `shown`, the reply's text streams: each attempt's output is pushed chunk by chunk into
+/// a reply stream of its own (see [`super::streamed`]), the text it makes certain is appended
+/// to `shown` as it comes, and the reply returned is the message `shown` ends up holding (one
+/// text block, then the calls). What was shown stays shown: a repair's text continues it.
 pub(crate) async fn run(
     bridge: &Bridge,
     prompt: &Prompt,
     model: &str,
     images: &[Image],
     placement: &mut Placement,
+    shown: Option<&Arc<Shown>>,
 ) -> Result<(Reply, Usage), Failure> {
     let _counted = InFlight::enter(&bridge.in_flight);
     let started = Instant::now();
-    let has_tools = prompt.tools.trim() != "[]";
-    let effort = prompt.effort.as_deref();
-    let first = match placement {
-        Placement::Resident(resident, lease) => {
-            resident
-                .turn(bridge, lease, &prompt.text, images, model, effort)
-                .await?
-        }
-        Placement::PerTurn => agent_turn(bridge, &prompt.text, images, model, effort).await?,
-    };
-    check_model(bridge, model, &first);
-    count_effort(bridge, prompt, &first);
-    let rejection = match check(bridge, prompt, &first.text, has_tools).await? {
+    let first = attempt(bridge, prompt, model, images, placement, None, shown).await?;
+    let rejection = match first.verdict {
         Verdict::Accept(reply) => {
             placement.commit();
-            return Ok((reply, usage(bridge, prompt, &first)));
+            return Ok((reply, usage(bridge, prompt, &first.reply)));
         }
         Verdict::Repair(rejection) => rejection,
     };
     tracing::info!(code = %rejection.code, "agent output rejected; spending the single repair attempt");
-    let second = match placement {
-        Placement::Resident(resident, lease) => {
-            resident
-                .repair(bridge, lease, rejection, model, effort)
-                .await?
-        }
-        Placement::PerTurn => {
-            let text = prompt.text.clone();
-            let repaired = run_transform(&bridge.transforms, text.len(), move |t| {
-                t.repair(text, rejection)
-            })
-            .await?;
-            agent_turn(bridge, &repaired, images, model, effort).await?
-        }
-    };
-    check_model(bridge, model, &second);
-    count_effort(bridge, prompt, &second);
-    let outcome = match check(bridge, prompt, &second.text, has_tools).await? {
+    let second = attempt(
+        bridge,
+        prompt,
+        model,
+        images,
+        placement,
+        Some(rejection),
+        shown,
+    )
+    .await?;
+    let outcome = match second.verdict {
         Verdict::Accept(reply) => {
             placement.commit();
-            Ok((reply, usage(bridge, prompt, &second)))
+            Ok((reply, usage(bridge, prompt, &second.reply)))
         }
         Verdict::Repair(failure) => Err(Failure {
             repairable: false,
@@ -220,6 +221,102 @@ pub(crate) async fn run(
         "turn finished after repair"
     );
     outcome
+}
+
+/// One attempt: the agent's answer and the verdict on it.
+struct Attempt {
+    reply: AgentReply,
+    verdict: Verdict,
+}
+
+/// Runs the first attempt (`rejection` absent) or the single repair, on the placement's
+/// transport; with `shown`, its output streams (see [`run`]).
+async fn attempt(
+    bridge: &Bridge,
+    prompt: &Prompt,
+    model: &str,
+    images: &[Image],
+    placement: &mut Placement,
+    rejection: Option<Failure>,
+    shown: Option<&Arc<Shown>>,
+) -> Result<Attempt, Failure> {
+    let has_tools = prompt.tools.trim() != "[]";
+    let effort = prompt.effort.as_deref();
+    let (sink, chunks) = match shown {
+        Some(_) => {
+            let (sink, chunks) = tokio::sync::mpsc::unbounded_channel();
+            (Some(sink), Some(chunks))
+        }
+        None => (None, None),
+    };
+    // The agent's turn; the sink goes with it, so the chunks end when the turn does.
+    let agent = async move {
+        match (placement, rejection) {
+            (Placement::Resident(resident, lease), None) => {
+                resident
+                    .turn(bridge, lease, &prompt.text, images, model, effort, sink)
+                    .await
+            }
+            (Placement::Resident(resident, lease), Some(rejection)) => {
+                resident
+                    .repair(bridge, lease, rejection, model, effort, sink)
+                    .await
+            }
+            (Placement::PerTurn, None) => {
+                agent_turn(bridge, &prompt.text, images, model, effort, sink).await
+            }
+            (Placement::PerTurn, Some(rejection)) => {
+                let text = prompt.text.clone();
+                let repaired = run_transform(&bridge.transforms, text.len(), move |t| {
+                    t.repair(text, rejection)
+                })
+                .await?;
+                agent_turn(bridge, &repaired, images, model, effort, sink).await
+            }
+        }
+    };
+    let (reply, verdict) = match (shown, chunks) {
+        (Some(shown), Some(chunks)) => {
+            let feed = streamed::feed(bridge, prompt, max_calls(bridge, prompt), chunks, shown);
+            let (reply, fed) = tokio::join!(agent, feed);
+            let reply = reply?;
+            check_model(bridge, model, &reply);
+            count_effort(bridge, prompt, &reply);
+            let verdict = match fed? {
+                // Only a reply without any call is judged, and only when the request has tools
+                // (as the one-shot check does).
+                streamed::Fed::Accepted { narrates: true, .. } if has_tools => {
+                    Verdict::Repair(narrated_intent())
+                }
+                streamed::Fed::Accepted { calls, tail, .. } => {
+                    bridge.metrics.observe_held_back(tail.len());
+                    shown.append(&tail);
+                    Verdict::Accept(streamed::message(shown.text(), calls))
+                }
+                streamed::Fed::Rejected(failure) if failure.repairable => Verdict::Repair(failure),
+                streamed::Fed::Rejected(failure) => return Err(failure),
+            };
+            (reply, verdict)
+        }
+        _ => {
+            let reply = agent.await?;
+            check_model(bridge, model, &reply);
+            count_effort(bridge, prompt, &reply);
+            let verdict = check(bridge, prompt, &reply.text, has_tools).await?;
+            (reply, verdict)
+        }
+    };
+    Ok(Attempt { reply, verdict })
+}
+
+/// The most calls a reply may hold: one when `tool_choice.disable_parallel_tool_use` asks
+/// for one (a second is then repairable), else the policy's limit.
+fn max_calls(bridge: &Bridge, prompt: &Prompt) -> u32 {
+    if prompt.single_tool_call {
+        1
+    } else {
+        bridge.max_tool_calls
+    }
 }
 
 /// The verdict on an agent's output. An error is the turn's end: the transform itself failed,
@@ -236,12 +333,7 @@ async fn check(
         prompt.tools.clone(),
         prompt.id_seed.clone(),
     );
-    // `tool_choice.disable_parallel_tool_use` asks for one call; a second is then repairable.
-    let max_calls = if prompt.single_tool_call {
-        1
-    } else {
-        bridge.max_tool_calls
-    };
+    let max_calls = max_calls(bridge, prompt);
     let size = text.len() + tools.len();
     let parsed = run_transform(&bridge.transforms, size, move |t| {
         let parsed = match t.parse(text, tools, seed, max_calls)? {

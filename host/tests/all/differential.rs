@@ -45,6 +45,27 @@ fn native(call: &Call) -> Answer {
             id_seed,
             max_calls,
         } => answer(envelope::parse(output, tools, id_seed, *max_calls)),
+        Call::ParseStream {
+            chunks,
+            tools,
+            id_seed,
+            max_calls,
+        } => {
+            let mut stream = envelope::ReplyStream::new(tools, id_seed, *max_calls);
+            let pushes = chunks.iter().map(|chunk| stream.push(chunk)).collect();
+            let end = stream.finish();
+            let narrates = stream.narrates();
+            let output = chunks.concat();
+            let end = end.map(|end| devin_bridge_engine::StreamedEnd {
+                tail: end.tail,
+                reply: end
+                    .reply
+                    .resolve(&output)
+                    .expect("the native stream names a span of its output"),
+                narrates,
+            });
+            Ok(devin_bridge_engine::StreamedParse { pushes, end }.into())
+        }
         Call::NarratesUnexecutedAction { output } => {
             Ok(envelope::narrates_unexecuted_action(output).into())
         }
@@ -56,6 +77,13 @@ fn native(call: &Call) -> Answer {
             usage,
             safeguard,
         } => Ok(sse::stream_finish(reply, usage, safeguard.as_ref()).into()),
+        Call::StreamText { first, text } => Ok(sse::stream_text(*first, text).into()),
+        Call::StreamFinishAfterText {
+            tail,
+            calls,
+            usage,
+            safeguard,
+        } => Ok(sse::stream_finish_after_text(tail, calls, usage, safeguard.as_ref()).into()),
         Call::RenderStream {
             head,
             reply,
@@ -433,12 +461,94 @@ fn generated_agent_outputs_agree() {
             max_calls: 1 + rng.below(4) as u32,
         };
         assert_same(&transforms, &call, &format!("envelope #{i}"));
+        if let Call::Parse {
+            tools,
+            id_seed,
+            max_calls,
+            ..
+        } = &call
+        {
+            // The same output streamed, cut at random character boundaries.
+            let stream = Call::ParseStream {
+                chunks: cut_at_random(&mut rng, &output),
+                tools: tools.clone(),
+                id_seed: id_seed.clone(),
+                max_calls: *max_calls,
+            };
+            assert_same(&transforms, &stream, &format!("envelope stream #{i}"));
+        }
         assert_same(
             &transforms,
             &Call::NarratesUnexecutedAction { output },
             &format!("narration #{i}"),
         );
     }
+}
+
+#[test]
+fn every_parse_fixture_streamed_in_any_cutting_agrees_and_ends_as_parse_answers() {
+    let transforms = common::transforms();
+    let mut streamed = 0;
+    for case in corpus::cases(TransformKind::Envelope).expect("fixtures decode") {
+        let Call::Parse {
+            output,
+            tools,
+            id_seed,
+            max_calls,
+        } = &case.call
+        else {
+            continue;
+        };
+        let whole = transforms.call(&case.call).expect("wasm parse");
+        let mut rng = Rng(0x57e4_0000_0000_0001);
+        let cuttings = [
+            vec![output.clone()],
+            output.chars().map(String::from).collect(),
+            cut_at_random(&mut rng, output),
+        ];
+        for chunks in cuttings {
+            let call = Call::ParseStream {
+                chunks,
+                tools: tools.clone(),
+                id_seed: id_seed.clone(),
+                max_calls: *max_calls,
+            };
+            assert_same(&transforms, &call, &case.file);
+            let Ok(devin_bridge_engine::Output::Streamed(answer)) =
+                transforms.call(&call).expect("wasm stream")
+            else {
+                panic!("{}: a stream answers a streamed parse", case.file);
+            };
+            // The contract's own check: the released text and the tail are the shown text.
+            let json = corpus::answer_json(&Ok(answer.clone().into()));
+            devin_bridge_engine::contract::check(&call, &json, &json)
+                .unwrap_or_else(|why| panic!("{}: {why}", case.file));
+            let end = answer.end.map(|end| end.reply.into());
+            assert_eq!(
+                end, whole,
+                "{}: the stream ends as parse answers",
+                case.file
+            );
+            streamed += 1;
+        }
+    }
+    assert!(streamed >= 30, "only {streamed} streamed fixtures");
+}
+
+/// `text` cut into pieces at random character boundaries (some empty).
+fn cut_at_random(rng: &mut Rng, text: &str) -> Vec<String> {
+    let mut chunks = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let mut cut = rng.below(8).min(rest.len());
+        while !rest.is_char_boundary(cut) {
+            cut += 1;
+        }
+        let (chunk, after) = rest.split_at(cut);
+        chunks.push(chunk.to_owned());
+        rest = after;
+    }
+    chunks
 }
 
 #[test]

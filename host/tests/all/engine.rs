@@ -1162,3 +1162,108 @@ fn the_built_component_set_ships_its_corpus_listed_with_digests() {
         );
     }
 }
+
+/// A Bash tool list for the reply-stream tests.
+fn bash_tools() -> String {
+    serde_json::json!([{"name": "Bash", "input_schema": {"type": "object",
+        "properties": {"command": {"type": "string"}}, "required": ["command"]}}])
+    .to_string()
+}
+
+#[test]
+fn a_turns_reply_stream_releases_prose_as_it_comes_and_ends_as_parse_answers() {
+    let transforms = common::transforms();
+    let output = [
+        "I'll list the files",
+        " first.\n\n<to",
+        "ol>{\"name\":\"Bash\",\"arguments\":{\"command\":\"ls\"}}</tool>",
+    ];
+    let mut stream = transforms
+        .reply_stream(&bash_tools(), "seed", 4)
+        .expect("the stream opens");
+    let released: Vec<String> = output
+        .iter()
+        .map(|chunk| stream.push(chunk).expect("engine").expect("no failure"))
+        .collect();
+    // The prose is shown as it arrives; nothing of the envelope ever is.
+    assert_eq!(released[0], "I'll list the files");
+    assert_eq!(released[1], " first.");
+    assert_eq!(released[2], "");
+    let end = stream.finish().expect("engine");
+    let whole = transforms
+        .parse(output.concat(), bash_tools(), "seed".into(), 4)
+        .expect("engine");
+    assert_eq!(end.reply, whole);
+    let shown = end.reply.as_ref().expect("a reply").reply.shown_text();
+    assert_eq!(format!("{}{}", released.concat(), end.tail), shown);
+    assert!(!end.narrates);
+}
+
+#[test]
+fn a_component_swap_never_reaches_a_turn_whose_stream_is_open() {
+    let transforms = common::transforms();
+    let twin = std::fs::read(common::test_component("twin")).expect("test component");
+    let original = std::fs::read(common::component("envelope")).expect("envelope");
+    // An envelope opening inside another: the push that shows it fails, for certain.
+    let nested = "<tool>{\"name\":\"Bash\",<tool>";
+    let mut before = transforms
+        .reply_stream(&bash_tools(), "seed", 4)
+        .expect("the stream opens");
+    transforms
+        .swap(TransformKind::Envelope, &twin, "test".into())
+        .expect("the twin is accepted");
+    let mut after = transforms
+        .reply_stream(&bash_tools(), "seed", 4)
+        .expect("the stream opens");
+    let old = before.push(nested).expect("engine").expect_err("nested");
+    let new = after.push(nested).expect("engine").expect_err("nested");
+    assert_eq!(old.code, new.code);
+    assert!(
+        !old.message.ends_with("(twin build)"),
+        "the stream opened before the swap is answered by the version that opened it: {}",
+        old.message
+    );
+    assert!(
+        new.message.ends_with("(twin build)"),
+        "a stream opened after the swap is the twin's: {}",
+        new.message
+    );
+    // Finishing a stream after the swap back is still the version that opened it.
+    transforms
+        .swap(TransformKind::Envelope, &original, "test".into())
+        .expect("the original is accepted again");
+    let end = after.finish().expect("engine");
+    assert!(end
+        .reply
+        .expect_err("the reply fails")
+        .message
+        .ends_with("(twin build)"));
+}
+
+#[test]
+fn a_reply_stream_push_that_runs_past_its_memory_cap_is_a_typed_error_and_the_stream_stays_broken()
+{
+    // A store capped at a few MiB: the stream keeps the output, so pushing more than the cap
+    // allows ends the stream with a typed error, and every later call says it failed.
+    let runtime = common::test_runtime();
+    runtime.set_limits(4 << 20, std::time::Duration::from_secs(5));
+    let transforms = Transforms::load_with(
+        runtime,
+        common::test_cache(),
+        &common::policy("").engine_config(),
+    )
+    .expect("components load");
+    let mut stream = transforms
+        .reply_stream("[]", "seed", 4)
+        .expect("the stream opens");
+    let chunk = "words ".repeat(100_000);
+    let error = (0..40)
+        .find_map(|_| stream.push(&chunk).err())
+        .expect("the cap is reached");
+    assert!(
+        matches!(error, EngineError::OutOfMemory { .. }),
+        "a typed out-of-memory error: {error:?}"
+    );
+    let later = stream.push("more").expect_err("broken");
+    assert!(later.to_string().contains("failed earlier"), "{later}");
+}

@@ -5,6 +5,7 @@
 
 mod common;
 
+mod anthropic_sdk;
 mod claude_code_e2e;
 mod client_env;
 mod companion_cli;
@@ -35,6 +36,7 @@ mod safeguard_explain;
 mod side_requests;
 mod sighup;
 mod sign_in;
+mod streaming;
 mod summarizer;
 mod swap_under_load;
 mod tool_calls_and_usage;

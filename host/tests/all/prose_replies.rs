@@ -64,7 +64,15 @@ fn blocks(response: &HttpResponse, stream: bool) -> (Vec<Value>, String) {
                 let index = data["index"].as_u64().unwrap_or(u64::MAX) as usize;
                 let block = content.get_mut(index).expect("a delta of a started block");
                 match data["delta"]["type"].as_str() {
-                    Some("text_delta") => block["text"] = data["delta"]["text"].clone(),
+                    // Streamed text comes in several deltas: each one appends.
+                    Some("text_delta") => {
+                        let text = format!(
+                            "{}{}",
+                            block["text"].as_str().unwrap_or_default(),
+                            data["delta"]["text"].as_str().unwrap_or_default()
+                        );
+                        block["text"] = Value::String(text);
+                    }
                     Some("input_json_delta") => {
                         block["input"] = serde_json::from_str(
                             data["delta"]["partial_json"].as_str().unwrap_or_default(),

@@ -203,6 +203,22 @@ pub fn claude_code() -> PathBuf {
         .unwrap_or_else(|error| panic!("{error}"))
 }
 
+/// The `node_modules` directory holding the pinned Anthropic SDK, installed on first use under
+/// `target/anthropic-sdk/` (npm, once; node and npm needed).
+pub fn anthropic_sdk() -> PathBuf {
+    static SDK: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    SDK.get_or_init(|| {
+        let root = workspace_root();
+        let _lock = xtask::lock(&root, "anthropic-sdk.lock").map_err(|e| format!("lock: {e}"))?;
+        devin_bridge_test_setup::anthropic_sdk::ensure(&root.join("target").join("anthropic-sdk"))
+            .map_err(|error| {
+                format!("the Anthropic SDK is not installed, and installing it failed: {error}")
+            })
+    })
+    .clone()
+    .unwrap_or_else(|error| panic!("{error}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -387,15 +387,30 @@ impl AgentConnection {
         prompt: Vec<v1::ContentBlock>,
         gate: &dyn ToolGate,
     ) -> Result<PromptOutcome, AcpError> {
+        self.prompt_observed(session_id, prompt, gate, None).await
+    }
+
+    /// [`AgentConnection::prompt`], with each chunk of the reply's text also sent to `chunks`
+    /// as it arrives (see [`super::ChunkSink`]).
+    pub async fn prompt_observed(
+        &mut self,
+        session_id: &str,
+        prompt: Vec<v1::ContentBlock>,
+        gate: &dyn ToolGate,
+        chunks: Option<super::ChunkSink>,
+    ) -> Result<PromptOutcome, AcpError> {
         let again = (self.api_key.is_some() && !self.sign_in_tried).then(|| prompt.clone());
-        match self.prompt_once(session_id, prompt, gate).await {
+        match self
+            .prompt_once(session_id, prompt, gate, chunks.clone())
+            .await
+        {
             Err(AcpError::Unauthenticated) => {
                 let Some(prompt) = again else {
                     return Err(AcpError::Unauthenticated);
                 };
                 devin::login::log_variant(devin::login::LoggedOut::AtPrompt, self.pid());
                 self.sign_in().await?;
-                self.prompt_once(session_id, prompt, gate).await
+                self.prompt_once(session_id, prompt, gate, chunks).await
             }
             other => other,
         }
@@ -406,9 +421,11 @@ impl AgentConnection {
         session_id: &str,
         prompt: Vec<v1::ContentBlock>,
         gate: &dyn ToolGate,
+        chunks: Option<super::ChunkSink>,
     ) -> Result<PromptOutcome, AcpError> {
         let started = Instant::now();
         let mut turn = Turn::new(self.limits.output_cap);
+        turn.chunks = chunks;
         let request = v1::PromptRequest::new(session_id.to_owned(), prompt);
         let result = {
             let mut phase = Phase::Prompt {
@@ -891,11 +908,14 @@ struct Turn {
     permission_requests: u32,
     permission_tools: Vec<String>,
     tool_calls: Vec<ToolCallSeen>,
+    /// Where each accepted chunk of text also goes, when someone watches the turn.
+    chunks: Option<super::ChunkSink>,
 }
 
 impl Turn {
     fn new(output_cap: usize) -> Self {
         Self {
+            chunks: None,
             text: String::new(),
             context_used: None,
             output_cap,
@@ -911,6 +931,10 @@ impl Turn {
             return Err(AcpError::OutputTooLarge(self.output_cap));
         }
         self.text.push_str(text);
+        if let Some(chunks) = &self.chunks {
+            // A watcher that went away (its request ended) changes nothing for the turn.
+            let _ = chunks.send(text.to_owned());
+        }
         Ok(())
     }
 }

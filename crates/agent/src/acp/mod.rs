@@ -25,3 +25,9 @@ pub use turn::{
     ModelApplied, OnSharedAgent, SessionOptions, TurnOutput,
 };
 pub use usage::{ReportedUsage, UsageSource};
+
+/// Where a prompt's `agent_message_chunk` text goes as it arrives, chunk by chunk, in order
+/// (the prompt still collects and returns the whole text). Only text the turn accepted is
+/// sent: a chunk that would pass the output cap is refused before it is sent, so what the
+/// channel carries is bounded by the cap. A receiver that went away is not an error.
+pub type ChunkSink = tokio::sync::mpsc::UnboundedSender<String>;

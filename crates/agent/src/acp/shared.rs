@@ -128,6 +128,8 @@ struct Collected {
     over_cap: bool,
     /// What the agent reported about the turn beside its reply.
     account: TurnAccount,
+    /// Where each accepted chunk of text also goes, when someone watches the turn.
+    chunks: Option<super::ChunkSink>,
 }
 
 impl SharedAgent {
@@ -293,16 +295,27 @@ impl SharedAgent {
         session: &str,
         blocks: Vec<v1::ContentBlock>,
     ) -> Result<TurnOutput, AcpError> {
+        self.prompt_observed(session, blocks, None).await
+    }
+
+    /// [`SharedAgent::prompt_blocks`], with each chunk of the reply's text also sent to
+    /// `chunks` as it arrives (see [`super::ChunkSink`]).
+    pub async fn prompt_observed(
+        &self,
+        session: &str,
+        blocks: Vec<v1::ContentBlock>,
+        chunks: Option<super::ChunkSink>,
+    ) -> Result<TurnOutput, AcpError> {
         let again = (self.api_key.is_some() && !self.signed_in.load(Ordering::Acquire))
             .then(|| blocks.clone());
-        match self.prompt_once(session, blocks).await {
+        match self.prompt_once(session, blocks, chunks.clone()).await {
             Err(AcpError::Unauthenticated) => {
                 let Some(blocks) = again else {
                     return Err(AcpError::Unauthenticated);
                 };
                 devin::login::log_variant(devin::login::LoggedOut::AtPrompt, self.pid);
                 self.sign_in().await?;
-                self.prompt_once(session, blocks).await
+                self.prompt_once(session, blocks, chunks).await
             }
             other => other,
         }
@@ -312,6 +325,7 @@ impl SharedAgent {
         &self,
         session: &str,
         blocks: Vec<v1::ContentBlock>,
+        chunks: Option<super::ChunkSink>,
     ) -> Result<TurnOutput, AcpError> {
         let started = Instant::now();
         {
@@ -320,9 +334,13 @@ impl SharedAgent {
                 // Turns on one session are single-flight: a caller broke that rule.
                 return Err(AcpError::WrongSession);
             }
-            routes
-                .prompts
-                .insert(session.to_owned(), Collected::default());
+            routes.prompts.insert(
+                session.to_owned(),
+                Collected {
+                    chunks,
+                    ..Collected::default()
+                },
+            );
         }
         let mut running = Running {
             agent: self,
@@ -557,6 +575,10 @@ impl SharedAgent {
                                 collected.over_cap = true;
                             } else if !collected.over_cap {
                                 collected.text.push_str(&text);
+                                if let Some(chunks) = &collected.chunks {
+                                    // A watcher that went away changes nothing for the turn.
+                                    let _ = chunks.send(text);
+                                }
                             }
                         }
                         Ok(())

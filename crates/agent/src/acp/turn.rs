@@ -196,16 +196,33 @@ impl Agent {
     /// [`AcpError::NoModelOption`] unless the agent was started with `--model` for it; a model
     /// the session does not offer fails with [`AcpError::ModelNotOffered`] before the prompt.
     pub async fn run_turn_blocks(
-        mut self,
+        self,
         cwd: &Path,
         blocks: Vec<v1::ContentBlock>,
         model: Option<&str>,
         effort: Option<&str>,
     ) -> Result<TurnOutput, AcpError> {
+        self.run_turn_observed(cwd, blocks, model, effort, None)
+            .await
+    }
+
+    /// [`Agent::run_turn_blocks`], with each chunk of the reply's text also sent to `chunks`
+    /// as it arrives (see [`super::ChunkSink`]).
+    pub async fn run_turn_observed(
+        mut self,
+        cwd: &Path,
+        blocks: Vec<v1::ContentBlock>,
+        model: Option<&str>,
+        effort: Option<&str>,
+        chunks: Option<super::ChunkSink>,
+    ) -> Result<TurnOutput, AcpError> {
         let started = Instant::now();
         let limits = self.limits;
-        let outcome =
-            tokio::time::timeout(limits.turn_timeout, self.turn(cwd, blocks, model, effort)).await;
+        let outcome = tokio::time::timeout(
+            limits.turn_timeout,
+            self.turn(cwd, blocks, model, effort, chunks),
+        )
+        .await;
         let mut session = None;
         let outcome = match outcome {
             Ok(Ok(turn)) => {
@@ -270,6 +287,7 @@ impl Agent {
         blocks: Vec<v1::ContentBlock>,
         model: Option<&str>,
         effort: Option<&str>,
+        chunks: Option<super::ChunkSink>,
     ) -> Result<Finished, AcpError> {
         let created = self.connection.new_session(cwd).await?;
         let session = created.session_id.0.to_string();
@@ -285,7 +303,10 @@ impl Agent {
             },
         )
         .await?;
-        let outcome = self.connection.prompt(&session, blocks, &NoTools).await?;
+        let outcome = self
+            .connection
+            .prompt_observed(&session, blocks, &NoTools, chunks)
+            .await?;
         match outcome.stop_reason {
             v1::StopReason::EndTurn => Ok(Finished {
                 session,

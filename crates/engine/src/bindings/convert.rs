@@ -96,6 +96,7 @@ records! {
     }
     wit_envelope::TextSpan => plain::TextSpan { start, length }
     wit_envelope::ToolReply => plain::ToolReply { blocks, recoveries }
+    wit_envelope::StreamEnd => plain::StreamEnd { tail, reply }
     wit_sse::MessageHead => plain::MessageHead { id, model, usage }
     wit_sse::SseEvent => plain::SseEvent { event, data, id }
     wit_sse::SseFrames => plain::SseFrames { events, tail }

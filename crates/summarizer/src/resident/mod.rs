@@ -33,7 +33,7 @@ use super::window;
 use super::Bridge;
 use crate::policy::AgentSection;
 use agent_client_protocol_schema::v1;
-use devin_bridge_agent::acp::{prompt_blocks, AcpError, AgentLimits, TurnOutput};
+use devin_bridge_agent::acp::{prompt_blocks, AcpError, AgentLimits, ChunkSink, TurnOutput};
 use devin_bridge_agent::devin::ClientIdentity;
 use devin_bridge_agent::process::Spec;
 use devin_bridge_engine::TransformCalls as _;
@@ -530,7 +530,11 @@ impl Resident {
 
     /// One agent turn on the lease's session, answered by `model` at `effort`. When the
     /// session's process dies under it for a reason that is not this session's own tool call,
-    /// the session is rebuilt once with the whole prompt.
+    /// the session is rebuilt once with the whole prompt. With `chunks`, each chunk of the reply
+    /// goes there as it arrives (the turn's streaming parse reads them).
+    // The turn's inputs are the prompt's own parts and how it is answered; a struct holding
+    // them for this one call would only rename them.
+    #[allow(clippy::too_many_arguments)]
     pub async fn turn(
         &self,
         bridge: &Bridge,
@@ -539,6 +543,7 @@ impl Resident {
         images: &[Image],
         model: &str,
         effort: Option<&str>,
+        chunks: Option<ChunkSink>,
     ) -> Result<AgentReply, Failure> {
         let error = match self
             .prompt(
@@ -546,6 +551,7 @@ impl Resident {
                 prompt_blocks(text.to_owned(), image_parts(images)),
                 model,
                 effort,
+                chunks.clone(),
             )
             .await
         {
@@ -561,7 +567,7 @@ impl Resident {
         self.stats.replays.inc();
         let (whole, _) = serialize(bridge, &lease.body, 0, Check::Nothing).await?;
         let blocks = prompt_blocks(whole.prompt.text, image_parts(&whole.images));
-        match self.prompt(lease, blocks, model, effort).await {
+        match self.prompt(lease, blocks, model, effort, chunks).await {
             Ok(output) => Ok(AgentReply::of(output)),
             Err(error) => Err(agent_failure(bridge, error).await),
         }
@@ -575,6 +581,7 @@ impl Resident {
         rejection: Failure,
         model: &str,
         effort: Option<&str>,
+        chunks: Option<ChunkSink>,
     ) -> Result<AgentReply, Failure> {
         let section = run_transform(&bridge.transforms, rejection.message.len(), move |t| {
             t.repair(String::new(), rejection)
@@ -583,7 +590,13 @@ impl Resident {
         let section = section.trim_start();
         let section = section.strip_prefix("---").unwrap_or(section).trim_start();
         match self
-            .prompt(lease, prompt_blocks(section.to_owned(), []), model, effort)
+            .prompt(
+                lease,
+                prompt_blocks(section.to_owned(), []),
+                model,
+                effort,
+                chunks,
+            )
             .await
         {
             Ok(output) => Ok(AgentReply::of(output)),
@@ -603,6 +616,7 @@ impl Resident {
         blocks: Vec<v1::ContentBlock>,
         model: &str,
         effort: Option<&str>,
+        chunks: Option<ChunkSink>,
     ) -> Result<TurnOutput, AcpError> {
         let held = lease.held;
         let ephemeral = matches!(lease.session, LeasedSession::Ephemeral { .. });
@@ -662,7 +676,7 @@ impl Resident {
             .inc_by(u64::try_from(content_bytes(&blocks)).unwrap_or(u64::MAX));
         let outcome = bound
             .agent
-            .prompt_blocks(&bound.session, blocks)
+            .prompt_observed(&bound.session, blocks, chunks)
             .await
             .map(|mut output| {
                 output.model = applied.model;

@@ -14,7 +14,7 @@ mod wasm {
 
     use devin_bridge_types::{
         Failure, MessageHead, ParsedReply, Prompt, PromptOptions, Reply, ResolvedModel, Resume,
-        ResumedPrompt, SafeguardStatus, SseFrames, ToolCall, UnseenPrompt, Usage,
+        ResumedPrompt, SafeguardStatus, SseFrames, StreamEnd, ToolCall, UnseenPrompt, Usage,
     };
     use exports::devin_bridge::transforms::{envelope, model_alias, safeguard, serializer, sse};
 
@@ -146,7 +146,32 @@ mod wasm {
         }
     }
 
+    /// The reply stream, delegated, with the twin's failure wording.
+    struct ReplyStream(std::cell::RefCell<devin_bridge_envelope::ReplyStream>);
+
+    impl envelope::GuestReplyStream for ReplyStream {
+        fn new(tools: String, id_seed: String, max_calls: u32) -> Self {
+            Self(std::cell::RefCell::new(
+                devin_bridge_envelope::ReplyStream::new(&tools, &id_seed, max_calls),
+            ))
+        }
+
+        fn push(&self, chunk: String) -> Result<String, Failure> {
+            self.0.borrow_mut().push(&chunk).map_err(reworded)
+        }
+
+        fn finish(&self) -> Result<StreamEnd, Failure> {
+            self.0.borrow_mut().finish().map_err(reworded)
+        }
+
+        fn narrates(&self) -> bool {
+            self.0.borrow().narrates()
+        }
+    }
+
     impl envelope::Guest for Component {
+        type ReplyStream = ReplyStream;
+
         fn parse(
             output: String,
             tools: String,
@@ -176,6 +201,22 @@ mod wasm {
         fn stream_finish(reply: Reply, usage: Usage, safeguard: Option<SafeguardStatus>) -> String {
             spaced_events(&devin_bridge_sse::stream_finish(
                 &reply,
+                &usage,
+                safeguard.as_ref(),
+            ))
+        }
+        fn stream_text(first: bool, text: String) -> String {
+            spaced_events(&devin_bridge_sse::stream_text(first, &text))
+        }
+        fn stream_finish_after_text(
+            tail: String,
+            calls: Vec<devin_bridge_types::ToolCall>,
+            usage: Usage,
+            safeguard: Option<SafeguardStatus>,
+        ) -> String {
+            spaced_events(&devin_bridge_sse::stream_finish_after_text(
+                &tail,
+                &calls,
                 &usage,
                 safeguard.as_ref(),
             ))

@@ -21,8 +21,8 @@ mod wasm {
 
     use devin_bridge_types::{
         Failure, MessageHead, ParsedReply, Prompt, PromptOptions, Reply, ReplyBlock, ResolvedModel,
-        Resume, ResumedPrompt, SafeguardStatus, SseFrames, ToolCall, ToolReply, UnseenPrompt,
-        Usage,
+        Resume, ResumedPrompt, SafeguardStatus, SseFrames, StreamEnd, ToolCall, ToolReply,
+        UnseenPrompt, Usage,
     };
     use exports::devin_bridge::transforms::{envelope, model_alias, safeguard, serializer, sse};
 
@@ -94,32 +94,64 @@ mod wasm {
         }
     }
 
+    /// Tool-call ids in upper case.
+    fn upper_case_ids(reply: ParsedReply) -> ParsedReply {
+        match reply {
+            ParsedReply::Tools(tools) => ParsedReply::Tools(ToolReply {
+                blocks: tools
+                    .blocks
+                    .into_iter()
+                    .map(|block| match block {
+                        ReplyBlock::Call(call) => ReplyBlock::Call(ToolCall {
+                            id: call.id.to_uppercase(),
+                            ..call
+                        }),
+                        text => text,
+                    })
+                    .collect(),
+                ..tools
+            }),
+            text => text,
+        }
+    }
+
+    /// The reply stream, delegated, ending with the same upper-case ids as `parse`.
+    struct ReplyStream(std::cell::RefCell<devin_bridge_envelope::ReplyStream>);
+
+    impl envelope::GuestReplyStream for ReplyStream {
+        fn new(tools: String, id_seed: String, max_calls: u32) -> Self {
+            Self(std::cell::RefCell::new(
+                devin_bridge_envelope::ReplyStream::new(&tools, &id_seed, max_calls),
+            ))
+        }
+
+        fn push(&self, chunk: String) -> Result<String, Failure> {
+            self.0.borrow_mut().push(&chunk)
+        }
+
+        fn finish(&self) -> Result<StreamEnd, Failure> {
+            self.0.borrow_mut().finish().map(|end| StreamEnd {
+                reply: upper_case_ids(end.reply),
+                ..end
+            })
+        }
+
+        fn narrates(&self) -> bool {
+            self.0.borrow().narrates()
+        }
+    }
+
     impl envelope::Guest for Component {
+        type ReplyStream = ReplyStream;
+
         fn parse(
             output: String,
             tools: String,
             id_seed: String,
             max_calls: u32,
         ) -> Result<ParsedReply, Failure> {
-            devin_bridge_envelope::parse_span(&output, &tools, &id_seed, max_calls).map(|reply| {
-                match reply {
-                    ParsedReply::Tools(tools) => ParsedReply::Tools(ToolReply {
-                        blocks: tools
-                            .blocks
-                            .into_iter()
-                            .map(|block| match block {
-                                ReplyBlock::Call(call) => ReplyBlock::Call(ToolCall {
-                                    id: call.id.to_uppercase(),
-                                    ..call
-                                }),
-                                text => text,
-                            })
-                            .collect(),
-                        ..tools
-                    }),
-                    text => text,
-                }
-            })
+            devin_bridge_envelope::parse_span(&output, &tools, &id_seed, max_calls)
+                .map(upper_case_ids)
         }
 
         fn narrates_unexecuted_action(output: String) -> bool {
@@ -147,6 +179,22 @@ mod wasm {
         fn stream_finish(reply: Reply, usage: Usage, safeguard: Option<SafeguardStatus>) -> String {
             without_message_stop(devin_bridge_sse::stream_finish(
                 &reply,
+                &usage,
+                safeguard.as_ref(),
+            ))
+        }
+        fn stream_text(first: bool, text: String) -> String {
+            without_message_stop(devin_bridge_sse::stream_text(first, &text))
+        }
+        fn stream_finish_after_text(
+            tail: String,
+            calls: Vec<devin_bridge_types::ToolCall>,
+            usage: Usage,
+            safeguard: Option<SafeguardStatus>,
+        ) -> String {
+            without_message_stop(devin_bridge_sse::stream_finish_after_text(
+                &tail,
+                &calls,
                 &usage,
                 safeguard.as_ref(),
             ))

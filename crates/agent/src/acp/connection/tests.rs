@@ -1016,3 +1016,31 @@ async fn without_a_key_a_prompt_refused_as_logged_out_is_not_signed_in() {
     let auth = std::fs::read_to_string(dir.path().join("auth")).unwrap_or_default();
     assert!(auth.trim().is_empty(), "authenticate was sent: {auth}");
 }
+
+#[tokio::test]
+async fn an_observed_prompt_hands_each_chunk_over_as_it_arrives_and_still_returns_the_whole_text() {
+    let script = format!(
+        r#"{INIT}
+{NEW}
+read -r l
+echo '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"first "}}}}}}}}'
+echo '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"Compacting context..."}},"_meta":{{"cognition.ai/displayMessage":true}}}}}}}}'
+echo '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"second"}}}}}}}}'
+echo '{{"jsonrpc":"2.0","id":2,"result":{{"stopReason":"end_turn"}}}}'
+read -r l
+"#
+    );
+    let mut connection = started_with_session(&script, limits()).await;
+    let (sink, mut chunks) = tokio::sync::mpsc::unbounded_channel();
+    let outcome = connection
+        .prompt_observed("s1", text("hi"), &NoTools, Some(sink))
+        .await
+        .expect("prompt");
+    assert_eq!(outcome.text, "first second");
+    let mut seen = Vec::new();
+    while let Ok(chunk) = chunks.try_recv() {
+        seen.push(chunk);
+    }
+    // The display-only message is kept out, as it is kept out of the text.
+    assert_eq!(seen, ["first ", "second"]);
+}

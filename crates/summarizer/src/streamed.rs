@@ -1,0 +1,233 @@
+//! A streamed turn's output: the agent's chunks pushed into a reply stream of the envelope
+//! component as they arrive, and the text they make certain appended to the turn's
+//! [`Shown`] text; and how a streaming response coalesces that text into `text_delta`s.
+//!
+//! Invariants:
+//! - One reply stream per attempt (the first, then the single repair), opened when the attempt
+//!   starts and dropped when it ends: its store never outlives the attempt.
+//! - A repair's text continues the text already shown: [`TEXT_BLOCK_SEPARATOR`] goes between
+//!   them, once, when both are non-empty (the separator is appended just before the repair's
+//!   first certain text, never ahead of it).
+//! - A push that fails in the engine (a trap, the deadline, the memory cap) is the turn's
+//!   failure; a reply the stream finds certain to fail takes no more pushes (its end gives
+//!   `parse`'s failure, and the repair decides).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use devin_bridge_engine::TransformCalls as _;
+use devin_bridge_types::{Failure, Reply, ReplyBlock, ToolCall, TEXT_BLOCK_SEPARATOR};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::calls::engine_failure;
+use super::shown::Shown;
+use super::Bridge;
+use devin_bridge_engine::Prompt;
+
+/// How an attempt's output ended.
+pub(crate) enum Fed {
+    /// `parse` accepted it: its calls (none for a text reply), the shown text the stream still
+    /// held back, and the narration verdict of a text reply.
+    Accepted {
+        calls: Vec<ToolCall>,
+        tail: String,
+        narrates: bool,
+    },
+    /// `parse` refused it.
+    Rejected(Failure),
+}
+
+/// Pushes every chunk from `chunks` (until the agent's turn drops its sender) into a reply
+/// stream opened for this attempt, appending what becomes certain to `shown`.
+pub(crate) async fn feed(
+    bridge: &Bridge,
+    prompt: &Prompt,
+    max_calls: u32,
+    mut chunks: UnboundedReceiver<String>,
+    shown: &Arc<Shown>,
+) -> Result<Fed, Failure> {
+    let mut stream = bridge
+        .transforms
+        .reply_stream(&prompt.tools, &prompt.id_seed, max_calls)
+        .map_err(|error| engine_failure(&error))?;
+    // The separator before a repair's text, owed until its first certain text.
+    let mut separator_owed = shown.len() > 0;
+    let mut broken: Option<Failure> = None;
+    let mut refused = false;
+    while let Some(chunk) = chunks.recv().await {
+        if broken.is_some() || refused {
+            // Drained, not pushed: the agent's turn still runs to its end.
+            continue;
+        }
+        match stream.push(&chunk) {
+            Ok(Ok(piece)) => {
+                if !piece.is_empty() && std::mem::take(&mut separator_owed) {
+                    shown.append(TEXT_BLOCK_SEPARATOR);
+                }
+                shown.append(&piece);
+            }
+            Ok(Err(_certain)) => refused = true,
+            Err(error) => broken = Some(engine_failure(&error)),
+        }
+    }
+    if let Some(failure) = broken {
+        return Err(failure);
+    }
+    let end = stream.finish().map_err(|error| engine_failure(&error))?;
+    match end.reply {
+        Ok(parsed) => {
+            for recovery in &parsed.recoveries {
+                bridge.metrics.count_recovery(*recovery);
+            }
+            if !parsed.recoveries.is_empty() {
+                tracing::info!(recoveries = ?parsed.recoveries, "the envelope parser repaired the agent's envelopes");
+            }
+            let tail = if separator_owed && !end.tail.is_empty() {
+                format!("{TEXT_BLOCK_SEPARATOR}{}", end.tail)
+            } else {
+                end.tail
+            };
+            Ok(Fed::Accepted {
+                calls: parsed.reply.calls().cloned().collect(),
+                tail,
+                narrates: end.narrates,
+            })
+        }
+        Err(failure) => Ok(Fed::Rejected(failure)),
+    }
+}
+
+/// The message a streamed reply is: its one text block (when it has text), then its calls.
+/// A reply without a call is a text reply.
+pub(crate) fn message(text: String, calls: Vec<ToolCall>) -> Reply {
+    if calls.is_empty() {
+        return Reply::Text(text);
+    }
+    let mut blocks = Vec::with_capacity(calls.len() + 1);
+    if !text.is_empty() {
+        blocks.push(ReplyBlock::Text(text));
+    }
+    blocks.extend(calls.into_iter().map(ReplyBlock::Call));
+    Reply::Tools(blocks)
+}
+
+/// The message form of a finished reply (its shown text as one block, then its calls): what a
+/// client accumulates from the stream, so a JSON answer is the same message.
+pub(crate) fn message_of(reply: Reply) -> Reply {
+    match reply {
+        Reply::Text(text) => Reply::Text(text),
+        Reply::Tools(blocks) => {
+            let text = Reply::shown_text_of_blocks(&blocks).into_owned();
+            let calls = blocks
+                .into_iter()
+                .filter_map(|block| match block {
+                    ReplyBlock::Call(call) => Some(call),
+                    ReplyBlock::Text(_) => None,
+                })
+                .collect();
+            message(text, calls)
+        }
+    }
+}
+
+/// Text is sent once this many bytes wait, without waiting for [`COALESCE_WAIT`].
+pub(crate) const COALESCE_BYTES: usize = 512;
+/// Text waits at most this long after its first byte arrived before it is sent.
+pub(crate) const COALESCE_WAIT: Duration = Duration::from_millis(40);
+
+/// When the text waiting to be sent goes out: once [`COALESCE_BYTES`] wait, or
+/// [`COALESCE_WAIT`] after the first of them arrived. A slow trickle is then one event per
+/// 40 ms at most (not one per byte), a fast agent one event per 512 bytes or 40 ms (not one
+/// per chunk), and no text waits long enough for a reader to notice.
+#[derive(Debug, Default)]
+pub(crate) struct Coalescer {
+    pending: String,
+    since: Option<tokio::time::Instant>,
+}
+
+impl Coalescer {
+    /// Adds text that became certain.
+    pub(crate) fn add(&mut self, text: &str, now: tokio::time::Instant) {
+        if text.is_empty() {
+            return;
+        }
+        if self.pending.is_empty() {
+            self.since = Some(now);
+        }
+        self.pending.push_str(text);
+    }
+
+    /// When the pending text is due (`None`: nothing pending).
+    pub(crate) fn due(&self) -> Option<tokio::time::Instant> {
+        let since = self.since?;
+        if self.pending.len() >= COALESCE_BYTES {
+            return Some(since);
+        }
+        Some(since + COALESCE_WAIT)
+    }
+
+    /// Takes the pending text.
+    pub(crate) fn take(&mut self) -> String {
+        self.since = None;
+        std::mem::take(&mut self.pending)
+    }
+
+    /// Bytes waiting.
+    pub(crate) fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "Bash".into(),
+            input: "{}".into(),
+        }
+    }
+
+    #[test]
+    fn the_message_form_is_one_text_block_then_the_calls() {
+        let reply = Reply::Tools(vec![
+            ReplyBlock::Text("Let me look.".into()),
+            ReplyBlock::Call(call("a")),
+            ReplyBlock::Text("Then this.".into()),
+            ReplyBlock::Call(call("b")),
+        ]);
+        assert_eq!(
+            message_of(reply),
+            Reply::Tools(vec![
+                ReplyBlock::Text("Let me look.\n\nThen this.".into()),
+                ReplyBlock::Call(call("a")),
+                ReplyBlock::Call(call("b")),
+            ])
+        );
+        assert_eq!(
+            message_of(Reply::Tools(vec![ReplyBlock::Call(call("a"))])),
+            Reply::Tools(vec![ReplyBlock::Call(call("a"))])
+        );
+        assert_eq!(message(String::new(), vec![]), Reply::Text(String::new()));
+    }
+
+    #[test]
+    fn text_waits_for_enough_bytes_or_for_the_wait_after_its_first_byte() {
+        let start = tokio::time::Instant::now();
+        let mut coalescer = Coalescer::default();
+        assert_eq!(coalescer.due(), None);
+        coalescer.add("a", start);
+        coalescer.add("b", start + Duration::from_millis(30));
+        assert_eq!(coalescer.due(), Some(start + COALESCE_WAIT));
+        coalescer.add(
+            &"c".repeat(COALESCE_BYTES),
+            start + Duration::from_millis(35),
+        );
+        assert_eq!(coalescer.due(), Some(start), "enough bytes are due at once");
+        assert_eq!(coalescer.take().len(), COALESCE_BYTES + 2);
+        assert_eq!(coalescer.pending_len(), 0);
+        assert_eq!(coalescer.due(), None);
+    }
+}
