@@ -14,7 +14,6 @@
 //! in the shell cannot take precedence.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -87,15 +86,7 @@ pub(crate) fn run(args: &ClientEnvArgs) -> ExitCode {
             if let Some(note) = note {
                 eprintln!("devin-bridge client-env: {note}");
             }
-            let mut stdout = std::io::stdout().lock();
-            if stdout
-                .write_all(text.as_bytes())
-                .and_then(|()| stdout.flush())
-                .is_err()
-            {
-                return ExitCode::FAILURE;
-            }
-            ExitCode::SUCCESS
+            crate::print_report(&text)
         }
         Err(refusal) => {
             eprintln!("devin-bridge client-env: {}", refusal.message);

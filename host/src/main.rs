@@ -190,3 +190,17 @@ fn main() -> std::process::ExitCode {
         }
     }
 }
+
+/// Writes a one-shot command's report to stdout: success, or failure when stdout is gone (a
+/// closed pipe), so a script never takes a cut report for a whole one.
+fn print_report(text: &str) -> std::process::ExitCode {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(_) => std::process::ExitCode::FAILURE,
+    }
+}

@@ -12,7 +12,6 @@
 //!   component reads), else from the working directory (it is the trusted directory).
 //!   Anything the judge cannot read is an error (exit 2) naming the file and the problem.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -118,15 +117,7 @@ pub(crate) fn run(command: &SafeguardCommand) -> ExitCode {
             } else {
                 lines(&found)
             };
-            let mut stdout = std::io::stdout().lock();
-            if stdout
-                .write_all(text.as_bytes())
-                .and_then(|()| stdout.flush())
-                .is_err()
-            {
-                return ExitCode::FAILURE;
-            }
-            ExitCode::SUCCESS
+            crate::print_report(&text)
         }
         Err(refusal) => {
             eprintln!("devin-bridge safeguard explain: {}", refusal.message);
