@@ -1,7 +1,9 @@
 //! `cargo xtask bench transforms`: each transform natively and inside wasmtime, side by side in
 //! one run, for small, Claude-Code-sized and ~1 MB inputs. Per operation: native time, wasm
 //! with a fresh instance per call (what production does), and wasm on a warm instance (the
-//! call alone). Goals are reported as PASS/MISS, never asserted.
+//! call alone). Goals are reported as PASS/MISS, never asserted. Then a turn as the bridge
+//! runs it (serialize, the output streamed into a reply stream in 40 chunks, render), for a
+//! small, a Claude-Code-sized and a 1 MB turn, natively and in wasm on fresh instances.
 //!
 //! With `--typescript DIR` (a checkout of the TypeScript bridge, see `typescript/mod.rs`) it
 //! also runs the TypeScript bridge's transforms on the same inputs in Node, in three rounds
@@ -695,6 +697,80 @@ fn main() {
             verdict(ratio <= 1.5)
         );
     }
+
+    // A turn as the bridge runs it: the request serialized, the agent's output pushed into a
+    // reply stream in 40 chunks and finished, the reply rendered; in wasm each of the three
+    // components answers on a fresh instance (three stores per turn, the stream's kept for
+    // its pushes). The reply rendered is what the output parses to.
+    println!();
+    println!(
+        "per turn: serialize + streamed parse (40 chunks) + render, fresh instances (wasm) vs native"
+    );
+    let bash_reply = Reply::of_calls([ToolCall {
+        id: "devin_call_0123456789abcdef".into(),
+        name: "Bash".into(),
+        input: r#"{"command":"npm test","description":"Run the tests"}"#.into(),
+    }]);
+    let small_text = "Mock answer: the bridge works.";
+    let turns = [
+        (
+            "small",
+            &inputs[0].1,
+            small_text.to_owned(),
+            Reply::Text(small_text.into()),
+        ),
+        ("claude-code", &inputs[1].1, tool_output.clone(), bash_reply),
+        (
+            "1 MB",
+            &inputs[2].1,
+            long_text.clone(),
+            Reply::Text(long_text.clone()),
+        ),
+    ];
+    for (label, request, output, reply) in turns {
+        let prompt = devin_bridge_serializer::serialize(request).expect("request serializes");
+        let chunks = forty_chunks(&output);
+        let serialize = Call::Serialize {
+            request: request.clone(),
+        };
+        let parse = Call::ParseStream {
+            chunks: chunks.clone(),
+            tools: prompt.tools.clone(),
+            id_seed: prompt.id_seed.clone(),
+            max_calls: MAX_CALLS,
+        };
+        let render = Call::RenderStream {
+            head: head.clone(),
+            reply: reply.clone(),
+            safeguard: None,
+        };
+        let native = measure(|| {
+            std::hint::black_box(devin_bridge_serializer::serialize(request).is_ok());
+            let mut stream =
+                devin_bridge_envelope::ReplyStream::new(&prompt.tools, &prompt.id_seed, MAX_CALLS);
+            for chunk in &chunks {
+                std::hint::black_box(stream.push(chunk).is_ok());
+            }
+            std::hint::black_box(stream.finish().is_ok());
+            std::hint::black_box(devin_bridge_sse::render_stream(&head, &reply, None).len());
+        });
+        let wasm = measure(|| {
+            std::hint::black_box(serializer.call(&runtime, &serialize).is_ok());
+            std::hint::black_box(envelope.call(&runtime, &parse).is_ok());
+            std::hint::black_box(sse.call(&runtime, &render).is_ok());
+        });
+        println!(
+            "turn {label:<12} request {:>5} KB, output {:>5} KB: native {:>9} µs, wasm {:>9} µs, wasm/native {:.2}",
+            request.len() / 1024,
+            output.len() / 1024,
+            micros(native),
+            micros(wasm),
+            wasm.as_secs_f64() / native.as_secs_f64().max(1e-12)
+        );
+    }
+    println!(
+        "per-turn goal against the TypeScript bridge's same three steps (>= 2x faster): needs `--typescript DIR` (not measured per turn yet)"
+    );
 
     let Some(checkout) = typescript::checkout_from_args() else {
         println!();

@@ -29,7 +29,7 @@ commands:
                             ARGS (passed to cargo test) only the cargo tests
   modules                   check that no crate has an import circle between its top-level
                             modules (also the first step of `test`)
-  bench <transforms|bridge|guard|companion|outpost|soak|turns> [ARGS...]
+  bench <transforms|bridge|guard|companion|outpost|soak|turns|stream> [ARGS...]
                             run a benchmark and print its table (ARGS go to the benchmark,
                             e.g. `bench soak --turns 5000`)
   fuzz <target|all> [--seconds N]
@@ -309,7 +309,7 @@ fn devin_cli() -> Option<PathBuf> {
 
 fn bench(rest: &[String]) -> Result<()> {
     let Some(name) = rest.first() else {
-        bail!("usage: cargo xtask bench <transforms|bridge|guard|companion|outpost|soak|turns>")
+        bail!("usage: cargo xtask bench <transforms|bridge|guard|companion|outpost|soak|turns|stream>")
     };
     if ![
         "transforms",
@@ -319,20 +319,21 @@ fn bench(rest: &[String]) -> Result<()> {
         "outpost",
         "soak",
         "turns",
+        "stream",
     ]
     .contains(&name.as_str())
     {
         bail!(
-            "unknown benchmark {name:?} (transforms, bridge, guard, companion, outpost, soak or turns)"
+            "unknown benchmark {name:?} (transforms, bridge, guard, companion, outpost, soak, turns or stream)"
         );
     }
     let components = build_components(false)?;
     let mut bench = cargo();
     // Release binaries are where cargo writes them (`CARGO_TARGET_DIR` when set).
     let release = cargo_target_dir().join("release");
-    if name == "bridge" {
-        // The bridge benchmark spawns the offline agent: an optimised one, so the agent's own
-        // cost stays small next to what is measured.
+    if name == "bridge" || name == "stream" {
+        // The bridge and stream benchmarks spawn the offline agent: an optimised one, so the
+        // agent's own cost stays small next to what is measured.
         run(cargo().args(["build", "--locked", "--release", "-p", "mock-devin"]))?;
         bench.env("DEVIN_BRIDGE_MOCK_DEVIN", release.join("mock-devin"));
     }

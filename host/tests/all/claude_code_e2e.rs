@@ -10,6 +10,10 @@
 //! `MOCK_DEVIN_LOG`), and that SIGTERM stops the bridge cleanly with no agent process left
 //! behind.
 //!
+//! The interactive Claude Code runs in a terminal (tmux) too: it fixes the project in auto
+//! mode, starts from a fresh home, and shows a long answer while the agent is still writing it
+//! (and, with streaming turned off, only after the agent's last chunk).
+//!
 //! Needs node and npm. The Claude Code executable is `DEVIN_BRIDGE_CLAUDE_CODE` when set
 //! (`cargo xtask test` sets it); otherwise the support crate installs the pinned version into
 //! `target/claude-code/` on first use.
@@ -906,56 +910,10 @@ fn interactive_claude_code_in_auto_mode_fixes_the_project_without_a_prompt() {
         key_file,
     } = Workspace::new();
     write_demo_project(&project);
-    // What a user who has been through Claude Code's first run has: onboarding done, the
-    // project trusted, and the key (its last 20 characters) approved.
-    let approved: String = {
-        let chars: Vec<char> = key.chars().collect();
-        chars[chars.len().saturating_sub(20)..].iter().collect()
-    };
-    let claude_home = root.join("claude-home");
-    std::fs::write(
-        claude_home.join(".claude.json"),
-        serde_json::json!({
-            "hasCompletedOnboarding": true,
-            "theme": "dark",
-            "customApiKeyResponses": {"approved": [approved], "rejected": []},
-            "projects": {project.display().to_string(): {
-                "hasTrustDialogAccepted": true,
-                "hasCompletedProjectOnboarding": true
-            }}
-        })
-        .to_string(),
-    )
-    .expect("claude config");
+    let claude_home = trusted_claude_home(&root, &project, &key);
     let policy = offline_policy_with(&root, &home, &key_file, &[]);
     let mut bridge = ServedBridge::start(&policy, &root, &home, &agent_log);
-
-    let mut command = Command::new("env");
-    command
-        .arg("-i")
-        .arg(format!(
-            "PATH={}",
-            std::env::var("PATH").unwrap_or_default()
-        ))
-        .arg(format!("HOME={}", claude_home.display()))
-        .arg(format!("TMPDIR={}", root.join("tmp").display()))
-        .arg("TERM=xterm-256color")
-        .arg("LANG=C.UTF-8")
-        .arg(format!("ANTHROPIC_BASE_URL=http://{}", bridge.addr))
-        .arg(format!("ANTHROPIC_API_KEY={key}"))
-        .arg("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
-        .arg("DISABLE_AUTOUPDATER=1")
-        .arg("npm_config_update_notifier=false");
-    for name in [
-        "ANTHROPIC_MODEL",
-        "ANTHROPIC_DEFAULT_OPUS_MODEL",
-        "ANTHROPIC_DEFAULT_SONNET_MODEL",
-        "ANTHROPIC_DEFAULT_HAIKU_MODEL",
-        "ANTHROPIC_SMALL_FAST_MODEL",
-    ] {
-        command.arg(format!("{name}=devin-cli-agentic/swe-1-7"));
-    }
-    command.arg(&claude).current_dir(&project);
+    let command = interactive_claude(&claude, &claude_home, &root, &bridge.addr, &key, &project);
     let terminal = Terminal::start(&tmux, "auto", &command);
     let wait_for = |text: &str, limit: Duration| terminal.wait_for(text, limit);
     let send = |keys: &[&str]| terminal.send(keys);
@@ -1007,6 +965,199 @@ fn interactive_claude_code_in_auto_mode_fixes_the_project_without_a_prompt() {
         "every call judged and passed: {counts:?}"
     );
     assert_eq!(bridge.stop().code(), Some(0), "{}", bridge.tail());
+}
+
+/// The first and the last sentence of the offline agent's `[mock:slow-long]` answer (40
+/// sentences, one chunk each, 100 ms apart; each chunk logged just before it is sent).
+const SLOW_LONG_FIRST: &str =
+    "Sentence 01 of 40: the offline agent writes this long answer slowly, one whole sentence each chunk.";
+const SLOW_LONG_LAST: &str =
+    "Sentence 40 of 40: the offline agent writes this long answer slowly, one whole sentence each chunk.";
+const SLOW_LONG_CHUNKS: usize = 40;
+
+/// The interactive Claude Code shows a long answer as the agent writes it: a capture of its
+/// screen taken before the agent logged its last chunk (so before that chunk was sent) shows
+/// the first sentence, and the final screen shows the last. The same run with `[server]
+/// stream_text = false` shows that the check can fail: the buffered answer reaches the screen
+/// only after the last chunk.
+#[test]
+fn interactive_claude_code_shows_the_first_sentence_while_the_agent_is_still_writing() {
+    let streamed = watch_a_long_answer(true);
+    eprintln!("streaming on: {streamed:?}");
+    let buffered = watch_a_long_answer(false);
+    eprintln!("streaming off: {buffered:?}");
+    assert!(
+        streamed.chunks_logged_when_first_seen < SLOW_LONG_CHUNKS,
+        "with streaming on, the first sentence was on screen only after the agent's last \
+         chunk: {streamed:?}"
+    );
+    assert_eq!(
+        buffered.chunks_logged_when_first_seen, SLOW_LONG_CHUNKS,
+        "with streaming off, the first sentence is on screen only after the last chunk: \
+         {buffered:?}"
+    );
+}
+
+/// What the screen showed of a `[mock:slow-long]` answer, by the agent's own log.
+#[derive(Debug)]
+struct Watched {
+    /// The agent's `chunk` lines in its log right after the first capture of the screen that
+    /// showed the first sentence (40: the agent had sent its last chunk, or was sending it).
+    chunks_logged_when_first_seen: usize,
+}
+
+/// Whitespace removed: Claude Code wraps and indents the answer's lines itself.
+fn squeezed(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+/// Asks the interactive Claude Code for a `[mock:slow-long]` answer through a bridge with
+/// `[server] stream_text` set to `stream_text`, capturing the screen repeatedly until it shows
+/// the last sentence; after each capture, reads how many chunks the agent has logged.
+fn watch_a_long_answer(stream_text: bool) -> Watched {
+    let tmux = tmux();
+    let claude = claude_code();
+    let Workspace {
+        _dir,
+        root,
+        home,
+        project,
+        agent_log,
+        key,
+        key_file,
+    } = Workspace::new();
+    let claude_home = trusted_claude_home(&root, &project, &key);
+    let policy = common::claude::offline_policy_with_server(
+        &root,
+        &home,
+        &key_file,
+        &[],
+        &[("stream_text", stream_text)],
+    );
+    let mut bridge = ServedBridge::start(&policy, &root, &home, &agent_log);
+    let command = interactive_claude(&claude, &claude_home, &root, &bridge.addr, &key, &project);
+    let name = if stream_text {
+        "stream-on"
+    } else {
+        "stream-off"
+    };
+    let terminal = Terminal::start(&tmux, name, &command);
+    let ready = ["auto mode on", "? for shortcuts", "shift+tab to cycle"];
+    let screen = terminal.wait_for_any(&ready, Duration::from_secs(60));
+    assert!(
+        ready.iter().any(|text| screen.contains(text)),
+        "Claude Code did not reach its prompt:\n{screen}\n{}",
+        bridge.tail()
+    );
+    terminal.send(&["-l", "Tell me a long story. [mock:slow-long]"]);
+    std::thread::sleep(Duration::from_millis(300));
+    terminal.send(&["Enter"]);
+
+    let (first, last) = (squeezed(SLOW_LONG_FIRST), squeezed(SLOW_LONG_LAST));
+    let chunks_logged = || {
+        std::fs::read_to_string(&agent_log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|line| line.contains("\"event\":\"chunk\""))
+            .count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut first_seen = None;
+    let screen = loop {
+        let screen = terminal.pane();
+        // Read after the capture: a chunk not logged yet had not been sent when it was taken.
+        let logged = chunks_logged();
+        let shown = squeezed(&screen);
+        if first_seen.is_none() && shown.contains(&first) {
+            first_seen = Some(logged);
+        }
+        if shown.contains(&last) || Instant::now() > deadline {
+            break screen;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let context = || {
+        format!(
+            "--- screen ---\n{screen}\n--- bridge ---\n{}",
+            bridge.tail()
+        )
+    };
+    assert!(
+        squeezed(&screen).contains(&last),
+        "the final screen does not show the last sentence\n{}",
+        context()
+    );
+    let chunks_logged_when_first_seen = first_seen
+        .unwrap_or_else(|| panic!("the first sentence was never on screen\n{}", context()));
+    assert_eq!(chunks_logged(), SLOW_LONG_CHUNKS, "{}", context());
+    assert_eq!(bridge.stop().code(), Some(0), "{}", bridge.tail());
+    Watched {
+        chunks_logged_when_first_seen,
+    }
+}
+
+/// A Claude Code home as a user who has been through Claude Code's first run has it:
+/// onboarding done, the project trusted, and the key (its last 20 characters) approved.
+fn trusted_claude_home(root: &Path, project: &Path, key: &str) -> std::path::PathBuf {
+    let approved: String = {
+        let chars: Vec<char> = key.chars().collect();
+        chars[chars.len().saturating_sub(20)..].iter().collect()
+    };
+    let claude_home = root.join("claude-home");
+    std::fs::write(
+        claude_home.join(".claude.json"),
+        serde_json::json!({
+            "hasCompletedOnboarding": true,
+            "theme": "dark",
+            "customApiKeyResponses": {"approved": [approved], "rejected": []},
+            "projects": {project.display().to_string(): {
+                "hasTrustDialogAccepted": true,
+                "hasCompletedProjectOnboarding": true
+            }}
+        })
+        .to_string(),
+    )
+    .expect("claude config");
+    claude_home
+}
+
+/// The interactive `claude` in `project`, with an allowlisted environment that points it at
+/// the bridge at `addr` with `key`, every model named by the catalog's id.
+fn interactive_claude(
+    claude: &Path,
+    claude_home: &Path,
+    root: &Path,
+    addr: &str,
+    key: &str,
+    project: &Path,
+) -> Command {
+    let mut command = Command::new("env");
+    command
+        .arg("-i")
+        .arg(format!(
+            "PATH={}",
+            std::env::var("PATH").unwrap_or_default()
+        ))
+        .arg(format!("HOME={}", claude_home.display()))
+        .arg(format!("TMPDIR={}", root.join("tmp").display()))
+        .arg("TERM=xterm-256color")
+        .arg("LANG=C.UTF-8")
+        .arg(format!("ANTHROPIC_BASE_URL=http://{addr}"))
+        .arg(format!("ANTHROPIC_API_KEY={key}"))
+        .arg("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+        .arg("DISABLE_AUTOUPDATER=1")
+        .arg("npm_config_update_notifier=false");
+    for name in [
+        "ANTHROPIC_MODEL",
+        "ANTHROPIC_DEFAULT_OPUS_MODEL",
+        "ANTHROPIC_DEFAULT_SONNET_MODEL",
+        "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+        "ANTHROPIC_SMALL_FAST_MODEL",
+    ] {
+        command.arg(format!("{name}=devin-cli-agentic/swe-1-7"));
+    }
+    command.arg(claude).current_dir(project);
+    command
 }
 
 /// What Claude Code shows when it tries Anthropic or doubts the key: none may appear.

@@ -38,6 +38,9 @@ const EXIT_TEXT: &str = "Mock answer: the agent is about to exit.";
 const HUGE_TOTAL: usize = 4 * 1024 * 1024;
 const HUGE_CHUNK: usize = 64 * 1024;
 const SLOW_CHUNKS: usize = 6;
+/// `[mock:slow-long]`: 4 KB in 40 chunks over 3.9 s, as an agent writing a long answer.
+const SLOW_LONG_CHUNKS: usize = 40;
+const SLOW_LONG_WAIT: Duration = Duration::from_millis(100);
 const TOOL_CALL_WAIT: Duration = Duration::from_secs(30);
 const STRAY_ID: u64 = 987_654;
 
@@ -384,6 +387,14 @@ pub(crate) fn plan(
             ),
             ..Reply::text("", "text")
         }),
+        Scenario::SlowLong => Ending::Reply(Reply {
+            chunks: Chunks::Parts(
+                (1..=SLOW_LONG_CHUNKS).map(slow_long_sentence).collect(),
+                SLOW_LONG_WAIT,
+            ),
+            log_chunks: true,
+            ..Reply::text("", "text")
+        }),
         // The environment listing stays out of the log.
         Scenario::Env => Ending::Reply(Reply {
             log_text: false,
@@ -431,6 +442,14 @@ pub(crate) fn stop_ending(cause: StopCause) -> Ending {
         error_message: cause.error_message(),
         ..Reply::text(cause.reply(), "stopped")
     })
+}
+
+/// Sentence `n` of `[mock:slow-long]`: 100 bytes, ending in a space.
+fn slow_long_sentence(n: usize) -> String {
+    format!(
+        "Sentence {n:02} of {SLOW_LONG_CHUNKS}: the offline agent writes this long answer slowly, \
+         one whole sentence each chunk. "
+    )
 }
 
 /// An envelope whose tool call is logged when the turn plays it.
@@ -494,6 +513,14 @@ mod tests {
         );
         assert_eq!(marker_tool(&[], "c", "d").0, "Bash");
         assert_eq!(marker_tool(&["Read", "Bash"], "c", "d").0, "Bash");
+    }
+
+    #[test]
+    fn slow_long_writes_4000_bytes_in_40_sentences() {
+        let sentences: Vec<String> = (1..=SLOW_LONG_CHUNKS).map(slow_long_sentence).collect();
+        assert!(sentences.iter().all(|s| s.len() == 100), "{sentences:?}");
+        assert!(sentences[0].starts_with("Sentence 01 of 40:"));
+        assert!(sentences[39].starts_with("Sentence 40 of 40:"));
     }
 
     fn received<'a>(text: &'a str, earlier: Option<&'a str>) -> Received<'a> {

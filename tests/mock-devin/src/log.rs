@@ -63,6 +63,15 @@ pub(crate) fn now_rfc3339() -> String {
     rfc3339(SystemTime::now())
 }
 
+/// Microseconds since the Unix epoch (a chunk's send time, finer than the log's `at`).
+pub(crate) fn unix_micros() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_micros()).unwrap_or(u64::MAX)
+        })
+}
+
 /// `time` in UTC as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 pub(crate) fn rfc3339(time: SystemTime) -> String {
     let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();

@@ -175,6 +175,8 @@ pub(crate) struct Reply {
     pub log_text: bool,
     /// Exit status 3 once the answer is out (a process lost between turns).
     pub exit_after: bool,
+    /// Each chunk is logged (`chunk`) just before it is sent.
+    pub log_chunks: bool,
     /// agent_stopped's `errorMessage`.
     pub error_message: Option<&'static str>,
 }
@@ -191,6 +193,7 @@ impl Reply {
             kind,
             log_text: true,
             exit_after: false,
+            log_chunks: false,
             error_message: None,
         }
     }

@@ -324,6 +324,15 @@ impl Turn {
                         self.pause(*wait)?;
                     }
                     self.check_cancel()?;
+                    if answer.log_chunks {
+                        // Before the chunk goes out: whatever a client shows before this line
+                        // is in the log, it showed before the chunk was sent.
+                        self.log(
+                            "chunk",
+                            json!({"index": index + 1, "of": parts.len(), "bytes": part.len(),
+                                   "atMicros": crate::log::unix_micros()}),
+                        );
+                    }
                     self.chunk(part, answer.route, reply);
                 }
             }

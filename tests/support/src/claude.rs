@@ -72,6 +72,17 @@ pub fn offline_policy_with(
     key_file: &Path,
     agent: &[(&str, &str)],
 ) -> PathBuf {
+    offline_policy_with_server(root, home, key_file, agent, &[])
+}
+
+/// [`offline_policy_with`] with boolean `[server]` settings changed as well (name, value).
+pub fn offline_policy_with_server(
+    root: &Path,
+    home: &Path,
+    key_file: &Path,
+    agent: &[(&str, &str)],
+    server: &[(&str, bool)],
+) -> PathBuf {
     let repo = workspace_root();
     let path = OfflinePolicy::path;
     let mut policy = OfflinePolicy::load().expect("offline.toml");
@@ -88,6 +99,9 @@ pub fn offline_policy_with(
         );
     for (key, value) in agent {
         policy.set("agent", key, *value);
+    }
+    for (key, value) in server {
+        policy.set("server", key, *value);
     }
     policy
         .set(
