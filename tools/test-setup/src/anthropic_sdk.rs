@@ -5,7 +5,6 @@
 //! Invariant: [`VERSION`] is the only place the version is pinned.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
 
 /// The SDK version the tests run: npm `@anthropic-ai/sdk@1.17.0`.
 pub const VERSION: &str = "1.17.0";
@@ -15,15 +14,8 @@ const PACKAGE: &str = "@anthropic-ai/sdk";
 /// Why the pinned SDK is not available.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("cannot create {}: {source}", path.display())]
-    CreateDir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("cannot run npm (installing the Anthropic SDK needs node and npm, and the npm registry once): {0}")]
-    NpmMissing(std::io::Error),
-    #[error("npm install {PACKAGE}@{VERSION} failed with {0} (it needs the npm registry once)")]
-    NpmFailed(ExitStatus),
+    #[error(transparent)]
+    Npm(#[from] crate::npm::NpmError),
     #[error("npm installed {PACKAGE}@{VERSION} into {}, but its package.json says another version", prefix.display())]
     NotInstalled { prefix: PathBuf },
 }
@@ -39,19 +31,7 @@ pub fn ensure(prefix: &Path) -> Result<PathBuf, Error> {
         "anthropic-sdk: installing {PACKAGE}@{VERSION} into {}",
         prefix.display()
     );
-    std::fs::create_dir_all(prefix).map_err(|source| Error::CreateDir {
-        path: prefix.to_owned(),
-        source,
-    })?;
-    let status = Command::new("npm")
-        .args(["install", "--no-audit", "--no-fund", "--prefix"])
-        .arg(prefix)
-        .arg(format!("{PACKAGE}@{VERSION}"))
-        .status()
-        .map_err(Error::NpmMissing)?;
-    if !status.success() {
-        return Err(Error::NpmFailed(status));
-    }
+    crate::npm::install(prefix, PACKAGE, VERSION)?;
     if installed(&modules) {
         Ok(modules)
     } else {

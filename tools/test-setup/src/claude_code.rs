@@ -8,7 +8,7 @@
 //! Invariant: [`VERSION`] is the only place the version is pinned.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
 
 /// The Claude Code version the tests and the Claude Code image run: npm
 /// `@anthropic-ai/claude-code@2.1.332`.
@@ -19,15 +19,8 @@ const PACKAGE: &str = "@anthropic-ai/claude-code";
 /// Why the pinned Claude Code is not available.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("cannot create {}: {source}", path.display())]
-    CreateDir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("cannot run npm (installing Claude Code needs node and npm, and the npm registry once): {0}")]
-    NpmMissing(std::io::Error),
-    #[error("npm install {PACKAGE}@{VERSION} failed with {0} (it needs the npm registry once)")]
-    NpmFailed(ExitStatus),
+    #[error(transparent)]
+    Npm(#[from] crate::npm::NpmError),
     #[error("npm installed {PACKAGE}@{VERSION} into {}, but no claude executable there reports {VERSION}", prefix.display())]
     NotInstalled { prefix: PathBuf },
 }
@@ -46,19 +39,7 @@ pub fn ensure(prefix: &Path) -> Result<PathBuf, Error> {
         "claude-code: installing Claude Code {VERSION} into {} (npm install {PACKAGE}@{VERSION})",
         prefix.display()
     );
-    std::fs::create_dir_all(prefix).map_err(|source| Error::CreateDir {
-        path: prefix.to_owned(),
-        source,
-    })?;
-    let status = Command::new("npm")
-        .args(["install", "--no-audit", "--no-fund", "--prefix"])
-        .arg(prefix)
-        .arg(format!("{PACKAGE}@{VERSION}"))
-        .status()
-        .map_err(Error::NpmMissing)?;
-    if !status.success() {
-        return Err(Error::NpmFailed(status));
-    }
+    crate::npm::install(prefix, PACKAGE, VERSION)?;
     installed(prefix).ok_or_else(|| Error::NotInstalled {
         prefix: prefix.to_owned(),
     })

@@ -11,3 +11,4 @@
 pub mod anthropic_sdk;
 pub mod claude_code;
 pub mod debian;
+pub mod npm;
