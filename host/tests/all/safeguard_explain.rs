@@ -21,6 +21,19 @@ fn explain(dir: &Path, args: &[&str]) -> Output {
         .expect("run safeguard explain")
 }
 
+/// `explain --command ls --context FILE`, run in `dir`.
+fn explain_ls_in(dir: &Path, context: &Path) -> Output {
+    explain(
+        dir,
+        &[
+            "--command",
+            "ls",
+            "--context",
+            context.to_str().expect("utf-8"),
+        ],
+    )
+}
+
 fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
@@ -206,37 +219,18 @@ fn a_context_the_judge_cannot_read_is_refused_with_the_reason() {
     let bad = root.join("bad.json");
     std::fs::write(&bad, "{ not json").expect("bad");
     refused(
-        &explain(
-            &root,
-            &["--command", "ls", "--context", bad.to_str().expect("utf-8")],
-        ),
+        &explain_ls_in(&root, &bad),
         &["bad.json", "is not JSON (line 1, column 3)"],
     );
     let wrong = root.join("wrong.json");
     std::fs::write(&wrong, r#"{"live_cwd": 5}"#).expect("wrong");
     refused(
-        &explain(
-            &root,
-            &[
-                "--command",
-                "ls",
-                "--context",
-                wrong.to_str().expect("utf-8"),
-            ],
-        ),
+        &explain_ls_in(&root, &wrong),
         &["the judge cannot read the context", "live_cwd is a number"],
     );
     let missing = root.join("missing.json");
     refused(
-        &explain(
-            &root,
-            &[
-                "--command",
-                "ls",
-                "--context",
-                missing.to_str().expect("utf-8"),
-            ],
-        ),
+        &explain_ls_in(&root, &missing),
         &["cannot read the context", "missing.json"],
     );
     let request = root.join("request.json");

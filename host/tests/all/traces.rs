@@ -155,19 +155,25 @@ async fn play(trace: &Path, transport: &str, model: &str) -> Played {
     }
 }
 
-/// What is wrong with `played` against `outcome` (nothing: empty).
-fn judge(played: &Played, outcome: &Outcome) -> Vec<String> {
+/// What went wrong with the replay itself: it never started (`replays` starts logged), or it
+/// met messages the trace did not expect.
+fn replay_problems(replays: usize, unexpected: &[String]) -> Vec<String> {
     let mut wrong = Vec::new();
-    let response = &played.response;
-    if played.replays == 0 {
+    if replays == 0 {
         wrong.push("the replay never started (no replay_start in the agent log)".to_owned());
     }
     wrong.extend(
-        played
-            .unexpected
+        unexpected
             .iter()
             .map(|message| format!("the replay failed: {message}")),
     );
+    wrong
+}
+
+/// What is wrong with `played` against `outcome` (nothing: empty).
+fn judge(played: &Played, outcome: &Outcome) -> Vec<String> {
+    let mut wrong = replay_problems(played.replays, &played.unexpected);
+    let response = &played.response;
     if response.status != outcome.status {
         wrong.push(format!(
             "status {} instead of {}: {}",
@@ -317,17 +323,8 @@ fn play_companion(trace: &Path) -> CompanionPlayed {
 
 /// What is wrong with a companion task's record against `outcome` (nothing: empty).
 fn judge_companion(played: &CompanionPlayed, outcome: &CompanionOutcome) -> Vec<String> {
-    let mut wrong = Vec::new();
+    let mut wrong = replay_problems(played.replays, &played.unexpected);
     let record = &played.record;
-    if played.replays == 0 {
-        wrong.push("the replay never started (no replay_start in the agent log)".to_owned());
-    }
-    wrong.extend(
-        played
-            .unexpected
-            .iter()
-            .map(|message| format!("the replay failed: {message}")),
-    );
     if record["status"] != outcome.status.as_str() {
         wrong.push(format!(
             "status {} instead of {}: {record}",
