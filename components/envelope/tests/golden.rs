@@ -125,14 +125,20 @@ fn run(case: &Case) -> Value {
     }
 }
 
-#[test]
-fn every_fixture_matches_the_native_library() {
+/// The fixture files, sorted.
+fn fixture_paths() -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
         .expect("the fixture directory exists")
         .map(|entry| entry.expect("readable directory entry").path())
         .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
         .collect();
     paths.sort();
+    paths
+}
+
+#[test]
+fn every_fixture_matches_the_native_library() {
+    let paths = fixture_paths();
     assert!(paths.len() >= 30, "only {} fixtures", paths.len());
 
     let mismatches: Vec<String> = paths
@@ -294,12 +300,7 @@ fn stream_agrees(
 
 #[test]
 fn every_parse_fixture_streams_to_the_same_answer_however_cut() {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
-        .expect("the fixture directory exists")
-        .map(|entry| entry.expect("readable directory entry").path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-        .collect();
-    paths.sort();
+    let paths = fixture_paths();
     let mut streamed = 0;
     // A small deterministic generator for the random cuttings.
     let mut state: u64 = 0x2545_f491_4f6c_dd1d;
