@@ -83,6 +83,7 @@ fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge_engine::TransformKind
             tools: tools.clone(),
             id_seed: SEED.to_owned(),
             max_calls,
+            skip_narration: false,
         },
         outcome(&Ok::<_, ()>(devin_bridge_engine::Output::from(native))),
     );

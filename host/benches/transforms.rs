@@ -2,22 +2,27 @@
 //! one run, for small, Claude-Code-sized and ~1 MB inputs. Per operation: native time, wasm
 //! with a fresh instance per call (what production does), and wasm on a warm instance (the
 //! call alone). Goals are reported as PASS/MISS, never asserted. Then a turn as the bridge
-//! runs it (serialize, the output streamed into a reply stream in 40 chunks, render), for a
-//! small, a Claude-Code-sized and a 1 MB turn, natively and in wasm on fresh instances.
+//! runs it (serialize on a fresh instance; the output streamed into a reply stream in 40
+//! chunks, in a turn store of its own; the events rendered as they stream, on one sse instance
+//! in the response's turn store), for a small, a Claude-Code-sized and a 1 MB turn, natively
+//! and in wasm.
 //!
 //! With `--typescript DIR` (a checkout of the TypeScript bridge, see `typescript/mod.rs`) it
-//! also runs the TypeScript bridge's transforms on the same inputs in Node, in three rounds
-//! interleaved with the wasm rows, and reports each row against the goal of being at least
-//! twice as fast.
+//! also runs the TypeScript bridge's transforms, and its same steps of a turn (serialize, the
+//! narration check, parse, render), on the same inputs in Node, in three rounds interleaved
+//! with the wasm rows, and reports each row against the goal of being at least twice as fast.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark: a failure aborts the run
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use devin_bridge_engine::{Call, CompileCache, Loaded, Runtime, RuntimeConfig, TransformKind};
+use devin_bridge_engine::{
+    Call, CompileCache, ComponentLocation, ComponentPlace, EngineConfig, Loaded, Runtime,
+    RuntimeConfig, RuntimeLimits, TransformCalls as _, TransformKind, Transforms, Turn,
+};
 use devin_bridge_test_support::artifacts::default_components_dir;
-use devin_bridge_types::{Reply, ToolCall, Usage};
+use devin_bridge_types::{MessageHead, ParsedReply, Reply, ReplyBlock, ToolCall, Usage};
 use serde_json::{json, Value};
 
 #[path = "typescript/mod.rs"]
@@ -252,11 +257,14 @@ fn main() {
         ("1 MB text", long_text.clone()),
     ] {
         let chunks = forty_chunks(&output);
+        // The parse alone, as the one-shot rows above have it: the narration verdict (asked
+        // for separately after either parse) is left out of both.
         let call = Call::ParseStream {
             chunks: chunks.clone(),
             tools: prompt_cc.tools.clone(),
             id_seed: prompt_cc.id_seed.clone(),
             max_calls: MAX_CALLS,
+            skip_narration: true,
         };
         let mut warm = envelope.warm(&runtime).expect("instance");
         rows.push(Row {
@@ -698,67 +706,41 @@ fn main() {
         );
     }
 
-    // A turn as the bridge runs it: the request serialized, the agent's output pushed into a
-    // reply stream in 40 chunks and finished, the reply rendered; in wasm each of the three
-    // components answers on a fresh instance (three stores per turn, the stream's kept for
-    // its pushes). The reply rendered is what the output parses to.
+    // A turn as the bridge runs it, each step in the store the bridge gives it: the request
+    // serialized on a fresh instance; the agent's output pushed into a reply stream in 40
+    // chunks, in the attempt's turn store, finished and its narration judged (the request
+    // offers tools); the response's events on one sse instance in the response's turn store:
+    // `message_start`, one `text_delta` event per push that released text (a fast agent's
+    // chunks each wake the writer once), and the end with the calls. Natively the same steps.
     println!();
     println!(
-        "per turn: serialize + streamed parse (40 chunks) + render, fresh instances (wasm) vs native"
+        "per turn: serialize + streamed parse (40 chunks) + streamed render, fresh stores per turn (wasm) vs native"
     );
-    let bash_reply = Reply::of_calls([ToolCall {
-        id: "devin_call_0123456789abcdef".into(),
-        name: "Bash".into(),
-        input: r#"{"command":"npm test","description":"Run the tests"}"#.into(),
-    }]);
-    let small_text = "Mock answer: the bridge works.";
+    let transforms = Transforms::load_with(
+        runtime.clone(),
+        CompileCache::default_dir()
+            .and_then(|d| CompileCache::open(&d).ok())
+            .unwrap_or_else(CompileCache::disabled),
+        &EngineConfig {
+            limits: RuntimeLimits::default(),
+            cache_dir: None,
+            components: TransformKind::ALL.map(|kind| ComponentLocation {
+                place: ComponentPlace::File(dir.join(kind.file_name())),
+                pin: None,
+            }),
+        },
+    )
+    .expect("the component set loads");
     let turns = [
-        (
-            "small",
-            &inputs[0].1,
-            small_text.to_owned(),
-            Reply::Text(small_text.into()),
-        ),
-        ("claude-code", &inputs[1].1, tool_output.clone(), bash_reply),
-        (
-            "1 MB",
-            &inputs[2].1,
-            long_text.clone(),
-            Reply::Text(long_text.clone()),
-        ),
+        ("small", &inputs[0].1, SMALL_TEXT.to_owned()),
+        ("claude-code", &inputs[1].1, tool_output.clone()),
+        ("1 MB", &inputs[2].1, long_text.clone()),
     ];
-    for (label, request, output, reply) in turns {
-        let prompt = devin_bridge_serializer::serialize(request).expect("request serializes");
+    let mut per_turn = Vec::new();
+    for (label, request, output) in turns {
         let chunks = forty_chunks(&output);
-        let serialize = Call::Serialize {
-            request: request.clone(),
-        };
-        let parse = Call::ParseStream {
-            chunks: chunks.clone(),
-            tools: prompt.tools.clone(),
-            id_seed: prompt.id_seed.clone(),
-            max_calls: MAX_CALLS,
-        };
-        let render = Call::RenderStream {
-            head: head.clone(),
-            reply: reply.clone(),
-            safeguard: None,
-        };
-        let native = measure(|| {
-            std::hint::black_box(devin_bridge_serializer::serialize(request).is_ok());
-            let mut stream =
-                devin_bridge_envelope::ReplyStream::new(&prompt.tools, &prompt.id_seed, MAX_CALLS);
-            for chunk in &chunks {
-                std::hint::black_box(stream.push(chunk).is_ok());
-            }
-            std::hint::black_box(stream.finish().is_ok());
-            std::hint::black_box(devin_bridge_sse::render_stream(&head, &reply, None).len());
-        });
-        let wasm = measure(|| {
-            std::hint::black_box(serializer.call(&runtime, &serialize).is_ok());
-            std::hint::black_box(envelope.call(&runtime, &parse).is_ok());
-            std::hint::black_box(sse.call(&runtime, &render).is_ok());
-        });
+        let native = measure(|| native_turn(&head, &usage, request, &chunks));
+        let wasm = measure(|| wasm_turn(&transforms, &head, usage, request, &chunks));
         println!(
             "turn {label:<12} request {:>5} KB, output {:>5} KB: native {:>9} µs, wasm {:>9} µs, wasm/native {:.2}",
             request.len() / 1024,
@@ -767,10 +749,8 @@ fn main() {
             micros(wasm),
             wasm.as_secs_f64() / native.as_secs_f64().max(1e-12)
         );
+        per_turn.push((label, request, chunks));
     }
-    println!(
-        "per-turn goal against the TypeScript bridge's same three steps (>= 2x faster): needs `--typescript DIR` (not measured per turn yet)"
-    );
 
     let Some(checkout) = typescript::checkout_from_args() else {
         println!();
@@ -803,10 +783,16 @@ fn main() {
         (name, row)
     })
     .collect();
+    // The per-turn rows, against the TypeScript bridge's same steps ("turn <label>").
+    let turn_rows: Vec<(String, &String, Vec<String>)> = per_turn
+        .into_iter()
+        .map(|(label, request, chunks)| (format!("turn {label}"), request, chunks))
+        .collect();
     let harness = match typescript::Harness::prepare(
         &checkout,
         &typescript::Inputs {
             small: &inputs[0].1,
+            small_text: SMALL_TEXT,
             claude: &inputs[1].1,
             megabyte: &inputs[2].1,
             tools: &prompt_cc.tools,
@@ -843,6 +829,16 @@ fn main() {
                 .or_default()
                 .push((ts, wasm.as_secs_f64() * 1e6));
         }
+        for (name, request, chunks) in &turn_rows {
+            let Some(&ts) = node.get(name.as_str()) else {
+                continue;
+            };
+            let wasm = measure(|| wasm_turn(&transforms, &head, usage, request, chunks));
+            rounds
+                .entry(name.as_str())
+                .or_default()
+                .push((ts, wasm.as_secs_f64() * 1e6));
+        }
     }
     println!();
     println!(
@@ -854,7 +850,11 @@ fn main() {
         "{:<24} {:>14} {:>14} {:>22}  goal: TypeScript / wasm fresh >= 2.0 (median round)",
         "row", "TypeScript µs", "wasm fresh µs", "ratio per round"
     );
-    for (name, _) in &compared {
+    let names = compared
+        .iter()
+        .map(|(name, _)| *name)
+        .chain(turn_rows.iter().map(|(name, _, _)| name.as_str()));
+    for name in names {
         let Some(samples) = rounds.get(name) else {
             println!("{name:<24} {:>14}  (not in the TypeScript bridge)", "-");
             continue;
@@ -878,11 +878,83 @@ fn main() {
     }
 }
 
+/// A turn's transforms natively: see the per-turn rows.
+fn native_turn(head: &MessageHead, usage: &Usage, request: &str, chunks: &[String]) {
+    let prompt = devin_bridge_serializer::serialize(request).expect("serializes");
+    let mut stream =
+        devin_bridge_envelope::ReplyStream::new(&prompt.tools, &prompt.id_seed, MAX_CALLS);
+    let mut events = devin_bridge_sse::stream_start(head);
+    let mut first = true;
+    for chunk in chunks {
+        let text = stream.push(chunk).expect("no failure");
+        if !text.is_empty() {
+            events.push_str(&devin_bridge_sse::stream_text(first, &text));
+            first = false;
+        }
+    }
+    let end = stream.finish().expect("a reply");
+    std::hint::black_box(stream.narrates());
+    let calls: Vec<ToolCall> = match end.reply {
+        ParsedReply::Tools(tools) => tools
+            .blocks
+            .into_iter()
+            .filter_map(|block| match block {
+                ReplyBlock::Call(call) => Some(call),
+                ReplyBlock::Text(_) => None,
+            })
+            .collect(),
+        ParsedReply::Text(_) => Vec::new(),
+    };
+    events.push_str(&devin_bridge_sse::stream_finish_after_text(
+        &end.tail, &calls, usage, None,
+    ));
+    std::hint::black_box(events.len());
+}
+
+/// A turn's transforms in wasm, each in the store the bridge gives it: see the per-turn rows.
+fn wasm_turn(
+    transforms: &Transforms,
+    head: &MessageHead,
+    usage: Usage,
+    request: &str,
+    chunks: &[String],
+) {
+    let prompt = transforms
+        .serialize(request.to_owned())
+        .expect("engine")
+        .expect("serializes");
+    let mut stream = transforms
+        .reply_stream(&prompt.tools, &prompt.id_seed, MAX_CALLS)
+        .expect("engine");
+    let response = Turn::open(transforms);
+    let mut events = response.stream_start(head.clone()).expect("engine");
+    let mut first = true;
+    for chunk in chunks {
+        let pieces = stream.push(chunk).expect("engine").expect("no failure");
+        let text: String = pieces.iter().map(|piece| stream.text(piece)).collect();
+        if !text.is_empty() {
+            events.push_str(&response.stream_text(first, text).expect("engine"));
+            first = false;
+        }
+    }
+    let end = stream.finish(true).expect("engine");
+    let calls: Vec<ToolCall> = end.reply.expect("a reply").reply.calls().cloned().collect();
+    events.push_str(
+        &response
+            .stream_finish_after_text(end.tail, calls, usage, None)
+            .expect("engine"),
+    );
+    std::hint::black_box(events.len());
+}
+
 /// The middle value (the upper one of an even count).
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
 }
+
+/// The small turn's text reply.
+const SMALL_TEXT: &str = "Mock answer: the bridge works.";
 
 /// The tool reply's input (the SSE rows), as JSON text.
 const TOOL_INPUT: &str = r#"{"command":"npm test"}"#;

@@ -67,8 +67,9 @@
 //! `parse`'s exact failure. So a turn costs one pass over its output plus the checks of its
 //! envelopes, however it was cut. The limits are the one-shot parse's: a text reply whose offsets
 //! do not fit in 32 bits is `output_too_large` at the end, and the host's store caps the
-//! memory. The buffer grows by doubling, so it may reserve up to twice the output's bytes where
-//! the one-shot call receives the output in one allocation of its size.
+//! memory. The buffer grows fourfold up to 4 MiB and doubles past it (see `ReplyStream::reserve`),
+//! so it may reserve up to four times a small output's bytes (reserved, not touched) and twice a
+//! large one's, where the one-shot call receives the output in one allocation of its size.
 //!
 //! Every offset kept is a character boundary: chunks are whole strings, and the stream stops
 //! only at the end of a chunk, before an ASCII byte (`<`), after a line break, or after a
@@ -83,7 +84,7 @@
 //! chunk in and its released text out. It also makes the turn the unit of cost: one instance
 //! serves the pushes, the final parse and the narration verdict of a turn.
 
-use devin_bridge_types::{Failure, ParsedReply, Reply, StreamEnd};
+use devin_bridge_types::{Failure, ParsedReply, Reply, ShownPiece, StreamEnd, TextSpan};
 use memchr::{memchr, memchr2};
 
 pub use devin_bridge_types::TEXT_BLOCK_SEPARATOR;
@@ -92,6 +93,9 @@ use std::ops::Range;
 
 use crate::scan::{self, fence_after, fence_marks, CLOSE, OPEN};
 use crate::{failure, narrates_unexecuted_action, parse_scanned, parse_span, tools};
+
+/// The output size up to which the stream's buffer grows fourfold (see `ReplyStream::reserve`).
+const FOURFOLD_UNTIL: usize = 4 << 20;
 
 /// One turn's output, parsed as it arrives. See the module documentation.
 pub struct ReplyStream {
@@ -127,21 +131,37 @@ impl ReplyStream {
     /// A failure is returned once the reply is certain to fail with it (and again on every
     /// later push); `stream_finished` after [`ReplyStream::finish`].
     pub fn push(&mut self, chunk: &str) -> Result<String, Failure> {
+        let pieces = self.push_pieces(chunk)?;
+        // The pieces are spans of the output they were cut from, so they resolve against it.
+        Ok(ShownPiece::resolve(&pieces, &self.output).unwrap_or_default())
+    }
+
+    /// [`ReplyStream::push`], with the shown text answered as pieces: spans of the output
+    /// pushed so far and separators (what the component answers, so the text a push releases
+    /// does not cross the boundary twice). An output whose offsets do not fit in 32 bits is
+    /// `output_too_large` (only possible natively: a component's memory is smaller).
+    pub fn push_pieces(&mut self, chunk: &str) -> Result<Vec<ShownPiece>, Failure> {
         if self.finished.is_some() {
             return Err(failure::stream_finished());
         }
         if let Some(failure) = &self.failure {
             return Err(failure.clone());
         }
+        self.reserve(chunk.len());
         self.output.push_str(chunk);
-        let mut shown = String::new();
+        if u32::try_from(self.output.len()).is_err() {
+            let failure = failure::output_too_large(self.output.len());
+            self.failure = Some(failure.clone());
+            return Err(failure);
+        }
+        let mut shown = Released::default();
         match self
             .scanner
             .advance(&self.output, false, &mut self.release, &mut shown)
         {
             Some(certain) => {
                 // The push fails, so the text it found before the failure is not released.
-                self.release.total -= shown.len();
+                self.release.total -= shown.bytes;
                 // `parse` checks the tools first, whatever the output holds.
                 let failure = tools::Catalog::parse(&self.tools)
                     .err()
@@ -149,7 +169,22 @@ impl ReplyStream {
                 self.failure = Some(failure.clone());
                 Err(failure)
             }
-            None => Ok(shown),
+            None => Ok(shown.pieces),
+        }
+    }
+
+    /// Room for `more` bytes of output. Up to [`FOURFOLD_UNTIL`] the buffer grows fourfold (at
+    /// least 64 KiB at a time) rather than doubling: in a fresh component instance every page
+    /// first touched costs a page fault, and each growth copies what arrived so far into new
+    /// pages, so fewer, larger steps touch less memory (room reserved but not written is never
+    /// touched). Past it the buffer doubles, so a large output does not reserve far more than
+    /// the store's memory cap allows for it.
+    fn reserve(&mut self, more: usize) {
+        const AT_LEAST: usize = 64 << 10;
+        if self.output.capacity() - self.output.len() < more {
+            let len = self.output.len();
+            let growth = if len < FOURFOLD_UNTIL { len * 3 } else { len };
+            self.output.reserve(growth.max(AT_LEAST).max(more));
         }
     }
 
@@ -192,7 +227,7 @@ impl ReplyStream {
         }
         // The end's own text is the tail, cut from the answer: nothing is released here.
         let released = self.release.total;
-        let mut unreleased = String::new();
+        let mut unreleased = Released::default();
         let certain = self
             .scanner
             .advance(&self.output, true, &mut self.release, &mut unreleased);
@@ -463,7 +498,7 @@ impl Scanner {
         output: &str,
         end: bool,
         release: &mut Release,
-        shown: &mut String,
+        shown: &mut Released,
     ) -> Option<Certain> {
         let bytes = output.as_bytes();
         loop {
@@ -590,7 +625,7 @@ impl Scanner {
         output: &str,
         at: usize,
         release: &mut Release,
-        shown: &mut String,
+        shown: &mut Released,
     ) -> Option<Certain> {
         self.at = at;
         release.grow(output, at, shown);
@@ -645,6 +680,37 @@ impl Scanner {
     }
 }
 
+/// The shown text one push (or the end) released: spans of the output and separators.
+#[derive(Debug, Default)]
+struct Released {
+    pieces: Vec<ShownPiece>,
+    /// The bytes of shown text they stand for.
+    bytes: usize,
+}
+
+impl Released {
+    fn separator(&mut self) {
+        self.pieces.push(ShownPiece::Separator);
+        self.bytes += TEXT_BLOCK_SEPARATOR.len();
+    }
+
+    /// Bytes `range` of the output, joined to the piece before when they follow it. The
+    /// output's length fits in 32 bits (`push_pieces` checks it), so every span does.
+    fn output(&mut self, range: Range<usize>) {
+        let Some(span) = TextSpan::of_range(range.clone()) else {
+            return;
+        };
+        self.bytes += range.len();
+        if let Some(ShownPiece::Output(last)) = self.pieces.last_mut() {
+            if last.start.checked_add(last.length) == Some(span.start) {
+                last.length += span.length;
+                return;
+            }
+        }
+        self.pieces.push(ShownPiece::Output(span));
+    }
+}
+
 /// The shown text released so far, and where the current stretch of prose stands.
 #[derive(Debug, Default)]
 struct Release {
@@ -668,7 +734,7 @@ impl Release {
     /// The current stretch of prose is known up to `known` (it may go on): release it, short
     /// of its trailing whitespace and, until its first visible character, of its leading
     /// whitespace.
-    fn grow(&mut self, output: &str, known: usize, shown: &mut String) {
+    fn grow(&mut self, output: &str, known: usize, shown: &mut Released) {
         let start = match self.start {
             Some(start) => start,
             None => {
@@ -687,7 +753,7 @@ impl Release {
                     .and_then(|lead| lead.rfind('\n'))
                     .map_or(self.piece_start, |newline| self.piece_start + newline + 1);
                 if self.blocks > 0 {
-                    shown.push_str(TEXT_BLOCK_SEPARATOR);
+                    shown.separator();
                     self.total += TEXT_BLOCK_SEPARATOR.len();
                 }
                 self.start = Some(start);
@@ -703,12 +769,10 @@ impl Release {
         let visible = new.trim_end().len();
         let end = self.looked + visible;
         // Only a visible character makes the whitespace before it certain.
-        if visible > 0 && end > self.released {
-            if let Some(text) = output.get(self.released..end) {
-                shown.push_str(text);
-                self.total += text.len();
-                self.released = end;
-            }
+        if visible > 0 && end > self.released && output.is_char_boundary(end) {
+            shown.output(self.released..end);
+            self.total += end - self.released;
+            self.released = end;
         }
         self.looked = known;
     }

@@ -8,7 +8,7 @@ devin_bridge_types::guest_bindings!([envelope] {
 
 use std::cell::RefCell;
 
-use devin_bridge_types::{Failure, ParsedReply, StreamEnd};
+use devin_bridge_types::{Failure, ParsedReply, ShownPiece, StreamEnd};
 use exports::devin_bridge::transforms::envelope::{Guest, GuestReplyStream};
 
 struct Component;
@@ -24,8 +24,8 @@ impl GuestReplyStream for ReplyStream {
         )))
     }
 
-    fn push(&self, chunk: String) -> Result<String, Failure> {
-        self.0.borrow_mut().push(&chunk)
+    fn push(&self, chunk: String) -> Result<Vec<ShownPiece>, Failure> {
+        self.0.borrow_mut().push_pieces(&chunk)
     }
 
     fn finish(&self) -> Result<StreamEnd, Failure> {

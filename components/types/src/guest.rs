@@ -46,6 +46,7 @@ macro_rules! guest_bindings {
             "devin-bridge:transforms/envelope@0.1.0/tool-reply": devin_bridge_types::ToolReply,
             "devin-bridge:transforms/envelope@0.1.0/recovery": devin_bridge_types::Recovery,
             "devin-bridge:transforms/envelope@0.1.0/stream-end": devin_bridge_types::StreamEnd,
+            "devin-bridge:transforms/envelope@0.1.0/shown-piece": devin_bridge_types::ShownPiece,
         ] $options);
     };
     (@with [sse $($rest:ident)*] [$($with:tt)*] $options:tt) => {

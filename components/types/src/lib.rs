@@ -293,6 +293,45 @@ impl ParsedReply {
     }
 }
 
+/// One piece of the shown text a push into an `envelope` reply stream released, in order: the
+/// separator between two text blocks, or a stretch of the output pushed so far. The stream
+/// answers spans of the output rather than its bytes because the host holds the output
+/// already: released text then crosses the boundary once, in the chunk, not a second time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "value")]
+pub enum ShownPiece {
+    /// [`TEXT_BLOCK_SEPARATOR`].
+    Separator,
+    /// A span of the concatenated chunks pushed so far.
+    Output(TextSpan),
+}
+
+impl ShownPiece {
+    /// The text `pieces` stand for, given the output pushed so far; `None` when a span is not
+    /// a span of `output`.
+    pub fn resolve(pieces: &[ShownPiece], output: &str) -> Option<String> {
+        let mut text = String::new();
+        for piece in pieces {
+            match piece {
+                ShownPiece::Separator => text.push_str(TEXT_BLOCK_SEPARATOR),
+                ShownPiece::Output(span) => text.push_str(span.of(output)?),
+            }
+        }
+        Some(text)
+    }
+
+    /// The bytes of shown text `pieces` stand for.
+    pub fn length(pieces: &[ShownPiece]) -> usize {
+        pieces
+            .iter()
+            .map(|piece| match piece {
+                ShownPiece::Separator => TEXT_BLOCK_SEPARATOR.len(),
+                ShownPiece::Output(span) => usize::try_from(span.length).unwrap_or(usize::MAX),
+            })
+            .fold(0, usize::saturating_add)
+    }
+}
+
 /// What a finished `envelope` reply stream says: the shown text it had not released yet
 /// (its released text followed by `tail` is the reply's [`Reply::shown_text`]) and `parse`'s
 /// answer for the whole output.

@@ -16,7 +16,8 @@ use std::sync::Arc;
 
 use devin_bridge_types::{
     Failure, MessageHead, Parsed, ParsedReply, Prompt, PromptOptions, Reply, ResolvedModel, Resume,
-    ResumedPrompt, SafeguardStatus, SseFrames, StreamEnd, TextSpan, ToolCall, UnseenPrompt, Usage,
+    ResumedPrompt, SafeguardStatus, ShownPiece, SseFrames, StreamEnd, TextSpan, ToolCall,
+    UnseenPrompt, Usage,
 };
 use serde::{Deserialize, Serialize};
 use wasmtime::component::types::ComponentItem;
@@ -383,14 +384,25 @@ pub(crate) mod envelope {
         store: &mut CallStore,
         handle: ResourceAny,
         chunk: &str,
-    ) -> wasmtime::Result<Result<String, Failure>> {
+    ) -> wasmtime::Result<Result<Vec<ShownPiece>, Failure>> {
         let (answer,) = instance
-            .call::<(ResourceAny, &str), (Result<String, wit_types::Failure>,)>(
+            .call::<(ResourceAny, &str), (Result<Vec<wit::ShownPiece>, wit_types::Failure>,)>(
                 store,
                 "[method]reply-stream.push",
                 (handle, chunk),
             )?;
         Ok(answered(KIND, answer))
+    }
+
+    /// The text a push's `pieces` stand for, given the output pushed so far (this push's chunk
+    /// included); an interface error when a span is not a span of it.
+    pub(crate) fn shown_text(pieces: &[ShownPiece], output: &str) -> wasmtime::Result<String> {
+        ShownPiece::resolve(pieces, output).ok_or_else(|| {
+            wasmtime::Error::msg(format!(
+                "a push answered a span outside the {} bytes pushed",
+                output.len()
+            ))
+        })
     }
 
     pub(crate) fn stream_finish(
@@ -434,19 +446,25 @@ pub(crate) mod envelope {
         tools: &str,
         id_seed: &str,
         max_calls: u32,
+        judge_narration: bool,
     ) -> wasmtime::Result<StreamedParse> {
         arm_deadline(store);
         let handle = stream_open(instance, store, tools, id_seed, max_calls)?;
         let mut pushes = Vec::with_capacity(chunks.len());
+        let mut output = String::new();
         for chunk in chunks {
             arm_deadline(store);
-            pushes.push(stream_push(instance, store, handle, chunk)?);
+            let pushed = stream_push(instance, store, handle, chunk)?;
+            output.push_str(chunk);
+            pushes.push(match pushed {
+                Ok(pieces) => Ok(shown_text(&pieces, &output)?),
+                Err(failure) => Err(failure),
+            });
         }
         arm_deadline(store);
         let end = stream_finish(instance, store, handle)?;
-        let narrates = stream_narrates(instance, store, handle)?;
+        let narrates = judge_narration && stream_narrates(instance, store, handle)?;
         stream_close(store, handle)?;
-        let output = chunks.concat();
         let end = match end {
             Ok(StreamEnd { tail, reply }) => Ok(StreamedEnd {
                 tail,
@@ -800,6 +818,10 @@ pub enum Call {
         tools: String,
         id_seed: String,
         max_calls: u32,
+        /// The end's narration verdict is not asked for (it answers false), as a turn without
+        /// tools skips it.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        skip_narration: bool,
     },
     NarratesUnexecutedAction {
         output: String,
@@ -1021,8 +1043,10 @@ impl Call {
                 tools,
                 id_seed,
                 max_calls,
+                skip_narration,
             } => on::<EnvelopeWorld, _>(move |i, s| {
-                envelope::parse_stream(i, s, chunks, tools, id_seed, *max_calls).map(Ok)
+                envelope::parse_stream(i, s, chunks, tools, id_seed, *max_calls, !*skip_narration)
+                    .map(Ok)
             }),
             Call::NarratesUnexecutedAction { output } => on::<EnvelopeWorld, _>(move |i, s| {
                 envelope::narrates_unexecuted_action(i, s, output).map(Ok)

@@ -1,7 +1,8 @@
 //! The typed calls of every transform, on whatever serves them: the live, hot-swappable set
 //! ([`crate::Transforms`]) or one component loaded on its own ([`crate::Component`]).
 //!
-//! Each method runs its WIT function (see `bindings`) on a fresh instance in a fresh store.
+//! Each method runs its WIT function (see `bindings`) on a fresh instance in a fresh store, or,
+//! on a [`crate::Turn`], on the turn's instance in the turn's store.
 //! Arguments are taken by value so request bodies move into the call without a copy.
 
 use std::sync::Arc;
@@ -89,16 +90,19 @@ pub trait TransformCalls {
         })
     }
 
-    /// Opens a reply stream for one turn (see [`crate::ReplyStream`]): a store and instance of
-    /// the envelope version serving now, kept for the turn.
+    /// Opens a reply stream in a turn of its own (see [`crate::ReplyStream`]): a store and an
+    /// instance of the envelope version serving now, kept for the stream. A turn that makes
+    /// other calls too opens the stream in its store instead ([`crate::Turn::reply_stream`]).
     fn reply_stream(
         &self,
         tools: &str,
         id_seed: &str,
         max_calls: u32,
-    ) -> Result<crate::ReplyStream, EngineError> {
-        let serving = self.serving(TransformKind::Envelope);
-        crate::ReplyStream::open(serving.loaded, serving.runtime, tools, id_seed, max_calls)
+    ) -> Result<crate::ReplyStream, EngineError>
+    where
+        Self: Sized,
+    {
+        Arc::new(crate::Turn::open(self)).reply_stream(tools, id_seed, max_calls)
     }
 
     fn narrates_unexecuted_action(&self, output: String) -> Result<bool, EngineError> {

@@ -43,8 +43,9 @@ pub struct RuntimeLimits {
     /// Wall-clock deadline per call, in milliseconds (epoch interruption).
     pub call_timeout_ms: u64,
     /// Component instances that can be live at once (the pooling allocator's size). A turn's
-    /// open reply stream holds one for the turn, so this must cover the turns that may run at
-    /// once plus the ordinary calls beside them.
+    /// open reply stream holds one for the attempt and a streaming response one for its
+    /// events, so this must cover two per turn that may run at once plus the ordinary calls
+    /// beside them.
     pub max_instances: u32,
 }
 

@@ -27,6 +27,7 @@ mod registry;
 mod runtime;
 mod status;
 mod stream;
+mod turn;
 
 pub use bindings::{Answer, Call, Output, StreamedEnd, StreamedParse};
 pub use cache::{CompileCache, KEY_FILE as CACHE_KEY_FILE};
@@ -46,6 +47,7 @@ pub use registry::{ComponentInfo, SwapReport, Transforms};
 pub use runtime::{Runtime, RuntimeConfig};
 pub use status::{is_error_status, INVALID_STATUS_CODE};
 pub use stream::{ReplyStream, StreamFinish};
+pub use turn::Turn;
 
 /// The five transforms, one component each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

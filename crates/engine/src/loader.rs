@@ -187,19 +187,12 @@ impl Loaded {
         answer.map_err(|error| runtime.classify(self.kind, &store, error))
     }
 
-    /// A fresh store and instance of world `W` that outlive one call (a turn's reply stream).
-    pub(crate) fn open<W: World>(
+    /// A new instance of this component in `store` (a turn's store: see [`crate::Turn`]).
+    pub(crate) fn instantiate(
         &self,
-        runtime: &Runtime,
-    ) -> Result<(wasmtime::Store<CallState>, Instance), EngineError> {
-        if W::KIND != self.kind {
-            return Err(self.cannot_answer(W::KIND));
-        }
-        let mut store = runtime.store();
-        match self.pre.instantiate(&mut store) {
-            Ok(instance) => Ok((store, instance)),
-            Err(error) => Err(runtime.classify(self.kind, &store, error)),
-        }
+        store: &mut wasmtime::Store<CallState>,
+    ) -> wasmtime::Result<Instance> {
+        self.pre.instantiate(store)
     }
 
     /// Runs `call`, one typed function of world `W`, on a fresh instance in a fresh store.

@@ -149,7 +149,7 @@ impl Runtime {
         let config = self.config();
         let mut store = Store::new(
             &self.engine,
-            CallState::new(config.memory_bytes, config.call_timeout),
+            CallState::new(config.memory_bytes, config.call_timeout, config.fuel),
         );
         store.limiter(|state| &mut state.limiter);
         self.arm_deadline(&mut store);
@@ -214,17 +214,26 @@ pub struct CallState {
     limiter: MemoryCap,
     /// The deadline of every call in this store (re-armed per call).
     call_timeout: Duration,
+    /// The fuel of every call in this store, when the runtime meters fuel (re-armed per call
+    /// in a store that serves several).
+    fuel: Option<u64>,
 }
 
 impl CallState {
-    fn new(memory_bytes: usize, call_timeout: Duration) -> Self {
+    fn new(memory_bytes: usize, call_timeout: Duration, fuel: Option<u64>) -> Self {
         Self {
             limiter: MemoryCap {
                 limit: memory_bytes,
                 exceeded: false,
             },
             call_timeout,
+            fuel,
         }
+    }
+
+    /// The fuel each call of this store gets, when fuel is metered.
+    pub(crate) fn fuel(&self) -> Option<u64> {
+        self.fuel
     }
 }
 

@@ -1,47 +1,35 @@
-//! A turn's reply stream: the envelope component's `reply-stream` resource, in a store and an
-//! instance of its own that live for one turn.
+//! A turn's reply stream: the envelope component's `reply-stream` resource, in the store of
+//! the turn it serves (see [`crate::Turn`]).
 //!
 //! Invariants:
-//! - The store is made when the turn opens its stream and dropped with it: nothing of one
-//!   turn's stream survives into another, and the component version that opened the stream
-//!   (an `Arc` of the loaded component, taken once) serves every call of the turn, so a
-//!   component swap never affects a turn in flight.
-//! - The store has the memory cap every call's store has (the limits in force when the turn
-//!   opened), and the call deadline is re-armed before each call: a push, not the turn, is
-//!   bounded in time (a turn lasts as long as the agent writes).
-//! - Once a call traps (deadline, memory cap, a guest panic), the instance is never called
-//!   again: every later call answers a trap that names the first error.
-//! - An open stream holds one slot of the engine's instance pool until it is dropped, so the
-//!   pool (`[limits] max_instances`) must cover the turns that may be open at once plus the
-//!   ordinary calls running beside them.
-//!
-//! The host keeps its own copy of the output pushed (the component answers a text reply as a
-//! span of it, as the one-shot `parse` does).
+//! - The stream lives in its turn's store and is dropped with it at the latest: nothing of one
+//!   turn's stream survives into another, and the envelope version the turn opened with
+//!   serves every call of the stream, so a component swap never affects a turn in flight.
+//! - Each push is a call of the turn: the deadline is re-armed before it and the memory cap is
+//!   the envelope instance's (a push, not the turn, is bounded in time: a turn lasts as long
+//!   as the agent writes). Once a call of the turn traps, every later call answers a trap
+//!   that names the first error.
+//! - A push answers the text it released as spans of the output (and separators); the host
+//!   keeps its own copy of the output and cuts the text from it, so released text crosses the
+//!   boundary once, in the chunk. A span that is not a span of the output is an interface
+//!   error (the component is broken), never text.
 
 use std::sync::Arc;
 
-use devin_bridge_types::{Failure, Parsed, StreamEnd};
+use devin_bridge_types::{Failure, Parsed, ShownPiece, StreamEnd};
 use wasmtime::component::ResourceAny;
-use wasmtime::Store;
 
-use crate::bindings::{envelope, EnvelopeWorld, Instance};
-use crate::runtime::{arm_deadline, CallState, Runtime};
-use crate::{EngineError, Loaded, TransformKind};
+use crate::bindings::envelope;
+use crate::{EngineError, TransformKind, Turn};
 
 const KIND: TransformKind = TransformKind::Envelope;
 
-/// One turn's streaming parse. See the module documentation.
+/// One attempt's streaming parse. See the module documentation.
 pub struct ReplyStream {
-    /// Kept so the version that opened the stream stays loaded for the turn.
-    _loaded: Arc<Loaded>,
-    runtime: Runtime,
-    store: Store<CallState>,
-    instance: Instance,
+    turn: Arc<Turn>,
     handle: Option<ResourceAny>,
-    /// Every chunk pushed, in order (the end's text span is a span of it).
+    /// Every chunk pushed, in order (the pushes' spans and the end's text span are spans of it).
     output: String,
-    /// The first engine error, as text: the instance is not called again after it.
-    broken: Option<String>,
 }
 
 /// A finished stream: the shown text the pushes had not released, and `parse`'s answer for the
@@ -50,43 +38,64 @@ pub struct ReplyStream {
 pub struct StreamFinish {
     pub tail: String,
     pub reply: Result<Parsed, Failure>,
-    /// `narrates-unexecuted-action` of a text reply's text; false otherwise.
+    /// `narrates-unexecuted-action` of a text reply's text when it was asked for; false
+    /// otherwise.
     pub narrates: bool,
 }
 
 impl ReplyStream {
-    /// Opens a stream on a fresh instance of `loaded` (which must be the envelope component).
+    /// Opens a stream in `turn`'s store.
     pub(crate) fn open(
-        loaded: Arc<Loaded>,
-        runtime: &Runtime,
+        turn: Arc<Turn>,
         tools: &str,
         id_seed: &str,
         max_calls: u32,
     ) -> Result<Self, EngineError> {
-        let (mut store, instance) = loaded.open::<EnvelopeWorld>(runtime)?;
-        arm_deadline(&mut store);
-        let handle = envelope::stream_open(&instance, &mut store, tools, id_seed, max_calls)
-            .map_err(|error| runtime.classify(KIND, &store, error))?;
+        let handle = turn.run(KIND, |instance, store| {
+            envelope::stream_open(instance, store, tools, id_seed, max_calls)
+        })?;
         Ok(Self {
-            _loaded: loaded,
-            runtime: runtime.clone(),
-            store,
-            instance,
+            turn,
             handle: Some(handle),
             output: String::new(),
-            broken: None,
         })
     }
 
     /// Pushes the next chunk of the agent's output: the shown text it made certain (often
-    /// empty), or the reply's certain failure (the same on every later push).
-    pub fn push(&mut self, chunk: &str) -> Result<Result<String, Failure>, EngineError> {
+    /// none), as pieces to read with [`ReplyStream::text`], or the reply's certain failure (the
+    /// same on every later push).
+    pub fn push(&mut self, chunk: &str) -> Result<Result<Vec<ShownPiece>, Failure>, EngineError> {
         let handle = self.handle()?;
-        arm_deadline(&mut self.store);
-        let answer = envelope::stream_push(&self.instance, &mut self.store, handle, chunk);
-        let answer = self.checked(answer)?;
+        let answer = self.turn.run(KIND, |instance, store| {
+            envelope::stream_push(instance, store, handle, chunk)
+        })?;
         self.output.push_str(chunk);
-        Ok(answer)
+        let Ok(pieces) = answer else {
+            return Ok(answer);
+        };
+        // The pieces are spans of the output, this chunk included.
+        if let Some(bad) = pieces.iter().find(|piece| match piece {
+            ShownPiece::Separator => false,
+            ShownPiece::Output(span) => span.of(&self.output).is_none(),
+        }) {
+            self.handle = None;
+            return Err(EngineError::Interface {
+                transform: KIND,
+                message: format!(
+                    "a push answered {bad:?}, not a span of the {} bytes pushed",
+                    self.output.len()
+                ),
+            });
+        }
+        Ok(Ok(pieces))
+    }
+
+    /// The text of one piece a push answered (a separator, or its span of the output).
+    pub fn text<'a>(&'a self, piece: &ShownPiece) -> &'a str {
+        match piece {
+            ShownPiece::Separator => devin_bridge_types::TEXT_BLOCK_SEPARATOR,
+            ShownPiece::Output(span) => span.of(&self.output).unwrap_or_default(),
+        }
     }
 
     /// The output pushed so far.
@@ -94,22 +103,32 @@ impl ReplyStream {
         &self.output
     }
 
-    /// Ends the stream: `parse`'s answer for everything pushed, the text not released yet and
-    /// the narration verdict. The resource is dropped and the store with it.
-    pub fn finish(mut self) -> Result<StreamFinish, EngineError> {
+    /// Ends the stream: `parse`'s answer for everything pushed, the text not released yet and,
+    /// when `judge_narration` (a turn that offers tools: only then can narration ask for a
+    /// repair), the narration verdict (false otherwise). The resource is dropped.
+    pub fn finish(mut self, judge_narration: bool) -> Result<StreamFinish, EngineError> {
         let handle = self.handle()?;
-        arm_deadline(&mut self.store);
-        let end = envelope::stream_finish(&self.instance, &mut self.store, handle);
-        let end = self.checked(end)?;
-        let narrates = envelope::stream_narrates(&self.instance, &mut self.store, handle);
-        let narrates = self.checked(narrates)?;
+        let end = self.turn.run(KIND, |instance, store| {
+            envelope::stream_finish(instance, store, handle)
+        })?;
+        let narrates = if judge_narration {
+            self.turn.run(KIND, |instance, store| {
+                envelope::stream_narrates(instance, store, handle)
+            })?
+        } else {
+            false
+        };
         self.close();
         let output = std::mem::take(&mut self.output);
         Ok(match end {
             Ok(StreamEnd { tail, reply }) => StreamFinish {
                 tail,
-                reply: Ok(envelope::reply_of_owned(reply, output)
-                    .map_err(|error| self.runtime.classify(KIND, &self.store, error))?),
+                reply: Ok(envelope::reply_of_owned(reply, output).map_err(|error| {
+                    EngineError::Interface {
+                        transform: KIND,
+                        message: error.to_string(),
+                    }
+                })?),
                 narrates,
             },
             Err(failure) => StreamFinish {
@@ -121,36 +140,18 @@ impl ReplyStream {
     }
 
     fn handle(&self) -> Result<ResourceAny, EngineError> {
-        if let Some(error) = &self.broken {
-            return Err(EngineError::Trap {
-                transform: KIND,
-                message: format!("the reply stream failed earlier: {error}"),
-            });
-        }
         self.handle.ok_or_else(|| EngineError::Interface {
             transform: KIND,
             message: "the reply stream is closed".to_owned(),
         })
     }
 
-    /// A call's answer, or its classified error (and the stream broken from then on).
-    fn checked<T>(&mut self, answer: wasmtime::Result<T>) -> Result<T, EngineError> {
-        answer.map_err(|error| {
-            let error = self.runtime.classify(KIND, &self.store, error);
-            self.broken = Some(error.to_string());
-            self.handle = None;
-            error
-        })
-    }
-
-    /// Runs the resource's destructor (with a deadline of its own); a failure to drop changes
-    /// nothing for the caller, the store goes with the stream anyway.
+    /// Runs the resource's destructor; a failure to drop changes nothing for the caller (the
+    /// store goes with the turn anyway).
     fn close(&mut self) {
         if let Some(handle) = self.handle.take() {
-            arm_deadline(&mut self.store);
-            if let Err(error) = envelope::stream_close(&mut self.store, handle) {
-                tracing::debug!(error = %error, "the reply stream's destructor failed");
-            }
+            self.turn
+                .quietly(|store| envelope::stream_close(store, handle));
         }
     }
 }

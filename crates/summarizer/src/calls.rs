@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use devin_bridge_engine::{EngineError, Transforms};
+use devin_bridge_engine::{EngineError, TransformCalls};
 use devin_bridge_types::Failure;
 
 use super::failures::HostFailure;
@@ -30,12 +30,18 @@ pub(crate) fn engine_failure(error: &EngineError) -> Failure {
 pub const INLINE_INPUT_BYTES: usize = 64 << 10;
 
 /// Runs a synchronous transform call whose input is `input_bytes` long: on this worker when
-/// it is small (see [`INLINE_INPUT_BYTES`]), else off the async workers.
-pub(super) async fn run_transform<T: Send + 'static>(
-    transforms: &Arc<Transforms>,
+/// it is small (see [`INLINE_INPUT_BYTES`]), else off the async workers. `transforms` is the
+/// bridge's live set (a fresh instance per call) or a [`devin_bridge_engine::Turn`] (the
+/// turn's instances, in its store).
+pub(super) async fn run_transform<S, T>(
+    transforms: &Arc<S>,
     input_bytes: usize,
-    call: impl FnOnce(&Transforms) -> Result<T, EngineError> + Send + 'static,
-) -> Result<T, Failure> {
+    call: impl FnOnce(&S) -> Result<T, EngineError> + Send + 'static,
+) -> Result<T, Failure>
+where
+    S: TransformCalls + Send + Sync + 'static,
+    T: Send + 'static,
+{
     let outcome = if input_bytes <= INLINE_INPUT_BYTES {
         // A panic in the call must not take the connection's task down with it.
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(transforms)))

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use devin_bridge_engine::{is_error_status, MessageHead, TransformCalls as _};
+use devin_bridge_engine::{is_error_status, MessageHead, TransformCalls as _, Turn};
 use devin_bridge_types::{error_type, estimate_tokens, Failure, Reply, Usage};
 use hyper::{Response, StatusCode};
 use tokio::sync::mpsc;
@@ -318,7 +318,9 @@ async fn stream_turn(
     frames: mpsc::Sender<Bytes>,
     early: tokio::sync::oneshot::Sender<Failure>,
 ) {
-    let transforms = &bridge.transforms;
+    // Every event of this response is rendered by one instance of the sse component, kept
+    // for the response (a turn's store: see `devin_bridge_engine::Turn`), not one per event.
+    let transforms = &Arc::new(Turn::open(&*bridge.transforms));
     let id = head.id.clone();
     let began = std::time::Instant::now();
     let start = match run_transform(transforms, 0, move |t| t.stream_start(head)).await {

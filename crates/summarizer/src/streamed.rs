@@ -27,7 +27,7 @@ use devin_bridge_engine::Prompt;
 /// How an attempt's output ended.
 pub(crate) enum Fed {
     /// `parse` accepted it: its calls (none for a text reply), the shown text the stream still
-    /// held back, and the narration verdict of a text reply.
+    /// held back, and the narration verdict of a text reply (false when not judged).
     Accepted {
         calls: Vec<ToolCall>,
         tail: String,
@@ -37,18 +37,27 @@ pub(crate) enum Fed {
     Rejected(Failure),
 }
 
+/// What an attempt's reply is checked against besides its tools.
+pub(crate) struct Limits {
+    /// The most envelopes the reply may hold.
+    pub(crate) max_calls: u32,
+    /// Whether a text reply's narration is judged (only a request that offers tools can be
+    /// answered by a call the text narrates).
+    pub(crate) judge_narration: bool,
+}
+
 /// Pushes every chunk from `chunks` (until the agent's turn drops its sender) into a reply
 /// stream opened for this attempt, appending what becomes certain to `shown`.
 pub(crate) async fn feed(
     bridge: &Bridge,
     prompt: &Prompt,
-    max_calls: u32,
+    limits: Limits,
     mut chunks: UnboundedReceiver<String>,
     shown: &Arc<Shown>,
 ) -> Result<Fed, Failure> {
     let mut stream = bridge
         .transforms
-        .reply_stream(&prompt.tools, &prompt.id_seed, max_calls)
+        .reply_stream(&prompt.tools, &prompt.id_seed, limits.max_calls)
         .map_err(|error| engine_failure(&error))?;
     // The separator before a repair's text, owed until its first certain text.
     let mut separator_owed = shown.len() > 0;
@@ -60,11 +69,15 @@ pub(crate) async fn feed(
             continue;
         }
         match stream.push(&chunk) {
-            Ok(Ok(piece)) => {
-                if !piece.is_empty() && std::mem::take(&mut separator_owed) {
-                    shown.append(TEXT_BLOCK_SEPARATOR);
+            Ok(Ok(pieces)) => {
+                for piece in &pieces {
+                    // Cut from the stream's copy of the output: the only copy of the text.
+                    let text = stream.text(piece);
+                    if !text.is_empty() && std::mem::take(&mut separator_owed) {
+                        shown.append(TEXT_BLOCK_SEPARATOR);
+                    }
+                    shown.append(text);
                 }
-                shown.append(&piece);
             }
             Ok(Err(_certain)) => refused = true,
             Err(error) => broken = Some(engine_failure(&error)),
@@ -73,7 +86,9 @@ pub(crate) async fn feed(
     if let Some(failure) = broken {
         return Err(failure);
     }
-    let end = stream.finish().map_err(|error| engine_failure(&error))?;
+    let end = stream
+        .finish(limits.judge_narration)
+        .map_err(|error| engine_failure(&error))?;
     match end.reply {
         Ok(parsed) => {
             for recovery in &parsed.recoveries {

@@ -277,7 +277,11 @@ async fn attempt(
     };
     let (reply, verdict) = match (shown, chunks) {
         (Some(shown), Some(chunks)) => {
-            let feed = streamed::feed(bridge, prompt, max_calls(bridge, prompt), chunks, shown);
+            let limits = streamed::Limits {
+                max_calls: max_calls(bridge, prompt),
+                judge_narration: has_tools,
+            };
+            let feed = streamed::feed(bridge, prompt, limits, chunks, shown);
             let (reply, fed) = tokio::join!(agent, feed);
             let reply = reply?;
             check_model(bridge, model, &reply);
@@ -285,7 +289,7 @@ async fn attempt(
             let verdict = match fed? {
                 // Only a reply without any call is judged, and only when the request has tools
                 // (as the one-shot check does).
-                streamed::Fed::Accepted { narrates: true, .. } if has_tools => {
+                streamed::Fed::Accepted { narrates: true, .. } => {
                     Verdict::Repair(narrated_intent())
                 }
                 streamed::Fed::Accepted { calls, tail, .. } => {

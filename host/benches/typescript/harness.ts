@@ -13,6 +13,7 @@ import { narration } from "./narration.ts";
 
 type Inputs = {
   small: string;
+  smallText: string;
   claude: string;
   megabyte: string;
   tools: string;
@@ -87,5 +88,25 @@ rows["sse tool"] = measure(() =>
 rows["sse text"] = measure(() =>
   omniroute.buildClaudeSseFrames(omniroute.buildClaudeTextResponse({ ...head, text: input.text }))
 );
+
+// A turn, as the benchmark's per-turn rows run it: the request serialized, the agent's output
+// judged for narration (as the executor does for every output of a request with tools), parsed and
+// the reply rendered as an event stream.
+const textTurn = (request: string, text: string) => {
+  omniroute.serializeAnthropicForDevin(JSON.parse(request));
+  if (parse(text) !== null) throw new Error("a text turn's output parsed as a call");
+  if (narration) narration(text);
+  return omniroute.buildClaudeSseFrames(omniroute.buildClaudeTextResponse({ ...head, text }));
+};
+const toolTurn = (request: string, output: string) => {
+  omniroute.serializeAnthropicForDevin(JSON.parse(request));
+  if (narration) narration(output);
+  const tool = parse(output);
+  if (tool === null) throw new Error("a tool turn's output did not parse");
+  return omniroute.buildClaudeSseFrames(omniroute.buildClaudeToolUseResponse({ ...head, tool }));
+};
+rows["turn small"] = measure(() => textTurn(input.small, input.smallText));
+rows["turn claude-code"] = measure(() => toolTurn(input.claude, input.toolOutput));
+rows["turn 1 MB"] = measure(() => textTurn(input.megabyte, input.text));
 
 console.log(JSON.stringify(rows));

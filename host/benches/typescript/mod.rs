@@ -22,6 +22,8 @@ const NARRATION_FN: &str = "function describesUnexecutedToolIntent(";
 /// The inputs, as the components get them.
 pub(crate) struct Inputs<'a> {
     pub(crate) small: &'a str,
+    /// The small turn's text reply.
+    pub(crate) small_text: &'a str,
     pub(crate) claude: &'a str,
     pub(crate) megabyte: &'a str,
     /// The tools text the serializer hands on to `envelope.parse`.
@@ -109,6 +111,7 @@ impl Harness {
         let mut manifest = serde_json::Map::new();
         for (key, text) in [
             ("small", inputs.small),
+            ("smallText", inputs.small_text),
             ("claude", inputs.claude),
             ("megabyte", inputs.megabyte),
             ("tools", inputs.tools),

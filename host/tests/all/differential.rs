@@ -50,11 +50,12 @@ fn native(call: &Call) -> Answer {
             tools,
             id_seed,
             max_calls,
+            skip_narration,
         } => {
             let mut stream = envelope::ReplyStream::new(tools, id_seed, *max_calls);
             let pushes = chunks.iter().map(|chunk| stream.push(chunk)).collect();
             let end = stream.finish();
-            let narrates = stream.narrates();
+            let narrates = !skip_narration && stream.narrates();
             let output = chunks.concat();
             let end = end.map(|end| devin_bridge_engine::StreamedEnd {
                 tail: end.tail,
@@ -474,6 +475,7 @@ fn generated_agent_outputs_agree() {
                 tools: tools.clone(),
                 id_seed: id_seed.clone(),
                 max_calls: *max_calls,
+                skip_narration: false,
             };
             assert_same(&transforms, &stream, &format!("envelope stream #{i}"));
         }
@@ -512,6 +514,7 @@ fn every_parse_fixture_streamed_in_any_cutting_agrees_and_ends_as_parse_answers(
                 tools: tools.clone(),
                 id_seed: id_seed.clone(),
                 max_calls: *max_calls,
+                skip_narration: false,
             };
             assert_same(&transforms, &call, &case.file);
             let Ok(devin_bridge_engine::Output::Streamed(answer)) =

@@ -8,11 +8,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use devin_bridge_engine::{
-    self_test, sha256_hex, Call, CompileCache, Corpus, EngineError, Loaded, SseEvent, SseFrames,
-    TransformKind, Transforms,
+    self_test, sha256_hex, Call, CompileCache, Corpus, EngineError, Loaded, MessageHead, SseEvent,
+    SseFrames, TransformKind, Transforms, Turn,
 };
 use devin_bridge_policy::ModePolicy as _;
 use devin_bridge_summarizer::policy::SummarizerPolicy;
+use devin_bridge_types::{Reply, Usage};
 
 fn request(marker: &str) -> String {
     serde_json::json!({
@@ -1183,13 +1184,16 @@ fn a_turns_reply_stream_releases_prose_as_it_comes_and_ends_as_parse_answers() {
         .expect("the stream opens");
     let released: Vec<String> = output
         .iter()
-        .map(|chunk| stream.push(chunk).expect("engine").expect("no failure"))
+        .map(|chunk| {
+            let pieces = stream.push(chunk).expect("engine").expect("no failure");
+            pieces.iter().map(|piece| stream.text(piece)).collect()
+        })
         .collect();
     // The prose is shown as it arrives; nothing of the envelope ever is.
     assert_eq!(released[0], "I'll list the files");
     assert_eq!(released[1], " first.");
     assert_eq!(released[2], "");
-    let end = stream.finish().expect("engine");
+    let end = stream.finish(true).expect("engine");
     let whole = transforms
         .parse(output.concat(), bash_tools(), "seed".into(), 4)
         .expect("engine");
@@ -1232,7 +1236,7 @@ fn a_component_swap_never_reaches_a_turn_whose_stream_is_open() {
     transforms
         .swap(TransformKind::Envelope, &original, "test".into())
         .expect("the original is accepted again");
-    let end = after.finish().expect("engine");
+    let end = after.finish(true).expect("engine");
     assert!(end
         .reply
         .expect_err("the reply fails")
@@ -1265,5 +1269,116 @@ fn a_reply_stream_push_that_runs_past_its_memory_cap_is_a_typed_error_and_the_st
         "a typed out-of-memory error: {error:?}"
     );
     let later = stream.push("more").expect_err("broken");
-    assert!(later.to_string().contains("failed earlier"), "{later}");
+    assert!(
+        later
+            .to_string()
+            .contains("an earlier call of this turn failed"),
+        "{later}"
+    );
+}
+
+#[test]
+fn a_turn_makes_each_component_once_and_answers_as_fresh_instances_do() {
+    let transforms = common::transforms();
+    let turn = std::sync::Arc::new(Turn::open(&transforms));
+    assert_eq!(turn.instantiated(), 0, "nothing is made before a call");
+    // A response's events: all of them on one sse instance.
+    let head = MessageHead {
+        id: "msg_turn".into(),
+        model: "claude-sonnet-4-5".into(),
+        usage: Usage::default(),
+    };
+    let start = turn.stream_start(head.clone()).expect("engine");
+    let mut texts = Vec::new();
+    for piece in ["The change ", "is done.", " The tests pass."] {
+        texts.push(
+            turn.stream_text(texts.is_empty(), piece.into())
+                .expect("engine"),
+        );
+    }
+    assert_eq!(
+        turn.instantiated(),
+        1,
+        "one sse instance served every event"
+    );
+    // The same answers fresh instances give.
+    assert_eq!(start, transforms.stream_start(head).expect("engine"));
+    assert_eq!(
+        texts[1],
+        transforms
+            .stream_text(false, "is done.".into())
+            .expect("engine")
+    );
+    // A reply stream opened in the turn is one more instance, of the envelope.
+    let mut stream = turn.reply_stream(&bash_tools(), "seed", 4).expect("opens");
+    let pieces = stream.push("Done.").expect("engine").expect("text");
+    assert_eq!(stream.text(&pieces[0]), "Done.");
+    drop(stream);
+    assert_eq!(turn.instantiated(), 2);
+    // A second attempt's stream reuses the turn's envelope instance.
+    let stream = turn.reply_stream(&bash_tools(), "seed", 4).expect("opens");
+    let end = stream.finish(true).expect("engine");
+    assert_eq!(
+        end.reply.expect("an empty text reply").reply,
+        Reply::Text(String::new())
+    );
+    assert_eq!(turn.instantiated(), 2);
+}
+
+#[test]
+fn a_component_swap_never_reaches_a_turn_already_open() {
+    let transforms = common::transforms();
+    let twin = std::fs::read(common::test_component("twin")).expect("test component");
+    let original = std::fs::read(common::component("envelope")).expect("envelope");
+    let nested = "<tool>{\"name\":\"Bash\",<tool>".to_owned();
+    // Opened before the swap, first called after it: still the version it opened with.
+    let turn = Turn::open(&transforms);
+    transforms
+        .swap(TransformKind::Envelope, &twin, "test".into())
+        .expect("the twin is accepted");
+    let old = turn
+        .parse(nested.clone(), bash_tools(), "seed".into(), 4)
+        .expect("engine")
+        .expect_err("nested");
+    let new = Turn::open(&transforms)
+        .parse(nested, bash_tools(), "seed".into(), 4)
+        .expect("engine")
+        .expect_err("nested");
+    transforms
+        .swap(TransformKind::Envelope, &original, "test".into())
+        .expect("the original is accepted again");
+    assert!(!old.message.ends_with("(twin build)"), "{}", old.message);
+    assert!(new.message.ends_with("(twin build)"), "{}", new.message);
+}
+
+#[test]
+fn a_turn_whose_call_broke_refuses_every_later_call_of_any_component() {
+    let runtime = common::test_runtime();
+    runtime.set_limits(4 << 20, std::time::Duration::from_secs(5));
+    let transforms = Transforms::load_with(
+        runtime,
+        common::test_cache(),
+        &common::policy("").engine_config(),
+    )
+    .expect("components load");
+    let turn = std::sync::Arc::new(Turn::open(&transforms));
+    let mut stream = turn.reply_stream("[]", "seed", 4).expect("opens");
+    let chunk = "words ".repeat(100_000);
+    let error = (0..40)
+        .find_map(|_| stream.push(&chunk).err())
+        .expect("the cap is reached");
+    assert!(
+        matches!(error, EngineError::OutOfMemory { .. }),
+        "{error:?}"
+    );
+    // Another component of the same turn is refused too: the store is not entered again.
+    let later = turn.stream_ping().expect_err("the turn is broken");
+    assert!(
+        later
+            .to_string()
+            .contains("an earlier call of this turn failed"),
+        "{later}"
+    );
+    // A turn of its own is not affected.
+    assert!(Turn::open(&transforms).stream_ping().is_ok());
 }

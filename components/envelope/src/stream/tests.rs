@@ -475,3 +475,27 @@ fn fences_after_an_envelope_are_found_as_the_one_shot_scan_finds_them() {
         every_cutting(&output, &tools(), 8, &mut random, 20);
     }
 }
+
+#[test]
+fn a_push_answers_spans_of_the_output_and_separators_never_copies() {
+    let mut stream = ReplyStream::new(&tools(), SEED, 8);
+    let span = |start: u32, length: u32| ShownPiece::Output(TextSpan { start, length });
+    // Two stretches of one chunk's prose are one span; trailing whitespace is held back.
+    assert_eq!(stream.push_pieces("Let me look. "), Ok(vec![span(0, 12)]));
+    assert_eq!(stream.push_pieces("Then run it."), Ok(vec![span(12, 13)]));
+    // The prose after an envelope is a later block: the separator, then its span.
+    let pieces = stream.push_pieces(
+        "\n<tool>{\"name\":\"Bash\",\"arguments\":{\"command\":\"ls\"}}</tool>\nDone.",
+    );
+    let output_len = u32::try_from(stream.output.len()).expect("small");
+    assert_eq!(
+        pieces,
+        Ok(vec![ShownPiece::Separator, span(output_len - 5, 5)])
+    );
+    let end = stream.finish().expect("a reply that calls Bash");
+    assert_eq!(end.tail, "");
+    assert_eq!(
+        stream.released_bytes(),
+        "Let me look. Then run it.\n\nDone.".len()
+    );
+}

@@ -131,6 +131,7 @@ variants! {
     wit_types::ReplyBlock => plain::ReplyBlock { Text(text), Call(call) }
     wit_types::Reply => plain::Reply { Text(text), Tools(blocks) }
     wit_envelope::ParsedReply => plain::ParsedReply { Text(span), Tools(tools) }
+    wit_envelope::ShownPiece => plain::ShownPiece { Separator, Output(span) }
     wit_envelope::Recovery => plain::Recovery {
         UnclosedEnvelope, FencedJson, TrailingComma, StrayProse
     }

@@ -14,7 +14,8 @@ mod wasm {
 
     use devin_bridge_types::{
         Failure, MessageHead, ParsedReply, Prompt, PromptOptions, Reply, ResolvedModel, Resume,
-        ResumedPrompt, SafeguardStatus, SseFrames, StreamEnd, ToolCall, UnseenPrompt, Usage,
+        ResumedPrompt, SafeguardStatus, ShownPiece, SseFrames, StreamEnd, ToolCall, UnseenPrompt,
+        Usage,
     };
     use exports::devin_bridge::transforms::{envelope, model_alias, safeguard, serializer, sse};
 
@@ -156,8 +157,8 @@ mod wasm {
             ))
         }
 
-        fn push(&self, chunk: String) -> Result<String, Failure> {
-            self.0.borrow_mut().push(&chunk).map_err(reworded)
+        fn push(&self, chunk: String) -> Result<Vec<ShownPiece>, Failure> {
+            self.0.borrow_mut().push_pieces(&chunk).map_err(reworded)
         }
 
         fn finish(&self) -> Result<StreamEnd, Failure> {

@@ -21,8 +21,8 @@ mod wasm {
 
     use devin_bridge_types::{
         Failure, MessageHead, ParsedReply, Prompt, PromptOptions, Reply, ReplyBlock, ResolvedModel,
-        Resume, ResumedPrompt, SafeguardStatus, SseFrames, StreamEnd, ToolCall, ToolReply,
-        UnseenPrompt, Usage,
+        Resume, ResumedPrompt, SafeguardStatus, ShownPiece, SseFrames, StreamEnd, ToolCall,
+        ToolReply, UnseenPrompt, Usage,
     };
     use exports::devin_bridge::transforms::{envelope, model_alias, safeguard, serializer, sse};
 
@@ -125,8 +125,8 @@ mod wasm {
             ))
         }
 
-        fn push(&self, chunk: String) -> Result<String, Failure> {
-            self.0.borrow_mut().push(&chunk)
+        fn push(&self, chunk: String) -> Result<Vec<ShownPiece>, Failure> {
+            self.0.borrow_mut().push_pieces(&chunk)
         }
 
         fn finish(&self) -> Result<StreamEnd, Failure> {
