@@ -930,7 +930,10 @@ fn wasm_turn(
     let mut events = response.stream_start(head.clone()).expect("engine");
     let mut first = true;
     for chunk in chunks {
-        let pieces = stream.push(chunk).expect("engine").expect("no failure");
+        let pieces = stream
+            .push(chunk.clone())
+            .expect("engine")
+            .expect("no failure");
         let text: String = pieces.iter().map(|piece| stream.text(piece)).collect();
         if !text.is_empty() {
             events.push_str(&response.stream_text(first, text).expect("engine"));

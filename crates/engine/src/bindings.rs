@@ -379,18 +379,30 @@ pub(crate) mod envelope {
         Ok(handle)
     }
 
-    pub(crate) fn stream_push(
+    /// The stream's `push`, type-checked once: a turn pushes every chunk of the agent's output
+    /// through it, so the lookup and the type check are not repeated per chunk. Valid for the
+    /// instance (and store) it was taken from.
+    pub(crate) struct Push(TypedFunc<(ResourceAny, String), (PushAnswer,)>);
+
+    /// What a push answers across the boundary.
+    type PushAnswer = Result<Vec<wit::ShownPiece>, wit_types::Failure>;
+
+    pub(crate) fn stream_push_function(
         instance: &Instance,
         store: &mut CallStore,
+    ) -> wasmtime::Result<Push> {
+        instance
+            .function(store, "[method]reply-stream.push")
+            .map(Push)
+    }
+
+    pub(crate) fn stream_push(
+        push: &Push,
+        store: &mut CallStore,
         handle: ResourceAny,
-        chunk: &str,
+        chunk: String,
     ) -> wasmtime::Result<Result<Vec<ShownPiece>, Failure>> {
-        let (answer,) = instance
-            .call::<(ResourceAny, &str), (Result<Vec<wit::ShownPiece>, wit_types::Failure>,)>(
-                store,
-                "[method]reply-stream.push",
-                (handle, chunk),
-            )?;
+        let (answer,) = push.0.call(&mut *store, (handle, chunk))?;
         Ok(answered(KIND, answer))
     }
 
@@ -454,8 +466,14 @@ pub(crate) mod envelope {
         let mut output = String::new();
         for chunk in chunks {
             arm_deadline(store);
-            let pushed = stream_push(instance, store, handle, chunk)?;
             output.push_str(chunk);
+            // By reference (the data form holds the chunks): looked up per push.
+            let (pushed,) = instance.call::<(ResourceAny, &str), (PushAnswer,)>(
+                store,
+                "[method]reply-stream.push",
+                (handle, chunk),
+            )?;
+            let pushed = answered(KIND, pushed);
             pushes.push(match pushed {
                 Ok(pieces) => Ok(shown_text(&pieces, &output)?),
                 Err(failure) => Err(failure),

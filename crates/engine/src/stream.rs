@@ -28,6 +28,8 @@ const KIND: TransformKind = TransformKind::Envelope;
 pub struct ReplyStream {
     turn: Arc<Turn>,
     handle: Option<ResourceAny>,
+    /// The resource's `push`, taken from the turn's envelope instance when the stream opened.
+    push: envelope::Push,
     /// Every chunk pushed, in order (the pushes' spans and the end's text span are spans of it).
     output: String,
 }
@@ -51,25 +53,29 @@ impl ReplyStream {
         id_seed: &str,
         max_calls: u32,
     ) -> Result<Self, EngineError> {
-        let handle = turn.run(KIND, |instance, store| {
-            envelope::stream_open(instance, store, tools, id_seed, max_calls)
+        let (handle, push) = turn.run(KIND, |instance, store| {
+            let handle = envelope::stream_open(instance, store, tools, id_seed, max_calls)?;
+            Ok((handle, envelope::stream_push_function(instance, store)?))
         })?;
         Ok(Self {
             turn,
             handle: Some(handle),
+            push,
             output: String::new(),
         })
     }
 
     /// Pushes the next chunk of the agent's output: the shown text it made certain (often
     /// none), as pieces to read with [`ReplyStream::text`], or the reply's certain failure (the
-    /// same on every later push).
-    pub fn push(&mut self, chunk: &str) -> Result<Result<Vec<ShownPiece>, Failure>, EngineError> {
+    /// same on every later push). The chunk is taken by value: it is lowered into the component
+    /// as it is, after the stream's own copy of the output took its bytes.
+    pub fn push(&mut self, chunk: String) -> Result<Result<Vec<ShownPiece>, Failure>, EngineError> {
         let handle = self.handle()?;
-        let answer = self.turn.run(KIND, |instance, store| {
-            envelope::stream_push(instance, store, handle, chunk)
+        self.output.push_str(&chunk);
+        let push = &self.push;
+        let answer = self.turn.run(KIND, |_, store| {
+            envelope::stream_push(push, store, handle, chunk)
         })?;
-        self.output.push_str(chunk);
         let Ok(pieces) = answer else {
             return Ok(answer);
         };

@@ -68,7 +68,7 @@ pub(crate) async fn feed(
             // Drained, not pushed: the agent's turn still runs to its end.
             continue;
         }
-        match stream.push(&chunk) {
+        match stream.push(chunk) {
             Ok(Ok(pieces)) => {
                 for piece in &pieces {
                     // Cut from the stream's copy of the output: the only copy of the text.

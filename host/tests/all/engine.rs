@@ -1185,7 +1185,10 @@ fn a_turns_reply_stream_releases_prose_as_it_comes_and_ends_as_parse_answers() {
     let released: Vec<String> = output
         .iter()
         .map(|chunk| {
-            let pieces = stream.push(chunk).expect("engine").expect("no failure");
+            let pieces = stream
+                .push(chunk.to_string())
+                .expect("engine")
+                .expect("no failure");
             pieces.iter().map(|piece| stream.text(piece)).collect()
         })
         .collect();
@@ -1219,8 +1222,14 @@ fn a_component_swap_never_reaches_a_turn_whose_stream_is_open() {
     let mut after = transforms
         .reply_stream(&bash_tools(), "seed", 4)
         .expect("the stream opens");
-    let old = before.push(nested).expect("engine").expect_err("nested");
-    let new = after.push(nested).expect("engine").expect_err("nested");
+    let old = before
+        .push(nested.into())
+        .expect("engine")
+        .expect_err("nested");
+    let new = after
+        .push(nested.into())
+        .expect("engine")
+        .expect_err("nested");
     assert_eq!(old.code, new.code);
     assert!(
         !old.message.ends_with("(twin build)"),
@@ -1262,13 +1271,13 @@ fn a_reply_stream_push_that_runs_past_its_memory_cap_is_a_typed_error_and_the_st
         .expect("the stream opens");
     let chunk = "words ".repeat(100_000);
     let error = (0..40)
-        .find_map(|_| stream.push(&chunk).err())
+        .find_map(|_| stream.push(chunk.clone()).err())
         .expect("the cap is reached");
     assert!(
         matches!(error, EngineError::OutOfMemory { .. }),
         "a typed out-of-memory error: {error:?}"
     );
-    let later = stream.push("more").expect_err("broken");
+    let later = stream.push("more".into()).expect_err("broken");
     assert!(
         later
             .to_string()
@@ -1311,7 +1320,7 @@ fn a_turn_makes_each_component_once_and_answers_as_fresh_instances_do() {
     );
     // A reply stream opened in the turn is one more instance, of the envelope.
     let mut stream = turn.reply_stream(&bash_tools(), "seed", 4).expect("opens");
-    let pieces = stream.push("Done.").expect("engine").expect("text");
+    let pieces = stream.push("Done.".into()).expect("engine").expect("text");
     assert_eq!(stream.text(&pieces[0]), "Done.");
     drop(stream);
     assert_eq!(turn.instantiated(), 2);
@@ -1365,7 +1374,7 @@ fn a_turn_whose_call_broke_refuses_every_later_call_of_any_component() {
     let mut stream = turn.reply_stream("[]", "seed", 4).expect("opens");
     let chunk = "words ".repeat(100_000);
     let error = (0..40)
-        .find_map(|_| stream.push(&chunk).err())
+        .find_map(|_| stream.push(chunk.clone()).err())
         .expect("the cap is reached");
     assert!(
         matches!(error, EngineError::OutOfMemory { .. }),
