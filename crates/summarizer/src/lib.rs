@@ -50,6 +50,7 @@ pub use auth::{read_key_file, ApiKey, KeyError};
 pub use calls::INLINE_INPUT_BYTES;
 pub use http::serve;
 pub use resident::{Resident, Snapshot as ResidentSnapshot, AGENT_HEADER, SESSION_HEADER};
+pub use streamed::COALESCE_BYTES;
 
 /// What `/healthz` says about the agent.
 #[derive(Debug, Clone, Serialize)]

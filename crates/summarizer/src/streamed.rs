@@ -146,7 +146,7 @@ pub(crate) fn message_of(reply: Reply) -> Reply {
 }
 
 /// Text is sent once this many bytes wait, without waiting for [`COALESCE_WAIT`].
-pub(crate) const COALESCE_BYTES: usize = 512;
+pub const COALESCE_BYTES: usize = 512;
 /// Text waits at most this long after its first byte arrived before it is sent.
 pub(crate) const COALESCE_WAIT: Duration = Duration::from_millis(40);
 
