@@ -11,7 +11,7 @@ use super::Bridge;
 
 /// What an agent turn produced: its text, the token counts it reported, if any, and what
 /// it said of the model that answered.
-pub struct AgentReply {
+pub(crate) struct AgentReply {
     pub text: String,
     pub usage: Option<ReportedUsage>,
     /// The model the agent reports ran the turn (a display label).
@@ -27,7 +27,7 @@ pub struct AgentReply {
 
 impl AgentReply {
     /// The reply of a finished ACP turn.
-    pub fn of(output: TurnOutput) -> Self {
+    pub(crate) fn of(output: TurnOutput) -> Self {
         Self {
             text: output.text,
             usage: output.usage,

@@ -12,12 +12,14 @@
 //!   failure; a reply the stream finds certain to fail takes no more pushes (its end gives
 //!   `parse`'s failure, and the repair decides).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
+use devin_bridge_agent::acp::ChunkSink;
 use devin_bridge_engine::TransformCalls as _;
 use devin_bridge_types::{Failure, Reply, ReplyBlock, ToolCall, TEXT_BLOCK_SEPARATOR};
-use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 use super::calls::engine_failure;
 use super::shown::Shown;
@@ -46,41 +48,135 @@ pub(crate) struct Limits {
     pub(crate) judge_narration: bool,
 }
 
-/// Pushes every chunk from `chunks` (until the agent's turn drops its sender) into a reply
-/// stream opened for this attempt, appending what becomes certain to `shown`.
+/// Where an attempt's agent turns send their chunks. Each agent turn of the attempt gets a
+/// channel of its own ([`Chunks::sink`]): the first, and the replay when a resident session's
+/// process died under the turn (or a per-turn agent is restarted with `--model`). The feed
+/// reads them in order and starts the reply stream over for each later one, so a dead turn's
+/// words are never parsed together with its replay's.
+#[derive(Clone)]
+pub(crate) struct Chunks(UnboundedSender<UnboundedReceiver<String>>);
+
+impl Chunks {
+    /// The turns' channels, and where the feed reads them.
+    pub(crate) fn new() -> (Self, UnboundedReceiver<UnboundedReceiver<String>>) {
+        let (turns, feed) = tokio::sync::mpsc::unbounded_channel();
+        (Self(turns), feed)
+    }
+
+    /// The sink of the next agent turn of the attempt.
+    pub(crate) fn sink(&self) -> ChunkSink {
+        let (sink, chunks) = tokio::sync::mpsc::unbounded_channel();
+        // The feed went away only when the attempt is over: the chunks then go nowhere.
+        let _ = self.0.send(chunks);
+        sink
+    }
+}
+
+/// What a replayed agent turn shows: the dead turn's words are on screen already (shown text
+/// is never taken back), so the replay's text is shown only past them. While the replay
+/// repeats them, nothing is shown; once it goes on past them, the rest is; if it says
+/// something else, a paragraph break and then the replay's own text (from its start) are.
+struct Resumed {
+    /// What the dead turn showed.
+    already: String,
+    /// What the replay has made certain so far, while it repeats `already`.
+    seen: String,
+    /// The replay went past `already` or left it: its text is shown as it comes.
+    through: bool,
+}
+
+impl Resumed {
+    fn after(already: String) -> Self {
+        Self {
+            through: already.is_empty(),
+            already,
+            seen: String::new(),
+        }
+    }
+
+    /// The part of the replay's next certain `text` to show.
+    fn show<'a>(&mut self, text: &'a str) -> Cow<'a, str> {
+        if self.through {
+            return Cow::Borrowed(text);
+        }
+        self.seen.push_str(text);
+        if self.already.starts_with(self.seen.as_str()) {
+            return Cow::Borrowed("");
+        }
+        self.through = true;
+        let seen = std::mem::take(&mut self.seen);
+        match seen.strip_prefix(self.already.as_str()) {
+            Some(past) => Cow::Owned(past.to_owned()),
+            None => Cow::Owned(format!("{TEXT_BLOCK_SEPARATOR}{seen}")),
+        }
+    }
+}
+
+/// Pushes every chunk of the attempt's agent turns (until the attempt drops its [`Chunks`])
+/// into a reply stream opened for this attempt, appending what becomes certain to `shown`. A
+/// later agent turn (a replay) starts a new reply stream; what the earlier one showed stays
+/// shown (see [`Resumed`]).
 pub(crate) async fn feed(
     bridge: &Bridge,
     prompt: &Prompt,
     limits: Limits,
-    mut chunks: UnboundedReceiver<String>,
+    mut turns: UnboundedReceiver<UnboundedReceiver<String>>,
     shown: &Arc<Shown>,
 ) -> Result<Fed, Failure> {
-    let mut stream = bridge
-        .transforms
-        .reply_stream(&prompt.tools, &prompt.id_seed, limits.max_calls)
-        .map_err(|error| engine_failure(&error))?;
+    let open = || {
+        bridge
+            .transforms
+            .reply_stream(&prompt.tools, &prompt.id_seed, limits.max_calls)
+            .map_err(|error| engine_failure(&error))
+    };
+    let mut stream = open()?;
     // The separator before a repair's text, owed until its first certain text.
     let mut separator_owed = shown.len() > 0;
     let mut broken: Option<Failure> = None;
     let mut refused = false;
-    while let Some(chunk) = chunks.recv().await {
-        if broken.is_some() || refused {
-            // Drained, not pushed: the agent's turn still runs to its end.
-            continue;
+    // What this attempt showed, and how a replay's text is shown after it.
+    let mut released = String::new();
+    let mut resumed: Option<Resumed> = None;
+    let mut show = |text: &str, resumed: &mut Option<Resumed>, released: &mut String| {
+        let text = match resumed {
+            Some(resumed) => resumed.show(text),
+            None => Cow::Borrowed(text),
+        };
+        if text.is_empty() {
+            return;
         }
-        match stream.push(chunk) {
-            Ok(Ok(pieces)) => {
-                for piece in &pieces {
-                    // Cut from the stream's copy of the output: the only copy of the text.
-                    let text = stream.text(piece);
-                    if !text.is_empty() && std::mem::take(&mut separator_owed) {
-                        shown.append(TEXT_BLOCK_SEPARATOR);
-                    }
-                    shown.append(text);
-                }
+        if std::mem::take(&mut separator_owed) {
+            shown.append(TEXT_BLOCK_SEPARATOR);
+        }
+        shown.append(&text);
+        released.push_str(&text);
+    };
+    let mut first_turn = true;
+    while let Some(mut chunks) = turns.recv().await {
+        if !std::mem::take(&mut first_turn) {
+            tracing::info!(
+                shown_bytes = released.len(),
+                "the agent turn was replayed: its reply stream starts over"
+            );
+            stream = open()?;
+            (broken, refused) = (None, false);
+            resumed = Some(Resumed::after(released.clone()));
+        }
+        while let Some(chunk) = chunks.recv().await {
+            if broken.is_some() || refused {
+                // Drained, not pushed: the agent's turn still runs to its end.
+                continue;
             }
-            Ok(Err(_certain)) => refused = true,
-            Err(error) => broken = Some(engine_failure(&error)),
+            match stream.push(chunk) {
+                Ok(Ok(pieces)) => {
+                    for piece in &pieces {
+                        // Cut from the stream's copy of the output: the only copy of the text.
+                        show(stream.text(piece), &mut resumed, &mut released);
+                    }
+                }
+                Ok(Err(_certain)) => refused = true,
+                Err(error) => broken = Some(engine_failure(&error)),
+            }
         }
     }
     if let Some(failure) = broken {
@@ -97,10 +193,14 @@ pub(crate) async fn feed(
             if !parsed.recoveries.is_empty() {
                 tracing::info!(recoveries = ?parsed.recoveries, "the envelope parser repaired the agent's envelopes");
             }
-            let tail = if separator_owed && !end.tail.is_empty() {
-                format!("{TEXT_BLOCK_SEPARATOR}{}", end.tail)
+            let tail = match resumed.as_mut() {
+                Some(resumed) => resumed.show(&end.tail).into_owned(),
+                None => end.tail,
+            };
+            let tail = if separator_owed && !tail.is_empty() {
+                format!("{TEXT_BLOCK_SEPARATOR}{tail}")
             } else {
-                end.tail
+                tail
             };
             Ok(Fed::Accepted {
                 calls: parsed.reply.calls().cloned().collect(),
@@ -203,6 +303,33 @@ mod tests {
             name: "Bash".into(),
             input: "{}".into(),
         }
+    }
+
+    /// What a replay shows after a dead turn showed `already`, its text arriving in `pieces`.
+    fn replayed(already: &str, pieces: &[&str]) -> String {
+        let mut resumed = Resumed::after(already.to_owned());
+        pieces.iter().map(|piece| resumed.show(piece)).collect()
+    }
+
+    #[test]
+    fn a_replay_shows_only_what_goes_past_the_dead_turns_words() {
+        // The same answer again: only its part past what was on screen.
+        assert_eq!(
+            replayed(
+                "The change is do",
+                &["The ", "change is done.", " Tests pass."]
+            ),
+            "ne. Tests pass."
+        );
+        // Exactly what was shown, and no more: nothing.
+        assert_eq!(replayed("Done.", &["Do", "ne."]), "");
+        // Something else: a paragraph break, then the replay's own text from its start.
+        assert_eq!(
+            replayed("I will look", &["I'll ", "check it."]),
+            "\n\nI'll check it."
+        );
+        // Nothing was shown before: everything, as it comes.
+        assert_eq!(replayed("", &["Hello", " there"]), "Hello there");
     }
 
     #[test]

@@ -76,13 +76,15 @@ async fn agent_turn(
     images: &[Image],
     model: &str,
     effort: Option<&str>,
-    chunks: Option<ChunkSink>,
+    chunks: Option<streamed::Chunks>,
 ) -> Result<AgentReply, Failure> {
     let blocks = prompt_blocks(prompt.to_owned(), image_parts(images));
-    let mut outcome = per_turn(bridge, blocks.clone(), model, effort, chunks.clone()).await;
+    let sink = chunks.as_ref().map(streamed::Chunks::sink);
+    let mut outcome = per_turn(bridge, blocks.clone(), model, effort, sink).await;
     if matches!(outcome, Err(AcpError::NoModelOption)) {
         bridge.pool.learn_no_model_option();
-        outcome = per_turn(bridge, blocks, model, effort, chunks).await;
+        let sink = chunks.as_ref().map(streamed::Chunks::sink);
+        outcome = per_turn(bridge, blocks, model, effort, sink).await;
     }
     match outcome {
         Ok(output) => Ok(AgentReply::of(output)),
@@ -244,7 +246,7 @@ async fn attempt(
     let effort = prompt.effort.as_deref();
     let (sink, chunks) = match shown {
         Some(_) => {
-            let (sink, chunks) = tokio::sync::mpsc::unbounded_channel();
+            let (sink, chunks) = streamed::Chunks::new();
             (Some(sink), Some(chunks))
         }
         None => (None, None),

@@ -352,6 +352,54 @@ async fn a_tool_call_kills_the_process_and_only_its_own_turn_fails() {
     bridge.stop().await;
 }
 
+/// A turn whose process dies after its text began streaming is replayed whole: the reply is
+/// the replay's answer once, not the dead turn's words followed by the replay's.
+#[tokio::test]
+async fn a_replayed_turn_that_had_shown_words_answers_them_once() {
+    let bridge = resident("").await;
+    let mut calm = Conversation::new("Calm one. [mock:text]");
+    let calm_reply = next_turn(&bridge, "calm", &calm).await;
+    calm.answer(&calm_reply, "Write it out. [mock:slow-long]");
+    let calm_turn = {
+        let (addr, body) = (bridge.addr, calm.request().to_string());
+        tokio::task::spawn_blocking(move || {
+            common::bridge::request(
+                addr,
+                "POST",
+                "/v1/messages",
+                &[("x-claude-code-session-id".into(), "calm".into())],
+                &body,
+            )
+        })
+    };
+    // The slow answer has written some sentences (streamed into the turn's reply stream).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while bridge.agent_events("chunk").len() < 3 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        bridge.agent_events("chunk").len() >= 3,
+        "the slow answer never began"
+    );
+    // Another conversation's tool call ends the process both share.
+    let rogue = Conversation::new("Rogue one. [mock:tool-call]");
+    let refused = bridge.conversation_turn("rogue", &rogue.request()).await;
+    assert_eq!(refused.status, 502, "{}", refused.body);
+    let calm_after = calm_turn.await.expect("calm turn");
+    let reply = ok(&calm_after);
+    let stats = health(&bridge).await["resident"].clone();
+    assert_eq!(stats["replays"], 1, "the turn was replayed: {stats}");
+    let text = text_of(&reply);
+    assert_eq!(
+        text.matches("Sentence 01 of 40").count(),
+        1,
+        "the dead turn's words are not repeated: {text}"
+    );
+    assert!(text.starts_with("Sentence 01 of 40"), "{text}");
+    assert_eq!(text.matches("Sentence 40 of 40").count(), 1, "{text}");
+    bridge.stop().await;
+}
+
 #[tokio::test]
 async fn two_conversations_interleave_on_one_process_without_crossing() {
     let bridge = resident("").await;

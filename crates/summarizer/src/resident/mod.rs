@@ -29,6 +29,7 @@ use self::processes::Processes;
 use super::calls::run_transform;
 use super::reply::{agent_failure, AgentReply};
 use super::serialize::{image_parts, serialize_unseen, Check};
+use super::streamed::Chunks;
 use super::window;
 use super::Bridge;
 use crate::policy::AgentSection;
@@ -531,11 +532,12 @@ impl Resident {
     /// One agent turn on the lease's session, answered by `model` at `effort`. When the
     /// session's process dies under it for a reason that is not this session's own tool call,
     /// the session is rebuilt once with the whole prompt. With `chunks`, each chunk of the reply
-    /// goes there as it arrives (the turn's streaming parse reads them).
+    /// goes there as it arrives (the turn's streaming parse reads them; the replay's to a sink
+    /// of its own, so the parse starts over).
     // The turn's inputs are the prompt's own parts and how it is answered; a struct holding
     // them for this one call would only rename them.
     #[allow(clippy::too_many_arguments)]
-    pub async fn turn(
+    pub(crate) async fn turn(
         &self,
         bridge: &Bridge,
         lease: &mut Lease,
@@ -543,7 +545,7 @@ impl Resident {
         images: &[Image],
         model: &str,
         effort: Option<&str>,
-        chunks: Option<ChunkSink>,
+        chunks: Option<Chunks>,
     ) -> Result<AgentReply, Failure> {
         let error = match self
             .prompt(
@@ -551,7 +553,7 @@ impl Resident {
                 prompt_blocks(text.to_owned(), image_parts(images)),
                 model,
                 effort,
-                chunks.clone(),
+                chunks.as_ref().map(Chunks::sink),
             )
             .await
         {
@@ -567,21 +569,23 @@ impl Resident {
         self.stats.replays.inc();
         let (whole, _) = serialize(bridge, &lease.body, 0, Check::Nothing).await?;
         let blocks = prompt_blocks(whole.prompt.text, image_parts(&whole.images));
-        match self.prompt(lease, blocks, model, effort, chunks).await {
+        // The replay's chunks go to a sink of their own: its reply stream starts over.
+        let sink = chunks.as_ref().map(Chunks::sink);
+        match self.prompt(lease, blocks, model, effort, sink).await {
             Ok(output) => Ok(AgentReply::of(output)),
             Err(error) => Err(agent_failure(bridge, error).await),
         }
     }
 
     /// The single repair attempt: the repair instructions alone, on the same session.
-    pub async fn repair(
+    pub(crate) async fn repair(
         &self,
         bridge: &Bridge,
         lease: &mut Lease,
         rejection: Failure,
         model: &str,
         effort: Option<&str>,
-        chunks: Option<ChunkSink>,
+        chunks: Option<Chunks>,
     ) -> Result<AgentReply, Failure> {
         let section = run_transform(&bridge.transforms, rejection.message.len(), move |t| {
             t.repair(String::new(), rejection)
@@ -595,7 +599,7 @@ impl Resident {
                 prompt_blocks(section.to_owned(), []),
                 model,
                 effort,
-                chunks,
+                chunks.as_ref().map(Chunks::sink),
             )
             .await
         {
