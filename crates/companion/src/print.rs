@@ -364,6 +364,7 @@ fn run_failure(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use devin_bridge_agent::testkit::marked_process_running;
 
     fn request(mode: RunMode) -> PrintRequest {
         PrintRequest {
@@ -565,20 +566,6 @@ mod tests {
         }
     }
 
-    /// Whether a process whose command line holds `marker` is alive (zombies excluded).
-    fn running(marker: &str) -> bool {
-        std::fs::read_dir("/proc")
-            .into_iter()
-            .flatten()
-            .filter_map(Result::ok)
-            .filter(|entry| {
-                std::fs::read_to_string(entry.path().join("stat"))
-                    .is_ok_and(|stat| !stat.contains(") Z "))
-            })
-            .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
-            .any(|cmdline| String::from_utf8_lossy(&cmdline).contains(marker))
-    }
-
     #[tokio::test]
     async fn output_is_capped_to_the_policy_cap_and_stderr_is_kept() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -640,11 +627,11 @@ mod tests {
         assert_eq!(result.failure.map(|f| f.kind), Some(FailureKind::Timeout));
         // SIGKILL reached the whole group: the grandchild is gone too.
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while running(&marker) && std::time::Instant::now() < deadline {
+        while marked_process_running(&marker) && std::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         assert!(
-            !running(&marker),
+            !marked_process_running(&marker),
             "the grandchild {marker} outlived the run"
         );
     }
