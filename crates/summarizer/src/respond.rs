@@ -16,7 +16,7 @@ use hyper::{Response, StatusCode};
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
-use super::body::{full, ResponseBody, Streamed};
+use super::body::{full, streamed, ResponseBody};
 use super::calls::run_transform;
 use super::failures::retry_after_of;
 use super::prepare::{prepare, Prepared};
@@ -297,7 +297,7 @@ async fn respond_stream(
         // The turn failed before the stream began: a plain error, status and all.
         Ok(failure) => error_response(bridge, failure).await,
         // The stream began (or the producer ended without a failure to report).
-        Err(_) => stream_response(Streamed::body(receiver, producer)),
+        Err(_) => stream_response(streamed(receiver, producer)),
     }
 }
 
