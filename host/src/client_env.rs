@@ -107,17 +107,48 @@ fn exports(
             Some("no key (BRIDGE_API_KEY or --key-file): Claude Code gets a placeholder token, which only a bridge without a key accepts"),
         ),
     };
-    let file = match &args.env_file {
+    let settings = model_settings(args.env_file.as_deref(), &environment)?;
+    let side = PolicySide::read(args.policy.as_deref())?;
+    let base_url = match &args.base_url {
+        Some(url) => checked_url(url)?,
+        None => side
+            .listen
+            .as_ref()
+            .map(|listen| format!("http://{listen}"))
+            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
+    };
+    let mapped = mapped_models(&side, &settings)?;
+    let mut out = String::new();
+    let mut export = |name: &str, value: &str| {
+        out.push_str(&format!("export {name}={}\n", shell_quote(value)));
+    };
+    export("ANTHROPIC_BASE_URL", &base_url);
+    export("ANTHROPIC_AUTH_TOKEN", &token);
+    for (name, value) in &mapped {
+        export(name, value);
+    }
+    export("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+    out.push_str("unset ANTHROPIC_API_KEY\n");
+    Ok((out, note))
+}
+
+/// The model settings given, each with where it came from (for messages): the env file's
+/// (`--env-file`, else the default file when it exists), overridden by the environment's. A
+/// `BRIDGE_*_MODEL` name in the file that is no setting is refused.
+fn model_settings(
+    env_file: Option<&Path>,
+    environment: &impl Fn(&str) -> Option<String>,
+) -> Result<BTreeMap<&'static str, (String, String)>, Refusal> {
+    let file = match env_file {
         Some(path) => Some(read_env_file(path, true)?),
         None => read_env_file(Path::new(DEFAULT_ENV_FILE), false).map(Some)?,
     }
     .flatten();
-    // Where each value came from, for messages.
-    let mut settings: BTreeMap<&str, (String, String)> = BTreeMap::new();
+    let mut settings = BTreeMap::new();
     if let Some((path, values)) = &file {
         for (name, value) in values {
             if let Some(setting) = SETTINGS.iter().find(|s| **s == name.as_str()) {
-                settings.insert(setting, (value.clone(), path.display().to_string()));
+                settings.insert(*setting, (value.clone(), path.display().to_string()));
             } else if name.starts_with("BRIDGE_") && name.ends_with("_MODEL") {
                 return Err(Refusal::input(format!(
                     "{}: unknown setting {name} (the model settings are {})",
@@ -132,73 +163,88 @@ fn exports(
             settings.insert(setting, (value, "the environment".to_owned()));
         }
     }
+    Ok(settings)
+}
 
-    let (location, limits, catalog, listen) = match &args.policy {
-        Some(path) => {
-            let policy = crate::policy::load_summarizer(path, "client-env")
-                .map_err(|error| Refusal::input(format!("{error:#}")))?;
-            let catalog = match &policy.models.catalog {
-                Some(file) => {
-                    let file = policy.resolve(file);
-                    std::fs::read_to_string(&file).map_err(|error| {
-                        Refusal::input(format!(
-                            "cannot read the model catalog {}: {error}",
-                            file.display()
-                        ))
-                    })?
-                }
-                None => devin_bridge_policy::BUILTIN_CATALOG.to_owned(),
-            };
-            let config = policy.engine_config();
-            (
-                config.location(TransformKind::ModelAlias).clone(),
-                config.limits,
-                catalog,
-                Some(policy.server.listen.clone()),
-            )
-        }
-        None => {
+/// What the policy (`--policy`, else the built-in summarizer policy) gives: its model-alias
+/// component, the limits it runs under, the catalog, and the listen address (only a policy
+/// file's: the built-in one says nothing of where a bridge listens).
+struct PolicySide {
+    location: devin_bridge_engine::ComponentLocation,
+    limits: devin_bridge_engine::RuntimeLimits,
+    catalog: String,
+    listen: Option<String>,
+}
+
+impl PolicySide {
+    fn read(policy: Option<&Path>) -> Result<Self, Refusal> {
+        let Some(path) = policy else {
             let policy = devin_bridge_summarizer::policy::SummarizerPolicy::builtin(
                 "mode = \"summarizer\"",
                 "the built-in summarizer policy",
             )
             .map_err(|error| Refusal::input(error.to_string()))?;
             let config = policy.engine_config();
-            (
-                config.location(TransformKind::ModelAlias).clone(),
-                config.limits,
-                devin_bridge_policy::BUILTIN_CATALOG.to_owned(),
-                None,
-            )
-        }
-    };
-    let base_url = match &args.base_url {
-        Some(url) => checked_url(url)?,
-        None => listen
-            .map(|listen| format!("http://{listen}"))
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
-    };
+            return Ok(Self {
+                location: config.location(TransformKind::ModelAlias).clone(),
+                limits: config.limits,
+                catalog: devin_bridge_policy::BUILTIN_CATALOG.to_owned(),
+                listen: None,
+            });
+        };
+        let policy = crate::policy::load_summarizer(path, "client-env")
+            .map_err(|error| Refusal::input(format!("{error:#}")))?;
+        let catalog = match &policy.models.catalog {
+            Some(file) => {
+                let file = policy.resolve(file);
+                std::fs::read_to_string(&file).map_err(|error| {
+                    Refusal::input(format!(
+                        "cannot read the model catalog {}: {error}",
+                        file.display()
+                    ))
+                })?
+            }
+            None => devin_bridge_policy::BUILTIN_CATALOG.to_owned(),
+        };
+        let config = policy.engine_config();
+        Ok(Self {
+            location: config.location(TransformKind::ModelAlias).clone(),
+            limits: config.limits,
+            catalog,
+            listen: Some(policy.server.listen.clone()),
+        })
+    }
+}
 
-    let component = devin_bridge_engine::load_one(&location, limits, TransformKind::ModelAlias)
-        .map_err(|error| Refusal {
-            message: format!("cannot load the model-alias component: {error}"),
-            status: 1,
-        })?;
+/// Claude Code's variables for the model settings, mapped by the model-alias component. A
+/// refused value is named with where it came from.
+fn mapped_models(
+    side: &PolicySide,
+    settings: &BTreeMap<&'static str, (String, String)>,
+) -> Result<Vec<(String, String)>, Refusal> {
+    let component =
+        devin_bridge_engine::load_one(&side.location, side.limits, TransformKind::ModelAlias)
+            .map_err(|error| Refusal {
+                message: format!("cannot load the model-alias component: {error}"),
+                status: 1,
+            })?;
     // Claude Code falls back to its own claude-* ids for a role left unset, which the bridge
     // refuses: every unset role takes the primary model.
     let primary = match settings.get("BRIDGE_PRIMARY_MODEL") {
         Some((value, _)) => value.clone(),
-        None => first_catalog_model(&component, &catalog)?,
+        None => first_catalog_model(&component, &side.catalog)?,
     };
-    let mut pairs = Vec::new();
-    for setting in SETTINGS {
-        let value = settings
-            .get(setting)
-            .map_or_else(|| primary.clone(), |(value, _)| value.clone());
-        pairs.push((setting.to_owned(), value));
-    }
-    let mapped = component
-        .client_environment(pairs, catalog)
+    let pairs = SETTINGS
+        .iter()
+        .map(|setting| {
+            let value = settings
+                .get(setting)
+                .map_or_else(|| primary.clone(), |(value, _)| value.clone());
+            ((*setting).to_owned(), value)
+        })
+        .collect();
+    component
+        .client_environment(pairs, side.catalog.clone())
         .map_err(|error| Refusal {
             message: format!("the model-alias component failed: {error}"),
             status: 1,
@@ -214,20 +260,7 @@ fn exports(
                 })
                 .unwrap_or_default();
             Refusal::input(format!("{}{source}; {EXPECTED}", failure.message))
-        })?;
-
-    let mut out = String::new();
-    let mut export = |name: &str, value: &str| {
-        out.push_str(&format!("export {name}={}\n", shell_quote(value)));
-    };
-    export("ANTHROPIC_BASE_URL", &base_url);
-    export("ANTHROPIC_AUTH_TOKEN", &token);
-    for (name, value) in &mapped {
-        export(name, value);
-    }
-    export("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
-    out.push_str("unset ANTHROPIC_API_KEY\n");
-    Ok((out, note))
+        })
 }
 
 /// The bridge's key: `--key-file`'s, else `BRIDGE_API_KEY`; none when neither is given. A key

@@ -97,28 +97,11 @@ fn main() -> Result<()> {
     }
 }
 
-/// The workspace root (the parent of this crate).
-pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
-}
+pub use devin_bridge_test_setup::workspace::{root as workspace_root, run};
 
 /// Where components are written.
 fn components_dir() -> PathBuf {
     workspace_root().join("target").join("components")
-}
-
-/// Runs a command, failing with its status.
-pub fn run(command: &mut Command) -> Result<()> {
-    let status = command
-        .status()
-        .with_context(|| format!("cannot run {command:?}"))?;
-    if !status.success() {
-        bail!("{:?} failed with {status}", command.get_program());
-    }
-    Ok(())
 }
 
 fn cargo() -> Command {
@@ -154,7 +137,12 @@ fn build_binaries() -> Result<()> {
         "xtask: building the binaries (devin-bridge, mock-devin, the fake fleet, the tools): \
          cargo build --workspace --bins (the first build compiles wasmtime: several minutes)"
     );
-    run(cargo().args(["build", "--locked", "--workspace", "--bins"]))
+    Ok(run(cargo().args([
+        "build",
+        "--locked",
+        "--workspace",
+        "--bins",
+    ]))?)
 }
 
 /// Builds the components and the host. The host is a dev build on purpose: its dependencies
@@ -180,7 +168,7 @@ fn containers(components: Option<&Path>, args: &[String]) -> Result<()> {
     if let Some(components) = components {
         containers.arg("--components").arg(components);
     }
-    run(containers.args(args))
+    Ok(run(containers.args(args))?)
 }
 
 /// The programs the cargo tests run, and their Debian packages: `curl` is a real client in the
@@ -249,7 +237,7 @@ fn test(rest: &[String]) -> Result<()> {
                 .join("debug")
                 .join("mock-devin"),
         );
-    let unit_and_integration = run(&mut test);
+    let unit_and_integration = run(&mut test).map_err(anyhow::Error::from);
     if !rest.is_empty() {
         // A filtered run (`cargo xtask test <filter>`) is about the cargo tests only.
         return unit_and_integration;
@@ -289,7 +277,7 @@ fn serve(rest: &[String]) -> Result<()> {
         binary.display(),
         policy.display()
     );
-    run(&mut serve)
+    Ok(run(&mut serve)?)
 }
 
 /// `DEVIN_BIN`, else `devin` on PATH, when it is an executable file.
@@ -369,7 +357,7 @@ fn bench(rest: &[String]) -> Result<()> {
         ])
         .args(&rest[1..])
         .env("DEVIN_BRIDGE_COMPONENTS", &components);
-    run(&mut bench)
+    Ok(run(&mut bench)?)
 }
 
 /// The directory cargo builds into: `CARGO_TARGET_DIR` (relative to the workspace root) when
@@ -388,7 +376,7 @@ fn release_build(packages: &[&str]) -> Result<()> {
     for package in packages {
         build.args(["-p", package]);
     }
-    run(&mut build)
+    Ok(run(&mut build)?)
 }
 
 fn fuzz(rest: &[String]) -> Result<()> {
@@ -578,5 +566,9 @@ fn ensure_cargo_fuzz() -> Result<()> {
     eprintln!(
         "xtask: cargo-fuzz is missing; installing it with `cargo install cargo-fuzz --locked`"
     );
-    run(Command::new("cargo").args(["install", "cargo-fuzz", "--locked"]))
+    Ok(run(Command::new("cargo").args([
+        "install",
+        "cargo-fuzz",
+        "--locked",
+    ]))?)
 }

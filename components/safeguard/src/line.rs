@@ -74,58 +74,88 @@ struct Report {
 
 /// Judges the `command` of a `Bash` call, with what its other fields ask.
 pub(crate) fn judge(command: &str, ctx: &Context, fields: BashFields) -> Decision {
-    let dialect = match &ctx.shell {
-        Shell::Sh => Dialect::Sh,
-        Shell::Zsh => Dialect::Zsh,
-        Shell::Other(name) => {
-            return Decision::flag(format!(
-                "the commands run in `{}`, a shell whose syntax the judge does not read",
-                show(name)
-            ))
-        }
-    };
-    if command.len() > MAX_COMMAND_BYTES {
-        return Decision::flag(format!(
-            "the command is {} bytes long, more than the 16 KiB the judge reads",
-            command.len()
-        ));
-    }
-    if let Some(c) = command.chars().find(|c| !c.is_ascii()) {
-        return Decision::flag(format!(
-            "the command contains the non-ASCII character U+{:04X}; look-alike and invisible characters can disguise what runs",
-            u32::from(c)
-        ));
-    }
-    if let Some(c) = command
-        .chars()
-        .find(|c| c.is_ascii_control() && !matches!(c, '\n' | '\t'))
-    {
-        return Decision::flag(format!(
-            "the command contains the control character U+{:04X}",
-            u32::from(c)
-        ));
-    }
-    if command.trim().is_empty() {
-        return Decision::flag("the command is empty");
-    }
-    let line = match shell::parse_in(command, dialect) {
+    let line = match readable_line(command, ctx) {
         Ok(line) => line,
-        Err(Unsupported(what)) => {
-            return Decision::flag(format!(
-                "the command has {what}, which the judge does not follow"
-            ))
-        }
+        Err(flag) => return flag,
     };
     let reports = match analyze(&line, ctx) {
         Ok(reports) => reports,
         Err(why) => return Decision::flag(why),
     };
+    let facts = facts_of(&reports);
+    if let Some(decision) = deny_side(&facts, ctx).or_else(|| session_flag(ctx)) {
+        return decision;
+    }
+    if let Some(flag) = background_flag(fields, &reports) {
+        return flag;
+    }
+    match judge_commands(reports, ctx) {
+        Ok(Some((path, text))) => {
+            let rule = if text.is_empty() {
+                String::new()
+            } else {
+                format!(" (`{}`)", show(&text))
+            };
+            Decision::pass(format!("allowed by the user's rule {path}{rule}")).cite(path)
+        }
+        Ok(None) => Decision::pass("runs only commands the judge knows to be harmless here"),
+        Err(flag) => flag,
+    }
+}
 
+/// The command parsed, when the judge can read it: a shell whose syntax it knows, at most
+/// 16 KiB, ASCII without control characters but newline and tab, not empty, and no syntax
+/// the parser does not follow; otherwise the flag that says which.
+fn readable_line(command: &str, ctx: &Context) -> Result<shell::Line, Decision> {
+    let dialect = match &ctx.shell {
+        Shell::Sh => Dialect::Sh,
+        Shell::Zsh => Dialect::Zsh,
+        Shell::Other(name) => {
+            return Err(Decision::flag(format!(
+                "the commands run in `{}`, a shell whose syntax the judge does not read",
+                show(name)
+            )))
+        }
+    };
+    if command.len() > MAX_COMMAND_BYTES {
+        return Err(Decision::flag(format!(
+            "the command is {} bytes long, more than the 16 KiB the judge reads",
+            command.len()
+        )));
+    }
+    if let Some(c) = command.chars().find(|c| !c.is_ascii()) {
+        return Err(Decision::flag(format!(
+            "the command contains the non-ASCII character U+{:04X}; look-alike and invisible characters can disguise what runs",
+            u32::from(c)
+        )));
+    }
+    if let Some(c) = command
+        .chars()
+        .find(|c| c.is_ascii_control() && !matches!(c, '\n' | '\t'))
+    {
+        return Err(Decision::flag(format!(
+            "the command contains the control character U+{:04X}",
+            u32::from(c)
+        )));
+    }
+    if command.trim().is_empty() {
+        return Err(Decision::flag("the command is empty"));
+    }
+    shell::parse_in(command, dialect).map_err(|Unsupported(what)| {
+        Decision::flag(format!(
+            "the command has {what}, which the judge does not follow"
+        ))
+    })
+}
+
+/// What the line does, for the user's deny and ask rules: its commands, the directories it
+/// reads and the files it writes (sorted, without repeats).
+fn facts_of(reports: &[Report]) -> Facts<'_> {
     let mut facts = Facts {
         tool: "Bash",
         ..Facts::default()
     };
-    for report in &reports {
+    for report in reports {
         facts.commands.push(report.words.clone());
         facts.commands.extend(report.inner.iter().cloned());
         facts.read_dirs.extend(report.effects.reads.iter().cloned());
@@ -136,28 +166,45 @@ pub(crate) fn judge(command: &str, ctx: &Context, fields: BashFields) -> Decisio
         paths.sort();
         paths.dedup();
     }
-    if let Some(decision) = deny_side(&facts, ctx) {
-        return decision;
-    }
-    if ctx.restricted {
-        return Decision::flag(format!(
-            "the session is restricted: {ALL_ONLY_READS}, and a shell command is not one"
-        ));
-    }
-    if ctx.classify_all_shell {
-        return Decision::flag(
-            "the user's settings ask for every shell command to be checked (classify_all_shell)",
-        );
-    }
+    facts
+}
 
-    if fields.background {
-        if let Some(report) = reports.iter().find(|report| report.effects.runs_code) {
-            return Decision::flag(format!(
-                "runs `{}` in the background; a program left running can re-run what is written later, with no call left to judge",
-                show(report.words.first().map_or("", String::as_str))
-            ));
-        }
+/// A flag for every shell command the session's settings ask to be checked.
+fn session_flag(ctx: &Context) -> Option<Decision> {
+    if ctx.restricted {
+        return Some(Decision::flag(format!(
+            "the session is restricted: {ALL_ONLY_READS}, and a shell command is not one"
+        )));
     }
+    ctx.classify_all_shell.then(|| {
+        Decision::flag(
+            "the user's settings ask for every shell command to be checked (classify_all_shell)",
+        )
+    })
+}
+
+/// A line run in the background may not run code: a program left running can re-run what is
+/// written later, with no call left to judge.
+fn background_flag(fields: BashFields, reports: &[Report]) -> Option<Decision> {
+    if !fields.background {
+        return None;
+    }
+    let report = reports.iter().find(|report| report.effects.runs_code)?;
+    Some(Decision::flag(format!(
+        "runs `{}` in the background; a program left running can re-run what is written later, with no call left to judge",
+        show(report.words.first().map_or("", String::as_str))
+    )))
+}
+
+/// Judges each command of the line in order: its environment prefixes and redirections,
+/// then a user's allow rule or the safe set, then whether it runs what this conversation (or
+/// another command of the line) wrote. When every command passes: the first citation (a
+/// file and a rule's text; the text is empty where the prefixes or redirections cite a file
+/// alone), if any; otherwise the first flag.
+fn judge_commands(
+    reports: Vec<Report>,
+    ctx: &Context,
+) -> Result<Option<(String, String)>, Decision> {
     // Another command of the line may write what a later (or concurrent) one runs.
     let mut same_line = Written::default();
     for path in line_writes(&reports) {
@@ -166,7 +213,7 @@ pub(crate) fn judge(command: &str, ctx: &Context, fields: BashFields) -> Decisio
     let mut cited: Option<(String, String)> = None;
     for report in reports {
         match report.fixed {
-            Err(why) => return Decision::flag(why),
+            Err(why) => return Err(Decision::flag(why)),
             Ok(Some(path)) => {
                 cited.get_or_insert((path, String::new()));
             }
@@ -188,29 +235,16 @@ pub(crate) fn judge(command: &str, ctx: &Context, fields: BashFields) -> Decisio
             cited.get_or_insert((entry.path.clone(), entry.text.clone()));
             continue;
         }
-        if let Err(why) = report.verdict {
-            return Decision::flag(why);
-        }
+        report.verdict.map_err(Decision::flag)?;
         if !(ctx.written.is_empty() && same_line.is_empty()) {
             let expand = |command: &str| writes(command, ctx);
             // A wrapper (`timeout 120 pytest`) runs what it wraps: the inner program decides.
             let runs = report.inner.as_ref().unwrap_or(&report.words);
-            if let Err(why) = decisive::check_run(runs, &ctx.written, Some(&same_line), &expand) {
-                return Decision::flag(why);
-            }
+            decisive::check_run(runs, &ctx.written, Some(&same_line), &expand)
+                .map_err(Decision::flag)?;
         }
     }
-    match cited {
-        Some((path, text)) => {
-            let rule = if text.is_empty() {
-                String::new()
-            } else {
-                format!(" (`{}`)", show(&text))
-            };
-            Decision::pass(format!("allowed by the user's rule {path}{rule}")).cite(path)
-        }
-        None => Decision::pass("runs only commands the judge knows to be harmless here"),
-    }
+    Ok(cited)
 }
 
 /// The files a `Bash` command line writes, as the judge resolves them, for the conversation's

@@ -75,19 +75,7 @@ pub(crate) fn judge(
     fx.runs_code |= RUNS_CODE.contains(&name);
     match name {
         "true" | "false" | "echo" => Ok(()),
-        "printf" => {
-            let args = match args.first() {
-                Some(first) if first.text == "-v" => {
-                    return Err("runs `printf -v`, which sets a shell variable".to_owned())
-                }
-                Some(first) if first.text == "--" => &args[1..],
-                _ => args,
-            };
-            match args.first() {
-                Some(format) => bounds::printf_format("printf", &format.text),
-                None => Ok(()),
-            }
-        }
+        "printf" => printf(args),
         "seq" => {
             let texts: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
             bounds::seq(&texts)
@@ -95,95 +83,18 @@ pub(crate) fn judge(
         "mkdir" | "touch" | "tee" => fileops::create(name, args, scope, fx),
         "cp" | "mv" => fileops::copy_or_move(name, args, scope, fx),
         "gofmt" => gofmt(args, scope, fx),
-        "pwd" => no_operands(
-            name,
-            &options::parse(
-                name,
-                args,
-                &Spec {
-                    flags: "LP",
-                    ..EMPTY
-                },
-            )?,
-        ),
+        "pwd" => no_operands(name, &options::parse(name, args, &PWD)?),
         "whoami" => match args.is_empty() {
             true => Ok(()),
             false => Err("runs `whoami` with arguments".to_owned()),
         },
-        "id" => {
-            let spec = Spec {
-                flags: "ugGnrzZa",
-                long_flags: &["user", "group", "groups", "name", "real", "zero", "context"],
-                ..EMPTY
-            };
-            let parsed = options::parse(name, args, &spec)?;
-            if parsed.operands.len() > 1 {
-                return Err("runs `id` with more than one user".to_owned());
-            }
-            Ok(())
-        }
-        "which" => options::parse(
-            name,
-            args,
-            &Spec {
-                flags: "as",
-                long_flags: &["all"],
-                ..EMPTY
-            },
-        )
-        .map(drop),
-        "basename" => options::parse(
-            name,
-            args,
-            &Spec {
-                flags: "az",
-                values: "s",
-                long_flags: &["multiple", "zero", "suffix"],
-                ..EMPTY
-            },
-        )
-        .map(drop),
-        "dirname" => options::parse(
-            name,
-            args,
-            &Spec {
-                flags: "z",
-                long_flags: &["zero"],
-                ..EMPTY
-            },
-        )
-        .map(drop),
-        "tr" => {
-            let spec = Spec {
-                flags: "cCdst",
-                long_flags: &["complement", "delete", "squeeze-repeats", "truncate-set1"],
-                ..EMPTY
-            };
-            let parsed = options::parse(name, args, &spec)?;
-            match parsed.operands.len() {
-                0..=2 => Ok(()),
-                _ => Err("runs `tr` with more than two sets".to_owned()),
-            }
-        }
+        "id" => id(args),
+        "which" => options::parse(name, args, &WHICH).map(drop),
+        "basename" => options::parse(name, args, &BASENAME).map(drop),
+        "dirname" => options::parse(name, args, &DIRNAME).map(drop),
+        "tr" => tr(args),
         "date" => date(args),
-        "realpath" => {
-            let spec = Spec {
-                flags: "emsqzLP",
-                long_flags: &[
-                    "canonicalize-existing",
-                    "canonicalize-missing",
-                    "logical",
-                    "physical",
-                    "quiet",
-                    "strip",
-                    "no-symlinks",
-                    "zero",
-                ],
-                long_paths: &["relative-to", "relative-base"],
-                ..EMPTY
-            };
-            read_all(name, args, &spec, scope, fx).map(drop)
-        }
+        "realpath" => read_all(name, args, &REALPATH, scope, fx).map(drop),
         "cd" => cd(args, scope, fx),
         "ls" => read_all(name, args, &LS, scope, fx).map(drop),
         "cat" => read_all(name, args, &CAT, scope, fx).map(drop),
@@ -199,14 +110,7 @@ pub(crate) fn judge(
         "sort" => read_all(name, args, &SORT, scope, fx).map(drop),
         "cut" => read_all(name, args, &CUT, scope, fx).map(drop),
         "nl" => read_all(name, args, &NL, scope, fx).map(drop),
-        "uniq" => {
-            let parsed = options::parse(name, args, &UNIQ)?;
-            // A glob (or names `xargs` appends) could become a second operand: the output.
-            if parsed.operands.len() > 1 || parsed.operands.iter().any(|a| a.glob) {
-                return Err("runs `uniq` with an output file, which it would overwrite".to_owned());
-            }
-            read_operands(&parsed, 0, scope, fx)
-        }
+        "uniq" => uniq(args, scope, fx),
         "grep" | "egrep" | "fgrep" => {
             grep(name, args, &GREP, &["e", "f", "regexp", "file"], scope, fx)
         }
@@ -229,6 +133,50 @@ pub(crate) fn judge(
         "vitest" => vitest(args, scope, fx),
         other => Err(not_in_safe_set(other)),
     }
+}
+
+/// `printf`: never `-v` (it would set a shell variable); its format's output is bounded.
+fn printf(args: &[Word]) -> Result<(), String> {
+    let args = match args.first() {
+        Some(first) if first.text == "-v" => {
+            return Err("runs `printf -v`, which sets a shell variable".to_owned())
+        }
+        Some(first) if first.text == "--" => &args[1..],
+        _ => args,
+    };
+    match args.first() {
+        Some(format) => bounds::printf_format("printf", &format.text),
+        None => Ok(()),
+    }
+}
+
+/// `id`: at most one user.
+fn id(args: &[Word]) -> Result<(), String> {
+    let parsed = options::parse("id", args, &ID)?;
+    if parsed.operands.len() > 1 {
+        return Err("runs `id` with more than one user".to_owned());
+    }
+    Ok(())
+}
+
+/// `tr`: at most two sets (it reads only its input).
+fn tr(args: &[Word]) -> Result<(), String> {
+    let parsed = options::parse("tr", args, &TR)?;
+    match parsed.operands.len() {
+        0..=2 => Ok(()),
+        _ => Err("runs `tr` with more than two sets".to_owned()),
+    }
+}
+
+/// `uniq`: its input files are read; a second operand would be its output, which it would
+/// overwrite.
+fn uniq(args: &[Word], scope: &Scope<'_>, fx: &mut Effects) -> Result<(), String> {
+    let parsed = options::parse("uniq", args, &UNIQ)?;
+    // A glob (or names `xargs` appends) could become a second operand: the output.
+    if parsed.operands.len() > 1 || parsed.operands.iter().any(|a| a.glob) {
+        return Err("runs `uniq` with an output file, which it would overwrite".to_owned());
+    }
+    read_operands(&parsed, 0, scope, fx)
 }
 
 /// The program a command runs and the arguments it gets: an installed tool given by its path
@@ -517,6 +465,58 @@ const EMPTY: Spec = Spec {
     long_paths: &[],
     numeric: false,
     attached: true,
+};
+
+const PWD: Spec = Spec {
+    flags: "LP",
+    ..EMPTY
+};
+
+const ID: Spec = Spec {
+    flags: "ugGnrzZa",
+    long_flags: &["user", "group", "groups", "name", "real", "zero", "context"],
+    ..EMPTY
+};
+
+const WHICH: Spec = Spec {
+    flags: "as",
+    long_flags: &["all"],
+    ..EMPTY
+};
+
+const BASENAME: Spec = Spec {
+    flags: "az",
+    values: "s",
+    long_flags: &["multiple", "zero", "suffix"],
+    ..EMPTY
+};
+
+const DIRNAME: Spec = Spec {
+    flags: "z",
+    long_flags: &["zero"],
+    ..EMPTY
+};
+
+const TR: Spec = Spec {
+    flags: "cCdst",
+    long_flags: &["complement", "delete", "squeeze-repeats", "truncate-set1"],
+    ..EMPTY
+};
+
+const REALPATH: Spec = Spec {
+    flags: "emsqzLP",
+    long_flags: &[
+        "canonicalize-existing",
+        "canonicalize-missing",
+        "logical",
+        "physical",
+        "quiet",
+        "strip",
+        "no-symlinks",
+        "zero",
+    ],
+    long_paths: &["relative-to", "relative-base"],
+    ..EMPTY
 };
 
 const CAT: Spec = Spec {

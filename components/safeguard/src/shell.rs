@@ -210,6 +210,36 @@ struct Builder {
 }
 
 impl Builder {
+    /// Ends the word being built, if one was started, as a token.
+    fn finish(&mut self, tokens: &mut Vec<Token>) {
+        if self.started {
+            tokens.push(Token::Word(std::mem::take(&mut self.word)));
+        }
+        *self = Builder::default();
+    }
+
+    /// An unquoted `~` followed by `next`: the home directory at the start of a word (before
+    /// `/`, a blank or an operator); refused before a user name and after `=` or `:`.
+    fn tilde(&mut self, next: Option<u8>) -> Result<(), Unsupported> {
+        if !self.started {
+            let ends = matches!(
+                next,
+                None | Some(b'/' | b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'<' | b'>')
+            );
+            if !ends {
+                return unsupported("`~` followed by a user name or a quote (`~user`)");
+            }
+            self.start();
+            self.name_so_far = false;
+            self.word.tilde = true;
+        } else if self.after_sep {
+            return unsupported("a `~` after `=` or `:` (some shells expand it)");
+        } else {
+            self.unquoted(b'~');
+        }
+        Ok(())
+    }
+
     fn start(&mut self) {
         if !self.started {
             self.started = true;
@@ -253,33 +283,31 @@ fn is_name(text: &str) -> bool {
         && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
+/// The tokens of `line`, in one pass over its bytes: a byte either ends the word being built,
+/// adds to it, or starts a quoted part or an operator read by a step of its own.
 fn tokenize(line: &str, dialect: Dialect) -> Result<Vec<Token>, Unsupported> {
     let bytes = line.as_bytes();
     let mut tokens = Vec::new();
     let mut cur = Builder::default();
     let mut i = 0;
-    let finish = |cur: &mut Builder, tokens: &mut Vec<Token>| {
-        if cur.started {
-            tokens.push(Token::Word(std::mem::take(&mut cur.word)));
-        }
-        *cur = Builder::default();
-    };
     while i < bytes.len() {
         let byte = bytes[i];
         match byte {
             b' ' | b'\t' => {
-                finish(&mut cur, &mut tokens);
+                cur.finish(&mut tokens);
                 i += 1;
             }
             b'\n' => {
-                finish(&mut cur, &mut tokens);
+                cur.finish(&mut tokens);
                 tokens.push(Token::Newline);
                 i += 1;
             }
+            // A comment runs to the end of the line.
             b'#' if !cur.started => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
+                i = bytes[i..]
+                    .iter()
+                    .position(|b| *b == b'\n')
+                    .map_or(bytes.len(), |at| i + at);
             }
             b'\\' => match bytes.get(i + 1) {
                 Some(b'\n') => i += 2,
@@ -298,35 +326,9 @@ fn tokenize(line: &str, dialect: Dialect) -> Result<Vec<Token>, Unsupported> {
                 i += close + 2;
             }
             b'"' => {
-                let mut text = String::new();
-                let mut j = i + 1;
-                loop {
-                    match bytes.get(j) {
-                        None => return unsupported("an unbalanced double quote"),
-                        Some(b'"') => break,
-                        Some(b'$') => {
-                            return unsupported(dollar_feature(bytes.get(j + 1).copied()))
-                        }
-                        Some(b'`') => return unsupported("command substitution with backticks"),
-                        Some(b'\\') => match bytes.get(j + 1) {
-                            Some(b'\n') => j += 2,
-                            Some(next @ (b'$' | b'`' | b'"' | b'\\')) => {
-                                text.push(char::from(*next));
-                                j += 2;
-                            }
-                            _ => {
-                                text.push('\\');
-                                j += 1;
-                            }
-                        },
-                        Some(other) => {
-                            text.push(char::from(*other));
-                            j += 1;
-                        }
-                    }
-                }
+                let (text, after) = double_quoted(bytes, i)?;
                 cur.quoted(&text);
-                i = j + 1;
+                i = after;
             }
             b'$' => return unsupported(dollar_feature(bytes.get(i + 1).copied())),
             b'`' => return unsupported("command substitution with backticks"),
@@ -344,23 +346,7 @@ fn tokenize(line: &str, dialect: Dialect) -> Result<Vec<Token>, Unsupported> {
             }
             b'{' | b'}' => return unsupported("brace expansion or a command group `{ … }`"),
             b'~' => {
-                if !cur.started {
-                    let next = bytes.get(i + 1).copied();
-                    let ends = matches!(
-                        next,
-                        None | Some(b'/' | b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'<' | b'>')
-                    );
-                    if !ends {
-                        return unsupported("`~` followed by a user name or a quote (`~user`)");
-                    }
-                    cur.start();
-                    cur.name_so_far = false;
-                    cur.word.tilde = true;
-                } else if cur.after_sep {
-                    return unsupported("a `~` after `=` or `:` (some shells expand it)");
-                } else {
-                    cur.unquoted(byte);
-                }
+                cur.tilde(bytes.get(i + 1).copied())?;
                 i += 1;
             }
             b'=' if !cur.started => {
@@ -370,28 +356,7 @@ fn tokenize(line: &str, dialect: Dialect) -> Result<Vec<Token>, Unsupported> {
                 return unsupported("a `^` pattern (zsh extended glob)")
             }
             b'|' | b'&' | b';' | b'<' | b'>' => {
-                let io_number = if matches!(byte, b'<' | b'>')
-                    && cur.started
-                    && !cur.word.quoted
-                    && !cur.word.tilde
-                    && !cur.word.text.is_empty()
-                    && cur.word.text.bytes().all(|b| b.is_ascii_digit())
-                {
-                    let number = cur.word.text.parse::<u32>().map_err(|_| {
-                        Unsupported("a file descriptor number that is too large".into())
-                    })?;
-                    cur = Builder::default();
-                    Some(number)
-                } else {
-                    finish(&mut cur, &mut tokens);
-                    None
-                };
-                if let Some(number) = io_number {
-                    tokens.push(Token::IoNumber(number));
-                }
-                let (token, len) = operator(&bytes[i..], dialect)?;
-                tokens.push(token);
-                i += len;
+                i += operator_after_word(&mut cur, &mut tokens, &bytes[i..], dialect)?;
             }
             other => {
                 cur.unquoted(other);
@@ -399,8 +364,69 @@ fn tokenize(line: &str, dialect: Dialect) -> Result<Vec<Token>, Unsupported> {
             }
         }
     }
-    finish(&mut cur, &mut tokens);
+    cur.finish(&mut tokens);
     Ok(tokens)
+}
+
+/// The text of the double-quoted part opening at `open` (in which only `$`, backtick and `\`
+/// are special: the first two are refused) and the index after its closing quote.
+fn double_quoted(bytes: &[u8], open: usize) -> Result<(String, usize), Unsupported> {
+    let mut text = String::new();
+    let mut j = open + 1;
+    loop {
+        match bytes.get(j) {
+            None => return unsupported("an unbalanced double quote"),
+            Some(b'"') => return Ok((text, j + 1)),
+            Some(b'$') => return unsupported(dollar_feature(bytes.get(j + 1).copied())),
+            Some(b'`') => return unsupported("command substitution with backticks"),
+            Some(b'\\') => match bytes.get(j + 1) {
+                Some(b'\n') => j += 2,
+                Some(next @ (b'$' | b'`' | b'"' | b'\\')) => {
+                    text.push(char::from(*next));
+                    j += 2;
+                }
+                _ => {
+                    text.push('\\');
+                    j += 1;
+                }
+            },
+            Some(other) => {
+                text.push(char::from(*other));
+                j += 1;
+            }
+        }
+    }
+}
+
+/// The operator at the start of `rest`, after the word being built: a word of digits right
+/// before `<` or `>` is the redirection's file descriptor, any other word ends there. The
+/// operator's length.
+fn operator_after_word(
+    cur: &mut Builder,
+    tokens: &mut Vec<Token>,
+    rest: &[u8],
+    dialect: Dialect,
+) -> Result<usize, Unsupported> {
+    let io_number = matches!(rest.first(), Some(b'<' | b'>'))
+        && cur.started
+        && !cur.word.quoted
+        && !cur.word.tilde
+        && !cur.word.text.is_empty()
+        && cur.word.text.bytes().all(|b| b.is_ascii_digit());
+    if io_number {
+        let number = cur
+            .word
+            .text
+            .parse::<u32>()
+            .map_err(|_| Unsupported("a file descriptor number that is too large".into()))?;
+        *cur = Builder::default();
+        tokens.push(Token::IoNumber(number));
+    } else {
+        cur.finish(tokens);
+    }
+    let (token, len) = operator(rest, dialect)?;
+    tokens.push(token);
+    Ok(len)
 }
 
 /// The operator at the start of `rest` and its length, with zsh's clobbering forms

@@ -11,27 +11,14 @@ use serde::{Deserialize, Serialize};
 use devin_bridge_agent::devin::identity::{
     ClientIdentity, IdentityError, DEFAULT_CLIENT_NAME, DEFAULT_CLIENT_VERSION,
 };
-use devin_bridge_engine::{ComponentsTable, EngineSection, RuntimeLimits};
-use devin_bridge_policy::{LogSection, Mode, ModePolicy, Origin, PolicyError};
+use devin_bridge_policy::{Mode, ModePolicy, PolicyError};
 
-/// A whole companion policy file.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct CompanionPolicy {
-    pub mode: Mode,
-    #[serde(default)]
-    pub components: ComponentsTable,
-    #[serde(default)]
-    pub limits: RuntimeLimits,
-    #[serde(default)]
-    pub engine: EngineSection,
-    #[serde(default)]
-    pub log: LogSection,
-    #[serde(default)]
-    pub companion: CompanionSection,
-    /// Where the policy was read from.
-    #[serde(skip)]
-    pub origin: Origin,
+devin_bridge_policy::mode_policy! {
+    /// A whole companion policy file.
+    pub struct CompanionPolicy {
+        #[serde(default)]
+        pub companion: CompanionSection,
+    }
 }
 
 impl ModePolicy for CompanionPolicy {

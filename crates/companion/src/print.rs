@@ -32,6 +32,7 @@ use devin_bridge_agent::devin::print::{self as dialect, PrintFailure, PrintPermi
 use devin_bridge_agent::process::group::{end_child_group, kill_group};
 use devin_bridge_agent::process::keeper::{Lifeline, StopSignals};
 use devin_bridge_agent::process::{command_for, Spec};
+use nix::unistd::Pid;
 
 /// What a print run needs.
 #[derive(Debug, Clone)]
@@ -146,9 +147,63 @@ async fn tail<R: AsyncRead + Unpin>(mut reader: R, cap: usize) -> (Vec<u8>, bool
 
 /// Runs `devin -p`.
 pub(crate) async fn run(request: PrintRequest) -> PrintResult {
+    let Started {
+        mut child,
+        group,
+        lifeline,
+        mut signals,
+    } = match start(&request).await {
+        Ok(started) => started,
+        Err((kind, message)) => return PrintResult::failed(kind, message),
+    };
+    let stdout = spawn_tail(child.stdout.take(), request.cap);
+    let stderr = spawn_tail(child.stderr.take(), request.cap);
+    let waited = wait_for_devin(&mut child, &mut signals, request.timeout).await;
+    let status = end_group(&mut child, group, &waited, request.kill_grace).await;
+    if let Some(lifeline) = lifeline {
+        lifeline.release().await;
+    }
+    let (out, stdout_truncated) = collected(stdout).await;
+    let (err, _) = collected(stderr).await;
+    let exit_code = status.and_then(|s| s.code());
+    PrintResult {
+        failure: run_failure(&request, &waited, exit_code, &err),
+        stdout: String::from_utf8_lossy(&out).into_owned(),
+        stderr: String::from_utf8_lossy(&err).into_owned(),
+        stdout_truncated,
+        exit_code,
+    }
+}
+
+impl PrintResult {
+    /// A run that never started devin.
+    fn failed(kind: FailureKind, message: String) -> Self {
+        Self {
+            stdout: String::new(),
+            stderr: String::new(),
+            stdout_truncated: false,
+            exit_code: None,
+            failure: Some(JobFailure::new(kind, message)),
+        }
+    }
+}
+
+/// A started devin: the leader of its own process group, watched by the keeper, with the
+/// worker's stop signals caught.
+struct Started {
+    child: tokio::process::Child,
+    /// devin's group (its pid); `None` when its pid could not be read.
+    group: Option<Pid>,
+    lifeline: Option<Lifeline>,
+    signals: StopSignals,
+}
+
+/// Starts the keeper, catches the stop signals, then spawns devin and hands its group to the
+/// keeper: once devin runs, nothing may leave it unwatched.
+async fn start(request: &PrintRequest) -> Result<Started, (FailureKind, String)> {
     let spec = Spec {
         program: request.devin.path.clone(),
-        args: arguments(&request),
+        args: arguments(request),
         cwd: request.workspace.clone(),
         env: request.env.clone(),
         stderr_tail_bytes: 0,
@@ -161,149 +216,155 @@ pub(crate) async fn run(request: PrintRequest) -> PrintResult {
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    let failed = |kind, message: String| PrintResult {
-        stdout: String::new(),
-        stderr: String::new(),
-        stdout_truncated: false,
-        exit_code: None,
-        failure: Some(JobFailure::new(kind, message)),
-    };
-    // The keeper first: once devin runs, nothing may leave it unwatched.
     let mut lifeline = if request.keeper {
-        match Lifeline::start(request.kill_grace, std::process::Stdio::null()) {
-            Ok(lifeline) => Some(lifeline),
-            Err(error) => {
-                return failed(
-                    FailureKind::Process,
-                    format!("cannot start the print run's group keeper: {error}"),
-                )
-            }
-        }
+        let started = Lifeline::start(request.kill_grace, std::process::Stdio::null());
+        Some(started.map_err(|error| {
+            (
+                FailureKind::Process,
+                format!("cannot start the print run's group keeper: {error}"),
+            )
+        })?)
     } else {
         None
     };
-    let mut signals = StopSignals::register();
-    let mut child = match command.spawn() {
-        Ok(child) => child,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            return failed(
-                FailureKind::MissingCli,
-                format!("cannot start devin: {error}"),
-            )
-        }
-        Err(error) => return failed(FailureKind::Process, format!("cannot start devin: {error}")),
-    };
+    let signals = StopSignals::register();
+    let child = command.spawn().map_err(|error| {
+        let kind = if error.kind() == std::io::ErrorKind::NotFound {
+            FailureKind::MissingCli
+        } else {
+            FailureKind::Process
+        };
+        (kind, format!("cannot start devin: {error}"))
+    })?;
     let pgid = child.id().and_then(|pid| i32::try_from(pid).ok());
     if let (Some(lifeline), Some(pid)) = (&mut lifeline, pgid) {
         if let Err(error) = lifeline.watch(pid).await {
-            // devin already exited (its status is read below), or the keeper is gone.
+            // devin already exited (its status is read later), or the keeper is gone.
             tracing::warn!(%error, "the print run's group keeper was not told about devin");
         }
     }
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let cap = request.cap;
-    let out_task = tokio::spawn(async move {
-        match stdout {
+    Ok(Started {
+        child,
+        group: pgid.map(Pid::from_raw),
+        lifeline,
+        signals,
+    })
+}
+
+/// Reads one of devin's streams to its end in a task of its own, keeping the last `cap` bytes.
+fn spawn_tail<R>(pipe: Option<R>, cap: usize) -> tokio::task::JoinHandle<(Vec<u8>, bool)>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+{
+    tokio::spawn(async move {
+        match pipe {
             Some(pipe) => tail(pipe, cap).await,
             None => (Vec::new(), false),
         }
-    });
-    let err_task = tokio::spawn(async move {
-        match stderr {
-            Some(pipe) => tail(pipe, cap).await,
-            None => (Vec::new(), false),
-        }
-    });
-    let mut stopped_by: Option<&'static str> = None;
-    let status = tokio::select! {
-        status = tokio::time::timeout(request.timeout, child.wait()) => status,
-        name = signals.recv() => {
-            stopped_by = Some(name);
-            Ok(Err(std::io::Error::other(name)))
-        }
-    };
-    let timed_out = status.is_err();
-    let group = pgid.map(nix::unistd::Pid::from_raw);
-    let status = match (status, group) {
-        (Ok(Ok(status)), group) => {
-            // Whatever devin left running in its group goes with it.
+    })
+}
+
+/// What a stream's task kept; nothing when it does not finish within two seconds of devin's
+/// end (a grandchild holding the pipe open) or failed.
+async fn collected(task: tokio::task::JoinHandle<(Vec<u8>, bool)>) -> (Vec<u8>, bool) {
+    tokio::time::timeout(Duration::from_secs(2), task)
+        .await
+        .unwrap_or_else(|_| Ok((Vec::new(), false)))
+        .unwrap_or_default()
+}
+
+/// How the wait for devin ended.
+#[derive(Debug)]
+enum Waited {
+    Exited(std::process::ExitStatus),
+    /// Its status could not be read.
+    Lost,
+    OverBudget,
+    /// The worker was asked to stop, by this signal.
+    Stopped(&'static str),
+}
+
+/// Waits for devin to exit within the budget, or for a stop signal to the worker.
+async fn wait_for_devin(
+    child: &mut tokio::process::Child,
+    signals: &mut StopSignals,
+    timeout: Duration,
+) -> Waited {
+    tokio::select! {
+        status = tokio::time::timeout(timeout, child.wait()) => match status {
+            Ok(Ok(status)) => Waited::Exited(status),
+            Ok(Err(_)) => Waited::Lost,
+            Err(_) => Waited::OverBudget,
+        },
+        name = signals.recv() => Waited::Stopped(name),
+    }
+}
+
+/// Ends what is left of devin's group; devin's status. After devin exited, whatever it left
+/// running in its group goes with it; otherwise (over budget, asked to stop) the group gets
+/// SIGTERM, devin the grace, then SIGKILL.
+async fn end_group(
+    child: &mut tokio::process::Child,
+    group: Option<Pid>,
+    waited: &Waited,
+    grace: Duration,
+) -> Option<std::process::ExitStatus> {
+    match (waited, group) {
+        (Waited::Exited(status), group) => {
             if let Some(group) = group {
                 kill_group(group);
             }
-            Some(status)
+            Some(*status)
         }
-        // Over budget or asked to stop: the group gets SIGTERM, devin the grace, then SIGKILL.
-        (_, Some(group)) => {
-            end_child_group(&mut child, group, request.kill_grace)
-                .await
-                .status
-        }
+        (_, Some(group)) => end_child_group(child, group, grace).await.status,
         (_, None) => {
             let _ = child.start_kill();
             child.wait().await.ok()
         }
-    };
-    if let Some(lifeline) = lifeline {
-        lifeline.release().await;
     }
-    let collect =
-        |joined: Result<(Vec<u8>, bool), tokio::task::JoinError>| joined.unwrap_or_default();
-    let (out, stdout_truncated) = collect(
-        tokio::time::timeout(Duration::from_secs(2), out_task)
-            .await
-            .unwrap_or_else(|_| Ok((Vec::new(), false))),
-    );
-    let (err, _) = collect(
-        tokio::time::timeout(Duration::from_secs(2), err_task)
-            .await
-            .unwrap_or_else(|_| Ok((Vec::new(), false))),
-    );
-    let exit_code = status.and_then(|s| s.code());
-    let failure = if let Some(signal) = stopped_by {
-        Some(JobFailure::new(
+}
+
+/// The run's failure, if any: a stop signal, then the budget, then devin's exit status and
+/// what it wrote on stderr.
+fn run_failure(
+    request: &PrintRequest,
+    waited: &Waited,
+    exit_code: Option<i32>,
+    stderr: &[u8],
+) -> Option<JobFailure> {
+    match (waited, exit_code) {
+        (Waited::Stopped(signal), _) => Some(JobFailure::new(
             FailureKind::Cancelled,
             format!("the worker received {signal}; devin -p was ended"),
-        ))
-    } else if timed_out {
-        Some(JobFailure::new(
+        )),
+        (Waited::OverBudget, _) => Some(JobFailure::new(
             FailureKind::Timeout,
             format!(
                 "devin -p exceeded its {} ms budget",
                 request.timeout.as_millis()
             ),
-        ))
-    } else if exit_code == Some(0) {
-        None
-    } else {
-        match exit_code {
-            Some(code) => {
-                let context = Context {
-                    client: None,
-                    resume: request.resume.as_deref(),
-                    home: Context::home_of(&request.env),
-                };
-                let (kind, message) = exit_failure(&String::from_utf8_lossy(&err), code, context);
-                Some(JobFailure::new(kind, message).with_model(request.model.as_deref()))
-            }
-            None => Some(JobFailure::new(
-                FailureKind::Error,
-                "devin -p was killed by a signal",
-            )),
+        )),
+        (_, Some(0)) => None,
+        (_, Some(code)) => {
+            let context = Context {
+                client: None,
+                resume: request.resume.as_deref(),
+                home: Context::home_of(&request.env),
+            };
+            let (kind, message) = exit_failure(&String::from_utf8_lossy(stderr), code, context);
+            Some(JobFailure::new(kind, message).with_model(request.model.as_deref()))
         }
-    };
-    PrintResult {
-        stdout: String::from_utf8_lossy(&out).into_owned(),
-        stderr: String::from_utf8_lossy(&err).into_owned(),
-        stdout_truncated,
-        exit_code,
-        failure,
+        (_, None) => Some(JobFailure::new(
+            FailureKind::Error,
+            "devin -p was killed by a signal",
+        )),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use devin_bridge_agent::testkit::marked_process_running;
 
     fn request(mode: RunMode) -> PrintRequest {
         PrintRequest {
@@ -505,20 +566,6 @@ mod tests {
         }
     }
 
-    /// Whether a process whose command line holds `marker` is alive (zombies excluded).
-    fn running(marker: &str) -> bool {
-        std::fs::read_dir("/proc")
-            .into_iter()
-            .flatten()
-            .filter_map(Result::ok)
-            .filter(|entry| {
-                std::fs::read_to_string(entry.path().join("stat"))
-                    .is_ok_and(|stat| !stat.contains(") Z "))
-            })
-            .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
-            .any(|cmdline| String::from_utf8_lossy(&cmdline).contains(marker))
-    }
-
     #[tokio::test]
     async fn output_is_capped_to_the_policy_cap_and_stderr_is_kept() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -580,11 +627,11 @@ mod tests {
         assert_eq!(result.failure.map(|f| f.kind), Some(FailureKind::Timeout));
         // SIGKILL reached the whole group: the grandchild is gone too.
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while running(&marker) && std::time::Instant::now() < deadline {
+        while marked_process_running(&marker) && std::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         assert!(
-            !running(&marker),
+            !marked_process_running(&marker),
             "the grandchild {marker} outlived the run"
         );
     }

@@ -7,6 +7,9 @@
 //! afterwards (never closed or deleted): a later job may resume it by id. Tools are checked against the mode's list; a
 //! refused tool kills the agent's process group. Success needs `stopReason: end_turn` and an
 //! `agent_stopped` with cause `complete`; everything else maps to a failure kind.
+//!
+//! `drive` runs those steps in that order, each a method of `SessionSetup`, then judges the
+//! turn by its stop reason and the agent's stop cause.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -18,7 +21,9 @@ use super::failure::{FailureKind, JobFailure};
 use super::jobs::{Delivery, RunMode};
 use super::models::{self, ModelsError};
 use super::preflight::Devin;
-use devin_bridge_agent::acp::{AcpError, AgentConnection, AgentLimits, ToolCallSeen, ToolGate};
+use devin_bridge_agent::acp::{
+    AcpError, AgentConnection, AgentLimits, PromptOutcome, ToolCallSeen, ToolGate,
+};
 use devin_bridge_agent::devin::options::Select;
 use devin_bridge_agent::devin::{self, ClientIdentity};
 use devin_bridge_agent::process::{SpawnError, Spec};
@@ -296,11 +301,6 @@ pub(crate) async fn run(request: RunRequest, progress: &(dyn Fn(Progress) + Sync
         // Success needs the agent's own account of the turn: give it a moment after the answer.
         stopped_wait: Duration::from_secs(2),
     };
-    let context = Context {
-        client: Some(&request.client),
-        resume: request.resume.as_deref(),
-        home: Context::home_of(&request.env),
-    };
     let started_agent = AgentConnection::start(&spec, limits, &request.client);
     let mut connection = match tokio::time::timeout(deadline, started_agent).await {
         Err(_) => {
@@ -310,7 +310,7 @@ pub(crate) async fn run(request: RunRequest, progress: &(dyn Fn(Progress) + Sync
             )
         }
         Ok(Err(error)) => {
-            let (kind, message) = failure_of(&error, context);
+            let (kind, message) = acp_failure(&request, error);
             return result.failed(kind, message);
         }
         Ok(Ok(connection)) => connection,
@@ -359,96 +359,154 @@ pub(crate) async fn run(request: RunRequest, progress: &(dyn Fn(Progress) + Sync
     result
 }
 
-/// Session setup and the prompt turn. Failures come back as (kind, message).
+/// A run's failure: its kind and the message for the record.
+type Failure = (FailureKind, String);
+
+/// Session setup and the prompt turn.
 async fn drive(
     connection: &mut AgentConnection,
     request: &RunRequest,
     result: &mut RunResult,
     progress: &(dyn Fn(Progress) + Sync),
-) -> Result<(), (FailureKind, String)> {
-    let context = Context {
-        client: Some(&request.client),
-        resume: request.resume.as_deref(),
-        home: Context::home_of(&request.env),
-    };
-    let acp = |error: AcpError| failure_of(&error, context);
-    let (session_id, mut options) = match &request.resume {
-        Some(id) => {
-            let loaded = connection
+) -> Result<(), Failure> {
+    let mut session = SessionSetup::open(connection, request).await?;
+    result.session_id = Some(session.id.clone());
+    progress(Progress::Session {
+        id: session.id.clone(),
+    });
+    let selected = session.select_model(result, progress).await?;
+    let variant = session.apply_effort(selected, result, progress).await?;
+    session.set_standard_speed().await;
+    let outcome = session.prompt(result).await?;
+    result.usage = outcome.usage.clone();
+    result.observed_model = outcome.observed_model();
+    result.stop_cause = outcome.account.stopped.as_ref().map(|s| s.cause.clone());
+    result.stop_reason = Some(stop_reason_name(&outcome.stop_reason).to_owned());
+    if let Some(warning) = session.model_mismatch(result.observed_model.as_deref(), variant) {
+        result.warnings.push(warning);
+    }
+    result.text = Some(outcome.text.clone());
+    stop_reason_verdict(&outcome)?;
+    stop_cause_verdict(result.stop_cause.as_deref())
+}
+
+/// The job's session on a started agent, from its creation (or loading) to its prompt.
+struct SessionSetup<'a> {
+    connection: &'a mut AgentConnection,
+    request: &'a RunRequest,
+    id: String,
+    /// The session's config options as last reported (each change answers with them all).
+    options: Vec<v1::SessionConfigOption>,
+}
+
+impl<'a> SessionSetup<'a> {
+    /// `session/load` of the session to resume, else `session/new`.
+    async fn open(
+        connection: &'a mut AgentConnection,
+        request: &'a RunRequest,
+    ) -> Result<Self, Failure> {
+        let opened = match &request.resume {
+            Some(id) => connection
                 .load_session(id, &request.workspace)
                 .await
-                .map_err(acp)?;
-            (id.clone(), loaded.config_options.unwrap_or_default())
-        }
-        None => {
-            let created = connection
+                .map(|loaded| (id.clone(), loaded.config_options.unwrap_or_default())),
+            None => connection
                 .new_session(&request.workspace)
                 .await
-                .map_err(acp)?;
-            (
-                created.session_id.0.to_string(),
-                created.config_options.unwrap_or_default(),
-            )
-        }
-    };
-    result.session_id = Some(session_id.clone());
-    progress(Progress::Session {
-        id: session_id.clone(),
-    });
-    let model_error = |error: ModelsError| match error {
-        ModelsError::Input(message) => (FailureKind::Input, message),
-        ModelsError::Setup(message) => (FailureKind::Setup, message),
-        other => (FailureKind::Error, other.to_string()),
-    };
-    // The model value the session runs, and its display name, for the effort and the check
-    // of the model the agent reports.
-    let mut selected: Option<String> = None;
-    if let Some(resolved) = &request.model {
-        let chosen = models::session_model(&options, resolved).map_err(model_error)?;
+                .map(|created| {
+                    (
+                        created.session_id.0.to_string(),
+                        created.config_options.unwrap_or_default(),
+                    )
+                }),
+        };
+        let (id, options) = opened.map_err(|error| acp_failure(request, error))?;
+        Ok(Self {
+            connection,
+            request,
+            id,
+            options,
+        })
+    }
+
+    fn acp(&self, error: AcpError) -> Failure {
+        acp_failure(self.request, error)
+    }
+
+    /// Sets the model asked for (or reads the session's own): the model value the session
+    /// runs, for the effort and the check of the model the agent reports.
+    async fn select_model(
+        &mut self,
+        result: &mut RunResult,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<Option<String>, Failure> {
+        let Some(resolved) = &self.request.model else {
+            // No --model: the account's default (or a resumed session's own) model.
+            let current = models::session_current_model(&self.options);
+            if let Some(current) = &current {
+                progress(Progress::ModelSet {
+                    resolved: current.clone(),
+                });
+                result.session_model = Some(current.clone());
+            }
+            return Ok(current);
+        };
+        let chosen = models::session_model(&self.options, resolved).map_err(model_failure)?;
         if let Some(config_id) = &chosen.set {
-            options = connection
-                .set_config_option(&session_id, config_id, &chosen.value)
+            self.options = self
+                .connection
+                .set_config_option(&self.id, config_id, &chosen.value)
                 .await
-                .map_err(acp)?;
+                .map_err(|error| self.acp(error))?;
         }
         progress(Progress::ModelSet {
             resolved: resolved.model_uid.clone(),
         });
         result.session_model = Some(resolved.model_uid.clone());
-        selected = Some(chosen.value);
-    } else if let Some(current) = models::session_current_model(&options) {
-        // No --model: the account's default (or a resumed session's own) model.
-        progress(Progress::ModelSet {
-            resolved: current.clone(),
-        });
-        result.session_model = Some(current.clone());
-        selected = Some(current);
+        Ok(Some(chosen.value))
     }
-    let mut variant: Option<String> = None;
-    if let Some(effort) = &request.effort {
-        let model = selected.clone().unwrap_or_default();
-        if let Some(chosen) =
-            models::session_effort(&options, &model, effort).map_err(model_error)?
-        {
-            options = connection
-                .set_config_option(&session_id, &chosen.config_id, &chosen.value)
-                .await
-                .map_err(acp)?;
-            // A variant (`swe-2-high`) records the effort asked for; a thought level its value.
-            let applied = if chosen.variant {
-                variant = Some(chosen.value.clone());
-                effort.to_ascii_lowercase()
-            } else {
-                chosen.value.clone()
-            };
-            result.effort_applied = Some(applied.clone());
-            progress(Progress::EffortSet { value: applied });
-        }
+
+    /// Sets the effort asked for, as a thought level or as the model's variant; the variant
+    /// chosen, if it was one.
+    async fn apply_effort(
+        &mut self,
+        selected: Option<String>,
+        result: &mut RunResult,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<Option<String>, Failure> {
+        let Some(effort) = &self.request.effort else {
+            return Ok(None);
+        };
+        let model = selected.unwrap_or_default();
+        let Some(chosen) =
+            models::session_effort(&self.options, &model, effort).map_err(model_failure)?
+        else {
+            return Ok(None);
+        };
+        self.options = self
+            .connection
+            .set_config_option(&self.id, &chosen.config_id, &chosen.value)
+            .await
+            .map_err(|error| self.acp(error))?;
+        // A variant (`swe-2-high`) records the effort asked for; a thought level its value.
+        let (applied, variant) = if chosen.variant {
+            (effort.to_ascii_lowercase(), Some(chosen.value))
+        } else {
+            (chosen.value, None)
+        };
+        result.effort_applied = Some(applied.clone());
+        progress(Progress::EffortSet { value: applied });
+        Ok(variant)
     }
-    // Only a session that offers a speed option gets it set; a refusal costs nothing.
-    if let Some((config_id, value)) = models::session_speed_standard(&options) {
-        if let Err(error) = connection
-            .set_config_option(&session_id, &config_id, &value)
+
+    /// Only a session that offers a speed option gets it set; a refusal costs nothing.
+    async fn set_standard_speed(&mut self) {
+        let Some((config_id, value)) = models::session_speed_standard(&self.options) else {
+            return;
+        };
+        if let Err(error) = self
+            .connection
+            .set_config_option(&self.id, &config_id, &value)
             .await
         {
             tracing::debug!(
@@ -457,79 +515,103 @@ async fn drive(
             );
         }
     }
-    connection
-        .set_mode(&session_id, acp_mode(request.mode))
-        .await
-        .map_err(acp)?;
-    let gate = ModeGate::for_mode(request.mode);
-    let prompt = vec![v1::ContentBlock::Text(v1::TextContent::new(
-        request.brief.clone(),
-    ))];
-    // Recorded with the outcome, not as progress: one fewer synced write per job.
-    result.request_id = Some(connection.next_request_id().to_string());
-    let outcome = connection
-        .prompt(&session_id, prompt, &gate)
-        .await
-        .map_err(acp)?;
-    result.usage = outcome.usage.clone();
-    result.observed_model = outcome.observed_model();
-    result.stop_cause = outcome.account.stopped.as_ref().map(|s| s.cause.clone());
-    let stop_reason = stop_reason_name(&outcome.stop_reason);
-    result.stop_reason = Some(stop_reason.to_owned());
-    if let (Some(resolved), Some(observed)) = (&request.model, &result.observed_model) {
+
+    /// Sets the mode and sends the brief through the mode's tool gate.
+    async fn prompt(&mut self, result: &mut RunResult) -> Result<PromptOutcome, Failure> {
+        self.connection
+            .set_mode(&self.id, acp_mode(self.request.mode))
+            .await
+            .map_err(|error| self.acp(error))?;
+        let gate = ModeGate::for_mode(self.request.mode);
+        let prompt = vec![v1::ContentBlock::Text(v1::TextContent::new(
+            self.request.brief.clone(),
+        ))];
+        // Recorded with the outcome, not as progress: one fewer synced write per job.
+        result.request_id = Some(self.connection.next_request_id().to_string());
+        self.connection
+            .prompt(&self.id, prompt, &gate)
+            .await
+            .map_err(|error| self.acp(error))
+    }
+
+    /// A warning when the model the agent reports is neither the one selected nor the
+    /// effort's variant of it.
+    fn model_mismatch(&self, observed: Option<&str>, variant: Option<String>) -> Option<String> {
+        let (resolved, observed) = (self.request.model.as_ref()?, observed?);
         let variant_name = variant.as_deref().and_then(|value| {
-            Select::model(&options).and_then(|s| s.name_of(value).map(str::to_owned))
+            Select::model(&self.options).and_then(|s| s.name_of(value).map(str::to_owned))
         });
         let served_variant = variant.as_deref().is_some_and(|value| {
             devin::stats::names_model(observed, value, variant_name.as_deref())
         });
-        if !served_variant
-            && !devin::stats::names_model(observed, &resolved.acp_id, Some(&resolved.label))
-        {
-            result.warnings.push(format!(
+        let served_selected =
+            devin::stats::names_model(observed, &resolved.acp_id, Some(&resolved.label));
+        (!served_variant && !served_selected).then(|| {
+            format!(
                 "model_mismatch: selected {}, served {observed}",
                 resolved.label
-            ));
-        }
+            )
+        })
     }
-    result.text = Some(outcome.text.clone());
+}
+
+/// An ACP error of this run as a failure.
+fn acp_failure(request: &RunRequest, error: AcpError) -> Failure {
+    let context = Context {
+        client: Some(&request.client),
+        resume: request.resume.as_deref(),
+        home: Context::home_of(&request.env),
+    };
+    failure_of(&error, context)
+}
+
+/// A model or effort the session cannot run as a failure.
+fn model_failure(error: ModelsError) -> Failure {
+    match error {
+        ModelsError::Input(message) => (FailureKind::Input, message),
+        ModelsError::Setup(message) => (FailureKind::Setup, message),
+        other => (FailureKind::Error, other.to_string()),
+    }
+}
+
+/// Only `end_turn` ends a turn well; every other stop reason is the run's failure.
+fn stop_reason_verdict(outcome: &PromptOutcome) -> Result<(), Failure> {
+    let stop_reason = stop_reason_name(&outcome.stop_reason);
     match outcome.stop_reason {
-        v1::StopReason::EndTurn => {}
+        v1::StopReason::EndTurn => Ok(()),
         v1::StopReason::Refusal => {
-            return Err((FailureKind::Refused, "the agent refused the request".into()))
+            Err((FailureKind::Refused, "the agent refused the request".into()))
         }
-        v1::StopReason::MaxTokens | v1::StopReason::MaxTurnRequests => {
-            return Err((
-                FailureKind::Resource,
-                format!("the agent stopped at a limit ({stop_reason})"),
-            ))
-        }
+        v1::StopReason::MaxTokens | v1::StopReason::MaxTurnRequests => Err((
+            FailureKind::Resource,
+            format!("the agent stopped at a limit ({stop_reason})"),
+        )),
         v1::StopReason::Cancelled if outcome.permission_requests > 0 => {
             let mut tools = outcome.permission_tools.clone();
             tools.dedup();
-            return Err((
+            Err((
                 FailureKind::Permission,
                 format!(
                     "the agent asked for a permission the companion does not grant ({}); the turn was cancelled",
                     tools.join(", ")
                 ),
-            ));
-        }
-        v1::StopReason::Cancelled => {
-            return Err((
-                FailureKind::Cancelled,
-                "the agent cancelled the turn".into(),
             ))
         }
+        v1::StopReason::Cancelled => Err((
+            FailureKind::Cancelled,
+            "the agent cancelled the turn".into(),
+        )),
         #[allow(unreachable_patterns)]
-        _ => {
-            return Err((
-                FailureKind::Protocol,
-                format!("unknown stop reason {stop_reason}"),
-            ))
-        }
+        _ => Err((
+            FailureKind::Protocol,
+            format!("unknown stop reason {stop_reason}"),
+        )),
     }
-    match result.stop_cause.as_deref() {
+}
+
+/// After `end_turn`, success needs the agent's own account that the turn completed.
+fn stop_cause_verdict(cause: Option<&str>) -> Result<(), Failure> {
+    match cause {
         Some("complete") => Ok(()),
         Some(cause) => Err((
             FailureKind::Error,
@@ -739,6 +821,63 @@ mod tests {
         let (kind, message) = failure_of(&AcpError::ContentFiltered, context);
         assert_eq!(kind, FailureKind::Refused);
         assert!(message.contains("content filter"), "{message}");
+    }
+
+    fn outcome(stop_reason: v1::StopReason, permission_tools: &[&str]) -> PromptOutcome {
+        PromptOutcome {
+            stop_reason,
+            text: String::new(),
+            usage: None,
+            context_used: None,
+            account: devin::account::TurnAccount::default(),
+            permission_requests: u32::try_from(permission_tools.len()).expect("few"),
+            permission_tools: permission_tools.iter().map(|t| (*t).to_owned()).collect(),
+            tool_calls: Vec::new(),
+            elapsed: Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn only_an_end_turn_the_agent_reports_complete_succeeds() {
+        assert!(stop_reason_verdict(&outcome(v1::StopReason::EndTurn, &[])).is_ok());
+        let kind =
+            |reason, tools: &[&str]| stop_reason_verdict(&outcome(reason, tools)).map_err(|f| f.0);
+        assert_eq!(
+            kind(v1::StopReason::Refusal, &[]),
+            Err(FailureKind::Refused)
+        );
+        assert_eq!(
+            kind(v1::StopReason::MaxTokens, &[]),
+            Err(FailureKind::Resource)
+        );
+        assert_eq!(
+            kind(v1::StopReason::MaxTurnRequests, &[]),
+            Err(FailureKind::Resource)
+        );
+        assert_eq!(
+            kind(v1::StopReason::Cancelled, &[]),
+            Err(FailureKind::Cancelled)
+        );
+        let asked = stop_reason_verdict(&outcome(
+            v1::StopReason::Cancelled,
+            &["exec", "exec", "web"],
+        ))
+        .expect_err("a permission was asked");
+        assert_eq!(asked.0, FailureKind::Permission);
+        assert!(asked.1.contains("(exec, web)"), "{}", asked.1);
+        assert!(stop_cause_verdict(Some("complete")).is_ok());
+        let stopped = stop_cause_verdict(Some("max_turns")).expect_err("not complete");
+        assert_eq!(
+            stopped,
+            (
+                FailureKind::Error,
+                "the agent stopped with cause max_turns".to_owned()
+            )
+        );
+        assert_eq!(
+            stop_cause_verdict(None).map_err(|f| f.0),
+            Err(FailureKind::Error)
+        );
     }
 
     #[test]

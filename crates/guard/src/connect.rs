@@ -32,6 +32,7 @@ use super::dial;
 use super::handshake::{splice_watched, ClientWatch, TunnelEnd};
 use super::head::RequestHead;
 use super::hostmatch::{normalize_host, HostError};
+use super::policy::Via;
 use super::splice::{direction, supervise, Activity};
 use super::state::Shared;
 
@@ -114,108 +115,37 @@ pub(crate) async fn handle(
     early: Vec<u8>,
 ) {
     // 1. Policy on the request alone: no resolution, no upstream.
-    let (raw_host, port) = match split_authority(&request.target) {
-        Ok(parts) => parts,
-        Err(e) => {
-            pending.set_host(&request.target, None);
+    let (host, port) = match target(shared, &mut pending, &request.target) {
+        Target::Named(host, port) => (host, port),
+        Target::Literal(address) => {
+            return handle_literal(shared, stream, pending, address, early).await
+        }
+        Target::Refused(error) => {
             return shared
-                .deny_with(&mut stream, &pending, e.status(), e.reason())
-                .await;
+                .deny_with(&mut stream, &pending, error.status(), error.reason())
+                .await
         }
     };
-    pending.port = Some(port);
-    // The audit names the host in the form the decision is made on (IDNA-mapped), keeping the
-    // raw text escaped beside it when they differ.
-    let host = match check_host(raw_host) {
-        Ok(host) => {
-            pending.set_host(raw_host, Some(&host));
-            host
-        }
-        Err(TargetError::Host(HostError::IpLiteral))
-            if !shared.policy.allow_ip_literals.is_empty() =>
-        {
-            return match ip_literal(raw_host) {
-                Some(ip) => {
-                    pending.set_host(raw_host, Some(&ip.to_string()));
-                    handle_literal(shared, stream, pending, SocketAddr::new(ip, port), early).await;
-                }
-                // Only the plain forms are addresses here: a bare IPv6 address, a zone, or a
-                // spelling a resolver would read as a number (`2130706433`, `0x7f.1`) is
-                // refused as before.
-                None => {
-                    pending.set_host(raw_host, None);
-                    let e = TargetError::Host(HostError::IpLiteral);
-                    shared
-                        .deny_with(&mut stream, &pending, e.status(), e.reason())
-                        .await;
-                }
-            };
-        }
-        Err(e) => {
-            pending.set_host(raw_host, None);
-            return shared
-                .deny_with(&mut stream, &pending, e.status(), e.reason())
-                .await;
-        }
-    };
-    let policy = &shared.policy;
-    if !policy.ports.contains(&port) {
+    if let Some(reason) = shared.policy.destination_refusal(Via::Connect, &host, port) {
         return shared
-            .deny_with(&mut stream, &pending, FORBIDDEN, "port_not_allowed")
+            .deny_with(&mut stream, &pending, FORBIDDEN, reason)
             .await;
     }
-    if !policy.allow.matches(&host) {
-        return shared
-            .deny_with(&mut stream, &pending, FORBIDDEN, "host_not_allowlisted")
-            .await;
-    }
-
     // 2. The tunnel is open on the client side; read the ClientHello.
-    if stream.write_all(ESTABLISHED).await.is_err() {
-        return shared.decide(&pending, Decision::Deny, "client_write_error", None, (0, 0));
-    }
-    let limits = policy.connection_limits;
-    let (hello, raw, after) = match read_client_hello(
-        &mut stream,
-        early,
-        limits.client_hello_max_bytes,
-        limits.client_hello_timeout(),
-    )
-    .await
-    {
-        Ok(found) => found,
-        Err(e) => return shared.decide(&pending, Decision::Deny, e.reason(), None, (0, 0)),
+    let (raw, after) = match client_hello(shared, &mut stream, &mut pending, &host, early).await {
+        Ok(read) => read,
+        Err(reason) => return shared.decide(&pending, Decision::Deny, reason, None, (0, 0)),
     };
-    pending.sni = Some(sanitize(&hello.sni));
-    match normalize_host(&hello.sni) {
-        Ok(sni) if sni == host => {}
-        Ok(_) => return shared.decide(&pending, Decision::Deny, "sni_mismatch", None, (0, 0)),
-        Err(_) => return shared.decide(&pending, Decision::Deny, "invalid_sni", None, (0, 0)),
-    }
-
     // 3. Resolve once, classify, dial that address.
-    let (mut upstream, resolved) = match dial::resolve_and_dial(shared, &host, port).await {
-        Ok(found) => found,
-        Err((e, addr)) => {
-            pending.resolved = addr;
-            return shared.decide(&pending, Decision::Deny, e.reason(), None, (0, 0));
-        }
+    let Some((upstream, resolved)) = dial_and_replay(shared, &mut pending, &host, port, &raw).await
+    else {
+        return;
     };
-    pending.resolved = Some(resolved);
-    let _ = upstream.set_nodelay(true);
-    if upstream.write_all(&raw).await.is_err() {
-        return shared.decide(
-            &pending,
-            Decision::Allow,
-            "allowlisted",
-            Some("error"),
-            (0, 0),
-        );
-    }
     let replayed = raw.len() as u64;
     drop(raw);
     tracing::debug!(%host, port, %resolved, "tunnel open");
     // 4. Splice, with every later ClientHello of the handshake checked before it is forwarded.
+    let limits = shared.policy.connection_limits;
     let mut shutdown = shared.shutdown.clone();
     let watch = ClientWatch::new(host, limits.client_hello_max_bytes);
     let (up, down, end) =
@@ -237,6 +167,118 @@ pub(crate) async fn handle(
             (replayed + up, down),
         ),
     }
+}
+
+/// What a CONNECT target is, read from the request alone.
+enum Target {
+    /// A DNS name, normalised, and the port.
+    Named(String, u16),
+    /// An IP literal the policy's `allow_ip_literals` may let through.
+    Literal(SocketAddr),
+    Refused(TargetError),
+}
+
+/// Reads the target `host:port`, recording in `pending` the host in the form the decision is
+/// made on (IDNA-mapped), with the raw text escaped beside it when they differ.
+fn target(shared: &Shared, pending: &mut Pending, authority: &str) -> Target {
+    let (raw_host, port) = match split_authority(authority) {
+        Ok(parts) => parts,
+        Err(e) => {
+            pending.set_host(authority, None);
+            return Target::Refused(e);
+        }
+    };
+    pending.port = Some(port);
+    match check_host(raw_host) {
+        Ok(host) => {
+            pending.set_host(raw_host, Some(&host));
+            Target::Named(host, port)
+        }
+        Err(e @ TargetError::Host(HostError::IpLiteral))
+            if !shared.policy.allow_ip_literals.is_empty() =>
+        {
+            match ip_literal(raw_host) {
+                Some(ip) => {
+                    pending.set_host(raw_host, Some(&ip.to_string()));
+                    Target::Literal(SocketAddr::new(ip, port))
+                }
+                // Only the plain forms are addresses here: a bare IPv6 address, a zone, or a
+                // spelling a resolver would read as a number (`2130706433`, `0x7f.1`) is
+                // refused as before.
+                None => {
+                    pending.set_host(raw_host, None);
+                    Target::Refused(e)
+                }
+            }
+        }
+        Err(e) => {
+            pending.set_host(raw_host, None);
+            Target::Refused(e)
+        }
+    }
+}
+
+/// Answers `200`, then reads the ClientHello (reassembled, capped, timed) and checks that its
+/// SNI is the CONNECT host: its raw bytes and what the client sent after it, or the audit
+/// reason of a denial.
+async fn client_hello(
+    shared: &Shared,
+    stream: &mut TcpStream,
+    pending: &mut Pending,
+    host: &str,
+    early: Vec<u8>,
+) -> Result<(Vec<u8>, Vec<u8>), &'static str> {
+    if stream.write_all(ESTABLISHED).await.is_err() {
+        return Err("client_write_error");
+    }
+    let limits = shared.policy.connection_limits;
+    let (hello, raw, after) = read_client_hello(
+        stream,
+        early,
+        limits.client_hello_max_bytes,
+        limits.client_hello_timeout(),
+    )
+    .await
+    .map_err(|e| e.reason())?;
+    pending.sni = Some(sanitize(&hello.sni));
+    match normalize_host(&hello.sni) {
+        Ok(sni) if sni == host => Ok((raw, after)),
+        Ok(_) => Err("sni_mismatch"),
+        Err(_) => Err("invalid_sni"),
+    }
+}
+
+/// Resolves `host` once, dials one of its classified addresses and replays the ClientHello to
+/// it: the upstream and its address; `None` when the connection was decided here (a refused
+/// address, or a failed replay).
+async fn dial_and_replay(
+    shared: &Shared,
+    pending: &mut Pending,
+    host: &str,
+    port: u16,
+    raw: &[u8],
+) -> Option<(TcpStream, SocketAddr)> {
+    let (mut upstream, resolved) = match dial::resolve_and_dial(shared, host, port).await {
+        Ok(found) => found,
+        Err((e, addr)) => {
+            pending.resolved = addr;
+            shared.decide(pending, Decision::Deny, e.reason(), None, (0, 0));
+            return None;
+        }
+    };
+    pending.resolved = Some(resolved);
+    let _ = upstream.set_nodelay(true);
+    if upstream.write_all(raw).await.is_err() {
+        shared.decide(
+            pending,
+            Decision::Allow,
+            "allowlisted",
+            Some("error"),
+            (0, 0),
+        );
+        return None;
+    }
+    Some((upstream, resolved))
 }
 
 /// The address of a dotted-quad IPv4 target or a bracketed IPv6 one, in the strict forms the
@@ -261,9 +303,9 @@ async fn handle_literal(
     early: Vec<u8>,
 ) {
     let policy = &shared.policy;
-    if !policy.ports.contains(&target.port()) {
+    if let Some(reason) = policy.port_refusal(Via::Connect, target.port()) {
         return shared
-            .deny_with(&mut stream, &pending, FORBIDDEN, "port_not_allowed")
+            .deny_with(&mut stream, &pending, FORBIDDEN, reason)
             .await;
     }
     pending.resolved = Some(target);

@@ -19,6 +19,7 @@ use super::audit::{Decision, Pending};
 use super::connect::{check_host, parse_port, TargetError};
 use super::dial;
 use super::head::{connection_tokens, RequestHead, HOP_BY_HOP, MAX_HEADERS};
+use super::policy::Via;
 use super::splice::{pump, supervise, Activity};
 use super::state::Shared;
 
@@ -144,14 +145,9 @@ pub(crate) async fn handle(
                 .await
         }
     };
-    if !policy.http.ports.contains(&url.port) {
+    if let Some(reason) = policy.destination_refusal(Via::PlainHttp, &host, url.port) {
         return shared
-            .deny_with(&mut stream, &pending, FORBIDDEN, "port_not_allowed")
-            .await;
-    }
-    if !policy.allow.matches(&host) {
-        return shared
-            .deny_with(&mut stream, &pending, FORBIDDEN, "host_not_allowlisted")
+            .deny_with(&mut stream, &pending, FORBIDDEN, reason)
             .await;
     }
     let body_len = match body_length(&request.headers) {

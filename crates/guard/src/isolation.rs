@@ -209,117 +209,31 @@ pub fn proxy_authority(url: &str) -> Result<String, String> {
 
 /// Run every check.
 pub async fn verify(args: &VerifyIsolationArgs, env: &Environment) -> Vec<CheckResult> {
-    let mut out = Vec::new();
-    let sensitive = sensitive_vars(&env.vars, &args.allow_env);
-    out.push(CheckResult::new(
-        "env",
-        sensitive.is_empty(),
-        if sensitive.is_empty() {
-            "no sensitive variable".to_owned()
-        } else {
-            format!("sensitive variables present: {}", sensitive.join(", "))
-        },
-    ));
-
-    let mut docker: Vec<String> = env
-        .sockets
-        .iter()
-        .filter(|p| std::fs::symlink_metadata(p).is_ok())
-        .map(|p| p.display().to_string())
-        .collect();
-    if env.var("DOCKER_HOST").is_some() {
-        docker.push("DOCKER_HOST".to_owned());
-    }
-    out.push(CheckResult::new(
-        "docker_socket",
-        docker.is_empty(),
-        if docker.is_empty() {
-            "no Docker socket".to_owned()
-        } else {
-            format!("present: {}", docker.join(", "))
-        },
-    ));
-
-    out.push(CheckResult::new(
-        "non_root",
-        env.euid != 0,
-        format!("effective uid {}", env.euid),
-    ));
-
+    let mut out = vec![
+        env_check(env, &args.allow_env),
+        docker_socket_check(env),
+        CheckResult::new(
+            "non_root",
+            env.euid != 0,
+            format!("effective uid {}", env.euid),
+        ),
+    ];
     let forbidden: Vec<String> = if args.forbidden.is_empty() {
         DEFAULT_FORBIDDEN.iter().map(|s| s.to_string()).collect()
     } else {
         args.forbidden.clone()
     };
-    let proxy_url = args.proxy.clone().or_else(|| {
-        ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"]
-            .iter()
-            .find_map(|n| env.var(n).map(str::to_owned))
-    });
-    let proxy = match proxy_url.as_deref().map(proxy_authority) {
-        None => {
-            out.push(CheckResult::new(
-                "proxy",
-                false,
-                "no proxy configured (--proxy or HTTPS_PROXY)",
-            ));
-            None
-        }
-        Some(Err(why)) => {
-            out.push(CheckResult::new("proxy", false, why));
-            None
-        }
-        Some(Ok(authority)) => {
-            out.push(CheckResult::new(
-                "proxy",
-                true,
-                format!("http://{authority}"),
-            ));
-            Some(authority)
-        }
-    };
-
+    let (proxy_check, proxy) = proxy_check(args.proxy.as_deref(), env);
+    out.push(proxy_check);
+    // The audit log's length before the probes: only what they add is read.
     let audit_start = args
         .audit
         .as_deref()
         .map(|p| std::fs::metadata(p).map(|m| m.len()));
-
     let timeout = Duration::from_millis(args.timeout_ms.max(1));
     for host in &forbidden {
-        let name = format!("unreachable:{host}");
-        let Some(proxy) = proxy.as_deref() else {
-            out.push(CheckResult::new(
-                name,
-                false,
-                "no usable proxy to probe through",
-            ));
-            continue;
-        };
-        let connect = probe(
-            proxy,
-            format!("CONNECT {host}:443 HTTP/1.1\r\nHost: {host}:443\r\n\r\n"),
-            timeout,
-        )
-        .await;
-        let plain = probe(
-            proxy,
-            format!("GET http://{host}/ HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
-            timeout,
-        )
-        .await;
-        let ok = matches!((&connect, &plain), (Ok(a), Ok(b)) if !is_success(*a) && !is_success(*b));
-        let show = |r: &Result<u16, String>| match r {
-            Ok(code) if is_success(*code) => format!("{code} (REACHABLE)"),
-            Ok(code) => format!("{code}"),
-            Err(e) => format!("error: {e}"),
-        };
-        out.push(CheckResult::new(
-            name,
-            ok,
-            format!("CONNECT {} / plain GET {}", show(&connect), show(&plain)),
-        ));
+        out.push(unreachable_check(proxy.as_deref(), host, timeout).await);
     }
-
     if args.direct {
         for host in &forbidden {
             out.push(check_no_direct_route(host, timeout).await);
@@ -331,7 +245,6 @@ pub async fn verify(args: &VerifyIsolationArgs, env: &Environment) -> Vec<CheckR
     for path in &args.private {
         out.push(check_private(path));
     }
-
     match (&args.audit, audit_start) {
         (Some(path), Some(start)) => {
             out.extend(check_audit(path, start.ok(), &forbidden));
@@ -343,6 +256,99 @@ pub async fn verify(args: &VerifyIsolationArgs, env: &Environment) -> Vec<CheckR
         }),
     }
     out
+}
+
+/// `env`: no sensitive variable (beyond those allowed) in the environment.
+fn env_check(env: &Environment, allow: &[String]) -> CheckResult {
+    let sensitive = sensitive_vars(&env.vars, allow);
+    CheckResult::new(
+        "env",
+        sensitive.is_empty(),
+        if sensitive.is_empty() {
+            "no sensitive variable".to_owned()
+        } else {
+            format!("sensitive variables present: {}", sensitive.join(", "))
+        },
+    )
+}
+
+/// `docker_socket`: no Docker socket on disk and no `DOCKER_HOST`.
+fn docker_socket_check(env: &Environment) -> CheckResult {
+    let mut docker: Vec<String> = env
+        .sockets
+        .iter()
+        .filter(|p| std::fs::symlink_metadata(p).is_ok())
+        .map(|p| p.display().to_string())
+        .collect();
+    if env.var("DOCKER_HOST").is_some() {
+        docker.push("DOCKER_HOST".to_owned());
+    }
+    CheckResult::new(
+        "docker_socket",
+        docker.is_empty(),
+        if docker.is_empty() {
+            "no Docker socket".to_owned()
+        } else {
+            format!("present: {}", docker.join(", "))
+        },
+    )
+}
+
+/// `proxy`: the proxy to probe through (`--proxy`, else the environment's), and its
+/// `host:port` when it is usable.
+fn proxy_check(flag: Option<&str>, env: &Environment) -> (CheckResult, Option<String>) {
+    let proxy_url = flag.map(str::to_owned).or_else(|| {
+        ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"]
+            .iter()
+            .find_map(|n| env.var(n).map(str::to_owned))
+    });
+    match proxy_url.as_deref().map(proxy_authority) {
+        None => (
+            CheckResult::new(
+                "proxy",
+                false,
+                "no proxy configured (--proxy or HTTPS_PROXY)",
+            ),
+            None,
+        ),
+        Some(Err(why)) => (CheckResult::new("proxy", false, why), None),
+        Some(Ok(authority)) => (
+            CheckResult::new("proxy", true, format!("http://{authority}")),
+            Some(authority),
+        ),
+    }
+}
+
+/// `unreachable:<host>`: through the proxy, neither a CONNECT to `host:443` nor a plain GET
+/// of `http://host/` succeeds.
+async fn unreachable_check(proxy: Option<&str>, host: &str, timeout: Duration) -> CheckResult {
+    let name = format!("unreachable:{host}");
+    let Some(proxy) = proxy else {
+        return CheckResult::new(name, false, "no usable proxy to probe through");
+    };
+    let connect = probe(
+        proxy,
+        format!("CONNECT {host}:443 HTTP/1.1\r\nHost: {host}:443\r\n\r\n"),
+        timeout,
+    )
+    .await;
+    let plain = probe(
+        proxy,
+        format!("GET http://{host}/ HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
+        timeout,
+    )
+    .await;
+    let ok = matches!((&connect, &plain), (Ok(a), Ok(b)) if !is_success(*a) && !is_success(*b));
+    let show = |r: &Result<u16, String>| match r {
+        Ok(code) if is_success(*code) => format!("{code} (REACHABLE)"),
+        Ok(code) => format!("{code}"),
+        Err(e) => format!("error: {e}"),
+    };
+    CheckResult::new(
+        name,
+        ok,
+        format!("CONNECT {} / plain GET {}", show(&connect), show(&plain)),
+    )
 }
 
 /// `no_direct_route:<host>`: a TCP connection to `host:443` without the proxy must fail.

@@ -5,6 +5,10 @@
 //! allowlist (deny everything), port 443 only, plain HTTP off, no address range allowed beyond
 //! the public unicast space, no name pins. Unknown keys are an error (`deny_unknown_fields`).
 //! Relative paths are resolved against the directory of the policy file.
+//!
+//! The compiled policy also answers the one question CONNECT and plain HTTP both ask of a
+//! destination before resolving it (`CompiledPolicy::destination_refusal`: its port, then its
+//! host), so the two protocols refuse alike and name the same audit reasons.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -222,6 +226,41 @@ pub(crate) struct CompiledPolicy {
     pub http: HttpPolicy,
     pub connection_limits: ConnectionLimits,
     pub resolve: BTreeMap<String, Pin>,
+}
+
+/// The protocol a destination is asked for: the ports each allows differ, the allowlist is
+/// the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Via {
+    /// A `CONNECT` tunnel (`ports`).
+    Connect,
+    /// A plain-HTTP request (`[http] ports`).
+    PlainHttp,
+}
+
+impl CompiledPolicy {
+    /// Why `port` is refused for `via` (`port_not_allowed`); `None` when it is allowed.
+    pub(crate) fn port_refusal(&self, via: Via, port: u16) -> Option<&'static str> {
+        let ports = match via {
+            Via::Connect => &self.ports,
+            Via::PlainHttp => &self.http.ports,
+        };
+        (!ports.contains(&port)).then_some("port_not_allowed")
+    }
+
+    /// Why a named destination is refused before anything is resolved or dialled: its port
+    /// first ([`Self::port_refusal`]), then a host off the allowlist (`host_not_allowlisted`);
+    /// `None` when both pass. CONNECT and plain HTTP ask the same two questions in this order,
+    /// so their audit reasons agree.
+    pub(crate) fn destination_refusal(
+        &self,
+        via: Via,
+        host: &str,
+        port: u16,
+    ) -> Option<&'static str> {
+        self.port_refusal(via, port)
+            .or_else(|| (!self.allow.matches(host)).then_some("host_not_allowlisted"))
+    }
 }
 
 impl GuardPolicy {
@@ -444,6 +483,41 @@ mod tests {
         assert!(p.allow_ranges.is_empty());
         assert!(p.listen.ip().is_loopback());
         assert!(p.compile().is_err(), "no audit path: refuse");
+    }
+
+    #[test]
+    fn a_destination_is_refused_by_its_protocols_port_first_then_by_the_allowlist() {
+        let p = GuardPolicy::from_toml_str(
+            "audit = \"/tmp/x.jsonl\"\nallow = [\"api.devin.ai\"]\nports = [443]\n[http]\nenabled = true\nports = [80]\n",
+        )
+        .unwrap();
+        let c = p.compile().unwrap();
+        assert_eq!(
+            c.destination_refusal(Via::Connect, "api.devin.ai", 443),
+            None
+        );
+        assert_eq!(
+            c.destination_refusal(Via::PlainHttp, "api.devin.ai", 80),
+            None
+        );
+        assert_eq!(
+            c.destination_refusal(Via::Connect, "api.devin.ai", 80),
+            Some("port_not_allowed")
+        );
+        assert_eq!(
+            c.destination_refusal(Via::PlainHttp, "api.devin.ai", 443),
+            Some("port_not_allowed")
+        );
+        assert_eq!(
+            c.destination_refusal(Via::Connect, "evil.example", 443),
+            Some("host_not_allowlisted")
+        );
+        // Both wrong: the port is named, as both protocols always have.
+        assert_eq!(
+            c.destination_refusal(Via::PlainHttp, "evil.example", 443),
+            Some("port_not_allowed")
+        );
+        assert_eq!(c.port_refusal(Via::Connect, 443), None);
     }
 
     #[test]

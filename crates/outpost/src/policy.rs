@@ -8,27 +8,14 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use devin_bridge_engine::{ComponentsTable, EngineSection, RuntimeLimits};
-use devin_bridge_policy::{LogSection, Mode, ModePolicy, Origin, PolicyError};
+use devin_bridge_policy::{Mode, ModePolicy, PolicyError};
 
-/// A whole outpost policy file.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct OutpostPolicy {
-    pub mode: Mode,
-    #[serde(default)]
-    pub components: ComponentsTable,
-    #[serde(default)]
-    pub limits: RuntimeLimits,
-    #[serde(default)]
-    pub engine: EngineSection,
-    #[serde(default)]
-    pub log: LogSection,
-    #[serde(default)]
-    pub outpost: OutpostSection,
-    /// Where the policy was read from.
-    #[serde(skip)]
-    pub origin: Origin,
+devin_bridge_policy::mode_policy! {
+    /// A whole outpost policy file.
+    pub struct OutpostPolicy {
+        #[serde(default)]
+        pub outpost: OutpostSection,
+    }
 }
 
 impl ModePolicy for OutpostPolicy {

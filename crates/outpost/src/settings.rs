@@ -1,5 +1,10 @@
 //! The worker's settings: flags win over environment variables, which win over the policy's
 //! `[outpost]` section, which has the documented defaults.
+//!
+//! That precedence is spelt once, by `Setting`; a blank environment variable counts as unset.
+//! Each setting that is more than a copy of the policy's value is one named step of
+//! `Sources`, and `WorkerSettings::resolve` runs the steps in a fixed order, so that of
+//! several faults the same one is reported first.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -159,149 +164,32 @@ impl WorkerSettings {
         env: impl Fn(&str) -> Option<String>,
         current_dir: &Path,
     ) -> Result<Self, WorkerSettingsError> {
-        let section: &OutpostSection = &policy.outpost;
-        let env_var = |name: &str| env(name).filter(|value| !value.trim().is_empty());
-        let home = env_var("HOME").map(PathBuf::from);
-        let worker_home = |what: &'static str| {
-            home.as_ref()
-                .map(|home| home.join(".devin/worker"))
-                .ok_or(WorkerSettingsError::NoHome(what))
+        let sources = Sources {
+            policy,
+            section: &policy.outpost,
+            flags,
+            env: &env,
+            current_dir,
         };
-
-        let token = match flags.token.clone().or_else(|| env_var(env::TOKEN)) {
-            Some(token) => Secret::new(token.trim().to_owned()),
-            None => match &section.token_file {
-                Some(file) => read_token_file(&policy.resolve(file))?,
-                None => return Err(WorkerSettingsError::NoToken),
-            },
-        };
-        let api_url = flags
-            .api_url
+        let section = sources.section;
+        // The steps run in this order, so that of several faults the same one is reported.
+        let token = sources.token()?;
+        let (api_url, static_base_url) = sources.base_urls();
+        let gateway_fallback = sources.gateway_fallback()?;
+        let remote_sha = sources.remote_sha()?;
+        let acceptor_id = sources.acceptor_id()?;
+        let session = flags
+            .session
             .clone()
-            .or_else(|| env_var(env::API_URL))
-            .unwrap_or_else(|| section.api_url.clone());
-        let static_base_url = flags
-            .static_base_url
-            .clone()
-            .or_else(|| env_var(env::STATIC_BASE_URL))
-            .unwrap_or_else(|| section.static_base_url.clone());
-        let gateway_fallback = flags
-            .gateway_url
-            .clone()
-            .or_else(|| env_var(env::GATEWAY_URL))
-            .or_else(|| section.gateway_url.clone());
-        if let Some(gateway) = &gateway_fallback {
-            check_gateway_url(gateway)?;
-        }
-        let remote_sha = match flags
-            .remote_binary_sha
-            .clone()
-            .or_else(|| env_var(env::REMOTE_SHA))
-            .or_else(|| section.remote_binary_sha.clone())
-        {
-            Some(value) => {
-                Some(
-                    value
-                        .parse::<Commit>()
-                        .map_err(|error| WorkerSettingsError::Invalid {
-                            what: "the devin-remote commit",
-                            value,
-                            message: error.to_string(),
-                        })?,
-                )
-            }
-            None => None,
-        };
-        let acceptor_id =
-            match flags
-                .acceptor_id
-                .clone()
-                .or_else(|| env_var(env::ACCEPTOR_ID))
-            {
-                Some(value) => Some(value.parse::<AcceptorId>().map_err(|error| {
-                    WorkerSettingsError::Invalid {
-                        what: "the acceptor id",
-                        value,
-                        message: error.to_string(),
-                    }
-                })?),
-                None => None,
-            };
-        let session =
-            match &flags.session {
-                Some(value) => Some(value.parse::<SessionId>().map_err(|error| {
-                    WorkerSettingsError::Invalid {
-                        what: "the session id",
-                        value: value.clone(),
-                        message: error.to_string(),
-                    }
-                })?),
-                None => None,
-            };
-        let cache_dir = match flags
-            .cache_dir
-            .clone()
-            .or_else(|| env_var(env::CACHE_DIR).map(PathBuf::from))
-        {
-            Some(dir) => absolute(dir, current_dir),
-            None => match &section.cache_dir {
-                Some(dir) => policy.resolve(dir),
-                None => worker_home("the cache directory")?.join("cache"),
-            },
-        };
-        let data_dir = match &section.data_dir {
-            Some(dir) => policy.resolve(dir),
-            None => worker_home("the data directory")?,
-        };
-        let work_dir = match &section.work_dir {
-            Some(dir) => policy.resolve(dir),
-            None => current_dir.to_owned(),
-        };
-        let pty_bridge_port =
-            match flags.pty_bridge_port {
-                Some(port) => Some(port),
-                None => match env_var(env::PTY_BRIDGE_PORT) {
-                    Some(value) => Some(value.trim().parse::<u16>().map_err(|_| {
-                        WorkerSettingsError::Invalid {
-                            what: "DEVIN_PTY_BRIDGE_PORT",
-                            value,
-                            message: "not a port number".into(),
-                        }
-                    })?),
-                    None => section.pty_bridge_port,
-                },
-            };
-        let chrome_path = env_var(env::CHROME_PATH)
-            .map(PathBuf::from)
-            .or_else(|| section.chrome_path.clone());
-        let poll_secs = flags
-            .poll_interval_secs
-            .unwrap_or(section.poll_interval_secs);
-        if poll_secs == 0 {
-            return Err(WorkerSettingsError::Invalid {
-                what: "--poll-interval-secs",
-                value: "0".into(),
-                message: "must be at least 1".into(),
-            });
-        }
-        let actual = machine_platform();
-        let platform = match &section.platform {
-            Some(configured) if configured != actual => {
-                return Err(WorkerSettingsError::PlatformMismatch {
-                    configured: configured.clone(),
-                    actual: actual.to_owned(),
-                })
-            }
-            _ => actual.to_owned(),
-        };
-        let binary_suffix = machine_suffix().ok_or(WorkerSettingsError::UnsupportedMachine {
-            os: std::env::consts::OS,
-            arch: std::env::consts::ARCH,
-        })?;
-        let system_env = SYSTEM_ENV
-            .iter()
-            .filter_map(|name| env(name).map(|value| ((*name).to_owned(), value)))
-            .collect();
+            .map(|value| parse_as("the session id", value))
+            .transpose()?;
+        let (cache_dir, data_dir, work_dir) = sources.directories()?;
+        let pty_bridge_port = sources.pty_bridge_port()?;
+        let chrome_path = Setting::no_flag()
+            .or_env(sources.var(env::CHROME_PATH).map(PathBuf::from))
+            .or_policy(|| section.chrome_path.clone());
+        let poll_interval = poll_interval(flags, section)?;
+        let (platform, binary_suffix) = served_machine(section)?;
         Ok(Self {
             token,
             api: BaseUrl::parse("the fleet API URL", &api_url)?,
@@ -318,8 +206,8 @@ impl WorkerSettings {
             max_sessions: section.max_sessions,
             claim_spread: Duration::from_millis(section.claim_spread_ms),
             platform,
-            binary_suffix: binary_suffix.to_owned(),
-            poll_interval: Duration::from_secs(poll_secs),
+            binary_suffix,
+            poll_interval,
             watch_idle_timeout: Duration::from_secs(section.watch_idle_timeout_secs),
             request_timeout: Duration::from_millis(section.request_timeout_ms),
             max_response_bytes: section.max_response_bytes,
@@ -332,9 +220,242 @@ impl WorkerSettings {
             desktop: section.desktop,
             pty_bridge_port,
             network_enforcement: section.network_enforcement,
-            system_env,
+            system_env: sources.system_env(),
         })
     }
+}
+
+/// One setting in the worker's precedence: its flag, else its environment variable, else the
+/// policy. A later source is consulted only while no earlier one has set the value.
+#[derive(Debug)]
+struct Setting<T>(Option<T>);
+
+impl<T> Setting<T> {
+    /// Starts from the flag's value (`None`: the flag was not given).
+    fn flag(value: Option<T>) -> Self {
+        Self(value)
+    }
+
+    /// Starts a setting that has no flag.
+    fn no_flag() -> Self {
+        Self(None)
+    }
+
+    /// Unless set already: the environment variable's value (`None`: unset or blank).
+    fn or_env(self, value: Option<T>) -> Self {
+        Self(self.0.or(value))
+    }
+
+    /// Unless set already: the environment variable's text (`None`: unset or blank), read
+    /// by `parse` only when it is the value used.
+    fn try_or_env(
+        self,
+        text: Option<String>,
+        parse: impl FnOnce(String) -> Result<T, WorkerSettingsError>,
+    ) -> Result<Self, WorkerSettingsError> {
+        match self.0 {
+            Some(value) => Ok(Self(Some(value))),
+            None => text.map(parse).transpose().map(Self),
+        }
+    }
+
+    /// The flag's or the environment's value, converted (the policy's is not).
+    fn map<U>(self, convert: impl FnOnce(T) -> U) -> Setting<U> {
+        Setting(self.0.map(convert))
+    }
+
+    /// Unless set already: the policy's value, which may be unset; the setting's final value.
+    fn or_policy(self, value: impl FnOnce() -> Option<T>) -> Option<T> {
+        self.0.or_else(value)
+    }
+
+    /// Unless set already: the policy's value, which always is (a default stands in for an
+    /// absent key); the setting's final value.
+    fn or_policy_value(self, value: impl FnOnce() -> T) -> T {
+        self.0.unwrap_or_else(value)
+    }
+
+    /// The flag's or the environment's value, for a setting whose policy side is not a plain
+    /// value (a file to read, a default to compute).
+    fn given(self) -> Option<T> {
+        self.0
+    }
+}
+
+/// What a worker's settings are resolved from.
+struct Sources<'a> {
+    policy: &'a OutpostPolicy,
+    section: &'a OutpostSection,
+    flags: &'a Overrides,
+    env: &'a dyn Fn(&str) -> Option<String>,
+    current_dir: &'a Path,
+}
+
+impl Sources<'_> {
+    /// An environment variable's value; a blank one counts as unset.
+    fn var(&self, name: &str) -> Option<String> {
+        (self.env)(name).filter(|value| !value.trim().is_empty())
+    }
+
+    /// `~/.devin/worker`, the default home of `what`.
+    fn worker_home(&self, what: &'static str) -> Result<PathBuf, WorkerSettingsError> {
+        self.var("HOME")
+            .map(|home| PathBuf::from(home).join(".devin/worker"))
+            .ok_or(WorkerSettingsError::NoHome(what))
+    }
+
+    /// The fleet API token: the flag's or the variable's (trimmed), else the policy's file.
+    fn token(&self) -> Result<Secret, WorkerSettingsError> {
+        let given = Setting::flag(self.flags.token.clone())
+            .or_env(self.var(env::TOKEN))
+            .given();
+        match (given, &self.section.token_file) {
+            (Some(token), _) => Ok(Secret::new(token.trim().to_owned())),
+            (None, Some(file)) => read_token_file(&self.policy.resolve(file)),
+            (None, None) => Err(WorkerSettingsError::NoToken),
+        }
+    }
+
+    /// The fleet API's and the published binaries' base URLs, not yet parsed.
+    fn base_urls(&self) -> (String, String) {
+        let api = Setting::flag(self.flags.api_url.clone())
+            .or_env(self.var(env::API_URL))
+            .or_policy_value(|| self.section.api_url.clone());
+        let static_base = Setting::flag(self.flags.static_base_url.clone())
+            .or_env(self.var(env::STATIC_BASE_URL))
+            .or_policy_value(|| self.section.static_base_url.clone());
+        (api, static_base)
+    }
+
+    /// The gateway used when a claim answer carries none, checked.
+    fn gateway_fallback(&self) -> Result<Option<String>, WorkerSettingsError> {
+        let gateway = Setting::flag(self.flags.gateway_url.clone())
+            .or_env(self.var(env::GATEWAY_URL))
+            .or_policy(|| self.section.gateway_url.clone());
+        if let Some(gateway) = &gateway {
+            check_gateway_url(gateway)?;
+        }
+        Ok(gateway)
+    }
+
+    /// The `devin-remote` commit used when a session pins none.
+    fn remote_sha(&self) -> Result<Option<Commit>, WorkerSettingsError> {
+        Setting::flag(self.flags.remote_binary_sha.clone())
+            .or_env(self.var(env::REMOTE_SHA))
+            .or_policy(|| self.section.remote_binary_sha.clone())
+            .map(|value| parse_as("the devin-remote commit", value))
+            .transpose()
+    }
+
+    /// An explicit acceptor id (the policy has none: the persisted one is the default).
+    fn acceptor_id(&self) -> Result<Option<AcceptorId>, WorkerSettingsError> {
+        Setting::flag(self.flags.acceptor_id.clone())
+            .or_env(self.var(env::ACCEPTOR_ID))
+            .given()
+            .map(|value| parse_as("the acceptor id", value))
+            .transpose()
+    }
+
+    /// The cache, data and work directories, in that order. A flag's or variable's path is
+    /// taken against the current directory, a policy's against the policy's origin.
+    fn directories(&self) -> Result<(PathBuf, PathBuf, PathBuf), WorkerSettingsError> {
+        let section = self.section;
+        let cache_dir = Setting::flag(self.flags.cache_dir.clone())
+            .or_env(self.var(env::CACHE_DIR).map(PathBuf::from))
+            .map(|dir| absolute(dir, self.current_dir))
+            .or_policy(|| {
+                section
+                    .cache_dir
+                    .as_ref()
+                    .map(|dir| self.policy.resolve(dir))
+            });
+        let cache_dir = match cache_dir {
+            Some(dir) => dir,
+            None => self.worker_home("the cache directory")?.join("cache"),
+        };
+        let data_dir = match &section.data_dir {
+            Some(dir) => self.policy.resolve(dir),
+            None => self.worker_home("the data directory")?,
+        };
+        let work_dir = match &section.work_dir {
+            Some(dir) => self.policy.resolve(dir),
+            None => self.current_dir.to_owned(),
+        };
+        Ok((cache_dir, data_dir, work_dir))
+    }
+
+    /// A fixed PTY bridge port; the variable's text is read only when no flag is given.
+    fn pty_bridge_port(&self) -> Result<Option<u16>, WorkerSettingsError> {
+        Ok(Setting::flag(self.flags.pty_bridge_port)
+            .try_or_env(self.var(env::PTY_BRIDGE_PORT), |value| {
+                value
+                    .trim()
+                    .parse::<u16>()
+                    .map_err(|_| WorkerSettingsError::Invalid {
+                        what: "DEVIN_PTY_BRIDGE_PORT",
+                        value,
+                        message: "not a port number".into(),
+                    })
+            })?
+            .or_policy(|| self.section.pty_bridge_port))
+    }
+
+    /// The worker's own variables a remote may inherit, as set (blank ones too).
+    fn system_env(&self) -> Vec<(String, String)> {
+        SYSTEM_ENV
+            .iter()
+            .filter_map(|name| (self.env)(name).map(|value| ((*name).to_owned(), value)))
+            .collect()
+    }
+}
+
+/// `value` read as a `T`; a refusal names `what`.
+fn parse_as<T>(what: &'static str, value: String) -> Result<T, WorkerSettingsError>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    value
+        .parse::<T>()
+        .map_err(|error| WorkerSettingsError::Invalid {
+            what,
+            message: error.to_string(),
+            value,
+        })
+}
+
+/// The polling interval: the flag's, else the policy's; never zero.
+fn poll_interval(
+    flags: &Overrides,
+    section: &OutpostSection,
+) -> Result<Duration, WorkerSettingsError> {
+    let poll_secs = flags
+        .poll_interval_secs
+        .unwrap_or(section.poll_interval_secs);
+    if poll_secs == 0 {
+        return Err(WorkerSettingsError::Invalid {
+            what: "--poll-interval-secs",
+            value: "0".into(),
+            message: "must be at least 1".into(),
+        });
+    }
+    Ok(Duration::from_secs(poll_secs))
+}
+
+/// This machine's platform and binary suffix; a policy naming another platform is refused.
+fn served_machine(section: &OutpostSection) -> Result<(String, String), WorkerSettingsError> {
+    let actual = machine_platform();
+    if let Some(configured) = section.platform.as_ref().filter(|c| *c != actual) {
+        return Err(WorkerSettingsError::PlatformMismatch {
+            configured: configured.clone(),
+            actual: actual.to_owned(),
+        });
+    }
+    let binary_suffix = machine_suffix().ok_or(WorkerSettingsError::UnsupportedMachine {
+        os: std::env::consts::OS,
+        arch: std::env::consts::ARCH,
+    })?;
+    Ok((actual.to_owned(), binary_suffix.to_owned()))
 }
 
 fn absolute(path: PathBuf, current_dir: &Path) -> PathBuf {
@@ -489,6 +610,41 @@ mod tests {
         .expect("settings");
         assert_eq!(from_policy.api.as_str(), "https://policy.example");
         assert_eq!(from_policy.cache_dir, PathBuf::from("/etc/db/cache"));
+    }
+
+    #[test]
+    fn the_port_variable_is_read_only_when_no_flag_gives_a_port() {
+        let policy = policy("pty_bridge_port = 7000");
+        let env = env_of(&[
+            ("HOME", "/h"),
+            (env::TOKEN, "t"),
+            (env::PTY_BRIDGE_PORT, "not-a-port"),
+        ]);
+        let flags = Overrides {
+            pty_bridge_port: Some(9000),
+            ..Overrides::default()
+        };
+        let from_flag =
+            WorkerSettings::resolve(&policy, &flags, &env, Path::new("/")).expect("settings");
+        assert_eq!(from_flag.pty_bridge_port, Some(9000));
+        let error = WorkerSettings::resolve(&policy, &Overrides::default(), &env, Path::new("/"))
+            .expect_err("unreadable variable");
+        assert!(
+            error.to_string().contains("DEVIN_PTY_BRIDGE_PORT"),
+            "{error}"
+        );
+        let from_policy = WorkerSettings::resolve(
+            &policy,
+            &Overrides::default(),
+            env_of(&[
+                ("HOME", "/h"),
+                (env::TOKEN, "t"),
+                (env::PTY_BRIDGE_PORT, " "),
+            ]),
+            Path::new("/"),
+        )
+        .expect("settings");
+        assert_eq!(from_policy.pty_bridge_port, Some(7000));
     }
 
     #[test]

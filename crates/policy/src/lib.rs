@@ -8,7 +8,9 @@
 //! - reading `mode` first ([`read_mode`]) and refusing, by name, a section that belongs to
 //!   another mode before the mode's own strict (`deny_unknown_fields`) type parses the rest;
 //! - the sections every mode has: `[components]`, `[limits]`, `[engine]` (their types are the
-//!   engine's own) and `[log]`, and the [`EngineConfig`] they resolve to;
+//!   engine's own) and `[log]`, and the [`EngineConfig`] they resolve to; a mode's policy
+//!   type is declared with [`mode_policy!`], the one place those fields are spelt, and reads
+//!   them for [`ModePolicy`] with [`common_sections_access!`];
 //! - the process-wide log filter a policy's `[log]` puts in force (`log`).
 //!
 //! Every field has a safe default, and relative paths are resolved against the directory of
@@ -21,10 +23,9 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use devin_bridge_engine::{
-    ComponentLocation, ComponentPlace, ComponentsTable, EngineConfig, EngineSection, RuntimeLimits,
-    TransformKind,
-};
+use devin_bridge_engine::{ComponentLocation, ComponentPlace, EngineConfig, TransformKind};
+/// The engine's section types, named here for [`mode_policy!`].
+pub use devin_bridge_engine::{ComponentsTable, EngineSection, RuntimeLimits};
 
 /// Why a policy could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -278,6 +279,56 @@ impl CommonSections<'_> {
             }),
         }
     }
+}
+
+/// Declares a mode's policy type: the sections every mode has (`mode`, `[components]`,
+/// `[limits]`, `[engine]`, then the mode's own sections as given, then `[log]`), and where the
+/// policy was read from (`origin`, not read from the file). This is the one place those fields
+/// are spelt; [`common_sections_access!`] reads them for [`ModePolicy`]. The type is strict
+/// (`deny_unknown_fields`): a misspelt key is an error at load.
+///
+/// ```text
+/// devin_bridge_policy::mode_policy! {
+///     /// A whole companion policy file.
+///     pub struct CompanionPolicy {
+///         #[serde(default)]
+///         pub companion: CompanionSection,
+///     }
+/// }
+/// ```
+#[macro_export]
+macro_rules! mode_policy {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident {
+            $(
+                $(#[$field_meta:meta])*
+                $field_vis:vis $field:ident : $field_type:ty
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, ::serde::Deserialize, ::serde::Serialize)]
+        #[serde(deny_unknown_fields)]
+        $vis struct $name {
+            pub mode: $crate::Mode,
+            #[serde(default)]
+            pub components: $crate::ComponentsTable,
+            #[serde(default)]
+            pub limits: $crate::RuntimeLimits,
+            #[serde(default)]
+            pub engine: $crate::EngineSection,
+            $(
+                $(#[$field_meta])*
+                $field_vis $field: $field_type,
+            )*
+            #[serde(default)]
+            pub log: $crate::LogSection,
+            /// Where the policy was read from.
+            #[serde(skip)]
+            pub origin: $crate::Origin,
+        }
+    };
 }
 
 /// The three accessors of [`ModePolicy`] that every mode's policy type writes the same way, for
@@ -540,6 +591,46 @@ mod tests {
             error.to_string().contains("missing field `mode`"),
             "{error}"
         );
+    }
+
+    crate::mode_policy! {
+        /// A mode's policy with one section of its own.
+        struct Declared {
+            #[serde(default)]
+            own: LogSection,
+        }
+    }
+
+    impl ModePolicy for Declared {
+        const MODE: Mode = Mode::Companion;
+
+        crate::common_sections_access!();
+
+        fn validate_own(&self) -> Result<(), PolicyError> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_declared_policy_has_the_common_sections_and_its_own_and_refuses_unknown_keys() {
+        let text = "mode = \"companion\"\n[own]\nfilter = \"debug\"\n[log]\nfilter = \"warn\"\n[components.sse]\npath = \"sse.wasm\"\n";
+        let policy = Declared::parse(text, Path::new("test.toml"), Path::new("/etc/bridge"))
+            .expect("policy");
+        assert_eq!(policy.mode, Mode::Companion);
+        assert_eq!(policy.own.filter.as_deref(), Some("debug"));
+        assert_eq!(policy.log.filter.as_deref(), Some("warn"));
+        assert_eq!(policy.origin().base_dir, PathBuf::from("/etc/bridge"));
+        assert!(matches!(
+            &policy.engine_config().location(TransformKind::Sse).place,
+            ComponentPlace::File(path) if path == Path::new("/etc/bridge/sse.wasm")
+        ));
+        let error = Declared::parse(
+            "mode = \"companion\"\n[own]\nfilter = \"x\"\nstray = 1\n",
+            Path::new("test.toml"),
+            Path::new("/"),
+        )
+        .expect_err("unknown key");
+        assert!(error.to_string().contains("stray"), "{error}");
     }
 
     #[test]

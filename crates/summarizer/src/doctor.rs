@@ -31,12 +31,15 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use agent_client_protocol_schema::v1::SessionConfigOption;
 use devin_bridge_agent::acp::{AcpError, AgentConnection, AgentLimits, NoTools};
 use devin_bridge_agent::devin::observed::Observed;
 use devin_bridge_agent::devin::options::{choose_model, ModelChoice, Select};
 use devin_bridge_agent::devin::sessions::Release;
 use devin_bridge_agent::devin::stats::names_model;
+use devin_bridge_agent::devin::ClientIdentity;
 use devin_bridge_agent::identity::AgentIdentity;
+use devin_bridge_agent::process::Spec;
 use devin_bridge_agent::transcript::{Header, Recorder, Redactor};
 use devin_bridge_engine::{TransformCalls as _, Transforms};
 use devin_bridge_policy::ModePolicy;
@@ -235,128 +238,152 @@ async fn agent_checks(
     checks: &mut Vec<Check>,
     recorder: &std::sync::OnceLock<Recorder>,
 ) {
-    let client = policy.agent.client_identity();
-    let (client, spec) = match (client, crate::sandbox::agent_spec(policy, identity)) {
-        (Ok(client), Ok(spec)) => (client, spec),
-        (Err(error), _) => {
-            checks.push(fail(
-                "policy",
-                format!("agent.{error}"),
-                "set [agent] client_name and client_version (or remove them for the default windsurf 1.110.1)",
-            ));
-            return;
+    let ran = async {
+        let (client, spec) = agent_setup(policy, identity)?;
+        report.agent_command = spec.program.display().to_string();
+        checks.push(cli_check(&spec, report).await?);
+        let recorder = recorder.get_or_init(|| Recorder::new(Redactor::for_spec(&spec)));
+        let connection = start_agent(policy, &spec, &client, recorder).await?;
+        checks.push(initialize_check(connection.initialize_response()));
+        let (mut connection, session, options_now) =
+            open_session(connection, &spec, policy).await?;
+        checks.push(session_check(connection.signed_in(), &options_now));
+        let transforms = load_transforms(policy).await;
+        let catalog = match &transforms {
+            Ok(transforms) => catalog_ids(policy, transforms.clone()).await,
+            Err(error) => Err(error.clone()),
+        };
+        let launched = devin_bridge_agent::devin::options::launched_model(&spec.args);
+        let (models_check, chosen) = models_check(&options_now, &catalog, launched.as_deref());
+        checks.push(models_check);
+        if options.prompt {
+            let check = match &transforms {
+                Ok(transforms) => {
+                    let model = chosen.as_deref();
+                    let transforms = transforms.clone();
+                    prompt_check(&mut connection, transforms, &session, &options_now, model).await
+                }
+                Err(error) => fail(
+                    "prompt",
+                    format!("the policy's components could not be loaded: {error}"),
+                    "fix the [components] section, or build a binary that carries them (cargo xtask build)",
+                ),
+            };
+            checks.push(check);
         }
-        (_, Err(error)) => {
-            checks.push(fail(
-                "policy",
-                error.to_string(),
-                "fix the [agent] section (command, home, user) as the message says",
-            ));
-            return;
-        }
+        connection.release_session(&session).await;
+        let _ = connection.close(Duration::from_millis(500)).await;
+        Ok::<(), Check>(())
     };
-    report.agent_command = spec.program.display().to_string();
-    // The CLI's own version: its `initialize` answer names the agent program, not the CLI.
-    match crate::agent_version(&spec).await {
+    if let Err(failed) = ran.await {
+        checks.push(failed);
+    }
+}
+
+/// The policy's client identity and the agent's command as `serve` runs it; a failing
+/// `policy` check when either is wrong.
+fn agent_setup(
+    policy: &SummarizerPolicy,
+    identity: &AgentIdentity,
+) -> Result<(ClientIdentity, Spec), Check> {
+    let client = policy.agent.client_identity().map_err(|error| {
+        fail(
+            "policy",
+            format!("agent.{error}"),
+            "set [agent] client_name and client_version (or remove them for the default windsurf 1.110.1)",
+        )
+    })?;
+    let spec = crate::sandbox::agent_spec(policy, identity).map_err(|error| {
+        fail(
+            "policy",
+            error.to_string(),
+            "fix the [agent] section (command, home, user) as the message says",
+        )
+    })?;
+    Ok((client, spec))
+}
+
+/// `cli`: the CLI's own version (its `initialize` answer names the agent program, not the
+/// CLI), kept in the report.
+async fn cli_check(spec: &Spec, report: &mut Report) -> Result<Check, Check> {
+    match crate::agent_version(spec).await {
         Ok(version) => {
             report.cli_version = Some(version.clone());
-            checks.push(pass("cli", format!("{version} (from --version)")));
+            Ok(pass("cli", format!("{version} (from --version)")))
         }
-        Err(error) => {
-            checks.push(fail(
-                "cli",
-                format!("`{} --version` failed: {error:#}", spec.program.display()),
-                "install the Devin CLI, or point [agent] command (or DEVIN_BIN) at it",
-            ));
-            return;
-        }
+        Err(error) => Err(fail(
+            "cli",
+            format!("`{} --version` failed: {error:#}", spec.program.display()),
+            "install the Devin CLI, or point [agent] command (or DEVIN_BIN) at it",
+        )),
     }
+}
+
+/// Starts the agent with the policy's limits, its exchange recorded; a failing `initialize`
+/// check when it does not answer as an ACP agent.
+async fn start_agent(
+    policy: &SummarizerPolicy,
+    spec: &Spec,
+    client: &ClientIdentity,
+    recorder: &Recorder,
+) -> Result<AgentConnection, Check> {
     let limits = AgentLimits {
         init_timeout: Duration::from_millis(policy.agent.init_timeout_ms),
         turn_timeout: Duration::from_millis(policy.agent.turn_timeout_ms),
         output_cap: policy.agent.output_cap_bytes,
         stopped_wait: Duration::ZERO,
     };
-    let recorder = recorder.get_or_init(|| Recorder::new(Redactor::for_spec(&spec)));
-    let mut connection = match AgentConnection::start_recorded(
-        &spec,
-        limits,
-        &client,
-        Some(recorder.clone()),
-    )
-    .await
-    {
-        Ok(connection) => connection,
-        Err(error) => {
-            checks.push(fail(
-                    "initialize",
-                    describe(&error),
-                    "run the agent's command by hand with the policy's arguments; it must speak ACP version 1 on stdio",
-                ));
-            return;
-        }
-    };
-    checks.push(initialize_check(connection.initialize_response()));
-    let created = match connection.new_session(&spec.cwd).await {
-        Ok(created) => created,
-        Err(error) => {
-            checks.push(fail(
-                "session",
+    AgentConnection::start_recorded(spec, limits, client, Some(recorder.clone()))
+        .await
+        .map_err(|error| {
+            fail(
+                "initialize",
                 describe(&error),
-                &session_fix(&error, policy),
-            ));
+                "run the agent's command by hand with the policy's arguments; it must speak ACP version 1 on stdio",
+            )
+        })
+}
+
+/// `session/new` in the agent's working directory: the session's id and its options; a
+/// failing `session` check (the agent closed) when it is refused.
+async fn open_session(
+    mut connection: AgentConnection,
+    spec: &Spec,
+    policy: &SummarizerPolicy,
+) -> Result<(AgentConnection, String, Vec<SessionConfigOption>), Check> {
+    match connection.new_session(&spec.cwd).await {
+        Ok(created) => Ok((
+            connection,
+            created.session_id.0.to_string(),
+            created.config_options.unwrap_or_default(),
+        )),
+        Err(error) => {
+            let failed = fail("session", describe(&error), &session_fix(&error, policy));
             let _ = connection.close(Duration::from_millis(200)).await;
-            return;
+            Err(failed)
         }
-    };
-    let session = created.session_id.0.to_string();
-    let options_now = created.config_options.unwrap_or_default();
-    let option_ids: Vec<String> = options_now
+    }
+}
+
+/// `session`: how the session was had (signed in, or the home was logged in) and the ids of
+/// its options.
+fn session_check(signed_in: bool, options: &[SessionConfigOption]) -> Check {
+    let option_ids: Vec<String> = options
         .iter()
         .map(|option| option.id.0.chars().take(64).collect())
         .collect();
-    checks.push(pass(
+    pass(
         "session",
         format!(
             "session/new answered{}; session options [{}]",
-            if connection.signed_in() {
+            if signed_in {
                 " after signing in with the API key (devin-browser)"
             } else {
                 " (the agent's home is logged in)"
             },
             option_ids.join(", ")
         ),
-    ));
-    let transforms = load_transforms(policy).await;
-    let catalog = match &transforms {
-        Ok(transforms) => catalog_ids(policy, transforms.clone()).await,
-        Err(error) => Err(error.clone()),
-    };
-    let launched = devin_bridge_agent::devin::options::launched_model(&spec.args);
-    let (models_check, chosen) = models_check(&options_now, &catalog, launched.as_deref());
-    checks.push(models_check);
-    if options.prompt {
-        let check = match &transforms {
-            Ok(transforms) => {
-                prompt_check(
-                    &mut connection,
-                    transforms.clone(),
-                    &session,
-                    &options_now,
-                    chosen.as_deref(),
-                )
-                .await
-            }
-            Err(error) => fail(
-                "prompt",
-                format!("the policy's components could not be loaded: {error}"),
-                "fix the [components] section, or build a binary that carries them (cargo xtask build)",
-            ),
-        };
-        checks.push(check);
-    }
-    connection.release_session(&session).await;
-    let _ = connection.close(Duration::from_millis(500)).await;
+    )
 }
 
 fn pass(name: &'static str, detail: impl Into<String>) -> Check {

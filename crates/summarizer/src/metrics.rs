@@ -1,5 +1,9 @@
 //! `/metrics`: the request counters and what `/healthz` reports, in the Prometheus
 //! (OpenMetrics) text format, encoded by `prometheus-client`.
+//!
+//! The metrics are kept in three groups (counters, the streaming histograms, the gauges read
+//! at render time), each registered by its own step; the order of those steps is the order
+//! of the exposition.
 
 use devin_bridge_types::Recovery;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -7,7 +11,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 
 use super::resident::Resident;
 
@@ -155,6 +159,13 @@ pub(crate) fn tool_label(name: &str) -> &'static str {
 /// Every metric the bridge exports.
 pub(crate) struct Metrics {
     registry: Registry,
+    counters: Counters,
+    stream: StreamHistograms,
+    gauges: Gauges,
+}
+
+/// The counters, by request and by turn.
+struct Counters {
     requests: Family<RequestLabels, Counter>,
     turn_usage: Family<UsageLabels, Counter>,
     turn_usage_sources: Family<UsageSourceLabels, Counter>,
@@ -166,211 +177,241 @@ pub(crate) struct Metrics {
     messages: Family<MessageLabels, Counter>,
     side_requests: Family<SideRequestLabels, Counter>,
     envelope_recoveries: Family<RecoveryLabels, Counter>,
-    /// Streamed turns: seconds from the turn's start to its first text byte sent, and to its
-    /// last byte sent; bytes of shown text held back until the end of an attempt.
-    stream_first_text: Histogram,
-    stream_last_byte: Histogram,
-    stream_held_back: Histogram,
+}
+
+/// Streamed turns: seconds from the turn's start to its first text byte sent, and to its
+/// last byte sent; bytes of shown text held back until the end of an attempt.
+struct StreamHistograms {
+    first_text: Histogram,
+    last_byte: Histogram,
+    held_back: Histogram,
+}
+
+/// What runs now, set when the metrics are rendered.
+struct Gauges {
     turns_in_flight: Gauge,
     agent_processes: Gauge,
+    /// Registered only when the resident transport is in use.
     resident_processes: Gauge,
     resident_sessions: Gauge,
     resident_kept_bytes: Gauge,
+}
+
+/// Registers `metric` as `name` with its help text; the handle that updates it.
+fn registered<M: Metric + Clone>(registry: &mut Registry, name: &str, help: &str, metric: M) -> M {
+    registry.register(name, help, metric.clone());
+    metric
+}
+
+impl Counters {
+    fn register(registry: &mut Registry) -> Self {
+        Self {
+            requests: registered(
+                registry,
+                "requests",
+                "HTTP requests answered, by route and status",
+                Family::default(),
+            ),
+            turn_usage: registered(
+                registry,
+                "turn_usage",
+                "Answered turns by where their token counts came from (reported by the agent, or estimated)",
+                Family::default(),
+            ),
+            turn_usage_sources: registered(
+                registry,
+                "turn_usage_reported",
+                "Answered turns whose token counts the agent reported, by source (turn_stats: the turn's sums; last_request: its last model request only; context_size: the context size as the input)",
+                Family::default(),
+            ),
+            agent_notices: registered(
+                registry,
+                "agent_notices",
+                "The agent's own notices kept out of replies, by kind (display_message, compaction)",
+                Family::default(),
+            ),
+            turn_model: registered(
+                registry,
+                "turn_model",
+                "Agent turns by whether the model that answered is the one the request named (matched, mismatched, unreported)",
+                Family::default(),
+            ),
+            turn_effort: registered(
+                registry,
+                "turn_effort",
+                "Agent turns by the effort the request asked for (low, medium, high, xhigh, max, none, other) and how it was applied (thought_level, variant, ignored, none)",
+                Family::default(),
+            ),
+            safeguard_verdicts: registered(
+                registry,
+                "safeguard_verdicts",
+                "Tool calls judged for Claude Code's auto mode, by outcome (flagged, not_flagged, skipped, unavailable) and tool",
+                Family::default(),
+            ),
+            resends: registered(
+                registry,
+                "resends",
+                "Requests identical to a running or just-finished turn (same conversation and body), answered by that turn instead of a new one, by what they joined (running, finished)",
+                Family::default(),
+            ),
+            messages: registered(
+                registry,
+                "messages",
+                "Messages requests by what they asked for (main_turn, subagent_turn, side_request, resend)",
+                Family::default(),
+            ),
+            side_requests: registered(
+                registry,
+                "side_requests",
+                "Requests without tools by what they asked for (session_title, unknown) and who answered them (local, agent)",
+                Family::default(),
+            ),
+            envelope_recoveries: registered(
+                registry,
+                "envelope_recoveries",
+                "Defects of the agent's tool envelopes repaired instead of refused, in accepted replies, by kind (unclosed_envelope, fenced_json, trailing_comma, stray_prose)",
+                Family::default(),
+            ),
+        }
+    }
+}
+
+impl StreamHistograms {
+    fn register(registry: &mut Registry) -> Self {
+        Self {
+            first_text: registered(
+                registry,
+                "stream_first_text_seconds",
+                "Streamed turns: seconds from the turn's start to the first text byte sent to the client",
+                Histogram::new(STREAM_SECONDS),
+            ),
+            last_byte: registered(
+                registry,
+                "stream_last_byte_seconds",
+                "Streamed turns: seconds from the turn's start to the last byte sent to the client",
+                Histogram::new(STREAM_SECONDS),
+            ),
+            held_back: registered(
+                registry,
+                "stream_held_back_bytes",
+                "Streamed turns: bytes of shown text the envelope stream held back until the attempt ended",
+                Histogram::new(HELD_BACK_BYTES),
+            ),
+        }
+    }
+}
+
+impl Gauges {
+    /// The gauges of every mode of transport; the resident ones are registered by
+    /// [`Gauges::register_resident`].
+    fn register(registry: &mut Registry) -> Self {
+        Self {
+            turns_in_flight: registered(
+                registry,
+                "turns_in_flight",
+                "Agent turns running now",
+                Gauge::default(),
+            ),
+            agent_processes: registered(
+                registry,
+                "agent_processes",
+                "Agent processes running now",
+                Gauge::default(),
+            ),
+            resident_processes: Gauge::default(),
+            resident_sessions: Gauge::default(),
+            resident_kept_bytes: Gauge::default(),
+        }
+    }
+
+    /// The resident transport's gauges and counters, under `resident_`.
+    fn register_resident(&self, registry: &mut Registry, resident: &Resident) {
+        let sub = registry.sub_registry_with_prefix("resident");
+        sub.register(
+            "processes",
+            "Resident agent processes running now",
+            self.resident_processes.clone(),
+        );
+        sub.register(
+            "sessions",
+            "Conversation sessions kept now",
+            self.resident_sessions.clone(),
+        );
+        sub.register(
+            "kept_bytes",
+            "Bytes of request bodies the sessions keep to parse the next request only where it differs",
+            self.resident_kept_bytes.clone(),
+        );
+        sub.register(
+            "processes_started",
+            "Resident agent processes started",
+            resident.processes_started().clone(),
+        );
+        let stats = &resident.stats;
+        for (name, help, counter) in [
+            (
+                "hits",
+                "Turns that continued their conversation's session",
+                &stats.hits,
+            ),
+            (
+                "misses",
+                "Turns that started a conversation's first session",
+                &stats.misses,
+            ),
+            (
+                "forks",
+                "Turns whose history no session of their conversation held",
+                &stats.forks,
+            ),
+            (
+                "rebuilds",
+                "Turns whose session's process had died",
+                &stats.rebuilds,
+            ),
+            (
+                "replays",
+                "Whole prompts sent again to rebuild a session",
+                &stats.replays,
+            ),
+            (
+                "ephemeral",
+                "Turns in an ephemeral session",
+                &stats.ephemeral,
+            ),
+            (
+                "resumed",
+                "Requests serialized from where they stop repeating the session's last request",
+                &stats.resumed,
+            ),
+            ("prompts", "Prompts sent to resident agents", &stats.prompts),
+            (
+                "prompt_bytes",
+                "Bytes of the prompts sent to resident agents",
+                &stats.prompt_bytes,
+            ),
+        ] {
+            sub.register(name, help, counter.clone());
+        }
+    }
 }
 
 impl Metrics {
     /// The registry, with the resident transport's counters when it is in use.
     pub(crate) fn new(resident: Option<&Resident>) -> Self {
         let mut registry = Registry::with_prefix("devin_bridge");
-        let requests = Family::<RequestLabels, Counter>::default();
-        registry.register(
-            "requests",
-            "HTTP requests answered, by route and status",
-            requests.clone(),
-        );
-        let turn_usage = Family::<UsageLabels, Counter>::default();
-        registry.register(
-            "turn_usage",
-            "Answered turns by where their token counts came from (reported by the agent, or estimated)",
-            turn_usage.clone(),
-        );
-        let turn_usage_sources = Family::<UsageSourceLabels, Counter>::default();
-        registry.register(
-            "turn_usage_reported",
-            "Answered turns whose token counts the agent reported, by source (turn_stats: the turn's sums; last_request: its last model request only; context_size: the context size as the input)",
-            turn_usage_sources.clone(),
-        );
-        let agent_notices = Family::<NoticeLabels, Counter>::default();
-        registry.register(
-            "agent_notices",
-            "The agent's own notices kept out of replies, by kind (display_message, compaction)",
-            agent_notices.clone(),
-        );
-        let turn_model = Family::<ModelCheckLabels, Counter>::default();
-        registry.register(
-            "turn_model",
-            "Agent turns by whether the model that answered is the one the request named (matched, mismatched, unreported)",
-            turn_model.clone(),
-        );
-        let turn_effort = Family::<EffortLabels, Counter>::default();
-        registry.register(
-            "turn_effort",
-            "Agent turns by the effort the request asked for (low, medium, high, xhigh, max, none, other) and how it was applied (thought_level, variant, ignored, none)",
-            turn_effort.clone(),
-        );
-        let safeguard_verdicts = Family::<VerdictLabels, Counter>::default();
-        registry.register(
-            "safeguard_verdicts",
-            "Tool calls judged for Claude Code's auto mode, by outcome (flagged, not_flagged, skipped, unavailable) and tool",
-            safeguard_verdicts.clone(),
-        );
-        let resends = Family::<ResendLabels, Counter>::default();
-        registry.register(
-            "resends",
-            "Requests identical to a running or just-finished turn (same conversation and body), answered by that turn instead of a new one, by what they joined (running, finished)",
-            resends.clone(),
-        );
-        let messages = Family::<MessageLabels, Counter>::default();
-        registry.register(
-            "messages",
-            "Messages requests by what they asked for (main_turn, subagent_turn, side_request, resend)",
-            messages.clone(),
-        );
-        let side_requests = Family::<SideRequestLabels, Counter>::default();
-        registry.register(
-            "side_requests",
-            "Requests without tools by what they asked for (session_title, unknown) and who answered them (local, agent)",
-            side_requests.clone(),
-        );
-        let envelope_recoveries = Family::<RecoveryLabels, Counter>::default();
-        registry.register(
-            "envelope_recoveries",
-            "Defects of the agent's tool envelopes repaired instead of refused, in accepted replies, by kind (unclosed_envelope, fenced_json, trailing_comma, stray_prose)",
-            envelope_recoveries.clone(),
-        );
-        let stream_first_text = Histogram::new(STREAM_SECONDS);
-        registry.register(
-            "stream_first_text_seconds",
-            "Streamed turns: seconds from the turn's start to the first text byte sent to the client",
-            stream_first_text.clone(),
-        );
-        let stream_last_byte = Histogram::new(STREAM_SECONDS);
-        registry.register(
-            "stream_last_byte_seconds",
-            "Streamed turns: seconds from the turn's start to the last byte sent to the client",
-            stream_last_byte.clone(),
-        );
-        let stream_held_back = Histogram::new(HELD_BACK_BYTES);
-        registry.register(
-            "stream_held_back_bytes",
-            "Streamed turns: bytes of shown text the envelope stream held back until the attempt ended",
-            stream_held_back.clone(),
-        );
-        let turns_in_flight = Gauge::default();
-        registry.register(
-            "turns_in_flight",
-            "Agent turns running now",
-            turns_in_flight.clone(),
-        );
-        let agent_processes = Gauge::default();
-        registry.register(
-            "agent_processes",
-            "Agent processes running now",
-            agent_processes.clone(),
-        );
-        let resident_processes = Gauge::default();
-        let resident_sessions = Gauge::default();
-        let resident_kept_bytes = Gauge::default();
+        // Registered in this order, the order of the exposition.
+        let counters = Counters::register(&mut registry);
+        let stream = StreamHistograms::register(&mut registry);
+        let gauges = Gauges::register(&mut registry);
         if let Some(resident) = resident {
-            let sub = registry.sub_registry_with_prefix("resident");
-            sub.register(
-                "processes",
-                "Resident agent processes running now",
-                resident_processes.clone(),
-            );
-            sub.register(
-                "sessions",
-                "Conversation sessions kept now",
-                resident_sessions.clone(),
-            );
-            sub.register(
-                "kept_bytes",
-                "Bytes of request bodies the sessions keep to parse the next request only where it differs",
-                resident_kept_bytes.clone(),
-            );
-            sub.register(
-                "processes_started",
-                "Resident agent processes started",
-                resident.processes_started().clone(),
-            );
-            let stats = &resident.stats;
-            for (name, help, counter) in [
-                (
-                    "hits",
-                    "Turns that continued their conversation's session",
-                    &stats.hits,
-                ),
-                (
-                    "misses",
-                    "Turns that started a conversation's first session",
-                    &stats.misses,
-                ),
-                (
-                    "forks",
-                    "Turns whose history no session of their conversation held",
-                    &stats.forks,
-                ),
-                (
-                    "rebuilds",
-                    "Turns whose session's process had died",
-                    &stats.rebuilds,
-                ),
-                (
-                    "replays",
-                    "Whole prompts sent again to rebuild a session",
-                    &stats.replays,
-                ),
-                (
-                    "ephemeral",
-                    "Turns in an ephemeral session",
-                    &stats.ephemeral,
-                ),
-                (
-                    "resumed",
-                    "Requests serialized from where they stop repeating the session's last request",
-                    &stats.resumed,
-                ),
-                ("prompts", "Prompts sent to resident agents", &stats.prompts),
-                (
-                    "prompt_bytes",
-                    "Bytes of the prompts sent to resident agents",
-                    &stats.prompt_bytes,
-                ),
-            ] {
-                sub.register(name, help, counter.clone());
-            }
+            gauges.register_resident(&mut registry, resident);
         }
         Self {
             registry,
-            requests,
-            turn_usage,
-            turn_usage_sources,
-            agent_notices,
-            turn_model,
-            turn_effort,
-            safeguard_verdicts,
-            resends,
-            messages,
-            side_requests,
-            envelope_recoveries,
-            stream_first_text,
-            stream_last_byte,
-            stream_held_back,
-            turns_in_flight,
-            agent_processes,
-            resident_processes,
-            resident_sessions,
-            resident_kept_bytes,
+            counters,
+            stream,
+            gauges,
         }
     }
 
@@ -384,7 +425,8 @@ impl Metrics {
             "/metrics" => "/metrics",
             _ => "other",
         };
-        self.requests
+        self.counters
+            .requests
             .get_or_create(&RequestLabels { path, status })
             .inc();
     }
@@ -392,12 +434,16 @@ impl Metrics {
     /// Counts one answered turn by the source of its usage: `reported` or `estimated`.
     pub(crate) fn count_usage(&self, reported: bool) {
         let source = if reported { "reported" } else { "estimated" };
-        self.turn_usage.get_or_create(&UsageLabels { source }).inc();
+        self.counters
+            .turn_usage
+            .get_or_create(&UsageLabels { source })
+            .inc();
     }
 
     /// Counts one answered turn whose usage the agent reported, by its source.
     pub(crate) fn count_usage_source(&self, source: &'static str) {
-        self.turn_usage_sources
+        self.counters
+            .turn_usage_sources
             .get_or_create(&UsageSourceLabels { source })
             .inc();
     }
@@ -406,7 +452,8 @@ impl Metrics {
     /// out of its reply.
     pub(crate) fn count_notices(&self, kind: &'static str, count: u32) {
         if count > 0 {
-            self.agent_notices
+            self.counters
+                .agent_notices
                 .get_or_create(&NoticeLabels { kind })
                 .inc_by(u64::from(count));
         }
@@ -414,7 +461,8 @@ impl Metrics {
 
     /// Counts one agent turn by its model check: `matched`, `mismatched` or `unreported`.
     pub(crate) fn count_model_check(&self, outcome: &'static str) {
-        self.turn_model
+        self.counters
+            .turn_model
             .get_or_create(&ModelCheckLabels { outcome })
             .inc();
     }
@@ -423,47 +471,56 @@ impl Metrics {
     /// (`thought_level`, `variant`, `ignored` or `none`).
     pub(crate) fn count_effort(&self, effort: Option<&str>, applied: &'static str) {
         let effort = effort_label(effort);
-        self.turn_effort
+        self.counters
+            .turn_effort
             .get_or_create(&EffortLabels { effort, applied })
             .inc();
     }
 
     /// Counts one messages request by its kind (see [`MessageLabels`]).
     pub(crate) fn count_message(&self, kind: &'static str) {
-        self.messages.get_or_create(&MessageLabels { kind }).inc();
+        self.counters
+            .messages
+            .get_or_create(&MessageLabels { kind })
+            .inc();
     }
 
     /// Counts one side request by its purpose and who answered it (see
     /// [`SideRequestLabels`]).
     pub(crate) fn count_side_request(&self, purpose: &'static str, answered: &'static str) {
-        self.side_requests
+        self.counters
+            .side_requests
             .get_or_create(&SideRequestLabels { purpose, answered })
             .inc();
     }
 
     /// Counts one resend by what it joined: `running` or `finished`.
     pub(crate) fn count_resend(&self, joined: &'static str) {
-        self.resends.get_or_create(&ResendLabels { joined }).inc();
+        self.counters
+            .resends
+            .get_or_create(&ResendLabels { joined })
+            .inc();
     }
 
     /// A streamed response sent its first text byte `seconds` after its turn started.
     pub(crate) fn observe_first_text(&self, seconds: f64) {
-        self.stream_first_text.observe(seconds);
+        self.stream.first_text.observe(seconds);
     }
 
     /// A streamed response sent its last byte `seconds` after its turn started.
     pub(crate) fn observe_last_byte(&self, seconds: f64) {
-        self.stream_last_byte.observe(seconds);
+        self.stream.last_byte.observe(seconds);
     }
 
     /// A streamed attempt ended with `bytes` of shown text still held back.
     pub(crate) fn observe_held_back(&self, bytes: usize) {
-        self.stream_held_back.observe(bytes as f64);
+        self.stream.held_back.observe(bytes as f64);
     }
 
     /// Counts one defect the envelope parser repaired in an accepted reply.
     pub(crate) fn count_recovery(&self, recovery: Recovery) {
-        self.envelope_recoveries
+        self.counters
+            .envelope_recoveries
             .get_or_create(&RecoveryLabels {
                 kind: recovery.as_str(),
             })
@@ -473,7 +530,8 @@ impl Metrics {
     /// Counts one safeguard verdict.
     pub(crate) fn count_verdict(&self, outcome: &'static str, tool: &str) {
         let tool = tool_label(tool);
-        self.safeguard_verdicts
+        self.counters
+            .safeguard_verdicts
             .get_or_create(&VerdictLabels { outcome, tool })
             .inc();
     }
@@ -488,12 +546,12 @@ impl Metrics {
         let set = |gauge: &Gauge, value: usize| {
             gauge.set(i64::try_from(value).unwrap_or(i64::MAX));
         };
-        set(&self.turns_in_flight, turns_in_flight);
-        set(&self.agent_processes, agent_processes);
+        set(&self.gauges.turns_in_flight, turns_in_flight);
+        set(&self.gauges.agent_processes, agent_processes);
         if let Some(resident) = resident {
-            set(&self.resident_processes, resident.live_processes());
-            set(&self.resident_sessions, resident.sessions());
-            set(&self.resident_kept_bytes, resident.kept_bytes());
+            set(&self.gauges.resident_processes, resident.live_processes());
+            set(&self.gauges.resident_sessions, resident.sessions());
+            set(&self.gauges.resident_kept_bytes, resident.kept_bytes());
         }
         let mut text = String::new();
         if prometheus_client::encoding::text::encode(&mut text, &self.registry).is_err() {
@@ -560,5 +618,55 @@ mod recovery_tests {
             text.contains("devin_bridge_stream_held_back_bytes_sum 2.0"),
             "{text}"
         );
+    }
+}
+
+#[cfg(test)]
+mod exposition_tests {
+    use super::*;
+
+    #[test]
+    fn every_family_is_exposed_once_in_registration_order() {
+        let metrics = Metrics::new(None);
+        // A family is exposed once it has a labelled member.
+        metrics.count_request("/v1/messages", 200);
+        metrics.count_usage(true);
+        metrics.count_usage_source("turn_stats");
+        metrics.count_notices("compaction", 1);
+        metrics.count_model_check("matched");
+        metrics.count_effort(None, "none");
+        metrics.count_verdict("flagged", "Bash");
+        metrics.count_resend("running");
+        metrics.count_message("main_turn");
+        metrics.count_side_request("session_title", "local");
+        metrics.count_recovery(Recovery::FencedJson);
+        let text = metrics.render(0, 0, None);
+        let names = [
+            "requests",
+            "turn_usage",
+            "turn_usage_reported",
+            "agent_notices",
+            "turn_model",
+            "turn_effort",
+            "safeguard_verdicts",
+            "resends",
+            "messages",
+            "side_requests",
+            "envelope_recoveries",
+            "stream_first_text_seconds",
+            "stream_last_byte_seconds",
+            "stream_held_back_bytes",
+            "turns_in_flight",
+            "agent_processes",
+        ];
+        let mut last = 0;
+        for name in names {
+            let help = format!("# HELP devin_bridge_{name} ");
+            assert_eq!(text.matches(&help).count(), 1, "{name}: {text}");
+            let at = text.find(&help).expect("counted above");
+            assert!(at >= last, "{name} is out of order: {text}");
+            last = at;
+        }
+        assert!(!text.contains("devin_bridge_resident_"), "{text}");
     }
 }

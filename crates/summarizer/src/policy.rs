@@ -9,35 +9,22 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use devin_bridge_agent::process::is_forbidden_env;
-use devin_bridge_engine::{ComponentsTable, EngineSection, RuntimeLimits};
-use devin_bridge_policy::{LogSection, Mode, ModePolicy, Origin, PolicyError};
+use devin_bridge_policy::{Mode, ModePolicy, PolicyError};
 
-/// A whole summarizer policy file.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct SummarizerPolicy {
-    pub mode: Mode,
-    #[serde(default)]
-    pub components: ComponentsTable,
-    #[serde(default)]
-    pub limits: RuntimeLimits,
-    #[serde(default)]
-    pub engine: EngineSection,
-    #[serde(default)]
-    pub control: ControlSection,
-    #[serde(default)]
-    pub server: ServerSection,
-    #[serde(default)]
-    pub agent: AgentSection,
-    #[serde(default)]
-    pub models: ModelsSection,
-    #[serde(default)]
-    pub safeguards: SafeguardsSection,
-    #[serde(default)]
-    pub log: LogSection,
-    /// Where the policy was read from.
-    #[serde(skip)]
-    pub origin: Origin,
+devin_bridge_policy::mode_policy! {
+    /// A whole summarizer policy file.
+    pub struct SummarizerPolicy {
+        #[serde(default)]
+        pub control: ControlSection,
+        #[serde(default)]
+        pub server: ServerSection,
+        #[serde(default)]
+        pub agent: AgentSection,
+        #[serde(default)]
+        pub models: ModelsSection,
+        #[serde(default)]
+        pub safeguards: SafeguardsSection,
+    }
 }
 
 impl ModePolicy for SummarizerPolicy {
@@ -353,7 +340,7 @@ pub enum CatalogSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use devin_bridge_engine::TransformKind;
+    use devin_bridge_engine::{RuntimeLimits, TransformKind};
     use std::path::Path;
 
     fn parse(text: &str) -> Result<SummarizerPolicy, PolicyError> {

@@ -16,7 +16,7 @@ use hyper::{Response, StatusCode};
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
-use super::body::{full, ResponseBody, Streamed};
+use super::body::{full, streamed, ResponseBody};
 use super::calls::run_transform;
 use super::failures::retry_after_of;
 use super::prepare::{prepare, Prepared};
@@ -297,7 +297,7 @@ async fn respond_stream(
         // The turn failed before the stream began: a plain error, status and all.
         Ok(failure) => error_response(bridge, failure).await,
         // The stream began (or the producer ended without a failure to report).
-        Err(_) => stream_response(Streamed::body(receiver, producer)),
+        Err(_) => stream_response(streamed(receiver, producer)),
     }
 }
 
@@ -318,166 +318,250 @@ async fn stream_turn(
     frames: mpsc::Sender<Bytes>,
     early: tokio::sync::oneshot::Sender<Failure>,
 ) {
-    // Every event of this response is rendered by one instance of the sse component, kept
-    // for the response (a turn's store: see `devin_bridge_engine::Turn`), not one per event.
-    let transforms = &Arc::new(Turn::open(&*bridge.transforms));
     let id = head.id.clone();
-    let began = std::time::Instant::now();
-    let start = match run_transform(transforms, 0, move |t| t.stream_start(head)).await {
-        Ok(start) => start,
-        Err(failure) => {
-            let _ = early.send(failure);
-            return;
-        }
+    let mut stream = match Outlet::open(&bridge, head, frames, early).await {
+        Some(stream) => stream,
+        None => return,
     };
-    let ping = run_transform(transforms, 0, |t| t.stream_ping())
-        .await
-        .unwrap_or_else(|_| "event: ping\ndata: {\"type\":\"ping\"}\n\n".into());
-    let turn = waiter.finished();
-    tokio::pin!(turn);
-    // Before the first ping the head is held: a quick failure is still a plain HTTP error.
-    let first_ping = tokio::time::sleep(bridge.ping_interval);
-    tokio::pin!(first_ping);
-    let mut ticker = tokio::time::interval_at(
-        tokio::time::Instant::now() + bridge.ping_interval * 2,
-        bridge.ping_interval,
-    );
-    let mut early = Some(early);
-    let mut changes = shown.as_ref().map(|shown| shown.subscribe());
-    let mut text = TextSent::default();
-    let gone = || tracing::info!(status = 499, id = %id, "client went away during the turn");
-    let finished = loop {
-        let due = text.coalescer.due();
-        let head_sent = early.is_none();
-        tokio::select! {
-            finished = &mut turn => break finished,
-            () = &mut first_ping, if !head_sent => {
-                drop(early.take());
-                if frames.send(Bytes::from(start.clone())).await.is_err()
-                    || frames.send(Bytes::from(ping.clone())).await.is_err()
-                {
-                    return gone();
-                }
+    let shown = shown.as_deref();
+    let streamed = async {
+        let finished = stream.follow_turn(&mut waiter, shown).await?;
+        stream.finish(&finished, shown, &id).await
+    };
+    if streamed.await.is_err() {
+        tracing::info!(status = 499, id = %id, "client went away during the turn");
+    }
+}
+
+/// The client of a streamed answer went away (its frames' receiver is gone).
+struct Gone;
+
+/// One streamed answer as it is written: the frames to its client, and, until the head is
+/// sent, the channel that makes an early failure a plain HTTP error.
+struct Outlet<'b> {
+    bridge: &'b Bridge,
+    /// Every event of this answer is rendered by one instance of the sse component, kept for
+    /// the answer (a turn's store: see `devin_bridge_engine::Turn`), not one per event.
+    transforms: Arc<Turn>,
+    frames: mpsc::Sender<Bytes>,
+    /// `None` once the head is sent (or the early failure reported).
+    early: Option<tokio::sync::oneshot::Sender<Failure>>,
+    /// The head, `message_start`.
+    start: String,
+    ping: String,
+    began: std::time::Instant,
+    text: TextSent,
+}
+
+impl<'b> Outlet<'b> {
+    /// Renders the head and the ping; a failure to render the head goes to `early` (`None`).
+    async fn open(
+        bridge: &'b Bridge,
+        head: MessageHead,
+        frames: mpsc::Sender<Bytes>,
+        early: tokio::sync::oneshot::Sender<Failure>,
+    ) -> Option<Outlet<'b>> {
+        let transforms = Arc::new(Turn::open(&*bridge.transforms));
+        let began = std::time::Instant::now();
+        let start = match run_transform(&transforms, 0, move |t| t.stream_start(head)).await {
+            Ok(start) => start,
+            Err(failure) => {
+                let _ = early.send(failure);
+                return None;
             }
-            _ = ticker.tick(), if head_sent => {
-                if frames.send(Bytes::from(ping.clone())).await.is_err() {
-                    return gone();
-                }
+        };
+        let ping = run_transform(&transforms, 0, |t| t.stream_ping())
+            .await
+            .unwrap_or_else(|_| "event: ping\ndata: {\"type\":\"ping\"}\n\n".into());
+        Some(Self {
+            bridge,
+            transforms,
+            frames,
+            early: Some(early),
+            start,
+            ping,
+            began,
+            text: TextSent::default(),
+        })
+    }
+
+    async fn send(&self, frame: String) -> Result<(), Gone> {
+        self.frames.send(Bytes::from(frame)).await.map_err(|_| Gone)
+    }
+
+    /// Sends the head unless it was sent; from then on a failure is an `error` event.
+    async fn send_head(&mut self) -> Result<(), Gone> {
+        match self.early.take() {
+            Some(early) => {
+                drop(early);
+                self.send(self.start.clone()).await
             }
-            changed = changed(&mut changes) => {
-                if changed {
-                    if let Some(shown) = &shown {
-                        text.take_from(shown);
-                    }
-                } else {
+            None => Ok(()),
+        }
+    }
+
+    /// Waits for the turn to finish, sending the head at the first ping interval (or with
+    /// the first certain text), pings at every interval after it, and the certain text as
+    /// the coalescer lets it go.
+    async fn follow_turn(
+        &mut self,
+        waiter: &mut Waiter,
+        shown: Option<&Shown>,
+    ) -> Result<Arc<Finished>, Gone> {
+        let ping_interval = self.bridge.ping_interval;
+        let turn = waiter.finished();
+        tokio::pin!(turn);
+        // Before the first ping the head is held: a quick failure is still a plain HTTP error.
+        let first_ping = tokio::time::sleep(ping_interval);
+        tokio::pin!(first_ping);
+        let mut ticker = tokio::time::interval_at(
+            tokio::time::Instant::now() + ping_interval * 2,
+            ping_interval,
+        );
+        let mut changes = shown.map(Shown::subscribe);
+        loop {
+            let due = self.text.coalescer.due();
+            let head_sent = self.early.is_none();
+            tokio::select! {
+                finished = &mut turn => return Ok(finished),
+                () = &mut first_ping, if !head_sent => {
+                    self.send_head().await?;
+                    self.send(self.ping.clone()).await?;
+                }
+                _ = ticker.tick(), if head_sent => self.send(self.ping.clone()).await?,
+                changed = changed(&mut changes) => match (changed, shown) {
+                    (true, Some(shown)) => self.text.take_from(shown),
+                    (true, None) => {}
                     // The turn dropped its text: only its end is left to wait for.
-                    changes = None;
-                }
-            }
-            () = sleep_until(due), if due.is_some() => {
-                if let Some(early) = early.take() {
-                    drop(early);
-                    if frames.send(Bytes::from(start.clone())).await.is_err() {
-                        return gone();
-                    }
-                }
-                let piece = text.coalescer.take();
-                let first = !text.block_open;
-                let events = run_transform(transforms, piece.len(), move |t| {
-                    t.stream_text(first, piece)
-                })
-                .await;
-                let Ok(events) = events else {
-                    // The sse component failed: the end renders the whole reply or the error.
-                    continue;
-                };
-                if first {
-                    bridge.metrics.observe_first_text(began.elapsed().as_secs_f64());
-                }
-                text.block_open = true;
-                text.emitted = text.taken - text.coalescer.pending_len();
-                if frames.send(Bytes::from(events)).await.is_err() {
-                    return gone();
-                }
-            }
-            // Before the head, the caller stops waiting by dropping the frames' receiver it
-            // holds; after, the body (which owns it) was dropped.
-            () = frames.closed() => return gone(),
-        }
-    };
-    if let Some(shown) = &shown {
-        // Text that became certain since the last wake-up.
-        text.take_from(shown);
-    }
-    if let Err(failure) = &finished.outcome {
-        // A turn that failed before any of its text was certain is a plain error; once text
-        // was certain it is shown, and the error event follows it.
-        if text.taken == 0 {
-            if let Some(early) = early.take() {
-                tracing::info!(code = %failure.code, status = failure.status, id = %id, "turn failed before the stream began");
-                let _ = early.send(failure.clone());
-                return;
+                    (false, _) => changes = None,
+                },
+                () = sleep_until(due), if due.is_some() => self.send_due_text().await?,
+                // Before the head, the caller stops waiting by dropping the frames' receiver
+                // it holds; after, the body (which owns it) was dropped.
+                () = self.frames.closed() => return Err(Gone),
             }
         }
     }
-    if early.take().is_some() && frames.send(Bytes::from(start)).await.is_err() {
-        return gone();
-    }
-    if finished.outcome.is_err() && text.coalescer.pending_len() > 0 {
-        // What was certain is shown before the error, as it would have been a moment later.
-        let (first, piece) = (!text.block_open, text.coalescer.take());
-        if let Ok(events) = run_transform(transforms, piece.len(), move |t| {
+
+    /// Sends the text the coalescer lets go (the head first, if it was not sent) as
+    /// `text_delta`s; when the sse component fails, the end renders the whole reply or the
+    /// error instead.
+    async fn send_due_text(&mut self) -> Result<(), Gone> {
+        self.send_head().await?;
+        let piece = self.text.coalescer.take();
+        let first = !self.text.block_open;
+        let events = run_transform(&self.transforms, piece.len(), move |t| {
             t.stream_text(first, piece)
         })
-        .await
-        {
-            if frames.send(Bytes::from(events)).await.is_err() {
-                return gone();
-            }
+        .await;
+        let Ok(events) = events else {
+            return Ok(());
+        };
+        if first {
+            self.bridge
+                .metrics
+                .observe_first_text(self.began.elapsed().as_secs_f64());
         }
+        self.text.block_open = true;
+        self.text.emitted = self.text.taken - self.text.coalescer.pending_len();
+        self.send(events).await
     }
-    let tail = match &finished.outcome {
-        Ok(answer) => {
-            let (reply, usage, safeguard) =
-                (answer.reply.clone(), answer.usage, answer.safeguard.clone());
-            let size = reply.content_bytes();
-            if text.block_open {
-                let whole = reply.shown_text();
-                let rest = whole.get(text.emitted..).unwrap_or_default().to_owned();
-                if !whole.starts_with(&text.sent_prefix(shown.as_deref())) {
-                    tracing::error!(id = %id, "the streamed text is not a prefix of the reply's text");
+
+    /// The end of the answer: a plain error when the turn failed before the stream began and
+    /// before any text was certain; otherwise the head if not sent, then (after a failure)
+    /// the text still pending, then the tail.
+    async fn finish(
+        &mut self,
+        finished: &Finished,
+        shown: Option<&Shown>,
+        id: &str,
+    ) -> Result<(), Gone> {
+        if let Some(shown) = shown {
+            // Text that became certain since the last wake-up.
+            self.text.take_from(shown);
+        }
+        if let Err(failure) = &finished.outcome {
+            // A turn that failed before any of its text was certain is a plain error; once
+            // text was certain it is shown, and the error event follows it.
+            if self.text.taken == 0 {
+                if let Some(early) = self.early.take() {
+                    tracing::info!(code = %failure.code, status = failure.status, id = %id, "turn failed before the stream began");
+                    let _ = early.send(failure.clone());
+                    return Ok(());
                 }
-                let calls: Vec<_> = reply.calls().cloned().collect();
-                run_transform(transforms, size, move |t| {
-                    t.stream_finish_after_text(rest, calls, usage, safeguard)
-                })
-                .await
-            } else {
-                run_transform(transforms, size, move |t| {
-                    t.stream_finish(reply, usage, safeguard)
-                })
-                .await
             }
         }
-        Err(failure) => Err(failure.clone()),
-    };
-    let tail = match tail {
-        Ok(events) => events,
-        Err(failure) => {
-            tracing::warn!(code = %failure.code, status = failure.status, id = %id, "turn failed after the stream started");
-            let event_failure = failure.clone();
-            run_transform(transforms, event_failure.message.len(), move |t| {
-                t.error_event(event_failure)
+        self.send_head().await?;
+        if finished.outcome.is_err() && self.text.coalescer.pending_len() > 0 {
+            // What was certain is shown before the error, as it would have been a moment later.
+            let (first, piece) = (!self.text.block_open, self.text.coalescer.take());
+            if let Ok(events) = run_transform(&self.transforms, piece.len(), move |t| {
+                t.stream_text(first, piece)
             })
             .await
-            .unwrap_or_else(|_| fallback_error_event(&failure))
+            {
+                self.send(events).await?;
+            }
         }
-    };
-    let _ = frames.send(Bytes::from(tail)).await;
-    if shown.is_some() {
-        bridge
-            .metrics
-            .observe_last_byte(began.elapsed().as_secs_f64());
+        let tail = self.tail(&finished.outcome, shown, id).await;
+        let _ = self.send(tail).await;
+        if shown.is_some() {
+            self.bridge
+                .metrics
+                .observe_last_byte(self.began.elapsed().as_secs_f64());
+        }
+        Ok(())
+    }
+
+    /// The last events: the reply (its text not sent yet, after what was), its calls,
+    /// `message_delta` and `message_stop`; or the `error` event of the turn's failure.
+    async fn tail(
+        &self,
+        outcome: &Result<Answer, Failure>,
+        shown: Option<&Shown>,
+        id: &str,
+    ) -> String {
+        let transforms = &self.transforms;
+        let tail = match outcome {
+            Ok(answer) => {
+                let (reply, usage, safeguard) =
+                    (answer.reply.clone(), answer.usage, answer.safeguard.clone());
+                let size = reply.content_bytes();
+                if self.text.block_open {
+                    let whole = reply.shown_text();
+                    let rest = whole
+                        .get(self.text.emitted..)
+                        .unwrap_or_default()
+                        .to_owned();
+                    if !whole.starts_with(&self.text.sent_prefix(shown)) {
+                        tracing::error!(id = %id, "the streamed text is not a prefix of the reply's text");
+                    }
+                    let calls: Vec<_> = reply.calls().cloned().collect();
+                    run_transform(transforms, size, move |t| {
+                        t.stream_finish_after_text(rest, calls, usage, safeguard)
+                    })
+                    .await
+                } else {
+                    run_transform(transforms, size, move |t| {
+                        t.stream_finish(reply, usage, safeguard)
+                    })
+                    .await
+                }
+            }
+            Err(failure) => Err(failure.clone()),
+        };
+        match tail {
+            Ok(events) => events,
+            Err(failure) => {
+                tracing::warn!(code = %failure.code, status = failure.status, id = %id, "turn failed after the stream started");
+                let event_failure = failure.clone();
+                run_transform(transforms, event_failure.message.len(), move |t| {
+                    t.error_event(event_failure)
+                })
+                .await
+                .unwrap_or_else(|_| fallback_error_event(&failure))
+            }
+        }
     }
 }
 

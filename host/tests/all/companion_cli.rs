@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use devin_bridge_agent::testkit::marked_process_running;
 use serde_json::Value;
 
 use common::bridge::mock_devin;
@@ -1155,24 +1156,10 @@ fn lingering_print_devin(env: &Env, marker: &str) -> PathBuf {
     path
 }
 
-/// Whether a live (not zombie) process has `marker` in its argv.
-fn marked_running(marker: &str) -> bool {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .filter_map(Result::ok)
-        .filter(|entry| {
-            std::fs::read_to_string(entry.path().join("stat"))
-                .is_ok_and(|stat| !stat.contains(") Z "))
-        })
-        .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
-        .any(|cmdline| String::from_utf8_lossy(&cmdline).contains(marker))
-}
-
 fn wait_marked(marker: &str, running: bool, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
-        if marked_running(marker) == running {
+        if marked_process_running(marker) == running {
             return true;
         }
         std::thread::sleep(Duration::from_millis(20));

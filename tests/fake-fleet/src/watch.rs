@@ -5,12 +5,11 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http_body_util::BodyExt;
 use hyper::Response;
 use tokio::sync::mpsc;
 use tokio::time::{interval_at, sleep_until, Instant, MissedTickBehavior};
 
-use crate::body::{Body, ChannelBody};
+use crate::body::{self, Body};
 use crate::Shared;
 
 /// Answers a watch of `outpost` (all outposts if `None`) from resource version `from`.
@@ -21,8 +20,8 @@ pub(crate) fn start(shared: Arc<Shared>, outpost: Option<String>, from: u64) -> 
         .status(200)
         .header("content-type", "text/event-stream")
         .header("cache-control", "no-cache")
-        .body(ChannelBody(rx).boxed())
-        .unwrap_or_else(|_| Response::new(crate::body::full(Bytes::new())))
+        .body(body::channel(rx))
+        .unwrap_or_else(|_| Response::new(body::full(Bytes::new())))
 }
 
 async fn stream(shared: Arc<Shared>, outpost: Option<String>, from: u64, tx: mpsc::Sender<Bytes>) {

@@ -5,17 +5,16 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_mock-devin");
-const WAIT: Duration = Duration::from_secs(20);
+mod harness;
+
+use harness::{Agent, Out, BIN, WAIT};
 
 /// A private home: `home/`, `config/devin/config.json`, `data/devin/credentials.toml`, and a
 /// project directory `work/`.
@@ -78,19 +77,6 @@ fn permissive() -> Value {
     json!({"permissions": {"allow": ["Read(**)"], "deny": []}})
 }
 
-#[derive(Debug)]
-enum Out {
-    Json(Value),
-    Raw(String),
-}
-
-struct Agent {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<Out>,
-    next_id: u64,
-}
-
 fn command(env: &[(String, String)]) -> Command {
     let mut command = Command::new(BIN);
     command.env_clear();
@@ -101,6 +87,8 @@ fn command(env: &[(String, String)]) -> Command {
 }
 
 impl Agent {
+    /// The full agent (`mock-devin acp`) in `home`'s project, with `home`'s environment and
+    /// `extra`, and nothing else.
     fn spawn(home: &Home, extra: &[(&str, &str)]) -> Self {
         let mut env = home.env();
         env.extend(
@@ -109,148 +97,8 @@ impl Agent {
                 .map(|(n, v)| ((*n).to_owned(), (*v).to_owned())),
         );
         let mut command = command(&env);
-        command
-            .arg("acp")
-            .current_dir(&home.work)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .process_group(0);
-        let mut child = command.spawn().expect("spawn mock-devin");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { return };
-                let out = match serde_json::from_str::<Value>(&line) {
-                    Ok(value) => Out::Json(value),
-                    Err(_) => Out::Raw(line),
-                };
-                if tx.send(out).is_err() {
-                    return;
-                }
-            }
-        });
-        Self {
-            stdin: child.stdin.take(),
-            child,
-            lines,
-            next_id: 0,
-        }
-    }
-
-    fn send(&mut self, message: &Value) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        stdin
-            .write_all(format!("{message}\n").as_bytes())
-            .expect("write");
-        stdin.flush().expect("flush");
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> u64 {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        id
-    }
-
-    fn next(&self) -> Out {
-        match self.lines.recv_timeout(WAIT) {
-            Ok(out) => out,
-            Err(RecvTimeoutError::Timeout) => panic!("no output from the agent within {WAIT:?}"),
-            Err(RecvTimeoutError::Disconnected) => panic!("the agent closed its stdout"),
-        }
-    }
-
-    /// Every message up to the response with `id` (raw lines as strings), and that response.
-    fn until_response(&self, id: u64) -> (Vec<Value>, Value) {
-        let mut before = Vec::new();
-        loop {
-            match self.next() {
-                Out::Json(message)
-                    if message.get("method").is_none() && message["id"] == json!(id) =>
-                {
-                    return (before, message)
-                }
-                Out::Json(message) => before.push(message),
-                Out::Raw(line) => before.push(Value::String(line)),
-            }
-        }
-    }
-
-    /// The answer to one request; only notifications may come before it.
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        let id = self.request(method, params);
-        let (before, response) = self.until_response(id);
-        assert!(
-            before
-                .iter()
-                .all(|m| m.get("method").is_some() && m.get("id").is_none()),
-            "unexpected messages: {before:?}"
-        );
-        response
-    }
-
-    fn next_json(&self) -> Value {
-        match self.next() {
-            Out::Json(message) => message,
-            Out::Raw(line) => panic!("not JSON: {line}"),
-        }
-    }
-
-    fn initialize(&mut self) -> Value {
-        let init = self.call(
-            "initialize",
-            json!({"protocolVersion": 1, "clientCapabilities": {}}),
-        );
-        assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
-        init
-    }
-
-    /// session/new: a `config_option_update` before the answer, `_cognition.ai/mcp/serversChanged`
-    /// right after it.
-    fn new_session(&mut self, cwd: &Path) -> Value {
-        let id = self.request(
-            "session/new",
-            json!({"cwd": cwd.to_str().expect("utf8"), "mcpServers": []}),
-        );
-        let (before, new) = self.until_response(id);
-        if new.get("error").is_some() {
-            assert!(before.is_empty(), "{before:?}");
-            return new;
-        }
-        assert_eq!(before.len(), 1, "{before:?}");
-        assert_eq!(before[0]["params"]["sessionId"], new["result"]["sessionId"]);
-        assert_eq!(
-            before[0]["params"]["update"]["sessionUpdate"],
-            "config_option_update"
-        );
-        assert_eq!(
-            before[0]["params"]["update"]["configOptions"],
-            new["result"]["configOptions"]
-        );
-        let changed = self.next_json();
-        assert_eq!(
-            changed["method"], "_cognition.ai/mcp/serversChanged",
-            "{changed}"
-        );
-        new
-    }
-
-    fn start(&mut self, cwd: &Path) -> String {
-        self.initialize();
-        let new = self.new_session(cwd);
-        new["result"]["sessionId"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no session: {new}"))
-            .to_owned()
-    }
-
-    fn prompt(&mut self, session: &str, text: &str) -> u64 {
-        self.request(
-            "session/prompt",
-            json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
-        )
+        command.arg("acp").current_dir(&home.work);
+        Agent::start(command, 0)
     }
 
     fn turn(&mut self, session: &str, text: &str) -> (Vec<Value>, Value) {
@@ -263,34 +111,6 @@ impl Agent {
             "session/set_mode",
             json!({"sessionId": session, "modeId": mode}),
         )
-    }
-
-    fn close_stdin(&mut self) {
-        self.stdin.take();
-    }
-
-    fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                return Some(status);
-            }
-            if Instant::now() > deadline {
-                return None;
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", self.child.id())])
-            .stderr(Stdio::null())
-            .status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -569,7 +389,7 @@ fn writes_need_an_editing_mode_an_allow_rule_and_no_deny_rule() {
     )
     .expect("config");
     let mut agent = Agent::spawn(&home, &[]);
-    let session = agent.start(&project);
+    let session = agent.start_session(&project);
 
     // Smart mode: nothing is written even where the rules allow it.
     assert_eq!(agent.set_mode(&session, "smart")["result"], json!({}));
@@ -799,7 +619,7 @@ fn signed_out_sessions_need_authentication() {
 fn failure_markers_end_turns_as_scripted() {
     let home = Home::new(&permissive());
     let mut agent = Agent::spawn(&home, &[]);
-    let session = agent.start(&home.work);
+    let session = agent.start_session(&home.work);
     for (marker, code, message, data) in [
         (
             "auth",
@@ -935,7 +755,7 @@ fn failure_markers_end_turns_as_scripted() {
 fn env_listing_shows_the_sandbox_flag() {
     let home = Home::new(&permissive());
     let mut agent = Agent::spawn(&home, &[("DEVIN_SANDBOX", "true")]);
-    let session = agent.start(&home.work);
+    let session = agent.start_session(&home.work);
     let (before, _) = agent.turn(&session, "[mock:env]");
     let listing = text_of(&before, "agent_message_chunk");
     assert!(
@@ -948,7 +768,7 @@ fn env_listing_shows_the_sandbox_flag() {
 fn a_cancelled_permission_request_cancels_the_turn() {
     let home = Home::new(&permissive());
     let mut agent = Agent::spawn(&home, &[]);
-    let session = agent.start(&home.work);
+    let session = agent.start_session(&home.work);
     let id = agent.prompt(&session, "[mock:permission]");
     let request = match agent.next() {
         Out::Json(message) if message["method"] == "session/request_permission" => message,
@@ -998,7 +818,7 @@ fn a_cancelled_permission_request_cancels_the_turn() {
 fn a_slow_turn_is_cancelled_and_its_grandchild_goes() {
     let home = Home::new(&permissive());
     let mut agent = Agent::spawn(&home, &[]);
-    let session = agent.start(&home.work);
+    let session = agent.start_session(&home.work);
     let started = Instant::now();
     let id = agent.prompt(&session, "[mock:slow 10000]");
     // The grandchild is logged once it runs.
@@ -1020,11 +840,7 @@ fn a_slow_turn_is_cancelled_and_its_grandchild_goes() {
         .and_then(|rest| rest.split_whitespace().nth(2))
         .and_then(|field| field.parse().ok())
         .expect("pgrp");
-    assert_eq!(
-        pgrp,
-        agent.child.id(),
-        "the grandchild is in the agent's group"
-    );
+    assert_eq!(pgrp, agent.pid(), "the grandchild is in the agent's group");
     agent.send(&json!({"jsonrpc": "2.0", "method": "session/cancel",
                        "params": {"sessionId": session}}));
     let (_, result) = agent.until_response(id);
@@ -1045,13 +861,13 @@ fn a_slow_turn_is_cancelled_and_its_grandchild_goes() {
 fn exit_hang_and_late_close() {
     let home = Home::new(&permissive());
     let mut agent = Agent::spawn(&home, &[]);
-    let session = agent.start(&home.work);
+    let session = agent.start_session(&home.work);
     agent.prompt(&session, "[mock:exit]");
     assert_eq!(agent.wait_exit(WAIT).and_then(|s| s.code()), Some(3));
 
     for marker in ["[mock:hang]", "[mock:late-close]"] {
         let mut agent = Agent::spawn(&home, &[]);
-        let session = agent.start(&home.work);
+        let session = agent.start_session(&home.work);
         let id = agent.prompt(&session, marker);
         if marker == "[mock:late-close]" {
             let (_, result) = agent.until_response(id);
@@ -1069,7 +885,7 @@ fn exit_hang_and_late_close() {
 fn replay_after_answer_sends_one_update_late() {
     let home = Home::new(&permissive());
     let mut agent = Agent::spawn(&home, &[]);
-    let session = agent.start(&home.work);
+    let session = agent.start_session(&home.work);
     agent.turn(&session, "[mock:replay-after-answer] first");
     agent.turn(&session, "second");
     drop(agent);
@@ -1101,7 +917,7 @@ fn replay_after_answer_sends_one_update_late() {
 fn client_requests_and_extra_updates() {
     let home = Home::new(&permissive());
     let mut agent = Agent::spawn(&home, &[]);
-    let session = agent.start(&home.work);
+    let session = agent.start_session(&home.work);
     let id = agent.prompt(
         &session,
         "[mock:extra-updates] [mock:client-request fs/read_text_file] \
@@ -1167,7 +983,7 @@ fn client_requests_and_extra_updates() {
 fn scenario_variable_applies_to_prompts_without_markers() {
     let home = Home::new(&permissive());
     let mut agent = Agent::spawn(&home, &[("MOCK_DEVIN_SCENARIO", "fail quota")]);
-    let session = agent.start(&home.work);
+    let session = agent.start_session(&home.work);
     let (_, result) = agent.turn(&session, "No marker here.");
     assert_eq!(
         result["error"]["data"]["cognition.ai/errorKind"],
@@ -1367,7 +1183,7 @@ fn model_flags_before_or_after_acp_and_the_thought_level_switch() {
 
     // MOCK_DEVIN_THOUGHT_LEVEL=1 adds the thought_level select, absent under GLM-5.2.
     let mut agent = Agent::spawn(&home, &[("MOCK_DEVIN_THOUGHT_LEVEL", "1")]);
-    let session = agent.start(&home.work);
+    let session = agent.start_session(&home.work);
     let set = agent.call(
         "session/set_config_option",
         json!({"sessionId": session, "configId": "thought_level", "value": "high"}),
@@ -1652,7 +1468,7 @@ fn cumulative(stats: &Value, uid: &str) -> u64 {
 fn stop_causes_and_compaction() {
     let home = Home::new(&permissive());
     let mut agent = Agent::spawn(&home, &[]);
-    let session = agent.start(&home.work);
+    let session = agent.start_session(&home.work);
     let (before, result) = agent.turn(&session, "[mock:stop quota_exhausted]");
     // Not an error: agent_stopped carries the cause, then an ordinary end_turn.
     assert_eq!(result["result"]["stopReason"], "end_turn", "{result}");
@@ -1700,7 +1516,7 @@ fn stop_causes_and_compaction() {
 fn tool_calls_are_model_requests_and_usage_is_the_last_one() {
     let home = Home::new(&permissive());
     let mut agent = Agent::spawn(&home, &[]);
-    let session = agent.start(&home.work);
+    let session = agent.start_session(&home.work);
     let (before, result) = agent.turn(
         &session,
         "[mock:tool read read] [mock:tool exec execute] [mock:cache-tokens]",
@@ -1759,7 +1575,7 @@ fn answer_permission(agent: &mut Agent, option_id: &str) -> Value {
 fn a_rejected_permission_is_asked_again_up_to_the_bound() {
     let home = Home::new(&permissive());
     let mut agent = Agent::spawn(&home, &[]);
-    let session = agent.start(&home.work);
+    let session = agent.start_session(&home.work);
     let id = agent.prompt(&session, "[mock:permission 3]");
     let mut asked = Vec::new();
     for _ in 0..3 {
@@ -1834,7 +1650,7 @@ fn signed_out_by_default_the_prompt_fails_and_an_environment_key_signs_in() {
     drop(agent);
 
     let mut agent = Agent::spawn(&home, &[("WINDSURF_API_KEY", "env-key")]);
-    let session = agent.start(&home.work);
+    let session = agent.start_session(&home.work);
     let (_, result) = agent.turn(&session, "hi");
     assert_eq!(result["result"]["stopReason"], "end_turn", "{result}");
     drop(agent);

@@ -2,18 +2,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::process::{Command, Stdio};
+use std::sync::mpsc::RecvTimeoutError;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_mock-devin");
-const WAIT: Duration = Duration::from_secs(20);
+mod harness;
+
+use harness::{kill_group, Agent, Out, BIN, WAIT};
+
 const TEXT: &str = "Mock answer: the bridge works.";
 
 /// A temporary directory with a sandbox home inside it (`<tmp>/.sandbox/home`).
@@ -30,205 +30,11 @@ fn sandbox() -> Sandbox {
     Sandbox { _dir: dir, home }
 }
 
-/// What the agent wrote: a JSON message, or a line that is not JSON.
-#[derive(Debug)]
-enum Out {
-    Json(Value),
-    Raw(String),
-}
-
-struct Agent {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<Out>,
-    next_id: u64,
-}
-
 impl Agent {
+    /// The summarizer agent type in `cwd`, with `env` added to the test's environment (less
+    /// the mock's scenario and log variables).
     fn spawn(cwd: &Path, env: &[(&str, &str)]) -> Self {
-        let mut command = Command::new(BIN);
-        command
-            .args(["acp", "--agent-type", "summarizer"])
-            .current_dir(cwd)
-            .env_remove("MOCK_DEVIN_SCENARIO")
-            .env_remove("MOCK_DEVIN_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            // Its own process group, so that dropping the agent can kill what it started.
-            .process_group(0);
-        for (name, value) in env {
-            command.env(name, value);
-        }
-        let mut child = command.spawn().expect("spawn mock-devin");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { return };
-                let out = match serde_json::from_str::<Value>(&line) {
-                    Ok(value) => Out::Json(value),
-                    Err(_) => Out::Raw(line),
-                };
-                if tx.send(out).is_err() {
-                    return;
-                }
-            }
-        });
-        Self {
-            stdin: child.stdin.take(),
-            child,
-            lines,
-            next_id: 100,
-        }
-    }
-
-    fn send(&mut self, message: &Value) {
-        self.send_line(&message.to_string());
-    }
-
-    fn send_line(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        stdin.write_all(line.as_bytes()).expect("write");
-        stdin.write_all(b"\n").expect("write");
-        stdin.flush().expect("flush");
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> u64 {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        id
-    }
-
-    fn next(&self) -> Out {
-        match self.lines.recv_timeout(WAIT) {
-            Ok(out) => out,
-            Err(RecvTimeoutError::Timeout) => panic!("no output from the agent within {WAIT:?}"),
-            Err(RecvTimeoutError::Disconnected) => panic!("the agent closed its stdout"),
-        }
-    }
-
-    fn next_json(&self) -> Value {
-        match self.next() {
-            Out::Json(value) => value,
-            Out::Raw(line) => panic!("not JSON: {line}"),
-        }
-    }
-
-    /// Every message up to the response with `id`, and that response.
-    fn until_response(&self, id: u64) -> (Vec<Value>, Value) {
-        let mut before = Vec::new();
-        loop {
-            let message = self.next_json();
-            assert_eq!(message["jsonrpc"], "2.0", "{message}");
-            if message.get("method").is_none() && message["id"] == json!(id) {
-                return (before, message);
-            }
-            before.push(message);
-        }
-    }
-
-    /// The answer to one request; only notifications may come before it.
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        let id = self.request(method, params);
-        let (before, response) = self.until_response(id);
-        assert!(
-            before
-                .iter()
-                .all(|m| m.get("method").is_some() && m.get("id").is_none()),
-            "unexpected messages: {before:?}"
-        );
-        response
-    }
-
-    /// session/new: the `config_option_update` comes before the answer and
-    /// `_cognition.ai/mcp/serversChanged` right after it. Returns the answer.
-    fn new_session(&mut self, cwd: &Path) -> Value {
-        let id = self.request(
-            "session/new",
-            json!({"cwd": cwd.to_str().expect("utf8 path"), "mcpServers": []}),
-        );
-        let (before, new) = self.until_response(id);
-        if new.get("error").is_some() {
-            assert!(before.is_empty(), "{before:?}");
-            return new;
-        }
-        assert_eq!(before.len(), 1, "{before:?}");
-        assert_eq!(
-            new["result"]["_meta"],
-            json!({"cognition.ai/isLocked": false}),
-            "{new}"
-        );
-        let update = &before[0]["params"];
-        assert_eq!(before[0]["method"], "session/update");
-        assert_eq!(update["sessionId"], new["result"]["sessionId"]);
-        assert_eq!(update["update"]["sessionUpdate"], "config_option_update");
-        assert_eq!(
-            update["update"]["configOptions"],
-            new["result"]["configOptions"]
-        );
-        let changed = self.next_json();
-        assert_eq!(
-            changed["method"], "_cognition.ai/mcp/serversChanged",
-            "{changed}"
-        );
-        assert_eq!(changed["params"], json!({}));
-        new
-    }
-
-    /// initialize (without clientInfo, which passes) + session/new; returns the session id.
-    fn start_session(&mut self, cwd: &Path) -> String {
-        let init = self.call(
-            "initialize",
-            json!({"protocolVersion": 1, "clientCapabilities": {}}),
-        );
-        assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
-        let new = self.new_session(cwd);
-        new["result"]["sessionId"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no session: {new}"))
-            .to_owned()
-    }
-
-    fn prompt(&mut self, session: &str, text: &str) -> u64 {
-        self.request(
-            "session/prompt",
-            json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
-        )
-    }
-
-    fn close_stdin(&mut self) {
-        self.stdin.take();
-    }
-
-    fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                return Some(status);
-            }
-            if Instant::now() > deadline {
-                return None;
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-/// SIGKILL to the process group `pgid`.
-fn kill_group(pgid: u32) {
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{pgid}")])
-        .stderr(Stdio::null())
-        .status();
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        kill_group(self.child.id());
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        spawn_args(cwd, &["acp", "--agent-type", "summarizer"], env)
     }
 }
 
@@ -984,7 +790,7 @@ fn exit_and_hang() {
     let session = agent.start_session(&sandbox.home);
     agent.prompt(&session, &user_prompt("[mock:exit]"));
     let mut seen = Vec::new();
-    while let Ok(Out::Json(message)) = agent.lines.recv_timeout(WAIT) {
+    while let Ok(Out::Json(message)) = agent.next_within(WAIT) {
         seen.push(message);
     }
     assert_eq!(chunks(&seen).len(), 1);
@@ -1001,7 +807,7 @@ fn exit_and_hang() {
         "a hung agent ignores EOF"
     );
     assert!(matches!(
-        agent.lines.recv_timeout(Duration::from_millis(100)),
+        agent.next_within(Duration::from_millis(100)),
         Err(RecvTimeoutError::Timeout)
     ));
 }
@@ -1034,11 +840,11 @@ fn grandchild_lives_in_the_agent_process_group() {
         .rsplit_once(") ")
         .and_then(|(_, rest)| rest.split_whitespace().nth(2))
         .expect("pgrp");
-    assert_eq!(pgrp, agent.child.id().to_string());
+    assert_eq!(pgrp, agent.pid().to_string());
     agent.close_stdin();
     assert!(agent.wait_exit(Duration::from_millis(300)).is_none());
 
-    kill_group(agent.child.id());
+    kill_group(agent.pid());
     let deadline = Instant::now() + WAIT;
     while std::fs::read_to_string(proc_dir.join("stat")).is_ok_and(|stat| !stat.contains(") Z ")) {
         assert!(
@@ -1442,32 +1248,11 @@ fn spawn_args(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Agent {
         .args(args)
         .current_dir(cwd)
         .env_remove("MOCK_DEVIN_SCENARIO")
-        .env_remove("MOCK_DEVIN_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0);
+        .env_remove("MOCK_DEVIN_LOG");
     for (name, value) in env {
         command.env(name, value);
     }
-    let mut child = command.spawn().expect("spawn");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, lines) = mpsc::channel();
-    thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { return };
-            let out = serde_json::from_str::<Value>(&line).map_or(Out::Raw(line), Out::Json);
-            if tx.send(out).is_err() {
-                return;
-            }
-        }
-    });
-    Agent {
-        stdin: child.stdin.take(),
-        child,
-        lines,
-        next_id: 100,
-    }
+    Agent::start(command, 100)
 }
 
 #[test]
@@ -1877,7 +1662,7 @@ fn set_model_and_stop_are_never_answered_fork_and_resume_are_unknown() {
         );
     }
     agent.close_stdin();
-    while let Ok(Out::Json(message)) = agent.lines.recv_timeout(Duration::from_millis(500)) {
+    while let Ok(Out::Json(message)) = agent.next_within(Duration::from_millis(500)) {
         assert!(
             !unanswered.iter().any(|id| message["id"] == json!(id)),
             "{message}"

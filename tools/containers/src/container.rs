@@ -222,14 +222,14 @@ fn live_image_refuses_unpinned_cli() -> Result<String> {
 /// Creates the project's login volume as compose would (the offline profile never mounts it),
 /// with compose's labels, so `down -v` and the listings treat it as the project's.
 fn create_auth_volume(compose: &Compose) -> Result<()> {
-    crate::run(
+    Ok(crate::run(
         Command::new("docker")
             .args(["volume", "create", "--label"])
             .arg(format!("com.docker.compose.project={}", compose.project()))
             .args(["--label", "com.docker.compose.volume=devin-auth"])
             .arg(compose.auth_volume())
             .stdout(std::process::Stdio::null()),
-    )
+    )?)
 }
 
 /// `cargo xtask clean` (what it runs on the operator's project, here on the test project):

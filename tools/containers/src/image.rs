@@ -541,7 +541,7 @@ fn load_archive(staging: &Path, config: &Config, tag: &str, work: &Path) -> Resu
 /// GNU tar of `dir`'s content with sorted names, mtime 0 and numeric owners: the same files
 /// always give the same bytes.
 fn deterministic_tar(dir: &Path, out: &Path) -> Result<()> {
-    run(Command::new("tar")
+    Ok(run(Command::new("tar")
         .args([
             "--sort=name",
             "--mtime=@0",
@@ -552,7 +552,7 @@ fn deterministic_tar(dir: &Path, out: &Path) -> Result<()> {
         .arg(dir)
         .arg("-cf")
         .arg(out)
-        .arg("."))
+        .arg("."))?)
 }
 
 fn sha256_file(path: &Path) -> Result<String> {

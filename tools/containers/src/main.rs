@@ -16,10 +16,9 @@ mod operator;
 mod outpost_image;
 mod setup;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 
 const USAGE: &str = "\
 usage: devin-bridge-containers [--components DIR] <command> [ARGS...]
@@ -81,25 +80,7 @@ fn main() -> Result<()> {
     }
 }
 
-/// The workspace root: this crate lives in `tools/containers/`.
-pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
-}
-
-/// Runs a command, failing with its status.
-pub fn run(command: &mut Command) -> Result<()> {
-    let status = command
-        .status()
-        .with_context(|| format!("cannot run {command:?}"))?;
-    if !status.success() {
-        bail!("{:?} failed with {status}", command.get_program());
-    }
-    Ok(())
-}
+pub use devin_bridge_test_setup::workspace::{root as workspace_root, run};
 
 /// The pinned Claude Code, installed into `target/claude-code/` when missing (where
 /// `cargo xtask test` installs it for the end-to-end test too).

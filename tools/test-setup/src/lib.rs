@@ -7,8 +7,10 @@
 //! Two tools use it: xtask (the cargo tests' programs, and the Claude Code the end-to-end test
 //! runs) and `devin-bridge-containers` (the container proof's programs, and the Claude Code it
 //! runs and copies into its image). Each step that installs something is printed first.
+//! Both also find the workspace root and run their programs through [`workspace`].
 
 pub mod anthropic_sdk;
 pub mod claude_code;
 pub mod debian;
 pub mod npm;
+pub mod workspace;
