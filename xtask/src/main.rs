@@ -8,6 +8,7 @@
 
 mod dist;
 mod modules;
+mod sources;
 mod wasm;
 
 use std::path::{Path, PathBuf};
@@ -39,8 +40,10 @@ commands:
                             target/dist/devin-bridge-<version>-<target>.tar.gz (the binary with
                             its components embedded, policies, plugin, docs, license);
                             --binary packages that already-built devin-bridge instead
-  components [--tests]      build only the components into target/components (--tests: and
-                            the test components into target/components/test)
+  components                build only the transform components into target/components
+  test-components --out DIR build the deliberately faulty test components into DIR, with
+                            DIR/sources listing every file they were built from (the test
+                            artifacts crate's build script runs it: tests/artifacts)
   image                     build the container images (bridge + guards, Claude Code, the
                             replicas' HAProxy) and print their ids and sizes (needs root and a
                             running Docker daemon)
@@ -70,9 +73,12 @@ fn main() -> Result<()> {
     match command.as_str() {
         "build" => build_all(),
         "components" => match rest {
-            [] => build_components(false).map(drop),
-            [flag] if flag == "--tests" => build_components(true).map(drop),
-            _ => bail!("usage: cargo xtask components [--tests]"),
+            [] => build_components().map(drop),
+            _ => bail!("usage: cargo xtask components"),
+        },
+        "test-components" => match rest {
+            [flag, out] if flag == "--out" => build_test_components(Path::new(out)),
+            _ => bail!("usage: cargo xtask test-components --out DIR"),
         },
         "dist" => dist::dist(rest).map(drop),
         "serve" => serve(rest),
@@ -127,8 +133,8 @@ fn cargo() -> Command {
     cargo
 }
 
-/// Builds the transforms (and, for tests, the faulty test components).
-fn build_components(with_test_components: bool) -> Result<PathBuf> {
+/// Builds the five transforms into `target/components`.
+fn build_components() -> Result<PathBuf> {
     let out = components_dir();
     eprintln!(
         "xtask: building the transform components into {} (wasm, then pre-initialised)",
@@ -137,14 +143,24 @@ fn build_components(with_test_components: bool) -> Result<PathBuf> {
     let built = wasm::build(&wasm::TRANSFORMS, &out, "transforms")?;
     let manifest = wasm::write_manifest(&out, &built)?;
     eprintln!("xtask: manifest {}", manifest.display());
-    if with_test_components {
-        eprintln!(
-            "xtask: building the test components into {}",
-            out.join("test").display()
-        );
-        wasm::build(&wasm::TEST_COMPONENTS, &out.join("test"), "test-components")?;
-    }
     Ok(out)
+}
+
+/// Builds the test components into `out`, and writes `out/sources`: every file they were
+/// built from, which the build script that asked for them watches.
+fn build_test_components(out: &Path) -> Result<()> {
+    eprintln!("xtask: building the test components into {}", out.display());
+    // The directory holds exactly this set: a component dropped from it must not linger.
+    if out.exists() {
+        std::fs::remove_dir_all(out).with_context(|| format!("clearing {}", out.display()))?;
+    }
+    let set = "test-components";
+    wasm::build(&wasm::TEST_COMPONENTS, out, set)?;
+    let sources = sources::of_build(
+        &workspace_root(),
+        &wasm::dep_infos(&wasm::TEST_COMPONENTS, set),
+    )?;
+    sources::write(&out.join("sources"), &sources)
 }
 
 /// `cargo build` of every binary of the workspace (the host, the offline agent, the fake
@@ -161,13 +177,13 @@ fn build_binaries() -> Result<()> {
 /// (wasmtime, hyper, ...) are optimised even in dev builds (see the workspace profile), and the
 /// tests share those artifacts, so `serve` after `test` compiles nothing again.
 fn build_all() -> Result<()> {
-    build_components(false)?;
+    build_components()?;
     build_binaries()
 }
 
 /// The components and the binaries the images carry.
 fn build_for_images() -> Result<PathBuf> {
-    let components = build_components(false)?;
+    let components = build_components()?;
     build_binaries()?;
     Ok(components)
 }
@@ -223,7 +239,7 @@ fn check_modules() -> Result<()> {
 fn test(rest: &[String]) -> Result<()> {
     check_modules()?;
     ensure_test_programs()?;
-    let components = build_components(true)?;
+    let components = build_components()?;
     // The tests start real binaries (the host, the offline agent): build them first.
     build_binaries()?;
     let mut test = cargo();
@@ -241,7 +257,6 @@ fn test(rest: &[String]) -> Result<()> {
     test.args(["test", "--locked", "--workspace", "--no-fail-fast"])
         .args(rest)
         .env("DEVIN_BRIDGE_COMPONENTS", &components)
-        .env("DEVIN_BRIDGE_TEST_COMPONENTS", components.join("test"))
         .env(
             "DEVIN_BRIDGE_MOCK_DEVIN",
             workspace_root()
@@ -327,7 +342,7 @@ fn bench(rest: &[String]) -> Result<()> {
             "unknown benchmark {name:?} (transforms, bridge, guard, companion, outpost, soak, turns or stream)"
         );
     }
-    let components = build_components(false)?;
+    let components = build_components()?;
     let mut bench = cargo();
     // Release binaries are where cargo writes them (`CARGO_TARGET_DIR` when set).
     let release = cargo_target_dir().join("release");
@@ -416,7 +431,7 @@ fn fuzz(rest: &[String]) -> Result<()> {
     let transform = |t: &str| FUZZ_TRANSFORMS.contains(&t);
     // The native parsers' targets need no component.
     let components = if targets.iter().any(|t| transform(t)) {
-        Some(build_components(false)?)
+        Some(build_components()?)
     } else {
         None
     };

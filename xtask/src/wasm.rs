@@ -199,12 +199,7 @@ pub(crate) fn build(
     set: &str,
 ) -> Result<Vec<(String, String, usize)>> {
     let root = workspace_root();
-    // A separate target dir: the wasm build uses other RUSTFLAGS (and maybe another rustc),
-    // which would otherwise invalidate the host build every time. And one per set: the
-    // transforms build their libraries with the export shell, the test components without,
-    // and a wasm cdylib's fingerprint does not tell feature sets apart, so two sets sharing a
-    // directory rebuild each other's libraries on every run.
-    let target_dir = root.join("target").join("wasm-build").join(set);
+    let target_dir = set_target_dir(set);
     let toolchain = toolchain()?;
     let mut cargo = match toolchain {
         Toolchain::Rustup => {
@@ -310,6 +305,26 @@ pub(crate) fn build(
         built.push((spec.name.to_owned(), sha, component.len()));
     }
     Ok(built)
+}
+
+/// The target directory of a set of components, `target/wasm-build/<set>`. A separate one: the
+/// wasm build uses other RUSTFLAGS (and maybe another rustc), which would otherwise invalidate
+/// the host build every time. And one per set: the transforms build their libraries with the
+/// export shell, the test components without, and a wasm cdylib's fingerprint does not tell
+/// feature sets apart, so two sets sharing a directory rebuild each other's libraries on every
+/// run.
+fn set_target_dir(set: &str) -> PathBuf {
+    workspace_root().join("target").join("wasm-build").join(set)
+}
+
+/// The dep-info files cargo wrote beside the core modules of `specs` built as `set` (each
+/// names every source file the module was built from).
+pub(crate) fn dep_infos(specs: &[Spec], set: &str) -> Vec<PathBuf> {
+    let modules = set_target_dir(set).join(TARGET).join("wasm");
+    specs
+        .iter()
+        .map(|spec| modules.join(format!("{}.d", spec.lib)))
+        .collect()
 }
 
 /// Pre-initialises each (name, plain component, output) with `devin-bridge-preinit`, built
