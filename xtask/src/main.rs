@@ -173,6 +173,22 @@ fn build_binaries() -> Result<()> {
     run(cargo().args(["build", "--locked", "--workspace", "--bins"]))
 }
 
+/// `cargo build` of the binaries `names` only. `--workspace` names every package, so the
+/// dependencies get the features they get in every other build of this tool and in `cargo
+/// test --workspace`: the wasmtime pre-initialisation compiled is the one these link.
+fn build_named_binaries(names: &[&str]) -> Result<()> {
+    eprintln!(
+        "xtask: building {} (the first build compiles wasmtime: several minutes)",
+        names.join(" and ")
+    );
+    let mut build = cargo();
+    build.args(["build", "--locked", "--workspace"]);
+    for name in names {
+        build.args(["--bin", name]);
+    }
+    run(&mut build)
+}
+
 /// Builds the components and the host. The host is a dev build on purpose: its dependencies
 /// (wasmtime, hyper, ...) are optimised even in dev builds (see the workspace profile), and the
 /// tests share those artifacts, so `serve` after `test` compiles nothing again.
@@ -279,18 +295,29 @@ fn test(rest: &[String]) -> Result<()> {
 fn serve(rest: &[String]) -> Result<()> {
     let root = workspace_root();
     // Which policy first, so the first lines say what this run builds and then serves.
-    let policy = match devin_cli() {
+    // The binaries it runs: the host, and the offline agent when that is the policy's agent.
+    let (policy, binaries) = match devin_cli() {
         Some(devin) => {
             eprintln!("xtask: found a devin CLI at {}: serving the live policy (policies/summarizer.toml)", devin.display());
-            root.join("policies").join("summarizer.toml")
+            (
+                root.join("policies").join("summarizer.toml"),
+                vec!["devin-bridge"],
+            )
         }
         None => {
             eprintln!("xtask: no devin CLI on PATH (or DEVIN_BIN): serving the offline agent (policies/offline.toml)");
-            root.join("policies").join("offline.toml")
+            (
+                root.join("policies").join("offline.toml"),
+                vec!["devin-bridge", "mock-devin"],
+            )
         }
     };
-    eprintln!("xtask: serve builds the components, then the host, then starts it");
-    build_all()?;
+    eprintln!(
+        "xtask: serve builds the five transform components, then {}, then starts the bridge",
+        binaries.join(" and ")
+    );
+    build_components()?;
+    build_named_binaries(&binaries)?;
     let binary = root.join("target").join("debug").join("devin-bridge");
     let mut serve = Command::new(&binary);
     serve

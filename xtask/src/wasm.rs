@@ -328,28 +328,39 @@ pub(crate) fn dep_infos(specs: &[Spec], set: &str) -> Vec<PathBuf> {
 }
 
 /// Pre-initialises each (name, plain component, output) with `devin-bridge-preinit`, built
-/// first (its first build compiles wasmtime). Nothing to do for an empty list.
+/// first. Nothing to do for an empty list.
+///
+/// It is built as `cargo build --workspace --bin devin-bridge-preinit`, not `cargo run -p
+/// devin-bridge-preinit`: cargo picks the features of every dependency from the packages a
+/// command names, and naming the whole workspace gives wasmtime and everything below it the
+/// features `cargo build --workspace --bins` and `cargo test --workspace` give them, so the
+/// one wasmtime this compiles is the one the host and the tests link (`cargo run -p` alone
+/// would compile a second one, with fewer features in its dependencies).
 fn preinitialize(root: &Path, jobs: &[(&str, PathBuf, PathBuf)]) -> Result<()> {
     if jobs.is_empty() {
         return Ok(());
     }
     let names: Vec<&str> = jobs.iter().map(|(name, _, _)| *name).collect();
     eprintln!(
-        "xtask: pre-initialising {} with devin-bridge-preinit (cargo run -p devin-bridge-preinit; \
-         its first build compiles wasmtime: several minutes)",
+        "xtask: pre-initialising {} with devin-bridge-preinit (cargo build --workspace --bin \
+         devin-bridge-preinit; its first build compiles wasmtime, which the host then shares: \
+         several minutes)",
         names.join(", ")
     );
-    let mut preinit = cargo();
-    preinit
-        .args([
-            "run",
-            "--locked",
-            "-p",
-            "devin-bridge-preinit",
-            "--",
-            "--root",
-        ])
-        .arg(root);
+    run(cargo().args([
+        "build",
+        "--locked",
+        "--workspace",
+        "--bin",
+        "devin-bridge-preinit",
+    ]))
+    .context("building devin-bridge-preinit")?;
+    let mut preinit = Command::new(
+        crate::cargo_target_dir()
+            .join("debug")
+            .join("devin-bridge-preinit"),
+    );
+    preinit.arg("--root").arg(root);
     for (name, plain, out) in jobs {
         preinit.arg(name).arg(plain).arg(out);
     }

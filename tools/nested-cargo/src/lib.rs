@@ -137,16 +137,19 @@ mod tests {
 
     #[test]
     fn a_second_lock_waits_for_the_first() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let held = lock(dir.path(), "thing.lock").expect("first lock");
-        let path = target_dir(dir.path()).join("thing.lock");
+        let dir = std::env::temp_dir().join(format!("nested-cargo-lock-{}", std::process::id()));
+        let held = lock(&dir, "thing.lock").expect("first lock");
+        let path = target_dir(&dir).join("thing.lock");
         let other = File::open(&path).expect("open");
+        let second = other.try_lock();
+        drop(held);
+        let after = other.try_lock();
+        std::fs::remove_dir_all(&dir).expect("remove the test directory");
         assert!(
-            matches!(other.try_lock(), Err(std::fs::TryLockError::WouldBlock)),
+            matches!(second, Err(std::fs::TryLockError::WouldBlock)),
             "a second lock was granted while the first is held"
         );
-        drop(held);
-        other.try_lock().expect("free once the first is dropped");
+        after.expect("free once the first is dropped");
     }
 
     #[test]
