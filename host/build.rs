@@ -86,7 +86,12 @@ fn main() {
     }
     code.push_str("];\n");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    std::fs::write(out.join("builtin_components.rs"), code).expect("writing OUT_DIR");
+    let generated = out.join("builtin_components.rs");
+    // Rewritten only when it changes: its modification time is what makes cargo compile the
+    // host again.
+    if std::fs::read_to_string(&generated).ok().as_deref() != Some(code.as_str()) {
+        std::fs::write(generated, code).expect("writing OUT_DIR");
+    }
 }
 
 /// Every file `cargo xtask components` writes that this build or the tests read.
@@ -112,22 +117,21 @@ fn newest(path: &Path) -> Option<SystemTime> {
         .max()
 }
 
-/// Every output exists and none is older than a source.
+/// Every output exists, and the last component build (the time of `build-stamp`, which
+/// `cargo xtask components` writes after every build, whether or not a component changed:
+/// an unchanged one is not rewritten) is no older than any source.
 fn current(root: &Path, dir: &Path) -> bool {
-    let oldest_output = outputs(dir)
-        .iter()
-        .map(|path| {
-            std::fs::metadata(path)
-                .and_then(|meta| meta.modified())
-                .ok()
-        })
-        .collect::<Option<Vec<_>>>()
-        .and_then(|times| times.into_iter().min());
+    if !outputs(dir).iter().all(|path| path.is_file()) {
+        return false;
+    }
+    let built = std::fs::metadata(dir.join("build-stamp"))
+        .and_then(|meta| meta.modified())
+        .ok();
     let newest_source = SOURCES
         .iter()
         .filter_map(|source| newest(&root.join(source)))
         .max();
-    match (oldest_output, newest_source) {
+    match (built, newest_source) {
         (Some(built), Some(source)) => built >= source,
         (Some(_), None) => true,
         (None, _) => false,

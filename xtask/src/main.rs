@@ -111,6 +111,9 @@ pub fn workspace_root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
+/// The file `build_components` writes last (see `host/build.rs`).
+const BUILD_STAMP: &str = "build-stamp";
+
 /// Where components are written.
 fn components_dir() -> PathBuf {
     workspace_root().join("target").join("components")
@@ -127,9 +130,13 @@ pub fn run(command: &mut Command) -> Result<()> {
     Ok(())
 }
 
+/// `cargo`, in the workspace, without what `cargo run` set for xtask itself (its package's
+/// name and directories): a build started here is then the same build as one started from a
+/// shell, and neither makes the other rebuild (see `devin-bridge-nested-cargo`).
 fn cargo() -> Command {
     let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cargo.current_dir(workspace_root());
+    devin_bridge_nested_cargo::without_package_context(&mut cargo);
     cargo
 }
 
@@ -143,6 +150,13 @@ fn build_components() -> Result<PathBuf> {
     let built = wasm::build(&wasm::TRANSFORMS, &out, "transforms")?;
     let manifest = wasm::write_manifest(&out, &built)?;
     eprintln!("xtask: manifest {}", manifest.display());
+    // When this build happened, whether or not it changed a component: the host's build
+    // script compares this with the sources to tell whether the components are current.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|since| since.as_nanos())
+        .unwrap_or_default();
+    std::fs::write(out.join(BUILD_STAMP), format!("{now}\n"))?;
     Ok(out)
 }
 

@@ -248,8 +248,8 @@ pub(crate) fn build(
     run(&mut cargo).context("building the wasm modules")?;
 
     std::fs::create_dir_all(out_dir)?;
-    // The plain components of the transforms wait here for pre-initialisation, which writes
-    // the snapshots to `out_dir`.
+    // The plain components of the transforms wait here for pre-initialisation, and their
+    // snapshots too, before they are written to `out_dir`.
     let plain_dir = target_dir.join("plain-components");
     std::fs::create_dir_all(&plain_dir)?;
     let mut to_preinit = Vec::new();
@@ -284,12 +284,18 @@ pub(crate) fn build(
         if spec.preinit {
             let plain = plain_dir.join(&file);
             std::fs::write(&plain, &component)?;
-            to_preinit.push((spec.name, plain, out_dir.join(&file)));
+            let snapshot = plain_dir.join(format!("{}.preinit.wasm", spec.name));
+            to_preinit.push((spec.name, plain, snapshot));
         } else {
-            std::fs::write(out_dir.join(&file), &component)?;
+            write_if_changed(&out_dir.join(&file), &component)?;
         }
     }
     preinitialize(&root, &to_preinit)?;
+    for (name, _, snapshot) in &to_preinit {
+        let bytes =
+            std::fs::read(snapshot).with_context(|| format!("reading {}", snapshot.display()))?;
+        write_if_changed(&out_dir.join(format!("{name}.wasm")), &bytes)?;
+    }
 
     let mut built = Vec::new();
     for spec in specs {
@@ -305,6 +311,16 @@ pub(crate) fn build(
         built.push((spec.name.to_owned(), sha, component.len()));
     }
     Ok(built)
+}
+
+/// Writes `bytes` to `path` unless the file already holds exactly them: an unchanged
+/// component keeps its modification time, so the host's build script, which watches the
+/// components it embeds, does not make cargo compile the host again for nothing.
+pub(crate) fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
+    if std::fs::read(path).is_ok_and(|current| current == bytes) {
+        return Ok(());
+    }
+    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
 }
 
 /// The target directory of a set of components, `target/wasm-build/<set>`. A separate one: the
@@ -461,9 +477,9 @@ pub(crate) fn write_manifest(out_dir: &Path, built: &[(String, String, usize)]) 
         }));
     }
     let manifest = out_dir.join("manifest.json");
-    std::fs::write(
+    write_if_changed(
         &manifest,
-        serde_json::to_vec_pretty(&serde_json::json!({ "components": components }))?,
+        &serde_json::to_vec_pretty(&serde_json::json!({ "components": components }))?,
     )?;
     Ok(manifest)
 }
@@ -532,6 +548,30 @@ mod tests {
         section(&mut wasm, 7, &export);
         section(&mut wasm, 10, &[1, 4, 0, 0x20, 0, 0x0b]);
         wasm
+    }
+
+    #[test]
+    fn an_unchanged_component_is_not_rewritten_and_a_changed_one_is() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("serializer.wasm");
+        write_if_changed(&path, b"one").expect("first write");
+        let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+        let file = std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .expect("open");
+        file.set_modified(old).expect("set mtime");
+        drop(file);
+        let modified = || {
+            std::fs::metadata(&path)
+                .and_then(|meta| meta.modified())
+                .expect("mtime")
+        };
+        write_if_changed(&path, b"one").expect("same bytes");
+        assert_eq!(modified(), old, "the same bytes were written again");
+        write_if_changed(&path, b"two").expect("new bytes");
+        assert_ne!(modified(), old);
+        assert_eq!(std::fs::read(&path).expect("read"), b"two");
     }
 
     #[test]

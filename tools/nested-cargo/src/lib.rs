@@ -27,13 +27,46 @@ const OUTER_ONLY: [&str; 6] = [
     "CARGO_BUILD_BUILD_DIR",
 ];
 
+/// What cargo sets for the package whose program it runs (a build script, a test, `cargo run`):
+/// the package's identity and directories. A cargo started from that program inherits them,
+/// and cargo checks the variables a build script watches (`rerun-if-env-changed`) in its own
+/// environment: `ring`'s build script watches `CARGO_MANIFEST_DIR`, so a build started from
+/// xtask and one started from a shell rebuilt ring and everything above it each time they
+/// alternated. `CARGO_PKG_*` are removed by prefix.
+const PACKAGE_CONTEXT: [&str; 7] = [
+    "CARGO_MANIFEST_DIR",
+    "CARGO_MANIFEST_PATH",
+    "CARGO_MANIFEST_LINKS",
+    "CARGO_CRATE_NAME",
+    "CARGO_BIN_NAME",
+    "CARGO_PRIMARY_PACKAGE",
+    "OUT_DIR",
+];
+
+/// Removes from `command` the variables cargo set for the program running it (see
+/// [`PACKAGE_CONTEXT`]), so that a cargo it starts builds as one started from a shell would.
+pub fn without_package_context(command: &mut Command) -> &mut Command {
+    for name in PACKAGE_CONTEXT {
+        command.env_remove(name);
+    }
+    for (name, _) in std::env::vars_os() {
+        if name
+            .to_str()
+            .is_some_and(|name| name.starts_with("CARGO_PKG_"))
+        {
+            command.env_remove(name);
+        }
+    }
+    command
+}
+
 /// Where every nested cargo builds: `target/test-build` of the workspace at `root`.
 pub fn target_dir(root: &Path) -> PathBuf {
     root.join("target").join("test-build")
 }
 
 /// `cargo ARGS` for the workspace at `root`, building in [`target_dir`], with none of the
-/// outer command's steering variables. `CARGO` (set for build scripts and for the programs
+/// outer command's steering variables nor the calling package's context. `CARGO` (set for build scripts and for the programs
 /// `cargo run` and `cargo test` start) names the outer command's cargo, so the nested one is
 /// the same toolchain.
 pub fn cargo(root: &Path, args: &[&str]) -> Command {
@@ -46,6 +79,7 @@ pub fn cargo(root: &Path, args: &[&str]) -> Command {
     for name in OUTER_ONLY {
         command.env_remove(name);
     }
+    without_package_context(&mut command);
     command
 }
 
@@ -103,15 +137,37 @@ mod tests {
             "CARGO_TARGET_DIR".to_owned(),
             Some("/checkout/target/test-build".to_owned())
         )));
-        for name in OUTER_ONLY {
+        for name in OUTER_ONLY.iter().chain(&PACKAGE_CONTEXT) {
             assert!(
-                envs.contains(&(name.to_owned(), None)),
+                envs.contains(&((*name).to_owned(), None)),
                 "{name} is not removed"
             );
         }
         assert_eq!(command.get_current_dir(), Some(root));
         let args: Vec<_> = command.get_args().collect();
         assert_eq!(args, ["build", "-p", "mock-devin"]);
+    }
+
+    #[test]
+    fn the_package_context_cargo_set_for_this_test_is_not_passed_on() {
+        // cargo sets CARGO_PKG_NAME for the test it runs.
+        assert!(std::env::var_os("CARGO_PKG_NAME").is_some());
+        let mut command = Command::new("cargo");
+        without_package_context(&mut command);
+        let removed: Vec<String> = command
+            .get_envs()
+            .filter(|(_, value)| value.is_none())
+            .map(|(name, _)| name.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            removed.contains(&"CARGO_PKG_NAME".to_owned()),
+            "{removed:?}"
+        );
+        assert!(
+            removed.contains(&"CARGO_MANIFEST_DIR".to_owned()),
+            "{removed:?}"
+        );
+        assert!(!removed.contains(&"CARGO".to_owned()), "{removed:?}");
     }
 
     #[test]
