@@ -280,6 +280,22 @@ mod tests {
     }
 
     #[test]
+    fn a_binary_its_variable_names_is_used_and_must_be_a_file() {
+        let variable = "DEVIN_BRIDGE_TEST_SUPPORT_NAMED_BINARY";
+        let exe = std::env::current_exe().expect("exe");
+        std::env::set_var(variable, &exe);
+        assert_eq!(
+            workspace_binary(variable, "no-such-package", "no-such-binary"),
+            Ok(exe)
+        );
+        std::env::set_var(variable, "/nonexistent/agent");
+        let error = workspace_binary(variable, "no-such-package", "no-such-binary")
+            .expect_err("not a file");
+        std::env::remove_var(variable);
+        assert!(error.contains(variable), "{error}");
+    }
+
+    #[test]
     fn binaries_are_looked_up_beside_the_running_executable() {
         let exe = std::env::current_exe().expect("exe");
         let dirs = profile_dirs();
