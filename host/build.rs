@@ -1,46 +1,40 @@
 #![allow(clippy::expect_used)] // a build script: a failure here is a broken checkout, not input
 //! Embeds the transform components into the `devin-bridge` binary, with their sha256, after
-//! building them (and the test components the host's tests load) when they are missing or
-//! older than their sources.
+//! building them when they are missing or older than what they are built from.
 //!
 //! The components are the ones in `target/components`, or those in
 //! `DEVIN_BRIDGE_EMBED_COMPONENTS` (then nothing is built). When `target/components` lacks one
-//! of the transforms or test components, or a source of theirs changed after they were built,
-//! this script runs `cargo xtask components --tests` first, as a nested cargo in
-//! `target/test-build` (see `tests/support/src/xtask.rs`), so a plain `cargo build` or
-//! `cargo test` on a fresh checkout gets them. The build it needs (the wasm target, which
-//! xtask installs when it can) may fail: then this script warns, says how to see why, and
-//! embeds what is there. A component that is not there is not embedded: the binary says, when
-//! a policy needs a built-in component, that it has none and how to build one that does.
+//! of the five transforms, or one of their [`SOURCES`] changed after they were built, this
+//! script runs `cargo xtask components` first, as a nested cargo in `target/test-build` (see
+//! `devin-bridge-nested-cargo`), so a plain `cargo build` on a fresh checkout gets them. It
+//! builds nothing else: the test components are built by the tests' own crate
+//! (`tests/artifacts`), which only the tests depend on. The build it needs (the wasm target,
+//! which xtask installs when it can) may fail: then this script warns, says how to see why,
+//! and embeds what is there. A component that is not there is not embedded: the binary says,
+//! when a policy needs a built-in component, that it has none and how to build one that does.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
+use devin_bridge_nested_cargo as nested;
 use sha2::{Digest, Sha256};
-
-#[path = "../tests/support/src/xtask.rs"]
-mod xtask;
 
 /// In `TransformKind::ALL` order.
 const TRANSFORMS: [&str; 5] = ["serializer", "envelope", "sse", "model-alias", "safeguard"];
 
-/// What `cargo xtask components --tests` writes into `target/components/test` (the test
-/// components of xtask/src/wasm.rs).
-const TEST_COMPONENTS: [&str; 4] = [
-    "misbehaving-serializer",
-    "wrong-answers",
-    "twin",
-    "wasi-probe-serializer",
-];
-
-/// What the components are built from, relative to the workspace root: their code and WIT,
-/// the golden fixtures shipped as their corpus, the request the serializer's and envelope's
-/// pre-initialisation calls read, and the catalog model-alias's reads.
-const SOURCES: [&str; 10] = [
+/// What the components are built from, relative to the workspace root: their code and WIT;
+/// the lockfile (the versions of their dependencies) and the workspace manifest (the `wasm`
+/// profile they are built with); how xtask builds them and the pre-initialisation step that
+/// snapshots them; the golden fixtures shipped as their corpus, the request the serializer's
+/// and envelope's pre-initialisation calls read, and the catalog model-alias's reads.
+const SOURCES: [&str; 13] = [
     "components",
-    "tests/components",
     "wit",
+    "Cargo.lock",
+    "Cargo.toml",
+    "xtask/src/wasm.rs",
+    "tools/preinit/src",
     "tests/fixtures/serializer",
     "tests/fixtures/envelope",
     "tests/fixtures/sse",
@@ -92,21 +86,21 @@ fn main() {
     }
     code.push_str("];\n");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    std::fs::write(out.join("builtin_components.rs"), code).expect("writing OUT_DIR");
+    let generated = out.join("builtin_components.rs");
+    // Rewritten only when it changes: its modification time is what makes cargo compile the
+    // host again.
+    if std::fs::read_to_string(&generated).ok().as_deref() != Some(code.as_str()) {
+        std::fs::write(generated, code).expect("writing OUT_DIR");
+    }
 }
 
-/// Every file `cargo xtask components --tests` writes that this build or the tests read.
+/// Every file `cargo xtask components` writes that this build or the tests read.
 fn outputs(dir: &Path) -> Vec<PathBuf> {
     let mut outputs: Vec<PathBuf> = TRANSFORMS
         .iter()
         .map(|name| dir.join(format!("{name}.wasm")))
         .collect();
     outputs.push(dir.join("manifest.json"));
-    outputs.extend(
-        TEST_COMPONENTS
-            .iter()
-            .map(|name| dir.join("test").join(format!("{name}.wasm"))),
-    );
     outputs
 }
 
@@ -123,22 +117,21 @@ fn newest(path: &Path) -> Option<SystemTime> {
         .max()
 }
 
-/// Every output exists and none is older than a source.
+/// Every output exists, and the last component build (the time of `build-stamp`, which
+/// `cargo xtask components` writes after every build, whether or not a component changed:
+/// an unchanged one is not rewritten) is no older than any source.
 fn current(root: &Path, dir: &Path) -> bool {
-    let oldest_output = outputs(dir)
-        .iter()
-        .map(|path| {
-            std::fs::metadata(path)
-                .and_then(|meta| meta.modified())
-                .ok()
-        })
-        .collect::<Option<Vec<_>>>()
-        .and_then(|times| times.into_iter().min());
+    if !outputs(dir).iter().all(|path| path.is_file()) {
+        return false;
+    }
+    let built = std::fs::metadata(dir.join("build-stamp"))
+        .and_then(|meta| meta.modified())
+        .ok();
     let newest_source = SOURCES
         .iter()
         .filter_map(|source| newest(&root.join(source)))
         .max();
-    match (oldest_output, newest_source) {
+    match (built, newest_source) {
         (Some(built), Some(source)) => built >= source,
         (Some(_), None) => true,
         (None, _) => false,
@@ -151,7 +144,7 @@ fn warn(message: &str) {
     }
 }
 
-/// Runs `cargo xtask components --tests` when [`current`] says the components need it.
+/// Runs `cargo xtask components` when [`current`] says the components need it.
 fn build_when_stale(root: &Path, dir: &Path) {
     for source in SOURCES {
         println!("cargo:rerun-if-changed={}", root.join(source).display());
@@ -162,12 +155,12 @@ fn build_when_stale(root: &Path, dir: &Path) {
     if current(root, dir) {
         return;
     }
-    let _lock = match xtask::lock(root, "components.lock") {
+    let _lock = match nested::lock(root, "components.lock") {
         Ok(lock) => lock,
         Err(error) => {
             warn(&format!(
                 "cannot lock {}: {error}; not building the components",
-                xtask::target_dir(root).display()
+                nested::target_dir(root).display()
             ));
             return;
         }
@@ -177,34 +170,46 @@ fn build_when_stale(root: &Path, dir: &Path) {
         return;
     }
     warn(&format!(
-        "building the transform and test components into {} with `cargo xtask components \
-         --tests` (xtask builds in {}; its first build there takes minutes)",
+        "building the five transform components into {} with `cargo xtask components` \
+         (xtask builds in {}; its first build there takes minutes)",
         dir.display(),
-        xtask::target_dir(root).display()
+        nested::target_dir(root).display()
     ));
     let started = Instant::now();
-    let output = xtask::command(root, &["components", "--tests"])
+    let output = nested::xtask(root, &["components"])
         .stdin(std::process::Stdio::null())
         .output();
+    // What xtask said, on this script's stderr: `cargo build -vv` shows it (each step it
+    // built), and cargo keeps it in the build's `output` file otherwise.
+    if let Ok(output) = &output {
+        eprint!("{}", String::from_utf8_lossy(&output.stderr));
+    }
+    let built = matches!(&output, Ok(output) if output.status.success());
+    if !built {
+        // A file that never exists: cargo runs this script again on the next build, which
+        // tries again, instead of embedding the stale components until a source changes.
+        println!(
+            "cargo:rerun-if-changed={}",
+            dir.join(".build-failed").display()
+        );
+    }
     match output {
         Ok(output) if output.status.success() => warn(&format!(
             "built the components in {:.0} s",
             started.elapsed().as_secs_f64()
         )),
         Ok(output) => {
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            let lines: Vec<&str> = stderr.lines().collect();
             warn(&format!(
-                "`cargo xtask components --tests` failed ({}); devin-bridge is built without \
-                 the components that are missing, and the tests that load them fail. Its last \
+                "`cargo xtask components` failed ({}); devin-bridge is built without the \
+                 components that are missing, and the tests that load them fail. Its last \
                  lines (run it yourself to see them all):",
                 output.status
             ));
-            warn(&lines[lines.len().saturating_sub(20)..].join("\n"));
+            warn(&nested::tail(&output.stderr, 20));
         }
         Err(error) => warn(&format!(
-            "cannot run `cargo xtask components --tests`: {error}; devin-bridge is built \
-             without the components that are missing"
+            "cannot run `cargo xtask components`: {error}; devin-bridge is built without the \
+             components that are missing"
         )),
     }
 }

@@ -78,7 +78,7 @@ pub(crate) fn dist(rest: &[String]) -> Result<PathBuf> {
         return Ok(tarball);
     }
     // The host's build script embeds what this writes to target/components.
-    crate::build_components(false)?;
+    crate::build_components()?;
     let mut build = cargo();
     build.args([
         "build",

@@ -8,6 +8,7 @@
 
 mod dist;
 mod modules;
+mod sources;
 mod wasm;
 
 use std::path::{Path, PathBuf};
@@ -39,8 +40,10 @@ commands:
                             target/dist/devin-bridge-<version>-<target>.tar.gz (the binary with
                             its components embedded, policies, plugin, docs, license);
                             --binary packages that already-built devin-bridge instead
-  components [--tests]      build only the components into target/components (--tests: and
-                            the test components into target/components/test)
+  components                build only the transform components into target/components
+  test-components --out DIR build the deliberately faulty test components into DIR, with
+                            DIR/sources listing every file they were built from (the test
+                            artifacts crate's build script runs it: tests/artifacts)
   image                     build the container images (bridge + guards, Claude Code, the
                             replicas' HAProxy) and print their ids and sizes (needs root and a
                             running Docker daemon)
@@ -70,9 +73,12 @@ fn main() -> Result<()> {
     match command.as_str() {
         "build" => build_all(),
         "components" => match rest {
-            [] => build_components(false).map(drop),
-            [flag] if flag == "--tests" => build_components(true).map(drop),
-            _ => bail!("usage: cargo xtask components [--tests]"),
+            [] => build_components().map(drop),
+            _ => bail!("usage: cargo xtask components"),
+        },
+        "test-components" => match rest {
+            [flag, out] if flag == "--out" => build_test_components(Path::new(out)),
+            _ => bail!("usage: cargo xtask test-components --out DIR"),
         },
         "dist" => dist::dist(rest).map(drop),
         "serve" => serve(rest),
@@ -99,19 +105,26 @@ fn main() -> Result<()> {
 
 pub use devin_bridge_test_setup::workspace::{root as workspace_root, run};
 
+/// The file `build_components` writes last (see `host/build.rs`).
+const BUILD_STAMP: &str = "build-stamp";
+
 /// Where components are written.
 fn components_dir() -> PathBuf {
     workspace_root().join("target").join("components")
 }
 
+/// `cargo`, in the workspace, without what `cargo run` set for xtask itself (its package's
+/// name and directories): a build started here is then the same build as one started from a
+/// shell, and neither makes the other rebuild (see `devin-bridge-nested-cargo`).
 fn cargo() -> Command {
     let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cargo.current_dir(workspace_root());
+    devin_bridge_nested_cargo::without_package_context(&mut cargo);
     cargo
 }
 
-/// Builds the transforms (and, for tests, the faulty test components).
-fn build_components(with_test_components: bool) -> Result<PathBuf> {
+/// Builds the five transforms into `target/components`.
+fn build_components() -> Result<PathBuf> {
     let out = components_dir();
     eprintln!(
         "xtask: building the transform components into {} (wasm, then pre-initialised)",
@@ -120,14 +133,31 @@ fn build_components(with_test_components: bool) -> Result<PathBuf> {
     let built = wasm::build(&wasm::TRANSFORMS, &out, "transforms")?;
     let manifest = wasm::write_manifest(&out, &built)?;
     eprintln!("xtask: manifest {}", manifest.display());
-    if with_test_components {
-        eprintln!(
-            "xtask: building the test components into {}",
-            out.join("test").display()
-        );
-        wasm::build(&wasm::TEST_COMPONENTS, &out.join("test"), "test-components")?;
-    }
+    // When this build happened, whether or not it changed a component: the host's build
+    // script compares this with the sources to tell whether the components are current.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|since| since.as_nanos())
+        .unwrap_or_default();
+    std::fs::write(out.join(BUILD_STAMP), format!("{now}\n"))?;
     Ok(out)
+}
+
+/// Builds the test components into `out`, and writes `out/sources`: every file they were
+/// built from, which the build script that asked for them watches.
+fn build_test_components(out: &Path) -> Result<()> {
+    eprintln!("xtask: building the test components into {}", out.display());
+    // The directory holds exactly this set: a component dropped from it must not linger.
+    if out.exists() {
+        std::fs::remove_dir_all(out).with_context(|| format!("clearing {}", out.display()))?;
+    }
+    let set = "test-components";
+    wasm::build(&wasm::TEST_COMPONENTS, out, set)?;
+    let sources = sources::of_build(
+        &workspace_root(),
+        &wasm::dep_infos(&wasm::TEST_COMPONENTS, set),
+    )?;
+    sources::write(&out.join("sources"), &sources)
 }
 
 /// `cargo build` of every binary of the workspace (the host, the offline agent, the fake
@@ -145,17 +175,33 @@ fn build_binaries() -> Result<()> {
     ]))?)
 }
 
+/// `cargo build` of the binaries `names` only. `--workspace` names every package, so the
+/// dependencies get the features they get in every other build of this tool and in `cargo
+/// test --workspace`: the wasmtime pre-initialisation compiled is the one these link.
+fn build_named_binaries(names: &[&str]) -> Result<()> {
+    eprintln!(
+        "xtask: building {} (the first build compiles wasmtime: several minutes)",
+        names.join(" and ")
+    );
+    let mut build = cargo();
+    build.args(["build", "--locked", "--workspace"]);
+    for name in names {
+        build.args(["--bin", name]);
+    }
+    Ok(run(&mut build)?)
+}
+
 /// Builds the components and the host. The host is a dev build on purpose: its dependencies
 /// (wasmtime, hyper, ...) are optimised even in dev builds (see the workspace profile), and the
 /// tests share those artifacts, so `serve` after `test` compiles nothing again.
 fn build_all() -> Result<()> {
-    build_components(false)?;
+    build_components()?;
     build_binaries()
 }
 
 /// The components and the binaries the images carry.
 fn build_for_images() -> Result<PathBuf> {
-    let components = build_components(false)?;
+    let components = build_components()?;
     build_binaries()?;
     Ok(components)
 }
@@ -211,7 +257,7 @@ fn check_modules() -> Result<()> {
 fn test(rest: &[String]) -> Result<()> {
     check_modules()?;
     ensure_test_programs()?;
-    let components = build_components(true)?;
+    let components = build_components()?;
     // The tests start real binaries (the host, the offline agent): build them first.
     build_binaries()?;
     let mut test = cargo();
@@ -229,7 +275,6 @@ fn test(rest: &[String]) -> Result<()> {
     test.args(["test", "--locked", "--workspace", "--no-fail-fast"])
         .args(rest)
         .env("DEVIN_BRIDGE_COMPONENTS", &components)
-        .env("DEVIN_BRIDGE_TEST_COMPONENTS", components.join("test"))
         .env(
             "DEVIN_BRIDGE_MOCK_DEVIN",
             workspace_root()
@@ -252,18 +297,29 @@ fn test(rest: &[String]) -> Result<()> {
 fn serve(rest: &[String]) -> Result<()> {
     let root = workspace_root();
     // Which policy first, so the first lines say what this run builds and then serves.
-    let policy = match devin_cli() {
+    // The binaries it runs: the host, and the offline agent when that is the policy's agent.
+    let (policy, binaries) = match devin_cli() {
         Some(devin) => {
             eprintln!("xtask: found a devin CLI at {}: serving the live policy (policies/summarizer.toml)", devin.display());
-            root.join("policies").join("summarizer.toml")
+            (
+                root.join("policies").join("summarizer.toml"),
+                vec!["devin-bridge"],
+            )
         }
         None => {
             eprintln!("xtask: no devin CLI on PATH (or DEVIN_BIN): serving the offline agent (policies/offline.toml)");
-            root.join("policies").join("offline.toml")
+            (
+                root.join("policies").join("offline.toml"),
+                vec!["devin-bridge", "mock-devin"],
+            )
         }
     };
-    eprintln!("xtask: serve builds the components, then the host, then starts it");
-    build_all()?;
+    eprintln!(
+        "xtask: serve builds the five transform components, then {}, then starts the bridge",
+        binaries.join(" and ")
+    );
+    build_components()?;
+    build_named_binaries(&binaries)?;
     let binary = root.join("target").join("debug").join("devin-bridge");
     let mut serve = Command::new(&binary);
     serve
@@ -315,7 +371,7 @@ fn bench(rest: &[String]) -> Result<()> {
             "unknown benchmark {name:?} (transforms, bridge, guard, companion, outpost, soak, turns or stream)"
         );
     }
-    let components = build_components(false)?;
+    let components = build_components()?;
     let mut bench = cargo();
     // Release binaries are where cargo writes them (`CARGO_TARGET_DIR` when set).
     let release = cargo_target_dir().join("release");
@@ -404,7 +460,7 @@ fn fuzz(rest: &[String]) -> Result<()> {
     let transform = |t: &str| FUZZ_TRANSFORMS.contains(&t);
     // The native parsers' targets need no component.
     let components = if targets.iter().any(|t| transform(t)) {
-        Some(build_components(false)?)
+        Some(build_components()?)
     } else {
         None
     };

@@ -199,12 +199,7 @@ pub(crate) fn build(
     set: &str,
 ) -> Result<Vec<(String, String, usize)>> {
     let root = workspace_root();
-    // A separate target dir: the wasm build uses other RUSTFLAGS (and maybe another rustc),
-    // which would otherwise invalidate the host build every time. And one per set: the
-    // transforms build their libraries with the export shell, the test components without,
-    // and a wasm cdylib's fingerprint does not tell feature sets apart, so two sets sharing a
-    // directory rebuild each other's libraries on every run.
-    let target_dir = root.join("target").join("wasm-build").join(set);
+    let target_dir = set_target_dir(set);
     let toolchain = toolchain()?;
     let mut cargo = match toolchain {
         Toolchain::Rustup => {
@@ -253,8 +248,8 @@ pub(crate) fn build(
     run(&mut cargo).context("building the wasm modules")?;
 
     std::fs::create_dir_all(out_dir)?;
-    // The plain components of the transforms wait here for pre-initialisation, which writes
-    // the snapshots to `out_dir`.
+    // The plain components of the transforms wait here for pre-initialisation, and their
+    // snapshots too, before they are written to `out_dir`.
     let plain_dir = target_dir.join("plain-components");
     std::fs::create_dir_all(&plain_dir)?;
     let mut to_preinit = Vec::new();
@@ -289,12 +284,18 @@ pub(crate) fn build(
         if spec.preinit {
             let plain = plain_dir.join(&file);
             std::fs::write(&plain, &component)?;
-            to_preinit.push((spec.name, plain, out_dir.join(&file)));
+            let snapshot = plain_dir.join(format!("{}.preinit.wasm", spec.name));
+            to_preinit.push((spec.name, plain, snapshot));
         } else {
-            std::fs::write(out_dir.join(&file), &component)?;
+            write_if_changed(&out_dir.join(&file), &component)?;
         }
     }
     preinitialize(&root, &to_preinit)?;
+    for (name, _, snapshot) in &to_preinit {
+        let bytes =
+            std::fs::read(snapshot).with_context(|| format!("reading {}", snapshot.display()))?;
+        write_if_changed(&out_dir.join(format!("{name}.wasm")), &bytes)?;
+    }
 
     let mut built = Vec::new();
     for spec in specs {
@@ -312,29 +313,70 @@ pub(crate) fn build(
     Ok(built)
 }
 
+/// Writes `bytes` to `path` unless the file already holds exactly them: an unchanged
+/// component keeps its modification time, so the host's build script, which watches the
+/// components it embeds, does not make cargo compile the host again for nothing.
+pub(crate) fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
+    if std::fs::read(path).is_ok_and(|current| current == bytes) {
+        return Ok(());
+    }
+    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+}
+
+/// The target directory of a set of components, `target/wasm-build/<set>`. A separate one: the
+/// wasm build uses other RUSTFLAGS (and maybe another rustc), which would otherwise invalidate
+/// the host build every time. And one per set: the transforms build their libraries with the
+/// export shell, the test components without, and a wasm cdylib's fingerprint does not tell
+/// feature sets apart, so two sets sharing a directory rebuild each other's libraries on every
+/// run.
+fn set_target_dir(set: &str) -> PathBuf {
+    workspace_root().join("target").join("wasm-build").join(set)
+}
+
+/// The dep-info files cargo wrote beside the core modules of `specs` built as `set` (each
+/// names every source file the module was built from).
+pub(crate) fn dep_infos(specs: &[Spec], set: &str) -> Vec<PathBuf> {
+    let modules = set_target_dir(set).join(TARGET).join("wasm");
+    specs
+        .iter()
+        .map(|spec| modules.join(format!("{}.d", spec.lib)))
+        .collect()
+}
+
 /// Pre-initialises each (name, plain component, output) with `devin-bridge-preinit`, built
-/// first (its first build compiles wasmtime). Nothing to do for an empty list.
+/// first. Nothing to do for an empty list.
+///
+/// It is built as `cargo build --workspace --bin devin-bridge-preinit`, not `cargo run -p
+/// devin-bridge-preinit`: cargo picks the features of every dependency from the packages a
+/// command names, and naming the whole workspace gives wasmtime and everything below it the
+/// features `cargo build --workspace --bins` and `cargo test --workspace` give them, so the
+/// one wasmtime this compiles is the one the host and the tests link (`cargo run -p` alone
+/// would compile a second one, with fewer features in its dependencies).
 fn preinitialize(root: &Path, jobs: &[(&str, PathBuf, PathBuf)]) -> Result<()> {
     if jobs.is_empty() {
         return Ok(());
     }
     let names: Vec<&str> = jobs.iter().map(|(name, _, _)| *name).collect();
     eprintln!(
-        "xtask: pre-initialising {} with devin-bridge-preinit (cargo run -p devin-bridge-preinit; \
-         its first build compiles wasmtime: several minutes)",
+        "xtask: pre-initialising {} with devin-bridge-preinit (cargo build --workspace --bin \
+         devin-bridge-preinit; its first build compiles wasmtime, which the host then shares: \
+         several minutes)",
         names.join(", ")
     );
-    let mut preinit = cargo();
-    preinit
-        .args([
-            "run",
-            "--locked",
-            "-p",
-            "devin-bridge-preinit",
-            "--",
-            "--root",
-        ])
-        .arg(root);
+    run(cargo().args([
+        "build",
+        "--locked",
+        "--workspace",
+        "--bin",
+        "devin-bridge-preinit",
+    ]))
+    .context("building devin-bridge-preinit")?;
+    let mut preinit = Command::new(
+        crate::cargo_target_dir()
+            .join("debug")
+            .join("devin-bridge-preinit"),
+    );
+    preinit.arg("--root").arg(root);
     for (name, plain, out) in jobs {
         preinit.arg(name).arg(plain).arg(out);
     }
@@ -435,9 +477,9 @@ pub(crate) fn write_manifest(out_dir: &Path, built: &[(String, String, usize)]) 
         }));
     }
     let manifest = out_dir.join("manifest.json");
-    std::fs::write(
+    write_if_changed(
         &manifest,
-        serde_json::to_vec_pretty(&serde_json::json!({ "components": components }))?,
+        &serde_json::to_vec_pretty(&serde_json::json!({ "components": components }))?,
     )?;
     Ok(manifest)
 }
@@ -506,6 +548,30 @@ mod tests {
         section(&mut wasm, 7, &export);
         section(&mut wasm, 10, &[1, 4, 0, 0x20, 0, 0x0b]);
         wasm
+    }
+
+    #[test]
+    fn an_unchanged_component_is_not_rewritten_and_a_changed_one_is() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("serializer.wasm");
+        write_if_changed(&path, b"one").expect("first write");
+        let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+        let file = std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .expect("open");
+        file.set_modified(old).expect("set mtime");
+        drop(file);
+        let modified = || {
+            std::fs::metadata(&path)
+                .and_then(|meta| meta.modified())
+                .expect("mtime")
+        };
+        write_if_changed(&path, b"one").expect("same bytes");
+        assert_eq!(modified(), old, "the same bytes were written again");
+        write_if_changed(&path, b"two").expect("new bytes");
+        assert_ne!(modified(), old);
+        assert_eq!(std::fs::read(&path).expect("read"), b"two");
     }
 
     #[test]

@@ -18,7 +18,9 @@ fn request(content: &str) -> serde_json::Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn non_error_statuses_from_a_component_become_a_generic_502() {
     let bridge = TestBridge::start("", "prewarm = 0").await;
-    let path = common::test_component("misbehaving-serializer");
+    let path = devin_bridge_test_artifacts::MISBEHAVING_SERIALIZER
+        .path()
+        .to_path_buf();
     let bytes = std::fs::read(&path).expect("misbehaving serializer");
     let transforms = bridge.bridge.transforms.clone();
     tokio::task::spawn_blocking(move || {

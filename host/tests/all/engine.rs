@@ -102,8 +102,7 @@ fn a_correct_pin_is_accepted() {
 #[test]
 fn panics_loops_and_unbounded_allocation_are_typed_errors_and_the_host_keeps_serving() {
     let transforms = common::transforms();
-    let bytes =
-        std::fs::read(common::test_component("misbehaving-serializer")).expect("test component");
+    let bytes = devin_bridge_test_artifacts::MISBEHAVING_SERIALIZER.bytes();
     transforms
         .swap(TransformKind::Serializer, &bytes, "test".into())
         .expect("it passes the corpus");
@@ -172,7 +171,7 @@ fn a_component_with_the_wrong_interface_is_refused_and_the_old_one_keeps_serving
 #[test]
 fn contract_breaking_candidates_are_refused_naming_the_fixture_and_what_differs() {
     let transforms = common::transforms();
-    let wrong = std::fs::read(common::test_component("wrong-answers")).expect("test component");
+    let wrong = devin_bridge_test_artifacts::WRONG_ANSWERS.bytes();
     for (kind, fixture, difference) in [
         (
             TransformKind::Serializer,
@@ -228,7 +227,7 @@ fn each_broken_promise_is_caught(kind: TransformKind, parts: [BrokenPromise; 2])
         &runtime,
         &common::test_cache(),
         kind,
-        &common::test_component("wrong-answers"),
+        devin_bridge_test_artifacts::WRONG_ANSWERS.path(),
         None,
     )
     .unwrap_or_else(|error| panic!("the test component loads as {kind}: {error}"));
@@ -461,7 +460,7 @@ fn hostile_megabyte_reviews_are_answered_within_the_default_call_limit() {
 #[test]
 fn a_byte_different_twin_that_keeps_the_contract_is_accepted_for_every_transform() {
     let transforms = common::transforms();
-    let twin = std::fs::read(common::test_component("twin")).expect("test component");
+    let twin = devin_bridge_test_artifacts::TWIN.bytes();
     // The twin answers differently byte for byte: a failure's wording, an SSE body's spacing.
     let refused = "{\"model\":\"devin-cli-agentic/swe-1-7\",\"messages\":[]}".to_owned();
     let real_failure = transforms
@@ -537,8 +536,7 @@ fn garbage_bytes_are_refused() {
 fn hot_swap_under_eight_concurrent_callers_loses_no_call() {
     let transforms = Arc::new(common::transforms());
     let original = std::fs::read(common::component("serializer")).expect("serializer");
-    let alternate =
-        std::fs::read(common::test_component("misbehaving-serializer")).expect("test component");
+    let alternate = devin_bridge_test_artifacts::MISBEHAVING_SERIALIZER.bytes();
     let expected = transforms
         .serialize(request("count"))
         .expect("engine")
@@ -589,7 +587,9 @@ fn hot_swap_under_eight_concurrent_callers_loses_no_call() {
 fn a_wasi_importing_component_is_refused_at_load_naming_the_import() {
     let transforms = common::transforms();
     let before = transforms.current(TransformKind::Serializer).sha256.clone();
-    let path = common::test_component("wasi-probe-serializer");
+    let path = devin_bridge_test_artifacts::WASI_PROBE_SERIALIZER
+        .path()
+        .to_path_buf();
     let probe = std::fs::read(&path).expect("test component");
     let import = "wasi:cli/environment@0.2.0";
     match transforms.swap(TransformKind::Serializer, &probe, "test".into()) {
@@ -770,7 +770,7 @@ fn a_planted_artifact_under_another_components_key_is_never_run() {
         &runtime,
         &cache,
         TransformKind::Serializer,
-        &common::test_component("misbehaving-serializer"),
+        devin_bridge_test_artifacts::MISBEHAVING_SERIALIZER.path(),
         None,
     )
     .expect("compile the misbehaving serializer");
@@ -909,7 +909,7 @@ fn pinned_policy(kind: &str, digest: &str) -> SummarizerPolicy {
 #[test]
 fn a_pinned_transform_refuses_a_swap_to_another_digest_naming_both() {
     let real = std::fs::read(common::component("serializer")).expect("serializer");
-    let other = std::fs::read(common::test_component("misbehaving-serializer")).expect("other");
+    let other = devin_bridge_test_artifacts::MISBEHAVING_SERIALIZER.bytes();
     let (real_sha, other_sha) = (sha256_hex(&real), sha256_hex(&other));
     let transforms = Transforms::load_with(
         common::test_runtime(),
@@ -944,7 +944,7 @@ fn a_pinned_transform_refuses_a_swap_to_another_digest_naming_both() {
         .expect("the pinned digest is accepted");
     assert!(report.self_test_cases > 0);
     // Transforms without a pin still swap.
-    let twin = std::fs::read(common::test_component("twin")).expect("twin");
+    let twin = devin_bridge_test_artifacts::TWIN.bytes();
     transforms
         .swap(TransformKind::Envelope, &twin, "test".into())
         .expect("unpinned swap");
@@ -953,7 +953,7 @@ fn a_pinned_transform_refuses_a_swap_to_another_digest_naming_both() {
 #[test]
 fn a_reload_honours_the_new_pins_even_for_the_version_already_serving() {
     let real = std::fs::read(common::component("serializer")).expect("serializer");
-    let other = std::fs::read(common::test_component("misbehaving-serializer")).expect("other");
+    let other = devin_bridge_test_artifacts::MISBEHAVING_SERIALIZER.bytes();
     let (real_sha, other_sha) = (sha256_hex(&real), sha256_hex(&other));
     let transforms = common::transforms();
     // The policy now pins another digest than the file it names (the file that serves now):
@@ -1209,7 +1209,7 @@ fn a_turns_reply_stream_releases_prose_as_it_comes_and_ends_as_parse_answers() {
 #[test]
 fn a_component_swap_never_reaches_a_turn_whose_stream_is_open() {
     let transforms = common::transforms();
-    let twin = std::fs::read(common::test_component("twin")).expect("test component");
+    let twin = devin_bridge_test_artifacts::TWIN.bytes();
     let original = std::fs::read(common::component("envelope")).expect("envelope");
     // An envelope opening inside another: the push that shows it fails, for certain.
     let nested = "<tool>{\"name\":\"Bash\",<tool>";

@@ -131,7 +131,9 @@ fn swap_over_the_control_socket_and_reload_on_sighup() {
     assert_eq!(sha_of(&list(&socket), "serializer"), original);
 
     // CLI swap to a different (valid) version.
-    let alternate_path = common::test_component("misbehaving-serializer");
+    let alternate_path = devin_bridge_test_artifacts::MISBEHAVING_SERIALIZER
+        .path()
+        .to_path_buf();
     let alternate = sha256_hex(&std::fs::read(&alternate_path).expect("alternate"));
     let output = Command::new(env!("CARGO_BIN_EXE_devin-bridge"))
         .args(["components", "swap", "serializer"])
@@ -258,12 +260,16 @@ fn components_check_reports_digest_and_corpus_and_refuses_a_wrong_component() {
             "does not export the serializer interface",
         ),
         (
-            common::test_component("wrong-answers"),
+            devin_bridge_test_artifacts::WRONG_ANSWERS
+                .path()
+                .to_path_buf(),
             "serializer",
             "failed its self-test",
         ),
         (
-            common::test_component("wasi-probe-serializer"),
+            devin_bridge_test_artifacts::WASI_PROBE_SERIALIZER
+                .path()
+                .to_path_buf(),
             "serializer",
             "imports something the host does not provide: wasi:cli/environment@0.2.0",
         ),
@@ -290,7 +296,7 @@ async fn a_swap_over_the_control_socket_honours_the_policys_pin() {
     let socket = dir.path().join("ctl").join("control.sock");
     let listener = control::bind(&socket).expect("bind");
     let real = std::fs::read(common::component("sse")).expect("sse");
-    let twin = std::fs::read(common::test_component("twin")).expect("twin");
+    let twin = devin_bridge_test_artifacts::TWIN.bytes();
     let (real_sha, twin_sha) = (sha256_hex(&real), sha256_hex(&twin));
     let text = common::policy_text("").replacen(
         "[components.sse]\n",

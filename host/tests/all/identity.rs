@@ -5,6 +5,13 @@
 //!
 //! These tests need root (CI and `cargo xtask test` run as root): they start processes under
 //! other uids. Run as another user, they fail and say so.
+//!
+//! What the host and the agent run and read once they have their own uids is staged into the
+//! test's directory, as a deployment installs it where those uids can read it (the container
+//! image under `/opt/devin-bridge`): the binary, the offline agent and the model catalog. The
+//! checkout itself may sit under a private directory (mode 0700, as `/root` is) that no other
+//! uid can enter. The policies name no component files: the host runs the components built
+//! into its binary, as the container's policies have it.
 
 use crate::common;
 
@@ -16,6 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::bridge::{mock_devin, request};
+use common::policies::catalog;
 use serde_json::{json, Value};
 
 const HOST_UID: u32 = 10001;
@@ -40,6 +48,18 @@ impl Layout {
         std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755))
             .expect("chmod root");
         let layout = Self { root };
+        // What every uid of the test runs or reads, where every uid can.
+        let staged = layout.path().join("staged");
+        std::fs::create_dir(&staged).expect("staged");
+        std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o755))
+            .expect("chmod staged");
+        stage(
+            Path::new(env!("CARGO_BIN_EXE_devin-bridge")),
+            &layout.bridge(),
+            0o755,
+        );
+        stage(&mock_devin(), &layout.mock_devin(), 0o755);
+        stage(&catalog(), &layout.catalog(), 0o644);
         // The host's private directory: cache, control socket, key file.
         layout.private_dir(&layout.host_dir(), HOST_UID);
         layout.private_dir(&layout.host_dir().join("run"), HOST_UID);
@@ -66,6 +86,15 @@ impl Layout {
     fn path(&self) -> &Path {
         self.root.path()
     }
+    fn bridge(&self) -> PathBuf {
+        self.path().join("staged/devin-bridge")
+    }
+    fn mock_devin(&self) -> PathBuf {
+        self.path().join("staged/mock-devin")
+    }
+    fn catalog(&self) -> PathBuf {
+        self.path().join("staged/models.json")
+    }
     fn host_dir(&self) -> PathBuf {
         self.path().join("host")
     }
@@ -89,7 +118,6 @@ impl Layout {
         agent_user: Option<&str>,
         offline: bool,
     ) -> PathBuf {
-        let catalog = Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies/models.json");
         let mut server = format!(
             "[server]\nlisten = \"127.0.0.1:0\"\nrequire_key = true\napi_key_file = {:?}\n",
             self.key_file().display().to_string()
@@ -99,23 +127,39 @@ impl Layout {
         }
         let mut agent = format!(
             "[agent]\ncommand = {:?}\nhome = {:?}\noffline = {offline}\nprewarm = 0\nturn_timeout_ms = 3000\nkill_grace_ms = 500\n",
-            mock_devin().display().to_string(),
+            self.mock_devin().display().to_string(),
             self.agent_home().display().to_string(),
         );
         if let Some(user) = agent_user {
             agent.push_str(&format!("user = {user:?}\n"));
         }
-        let text = common::policy_text(&format!(
-            "{server}{agent}[models]\ncatalog = {:?}\n[engine]\ncache_dir = {:?}\n[control]\nsocket = {:?}\n",
-            catalog.display().to_string(),
+        let text = format!(
+            "mode = \"summarizer\"\n{server}{agent}[models]\ncatalog = {:?}\n[engine]\ncache_dir = {:?}\n[control]\nsocket = {:?}\n",
+            self.catalog().display().to_string(),
             self.cache_dir().display().to_string(),
             self.control_socket().display().to_string(),
-        ));
+        );
         let file = self.path().join("policy.toml");
         std::fs::write(&file, text).expect("policy");
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
         file
     }
+}
+
+/// Puts `source` at `target` with `mode`: a hard link when the source's own mode already lets
+/// every uid do what `mode` allows (the binary is large), else a copy given `mode`.
+fn stage(source: &Path, target: &Path, mode: u32) {
+    let source_mode = std::fs::metadata(source)
+        .unwrap_or_else(|error| panic!("{}: {error}", source.display()))
+        .permissions()
+        .mode();
+    let others = mode & 0o007;
+    if source_mode & others == others && std::fs::hard_link(source, target).is_ok() {
+        return;
+    }
+    std::fs::copy(source, target)
+        .unwrap_or_else(|error| panic!("copying {}: {error}", source.display()));
+    std::fs::set_permissions(target, std::fs::Permissions::from_mode(mode)).expect("chmod staged");
 }
 
 /// A spawned `devin-bridge serve`; killed on drop.
@@ -126,10 +170,10 @@ struct Served {
 }
 
 impl Served {
-    /// Starts serve (as root, or as `run_as` without capabilities) and waits until it listens
-    /// or exits.
-    fn start(policy: &Path, run_as: Option<u32>) -> Served {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_devin-bridge"));
+    /// Starts the layout's serve with `policy` (as root, or as `run_as` without capabilities)
+    /// and waits until it listens or exits.
+    fn start(layout: &Layout, policy: &Path, run_as: Option<u32>) -> Served {
+        let mut command = Command::new(layout.bridge());
         command
             .args(["serve", "--policy"])
             .arg(policy)
@@ -227,7 +271,7 @@ fn a_hostile_agent_under_its_own_uid_cannot_reach_the_key_cache_or_control_socke
         Some(&format!("{AGENT_UID}:{AGENT_UID}")),
         true,
     );
-    let served = Served::start(&policy, None);
+    let served = Served::start(&layout, &policy, None);
     let addr = served.addr();
 
     // The host switched to its own uid and kept exactly SETUID, SETGID and KILL (bits 7, 6, 5).
@@ -341,7 +385,7 @@ fn a_live_policy_that_cannot_switch_uid_refuses_to_start() {
     let layout = Layout::new();
     let policy = layout.policy(None, Some(&format!("{AGENT_UID}:{AGENT_UID}")), false);
     // Started directly as the host user: no capabilities at all.
-    let mut served = Served::start(&policy, Some(HOST_UID));
+    let mut served = Served::start(&layout, &policy, Some(HOST_UID));
     assert!(
         served.addr.is_none(),
         "a live policy started without the switch capabilities"
@@ -368,7 +412,7 @@ fn an_offline_policy_without_the_rights_shares_the_identity_and_says_so_once() {
     )
     .expect("chown tmp");
     let policy = layout.policy(None, Some(&format!("{AGENT_UID}:{AGENT_UID}")), true);
-    let served = Served::start(&policy, Some(HOST_UID));
+    let served = Served::start(&layout, &policy, Some(HOST_UID));
     let addr = served.addr();
     let response = request(
         addr,
@@ -395,7 +439,7 @@ fn an_agent_user_equal_to_the_host_user_is_refused() {
     let layout = Layout::new();
     let same = format!("{HOST_UID}:{HOST_UID}");
     let policy = layout.policy(Some(&same), Some(&same), true);
-    let mut served = Served::start(&policy, None);
+    let mut served = Served::start(&layout, &policy, None);
     assert!(served.addr.is_none());
     assert_eq!(served.exit_code(), Some(1));
     assert!(
@@ -415,7 +459,7 @@ fn a_separate_agent_home_owned_by_the_host_is_refused() {
         Some(&format!("{AGENT_UID}:{AGENT_UID}")),
         false,
     );
-    let mut served = Served::start(&policy, None);
+    let mut served = Served::start(&layout, &policy, None);
     assert!(served.addr.is_none());
     assert_eq!(served.exit_code(), Some(1));
     let stderr = served.stderr();

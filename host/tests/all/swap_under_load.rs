@@ -191,7 +191,7 @@ async fn swapping_every_transform_under_64_clients_fails_no_request_and_mixes_no
     let bridge = TestBridge::start("max_concurrent_turns = 8\nqueue_timeout_ms = 120000", "").await;
     let transforms = bridge.bridge.transforms.clone();
     let addr = bridge.addr;
-    let twin = Arc::new(std::fs::read(common::test_component("twin")).expect("twin"));
+    let twin = Arc::new(devin_bridge_test_artifacts::TWIN.bytes());
     let real: Vec<Arc<Vec<u8>>> = TransformKind::ALL
         .iter()
         .map(|kind| Arc::new(std::fs::read(common::component(kind.name())).expect("component")))

@@ -3,11 +3,14 @@
 //!
 //! Each has an environment variable that names it (`cargo xtask test` and `cargo xtask bench`
 //! set them); when it is unset:
-//! - the transform and test components are `target/components` and `target/components/test`,
-//!   which the host's build script builds when they are missing (`host/build.rs`);
-//! - the executables of this workspace (`devin-bridge`, `mock-devin`, `fake-devin-remote`) are
-//!   beside the running test or benchmark, in `target/<profile>/`, where a workspace
-//!   `cargo test` builds them (they are default members);
+//! - the transform components are `target/components`, which the host's build script builds
+//!   when they are missing (`host/build.rs`); the test components are not here but in
+//!   `devin-bridge-test-artifacts`, which builds them for the tests at build time;
+//! - the executables of other packages of this workspace (`mock-devin`, `fake-devin-remote`)
+//!   are beside the running test or benchmark, in `target/<profile>/`, where a workspace
+//!   `cargo test` builds them (they are default members); when they are not (`cargo test -p
+//!   devin-bridge` builds only the host's own), they are built on first use with a nested
+//!   `cargo build` into `target/test-build` (see `devin-bridge-nested-cargo`);
 //! - the installable tarball and the pinned Claude Code are made on first use, once per
 //!   process and under a file lock, so parallel tests and concurrent runs make each once: the
 //!   tarball by `cargo xtask dist --binary` from the `devin-bridge` the tests run, Claude Code
@@ -16,7 +19,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::xtask;
+use devin_bridge_nested_cargo as nested;
 
 /// The workspace root (the checkout).
 pub fn workspace_root() -> PathBuf {
@@ -61,15 +64,80 @@ pub fn target_binary(variable: &str, name: &str) -> PathBuf {
     })
 }
 
-/// The offline agent (`DEVIN_BRIDGE_MOCK_DEVIN`, else `target/<profile>/mock-devin`).
+/// The offline agent: `DEVIN_BRIDGE_MOCK_DEVIN`, else `target/<profile>/mock-devin`, else
+/// built on first use (see [`workspace_binary`]).
 pub fn mock_devin() -> PathBuf {
-    let path = target_binary("DEVIN_BRIDGE_MOCK_DEVIN", "mock-devin");
-    assert!(
-        path.is_file(),
-        "no offline agent at {}: a workspace `cargo test` builds it (or `cargo build -p mock-devin`)",
-        path.display()
+    static MOCK_DEVIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    MOCK_DEVIN
+        .get_or_init(|| workspace_binary("DEVIN_BRIDGE_MOCK_DEVIN", "mock-devin", "mock-devin"))
+        .clone()
+        .unwrap_or_else(|error| panic!("{error}"))
+}
+
+/// The fake `devin-remote` the outpost rig publishes: `FAKE_DEVIN_REMOTE`, else
+/// `target/<profile>/fake-devin-remote`, else built on first use (see [`workspace_binary`]).
+pub fn fake_devin_remote() -> PathBuf {
+    static REMOTE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    REMOTE
+        .get_or_init(|| {
+            workspace_binary(
+                "FAKE_DEVIN_REMOTE",
+                "devin-bridge-fake-fleet",
+                "fake-devin-remote",
+            )
+        })
+        .clone()
+        .unwrap_or_else(|error| panic!("{error}"))
+}
+
+/// The executable `name` of the workspace package `package`: `$variable` when set (it must
+/// be a file), else beside the running test ([`binary`]), else built with `cargo build
+/// --package PACKAGE --bin NAME` into `target/test-build` under a file lock, so that
+/// concurrent test binaries build it once and the later ones find it built. The build is
+/// incremental: after the first one it costs cargo's check that nothing changed.
+fn workspace_binary(variable: &str, package: &str, name: &str) -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os(variable).filter(|path| !path.is_empty()) {
+        let path = PathBuf::from(path);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!("{variable}={} is not a file", path.display()))
+        };
+    }
+    if let Some(path) = binary(name) {
+        return Ok(path);
+    }
+    let root = workspace_root();
+    let built = nested::target_dir(&root).join("debug").join(name);
+    let _lock = nested::lock(&root, &format!("{name}.lock"))
+        .map_err(|error| format!("{name} lock: {error}"))?;
+    eprintln!(
+        "test-support: no {name} beside this test (a workspace `cargo test` builds it there); \
+         building it with `cargo build -p {package} --bin {name}` into {}",
+        nested::target_dir(&root).display()
     );
-    path
+    let output = nested::cargo(
+        &root,
+        &["build", "--locked", "--package", package, "--bin", name],
+    )
+    .stdin(std::process::Stdio::null())
+    .output()
+    .map_err(|error| format!("cannot run cargo to build {name}: {error}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "no {name} beside this test, and `cargo build -p {package} --bin {name}` failed \
+             ({}):\n{}",
+            output.status,
+            nested::tail(&output.stderr, 30)
+        ));
+    }
+    if !built.is_file() {
+        return Err(format!(
+            "`cargo build -p {package} --bin {name}` succeeded but wrote no {}",
+            built.display()
+        ));
+    }
+    Ok(built)
 }
 
 /// The `devin-bridge` binary of this build (`target/<profile>/devin-bridge`): for the host's
@@ -96,24 +164,8 @@ pub fn components_dir() -> PathBuf {
     let dir = default_components_dir();
     assert!(
         dir.join("serializer.wasm").exists(),
-        "no components in {}: the host's build script builds them with `cargo xtask components \
-         --tests`; its warnings (`cargo build -p devin-bridge`) say why it could not",
-        dir.display()
-    );
-    dir
-}
-
-/// The deliberately faulty components built for the tests (`DEVIN_BRIDGE_TEST_COMPONENTS`,
-/// else `test/` beside the transforms).
-pub fn test_components_dir() -> PathBuf {
-    let dir = std::env::var_os("DEVIN_BRIDGE_TEST_COMPONENTS")
-        .filter(|dir| !dir.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| default_components_dir().join("test"));
-    assert!(
-        dir.join("misbehaving-serializer.wasm").exists(),
-        "no test components in {}: the host's build script builds them with `cargo xtask \
-         components --tests`; its warnings (`cargo build -p devin-bridge`) say why it could not",
+        "no components in {}: the host's build script builds them with `cargo xtask \
+         components`; its warnings (`cargo build -p devin-bridge`) say why it could not",
         dir.display()
     );
     dir
@@ -121,10 +173,6 @@ pub fn test_components_dir() -> PathBuf {
 
 pub fn component(name: &str) -> PathBuf {
     components_dir().join(format!("{name}.wasm"))
-}
-
-pub fn test_component(name: &str) -> PathBuf {
-    test_components_dir().join(format!("{name}.wasm"))
 }
 
 /// The installable tarball of the `devin-bridge` under test: `DEVIN_BRIDGE_DIST_TARBALL`
@@ -146,8 +194,8 @@ pub fn dist_tarball() -> PathBuf {
 fn package_tarball() -> Result<PathBuf, String> {
     let root = workspace_root();
     let binary = devin_bridge();
-    let out = xtask::target_dir(&root).join("dist");
-    let _lock = xtask::lock(&root, "dist.lock").map_err(|e| format!("dist lock: {e}"))?;
+    let out = nested::target_dir(&root).join("dist");
+    let _lock = nested::lock(&root, "dist.lock").map_err(|e| format!("dist lock: {e}"))?;
     eprintln!(
         "test-support: packaging {} with `cargo xtask dist --binary` into {}",
         binary.display(),
@@ -155,7 +203,7 @@ fn package_tarball() -> Result<PathBuf, String> {
     );
     let binary_arg = binary.display().to_string();
     let out_arg = out.display().to_string();
-    let output = xtask::command(&root, &["dist", "--binary", &binary_arg, "--out", &out_arg])
+    let output = nested::xtask(&root, &["dist", "--binary", &binary_arg, "--out", &out_arg])
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(|e| format!("cannot run cargo xtask dist: {e}"))?;
@@ -193,7 +241,8 @@ pub fn claude_code() -> PathBuf {
     CLAUDE
         .get_or_init(|| {
             let root = workspace_root();
-            let _lock = xtask::lock(&root, "claude-code.lock").map_err(|e| format!("lock: {e}"))?;
+            let _lock =
+                nested::lock(&root, "claude-code.lock").map_err(|e| format!("lock: {e}"))?;
             devin_bridge_test_setup::claude_code::ensure(&root.join("target").join("claude-code"))
                 .map_err(|error| {
                     format!("Claude Code is not installed, and installing it failed: {error}")
@@ -209,7 +258,7 @@ pub fn anthropic_sdk() -> PathBuf {
     static SDK: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     SDK.get_or_init(|| {
         let root = workspace_root();
-        let _lock = xtask::lock(&root, "anthropic-sdk.lock").map_err(|e| format!("lock: {e}"))?;
+        let _lock = nested::lock(&root, "anthropic-sdk.lock").map_err(|e| format!("lock: {e}"))?;
         devin_bridge_test_setup::anthropic_sdk::ensure(&root.join("target").join("anthropic-sdk"))
             .map_err(|error| {
                 format!("the Anthropic SDK is not installed, and installing it failed: {error}")
@@ -228,6 +277,22 @@ mod tests {
         let manifest = std::fs::read_to_string(workspace_root().join("Cargo.toml"))
             .expect("the workspace manifest");
         assert!(manifest.contains("[workspace]"), "{manifest}");
+    }
+
+    #[test]
+    fn a_binary_its_variable_names_is_used_and_must_be_a_file() {
+        let variable = "DEVIN_BRIDGE_TEST_SUPPORT_NAMED_BINARY";
+        let exe = std::env::current_exe().expect("exe");
+        std::env::set_var(variable, &exe);
+        assert_eq!(
+            workspace_binary(variable, "no-such-package", "no-such-binary"),
+            Ok(exe)
+        );
+        std::env::set_var(variable, "/nonexistent/agent");
+        let error = workspace_binary(variable, "no-such-package", "no-such-binary")
+            .expect_err("not a file");
+        std::env::remove_var(variable);
+        assert!(error.contains(variable), "{error}");
     }
 
     #[test]

@@ -20,9 +20,8 @@ pub mod keepalive;
 pub mod outpost;
 pub mod policies;
 pub mod terminal;
-pub mod xtask;
 
-pub use artifacts::{component, components_dir, test_component, test_components_dir};
+pub use artifacts::{component, components_dir};
 pub use policies::{policy, policy_text};
 
 use devin_bridge_engine::{CompileCache, Runtime, RuntimeConfig, Transforms};

@@ -7,9 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use devin_bridge_fake_fleet::{
-    fake_remote_path, ClaimEventKind, FakeFleet, FleetConfig, SessionSpec, SessionStatus,
-};
+use devin_bridge_fake_fleet::{ClaimEventKind, FakeFleet, FleetConfig, SessionSpec, SessionStatus};
 use tokio::process::{Child, Command};
 
 use crate::artifacts::devin_bridge;
@@ -31,9 +29,7 @@ impl Rig {
     pub async fn start(config: FleetConfig) -> Rig {
         let fleet = FakeFleet::start(config).await.expect("fake fleet starts");
         let outpost_id = fleet.create_outpost(OUTPOST, Some("linux"));
-        let remote = fake_remote_path().expect(
-            "fake-devin-remote is built (cargo build --workspace --bins, as `cargo xtask test` does)",
-        );
+        let remote = crate::artifacts::fake_devin_remote();
         fleet
             .publish_fake_remote(&remote, REMOTE_SHA, SUFFIX)
             .expect("publish the fake remote");
