@@ -1337,7 +1337,7 @@ fn a_turn_makes_each_component_once_and_answers_as_fresh_instances_do() {
 #[test]
 fn a_component_swap_never_reaches_a_turn_already_open() {
     let transforms = common::transforms();
-    let twin = std::fs::read(common::test_component("twin")).expect("test component");
+    let twin = devin_bridge_test_artifacts::TWIN.bytes();
     let original = std::fs::read(common::component("envelope")).expect("envelope");
     let nested = "<tool>{\"name\":\"Bash\",<tool>".to_owned();
     // Opened before the swap, first called after it: still the version it opened with.
