@@ -28,12 +28,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use devin_bridge_agent::process::group::kill_group;
 use devin_bridge_test_support::bridge::request;
 use devin_bridge_test_support::claude::{
     agent_events, claude_code, reader, wait_until, write_demo_project, ServedBridge, Stderr,
 };
 use devin_bridge_test_support::policies::OfflinePolicy;
 use devin_bridge_test_support::terminal::{tmux, Terminal};
+use nix::unistd::Pid;
 
 /// The catalog model every role of Claude Code uses.
 const MODEL: &str = "devin-cli-agentic/swe-1-7";
@@ -402,14 +404,14 @@ fn run_print(
         .process_group(0)
         .spawn()
         .expect("spawn claude");
-    let group = child.id() as i32;
+    // Claude Code leads its own group (`process_group(0)`): the group's id is its pid.
+    let group = Pid::from_raw(i32::try_from(child.id()).expect("a pid fits an i32"));
     let stdout = reader(child.stdout.take());
     let stderr = reader(child.stderr.take());
     let status = wait_until(&mut child, Instant::now() + Duration::from_secs(300));
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(-group),
-        nix::sys::signal::Signal::SIGKILL,
-    );
+    // Whatever Claude Code left running (its tools' shells), or Claude Code itself when it
+    // overstayed, ends with the group.
+    kill_group(group);
     let _ = child.wait();
     let (stdout, stderr) = (
         stdout.join().expect("stdout"),
