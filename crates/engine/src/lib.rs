@@ -82,6 +82,12 @@ impl TransformKind {
         }
     }
 
+    /// Every transform's name, in [`TransformKind::ALL`] order, comma-separated (for messages
+    /// that list them).
+    pub fn names() -> String {
+        Self::ALL.map(Self::name).join(", ")
+    }
+
     /// File name of the built component.
     pub fn file_name(self) -> String {
         format!("{}.wasm", self.name())
@@ -138,7 +144,7 @@ pub fn load_one(
 /// Everything that can go wrong loading or calling a component.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    #[error("unknown transform {0:?} (expected serializer, envelope, sse or model-alias)")]
+    #[error("unknown transform {0:?} (expected one of: {names})", names = TransformKind::names())]
     UnknownTransform(String),
     #[error("this devin-bridge was built without its transform components (no built-in {transforms}) and the policy names no file for them: build the binary with `cargo xtask build` or `cargo xtask dist`, or name each file in the policy's [components.<transform>] path (or set DEVIN_BRIDGE_COMPONENTS to a directory of them)")]
     NotBuiltIn { transforms: String },
@@ -215,6 +221,23 @@ impl EngineError {
             EngineError::OutOfMemory { .. } => "transform_out_of_memory",
             EngineError::Trap { .. } => "transform_trap",
             _ => "transform_unavailable",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_transform_is_refused_naming_every_transform() {
+        let error = "tokenizer"
+            .parse::<TransformKind>()
+            .expect_err("no such transform");
+        let message = error.to_string();
+        for kind in TransformKind::ALL {
+            assert!(message.contains(kind.name()), "{kind}: {message}");
+            assert_eq!(kind.name().parse::<TransformKind>().ok(), Some(kind));
         }
     }
 }

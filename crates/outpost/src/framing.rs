@@ -3,16 +3,8 @@
 //! events (plus the unconsumed tail) come back to the host.
 
 use crate::policy::OutpostPolicy;
-use devin_bridge_engine::{Component, EngineError, TransformCalls, TransformKind};
+use devin_bridge_engine::{Component, EngineError, SseEvent, TransformCalls, TransformKind};
 use devin_bridge_policy::ModePolicy;
-
-/// One complete event of the stream.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct StreamEvent {
-    pub event: String,
-    pub data: String,
-    pub id: Option<String>,
-}
 
 /// Why a chunk could not be framed.
 #[derive(Debug, thiserror::Error)]
@@ -55,23 +47,9 @@ impl ComponentFramer {
 impl ComponentFramer {
     /// `buffer` is the previous tail followed by new bytes: returns the complete events and the
     /// new tail.
-    pub(crate) fn frame(
-        &self,
-        buffer: Vec<u8>,
-    ) -> Result<(Vec<StreamEvent>, Vec<u8>), FramingError> {
+    pub(crate) fn frame(&self, buffer: Vec<u8>) -> Result<(Vec<SseEvent>, Vec<u8>), FramingError> {
         match self.component.parse_events(buffer, self.max_event_bytes)? {
-            Ok(frames) => Ok((
-                frames
-                    .events
-                    .into_iter()
-                    .map(|event| StreamEvent {
-                        event: event.event,
-                        data: event.data,
-                        id: event.id,
-                    })
-                    .collect(),
-                frames.tail,
-            )),
+            Ok(frames) => Ok((frames.events, frames.tail)),
             Err(failure) => Err(FramingError::Stream {
                 code: failure.code,
                 message: failure.message,

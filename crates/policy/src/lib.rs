@@ -70,7 +70,7 @@ impl Mode {
     /// The sections only a policy of this mode may carry.
     pub fn own_sections(self) -> &'static [&'static str] {
         match self {
-            Mode::Summarizer => &["server", "agent", "models", "control"],
+            Mode::Summarizer => &["server", "agent", "models", "safeguards", "control"],
             Mode::Companion => &["companion"],
             Mode::Outpost => &["outpost"],
         }
@@ -591,6 +591,27 @@ mod tests {
             error.to_string().contains("missing field `mode`"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn every_section_of_another_mode_is_refused_by_name() {
+        for (text, section) in [
+            (
+                "mode = \"companion\"\n[safeguards]\ndefault = \"flag\"",
+                "safeguards",
+            ),
+            ("mode = \"companion\"\n[server]\nlisten = \"x\"", "server"),
+            ("mode = \"companion\"\n[outpost]\n", "outpost"),
+        ] {
+            let error = parse_as::<Minimal>(text, &origin(), Mode::Companion)
+                .expect_err("another mode's section");
+            assert!(
+                matches!(&error, PolicyError::ForeignSection { section: found, .. } if found == section),
+                "[{section}]: {error}"
+            );
+        }
+        // Every section a mode's own policy type reads is named as that mode's.
+        assert!(Mode::Summarizer.own_sections().contains(&"safeguards"));
     }
 
     crate::mode_policy! {
