@@ -16,9 +16,9 @@
 //! instance for the stream, as a turn has) answer push for push and at the end exactly as the
 //! native stream does.
 
-use devin_bridge_engine::{Call, StreamedEnd, StreamedParse};
+use devin_bridge_engine::Call;
 use devin_bridge_envelope::{narrates_unexecuted_action, parse_span, Reply, ReplyStream};
-use devin_bridge_fuzz::{differential, outcome};
+use devin_bridge_fuzz::differential;
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
 
@@ -69,24 +69,13 @@ fuzz_target!(init: devin_bridge_fuzz::prepare(devin_bridge_engine::TransformKind
     }
     let end = stream.finish();
     assert_eq!(end.clone().map(|end| end.reply), one_shot, "the stream ended otherwise than parse");
-    let native = StreamedParse {
-        pushes: pushes.clone(),
-        end: end.clone().map(|end| StreamedEnd {
-            tail: end.tail,
-            reply: end.reply.resolve(&output).expect("a span of the output"),
-            narrates: stream.narrates(),
-        }),
-    };
-    differential(
-        Call::ParseStream {
-            chunks: chunks.iter().map(|chunk| (*chunk).to_owned()).collect(),
-            tools: tools.clone(),
-            id_seed: SEED.to_owned(),
-            max_calls,
-            skip_narration: false,
-        },
-        outcome(&Ok::<_, ()>(devin_bridge_engine::Output::from(native))),
-    );
+    differential(Call::ParseStream {
+        chunks: chunks.iter().map(|chunk| (*chunk).to_owned()).collect(),
+        tools: tools.clone(),
+        id_seed: SEED.to_owned(),
+        max_calls,
+        skip_narration: false,
+    });
     match (&end, &one_shot) {
         (Ok(end), Ok(reply)) => {
             let reply = reply.clone().resolve(&output).expect("a span of the output").reply;

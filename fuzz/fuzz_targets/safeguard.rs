@@ -352,7 +352,6 @@ fn judged_after(calls: &[ToolCall], context: &str, earlier: &[ToolCall]) -> Safe
             classifier_context: context.to_owned(),
             earlier_calls: earlier.to_vec(),
         },
-        json!({ "ok": status }),
     );
     status
 }

@@ -1,14 +1,13 @@
-//! Shared harness of the fuzz targets: the native transform runs for coverage, and the same
-//! input goes through the wasm component (process-wide engine, fresh store per input, fuel for
+//! Shared harness of the fuzz targets: the native transform runs for coverage
+//! (`Call::run_native`), and the same input goes through the wasm component (process-wide engine, fresh store per input, fuel for
 //! determinism); both answers must be equal. A trap other than running out of fuel is a finding.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use devin_bridge_engine::{
-    corpus, Call, CompileCache, EngineError, Loaded, Runtime, RuntimeConfig, TransformKind,
+    Call, CompileCache, EngineError, Loaded, Runtime, RuntimeConfig, TransformKind,
 };
-use serde_json::Value;
 
 /// Fuel per call: generous for real inputs, bounded for adversarial ones.
 const FUEL: u64 = 2_000_000_000;
@@ -55,24 +54,14 @@ pub fn prepare(kind: TransformKind) {
     let _ = harness(kind);
 }
 
-/// Runs `call` in the component and compares it with the native answer (in the fixtures'
-/// JSON encoding). Out of fuel is not a finding; any other engine error is.
-pub fn differential(call: Call, native: Value) {
+/// Runs `call` natively (`Call::run_native`) and in the component; the two answers must be
+/// equal. Out of fuel is not a finding; any other engine error is.
+pub fn differential(call: Call) {
+    let native = call.run_native();
     let harness = harness(call.transform());
     match harness.loaded.call(&harness.runtime, &call) {
-        Ok(answer) => {
-            let wasm = corpus::answer_json(&answer);
-            assert_eq!(native, wasm, "native and wasm answers differ for {call:?}");
-        }
+        Ok(wasm) => assert_eq!(native, wasm, "native and wasm answers differ for {call:?}"),
         Err(EngineError::OutOfFuel { .. }) => {}
         Err(error) => panic!("the wasm component failed where the native code answered: {error}"),
-    }
-}
-
-/// `{"ok": v}` / `{"err": f}` of a native result.
-pub fn outcome<T: serde::Serialize, E: serde::Serialize>(result: &Result<T, E>) -> Value {
-    match result {
-        Ok(value) => serde_json::json!({ "ok": value }),
-        Err(failure) => serde_json::json!({ "err": failure }),
     }
 }

@@ -7,19 +7,19 @@
 //! `convert`; nothing else here knows a record's fields.
 //!
 //! Each WIT function has one typed function here (`serializer::serialize`, ...) that runs on an
-//! instance of its world ([`World`]); `TransformCalls` calls them directly. [`Call`] is the data
-//! form of the same calls, for the golden corpus, the differential tests, the fuzz targets and
-//! the benchmarks, and [`Answer`] the data form of what they answer: [`Call::bind`] is the one
-//! match that maps a call onto its world and typed function.
+//! instance of its world ([`World`]); `TransformCalls` calls them directly. [`Call`] (defined,
+//! with [`Answer`], in `devin-bridge-calls`, which needs no wasm) is the data form of the same
+//! calls, for the golden corpus, the differential tests, the fuzz targets and the benchmarks:
+//! [`bind`] is the one match that maps a call onto its world and typed function.
 
 use std::sync::Arc;
 
+use devin_bridge_calls::{Answer, Call, Output, StreamedEnd, StreamedParse};
 use devin_bridge_types::{
     Failure, MessageHead, Parsed, ParsedReply, Prompt, PromptOptions, Reply, ResolvedModel, Resume,
     ResumedPrompt, SafeguardStatus, ShownPiece, SseFrames, StreamEnd, TextSpan, ToolCall,
     UnseenPrompt, Usage,
 };
-use serde::{Deserialize, Serialize};
 use wasmtime::component::types::ComponentItem;
 use wasmtime::component::{
     ComponentExportIndex, ComponentNamedList, InstancePre, Lift, Lower, ResourceAny, TypedFunc,
@@ -795,194 +795,6 @@ pub(crate) mod safeguard {
     }
 }
 
-/// One call to a transform, with its arguments: the data form of the typed calls, which the
-/// golden corpus, the differential tests, the fuzz targets and the benchmarks drive. It
-/// deserializes from `{"call": "<name>", "args": {...}}` once the arguments are in their plain
-/// form (see `corpus::decode_call`, which turns the fixtures' text and byte encodings into it).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(tag = "call", content = "args", rename_all = "snake_case")]
-pub enum Call {
-    Serialize {
-        request: String,
-    },
-    /// The request is shared, not owned: the resident transport keeps it for a replay and may
-    /// serialize it more than once, and a request can be megabytes.
-    SerializeUnseen {
-        request: Arc<String>,
-        #[serde(flatten)]
-        options: PromptOptions,
-    },
-    SerializeResumed {
-        continuation: String,
-        resume: Resume,
-        #[serde(flatten)]
-        options: PromptOptions,
-    },
-    Repair {
-        prompt: String,
-        rejection: Failure,
-    },
-    Parse {
-        output: String,
-        tools: String,
-        id_seed: String,
-        /// The most envelopes the reply may hold.
-        max_calls: u32,
-    },
-    /// A reply stream fed `chunks` in order: every push's answer, then the end (the data form
-    /// of a streamed turn, for the corpus, the differential and the fuzz target).
-    ParseStream {
-        chunks: Vec<String>,
-        tools: String,
-        id_seed: String,
-        max_calls: u32,
-        /// The end's narration verdict is not asked for (it answers false), as a turn without
-        /// tools skips it.
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        skip_narration: bool,
-    },
-    NarratesUnexecutedAction {
-        output: String,
-    },
-    ParseReview {
-        output: String,
-    },
-    StreamStart {
-        head: MessageHead,
-    },
-    StreamPing,
-    StreamFinish {
-        reply: Reply,
-        usage: Usage,
-        #[serde(default)]
-        safeguard: Option<SafeguardStatus>,
-    },
-    StreamText {
-        first: bool,
-        text: String,
-    },
-    StreamFinishAfterText {
-        tail: String,
-        calls: Vec<ToolCall>,
-        usage: Usage,
-        #[serde(default)]
-        safeguard: Option<SafeguardStatus>,
-    },
-    RenderStream {
-        head: MessageHead,
-        reply: Reply,
-        #[serde(default)]
-        safeguard: Option<SafeguardStatus>,
-    },
-    RenderJson {
-        head: MessageHead,
-        reply: Reply,
-        #[serde(default)]
-        safeguard: Option<SafeguardStatus>,
-    },
-    ErrorEvent {
-        failure: Failure,
-    },
-    ErrorBody {
-        failure: Failure,
-    },
-    AgentErrorMessage {
-        raw: String,
-    },
-    ParseEvents {
-        buffer: Vec<u8>,
-        max_event_bytes: u32,
-    },
-    Validate {
-        reference: String,
-        catalog: String,
-    },
-    ClientEnvironment {
-        settings: Vec<(String, String)>,
-        catalog: String,
-    },
-    Resolve {
-        requested: String,
-        catalog: String,
-    },
-    ListModels {
-        catalog: String,
-        #[serde(default)]
-        vision: bool,
-    },
-    ContextWindows {
-        catalog: String,
-    },
-    Judge {
-        calls: Vec<ToolCall>,
-        classifier_context: String,
-        /// The conversation's calls before the reply; a fixture without them has none.
-        #[serde(default)]
-        earlier_calls: Vec<ToolCall>,
-    },
-}
-
-/// What a reply stream answered: each push's released text (or its failure), then its end.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StreamedParse {
-    pub pushes: Vec<Result<String, Failure>>,
-    pub end: Result<StreamedEnd, Failure>,
-}
-
-/// A stream's successful end: the shown text not released by the pushes, `parse`'s reply for
-/// the concatenated chunks, and the narration verdict of a text reply.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StreamedEnd {
-    pub tail: String,
-    pub reply: Parsed,
-    pub narrates: bool,
-}
-
-/// What a call answers: its value, or the failure the transform returned (a function that
-/// cannot fail always answers `Ok`). Serialized as `{"ok": value}` / `{"err": failure}`, it is
-/// the fixtures' `expect`.
-pub type Answer = Result<Output, Failure>;
-
-/// Defines [`Output`] and the `From` of each variant's type, so a typed function's answer
-/// becomes an output with `.into()`.
-macro_rules! outputs {
-    ($($(#[$doc:meta])* $variant:ident($type:ty),)*) => {
-        /// The value of a successful call, one variant per result type of the WIT functions.
-        /// Serialized as the value alone (the fixtures' `ok`).
-        #[derive(Debug, Clone, PartialEq, Serialize)]
-        #[serde(untagged)]
-        pub enum Output {
-            $($(#[$doc])* $variant($type),)*
-        }
-
-        $(impl From<$type> for Output {
-            fn from(value: $type) -> Self {
-                Output::$variant(value)
-            }
-        })*
-    };
-}
-
-outputs! {
-    Prompt(Prompt),
-    Unseen(UnseenPrompt),
-    Resumed(ResumedPrompt),
-    /// A prompt, an event stream or body, a model id or listing, a canonical review.
-    Text(String),
-    /// A parsed agent output: the reply and its recoveries.
-    Parsed(Parsed),
-    /// What a reply stream answered, push by push and at its end.
-    Streamed(StreamedParse),
-    Flag(bool),
-    Environment(Vec<(String, String)>),
-    Resolved(ResolvedModel),
-    Frames(SseFrames),
-    /// Context windows by ACP model id.
-    Windows(Vec<(String, u64)>),
-    /// The safeguard judge's verdicts.
-    Safeguard(SafeguardStatus),
-}
-
 /// A call bound to the world that answers it: the transform, and the typed function to run on
 /// an instance of it.
 pub(crate) struct Bound<'a> {
@@ -1020,132 +832,123 @@ fn on<'a, W: World, T: Into<Output>>(
     }
 }
 
-impl Call {
-    /// The transform that answers this call.
-    pub fn transform(&self) -> TransformKind {
-        self.bind().kind
-    }
-
-    /// The one dispatch of the data form: each call's world and typed function.
-    pub(crate) fn bind(&self) -> Bound<'_> {
-        match self {
-            Call::Serialize { request } => {
-                on::<SerializerWorld, _>(move |i, s| serializer::serialize(i, s, request))
-            }
-            Call::SerializeUnseen { request, options } => on::<SerializerWorld, _>(move |i, s| {
-                serializer::serialize_unseen(i, s, request, *options)
-            }),
-            Call::SerializeResumed {
-                continuation,
-                resume,
-                options,
-            } => on::<SerializerWorld, _>(move |i, s| {
-                serializer::serialize_resumed(i, s, continuation, resume, *options)
-            }),
-            Call::Repair { prompt, rejection } => on::<SerializerWorld, _>(move |i, s| {
-                serializer::repair(i, s, prompt, rejection).map(Ok)
-            }),
-            Call::Parse {
-                output,
-                tools,
-                id_seed,
-                max_calls,
-            } => on::<EnvelopeWorld, _>(move |i, s| {
-                match envelope::parse(i, s, output, tools, id_seed, *max_calls)? {
-                    Ok(parsed) => envelope::reply_of(parsed, output).map(Ok),
-                    Err(failure) => Ok(Err(failure)),
-                }
-            }),
-            Call::ParseStream {
-                chunks,
-                tools,
-                id_seed,
-                max_calls,
-                skip_narration,
-            } => on::<EnvelopeWorld, _>(move |i, s| {
-                envelope::parse_stream(i, s, chunks, tools, id_seed, *max_calls, !*skip_narration)
-                    .map(Ok)
-            }),
-            Call::NarratesUnexecutedAction { output } => on::<EnvelopeWorld, _>(move |i, s| {
-                envelope::narrates_unexecuted_action(i, s, output).map(Ok)
-            }),
-            Call::ParseReview { output } => {
-                on::<EnvelopeWorld, _>(move |i, s| envelope::parse_review(i, s, output))
-            }
-            Call::StreamStart { head } => {
-                on::<SseWorld, _>(move |i, s| sse::stream_start(i, s, head).map(Ok))
-            }
-            Call::StreamPing => on::<SseWorld, _>(|i, s| sse::stream_ping(i, s).map(Ok)),
-            Call::StreamFinish {
-                reply,
-                usage,
-                safeguard,
-            } => on::<SseWorld, _>(move |i, s| {
-                sse::stream_finish(i, s, reply.clone(), *usage, safeguard.as_ref()).map(Ok)
-            }),
-            Call::StreamText { first, text } => {
-                on::<SseWorld, _>(move |i, s| sse::stream_text(i, s, *first, text).map(Ok))
-            }
-            Call::StreamFinishAfterText {
-                tail,
-                calls,
-                usage,
-                safeguard,
-            } => on::<SseWorld, _>(move |i, s| {
-                sse::stream_finish_after_text(i, s, tail, calls.clone(), *usage, safeguard.as_ref())
-                    .map(Ok)
-            }),
-            Call::RenderStream {
-                head,
-                reply,
-                safeguard,
-            } => on::<SseWorld, _>(move |i, s| {
-                sse::render_stream(i, s, head, reply.clone(), safeguard.as_ref()).map(Ok)
-            }),
-            Call::RenderJson {
-                head,
-                reply,
-                safeguard,
-            } => on::<SseWorld, _>(move |i, s| {
-                sse::render_json(i, s, head, reply.clone(), safeguard.as_ref()).map(Ok)
-            }),
-            Call::ErrorEvent { failure } => {
-                on::<SseWorld, _>(move |i, s| sse::error_event(i, s, failure).map(Ok))
-            }
-            Call::ErrorBody { failure } => {
-                on::<SseWorld, _>(move |i, s| sse::error_body(i, s, failure).map(Ok))
-            }
-            Call::AgentErrorMessage { raw } => {
-                on::<SseWorld, _>(move |i, s| sse::agent_error_message(i, s, raw).map(Ok))
-            }
-            Call::ParseEvents {
-                buffer,
-                max_event_bytes,
-            } => on::<SseWorld, _>(move |i, s| sse::parse_events(i, s, buffer, *max_event_bytes)),
-            Call::Validate { reference, catalog } => on::<ModelAliasWorld, _>(move |i, s| {
-                model_alias::validate(i, s, reference, catalog)
-            }),
-            Call::ClientEnvironment { settings, catalog } => {
-                on::<ModelAliasWorld, _>(move |i, s| {
-                    model_alias::client_environment(i, s, settings, catalog)
-                })
-            }
-            Call::Resolve { requested, catalog } => {
-                on::<ModelAliasWorld, _>(move |i, s| model_alias::resolve(i, s, requested, catalog))
-            }
-            Call::ListModels { catalog, vision } => on::<ModelAliasWorld, _>(move |i, s| {
-                model_alias::list_models(i, s, catalog, *vision)
-            }),
-            Call::ContextWindows { catalog } => {
-                on::<ModelAliasWorld, _>(move |i, s| model_alias::context_windows(i, s, catalog))
-            }
-            Call::Judge {
-                calls,
-                classifier_context,
-                earlier_calls,
-            } => on::<SafeguardWorld, _>(move |i, s| {
-                safeguard::judge(i, s, calls, classifier_context, earlier_calls).map(Ok)
-            }),
+/// The one dispatch of the data form: each call's world and typed function.
+pub(crate) fn bind(call: &Call) -> Bound<'_> {
+    match call {
+        Call::Serialize { request } => {
+            on::<SerializerWorld, _>(move |i, s| serializer::serialize(i, s, request))
         }
+        Call::SerializeUnseen { request, options } => on::<SerializerWorld, _>(move |i, s| {
+            serializer::serialize_unseen(i, s, request, *options)
+        }),
+        Call::SerializeResumed {
+            continuation,
+            resume,
+            options,
+        } => on::<SerializerWorld, _>(move |i, s| {
+            serializer::serialize_resumed(i, s, continuation, resume, *options)
+        }),
+        Call::Repair { prompt, rejection } => on::<SerializerWorld, _>(move |i, s| {
+            serializer::repair(i, s, prompt, rejection).map(Ok)
+        }),
+        Call::Parse {
+            output,
+            tools,
+            id_seed,
+            max_calls,
+        } => on::<EnvelopeWorld, _>(move |i, s| {
+            match envelope::parse(i, s, output, tools, id_seed, *max_calls)? {
+                Ok(parsed) => envelope::reply_of(parsed, output).map(Ok),
+                Err(failure) => Ok(Err(failure)),
+            }
+        }),
+        Call::ParseStream {
+            chunks,
+            tools,
+            id_seed,
+            max_calls,
+            skip_narration,
+        } => on::<EnvelopeWorld, _>(move |i, s| {
+            envelope::parse_stream(i, s, chunks, tools, id_seed, *max_calls, !*skip_narration)
+                .map(Ok)
+        }),
+        Call::NarratesUnexecutedAction { output } => on::<EnvelopeWorld, _>(move |i, s| {
+            envelope::narrates_unexecuted_action(i, s, output).map(Ok)
+        }),
+        Call::ParseReview { output } => {
+            on::<EnvelopeWorld, _>(move |i, s| envelope::parse_review(i, s, output))
+        }
+        Call::StreamStart { head } => {
+            on::<SseWorld, _>(move |i, s| sse::stream_start(i, s, head).map(Ok))
+        }
+        Call::StreamPing => on::<SseWorld, _>(|i, s| sse::stream_ping(i, s).map(Ok)),
+        Call::StreamFinish {
+            reply,
+            usage,
+            safeguard,
+        } => on::<SseWorld, _>(move |i, s| {
+            sse::stream_finish(i, s, reply.clone(), *usage, safeguard.as_ref()).map(Ok)
+        }),
+        Call::StreamText { first, text } => {
+            on::<SseWorld, _>(move |i, s| sse::stream_text(i, s, *first, text).map(Ok))
+        }
+        Call::StreamFinishAfterText {
+            tail,
+            calls,
+            usage,
+            safeguard,
+        } => on::<SseWorld, _>(move |i, s| {
+            sse::stream_finish_after_text(i, s, tail, calls.clone(), *usage, safeguard.as_ref())
+                .map(Ok)
+        }),
+        Call::RenderStream {
+            head,
+            reply,
+            safeguard,
+        } => on::<SseWorld, _>(move |i, s| {
+            sse::render_stream(i, s, head, reply.clone(), safeguard.as_ref()).map(Ok)
+        }),
+        Call::RenderJson {
+            head,
+            reply,
+            safeguard,
+        } => on::<SseWorld, _>(move |i, s| {
+            sse::render_json(i, s, head, reply.clone(), safeguard.as_ref()).map(Ok)
+        }),
+        Call::ErrorEvent { failure } => {
+            on::<SseWorld, _>(move |i, s| sse::error_event(i, s, failure).map(Ok))
+        }
+        Call::ErrorBody { failure } => {
+            on::<SseWorld, _>(move |i, s| sse::error_body(i, s, failure).map(Ok))
+        }
+        Call::AgentErrorMessage { raw } => {
+            on::<SseWorld, _>(move |i, s| sse::agent_error_message(i, s, raw).map(Ok))
+        }
+        Call::ParseEvents {
+            buffer,
+            max_event_bytes,
+        } => on::<SseWorld, _>(move |i, s| sse::parse_events(i, s, buffer, *max_event_bytes)),
+        Call::Validate { reference, catalog } => {
+            on::<ModelAliasWorld, _>(move |i, s| model_alias::validate(i, s, reference, catalog))
+        }
+        Call::ClientEnvironment { settings, catalog } => on::<ModelAliasWorld, _>(move |i, s| {
+            model_alias::client_environment(i, s, settings, catalog)
+        }),
+        Call::Resolve { requested, catalog } => {
+            on::<ModelAliasWorld, _>(move |i, s| model_alias::resolve(i, s, requested, catalog))
+        }
+        Call::ListModels { catalog, vision } => {
+            on::<ModelAliasWorld, _>(move |i, s| model_alias::list_models(i, s, catalog, *vision))
+        }
+        Call::ContextWindows { catalog } => {
+            on::<ModelAliasWorld, _>(move |i, s| model_alias::context_windows(i, s, catalog))
+        }
+        Call::Judge {
+            calls,
+            classifier_context,
+            earlier_calls,
+        } => on::<SafeguardWorld, _>(move |i, s| {
+            safeguard::judge(i, s, calls, classifier_context, earlier_calls).map(Ok)
+        }),
     }
 }

@@ -61,7 +61,7 @@
 
 use serde_json::Value;
 
-use super::bindings::Call;
+use devin_bridge_calls::Call;
 
 /// The prefix and length of the tool-call ids the envelope makes.
 const TOOL_ID_PREFIX: &str = "devin_call_";

@@ -29,7 +29,6 @@ mod status;
 mod stream;
 mod turn;
 
-pub use bindings::{Answer, Call, Output, StreamedEnd, StreamedParse};
 pub use cache::{CompileCache, KEY_FILE as CACHE_KEY_FILE};
 pub use calls::{Component, Serving, TransformCalls};
 pub use config::{
@@ -37,6 +36,10 @@ pub use config::{
     EngineSection, RuntimeLimits,
 };
 pub use corpus::{self_test, Corpus, SelfTestReport};
+/// The calls as data, and the transforms' names: defined without wasm in `devin-bridge-calls`.
+pub use devin_bridge_calls::{
+    Answer, Call, Output, StreamedEnd, StreamedParse, TransformKind, UnknownTransform,
+};
 /// The WIT records, as the mode crates name them through the engine.
 pub use devin_bridge_types::{
     Image, ImageLimits, LocalAnswer, MessageHead, MessageMark, Prompt, PromptOptions,
@@ -48,78 +51,6 @@ pub use runtime::{Runtime, RuntimeConfig};
 pub use status::{is_error_status, INVALID_STATUS_CODE};
 pub use stream::{ReplyStream, StreamFinish};
 pub use turn::Turn;
-
-/// The five transforms, one component each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum TransformKind {
-    Serializer,
-    Envelope,
-    Sse,
-    ModelAlias,
-    Safeguard,
-}
-
-impl TransformKind {
-    /// How many transforms there are: the length of every per-transform table.
-    pub const COUNT: usize = 5;
-
-    pub const ALL: [TransformKind; Self::COUNT] = [
-        TransformKind::Serializer,
-        TransformKind::Envelope,
-        TransformKind::Sse,
-        TransformKind::ModelAlias,
-        TransformKind::Safeguard,
-    ];
-
-    /// The name used in policies, file names, logs and the CLI.
-    pub fn name(self) -> &'static str {
-        match self {
-            TransformKind::Serializer => "serializer",
-            TransformKind::Envelope => "envelope",
-            TransformKind::Sse => "sse",
-            TransformKind::ModelAlias => "model-alias",
-            TransformKind::Safeguard => "safeguard",
-        }
-    }
-
-    /// Every transform's name, in [`TransformKind::ALL`] order, comma-separated (for messages
-    /// that list them).
-    pub fn names() -> String {
-        Self::ALL.map(Self::name).join(", ")
-    }
-
-    /// File name of the built component.
-    pub fn file_name(self) -> String {
-        format!("{}.wasm", self.name())
-    }
-
-    pub(crate) fn index(self) -> usize {
-        match self {
-            TransformKind::Serializer => 0,
-            TransformKind::Envelope => 1,
-            TransformKind::Sse => 2,
-            TransformKind::ModelAlias => 3,
-            TransformKind::Safeguard => 4,
-        }
-    }
-}
-
-impl std::fmt::Display for TransformKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for TransformKind {
-    type Err = EngineError;
-
-    fn from_str(name: &str) -> Result<Self, Self::Err> {
-        TransformKind::ALL
-            .into_iter()
-            .find(|kind| kind.name() == name)
-            .ok_or_else(|| EngineError::UnknownTransform(name.to_owned()))
-    }
-}
 
 /// Loads one transform component from `location` on a runtime of its own with `limits` (from
 /// the compile cache when it is warm), for commands that call a single transform directly
@@ -144,8 +75,8 @@ pub fn load_one(
 /// Everything that can go wrong loading or calling a component.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    #[error("unknown transform {0:?} (expected one of: {names})", names = TransformKind::names())]
-    UnknownTransform(String),
+    #[error(transparent)]
+    UnknownTransform(#[from] UnknownTransform),
     #[error("this devin-bridge was built without its transform components (no built-in {transforms}) and the policy names no file for them: build the binary with `cargo xtask build` or `cargo xtask dist`, or name each file in the policy's [components.<transform>] path (or set DEVIN_BRIDGE_COMPONENTS to a directory of them)")]
     NotBuiltIn { transforms: String },
     #[error("cannot read component {path}: {source}")]

@@ -8,10 +8,11 @@ use std::time::Instant;
 use sha2::{Digest, Sha256};
 use wasmtime::component::{types::ComponentItem, Linker};
 
-use super::bindings::{Answer, Call, Instance, Rejected, TypedPre, World};
+use super::bindings::{bind, Instance, Rejected, TypedPre, World};
 use super::cache::CompileCache;
 use super::runtime::{CallState, Runtime};
 use super::{ComponentLocation, EngineError, TransformKind};
+use devin_bridge_calls::{Answer, Call};
 
 /// Lowercase hex sha256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -175,7 +176,7 @@ impl Loaded {
     /// tests and the fuzz targets call this way; the request pipeline uses the typed methods of
     /// [`crate::Transforms`]).
     pub fn call(&self, runtime: &Runtime, call: &Call) -> Result<Answer, EngineError> {
-        let bound = call.bind();
+        let bound = bind(call);
         if bound.kind != self.kind {
             return Err(self.cannot_answer(bound.kind));
         }
@@ -230,7 +231,7 @@ pub struct Warm {
 
 impl Warm {
     pub fn call(&mut self, call: &Call) -> Result<Answer, EngineError> {
-        let bound = call.bind();
+        let bound = bind(call);
         if bound.kind != self.kind {
             return Err(EngineError::Interface {
                 transform: self.kind,

@@ -17,7 +17,7 @@ use arc_swap::ArcSwap;
 use devin_bridge_types::Failure;
 use serde::Serialize;
 
-use super::bindings::{model_alias, Answer, Call, ModelAliasWorld};
+use super::bindings::{model_alias, ModelAliasWorld};
 use super::cache::CompileCache;
 use super::calls::{Serving, TransformCalls};
 use super::corpus::{self_test, Corpus};
@@ -25,6 +25,7 @@ use super::memo::ValidationMemo;
 use super::runtime::Runtime;
 use super::{EngineError, Loaded, TransformKind};
 use crate::config::EngineConfig;
+use devin_bridge_calls::{Answer, Call};
 
 /// What `/healthz` and `components list` show about one loaded transform.
 #[derive(Debug, Clone, Serialize)]

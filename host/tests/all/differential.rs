@@ -4,8 +4,7 @@
 use crate::common;
 
 use devin_bridge_engine::{
-    corpus, Answer, Call, ImageLimits, MessageHead, PromptOptions, Resume, TransformKind,
-    Transforms,
+    corpus, Call, ImageLimits, MessageHead, PromptOptions, Resume, TransformKind, Transforms,
 };
 use devin_bridge_types::{
     CallVerdict, Evaluation, Failure, Reply, ReplyBlock, SafeguardOutcome, SafeguardStatus,
@@ -13,121 +12,12 @@ use devin_bridge_types::{
 };
 use serde_json::{json, Value};
 
-/// A native result as an answer.
-fn answer<T: Into<devin_bridge_engine::Output>>(result: Result<T, Failure>) -> Answer {
-    result.map(Into::into)
-}
-
-/// The native libraries' answer to a call: the same types the component's answer comes in.
-fn native(call: &Call) -> Answer {
-    use devin_bridge_envelope as envelope;
-    use devin_bridge_model_alias as model_alias;
-    use devin_bridge_serializer as serializer;
-    use devin_bridge_sse as sse;
-    match call {
-        Call::Serialize { request } => answer(serializer::serialize(request)),
-        Call::SerializeUnseen { request, options } => {
-            answer(serializer::serialize_unseen(request, *options))
-        }
-        Call::SerializeResumed {
-            continuation,
-            resume,
-            options,
-        } => answer(serializer::serialize_resumed(
-            continuation,
-            resume,
-            *options,
-        )),
-        Call::Repair { prompt, rejection } => Ok(serializer::repair(prompt, rejection).into()),
-        Call::Parse {
-            output,
-            tools,
-            id_seed,
-            max_calls,
-        } => answer(envelope::parse(output, tools, id_seed, *max_calls)),
-        Call::ParseStream {
-            chunks,
-            tools,
-            id_seed,
-            max_calls,
-            skip_narration,
-        } => {
-            let mut stream = envelope::ReplyStream::new(tools, id_seed, *max_calls);
-            let pushes = chunks.iter().map(|chunk| stream.push(chunk)).collect();
-            let end = stream.finish();
-            let narrates = !skip_narration && stream.narrates();
-            let output = chunks.concat();
-            let end = end.map(|end| devin_bridge_engine::StreamedEnd {
-                tail: end.tail,
-                reply: end
-                    .reply
-                    .resolve(&output)
-                    .expect("the native stream names a span of its output"),
-                narrates,
-            });
-            Ok(devin_bridge_engine::StreamedParse { pushes, end }.into())
-        }
-        Call::NarratesUnexecutedAction { output } => {
-            Ok(envelope::narrates_unexecuted_action(output).into())
-        }
-        Call::ParseReview { output } => answer(envelope::parse_review(output)),
-        Call::StreamStart { head } => Ok(sse::stream_start(head).into()),
-        Call::StreamPing => Ok(sse::stream_ping().into()),
-        Call::StreamFinish {
-            reply,
-            usage,
-            safeguard,
-        } => Ok(sse::stream_finish(reply, usage, safeguard.as_ref()).into()),
-        Call::StreamText { first, text } => Ok(sse::stream_text(*first, text).into()),
-        Call::StreamFinishAfterText {
-            tail,
-            calls,
-            usage,
-            safeguard,
-        } => Ok(sse::stream_finish_after_text(tail, calls, usage, safeguard.as_ref()).into()),
-        Call::RenderStream {
-            head,
-            reply,
-            safeguard,
-        } => Ok(sse::render_stream(head, reply, safeguard.as_ref()).into()),
-        Call::RenderJson {
-            head,
-            reply,
-            safeguard,
-        } => Ok(sse::render_json(head, reply, safeguard.as_ref()).into()),
-        Call::ErrorEvent { failure } => Ok(sse::error_event(failure).into()),
-        Call::ErrorBody { failure } => Ok(sse::error_body(failure).into()),
-        Call::AgentErrorMessage { raw } => Ok(sse::agent_error_message(raw).into()),
-        Call::ParseEvents {
-            buffer,
-            max_event_bytes,
-        } => answer(sse::parse_events(buffer, *max_event_bytes)),
-        Call::Validate { reference, catalog } => answer(model_alias::validate(reference, catalog)),
-        Call::ClientEnvironment { settings, catalog } => {
-            answer(model_alias::client_environment(settings, catalog))
-        }
-        Call::Resolve { requested, catalog } => answer(model_alias::resolve(requested, catalog)),
-        Call::ListModels { catalog, vision } => answer(model_alias::list_models(catalog, *vision)),
-        Call::ContextWindows { catalog } => answer(model_alias::context_windows(catalog)),
-        Call::Judge {
-            calls,
-            classifier_context,
-            earlier_calls,
-        } => Ok(devin_bridge_safeguard::judge_in_conversation(
-            calls,
-            classifier_context,
-            earlier_calls,
-        )
-        .into()),
-    }
-}
-
 fn assert_same(transforms: &Transforms, call: &Call, label: &str) {
     let wasm = transforms
         .call(call)
         .unwrap_or_else(|error| panic!("{label}: wasm failed: {error}"));
     assert_eq!(
-        native(call),
+        call.run_native(),
         wasm,
         "{label}: native and wasm differ for {call:?}"
     );
@@ -141,7 +31,7 @@ fn every_fixture_agrees_natively_and_in_wasm_and_matches_its_expectation() {
         let cases = corpus::cases(kind).expect("fixtures decode");
         assert!(!cases.is_empty(), "no fixtures for {kind}");
         for case in cases {
-            let native = corpus::answer_json(&native(&case.call));
+            let native = corpus::answer_json(&case.call.run_native());
             assert_eq!(
                 native, case.expect,
                 "{} ({}): native result differs from the fixture",
@@ -799,11 +689,11 @@ fn generated_catalogs_agree() {
         };
         assert_same(&transforms, &listing, &format!("listing #{i}"));
         assert_eq!(
-            native(&windows).is_ok(),
-            native(&listing).is_ok(),
+            windows.run_native().is_ok(),
+            listing.run_native().is_ok(),
             "catalog #{i}"
         );
-        listed += usize::from(native(&listing).is_ok());
+        listed += usize::from(listing.run_native().is_ok());
     }
     assert!(listed >= 30, "only {listed} mutated catalogs list");
 }

@@ -2,7 +2,8 @@
 //! many random ways (large ones) of cutting them into chunks, the released text followed by
 //! the tail is the shown text of `parse`'s answer, the end is `parse`'s answer, an early
 //! failure is `parse`'s failure, and a failing reply releases nothing past the text before
-//! the point of failure. The golden corpus is cut the same way in `tests/golden.rs`.
+//! the point of failure. The golden corpus is cut the same way by `devin-bridge-calls`'s golden
+//! test (`crates/calls/tests/golden/envelope.rs`).
 
 use super::*;
 use crate::tests::robustness::XorShift;

@@ -1,5 +1,5 @@
-//! Reading the serializer's golden fixtures and running a case natively; shared by the golden
-//! test and the `bless` example.
+//! Reading the serializer's golden fixtures and running a case natively, for the `bless`
+//! example (the golden test itself is `devin-bridge-calls`'s, which runs every transform).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(dead_code)]

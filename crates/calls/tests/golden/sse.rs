@@ -1,21 +1,14 @@
-//! Golden fixtures (`tests/fixtures/sse/*.json`) against the native library.
-//!
-//! Every case must match exactly; the same files drive the native-vs-wasm differential test
-//! and the host's self-test of a component, so they must also cover every function.
-
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The event stream's fixtures cover every function and every way framing fails, and its
+//! renderings, read back, follow the Messages API exactly.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 
-use devin_bridge_sse::{
-    agent_error_message, error_body, error_event, render_json, render_stream, stream_finish,
-    stream_finish_after_text, stream_ping, stream_start, stream_text, Failure, MessageHead, Reply,
-    ReplyBlock, SafeguardStatus, ToolCall, Usage,
-};
-use serde::de::DeserializeOwned;
-use serde::Deserialize;
+use devin_bridge_calls::{Call, TransformKind};
+use devin_bridge_types::{MessageHead, Reply, ReplyBlock, Usage};
 use serde_json::{json, Value};
+
+use crate::fixtures::fixtures;
+use crate::text_of;
 
 const CALLS: [&str; 11] = [
     "stream_start",
@@ -31,136 +24,23 @@ const CALLS: [&str; 11] = [
     "parse_events",
 ];
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Case {
-    name: String,
-    call: String,
-    #[serde(default)]
-    args: serde_json::Map<String, Value>,
-    expect: Value,
-}
-
-fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/sse")
-}
-
-fn fixtures() -> Vec<(PathBuf, Case)> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(fixture_dir())
-        .expect("fixture directory")
-        .map(|entry| entry.expect("directory entry").path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-        .collect();
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|path| {
-            let text = std::fs::read_to_string(&path).expect("readable fixture");
-            let case = serde_json::from_str(&text)
-                .unwrap_or_else(|error| panic!("{}: bad fixture: {error}", path.display()));
-            (path, case)
-        })
-        .collect()
-}
-
-fn arg<T: DeserializeOwned>(case: &Case, name: &str) -> T {
-    let value = case
-        .args
-        .get(name)
-        .unwrap_or_else(|| panic!("{}: missing argument `{name}`", case.name));
-    serde_json::from_value(value.clone())
-        .unwrap_or_else(|error| panic!("{}: argument `{name}`: {error}", case.name))
-}
-
-/// The optional `safeguard` argument of the rendering calls.
-fn safeguard(case: &Case) -> Option<SafeguardStatus> {
-    case.args.get("safeguard").map(|_| arg(case, "safeguard"))
-}
-
-fn run(case: &Case) -> String {
-    match case.call.as_str() {
-        "stream_start" => stream_start(&arg::<MessageHead>(case, "head")),
-        "stream_ping" => stream_ping(),
-        "stream_finish" => stream_finish(
-            &arg::<Reply>(case, "reply"),
-            &arg::<Usage>(case, "usage"),
-            safeguard(case).as_ref(),
-        ),
-        "stream_text" => stream_text(arg(case, "first"), &arg::<String>(case, "text")),
-        "stream_finish_after_text" => stream_finish_after_text(
-            &arg::<String>(case, "tail"),
-            &arg::<Vec<ToolCall>>(case, "calls"),
-            &arg::<Usage>(case, "usage"),
-            safeguard(case).as_ref(),
-        ),
-        "render_stream" => render_stream(
-            &arg::<MessageHead>(case, "head"),
-            &arg(case, "reply"),
-            safeguard(case).as_ref(),
-        ),
-        "render_json" => render_json(
-            &arg::<MessageHead>(case, "head"),
-            &arg(case, "reply"),
-            safeguard(case).as_ref(),
-        ),
-        "error_event" => error_event(&arg::<Failure>(case, "failure")),
-        "error_body" => error_body(&arg::<Failure>(case, "failure")),
-        "agent_error_message" => agent_error_message(&arg::<String>(case, "raw")),
-        other => panic!("{}: unknown call `{other}`", case.name),
-    }
-}
-
-/// `buffer` as text (its UTF-8 bytes), or `buffer_bytes` as a list of byte values.
-fn buffer(case: &Case) -> Vec<u8> {
-    if case.args.contains_key("buffer_bytes") {
-        arg(case, "buffer_bytes")
-    } else {
-        arg::<String>(case, "buffer").into_bytes()
-    }
-}
-
-/// A case's answer in the fixtures' encoding.
-fn answer(case: &Case) -> Value {
-    if case.call != "parse_events" {
-        return json!({ "ok": run(case) });
-    }
-    match devin_bridge_sse::parse_events(&buffer(case), arg(case, "max_event_bytes")) {
-        Ok(frames) => json!({ "ok": frames }),
-        Err(failure) => json!({ "err": failure }),
-    }
-}
-
 #[test]
-fn golden_fixtures_match() {
-    let cases = fixtures();
-    assert!(cases.len() >= 12, "expected at least 12 sse fixtures");
-    let mut failures = Vec::new();
-    for (path, case) in &cases {
-        let actual = answer(case);
-        if actual != case.expect {
-            failures.push(format!(
-                "{} ({}):\n  expected {}\n  actual   {}",
-                path.display(),
-                case.name,
-                case.expect,
-                actual
-            ));
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-#[test]
-fn fixtures_cover_every_function() {
-    let cases = fixtures();
-    let seen: BTreeSet<&str> = cases.iter().map(|(_, case)| case.call.as_str()).collect();
+fn sse_fixtures_cover_every_function() {
+    let cases = fixtures(TransformKind::Sse);
+    let seen: BTreeSet<&str> = cases.iter().map(|fixture| fixture.call.as_str()).collect();
     for call in CALLS {
         assert!(seen.contains(call), "no fixture calls `{call}`");
     }
     // A swapped-in component is held to these cases, so each way framing can fail is shown.
     let codes: BTreeSet<&str> = cases
         .iter()
-        .filter_map(|(_, case)| case.expect.pointer("/err/code").and_then(Value::as_str))
+        .filter_map(|fixture| {
+            fixture
+                .case
+                .expect
+                .pointer("/err/code")
+                .and_then(Value::as_str)
+        })
         .collect();
     for code in [
         devin_bridge_sse::codes::SSE_EVENT_TOO_LARGE,
@@ -169,8 +49,9 @@ fn fixtures_cover_every_function() {
         assert!(codes.contains(code), "no fixture expects {code}");
     }
     assert!(
-        cases.iter().any(|(_, case)| case.call == "parse_events"
-            && case
+        cases.iter().any(|fixture| fixture.call == "parse_events"
+            && fixture
+                .case
                 .expect
                 .pointer("/ok/tail")
                 .and_then(Value::as_array)
@@ -186,27 +67,20 @@ fn fixtures_cover_every_function() {
 fn streamed_fixtures_follow_the_lifecycle() {
     let mut checked = 0;
     let mut tool_blocks = BTreeSet::new();
-    for (path, case) in fixtures() {
-        if case.call != "render_stream" {
+    for fixture in fixtures(TransformKind::Sse) {
+        let Call::RenderStream { head, reply, .. } = &fixture.case.call else {
             continue;
-        }
-        let body = run(&case);
-        let head: MessageHead = arg(&case, "head");
-        let reply: Reply = arg(&case, "reply");
-        let events =
-            parse_events(&body).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+        };
+        let path = fixture.path.display();
+        let body = text_of(&fixture.case.call);
+        let events = parse_events(&body).unwrap_or_else(|error| panic!("{path}: {error}"));
         let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
-        assert_eq!(names, lifecycle(&reply), "{}", path.display());
+        assert_eq!(names, lifecycle(reply), "{path}");
         for (name, data) in &events {
-            assert_eq!(
-                data["type"].as_str(),
-                Some(name.as_str()),
-                "{}",
-                path.display()
-            );
+            assert_eq!(data["type"].as_str(), Some(name.as_str()), "{path}");
         }
-        check_content(&events, &head, &reply);
-        if let Reply::Tools(_) = &reply {
+        check_content(&events, head, reply);
+        if let Reply::Tools(_) = reply {
             tool_blocks.insert(reply.calls().count());
         }
         checked += 1;
@@ -225,23 +99,22 @@ fn streamed_fixtures_follow_the_lifecycle() {
 #[test]
 fn json_fixtures_hold_every_block() {
     let mut several = false;
-    for (path, case) in fixtures() {
-        if case.call != "render_json" {
+    for fixture in fixtures(TransformKind::Sse) {
+        let Call::RenderJson { head, reply, .. } = &fixture.case.call else {
             continue;
-        }
-        let head: MessageHead = arg(&case, "head");
-        let reply: Reply = arg(&case, "reply");
-        let body: Value = serde_json::from_str(&run(&case)).expect("JSON body");
+        };
+        let path = fixture.path.display();
+        let body: Value = serde_json::from_str(&text_of(&fixture.case.call)).expect("JSON body");
         let content = body["content"].as_array().expect("content list");
-        match &reply {
+        match reply {
             Reply::Text(text) => {
-                assert_eq!(content.len(), 1, "{}", path.display());
+                assert_eq!(content.len(), 1, "{path}");
                 assert_eq!(content[0]["text"].as_str(), Some(text.as_str()));
                 assert_eq!(body["stop_reason"], "end_turn");
             }
             Reply::Tools(blocks) => {
                 several |= reply.calls().count() > 1;
-                assert_eq!(content.len(), blocks.len(), "{}", path.display());
+                assert_eq!(content.len(), blocks.len(), "{path}");
                 for (block, expected) in content.iter().zip(blocks) {
                     match expected {
                         ReplyBlock::Text(text) => {
@@ -261,7 +134,7 @@ fn json_fixtures_hold_every_block() {
                 } else {
                     "tool_use"
                 };
-                assert_eq!(body["stop_reason"], reason, "{}", path.display());
+                assert_eq!(body["stop_reason"], reason, "{path}");
             }
         }
         assert_eq!(

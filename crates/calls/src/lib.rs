@@ -1,0 +1,22 @@
+//! The transforms' calls as data, outside the wasm engine.
+//!
+//! - `kind`: [`TransformKind`], the one list of the five transforms and their names;
+//! - `call`: [`Call`], one value per call of a WIT function, and [`Answer`]/[`Output`], what it
+//!   answers (the fixtures' `expect`);
+//! - [`fixture`]: the golden fixture format, decoded into a call and its expected answer;
+//! - `native` (feature `native`): [`Call::run_native`], the answer of the plain Rust libraries.
+//!
+//! Nothing here runs wasm: the engine binds a [`Call`] to a component's typed function, and
+//! this crate is what the golden tests, the differential test and the fuzz targets share with
+//! it.
+
+mod call;
+pub mod fixture;
+mod kind;
+#[cfg(feature = "native")]
+mod native;
+
+pub use call::{Answer, Call, Output, StreamedEnd, StreamedParse};
+pub use kind::{TransformKind, UnknownTransform};
+#[cfg(feature = "native")]
+pub use native::SPAN_OUTSIDE_OUTPUT;
