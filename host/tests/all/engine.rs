@@ -1253,26 +1253,37 @@ fn a_component_swap_never_reaches_a_turn_whose_stream_is_open() {
         .ends_with("(twin build)"));
 }
 
+/// The components with a memory cap of 4 MiB per instance.
+fn capped_at_four_mib() -> Transforms {
+    let runtime = common::test_runtime();
+    runtime.set_limits(4 << 20, std::time::Duration::from_secs(5));
+    Transforms::load_with(
+        runtime,
+        common::test_cache(),
+        &common::policy("").engine_config(),
+    )
+    .expect("components load")
+}
+
+/// Pushes 600 KB chunks until a push fails (the stream keeps the output, so the cap is
+/// reached); the error.
+fn push_past_the_cap(stream: &mut devin_bridge_engine::ReplyStream) -> EngineError {
+    let chunk = "words ".repeat(100_000);
+    (0..40)
+        .find_map(|_| stream.push(chunk.clone()).err())
+        .expect("the cap is reached")
+}
+
 #[test]
 fn a_reply_stream_push_that_runs_past_its_memory_cap_is_a_typed_error_and_the_stream_stays_broken()
 {
     // A store capped at a few MiB: the stream keeps the output, so pushing more than the cap
     // allows ends the stream with a typed error, and every later call says it failed.
-    let runtime = common::test_runtime();
-    runtime.set_limits(4 << 20, std::time::Duration::from_secs(5));
-    let transforms = Transforms::load_with(
-        runtime,
-        common::test_cache(),
-        &common::policy("").engine_config(),
-    )
-    .expect("components load");
+    let transforms = capped_at_four_mib();
     let mut stream = transforms
         .reply_stream("[]", "seed", 4)
         .expect("the stream opens");
-    let chunk = "words ".repeat(100_000);
-    let error = (0..40)
-        .find_map(|_| stream.push(chunk.clone()).err())
-        .expect("the cap is reached");
+    let error = push_past_the_cap(&mut stream);
     assert!(
         matches!(error, EngineError::OutOfMemory { .. }),
         "a typed out-of-memory error: {error:?}"
@@ -1362,20 +1373,10 @@ fn a_component_swap_never_reaches_a_turn_already_open() {
 
 #[test]
 fn a_turn_whose_call_broke_refuses_every_later_call_of_any_component() {
-    let runtime = common::test_runtime();
-    runtime.set_limits(4 << 20, std::time::Duration::from_secs(5));
-    let transforms = Transforms::load_with(
-        runtime,
-        common::test_cache(),
-        &common::policy("").engine_config(),
-    )
-    .expect("components load");
+    let transforms = capped_at_four_mib();
     let turn = std::sync::Arc::new(Turn::open(&transforms));
     let mut stream = turn.reply_stream("[]", "seed", 4).expect("opens");
-    let chunk = "words ".repeat(100_000);
-    let error = (0..40)
-        .find_map(|_| stream.push(chunk.clone()).err())
-        .expect("the cap is reached");
+    let error = push_past_the_cap(&mut stream);
     assert!(
         matches!(error, EngineError::OutOfMemory { .. }),
         "{error:?}"

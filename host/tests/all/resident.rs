@@ -98,6 +98,25 @@ async fn next_turn(bridge: &TestBridge, key: &str, conversation: &Conversation) 
     ok(&bridge.conversation_turn(key, &conversation.request()).await)
 }
 
+/// The conversation's next turn, sent from a thread of its own (the caller goes on while it
+/// runs).
+fn turn_in_background(
+    bridge: &TestBridge,
+    key: &str,
+    conversation: &Conversation,
+) -> tokio::task::JoinHandle<HttpResponse> {
+    let (addr, key, body) = (bridge.addr, key.to_owned(), conversation.request().to_string());
+    tokio::task::spawn_blocking(move || {
+        common::bridge::request(
+            addr,
+            "POST",
+            "/v1/messages",
+            &[("x-claude-code-session-id".into(), key)],
+            &body,
+        )
+    })
+}
+
 async fn health(bridge: &TestBridge) -> Value {
     bridge.request("GET", "/healthz", &[], "").await.json()
 }
@@ -298,18 +317,7 @@ async fn a_tool_call_kills_the_process_and_only_its_own_turn_fails() {
     let rogue = Conversation::new("Rogue one. [mock:tool-call]");
     // The calm conversation's next turn is running when the rogue one's agent calls a tool.
     calm.answer(&calm_reply, "Calm again. [mock:slow]");
-    let calm_turn = {
-        let (addr, body) = (bridge.addr, calm.request().to_string());
-        tokio::task::spawn_blocking(move || {
-            common::bridge::request(
-                addr,
-                "POST",
-                "/v1/messages",
-                &[("x-claude-code-session-id".into(), "calm".into())],
-                &body,
-            )
-        })
-    };
+    let calm_turn = turn_in_background(&bridge, "calm", &calm);
     // Wait until the agent has the calm conversation's slow turn (its second prompt).
     let deadline = Instant::now() + Duration::from_secs(20);
     while prompts(&bridge).len() < 2 && Instant::now() < deadline {
@@ -360,18 +368,7 @@ async fn a_replayed_turn_that_had_shown_words_answers_them_once() {
     let mut calm = Conversation::new("Calm one. [mock:text]");
     let calm_reply = next_turn(&bridge, "calm", &calm).await;
     calm.answer(&calm_reply, "Write it out. [mock:slow-long]");
-    let calm_turn = {
-        let (addr, body) = (bridge.addr, calm.request().to_string());
-        tokio::task::spawn_blocking(move || {
-            common::bridge::request(
-                addr,
-                "POST",
-                "/v1/messages",
-                &[("x-claude-code-session-id".into(), "calm".into())],
-                &body,
-            )
-        })
-    };
+    let calm_turn = turn_in_background(&bridge, "calm", &calm);
     // The slow answer has written some sentences (streamed into the turn's reply stream).
     let deadline = Instant::now() + Duration::from_secs(20);
     while bridge.agent_events("chunk").len() < 3 && Instant::now() < deadline {
