@@ -28,8 +28,10 @@ commands:
   test [ARGS...]            build everything and run every test: the cargo tests, then
                             test-container (needs root and a running Docker daemon); with
                             ARGS (passed to cargo test) only the cargo tests
-  modules                   check that no crate has an import circle between its top-level
-                            modules (also the first step of `test`)
+  modules [--roots|--no-roots]
+                            check that no crate has an import circle between its top-level
+                            modules (also the first step of `test`); --roots counts each
+                            crate root as a node
   bench <transforms|bridge|guard|companion|outpost|soak|turns|stream> [ARGS...]
                             run a benchmark and print its table (ARGS go to the benchmark,
                             e.g. `bench soak --turns 5000`)
@@ -83,7 +85,12 @@ fn main() -> Result<()> {
         "dist" => dist::dist(rest).map(drop),
         "serve" => serve(rest),
         "test" => test(rest),
-        "modules" => check_modules(),
+        "modules" => match rest {
+            [] => check_modules(modules::ROOTS_BY_DEFAULT),
+            [flag] if flag == "--roots" => check_modules(true),
+            [flag] if flag == "--no-roots" => check_modules(false),
+            _ => bail!("usage: cargo xtask modules [--roots | --no-roots]"),
+        },
         "bench" => bench(rest),
         "fuzz" => fuzz(rest),
         // The commands of the container tool; those that build images need the components
@@ -248,14 +255,15 @@ fn ensure_test_programs() -> Result<()> {
     }
 }
 
-/// No import circle between the top-level modules of any crate (see `modules`).
-fn check_modules() -> Result<()> {
+/// No import circle between the top-level modules of any crate (see `modules`); with
+/// `roots`, the crate roots are nodes of the graph.
+fn check_modules(roots: bool) -> Result<()> {
     let root = workspace_root();
-    modules::check(&root, &modules::workspace_crates(&root)?)
+    modules::check(&root, &modules::workspace_crates(&root)?, roots)
 }
 
 fn test(rest: &[String]) -> Result<()> {
-    check_modules()?;
+    check_modules(modules::ROOTS_BY_DEFAULT)?;
     ensure_test_programs()?;
     let components = build_components()?;
     // The tests start real binaries (the host, the offline agent): build them first.

@@ -5,15 +5,34 @@
 //! (or, from a file directly under `src/`, `super::B`). Comments and `#[cfg(test)] mod tests`
 //! blocks are ignored: a test may reach anywhere. The check is textual on purpose: it needs no
 //! compiler, runs in milliseconds, and a circle it reports is one a reader would see too.
+//!
+//! With roots counted, the crate root (`lib.rs`/`main.rs`) is a node too, [`ROOT`]: a module
+//! that names an item the root holds (`crate::Item`, or `super::Item` from a file directly
+//! under `src/`, where `Item` is no module) depends on the root, and the root depends on every
+//! module whose items it names (a path `m::...`, `crate::m`, `use m;`), beyond declaring it
+//! with `mod m;` or re-exporting its items (`pub use m::Item;`): a module that names a
+//! re-exported item depends on `m`, the module that defines it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-/// The top-level module graph of the crate whose sources are under `src`.
-pub(crate) fn module_graph(src: &Path) -> Result<BTreeMap<String, BTreeSet<String>>> {
+/// Whether `cargo xtask modules` (and `test`) counts crate roots unless told otherwise
+/// (`--roots`, `--no-roots`).
+pub(crate) const ROOTS_BY_DEFAULT: bool = false;
+
+/// The crate root's node, when roots are counted (a keyword: no module has this name).
+pub(crate) const ROOT: &str = "crate";
+
+/// The top-level module graph of the crate whose sources are under `src`; with `roots`, the
+/// crate root is a node of it (see the module doc).
+pub(crate) fn module_graph(src: &Path, roots: bool) -> Result<BTreeMap<String, BTreeSet<String>>> {
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    // What each file of a top-level module names through the root, resolved once the set of
+    // modules is known.
+    let mut through_root: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut root_code = None;
     for file in rust_files(src)? {
         let relative = file.strip_prefix(src).context("a file under src")?;
         let parts: Vec<String> = relative
@@ -26,7 +45,13 @@ pub(crate) fn module_graph(src: &Path) -> Result<BTreeMap<String, BTreeSet<Strin
         };
         // `lib.rs`/`main.rs` are the crate root; a file of tests (`foo/tests.rs`, declared as
         // `#[cfg(test)] mod tests;`) may reach anywhere, like a `mod tests` block.
-        if top == "lib" || top == "main" || parts.iter().skip(1).any(|part| part == "tests") {
+        if parts.len() == 1 && (top == "lib" || top == "main") {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            root_code = Some(without_tests(&without_comments(&text)));
+            continue;
+        }
+        if parts.iter().skip(1).any(|part| part == "tests") {
             continue;
         }
         // How deep the file's module is below its top-level module (`a.rs`, `a/mod.rs`: 0).
@@ -40,17 +65,139 @@ pub(crate) fn module_graph(src: &Path) -> Result<BTreeMap<String, BTreeSet<Strin
         let code = without_tests(&without_comments(&text));
         let edges = graph.entry(top.clone()).or_default();
         edges.extend(names_after(&code, "crate::"));
-        if depth == 0 {
-            edges.extend(names_after(&code, "super::"));
-        } else if depth == 1 {
-            edges.extend(names_after(&code, "super::super::"));
+        let parent = match depth {
+            0 => Some("super::"),
+            1 => Some("super::super::"),
+            _ => None,
+        };
+        if let Some(parent) = parent {
+            edges.extend(names_after(&code, parent));
+        }
+        let named = through_root.entry(top.clone()).or_default();
+        named.extend(first_names_after(&code, "crate::"));
+        if let Some(parent) = parent {
+            named.extend(first_names_after(&code, parent));
         }
     }
     let modules: BTreeSet<String> = graph.keys().cloned().collect();
     for (module, edges) in &mut graph {
         edges.retain(|target| target != module && modules.contains(target));
     }
+    if let (true, Some(code)) = (roots, root_code) {
+        let reexported = reexports(&code, &modules);
+        for (module, names) in &through_root {
+            for name in names {
+                if modules.contains(name) {
+                    continue;
+                }
+                let target = reexported.get(name).map_or(ROOT, String::as_str);
+                if target != module {
+                    graph
+                        .entry(module.clone())
+                        .or_default()
+                        .insert(target.to_owned());
+                }
+            }
+        }
+        graph.insert(
+            ROOT.to_owned(),
+            root_uses(&without_reexports(&code), &modules),
+        );
+    }
     Ok(graph)
+}
+
+/// The modules the root's own code names: paths `m::...` (not a path's later segment, such as
+/// `other_crate::m::...`), `crate::m`/`self::m`, and `use m;`; `mod m;` declares, not uses.
+fn root_uses(code: &str, modules: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut used = BTreeSet::new();
+    for prefix in ["crate::", "self::"] {
+        used.extend(names_after(code, prefix));
+        used.extend(first_names_after(code, prefix));
+    }
+    let mut rest = code;
+    let mut before: Option<char> = None;
+    while !rest.is_empty() {
+        let name = identifier(rest);
+        if name.is_empty() {
+            let mut chars = rest.chars();
+            before = chars.next();
+            rest = chars.as_str();
+            continue;
+        }
+        let after = &rest[name.len()..];
+        // A path's first segment: not after `::` or inside another identifier.
+        let starts_path = before != Some(':');
+        if starts_path
+            && modules.contains(name)
+            && (after.starts_with("::") || is_use_of(code, rest, after))
+        {
+            used.insert(name.to_owned());
+        }
+        before = name.chars().next_back();
+        rest = after;
+    }
+    used.retain(|name| modules.contains(name));
+    used
+}
+
+/// `use m;` / `pub use m;` at `rest` (a module named alone in a `use`).
+fn is_use_of(code: &str, rest: &str, after: &str) -> bool {
+    let at = code.len() - rest.len();
+    after.starts_with(';') && code[..at].trim_end().ends_with("use")
+}
+
+/// The root's code without its re-exports (`pub use ...;`, `pub(crate) use ...;`): like `mod`,
+/// a re-export declares the crate's surface; a module naming a re-exported item depends on the
+/// module that defines it (see [`reexports`]), not on the root.
+fn without_reexports(code: &str) -> String {
+    code.split_inclusive(';')
+        .filter(|statement| {
+            let statement = statement.trim_start();
+            !(statement.starts_with("pub use ") || statement.starts_with("pub(crate) use "))
+        })
+        .collect()
+}
+
+/// The items the root re-exports by name from one of its modules (`pub use m::Item;`,
+/// `pub use m::{A, B as C};`): the name a module reaches them by, and the module.
+fn reexports(code: &str, modules: &BTreeSet<String>) -> BTreeMap<String, String> {
+    let mut found = BTreeMap::new();
+    for statement in code.split(';') {
+        let statement = statement.trim();
+        let Some(path) = statement
+            .strip_prefix("pub use ")
+            .or_else(|| statement.strip_prefix("pub(crate) use "))
+        else {
+            continue;
+        };
+        let path = path
+            .trim_start_matches("crate::")
+            .trim_start_matches("self::");
+        let module = identifier(path);
+        if !modules.contains(module) {
+            continue;
+        }
+        let tail = &path[module.len()..];
+        let Some(tail) = tail.strip_prefix("::") else {
+            continue;
+        };
+        let items: Vec<&str> = match tail.strip_prefix('{') {
+            Some(group) => group.trim_end_matches('}').split(',').collect(),
+            None => vec![tail.rsplit("::").next().unwrap_or(tail)],
+        };
+        for item in items {
+            let item = item.trim();
+            let name = item
+                .rsplit_once(" as ")
+                .map_or(item, |(_, alias)| alias.trim());
+            let name = name.rsplit("::").next().unwrap_or(name);
+            if !name.is_empty() && name != "*" {
+                found.insert(name.to_owned(), module.to_owned());
+            }
+        }
+    }
+    found
 }
 
 /// Strongly connected components with more than one module: the import circles.
@@ -113,8 +260,11 @@ fn names_after(code: &str, prefix: &str) -> BTreeSet<String> {
     while let Some(at) = rest.find(prefix) {
         let before = rest[..at].chars().next_back();
         rest = &rest[at + prefix.len()..];
-        // `super::super::x` must not count as `super::x` from a shallower file.
-        if prefix == "super::" && (before == Some(':') || rest.starts_with("super::")) {
+        // `other_crate::x` is no `crate::x`, and `super::super::x` must not count as
+        // `super::x` from a shallower file.
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+            || (prefix == "super::" && (before == Some(':') || rest.starts_with("super::")))
+        {
             continue;
         }
         if let Some(group) = rest.strip_prefix('{') {
@@ -131,6 +281,37 @@ fn names_after(code: &str, prefix: &str) -> BTreeSet<String> {
             if (!name.is_empty() && rest[name.len()..].starts_with("::"))
                 || is_module_use(rest, name)
             {
+                names.insert(name.to_owned());
+            }
+        }
+    }
+    names
+}
+
+/// Every first name after `prefix` (`crate::Bridge`, `crate::foo::x` and each name of
+/// `crate::{A, b::C}`), whatever follows it: the caller tells modules from the root's items.
+fn first_names_after(code: &str, prefix: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let mut rest = code;
+    while let Some(at) = rest.find(prefix) {
+        let before = rest[..at].chars().next_back();
+        rest = &rest[at + prefix.len()..];
+        if before.is_some_and(|c| c == ':' || c.is_ascii_alphanumeric() || c == '_')
+            || (prefix == "super::" && rest.starts_with("super::"))
+        {
+            continue;
+        }
+        if let Some(group) = rest.strip_prefix('{') {
+            let end = group.find('}').unwrap_or(group.len());
+            for item in group[..end].split(',') {
+                let name = identifier(item.trim_start());
+                if !name.is_empty() && name != "self" {
+                    names.insert(name.to_owned());
+                }
+            }
+        } else {
+            let name = identifier(rest);
+            if !name.is_empty() && name != "self" {
                 names.insert(name.to_owned());
             }
         }
@@ -193,15 +374,16 @@ fn rust_files(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// Checks every crate of the workspace (each `src/` directory beside a `Cargo.toml`).
-pub(crate) fn check(root: &Path, crates: &[PathBuf]) -> Result<()> {
+/// Checks every crate of the workspace (each `src/` directory beside a `Cargo.toml`); with
+/// `roots`, each crate root is a node of its graph.
+pub(crate) fn check(root: &Path, crates: &[PathBuf], roots: bool) -> Result<()> {
     let mut failures = Vec::new();
     for krate in crates {
         let src = root.join(krate).join("src");
         if !src.is_dir() {
             continue;
         }
-        let graph = module_graph(&src)?;
+        let graph = module_graph(&src, roots)?;
         let found = circles(&graph);
         if found.is_empty() {
             eprintln!(
@@ -293,11 +475,51 @@ mod tests {
             "use super::super::a::Thing;",
         )
         .expect("write");
-        let found = module_graph(src).expect("graph");
+        let found = module_graph(src, false).expect("graph");
         assert_eq!(found["a"], ["b".to_owned()].into());
         assert_eq!(found["b"], ["c".to_owned()].into());
         assert!(found["c"].is_empty(), "{found:?}");
         assert_eq!(found["d"], ["a".to_owned()].into());
         assert!(circles(&found).is_empty());
+    }
+
+    #[test]
+    fn the_root_is_a_node_both_ways_when_roots_are_counted() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let src = dir.path();
+        // The root uses `a`'s item and `c` through a path; `b` only re-exported.
+        std::fs::write(
+            src.join("lib.rs"),
+            "mod a;\nmod b;\nmod c;\nmod d;\npub use b::{Key, Other as Renamed};\n\
+             pub struct Hub(a::Part);\nfn f() { c::g(); other_crate::d::h(); }\n",
+        )
+        .expect("write");
+        // `a` names the root's own item: a circle through the root.
+        std::fs::write(src.join("a.rs"), "use crate::Hub;\npub struct Part;\n").expect("write");
+        // `c` names an item the root re-exports from `b`: that is `b`'s, not the root's.
+        std::fs::write(src.join("c.rs"), "use super::Key;\npub fn g() {}\n").expect("write");
+        std::fs::write(src.join("b.rs"), "pub struct Key;\npub struct Other;\n").expect("write");
+        // `d` names the root's item only in its tests.
+        std::fs::write(
+            src.join("d.rs"),
+            "pub fn h() {}\n#[cfg(test)]\nmod tests {\n    use crate::Hub;\n}\n",
+        )
+        .expect("write");
+
+        let without = module_graph(src, false).expect("graph");
+        assert!(!without.contains_key(ROOT), "{without:?}");
+        assert!(circles(&without).is_empty());
+
+        let with = module_graph(src, true).expect("graph");
+        assert_eq!(
+            with[ROOT],
+            ["a".to_owned(), "c".to_owned()].into(),
+            "the root uses what its code names, not what it declares, re-exports, or another \
+             crate's `d`"
+        );
+        assert_eq!(with["a"], [ROOT.to_owned()].into());
+        assert_eq!(with["c"], ["b".to_owned()].into());
+        assert!(with["d"].is_empty(), "{with:?}");
+        assert_eq!(circles(&with), vec![vec!["a".to_owned(), ROOT.to_owned()]]);
     }
 }

@@ -16,19 +16,16 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::json;
 
 use super::error::CompanionError;
-use super::failure::{
-    bound_text, clean_message, FailureKind, JobFailure, EXIT_CANCELLED, EXIT_DONE, EXIT_FAILED,
-    EXIT_RUNNING,
-};
+use super::failure::{bound_text, clean_message, FailureKind, JobFailure, EXIT_DONE};
 use super::jobs::clock::now_rfc3339;
 use super::jobs::liveness;
 use super::jobs::sweep::{sweep_orphan_runs, ORPHAN_AGE};
 use super::jobs::{
     is_valid_job_id, Acceptance, AcceptanceSource, AcceptanceState, JobRecord, JobStatus, JobStore,
 };
+use super::output::{exit_code_of, Output};
 use super::render;
 use super::settings::Settings;
-use super::Output;
 
 /// Between SIGTERM and SIGKILL when a job is cancelled.
 pub(crate) const CANCEL_GRACE: Duration = Duration::from_secs(2);
@@ -133,21 +130,6 @@ pub(crate) struct SessionEndArgs {}
 
 fn exit(code: u8) -> ExitCode {
     ExitCode::from(code)
-}
-
-/// The exit code of a command that reports this job's outcome.
-pub(crate) fn exit_code_of(record: &JobRecord) -> u8 {
-    match record.status {
-        JobStatus::Running => EXIT_RUNNING,
-        JobStatus::Done => EXIT_DONE,
-        JobStatus::Cancelled => EXIT_CANCELLED,
-        JobStatus::Error | JobStatus::Died => match record.failure.as_ref().map(|f| f.kind) {
-            Some(kind @ (FailureKind::MissingCli | FailureKind::Setup | FailureKind::Auth)) => {
-                kind.exit_code()
-            }
-            _ => EXIT_FAILED,
-        },
-    }
 }
 
 /// `--cwd`: must be an existing directory; returned canonical.

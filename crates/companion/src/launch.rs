@@ -15,17 +15,17 @@ use std::process::ExitCode;
 use serde::{Deserialize, Serialize};
 
 use super::cli::{ReviewArgs, RunnerKind, TaskArgs};
+use super::context::Context;
 use super::error::CompanionError;
 use super::failure::{FailureKind, JobFailure};
 use super::jobs::{Delivery, JobRecord, JobStatus, JobStore, ProcessStamp, Role, RunMode};
 use super::models;
+use super::output::{job_output, Output};
 use super::preflight::{self, Devin, PreflightError};
 use super::print::{self, PrintRequest};
 use super::private_home::{self, Sandbox};
 use super::review;
 use super::run::{self, Progress, RunRequest};
-use super::Context;
-use super::Output;
 use devin_bridge_engine::ResolvedModel;
 
 /// Everything a worker needs that the record does not hold.
@@ -331,7 +331,7 @@ pub(crate) async fn review(ctx: &Context, args: ReviewArgs) -> Result<Output, Co
                 ),
             ));
         })?;
-        return Ok(super::job_output(&record));
+        return Ok(job_output(&record));
     }
     launch(ctx, &store, plan).await
 }
@@ -381,7 +381,7 @@ async fn launch(ctx: &Context, store: &JobStore, mut plan: Plan) -> Result<Outpu
                 r.delivery = Delivery::Failed;
                 r.failure = Some(failure);
             })?;
-            return Ok(super::job_output(&record));
+            return Ok(job_output(&record));
         }
     };
     if let Some(requested) = &plan.requested_model {
@@ -394,7 +394,7 @@ async fn launch(ctx: &Context, store: &JobStore, mut plan: Plan) -> Result<Outpu
     let stamp = ProcessStamp::current().ok();
     store.update_running(&record.workspace, &record.id, |r| r.worker = stamp)?;
     let finished = execute(ctx, store, &record, plan.input, devin).await?;
-    Ok(super::job_output(&finished))
+    Ok(job_output(&finished))
 }
 
 /// Writes the worker's input and starts `task-worker`/`review-worker` in its own session.
@@ -507,7 +507,7 @@ pub(crate) async fn worker(ctx: &Context, job: &str, role: Role) -> Result<Outpu
                 "the worker's job input is missing",
             ));
         })?;
-        return Ok(super::job_output(&record));
+        return Ok(job_output(&record));
     };
     let devin = match preflight(ctx, &record.workspace).await {
         Ok(devin) => devin,
@@ -516,11 +516,11 @@ pub(crate) async fn worker(ctx: &Context, job: &str, role: Role) -> Result<Outpu
                 r.delivery = Delivery::Failed;
                 r.failure = Some(failure);
             })?;
-            return Ok(super::job_output(&record));
+            return Ok(job_output(&record));
         }
     };
     let finished = execute(ctx, &store, &record, input, devin).await?;
-    Ok(super::job_output(&finished))
+    Ok(job_output(&finished))
 }
 
 /// Runs a created, stamped job to its end and finishes its record.

@@ -9,12 +9,14 @@
 
 mod cli;
 mod commands;
+mod context;
 mod error;
 mod failure;
 mod jobs;
 mod keeper;
 mod launch;
 mod models;
+mod output;
 mod policy;
 mod preflight;
 mod print;
@@ -27,10 +29,11 @@ mod settings;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 pub use cli::CompanionArgs;
+pub use context::Context;
 pub use error::CompanionError;
+pub use output::{job_output, Output};
 // The job store, for tools that prepare or inspect a data directory (the companion bench).
 pub use jobs::clock::format_rfc3339;
 pub use jobs::{JobRecord, JobStatus, JobStore, Role, RunMode};
@@ -38,48 +41,6 @@ pub use jobs::{JobRecord, JobStatus, JobStore, Role, RunMode};
 use cli::Command;
 use failure::{FailureKind, JobFailure};
 use settings::Settings;
-
-/// What a companion command prints: `json` with `--json`, else `text`; both to stdout.
-#[derive(Debug, Clone)]
-pub struct Output {
-    pub text: String,
-    pub json: serde_json::Value,
-    pub exit: ExitCode,
-}
-
-/// The policy and settings a command runs with.
-#[derive(Debug, Clone)]
-pub struct Context {
-    pub policy: crate::policy::CompanionPolicy,
-    /// The policy file given (`--policy`/`DEVIN_BRIDGE_POLICY`), passed on to workers.
-    pub policy_path: Option<PathBuf>,
-    pub settings: Settings,
-}
-
-impl Context {
-    pub fn probe_timeout(&self) -> Duration {
-        Duration::from_millis(self.policy.companion.probe_timeout_ms)
-    }
-
-    pub fn models_ttl(&self) -> Duration {
-        Duration::from_secs(self.policy.companion.models_cache_secs)
-    }
-}
-
-/// A finished or running job as printed by task, review and workers: the result (or the
-/// review) and the footer; the exit code follows the failure kind (input 2, cancelled 3,
-/// engine-wide setup 4, others 1).
-pub fn job_output(record: &JobRecord) -> Output {
-    let code = match (&record.status, &record.failure) {
-        (jobs::JobStatus::Error | jobs::JobStatus::Died, Some(failure)) => failure.kind.exit_code(),
-        _ => commands::exit_code_of(record),
-    };
-    Output {
-        text: render::result_text(record, std::time::SystemTime::now()),
-        json: render::record_json(record),
-        exit: ExitCode::from(code),
-    }
-}
 
 const PREFIX: &str = "devin-bridge companion";
 

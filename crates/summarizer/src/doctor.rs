@@ -306,7 +306,7 @@ fn agent_setup(
 /// `cli`: the CLI's own version (its `initialize` answer names the agent program, not the
 /// CLI), kept in the report.
 async fn cli_check(spec: &Spec, report: &mut Report) -> Result<Check, Check> {
-    match crate::agent_version(spec).await {
+    match crate::sandbox::agent_version(spec).await {
         Ok(version) => {
             report.cli_version = Some(version.clone());
             Ok(pass("cli", format!("{version} (from --version)")))

@@ -23,8 +23,8 @@ use tracing::Instrument;
 use super::body::ResponseBody;
 use super::calls::run_transform;
 use super::respond::{self, error_response, json_response};
-use super::Bridge;
 use super::{resends, serialize};
+use crate::bridge::Bridge;
 
 /// Serves until `shutdown` resolves, then stops accepting, lets requests finish for up to
 /// `grace`, and aborts the rest (which kills their agents).
@@ -190,7 +190,7 @@ async fn count_tokens(bridge: Arc<Bridge>, request: Request<Incoming>) -> Respon
         Ok(body) => body,
         Err(failure) => return error_response(&bridge, failure).await,
     };
-    match serialize::count_tokens(&bridge, body).await {
+    match serialize::count_tokens(&bridge.codec, body).await {
         Ok(input_tokens) => json_response(
             StatusCode::OK,
             serde_json::json!({ "input_tokens": input_tokens }).to_string(),

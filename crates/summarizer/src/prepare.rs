@@ -8,7 +8,7 @@ use devin_bridge_types::{Failure, Usage};
 
 use super::resident::{Lease, Resident};
 use super::serialize::{resolve_model, serialize_whole};
-use super::Bridge;
+use crate::bridge::Bridge;
 
 /// A request that passed the transforms and may now wait for an agent.
 pub(crate) struct Prepared {
@@ -40,7 +40,8 @@ pub(crate) async fn prepare(
 ) -> Result<Prepared, Failure> {
     let (UnseenPrompt { prompt, images, .. }, model_id, placement) = match &bridge.resident {
         Some(resident) => {
-            let (unseen, model_id, lease) = resident.prepare(bridge, body, conversation).await?;
+            let (unseen, model_id, lease) =
+                resident.prepare(&bridge.codec, body, conversation).await?;
             (
                 unseen,
                 model_id,
@@ -48,7 +49,7 @@ pub(crate) async fn prepare(
             )
         }
         None => {
-            let (unseen, model_id) = serialize_whole(bridge, body).await?;
+            let (unseen, model_id) = serialize_whole(&bridge.codec, body).await?;
             (unseen, model_id, Placement::PerTurn)
         }
     };
@@ -61,7 +62,7 @@ pub(crate) async fn prepare(
     // The admission resolved the model already; only a path that admitted nothing asks again.
     let model_id = match model_id {
         Some(model_id) => model_id,
-        None => resolve_model(bridge, &prompt.model).await?,
+        None => resolve_model(&bridge.codec, &prompt.model).await?,
     };
     Ok(Prepared {
         model_id,

@@ -7,7 +7,8 @@ use devin_bridge_types::Failure;
 
 use super::calls::run_transform;
 use super::failures::with_retry_after;
-use super::Bridge;
+use devin_bridge_engine::Transforms;
+use std::sync::Arc;
 
 /// What an agent turn produced: its text, the token counts it reported, if any, and what
 /// it said of the model that answered.
@@ -46,16 +47,16 @@ impl AgentReply {
 /// retryable refusal is a 429 (whose `retry-after` is the wait the agent's service asked
 /// for, when it said), used-up credits a 400 (with the service's own explanation, cleaned), a
 /// refused client identity a 502 whose message names the settings to change.
-pub(super) async fn agent_failure(bridge: &Bridge, error: AcpError) -> Failure {
+pub(super) async fn agent_failure(transforms: &Arc<Transforms>, error: AcpError) -> Failure {
     tracing::warn!(code = error.code(), status = error.status(), retryable = error.retryable(), kind = ?error.error_kind(), retry_after = ?error.retry_after(), "agent failure");
     let message = match &error {
-        AcpError::Rpc { message, .. } => match clean(bridge, message).await {
+        AcpError::Rpc { message, .. } => match clean(transforms, message).await {
             Some(clean) => format!("the agent failed: {clean}"),
             None => "the agent failed".to_owned(),
         },
         AcpError::QuotaExceeded {
             message: Some(said),
-        } => match clean(bridge, said).await {
+        } => match clean(transforms, said).await {
             Some(clean) => format!("{error}: {clean}"),
             None => error.to_string(),
         },
@@ -71,11 +72,9 @@ pub(super) async fn agent_failure(bridge: &Bridge, error: AcpError) -> Failure {
 
 /// The agent's own words, cleaned by the sse component; `None` when it fails (the text is
 /// then left out rather than passed on uncleaned).
-async fn clean(bridge: &Bridge, raw: &str) -> Option<String> {
+async fn clean(transforms: &Arc<Transforms>, raw: &str) -> Option<String> {
     let raw = raw.to_owned();
-    run_transform(&bridge.transforms, raw.len(), move |t| {
-        t.agent_error_message(raw)
-    })
-    .await
-    .ok()
+    run_transform(transforms, raw.len(), move |t| t.agent_error_message(raw))
+        .await
+        .ok()
 }

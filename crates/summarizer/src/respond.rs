@@ -26,7 +26,7 @@ use super::shown::Shown;
 use super::side_requests;
 use super::streamed::{message_of, Coalescer};
 use super::turn::{acquire_slot, run};
-use super::Bridge;
+use crate::bridge::Bridge;
 
 /// The answer to a `/v1/messages` request that `joined` its turn.
 /// `subagent` says whether the request named a subagent (Claude Code's agent id header).

@@ -22,7 +22,7 @@ use devin_bridge_types::{CallVerdict, Reply, SafeguardOutcome, SafeguardStatus, 
 use super::calls::run_transform;
 use super::metrics::tool_label;
 use super::policy::SafeguardMode;
-use super::Bridge;
+use crate::bridge::Bridge;
 
 /// The reason a client sees when the judge could not run.
 const JUDGE_FAILED: &str = "the bridge's safeguard judge failed on this reply";

@@ -243,6 +243,28 @@ pub fn agent_spec(
     })
 }
 
+/// `<agent> --version` in the sandbox (first line, bounded), within 15 s.
+pub(crate) async fn agent_version(spec: &Spec) -> anyhow::Result<String> {
+    use anyhow::Context as _;
+    let mut command = devin_bridge_agent::process::command_for(spec);
+    command.arg("--version").stdin(std::process::Stdio::null());
+    let output = tokio::time::timeout(Duration::from_secs(15), command.output())
+        .await
+        .context("timed out")??;
+    if !output.status.success() {
+        anyhow::bail!("exit status {}", output.status);
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    Ok(text
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .chars()
+        .take(200)
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

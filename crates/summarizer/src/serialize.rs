@@ -7,15 +7,36 @@ use std::sync::Arc;
 use devin_bridge_engine::{Image, PromptOptions, TransformCalls as _, UnseenPrompt};
 use devin_bridge_types::Failure;
 
+use devin_bridge_engine::{ImageLimits, Transforms};
+
 use super::calls::run_transform;
-use super::{window, Bridge};
+use super::catalog::Catalogs;
+use super::window;
+
+/// What serializing a request needs, and nothing else of the bridge: the transforms, the
+/// catalog in force, the context windows of its models and the images a prompt takes.
+pub(crate) struct Codec {
+    pub(crate) transforms: Arc<Transforms>,
+    pub(crate) catalogs: Catalogs,
+    /// The context windows of the catalog in force.
+    pub(crate) windows: Arc<window::ModelWindows>,
+    /// Which images go with a prompt: none unless the agent advertises image prompts.
+    pub(crate) images: ImageLimits,
+}
+
+impl Codec {
+    /// The model catalog in force now.
+    pub(crate) fn catalog(&self) -> String {
+        self.catalogs.current()
+    }
+}
 
 /// The whole prompt and its images, admitted: model validated, input within its window.
 pub(crate) async fn serialize_whole(
-    bridge: &Bridge,
+    codec: &Codec,
     body: String,
 ) -> Result<(UnseenPrompt, Option<String>), Failure> {
-    serialize_unseen(bridge, Arc::new(body), 0, Check::Admit).await
+    serialize_unseen(codec, Arc::new(body), 0, Check::Admit).await
 }
 
 /// What a serialization checks besides the request itself.
@@ -33,18 +54,18 @@ pub(super) enum Check {
 /// takes), and the `check` on the result: the transforms in one hop off the async workers.
 /// With a model check, also the ACP model id the request's model resolved to.
 pub(super) async fn serialize_unseen(
-    bridge: &Bridge,
+    codec: &Codec,
     body: Arc<String>,
     held: u32,
     check: Check,
 ) -> Result<(UnseenPrompt, Option<String>), Failure> {
-    let catalog = bridge.catalog();
-    let windows = bridge.windows.clone();
+    let catalog = codec.catalog();
+    let windows = codec.windows.clone();
     let options = PromptOptions {
         held,
-        images: bridge.images,
+        images: codec.images,
     };
-    run_transform(&bridge.transforms, body.len(), move |t| {
+    run_transform(&codec.transforms, body.len(), move |t| {
         let unseen = match t.serialize_unseen(body, options)? {
             Ok(unseen) => unseen,
             Err(failure) => return Ok(Err(failure)),
@@ -63,9 +84,9 @@ pub(super) async fn serialize_unseen(
 }
 
 /// The ACP model id a request's (already validated) model resolves to.
-pub(super) async fn resolve_model(bridge: &Bridge, model: &str) -> Result<String, Failure> {
-    let (model, catalog) = (model.to_owned(), bridge.catalog());
-    run_transform(&bridge.transforms, model.len(), move |t| {
+pub(super) async fn resolve_model(codec: &Codec, model: &str) -> Result<String, Failure> {
+    let (model, catalog) = (model.to_owned(), codec.catalog());
+    run_transform(&codec.transforms, model.len(), move |t| {
         t.validate_model(model, catalog)
     })
     .await?
@@ -73,8 +94,8 @@ pub(super) async fn resolve_model(bridge: &Bridge, model: &str) -> Result<String
 
 /// `count_tokens`: the serializer's estimate of everything the request would send the agent,
 /// with the model validated. A request over its model's window is counted, not refused.
-pub(crate) async fn count_tokens(bridge: &Bridge, body: String) -> Result<u32, Failure> {
-    serialize_unseen(bridge, Arc::new(body), 0, Check::Model)
+pub(crate) async fn count_tokens(codec: &Codec, body: String) -> Result<u32, Failure> {
+    serialize_unseen(codec, Arc::new(body), 0, Check::Model)
         .await
         .map(|(unseen, _)| unseen.prompt.input_tokens)
 }

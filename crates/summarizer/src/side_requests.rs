@@ -16,7 +16,7 @@
 use devin_bridge_engine::Prompt;
 use devin_bridge_types::Reply;
 
-use super::Bridge;
+use crate::bridge::Bridge;
 
 /// The purposes the bridge answers locally (the serializer's names for them).
 const KNOWN_PURPOSES: [&str; 1] = ["session_title"];

@@ -13,10 +13,10 @@ use devin_bridge_agent::identity::{self, AgentIdentity, IdentityError, IdentityR
 use devin_bridge_engine::Transforms;
 use devin_bridge_policy::ModePolicy;
 
+use crate::bridge::Bridge;
 use crate::control;
 use crate::policy::SummarizerPolicy;
 use crate::reload::Reloader;
-use crate::Bridge;
 
 /// The control socket a policy names, else the per-user default for the address the bridge
 /// really listens on: `listen` when given (`serve --listen`), else the policy's own. Two

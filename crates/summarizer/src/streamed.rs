@@ -18,13 +18,12 @@ use std::time::Duration;
 
 use devin_bridge_agent::acp::ChunkSink;
 use devin_bridge_engine::TransformCalls as _;
-use devin_bridge_types::{Failure, Reply, ReplyBlock, ToolCall, TEXT_BLOCK_SEPARATOR};
+use devin_bridge_types::{Failure, Recovery, Reply, ReplyBlock, ToolCall, TEXT_BLOCK_SEPARATOR};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 use super::calls::engine_failure;
 use super::shown::Shown;
-use super::Bridge;
-use devin_bridge_engine::Prompt;
+use devin_bridge_engine::{Prompt, Transforms};
 
 /// How an attempt's output ended.
 pub(crate) enum Fed {
@@ -115,17 +114,17 @@ impl Resumed {
 /// Pushes every chunk of the attempt's agent turns (until the attempt drops its [`Chunks`])
 /// into a reply stream opened for this attempt, appending what becomes certain to `shown`. A
 /// later agent turn (a replay) starts a new reply stream; what the earlier one showed stays
-/// shown (see [`Resumed`]).
+/// shown (see [`Resumed`]). Each repair the envelope parser made goes to `count_recovery`.
 pub(crate) async fn feed(
-    bridge: &Bridge,
+    transforms: &Transforms,
     prompt: &Prompt,
     limits: Limits,
     mut turns: UnboundedReceiver<UnboundedReceiver<String>>,
     shown: &Arc<Shown>,
+    count_recovery: impl Fn(Recovery),
 ) -> Result<Fed, Failure> {
     let open = || {
-        bridge
-            .transforms
+        transforms
             .reply_stream(&prompt.tools, &prompt.id_seed, limits.max_calls)
             .map_err(|error| engine_failure(&error))
     };
@@ -188,7 +187,7 @@ pub(crate) async fn feed(
     match end.reply {
         Ok(parsed) => {
             for recovery in &parsed.recoveries {
-                bridge.metrics.count_recovery(*recovery);
+                count_recovery(*recovery);
             }
             if !parsed.recoveries.is_empty() {
                 tracing::info!(recoveries = ?parsed.recoveries, "the envelope parser repaired the agent's envelopes");

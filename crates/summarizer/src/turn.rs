@@ -42,7 +42,7 @@ use super::reply::{agent_failure, AgentReply};
 use super::serialize::image_parts;
 use super::shown::Shown;
 use super::streamed;
-use super::{Bridge, InFlight};
+use crate::bridge::{Bridge, InFlight};
 
 use std::sync::Arc;
 
@@ -88,7 +88,7 @@ async fn agent_turn(
     }
     match outcome {
         Ok(output) => Ok(AgentReply::of(output)),
-        Err(error) => Err(agent_failure(bridge, error).await),
+        Err(error) => Err(agent_failure(&bridge.transforms, error).await),
     }
 }
 
@@ -256,12 +256,20 @@ async fn attempt(
         match (placement, rejection) {
             (Placement::Resident(resident, lease), None) => {
                 resident
-                    .turn(bridge, lease, &prompt.text, images, model, effort, sink)
+                    .turn(
+                        &bridge.codec,
+                        lease,
+                        &prompt.text,
+                        images,
+                        model,
+                        effort,
+                        sink,
+                    )
                     .await
             }
             (Placement::Resident(resident, lease), Some(rejection)) => {
                 resident
-                    .repair(bridge, lease, rejection, model, effort, sink)
+                    .repair(&bridge.codec, lease, rejection, model, effort, sink)
                     .await
             }
             (Placement::PerTurn, None) => {
@@ -283,7 +291,14 @@ async fn attempt(
                 max_calls: max_calls(bridge, prompt),
                 judge_narration: has_tools,
             };
-            let feed = streamed::feed(bridge, prompt, limits, chunks, shown);
+            let feed = streamed::feed(
+                &bridge.transforms,
+                prompt,
+                limits,
+                chunks,
+                shown,
+                |recovery| bridge.metrics.count_recovery(recovery),
+            );
             let (reply, fed) = tokio::join!(agent, feed);
             let reply = reply?;
             check_model(bridge, model, &reply);

@@ -28,10 +28,9 @@ use self::conversations::{Binding, Bound, Conversations, Earlier, Entry, ResumeB
 use self::processes::Processes;
 use super::calls::run_transform;
 use super::reply::{agent_failure, AgentReply};
-use super::serialize::{image_parts, serialize_unseen, Check};
+use super::serialize::{image_parts, serialize_unseen, Check, Codec};
 use super::streamed::Chunks;
 use super::window;
-use super::Bridge;
 use crate::policy::AgentSection;
 use agent_client_protocol_schema::v1;
 use devin_bridge_agent::acp::{prompt_blocks, AcpError, AgentLimits, ChunkSink, TurnOutput};
@@ -144,7 +143,7 @@ enum Found {
 /// A turn's claim on its session: the conversation's single-flight lock, or an ephemeral
 /// session. Dropped without [`Lease::commit`], the session is forgotten (its state after a
 /// failed or abandoned turn is unknown).
-pub struct Lease {
+pub(crate) struct Lease {
     resident: Arc<Resident>,
     session: LeasedSession,
     /// The request, for a replay.
@@ -180,7 +179,7 @@ impl LeasedSession {
 
 impl Lease {
     /// The turn succeeded: the session now holds the request's messages.
-    pub fn commit(&mut self) {
+    pub(crate) fn commit(&mut self) {
         self.committed = true;
         if let LeasedSession::Conversation { entry, .. } = &self.session {
             entry.commit(&self.history, self.earlier.take());
@@ -286,15 +285,15 @@ impl Resident {
     /// Serializes the request for the session it continues (found or started here) and
     /// validates its model (the ACP id it resolved to comes back with it). Waits while
     /// another turn of the same session runs.
-    pub async fn prepare(
+    pub(crate) async fn prepare(
         self: &Arc<Self>,
-        bridge: &Bridge,
+        codec: &Codec,
         body: String,
         key: Option<String>,
     ) -> Result<(UnseenPrompt, Option<String>, Lease), Failure> {
         let body = Arc::new(body);
         let Some(key) = key else {
-            let (whole, model_id) = serialize(bridge, &body, 0, Check::Admit).await?;
+            let (whole, model_id) = serialize(codec, &body, 0, Check::Admit).await?;
             let (whole, lease) = self.ephemeral(body, whole);
             return Ok((whole, model_id, lease));
         };
@@ -302,12 +301,12 @@ impl Resident {
         for _ in 0..MAX_SELECTION_ATTEMPTS {
             let (guess, earlier) = self.conversations.likely(&key);
             let resumed = match earlier {
-                Some(earlier) => self.resume(bridge, &body, &earlier, guess).await?,
+                Some(earlier) => self.resume(codec, &body, &earlier, guess).await?,
                 None => None,
             };
             let (unseen, admitted) = match resumed {
                 Some((unseen, admitted)) => (unseen, Some(admitted)),
-                None => serialize(bridge, &body, guess, Check::Admit).await?,
+                None => serialize(codec, &body, guess, Check::Admit).await?,
             };
             model_id = admitted;
             if unseen.prompt.tools.trim() == "[]" {
@@ -315,7 +314,7 @@ impl Resident {
                 let whole = if guess == 0 {
                     unseen
                 } else {
-                    serialize(bridge, &body, 0, Check::Nothing).await?.0
+                    serialize(codec, &body, 0, Check::Nothing).await?.0
                 };
                 let (whole, lease) = self.ephemeral(body, whole);
                 return Ok((whole, model_id, lease));
@@ -347,7 +346,7 @@ impl Resident {
             let mut unseen = if held == guess {
                 unseen
             } else {
-                serialize(bridge, &body, held, Check::Nothing).await?.0
+                serialize(codec, &body, held, Check::Nothing).await?.0
             };
             tracing::debug!(
                 ?found,
@@ -387,7 +386,7 @@ impl Resident {
         tracing::info!(
             "conversation busy with competing turns; this one runs in an ephemeral session"
         );
-        let whole = serialize(bridge, &body, 0, Check::Nothing).await?.0;
+        let whole = serialize(codec, &body, 0, Check::Nothing).await?.0;
         let (whole, lease) = self.ephemeral(body, whole);
         Ok((whole, model_id, lease))
     }
@@ -398,7 +397,7 @@ impl Resident {
     /// continuation (then serializing the whole request decides).
     async fn resume(
         &self,
-        bridge: &Bridge,
+        codec: &Codec,
         body: &Arc<String>,
         earlier: &Arc<Earlier>,
         held: u32,
@@ -414,14 +413,14 @@ impl Resident {
             return Ok(None);
         };
         let (continuation, model, catalog) =
-            (text.to_owned(), earlier.model.clone(), bridge.catalog());
-        let windows = bridge.windows.clone();
+            (text.to_owned(), earlier.model.clone(), codec.catalog());
+        let windows = codec.windows.clone();
         let options = PromptOptions {
             held,
-            images: bridge.images,
+            images: codec.images,
         };
         let size = continuation.len();
-        let answer = run_transform(&bridge.transforms, size, move |t| {
+        let answer = run_transform(&codec.transforms, size, move |t| {
             Ok(match t.serialize_resumed(continuation, resume, options)? {
                 Ok(resumed) => {
                     let tokens = resumed.input_tokens;
@@ -539,7 +538,7 @@ impl Resident {
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn turn(
         &self,
-        bridge: &Bridge,
+        codec: &Codec,
         lease: &mut Lease,
         text: &str,
         images: &[Image],
@@ -561,33 +560,33 @@ impl Resident {
             Err(error) => error,
         };
         if !matches!(error, AcpError::EarlyExit) || lease.replayed {
-            return Err(agent_failure(bridge, error).await);
+            return Err(agent_failure(&codec.transforms, error).await);
         }
         tracing::info!("the session's agent process ended under this turn; rebuilding the session with a replay");
         lease.replayed = true;
         lease.held = 0;
         self.stats.replays.inc();
-        let (whole, _) = serialize(bridge, &lease.body, 0, Check::Nothing).await?;
+        let (whole, _) = serialize(codec, &lease.body, 0, Check::Nothing).await?;
         let blocks = prompt_blocks(whole.prompt.text, image_parts(&whole.images));
         // The replay's chunks go to a sink of their own: its reply stream starts over.
         let sink = chunks.as_ref().map(Chunks::sink);
         match self.prompt(lease, blocks, model, effort, sink).await {
             Ok(output) => Ok(AgentReply::of(output)),
-            Err(error) => Err(agent_failure(bridge, error).await),
+            Err(error) => Err(agent_failure(&codec.transforms, error).await),
         }
     }
 
     /// The single repair attempt: the repair instructions alone, on the same session.
     pub(crate) async fn repair(
         &self,
-        bridge: &Bridge,
+        codec: &Codec,
         lease: &mut Lease,
         rejection: Failure,
         model: &str,
         effort: Option<&str>,
         chunks: Option<Chunks>,
     ) -> Result<AgentReply, Failure> {
-        let section = run_transform(&bridge.transforms, rejection.message.len(), move |t| {
+        let section = run_transform(&codec.transforms, rejection.message.len(), move |t| {
             t.repair(String::new(), rejection)
         })
         .await?;
@@ -604,7 +603,7 @@ impl Resident {
             .await
         {
             Ok(output) => Ok(AgentReply::of(output)),
-            Err(error) => Err(agent_failure(bridge, error).await),
+            Err(error) => Err(agent_failure(&codec.transforms, error).await),
         }
     }
 
@@ -753,12 +752,12 @@ fn content_bytes(blocks: &[v1::ContentBlock]) -> usize {
 
 /// [`serialize_unseen`] of the lease's request (shared with the call, not copied).
 async fn serialize(
-    bridge: &Bridge,
+    codec: &Codec,
     body: &Arc<String>,
     held: u32,
     check: Check,
 ) -> Result<(UnseenPrompt, Option<String>), Failure> {
-    serialize_unseen(bridge, body.clone(), held, check).await
+    serialize_unseen(codec, body.clone(), held, check).await
 }
 
 #[cfg(test)]
