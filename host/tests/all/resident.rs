@@ -105,7 +105,11 @@ fn turn_in_background(
     key: &str,
     conversation: &Conversation,
 ) -> tokio::task::JoinHandle<HttpResponse> {
-    let (addr, key, body) = (bridge.addr, key.to_owned(), conversation.request().to_string());
+    let (addr, key, body) = (
+        bridge.addr,
+        key.to_owned(),
+        conversation.request().to_string(),
+    );
     tokio::task::spawn_blocking(move || {
         common::bridge::request(
             addr,
