@@ -1,5 +1,6 @@
 //! Reading a transform's fixture directory, each file checked for shape before it is run.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use devin_bridge_calls::fixture::{decode_file, Case};
@@ -32,6 +33,28 @@ pub(crate) fn fixtures(kind: TransformKind) -> Vec<Fixture> {
         .collect();
     paths.sort();
     paths.into_iter().map(|path| load(kind, path)).collect()
+}
+
+/// The names of the calls `fixtures` make.
+pub(crate) fn calls_of(fixtures: &[Fixture]) -> BTreeSet<&str> {
+    fixtures
+        .iter()
+        .map(|fixture| fixture.call.as_str())
+        .collect()
+}
+
+/// The error codes `fixtures` expect.
+pub(crate) fn error_codes_of(fixtures: &[Fixture]) -> BTreeSet<&str> {
+    fixtures
+        .iter()
+        .filter_map(|fixture| {
+            fixture
+                .case
+                .expect
+                .pointer("/err/code")
+                .and_then(Value::as_str)
+        })
+        .collect()
 }
 
 /// The text arguments a fixture may give as a JSON value or as exact text (`<name>_raw`).

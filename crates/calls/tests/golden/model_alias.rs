@@ -1,12 +1,10 @@
 //! The model alias's fixtures cover every function and error code, and what they list
 //! validates back to itself.
 
-use std::collections::BTreeSet;
-
 use devin_bridge_calls::{Call, TransformKind};
 use serde_json::Value;
 
-use crate::fixtures::fixtures;
+use crate::fixtures::{calls_of, error_codes_of, fixtures};
 use crate::text_of;
 
 const CALLS: [&str; 5] = [
@@ -31,20 +29,11 @@ const ERROR_CODES: [&str; 8] = [
 #[test]
 fn model_alias_fixtures_cover_every_function_and_error_code() {
     let cases = fixtures(TransformKind::ModelAlias);
-    let calls: BTreeSet<&str> = cases.iter().map(|fixture| fixture.call.as_str()).collect();
+    let calls = calls_of(&cases);
     for call in CALLS {
         assert!(calls.contains(call), "no fixture calls `{call}`");
     }
-    let codes: BTreeSet<&str> = cases
-        .iter()
-        .filter_map(|fixture| {
-            fixture
-                .case
-                .expect
-                .pointer("/err/code")
-                .and_then(Value::as_str)
-        })
-        .collect();
+    let codes = error_codes_of(&cases);
     for code in ERROR_CODES {
         assert!(codes.contains(code), "no fixture expects `{code}`");
     }

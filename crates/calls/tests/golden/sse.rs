@@ -7,7 +7,7 @@ use devin_bridge_calls::{Call, TransformKind};
 use devin_bridge_types::{MessageHead, Reply, ReplyBlock, Usage};
 use serde_json::{json, Value};
 
-use crate::fixtures::fixtures;
+use crate::fixtures::{calls_of, error_codes_of, fixtures};
 use crate::text_of;
 
 const CALLS: [&str; 11] = [
@@ -27,21 +27,12 @@ const CALLS: [&str; 11] = [
 #[test]
 fn sse_fixtures_cover_every_function() {
     let cases = fixtures(TransformKind::Sse);
-    let seen: BTreeSet<&str> = cases.iter().map(|fixture| fixture.call.as_str()).collect();
+    let seen = calls_of(&cases);
     for call in CALLS {
         assert!(seen.contains(call), "no fixture calls `{call}`");
     }
     // A swapped-in component is held to these cases, so each way framing can fail is shown.
-    let codes: BTreeSet<&str> = cases
-        .iter()
-        .filter_map(|fixture| {
-            fixture
-                .case
-                .expect
-                .pointer("/err/code")
-                .and_then(Value::as_str)
-        })
-        .collect();
+    let codes = error_codes_of(&cases);
     for code in [
         devin_bridge_sse::codes::SSE_EVENT_TOO_LARGE,
         devin_bridge_sse::codes::SSE_INVALID_UTF8,
