@@ -161,10 +161,16 @@ pub(crate) async fn feed(
             (broken, refused) = (None, false);
             resumed = Some(Resumed::after(released.clone()));
         }
-        while let Some(chunk) = chunks.recv().await {
+        while let Some(mut chunk) = chunks.recv().await {
             if broken.is_some() || refused {
                 // Drained, not pushed: the agent's turn still runs to its end.
                 continue;
+            }
+            // Every chunk already waiting goes in the same push: one boundary crossing instead
+            // of one per chunk when the agent writes faster than the stream is fed (the stream
+            // answers the same however the output is cut).
+            while let Ok(more) = chunks.try_recv() {
+                chunk.push_str(&more);
             }
             match stream.push(chunk) {
                 Ok(Ok(pieces)) => {
