@@ -964,24 +964,11 @@ fn native_turn(head: &MessageHead, usage: &Usage, request: &str, chunks: &[Strin
     // As the bridge ends a stream: after the text block it opened, or the whole message when
     // no text event went out.
     events.push_str(&if first {
-        devin_bridge_sse::stream_finish(&message(end.tail, calls), usage, None)
+        devin_bridge_sse::stream_finish(&Reply::streamed_message(end.tail, calls), usage, None)
     } else {
         devin_bridge_sse::stream_finish_after_text(&end.tail, &calls, usage, None)
     });
     std::hint::black_box(events.len());
-}
-
-/// The message a streamed reply is (as the bridge makes it): its text block, then its calls.
-fn message(text: String, calls: Vec<ToolCall>) -> Reply {
-    if calls.is_empty() {
-        return Reply::Text(text);
-    }
-    let text = (!text.is_empty()).then_some(ReplyBlock::Text(text));
-    Reply::Tools(
-        text.into_iter()
-            .chain(calls.into_iter().map(ReplyBlock::Call))
-            .collect(),
-    )
 }
 
 /// A turn's transforms in wasm, each in the store the bridge gives it: see the per-turn rows.
@@ -1021,7 +1008,7 @@ fn wasm_turn(
     end.tail.insert_str(0, &waiting);
     let calls: Vec<ToolCall> = end.reply.expect("a reply").reply.calls().cloned().collect();
     let end = if first {
-        response.stream_finish(message(end.tail, calls), usage, None)
+        response.stream_finish(Reply::streamed_message(end.tail, calls), usage, None)
     } else {
         response.stream_finish_after_text(end.tail, calls, usage, None)
     };

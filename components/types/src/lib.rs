@@ -133,6 +133,20 @@ impl Reply {
         })
     }
 
+    /// The message a streamed reply is: its one text block (when it has text), then its calls;
+    /// a reply without a call is a text reply.
+    pub fn streamed_message(text: String, calls: Vec<ToolCall>) -> Self {
+        if calls.is_empty() {
+            return Reply::Text(text);
+        }
+        let mut blocks = Vec::with_capacity(calls.len() + 1);
+        if !text.is_empty() {
+            blocks.push(ReplyBlock::Text(text));
+        }
+        blocks.extend(calls.into_iter().map(ReplyBlock::Call));
+        Reply::Tools(blocks)
+    }
+
     /// A reply of `calls` alone, without prose.
     pub fn of_calls(calls: impl IntoIterator<Item = ToolCall>) -> Self {
         Reply::Tools(calls.into_iter().map(ReplyBlock::Call).collect())

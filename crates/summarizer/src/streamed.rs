@@ -217,18 +217,9 @@ pub(crate) async fn feed(
     }
 }
 
-/// The message a streamed reply is: its one text block (when it has text), then its calls.
-/// A reply without a call is a text reply.
+/// The message a streamed reply is (see [`Reply::streamed_message`]).
 pub(crate) fn message(text: String, calls: Vec<ToolCall>) -> Reply {
-    if calls.is_empty() {
-        return Reply::Text(text);
-    }
-    let mut blocks = Vec::with_capacity(calls.len() + 1);
-    if !text.is_empty() {
-        blocks.push(ReplyBlock::Text(text));
-    }
-    blocks.extend(calls.into_iter().map(ReplyBlock::Call));
-    Reply::Tools(blocks)
+    Reply::streamed_message(text, calls)
 }
 
 /// The message form of a finished reply (its shown text as one block, then its calls): what a

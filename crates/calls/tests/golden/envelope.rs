@@ -8,27 +8,55 @@ use serde_json::{json, Value};
 
 use crate::fixtures::{fixtures, Fixture};
 
+/// One `parse` fixture's call.
+struct ParseCase {
+    file: String,
+    output: String,
+    tools: String,
+    id_seed: String,
+    max_calls: u32,
+}
+
+/// Every `parse` fixture of the envelope.
+fn parse_cases() -> Vec<ParseCase> {
+    fixtures(TransformKind::Envelope)
+        .into_iter()
+        .filter_map(|fixture| match fixture.case.call {
+            Call::Parse {
+                output,
+                tools,
+                id_seed,
+                max_calls,
+            } => Some(ParseCase {
+                file: fixture.case.file,
+                output,
+                tools,
+                id_seed,
+                max_calls,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The component answers `parse` through `parse_span` (a text reply as its span of the
 /// output): resolved against the output, it must say exactly what `parse` says.
 #[test]
 fn parse_span_resolves_to_what_parse_answers() {
     let mut checked = 0;
-    for fixture in fixtures(TransformKind::Envelope) {
-        let Call::Parse {
-            output,
-            tools,
-            id_seed,
-            max_calls,
-        } = &fixture.case.call
-        else {
-            continue;
-        };
-        let file = &fixture.case.file;
+    for ParseCase {
+        file,
+        output,
+        tools,
+        id_seed,
+        max_calls,
+    } in parse_cases()
+    {
         assert_eq!(
-            parse_span(output, tools, id_seed, *max_calls).map(|span| span
-                .resolve(output)
+            parse_span(&output, &tools, &id_seed, max_calls).map(|span| span
+                .resolve(&output)
                 .unwrap_or_else(|| panic!("{file}: a span outside the output"))),
-            parse(output, tools, id_seed, *max_calls),
+            parse(&output, &tools, &id_seed, max_calls),
             "{file}: parse_span differs"
         );
         checked += 1;
@@ -180,21 +208,19 @@ fn every_parse_fixture_streams_to_the_same_answer_however_cut() {
         state ^= state << 17;
         state >> 32
     };
-    for fixture in fixtures(TransformKind::Envelope) {
-        let Call::Parse {
-            output,
-            tools,
-            id_seed,
-            max_calls,
-        } = &fixture.case.call
-        else {
-            continue;
-        };
+    for ParseCase {
+        file,
+        output,
+        tools,
+        id_seed,
+        max_calls,
+    } in parse_cases()
+    {
         let points: Vec<usize> = (1..output.len())
             .filter(|&at| output.is_char_boundary(at))
             .collect();
         let run = |cuts: &[usize]| {
-            stream_agrees(&fixture.case.file, output, tools, id_seed, *max_calls, cuts);
+            stream_agrees(&file, &output, &tools, &id_seed, max_calls, cuts);
         };
         run(&[]);
         run(&points);
