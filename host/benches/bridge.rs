@@ -412,7 +412,7 @@ async fn start_bridge_with(
     let bridge = served.bridge.clone();
     // A prewarmed bridge is measured as it runs in production: with its pool full.
     let started = Instant::now();
-    while bridge.pool.stats().ready < prewarm && started.elapsed() < Duration::from_secs(30) {
+    while bridge.pool().stats().ready < prewarm && started.elapsed() < Duration::from_secs(30) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     Running {
@@ -433,8 +433,8 @@ impl Running {
         if let Some(reaper) = &self.served.reaper {
             reaper.abort();
         }
-        self.bridge.pool.drain().await;
-        if let Some(resident) = &self.bridge.resident {
+        self.bridge.pool().drain().await;
+        if let Some(resident) = self.bridge.resident() {
             resident.shutdown().await;
         }
         settle(&self.home, 0, Duration::from_secs(15)).await
@@ -443,7 +443,7 @@ impl Running {
     /// Refills the pool after a run (so the next row is not measured against a refill).
     async fn refilled(&self, prewarm: usize) {
         let started = Instant::now();
-        while self.bridge.pool.stats().ready < prewarm
+        while self.bridge.pool().stats().ready < prewarm
             && started.elapsed() < Duration::from_secs(30)
         {
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -1089,11 +1089,11 @@ fn bench(
                 eprintln!("bench bridge: warm-up request failed: {error}");
             }
             server_rt.block_on(running.refilled(prewarm));
-            let before = running.bridge.pool.stats();
+            let before = running.bridge.pool().stats();
             let cpu_before = cpu();
             let (samples, elapsed) =
                 client_rt.block_on(http_clients(addr, body_bytes.clone(), level, settings.run));
-            let after = running.bridge.pool.stats();
+            let after = running.bridge.pool().stats();
             let warm = after.served_warm - before.served_warm;
             let all = warm + after.served_cold - before.served_cold;
             // CPU is read before `stop`: draining the pool reaps idle agents.
@@ -1271,7 +1271,7 @@ fn resident_bench(
         );
         let running =
             server_rt.block_on(start_bridge_with(setup, transforms, "resident", 0, &agent));
-        let before = running.bridge.resident.as_ref().map(|r| r.snapshot());
+        let before = running.bridge.resident().map(|r| r.snapshot());
         let ((samples, elapsed), cpu_spent) = host_cpu_during(|| {
             client_rt.block_on(resident::conversations(
                 running.addr,
@@ -1280,7 +1280,7 @@ fn resident_bench(
                 "resident",
             ))
         });
-        let after = running.bridge.resident.as_ref().map(|r| r.snapshot());
+        let after = running.bridge.resident().map(|r| r.snapshot());
         let (bytes, processes) = match (before, after) {
             (Some(before), Some(after)) => (
                 (after.prompt_bytes - before.prompt_bytes) as f64 / (turns * level as f64),
@@ -1310,7 +1310,7 @@ fn resident_bench(
             settings.prewarm,
         ));
         server_rt.block_on(running.refilled(settings.prewarm));
-        let before = running.bridge.pool.stats();
+        let before = running.bridge.pool().stats();
         let ((samples, elapsed), cpu_spent) = host_cpu_during(|| {
             client_rt.block_on(resident::conversations(
                 running.addr,
@@ -1319,7 +1319,7 @@ fn resident_bench(
                 "per-turn",
             ))
         });
-        let after = running.bridge.pool.stats();
+        let after = running.bridge.pool().stats();
         let processes =
             after.served_warm + after.served_cold - before.served_warm - before.served_cold;
         server_rt.block_on(running.stop());

@@ -1,26 +1,37 @@
-//! The summarizer's state, shared by every connection: built once from a policy by
-//! [`Bridge::from_policy`], which refuses everything that is wrong before a socket opens.
+//! The summarizer's state, owned here and shared by every connection: built once from a
+//! policy by [`Bridge::from_policy`], which refuses everything that is wrong before a socket
+//! opens.
 //!
-//! The modules a turn walks through take only what they use where they sit below this one
-//! (the serializer and the resident sessions take [`Codec`], the reply's failures the
-//! transforms); the request's own modules (`http`, `respond`, `turn`, ...) take the bridge.
+//! The state is split by concern, and each part lives with the module that owns it: who may
+//! ask (`admission::Admission`: the key, the body limit, the turn slots, the turns running),
+//! where turns run (`sessions::Sessions`: the pool, the resident transport, the agents' home
+//! and uid), how turns run and are judged (`turn::Turns`: the codec, the cap on calls, whether
+//! text streams, the safeguard mode), how answers are rendered (`respond::Responder`), the
+//! resends joined to their turn and whether side requests are answered locally, and the
+//! metrics every part counts into. The stages take the parts they use, never the bridge: only
+//! the edge (`http`) and the request's walk (`walk`, a child of this module) hold it.
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod walk;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use devin_bridge_policy::ModePolicy;
 use serde::Serialize;
-use tokio::sync::Semaphore;
 
+use crate::admission::Admission;
 use crate::auth::{ApiKey, KeyError};
-use crate::policy::{CatalogSource, SafeguardMode, SummarizerPolicy, Transport};
+use crate::metrics::Metrics;
+use crate::policy::{CatalogSource, SummarizerPolicy, Transport};
 use crate::pool::AgentPool;
+use crate::resends::Resends;
 use crate::resident::Resident;
+use crate::respond::Responder;
 use crate::serialize::Codec;
-use crate::{catalog, metrics, resends, sandbox};
+use crate::sessions::Sessions;
+use crate::turn::Turns;
+use crate::{catalog, sandbox};
 use devin_bridge_agent::acp::AgentLimits;
 use devin_bridge_agent::devin::ClientIdentity;
 use devin_bridge_agent::identity::AgentIdentity;
@@ -42,39 +53,19 @@ pub struct AgentInfo {
     pub client: String,
 }
 
-/// Everything a request needs, shared by all connections.
+/// The summarizer's parts, shared by all connections (see the module doc).
 pub struct Bridge {
-    pub transforms: Arc<Transforms>,
-    pub pool: Arc<AgentPool>,
-    /// The resident transport, when the policy selects it.
-    pub resident: Option<Arc<Resident>>,
-    pub(crate) metrics: metrics::Metrics,
     pub agent: AgentInfo,
-    /// What serializing a request needs: the transforms, the catalog in force, its context
-    /// windows and the image limits.
-    pub(crate) codec: Codec,
-    /// Tool calls one reply may hold (`[agent] max_tool_calls`).
-    pub(crate) max_tool_calls: u32,
-    /// Who answers a request's `dangerous_tool_use` safeguard (`[safeguards] mode`).
-    pub(crate) safeguard_mode: SafeguardMode,
-    pub(crate) key: Option<ApiKey>,
-    pub(crate) turn_slots: Arc<Semaphore>,
-    pub(crate) queue_timeout: Duration,
-    pub(crate) ping_interval: Duration,
-    pub(crate) max_body: usize,
-    pub(crate) home: PathBuf,
-    /// Set when agents run under their own uid (then they are counted by uid: the host may
-    /// not read another uid's `/proc/<pid>/cwd`).
-    agent_uid: Option<u32>,
-    pub(crate) in_flight: AtomicUsize,
+    pub(crate) admission: Admission,
+    pub(crate) sessions: Sessions,
+    pub(crate) turns: Turns,
+    pub(crate) responder: Responder,
     /// Turns running and just answered, which resends of the same request join.
-    pub(crate) resends: Arc<resends::Resends>,
+    pub(crate) resends: Arc<Resends>,
     /// Whether side requests the serializer recognizes are answered without an agent turn
     /// (`[server] local_side_requests`).
     pub(crate) local_side_requests: bool,
-    /// Whether a streamed reply's text goes out as the agent writes it (`[server]
-    /// stream_text`).
-    pub(crate) stream_text: bool,
+    pub(crate) metrics: Arc<Metrics>,
 }
 
 /// What the agent said of itself at start-up: whether it takes images, and (for a live
@@ -127,83 +118,110 @@ impl Bridge {
                 catalog::Catalogs::live(catalog, first, spec, limits, client, ttl, transforms).await
             }
         };
-        let home = spec.cwd.clone();
-        let resident = match policy.agent.transport {
-            Transport::Resident => Some(Resident::new(
-                spec.clone(),
-                limits,
-                client.clone(),
-                &policy.agent,
-                home.clone(),
-            )),
-            Transport::PerTurn => None,
-        };
-        // The resident transport keeps its own processes warm; per-turn agents are not needed.
-        let prewarm = if resident.is_some() {
-            0
-        } else {
-            policy.agent.prewarm
-        };
-        let default_model = catalog::first_model(&catalogs.current());
-        let pool = AgentPool::with_default_model(spec, limits, client, prewarm, default_model);
-        let codec = Codec {
-            transforms: transforms.clone(),
-            catalogs,
-            windows: Arc::default(),
-            images: image_limits(policy, probed.takes_images),
-        };
-        Ok(Arc::new(Self {
-            transforms,
-            pool,
-            metrics: metrics::Metrics::new(resident.as_deref()),
-            resident,
-            agent,
-            codec,
+        let sessions = sessions(policy, &spec, limits, &client, identity, &catalogs);
+        let metrics = Arc::new(Metrics::new(sessions.resident.as_deref()));
+        let turns = Turns {
+            codec: Codec {
+                transforms: transforms.clone(),
+                catalogs,
+                windows: Arc::default(),
+                images: image_limits(policy, probed.takes_images),
+            },
             max_tool_calls: policy.agent.max_tool_calls,
-            safeguard_mode: policy.safeguards.mode,
-            key,
-            turn_slots: Arc::new(Semaphore::new(policy.server.max_concurrent_turns)),
-            queue_timeout: Duration::from_millis(policy.server.queue_timeout_ms),
-            ping_interval: Duration::from_millis(policy.server.ping_interval_ms),
-            max_body: policy.server.max_body_bytes,
-            home,
-            agent_uid: identity.switch_to().map(|(uid, _)| uid),
-            in_flight: AtomicUsize::new(0),
-            resends: Arc::new(resends::Resends::new(
-                Duration::from_millis(policy.server.resend_grace_ms),
-                Duration::from_millis(policy.server.resend_window_ms),
-            )),
-            local_side_requests: policy.server.local_side_requests,
             stream_text: policy.server.stream_text,
+            safeguard_mode: policy.safeguards.mode,
+        };
+        let server = &policy.server;
+        Ok(Arc::new(Self {
+            agent,
+            admission: Admission::new(key, server),
+            sessions,
+            turns,
+            responder: Responder {
+                transforms,
+                metrics: metrics.clone(),
+                ping_interval: Duration::from_millis(server.ping_interval_ms),
+            },
+            resends: Arc::new(Resends::new(
+                Duration::from_millis(server.resend_grace_ms),
+                Duration::from_millis(server.resend_window_ms),
+            )),
+            local_side_requests: server.local_side_requests,
+            metrics,
         }))
+    }
+
+    /// The transforms in force (the live set: a hot swap changes what it holds).
+    pub fn transforms(&self) -> &Arc<Transforms> {
+        &self.turns.codec.transforms
+    }
+
+    /// The per-turn pool of prewarmed agents (it starts none on the resident transport).
+    pub fn pool(&self) -> &Arc<AgentPool> {
+        &self.sessions.pool
+    }
+
+    /// The resident transport, when the policy selects it.
+    pub fn resident(&self) -> Option<&Arc<Resident>> {
+        self.sessions.resident.as_ref()
     }
 
     /// Live agent processes (for `/healthz`).
     pub fn agent_processes(&self) -> usize {
-        match self.agent_uid {
-            Some(uid) => devin_bridge_agent::process::live_processes_of_uid(uid),
-            None => devin_bridge_agent::process::live_processes_in(&self.home),
-        }
+        self.sessions.agent_processes()
     }
 
     /// The model catalog in force now.
     pub fn catalog(&self) -> String {
-        self.codec.catalog()
+        self.turns.codec.catalog()
     }
 
     /// Which catalog is in force (`/healthz`).
     pub fn catalog_status(&self) -> catalog::CatalogStatus {
-        self.codec.catalogs.status()
+        self.turns.codec.catalogs.status()
     }
 
     /// Whether image blocks reach the agent.
     pub fn vision(&self) -> bool {
-        self.codec.images.max_images > 0
+        self.turns.codec.images.max_images > 0
     }
 
+    /// Turns running now.
     pub fn in_flight(&self) -> usize {
-        self.in_flight.load(Ordering::Relaxed)
+        self.admission.in_flight()
     }
+}
+
+/// Where turns run: the resident transport when the policy selects it (it keeps its own
+/// processes warm: the pool then prewarms none), else the pool's per-turn agents.
+fn sessions(
+    policy: &SummarizerPolicy,
+    spec: &Spec,
+    limits: AgentLimits,
+    client: &ClientIdentity,
+    identity: &AgentIdentity,
+    catalogs: &catalog::Catalogs,
+) -> Sessions {
+    let resident = match policy.agent.transport {
+        Transport::Resident => Some(Resident::new(
+            spec.clone(),
+            limits,
+            client.clone(),
+            &policy.agent,
+            spec.cwd.clone(),
+        )),
+        Transport::PerTurn => None,
+    };
+    let prewarm = if resident.is_some() {
+        0
+    } else {
+        policy.agent.prewarm
+    };
+    let default_model = catalog::first_model(&catalogs.current());
+    let pool =
+        AgentPool::with_default_model(spec.clone(), limits, client.clone(), prewarm, default_model);
+    let agent_uid = identity.switch_to().map(|(uid, _)| uid);
+    Sessions::new(pool, resident, &spec.cwd, agent_uid)
 }
 
 /// The local API key clients must present, if the policy names one; refused when the policy
@@ -307,21 +325,5 @@ fn image_limits(policy: &SummarizerPolicy, takes_images: bool) -> ImageLimits {
         }
     } else {
         ImageLimits::default()
-    }
-}
-
-/// Counts a running turn for `/healthz` while alive.
-pub(crate) struct InFlight<'a>(&'a AtomicUsize);
-
-impl<'a> InFlight<'a> {
-    pub(crate) fn enter(counter: &'a AtomicUsize) -> Self {
-        counter.fetch_add(1, Ordering::Relaxed);
-        Self(counter)
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }

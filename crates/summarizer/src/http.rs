@@ -1,5 +1,9 @@
 //! The HTTP/1.1 server: routing, authentication, body limits, connection limits and graceful
 //! shutdown. Every error is an Anthropic-shaped body.
+//!
+//! The edge: the only module that reads a request's headers. It reads what they say of the
+//! conversation once ([`Conversation::of`]) and hands the typed value down; it holds the
+//! [`Bridge`] and gives each handler the parts it uses.
 
 use crate::failures::HostFailure;
 use devin_bridge_engine::TransformCalls as _;
@@ -8,8 +12,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use devin_bridge_types::Failure;
-use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -22,9 +24,12 @@ use tracing::Instrument;
 
 use super::body::ResponseBody;
 use super::calls::run_transform;
-use super::respond::{self, error_response, json_response};
-use super::{resends, serialize};
+use super::respond::{json_response, Responder};
+use super::serialize::{self, Codec};
+use crate::admission::Admission;
 use crate::bridge::Bridge;
+use crate::conversation::Conversation;
+use crate::resends;
 
 /// Serves until `shutdown` resolves, then stops accepting, lets requests finish for up to
 /// `grace`, and aborts the rest (which kills their agents).
@@ -90,10 +95,7 @@ pub async fn serve(
     connections.shutdown().await;
     // Turns run in tasks of their own (a resend may join them): they end here.
     bridge.resends.close(Duration::from_secs(5)).await;
-    bridge.pool.drain().await;
-    if let Some(resident) = &bridge.resident {
-        resident.shutdown().await;
-    }
+    bridge.sessions.shutdown().await;
 }
 
 /// Every request runs in its own span (attached with `instrument`, so concurrent requests on
@@ -112,103 +114,82 @@ async fn route(bridge: Arc<Bridge>, request: Request<Incoming>) -> Response<Resp
 async fn dispatch(bridge: Arc<Bridge>, request: Request<Incoming>) -> Response<ResponseBody> {
     let path = request.uri().path().to_owned();
     let method = request.method().clone();
+    let responder = &bridge.responder;
     match (&method, path.as_str()) {
         (&Method::GET, "/healthz") => return health(&bridge),
         (&Method::GET, "/metrics") => return metrics(&bridge),
         (_, "/v1/messages" | "/v1/messages/count_tokens" | "/v1/models") => {}
-        _ => return error_response(&bridge, HostFailure::NotFound.with("no such endpoint")).await,
-    }
-    if let Some(key) = &bridge.key {
-        if !key.accepts(request.headers()) {
-            return error_response(
-                &bridge,
-                HostFailure::Unauthorized.with("invalid or missing API key"),
-            )
-            .await;
+        _ => {
+            return responder
+                .error(HostFailure::NotFound.with("no such endpoint"))
+                .await
         }
+    }
+    if !bridge.admission.accepts(request.headers()) {
+        let failure = HostFailure::Unauthorized.with("invalid or missing API key");
+        return responder.error(failure).await;
     }
     match (&method, path.as_str()) {
-        (&Method::POST, "/v1/messages") => messages(bridge, request).await,
-        (&Method::POST, "/v1/messages/count_tokens") => count_tokens(bridge, request).await,
-        (&Method::GET, "/v1/models") => models(&bridge).await,
+        (&Method::POST, "/v1/messages") => messages(&bridge, request).await,
+        (&Method::POST, "/v1/messages/count_tokens") => {
+            let codec = &bridge.turns.codec;
+            count_tokens(&bridge.admission, codec, responder, request).await
+        }
+        (&Method::GET, "/v1/models") => models(&bridge.turns.codec, responder).await,
         _ => {
-            error_response(
-                &bridge,
-                HostFailure::MethodNotAllowed.with("method not allowed for this endpoint"),
-            )
-            .await
+            let failure =
+                HostFailure::MethodNotAllowed.with("method not allowed for this endpoint");
+            responder.error(failure).await
         }
     }
 }
 
-/// Reads the body within the policy's limit (413 beyond it) as UTF-8 text.
-async fn read_body(bridge: &Bridge, request: Request<Incoming>) -> Result<String, Failure> {
-    let too_large = || {
-        HostFailure::RequestTooLarge.with(format!("request body exceeds {} bytes", bridge.max_body))
-    };
-    let declared = request
-        .headers()
-        .get(hyper::header::CONTENT_LENGTH)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.parse::<usize>().ok());
-    if declared.is_some_and(|length| length > bridge.max_body) {
-        return Err(too_large());
-    }
-    let collected = Limited::new(request.into_body(), bridge.max_body)
-        .collect()
-        .await
-        .map_err(|error| {
-            if error.is::<http_body_util::LengthLimitError>() {
-                too_large()
-            } else {
-                HostFailure::InvalidRequest.with("the request body could not be read")
-            }
-        })?;
-    // `Vec::from` takes over the collected buffer when nothing else holds it, instead of copying
-    // a body that may be megabytes.
-    String::from_utf8(Vec::from(collected.to_bytes()))
-        .map_err(|_| HostFailure::InvalidRequest.with("the request body is not UTF-8"))
-}
-
-async fn messages(bridge: Arc<Bridge>, request: Request<Incoming>) -> Response<ResponseBody> {
-    let conversation = super::resident::conversation_key(request.headers());
-    let subagent = request
-        .headers()
-        .contains_key(super::resident::AGENT_HEADER);
-    let body = match read_body(&bridge, request).await {
+/// `/v1/messages`: the conversation read from the headers once, the body within the limit,
+/// the request joined to its turn (a resend) or starting it.
+async fn messages(bridge: &Arc<Bridge>, request: Request<Incoming>) -> Response<ResponseBody> {
+    let conversation = Conversation::of(request.headers());
+    let body = match bridge.admission.read_body(request).await {
         Ok(body) => body,
-        Err(failure) => return error_response(&bridge, failure).await,
+        Err(failure) => return bridge.responder.error(failure).await,
     };
     let joined = bridge
         .resends
-        .join(resends::digest(conversation.as_deref(), &body));
-    respond::answer(&bridge, joined, body, conversation, subagent).await
+        .join(resends::digest(conversation.key_str(), &body));
+    bridge.answer(joined, body, conversation).await
 }
 
-async fn count_tokens(bridge: Arc<Bridge>, request: Request<Incoming>) -> Response<ResponseBody> {
-    let body = match read_body(&bridge, request).await {
+/// `/v1/messages/count_tokens`: the serializer's estimate (see `serialize::count_tokens`).
+async fn count_tokens(
+    admission: &Admission,
+    codec: &Codec,
+    responder: &Responder,
+    request: Request<Incoming>,
+) -> Response<ResponseBody> {
+    let body = match admission.read_body(request).await {
         Ok(body) => body,
-        Err(failure) => return error_response(&bridge, failure).await,
+        Err(failure) => return responder.error(failure).await,
     };
-    match serialize::count_tokens(&bridge.codec, body).await {
+    match serialize::count_tokens(codec, body).await {
         Ok(input_tokens) => json_response(
             StatusCode::OK,
             serde_json::json!({ "input_tokens": input_tokens }).to_string(),
         ),
-        Err(failure) => error_response(&bridge, failure).await,
+        Err(failure) => responder.error(failure).await,
     }
 }
 
-async fn models(bridge: &Bridge) -> Response<ResponseBody> {
-    let (catalog, vision) = (bridge.catalog(), bridge.vision());
+/// `/v1/models`: the catalog in force, listed by the model-alias transform (with vision when
+/// images reach the agent).
+async fn models(codec: &Codec, responder: &Responder) -> Response<ResponseBody> {
+    let (catalog, vision) = (codec.catalog(), codec.images.max_images > 0);
     let size = catalog.len();
-    match run_transform(&bridge.transforms, size, move |t| {
+    match run_transform(&codec.transforms, size, move |t| {
         t.list_models(catalog, vision)
     })
     .await
     {
         Ok(Ok(listing)) => json_response(StatusCode::OK, listing),
-        Ok(Err(failure)) | Err(failure) => error_response(bridge, failure).await,
+        Ok(Err(failure)) | Err(failure) => responder.error(failure).await,
     }
 }
 
@@ -218,7 +199,7 @@ fn metrics(bridge: &Bridge) -> Response<ResponseBody> {
     let text = bridge.metrics.render(
         bridge.in_flight(),
         bridge.agent_processes(),
-        bridge.resident.as_deref(),
+        bridge.resident().map(Arc::as_ref),
     );
     Response::builder()
         .status(StatusCode::OK)
@@ -229,23 +210,24 @@ fn metrics(bridge: &Bridge) -> Response<ResponseBody> {
 
 fn health(bridge: &Bridge) -> Response<ResponseBody> {
     // The transform limits in force now (SIGHUP can change them).
-    let limits = bridge.transforms.runtime().config();
+    let transforms = bridge.transforms();
+    let limits = transforms.runtime().config();
     let (resends_running, resends_kept, resends_kept_bytes) = bridge.resends.sizes();
     let body = serde_json::json!({
         "status": "ok",
         "mode": "summarizer",
         "agent": bridge.agent,
-        "components": bridge.transforms.info().into_iter().map(|c| serde_json::json!({"name": c.name, "sha256": c.sha256})).collect::<Vec<_>>(),
+        "components": transforms.info().into_iter().map(|c| serde_json::json!({"name": c.name, "sha256": c.sha256})).collect::<Vec<_>>(),
         "limits": {
             "memory_mib": limits.memory_bytes >> 20,
             "call_timeout_ms": u64::try_from(limits.call_timeout.as_millis()).unwrap_or(u64::MAX),
         },
         "in_flight_turns": bridge.in_flight(),
         "agent_processes": bridge.agent_processes(),
-        "prewarm": bridge.pool.stats(),
-        "transport": if bridge.resident.is_some() { "resident" } else { "per-turn" },
+        "prewarm": bridge.pool().stats(),
+        "transport": bridge.sessions.transport(),
         "catalog": bridge.catalog_status(),
-        "resident": bridge.resident.as_ref().map(|resident| resident.snapshot()),
+        "resident": bridge.resident().map(|resident| resident.snapshot()),
         "resends": {
             "running_turns": resends_running,
             "kept_answers": resends_kept,

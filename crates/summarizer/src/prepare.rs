@@ -1,14 +1,15 @@
 //! A request made ready for an agent: serialized, its model resolved, and its place (a
-//! per-turn agent or a leased resident session) chosen.
-
-use std::sync::Arc;
+//! per-turn agent or a leased resident session) chosen. The walk goes one way: this module
+//! asks the transport in force for the request's place, the transport asks the serializer
+//! (`serialize`, the one path to it for both transports), and the [`Placement`] comes back by
+//! value for the turn to own.
 
 use devin_bridge_engine::{Image, MessageHead, Prompt, UnseenPrompt};
 use devin_bridge_types::{Failure, Usage};
 
-use super::resident::{Lease, Resident};
-use super::serialize::{resolve_model, serialize_whole};
-use crate::bridge::Bridge;
+use super::serialize::{resolve_model, serialize_whole, Codec};
+use crate::conversation::ConversationKey;
+use crate::sessions::{Placement, Sessions};
 
 /// A request that passed the transforms and may now wait for an agent.
 pub(crate) struct Prepared {
@@ -18,30 +19,22 @@ pub(crate) struct Prepared {
     /// The images that go with the prompt.
     pub images: Vec<Image>,
     pub head: MessageHead,
-    /// Where the turn runs.
+    /// Where the turn runs, handed to the turn by value.
     pub placement: Placement,
-}
-
-/// Where a turn runs: the transport the policy selected, with what it holds for this turn.
-pub(crate) enum Placement {
-    /// A fresh agent process from the pool, sent the whole conversation.
-    PerTurn,
-    /// The resident transport: the conversation's session, leased for this turn.
-    Resident(Arc<Resident>, Lease),
 }
 
 /// Serializes the request and validates its model. On the resident transport this also finds
 /// the conversation's session (waiting for its running turn) and serializes only what that
-/// session has not seen; `conversation` is the client's conversation key.
+/// session has not seen; `key` is the client's conversation key.
 pub(crate) async fn prepare(
-    bridge: &Bridge,
+    sessions: &Sessions,
+    codec: &Codec,
     body: String,
-    conversation: Option<String>,
+    key: Option<ConversationKey>,
 ) -> Result<Prepared, Failure> {
-    let (UnseenPrompt { prompt, images, .. }, model_id, placement) = match &bridge.resident {
+    let (UnseenPrompt { prompt, images, .. }, model_id, placement) = match &sessions.resident {
         Some(resident) => {
-            let (unseen, model_id, lease) =
-                resident.prepare(&bridge.codec, body, conversation).await?;
+            let (unseen, model_id, lease) = resident.prepare(codec, body, key).await?;
             (
                 unseen,
                 model_id,
@@ -49,8 +42,8 @@ pub(crate) async fn prepare(
             )
         }
         None => {
-            let (unseen, model_id) = serialize_whole(&bridge.codec, body).await?;
-            (unseen, model_id, Placement::PerTurn)
+            let (unseen, model_id) = serialize_whole(codec, body).await?;
+            (unseen, model_id, sessions.per_turn())
         }
     };
     let head = MessageHead {
@@ -62,7 +55,7 @@ pub(crate) async fn prepare(
     // The admission resolved the model already; only a path that admitted nothing asks again.
     let model_id = match model_id {
         Some(model_id) => model_id,
-        None => resolve_model(&bridge.codec, &prompt.model).await?,
+        None => resolve_model(codec, &prompt.model).await?,
     };
     Ok(Prepared {
         model_id,
@@ -88,13 +81,4 @@ fn message_id() -> String {
         bytes[8..].copy_from_slice(&(count as u32).to_le_bytes());
     }
     format!("msg_{}", hex::encode(bytes))
-}
-
-impl Placement {
-    /// After an accepted reply: the resident session keeps the conversation's new history.
-    pub(crate) fn commit(&mut self) {
-        if let Placement::Resident(_, lease) = self {
-            lease.commit();
-        }
-    }
 }

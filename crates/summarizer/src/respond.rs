@@ -3,15 +3,17 @@
 //! as it becomes certain (coalesced, see `streamed::Coalescer`); and the error bodies (the sse
 //! component's, or the host's own when that component is broken).
 //!
-//! A turn runs in a task of its own ([`spawn_turn`]) and publishes its stages; every request
-//! that shares it (the one that started it, and resends of it: see [`super::resends`]) renders
-//! the answer for its own client from those stages.
+//! A turn runs in a task of its own (the bridge's walk starts it) and publishes its stages;
+//! every request that shares it (the one that started it, and resends of it: see
+//! [`super::resends`]) renders the answer for its own client from those stages, with the
+//! [`Responder`].
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
-use devin_bridge_engine::{is_error_status, MessageHead, TransformCalls as _, Turn};
-use devin_bridge_types::{error_type, estimate_tokens, Failure, Reply, Usage};
+use devin_bridge_engine::{is_error_status, MessageHead, TransformCalls as _, Transforms, Turn};
+use devin_bridge_types::{error_type, Failure};
 use hyper::{Response, StatusCode};
 use tokio::sync::mpsc;
 use tracing::Instrument;
@@ -19,220 +21,87 @@ use tracing::Instrument;
 use super::body::{full, streamed, ResponseBody};
 use super::calls::run_transform;
 use super::failures::retry_after_of;
-use super::prepare::{prepare, Prepared};
-use super::resends::{Answer, Finished, Joined, Publisher, Stage, Waiter};
-use super::safeguard;
+use super::metrics::Metrics;
+use super::resends::{Answer, Finished, Stage, Waiter};
 use super::shown::Shown;
-use super::side_requests;
-use super::streamed::{message_of, Coalescer};
-use super::turn::{acquire_slot, run};
-use crate::bridge::Bridge;
+use super::streamed::Coalescer;
 
-/// The answer to a `/v1/messages` request that `joined` its turn.
-/// `subagent` says whether the request named a subagent (Claude Code's agent id header).
-pub(crate) async fn answer(
-    bridge: &Arc<Bridge>,
-    joined: Joined,
-    body: String,
-    conversation: Option<String>,
-    subagent: bool,
-) -> Response<ResponseBody> {
-    let waiter = match joined {
-        Joined::Finished(finished) => {
-            bridge.metrics.count_message("resend");
-            bridge.metrics.count_resend("finished");
-            tracing::info!(
-                "a resend of a turn that just finished: answered again without an agent turn"
-            );
-            return render_finished(bridge, &finished).await;
-        }
-        Joined::Running(waiter) => {
-            bridge.metrics.count_message("resend");
-            bridge.metrics.count_resend("running");
-            tracing::info!("a resend of a running turn: it waits for that turn's answer");
-            waiter
-        }
-        Joined::Leader(publisher, waiter) => {
-            spawn_turn(bridge.clone(), body, conversation, subagent, publisher);
-            waiter
-        }
-    };
-    respond(bridge, waiter).await
+/// What answering a request needs: the transforms (the sse component renders every answer
+/// and error), the metrics of streamed answers and the ping interval of a stream. Cheap to
+/// clone: a streamed answer's producer runs in a task of its own.
+#[derive(Clone)]
+pub(crate) struct Responder {
+    pub(crate) transforms: Arc<Transforms>,
+    pub(crate) metrics: Arc<Metrics>,
+    /// How long a stream's head is held, and the interval of its pings.
+    pub(crate) ping_interval: Duration,
 }
 
-/// Runs the turn in a task of its own that outlives the request: it ends with its answer, or
-/// when no request has waited for it for the grace period (which drops the turn and kills its
-/// agent).
-fn spawn_turn(
-    bridge: Arc<Bridge>,
-    body: String,
-    conversation: Option<String>,
-    subagent: bool,
-    publisher: Publisher,
-) {
-    let alive = bridge.resends.task();
-    tokio::spawn(
-        async move {
-            let _alive = alive;
-            let finished = tokio::select! {
-                finished = drive(&bridge, body, conversation, subagent, &publisher) => Some(finished),
-                () = publisher.abandoned() => None,
-                () = bridge.resends.closed() => None,
-            };
-            match finished {
-                Some(finished) => bridge.resends.finish(publisher, finished),
-                None => {
-                    bridge.resends.forget(&publisher);
-                    tracing::info!(
-                        status = 499,
-                        "client went away during the turn; agent killed"
-                    );
-                }
+impl Responder {
+    /// A waiting request's answer: a plain error when the turn failed before it started, one
+    /// JSON message, or a stream.
+    pub(crate) async fn respond(&self, mut waiter: Waiter) -> Response<ResponseBody> {
+        match waiter.started().await {
+            Stage::Started {
+                head,
+                stream: true,
+                shown,
+            } => self.respond_stream(head, shown, waiter).await,
+            Stage::Done(finished) => self.finished(&finished).await,
+            Stage::Started { .. } | Stage::Preparing => {
+                let finished = waiter.finished().await;
+                self.finished(&finished).await
             }
         }
-        .instrument(tracing::Span::current()),
-    );
-}
-
-/// The turn itself: serialize, answer a side request the bridge knows at once (no slot, no
-/// agent), else wait for a slot, run, judge the reply's calls.
-async fn drive(
-    bridge: &Bridge,
-    body: String,
-    conversation: Option<String>,
-    subagent: bool,
-    publisher: &Publisher,
-) -> Finished {
-    let failed = |failure: Failure| Finished {
-        head: None,
-        stream: false,
-        outcome: Err(failure),
-    };
-    let prepared = match prepare(bridge, body, conversation).await {
-        Ok(prepared) => prepared,
-        Err(failure) => return failed(failure),
-    };
-    bridge
-        .metrics
-        .count_message(if prepared.prompt.tools.trim() == "[]" {
-            "side_request"
-        } else if subagent {
-            "subagent_turn"
-        } else {
-            "main_turn"
-        });
-    if let Some(reply) = side_requests::local_reply(bridge, &prepared.prompt) {
-        let Prepared {
-            prompt,
-            head,
-            placement,
-            ..
-        } = prepared;
-        // No agent answers: the placement goes unused. A side request's is never a
-        // conversation's session (the resident transport gives a request without tools an
-        // ephemeral one, which holds no session until its turn runs), so dropping it forgets
-        // nothing and leaves nothing behind.
-        drop(placement);
-        let usage = match &reply {
-            Reply::Text(text) => Usage::estimated(prompt.input_tokens, estimate_tokens(text)),
-            Reply::Tools(_) => Usage::estimated(prompt.input_tokens, 1),
-        };
-        return Finished {
-            head: Some(head),
-            stream: prompt.stream,
-            outcome: Ok(Answer {
-                reply,
-                usage,
-                safeguard: None,
-            }),
-        };
     }
-    let permit = match acquire_slot(bridge).await {
-        Ok(permit) => permit,
-        Err(failure) => return failed(failure),
-    };
-    let Prepared {
-        prompt,
-        model_id,
-        images,
-        head,
-        mut placement,
-    } = prepared;
-    tracing::info!(id = %head.id, model = %head.model, stream = prompt.stream, input_tokens = prompt.input_tokens, "turn accepted");
-    // Unless the policy turns streaming off, the turn's output is parsed as it arrives and its
-    // certain text streams to streaming clients. A JSON request is parsed the same way (its
-    // text goes to no one before the end), so both forms answer the same message, a repair
-    // included.
-    let shown = bridge.stream_text.then(Shown::new);
-    let published = shown.clone().filter(|_| prompt.stream);
-    publisher.started(head.clone(), prompt.stream, published);
-    let outcome = run(
-        bridge,
-        &prompt,
-        &model_id,
-        &images,
-        &mut placement,
-        shown.as_ref(),
-    )
-    .await;
-    drop(placement);
-    drop(permit);
-    let outcome = match outcome {
-        Ok((reply, usage)) => {
-            // With streaming on, every answer is the message a stream accumulates: one text
-            // block, then the calls (a JSON answer included, so both agree).
-            let reply = if bridge.stream_text {
-                message_of(reply)
-            } else {
-                reply
-            };
-            let safeguard = safeguard::answer(
-                bridge,
-                prompt.classifier_context.as_deref(),
-                &prompt.earlier_calls,
-                &reply,
-            )
-            .await;
-            Ok(Answer {
-                reply,
-                usage,
-                safeguard,
-            })
-        }
-        Err(failure) => Err(failure),
-    };
-    Finished {
-        head: Some(head),
-        stream: prompt.stream,
-        outcome,
-    }
-}
 
-/// A waiting request's answer: a plain error when the turn failed before it started, one JSON
-/// message, or a stream.
-async fn respond(bridge: &Arc<Bridge>, mut waiter: Waiter) -> Response<ResponseBody> {
-    match waiter.started().await {
-        Stage::Started {
-            head,
-            stream: true,
-            shown,
-        } => respond_stream(bridge, head, shown, waiter).await,
-        Stage::Done(finished) => render_finished(bridge, &finished).await,
-        Stage::Started { .. } | Stage::Preparing => {
-            let finished = waiter.finished().await;
-            render_finished(bridge, &finished).await
+    /// A finished turn's whole answer: JSON, a stream in one piece, or the error.
+    pub(crate) async fn finished(&self, finished: &Finished) -> Response<ResponseBody> {
+        render_finished(&self.transforms, finished).await
+    }
+
+    /// An Anthropic error body (see [`error_response`]).
+    pub(crate) async fn error(&self, failure: Failure) -> Response<ResponseBody> {
+        error_response(&self.transforms, failure).await
+    }
+
+    /// A streaming answer to a started turn: `message_start` goes out when the turn has run
+    /// for one ping interval (then `ping` while the agent works, then the content events or an
+    /// `error` event), or with the content when it finishes sooner. A turn that fails before
+    /// the stream started is answered as a plain error with its own status.
+    async fn respond_stream(
+        &self,
+        head: MessageHead,
+        shown: Option<Arc<Shown>>,
+        waiter: Waiter,
+    ) -> Response<ResponseBody> {
+        let (frames, receiver) = mpsc::channel::<Bytes>(8);
+        let (early, early_failure) = tokio::sync::oneshot::channel::<Failure>();
+        let responder = self.clone();
+        let producer = tokio::spawn(
+            async move { stream_turn(responder, head, shown, waiter, frames, early).await }
+                .instrument(tracing::Span::current()),
+        );
+        match early_failure.await {
+            // The turn failed before the stream began: a plain error, status and all.
+            Ok(failure) => self.error(failure).await,
+            // The stream began (or the producer ended without a failure to report).
+            Err(_) => stream_response(streamed(receiver, producer)),
         }
     }
 }
 
 /// A finished turn's whole answer: JSON, a stream in one piece, or the error.
-async fn render_finished(bridge: &Bridge, finished: &Finished) -> Response<ResponseBody> {
+async fn render_finished(
+    transforms: &Arc<Transforms>,
+    finished: &Finished,
+) -> Response<ResponseBody> {
     let (head, answer) = match (&finished.head, &finished.outcome) {
         (Some(head), Ok(answer)) => (head.clone(), answer),
-        (_, Err(failure)) => return error_response(bridge, failure.clone()).await,
+        (_, Err(failure)) => return error_response(transforms, failure.clone()).await,
         (None, Ok(_)) => {
             return error_response(
-                bridge,
+                transforms,
                 super::failures::HostFailure::Overloaded.with("the turn lost its answer; retry"),
             )
             .await
@@ -242,27 +111,27 @@ async fn render_finished(bridge: &Bridge, finished: &Finished) -> Response<Respo
     let size = reply.content_bytes();
     if finished.stream {
         let usage = answer.usage;
-        let start = run_transform(&bridge.transforms, 0, move |t| t.stream_start(head)).await;
-        let tail = run_transform(&bridge.transforms, size, move |t| {
+        let start = run_transform(transforms, 0, move |t| t.stream_start(head)).await;
+        let tail = run_transform(transforms, size, move |t| {
             t.stream_finish(reply, usage, safeguard)
         })
         .await;
         return match (start, tail) {
             (Ok(start), Ok(tail)) => stream_response(full(format!("{start}{tail}"))),
-            (Err(failure), _) | (_, Err(failure)) => error_response(bridge, failure).await,
+            (Err(failure), _) | (_, Err(failure)) => error_response(transforms, failure).await,
         };
     }
     let head = MessageHead {
         usage: answer.usage,
         ..head
     };
-    match run_transform(&bridge.transforms, size, move |t| {
+    match run_transform(transforms, size, move |t| {
         t.render_json(head, reply, safeguard)
     })
     .await
     {
         Ok(json) => json_response(StatusCode::OK, json),
-        Err(failure) => error_response(bridge, failure).await,
+        Err(failure) => error_response(transforms, failure).await,
     }
 }
 
@@ -276,31 +145,6 @@ fn stream_response(body: ResponseBody) -> Response<ResponseBody> {
         .unwrap_or_else(|_| Response::new(full("")))
 }
 
-/// A streaming answer to a started turn: `message_start` goes out when the turn has run for
-/// one ping interval (then `ping` while the agent works, then the content events or an
-/// `error` event), or with the content when it finishes sooner. A turn that fails before the
-/// stream started is answered as a plain error with its own status.
-async fn respond_stream(
-    bridge: &Arc<Bridge>,
-    head: MessageHead,
-    shown: Option<Arc<Shown>>,
-    waiter: Waiter,
-) -> Response<ResponseBody> {
-    let (frames, receiver) = mpsc::channel::<Bytes>(8);
-    let (early, early_failure) = tokio::sync::oneshot::channel::<Failure>();
-    let bridge_task = bridge.clone();
-    let producer = tokio::spawn(
-        async move { stream_turn(bridge_task, head, shown, waiter, frames, early).await }
-            .instrument(tracing::Span::current()),
-    );
-    match early_failure.await {
-        // The turn failed before the stream began: a plain error, status and all.
-        Ok(failure) => error_response(bridge, failure).await,
-        // The stream began (or the producer ended without a failure to report).
-        Err(_) => stream_response(streamed(receiver, producer)),
-    }
-}
-
 /// The producer of a streamed answer. Until the stream has begun, a failure goes to `early`
 /// (and nothing is written); dropping `early` unsent tells the caller to answer with the
 /// stream. Returning drops `waiter`: a client that went away no longer holds the turn.
@@ -311,7 +155,7 @@ async fn respond_stream(
 /// [`Coalescer`]). At the end: the text not sent yet, the calls, `message_delta` and
 /// `message_stop`, or an `error` event after what was shown.
 async fn stream_turn(
-    bridge: Arc<Bridge>,
+    responder: Responder,
     head: MessageHead,
     shown: Option<Arc<Shown>>,
     mut waiter: Waiter,
@@ -319,7 +163,7 @@ async fn stream_turn(
     early: tokio::sync::oneshot::Sender<Failure>,
 ) {
     let id = head.id.clone();
-    let mut stream = match Outlet::open(&bridge, head, frames, early).await {
+    let mut stream = match Outlet::open(&responder, head, frames, early).await {
         Some(stream) => stream,
         None => return,
     };
@@ -339,7 +183,7 @@ struct Gone;
 /// One streamed answer as it is written: the frames to its client, and, until the head is
 /// sent, the channel that makes an early failure a plain HTTP error.
 struct Outlet<'b> {
-    bridge: &'b Bridge,
+    responder: &'b Responder,
     /// Every event of this answer is rendered by one instance of the sse component, kept for
     /// the answer (a turn's store: see `devin_bridge_engine::Turn`), not one per event.
     transforms: Arc<Turn>,
@@ -356,12 +200,12 @@ struct Outlet<'b> {
 impl<'b> Outlet<'b> {
     /// Renders the head and the ping; a failure to render the head goes to `early` (`None`).
     async fn open(
-        bridge: &'b Bridge,
+        responder: &'b Responder,
         head: MessageHead,
         frames: mpsc::Sender<Bytes>,
         early: tokio::sync::oneshot::Sender<Failure>,
     ) -> Option<Outlet<'b>> {
-        let transforms = Arc::new(Turn::open(&*bridge.transforms));
+        let transforms = Arc::new(Turn::open(&*responder.transforms));
         let began = std::time::Instant::now();
         let start = match run_transform(&transforms, 0, move |t| t.stream_start(head)).await {
             Ok(start) => start,
@@ -374,7 +218,7 @@ impl<'b> Outlet<'b> {
             .await
             .unwrap_or_else(|_| "event: ping\ndata: {\"type\":\"ping\"}\n\n".into());
         Some(Self {
-            bridge,
+            responder,
             transforms,
             frames,
             early: Some(early),
@@ -408,7 +252,7 @@ impl<'b> Outlet<'b> {
         waiter: &mut Waiter,
         shown: Option<&Shown>,
     ) -> Result<Arc<Finished>, Gone> {
-        let ping_interval = self.bridge.ping_interval;
+        let ping_interval = self.responder.ping_interval;
         let turn = waiter.finished();
         tokio::pin!(turn);
         // Before the first ping the head is held: a quick failure is still a plain HTTP error.
@@ -458,7 +302,7 @@ impl<'b> Outlet<'b> {
             return Ok(());
         };
         if first {
-            self.bridge
+            self.responder
                 .metrics
                 .observe_first_text(self.began.elapsed().as_secs_f64());
         }
@@ -506,7 +350,7 @@ impl<'b> Outlet<'b> {
         let tail = self.tail(&finished.outcome, shown, id).await;
         let _ = self.send(tail).await;
         if shown.is_some() {
-            self.bridge
+            self.responder
                 .metrics
                 .observe_last_byte(self.began.elapsed().as_secs_f64());
         }
@@ -619,11 +463,14 @@ pub(crate) fn json_response(status: StatusCode, json: String) -> Response<Respon
 
 /// An Anthropic error body with the failure's status, rendered by the sse component, or by the
 /// host itself if that component is broken (errors must always be answerable).
-pub(crate) async fn error_response(bridge: &Bridge, failure: Failure) -> Response<ResponseBody> {
+pub(crate) async fn error_response(
+    transforms: &Arc<Transforms>,
+    failure: Failure,
+) -> Response<ResponseBody> {
     let status = answer_status(failure.status);
     tracing::info!(code = %failure.code, status = failure.status, "request failed");
     let for_body = failure.clone();
-    let body = run_transform(&bridge.transforms, for_body.message.len(), move |t| {
+    let body = run_transform(transforms, for_body.message.len(), move |t| {
         t.error_body(for_body)
     })
     .await

@@ -16,13 +16,14 @@
 //!   nowhere else (not to the log, not to the agent). A flagged call is logged once, with its
 //!   tool (bounded to Claude Code's tool names) and the rule that decided it, never its input.
 
-use devin_bridge_engine::TransformCalls as _;
+use std::sync::Arc;
+
+use devin_bridge_engine::{TransformCalls as _, Transforms};
 use devin_bridge_types::{CallVerdict, Reply, SafeguardOutcome, SafeguardStatus, ToolCall};
 
 use super::calls::run_transform;
-use super::metrics::tool_label;
+use super::metrics::{tool_label, Metrics};
 use super::policy::SafeguardMode;
-use crate::bridge::Bridge;
 
 /// The reason a client sees when the judge could not run.
 const JUDGE_FAILED: &str = "the bridge's safeguard judge failed on this reply";
@@ -32,15 +33,17 @@ const JUDGE_MISMATCHED: &str = "the bridge's safeguard judge did not answer for 
 
 /// The safeguard answer for `reply`, when the request asked for one (`context` is its
 /// classifier context, `earlier` the conversation's calls before the reply, as the serializer
-/// reduced them).
+/// reduced them), in the policy's `mode`, judged by the safeguard component of `transforms`.
 pub(crate) async fn answer(
-    bridge: &Bridge,
+    mode: SafeguardMode,
+    transforms: &Arc<Transforms>,
+    metrics: &Metrics,
     context: Option<&str>,
     earlier: &[ToolCall],
     reply: &Reply,
 ) -> Option<SafeguardStatus> {
     let context = context?;
-    if bridge.safeguard_mode == SafeguardMode::Unsupported {
+    if mode == SafeguardMode::Unsupported {
         return Some(SafeguardStatus::Unsupported);
     }
     let calls = judged_calls(reply);
@@ -53,10 +56,8 @@ pub(crate) async fn answer(
         .len()
         .saturating_add(reply.content_bytes())
         .saturating_add(earlier_bytes);
-    let status = match run_transform(&bridge.transforms, size, move |t| {
-        t.judge(judged, context, earlier)
-    })
-    .await
+    let status = match run_transform(transforms, size, move |t| t.judge(judged, context, earlier))
+        .await
     {
         Ok(status) => checked(status, &calls),
         Err(failure) => {
@@ -64,7 +65,7 @@ pub(crate) async fn answer(
             SafeguardStatus::Unavailable(JUDGE_FAILED.to_owned())
         }
     };
-    record(bridge, &status, &calls);
+    record(metrics, &status, &calls);
     Some(status)
 }
 
@@ -96,12 +97,12 @@ fn checked(status: SafeguardStatus, calls: &[ToolCall]) -> SafeguardStatus {
 }
 
 /// Counts every verdict and logs each flagged call (tool and rule, never the input).
-fn record(bridge: &Bridge, status: &SafeguardStatus, calls: &[ToolCall]) {
+fn record(metrics: &Metrics, status: &SafeguardStatus, calls: &[ToolCall]) {
     let verdicts = match status {
         SafeguardStatus::Available(verdicts) => verdicts,
         SafeguardStatus::Unavailable(_) => {
             for call in calls {
-                bridge.metrics.count_verdict("unavailable", &call.name);
+                metrics.count_verdict("unavailable", &call.name);
             }
             return;
         }
@@ -124,7 +125,7 @@ fn record(bridge: &Bridge, status: &SafeguardStatus, calls: &[ToolCall]) {
             CallVerdict::Skipped => "skipped",
             CallVerdict::Unavailable(_) => "unavailable",
         };
-        bridge.metrics.count_verdict(outcome, &call.name);
+        metrics.count_verdict(outcome, &call.name);
     }
 }
 

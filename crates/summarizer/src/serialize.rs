@@ -1,10 +1,16 @@
-//! The serializer and model-alias steps of a request: a whole request or only what a resident
-//! session has not seen, with the checks it needs (nothing, the model, or the model and its
-//! context window), in one hop off the async workers.
+//! The serializer and model-alias steps of a request: a whole request, only what a resident
+//! session has not seen, or the continuation of a session's last request, with the checks it
+//! needs (nothing, the model, or the model and its context window), in one hop off the async
+//! workers.
+//!
+//! Every `serialize-*` call of the summarizer runs here, for either transport: the per-turn
+//! path and the resident sessions call these functions, never the serializer themselves.
 
 use std::sync::Arc;
 
-use devin_bridge_engine::{Image, PromptOptions, TransformCalls as _, UnseenPrompt};
+use devin_bridge_engine::{
+    Image, PromptOptions, Resume, ResumedPrompt, TransformCalls as _, UnseenPrompt,
+};
 use devin_bridge_types::Failure;
 
 use devin_bridge_engine::{ImageLimits, Transforms};
@@ -81,6 +87,39 @@ pub(super) async fn serialize_unseen(
         Ok(checked.map(|model_id| (unseen, model_id)))
     })
     .await?
+}
+
+/// `serialize-resumed`: the continuation of a resident session's last request, for a session
+/// holding `held` messages, admitted on the earlier request's `model` (the model lies outside
+/// the messages, so the continuation repeats it): the prompt and the ACP model id. None when
+/// the serializer refuses the continuation (then serializing the whole request decides).
+pub(crate) async fn serialize_resumed(
+    codec: &Codec,
+    continuation: String,
+    resume: Resume,
+    held: u32,
+    model: String,
+) -> Result<Option<(ResumedPrompt, String)>, Failure> {
+    let (catalog, windows) = (codec.catalog(), codec.windows.clone());
+    let options = PromptOptions {
+        held,
+        images: codec.images,
+    };
+    let size = continuation.len();
+    let answer = run_transform(&codec.transforms, size, move |t| {
+        Ok(match t.serialize_resumed(continuation, resume, options)? {
+            Ok(resumed) => {
+                let tokens = resumed.input_tokens;
+                Some(window::admit(t, &windows, model, catalog, tokens)?.map(|id| (resumed, id)))
+            }
+            Err(failure) => {
+                tracing::debug!(code = %failure.code, "the continuation was refused; serializing the whole request");
+                None
+            }
+        })
+    })
+    .await?;
+    answer.transpose()
 }
 
 /// The ACP model id a request's (already validated) model resolves to.

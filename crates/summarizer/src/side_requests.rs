@@ -16,7 +16,7 @@
 use devin_bridge_engine::Prompt;
 use devin_bridge_types::Reply;
 
-use crate::bridge::Bridge;
+use crate::metrics::Metrics;
 
 /// The purposes the bridge answers locally (the serializer's names for them).
 const KNOWN_PURPOSES: [&str; 1] = ["session_title"];
@@ -24,11 +24,12 @@ const KNOWN_PURPOSES: [&str; 1] = ["session_title"];
 const UNKNOWN: &str = "unknown";
 
 /// The reply to `prompt` when the bridge answers it without an agent turn; none when the agent
-/// answers it. Counts and logs every side request (see the module's invariants).
-pub(crate) fn local_reply(bridge: &Bridge, prompt: &Prompt) -> Option<Reply> {
-    let (purpose, reply) = decide(bridge.local_side_requests, prompt)?;
+/// answers it; `enabled` is `[server] local_side_requests`. Counts and logs every side request
+/// (see the module's invariants).
+pub(crate) fn local_reply(enabled: bool, metrics: &Metrics, prompt: &Prompt) -> Option<Reply> {
+    let (purpose, reply) = decide(enabled, prompt)?;
     let answered = if reply.is_some() { "local" } else { "agent" };
-    bridge.metrics.count_side_request(purpose, answered);
+    metrics.count_side_request(purpose, answered);
     tracing::info!(purpose, answered, "side request");
     reply
 }

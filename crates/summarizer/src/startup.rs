@@ -96,10 +96,10 @@ pub async fn serve(
     let control_listener = control::bind(&socket)?;
     eprintln!("control socket {}", socket.display());
     let control_task = tokio::spawn(control::serve(control_listener, transforms.clone()));
-    let refill = tokio::spawn(bridge.pool.clone().run_refill());
+    let refill = tokio::spawn(bridge.pool().clone().run_refill());
     let reaper = bridge
-        .resident
-        .clone()
+        .resident()
+        .cloned()
         .map(|resident| tokio::spawn(resident.run_reaper()));
 
     eprintln!(

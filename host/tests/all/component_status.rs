@@ -22,7 +22,7 @@ async fn non_error_statuses_from_a_component_become_a_generic_502() {
         .path()
         .to_path_buf();
     let bytes = std::fs::read(&path).expect("misbehaving serializer");
-    let transforms = bridge.bridge.transforms.clone();
+    let transforms = bridge.bridge.transforms().clone();
     tokio::task::spawn_blocking(move || {
         transforms
             .swap(

@@ -189,7 +189,7 @@ fn swap_all(transforms: &Transforms, bytes: &dyn Fn(TransformKind) -> Arc<Vec<u8
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn swapping_every_transform_under_64_clients_fails_no_request_and_mixes_no_call() {
     let bridge = TestBridge::start("max_concurrent_turns = 8\nqueue_timeout_ms = 120000", "").await;
-    let transforms = bridge.bridge.transforms.clone();
+    let transforms = bridge.bridge.transforms().clone();
     let addr = bridge.addr;
     let twin = Arc::new(devin_bridge_test_artifacts::TWIN.bytes());
     let real: Vec<Arc<Vec<u8>>> = TransformKind::ALL

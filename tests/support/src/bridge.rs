@@ -77,7 +77,7 @@ impl InProcess {
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let refill = tokio::spawn(bridge.pool.clone().run_refill());
+        let refill = tokio::spawn(bridge.pool().clone().run_refill());
         let reaper = bridge
             .resident
             .clone()

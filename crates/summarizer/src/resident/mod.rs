@@ -28,53 +28,21 @@ use self::conversations::{Binding, Bound, Conversations, Earlier, Entry, ResumeB
 use self::processes::Processes;
 use super::calls::run_transform;
 use super::reply::{agent_failure, AgentReply};
-use super::serialize::{image_parts, serialize_unseen, Check, Codec};
+use super::serialize::{image_parts, serialize_resumed, serialize_unseen, Check, Codec};
 use super::streamed::Chunks;
-use super::window;
+use crate::conversation::ConversationKey;
 use crate::policy::AgentSection;
 use agent_client_protocol_schema::v1;
 use devin_bridge_agent::acp::{prompt_blocks, AcpError, AgentLimits, ChunkSink, TurnOutput};
 use devin_bridge_agent::devin::ClientIdentity;
 use devin_bridge_agent::process::Spec;
 use devin_bridge_engine::TransformCalls as _;
-use devin_bridge_engine::{Image, MessageMark, Prompt, PromptOptions, Resume, UnseenPrompt};
+use devin_bridge_engine::{Image, MessageMark, Prompt, Resume, UnseenPrompt};
 use devin_bridge_types::continuation::{self, Continuation};
 
-/// The request header that names a Claude Code conversation.
-pub const SESSION_HEADER: &str = "x-claude-code-session-id";
-/// Longest conversation key accepted (a longer header is ignored, as if absent).
-const MAX_KEY_LEN: usize = 128;
 /// Attempts at finding a session before the turn runs in an ephemeral one instead (each
 /// attempt that fails lost a race with another turn of the same conversation).
 const MAX_SELECTION_ATTEMPTS: usize = 3;
-
-/// The request header that names a subagent within a Claude Code conversation. A subagent
-/// (the `Agent` tool) sends its parent's session header with its own agent id.
-pub const AGENT_HEADER: &str = "x-claude-code-agent-id";
-
-/// The conversation key of a request: its session header, and its agent id when it has one,
-/// so that a subagent and its parent never share (rebuild, replay or fork) each other's
-/// session. Each part is 1 to 128 visible ASCII characters; a request without a valid session
-/// header has no key, and an invalid agent id is ignored (the parent's key: the history check
-/// still keeps the two apart, at the cost of a fork).
-pub(crate) fn conversation_key(headers: &hyper::HeaderMap) -> Option<String> {
-    let session = key_part(headers.get(SESSION_HEADER))?;
-    Some(match key_part(headers.get(AGENT_HEADER)) {
-        // The separator holds spaces, which no part may contain: no pair spells another
-        // pair's key, nor a parent's.
-        Some(agent) => format!("{session} /agent {agent}"),
-        None => session,
-    })
-}
-
-/// One part of a conversation key: 1 to 128 visible ASCII characters, else none.
-fn key_part(value: Option<&hyper::header::HeaderValue>) -> Option<String> {
-    let text = value?.to_str().ok()?.trim();
-    let valid = !text.is_empty()
-        && text.len() <= MAX_KEY_LEN
-        && text.bytes().all(|byte| byte.is_ascii_graphic());
-    valid.then(|| text.to_owned())
-}
 
 /// Counters for `/healthz` and `/metrics` (Prometheus counters: `/metrics` registers clones).
 #[derive(Default)]
@@ -289,7 +257,7 @@ impl Resident {
         self: &Arc<Self>,
         codec: &Codec,
         body: String,
-        key: Option<String>,
+        key: Option<ConversationKey>,
     ) -> Result<(UnseenPrompt, Option<String>, Lease), Failure> {
         let body = Arc::new(body);
         let Some(key) = key else {
@@ -412,30 +380,11 @@ impl Resident {
         let Some(text) = body.get(found.range.clone()) else {
             return Ok(None);
         };
-        let (continuation, model, catalog) =
-            (text.to_owned(), earlier.model.clone(), codec.catalog());
-        let windows = codec.windows.clone();
-        let options = PromptOptions {
-            held,
-            images: codec.images,
-        };
-        let size = continuation.len();
-        let answer = run_transform(&codec.transforms, size, move |t| {
-            Ok(match t.serialize_resumed(continuation, resume, options)? {
-                Ok(resumed) => {
-                    let tokens = resumed.input_tokens;
-                    Some(window::admit(t, &windows, model, catalog, tokens)?.map(|id| (resumed, id)))
-                }
-                Err(failure) => {
-                    tracing::debug!(code = %failure.code, "the continuation was refused; serializing the whole request");
-                    None
-                }
-            })
-        })
-        .await?;
-        let (resumed, model_id) = match answer {
-            Some(result) => result?,
-            None => return Ok(None),
+        let model = earlier.model.clone();
+        let Some((resumed, model_id)) =
+            serialize_resumed(codec, text.to_owned(), resume, held, model).await?
+        else {
+            return Ok(None);
         };
         self.stats.resumed.inc();
         let before = found.messages;
@@ -758,64 +707,4 @@ async fn serialize(
     check: Check,
 ) -> Result<(UnseenPrompt, Option<String>), Failure> {
     serialize_unseen(codec, body.clone(), held, check).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use hyper::header::HeaderValue;
-
-    fn headers(pairs: &[(&'static str, &[u8])]) -> hyper::HeaderMap {
-        let mut map = hyper::HeaderMap::new();
-        for (name, value) in pairs {
-            map.insert(*name, HeaderValue::from_bytes(value).expect("header"));
-        }
-        map
-    }
-
-    #[test]
-    fn conversation_keys_are_short_visible_ascii_or_none() {
-        let key = |text: &str| conversation_key(&headers(&[(SESSION_HEADER, text.as_bytes())]));
-        assert_eq!(key("0f6c-uuid").as_deref(), Some("0f6c-uuid"));
-        assert_eq!(key("  padded  ").as_deref(), Some("padded"));
-        assert_eq!(
-            key(&"x".repeat(MAX_KEY_LEN)).map(|k| k.len()),
-            Some(MAX_KEY_LEN)
-        );
-        assert_eq!(key(&"x".repeat(MAX_KEY_LEN + 1)), None);
-        assert_eq!(key(""), None);
-        assert_eq!(key("two words"), None);
-        assert_eq!(conversation_key(&headers(&[])), None);
-        assert_eq!(
-            conversation_key(&headers(&[(SESSION_HEADER, b"caf\xc3\xa9")])),
-            None
-        );
-    }
-
-    #[test]
-    fn a_subagent_has_its_own_key_within_its_parents_session() {
-        let parent = conversation_key(&headers(&[(SESSION_HEADER, b"s-1")])).expect("key");
-        let child = conversation_key(&headers(&[
-            (SESSION_HEADER, b"s-1"),
-            (AGENT_HEADER, b"a3b342e5054e01ced"),
-        ]))
-        .expect("key");
-        let sibling = conversation_key(&headers(&[
-            (SESSION_HEADER, b"s-1"),
-            (AGENT_HEADER, b"b00000000000000"),
-        ]))
-        .expect("key");
-        assert_eq!(parent, "s-1");
-        assert_ne!(child, parent);
-        assert_ne!(child, sibling);
-        // An agent id alone names no conversation; an invalid one is ignored.
-        assert_eq!(conversation_key(&headers(&[(AGENT_HEADER, b"a-1")])), None);
-        assert_eq!(
-            conversation_key(&headers(&[
-                (SESSION_HEADER, b"s-1"),
-                (AGENT_HEADER, b"two words")
-            ])),
-            Some(parent)
-        );
-    }
 }
