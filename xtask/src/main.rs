@@ -6,6 +6,7 @@
 //! container proof with the operator's flow (`tools/containers`: `image`, `test-container`,
 //! `launch`, `login-devin`, `test-live`, `clean`).
 
+mod agent_users;
 mod dist;
 mod modules;
 mod sources;
@@ -31,7 +32,8 @@ commands:
   modules [--roots|--no-roots]
                             check that no crate has an import circle between its top-level
                             modules (also the first step of `test`); --roots counts each
-                            crate root as a node
+                            crate root as a node; and that the agent crate's page says
+                            exactly who uses its parts that serve one mode
   bench <transforms|bridge|guard|companion|outpost|soak|turns|stream> [ARGS...]
                             run a benchmark and print its table (ARGS go to the benchmark,
                             e.g. `bench soak --turns 5000`)
@@ -259,7 +261,8 @@ fn ensure_test_programs() -> Result<()> {
 /// `roots`, the crate roots are nodes of the graph.
 fn check_modules(roots: bool) -> Result<()> {
     let root = workspace_root();
-    modules::check(&root, &modules::workspace_crates(&root)?, roots)
+    modules::check(&root, &modules::workspace_crates(&root)?, roots)?;
+    agent_users::check(&root)
 }
 
 fn test(rest: &[String]) -> Result<()> {
