@@ -79,8 +79,8 @@ impl InProcess {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let refill = tokio::spawn(bridge.pool().clone().run_refill());
         let reaper = bridge
-            .resident
-            .clone()
+            .resident()
+            .cloned()
             .map(|resident| tokio::spawn(resident.run_reaper()));
         let server = tokio::spawn(devin_bridge_summarizer::serve(
             bridge.clone(),
