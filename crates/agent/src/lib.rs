@@ -18,7 +18,7 @@
 //! | the per-turn agent and its turn (`acp/turn.rs`) | `acp::Agent`, `acp::TurnOutput`, `acp::ModelApplied`, `acp::EffortApplied`, `acp::Applied`, `acp::SessionOptions`, `acp::OnSharedAgent`, `acp::apply_model_and_effort`, `acp::prompt_blocks`, `acp::takes_images` | `crates/summarizer`, `host/benches` |
 //! | the shared agent (`acp/shared.rs`) | `acp::SharedAgent`, `acp::Death` | `crates/summarizer`, `host/benches` |
 //! | the usage an agent reports (`acp/usage.rs`) | `acp::ReportedUsage`, `acp::UsageSource` | `crates/summarizer` |
-//! | the agents' own uid (`identity`, `[agent] user`) | `identity` | `crates/summarizer`, `host/src`, `host/benches`, `tests/support` |
+//! | the host's and agents' identities (`identity`: `[server] user`, `[agent] user`) | `identity` | `crates/summarizer`, `host/src`, `host/benches`, `tests/support` |
 //!
 //! The places beyond the summarizer are its harness: the binary establishes the agents'
 //! identity through the summarizer's start-up (before any thread exists) and hands it back to

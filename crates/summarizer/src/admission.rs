@@ -2,7 +2,8 @@
 //! slots a turn waits for, and the count of turns running.
 //!
 //! Invariants:
-//! - With a key configured, a request without it is refused before its body is read.
+//! - With a key configured, an API request without it is refused before its body is read
+//!   (`/healthz` and `/metrics` ask for none).
 //! - A body over the limit is refused (413) without being read past the limit: a declared
 //!   length over it before reading, a body that grows over it while read.
 //! - At most `max_concurrent_turns` turns hold a slot; a turn that finds none within the queue

@@ -1,8 +1,9 @@
 //! A request made ready for an agent: serialized, its model resolved, and its place (a
-//! per-turn agent or a leased resident session) chosen. The walk goes one way: this module
-//! asks the transport in force for the request's place, the transport asks the serializer
-//! (`serialize`, the one path to it for both transports), and the [`Placement`] comes back by
-//! value for the turn to own.
+//! per-turn agent or a leased resident session) chosen. The walk goes one way: on the
+//! per-turn transport this module serializes the whole request, on the resident transport the
+//! resident sessions serialize what the conversation's session has not seen; both through
+//! `serialize`, the one path to the serializer. The [`Placement`] comes back by value, for the
+//! turn to own.
 
 use devin_bridge_engine::{Image, MessageHead, Prompt, UnseenPrompt};
 use devin_bridge_types::{Failure, Usage};
