@@ -146,7 +146,13 @@ mod tests {
     }
 
     #[test]
-    fn without_a_key_every_request_is_accepted() {
-        assert!(admission(1, 10).accepts(&hyper::HeaderMap::new()));
+    fn without_a_key_every_request_is_accepted_with_one_only_a_request_presenting_it() {
+        let bare = hyper::HeaderMap::new();
+        assert!(admission(1, 10).accepts(&bare));
+        let keyed = Admission::new(Some(ApiKey::new("local-key")), &ServerSection::default());
+        assert!(!keyed.accepts(&bare));
+        let mut presented = hyper::HeaderMap::new();
+        presented.insert("x-api-key", "local-key".parse().expect("header"));
+        assert!(keyed.accepts(&presented));
     }
 }
