@@ -8,8 +8,9 @@
 //! and uid), how turns run and are judged (`turn::Turns`: the codec, the cap on calls, whether
 //! text streams, the safeguard mode), how answers are rendered (`respond::Responder`), the
 //! resends joined to their turn and whether side requests are answered locally, and the
-//! metrics every part counts into. The stages take the parts they use, never the bridge: only
-//! the edge (`http`) and the request's walk (`walk`, a child of this module) hold it.
+//! metrics every part counts into. The stages take the parts they use, never the bridge: of
+//! the request's modules only the edge (`http`) and the request's walk (`walk`, a child of this
+//! module) hold it; `startup` builds it and starts the pool's refill and the resident reaper.
 
 mod walk;
 
