@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use devin_bridge_agent::process::group::kill_group;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
@@ -87,7 +88,7 @@ pub fn offline_policy_with_server(
     let path = OfflinePolicy::path;
     let mut policy = OfflinePolicy::load().expect("offline.toml");
     policy
-        .components(&crate::components_dir())
+        .components(&crate::artifacts::components_dir())
         .set("server", "require_key", true)
         .set("server", "api_key_file", path(key_file))
         .set("agent", "command", path(&mock_devin()))
@@ -110,7 +111,11 @@ pub fn offline_policy_with_server(
             path(&repo.join("policies/models.json")),
         )
         .set("control", "socket", path(&root.join("run/control.sock")))
-        .set("engine", "cache_dir", path(&crate::test_cache_dir()));
+        .set(
+            "engine",
+            "cache_dir",
+            path(&crate::engine::test_cache_dir()),
+        );
     let file = root.join("policy.toml");
     policy.write(&file).expect("write policy");
     file
@@ -237,7 +242,7 @@ impl ServedBridge {
         let (log, addr_rx) = match launch.stderr {
             Stderr::Follow => {
                 let pipe = child.stderr.take().expect("stderr");
-                let (lines, addr_rx) = crate::follow_bridge_stderr(pipe);
+                let (lines, addr_rx) = follow_bridge_stderr(pipe);
                 (Log::Lines(lines), Some(addr_rx))
             }
             Stderr::File(path) => (Log::File(path), None),
@@ -356,6 +361,32 @@ impl Drop for ServedBridge {
     }
 }
 
+/// Follows a `devin-bridge serve` process's stderr on a thread: echoes and keeps every line,
+/// and sends the address of its `listening on http://ADDR` line once, or `None` when stderr
+/// ends without one (the process exited).
+pub fn follow_bridge_stderr(
+    pipe: std::process::ChildStderr,
+) -> (
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    std::sync::mpsc::Receiver<Option<String>>,
+) {
+    use std::io::BufRead;
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let kept = lines.clone();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+            eprintln!("bridge: {line}");
+            if let Some(addr) = listening_addr(&line) {
+                let _ = addr_tx.send(Some(addr.to_owned()));
+            }
+            kept.lock().expect("lines").push(line);
+        }
+        let _ = addr_tx.send(None);
+    });
+    (lines, addr_rx)
+}
+
 /// Waits for `child` until `deadline`; `None` when it is still running then.
 pub fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
     loop {
@@ -471,12 +502,13 @@ pub fn run_claude(
         command.args(["--allowedTools", invocation.allowed_tools]);
     }
     let mut child = command.spawn().expect("spawn claude");
-    let group = Pid::from_raw(child.id() as i32);
+    // Claude Code leads its own group (`process_group(0)`): the group's id is its pid.
+    let group = Pid::from_raw(i32::try_from(child.id()).expect("a pid fits an i32"));
     let stdout = reader(child.stdout.take());
     let stderr = reader(child.stderr.take());
     let status = wait_until(&mut child, Instant::now() + CLAUDE_TIMEOUT);
     // Whatever it leaves running goes too (and the readers see the end of their pipes).
-    let _ = kill(Pid::from_raw(-group.as_raw()), Signal::SIGKILL);
+    kill_group(group);
     let _ = child.wait();
     let stdout = stdout.join().expect("stdout");
     let stderr = stderr.join().expect("stderr");
