@@ -410,6 +410,40 @@ pub fn reader<R: Read + Send + 'static>(pipe: Option<R>) -> JoinHandle<String> {
     })
 }
 
+/// What a program run in its own process group left: its status (`None` when it was still
+/// running at the deadline), its stdout and its stderr.
+pub struct GroupRun {
+    pub status: Option<ExitStatus>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `command` as the leader of a process group of its own, with its stdout and stderr
+/// read, until it exits or `limit` passes; then ends the group with the agent crate's
+/// `kill_group` (whatever the program left running, such as Claude Code's tools' shells, or
+/// the program itself when it overstayed), reaps it and reads its output to the end.
+pub fn run_in_group(command: &mut Command, limit: Duration) -> GroupRun {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("spawn");
+    // The child leads its own group (`process_group(0)`): the group's id is its pid.
+    let group = Pid::from_raw(i32::try_from(child.id()).expect("a pid fits an i32"));
+    let stdout = reader(child.stdout.take());
+    let stderr = reader(child.stderr.take());
+    let status = wait_until(&mut child, Instant::now() + limit);
+    // The readers see the end of their pipes once every member of the group is gone.
+    kill_group(group);
+    let _ = child.wait();
+    GroupRun {
+        status,
+        stdout: stdout.join().expect("stdout"),
+        stderr: stderr.join().expect("stderr"),
+    }
+}
+
 /// A Claude Code run: its exit status, its stream-json events and its stderr.
 pub struct ClaudeRun {
     pub status: ExitStatus,
@@ -442,6 +476,19 @@ pub struct ClaudeInvocation<'a> {
     pub extra_env: Vec<(&'a str, std::ffi::OsString)>,
 }
 
+/// Every variable by which Claude Code picks a model for some purpose (the main loop, each
+/// tier, the small fast model, subagents): a run against the bridge sets each to a catalog
+/// model.
+pub const MODEL_VARIABLES: [&str; 7] = [
+    "ANTHROPIC_MODEL",
+    "ANTHROPIC_DEFAULT_OPUS_MODEL",
+    "ANTHROPIC_DEFAULT_SONNET_MODEL",
+    "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+    "ANTHROPIC_DEFAULT_FABLE_MODEL",
+    "ANTHROPIC_SMALL_FAST_MODEL",
+    "CLAUDE_CODE_SUBAGENT_MODEL",
+];
+
 /// `claude -p` in the project, with a private HOME and nothing inherited but PATH (and what
 /// `invocation.extra_env` adds).
 pub fn run_claude(
@@ -473,21 +520,9 @@ pub fn run_claude(
         // The Bash tool's `npm test` must not ask the registry for updates either.
         .env("npm_config_update_notifier", "false")
         .env("NO_UPDATE_NOTIFIER", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own process group, so that the tools' shells go with it.
-        .process_group(0);
+        .stdin(Stdio::null());
     // Every model Claude Code might pick for any purpose is a catalog model.
-    for name in [
-        "ANTHROPIC_MODEL",
-        "ANTHROPIC_DEFAULT_OPUS_MODEL",
-        "ANTHROPIC_DEFAULT_SONNET_MODEL",
-        "ANTHROPIC_DEFAULT_HAIKU_MODEL",
-        "ANTHROPIC_DEFAULT_FABLE_MODEL",
-        "ANTHROPIC_SMALL_FAST_MODEL",
-        "CLAUDE_CODE_SUBAGENT_MODEL",
-    ] {
+    for name in MODEL_VARIABLES {
         command.env(name, MODEL);
     }
     for (name, value) in &invocation.extra_env {
@@ -501,17 +536,12 @@ pub fn run_claude(
     if !invocation.allowed_tools.is_empty() {
         command.args(["--allowedTools", invocation.allowed_tools]);
     }
-    let mut child = command.spawn().expect("spawn claude");
-    // Claude Code leads its own group (`process_group(0)`): the group's id is its pid.
-    let group = Pid::from_raw(i32::try_from(child.id()).expect("a pid fits an i32"));
-    let stdout = reader(child.stdout.take());
-    let stderr = reader(child.stderr.take());
-    let status = wait_until(&mut child, Instant::now() + CLAUDE_TIMEOUT);
-    // Whatever it leaves running goes too (and the readers see the end of their pipes).
-    kill_group(group);
-    let _ = child.wait();
-    let stdout = stdout.join().expect("stdout");
-    let stderr = stderr.join().expect("stderr");
+    // Its own process group, so that the tools' shells go with it.
+    let GroupRun {
+        status,
+        stdout,
+        stderr,
+    } = run_in_group(&mut command, CLAUDE_TIMEOUT);
     let Some(status) = status else {
         panic!(
             "claude did not finish within {CLAUDE_TIMEOUT:?}\n--- stdout (tail) ---\n{}\n--- stderr (tail) ---\n{}",
