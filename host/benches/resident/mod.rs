@@ -34,7 +34,7 @@ use devin_bridge_agent::process::Spec;
 use http_body_util::{BodyExt, Full};
 use serde_json::{json, Value};
 
-use super::{connect, gather, ms, percentile, round_trip, Samples, EXPECTED, PATH};
+use super::{connect, gather, ms, percentile, round_trip, timed, Samples, EXPECTED, PATH};
 
 /// Turns per conversation.
 pub(crate) const TURNS: usize = 20;
@@ -115,18 +115,10 @@ pub(crate) async fn conversations(
             let mut sender = connect(addr).await;
             barrier.wait().await;
             for (index, body) in script.requests.iter().enumerate() {
-                let started = Instant::now();
-                let outcome = match sender.as_mut() {
-                    Ok(sender) => turn(sender, &key, index, body).await,
-                    Err(error) => Err(error.clone()),
-                };
-                match outcome {
-                    Ok(()) => samples.latencies.push(started.elapsed()),
-                    Err(error) => {
-                        samples.fail(error);
-                        sender = connect(addr).await;
-                    }
-                }
+                timed(&mut samples, &mut sender, addr, async |sender| {
+                    turn(sender, &key, index, body).await
+                })
+                .await;
             }
             samples
         }
