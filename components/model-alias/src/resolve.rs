@@ -1,4 +1,5 @@
-//! Resolution of a requested name against the catalog's names.
+//! Resolution of a requested name against the catalog's names ([`resolve`]), and of a client's
+//! `devin-cli-agentic/<id>` reference, whose prefix is checked first ([`reference`]).
 //!
 //! Tiers, first match wins: exact variant uid, exact family slug, exact family alias, then
 //! the same three on the normalized spelling. Exact tiers come first so that a name spelled
