@@ -513,6 +513,29 @@ fn turns_bench(
     }
 }
 
+/// One request on a keep-alive connection, timed: its latency goes into `samples` when it
+/// succeeds. A failure is counted and the broken connection replaced (the reconnect is timed
+/// with the next request, as a client would see it).
+async fn timed(
+    samples: &mut Samples,
+    sender: &mut Result<Sender, String>,
+    addr: SocketAddr,
+    request: impl AsyncFnOnce(&mut Sender) -> Result<(), String>,
+) {
+    let started = Instant::now();
+    let outcome = match sender.as_mut() {
+        Ok(sender) => request(sender).await,
+        Err(error) => Err(error.clone()),
+    };
+    match outcome {
+        Ok(()) => samples.latencies.push(started.elapsed()),
+        Err(error) => {
+            samples.fail(error);
+            *sender = connect(addr).await;
+        }
+    }
+}
+
 /// `clients` keep-alive connections, each sending requests back to back for `duration`.
 async fn http_clients(
     addr: SocketAddr,
@@ -528,22 +551,10 @@ async fn http_clients(
             barrier.wait().await;
             let deadline = Instant::now() + duration;
             while Instant::now() < deadline {
-                let started = Instant::now();
-                let outcome = match sender.as_mut() {
-                    Ok(sender) => {
-                        exchange(sender, hyper::Method::POST, PATH, &body, EXPECTED).await
-                    }
-                    Err(error) => Err(error.clone()),
-                };
-                match outcome {
-                    Ok(()) => samples.latencies.push(started.elapsed()),
-                    Err(error) => {
-                        samples.fail(error);
-                        // A broken connection is replaced (and the reconnect is timed with
-                        // the next request, as a client would see it).
-                        sender = connect(addr).await;
-                    }
-                }
+                timed(&mut samples, &mut sender, addr, async |sender| {
+                    exchange(sender, hyper::Method::POST, PATH, &body, EXPECTED).await
+                })
+                .await;
             }
             samples
         }

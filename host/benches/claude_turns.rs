@@ -23,22 +23,18 @@
 
 use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use devin_bridge_agent::process::group::kill_group;
 use devin_bridge_test_support::bridge::request;
 use devin_bridge_test_support::claude::{
-    agent_events, claude_code, reader, wait_until, write_demo_project, ServedBridge, Stderr,
+    agent_events, claude_code, run_in_group, write_demo_project, GroupRun, ServedBridge, Stderr,
+    MODEL,
 };
 use devin_bridge_test_support::policies::OfflinePolicy;
 use devin_bridge_test_support::terminal::{tmux, Terminal};
-use nix::unistd::Pid;
 
-/// The catalog model every role of Claude Code uses.
-const MODEL: &str = "devin-cli-agentic/swe-1-7";
 const DEMO_PROMPT: &str = "Fix the failing test in this project.";
 const SUBAGENT_PROMPT: &str = "Survey this project with a subagent. [mock:subagent]";
 /// What the offline agent's demo script says when the task is done.
@@ -367,14 +363,7 @@ fn claude_env(root: &Path, addr: &str, key: &str, task: &Task) -> Vec<(String, S
         env.push(("API_TIMEOUT_MS".into(), "2500".into()));
         env.push(("CLAUDE_CODE_MAX_RETRIES".into(), "3".into()));
     }
-    for name in [
-        "ANTHROPIC_MODEL",
-        "ANTHROPIC_DEFAULT_OPUS_MODEL",
-        "ANTHROPIC_DEFAULT_SONNET_MODEL",
-        "ANTHROPIC_DEFAULT_HAIKU_MODEL",
-        "ANTHROPIC_SMALL_FAST_MODEL",
-        "CLAUDE_CODE_SUBAGENT_MODEL",
-    ] {
+    for name in devin_bridge_test_support::claude::MODEL_VARIABLES {
         env.push((name.into(), MODEL.into()));
     }
     if let Some(bash) = devin_bridge_test_support::claude::on_path("bash") {
@@ -392,30 +381,21 @@ fn run_print(
     key: &str,
     task: &Task,
 ) -> bool {
-    let mut child = Command::new(claude)
-        .args(["-p", task.prompt, "--output-format", "json"])
-        .args(["--allowedTools", "Bash,Read,Edit,Agent,Task"])
-        .current_dir(project)
-        .env_clear()
-        .envs(claude_env(root, addr, key, task))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .expect("spawn claude");
-    // Claude Code leads its own group (`process_group(0)`): the group's id is its pid.
-    let group = Pid::from_raw(i32::try_from(child.id()).expect("a pid fits an i32"));
-    let stdout = reader(child.stdout.take());
-    let stderr = reader(child.stderr.take());
-    let status = wait_until(&mut child, Instant::now() + Duration::from_secs(300));
     // Whatever Claude Code left running (its tools' shells), or Claude Code itself when it
-    // overstayed, ends with the group.
-    kill_group(group);
-    let _ = child.wait();
-    let (stdout, stderr) = (
-        stdout.join().expect("stdout"),
-        stderr.join().expect("stderr"),
+    // overstayed, ends with its group.
+    let GroupRun {
+        status,
+        stdout,
+        stderr,
+    } = run_in_group(
+        Command::new(claude)
+            .args(["-p", task.prompt, "--output-format", "json"])
+            .args(["--allowedTools", "Bash,Read,Edit,Agent,Task"])
+            .current_dir(project)
+            .env_clear()
+            .envs(claude_env(root, addr, key, task))
+            .stdin(Stdio::null()),
+        Duration::from_secs(300),
     );
     let done = status.is_some_and(|status| status.success()) && stdout.contains(task.done);
     if !done {

@@ -86,7 +86,7 @@ pub(crate) fn run(args: &ClientEnvArgs) -> ExitCode {
             if let Some(note) = note {
                 eprintln!("devin-bridge client-env: {note}");
             }
-            crate::print_report(&text)
+            crate::report::print_report(&text)
         }
         Err(refusal) => {
             eprintln!("devin-bridge client-env: {}", refusal.message);

@@ -6,6 +6,7 @@ mod builtin;
 mod cli;
 mod client_env;
 mod policy;
+mod report;
 mod safeguard;
 
 use devin_bridge_summarizer::policy::SummarizerPolicy;
@@ -188,19 +189,5 @@ fn main() -> std::process::ExitCode {
             eprintln!("devin-bridge: {error:#}");
             std::process::ExitCode::FAILURE
         }
-    }
-}
-
-/// Writes a one-shot command's report to stdout: success, or failure when stdout is gone (a
-/// closed pipe), so a script never takes a cut report for a whole one.
-fn print_report(text: &str) -> std::process::ExitCode {
-    use std::io::Write as _;
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(_) => std::process::ExitCode::FAILURE,
     }
 }

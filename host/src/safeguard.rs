@@ -117,7 +117,7 @@ pub(crate) fn run(command: &SafeguardCommand) -> ExitCode {
             } else {
                 lines(&found)
             };
-            crate::print_report(&text)
+            crate::report::print_report(&text)
         }
         Err(refusal) => {
             eprintln!("devin-bridge safeguard explain: {}", refusal.message);

@@ -12,7 +12,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
 
-use crate::{cargo, run, workspace_root};
+use crate::workspace::{cargo, run, workspace_root};
 
 /// The policies the tarball ships: those that name nothing inside this checkout.
 const POLICIES: [&str; 6] = [
@@ -78,7 +78,7 @@ pub(crate) fn dist(rest: &[String]) -> Result<PathBuf> {
         return Ok(tarball);
     }
     // The host's build script embeds what this writes to target/components.
-    crate::build_components()?;
+    crate::components::build_components()?;
     let mut build = cargo();
     build.args([
         "build",

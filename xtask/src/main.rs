@@ -7,10 +7,14 @@
 //! `launch`, `login-devin`, `test-live`, `clean`).
 
 mod agent_users;
+mod components;
 mod dist;
+mod long_functions;
 mod modules;
+mod rust_text;
 mod sources;
 mod wasm;
+mod workspace;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,6 +22,9 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use devin_bridge_test_setup::claude_code;
 use devin_bridge_test_setup::debian::{self, Need};
+
+use components::{build_components, build_test_components, components_dir};
+use workspace::{cargo, cargo_target_dir, run, workspace_root};
 
 const USAGE: &str = "\
 usage: cargo xtask <command>
@@ -29,11 +36,11 @@ commands:
   test [ARGS...]            build everything and run every test: the cargo tests, then
                             test-container (needs root and a running Docker daemon); with
                             ARGS (passed to cargo test) only the cargo tests
-  modules [--roots|--no-roots]
-                            check that no crate has an import circle between its top-level
-                            modules (also the first step of `test`); --roots counts each
-                            crate root as a node; and that the agent crate's page says
-                            exactly who uses its parts that serve one mode
+  modules                   check that no crate has an import circle between its top-level
+                            modules, its root counted as one, and that no function of shipped
+                            code is over 120 lines but a documented state machine (also the
+                            first step of `test`); and that the agent crate's page says exactly
+                            who uses its parts that serve one mode
   bench <transforms|bridge|guard|companion|outpost|soak|turns|stream> [ARGS...]
                             run a benchmark and print its table (ARGS go to the benchmark,
                             e.g. `bench soak --turns 5000`)
@@ -88,10 +95,8 @@ fn main() -> Result<()> {
         "serve" => serve(rest),
         "test" => test(rest),
         "modules" => match rest {
-            [] => check_modules(modules::ROOTS_BY_DEFAULT),
-            [flag] if flag == "--roots" => check_modules(true),
-            [flag] if flag == "--no-roots" => check_modules(false),
-            _ => bail!("usage: cargo xtask modules [--roots | --no-roots]"),
+            [] => check_modules(),
+            _ => bail!("usage: cargo xtask modules"),
         },
         "bench" => bench(rest),
         "fuzz" => fuzz(rest),
@@ -110,63 +115,6 @@ fn main() -> Result<()> {
             bail!("unknown command {other:?}")
         }
     }
-}
-
-pub use devin_bridge_test_setup::workspace::{root as workspace_root, run};
-
-/// The file `build_components` writes last (see `host/build.rs`).
-const BUILD_STAMP: &str = "build-stamp";
-
-/// Where components are written.
-fn components_dir() -> PathBuf {
-    workspace_root().join("target").join("components")
-}
-
-/// `cargo`, in the workspace, without what `cargo run` set for xtask itself (its package's
-/// name and directories): a build started here is then the same build as one started from a
-/// shell, and neither makes the other rebuild (see `devin-bridge-nested-cargo`).
-fn cargo() -> Command {
-    let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cargo.current_dir(workspace_root());
-    devin_bridge_nested_cargo::without_package_context(&mut cargo);
-    cargo
-}
-
-/// Builds the five transforms into `target/components`.
-fn build_components() -> Result<PathBuf> {
-    let out = components_dir();
-    eprintln!(
-        "xtask: building the transform components into {} (wasm, then pre-initialised)",
-        out.display()
-    );
-    let built = wasm::build(&wasm::TRANSFORMS, &out, "transforms")?;
-    let manifest = wasm::write_manifest(&out, &built)?;
-    eprintln!("xtask: manifest {}", manifest.display());
-    // When this build happened, whether or not it changed a component: the host's build
-    // script compares this with the sources to tell whether the components are current.
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|since| since.as_nanos())
-        .unwrap_or_default();
-    std::fs::write(out.join(BUILD_STAMP), format!("{now}\n"))?;
-    Ok(out)
-}
-
-/// Builds the test components into `out`, and writes `out/sources`: every file they were
-/// built from, which the build script that asked for them watches.
-fn build_test_components(out: &Path) -> Result<()> {
-    eprintln!("xtask: building the test components into {}", out.display());
-    // The directory holds exactly this set: a component dropped from it must not linger.
-    if out.exists() {
-        std::fs::remove_dir_all(out).with_context(|| format!("clearing {}", out.display()))?;
-    }
-    let set = "test-components";
-    wasm::build(&wasm::TEST_COMPONENTS, out, set)?;
-    let sources = sources::of_build(
-        &workspace_root(),
-        &wasm::dep_infos(&wasm::TEST_COMPONENTS, set),
-    )?;
-    sources::write(&out.join("sources"), &sources)
 }
 
 /// `cargo build` of every binary of the workspace (the host, the offline agent, the fake
@@ -257,16 +205,29 @@ fn ensure_test_programs() -> Result<()> {
     }
 }
 
-/// No import circle between the top-level modules of any crate (see `modules`); with
-/// `roots`, the crate roots are nodes of the graph.
-fn check_modules(roots: bool) -> Result<()> {
+/// No import circle between the top-level modules of any crate, the crate roots counted (see
+/// `modules`), no long function in shipped code (see `long_functions`), and the agent crate's page
+/// true of who uses its parts (see `agent_users`). Every check runs and reports, whichever fails.
+fn check_modules() -> Result<()> {
     let root = workspace_root();
-    modules::check(&root, &modules::workspace_crates(&root)?, roots)?;
-    agent_users::check(&root)
+    let crates = modules::workspace_crates(&root)?;
+    let failures: Vec<String> = [
+        modules::check(&root, &crates),
+        long_functions::check(&root, &crates),
+        agent_users::check(&root),
+    ]
+    .into_iter()
+    .filter_map(|outcome| outcome.err().map(|error| format!("{error:#}")))
+    .collect();
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        bail!("{}", failures.join("\n"))
+    }
 }
 
 fn test(rest: &[String]) -> Result<()> {
-    check_modules(modules::ROOTS_BY_DEFAULT)?;
+    check_modules()?;
     ensure_test_programs()?;
     let components = build_components()?;
     // The tests start real binaries (the host, the offline agent): build them first.
@@ -425,15 +386,6 @@ fn bench(rest: &[String]) -> Result<()> {
         .args(&rest[1..])
         .env("DEVIN_BRIDGE_COMPONENTS", &components);
     Ok(run(&mut bench)?)
-}
-
-/// The directory cargo builds into: `CARGO_TARGET_DIR` (relative to the workspace root) when
-/// set, else `target/`.
-fn cargo_target_dir() -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR").filter(|dir| !dir.is_empty()) {
-        Some(dir) => workspace_root().join(dir),
-        None => workspace_root().join("target"),
-    }
 }
 
 /// `cargo build --release` of the binaries of `packages`.

@@ -1,33 +1,37 @@
 //! `cargo xtask modules`: no import circle between the top-level modules of any crate of the
-//! workspace (`cargo xtask test` runs it first).
+//! workspace, and no long function in shipped code (`cargo xtask test` runs it first).
 //!
 //! A crate's top-level module A depends on its sibling B when a file of A names `crate::B`
-//! (or, from a file directly under `src/`, `super::B`). Comments and `#[cfg(test)] mod tests`
-//! blocks are ignored: a test may reach anywhere. The check is textual on purpose: it needs no
-//! compiler, runs in milliseconds, and a circle it reports is one a reader would see too.
+//! (or, from a file directly under `src/`, `super::B`). Comments, literals and every
+//! `#[cfg(test)]` item are ignored (see [`crate::rust_text`]): a test may reach anywhere, and
+//! so may the crate's own `src/tests.rs` and every `tests.rs` or `tests/` below a module. The
+//! check is textual on purpose: it needs no compiler, runs in milliseconds, and a circle it
+//! reports is one a reader would see too.
 //!
-//! With roots counted, the crate root (`lib.rs`/`main.rs`) is a node too, [`ROOT`]: a module
-//! that names an item the root holds (`crate::Item`, or `super::Item` from a file directly
-//! under `src/`, where `Item` is no module) depends on the root, and the root depends on every
-//! module whose items it names (a path `m::...`, `crate::m`, `use m;`), beyond declaring it
-//! with `mod m;` or re-exporting its items (`pub use m::Item;`): a module that names a
-//! re-exported item depends on `m`, the module that defines it.
+//! The crate root (`lib.rs`/`main.rs`) is a node too, [`ROOT`]: a module that names an item the
+//! root holds (`crate::Item`, or `super::Item` from a file directly under `src/`, where `Item`
+//! is no module) depends on the root, and the root depends on every module whose items it names
+//! (a path `m::...`, `crate::m`, `use m;`), beyond declaring it with `mod m;` or re-exporting
+//! its items (`pub use m::Item;`): a module that names a re-exported item depends on `m`, the
+//! module that defines it. An item the root re-exports from another crate is the root's for
+//! this purpose: a module names the other crate's item by that crate's path, not through the
+//! root.
+//!
+//! The long-function half is [`crate::long_functions`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-/// Whether `cargo xtask modules` (and `test`) counts crate roots unless told otherwise
-/// (`--roots`, `--no-roots`).
-pub(crate) const ROOTS_BY_DEFAULT: bool = false;
+use crate::rust_text;
 
-/// The crate root's node, when roots are counted (a keyword: no module has this name).
+/// The crate root's node (a keyword: no module has this name).
 pub(crate) const ROOT: &str = "crate";
 
-/// The top-level module graph of the crate whose sources are under `src`; with `roots`, the
-/// crate root is a node of it (see the module doc).
-pub(crate) fn module_graph(src: &Path, roots: bool) -> Result<BTreeMap<String, BTreeSet<String>>> {
+/// The top-level module graph of the crate whose sources are under `src`, the crate root a
+/// node of it (see the module doc).
+pub(crate) fn module_graph(src: &Path) -> Result<BTreeMap<String, BTreeSet<String>>> {
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     // What each file of a top-level module names through the root, resolved once the set of
     // modules is known.
@@ -43,15 +47,13 @@ pub(crate) fn module_graph(src: &Path, roots: bool) -> Result<BTreeMap<String, B
         let Some(top) = parts.first().cloned() else {
             continue;
         };
-        // `lib.rs`/`main.rs` are the crate root; a file of tests (`foo/tests.rs`, declared as
-        // `#[cfg(test)] mod tests;`) may reach anywhere, like a `mod tests` block.
+        // `lib.rs`/`main.rs` are the crate root; a file of tests (`tests.rs`, `foo/tests.rs`,
+        // declared as `#[cfg(test)] mod tests;`) may reach anywhere, like a `mod tests` block.
         if parts.len() == 1 && (top == "lib" || top == "main") {
-            let text = std::fs::read_to_string(&file)
-                .with_context(|| format!("reading {}", file.display()))?;
-            root_code = Some(without_tests(&without_comments(&text)));
+            root_code = Some(code_of(&file)?);
             continue;
         }
-        if parts.iter().skip(1).any(|part| part == "tests") {
+        if parts.iter().any(|part| part == "tests") {
             continue;
         }
         // How deep the file's module is below its top-level module (`a.rs`, `a/mod.rs`: 0).
@@ -60,9 +62,7 @@ pub(crate) fn module_graph(src: &Path, roots: bool) -> Result<BTreeMap<String, B
         } else {
             parts.len() - 1
         };
-        let text = std::fs::read_to_string(&file)
-            .with_context(|| format!("reading {}", file.display()))?;
-        let code = without_tests(&without_comments(&text));
+        let code = code_of(&file)?;
         let edges = graph.entry(top.clone()).or_default();
         edges.extend(names_after(&code, "crate::"));
         let parent = match depth {
@@ -83,7 +83,7 @@ pub(crate) fn module_graph(src: &Path, roots: bool) -> Result<BTreeMap<String, B
     for (module, edges) in &mut graph {
         edges.retain(|target| target != module && modules.contains(target));
     }
-    if let (true, Some(code)) = (roots, root_code) {
+    if let Some(code) = root_code {
         let reexported = reexports(&code, &modules);
         for (module, names) in &through_root {
             for name in names {
@@ -335,27 +335,14 @@ fn identifier(text: &str) -> &str {
     &text[..end]
 }
 
-/// The text without `//` comments (line and doc comments). String literals containing `//`
-/// lose their tail, which only ever removes edges, never adds one.
-fn without_comments(text: &str) -> String {
-    text.lines()
-        .map(|line| match line.find("//") {
-            Some(at) => &line[..at],
-            None => line,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+/// A file's code: without comments, literals' contents and `#[cfg(test)]` items.
+fn code_of(file: &Path) -> Result<String> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    Ok(rust_text::without_test_items(&rust_text::mask(&text)))
 }
 
-/// The text before a `#[cfg(test)]` module (tests sit at the end of a file by convention here).
-fn without_tests(text: &str) -> String {
-    match text.find("#[cfg(test)]\nmod tests") {
-        Some(at) => text[..at].to_owned(),
-        None => text.to_owned(),
-    }
-}
-
-fn rust_files(dir: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn rust_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(current) = pending.pop() {
@@ -374,16 +361,16 @@ fn rust_files(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// Checks every crate of the workspace (each `src/` directory beside a `Cargo.toml`); with
-/// `roots`, each crate root is a node of its graph.
-pub(crate) fn check(root: &Path, crates: &[PathBuf], roots: bool) -> Result<()> {
+/// Checks every crate of the workspace (each `src/` directory beside a `Cargo.toml`) for
+/// circles, its root a node of its graph.
+pub(crate) fn check(root: &Path, crates: &[PathBuf]) -> Result<()> {
     let mut failures = Vec::new();
     for krate in crates {
         let src = root.join(krate).join("src");
         if !src.is_dir() {
             continue;
         }
-        let graph = module_graph(&src, roots)?;
+        let graph = module_graph(&src)?;
         let found = circles(&graph);
         if found.is_empty() {
             eprintln!(
@@ -393,7 +380,12 @@ pub(crate) fn check(root: &Path, crates: &[PathBuf], roots: bool) -> Result<()> 
             );
         }
         for circle in found {
-            failures.push(format!("{}: {}", krate.display(), circle.join(" <-> ")));
+            failures.push(format!(
+                "{}: {} ({})",
+                krate.display(),
+                circle.join(" <-> "),
+                edges_within(&graph, &circle).join(", ")
+            ));
         }
     }
     if !failures.is_empty() {
@@ -403,6 +395,19 @@ pub(crate) fn check(root: &Path, crates: &[PathBuf], roots: bool) -> Result<()> 
         );
     }
     Ok(())
+}
+
+/// The edges between the modules of one circle (`a -> b`), which say what to move.
+fn edges_within(graph: &BTreeMap<String, BTreeSet<String>>, circle: &[String]) -> Vec<String> {
+    let mut edges = Vec::new();
+    for from in circle {
+        for to in graph.get(from).into_iter().flatten() {
+            if circle.contains(to) {
+                edges.push(format!("{from} -> {to}"));
+            }
+        }
+    }
+    edges
 }
 
 /// The crates the check covers: every directory of the workspace with a `Cargo.toml` and a
@@ -453,13 +458,17 @@ mod tests {
     }
 
     #[test]
-    fn paths_groups_and_module_uses_are_edges_comments_and_tests_are_not() {
+    fn paths_groups_and_module_uses_are_edges_comments_literals_and_tests_are_not() {
         let dir = tempfile::tempdir().expect("temp dir");
         let src = dir.path();
-        std::fs::write(src.join("lib.rs"), "mod a; mod b; mod c; mod d;").expect("write");
+        std::fs::write(
+            src.join("lib.rs"),
+            "mod a; mod b; mod c; mod d; mod e;\n#[cfg(test)]\nmod tests;",
+        )
+        .expect("write");
         std::fs::write(
             src.join("a.rs"),
-            "use super::{b::Thing, x};\n// crate::c::Nope\n",
+            "use super::b::Thing;\n// crate::c::Nope\nconst S: &str = \"crate::e::Nope\";\n",
         )
         .expect("write");
         std::fs::write(src.join("b.rs"), "use crate::c;\n").expect("write");
@@ -475,22 +484,38 @@ mod tests {
             "use super::super::a::Thing;",
         )
         .expect("write");
-        let found = module_graph(src, false).expect("graph");
+        // A test-only helper module of any name, and the crate's own tests, reach anywhere.
+        std::fs::write(
+            src.join("e.rs"),
+            "pub fn g() {}\n#[cfg(test)]\npub(crate) mod reference {\n    use super::super::d;\n}\n",
+        )
+        .expect("write");
+        std::fs::write(
+            src.join("tests.rs"),
+            "use crate::e::g;\nuse crate::Nothing;\n",
+        )
+        .expect("write");
+        let found = module_graph(src).expect("graph");
         assert_eq!(found["a"], ["b".to_owned()].into());
         assert_eq!(found["b"], ["c".to_owned()].into());
         assert!(found["c"].is_empty(), "{found:?}");
         assert_eq!(found["d"], ["a".to_owned()].into());
+        assert!(found["e"].is_empty(), "{found:?}");
+        assert!(!found.contains_key("tests"), "{found:?}");
+        assert!(found[ROOT].is_empty(), "{found:?}");
         assert!(circles(&found).is_empty());
     }
 
     #[test]
-    fn the_root_is_a_node_both_ways_when_roots_are_counted() {
+    fn the_root_is_a_node_both_ways() {
         let dir = tempfile::tempdir().expect("temp dir");
         let src = dir.path();
-        // The root uses `a`'s item and `c` through a path; `b` only re-exported.
+        // The root uses `a`'s item and `c` through a path; `b` only re-exported; `Failure`
+        // re-exported from another crate.
         std::fs::write(
             src.join("lib.rs"),
-            "mod a;\nmod b;\nmod c;\nmod d;\npub use b::{Key, Other as Renamed};\n\
+            "mod a;\nmod b;\nmod c;\nmod d;\nmod e;\npub use b::{Key, Other as Renamed};\n\
+             pub use other_crate::Failure;\n\
              pub struct Hub(a::Part);\nfn f() { c::g(); other_crate::d::h(); }\n",
         )
         .expect("write");
@@ -505,21 +530,20 @@ mod tests {
             "pub fn h() {}\n#[cfg(test)]\nmod tests {\n    use crate::Hub;\n}\n",
         )
         .expect("write");
+        // `e` names another crate's item through the root.
+        std::fs::write(src.join("e.rs"), "use crate::Failure;\n").expect("write");
 
-        let without = module_graph(src, false).expect("graph");
-        assert!(!without.contains_key(ROOT), "{without:?}");
-        assert!(circles(&without).is_empty());
-
-        let with = module_graph(src, true).expect("graph");
+        let graph = module_graph(src).expect("graph");
         assert_eq!(
-            with[ROOT],
+            graph[ROOT],
             ["a".to_owned(), "c".to_owned()].into(),
             "the root uses what its code names, not what it declares, re-exports, or another \
              crate's `d`"
         );
-        assert_eq!(with["a"], [ROOT.to_owned()].into());
-        assert_eq!(with["c"], ["b".to_owned()].into());
-        assert!(with["d"].is_empty(), "{with:?}");
-        assert_eq!(circles(&with), vec![vec!["a".to_owned(), ROOT.to_owned()]]);
+        assert_eq!(graph["a"], [ROOT.to_owned()].into());
+        assert_eq!(graph["c"], ["b".to_owned()].into());
+        assert!(graph["d"].is_empty(), "{graph:?}");
+        assert_eq!(graph["e"], [ROOT.to_owned()].into());
+        assert_eq!(circles(&graph), vec![vec!["a".to_owned(), ROOT.to_owned()]]);
     }
 }

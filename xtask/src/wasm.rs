@@ -8,7 +8,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
 
-use crate::{cargo, run, workspace_root};
+use crate::workspace::{cargo, run, workspace_root};
 
 /// A component to build: cargo package, the library's file stem, the output name, whether it
 /// may import anything (only test components may), and whether it is pre-initialised
@@ -372,7 +372,7 @@ fn preinitialize(root: &Path, jobs: &[(&str, PathBuf, PathBuf)]) -> Result<()> {
     ]))
     .context("building devin-bridge-preinit")?;
     let mut preinit = Command::new(
-        crate::cargo_target_dir()
+        crate::workspace::cargo_target_dir()
             .join("debug")
             .join("devin-bridge-preinit"),
     );

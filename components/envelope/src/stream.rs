@@ -89,7 +89,7 @@ use memchr::{memchr, memchr2};
 
 pub use devin_bridge_types::TEXT_BLOCK_SEPARATOR;
 
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 
 use crate::scan::{self, fence_after, fence_marks, CLOSE, OPEN};
 use crate::{failure, narrates_unexecuted_action, parse_scanned, parse_span, tools};
@@ -502,120 +502,154 @@ impl Scanner {
     ) -> Option<Certain> {
         let bytes = output.as_bytes();
         loop {
-            match self.mode {
+            let step = match self.mode {
                 Mode::Failed | Mode::Ended => return None,
-                Mode::Outside => {
-                    let Some(found) = bytes
-                        .get(self.at..)
-                        .and_then(|rest| memchr(b'<', rest))
-                        .map(|offset| self.at + offset)
-                    else {
-                        self.at = bytes.len();
-                        release.grow(output, bytes.len(), shown);
-                        if end {
-                            self.end_outside(bytes.len());
-                            self.mode = Mode::Ended;
-                        }
-                        return None;
-                    };
-                    let tag = match angle(&bytes[found..], end) {
-                        Angle::Other => {
-                            self.at = found + 1;
-                            continue;
-                        }
-                        Angle::Partial => return self.wait(output, found, release, shown),
-                        tag => tag,
-                    };
-                    let Some(covered) = self.lines.covers(bytes, found, end) else {
-                        return self.wait(output, found, release, shown);
-                    };
-                    if covered {
-                        self.at = found + 1;
-                        continue;
-                    }
-                    if tag == Angle::Close {
-                        // A closing tag without its opening one: `malformed_tool_json`, unless
-                        // a later excess wins; the final parse says which.
-                        release.grow(output, found, shown);
-                        self.mode = Mode::Failed;
-                        return None;
-                    }
-                    if self.envelopes >= self.limit {
-                        self.mode = Mode::Failed;
-                        return Some(Certain::Excessive);
-                    }
-                    self.envelopes += 1;
-                    release.grow(output, found, shown);
-                    release.end_piece();
-                    self.end_outside(found);
-                    self.at = found + OPEN.len();
-                    self.mode = Mode::Body {
-                        body: self.at,
-                        string: false,
-                    };
-                }
-                Mode::Body { body, string: true } => {
-                    match bytes
-                        .get(self.at..)
-                        .and_then(|rest| memchr2(b'"', b'\\', rest))
-                    {
-                        Some(offset) => {
-                            let found = self.at + offset;
-                            if bytes[found] == b'\\' {
-                                // The escaped byte, whatever it is, is skipped (maybe not here yet).
-                                self.at = found + 2;
-                            } else {
-                                self.at = found + 1;
-                                self.mode = Mode::Body {
-                                    body,
-                                    string: false,
-                                };
-                            }
-                        }
-                        None => return self.body_waits(bytes.len(), body, end),
-                    }
-                }
+                Mode::Outside => self.outside(output, end, release, shown),
+                Mode::Body { body, string: true } => self.in_string(bytes, body, end),
                 Mode::Body {
                     body,
                     string: false,
-                } => {
-                    let Some(found) = bytes
-                        .get(self.at..)
-                        .and_then(|rest| memchr2(b'"', b'<', rest))
-                        .map(|offset| self.at + offset)
-                    else {
-                        return self.body_waits(bytes.len(), body, end);
-                    };
-                    if bytes[found] == b'"' {
-                        self.at = found + 1;
-                        self.mode = Mode::Body { body, string: true };
-                        continue;
-                    }
-                    match angle(&bytes[found..], end) {
-                        Angle::Close => {
-                            self.pieces.push(Span::Envelope {
-                                body: body..found,
-                                unclosed: false,
-                            });
-                            self.at = found + CLOSE.len();
-                            self.outside_from = self.at;
-                            self.lines.skip_envelope(self.at);
-                            release.start_piece(self.at);
-                            self.mode = Mode::Outside;
-                        }
-                        Angle::Open => {
-                            self.mode = Mode::Failed;
-                            return Some(Certain::Nested(self.envelopes));
-                        }
-                        Angle::Partial => {
-                            self.at = found;
-                            return None;
-                        }
-                        Angle::Other => self.at = found + 1,
-                    }
-                }
+                } => self.in_body(bytes, body, end, release),
+            };
+            if let ControlFlow::Break(certain) = step {
+                return certain;
             }
         }
+    }
+
+    /// One step outside envelopes: to the next `<`, which is text, a tag still arriving, a tag
+    /// a fence quotes, a stray closing tag, or the opening of an envelope.
+    #[inline]
+    fn outside(
+        &mut self,
+        output: &str,
+        end: bool,
+        release: &mut Release,
+        shown: &mut Released,
+    ) -> ControlFlow<Option<Certain>> {
+        let bytes = output.as_bytes();
+        let Some(found) = bytes
+            .get(self.at..)
+            .and_then(|rest| memchr(b'<', rest))
+            .map(|offset| self.at + offset)
+        else {
+            self.at = bytes.len();
+            release.grow(output, bytes.len(), shown);
+            if end {
+                self.end_outside(bytes.len());
+                self.mode = Mode::Ended;
+            }
+            return ControlFlow::Break(None);
+        };
+        let tag = match angle(&bytes[found..], end) {
+            Angle::Other => {
+                self.at = found + 1;
+                return ControlFlow::Continue(());
+            }
+            Angle::Partial => return ControlFlow::Break(self.wait(output, found, release, shown)),
+            tag => tag,
+        };
+        let Some(covered) = self.lines.covers(bytes, found, end) else {
+            return ControlFlow::Break(self.wait(output, found, release, shown));
+        };
+        if covered {
+            self.at = found + 1;
+            return ControlFlow::Continue(());
+        }
+        if tag == Angle::Close {
+            // A closing tag without its opening one: `malformed_tool_json`, unless a later
+            // excess wins; the final parse says which.
+            release.grow(output, found, shown);
+            self.mode = Mode::Failed;
+            return ControlFlow::Break(None);
+        }
+        if self.envelopes >= self.limit {
+            self.mode = Mode::Failed;
+            return ControlFlow::Break(Some(Certain::Excessive));
+        }
+        self.envelopes += 1;
+        release.grow(output, found, shown);
+        release.end_piece();
+        self.end_outside(found);
+        self.at = found + OPEN.len();
+        self.mode = Mode::Body {
+            body: self.at,
+            string: false,
+        };
+        ControlFlow::Continue(())
+    }
+
+    /// One step inside a JSON string of the envelope whose body starts at `body`: to its
+    /// closing quote, skipping escaped bytes.
+    #[inline]
+    fn in_string(&mut self, bytes: &[u8], body: usize, end: bool) -> ControlFlow<Option<Certain>> {
+        match bytes
+            .get(self.at..)
+            .and_then(|rest| memchr2(b'"', b'\\', rest))
+        {
+            Some(offset) => {
+                let found = self.at + offset;
+                if bytes[found] == b'\\' {
+                    // The escaped byte, whatever it is, is skipped (maybe not here yet).
+                    self.at = found + 2;
+                } else {
+                    self.at = found + 1;
+                    self.mode = Mode::Body {
+                        body,
+                        string: false,
+                    };
+                }
+                ControlFlow::Continue(())
+            }
+            None => ControlFlow::Break(self.body_waits(bytes.len(), body, end)),
+        }
+    }
+
+    /// One step in the body of the envelope that starts at `body`, outside its strings: to
+    /// the next quote (a string opens) or `<` (its closing tag, a nested opening, or neither).
+    #[inline]
+    fn in_body(
+        &mut self,
+        bytes: &[u8],
+        body: usize,
+        end: bool,
+        release: &mut Release,
+    ) -> ControlFlow<Option<Certain>> {
+        let Some(found) = bytes
+            .get(self.at..)
+            .and_then(|rest| memchr2(b'"', b'<', rest))
+            .map(|offset| self.at + offset)
+        else {
+            return ControlFlow::Break(self.body_waits(bytes.len(), body, end));
+        };
+        if bytes[found] == b'"' {
+            self.at = found + 1;
+            self.mode = Mode::Body { body, string: true };
+            return ControlFlow::Continue(());
+        }
+        match angle(&bytes[found..], end) {
+            Angle::Close => {
+                self.pieces.push(Span::Envelope {
+                    body: body..found,
+                    unclosed: false,
+                });
+                self.at = found + CLOSE.len();
+                self.outside_from = self.at;
+                self.lines.skip_envelope(self.at);
+                release.start_piece(self.at);
+                self.mode = Mode::Outside;
+            }
+            Angle::Open => {
+                self.mode = Mode::Failed;
+                return ControlFlow::Break(Some(Certain::Nested(self.envelopes)));
+            }
+            Angle::Partial => {
+                self.at = found;
+                return ControlFlow::Break(None);
+            }
+            Angle::Other => self.at = found + 1,
+        }
+        ControlFlow::Continue(())
     }
 
     /// Stops before the `<` at `at` until more of the output arrives; the text before it is

@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer};
 
 use crate::failures;
 use crate::names::normalize;
-use crate::{Failure, ResolvedModel};
+use devin_bridge_types::{Failure, ResolvedModel};
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct Catalog {

@@ -2,7 +2,7 @@
 
 use crate::catalog::Index;
 use crate::failures;
-use crate::Failure;
+use devin_bridge_types::Failure;
 
 /// Bridge setting -> client variable, in output order.
 const SETTINGS: [(&str, &str); 5] = [
@@ -39,7 +39,7 @@ pub(crate) fn map(
         if value.trim().is_empty() {
             return Err(failures::empty_setting(name));
         }
-        let target = crate::target_in(index, value)
+        let target = crate::resolve::reference(index, value)
             .map_err(|failure| failures::in_setting(name, failure))?;
         // The smallest window of the models in use: compacting early is safe, late is not.
         if let Some(tokens) = target.variant.max_context_tokens {

@@ -5,7 +5,7 @@
 //! repairs are for agent output. Messages echo caller input only through `names::echo`.
 
 use crate::names::echo;
-use crate::Failure;
+use devin_bridge_types::Failure;
 
 pub(crate) fn missing_prefix(reference: &str) -> Failure {
     Failure::invalid(
@@ -13,7 +13,7 @@ pub(crate) fn missing_prefix(reference: &str) -> Failure {
         format!(
             "model `{}` must be written as `{}<model id>`",
             echo(reference),
-            crate::PREFIX
+            crate::names::PREFIX
         ),
     )
 }

@@ -19,8 +19,7 @@ pub use devin_bridge_types::{Failure, ResolvedModel};
 
 use catalog::{Catalog, Index};
 
-/// The provider prefix every model reference must carry.
-pub const PREFIX: &str = "devin-cli-agentic/";
+pub use names::PREFIX;
 
 /// Checks a `devin-cli-agentic/<id>` reference against the catalog and returns the ACP
 /// model id of the variant it names.
@@ -29,7 +28,9 @@ pub const PREFIX: &str = "devin-cli-agentic/";
 /// reference; then a reference without the exact, case-sensitive prefix is refused.
 pub fn validate(reference: &str, catalog: &str) -> Result<String, Failure> {
     let catalog = Catalog::parse(catalog)?;
-    validate_in(&Index::new(&catalog), reference)
+    Ok(resolve::reference(&Index::new(&catalog), reference)?
+        .variant
+        .acp_id())
 }
 
 /// Maps `BRIDGE_*_MODEL` settings to the variables Claude Code reads, validating each value.
@@ -66,19 +67,6 @@ pub fn list_models(catalog: &str, vision: bool) -> Result<String, Failure> {
 pub fn context_windows(catalog: &str) -> Result<Vec<(String, u64)>, Failure> {
     let catalog = Catalog::parse(catalog)?;
     Ok(listing::windows(&Index::new(&catalog)))
-}
-
-/// `validate` against an already parsed catalog.
-fn validate_in(index: &Index<'_>, reference: &str) -> Result<String, Failure> {
-    Ok(target_in(index, reference)?.variant.acp_id())
-}
-
-/// The catalog variant a `devin-cli-agentic/<id>` reference names.
-fn target_in<'a>(index: &Index<'a>, reference: &str) -> Result<catalog::VariantRef<'a>, Failure> {
-    let requested = reference
-        .strip_prefix(PREFIX)
-        .ok_or_else(|| failures::missing_prefix(reference))?;
-    resolve::resolve(index, requested)
 }
 
 #[cfg(test)]

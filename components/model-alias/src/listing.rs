@@ -3,8 +3,10 @@
 use serde::Serialize;
 
 use crate::catalog::{Index, VariantRef};
+use crate::failures;
+use crate::names::PREFIX;
 use crate::resolve::resolve;
-use crate::{failures, Failure, PREFIX};
+use devin_bridge_types::Failure;
 
 /// Transforms have no clock, and the catalog carries no dates; clients only display this
 /// field, so a fixed timestamp keeps the answer a pure function of the catalog.

@@ -1,4 +1,7 @@
-//! Spelling rules for model names.
+//! Spelling rules for model names: a leaf module, which every other module may use.
+
+/// The provider prefix every model reference must carry.
+pub const PREFIX: &str = "devin-cli-agentic/";
 
 /// The comparison form of a model name: ASCII lowercase, `.` and `_` become `-`.
 ///

@@ -1,4 +1,5 @@
-//! Resolution of a requested name against the catalog's names.
+//! Resolution of a requested name against the catalog's names ([`resolve`]), and of a client's
+//! `devin-cli-agentic/<id>` reference, whose prefix is checked first ([`reference`]).
 //!
 //! Tiers, first match wins: exact variant uid, exact family slug, exact family alias, then
 //! the same three on the normalized spelling. Exact tiers come first so that a name spelled
@@ -8,8 +9,8 @@
 
 use crate::catalog::{Index, Kind, Name, Target, VariantRef};
 use crate::failures;
-use crate::names::{is_routing_pairing, normalize};
-use crate::Failure;
+use crate::names::{is_routing_pairing, normalize, PREFIX};
+use devin_bridge_types::Failure;
 
 #[derive(Clone, Copy)]
 enum Spelling {
@@ -25,6 +26,14 @@ const TIERS: [(Kind, Spelling); 6] = [
     (Kind::Slug, Spelling::Normalised),
     (Kind::Alias, Spelling::Normalised),
 ];
+
+/// The catalog variant a `devin-cli-agentic/<id>` reference names.
+pub(crate) fn reference<'a>(index: &Index<'a>, reference: &str) -> Result<VariantRef<'a>, Failure> {
+    let requested = reference
+        .strip_prefix(PREFIX)
+        .ok_or_else(|| failures::missing_prefix(reference))?;
+    resolve(index, requested)
+}
 
 /// Resolves `requested` (no prefix) to one variant.
 pub(crate) fn resolve<'a>(index: &Index<'a>, requested: &str) -> Result<VariantRef<'a>, Failure> {

@@ -1,7 +1,7 @@
 //! The request's `classifier_context`, read into what the judge uses.
 //!
 //! Invariants:
-//! - A context larger than [`crate::MAX_CONTEXT_BYTES`], not JSON, not an object, or with a
+//! - A context larger than [`MAX_CONTEXT_BYTES`], not JSON, not an object, or with a
 //!   known field of the wrong type is an error (the whole answer becomes `unavailable`); the
 //!   error names the field and what it held, never its value (the context is private).
 //! - Unknown fields are ignored; a missing or `null` field takes its default (no directory,
@@ -19,6 +19,9 @@ use serde_json::{Map, Value};
 use crate::decisive::Written;
 use crate::pathname::normalize;
 use crate::rule::{Rule, RuleEntry};
+
+/// Largest `classifier_context` read, in bytes; a larger one makes the answer `Unavailable`.
+pub(crate) const MAX_CONTEXT_BYTES: usize = 256 * 1024;
 
 /// What the judge reads from the context.
 #[derive(Debug, Default, Clone)]
@@ -82,11 +85,11 @@ fn shell_of(shell: Option<&str>, platform: Option<&str>) -> Shell {
 
 /// Reads the context; the error is the reason of an `unavailable` answer.
 pub(crate) fn parse(text: &str) -> Result<Context, String> {
-    if text.len() > crate::MAX_CONTEXT_BYTES {
+    if text.len() > MAX_CONTEXT_BYTES {
         return Err(format!(
             "classifier_context is {} bytes, more than the judge's limit of {}",
             text.len(),
-            crate::MAX_CONTEXT_BYTES
+            MAX_CONTEXT_BYTES
         ));
     }
     let value: Value = serde_json::from_str(text).map_err(|error| {
@@ -342,7 +345,7 @@ mod tests {
 
     #[test]
     fn malformed_contexts_name_the_problem() {
-        let big = format!("{{\"x\":\"{}\"}}", "a".repeat(crate::MAX_CONTEXT_BYTES));
+        let big = format!("{{\"x\":\"{}\"}}", "a".repeat(MAX_CONTEXT_BYTES));
         for (text, needle) in [
             ("not json", "not JSON"),
             ("[1,2]", "an array, not an object"),

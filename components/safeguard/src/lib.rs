@@ -63,7 +63,7 @@ mod wrappers;
 use devin_bridge_types::{CallVerdict, SafeguardStatus, ToolCall, ToolVerdict};
 
 /// Largest `classifier_context` read, in bytes; a larger one makes the answer `Unavailable`.
-pub const MAX_CONTEXT_BYTES: usize = 256 * 1024;
+pub const MAX_CONTEXT_BYTES: usize = context::MAX_CONTEXT_BYTES;
 
 /// Longest `Bash` command judged, in bytes; a longer one is flagged.
 pub const MAX_COMMAND_BYTES: usize = line::MAX_COMMAND_BYTES;

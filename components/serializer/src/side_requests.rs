@@ -45,9 +45,9 @@ pub(crate) const EMPTY_SESSION_TITLE: &str = "New session";
 
 /// The local answer to `request` (a JSON object the serializer has accepted), when it is a side
 /// request of a known shape; none for every other request.
-pub(crate) fn local_answer(request: &Json) -> Option<crate::LocalAnswer> {
+pub(crate) fn local_answer(request: &Json) -> Option<devin_bridge_types::LocalAnswer> {
     let session = session_title_request(request)?;
-    Some(crate::LocalAnswer {
+    Some(devin_bridge_types::LocalAnswer {
         purpose: SESSION_TITLE.to_owned(),
         text: title_json(&title(session)),
     })

@@ -7,7 +7,7 @@
 use devin_bridge_types::error_type;
 use serde::Serialize;
 
-use crate::Failure;
+use devin_bridge_types::Failure;
 
 #[derive(Serialize)]
 pub(crate) struct WireError<'a> {

@@ -16,7 +16,7 @@ use serde::Serialize;
 use crate::frame::Frame;
 use crate::safeguard::Results;
 use crate::tool_input::ToolInput;
-use crate::{MessageHead, Reply, ReplyBlock, SafeguardStatus, Usage};
+use devin_bridge_types::{MessageHead, Reply, ReplyBlock, SafeguardStatus, Usage};
 
 /// Anthropic reports `output_tokens: 1` in `message_start`, before anything was generated;
 /// the real count follows in `message_delta`.

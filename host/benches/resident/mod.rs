@@ -34,7 +34,7 @@ use devin_bridge_agent::process::Spec;
 use http_body_util::{BodyExt, Full};
 use serde_json::{json, Value};
 
-use super::{connect, gather, ms, percentile, Samples, EXPECTED, PATH};
+use super::{connect, gather, ms, percentile, round_trip, timed, Samples, EXPECTED, PATH};
 
 /// Turns per conversation.
 pub(crate) const TURNS: usize = 20;
@@ -115,18 +115,10 @@ pub(crate) async fn conversations(
             let mut sender = connect(addr).await;
             barrier.wait().await;
             for (index, body) in script.requests.iter().enumerate() {
-                let started = Instant::now();
-                let outcome = match sender.as_mut() {
-                    Ok(sender) => turn(sender, &key, index, body).await,
-                    Err(error) => Err(error.clone()),
-                };
-                match outcome {
-                    Ok(()) => samples.latencies.push(started.elapsed()),
-                    Err(error) => {
-                        samples.fail(error);
-                        sender = connect(addr).await;
-                    }
-                }
+                timed(&mut samples, &mut sender, addr, async |sender| {
+                    turn(sender, &key, index, body).await
+                })
+                .await;
             }
             samples
         }
@@ -134,43 +126,22 @@ pub(crate) async fn conversations(
     .await
 }
 
+/// One turn of a conversation on its keep-alive connection: the request with its
+/// conversation's key and its index, a 200 with the offline agent's answer expected.
 async fn turn(
     sender: &mut super::Sender,
     key: &str,
     index: usize,
     body: &Bytes,
 ) -> Result<(), String> {
-    sender
-        .ready()
-        .await
-        .map_err(|e| format!("connection: {e}"))?;
-    let request = hyper::Request::builder()
-        .method(hyper::Method::POST)
-        .uri(PATH)
-        .header(hyper::header::HOST, "127.0.0.1")
-        .header(hyper::header::CONTENT_TYPE, "application/json")
-        .header(hyper::header::CONTENT_LENGTH, body.len())
-        .header("x-claude-code-session-id", key)
-        .header(TURN_HEADER, index)
-        .body(Full::new(body.clone()))
-        .map_err(|e| format!("request: {e}"))?;
-    let response = sender
-        .send_request(request)
-        .await
-        .map_err(|e| format!("send: {e}"))?;
-    let status = response.status();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| format!("body: {e}"))?
-        .to_bytes();
-    let text = String::from_utf8_lossy(&bytes);
-    if status != hyper::StatusCode::OK || !text.contains(EXPECTED) {
-        return Err(format!(
-            "status {status}: {}",
-            text.chars().take(300).collect::<String>()
-        ));
+    let index = index.to_string();
+    let headers = [
+        ("x-claude-code-session-id", key),
+        (TURN_HEADER, index.as_str()),
+    ];
+    let answer = round_trip(sender, hyper::Method::POST, PATH, &headers, body).await?;
+    if answer.status != hyper::StatusCode::OK || !answer.body.contains(EXPECTED) {
+        return Err(format!("status {}: {}", answer.status, answer.short(300)));
     }
     Ok(())
 }

@@ -1146,14 +1146,8 @@ fn interactive_claude(
         .arg("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
         .arg("DISABLE_AUTOUPDATER=1")
         .arg("npm_config_update_notifier=false");
-    for name in [
-        "ANTHROPIC_MODEL",
-        "ANTHROPIC_DEFAULT_OPUS_MODEL",
-        "ANTHROPIC_DEFAULT_SONNET_MODEL",
-        "ANTHROPIC_DEFAULT_HAIKU_MODEL",
-        "ANTHROPIC_SMALL_FAST_MODEL",
-    ] {
-        command.arg(format!("{name}=devin-cli-agentic/swe-1-7"));
+    for name in common::claude::MODEL_VARIABLES {
+        command.arg(format!("{name}={}", common::claude::MODEL));
     }
     command.arg(claude).current_dir(project);
     command

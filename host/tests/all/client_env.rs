@@ -6,11 +6,10 @@
 use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use common::claude::{claude_code, offline_policy, reader, wait_until, ServedBridge};
+use common::claude::{claude_code, offline_policy, run_in_group, GroupRun, ServedBridge};
 
 fn client_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_devin-bridge"))
@@ -315,41 +314,27 @@ fn claude_print(
     key: &str,
     env: &[(&str, &str)],
 ) -> String {
-    let mut child = Command::new(claude)
-        .args(["-p", "Say hello.", "--allowedTools", "Read"])
-        .current_dir(project)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", root.join("claude-home"))
-        .env("TMPDIR", root.join("tmp"))
-        .env("ANTHROPIC_API_KEY", key)
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("DISABLE_ERROR_REPORTING", "1")
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .expect("spawn claude");
-    let group = child.id() as i32;
-    let stdout = reader(child.stdout.take());
-    let stderr = reader(child.stderr.take());
-    let status = wait_until(
-        &mut child,
-        std::time::Instant::now() + std::time::Duration::from_secs(120),
+    let GroupRun {
+        status,
+        stdout,
+        stderr,
+    } = run_in_group(
+        Command::new(claude)
+            .args(["-p", "Say hello.", "--allowedTools", "Read"])
+            .current_dir(project)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", root.join("claude-home"))
+            .env("TMPDIR", root.join("tmp"))
+            .env("ANTHROPIC_API_KEY", key)
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("DISABLE_ERROR_REPORTING", "1")
+            .envs(env.iter().copied())
+            .stdin(Stdio::null()),
+        std::time::Duration::from_secs(120),
     );
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(-group),
-        nix::sys::signal::Signal::SIGKILL,
-    );
-    let _ = child.wait();
-    let text = format!(
-        "{}{}",
-        stdout.join().expect("stdout"),
-        stderr.join().expect("stderr")
-    );
+    let text = format!("{stdout}{stderr}");
     assert!(status.is_some(), "claude did not finish:\n{text}");
     text
 }

@@ -26,8 +26,9 @@ use serde_json::{json, Value};
 use crate::http::{
     error_response, json_response, query_pairs, query_value, read_body, read_json, Body,
 };
+use crate::shared::Shared;
 use crate::state::ApiError;
-use crate::{ClaimEvent, Kind, RemoteBehaviour, SessionSpec, SessionStatus, Sha256File, Shared};
+use crate::{ClaimEvent, Kind, RemoteBehaviour, SessionSpec, SessionStatus, Sha256File};
 
 pub(crate) async fn handle(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<Body> {
     handle_inner(shared, request)

@@ -14,8 +14,9 @@ use serde_json::{json, Value};
 use crate::http::{
     bearer, error_response, json_response, query_pairs, query_value, read_json, Body,
 };
+use crate::shared::Shared;
 use crate::state::ApiError;
-use crate::{RemoteBehaviour, Shared};
+use crate::RemoteBehaviour;
 
 pub(crate) async fn handle(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<Body> {
     let path = request.uri().path().to_owned();
@@ -111,7 +112,7 @@ async fn connect(
                 }
                 tokio::select! {
                     changed = changes.changed() => if changed.is_err() { return Err(ApiError::new(503, "unavailable", "stopping")) },
-                    _ = crate::until_stopped(&mut shutdown) => return Err(ApiError::new(503, "unavailable", "stopping")),
+                    _ = crate::shared::until_stopped(&mut shutdown) => return Err(ApiError::new(503, "unavailable", "stopping")),
                 }
             }
         }

@@ -10,8 +10,8 @@ use hyper::{Method, Request, Response};
 use serde_json::{json, Value};
 
 use crate::queue::ListQuery;
+use crate::shared::Shared;
 use crate::state::ApiError;
-use crate::Shared;
 
 pub(crate) use crate::body::{full, Body};
 

@@ -13,8 +13,9 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
 use crate::http::{full, json_response, respond, Body};
+use crate::shared::Shared;
 use crate::static_files::BASE_PATH;
-use crate::{RequestLog, Shared};
+use crate::RequestLog;
 
 /// Serves until the fleet stops; then every open connection is cut.
 pub(crate) async fn serve(shared: Arc<Shared>, listener: TcpListener) {
@@ -28,7 +29,7 @@ pub(crate) async fn serve(shared: Arc<Shared>, listener: TcpListener) {
                     continue;
                 }
             },
-            _ = crate::until_stopped(&mut shutdown) => return,
+            _ = crate::shared::until_stopped(&mut shutdown) => return,
         };
         let _ = stream.set_nodelay(true);
         let shared = shared.clone();
@@ -42,7 +43,7 @@ pub(crate) async fn serve(shared: Arc<Shared>, listener: TcpListener) {
             let mut shutdown = shared.shutdown.subscribe();
             tokio::select! {
                 _ = connection => {}
-                _ = crate::until_stopped(&mut shutdown) => {}
+                _ = crate::shared::until_stopped(&mut shutdown) => {}
             }
         });
     }
@@ -54,7 +55,7 @@ pub(crate) async fn tick_loop(shared: Arc<Shared>) {
     loop {
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(20)) => {}
-            _ = crate::until_stopped(&mut shutdown) => return,
+            _ = crate::shared::until_stopped(&mut shutdown) => return,
         }
         let changed = {
             let mut state = shared.lock();

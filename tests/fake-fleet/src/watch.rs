@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use tokio::time::{interval_at, sleep_until, Instant, MissedTickBehavior};
 
 use crate::body::{self, Body};
-use crate::Shared;
+use crate::shared::Shared;
 
 /// Answers a watch of `outpost` (all outposts if `None`) from resource version `from`.
 pub(crate) fn start(shared: Arc<Shared>, outpost: Option<String>, from: u64) -> Response<Body> {
@@ -54,7 +54,7 @@ async fn stream(shared: Arc<Shared>, outpost: Option<String>, from: u64, tx: mps
                     // stops; the sender stays alive so the body never ends.
                     tokio::select! {
                         _ = tx.closed() => {}
-                        _ = crate::until_stopped(&mut shutdown) => {}
+                        _ = crate::shared::until_stopped(&mut shutdown) => {}
                     }
                 }
                 return;
@@ -79,7 +79,7 @@ async fn stream(shared: Arc<Shared>, outpost: Option<String>, from: u64, tx: mps
                 }
             }
             _ = tx.closed() => return,
-            _ = crate::until_stopped(&mut shutdown) => return,
+            _ = crate::shared::until_stopped(&mut shutdown) => return,
         }
     }
 }

@@ -9,6 +9,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
 
+/// `MOCK_DEVIN_LOG`, when set.
+pub(crate) fn path() -> Option<PathBuf> {
+    std::env::var_os("MOCK_DEVIN_LOG")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
 pub(crate) struct Log {
     path: Option<PathBuf>,
     warned: AtomicBool,

@@ -51,6 +51,7 @@
 //! Invalid values are refused at start-up with exit status 64.
 
 mod bridge;
+mod cli;
 mod full;
 mod log;
 mod plan;
@@ -71,30 +72,15 @@ mod turn;
 mod wire;
 
 use std::ffi::OsString;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::json;
 
+use crate::cli::{AGENT_VERSION, ARGS_EXIT, GRANDCHILD_ARG, USAGE_EXIT};
 use crate::profile::{AgentType, Profile};
 
-/// The CLI version `--version` reports (`initialize`'s `agentInfo` names the agent instead).
-pub const AGENT_VERSION: &str = "3000.11.4";
-pub const USAGE_EXIT: i32 = 64;
-/// The exit status of a command line the CLI's argument parser refuses.
-pub const ARGS_EXIT: i32 = 2;
 /// Flags of the real `devin acp` that the bridge must never pass after `acp`.
 const FORBIDDEN_FLAGS: [&str; 2] = ["--cloud", "--refusal-fallback"];
-
-/// `MOCK_DEVIN_LOG`, when set.
-pub fn log_path() -> Option<PathBuf> {
-    std::env::var_os("MOCK_DEVIN_LOG")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-}
-
-/// `mock-devin --grandchild-sleep SECONDS`: what `[mock:grandchild]` leaves behind.
-pub const GRANDCHILD_ARG: &str = "--grandchild-sleep";
 
 /// What argv asks for.
 #[derive(Debug, PartialEq, Eq)]
@@ -251,7 +237,7 @@ fn main() {
         }
         Invocation::Refused(message) => {
             eprintln!("mock-devin: {message}");
-            log::Log::new(log_path()).event(
+            log::Log::new(log::path()).event(
                 "argv_refused",
                 None,
                 json!({"flags": flag_names(&args), "status": USAGE_EXIT}),
@@ -260,7 +246,7 @@ fn main() {
         }
         Invocation::BadArgs(message) => {
             eprintln!("{message}");
-            log::Log::new(log_path()).event(
+            log::Log::new(log::path()).event(
                 "argv_refused",
                 None,
                 json!({"flags": flag_names(&args), "status": ARGS_EXIT}),

@@ -258,7 +258,7 @@ fn answer(args: &Args) -> PrintResult {
 
 /// Runs print mode and exits.
 pub(crate) fn run(args: &Args) -> ! {
-    let log = log::Log::new(crate::log_path());
+    let log = log::Log::new(crate::log::path());
     log.event(
         "print_start",
         None,

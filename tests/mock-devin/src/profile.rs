@@ -229,7 +229,7 @@ impl Profile {
         let start_model = model.unwrap_or_else(|| default_model.to_owned());
         let logout_style = LogoutStyle::from_env()?;
         let startup = millis("MOCK_DEVIN_STARTUP_MS", 0)?;
-        let log = crate::log_path();
+        let log = crate::log::path();
         Ok(match agent {
             AgentType::Summarizer => {
                 let default = match scenario_setting()? {

@@ -499,21 +499,21 @@ pub(crate) fn version(file: &Path) -> ! {
                 "mock-devin replay: the trace {} records no cli_version to answer --version with",
                 file.display()
             );
-            std::process::exit(crate::USAGE_EXIT);
+            std::process::exit(crate::cli::USAGE_EXIT);
         }
         Err(error) => {
             eprintln!(
                 "mock-devin replay: cannot read the trace {}: {error}",
                 file.display()
             );
-            std::process::exit(crate::USAGE_EXIT);
+            std::process::exit(crate::cli::USAGE_EXIT);
         }
     }
 }
 
 /// Runs the replay of `file` on stdin and stdout; never returns.
 pub(crate) fn run(file: &Path) -> ! {
-    let log = Log::new(crate::log_path());
+    let log = Log::new(crate::log::path());
     let trace = read_trace(file).and_then(|text| parse(&text));
     let trace = match trace {
         Ok(trace) => trace,
@@ -522,7 +522,7 @@ pub(crate) fn run(file: &Path) -> ! {
                 "mock-devin replay: cannot read the trace {}: {error}",
                 file.display()
             );
-            std::process::exit(crate::USAGE_EXIT);
+            std::process::exit(crate::cli::USAGE_EXIT);
         }
     };
     log.event("replay_start", None, json!({"messages": trace.len()}));

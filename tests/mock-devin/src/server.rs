@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use crate::bridge;
+use crate::cli::AGENT_VERSION;
 use crate::full::markers;
 use crate::full::permissions::Permissions;
 use crate::full::store::{Record, Role, Store, StoreError};
@@ -30,7 +31,6 @@ use crate::session::{
 use crate::shared::{Shared, LATE_CLOSE};
 use crate::turn::{Event, Turn};
 use crate::wire::{self, Refusal, Stats, TurnIds, DEFAULT_MODE, MODES};
-use crate::AGENT_VERSION;
 
 /// Exit status when `config.json` is missing or malformed (EX_CONFIG).
 pub(crate) const CONFIG_EXIT: i32 = 78;

@@ -75,7 +75,7 @@ fn hang_forever() -> ! {
 fn spawn_grandchild(seconds: u64) -> std::io::Result<Child> {
     let program = std::env::current_exe().unwrap_or_else(|_| "mock-devin".into());
     Command::new(program)
-        .args([crate::GRANDCHILD_ARG, &seconds.to_string()])
+        .args([crate::cli::GRANDCHILD_ARG, &seconds.to_string()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

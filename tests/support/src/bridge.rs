@@ -141,7 +141,7 @@ impl TestBridge {
     ) -> TestBridge {
         let dir = tempfile::tempdir().expect("tempdir");
         let home = dir.path().join(".sandbox").join("home");
-        let text = crate::policy_text(&format!(
+        let text = crate::policies::policy_text(&format!(
             "[server]\nlisten = \"127.0.0.1:0\"\nrequire_key = false\n{server}\n\
              [agent]\ncommand = {:?}\nhome = {:?}\noffline = true\n{agent}\n\
              [models]\ncatalog = {:?}\n{models}\n",
@@ -153,9 +153,9 @@ impl TestBridge {
             SummarizerPolicy::parse(&text, Path::new("test.toml"), dir.path()).expect("policy");
         let transforms = tokio::task::spawn_blocking(move || {
             Transforms::load_with(
-                crate::test_runtime(),
-                crate::test_cache(),
-                &crate::policy("").engine_config(),
+                crate::engine::test_runtime(),
+                crate::engine::test_cache(),
+                &crate::policies::policy("").engine_config(),
             )
             .expect("components")
         })

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use devin_bridge_agent::process::group::kill_group;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
@@ -87,7 +88,7 @@ pub fn offline_policy_with_server(
     let path = OfflinePolicy::path;
     let mut policy = OfflinePolicy::load().expect("offline.toml");
     policy
-        .components(&crate::components_dir())
+        .components(&crate::artifacts::components_dir())
         .set("server", "require_key", true)
         .set("server", "api_key_file", path(key_file))
         .set("agent", "command", path(&mock_devin()))
@@ -110,7 +111,11 @@ pub fn offline_policy_with_server(
             path(&repo.join("policies/models.json")),
         )
         .set("control", "socket", path(&root.join("run/control.sock")))
-        .set("engine", "cache_dir", path(&crate::test_cache_dir()));
+        .set(
+            "engine",
+            "cache_dir",
+            path(&crate::engine::test_cache_dir()),
+        );
     let file = root.join("policy.toml");
     policy.write(&file).expect("write policy");
     file
@@ -237,7 +242,7 @@ impl ServedBridge {
         let (log, addr_rx) = match launch.stderr {
             Stderr::Follow => {
                 let pipe = child.stderr.take().expect("stderr");
-                let (lines, addr_rx) = crate::follow_bridge_stderr(pipe);
+                let (lines, addr_rx) = follow_bridge_stderr(pipe);
                 (Log::Lines(lines), Some(addr_rx))
             }
             Stderr::File(path) => (Log::File(path), None),
@@ -356,6 +361,32 @@ impl Drop for ServedBridge {
     }
 }
 
+/// Follows a `devin-bridge serve` process's stderr on a thread: echoes and keeps every line,
+/// and sends the address of its `listening on http://ADDR` line once, or `None` when stderr
+/// ends without one (the process exited).
+pub fn follow_bridge_stderr(
+    pipe: std::process::ChildStderr,
+) -> (
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    std::sync::mpsc::Receiver<Option<String>>,
+) {
+    use std::io::BufRead;
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let kept = lines.clone();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+            eprintln!("bridge: {line}");
+            if let Some(addr) = listening_addr(&line) {
+                let _ = addr_tx.send(Some(addr.to_owned()));
+            }
+            kept.lock().expect("lines").push(line);
+        }
+        let _ = addr_tx.send(None);
+    });
+    (lines, addr_rx)
+}
+
 /// Waits for `child` until `deadline`; `None` when it is still running then.
 pub fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
     loop {
@@ -377,6 +408,40 @@ pub fn reader<R: Read + Send + 'static>(pipe: Option<R>) -> JoinHandle<String> {
         }
         text
     })
+}
+
+/// What a program run in its own process group left: its status (`None` when it was still
+/// running at the deadline), its stdout and its stderr.
+pub struct GroupRun {
+    pub status: Option<ExitStatus>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `command` as the leader of a process group of its own, with its stdout and stderr
+/// read, until it exits or `limit` passes; then ends the group with the agent crate's
+/// `kill_group` (whatever the program left running, such as Claude Code's tools' shells, or
+/// the program itself when it overstayed), reaps it and reads its output to the end.
+pub fn run_in_group(command: &mut Command, limit: Duration) -> GroupRun {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("spawn");
+    // The child leads its own group (`process_group(0)`): the group's id is its pid.
+    let group = Pid::from_raw(i32::try_from(child.id()).expect("a pid fits an i32"));
+    let stdout = reader(child.stdout.take());
+    let stderr = reader(child.stderr.take());
+    let status = wait_until(&mut child, Instant::now() + limit);
+    // The readers see the end of their pipes once every member of the group is gone.
+    kill_group(group);
+    let _ = child.wait();
+    GroupRun {
+        status,
+        stdout: stdout.join().expect("stdout"),
+        stderr: stderr.join().expect("stderr"),
+    }
 }
 
 /// A Claude Code run: its exit status, its stream-json events and its stderr.
@@ -411,6 +476,19 @@ pub struct ClaudeInvocation<'a> {
     pub extra_env: Vec<(&'a str, std::ffi::OsString)>,
 }
 
+/// Every variable by which Claude Code picks a model for some purpose (the main loop, each
+/// tier, the small fast model, subagents): a run against the bridge sets each to a catalog
+/// model.
+pub const MODEL_VARIABLES: [&str; 7] = [
+    "ANTHROPIC_MODEL",
+    "ANTHROPIC_DEFAULT_OPUS_MODEL",
+    "ANTHROPIC_DEFAULT_SONNET_MODEL",
+    "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+    "ANTHROPIC_DEFAULT_FABLE_MODEL",
+    "ANTHROPIC_SMALL_FAST_MODEL",
+    "CLAUDE_CODE_SUBAGENT_MODEL",
+];
+
 /// `claude -p` in the project, with a private HOME and nothing inherited but PATH (and what
 /// `invocation.extra_env` adds).
 pub fn run_claude(
@@ -442,21 +520,9 @@ pub fn run_claude(
         // The Bash tool's `npm test` must not ask the registry for updates either.
         .env("npm_config_update_notifier", "false")
         .env("NO_UPDATE_NOTIFIER", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own process group, so that the tools' shells go with it.
-        .process_group(0);
+        .stdin(Stdio::null());
     // Every model Claude Code might pick for any purpose is a catalog model.
-    for name in [
-        "ANTHROPIC_MODEL",
-        "ANTHROPIC_DEFAULT_OPUS_MODEL",
-        "ANTHROPIC_DEFAULT_SONNET_MODEL",
-        "ANTHROPIC_DEFAULT_HAIKU_MODEL",
-        "ANTHROPIC_DEFAULT_FABLE_MODEL",
-        "ANTHROPIC_SMALL_FAST_MODEL",
-        "CLAUDE_CODE_SUBAGENT_MODEL",
-    ] {
+    for name in MODEL_VARIABLES {
         command.env(name, MODEL);
     }
     for (name, value) in &invocation.extra_env {
@@ -470,16 +536,12 @@ pub fn run_claude(
     if !invocation.allowed_tools.is_empty() {
         command.args(["--allowedTools", invocation.allowed_tools]);
     }
-    let mut child = command.spawn().expect("spawn claude");
-    let group = Pid::from_raw(child.id() as i32);
-    let stdout = reader(child.stdout.take());
-    let stderr = reader(child.stderr.take());
-    let status = wait_until(&mut child, Instant::now() + CLAUDE_TIMEOUT);
-    // Whatever it leaves running goes too (and the readers see the end of their pipes).
-    let _ = kill(Pid::from_raw(-group.as_raw()), Signal::SIGKILL);
-    let _ = child.wait();
-    let stdout = stdout.join().expect("stdout");
-    let stderr = stderr.join().expect("stderr");
+    // Its own process group, so that the tools' shells go with it.
+    let GroupRun {
+        status,
+        stdout,
+        stderr,
+    } = run_in_group(&mut command, CLAUDE_TIMEOUT);
     let Some(status) = status else {
         panic!(
             "claude did not finish within {CLAUDE_TIMEOUT:?}\n--- stdout (tail) ---\n{}\n--- stderr (tail) ---\n{}",

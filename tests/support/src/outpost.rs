@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use devin_bridge_fake_fleet::{ClaimEventKind, FakeFleet, FleetConfig, SessionSpec, SessionStatus};
 use tokio::process::{Child, Command};
 
+use crate::artifacts::components_dir;
 use crate::artifacts::devin_bridge;
-use crate::components_dir;
 
 /// The commit the fake remote is published under (and the latest one).
 pub const REMOTE_SHA: &str = "abc1234";

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use crate::image::HOST_UID;
-use crate::workspace_root;
+use crate::workspace::workspace_root;
 
 /// The compose project of the tests (the operator's flow uses `devin-bridge`).
 pub(crate) const TEST_PROJECT: &str = "devin-bridge-test";

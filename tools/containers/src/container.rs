@@ -19,7 +19,7 @@ use crate::gate::{
     discover_models, exec_verify, final_result, start_bridge,
 };
 use crate::image::{self, AGENT_UID, HOST_UID};
-use crate::workspace_root;
+use crate::workspace::workspace_root;
 
 /// Counts results and prints one line per check.
 #[derive(Default)]
@@ -150,7 +150,7 @@ fn launch_requires_a_devin_login(compose: &Compose) -> Result<String> {
     if crate::gate::require_devin_login(&volume).is_ok() {
         bail!("an empty {volume} passed the login check");
     }
-    crate::run(
+    crate::workspace::run(
         Command::new("docker")
             .args(["run", "--rm", "--pull=never", "--network", "none", "-u", "0:0", "-v"])
             .arg(format!("{volume}:/home/bridge"))
@@ -171,7 +171,7 @@ fn launch_requires_a_devin_login(compose: &Compose) -> Result<String> {
 fn live_image_refuses_unpinned_cli() -> Result<String> {
     const DIGEST_REFUSAL: &str =
         "a DEVIN_CLI_SHA256_* value is a placeholder, not a sha256: pin both architectures' digests";
-    let dockerfile = crate::workspace_root().join("docker/Dockerfile.live");
+    let dockerfile = crate::workspace::workspace_root().join("docker/Dockerfile.live");
     let context = std::env::temp_dir().join(format!("devin-bridge-live-{}", std::process::id()));
     std::fs::create_dir_all(&context)?;
     let build = |args: &[&str]| -> Result<std::process::Output> {
@@ -222,7 +222,7 @@ fn live_image_refuses_unpinned_cli() -> Result<String> {
 /// Creates the project's login volume as compose would (the offline profile never mounts it),
 /// with compose's labels, so `down -v` and the listings treat it as the project's.
 fn create_auth_volume(compose: &Compose) -> Result<()> {
-    Ok(crate::run(
+    Ok(crate::workspace::run(
         Command::new("docker")
             .args(["volume", "create", "--label"])
             .arg(format!("com.docker.compose.project={}", compose.project()))
@@ -432,7 +432,7 @@ fn hostile_turn(address: &str, key: &str) -> Result<String> {
 
 /// The pinned Claude Code on this machine, against the containerised bridge.
 fn host_claude_code(address: &str, key: &str) -> Result<String> {
-    let claude = crate::claude_code()?;
+    let claude = crate::workspace::claude_code()?;
     let work = tempdir("host-claude")?;
     let project = work.join("project");
     write_demo_project(&project, None)?;

@@ -23,7 +23,11 @@ pub(crate) struct Evidence {
 impl Evidence {
     /// `.sandbox/evidence/` of this checkout (made 0700; a symlink there is refused).
     pub(crate) fn open() -> Result<Self> {
-        Self::at(crate::workspace_root().join(".sandbox").join("evidence"))
+        Self::at(
+            crate::workspace::workspace_root()
+                .join(".sandbox")
+                .join("evidence"),
+        )
     }
 
     pub(crate) fn at(dir: PathBuf) -> Result<Self> {

@@ -246,7 +246,7 @@ pub(crate) fn claude_audit_has_no_allow(path: &Path, require_denials: bool) -> R
 /// The Devin-side guard's audit after a live run: at least one allowed connection, and every
 /// allowed one to a name the Devin-side policy (`policies/guard-devin.toml`) allowlists.
 pub(crate) fn devin_audit_allows_only_devin(path: &Path) -> Result<()> {
-    let policy = crate::workspace_root().join("policies/guard-devin.toml");
+    let policy = crate::workspace::workspace_root().join("policies/guard-devin.toml");
     let allow = allowlist(
         &std::fs::read_to_string(&policy)
             .with_context(|| format!("reading {}", policy.display()))?,
@@ -375,9 +375,10 @@ mod tests {
 
     #[test]
     fn every_name_the_devin_policy_lists_is_accepted_and_nothing_else() {
-        let policy =
-            std::fs::read_to_string(crate::workspace_root().join("policies/guard-devin.toml"))
-                .expect("policy");
+        let policy = std::fs::read_to_string(
+            crate::workspace::workspace_root().join("policies/guard-devin.toml"),
+        )
+        .expect("policy");
         let allow = allowlist(&policy).expect("allow list");
         for host in [
             "devin.ai",

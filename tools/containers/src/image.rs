@@ -26,7 +26,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use crate::{run, workspace_root};
+use crate::workspace::{run, workspace_root};
 
 pub(crate) const BRIDGE_TAG: &str = "devin-bridge:offline";
 /// The balancer of the `replicas` profile.
@@ -259,7 +259,7 @@ fn copy_tree(from: &Path, to: &Path, keep: &dyn Fn(&Path) -> bool) -> Result<()>
 }
 
 fn build_claude_image(out: &Path) -> Result<Built> {
-    let claude = crate::claude_code()?;
+    let claude = crate::workspace::claude_code()?;
     let base = debian_rootfs(out)?;
     let staging = out.join("claude-rootfs");
     fresh_dir(&staging)?;

@@ -15,10 +15,13 @@ mod image;
 mod operator;
 mod outpost_image;
 mod setup;
+mod workspace;
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
+
+use workspace::workspace_root;
 
 const USAGE: &str = "\
 usage: devin-bridge-containers [--components DIR] <command> [ARGS...]
@@ -78,14 +81,4 @@ fn main() -> Result<()> {
             bail!("unknown command {other:?}")
         }
     }
-}
-
-pub use devin_bridge_test_setup::workspace::{root as workspace_root, run};
-
-/// The pinned Claude Code, installed into `target/claude-code/` when missing (where
-/// `cargo xtask test` installs it for the end-to-end test too).
-pub fn claude_code() -> Result<PathBuf> {
-    Ok(devin_bridge_test_setup::claude_code::ensure(
-        &workspace_root().join("target").join("claude-code"),
-    )?)
 }

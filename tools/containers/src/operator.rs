@@ -177,10 +177,10 @@ pub(crate) fn launch(components: &Path, rest: &[String]) -> Result<()> {
 /// checkout (so `.env.devin-bridge` there and the BRIDGE_*_MODEL environment are read and
 /// checked against the catalog); a refused value stops the launch with its message.
 fn client_variables() -> Result<Vec<(String, String)>> {
-    let binary = crate::workspace_root().join("target/debug/devin-bridge");
+    let binary = crate::workspace::workspace_root().join("target/debug/devin-bridge");
     let output = Command::new(&binary)
         .args(["client-env", "--base-url", "http://bridge:20128"])
-        .current_dir(crate::workspace_root())
+        .current_dir(crate::workspace::workspace_root())
         .stdin(Stdio::null())
         .output()
         .with_context(|| format!("cannot run {} client-env", binary.display()))?;

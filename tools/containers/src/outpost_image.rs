@@ -15,7 +15,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use crate::image::{HOST_UID, OUTPOST_TAG};
-use crate::workspace_root;
+use crate::workspace::workspace_root;
 
 const CONTAINER: &str = "devin-bridge-outpost-check";
 const TOKEN: &str = "outpost-check-token";
@@ -131,6 +131,22 @@ fn docker(args: &[&str]) -> Result<String> {
 pub(crate) fn outpost_worker_in_image(scratch: &Path) -> Result<String> {
     let _ = docker(&["rm", "-f", CONTAINER]);
     let fleet = Fleet::start()?;
+    let policy = configmap_policy()?;
+    let session = queue_session(&fleet, &policy)?;
+    start_worker(&fleet, scratch, &policy)?;
+    let result = check_worker(&fleet, &session);
+    if result.is_err() {
+        if let Ok(logs) = docker(&["logs", "--tail", "40", CONTAINER]) {
+            eprintln!("{logs}");
+        }
+    }
+    let _ = docker(&["rm", "-f", CONTAINER]);
+    result
+}
+
+/// Publishes the remote, registers the policy's outpost and queues a session for it; the
+/// session's id.
+fn queue_session(fleet: &Fleet, policy: &str) -> Result<String> {
     let remote = workspace_root().join("target/debug/fake-devin-remote");
     fleet.control(
         "POST",
@@ -144,7 +160,6 @@ pub(crate) fn outpost_worker_in_image(scratch: &Path) -> Result<String> {
         Some(r#"{"suffix":"linux_x64","sha":"abc1234"}"#),
         None,
     )?;
-    let policy = configmap_policy()?;
     let outpost_name = policy
         .lines()
         .find_map(|line| line.trim().strip_prefix("outpost = "))
@@ -168,16 +183,21 @@ pub(crate) fn outpost_worker_in_image(scratch: &Path) -> Result<String> {
         Some(&format!(r#"{{"outpost_id":"{outpost_id}"}}"#)),
         None,
     )?;
-    let session = queued["session_id"]
+    Ok(queued["session_id"]
         .as_str()
         .context("session id")?
-        .to_owned();
+        .to_owned())
+}
 
+/// Starts the worker's container as the StatefulSet runs it: uid 10001, read-only root, no
+/// capabilities, the ConfigMap's policy and a state volume mounted, the token and acceptor id
+/// in its environment.
+fn start_worker(fleet: &Fleet, scratch: &Path, policy: &str) -> Result<()> {
     let volume = scratch.join("state");
     std::fs::create_dir_all(&volume)?;
     chown(&volume, Some(HOST_UID), Some(HOST_UID))?;
     let policy_file = scratch.join("outpost.toml");
-    std::fs::write(&policy_file, &policy)?;
+    std::fs::write(&policy_file, policy)?;
     let mount_state = format!("{}:/var/lib/devin-bridge", volume.display());
     let mount_policy = format!(
         "{}:/etc/devin-bridge/outpost.toml:ro",
@@ -229,53 +249,50 @@ pub(crate) fn outpost_worker_in_image(scratch: &Path) -> Result<String> {
         "--policy",
         "/etc/devin-bridge/outpost.toml",
     ])?;
-    let result = (|| -> Result<String> {
-        wait_for(
-            "the remote to report from the container",
-            Duration::from_secs(60),
-            || {
-                let reports =
-                    fleet.control("GET", &format!("reports?session={session}"), None, None)?;
-                Ok(reports.as_array().is_some_and(|r| !r.is_empty()))
-            },
-        )?;
-        let reports = fleet.control("GET", &format!("reports?session={session}"), None, None)?;
-        let env = reports[0]["env"]
-            .as_object()
-            .context("the remote's environment")?;
-        if env.values().any(|value| value.as_str() == Some(TOKEN)) {
-            bail!("the fleet token reached the remote");
-        }
-        let cwd = reports[0]["cwd"].as_str().unwrap_or_default().to_owned();
-        if cwd != "/var/lib/devin-bridge/work" {
-            bail!("the remote ran in {cwd}, not the policy's work_dir");
-        }
-        docker(&["stop", "-t", "60", CONTAINER])?;
-        let code = docker(&["inspect", "-f", "{{.State.ExitCode}}", CONTAINER])?;
-        if code != "0" {
-            bail!("the worker exited {code} on SIGTERM");
-        }
-        let history = fleet.control("GET", &format!("history?session={session}"), None, None)?;
-        let kinds: Vec<&str> = history
-            .as_array()
-            .map(|events| events.iter().filter_map(|e| e["kind"].as_str()).collect())
-            .unwrap_or_default();
-        if kinds != ["Claimed", "Released"] {
-            bail!("claim history {kinds:?}, expected a claim by the pod's acceptor id and its release");
-        }
-        let acceptor = history[0]["acceptor"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        Ok(format!(
-            "{OUTPOST_TAG} as uid {HOST_UID} (read-only root, no capabilities) claimed {session} as {acceptor}, ran the remote in {cwd} without the token, and on SIGTERM released it and exited 0"
-        ))
-    })();
-    if result.is_err() {
-        if let Ok(logs) = docker(&["logs", "--tail", "40", CONTAINER]) {
-            eprintln!("{logs}");
-        }
+    Ok(())
+}
+
+/// Waits for the remote's report, checks what it saw, stops the container and checks the
+/// claim's history; the line the check prints.
+fn check_worker(fleet: &Fleet, session: &str) -> Result<String> {
+    wait_for(
+        "the remote to report from the container",
+        Duration::from_secs(60),
+        || {
+            let reports =
+                fleet.control("GET", &format!("reports?session={session}"), None, None)?;
+            Ok(reports.as_array().is_some_and(|r| !r.is_empty()))
+        },
+    )?;
+    let reports = fleet.control("GET", &format!("reports?session={session}"), None, None)?;
+    let env = reports[0]["env"]
+        .as_object()
+        .context("the remote's environment")?;
+    if env.values().any(|value| value.as_str() == Some(TOKEN)) {
+        bail!("the fleet token reached the remote");
     }
-    let _ = docker(&["rm", "-f", CONTAINER]);
-    result
+    let cwd = reports[0]["cwd"].as_str().unwrap_or_default().to_owned();
+    if cwd != "/var/lib/devin-bridge/work" {
+        bail!("the remote ran in {cwd}, not the policy's work_dir");
+    }
+    docker(&["stop", "-t", "60", CONTAINER])?;
+    let code = docker(&["inspect", "-f", "{{.State.ExitCode}}", CONTAINER])?;
+    if code != "0" {
+        bail!("the worker exited {code} on SIGTERM");
+    }
+    let history = fleet.control("GET", &format!("history?session={session}"), None, None)?;
+    let kinds: Vec<&str> = history
+        .as_array()
+        .map(|events| events.iter().filter_map(|e| e["kind"].as_str()).collect())
+        .unwrap_or_default();
+    if kinds != ["Claimed", "Released"] {
+        bail!("claim history {kinds:?}, expected a claim by the pod's acceptor id and its release");
+    }
+    let acceptor = history[0]["acceptor"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    Ok(format!(
+        "{OUTPOST_TAG} as uid {HOST_UID} (read-only root, no capabilities) claimed {session} as {acceptor}, ran the remote in {cwd} without the token, and on SIGTERM released it and exited 0"
+    ))
 }

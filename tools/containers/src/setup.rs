@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use devin_bridge_test_setup::debian::{self, Need, ProgramSearch};
 
-use crate::workspace_root;
+use crate::workspace::workspace_root;
 
 /// The programs the container proof runs on this machine: the Docker client and daemon
 /// (`dockerd`, which the Debian package docker.io installs beside its client) and Compose,

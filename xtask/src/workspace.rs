@@ -1,0 +1,25 @@
+//! Where the workspace is and how xtask runs cargo in it: a leaf module every command uses.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+pub(crate) use devin_bridge_test_setup::workspace::{root as workspace_root, run};
+
+/// `cargo`, in the workspace, without what `cargo run` set for xtask itself (its package's
+/// name and directories): a build started here is then the same build as one started from a
+/// shell, and neither makes the other rebuild (see `devin-bridge-nested-cargo`).
+pub(crate) fn cargo() -> Command {
+    let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cargo.current_dir(workspace_root());
+    devin_bridge_nested_cargo::without_package_context(&mut cargo);
+    cargo
+}
+
+/// The directory cargo builds into: `CARGO_TARGET_DIR` (relative to the workspace root) when
+/// set, else `target/`.
+pub(crate) fn cargo_target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR").filter(|dir| !dir.is_empty()) {
+        Some(dir) => workspace_root().join(dir),
+        None => workspace_root().join("target"),
+    }
+}
