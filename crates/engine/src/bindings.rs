@@ -70,6 +70,7 @@ impl TypedPre {
         let engine = store.engine();
         let interface_name = format!("{PACKAGE}/{}@{VERSION}", kind.name());
         let mut functions = Functions::new();
+        let mut exported = false;
         for (name, item) in component.component_type().exports(engine) {
             let ComponentItem::ComponentInstance(interface) = item.ty else {
                 continue;
@@ -80,6 +81,7 @@ impl TypedPre {
             let Some(interface_index) = component.get_export_index(None, name) else {
                 continue;
             };
+            exported = true;
             for (function, item) in interface.exports(engine) {
                 if !matches!(item.ty, ComponentItem::ComponentFunc(_)) {
                     continue;
@@ -88,6 +90,11 @@ impl TypedPre {
                     functions.push((function.to_owned(), index));
                 }
             }
+        }
+        if !exported {
+            return Err(Rejected::Interface(wasmtime::Error::msg(format!(
+                "the component exports no `{interface_name}` instance"
+            ))));
         }
         let typed = Self {
             kind,
