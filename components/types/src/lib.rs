@@ -1,5 +1,6 @@
-//! The one plain Rust definition of every record in `wit/transforms.wit`, and the text scans
-//! the transforms share.
+//! The one plain Rust definition of every record in `wit/transforms.wit`, the one table of its
+//! functions ([`transform_functions!`], from which the host's calls, the calls' data form and
+//! every component's exports are made), and the text scans the transforms share.
 //!
 //! Each transform's logic is an ordinary library that speaks these types. The same types cross
 //! the WIT boundary on both sides: a component's exports take and return them directly
@@ -22,6 +23,8 @@ use wasmtime::component::{ComponentType, Lift, Lower};
 
 pub mod continuation;
 mod errors;
+mod exports;
+mod functions;
 mod guest;
 mod model_alias;
 mod safeguard;
@@ -30,6 +33,7 @@ mod sse;
 pub mod text;
 
 pub use errors::error_type;
+pub use exports::GuestParam;
 pub use model_alias::ResolvedModel;
 pub use safeguard::{CallVerdict, Evaluation, SafeguardOutcome, SafeguardStatus, ToolVerdict};
 pub use serializer::{

@@ -20,7 +20,8 @@ macro_rules! define_call {
     ($(
         $(#[$doc:meta])*
         $variant:ident $({ $($(#[$field_attr:meta])* $field:ident: $type:ty),* $(,)? })?
-            => $kind:ident $(wit[$($wit:tt)*])? $(bind[$($bind:tt)*])? native($native:expr);
+            => $kind:ident $(wit[$($wit:tt)*])? $(bind[$($bind:tt)*])?
+                $(guest($answer:expr))? native($native:expr);
     )*) => {
         /// One call to a transform, with its arguments: the data form of the typed calls, which
         /// the golden corpus, the differential tests, the fuzz targets and the benchmarks drive.
@@ -48,7 +49,7 @@ macro_rules! define_call {
     };
 }
 
-crate::transform_functions!(define_call! {});
+devin_bridge_types::transform_functions!(define_call! {});
 
 /// What a reply stream answered: each push's released text (or its failure), then its end.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -1,11 +1,10 @@
 //! The transforms' calls as data, outside the wasm engine.
 //!
 //! - `kind`: [`TransformKind`], the one list of the five transforms and their names;
-//! - `functions`: the one table of the transforms' calls ([`transform_functions!`]): each
-//!   call's arguments, transform, WIT function and native answer, from which this crate makes
-//!   [`Call`] and `run_native`, and the engine its typed calls;
-//! - `call`: [`Call`], one value per call of a WIT function, and [`Answer`]/[`Output`], what it
-//!   answers (the fixtures' `expect`);
+//! - `call`: [`Call`], one value per call of a WIT function (made from the table of the
+//!   transforms' functions, `devin_bridge_types::transform_functions!`, with `Call::transform`
+//!   and `Call::run_native`), and [`Answer`]/[`Output`], what it answers (the fixtures'
+//!   `expect`);
 //! - [`fixture`]: the golden fixture format, decoded into a call and its expected answer;
 //! - `native` (feature `native`): [`Call::run_native`], the answer of the plain Rust libraries.
 //!
@@ -15,7 +14,6 @@
 
 mod call;
 pub mod fixture;
-mod functions;
 mod kind;
 #[cfg(feature = "native")]
 mod native;

@@ -22,7 +22,8 @@ macro_rules! define_native {
     ($(
         $(#[$doc:meta])*
         $variant:ident $({ $($(#[$field_attr:meta])* $field:ident: $type:ty),* $(,)? })?
-            => $kind:ident $(wit[$($wit:tt)*])? $(bind[$($bind:tt)*])? native($native:expr);
+            => $kind:ident $(wit[$($wit:tt)*])? $(bind[$($bind:tt)*])?
+                $(guest($answer:expr))? native($native:expr);
     )*) => {
         impl Call {
             /// The answer of the plain Rust library to this call.
@@ -35,7 +36,7 @@ macro_rules! define_native {
     };
 }
 
-crate::transform_functions!(define_native! {});
+devin_bridge_types::transform_functions!(define_native! {});
 
 /// A reply stream fed `chunks` in order: each push's released text, then the end (its reply
 /// resolved against the whole output, and the narration verdict when `narration` asks for it).

@@ -1,5 +1,5 @@
-//! The engine's side of the table of the transforms' calls (`devin_bridge_calls::
-//! transform_functions!`): the typed functions, `bind` and the load-time `check` generated
+//! The engine's side of the table of the transforms' functions
+//! (`devin_bridge_types::transform_functions!`): the typed functions, `bind` and the load-time `check` generated
 //! from it (see `table`), the functions of the reply stream's resource that no call names
 //! directly, and the bindings the table writes as `bind[...]`.
 //!
@@ -20,7 +20,7 @@ use super::{Bound, CallStore, Instance};
 use crate::runtime::arm_deadline;
 use crate::TransformKind;
 
-devin_bridge_calls::transform_functions!(wit_functions! {
+devin_bridge_types::transform_functions!(wit_functions! {
     // The reply stream (`resource reply-stream`). A handle is owned by the store the stream
     // was opened in, which must be the store of every later call (see `crate::stream`).
     engine {

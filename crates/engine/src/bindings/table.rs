@@ -1,5 +1,5 @@
 //! The generator of the typed calls: `wit_functions!` turns the table of the transforms' calls
-//! (`devin_bridge_calls::transform_functions!`, where the form of a row is described) into one
+//! (`devin_bridge_types::transform_functions!`, where the form of a row is described) into one
 //! typed function per WIT function, the arms of `bind` and the load-time check.
 //!
 //! The table's rows are the calls of the data form; the engine adds rows of its own first, in
@@ -55,7 +55,8 @@ macro_rules! wit_functions {
         $(
             $(#[$doc:meta])*
             $variant:ident $({ $($(#[$field_attr:meta])* $field:ident: $type:ty),* $(,)? })?
-                => $kind:ident $(wit[$($wit:tt)*])? $(bind[$($bind:tt)*])? native($native:expr);
+                => $kind:ident $(wit[$($wit:tt)*])? $(bind[$($bind:tt)*])?
+                $(guest($answer:expr))? native($native:expr);
         )*
     ) => {
         $($crate::bindings::table::typed_function!($engine_kind [$($engine_wit)*]);)*

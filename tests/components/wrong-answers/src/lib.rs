@@ -19,12 +19,17 @@ mod wasm {
         generate_all,
     });
 
+    use devin_bridge_envelope as envelope;
+    use devin_bridge_model_alias as model_alias;
+    use devin_bridge_safeguard as safeguard;
+    use devin_bridge_serializer as serializer;
+    use devin_bridge_sse as sse;
     use devin_bridge_types::{
         Failure, MessageHead, ParsedReply, Prompt, PromptOptions, Reply, ReplyBlock, ResolvedModel,
         Resume, ResumedPrompt, SafeguardStatus, ShownPiece, SseFrames, StreamEnd, ToolCall,
         ToolReply, UnseenPrompt, Usage,
     };
-    use exports::devin_bridge::transforms::{envelope, model_alias, safeguard, serializer, sse};
+    use exports::devin_bridge::transforms as wit;
 
     include!("../../getrandom_backend.rs");
 
@@ -44,7 +49,11 @@ mod wasm {
         }
     }
 
-    impl serializer::Guest for Component {
+    devin_bridge_types::guest_exports!(
+        Serializer SerializerExports, Component: exports::devin_bridge::transforms::serializer::Guest {}
+    );
+
+    impl SerializerExports for Component {
         fn serialize(request: String) -> Result<Prompt, Failure> {
             devin_bridge_serializer::serialize(&request).map_err(|failure| Failure {
                 status: if (400..500).contains(&failure.status) {
@@ -118,7 +127,7 @@ mod wasm {
     /// The reply stream, delegated, ending with the same upper-case ids as `parse`.
     struct ReplyStream(std::cell::RefCell<devin_bridge_envelope::ReplyStream>);
 
-    impl envelope::GuestReplyStream for ReplyStream {
+    impl wit::envelope::GuestReplyStream for ReplyStream {
         fn new(tools: String, id_seed: String, max_calls: u32) -> Self {
             Self(std::cell::RefCell::new(
                 devin_bridge_envelope::ReplyStream::new(&tools, &id_seed, max_calls),
@@ -141,9 +150,13 @@ mod wasm {
         }
     }
 
-    impl envelope::Guest for Component {
-        type ReplyStream = ReplyStream;
+    devin_bridge_types::guest_exports!(
+        Envelope EnvelopeExports, Component: exports::devin_bridge::transforms::envelope::Guest {
+            type ReplyStream = ReplyStream;
+        }
+    );
 
+    impl EnvelopeExports for Component {
         fn parse(
             output: String,
             tools: String,
@@ -169,7 +182,11 @@ mod wasm {
         }
     }
 
-    impl sse::Guest for Component {
+    devin_bridge_types::guest_exports!(
+        Sse SseExports, Component: exports::devin_bridge::transforms::sse::Guest {}
+    );
+
+    impl SseExports for Component {
         fn stream_start(head: MessageHead) -> String {
             devin_bridge_sse::stream_start(&head)
         }
@@ -234,7 +251,11 @@ mod wasm {
         }
     }
 
-    impl model_alias::Guest for Component {
+    devin_bridge_types::guest_exports!(
+        ModelAlias ModelAliasExports, Component: exports::devin_bridge::transforms::model_alias::Guest {}
+    );
+
+    impl ModelAliasExports for Component {
         fn validate(reference: String, catalog: String) -> Result<String, Failure> {
             devin_bridge_model_alias::validate(&reference, &catalog).map_err(renamed_code)
         }
@@ -255,7 +276,11 @@ mod wasm {
         }
     }
 
-    impl safeguard::Guest for Component {
+    devin_bridge_types::guest_exports!(
+        Safeguard SafeguardExports, Component: exports::devin_bridge::transforms::safeguard::Guest {}
+    );
+
+    impl SafeguardExports for Component {
         /// Passes every call: the leniency the swap contract refuses.
         fn judge(
             calls: Vec<ToolCall>,

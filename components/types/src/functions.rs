@@ -1,5 +1,6 @@
-//! The one table of the transforms' calls: a row per [`Call`](crate::Call), which is a WIT
-//! function call (or, for `ParseStream`, a whole reply stream).
+//! The one table of the transforms' WIT functions, as calls: a row per call of the data form
+//! (`devin_bridge_calls::Call`), which is a WIT function call (or, for `ParseStream`, a whole
+//! reply stream).
 //!
 //! A row reads
 //!
@@ -10,38 +11,44 @@
 //!     native(expression);
 //! ```
 //!
-//! - `Variant { ... }`: the [`Call`](crate::Call) variant and its fields, with their serde
-//!   attributes (the fixtures' `args`); no braces for a call without arguments.
-//! - `Transform`: the [`TransformKind`](crate::TransformKind) that answers it.
-//! - `wit[...]`: the WIT function as the host calls it: its name, its parameter and result
-//!   types (the plain types of `devin-bridge-types`, or `&str`, `&[T]`, `u32`, ... for WIT's
-//!   own types; `Result<T, Failure>` is a WIT `result<T, failure>`), and after `=` the
-//!   arguments it takes from the call's fields (bound by reference). The engine makes the
-//!   typed function, the call's binding and the load-time type check of it.
-//! - `bind[...]` instead of the arguments: the call's binding is written by hand in the
-//!   engine (an expression of the fields), for a call whose answer needs more than one
-//!   function's result.
+//! - `Variant { ... }`: the call's variant and its fields, with their serde attributes (the
+//!   fixtures' `args`); no braces for a call without arguments.
+//! - `Transform`: the transform that answers it (`devin_bridge_calls::TransformKind`).
+//! - `wit[...]`: the WIT function: its name, its parameter and result types (the plain types
+//!   of this crate, or `&str`, `&[T]`, `u32`, ... for WIT's own types; `Result<T, Failure>` is
+//!   a WIT `result<T, failure>`), and after `=` the arguments the host passes from the call's
+//!   fields (bound by reference). The parameters are named as the fields they come from.
+//! - `bind[...]` instead of the arguments: the host binds the call by hand (an expression of
+//!   the fields), for a call whose answer needs more than one function's result.
+//! - `guest(...)`: what a component's export answers, when it is not the native answer.
 //! - `native(...)`: the library's answer, an expression of the fields (bound by reference)
 //!   over the five libraries (`serializer`, `envelope`, `sse`, `model_alias`, `safeguard`): a
-//!   `Result<T, Failure>` or a value that cannot fail ([`IntoAnswer`](crate::IntoAnswer)).
+//!   `Result<T, Failure>` or a value that cannot fail.
 //!
-//! Each use passes the table to a macro of its own ([`transform_functions!`]): this crate makes
-//! the [`Call`](crate::Call) enum, [`Call::transform`](crate::Call::transform) and
-//! `Call::run_native` of it, and the engine its typed calls and `bind`. So a new WIT function
-//! is one row here (with its WIT, its library code, its fixtures and its docs).
+//! Each user passes the table to a macro of its own ([`transform_functions!`]):
+//! `devin-bridge-calls` makes the `Call` enum, `Call::transform` and `Call::run_native` of
+//! it, the engine its typed calls, `bind` and the load-time type check, and every component
+//! (the transforms and the test components) its exports ([`guest_exports!`]: a trait whose
+//! default methods answer as the library does, which a component overrides where it differs).
+//! So a new WIT function is one row here, with its WIT, its library code, its fixtures and
+//! its docs.
 //!
-//! Invariant: the WIT names, parameter and result types of a row are checked against a
-//! component's exports when the host loads it (the engine refuses a component that does not
-//! export every function of its transform's rows with these types), and every row's call is
-//! answered by both sides in the golden tests.
+//! Invariant: a row's WIT names, parameter and result types are checked against a component's
+//! exports when the host loads it (the engine refuses a component that does not export every
+//! function of its transform's rows with these types), wit-bindgen checks the exports against
+//! the WIT when a component builds, and every row's call is answered by both sides in the
+//! golden tests.
 
 /// Calls `$callback! { $prefix... rows... }` with the table of the transforms' calls (see the
-/// module documentation of `functions` for the form of a row).
-#[doc(hidden)]
+/// module documentation of `functions` for the form of a row). The callback is an identifier
+/// in scope, or a path in brackets (`[$crate::guest_exports]`).
 #[macro_export]
 macro_rules! transform_functions {
     ($callback:ident! { $($prefix:tt)* }) => {
-        $callback! {
+        $crate::transform_functions!([$callback] { $($prefix)* });
+    };
+    ([$($callback:tt)*] { $($prefix:tt)* }) => {
+        $($callback)*! {
             $($prefix)*
 
             Serialize { request: String } => Serializer
@@ -76,8 +83,8 @@ macro_rules! transform_functions {
                     = (prompt, rejection)]
                 native(serializer::repair(prompt, rejection));
 
-            /// The component answers a text reply as its span of `output`, which the binding
-            /// resolves against the output it holds.
+            /// The component answers a text reply as its span of `output` (the host holds the
+            /// output already), which the binding resolves against it.
             Parse {
                 output: String,
                 tools: String,
@@ -89,6 +96,7 @@ macro_rules! transform_functions {
                     fn parse(output: &str, tools: &str, id_seed: &str, max_calls: u32)
                         -> Result<ParsedReply, Failure>]
                 bind[bind_parse(output, tools, id_seed, *max_calls)]
+                guest(envelope::parse_span(output, tools, id_seed, *max_calls))
                 native(envelope::parse(output, tools, id_seed, *max_calls));
             /// A reply stream fed `chunks` in order: every push's answer, then the end (the
             /// data form of a streamed turn, for the corpus, the differential and the fuzz
