@@ -36,8 +36,8 @@
 //! Invariant: a row's WIT names, parameter and result types are checked against a component's
 //! exports when the host loads it (the engine refuses a component that does not export every
 //! function of its transform's rows with these types), wit-bindgen checks the exports against
-//! the WIT when a component builds, and every row's call is answered by both sides in the
-//! golden tests.
+//! the WIT when a component builds, and the golden fixtures are answered both natively (the
+//! golden test) and by the components (the engine's self-test corpus, the differential test).
 
 /// Calls `$callback! { $prefix... rows... }` with the table of the transforms' calls (see the
 /// module documentation of `functions` for the form of a row). The callback is an identifier

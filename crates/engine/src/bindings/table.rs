@@ -35,7 +35,7 @@ impl<T> Checked for Result<T, Failure> {
     }
 }
 
-/// Results of functions that cannot fail: checked as they are, answered as `Ok`.
+/// Results of functions that cannot fail: taken as they are.
 macro_rules! infallible {
     ($($type:ty),* $(,)?) => {$(
         impl Checked for $type {
