@@ -196,10 +196,6 @@ mod wasm {
                 .map_err(reworded)
         }
 
-        fn narrates_unexecuted_action(output: String) -> bool {
-            devin_bridge_envelope::narrates_unexecuted_action(&output)
-        }
-
         fn parse_review(output: String) -> Result<String, Failure> {
             devin_bridge_envelope::parse_review(&output).map_err(reworded)
         }
@@ -266,9 +262,6 @@ mod wasm {
         }
         fn error_body(failure: Failure) -> String {
             spaced_json(&devin_bridge_sse::error_body(&failure))
-        }
-        fn agent_error_message(raw: String) -> String {
-            devin_bridge_sse::agent_error_message(&raw)
         }
         fn parse_events(buffer: Vec<u8>, max_event_bytes: u32) -> Result<SseFrames, Failure> {
             devin_bridge_sse::parse_events(&buffer, max_event_bytes).map_err(reworded)

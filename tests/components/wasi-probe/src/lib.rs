@@ -65,10 +65,6 @@ mod wasm {
             probe(&continuation)?;
             devin_bridge_serializer::serialize_resumed(&continuation, &resume, options)
         }
-
-        fn repair(prompt: String, rejection: Failure) -> String {
-            devin_bridge_serializer::repair(&prompt, &rejection)
-        }
     }
 
     export!(Component);

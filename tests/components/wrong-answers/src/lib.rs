@@ -97,10 +97,6 @@ mod wasm {
                 },
             )
         }
-
-        fn repair(prompt: String, rejection: Failure) -> String {
-            devin_bridge_serializer::repair(&prompt, &rejection)
-        }
     }
 
     /// Tool-call ids in upper case.
@@ -167,10 +163,6 @@ mod wasm {
                 .map(upper_case_ids)
         }
 
-        fn narrates_unexecuted_action(output: String) -> bool {
-            devin_bridge_envelope::narrates_unexecuted_action(&output)
-        }
-
         fn parse_review(output: String) -> Result<String, Failure> {
             match devin_bridge_envelope::parse_review(&output) {
                 Ok(review) => Ok(review),
@@ -187,9 +179,6 @@ mod wasm {
     );
 
     impl SseExports for Component {
-        fn stream_start(head: MessageHead) -> String {
-            devin_bridge_sse::stream_start(&head)
-        }
         fn stream_ping() -> String {
             devin_bridge_sse::stream_ping()
         }
@@ -227,18 +216,8 @@ mod wasm {
                 safeguard.as_ref(),
             ))
         }
-        fn render_json(
-            head: MessageHead,
-            reply: Reply,
-            safeguard: Option<SafeguardStatus>,
-        ) -> String {
-            devin_bridge_sse::render_json(&head, &reply, safeguard.as_ref())
-        }
         fn error_event(failure: Failure) -> String {
             devin_bridge_sse::error_event(&failure)
-        }
-        fn error_body(failure: Failure) -> String {
-            devin_bridge_sse::error_body(&failure)
         }
         fn agent_error_message(raw: String) -> String {
             devin_bridge_sse::agent_error_message(&raw)
