@@ -1,5 +1,8 @@
 //! The component export: a thin shell over the library. The WIT records are the library's own
-//! types (see `devin_bridge_types::guest_bindings!`), so nothing is converted here.
+//! types (see `devin_bridge_types::guest_bindings!`), so nothing is converted here, and each
+//! export answers as the library does (`devin_bridge_types::guest_exports!`, made from the
+//! table of the transforms' functions); the reply stream's resource
+//! is written here.
 
 devin_bridge_types::guest_bindings!([envelope] {
     world: "envelope-component",
@@ -9,7 +12,9 @@ devin_bridge_types::guest_bindings!([envelope] {
 use std::cell::RefCell;
 
 use devin_bridge_types::{Failure, ParsedReply, ShownPiece, StreamEnd};
-use exports::devin_bridge::transforms::envelope::{Guest, GuestReplyStream};
+use exports::devin_bridge::transforms::envelope::GuestReplyStream;
+
+use crate as envelope;
 
 struct Component;
 
@@ -37,28 +42,13 @@ impl GuestReplyStream for ReplyStream {
     }
 }
 
-impl Guest for Component {
-    type ReplyStream = ReplyStream;
-
-    fn parse(
-        output: String,
-        tools: String,
-        id_seed: String,
-        max_calls: u32,
-    ) -> Result<ParsedReply, Failure> {
-        // A text reply is answered as its span of the output: the host holds the output
-        // already, so the text is not copied back across the boundary.
-        crate::parse_span(&output, &tools, &id_seed, max_calls)
+devin_bridge_types::guest_exports!(
+    Envelope EnvelopeExports, Component: exports::devin_bridge::transforms::envelope::Guest {
+        type ReplyStream = ReplyStream;
     }
+);
 
-    fn narrates_unexecuted_action(output: String) -> bool {
-        crate::narrates_unexecuted_action(&output)
-    }
-
-    fn parse_review(output: String) -> Result<String, Failure> {
-        crate::parse_review(&output)
-    }
-}
+impl EnvelopeExports for Component {}
 
 export!(Component);
 

@@ -1,5 +1,7 @@
 //! The component export: a thin shell over the library. The WIT records are the library's own
-//! types (see `devin_bridge_types::guest_bindings!`), so nothing is converted here.
+//! types (see `devin_bridge_types::guest_bindings!`), so nothing is converted here, and each
+//! export answers as the library does (`devin_bridge_types::guest_exports!`, made from the
+//! table of the transforms' functions).
 
 devin_bridge_types::guest_bindings!([model_alias] {
     world: "model-alias-component",
@@ -7,33 +9,15 @@ devin_bridge_types::guest_bindings!([model_alias] {
 });
 
 use devin_bridge_types::{Failure, ResolvedModel};
-use exports::devin_bridge::transforms::model_alias::Guest;
+
+use crate as model_alias;
 
 struct Component;
 
-impl Guest for Component {
-    fn validate(reference: String, catalog: String) -> Result<String, Failure> {
-        crate::validate(&reference, &catalog)
-    }
+devin_bridge_types::guest_exports!(
+    ModelAlias ModelAliasExports, Component: exports::devin_bridge::transforms::model_alias::Guest {}
+);
 
-    fn client_environment(
-        settings: Vec<(String, String)>,
-        catalog: String,
-    ) -> Result<Vec<(String, String)>, Failure> {
-        crate::client_environment(&settings, &catalog)
-    }
-
-    fn resolve(requested: String, catalog: String) -> Result<ResolvedModel, Failure> {
-        crate::resolve(&requested, &catalog)
-    }
-
-    fn list_models(catalog: String, vision: bool) -> Result<String, Failure> {
-        crate::list_models(&catalog, vision)
-    }
-
-    fn context_windows(catalog: String) -> Result<Vec<(String, u64)>, Failure> {
-        crate::context_windows(&catalog)
-    }
-}
+impl ModelAliasExports for Component {}
 
 export!(Component);

@@ -1,5 +1,7 @@
 //! The component export: a thin shell over the library. The WIT records are the library's own
-//! types (see `devin_bridge_types::guest_bindings!`), so nothing is converted here.
+//! types (see `devin_bridge_types::guest_bindings!`), so nothing is converted here, and each
+//! export answers as the library does (`devin_bridge_types::guest_exports!`, made from the
+//! table of the transforms' functions).
 
 devin_bridge_types::guest_bindings!([safeguard] {
     world: "safeguard-component",
@@ -7,18 +9,15 @@ devin_bridge_types::guest_bindings!([safeguard] {
 });
 
 use devin_bridge_types::{SafeguardStatus, ToolCall};
-use exports::devin_bridge::transforms::safeguard::Guest;
+
+use crate as safeguard;
 
 struct Component;
 
-impl Guest for Component {
-    fn judge(
-        calls: Vec<ToolCall>,
-        classifier_context: String,
-        earlier_calls: Vec<ToolCall>,
-    ) -> SafeguardStatus {
-        crate::judge_in_conversation(&calls, &classifier_context, &earlier_calls)
-    }
-}
+devin_bridge_types::guest_exports!(
+    Safeguard SafeguardExports, Component: exports::devin_bridge::transforms::safeguard::Guest {}
+);
+
+impl SafeguardExports for Component {}
 
 export!(Component);

@@ -1,5 +1,8 @@
 //! The component export: a thin shell over the library. The WIT records are the library's own
-//! types (see `devin_bridge_types::guest_bindings!`), so nothing is converted here.
+//! types (see `devin_bridge_types::guest_bindings!`), so nothing is converted here, and each
+//! export answers as the library does (`devin_bridge_types::guest_exports!`, made from the
+//! table of the transforms' functions), but for the heap a
+//! serialization reserves first.
 
 devin_bridge_types::guest_bindings!([serializer] {
     world: "serializer-component",
@@ -7,7 +10,8 @@ devin_bridge_types::guest_bindings!([serializer] {
 });
 
 use devin_bridge_types::{Failure, Prompt, PromptOptions, Resume, ResumedPrompt, UnseenPrompt};
-use exports::devin_bridge::transforms::serializer::Guest;
+
+use crate as serializer;
 
 struct Component;
 
@@ -28,7 +32,12 @@ fn reserve_heap_for(request: &str) {
     core::hint::black_box(&reservation);
 }
 
-impl Guest for Component {
+devin_bridge_types::guest_exports!(
+    Serializer SerializerExports, Component: exports::devin_bridge::transforms::serializer::Guest {}
+);
+
+/// The library's answers, each serialization after reserving the heap it needs.
+impl SerializerExports for Component {
     fn serialize(request: String) -> Result<Prompt, Failure> {
         reserve_heap_for(&request);
         crate::serialize(&request)
@@ -46,10 +55,6 @@ impl Guest for Component {
     ) -> Result<ResumedPrompt, Failure> {
         reserve_heap_for(&continuation);
         crate::serialize_resumed(&continuation, &resume, options)
-    }
-
-    fn repair(prompt: String, rejection: Failure) -> String {
-        crate::repair(&prompt, &rejection)
     }
 }
 

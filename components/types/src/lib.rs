@@ -1,21 +1,30 @@
-//! The one plain Rust definition of every record in `wit/transforms.wit`, and the text scans
-//! the transforms share.
+//! The one plain Rust definition of every record in `wit/transforms.wit`, the one table of its
+//! functions ([`transform_functions!`], from which the host's calls, the calls' data form and
+//! every component's exports are made), and the text scans the transforms share.
 //!
 //! Each transform's logic is an ordinary library that speaks these types. The same types cross
 //! the WIT boundary on both sides: a component's exports take and return them directly
-//! ([`guest_bindings!`] maps every WIT record onto them), and the host converts wasmtime's
-//! generated bindings into them in one module of the engine. So a native answer and a wasm
-//! answer are values of one type and compare directly.
+//! ([`guest_bindings!`] maps every WIT record onto them), and the host lifts and lowers them
+//! directly too: the `wasmtime` feature (off by default, so a component never links wasmtime)
+//! derives wasmtime's `ComponentType`, `Lift` and `Lower` on every WIT record. So a native
+//! answer and a wasm answer are values of one type and compare directly.
 //!
 //! Invariant: every record here has exactly the fields of its WIT record, in Rust spelling
 //! (`input-tokens` is `input_tokens`), with the Rust types the bindings generators use
-//! (`list<T>` is `Vec<T>`, `option<T>` is `Option<T>`); variants have the WIT's cases. The
-//! serde derives give the golden fixtures' JSON encoding.
+//! (`list<T>` is `Vec<T>`, `option<T>` is `Option<T>`); variants have the WIT's cases. Under
+//! the `wasmtime` feature each field and case whose WIT name is not its Rust name says its WIT
+//! name (`component(name = "input-tokens")`); wasmtime checks the names and types against
+//! the component's when the host loads it. The serde derives give the golden fixtures' JSON
+//! encoding.
 
 use serde::{Deserialize, Serialize};
+#[cfg(feature = "wasmtime")]
+use wasmtime::component::{ComponentType, Lift, Lower};
 
 pub mod continuation;
 mod errors;
+mod exports;
+mod functions;
 mod guest;
 mod model_alias;
 mod safeguard;
@@ -24,6 +33,7 @@ mod sse;
 pub mod text;
 
 pub use errors::error_type;
+pub use exports::GuestParam;
 pub use model_alias::ResolvedModel;
 pub use safeguard::{CallVerdict, Evaluation, SafeguardOutcome, SafeguardStatus, ToolVerdict};
 pub use serializer::{
@@ -35,6 +45,11 @@ pub use sse::{MessageHead, SseEvent, SseFrames};
 /// A typed failure with a stable machine `code`, a human `message`, the HTTP `status` the
 /// host answers with, and whether the host may spend its single repair attempt on it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(ComponentType, Lift, Lower),
+    component(record)
+)]
 pub struct Failure {
     pub code: String,
     pub message: String,
@@ -74,6 +89,11 @@ impl std::error::Error for Failure {}
 
 /// One client-owned tool invocation; `input` is the JSON text of an object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(ComponentType, Lift, Lower),
+    component(record)
+)]
 pub struct ToolCall {
     pub id: String,
     pub name: String,
@@ -85,9 +105,16 @@ pub struct ToolCall {
 /// Serialized untagged (the golden fixtures' encoding): prose is a JSON string, a call the
 /// object `{id, name, input}`, so a list of calls alone reads as it always has.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(ComponentType, Lift, Lower),
+    component(variant)
+)]
 #[serde(untagged)]
 pub enum ReplyBlock {
+    #[cfg_attr(feature = "wasmtime", component(name = "text"))]
     Text(String),
+    #[cfg_attr(feature = "wasmtime", component(name = "call"))]
     Call(ToolCall),
 }
 
@@ -98,9 +125,16 @@ pub enum ReplyBlock {
 /// non-empty and never adjacent; a renderer given a list without a call renders a message
 /// that asks the client to run nothing rather than inventing a call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(ComponentType, Lift, Lower),
+    component(variant)
+)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "value")]
 pub enum Reply {
+    #[cfg_attr(feature = "wasmtime", component(name = "text"))]
     Text(String),
+    #[cfg_attr(feature = "wasmtime", component(name = "tools"))]
     Tools(Vec<ReplyBlock>),
 }
 
@@ -192,15 +226,24 @@ pub const TEXT_BLOCK_SEPARATOR: &str = "\n\n";
 /// A defect of an envelope that `envelope.parse` repaired instead of refusing the reply; the
 /// host counts them by kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(ComponentType, Lift, Lower),
+    component(variant)
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Recovery {
     /// The last envelope ran to the end of the output without its `</tool>`.
+    #[cfg_attr(feature = "wasmtime", component(name = "unclosed-envelope"))]
     UnclosedEnvelope,
     /// The envelope's JSON was wrapped in a Markdown code fence.
+    #[cfg_attr(feature = "wasmtime", component(name = "fenced-json"))]
     FencedJson,
     /// The envelope's JSON had a comma before a closing `}` or `]`.
+    #[cfg_attr(feature = "wasmtime", component(name = "trailing-comma"))]
     TrailingComma,
     /// The envelope held prose around its one JSON object.
+    #[cfg_attr(feature = "wasmtime", component(name = "stray-prose"))]
     StrayProse,
 }
 
@@ -228,6 +271,11 @@ impl Recovery {
 /// repaired on the way (one entry per repair, in reply order; empty when the envelopes were
 /// well-formed).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(ComponentType, Lift, Lower),
+    component(record)
+)]
 pub struct ToolReply {
     pub blocks: Vec<ReplyBlock>,
     pub recoveries: Vec<Recovery>,
@@ -247,6 +295,11 @@ pub struct Parsed {
 /// `length` bytes of a text, from byte `start`: where `envelope.parse` found a text reply in
 /// the output it was given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(ComponentType, Lift, Lower),
+    component(record)
+)]
 pub struct TextSpan {
     pub start: u32,
     pub length: u32,
@@ -273,9 +326,16 @@ impl TextSpan {
 /// [`Parsed`] as `envelope.parse` answers it across the boundary: the text as a span of the
 /// output the caller already holds, or the reply that calls tools.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(ComponentType, Lift, Lower),
+    component(variant)
+)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "value")]
 pub enum ParsedReply {
+    #[cfg_attr(feature = "wasmtime", component(name = "text"))]
     Text(TextSpan),
+    #[cfg_attr(feature = "wasmtime", component(name = "tools"))]
     Tools(ToolReply),
 }
 
@@ -312,11 +372,18 @@ impl ParsedReply {
 /// answers spans of the output rather than its bytes because the host holds the output
 /// already: released text then crosses the boundary once, in the chunk, not a second time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(ComponentType, Lift, Lower),
+    component(variant)
+)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "value")]
 pub enum ShownPiece {
     /// [`TEXT_BLOCK_SEPARATOR`].
+    #[cfg_attr(feature = "wasmtime", component(name = "separator"))]
     Separator,
     /// A span of the concatenated chunks pushed so far.
+    #[cfg_attr(feature = "wasmtime", component(name = "output"))]
     Output(TextSpan),
 }
 
@@ -350,6 +417,11 @@ impl ShownPiece {
 /// (its released text followed by `tail` is the reply's [`Reply::shown_text`]) and `parse`'s
 /// answer for the whole output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(ComponentType, Lift, Lower),
+    component(record)
+)]
 pub struct StreamEnd {
     pub tail: String,
     pub reply: ParsedReply,
@@ -377,12 +449,21 @@ impl From<ToolReply> for Parsed {
 /// Token counts, as Anthropic `usage` reports them: the agent's own counts when it reported
 /// them, else the bridge's estimate. The cache fields are 0 when nothing was reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(ComponentType, Lift, Lower),
+    component(record)
+)]
 pub struct Usage {
+    #[cfg_attr(feature = "wasmtime", component(name = "input-tokens"))]
     pub input_tokens: u32,
+    #[cfg_attr(feature = "wasmtime", component(name = "output-tokens"))]
     pub output_tokens: u32,
     #[serde(default)]
+    #[cfg_attr(feature = "wasmtime", component(name = "cache-read-input-tokens"))]
     pub cache_read_input_tokens: u32,
     #[serde(default)]
+    #[cfg_attr(feature = "wasmtime", component(name = "cache-creation-input-tokens"))]
     pub cache_creation_input_tokens: u32,
 }
 

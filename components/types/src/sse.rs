@@ -1,11 +1,18 @@
 //! The records of the WIT `sse` interface.
 
 use serde::{Deserialize, Serialize};
+#[cfg(feature = "wasmtime")]
+use wasmtime::component::{ComponentType, Lift, Lower};
 
 use crate::Usage;
 
 /// What `message_start` and the JSON body say about the message as a whole.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(ComponentType, Lift, Lower),
+    component(record)
+)]
 pub struct MessageHead {
     pub id: String,
     pub model: String,
@@ -14,6 +21,11 @@ pub struct MessageHead {
 
 /// One complete server-sent event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(ComponentType, Lift, Lower),
+    component(record)
+)]
 pub struct SseEvent {
     /// The `event:` field; `message` when absent or empty.
     pub event: String,
@@ -25,6 +37,11 @@ pub struct SseEvent {
 
 /// What `parse_events` made of a buffer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(ComponentType, Lift, Lower),
+    component(record)
+)]
 pub struct SseFrames {
     pub events: Vec<SseEvent>,
     /// The bytes after the last complete event: pass them back, followed by the bytes received

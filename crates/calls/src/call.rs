@@ -15,132 +15,41 @@ use serde::{Deserialize, Serialize};
 
 use crate::TransformKind;
 
-/// One call to a transform, with its arguments: the data form of the typed calls, which the
-/// golden corpus, the differential tests, the fuzz targets and the benchmarks drive. It
-/// deserializes from `{"call": "<name>", "args": {...}}` once the arguments are in their plain
-/// form (see [`crate::fixture::decode_call`], which turns the fixtures' text and byte encodings into it).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(tag = "call", content = "args", rename_all = "snake_case")]
-pub enum Call {
-    Serialize {
-        request: String,
-    },
-    /// The request is shared, not owned: the resident transport keeps it for a replay and may
-    /// serialize it more than once, and a request can be megabytes.
-    SerializeUnseen {
-        request: Arc<String>,
-        #[serde(flatten)]
-        options: PromptOptions,
-    },
-    SerializeResumed {
-        continuation: String,
-        resume: Resume,
-        #[serde(flatten)]
-        options: PromptOptions,
-    },
-    Repair {
-        prompt: String,
-        rejection: Failure,
-    },
-    Parse {
-        output: String,
-        tools: String,
-        id_seed: String,
-        /// The most envelopes the reply may hold.
-        max_calls: u32,
-    },
-    /// A reply stream fed `chunks` in order: every push's answer, then the end (the data form
-    /// of a streamed turn, for the corpus, the differential and the fuzz target).
-    ParseStream {
-        chunks: Vec<String>,
-        tools: String,
-        id_seed: String,
-        max_calls: u32,
-        /// The end's narration verdict is not asked for (it answers false), as a turn without
-        /// tools skips it.
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        skip_narration: bool,
-    },
-    NarratesUnexecutedAction {
-        output: String,
-    },
-    ParseReview {
-        output: String,
-    },
-    StreamStart {
-        head: MessageHead,
-    },
-    StreamPing,
-    StreamFinish {
-        reply: Reply,
-        usage: Usage,
-        #[serde(default)]
-        safeguard: Option<SafeguardStatus>,
-    },
-    StreamText {
-        first: bool,
-        text: String,
-    },
-    StreamFinishAfterText {
-        tail: String,
-        calls: Vec<ToolCall>,
-        usage: Usage,
-        #[serde(default)]
-        safeguard: Option<SafeguardStatus>,
-    },
-    RenderStream {
-        head: MessageHead,
-        reply: Reply,
-        #[serde(default)]
-        safeguard: Option<SafeguardStatus>,
-    },
-    RenderJson {
-        head: MessageHead,
-        reply: Reply,
-        #[serde(default)]
-        safeguard: Option<SafeguardStatus>,
-    },
-    ErrorEvent {
-        failure: Failure,
-    },
-    ErrorBody {
-        failure: Failure,
-    },
-    AgentErrorMessage {
-        raw: String,
-    },
-    ParseEvents {
-        buffer: Vec<u8>,
-        max_event_bytes: u32,
-    },
-    Validate {
-        reference: String,
-        catalog: String,
-    },
-    ClientEnvironment {
-        settings: Vec<(String, String)>,
-        catalog: String,
-    },
-    Resolve {
-        requested: String,
-        catalog: String,
-    },
-    ListModels {
-        catalog: String,
-        #[serde(default)]
-        vision: bool,
-    },
-    ContextWindows {
-        catalog: String,
-    },
-    Judge {
-        calls: Vec<ToolCall>,
-        classifier_context: String,
-        /// The conversation's calls before the reply; a fixture without them has none.
-        #[serde(default)]
-        earlier_calls: Vec<ToolCall>,
-    },
+/// Defines [`Call`] and [`Call::transform`] from the table (`functions`).
+macro_rules! define_call {
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident $({ $($(#[$field_attr:meta])* $field:ident: $type:ty),* $(,)? })?
+            => $kind:ident $(wit[$($wit:tt)*])? $(bind[$($bind:tt)*])?
+                $(guest($answer:expr))? native($native:expr);
+    )*) => {
+        /// One call to a transform, with its arguments: the data form of the typed calls, which
+        /// the golden corpus, the differential tests, the fuzz targets and the benchmarks drive.
+        /// It deserializes from `{"call": "<name>", "args": {...}}` once the arguments are in
+        /// their plain form (see [`crate::fixture::decode_call`], which turns the fixtures' text
+        /// and byte encodings into it). Defined by the table of the transforms' calls
+        /// (`functions`), with the engine's bindings and the native answers.
+        #[derive(Debug, Clone, PartialEq, Deserialize)]
+        #[serde(tag = "call", content = "args", rename_all = "snake_case")]
+        pub enum Call {
+            $(
+                $(#[$doc])*
+                $variant $({ $($(#[$field_attr])* $field: $type),* })?,
+            )*
+        }
+
+        impl Call {
+            /// The transform that answers this call.
+            pub fn transform(&self) -> TransformKind {
+                match self {
+                    $(Call::$variant { .. } => TransformKind::$kind,)*
+                }
+            }
+        }
+    };
 }
+
+devin_bridge_types::transform_functions!(define_call! {});
 
 /// What a reply stream answered: each push's released text (or its failure), then its end.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -203,35 +112,27 @@ outputs! {
     Safeguard(SafeguardStatus),
 }
 
-impl Call {
-    /// The transform that answers this call.
-    pub fn transform(&self) -> TransformKind {
-        match self {
-            Call::Serialize { .. }
-            | Call::SerializeUnseen { .. }
-            | Call::SerializeResumed { .. }
-            | Call::Repair { .. } => TransformKind::Serializer,
-            Call::Parse { .. }
-            | Call::ParseStream { .. }
-            | Call::NarratesUnexecutedAction { .. }
-            | Call::ParseReview { .. } => TransformKind::Envelope,
-            Call::StreamStart { .. }
-            | Call::StreamPing
-            | Call::StreamFinish { .. }
-            | Call::StreamText { .. }
-            | Call::StreamFinishAfterText { .. }
-            | Call::RenderStream { .. }
-            | Call::RenderJson { .. }
-            | Call::ErrorEvent { .. }
-            | Call::ErrorBody { .. }
-            | Call::AgentErrorMessage { .. }
-            | Call::ParseEvents { .. } => TransformKind::Sse,
-            Call::Validate { .. }
-            | Call::ClientEnvironment { .. }
-            | Call::Resolve { .. }
-            | Call::ListModels { .. }
-            | Call::ContextWindows { .. } => TransformKind::ModelAlias,
-            Call::Judge { .. } => TransformKind::Safeguard,
-        }
+/// A typed function's answer as an [`Answer`]: a `Result<T, Failure>` as it is, a value of a
+/// function that cannot fail as `Ok`.
+pub trait IntoAnswer {
+    fn into_answer(self) -> Answer;
+}
+
+impl<T: Into<Output>> IntoAnswer for Result<T, Failure> {
+    fn into_answer(self) -> Answer {
+        self.map(Into::into)
     }
 }
+
+/// The results of the functions that cannot fail.
+macro_rules! infallible {
+    ($($type:ty),* $(,)?) => {$(
+        impl IntoAnswer for $type {
+            fn into_answer(self) -> Answer {
+                Ok(self.into())
+            }
+        }
+    )*};
+}
+
+infallible!(String, bool, SafeguardStatus, StreamedParse);

@@ -1,8 +1,10 @@
 //! The transforms' calls as data, outside the wasm engine.
 //!
 //! - `kind`: [`TransformKind`], the one list of the five transforms and their names;
-//! - `call`: [`Call`], one value per call of a WIT function, and [`Answer`]/[`Output`], what it
-//!   answers (the fixtures' `expect`);
+//! - `call`: [`Call`], one value per call of a WIT function (made from the table of the
+//!   transforms' functions, `devin_bridge_types::transform_functions!`, with `Call::transform`
+//!   and `Call::run_native`), and [`Answer`]/[`Output`], what it answers (the fixtures'
+//!   `expect`);
 //! - [`fixture`]: the golden fixture format, decoded into a call and its expected answer;
 //! - `native` (feature `native`): [`Call::run_native`], the answer of the plain Rust libraries.
 //!
@@ -16,7 +18,7 @@ mod kind;
 #[cfg(feature = "native")]
 mod native;
 
-pub use call::{Answer, Call, Output, StreamedEnd, StreamedParse};
+pub use call::{Answer, Call, IntoAnswer, Output, StreamedEnd, StreamedParse};
 pub use kind::{TransformKind, UnknownTransform};
 #[cfg(feature = "native")]
 pub use native::SPAN_OUTSIDE_OUTPUT;

@@ -11,106 +11,32 @@ use devin_bridge_serializer as serializer;
 use devin_bridge_sse as sse;
 use devin_bridge_types::Failure;
 
-use crate::{Answer, Call, Output, StreamedEnd, StreamedParse};
-
-/// A library's result as an answer.
-fn answer<T: Into<Output>>(result: Result<T, Failure>) -> Answer {
-    result.map(Into::into)
-}
+use crate::{Answer, Call, IntoAnswer, StreamedEnd, StreamedParse};
 
 /// The code of the failure a reply stream answers when its end names text outside the output
 /// it was fed: a broken library, which the comparison with a component then shows.
 pub const SPAN_OUTSIDE_OUTPUT: &str = "span_outside_output";
 
-impl Call {
-    /// The answer of the plain Rust library to this call.
-    pub fn run_native(&self) -> Answer {
-        match self {
-            Call::Serialize { request } => answer(serializer::serialize(request)),
-            Call::SerializeUnseen { request, options } => {
-                answer(serializer::serialize_unseen(request, *options))
+/// Defines `Call::run_native` from the table (`functions`): each row's `native` expression.
+macro_rules! define_native {
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident $({ $($(#[$field_attr:meta])* $field:ident: $type:ty),* $(,)? })?
+            => $kind:ident $(wit[$($wit:tt)*])? $(bind[$($bind:tt)*])?
+                $(guest($answer:expr))? native($native:expr);
+    )*) => {
+        impl Call {
+            /// The answer of the plain Rust library to this call.
+            pub fn run_native(&self) -> Answer {
+                match self {
+                    $(Call::$variant $({ $($field),* })? => IntoAnswer::into_answer($native),)*
+                }
             }
-            Call::SerializeResumed {
-                continuation,
-                resume,
-                options,
-            } => answer(serializer::serialize_resumed(
-                continuation,
-                resume,
-                *options,
-            )),
-            Call::Repair { prompt, rejection } => Ok(serializer::repair(prompt, rejection).into()),
-            Call::Parse {
-                output,
-                tools,
-                id_seed,
-                max_calls,
-            } => answer(envelope::parse(output, tools, id_seed, *max_calls)),
-            Call::ParseStream {
-                chunks,
-                tools,
-                id_seed,
-                max_calls,
-                skip_narration,
-            } => Ok(parse_stream(chunks, tools, id_seed, *max_calls, !skip_narration).into()),
-            Call::NarratesUnexecutedAction { output } => {
-                Ok(envelope::narrates_unexecuted_action(output).into())
-            }
-            Call::ParseReview { output } => answer(envelope::parse_review(output)),
-            Call::StreamStart { head } => Ok(sse::stream_start(head).into()),
-            Call::StreamPing => Ok(sse::stream_ping().into()),
-            Call::StreamFinish {
-                reply,
-                usage,
-                safeguard,
-            } => Ok(sse::stream_finish(reply, usage, safeguard.as_ref()).into()),
-            Call::StreamText { first, text } => Ok(sse::stream_text(*first, text).into()),
-            Call::StreamFinishAfterText {
-                tail,
-                calls,
-                usage,
-                safeguard,
-            } => Ok(sse::stream_finish_after_text(tail, calls, usage, safeguard.as_ref()).into()),
-            Call::RenderStream {
-                head,
-                reply,
-                safeguard,
-            } => Ok(sse::render_stream(head, reply, safeguard.as_ref()).into()),
-            Call::RenderJson {
-                head,
-                reply,
-                safeguard,
-            } => Ok(sse::render_json(head, reply, safeguard.as_ref()).into()),
-            Call::ErrorEvent { failure } => Ok(sse::error_event(failure).into()),
-            Call::ErrorBody { failure } => Ok(sse::error_body(failure).into()),
-            Call::AgentErrorMessage { raw } => Ok(sse::agent_error_message(raw).into()),
-            Call::ParseEvents {
-                buffer,
-                max_event_bytes,
-            } => answer(sse::parse_events(buffer, *max_event_bytes)),
-            Call::Validate { reference, catalog } => {
-                answer(model_alias::validate(reference, catalog))
-            }
-            Call::ClientEnvironment { settings, catalog } => {
-                answer(model_alias::client_environment(settings, catalog))
-            }
-            Call::Resolve { requested, catalog } => {
-                answer(model_alias::resolve(requested, catalog))
-            }
-            Call::ListModels { catalog, vision } => {
-                answer(model_alias::list_models(catalog, *vision))
-            }
-            Call::ContextWindows { catalog } => answer(model_alias::context_windows(catalog)),
-            Call::Judge {
-                calls,
-                classifier_context,
-                earlier_calls,
-            } => Ok(
-                safeguard::judge_in_conversation(calls, classifier_context, earlier_calls).into(),
-            ),
         }
-    }
+    };
 }
+
+devin_bridge_types::transform_functions!(define_native! {});
 
 /// A reply stream fed `chunks` in order: each push's released text, then the end (its reply
 /// resolved against the whole output, and the narration verdict when `narration` asks for it).

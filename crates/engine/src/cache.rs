@@ -320,7 +320,7 @@ fn temporary_suffix() -> String {
     if getrandom::fill(&mut nonce).is_err() {
         // Without randomness the thread id still separates writers of this process.
         let thread = format!("{:?}", std::thread::current().id());
-        nonce.copy_from_slice(&crate::sha256_hex(thread.as_bytes()).as_bytes()[..8]);
+        nonce.copy_from_slice(&<Sha256 as sha2::Digest>::digest(thread.as_bytes())[..8]);
     }
     format!("tmp{}-{}", std::process::id(), hex::encode(nonce))
 }

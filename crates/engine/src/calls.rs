@@ -12,12 +12,11 @@ use devin_bridge_types::{
     ResumedPrompt, SafeguardStatus, SseFrames, ToolCall, UnseenPrompt, Usage,
 };
 
-use crate::bindings::{
-    envelope, model_alias, safeguard, serializer, sse, EnvelopeWorld, Instance, ModelAliasWorld,
-    SafeguardWorld, SerializerWorld, SseWorld, World,
-};
+use crate::bindings::functions as wit;
+use crate::bindings::reply::reply_of_owned;
+use crate::bindings::Instance;
 use crate::runtime::{CallState, Runtime};
-use crate::{EngineError, Loaded, TransformKind};
+use crate::{EngineError, Loaded, ReplyStream, TransformKind, Turn};
 
 /// The version of a transform that answers a call, and the runtime it runs on.
 pub struct Serving<'a> {
@@ -31,16 +30,19 @@ pub trait TransformCalls {
     fn serving(&self, kind: TransformKind) -> Serving<'_>;
 
     #[doc(hidden)]
-    fn serving_run<W: World, T>(
+    fn serving_run<T>(
         &self,
+        kind: TransformKind,
         call: impl FnOnce(&Instance, &mut wasmtime::Store<CallState>) -> wasmtime::Result<T>,
     ) -> Result<T, EngineError> {
-        let serving = self.serving(W::KIND);
-        serving.loaded.run::<W, T>(serving.runtime, call)
+        let serving = self.serving(kind);
+        serving.loaded.run(kind, serving.runtime, call)
     }
 
     fn serialize(&self, request: String) -> Result<Result<Prompt, Failure>, EngineError> {
-        self.serving_run::<SerializerWorld, _>(|i, store| serializer::serialize(i, store, &request))
+        self.serving_run(TransformKind::Serializer, |i, store| {
+            wit::serialize(i, store, &request)
+        })
     }
 
     /// The prompt for a session that holds the conversation's first `options.held` messages.
@@ -49,8 +51,8 @@ pub trait TransformCalls {
         request: Arc<String>,
         options: PromptOptions,
     ) -> Result<Result<UnseenPrompt, Failure>, EngineError> {
-        self.serving_run::<SerializerWorld, _>(|i, store| {
-            serializer::serialize_unseen(i, store, &request, options)
+        self.serving_run(TransformKind::Serializer, |i, store| {
+            wit::serialize_unseen(i, store, &request, options)
         })
     }
 
@@ -62,14 +64,14 @@ pub trait TransformCalls {
         resume: Resume,
         options: PromptOptions,
     ) -> Result<Result<ResumedPrompt, Failure>, EngineError> {
-        self.serving_run::<SerializerWorld, _>(|i, store| {
-            serializer::serialize_resumed(i, store, &continuation, &resume, options)
+        self.serving_run(TransformKind::Serializer, |i, store| {
+            wit::serialize_resumed(i, store, &continuation, &resume, options)
         })
     }
 
     fn repair(&self, prompt: String, rejection: Failure) -> Result<String, EngineError> {
-        self.serving_run::<SerializerWorld, _>(|i, store| {
-            serializer::repair(i, store, &prompt, &rejection)
+        self.serving_run(TransformKind::Serializer, |i, store| {
+            wit::repair(i, store, &prompt, &rejection)
         })
     }
 
@@ -81,10 +83,10 @@ pub trait TransformCalls {
         id_seed: String,
         max_calls: u32,
     ) -> Result<Result<Parsed, Failure>, EngineError> {
-        self.serving_run::<EnvelopeWorld, _>(|i, store| {
+        self.serving_run(TransformKind::Envelope, |i, store| {
             // A text reply comes back as its span of `output`: cut from this buffer, not copied.
-            match envelope::parse(i, store, &output, &tools, &id_seed, max_calls)? {
-                Ok(parsed) => envelope::reply_of_owned(parsed, output).map(Ok),
+            match wit::parse(i, store, &output, &tools, &id_seed, max_calls)? {
+                Ok(parsed) => reply_of_owned(parsed, output).map(Ok),
                 Err(failure) => Ok(Err(failure)),
             }
         })
@@ -98,31 +100,35 @@ pub trait TransformCalls {
         tools: &str,
         id_seed: &str,
         max_calls: u32,
-    ) -> Result<crate::ReplyStream, EngineError>
+    ) -> Result<ReplyStream, EngineError>
     where
         Self: Sized,
     {
-        Arc::new(crate::Turn::open(self)).reply_stream(tools, id_seed, max_calls)
+        Arc::new(Turn::open(self)).reply_stream(tools, id_seed, max_calls)
     }
 
     fn narrates_unexecuted_action(&self, output: String) -> Result<bool, EngineError> {
-        self.serving_run::<EnvelopeWorld, _>(|i, store| {
-            envelope::narrates_unexecuted_action(i, store, &output)
+        self.serving_run(TransformKind::Envelope, |i, store| {
+            wit::narrates_unexecuted_action(i, store, &output)
         })
     }
 
     /// A read-only reviewer's reply, validated by the envelope component: the first JSON object
     /// of `output` in canonical form, or `review_missing` / `review_invalid`.
     fn parse_review(&self, output: String) -> Result<Result<String, Failure>, EngineError> {
-        self.serving_run::<EnvelopeWorld, _>(|i, store| envelope::parse_review(i, store, &output))
+        self.serving_run(TransformKind::Envelope, |i, store| {
+            wit::parse_review(i, store, &output)
+        })
     }
 
     fn stream_start(&self, head: MessageHead) -> Result<String, EngineError> {
-        self.serving_run::<SseWorld, _>(|i, store| sse::stream_start(i, store, &head))
+        self.serving_run(TransformKind::Sse, |i, store| {
+            wit::stream_start(i, store, &head)
+        })
     }
 
     fn stream_ping(&self) -> Result<String, EngineError> {
-        self.serving_run::<SseWorld, _>(sse::stream_ping)
+        self.serving_run(TransformKind::Sse, wit::stream_ping)
     }
 
     /// `message_delta` and `message_stop` for a finished reply; with `safeguard`, the delta's
@@ -133,14 +139,16 @@ pub trait TransformCalls {
         usage: Usage,
         safeguard: Option<SafeguardStatus>,
     ) -> Result<String, EngineError> {
-        self.serving_run::<SseWorld, _>(|i, store| {
-            sse::stream_finish(i, store, reply, usage, safeguard.as_ref())
+        self.serving_run(TransformKind::Sse, |i, store| {
+            wit::stream_finish(i, store, &reply, &usage, safeguard.as_ref())
         })
     }
 
     /// Streamed text of the reply's one text block (with `first`, the block's start).
     fn stream_text(&self, first: bool, text: String) -> Result<String, EngineError> {
-        self.serving_run::<SseWorld, _>(|i, store| sse::stream_text(i, store, first, &text))
+        self.serving_run(TransformKind::Sse, |i, store| {
+            wit::stream_text(i, store, first, &text)
+        })
     }
 
     /// The end of a reply whose text block was streamed: the tail, the block's stop, the calls
@@ -152,8 +160,8 @@ pub trait TransformCalls {
         usage: Usage,
         safeguard: Option<SafeguardStatus>,
     ) -> Result<String, EngineError> {
-        self.serving_run::<SseWorld, _>(|i, store| {
-            sse::stream_finish_after_text(i, store, &tail, calls, usage, safeguard.as_ref())
+        self.serving_run(TransformKind::Sse, |i, store| {
+            wit::stream_finish_after_text(i, store, &tail, &calls, &usage, safeguard.as_ref())
         })
     }
 
@@ -164,8 +172,8 @@ pub trait TransformCalls {
         reply: Reply,
         safeguard: Option<SafeguardStatus>,
     ) -> Result<String, EngineError> {
-        self.serving_run::<SseWorld, _>(|i, store| {
-            sse::render_json(i, store, &head, reply, safeguard.as_ref())
+        self.serving_run(TransformKind::Sse, |i, store| {
+            wit::render_json(i, store, &head, &reply, safeguard.as_ref())
         })
     }
 
@@ -176,22 +184,28 @@ pub trait TransformCalls {
         classifier_context: String,
         earlier_calls: Vec<ToolCall>,
     ) -> Result<SafeguardStatus, EngineError> {
-        self.serving_run::<SafeguardWorld, _>(|i, store| {
-            safeguard::judge(i, store, &calls, &classifier_context, &earlier_calls)
+        self.serving_run(TransformKind::Safeguard, |i, store| {
+            wit::judge(i, store, &calls, &classifier_context, &earlier_calls)
         })
     }
 
     fn error_event(&self, failure: Failure) -> Result<String, EngineError> {
-        self.serving_run::<SseWorld, _>(|i, store| sse::error_event(i, store, &failure))
+        self.serving_run(TransformKind::Sse, |i, store| {
+            wit::error_event(i, store, &failure)
+        })
     }
 
     fn error_body(&self, failure: Failure) -> Result<String, EngineError> {
-        self.serving_run::<SseWorld, _>(|i, store| sse::error_body(i, store, &failure))
+        self.serving_run(TransformKind::Sse, |i, store| {
+            wit::error_body(i, store, &failure)
+        })
     }
 
     /// `sse.agent-error-message`: an agent's error text, cleaned for clients.
     fn agent_error_message(&self, raw: String) -> Result<String, EngineError> {
-        self.serving_run::<SseWorld, _>(|i, store| sse::agent_error_message(i, store, &raw))
+        self.serving_run(TransformKind::Sse, |i, store| {
+            wit::agent_error_message(i, store, &raw)
+        })
     }
 
     /// Frames the complete events of an event stream read from an untrusted server, in the
@@ -202,8 +216,8 @@ pub trait TransformCalls {
         buffer: Vec<u8>,
         max_event_bytes: u32,
     ) -> Result<Result<SseFrames, Failure>, EngineError> {
-        self.serving_run::<SseWorld, _>(|i, store| {
-            sse::parse_events(i, store, &buffer, max_event_bytes)
+        self.serving_run(TransformKind::Sse, |i, store| {
+            wit::parse_events(i, store, &buffer, max_event_bytes)
         })
     }
 
@@ -212,8 +226,8 @@ pub trait TransformCalls {
         settings: Vec<(String, String)>,
         catalog: String,
     ) -> Result<Result<Vec<(String, String)>, Failure>, EngineError> {
-        self.serving_run::<ModelAliasWorld, _>(|i, store| {
-            model_alias::client_environment(i, store, &settings, &catalog)
+        self.serving_run(TransformKind::ModelAlias, |i, store| {
+            wit::client_environment(i, store, &settings, &catalog)
         })
     }
 
@@ -222,8 +236,8 @@ pub trait TransformCalls {
         requested: String,
         catalog: String,
     ) -> Result<Result<ResolvedModel, Failure>, EngineError> {
-        self.serving_run::<ModelAliasWorld, _>(|i, store| {
-            model_alias::resolve(i, store, &requested, &catalog)
+        self.serving_run(TransformKind::ModelAlias, |i, store| {
+            wit::resolve(i, store, &requested, &catalog)
         })
     }
 
@@ -232,8 +246,8 @@ pub trait TransformCalls {
         catalog: String,
         vision: bool,
     ) -> Result<Result<String, Failure>, EngineError> {
-        self.serving_run::<ModelAliasWorld, _>(|i, store| {
-            model_alias::list_models(i, store, &catalog, vision)
+        self.serving_run(TransformKind::ModelAlias, |i, store| {
+            wit::list_models(i, store, &catalog, vision)
         })
     }
 
@@ -242,8 +256,8 @@ pub trait TransformCalls {
         &self,
         catalog: String,
     ) -> Result<Result<Vec<(String, u64)>, Failure>, EngineError> {
-        self.serving_run::<ModelAliasWorld, _>(|i, store| {
-            model_alias::context_windows(i, store, &catalog)
+        self.serving_run(TransformKind::ModelAlias, |i, store| {
+            wit::context_windows(i, store, &catalog)
         })
     }
 
@@ -253,8 +267,8 @@ pub trait TransformCalls {
         reference: String,
         catalog: String,
     ) -> Result<Result<String, Failure>, EngineError> {
-        self.serving_run::<ModelAliasWorld, _>(|i, store| {
-            model_alias::validate(i, store, &reference, &catalog)
+        self.serving_run(TransformKind::ModelAlias, |i, store| {
+            wit::validate(i, store, &reference, &catalog)
         })
     }
 }
@@ -272,5 +286,33 @@ impl TransformCalls for Component {
             loaded: self.loaded.clone(),
             runtime: &self.runtime,
         }
+    }
+}
+
+// A turn is opened from whatever serves transforms, and serves the typed calls itself; both
+// are here, beside the trait, so that `turn` (the store and its instances) knows nothing of it.
+impl Turn {
+    /// A turn served by the versions `source` serves now, on a store of its own.
+    pub fn open(source: &impl TransformCalls) -> Self {
+        let versions = TransformKind::ALL.map(|kind| source.serving(kind).loaded);
+        let runtime = source.serving(TransformKind::Envelope).runtime.clone();
+        Turn::new(runtime, versions)
+    }
+}
+
+impl TransformCalls for Turn {
+    fn serving(&self, kind: TransformKind) -> Serving<'_> {
+        Serving {
+            loaded: self.version(kind).clone(),
+            runtime: self.runtime(),
+        }
+    }
+
+    fn serving_run<T>(
+        &self,
+        kind: TransformKind,
+        call: impl FnOnce(&Instance, &mut wasmtime::Store<CallState>) -> wasmtime::Result<T>,
+    ) -> Result<T, EngineError> {
+        self.run(kind, call)
     }
 }

@@ -6,8 +6,9 @@
 //!   authenticated with an HMAC under a private key;
 //! - `loader`: bytes -> checked (pin, imports: type definitions only), compiled,
 //!   pre-instantiated component;
-//! - `bindings`: typed calls into each transform's WIT interface, and (in `bindings::convert`)
-//!   the one conversion between wasmtime's generated records and `devin-bridge-types`;
+//! - `bindings`: typed calls into each transform's WIT interface, generated from one table of
+//!   the WIT functions (`bindings::functions`); the records cross as `devin-bridge-types`'
+//!   own types;
 //! - `builtin`: the components the binary carries, for policies that name none;
 //! - `registry`: the live set of transforms with atomic hot swap, honouring the policy's pins;
 //! - `corpus`: the golden self-test every candidate passes before it serves (shipped with the

@@ -8,7 +8,7 @@ use std::time::Instant;
 use sha2::{Digest, Sha256};
 use wasmtime::component::{types::ComponentItem, Linker};
 
-use super::bindings::{bind, Instance, Rejected, TypedPre, World};
+use super::bindings::{bind, Instance, Rejected, TypedPre};
 use super::cache::CompileCache;
 use super::runtime::{CallState, Runtime};
 use super::{ComponentLocation, EngineError, TransformKind};
@@ -196,14 +196,15 @@ impl Loaded {
         self.pre.instantiate(store)
     }
 
-    /// Runs `call`, one typed function of world `W`, on a fresh instance in a fresh store.
-    pub(crate) fn run<W: World, T>(
+    /// Runs `call`, typed functions of transform `kind`, on a fresh instance in a fresh store.
+    pub(crate) fn run<T>(
         &self,
+        kind: TransformKind,
         runtime: &Runtime,
         call: impl FnOnce(&Instance, &mut wasmtime::Store<CallState>) -> wasmtime::Result<T>,
     ) -> Result<T, EngineError> {
-        if W::KIND != self.kind {
-            return Err(self.cannot_answer(W::KIND));
+        if kind != self.kind {
+            return Err(self.cannot_answer(kind));
         }
         let mut store = runtime.store();
         let answer = self

@@ -17,7 +17,7 @@ use arc_swap::ArcSwap;
 use devin_bridge_types::Failure;
 use serde::Serialize;
 
-use super::bindings::{model_alias, ModelAliasWorld};
+use super::bindings::functions;
 use super::cache::CompileCache;
 use super::calls::{Serving, TransformCalls};
 use super::corpus::{self_test, Corpus};
@@ -319,8 +319,8 @@ impl TransformCalls for Transforms {
         {
             return Ok(answer);
         }
-        let answer = component.run::<ModelAliasWorld, _>(&self.runtime, |i, store| {
-            model_alias::validate(i, store, &reference, &catalog)
+        let answer = component.run(TransformKind::ModelAlias, &self.runtime, |i, store| {
+            functions::validate(i, store, &reference, &catalog)
         })?;
         self.validations
             .put(&component.sha256, &catalog, reference, answer.clone());

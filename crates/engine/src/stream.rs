@@ -19,7 +19,8 @@ use std::sync::Arc;
 use devin_bridge_types::{Failure, Parsed, ShownPiece, StreamEnd};
 use wasmtime::component::ResourceAny;
 
-use crate::bindings::envelope;
+use crate::bindings::functions::{reply_stream_finish, reply_stream_narrates, reply_stream_open};
+use crate::bindings::reply::{reply_of_owned, Push};
 use crate::{EngineError, TransformKind, Turn};
 
 const KIND: TransformKind = TransformKind::Envelope;
@@ -29,7 +30,7 @@ pub struct ReplyStream {
     turn: Arc<Turn>,
     handle: Option<ResourceAny>,
     /// The resource's `push`, taken from the turn's envelope instance when the stream opened.
-    push: envelope::Push,
+    push: Push,
     /// Every chunk pushed, in order (the pushes' spans and the end's text span are spans of it).
     output: String,
 }
@@ -47,15 +48,15 @@ pub struct StreamFinish {
 
 impl ReplyStream {
     /// Opens a stream in `turn`'s store.
-    pub(crate) fn open(
+    fn open(
         turn: Arc<Turn>,
         tools: &str,
         id_seed: &str,
         max_calls: u32,
     ) -> Result<Self, EngineError> {
         let (handle, push) = turn.run(KIND, |instance, store| {
-            let handle = envelope::stream_open(instance, store, tools, id_seed, max_calls)?;
-            Ok((handle, envelope::stream_push_function(instance, store)?))
+            let handle = reply_stream_open(instance, store, tools, id_seed, max_calls)?;
+            Ok((handle, Push::of(instance, store)?))
         })?;
         Ok(Self {
             turn,
@@ -73,9 +74,9 @@ impl ReplyStream {
         let handle = self.handle()?;
         self.output.push_str(&chunk);
         let push = &self.push;
-        let answer = self.turn.run(KIND, |_, store| {
-            envelope::stream_push(push, store, handle, chunk)
-        })?;
+        let answer = self
+            .turn
+            .run(KIND, |_, store| push.call(store, handle, chunk))?;
         let Ok(pieces) = answer else {
             return Ok(answer);
         };
@@ -115,11 +116,11 @@ impl ReplyStream {
     pub fn finish(mut self, judge_narration: bool) -> Result<StreamFinish, EngineError> {
         let handle = self.handle()?;
         let end = self.turn.run(KIND, |instance, store| {
-            envelope::stream_finish(instance, store, handle)
+            reply_stream_finish(instance, store, handle)
         })?;
         let narrates = if judge_narration {
             self.turn.run(KIND, |instance, store| {
-                envelope::stream_narrates(instance, store, handle)
+                reply_stream_narrates(instance, store, handle)
             })?
         } else {
             false
@@ -129,7 +130,7 @@ impl ReplyStream {
         Ok(match end {
             Ok(StreamEnd { tail, reply }) => StreamFinish {
                 tail,
-                reply: Ok(envelope::reply_of_owned(reply, output).map_err(|error| {
+                reply: Ok(reply_of_owned(reply, output).map_err(|error| {
                     EngineError::Interface {
                         transform: KIND,
                         message: error.to_string(),
@@ -156,9 +157,21 @@ impl ReplyStream {
     /// store goes with the turn anyway).
     fn close(&mut self) {
         if let Some(handle) = self.handle.take() {
-            self.turn
-                .quietly(|store| envelope::stream_close(store, handle));
+            self.turn.quietly(|store| handle.resource_drop(store));
         }
+    }
+}
+
+impl Turn {
+    /// Opens a reply stream for one of the turn's attempts, in the turn's store (see
+    /// [`ReplyStream`]).
+    pub fn reply_stream(
+        self: &Arc<Self>,
+        tools: &str,
+        id_seed: &str,
+        max_calls: u32,
+    ) -> Result<ReplyStream, EngineError> {
+        ReplyStream::open(self.clone(), tools, id_seed, max_calls)
     }
 }
 

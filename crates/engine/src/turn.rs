@@ -23,8 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use wasmtime::Store;
 
-use crate::bindings::{Instance, World};
-use crate::calls::{Serving, TransformCalls};
+use crate::bindings::Instance;
 use crate::runtime::{arm_deadline, CallState, Runtime};
 use crate::{EngineError, Loaded, TransformKind};
 
@@ -44,10 +43,9 @@ struct TurnState {
 }
 
 impl Turn {
-    /// A turn served by the versions `source` serves now, on a store of its own.
-    pub fn open(source: &impl TransformCalls) -> Self {
-        let versions = TransformKind::ALL.map(|kind| source.serving(kind).loaded);
-        let runtime = source.serving(TransformKind::Envelope).runtime.clone();
+    /// A turn served by `versions` (by [`TransformKind::index`]) on a store of its own from
+    /// `runtime` (see [`Turn::open`], which takes the versions serving now).
+    pub(crate) fn new(runtime: Runtime, versions: [Arc<Loaded>; TransformKind::COUNT]) -> Self {
         let store = runtime.store();
         Self {
             runtime,
@@ -127,31 +125,13 @@ impl Turn {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Opens a reply stream for one of the turn's attempts, in the turn's store (see
-    /// [`crate::ReplyStream`]).
-    pub fn reply_stream(
-        self: &Arc<Self>,
-        tools: &str,
-        id_seed: &str,
-        max_calls: u32,
-    ) -> Result<crate::ReplyStream, EngineError> {
-        crate::ReplyStream::open(self.clone(), tools, id_seed, max_calls)
-    }
-}
-
-impl TransformCalls for Turn {
-    fn serving(&self, kind: TransformKind) -> Serving<'_> {
-        Serving {
-            loaded: self.versions[kind.index()].clone(),
-            runtime: &self.runtime,
-        }
+    /// The version of `kind` that answers this turn.
+    pub(crate) fn version(&self, kind: TransformKind) -> &Arc<Loaded> {
+        &self.versions[kind.index()]
     }
 
-    fn serving_run<W: World, T>(
-        &self,
-        call: impl FnOnce(&Instance, &mut Store<CallState>) -> wasmtime::Result<T>,
-    ) -> Result<T, EngineError> {
-        self.run(W::KIND, call)
+    pub(crate) fn runtime(&self) -> &Runtime {
+        &self.runtime
     }
 }
 

@@ -10,8 +10,8 @@ mod wasm {
         path: "../../../wit",
     });
 
+    use devin_bridge_serializer as serializer;
     use devin_bridge_types::{Failure, Prompt, PromptOptions, Resume, ResumedPrompt, UnseenPrompt};
-    use exports::devin_bridge::transforms::serializer::Guest;
 
     /// What the markers in a request ask for: a panic, an endless loop, unbounded allocation,
     /// or a failure with a status that is not an error status (both serializing functions).
@@ -47,7 +47,11 @@ mod wasm {
 
     struct Component;
 
-    impl Guest for Component {
+    devin_bridge_types::guest_exports!(
+        Serializer SerializerExports, Component: exports::devin_bridge::transforms::serializer::Guest {}
+    );
+
+    impl SerializerExports for Component {
         fn serialize(request: String) -> Result<Prompt, Failure> {
             misbehave(&request)?;
             devin_bridge_serializer::serialize(&request)
@@ -68,10 +72,6 @@ mod wasm {
         ) -> Result<ResumedPrompt, Failure> {
             misbehave(&continuation)?;
             devin_bridge_serializer::serialize_resumed(&continuation, &resume, options)
-        }
-
-        fn repair(prompt: String, rejection: Failure) -> String {
-            devin_bridge_serializer::repair(&prompt, &rejection)
         }
     }
 

@@ -12,12 +12,17 @@ mod wasm {
         generate_all,
     });
 
+    use devin_bridge_envelope as envelope;
+    use devin_bridge_model_alias as model_alias;
+    use devin_bridge_safeguard as safeguard;
+    use devin_bridge_serializer as serializer;
+    use devin_bridge_sse as sse;
     use devin_bridge_types::{
         Failure, MessageHead, ParsedReply, Prompt, PromptOptions, Reply, ResolvedModel, Resume,
         ResumedPrompt, SafeguardStatus, ShownPiece, SseFrames, StreamEnd, ToolCall, UnseenPrompt,
         Usage,
     };
-    use exports::devin_bridge::transforms::{envelope, model_alias, safeguard, serializer, sse};
+    use exports::devin_bridge::transforms as wit;
 
     include!("../../getrandom_backend.rs");
 
@@ -91,7 +96,11 @@ mod wasm {
             .collect()
     }
 
-    impl serializer::Guest for Component {
+    devin_bridge_types::guest_exports!(
+        Serializer SerializerExports, Component: exports::devin_bridge::transforms::serializer::Guest {}
+    );
+
+    impl SerializerExports for Component {
         fn serialize(request: String) -> Result<Prompt, Failure> {
             devin_bridge_serializer::serialize(&request)
                 .map(|prompt| Prompt {
@@ -150,7 +159,7 @@ mod wasm {
     /// The reply stream, delegated, with the twin's failure wording.
     struct ReplyStream(std::cell::RefCell<devin_bridge_envelope::ReplyStream>);
 
-    impl envelope::GuestReplyStream for ReplyStream {
+    impl wit::envelope::GuestReplyStream for ReplyStream {
         fn new(tools: String, id_seed: String, max_calls: u32) -> Self {
             Self(std::cell::RefCell::new(
                 devin_bridge_envelope::ReplyStream::new(&tools, &id_seed, max_calls),
@@ -170,9 +179,13 @@ mod wasm {
         }
     }
 
-    impl envelope::Guest for Component {
-        type ReplyStream = ReplyStream;
+    devin_bridge_types::guest_exports!(
+        Envelope EnvelopeExports, Component: exports::devin_bridge::transforms::envelope::Guest {
+            type ReplyStream = ReplyStream;
+        }
+    );
 
+    impl EnvelopeExports for Component {
         fn parse(
             output: String,
             tools: String,
@@ -183,16 +196,16 @@ mod wasm {
                 .map_err(reworded)
         }
 
-        fn narrates_unexecuted_action(output: String) -> bool {
-            devin_bridge_envelope::narrates_unexecuted_action(&output)
-        }
-
         fn parse_review(output: String) -> Result<String, Failure> {
             devin_bridge_envelope::parse_review(&output).map_err(reworded)
         }
     }
 
-    impl sse::Guest for Component {
+    devin_bridge_types::guest_exports!(
+        Sse SseExports, Component: exports::devin_bridge::transforms::sse::Guest {}
+    );
+
+    impl SseExports for Component {
         fn stream_start(head: MessageHead) -> String {
             spaced_events(&devin_bridge_sse::stream_start(&head))
         }
@@ -250,15 +263,16 @@ mod wasm {
         fn error_body(failure: Failure) -> String {
             spaced_json(&devin_bridge_sse::error_body(&failure))
         }
-        fn agent_error_message(raw: String) -> String {
-            devin_bridge_sse::agent_error_message(&raw)
-        }
         fn parse_events(buffer: Vec<u8>, max_event_bytes: u32) -> Result<SseFrames, Failure> {
             devin_bridge_sse::parse_events(&buffer, max_event_bytes).map_err(reworded)
         }
     }
 
-    impl model_alias::Guest for Component {
+    devin_bridge_types::guest_exports!(
+        ModelAlias ModelAliasExports, Component: exports::devin_bridge::transforms::model_alias::Guest {}
+    );
+
+    impl ModelAliasExports for Component {
         fn validate(reference: String, catalog: String) -> Result<String, Failure> {
             devin_bridge_model_alias::validate(&reference, &catalog).map_err(reworded)
         }
@@ -281,7 +295,11 @@ mod wasm {
         }
     }
 
-    impl safeguard::Guest for Component {
+    devin_bridge_types::guest_exports!(
+        Safeguard SafeguardExports, Component: exports::devin_bridge::transforms::safeguard::Guest {}
+    );
+
+    impl SafeguardExports for Component {
         /// The same verdicts in other words: an explanation is free text.
         fn judge(
             calls: Vec<ToolCall>,

@@ -11,8 +11,8 @@ mod wasm {
         generate_all,
     });
 
+    use devin_bridge_serializer as serializer;
     use devin_bridge_types::{Failure, Prompt, PromptOptions, Resume, ResumedPrompt, UnseenPrompt};
-    use exports::devin_bridge::transforms::serializer::Guest;
     use wasi::cli::environment;
 
     /// `__ENV__` in a request: a failure that reports what the component can see of its
@@ -39,7 +39,11 @@ mod wasm {
 
     struct Component;
 
-    impl Guest for Component {
+    devin_bridge_types::guest_exports!(
+        Serializer SerializerExports, Component: exports::devin_bridge::transforms::serializer::Guest {}
+    );
+
+    impl SerializerExports for Component {
         fn serialize(request: String) -> Result<Prompt, Failure> {
             probe(&request)?;
             devin_bridge_serializer::serialize(&request)
@@ -60,10 +64,6 @@ mod wasm {
         ) -> Result<ResumedPrompt, Failure> {
             probe(&continuation)?;
             devin_bridge_serializer::serialize_resumed(&continuation, &resume, options)
-        }
-
-        fn repair(prompt: String, rejection: Failure) -> String {
-            devin_bridge_serializer::repair(&prompt, &rejection)
         }
     }
 

@@ -19,12 +19,17 @@ mod wasm {
         generate_all,
     });
 
+    use devin_bridge_envelope as envelope;
+    use devin_bridge_model_alias as model_alias;
+    use devin_bridge_safeguard as safeguard;
+    use devin_bridge_serializer as serializer;
+    use devin_bridge_sse as sse;
     use devin_bridge_types::{
         Failure, MessageHead, ParsedReply, Prompt, PromptOptions, Reply, ReplyBlock, ResolvedModel,
         Resume, ResumedPrompt, SafeguardStatus, ShownPiece, SseFrames, StreamEnd, ToolCall,
         ToolReply, UnseenPrompt, Usage,
     };
-    use exports::devin_bridge::transforms::{envelope, model_alias, safeguard, serializer, sse};
+    use exports::devin_bridge::transforms as wit;
 
     include!("../../getrandom_backend.rs");
 
@@ -44,7 +49,11 @@ mod wasm {
         }
     }
 
-    impl serializer::Guest for Component {
+    devin_bridge_types::guest_exports!(
+        Serializer SerializerExports, Component: exports::devin_bridge::transforms::serializer::Guest {}
+    );
+
+    impl SerializerExports for Component {
         fn serialize(request: String) -> Result<Prompt, Failure> {
             devin_bridge_serializer::serialize(&request).map_err(|failure| Failure {
                 status: if (400..500).contains(&failure.status) {
@@ -88,10 +97,6 @@ mod wasm {
                 },
             )
         }
-
-        fn repair(prompt: String, rejection: Failure) -> String {
-            devin_bridge_serializer::repair(&prompt, &rejection)
-        }
     }
 
     /// Tool-call ids in upper case.
@@ -118,7 +123,7 @@ mod wasm {
     /// The reply stream, delegated, ending with the same upper-case ids as `parse`.
     struct ReplyStream(std::cell::RefCell<devin_bridge_envelope::ReplyStream>);
 
-    impl envelope::GuestReplyStream for ReplyStream {
+    impl wit::envelope::GuestReplyStream for ReplyStream {
         fn new(tools: String, id_seed: String, max_calls: u32) -> Self {
             Self(std::cell::RefCell::new(
                 devin_bridge_envelope::ReplyStream::new(&tools, &id_seed, max_calls),
@@ -141,9 +146,13 @@ mod wasm {
         }
     }
 
-    impl envelope::Guest for Component {
-        type ReplyStream = ReplyStream;
+    devin_bridge_types::guest_exports!(
+        Envelope EnvelopeExports, Component: exports::devin_bridge::transforms::envelope::Guest {
+            type ReplyStream = ReplyStream;
+        }
+    );
 
+    impl EnvelopeExports for Component {
         fn parse(
             output: String,
             tools: String,
@@ -152,10 +161,6 @@ mod wasm {
         ) -> Result<ParsedReply, Failure> {
             devin_bridge_envelope::parse_span(&output, &tools, &id_seed, max_calls)
                 .map(upper_case_ids)
-        }
-
-        fn narrates_unexecuted_action(output: String) -> bool {
-            devin_bridge_envelope::narrates_unexecuted_action(&output)
         }
 
         fn parse_review(output: String) -> Result<String, Failure> {
@@ -169,10 +174,11 @@ mod wasm {
         }
     }
 
-    impl sse::Guest for Component {
-        fn stream_start(head: MessageHead) -> String {
-            devin_bridge_sse::stream_start(&head)
-        }
+    devin_bridge_types::guest_exports!(
+        Sse SseExports, Component: exports::devin_bridge::transforms::sse::Guest {}
+    );
+
+    impl SseExports for Component {
         fn stream_ping() -> String {
             devin_bridge_sse::stream_ping()
         }
@@ -210,18 +216,8 @@ mod wasm {
                 safeguard.as_ref(),
             ))
         }
-        fn render_json(
-            head: MessageHead,
-            reply: Reply,
-            safeguard: Option<SafeguardStatus>,
-        ) -> String {
-            devin_bridge_sse::render_json(&head, &reply, safeguard.as_ref())
-        }
         fn error_event(failure: Failure) -> String {
             devin_bridge_sse::error_event(&failure)
-        }
-        fn error_body(failure: Failure) -> String {
-            devin_bridge_sse::error_body(&failure)
         }
         fn agent_error_message(raw: String) -> String {
             devin_bridge_sse::agent_error_message(&raw)
@@ -234,7 +230,11 @@ mod wasm {
         }
     }
 
-    impl model_alias::Guest for Component {
+    devin_bridge_types::guest_exports!(
+        ModelAlias ModelAliasExports, Component: exports::devin_bridge::transforms::model_alias::Guest {}
+    );
+
+    impl ModelAliasExports for Component {
         fn validate(reference: String, catalog: String) -> Result<String, Failure> {
             devin_bridge_model_alias::validate(&reference, &catalog).map_err(renamed_code)
         }
@@ -255,7 +255,11 @@ mod wasm {
         }
     }
 
-    impl safeguard::Guest for Component {
+    devin_bridge_types::guest_exports!(
+        Safeguard SafeguardExports, Component: exports::devin_bridge::transforms::safeguard::Guest {}
+    );
+
+    impl SafeguardExports for Component {
         /// Passes every call: the leniency the swap contract refuses.
         fn judge(
             calls: Vec<ToolCall>,
