@@ -191,7 +191,7 @@ pub(crate) async fn run(
     let first = attempt(bridge, prompt, model, images, placement, None, shown).await?;
     let rejection = match first.verdict {
         Verdict::Accept(reply) => {
-            placement.commit();
+            placement.commit(&reply);
             return Ok((reply, usage(bridge, prompt, &first.reply)));
         }
         Verdict::Repair(rejection) => rejection,
@@ -209,7 +209,7 @@ pub(crate) async fn run(
     .await?;
     let outcome = match second.verdict {
         Verdict::Accept(reply) => {
-            placement.commit();
+            placement.commit(&reply);
             Ok((reply, usage(bridge, prompt, &second.reply)))
         }
         Verdict::Repair(failure) => Err(Failure {

@@ -52,6 +52,10 @@ const MAX_SELECTION_ATTEMPTS: usize = 3;
 /// (the `Agent` tool) sends its parent's session header with its own agent id.
 pub const AGENT_HEADER: &str = "x-claude-code-agent-id";
 
+/// What joins a subagent's agent id to its parent's key. It holds spaces, which no part may
+/// contain: no pair spells another pair's key, nor a parent's.
+const AGENT_SEPARATOR: &str = " /agent ";
+
 /// The conversation key of a request: its session header, and its agent id when it has one,
 /// so that a subagent and its parent never share (rebuild, replay or fork) each other's
 /// session. Each part is 1 to 128 visible ASCII characters; a request without a valid session
@@ -60,11 +64,14 @@ pub const AGENT_HEADER: &str = "x-claude-code-agent-id";
 pub(crate) fn conversation_key(headers: &hyper::HeaderMap) -> Option<String> {
     let session = key_part(headers.get(SESSION_HEADER))?;
     Some(match key_part(headers.get(AGENT_HEADER)) {
-        // The separator holds spaces, which no part may contain: no pair spells another
-        // pair's key, nor a parent's.
-        Some(agent) => format!("{session} /agent {agent}"),
+        Some(agent) => format!("{session}{AGENT_SEPARATOR}{agent}"),
         None => session,
     })
+}
+
+/// The key of a subagent's parent conversation; none for a main conversation's key.
+fn parent_of(key: &str) -> Option<&str> {
+    key.split_once(AGENT_SEPARATOR).map(|(parent, _)| parent)
 }
 
 /// One part of a conversation key: 1 to 128 visible ASCII characters, else none.
@@ -95,6 +102,8 @@ pub struct Stats {
     /// Requests serialized as the continuation of the session's last request: only the
     /// messages after the bytes the two share were parsed.
     pub resumed: Counter,
+    /// Subagent sessions released because their conversation ended (a final answer).
+    pub subagents_ended: Counter,
     /// Prompts sent to agents, and their bytes.
     pub prompts: Counter,
     pub prompt_bytes: Counter,
@@ -115,6 +124,7 @@ pub struct Snapshot {
     pub resumed: u64,
     /// Bytes of request bodies the sessions keep for resuming.
     pub kept_bytes: u64,
+    pub subagents_ended: u64,
     pub prompts: u64,
     pub prompt_bytes: u64,
 }
@@ -178,11 +188,22 @@ impl LeasedSession {
 }
 
 impl Lease {
-    /// The turn succeeded: the session now holds the request's messages.
-    pub(crate) fn commit(&mut self) {
+    /// The turn succeeded: the session now holds the request's messages. `final_answer` says
+    /// that the reply calls no tool: for a subagent that ends its conversation (Claude Code
+    /// hands the answer to the parent and sends the subagent nothing more), so its session is
+    /// released at once instead of waiting, idle, for `session_idle_ms` or for room to be
+    /// needed. A main conversation's session stays: its user may write again.
+    pub(crate) fn commit(&mut self, final_answer: bool) {
         self.committed = true;
-        if let LeasedSession::Conversation { entry, .. } = &self.session {
-            entry.commit(&self.history, self.earlier.take());
+        if let LeasedSession::Conversation { entry, binding } = &mut self.session {
+            if final_answer && entry.is_subagent() {
+                tracing::debug!("a subagent's conversation ended; its session is released");
+                binding.take();
+                self.resident.conversations.remove(entry);
+                self.resident.stats.subagents_ended.inc();
+            } else {
+                entry.commit(&self.history, self.earlier.take());
+            }
         }
     }
 }
@@ -257,6 +278,7 @@ impl Resident {
             ephemeral: load(&self.stats.ephemeral),
             resumed: load(&self.stats.resumed),
             kept_bytes: u64::try_from(self.kept_bytes()).unwrap_or(u64::MAX),
+            subagents_ended: load(&self.stats.subagents_ended),
             prompts: load(&self.stats.prompts),
             prompt_bytes: load(&self.stats.prompt_bytes),
         }
@@ -323,7 +345,7 @@ impl Resident {
             let known = self.conversations.knows(&key);
             let (entry, expected) = match continued {
                 Some((entry, held)) => (entry, held),
-                None => (self.conversations.create(&key), 0),
+                None => (self.conversations.create(&key, parent_of(&key)), 0),
             };
             let mut binding = entry.lock().await;
             let view = entry.view();
