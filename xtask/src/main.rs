@@ -6,6 +6,7 @@
 //! container proof with the operator's flow (`tools/containers`: `image`, `test-container`,
 //! `launch`, `login-devin`, `test-live`, `clean`).
 
+mod compat;
 mod dist;
 mod modules;
 mod sources;
@@ -35,6 +36,12 @@ commands:
   bench <transforms|bridge|guard|companion|outpost|soak|turns|stream> [ARGS...]
                             run a benchmark and print its table (ARGS go to the benchmark,
                             e.g. `bench soak --turns 5000`)
+  compat [--releases N] [--versions a,b,c] [--fixtures]
+                            run Claude Code releases (default: the newest 6 on npm and the
+                            pinned one) against release builds of the bridge and the offline
+                            agent and print the compatibility matrix; fails when the pinned or
+                            the newest release fails a check (--fixtures: also write each
+                            release's captured requests to tests/fixtures/claude-code/releases)
   fuzz <target|all> [--seconds N]
                             run a cargo-fuzz target (a transform or a native parser; default 30 s)
   dist [--profile release|dev] [--out DIR] [--binary PATH]
@@ -92,6 +99,7 @@ fn main() -> Result<()> {
             _ => bail!("usage: cargo xtask modules [--roots | --no-roots]"),
         },
         "bench" => bench(rest),
+        "compat" => compat::compat(rest),
         "fuzz" => fuzz(rest),
         // The commands of the container tool; those that build images need the components
         // and the binaries the images carry.
