@@ -57,6 +57,9 @@ const KEPT_HEADER_VALUES: [&str; 5] = [
 
 /// Side requests of one purpose kept in a fixture, at most.
 const SIDE_REQUESTS_KEPT: usize = 2;
+/// A side request larger than this is kept by its shape only, as main requests are (a
+/// classifier request carries the whole transcript: a fixture stays small).
+const WHOLE_SIDE_REQUEST_BYTES: usize = 32 << 10;
 
 /// The checks, in the matrix's order.
 const CHECKS: [(&str, Task); 4] = [
@@ -291,7 +294,8 @@ fn ignored_fields(requests: &[&Value]) -> Vec<String> {
 
 /// The release's fixture: the shape of every distinct main and subagent request (its header
 /// names, fields and counts, not its content), and the side requests whole (at most
-/// [`SIDE_REQUESTS_KEPT`] of each purpose), each with what the bridge should make of it.
+/// [`SIDE_REQUESTS_KEPT`] of each purpose, each with what the bridge should make of it; one
+/// larger than [`WHOLE_SIDE_REQUEST_BYTES`] by its shape).
 fn fixture(version: &str, captured: &[(&str, Vec<Value>)]) -> Value {
     let mut shapes = Vec::new();
     let mut seen_shapes = BTreeSet::new();
@@ -301,7 +305,8 @@ fn fixture(version: &str, captured: &[(&str, Vec<Value>)]) -> Value {
         for request in requests {
             let body = &request["body"];
             let headers = headers(&request["headers"]);
-            if is_side_request(body) {
+            let bytes = body.to_string().len();
+            if is_side_request(body) && bytes <= WHOLE_SIDE_REQUEST_BYTES {
                 let purpose = if asks_for_a_title(body) {
                     json!("session_title")
                 } else {
@@ -320,7 +325,9 @@ fn fixture(version: &str, captured: &[(&str, Vec<Value>)]) -> Value {
                 }));
                 continue;
             }
-            let kind = if request["headers"]["x-claude-code-agent-id"].is_string() {
+            let kind = if is_side_request(body) {
+                "side_request"
+            } else if request["headers"]["x-claude-code-agent-id"].is_string() {
                 "subagent_turn"
             } else {
                 "main_turn"
@@ -340,6 +347,19 @@ fn fixture(version: &str, captured: &[(&str, Vec<Value>)]) -> Value {
             if seen_shapes.insert(shape.to_string()) {
                 let mut shape = shape;
                 shape["task"] = json!(task);
+                if kind == "side_request" {
+                    // What it is, by the start of its last system block (Claude Code's own
+                    // words), and its size.
+                    let last = body["system"].as_array().and_then(|blocks| blocks.last());
+                    let start: String = last
+                        .and_then(|block| block["text"].as_str())
+                        .unwrap_or_default()
+                        .chars()
+                        .take(80)
+                        .collect();
+                    shape["system_starts"] = json!(start);
+                    shape["bytes"] = json!(bytes);
+                }
                 shapes.push(shape);
             }
         }
