@@ -11,6 +11,9 @@
 //!   next turn, or the turn that was running, rebuilds the session and sends the whole prompt
 //!   once: a replay.
 //! - The single repair attempt continues the same session with the repair instructions only.
+//! - A subagent (its key joins its agent id to the parent's key) has sessions of its own,
+//!   released at its final answer ([`Lease::commit`]); when room is needed, idle subagent
+//!   sessions go first and a subagent never forgets its parent's (see [`conversations`]).
 
 mod conversations;
 mod processes;
