@@ -7,6 +7,7 @@
 //! `launch`, `login-devin`, `test-live`, `clean`).
 
 mod agent_users;
+mod compat;
 mod components;
 mod dist;
 mod long_functions;
@@ -24,7 +25,7 @@ use devin_bridge_test_setup::claude_code;
 use devin_bridge_test_setup::debian::{self, Need};
 
 use components::{build_components, build_test_components, components_dir};
-use workspace::{cargo, cargo_target_dir, run, workspace_root};
+use workspace::{cargo, cargo_target_dir, release_build, run, workspace_root};
 
 const USAGE: &str = "\
 usage: cargo xtask <command>
@@ -44,6 +45,12 @@ commands:
   bench <transforms|bridge|guard|companion|outpost|soak|turns|stream> [ARGS...]
                             run a benchmark and print its table (ARGS go to the benchmark,
                             e.g. `bench soak --turns 5000`)
+  compat [--releases N] [--versions a,b,c] [--fixtures]
+                            run Claude Code releases (default: the newest 6 on npm and the
+                            pinned one) against release builds of the bridge and the offline
+                            agent and print the compatibility matrix; fails when the pinned or
+                            the newest release fails a check (--fixtures: also write each
+                            release's captured requests to tests/fixtures/claude-code/releases)
   fuzz <target|all> [--seconds N]
                             run a cargo-fuzz target (a transform or a native parser; default 30 s)
   dist [--profile release|dev] [--out DIR] [--binary PATH]
@@ -99,6 +106,7 @@ fn main() -> Result<()> {
             _ => bail!("usage: cargo xtask modules"),
         },
         "bench" => bench(rest),
+        "compat" => compat::compat(rest),
         "fuzz" => fuzz(rest),
         // The commands of the container tool; those that build images need the components
         // and the binaries the images carry.
@@ -386,16 +394,6 @@ fn bench(rest: &[String]) -> Result<()> {
         .args(&rest[1..])
         .env("DEVIN_BRIDGE_COMPONENTS", &components);
     Ok(run(&mut bench)?)
-}
-
-/// `cargo build --release` of the binaries of `packages`.
-fn release_build(packages: &[&str]) -> Result<()> {
-    let mut build = cargo();
-    build.args(["build", "--locked", "--release", "--bins"]);
-    for package in packages {
-        build.args(["-p", package]);
-    }
-    Ok(run(&mut build)?)
 }
 
 fn fuzz(rest: &[String]) -> Result<()> {

@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use anyhow::Result;
+
 pub(crate) use devin_bridge_test_setup::workspace::{root as workspace_root, run};
 
 /// `cargo`, in the workspace, without what `cargo run` set for xtask itself (its package's
@@ -22,4 +24,14 @@ pub(crate) fn cargo_target_dir() -> PathBuf {
         Some(dir) => workspace_root().join(dir),
         None => workspace_root().join("target"),
     }
+}
+
+/// `cargo build --release` of the binaries of `packages`.
+pub(crate) fn release_build(packages: &[&str]) -> Result<()> {
+    let mut build = cargo();
+    build.args(["build", "--locked", "--release", "--bins"]);
+    for package in packages {
+        build.args(["-p", package]);
+    }
+    Ok(run(&mut build)?)
 }

@@ -1,20 +1,26 @@
 //! Side requests the host may answer without the model: a request is recognized only when it
-//! has, exactly, a shape captured from the client, and its answer follows from the request
-//! alone. Local answers never guess: any difference from the captured shape (one byte of the
-//! instructions, a tool, a second message, another schema) is no answer, and the request goes
-//! to the agent like any other.
+//! has every structural feature of a kind of side request, and its answer follows from the
+//! request alone. Local answers never guess: a request that has only some of the features (a
+//! tool, a second message, a schema with another property, no session tag) is no answer, and
+//! the request goes to the agent like any other.
 //!
-//! Known today: Claude Code's session title (`session_title`). After each user message of a
-//! session without a title, interactive Claude Code (2.1.332) sends a request with no tools,
-//! its naming instructions as the last system block, one user message
-//! `<session>\n{the user's text}\n</session>\n\n{a line about the language}`, and an
-//! `output_config.format` whose JSON schema is an object with exactly one string property,
-//! `title`. It accepts a text reply that is the JSON `{"title": "..."}`.
+//! Known today: Claude Code's session title (`session_title`). After a user message of a
+//! session without a title, interactive Claude Code sends a request that asks for the session's
+//! name. It is recognized by what it is, not by its wording (the features, which every
+//! captured release shares, are listed in `docs/claude-code.md`):
+//! 1. no tools (`tools` absent or `[]`);
+//! 2. a system prompt of text blocks only (one or more; their words are not compared);
+//! 3. `output_config.format` asking for JSON that is an object with exactly one property, a
+//!    string `title` (required, no additional properties), and nothing else;
+//! 4. exactly one message, from the user, one text (a string or a single text block) that
+//!    starts `<session>\n` and holds `\n</session>`: the session's text is between.
 //!
-//! Invariants: the work is linear in the request's size and bounded by it (one comparison of the
-//! instructions, one search for the session's end, and a scan that stops at the first non-empty
-//! line and after [`MAX_TITLE_WORDS`] words); the title is at most [`MAX_TITLE_CHARS`]
-//! characters and holds no control character; the answer is valid JSON.
+//! Claude Code accepts a text reply that is the JSON `{"title": "..."}`.
+//!
+//! Invariants: the work is linear in the request's size and bounded by it (one pass over the
+//! system blocks, one search for the session's end, and a scan that stops at the first
+//! non-empty line and after [`MAX_TITLE_WORDS`] words); the title is at most
+//! [`MAX_TITLE_CHARS`] characters and holds no control character; the answer is valid JSON.
 
 use std::borrow::Cow;
 
@@ -22,16 +28,6 @@ use crate::json::Json;
 
 /// The purpose of a session-title answer.
 pub(crate) const SESSION_TITLE: &str = "session_title";
-
-/// Claude Code's naming instructions (2.1.332), byte for byte: the last system block of its
-/// session-title request.
-const SESSION_TITLE_INSTRUCTIONS: &str =
-    include_str!("side_requests/session-title-instructions.txt");
-
-/// The system blocks that may come before the naming instructions: Claude Code's identity line
-/// and its billing header (whose value changes with the version and the request).
-const CLAUDE_CODE_IDENTITY: &str = "You are Claude Code, Anthropic's official CLI for Claude.";
-const BILLING_HEADER_PREFIX: &str = "x-anthropic-billing-header: ";
 
 /// Where the user's text begins and ends in the title request's only message.
 const SESSION_OPEN: &str = "<session>\n";
@@ -53,7 +49,7 @@ pub(crate) fn local_answer(request: &Json) -> Option<devin_bridge_types::LocalAn
     })
 }
 
-/// The session text of a session-title request of exactly the captured shape.
+/// The session text of a request that has every feature of a session-title request.
 fn session_title_request<'r>(request: &'r Json) -> Option<&'r str> {
     // No tools: absent, or an empty list.
     match request.field("tools") {
@@ -61,7 +57,7 @@ fn session_title_request<'r>(request: &'r Json) -> Option<&'r str> {
         Some(Json::Array(tools)) if tools.is_empty() => {}
         Some(_) => return None,
     }
-    if !title_instructions(request.field("system")?) || !title_format(request) {
+    if !text_blocks_only(request.field("system")?) || !title_format(request) {
         return None;
     }
     let Some(Json::Array(messages)) = request.field("messages") else {
@@ -89,21 +85,13 @@ fn session_title_request<'r>(request: &'r Json) -> Option<&'r str> {
     rest.get(..end)
 }
 
-/// The system prompt is text blocks whose last is the naming instructions, byte for byte, and
-/// whose others are Claude Code's identity line or its billing header.
-fn title_instructions(system: &Json) -> bool {
+/// The system prompt is a list of one or more text blocks (what they say is not compared:
+/// Claude Code words its instructions differently from release to release).
+fn text_blocks_only(system: &Json) -> bool {
     let Json::Array(blocks) = system else {
         return false;
     };
-    let Some((last, before)) = blocks.split_last() else {
-        return false;
-    };
-    block_text(last) == Some(SESSION_TITLE_INSTRUCTIONS)
-        && before.iter().all(|block| {
-            block_text(block).is_some_and(|text| {
-                text == CLAUDE_CODE_IDENTITY || text.starts_with(BILLING_HEADER_PREFIX)
-            })
-        })
+    !blocks.is_empty() && blocks.iter().all(|block| block_text(block).is_some())
 }
 
 /// The text of a text block.

@@ -39,6 +39,11 @@ impl ConversationKey {
     pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The key of a subagent's parent conversation; none for a main conversation's key.
+    pub(crate) fn parent(&self) -> Option<&str> {
+        self.0.split_once(AGENT_SEPARATOR).map(|(parent, _)| parent)
+    }
 }
 
 impl Deref for ConversationKey {

@@ -384,6 +384,11 @@ impl Gauges {
                 "Requests serialized from where they stop repeating the session's last request",
                 &stats.resumed,
             ),
+            (
+                "subagents_ended",
+                "Subagent sessions released because their conversation ended",
+                &stats.subagents_ended,
+            ),
             ("prompts", "Prompts sent to resident agents", &stats.prompts),
             (
                 "prompt_bytes",

@@ -138,7 +138,8 @@ pub struct ServerSection {
     /// How long a finished turn's answer is kept for a resend of the same request; 0 keeps
     /// none.
     pub resend_window_ms: u64,
-    /// Answer side requests the serializer recognizes exactly (Claude Code's session title)
+    /// Answer side requests the serializer recognizes (Claude Code's session title: a request
+    /// with every feature of one, see `docs/claude-code.md`)
     /// without an agent turn; false sends every request to the agent.
     pub local_side_requests: bool,
     /// Stream a reply's text to a streaming client as the agent writes it (`text_delta`s of

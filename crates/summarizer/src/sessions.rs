@@ -87,10 +87,11 @@ pub(crate) enum Placement {
 }
 
 impl Placement {
-    /// After an accepted reply: the resident session keeps the conversation's new history.
-    pub(crate) fn commit(&mut self) {
+    /// After an accepted reply: the resident session keeps the conversation's new history
+    /// (a subagent's is released when `reply` is its final answer, see `Lease::commit`).
+    pub(crate) fn commit(&mut self, reply: &devin_bridge_types::Reply) {
         if let Placement::Resident(_, lease) = self {
-            lease.commit();
+            lease.commit(matches!(reply, devin_bridge_types::Reply::Text(_)));
         }
     }
 }

@@ -125,7 +125,7 @@ pub(crate) async fn run(
     let first = run.attempt(&mut placement, None).await?;
     let rejection = match first.verdict {
         Verdict::Accept(reply) => {
-            placement.commit();
+            placement.commit(&reply);
             return Ok((reply, run.usage(&first.reply)));
         }
         Verdict::Repair(rejection) => rejection,
@@ -134,7 +134,7 @@ pub(crate) async fn run(
     let second = run.attempt(&mut placement, Some(rejection)).await?;
     let outcome = match second.verdict {
         Verdict::Accept(reply) => {
-            placement.commit();
+            placement.commit(&reply);
             Ok((reply, run.usage(&second.reply)))
         }
         Verdict::Repair(failure) => Err(Failure {

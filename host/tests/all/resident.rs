@@ -818,3 +818,81 @@ async fn a_resumed_request_still_gives_the_judge_every_earlier_call() {
     assert_eq!(health["resident"]["resumed"], 3, "{health}");
     bridge.stop().await;
 }
+
+/// A parent's conversation, twenty subagents of it (each a tool call and then its final
+/// answer; one after another, or all started before any ends), then the parent's next turn,
+/// with room for four sessions in all. A control conversation with the same messages and no
+/// subagent, run first, shows what the parent's next turn sends when nothing came between:
+/// the parent's turn sends exactly as much, on its own session.
+async fn a_parent_after_twenty_subagents(parallel: bool) {
+    let bridge = resident("max_sessions = 4").await;
+    let first_message = "Delegate the survey to twenty subagents. [mock:tool]";
+    let new_message = "the subagents reported [mock:text]";
+    let mut control = Conversation::new(first_message);
+    let reply = next_turn(&bridge, "s-control", &control).await;
+    control.answer(&reply, new_message);
+    next_turn(&bridge, "s-control", &control).await;
+
+    let mut parent = Conversation::new(first_message);
+    let parent_first = next_turn(&bridge, "s-1", &parent).await;
+    let agents: Vec<String> = (0..20).map(|i| format!("a{i:016x}")).collect();
+    let mut children: Vec<Conversation> = agents
+        .iter()
+        .map(|agent| Conversation::new(&format!("Survey part {agent}. [mock:tool]")))
+        .collect();
+    if parallel {
+        // Every subagent starts before any ends (Claude Code runs them side by side): room
+        // must be made while they all still hold sessions.
+        for (agent, child) in agents.iter().zip(children.iter_mut()) {
+            let reply = subagent_turn(&bridge, "s-1", agent, child).await;
+            child.answer(&reply, "a.txt [mock:text]");
+        }
+        for (agent, child) in agents.iter().zip(&children) {
+            subagent_turn(&bridge, "s-1", agent, child).await;
+        }
+    } else {
+        for (agent, child) in agents.iter().zip(children.iter_mut()) {
+            let reply = subagent_turn(&bridge, "s-1", agent, child).await;
+            child.answer(&reply, "a.txt [mock:text]");
+            subagent_turn(&bridge, "s-1", agent, child).await;
+        }
+    }
+    parent.answer(&parent_first, new_message);
+    next_turn(&bridge, "s-1", &parent).await;
+
+    let seen = prompts(&bridge);
+    assert_eq!(seen.len(), 2 + 1 + 40 + 1, "{seen:?}");
+    let (control_next, parent_first, parent_next) = (&seen[1], &seen[2], &seen[seen.len() - 1]);
+    assert_eq!(control_next["received"], "continuation", "{control_next}");
+    assert_eq!(parent_next["received"], "continuation", "{parent_next}");
+    assert_eq!(
+        parent_next["sessionId"], parent_first["sessionId"],
+        "{parent_next} vs {parent_first}"
+    );
+    // Only the messages after what the session holds (the agent's reply and the new message),
+    // exactly as in the conversation that had no subagent.
+    assert_eq!(
+        parent_next["receivedChars"], control_next["receivedChars"],
+        "{parent_next} vs {control_next}"
+    );
+    let health = health(&bridge).await;
+    let stats = &health["resident"];
+    // Every subagent ended with its final answer: its session went with it.
+    assert_eq!(stats["subagents_ended"], 20, "{health}");
+    assert_eq!(
+        stats["sessions"], 2,
+        "the control's and the parent's: {health}"
+    );
+    assert_eq!(stats["forks"], 0, "{health}");
+    assert_eq!(stats["rebuilds"], 0, "{health}");
+}
+
+#[tokio::test]
+async fn a_parent_keeps_its_session_after_twenty_subagents_one_after_another() {
+    a_parent_after_twenty_subagents(false).await;
+}
+
+#[tokio::test]
+async fn a_parent_keeps_its_session_after_twenty_subagents_running_side_by_side() {
+    a_parent_after_twenty_subagents(true).await;
+}

@@ -1,8 +1,9 @@
 //! Side requests the bridge answers without an agent turn: Claude Code's session-title request
 //! (captured from 2.1.332, `tests/fixtures/requests/claude-code-session-title.json`) gets its
 //! `{"title": ...}` JSON at once on both transports, streamed or not, and the offline agent's
-//! log shows no prompt. With `[server] local_side_requests = false`, a request that differs
-//! from the captured shape, and a main turn, the agent answers.
+//! log shows no prompt, whatever the wording of its instructions. With `[server]
+//! local_side_requests = false`, a request that has only some of its features, and a main
+//! turn, the agent answers.
 
 use crate::common;
 
@@ -101,12 +102,17 @@ async fn the_captured_title_request_is_answered_without_an_agent_on_both_transpo
                 "{transport} stream={stream}"
             );
         }
-        // Without a session header too.
-        let response = bridge.messages(&title_request(false)).await;
-        assert_eq!(
-            serde_json::from_str::<Value>(&reply_text(&response, false)).expect("JSON"),
-            json!({ "title": TITLE })
-        );
+        // Without a session header too, and with instructions worded another way.
+        let mut reworded = title_request(false);
+        reworded["system"][2]["text"] =
+            json!("Name this coding session. Return JSON with a single \"title\" field.");
+        for body in [title_request(false), reworded] {
+            let response = bridge.messages(&body).await;
+            assert_eq!(
+                serde_json::from_str::<Value>(&reply_text(&response, false)).expect("JSON"),
+                json!({ "title": TITLE })
+            );
+        }
         assert!(
             bridge.agent_events("prompt").is_empty(),
             "{transport}: the agent was prompted: {:?}",
@@ -119,8 +125,8 @@ async fn the_captured_title_request_is_answered_without_an_agent_on_both_transpo
         assert_eq!(bridge.agents(), 0, "{transport}: an agent process runs");
         let metrics = metrics(&bridge).await;
         for expected in [
-            side_requests("session_title", "local", 3),
-            "devin_bridge_messages_total{kind=\"side_request\"} 3".to_owned(),
+            side_requests("session_title", "local", 4),
+            "devin_bridge_messages_total{kind=\"side_request\"} 4".to_owned(),
         ] {
             assert!(metrics.contains(&expected), "{transport}: {metrics}");
         }
@@ -175,13 +181,10 @@ async fn a_main_turn_and_a_title_request_of_another_shape_go_to_the_agent() {
     let mut main_turn = title_request(false);
     main_turn["tools"] = json!([{"name": "Bash", "description": "Run a command",
         "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}]);
-    // One byte of the naming instructions changed: not the captured shape.
+    // A schema that asks for a second property: only some of the title request's features.
     let mut near_miss = title_request(true);
-    let instructions = near_miss["system"][2]["text"]
-        .as_str()
-        .expect("the naming instructions")
-        .replacen("long list", "lengthy list", 1);
-    near_miss["system"][2]["text"] = json!(instructions);
+    near_miss["output_config"]["format"]["schema"]["properties"]["emoji"] =
+        json!({"type": "string"});
     // Two user messages.
     let mut two_messages = title_request(false);
     let message = two_messages["messages"][0].clone();

@@ -6,6 +6,9 @@
 //! (`host/tests/all/claude_code_e2e.rs`) as `DEVIN_BRIDGE_CLAUDE_CODE`; the container proof
 //! runs it against the containerised bridge and copies it into the Claude Code image.
 //! Invariant: [`VERSION`] is the only place the version is pinned.
+//!
+//! `cargo xtask compat` installs other releases the same way ([`ensure_release`], each into a
+//! prefix of its own) and asks npm which releases there are ([`releases_on_npm`]).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -21,35 +24,65 @@ const PACKAGE: &str = "@anthropic-ai/claude-code";
 pub enum Error {
     #[error(transparent)]
     Npm(#[from] crate::npm::NpmError),
-    #[error("npm installed {PACKAGE}@{VERSION} into {}, but no claude executable there reports {VERSION}", prefix.display())]
-    NotInstalled { prefix: PathBuf },
+    #[error("npm installed {PACKAGE}@{version} into {}, but no claude executable there reports {version}", prefix.display())]
+    NotInstalled { prefix: PathBuf, version: String },
+    #[error(
+        "cannot ask npm for the releases of {PACKAGE} (`npm view {PACKAGE} versions --json`): {0}"
+    )]
+    Releases(String),
 }
 
 /// The `claude` executable of the pinned version under `prefix`, installed with npm when it is
 /// missing or reports another version.
 pub fn ensure(prefix: &Path) -> Result<PathBuf, Error> {
-    if let Some(claude) = installed(prefix) {
+    ensure_release(prefix, VERSION)
+}
+
+/// The `claude` executable of `version` under `prefix`, installed with npm (its cache reused)
+/// when it is missing or reports another version.
+pub fn ensure_release(prefix: &Path, version: &str) -> Result<PathBuf, Error> {
+    if let Some(claude) = installed(prefix, version) {
         eprintln!(
-            "claude-code: Claude Code {VERSION} is installed at {}",
+            "claude-code: Claude Code {version} is installed at {}",
             claude.display()
         );
         return Ok(claude);
     }
     eprintln!(
-        "claude-code: installing Claude Code {VERSION} into {} (npm install {PACKAGE}@{VERSION})",
+        "claude-code: installing Claude Code {version} into {} (npm install {PACKAGE}@{version})",
         prefix.display()
     );
-    crate::npm::install(prefix, PACKAGE, VERSION)?;
-    installed(prefix).ok_or_else(|| Error::NotInstalled {
+    crate::npm::install(prefix, PACKAGE, version)?;
+    installed(prefix, version).ok_or_else(|| Error::NotInstalled {
         prefix: prefix.to_owned(),
+        version: version.to_owned(),
     })
 }
 
-/// The first candidate executable that reports the pinned version.
-fn installed(prefix: &Path) -> Option<PathBuf> {
+/// Every release of Claude Code on npm, oldest first (`npm view ... versions --json`).
+pub fn releases_on_npm() -> Result<Vec<String>, Error> {
+    let output = Command::new("npm")
+        .args(["view", PACKAGE, "versions", "--json"])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|error| Error::Releases(error.to_string()))?;
+    if !output.status.success() {
+        return Err(Error::Releases(format!(
+            "{}: {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
+    }
+    let releases: Vec<String> = serde_json::from_slice(&output.stdout)
+        .map_err(|error| Error::Releases(format!("not a JSON list of versions: {error}")))?;
+    Ok(releases)
+}
+
+/// The first candidate executable that reports `version`.
+fn installed(prefix: &Path, version: &str) -> Option<PathBuf> {
     candidates(prefix)
         .into_iter()
-        .find(|claude| reports_version(claude))
+        .find(|claude| reports_version(claude, version))
 }
 
 /// The platform package's native binary first (`@anthropic-ai/claude-code-linux-x64/claude`
@@ -76,7 +109,7 @@ fn candidates(prefix: &Path) -> Vec<PathBuf> {
 }
 
 /// `claude --version` prints `2.1.332 (Claude Code)`.
-fn reports_version(claude: &Path) -> bool {
+fn reports_version(claude: &Path, version: &str) -> bool {
     Command::new(claude)
         .arg("--version")
         .env("DISABLE_AUTOUPDATER", "1")
@@ -89,7 +122,7 @@ fn reports_version(claude: &Path) -> bool {
                 && String::from_utf8_lossy(&out.stdout)
                     .split_whitespace()
                     .next()
-                    == Some(VERSION)
+                    == Some(version)
         })
 }
 
@@ -118,6 +151,6 @@ mod tests {
     #[test]
     fn an_empty_prefix_has_no_installed_claude_code() {
         let temp = tempfile::tempdir().expect("tempdir");
-        assert_eq!(installed(temp.path()), None);
+        assert_eq!(installed(temp.path(), VERSION), None);
     }
 }

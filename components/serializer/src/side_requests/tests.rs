@@ -73,53 +73,29 @@ fn the_captured_request_is_answered_with_its_title() {
 }
 
 #[test]
-fn the_instructions_are_the_captured_ones() {
-    assert!(SESSION_TITLE_INSTRUCTIONS.starts_with(
-        "You are naming a coding session so the user can pick it out of a long list of sessions."
-    ));
-    assert_eq!(
-        captured()["system"][2]["text"].as_str(),
-        Some(SESSION_TITLE_INSTRUCTIONS)
-    );
-}
-
-#[test]
-fn one_byte_changed_in_the_instructions_is_no_answer() {
-    let original = SESSION_TITLE_INSTRUCTIONS;
-    let mut changed = Vec::new();
-    // The last byte, the first, one in the middle, one more, one fewer.
-    changed.push(format!("{}!", &original[..original.len() - 1]));
-    changed.push(format!("y{}", &original[1..]));
-    let middle = original.find("Lead with").expect("a known sentence");
-    changed.push(format!(
-        "{}l{}",
-        &original[..middle],
-        &original[middle + 1..]
-    ));
-    changed.push(format!("{original} "));
-    changed.push(original[..original.len() - 1].to_owned());
-    changed.push(format!("\n{original}"));
-    for text in changed {
+fn reworded_instructions_are_still_a_title_request() {
+    let original = captured()["system"][2]["text"]
+        .as_str()
+        .expect("the naming instructions")
+        .to_owned();
+    let reworded = [
+        format!("{}!", &original[..original.len() - 1]),
+        original.replacen("long list", "lengthy list", 1),
+        "Name this coding session in a few words. Return JSON with a single \"title\" field."
+            .to_owned(),
+        String::new(),
+    ];
+    for text in reworded {
         let mut request = captured();
         request["system"][2]["text"] = json!(text);
-        assert_eq!(answer_of(&request), None, "{:?}", &text[text.len() - 20..]);
+        assert_eq!(
+            answer_of(&request),
+            title_answer("Fix the failing test in math.js"),
+            "{text:?}"
+        );
     }
-    // The instructions as a plain string system prompt, or not the last block.
-    let mut request = captured();
-    request["system"] = json!(original);
-    assert_eq!(answer_of(&request), None);
-    let mut request = captured();
-    let mut blocks = request["system"].as_array().expect("blocks").clone();
-    blocks.push(json!({"type": "text", "text": "Title it in French."}));
-    request["system"] = json!(blocks);
-    assert_eq!(answer_of(&request), None);
-    // Another block before them that is neither the identity nor the billing header.
-    let mut request = captured();
-    request["system"][1]["text"] =
-        json!("You are a Claude agent, built on Anthropic's Claude Agent SDK.");
-    assert_eq!(answer_of(&request), None);
-    // Without the billing header (or the identity line), still the same request.
-    for drop in [0, 1] {
+    // Fewer or more text blocks: still a system prompt of text blocks.
+    for drop in [0, 1, 2] {
         let mut request = captured();
         request["system"]
             .as_array_mut()
@@ -127,8 +103,127 @@ fn one_byte_changed_in_the_instructions_is_no_answer() {
             .remove(drop);
         assert!(answer_of(&request).is_some(), "without block {drop}");
     }
+    let mut request = captured();
+    let mut blocks = request["system"].as_array().expect("blocks").clone();
+    blocks.push(json!({"type": "text", "text": "Title it in French.", "cache_control": {"type": "ephemeral"}}));
+    request["system"] = json!(blocks);
+    assert!(answer_of(&request).is_some());
 }
 
+#[test]
+fn a_system_prompt_that_is_not_a_list_of_text_blocks_is_no_answer() {
+    // (A list with another kind of block is no valid request at all.)
+    let instructions = captured()["system"][2]["text"].clone();
+    for system in [
+        // A plain string, no blocks, or none at all.
+        instructions.clone(),
+        json!([]),
+        json!(null),
+    ] {
+        let mut request = captured();
+        request["system"] = system.clone();
+        assert_eq!(answer_of(&request), None, "{system}");
+    }
+    let mut request = captured();
+    request.as_object_mut().expect("object").remove("system");
+    assert_eq!(answer_of(&request), None);
+}
+
+/// The side requests captured from every Claude Code release (`cargo xtask compat --fixtures`
+/// writes one file per release): each gets exactly the answer its fixture expects.
+fn release_fixtures() -> Vec<(String, Value)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/claude-code/releases");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|error| panic!("{}: {error}", dir.display()))
+        .map(|entry| entry.expect("an entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).expect("a fixture");
+            let fixture: Value = serde_json::from_str(&text).expect("JSON");
+            (path.display().to_string(), fixture)
+        })
+        .collect()
+}
+
+/// One change of a title request for each of its features: each leaves a request that has
+/// only some of them.
+fn partial_matches(request: &Value) -> Vec<(&'static str, Value)> {
+    let change = |name, edit: &dyn Fn(&mut Value)| {
+        let mut changed = request.clone();
+        edit(&mut changed);
+        (name, changed)
+    };
+    vec![
+        change("a tool", &|r| {
+            r["tools"] = json!([{"name": "Bash", "input_schema": {"type": "object"}}]);
+        }),
+        change("a system prompt that is a string", &|r| {
+            r["system"] = json!("You are naming a coding session.");
+        }),
+        change("no system prompt", &|r| {
+            r.as_object_mut().expect("object").remove("system");
+        }),
+        change("a schema with a second property", &|r| {
+            r["output_config"]["format"]["schema"]["properties"]["emoji"] =
+                json!({"type": "string"});
+        }),
+        change("no output format", &|r| {
+            r["output_config"]
+                .as_object_mut()
+                .expect("output_config")
+                .remove("format");
+        }),
+        change("a second message", &|r| {
+            let message = r["messages"][0].clone();
+            r["messages"] = json!([message, {"role": "assistant", "content": "ok"}, message]);
+        }),
+        change("no session tag", &|r| {
+            r["messages"] = json!([{"role": "user", "content": "fix the failing test"}]);
+        }),
+    ]
+}
+
+#[test]
+fn every_captured_release_is_recognized_and_every_partial_match_is_not() {
+    let fixtures = release_fixtures();
+    assert!(!fixtures.is_empty(), "no release fixture");
+    let mut titles = 0;
+    for (file, fixture) in &fixtures {
+        let release = fixture["release"]
+            .as_str()
+            .expect("the release it came from");
+        for side in fixture["side_requests"].as_array().expect("side_requests") {
+            let request = &side["body"];
+            let expected = side["expect"]["purpose"].as_str();
+            let answer = answer_of(request);
+            assert_eq!(
+                answer.as_ref().map(|a| a.purpose.as_str()),
+                expected,
+                "{file} ({release})"
+            );
+            if expected != Some("session_title") {
+                continue;
+            }
+            titles += 1;
+            let parsed: Value =
+                serde_json::from_str(&answer.expect("an answer").text).expect("the answer is JSON");
+            assert!(parsed["title"].is_string(), "{file}: {parsed}");
+            for (change, partial) in partial_matches(request) {
+                assert_eq!(
+                    answer_of(&partial),
+                    None,
+                    "{file} ({release}) with {change}"
+                );
+            }
+        }
+    }
+    assert!(titles > 0, "no captured title request");
+}
 #[test]
 fn a_tool_is_no_answer() {
     let mut request = captured();

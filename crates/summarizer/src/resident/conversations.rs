@@ -5,6 +5,12 @@
 //! history, or subagents of one Claude Code session), and a request continues the session
 //! whose history it extends. Turns on one session are single-flight: a turn holds the
 //! session's lock from its first serialization to its answer.
+//!
+//! A parent outlives its subagents: when room is needed (more than `max_sessions` in all),
+//! idle subagent sessions are forgotten first, least recently used first, and only then idle
+//! sessions of main conversations; a subagent's new session never forgets a session of its
+//! own parent. (A subagent's session is also released as soon as its conversation ends, see
+//! [`super::Lease::commit`].)
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -169,6 +175,8 @@ pub(super) struct Entry {
     /// The last request the session answered, to serialize the next one from where their
     /// bytes part (none before the first answer and once forgotten).
     earlier: Mutex<Option<Arc<Earlier>>>,
+    /// A subagent's session (its key names a parent).
+    subagent: bool,
 }
 
 /// A request a session answered and what the serializer said of it: enough to serialize a
@@ -210,8 +218,9 @@ pub(super) struct EntryView {
 }
 
 impl Entry {
-    fn new() -> Self {
+    fn new(parent: Option<&str>) -> Self {
         Self {
+            subagent: parent.is_some(),
             binding: Arc::new(tokio::sync::Mutex::new(None)),
             view: Mutex::new(EntryView {
                 held: 0,
@@ -221,6 +230,11 @@ impl Entry {
             }),
             earlier: Mutex::new(None),
         }
+    }
+
+    /// Whether this is a subagent's session.
+    pub(super) fn is_subagent(&self) -> bool {
+        self.subagent
     }
 
     /// The last request this session answered.
@@ -351,10 +365,12 @@ impl Conversations {
         })
     }
 
-    /// A new, empty entry for `key`. Beyond the caps, the least recently used idle entries
-    /// are forgotten.
-    pub(super) fn create(&self, key: &str) -> Arc<Entry> {
-        let entry = Arc::new(Entry::new());
+    /// A new, empty entry for `key` (a subagent's, when `parent` names its parent's key).
+    /// Beyond the caps, idle entries are forgotten: of `key` itself, the least recently used;
+    /// over `max_total`, idle subagent sessions first and then those of main conversations,
+    /// each kind least recently used first, and never a session of `parent`.
+    pub(super) fn create(&self, key: &str, parent: Option<&str>) -> Arc<Entry> {
+        let entry = Arc::new(Entry::new(parent));
         let mut by_key = self.lock();
         let entries = by_key.entry(key.to_owned()).or_default();
         if entries.len() >= MAX_PER_KEY {
@@ -364,11 +380,13 @@ impl Conversations {
         if total >= self.max_total {
             let mut all: Vec<(String, Arc<Entry>)> = by_key
                 .iter()
+                .filter(|(owner, _)| Some(owner.as_str()) != parent)
                 .flat_map(|(key, entries)| entries.iter().map(|e| (key.clone(), e.clone())))
                 .collect();
             // Running turns move `last_used` while this sorts: read each key once, or the sort
             // sees an inconsistent order (which the standard sort answers with a panic).
-            all.sort_by_cached_key(|(_, entry)| entry.view().last_used);
+            // Subagents sort before main conversations (`false` before `true`).
+            all.sort_by_cached_key(|(_, entry)| (!entry.is_subagent(), entry.view().last_used));
             let mut over = total + 1 - self.max_total;
             for (key, victim) in all {
                 if over == 0 {
@@ -486,7 +504,7 @@ mod tests {
     #[test]
     fn a_request_continues_the_session_whose_messages_it_starts_with() {
         let conversations = Conversations::new(16);
-        let entry = conversations.create("k");
+        let entry = conversations.create("k", None);
         assert!(
             conversations.continued("k", &history(3)).is_none(),
             "an empty session continues nothing"
@@ -511,9 +529,9 @@ mod tests {
     #[test]
     fn the_session_holding_the_most_messages_wins_and_forgotten_ones_never_do() {
         let conversations = Conversations::new(16);
-        let short = conversations.create("k");
+        let short = conversations.create("k", None);
         short.commit(&history(2), None);
-        let long = conversations.create("k");
+        let long = conversations.create("k", None);
         long.commit(&history(4), None);
         let (found, held) = conversations.continued("k", &history(6)).expect("found");
         assert!(Arc::ptr_eq(&found, &long));
@@ -528,13 +546,13 @@ mod tests {
     #[tokio::test]
     async fn caps_forget_the_least_recently_used_idle_entries_but_never_a_busy_one() {
         let conversations = Conversations::new(2);
-        let first = conversations.create("a");
+        let first = conversations.create("a", None);
         first.commit(&history(1), None);
         let busy = first.lock().await;
-        let second = conversations.create("b");
+        let second = conversations.create("b", None);
         second.commit(&history(1), None);
         // A third entry goes over the cap of 2: the idle `second` goes, not the busy `first`.
-        let _third = conversations.create("c");
+        let _third = conversations.create("c", None);
         assert_eq!(conversations.len(), 2);
         assert!(second.view().forgotten);
         assert!(!first.view().forgotten);
@@ -542,7 +560,7 @@ mod tests {
         // Per key, at most MAX_PER_KEY entries.
         let per_key = Conversations::new(100);
         for _ in 0..(MAX_PER_KEY + 3) {
-            per_key.create("same");
+            per_key.create("same", None);
         }
         assert_eq!(per_key.len(), MAX_PER_KEY);
     }
@@ -550,9 +568,9 @@ mod tests {
     #[tokio::test]
     async fn idle_entries_are_forgotten_and_busy_ones_kept() {
         let conversations = Conversations::new(16);
-        let idle = conversations.create("idle");
+        let idle = conversations.create("idle", None);
         idle.commit(&history(1), None);
-        let busy = conversations.create("busy");
+        let busy = conversations.create("busy", None);
         busy.commit(&history(1), None);
         let guard = busy.lock().await;
         assert_eq!(conversations.forget_idle(Duration::ZERO), 1);
@@ -561,5 +579,46 @@ mod tests {
         assert_eq!(conversations.len(), 1);
         drop(guard);
         assert_eq!(conversations.forget_idle(Duration::from_secs(3600)), 0);
+    }
+
+    #[test]
+    fn twenty_subagents_never_forget_their_parents_session() {
+        let conversations = Conversations::new(4);
+        let parent = conversations.create("s", None);
+        parent.commit(&history(2), None);
+        let mut children = Vec::new();
+        for agent in 0..20 {
+            let child = conversations.create(&format!("s /agent a{agent}"), Some("s"));
+            child.commit(&history(1), None);
+            children.push(child);
+            assert!(!parent.view().forgotten, "after subagent {agent}");
+            assert!(conversations.len() <= 4);
+        }
+        let (found, held) = conversations.continued("s", &history(3)).expect("kept");
+        assert!(Arc::ptr_eq(&found, &parent));
+        assert_eq!(held, 2);
+        // The least recently used subagents made the room; the latest ones are kept.
+        assert!(children[0].view().forgotten);
+        assert!(!children[19].view().forgotten);
+    }
+
+    #[test]
+    fn room_is_made_from_idle_subagents_before_any_main_conversation() {
+        let conversations = Conversations::new(3);
+        // The oldest entry is a main conversation's; a subagent of another came after it.
+        let old_main = conversations.create("old", None);
+        old_main.commit(&history(1), None);
+        let other_child = conversations.create("other /agent x", Some("other"));
+        other_child.commit(&history(1), None);
+        let newer_main = conversations.create("new", None);
+        newer_main.commit(&history(1), None);
+        // A new main conversation needs room: the subagent goes, though it is not the oldest.
+        conversations.create("third", None);
+        assert!(other_child.view().forgotten);
+        assert!(!old_main.view().forgotten);
+        // No subagent left: then the least recently used main conversation goes.
+        conversations.create("fourth", None);
+        assert!(old_main.view().forgotten);
+        assert!(!newer_main.view().forgotten);
     }
 }

@@ -11,6 +11,9 @@
 //!   next turn, or the turn that was running, rebuilds the session and sends the whole prompt
 //!   once: a replay.
 //! - The single repair attempt continues the same session with the repair instructions only.
+//! - A subagent (its key joins its agent id to the parent's key) has sessions of its own,
+//!   released at its final answer ([`Lease::commit`]); when room is needed, idle subagent
+//!   sessions go first and a subagent never forgets its parent's (see [`conversations`]).
 
 mod conversations;
 mod processes;
@@ -63,6 +66,8 @@ pub struct Stats {
     /// Requests serialized as the continuation of the session's last request: only the
     /// messages after the bytes the two share were parsed.
     pub resumed: Counter,
+    /// Subagent sessions released because their conversation ended (a final answer).
+    pub subagents_ended: Counter,
     /// Prompts sent to agents, and their bytes.
     pub prompts: Counter,
     pub prompt_bytes: Counter,
@@ -83,6 +88,7 @@ pub struct Snapshot {
     pub resumed: u64,
     /// Bytes of request bodies the sessions keep for resuming.
     pub kept_bytes: u64,
+    pub subagents_ended: u64,
     pub prompts: u64,
     pub prompt_bytes: u64,
 }
@@ -146,11 +152,22 @@ impl LeasedSession {
 }
 
 impl Lease {
-    /// The turn succeeded: the session now holds the request's messages.
-    pub(crate) fn commit(&mut self) {
+    /// The turn succeeded: the session now holds the request's messages. `final_answer` says
+    /// that the reply calls no tool: for a subagent that ends its conversation (Claude Code
+    /// hands the answer to the parent and sends the subagent nothing more), so its session is
+    /// released at once instead of waiting, idle, for `session_idle_ms` or for room to be
+    /// needed. A main conversation's session stays: its user may write again.
+    pub(crate) fn commit(&mut self, final_answer: bool) {
         self.committed = true;
-        if let LeasedSession::Conversation { entry, .. } = &self.session {
-            entry.commit(&self.history, self.earlier.take());
+        if let LeasedSession::Conversation { entry, binding } = &mut self.session {
+            if final_answer && entry.is_subagent() {
+                tracing::debug!("a subagent's conversation ended; its session is released");
+                binding.take();
+                self.resident.conversations.remove(entry);
+                self.resident.stats.subagents_ended.inc();
+            } else {
+                entry.commit(&self.history, self.earlier.take());
+            }
         }
     }
 }
@@ -225,6 +242,7 @@ impl Resident {
             ephemeral: load(&self.stats.ephemeral),
             resumed: load(&self.stats.resumed),
             kept_bytes: u64::try_from(self.kept_bytes()).unwrap_or(u64::MAX),
+            subagents_ended: load(&self.stats.subagents_ended),
             prompts: load(&self.stats.prompts),
             prompt_bytes: load(&self.stats.prompt_bytes),
         }
@@ -291,7 +309,7 @@ impl Resident {
             let known = self.conversations.knows(&key);
             let (entry, expected) = match continued {
                 Some((entry, held)) => (entry, held),
-                None => (self.conversations.create(&key), 0),
+                None => (self.conversations.create(&key, key.parent()), 0),
             };
             let mut binding = entry.lock().await;
             let view = entry.view();
