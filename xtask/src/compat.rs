@@ -1,12 +1,15 @@
-//! `cargo xtask compat [--releases N] [--versions a,b,c] [--fixtures]`: the bridge against
-//! several Claude Code releases.
+//! `cargo xtask compat [--releases N] [--versions a,b,c] [--fixtures] [--debug]`: the bridge
+//! against several Claude Code releases.
 //!
 //! The releases are `--versions` when given, else the newest `N` on npm (6 by default) and the
 //! pinned one, without duplicates, oldest first. Each is installed with npm (its cache reused)
 //! into `target/claude-code-compat/<version>`; then the compatibility benchmark
 //! (`host/benches/claude_compat.rs`, built on the turns benchmark's tasks) runs it against the
 //! release builds of the bridge and the offline agent and writes its report into
-//! `target/claude-code-compat/<version>/run`. The matrix (release x check, with the agent turns
+//! `target/claude-code-compat/<version>/run`. With `--debug` the bridge, the offline agent and
+//! the benchmark are the debug builds instead (what `cargo xtask test` already built: CI checks
+//! its releases that way, without a release build of wasmtime and the bridge; the checks are
+//! about behaviour, and only the matrix's seconds differ). The matrix (release x check, with the agent turns
 //! of each task, the side requests answered locally and the request fields the bridge ignores)
 //! is printed at the end. `--fixtures` also copies each release's captured requests into
 //! `tests/fixtures/claude-code/releases/<version>.json`.
@@ -47,8 +50,13 @@ pub(crate) fn compat(rest: &[String]) -> Result<()> {
     };
     eprintln!("xtask: Claude Code releases: {}", releases.join(", "));
     let components = build_components()?;
-    release_build(&["devin-bridge", "mock-devin"])?;
-    let release = cargo_target_dir().join("release");
+    let binaries = if options.debug {
+        debug_build(&["devin-bridge", "mock-devin"])?;
+        cargo_target_dir().join("debug")
+    } else {
+        release_build(&["devin-bridge", "mock-devin"])?;
+        cargo_target_dir().join("release")
+    };
     let base = cargo_target_dir().join("claude-code-compat");
     let mut rows = Vec::new();
     for version in &releases {
@@ -60,11 +68,16 @@ pub(crate) fn compat(rest: &[String]) -> Result<()> {
                 let mut bench = cargo();
                 bench
                     .args(["bench", "--locked", "-p", "devin-bridge"])
+                    .args(if options.debug {
+                        &["--profile", "dev"][..]
+                    } else {
+                        &[]
+                    })
                     .args(["--bench", "claude_compat", "--", "--out"])
                     .arg(&out)
                     .env("DEVIN_BRIDGE_CLAUDE_CODE", &claude)
-                    .env("DEVIN_BRIDGE_BIN", release.join("devin-bridge"))
-                    .env("DEVIN_BRIDGE_MOCK_DEVIN", release.join("mock-devin"))
+                    .env("DEVIN_BRIDGE_BIN", binaries.join("devin-bridge"))
+                    .env("DEVIN_BRIDGE_MOCK_DEVIN", binaries.join("mock-devin"))
                     .env("DEVIN_BRIDGE_COMPONENTS", &components);
                 run(&mut bench)?;
                 read_report(&out)
@@ -106,16 +119,19 @@ struct Options {
     releases: usize,
     versions: Option<Vec<String>>,
     fixtures: bool,
+    /// The debug builds instead of release builds.
+    debug: bool,
 }
 
 impl Options {
     fn parse(rest: &[String]) -> Result<Self> {
         const USAGE: &str =
-            "usage: cargo xtask compat [--releases N] [--versions a,b,c] [--fixtures]";
+            "usage: cargo xtask compat [--releases N] [--versions a,b,c] [--fixtures] [--debug]";
         let mut options = Options {
             releases: DEFAULT_RELEASES,
             versions: None,
             fixtures: false,
+            debug: false,
         };
         let mut args = rest.iter();
         while let Some(arg) = args.next() {
@@ -137,11 +153,22 @@ impl Options {
                     options.versions = Some(versions);
                 }
                 "--fixtures" => options.fixtures = true,
+                "--debug" => options.debug = true,
                 _ => bail!("unknown argument {arg:?}\n{USAGE}"),
             }
         }
         Ok(options)
     }
+}
+
+/// `cargo build` (debug) of the binaries of `packages`.
+fn debug_build(packages: &[&str]) -> Result<()> {
+    let mut build = cargo();
+    build.args(["build", "--locked", "--bins"]);
+    for package in packages {
+        build.args(["-p", package]);
+    }
+    Ok(run(&mut build)?)
 }
 
 /// `versions` without duplicates, oldest first.

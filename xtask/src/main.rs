@@ -45,12 +45,13 @@ commands:
   bench <transforms|bridge|guard|companion|outpost|soak|turns|stream> [ARGS...]
                             run a benchmark and print its table (ARGS go to the benchmark,
                             e.g. `bench soak --turns 5000`)
-  compat [--releases N] [--versions a,b,c] [--fixtures]
+  compat [--releases N] [--versions a,b,c] [--fixtures] [--debug]
                             run Claude Code releases (default: the newest 6 on npm and the
                             pinned one) against release builds of the bridge and the offline
                             agent and print the compatibility matrix; fails when the pinned or
                             the newest release fails a check (--fixtures: also write each
-                            release's captured requests to tests/fixtures/claude-code/releases)
+                            release's captured requests to tests/fixtures/claude-code/releases;
+                            --debug: against the debug builds instead, as CI runs it)
   fuzz <target|all> [--seconds N]
                             run a cargo-fuzz target (a transform or a native parser; default 30 s)
   dist [--profile release|dev] [--out DIR] [--binary PATH]
