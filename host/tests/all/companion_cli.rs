@@ -814,10 +814,7 @@ fn a_killed_worker_is_died_at_the_next_read() {
     });
     let worker = record["worker"]["pid"].as_i64().expect("worker") as i32;
     let engine = record["engineProcess"]["pid"].as_i64().expect("engine") as i32;
-    Command::new("kill")
-        .args(["-9", &worker.to_string()])
-        .status()
-        .expect("kill");
+    signal(worker, nix::sys::signal::Signal::SIGKILL);
     for _ in 0..100 {
         if !proc_alive(worker) {
             break;
@@ -1192,10 +1189,7 @@ fn sigkill_of_a_print_worker_leaves_no_devin_process() {
     let mut env = Env::new();
     let marker = format!("print-kill9-{}", std::process::id());
     let (_, worker) = lingering_print_job(&mut env, &marker);
-    Command::new("kill")
-        .args(["-9", &worker.to_string()])
-        .status()
-        .expect("kill");
+    signal(worker, nix::sys::signal::Signal::SIGKILL);
     assert!(
         wait_marked(&marker, false, Duration::from_secs(20)),
         "devin -p or its child outlived the killed worker"
@@ -1207,10 +1201,7 @@ fn sigterm_to_a_print_worker_ends_devin_and_the_job_is_cancelled() {
     let mut env = Env::new();
     let marker = format!("print-term-{}", std::process::id());
     let (id, worker) = lingering_print_job(&mut env, &marker);
-    Command::new("kill")
-        .args(["-TERM", &worker.to_string()])
-        .status()
-        .expect("kill");
+    signal(worker, nix::sys::signal::Signal::SIGTERM);
     assert!(
         wait_marked(&marker, false, Duration::from_secs(20)),
         "devin -p or its child outlived the worker's SIGTERM"
@@ -1238,4 +1229,9 @@ fn cancelling_a_print_job_leaves_no_devin_process() {
         "devin -p or its child outlived the cancel"
     );
     assert_eq!(env.record(&id)["status"], "cancelled");
+}
+
+/// Sends `signal` to `pid` from the test itself (a fresh machine may have no `kill` program).
+fn signal(pid: i32, signal: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal).expect("signal the worker");
 }

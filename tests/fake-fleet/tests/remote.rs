@@ -167,11 +167,12 @@ async fn crash_exit_early_and_hang() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(catches_term(), "the hanging remote handles SIGTERM");
-    let term = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    assert!(term.success());
+    let pid: i32 = pid.parse().expect("a pid");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM to the remote");
     assert!(exits(&mut child, Duration::from_millis(500))
         .await
         .is_none());

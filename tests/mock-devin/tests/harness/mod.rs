@@ -228,12 +228,13 @@ impl Agent {
     }
 }
 
-/// SIGKILL to the process group `pgid`.
+/// SIGKILL to the process group `pgid` (a group already gone is no error).
 pub(crate) fn kill_group(pgid: u32) {
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{pgid}")])
-        .stderr(Stdio::null())
-        .status();
+    let pgid = i32::try_from(pgid).expect("a pid fits an i32");
+    let _ = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(pgid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
 }
 
 impl Drop for Agent {
