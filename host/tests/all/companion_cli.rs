@@ -6,7 +6,7 @@ use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use devin_bridge_agent::testkit::marked_process_running;
