@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use claude_tasks::{claude_version, run, Bridge, Client, Counts, Task};
-use claude_tasks::{DEMO_DONE, DEMO_PROMPT, SUBAGENT_PROMPT};
+use claude_tasks::{DEMO_PRINT, SUBAGENT_PRINT};
 use devin_bridge_test_support::claude::claude_code;
 use devin_bridge_test_support::terminal::tmux;
 use serde_json::{json, Map, Value};
@@ -63,60 +63,25 @@ const WHOLE_SIDE_REQUEST_BYTES: usize = 32 << 10;
 
 /// The checks, in the matrix's order.
 const CHECKS: [(&str, Task); 4] = [
-    (
-        "demo -p",
-        Task {
-            name: "demo -p",
-            prompt: DEMO_PROMPT,
-            client: Client::Print,
-            essential_only: true,
-            slow_agent: false,
-            done: DEMO_DONE,
-            scenario: None,
-            auto_mode: false,
-            follow_up: None,
-        },
-    ),
+    ("demo -p", DEMO_PRINT),
     (
         "demo tui auto",
         Task {
             name: "demo tui auto",
-            prompt: DEMO_PROMPT,
             client: Client::Terminal,
-            essential_only: true,
-            slow_agent: false,
-            done: DEMO_DONE,
-            scenario: None,
             auto_mode: true,
-            follow_up: None,
+            ..DEMO_PRINT
         },
     ),
-    (
-        "subagent -p",
-        Task {
-            name: "subagent -p",
-            prompt: SUBAGENT_PROMPT,
-            client: Client::Print,
-            essential_only: true,
-            slow_agent: false,
-            done: "the subagent reported: Mock answer",
-            scenario: Some("subagent"),
-            auto_mode: false,
-            follow_up: None,
-        },
-    ),
+    ("subagent -p", SUBAGENT_PRINT),
     (
         "title tui",
         Task {
             name: "title tui",
-            prompt: DEMO_PROMPT,
             client: Client::Terminal,
             essential_only: false,
-            slow_agent: false,
-            done: DEMO_DONE,
-            scenario: None,
-            auto_mode: false,
             follow_up: Some(("Say hello. [mock:text]", "Mock answer: the bridge works.")),
+            ..DEMO_PRINT
         },
     ),
 ];

@@ -23,69 +23,28 @@
 
 mod claude_tasks;
 
-use claude_tasks::{
-    claude_version, run, Bridge, Client, Task, DEMO_DONE, DEMO_PROMPT, SUBAGENT_PROMPT,
-};
+use claude_tasks::{claude_version, run, Bridge, Client, Task, DEMO_PRINT, SUBAGENT_PRINT};
 use devin_bridge_test_support::claude::claude_code;
 use devin_bridge_test_support::terminal::tmux;
 
 const TASKS: [Task; 5] = [
-    Task {
-        name: "demo -p",
-        prompt: DEMO_PROMPT,
-        client: Client::Print,
-        essential_only: true,
-        slow_agent: false,
-        done: DEMO_DONE,
-        scenario: None,
-        auto_mode: false,
-        follow_up: None,
-    },
+    DEMO_PRINT,
     Task {
         name: "demo tui, essential only",
-        prompt: DEMO_PROMPT,
         client: Client::Terminal,
-        essential_only: true,
-        slow_agent: false,
-        done: DEMO_DONE,
-        scenario: None,
-        auto_mode: false,
-        follow_up: None,
+        ..DEMO_PRINT
     },
     Task {
         name: "demo tui, all traffic",
-        prompt: DEMO_PROMPT,
         client: Client::Terminal,
         essential_only: false,
-        slow_agent: false,
-        done: DEMO_DONE,
-        scenario: None,
-        auto_mode: false,
-        follow_up: None,
+        ..DEMO_PRINT
     },
-    Task {
-        name: "subagent -p",
-        prompt: SUBAGENT_PROMPT,
-        client: Client::Print,
-        essential_only: true,
-        slow_agent: false,
-        done: "the subagent reported: Mock answer",
-        // Claude Code hands the subagent's answer back in a later user message, which has
-        // no marker of its own.
-        scenario: Some("subagent"),
-        auto_mode: false,
-        follow_up: None,
-    },
+    SUBAGENT_PRINT,
     Task {
         name: "demo -p, slow agent",
-        prompt: DEMO_PROMPT,
-        client: Client::Print,
-        essential_only: true,
         slow_agent: true,
-        done: DEMO_DONE,
-        scenario: None,
-        auto_mode: false,
-        follow_up: None,
+        ..DEMO_PRINT
     },
 ];
 

@@ -69,6 +69,30 @@ pub(crate) struct Task {
     pub(crate) follow_up: Option<(&'static str, &'static str)>,
 }
 
+/// The README demo with `claude -p`, essential traffic only: the task the others vary.
+pub(crate) const DEMO_PRINT: Task = Task {
+    name: "demo -p",
+    prompt: DEMO_PROMPT,
+    client: Client::Print,
+    essential_only: true,
+    slow_agent: false,
+    done: DEMO_DONE,
+    scenario: None,
+    auto_mode: false,
+    follow_up: None,
+};
+
+/// A task the agent delegates with the `Agent` tool, with `claude -p`.
+pub(crate) const SUBAGENT_PRINT: Task = Task {
+    name: "subagent -p",
+    prompt: SUBAGENT_PROMPT,
+    done: "the subagent reported: Mock answer",
+    // Claude Code hands the subagent's answer back in a later user message, which has no
+    // marker of its own.
+    scenario: Some("subagent"),
+    ..DEMO_PRINT
+};
+
 /// What one run cost.
 #[derive(Default)]
 pub(crate) struct Counts {
