@@ -22,10 +22,23 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use devin_bridge_test_setup::claude_code;
+use devin_bridge_test_setup::debian::{self, Need};
 use serde_json::Value;
 
 use crate::components::build_components;
 use crate::workspace::{cargo, cargo_target_dir, release_build, run, workspace_root};
+
+/// The programs the checks run, and their Debian packages: npm lists and installs the
+/// releases, node runs them (and the demo project's `npm test`), tmux gives the interactive
+/// Claude Code a terminal, the CA certificates let npm reach its registry. Installed when
+/// missing (as root), as the test command does: on a fresh machine this command may be the
+/// first to need them.
+const COMPAT_NEEDS: [Need; 4] = [
+    Need::new("node", "nodejs"),
+    Need::new("npm", "npm"),
+    Need::new("tmux", "tmux"),
+    Need::new("update-ca-certificates", "ca-certificates"),
+];
 
 /// Releases taken from npm when `--releases` does not say.
 const DEFAULT_RELEASES: usize = 6;
@@ -34,6 +47,7 @@ const CHECKS: [&str; 4] = ["demo -p", "demo tui auto", "subagent -p", "title tui
 
 pub(crate) fn compat(rest: &[String]) -> Result<()> {
     let options = Options::parse(rest)?;
+    debian::ensure(&COMPAT_NEEDS, "the compatibility checks", "xtask")?;
     let releases = match &options.versions {
         Some(versions) => versions.clone(),
         None => {
