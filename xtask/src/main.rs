@@ -573,7 +573,12 @@ fn write_seeds(target: &str, dir: &Path) -> Result<usize> {
 }
 
 /// cargo-fuzz is a cargo tool from crates.io; install it when missing, saying so.
+/// What building a fuzz target needs beyond Rust: libFuzzer is C++, which `libfuzzer-sys`
+/// compiles with the machine's `c++` (installed when missing, as root).
+const FUZZ_NEEDS: [Need; 1] = [Need::new("c++", "g++")];
+
 fn ensure_cargo_fuzz() -> Result<()> {
+    debian::ensure(&FUZZ_NEEDS, "the fuzz targets", "xtask")?;
     let present = Command::new("cargo")
         .args(["+nightly", "fuzz", "--version"])
         .output()
