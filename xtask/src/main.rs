@@ -578,7 +578,7 @@ fn write_seeds(target: &str, dir: &Path) -> Result<usize> {
 const FUZZ_NEEDS: [Need; 1] = [Need::new("c++", "g++")];
 
 fn ensure_cargo_fuzz() -> Result<()> {
-    debian::ensure(&FUZZ_NEEDS, "the fuzz targets", "xtask")?;
+    debian::ensure(&FUZZ_NEEDS, "building the fuzz targets", "xtask")?;
     let present = Command::new("cargo")
         .args(["+nightly", "fuzz", "--version"])
         .output()
