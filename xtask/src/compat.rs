@@ -26,7 +26,7 @@ use devin_bridge_test_setup::debian::{self, Need};
 use serde_json::Value;
 
 use crate::components::build_components;
-use crate::workspace::{cargo, cargo_target_dir, release_build, run, workspace_root};
+use crate::workspace::{build_bins, cargo, cargo_target_dir, run, workspace_root};
 
 /// The programs the checks run, and their Debian packages: npm lists and installs the
 /// releases, node runs them (and the demo project's `npm test`), tmux gives the interactive
@@ -64,13 +64,8 @@ pub(crate) fn compat(rest: &[String]) -> Result<()> {
     };
     eprintln!("xtask: Claude Code releases: {}", releases.join(", "));
     let components = build_components()?;
-    let binaries = if options.debug {
-        debug_build(&["devin-bridge", "mock-devin"])?;
-        cargo_target_dir().join("debug")
-    } else {
-        release_build(&["devin-bridge", "mock-devin"])?;
-        cargo_target_dir().join("release")
-    };
+    build_bins(&["devin-bridge", "mock-devin"], !options.debug)?;
+    let binaries = cargo_target_dir().join(if options.debug { "debug" } else { "release" });
     let base = cargo_target_dir().join("claude-code-compat");
     let mut rows = Vec::new();
     for version in &releases {
@@ -173,16 +168,6 @@ impl Options {
         }
         Ok(options)
     }
-}
-
-/// `cargo build` (debug) of the binaries of `packages`.
-fn debug_build(packages: &[&str]) -> Result<()> {
-    let mut build = cargo();
-    build.args(["build", "--locked", "--bins"]);
-    for package in packages {
-        build.args(["-p", package]);
-    }
-    Ok(run(&mut build)?)
 }
 
 /// `versions` without duplicates, oldest first.

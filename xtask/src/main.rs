@@ -25,7 +25,7 @@ use devin_bridge_test_setup::claude_code;
 use devin_bridge_test_setup::debian::{self, Need};
 
 use components::{build_components, build_test_components, components_dir};
-use workspace::{cargo, cargo_target_dir, release_build, run, workspace_root};
+use workspace::{build_bins, cargo, cargo_target_dir, run, workspace_root};
 
 const USAGE: &str = "\
 usage: cargo xtask <command>
@@ -365,7 +365,7 @@ fn bench(rest: &[String]) -> Result<()> {
     // The companion, soak and turns benchmarks run the host (and their stand-ins) as
     // processes, optimised as users run them.
     if name == "companion" || name == "soak" || name == "turns" {
-        release_build(&["devin-bridge", "mock-devin"])?;
+        build_bins(&["devin-bridge", "mock-devin"], true)?;
         bench
             .env("DEVIN_BRIDGE_BIN", release.join("devin-bridge"))
             .env("DEVIN_BRIDGE_MOCK_DEVIN", release.join("mock-devin"));
@@ -377,7 +377,7 @@ fn bench(rest: &[String]) -> Result<()> {
         name.as_str()
     };
     if name == "outpost" {
-        release_build(&["devin-bridge", "devin-bridge-fake-fleet"])?;
+        build_bins(&["devin-bridge", "devin-bridge-fake-fleet"], true)?;
         bench
             .env("DEVIN_BRIDGE_BIN", release.join("devin-bridge"))
             .env("FAKE_DEVIN_REMOTE", release.join("fake-devin-remote"));

@@ -26,10 +26,14 @@ pub(crate) fn cargo_target_dir() -> PathBuf {
     }
 }
 
-/// `cargo build --release` of the binaries of `packages`.
-pub(crate) fn release_build(packages: &[&str]) -> Result<()> {
+/// `cargo build` of the binaries of `packages`: release builds, or debug builds when not
+/// `release`.
+pub(crate) fn build_bins(packages: &[&str], release: bool) -> Result<()> {
     let mut build = cargo();
-    build.args(["build", "--locked", "--release", "--bins"]);
+    build.args(["build", "--locked", "--bins"]);
+    if release {
+        build.arg("--release");
+    }
     for package in packages {
         build.args(["-p", package]);
     }
