@@ -104,13 +104,14 @@ pub(crate) enum ComponentsCommand {
     Check {
         /// The `.wasm` component file.
         file: PathBuf,
-        /// Which transform it implements: serializer, envelope, sse or model-alias.
-        #[arg(long = "as")]
+        /// Which transform it implements.
+        #[arg(long = "as", value_parser = transform_names())]
         transform: String,
     },
     /// Hot-swap a transform of a running host (over its control socket).
     Swap {
-        /// serializer, envelope, sse or model-alias.
+        /// Which transform to replace.
+        #[arg(value_parser = transform_names())]
         transform: String,
         /// The `.wasm` component file.
         file: PathBuf,
@@ -219,4 +220,11 @@ fn check(kind: TransformKind, file: &std::path::Path) -> anyhow::Result<ExitCode
         file.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The transforms' names, which `--help` lists and clap checks.
+fn transform_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        devin_bridge_engine::TransformKind::ALL.map(devin_bridge_engine::TransformKind::name),
+    )
 }

@@ -23,7 +23,7 @@ pub(crate) fn build_components() -> Result<PathBuf> {
         "xtask: building the transform components into {} (wasm, then pre-initialised)",
         out.display()
     );
-    let built = wasm::build(&wasm::TRANSFORMS, &out, "transforms")?;
+    let built = wasm::build(&wasm::transforms(), &out, "transforms")?;
     let manifest = wasm::write_manifest(&out, &built)?;
     eprintln!("xtask: manifest {}", manifest.display());
     // When this build happened, whether or not it changed a component: the host's build
@@ -45,10 +45,8 @@ pub(crate) fn build_test_components(out: &Path) -> Result<()> {
         std::fs::remove_dir_all(out).with_context(|| format!("clearing {}", out.display()))?;
     }
     let set = "test-components";
-    wasm::build(&wasm::TEST_COMPONENTS, out, set)?;
-    let sources = sources::of_build(
-        &workspace_root(),
-        &wasm::dep_infos(&wasm::TEST_COMPONENTS, set),
-    )?;
+    let specs = wasm::test_components();
+    wasm::build(&specs, out, set)?;
+    let sources = sources::of_build(&workspace_root(), &wasm::dep_infos(&specs, set))?;
     sources::write(&out.join("sources"), &sources)
 }

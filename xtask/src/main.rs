@@ -23,6 +23,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use devin_bridge_test_setup::claude_code;
 use devin_bridge_test_setup::debian::{self, Need};
+use devin_bridge_types::TransformKind;
 
 use components::{build_components, build_test_components, components_dir};
 use workspace::{build_bins, cargo, cargo_target_dir, run, workspace_root};
@@ -419,7 +420,8 @@ fn fuzz(rest: &[String]) -> Result<()> {
     } else {
         bail!("unknown fuzz target {target:?}")
     };
-    let transform = |t: &str| FUZZ_TRANSFORMS.contains(&t);
+    // A target named as a transform fuzzes its component against its library.
+    let transform = |t: &str| t.parse::<TransformKind>().is_ok();
     // The native parsers' targets need no component.
     let components = if targets.iter().any(|t| transform(t)) {
         Some(build_components()?)
@@ -473,9 +475,8 @@ fn fuzz(rest: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// Fuzz targets of the wasm transforms (native vs component), seeded from their fixtures.
-const FUZZ_TRANSFORMS: [&str; 5] = ["serializer", "envelope", "sse", "model-alias", "safeguard"];
-/// Every fuzz target; the native parsers' seeds are the files in `fuzz/seeds/<target>`.
+/// Every fuzz target. One named as a transform fuzzes its component against its library,
+/// seeded from its fixtures; the native parsers' seeds are the files in `fuzz/seeds/<target>`.
 const FUZZ_TARGETS: [&str; 11] = [
     "serializer",
     "envelope",

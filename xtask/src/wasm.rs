@@ -8,91 +8,66 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
 
+use devin_bridge_types::TransformKind;
+
 use crate::workspace::{cargo, run, workspace_root};
 
-/// A component to build: cargo package, the library's file stem, the output name, whether it
-/// may import anything (only test components may), and whether it is pre-initialised
-/// (`tools/preinit` holds each transform's warm-up call; test components are not, they must
-/// stay as their source describes them).
+/// A component to build: its cargo package (the core module is the package's library, named
+/// as cargo names it, `-` as `_`), the output name, whether it may import anything (only test
+/// components may), and whether it is pre-initialised (the transforms are: `tools/preinit`
+/// holds their warm-up calls; test components are not, they must stay as their source
+/// describes them).
 pub(crate) struct Spec {
-    pub package: &'static str,
-    pub lib: &'static str,
-    pub name: &'static str,
+    pub package: String,
+    pub name: String,
     pub may_import: bool,
     pub preinit: bool,
 }
 
-/// The five transforms.
-pub(crate) const TRANSFORMS: [Spec; 5] = [
-    Spec {
-        package: "devin-bridge-serializer",
-        lib: "devin_bridge_serializer",
-        name: "serializer",
-        may_import: false,
-        preinit: true,
-    },
-    Spec {
-        package: "devin-bridge-envelope",
-        lib: "devin_bridge_envelope",
-        name: "envelope",
-        may_import: false,
-        preinit: true,
-    },
-    Spec {
-        package: "devin-bridge-sse",
-        lib: "devin_bridge_sse",
-        name: "sse",
-        may_import: false,
-        preinit: true,
-    },
-    Spec {
-        package: "devin-bridge-model-alias",
-        lib: "devin_bridge_model_alias",
-        name: "model-alias",
-        may_import: false,
-        preinit: true,
-    },
-    Spec {
-        package: "devin-bridge-safeguard",
-        lib: "devin_bridge_safeguard",
-        name: "safeguard",
-        may_import: false,
-        preinit: true,
-    },
-];
+impl Spec {
+    fn test(package: &str, name: &str, may_import: bool) -> Self {
+        Spec {
+            package: package.to_owned(),
+            name: name.to_owned(),
+            may_import,
+            preinit: false,
+        }
+    }
+
+    /// The file stem of the package's library, as cargo writes it.
+    pub(crate) fn lib(&self) -> String {
+        self.package.replace('-', "_")
+    }
+}
+
+/// Every transform (`TransformKind::ALL`): built from `devin-bridge-<name>`, importing
+/// nothing, pre-initialised.
+pub(crate) fn transforms() -> Vec<Spec> {
+    TransformKind::ALL
+        .iter()
+        .map(|kind| Spec {
+            package: kind.package(),
+            name: kind.name().to_owned(),
+            may_import: false,
+            preinit: true,
+        })
+        .collect()
+}
 
 /// Components for the runtime tests: faulty ones, a WASI importer the host must refuse, and a
 /// contract-compatible twin of the transforms.
-pub(crate) const TEST_COMPONENTS: [Spec; 4] = [
-    Spec {
-        package: "test-component-misbehaving",
-        lib: "test_component_misbehaving",
-        name: "misbehaving-serializer",
-        may_import: false,
-        preinit: false,
-    },
-    Spec {
-        package: "test-component-wrong-answers",
-        lib: "test_component_wrong_answers",
-        name: "wrong-answers",
-        may_import: false,
-        preinit: false,
-    },
-    Spec {
-        package: "test-component-twin",
-        lib: "test_component_twin",
-        name: "twin",
-        may_import: false,
-        preinit: false,
-    },
-    Spec {
-        package: "test-component-wasi-probe",
-        lib: "test_component_wasi_probe",
-        name: "wasi-probe-serializer",
-        may_import: true,
-        preinit: false,
-    },
-];
+pub(crate) fn test_components() -> Vec<Spec> {
+    vec![
+        Spec::test(
+            "test-component-misbehaving",
+            "misbehaving-serializer",
+            false,
+        ),
+        Spec::test("test-component-wrong-answers", "wrong-answers", false),
+        Spec::test("test-component-twin", "twin", false),
+        Spec::test("test-component-wasi-probe", "wasi-probe-serializer", true),
+    ]
+}
 
 const TARGET: &str = "wasm32-unknown-unknown";
 /// Debian's rustc (its `rustc-web` package carries the wasm targets) and where its
@@ -243,7 +218,7 @@ pub(crate) fn build(
         )
         .arg("--locked");
     for spec in specs {
-        cargo.args(["-p", spec.package]);
+        cargo.args(["-p", &spec.package]);
     }
     run(&mut cargo).context("building the wasm modules")?;
 
@@ -257,7 +232,7 @@ pub(crate) fn build(
         let core_path = target_dir
             .join(TARGET)
             .join("wasm")
-            .join(format!("{}.wasm", spec.lib));
+            .join(format!("{}.wasm", spec.lib()));
         let module = std::fs::read(&core_path)
             .with_context(|| format!("reading {}", core_path.display()))?;
         check_core_module(spec, &module)?;
@@ -285,7 +260,7 @@ pub(crate) fn build(
             let plain = plain_dir.join(&file);
             std::fs::write(&plain, &component)?;
             let snapshot = plain_dir.join(format!("{}.preinit.wasm", spec.name));
-            to_preinit.push((spec.name, plain, snapshot));
+            to_preinit.push((spec.name.as_str(), plain, snapshot));
         } else {
             write_if_changed(&out_dir.join(&file), &component)?;
         }
@@ -308,7 +283,7 @@ pub(crate) fn build(
             spec.name,
             component.len()
         );
-        built.push((spec.name.to_owned(), sha, component.len()));
+        built.push((spec.name.clone(), sha, component.len()));
     }
     Ok(built)
 }
@@ -339,7 +314,7 @@ pub(crate) fn dep_infos(specs: &[Spec], set: &str) -> Vec<PathBuf> {
     let modules = set_target_dir(set).join(TARGET).join("wasm");
     specs
         .iter()
-        .map(|spec| modules.join(format!("{}.d", spec.lib)))
+        .map(|spec| modules.join(format!("{}.d", spec.lib())))
         .collect()
 }
 
@@ -576,7 +551,7 @@ mod tests {
 
     #[test]
     fn a_transform_may_use_the_built_ins_of_its_own_resources_and_import_nothing_else() {
-        let envelope = &TRANSFORMS[1];
+        let envelope = &transforms()[TransformKind::Envelope.index()];
         let own = core_module(
             "[export]devin-bridge:transforms/envelope@0.1.0",
             "[resource-new]reply-stream",

@@ -129,6 +129,10 @@
 //! outside code fences): a sentence announcing a later step beside the call the reply makes
 //! now is how models answer, not a missed action.
 
+// The table of the transforms' functions names each library by its crate name, this one too
+// (the component's exports are made from it).
+extern crate self as devin_bridge_envelope;
+
 mod canonical;
 mod failure;
 mod json;

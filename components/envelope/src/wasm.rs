@@ -14,8 +14,6 @@ use std::cell::RefCell;
 use devin_bridge_types::{Failure, ParsedReply, ShownPiece, StreamEnd};
 use exports::devin_bridge::transforms::envelope::GuestReplyStream;
 
-use crate as envelope;
-
 struct Component;
 
 /// The `reply-stream` resource: the library's stream, behind the `&self` the bindings give

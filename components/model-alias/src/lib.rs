@@ -5,6 +5,10 @@
 //! here is a pure function of its arguments: the catalog is passed in as JSON text on every
 //! call, so the transform holds no state and needs no clock or I/O.
 
+// The table of the transforms' functions names each library by its crate name, this one too
+// (the component's exports are made from it).
+extern crate self as devin_bridge_model_alias;
+
 mod catalog;
 mod environment;
 mod failures;

@@ -10,8 +10,6 @@ devin_bridge_types::guest_bindings!([model_alias] {
 
 use devin_bridge_types::{Failure, ResolvedModel};
 
-use crate as model_alias;
-
 struct Component;
 
 devin_bridge_types::guest_exports!(

@@ -33,6 +33,10 @@
 //!
 //! `docs/safeguard.md` is the user-facing description; it must stay true of this code.
 
+// The table of the transforms' functions names each library by its crate name, this one too
+// (the component's exports are made from it).
+extern crate self as devin_bridge_safeguard;
+
 mod bounds;
 mod context;
 mod decisive;

@@ -10,8 +10,6 @@ devin_bridge_types::guest_bindings!([safeguard] {
 
 use devin_bridge_types::{SafeguardStatus, ToolCall};
 
-use crate as safeguard;
-
 struct Component;
 
 devin_bridge_types::guest_exports!(

@@ -9,6 +9,10 @@
 //! This crate is plain Rust (no clock, files, threads or randomness) so the same code runs
 //! natively and inside the wasm component, and the two must agree byte for byte.
 
+// The table of the transforms' functions names each library by its crate name, this one too
+// (the component's exports are made from it).
+extern crate self as devin_bridge_serializer;
+
 mod failure;
 mod framing;
 mod images;

@@ -11,8 +11,6 @@ devin_bridge_types::guest_bindings!([serializer] {
 
 use devin_bridge_types::{Failure, Prompt, PromptOptions, Resume, ResumedPrompt, UnseenPrompt};
 
-use crate as serializer;
-
 struct Component;
 
 /// How much heap a call needs, as a multiple of the request's size (measured as linear-memory

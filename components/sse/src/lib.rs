@@ -31,6 +31,10 @@
 //! buffer is usually allocated once; it is a `String` from the start, so the answer is never
 //! scanned again to check that it is UTF-8.
 
+// The table of the transforms' functions names each library by its crate name, this one too
+// (the component's exports are made from it).
+extern crate self as devin_bridge_sse;
+
 mod agent_error;
 mod errors;
 mod escape;

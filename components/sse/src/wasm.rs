@@ -12,8 +12,6 @@ use devin_bridge_types::{
     Failure, MessageHead, Reply, SafeguardStatus, SseFrames, ToolCall, Usage,
 };
 
-use crate as sse;
-
 struct Component;
 
 devin_bridge_types::guest_exports!(Sse SseExports, Component: exports::devin_bridge::transforms::sse::Guest {});

@@ -13,9 +13,9 @@
 //!   `&str` is `String`, `&[T]` is `Vec<T>`, `Option<&T>` is `Option<T>`), which is what
 //!   wit-bindgen passes; the answer is the row's result type. A row that disagrees with the
 //!   WIT does not compile in any component.
-//! - The expansion site names the five libraries as the table does (`serializer`, `envelope`,
-//!   `sse`, `model_alias`, `safeguard`: `use crate as sse;` in the sse component), and the
-//!   types of the rows it exports.
+//! - The expansion site names the library of its transform by its crate name, as the table
+//!   does (`devin_bridge_sse`: the sse component declares `extern crate self as
+//!   devin_bridge_sse;` at its root), and the types of the rows it exports.
 //! - The braces hold the other items of the `Guest` impl (the envelope's
 //!   `type ReplyStream = ...;`).
 
@@ -47,8 +47,19 @@ by_value!(u32, u64, bool, crate::PromptOptions);
 #[macro_export]
 macro_rules! guest_exports {
     ($kind:ident $exports:ident, $component:ident: $($guest:ident)::+ { $($items:tt)* }) => {
+        $crate::guest_exports!(@select ($) $kind $exports $component [$($guest)::+] [$($items)*]);
+    };
+    // A row is this component's when its transform is `$kind`. macro_rules cannot compare two
+    // identifiers, so this defines a macro whose first rule matches `$kind` itself (`$d` is a
+    // `$` handed in, the stable way for a macro to write a macro): no rule here names a
+    // transform, and a new transform needs none.
+    (@select ($d:tt) $kind:ident $exports:ident $component:ident [$($guest:tt)*] [$($items:tt)*]) => {
+        macro_rules! __guest_exports_if_mine {
+            ($kind $d($d rest:tt)*) => { $crate::guest_exports!($d($d rest)*); };
+            ($d other:ident $d($d rest:tt)*) => {};
+        }
         $crate::transform_functions!([$crate::guest_exports] {
-            @table $kind $exports $component [$($guest)::+] [$($items)*]
+            @table $kind $exports $component [$($guest)*] [$($items)*]
         });
     };
     (
@@ -63,25 +74,18 @@ macro_rules! guest_exports {
         /// The exports of this component's transform, answering as the library does unless a
         /// method is overridden (made from the table of the transforms' functions).
         pub(crate) trait $exports {
-            $($crate::guest_exports!(
-                @if $kind $row_kind @default [$($($wit)*)?] [$($answer)?] [$native]
+            $(__guest_exports_if_mine!(
+                $row_kind @default [$($($wit)*)?] [$($answer)?] [$native]
             );)*
         }
 
         impl $($guest)* for $component {
             $($items)*
-            $($crate::guest_exports!(
-                @if $kind $row_kind @forward $exports $component [$($($wit)*)?]
+            $(__guest_exports_if_mine!(
+                $row_kind @forward $exports $component [$($($wit)*)?]
             );)*
         }
     };
-    // A row of another transform makes nothing.
-    (@if Serializer Serializer $($rest:tt)*) => { $crate::guest_exports!($($rest)*); };
-    (@if Envelope Envelope $($rest:tt)*) => { $crate::guest_exports!($($rest)*); };
-    (@if Sse Sse $($rest:tt)*) => { $crate::guest_exports!($($rest)*); };
-    (@if ModelAlias ModelAlias $($rest:tt)*) => { $crate::guest_exports!($($rest)*); };
-    (@if Safeguard Safeguard $($rest:tt)*) => { $crate::guest_exports!($($rest)*); };
-    (@if $kind:ident $row_kind:ident $($rest:tt)*) => {};
     // A call that is no WIT function (a whole reply stream) exports nothing.
     (@default [] $($rest:tt)*) => {};
     (@forward $exports:ident $component:ident []) => {};

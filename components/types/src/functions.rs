@@ -22,8 +22,9 @@
 //!   the fields), for a call whose answer needs more than one function's result.
 //! - `guest(...)`: what a component's export answers, when it is not the native answer.
 //! - `native(...)`: the library's answer, an expression of the fields (bound by reference)
-//!   over the five libraries (`serializer`, `envelope`, `sse`, `model_alias`, `safeguard`): a
-//!   `Result<T, Failure>` or a value that cannot fail.
+//!   over the libraries, named by their crate names (`devin_bridge_sse::...`; a component names
+//!   itself so with `extern crate self as devin_bridge_sse;`): a `Result<T, Failure>` or a
+//!   value that cannot fail.
 //!
 //! Each user passes the table to a macro of its own ([`transform_functions!`]):
 //! `devin-bridge-calls` makes the `Call` enum, `Call::transform` and `Call::run_native` of
@@ -54,7 +55,7 @@ macro_rules! transform_functions {
             Serialize { request: String } => Serializer
                 wit[("serialize") fn serialize(request: &str) -> Result<Prompt, Failure>
                     = (request)]
-                native(serializer::serialize(request));
+                native(devin_bridge_serializer::serialize(request));
             /// The request is shared, not owned: the resident transport keeps it for a replay
             /// and may serialize it more than once, and a request can be megabytes.
             SerializeUnseen {
@@ -66,7 +67,7 @@ macro_rules! transform_functions {
                     fn serialize_unseen(request: &str, options: PromptOptions)
                         -> Result<UnseenPrompt, Failure>
                     = (request, *options)]
-                native(serializer::serialize_unseen(request, *options));
+                native(devin_bridge_serializer::serialize_unseen(request, *options));
             SerializeResumed {
                 continuation: String,
                 resume: Resume,
@@ -77,11 +78,11 @@ macro_rules! transform_functions {
                     fn serialize_resumed(continuation: &str, resume: &Resume, options: PromptOptions)
                         -> Result<ResumedPrompt, Failure>
                     = (continuation, resume, *options)]
-                native(serializer::serialize_resumed(continuation, resume, *options));
+                native(devin_bridge_serializer::serialize_resumed(continuation, resume, *options));
             Repair { prompt: String, rejection: Failure } => Serializer
                 wit[("repair") fn repair(prompt: &str, rejection: &Failure) -> String
                     = (prompt, rejection)]
-                native(serializer::repair(prompt, rejection));
+                native(devin_bridge_serializer::repair(prompt, rejection));
 
             /// The component answers a text reply as its span of `output` (the host holds the
             /// output already), which the binding resolves against it.
@@ -96,8 +97,8 @@ macro_rules! transform_functions {
                     fn parse(output: &str, tools: &str, id_seed: &str, max_calls: u32)
                         -> Result<ParsedReply, Failure>]
                 bind[bind_parse(output, tools, id_seed, *max_calls)]
-                guest(envelope::parse_span(output, tools, id_seed, *max_calls))
-                native(envelope::parse(output, tools, id_seed, *max_calls));
+                guest(devin_bridge_envelope::parse_span(output, tools, id_seed, *max_calls))
+                native(devin_bridge_envelope::parse(output, tools, id_seed, *max_calls));
             /// A reply stream fed `chunks` in order: every push's answer, then the end (the
             /// data form of a streamed turn, for the corpus, the differential and the fuzz
             /// target).
@@ -116,18 +117,18 @@ macro_rules! transform_functions {
             NarratesUnexecutedAction { output: String } => Envelope
                 wit[("narrates-unexecuted-action") fn narrates_unexecuted_action(output: &str) -> bool
                     = (output)]
-                native(envelope::narrates_unexecuted_action(output));
+                native(devin_bridge_envelope::narrates_unexecuted_action(output));
             ParseReview { output: String } => Envelope
                 wit[("parse-review") fn parse_review(output: &str) -> Result<String, Failure>
                     = (output)]
-                native(envelope::parse_review(output));
+                native(devin_bridge_envelope::parse_review(output));
 
             StreamStart { head: MessageHead } => Sse
                 wit[("stream-start") fn stream_start(head: &MessageHead) -> String = (head)]
-                native(sse::stream_start(head));
+                native(devin_bridge_sse::stream_start(head));
             StreamPing => Sse
                 wit[("stream-ping") fn stream_ping() -> String = ()]
-                native(sse::stream_ping());
+                native(devin_bridge_sse::stream_ping());
             StreamFinish {
                 reply: Reply,
                 usage: Usage,
@@ -138,11 +139,11 @@ macro_rules! transform_functions {
                     fn stream_finish(reply: &Reply, usage: &Usage, safeguard: Option<&SafeguardStatus>)
                         -> String
                     = (reply, usage, safeguard.as_ref())]
-                native(sse::stream_finish(reply, usage, safeguard.as_ref()));
+                native(devin_bridge_sse::stream_finish(reply, usage, safeguard.as_ref()));
             StreamText { first: bool, text: String } => Sse
                 wit[("stream-text") fn stream_text(first: bool, text: &str) -> String
                     = (*first, text)]
-                native(sse::stream_text(*first, text));
+                native(devin_bridge_sse::stream_text(*first, text));
             StreamFinishAfterText {
                 tail: String,
                 calls: Vec<ToolCall>,
@@ -158,7 +159,7 @@ macro_rules! transform_functions {
                         safeguard: Option<&SafeguardStatus>,
                     ) -> String
                     = (tail, calls, usage, safeguard.as_ref())]
-                native(sse::stream_finish_after_text(tail, calls, usage, safeguard.as_ref()));
+                native(devin_bridge_sse::stream_finish_after_text(tail, calls, usage, safeguard.as_ref()));
             RenderStream {
                 head: MessageHead,
                 reply: Reply,
@@ -169,7 +170,7 @@ macro_rules! transform_functions {
                     fn render_stream(head: &MessageHead, reply: &Reply, safeguard: Option<&SafeguardStatus>)
                         -> String
                     = (head, reply, safeguard.as_ref())]
-                native(sse::render_stream(head, reply, safeguard.as_ref()));
+                native(devin_bridge_sse::render_stream(head, reply, safeguard.as_ref()));
             RenderJson {
                 head: MessageHead,
                 reply: Reply,
@@ -180,37 +181,37 @@ macro_rules! transform_functions {
                     fn render_json(head: &MessageHead, reply: &Reply, safeguard: Option<&SafeguardStatus>)
                         -> String
                     = (head, reply, safeguard.as_ref())]
-                native(sse::render_json(head, reply, safeguard.as_ref()));
+                native(devin_bridge_sse::render_json(head, reply, safeguard.as_ref()));
             ErrorEvent { failure: Failure } => Sse
                 wit[("error-event") fn error_event(failure: &Failure) -> String = (failure)]
-                native(sse::error_event(failure));
+                native(devin_bridge_sse::error_event(failure));
             ErrorBody { failure: Failure } => Sse
                 wit[("error-body") fn error_body(failure: &Failure) -> String = (failure)]
-                native(sse::error_body(failure));
+                native(devin_bridge_sse::error_body(failure));
             AgentErrorMessage { raw: String } => Sse
                 wit[("agent-error-message") fn agent_error_message(raw: &str) -> String = (raw)]
-                native(sse::agent_error_message(raw));
+                native(devin_bridge_sse::agent_error_message(raw));
             ParseEvents { buffer: Vec<u8>, max_event_bytes: u32 } => Sse
                 wit[("parse-events")
                     fn parse_events(buffer: &[u8], max_event_bytes: u32) -> Result<SseFrames, Failure>
                     = (buffer, *max_event_bytes)]
-                native(sse::parse_events(buffer, *max_event_bytes));
+                native(devin_bridge_sse::parse_events(buffer, *max_event_bytes));
 
             Validate { reference: String, catalog: String } => ModelAlias
                 wit[("validate") fn validate(reference: &str, catalog: &str) -> Result<String, Failure>
                     = (reference, catalog)]
-                native(model_alias::validate(reference, catalog));
+                native(devin_bridge_model_alias::validate(reference, catalog));
             ClientEnvironment { settings: Vec<(String, String)>, catalog: String } => ModelAlias
                 wit[("client-environment")
                     fn client_environment(settings: &[(String, String)], catalog: &str)
                         -> Result<Vec<(String, String)>, Failure>
                     = (settings, catalog)]
-                native(model_alias::client_environment(settings, catalog));
+                native(devin_bridge_model_alias::client_environment(settings, catalog));
             Resolve { requested: String, catalog: String } => ModelAlias
                 wit[("resolve")
                     fn resolve(requested: &str, catalog: &str) -> Result<ResolvedModel, Failure>
                     = (requested, catalog)]
-                native(model_alias::resolve(requested, catalog));
+                native(devin_bridge_model_alias::resolve(requested, catalog));
             ListModels {
                 catalog: String,
                 #[serde(default)]
@@ -218,12 +219,12 @@ macro_rules! transform_functions {
             } => ModelAlias
                 wit[("list-models") fn list_models(catalog: &str, vision: bool) -> Result<String, Failure>
                     = (catalog, *vision)]
-                native(model_alias::list_models(catalog, *vision));
+                native(devin_bridge_model_alias::list_models(catalog, *vision));
             ContextWindows { catalog: String } => ModelAlias
                 wit[("context-windows")
                     fn context_windows(catalog: &str) -> Result<Vec<(String, u64)>, Failure>
                     = (catalog)]
-                native(model_alias::context_windows(catalog));
+                native(devin_bridge_model_alias::context_windows(catalog));
 
             Judge {
                 calls: Vec<ToolCall>,
@@ -236,7 +237,7 @@ macro_rules! transform_functions {
                     fn judge(calls: &[ToolCall], classifier_context: &str, earlier_calls: &[ToolCall])
                         -> SafeguardStatus
                     = (calls, classifier_context, earlier_calls)]
-                native(safeguard::judge_in_conversation(calls, classifier_context, earlier_calls));
+                native(devin_bridge_safeguard::judge_in_conversation(calls, classifier_context, earlier_calls));
         }
     };
 }

@@ -26,6 +26,7 @@ mod errors;
 mod exports;
 mod functions;
 mod guest;
+mod kind;
 mod model_alias;
 mod safeguard;
 mod serializer;
@@ -34,6 +35,7 @@ pub mod text;
 
 pub use errors::error_type;
 pub use exports::GuestParam;
+pub use kind::{TransformKind, UnknownTransform};
 pub use model_alias::ResolvedModel;
 pub use safeguard::{CallVerdict, Evaluation, SafeguardOutcome, SafeguardStatus, ToolVerdict};
 pub use serializer::{

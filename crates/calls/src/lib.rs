@@ -1,6 +1,7 @@
 //! The transforms' calls as data, outside the wasm engine.
 //!
-//! - `kind`: [`TransformKind`], the one list of the five transforms and their names;
+//! - [`TransformKind`], the one list of the five transforms (defined with their records in
+//!   `devin-bridge-types`, re-exported here);
 //! - `call`: [`Call`], one value per call of a WIT function (made from the table of the
 //!   transforms' functions, `devin_bridge_types::transform_functions!`, with `Call::transform`
 //!   and `Call::run_native`), and [`Answer`]/[`Output`], what it answers (the fixtures'
@@ -14,11 +15,10 @@
 
 mod call;
 pub mod fixture;
-mod kind;
 #[cfg(feature = "native")]
 mod native;
 
 pub use call::{Answer, Call, IntoAnswer, Output, StreamedEnd, StreamedParse};
-pub use kind::{TransformKind, UnknownTransform};
+pub use devin_bridge_types::{TransformKind, UnknownTransform};
 #[cfg(feature = "native")]
 pub use native::SPAN_OUTSIDE_OUTPUT;

@@ -4,11 +4,6 @@
 //!
 //! The answer comes in the same types as a component's, so the two compare with `==`.
 
-use devin_bridge_envelope as envelope;
-use devin_bridge_model_alias as model_alias;
-use devin_bridge_safeguard as safeguard;
-use devin_bridge_serializer as serializer;
-use devin_bridge_sse as sse;
 use devin_bridge_types::Failure;
 
 use crate::{Answer, Call, IntoAnswer, StreamedEnd, StreamedParse};
@@ -47,7 +42,7 @@ fn parse_stream(
     max_calls: u32,
     narration: bool,
 ) -> StreamedParse {
-    let mut stream = envelope::ReplyStream::new(tools, id_seed, max_calls);
+    let mut stream = devin_bridge_envelope::ReplyStream::new(tools, id_seed, max_calls);
     let pushes = chunks.iter().map(|chunk| stream.push(chunk)).collect();
     let end = stream.finish();
     let narrates = narration && stream.narrates();

@@ -5,6 +5,7 @@
 //! below (`[components.<transform>]`, `[limits]`, `[engine]`), resolves their paths against
 //! its own directory and hands the engine an [`EngineConfig`] of absolute locations.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -21,16 +22,13 @@ pub struct ComponentSource {
     pub sha256: Option<String>,
 }
 
-/// `[components.<transform>]` tables. A missing table means the built-in default location.
+/// `[components.<transform>]` tables, keyed by the transform's name (a name that is no
+/// transform's is refused, naming the transforms). A missing table means the built-in default
+/// location.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(transparent)]
 pub struct ComponentsTable {
-    pub serializer: Option<ComponentSource>,
-    pub envelope: Option<ComponentSource>,
-    pub sse: Option<ComponentSource>,
-    #[serde(rename = "model-alias")]
-    pub model_alias: Option<ComponentSource>,
-    pub safeguard: Option<ComponentSource>,
+    sources: BTreeMap<TransformKind, ComponentSource>,
 }
 
 /// Limits of the wasm runtime. Each call gets a fresh store with these caps.
@@ -76,13 +74,12 @@ pub struct EngineSection {
 impl ComponentsTable {
     /// The configured source of one transform, if the policy names one.
     pub fn get(&self, kind: TransformKind) -> Option<&ComponentSource> {
-        match kind {
-            TransformKind::Serializer => self.serializer.as_ref(),
-            TransformKind::Envelope => self.envelope.as_ref(),
-            TransformKind::Sse => self.sse.as_ref(),
-            TransformKind::ModelAlias => self.model_alias.as_ref(),
-            TransformKind::Safeguard => self.safeguard.as_ref(),
-        }
+        self.sources.get(&kind)
+    }
+
+    /// Names `source` as the component of `kind`.
+    pub fn set(&mut self, kind: TransformKind, source: ComponentSource) {
+        self.sources.insert(kind, source);
     }
 
     /// Checks that every pin is a hex sha256 digest.
@@ -245,6 +242,32 @@ impl EngineConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn components_tables_are_read_by_transform_name_and_an_unknown_one_is_refused_by_name() {
+        let table: ComponentsTable = serde_json::from_str(
+            r#"{"model-alias": {"path": "m.wasm"}, "sse": {"path": "s.wasm", "sha256": null}}"#,
+        )
+        .expect("two known transforms");
+        assert_eq!(
+            table.get(TransformKind::ModelAlias).map(|s| s.path.clone()),
+            Some(PathBuf::from("m.wasm"))
+        );
+        assert_eq!(
+            table.get(TransformKind::Sse).map(|s| s.path.clone()),
+            Some(PathBuf::from("s.wasm"))
+        );
+        assert_eq!(table.get(TransformKind::Serializer), None);
+        let error = serde_json::from_str::<ComponentsTable>(r#"{"tokenizer": {"path": "t.wasm"}}"#)
+            .expect_err("no such transform");
+        assert!(
+            error
+                .to_string()
+                .contains("unknown transform \"tokenizer\"")
+                && error.to_string().contains(&TransformKind::names()),
+            "{error}"
+        );
+    }
 
     fn config(places: [ComponentPlace; TransformKind::COUNT]) -> EngineConfig {
         EngineConfig {

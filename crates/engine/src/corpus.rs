@@ -40,13 +40,7 @@ pub use devin_bridge_calls::fixture::{
 
 /// The embedded fixture files of one transform: (file name, JSON text).
 pub fn files(kind: TransformKind) -> &'static [(&'static str, &'static str)] {
-    match kind {
-        TransformKind::Serializer => embedded::SERIALIZER,
-        TransformKind::Envelope => embedded::ENVELOPE,
-        TransformKind::Sse => embedded::SSE,
-        TransformKind::ModelAlias => embedded::MODEL_ALIAS,
-        TransformKind::Safeguard => embedded::SAFEGUARD,
-    }
+    embedded::CORPORA[kind.index()]
 }
 
 /// Every embedded case of one transform.

@@ -92,24 +92,20 @@ impl Transforms {
             tracing::info!(transform = %kind, sha256 = %loaded.sha256, source = %loaded.source, cases = report.cases, corpus = %report.corpus, "component loaded and self-tested");
             Ok((ArcSwap::from_pointee(loaded), Arc::new(corpus)))
         };
-        let (serializer, serializer_corpus) = load(TransformKind::Serializer)?;
-        let (envelope, envelope_corpus) = load(TransformKind::Envelope)?;
-        let (sse, sse_corpus) = load(TransformKind::Sse)?;
-        let (model_alias, model_alias_corpus) = load(TransformKind::ModelAlias)?;
-        let (safeguard, safeguard_corpus) = load(TransformKind::Safeguard)?;
+        let mut slots = Vec::with_capacity(TransformKind::COUNT);
+        let mut corpora = Vec::with_capacity(TransformKind::COUNT);
+        for kind in TransformKind::ALL {
+            let (slot, corpus) = load(kind)?;
+            slots.push(slot);
+            corpora.push(corpus);
+        }
         Ok(Self {
             runtime,
             cache,
-            slots: [serializer, envelope, sse, model_alias, safeguard],
+            slots: per_transform(slots),
             swap_lock: Mutex::new(Checks {
                 pins: config.pins(),
-                corpora: [
-                    serializer_corpus,
-                    envelope_corpus,
-                    sse_corpus,
-                    model_alias_corpus,
-                    safeguard_corpus,
-                ],
+                corpora: per_transform(corpora),
             }),
             validations: ValidationMemo::default(),
         })
@@ -325,5 +321,17 @@ impl TransformCalls for Transforms {
         self.validations
             .put(&component.sha256, &catalog, reference, answer.clone());
         Ok(answer)
+    }
+}
+
+/// One value per transform, in [`TransformKind::ALL`] order, from a list made by iterating it.
+fn per_transform<T>(values: Vec<T>) -> [T; TransformKind::COUNT] {
+    match values.try_into() {
+        Ok(array) => array,
+        Err(values) => unreachable!(
+            "{} values for {} transforms: the list is made by iterating TransformKind::ALL",
+            values.len(),
+            TransformKind::COUNT
+        ),
     }
 }

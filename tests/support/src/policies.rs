@@ -3,13 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
+use devin_bridge_engine::TransformKind;
 use devin_bridge_policy::ModePolicy as _;
 use devin_bridge_summarizer::policy::SummarizerPolicy;
 
 use crate::artifacts::{components_dir, workspace_root};
-
-/// The transforms, as a policy's `[components.<name>]` tables name them.
-pub const TRANSFORMS: [&str; 5] = ["serializer", "envelope", "sse", "model-alias", "safeguard"];
 
 /// The default model catalog of the checkout (`policies/models.json`).
 pub fn catalog() -> PathBuf {
@@ -20,13 +18,10 @@ pub fn catalog() -> PathBuf {
 /// followed by `extra`.
 pub fn summarizer_policy(components: &Path, extra: &str) -> String {
     let mut text = String::from("mode = \"summarizer\"\n");
-    for name in TRANSFORMS {
+    for kind in TransformKind::ALL {
         text.push_str(&format!(
-            "[components.{name}]\npath = {:?}\n",
-            components
-                .join(format!("{name}.wasm"))
-                .display()
-                .to_string()
+            "[components.{kind}]\npath = {:?}\n",
+            components.join(kind.file_name()).display().to_string()
         ));
     }
     text.push_str(extra);
@@ -81,10 +76,10 @@ impl OfflinePolicy {
 
     /// Names each built component in `components` by absolute path.
     pub fn components(&mut self, components: &Path) -> &mut Self {
-        for name in TRANSFORMS {
-            let wasm = components.join(format!("{name}.wasm"));
+        for kind in TransformKind::ALL {
+            let wasm = components.join(kind.file_name());
             let source = toml::Table::from_iter([("path".to_owned(), Self::path(&wasm))]);
-            self.set("components", name, source);
+            self.set("components", kind.name(), source);
         }
         self
     }

@@ -10,7 +10,6 @@ mod wasm {
         path: "../../../wit",
     });
 
-    use devin_bridge_serializer as serializer;
     use devin_bridge_types::{Failure, Prompt, PromptOptions, Resume, ResumedPrompt, UnseenPrompt};
 
     /// What the markers in a request ask for: a panic, an endless loop, unbounded allocation,

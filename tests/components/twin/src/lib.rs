@@ -12,11 +12,6 @@ mod wasm {
         generate_all,
     });
 
-    use devin_bridge_envelope as envelope;
-    use devin_bridge_model_alias as model_alias;
-    use devin_bridge_safeguard as safeguard;
-    use devin_bridge_serializer as serializer;
-    use devin_bridge_sse as sse;
     use devin_bridge_types::{
         Failure, MessageHead, ParsedReply, Prompt, PromptOptions, Reply, ResolvedModel, Resume,
         ResumedPrompt, SafeguardStatus, ShownPiece, SseFrames, StreamEnd, ToolCall, UnseenPrompt,

@@ -11,7 +11,6 @@ mod wasm {
         generate_all,
     });
 
-    use devin_bridge_serializer as serializer;
     use devin_bridge_types::{Failure, Prompt, PromptOptions, Resume, ResumedPrompt, UnseenPrompt};
     use wasi::cli::environment;
 

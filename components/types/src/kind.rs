@@ -1,4 +1,15 @@
-//! The five transforms, one component each: the one list of their names.
+//! The five transforms, one component each: the one list of them, with every fact about a
+//! transform that is not its code (its name, its cargo package, its place in per-transform
+//! tables).
+//!
+//! Everything that handles "every transform" iterates [`TransformKind::ALL`]: the engine's
+//! slots and corpora, the policy's `[components.<name>]` tables, the host's build script (what
+//! it embeds), xtask's component build and fuzz targets, pre-initialisation and the tests. So
+//! a new transform is a variant here, whose arms the compiler asks for, and nothing else in
+//! those places.
+//!
+//! Invariant: `ALL[k.index()] == k` for every `k`, and `name()` is unique; the cargo package of
+//! a transform is `devin-bridge-<name>` (checked by xtask when it builds them).
 
 /// The five transforms, one component each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -39,6 +50,11 @@ impl TransformKind {
         Self::ALL.map(Self::name).join(", ")
     }
 
+    /// The cargo package its library and component are built from.
+    pub fn package(self) -> String {
+        format!("devin-bridge-{}", self.name())
+    }
+
     /// File name of the built component.
     pub fn file_name(self) -> String {
         format!("{}.wasm", self.name())
@@ -67,6 +83,19 @@ impl std::fmt::Display for TransformKind {
 #[error("unknown transform {0:?} (expected one of: {names})", names = TransformKind::names())]
 pub struct UnknownTransform(pub String);
 
+impl serde::Serialize for TransformKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TransformKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 impl std::str::FromStr for TransformKind {
     type Err = UnknownTransform;
 
@@ -88,6 +117,10 @@ mod tests {
             assert_eq!(kind.index(), index);
             assert_eq!(kind.name().parse::<TransformKind>(), Ok(kind));
         }
+        assert_eq!(
+            TransformKind::ModelAlias.package(),
+            "devin-bridge-model-alias"
+        );
         assert_eq!(
             "models".parse::<TransformKind>(),
             Err(UnknownTransform("models".into()))
