@@ -61,10 +61,6 @@ macro_rules! guest_bindings {
             "devin-bridge:transforms/model-alias@0.1.0/resolved-model": devin_bridge_types::ResolvedModel,
         ] $options);
     };
-    // The safeguard interface's records are all in `types`.
-    (@with [safeguard $($rest:ident)*] $with:tt $options:tt) => {
-        $crate::guest_bindings!(@with [$($rest)*] $with $options);
-    };
     (@with [] [$($with:tt)*] { $($options:tt)* }) => {
         wit_bindgen::generate!({
             with: {
@@ -82,5 +78,9 @@ macro_rules! guest_bindings {
             },
             $($options)*
         });
+    };
+    // An interface whose records are all in `types` (the safeguard's) maps nothing of its own.
+    (@with [$other:ident $($rest:ident)*] $with:tt $options:tt) => {
+        $crate::guest_bindings!(@with [$($rest)*] $with $options);
     };
 }
