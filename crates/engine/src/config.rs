@@ -279,13 +279,13 @@ mod tests {
 
     #[test]
     fn a_set_without_components_is_refused_once_naming_every_missing_transform() {
-        let set = config([
-            ComponentPlace::File(PathBuf::from("/c/serializer.wasm")),
-            ComponentPlace::NotBuiltIn,
-            ComponentPlace::BuiltIn(b"\0asm"),
-            ComponentPlace::NotBuiltIn,
-            ComponentPlace::BuiltIn(b"\0asm"),
-        ]);
+        // The serializer from a file, the envelope and model-alias not built in, the rest built in.
+        let place = |kind: TransformKind| match kind {
+            TransformKind::Serializer => ComponentPlace::File(PathBuf::from("/c/serializer.wasm")),
+            TransformKind::Envelope | TransformKind::ModelAlias => ComponentPlace::NotBuiltIn,
+            _ => ComponentPlace::BuiltIn(b"\0asm"),
+        };
+        let set = config(TransformKind::ALL.map(place));
         let message = set.check_complete().expect_err("incomplete").to_string();
         assert!(
             message.contains("no built-in envelope, model-alias"),
@@ -293,13 +293,10 @@ mod tests {
         );
         assert!(message.contains("cargo xtask build"), "{message}");
         assert!(!message.contains("serializer"), "{message}");
-        let complete = config([
-            ComponentPlace::File(PathBuf::from("/c/serializer.wasm")),
-            ComponentPlace::BuiltIn(b"\0asm"),
-            ComponentPlace::BuiltIn(b"\0asm"),
-            ComponentPlace::BuiltIn(b"\0asm"),
-            ComponentPlace::BuiltIn(b"\0asm"),
-        ]);
+        let complete = config(TransformKind::ALL.map(|kind| match place(kind) {
+            ComponentPlace::NotBuiltIn => ComponentPlace::BuiltIn(b"\0asm"),
+            other => other,
+        }));
         assert!(complete.check_complete().is_ok());
     }
 

@@ -45,82 +45,104 @@ fn claude_code_request() -> String {
     .expect("the Claude Code fixture")
 }
 
-/// A Claude-Code-sized call for each transform, different from the build's warm-up calls where
-/// the interface allows it.
-fn claude_code_sized_call(kind: TransformKind) -> Call {
+/// The transforms `tools/preinit` has a warm-up call for, each with a Claude-Code-sized call
+/// of its own, different from the build's warm-up call where the interface allows it. (A
+/// transform without a warm-up is shipped as built, so it is not in this list.)
+const PREINITIALISED: [(TransformKind, fn() -> Call); 5] = [
+    (TransformKind::Serializer, serializer_call),
+    (TransformKind::Envelope, envelope_call),
+    (TransformKind::Sse, sse_call),
+    (TransformKind::Safeguard, safeguard_call),
+    (TransformKind::ModelAlias, model_alias_call),
+];
+
+fn claude_code_prompt() -> devin_bridge_types::Prompt {
+    devin_bridge_serializer::serialize(&claude_code_request()).expect("the fixture serializes")
+}
+
+fn serializer_call() -> Call {
     let request = claude_code_request();
-    let prompt = devin_bridge_serializer::serialize(&request).expect("the fixture serializes");
-    match kind {
-        TransformKind::Serializer => Call::SerializeUnseen {
-            request: request.into(),
-            options: PromptOptions {
-                held: 0,
-                images: ImageLimits {
-                    max_images: 0,
-                    max_image_bytes: 0,
-                },
+    Call::SerializeUnseen {
+        request: request.into(),
+        options: PromptOptions {
+            held: 0,
+            images: ImageLimits {
+                max_images: 0,
+                max_image_bytes: 0,
             },
         },
-        TransformKind::Envelope => Call::Parse {
-            output:
-                r#"<tool>{"name":"Grep","arguments":{"pattern":"fn main","path":"src"}}</tool>"#
-                    .to_owned(),
-            tools: prompt.tools,
-            id_seed: prompt.id_seed,
-            max_calls: 8,
+    }
+}
+
+fn envelope_call() -> Call {
+    let prompt = claude_code_prompt();
+    Call::Parse {
+        output: r#"<tool>{"name":"Grep","arguments":{"pattern":"fn main","path":"src"}}</tool>"#
+            .to_owned(),
+        tools: prompt.tools,
+        id_seed: prompt.id_seed,
+        max_calls: 8,
+    }
+}
+
+fn sse_call() -> Call {
+    let prompt = claude_code_prompt();
+    Call::RenderStream {
+        head: MessageHead {
+            id: "msg_0123".to_owned(),
+            model: prompt.model,
+            usage: Usage::estimated(prompt.input_tokens, 300),
         },
-        TransformKind::Sse => Call::RenderStream {
-            head: MessageHead {
-                id: "msg_0123".to_owned(),
-                model: prompt.model,
-                usage: Usage::estimated(prompt.input_tokens, 300),
-            },
-            reply: Reply::of_calls([ToolCall {
-                id: "toolu_0123".to_owned(),
-                name: "Edit".to_owned(),
-                input: serde_json::json!({
-                    "file_path": "src/main.rs",
-                    "old_string": "fn main() {}\n".repeat(40),
-                    "new_string": "fn main() { run(); }\n".repeat(40),
-                })
-                .to_string(),
-            }]),
-            safeguard: None,
-        },
-        TransformKind::Safeguard => Call::Judge {
-            calls: vec![
-                ToolCall {
-                    id: "toolu_0123".to_owned(),
-                    name: "Bash".to_owned(),
-                    input: serde_json::json!({"command": "git status && cargo test --workspace"})
-                        .to_string(),
-                },
-                ToolCall {
-                    id: "toolu_0124".to_owned(),
-                    name: "Read".to_owned(),
-                    input: serde_json::json!({"file_path": "/work/project/src/main.rs"})
-                        .to_string(),
-                },
-            ],
-            classifier_context: serde_json::json!({
-                "v": 1,
-                "permission_mode": "auto",
-                "live_cwd": "/work/project",
-                "home_dir": "/home/user",
-                "trusted_directories": {"primary": {"path": "/work/project"}, "additional": []},
-                "rules": {"allow": [], "deny": [], "ask": []},
-                "auto_mode": {"allow": [], "soft_deny": [], "hard_deny": [], "environment": []},
+        reply: Reply::of_calls([ToolCall {
+            id: "toolu_0123".to_owned(),
+            name: "Edit".to_owned(),
+            input: serde_json::json!({
+                "file_path": "src/main.rs",
+                "old_string": "fn main() {}\n".repeat(40),
+                "new_string": "fn main() { run(); }\n".repeat(40),
             })
             .to_string(),
-            earlier_calls: Vec::new(),
-        },
-        TransformKind::ModelAlias => Call::Resolve {
-            requested: "swe-1.6".to_owned(),
-            catalog: std::fs::read_to_string(
-                Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies/models.json"),
-            )
-            .expect("the shipped catalog"),
-        },
+        }]),
+        safeguard: None,
+    }
+}
+
+fn safeguard_call() -> Call {
+    Call::Judge {
+        calls: vec![
+            ToolCall {
+                id: "toolu_0123".to_owned(),
+                name: "Bash".to_owned(),
+                input: serde_json::json!({"command": "git status && cargo test --workspace"})
+                    .to_string(),
+            },
+            ToolCall {
+                id: "toolu_0124".to_owned(),
+                name: "Read".to_owned(),
+                input: serde_json::json!({"file_path": "/work/project/src/main.rs"}).to_string(),
+            },
+        ],
+        classifier_context: serde_json::json!({
+            "v": 1,
+            "permission_mode": "auto",
+            "live_cwd": "/work/project",
+            "home_dir": "/home/user",
+            "trusted_directories": {"primary": {"path": "/work/project"}, "additional": []},
+            "rules": {"allow": [], "deny": [], "ask": []},
+            "auto_mode": {"allow": [], "soft_deny": [], "hard_deny": [], "environment": []},
+        })
+        .to_string(),
+        earlier_calls: Vec::new(),
+    }
+}
+
+fn model_alias_call() -> Call {
+    Call::Resolve {
+        requested: "swe-1.6".to_owned(),
+        catalog: std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies/models.json"),
+        )
+        .expect("the shipped catalog"),
     }
 }
 
@@ -132,8 +154,9 @@ fn succeeded(answer: &Answer) -> bool {
 }
 
 #[test]
-fn a_fresh_instance_of_each_transform_answers_a_claude_code_sized_call_without_growing_memory() {
-    for kind in TransformKind::ALL {
+fn a_fresh_instance_of_each_preinitialised_transform_answers_a_claude_code_sized_call_without_growing_memory(
+) {
+    for (kind, call) in PREINITIALISED {
         let path = common::component(kind.name());
         let initial = initial_memory_bytes(&path);
         let runtime = Runtime::new(RuntimeConfig {
@@ -145,7 +168,7 @@ fn a_fresh_instance_of_each_transform_answers_a_claude_code_sized_call_without_g
         .expect("runtime");
         let loaded = Loaded::from_file(&runtime, &common::test_cache(), kind, &path, None)
             .expect("the component loads");
-        let call = claude_code_sized_call(kind);
+        let call = call();
         // Twice: the second fresh instance reuses the first one's pool slot.
         for attempt in 1..=2 {
             let answer = loaded.call(&runtime, &call).unwrap_or_else(|error| {

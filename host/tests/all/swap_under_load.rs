@@ -206,9 +206,19 @@ async fn swapping_every_transform_under_64_clients_fails_no_request_and_mixes_no
             .clone()
         }
     };
+    // A transform the twin has no version of (a new one) keeps its real component.
+    let twinned = TransformKind::ALL
+        .map(|kind| devin_bridge_test_artifacts::TWIN.exports_transform(kind.name()));
     let twin_of = {
         let twin = twin.clone();
-        move |_: TransformKind| twin.clone()
+        let real_of = real_of.clone();
+        move |kind: TransformKind| {
+            if twinned[kind.index()] {
+                twin.clone()
+            } else {
+                real_of(kind)
+            }
+        }
     };
 
     // Reference answers of each version, served by that version alone.

@@ -40,11 +40,41 @@ impl TestComponent {
     }
 }
 
+impl TestComponent {
+    /// Whether the component exports the interface of the transform named `transform`
+    /// (`devin-bridge:transforms/<transform>@<version>`). The twin and the wrong answers
+    /// export the transforms they have a version of: a new transform may have none yet.
+    pub fn exports_transform(&self, transform: &str) -> bool {
+        let prefix = format!("devin-bridge:transforms/{transform}@");
+        let bytes = self.bytes();
+        let exports = wasmparser::Parser::new(0)
+            .parse_all(&bytes)
+            .filter_map(Result::ok)
+            .any(|payload| match payload {
+                wasmparser::Payload::ComponentExportSection(exports) => exports
+                    .into_iter()
+                    .filter_map(Result::ok)
+                    .any(|export| export.name.name.starts_with(&prefix)),
+                _ => false,
+            });
+        exports
+    }
+}
+
 include!(concat!(env!("OUT_DIR"), "/components.rs"));
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_twin_exports_the_transforms_it_has_a_version_of_and_no_other() {
+        for transform in ["serializer", "envelope", "sse", "model-alias", "safeguard"] {
+            assert!(TWIN.exports_transform(transform), "{transform}");
+        }
+        assert!(!TWIN.exports_transform("types"));
+        assert!(!MISBEHAVING_SERIALIZER.exports_transform("sse"));
+    }
 
     #[test]
     fn every_test_component_is_a_built_component() {
