@@ -13,7 +13,7 @@ use devin_bridge_types::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::TransformKind;
+use devin_bridge_types::TransformKind;
 
 /// Defines [`Call`] and [`Call::transform`] from the table (`functions`).
 macro_rules! define_call {

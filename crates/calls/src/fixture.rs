@@ -9,7 +9,9 @@
 
 use serde_json::{json, Value};
 
-use crate::{Answer, Call, TransformKind};
+use devin_bridge_types::TransformKind;
+
+use crate::{Answer, Call};
 
 /// One golden case.
 #[derive(Debug, Clone)]
