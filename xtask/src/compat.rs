@@ -64,7 +64,13 @@ pub(crate) fn compat(rest: &[String]) -> Result<()> {
     };
     eprintln!("xtask: Claude Code releases: {}", releases.join(", "));
     let components = build_components()?;
-    build_bins(&["devin-bridge", "mock-devin"], !options.debug)?;
+    if options.debug {
+        // The builds `cargo xtask test` makes, selected as it selects them: the same features
+        // for every dependency, so nothing it built is compiled again.
+        run(cargo().args(["test", "--locked", "--workspace", "--no-run"]))?;
+    } else {
+        build_bins(&["devin-bridge", "mock-devin"], true)?;
+    }
     let binaries = cargo_target_dir().join(if options.debug { "debug" } else { "release" });
     let base = cargo_target_dir().join("claude-code-compat");
     let mut rows = Vec::new();
@@ -76,11 +82,13 @@ pub(crate) fn compat(rest: &[String]) -> Result<()> {
                 let out = base.join(version).join("run");
                 let mut bench = cargo();
                 bench
-                    .args(["bench", "--locked", "-p", "devin-bridge"])
+                    .args(["bench", "--locked"])
+                    // Debug: the whole workspace selected, as the test build selects it (the
+                    // features of every dependency then match it), the bench target alone built.
                     .args(if options.debug {
-                        &["--profile", "dev"][..]
+                        &["--workspace", "--profile", "dev"][..]
                     } else {
-                        &[]
+                        &["-p", "devin-bridge"][..]
                     })
                     .args(["--bench", "claude_compat", "--", "--out"])
                     .arg(&out)
