@@ -11,7 +11,8 @@
 //! The checkout builds in its own target directory (`<checkout>/target`), never in the
 //! current tree's: cargo names the artifacts of a workspace crate by its path relative to its
 //! workspace root, so a crate whose dependencies did not change between the trees gets the
-//! same file in both, and cargo judges it fresh by modification times; in one shared
+//! same file in both (the components' libraries, cdylibs too, carry no hash in their names at
+//! all), and cargo judges a workspace crate fresh by modification times; in one shared
 //! directory a tree could link the other tree's build of such a crate. Its build script is
 //! given its components to embed (`DEVIN_BRIDGE_EMBED_COMPONENTS`), so that it builds none of
 //! its own (an older one also wants the test components, which `components` does not build).
@@ -96,7 +97,7 @@ pub(crate) fn run_against(options: &Options) -> Result<()> {
     ));
     ensure_checkout(&clock, &root, &checkout, &commit)?;
     let new = build_current(&clock, &root)?;
-    let old = build_checkout(&clock, &checkout, format!("{} ({short})", options.rev))?;
+    let old = build_checkout(&clock, &checkout, label(&options.rev, &commit))?;
     let built = clock.0.elapsed();
     say_components(&old, &new)?;
     let runs = base.join(format!("runs-{short}"));
@@ -114,6 +115,15 @@ pub(crate) fn run_against(options: &Options) -> Result<()> {
         runs.display()
     ));
     Ok(())
+}
+
+/// How the report names REV: as given when it is an abbreviated commit, else with its commit.
+fn label(rev: &str, commit: &str) -> String {
+    if commit.starts_with(rev) {
+        rev.to_owned()
+    } else {
+        format!("{rev} ({})", &commit[..12])
+    }
 }
 
 /// Time since the start, for the progress lines.
@@ -456,15 +466,22 @@ mod tests {
         }
     }
 
+    /// Two messages of a real `cargo bench --no-run --message-format=json` (the host binary,
+    /// an executable too, and the bench), then an example of the same name as the bench and
+    /// another bench.
+    const MESSAGES: &str = r#"{"reason":"compiler-artifact","package_id":"path+file:///work/wt-bench/host#devin-bridge@0.1.0","manifest_path":"/work/wt-bench/host/Cargo.toml","target":{"kind":["bin"],"crate_types":["bin"],"name":"devin-bridge","src_path":"/work/wt-bench/host/src/main.rs","edition":"2021","doc":true,"doctest":false,"test":true},"profile":{"opt_level":"3","debuginfo":"line-tables-only","debug_assertions":false,"overflow_checks":false,"test":false},"features":[],"filenames":["/work/wt-bench/target/release/devin-bridge"],"executable":"/work/wt-bench/target/release/devin-bridge","fresh":false}
+{"reason":"compiler-artifact","package_id":"path+file:///work/wt-bench/host#devin-bridge@0.1.0","manifest_path":"/work/wt-bench/host/Cargo.toml","target":{"kind":["bench"],"crate_types":["bin"],"name":"transforms","src_path":"/work/wt-bench/host/benches/transforms.rs","edition":"2021","doc":false,"doctest":false,"test":false},"profile":{"opt_level":"3","debuginfo":"line-tables-only","debug_assertions":false,"overflow_checks":false,"test":true},"features":[],"filenames":["/work/wt-bench/target/release/deps/transforms-f71c5125c1d223fc"],"executable":"/work/wt-bench/target/release/deps/transforms-f71c5125c1d223fc","fresh":false}
+{"reason":"compiler-artifact","package_id":"path+file:///work/wt-bench/host#devin-bridge@0.1.0","target":{"kind":["example"],"crate_types":["bin"],"name":"transforms"},"executable":"/work/wt-bench/target/release/examples/transforms","fresh":true}
+{"reason":"compiler-artifact","package_id":"path+file:///work/wt-bench/host#devin-bridge@0.1.0","target":{"kind":["bench"],"crate_types":["bin"],"name":"bridge"},"executable":"/work/wt-bench/target/release/deps/bridge-0123456789abcdef","fresh":true}
+{"reason":"build-finished","success":true}"#;
+
     #[test]
     fn the_bench_executable_is_the_transforms_bench_artifact() {
-        let messages = r#"{"reason":"compiler-artifact","package_id":"path+file:///w/host#devin-bridge@0.1.0","target":{"kind":["lib"],"crate_types":["lib"],"name":"devin_bridge","src_path":"/w/host/src/lib.rs"},"executable":null,"fresh":true}
-{"reason":"compiler-artifact","package_id":"path+file:///w/host#devin-bridge@0.1.0","target":{"kind":["bin"],"crate_types":["bin"],"name":"transforms","src_path":"/w/host/src/bin/transforms.rs"},"executable":"/w/target/release/transforms","fresh":true}
-{"reason":"compiler-artifact","package_id":"path+file:///w/host#devin-bridge@0.1.0","target":{"kind":["bench"],"crate_types":["bin"],"name":"transforms","src_path":"/w/host/benches/transforms.rs"},"executable":"/w/target/release/deps/transforms-0123abcd","fresh":false}
-{"reason":"build-finished","success":true}"#;
         assert_eq!(
-            bench_executable(messages),
-            Some(PathBuf::from("/w/target/release/deps/transforms-0123abcd"))
+            bench_executable(MESSAGES),
+            Some(PathBuf::from(
+                "/work/wt-bench/target/release/deps/transforms-f71c5125c1d223fc"
+            ))
         );
         assert_eq!(bench_executable(r#"{"reason":"build-finished"}"#), None);
     }

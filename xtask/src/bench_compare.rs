@@ -343,6 +343,40 @@ mod tests {
     }
 
     #[test]
+    fn measured_rows_get_the_verdicts_the_rule_gives() {
+        // safeguard.judge+hist, wasm fresh, three rounds of each tree as measured side by side.
+        let (earlier, current) = ([212.8, 185.0, 183.8], [163.9, 160.0, 160.1]);
+        assert_eq!(verdict(&earlier, &current), Verdict::Faster);
+        assert_eq!(verdict(&current, &earlier), Verdict::Slower);
+        // sse.render_stream 1 MB text reply, wasm fresh: 8% apart, no overlap, within the margin.
+        let (earlier, current) = ([284.6, 290.2, 290.1], [269.0, 262.6, 262.4]);
+        assert_eq!(verdict(&earlier, &current), Verdict::Same);
+    }
+
+    #[test]
+    fn captured_runs_of_two_trees_compare_on_their_common_rows() {
+        let (mut earlier, mut current) = (Rounds::default(), Rounds::default());
+        earlier.add(
+            &crate::bench_table::parse(include_str!("../testdata/transforms-bench-earlier.txt"))
+                .rows,
+        );
+        current
+            .add(&crate::bench_table::parse(include_str!("../testdata/transforms-bench.txt")).rows);
+        let comparison = compare(&earlier, &current);
+        assert_eq!(comparison.rows_compared(), 25);
+        // 15 table rows of 3 columns, 5 fresh instances and 3 turns of 2, 2 streamed of 1.
+        assert_eq!(comparison.timings.len(), 63);
+        assert_eq!(
+            comparison.only_old,
+            [
+                "streamed parse tool envelope, 21 tools, 40 chunks: one-shot data form",
+                "streamed parse 1 MB text, 40 chunks: one-shot data form"
+            ]
+        );
+        assert_eq!(comparison.only_new.len(), 2);
+    }
+
+    #[test]
     fn spread_is_worst_over_best() {
         assert!((spread(&[100.0, 110.0, 125.0]) - 0.25).abs() < 1e-12);
         assert_eq!(spread(&[7.0]), 0.0);

@@ -167,118 +167,128 @@ fn words(text: &str) -> String {
 mod tests {
     use super::*;
 
-    fn times(row: &Row) -> Vec<(&str, f64)> {
-        row.times.clone()
-    }
+    /// Captured from a run of the current benchmark.
+    const CURRENT: &str = include_str!("../testdata/transforms-bench.txt");
+    /// Captured from a run of the benchmark of an earlier tree, whose streamed-parse goal set the
+    /// streamed parse against the one-shot data form on a fresh instance.
+    const EARLIER: &str = include_str!("../testdata/transforms-bench-earlier.txt");
 
-    #[test]
-    fn main_table_rows_keep_inputs_with_spaces_and_read_three_timed_columns() {
-        let parsed = parse(TABLE);
-        assert!(parsed.unread.is_empty(), "{:?}", parsed.unread);
-        let names: Vec<&str> = parsed.rows.iter().map(|row| row.name.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "serializer.serialize small (0 KB)",
-                "envelope.reply_stream tool envelope, 21 tools, 40 chunks",
-                "safeguard.judge+hist 8 calls after 200 calls",
-                "sse.stream_ping (none)",
-            ]
-        );
-        assert_eq!(
-            times(&parsed.rows[1]),
-            [
-                ("native", 61.4),
-                ("wasm fresh", 139.0),
-                ("wasm call", 101.7)
-            ]
-        );
-    }
-
-    #[test]
-    fn the_table_ends_at_its_blank_line() {
-        let text = format!("{TABLE}\nserializer.serialize small (0 KB) 1.0 2.0 3.0 2.00 3.00\n");
-        assert_eq!(parse(&text).rows.len(), 4);
-    }
-
-    #[test]
-    fn an_unreadable_table_line_is_kept_not_dropped() {
-        let text = "operation              input                         native µs  wasm fresh µs   wasm call µs   fresh/nat   call/nat\n\
-                    serializer.serialize   small (0 KB)                        0.5           n/a            2.0        6.00       4.00\n";
-        let parsed = parse(text);
-        assert!(parsed.rows.is_empty());
-        assert_eq!(parsed.unread.len(), 1);
-    }
-
-    #[test]
-    fn fresh_instance_and_turn_rows_read_their_two_times() {
-        let parsed = parse(OTHER_ROWS);
-        assert!(parsed.unread.is_empty(), "{:?}", parsed.unread);
-        let rows: Vec<(&str, Vec<(&str, f64)>)> = parsed
+    fn row<'a>(parsed: &'a Parsed, name: &str) -> &'a Row {
+        parsed
             .rows
             .iter()
-            .map(|row| (row.name.as_str(), times(row)))
-            .collect();
+            .find(|row| row.name == name)
+            .unwrap_or_else(|| panic!("no row {name:?} in {:?}", parsed.rows))
+    }
+
+    fn count(parsed: &Parsed, prefix: &str) -> usize {
+        parsed
+            .rows
+            .iter()
+            .filter(|row| row.name.starts_with(prefix))
+            .count()
+    }
+
+    #[test]
+    fn a_captured_run_gives_every_row_of_each_table_and_nothing_else() {
+        let parsed = parse(CURRENT);
+        assert!(parsed.unread.is_empty(), "{:?}", parsed.unread);
+        // 15 rows in the main table, 5 fresh instances, 2 streamed-parse lines, 3 turns.
+        assert_eq!(parsed.rows.len(), 25);
+        assert_eq!(count(&parsed, "fresh instance "), 5);
+        assert_eq!(count(&parsed, "streamed parse "), 2);
+        assert_eq!(count(&parsed, "turn "), 3);
+        assert_eq!(parsed.rows[0].name, "serializer.serialize small (0 KB)");
         assert_eq!(
-            rows,
-            [
-                (
-                    "fresh instance model-alias",
-                    vec![("unused slot", 7.9), ("after the rows", 8.3)]
-                ),
-                (
-                    "turn claude-code request 79 KB, output 3 KB",
-                    vec![("native", 212.6), ("wasm", 655.0)]
-                ),
-            ]
+            parsed.rows[0].times,
+            [("native", 0.5), ("wasm fresh", 4.5), ("wasm call", 1.7)]
+        );
+    }
+
+    #[test]
+    fn an_input_wider_than_its_column_is_read_whole() {
+        let parsed = parse(CURRENT);
+        let streamed = row(
+            &parsed,
+            "envelope.reply_stream tool envelope, 21 tools, 40 chunks",
+        );
+        assert_eq!(
+            streamed.times,
+            [("native", 14.7), ("wasm fresh", 48.4), ("wasm call", 37.4)]
+        );
+    }
+
+    #[test]
+    fn fresh_instance_and_turn_lines_read_their_two_times() {
+        let parsed = parse(CURRENT);
+        assert_eq!(
+            row(&parsed, "fresh instance serializer").times,
+            [("unused slot", 2.0), ("after the rows", 8.6)]
+        );
+        assert_eq!(
+            row(&parsed, "turn 1 MB request 1112 KB, output 1028 KB").times,
+            [("native", 1067.6), ("wasm", 2705.5)]
         );
     }
 
     #[test]
     fn streamed_goal_lines_name_the_one_shot_column_by_how_it_ran() {
-        let parsed = parse(STREAMED);
-        assert!(parsed.unread.is_empty(), "{:?}", parsed.unread);
-        let [old, new] = &parsed.rows[..] else {
-            panic!("two rows: {:?}", parsed.rows)
+        let (current, earlier) = (parse(CURRENT), parse(EARLIER));
+        assert!(earlier.unread.is_empty(), "{:?}", earlier.unread);
+        let name = "streamed parse 1 MB text, 40 chunks";
+        assert_eq!(
+            row(&current, name).times,
+            [("streamed", 206.3), ("one-shot as the bridge", 114.5)]
+        );
+        assert_eq!(
+            row(&earlier, name).times,
+            [("streamed", 197.5), ("one-shot data form", 112.0)]
+        );
+        // Otherwise the two trees print the same rows.
+        let names = |parsed: &Parsed| -> Vec<String> {
+            parsed.rows.iter().map(|row| row.name.clone()).collect()
         };
-        assert_eq!(
-            old.name,
-            "streamed parse tool envelope, 21 tools, 40 chunks"
+        assert_eq!(names(&current), names(&earlier));
+    }
+
+    #[test]
+    fn the_table_ends_at_its_blank_line() {
+        // A table-shaped line after the blank line is no row.
+        let text = CURRENT.replacen(
+            "\nfresh instance (store + instantiate) serializer",
+            "\nserializer.serialize   small (0 KB)    0.5   4.5   1.7   9.11   3.41\n\
+             fresh instance (store + instantiate) serializer",
+            1,
         );
-        assert_eq!(old.name, new.name);
-        assert_eq!(
-            times(old),
-            [("streamed", 150.2), ("one-shot data form", 120.5)]
+        assert_ne!(text, CURRENT);
+        let parsed = parse(&text);
+        assert_eq!(count(&parsed, "serializer.serialize small"), 1);
+    }
+
+    #[test]
+    fn an_unreadable_row_is_kept_not_dropped() {
+        let text = CURRENT.replacen(
+            "0.5            4.5            1.7",
+            "0.5            n/a            1.7",
+            1,
         );
-        assert_eq!(
-            times(new),
-            [("streamed", 149.3), ("one-shot as the bridge", 118.0)]
-        );
+        assert_ne!(text, CURRENT);
+        let parsed = parse(&text);
+        assert_eq!(parsed.rows.len(), 24);
+        assert_eq!(parsed.unread.len(), 1);
+        assert!(parsed.unread[0].starts_with("serializer.serialize   small"));
     }
 
     #[test]
     fn derived_lines_are_not_rows() {
-        let text = "fresh - warm call          serializer.serialize       1.2 µs\n\
-                    goal: serializing the 1 MB request, fresh instance + call <= 1400 µs: 900.1 µs  PASS\n";
-        let parsed = parse(text);
+        let derived: String = CURRENT
+            .lines()
+            .filter(|line| line.starts_with("fresh - warm call") || line.starts_with("goal: "))
+            .filter(|line| !line.starts_with(STREAMED_GOAL))
+            .map(|line| format!("{line}\n"))
+            .collect();
+        assert_eq!(derived.lines().count(), 17, "{derived}");
+        let parsed = parse(&derived);
         assert!(parsed.rows.is_empty() && parsed.unread.is_empty());
     }
-
-    const TABLE: &str = "\
-operation              input                         native µs  wasm fresh µs   wasm call µs   fresh/nat   call/nat
-serializer.serialize   small (0 KB)                        0.5            3.0            2.0        6.00       4.00
-envelope.reply_stream  tool envelope, 21 tools, 40 chunks         61.4          139.0          101.7        2.26       1.66
-safeguard.judge+hist   8 calls after 200 calls            35.0           60.2           40.1        1.72       1.15
-sse.stream_ping        (none)                              0.1            1.9            0.2       19.00       2.00
-";
-
-    const OTHER_ROWS: &str = "
-fresh instance (store + instantiate) model-alias         7.9 µs on an unused slot,      8.3 µs after the rows above
-turn claude-code  request    79 KB, output     3 KB: native     212.6 µs, wasm     655.0 µs, wasm/native 3.08
-";
-
-    const STREAMED: &str = "\
-goal: streamed parse (wasm, per turn, as the bridge runs it) <= 1.5x the one-shot parse (wasm, fresh instance), tool envelope, 21 tools, 40 chunks: 1.25x (150.2 µs vs 120.5 µs, 3 alternating rounds; data form on a fresh instance 139.0 µs)  PASS
-goal: streamed parse <= 1.5x the one-shot parse, both as the bridge runs them (wasm, per turn), tool envelope, 21 tools, 40 chunks: 1.27x (149.3 µs vs 118.0 µs, 3 alternating rounds; data form on a fresh instance 139.0 µs vs 120.1 µs)  PASS
-";
 }
