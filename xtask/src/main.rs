@@ -7,6 +7,9 @@
 //! `launch`, `login-devin`, `test-live`, `clean`).
 
 mod agent_users;
+mod bench_against;
+mod bench_compare;
+mod bench_table;
 mod compat;
 mod components;
 mod dist;
@@ -46,6 +49,17 @@ commands:
   bench <transforms|bridge|guard|companion|outpost|soak|turns|stream> [ARGS...]
                             run a benchmark and print its table (ARGS go to the benchmark,
                             e.g. `bench soak --turns 5000`)
+  bench transforms --against REV [--rounds N]
+                            the transforms benchmark of REV and of the current tree side by
+                            side: REV checked out in target/bench-against/<commit> (reused),
+                            each tree's own components and release bench binary built (the
+                            checkout in its own target directory: a cold build compiles
+                            wasmtime twice, many minutes), the two binaries run alternately N
+                            rounds (default 3), and per row and column each side's best, the
+                            ratio new/old, each side's spread between rounds and a verdict
+                            (slower: every new round above every old one and the new best over
+                            10% and 0.25 µs above the old best); it informs, it never fails on
+                            a slower row
   compat [--releases N] [--versions a,b,c] [--fixtures] [--debug]
                             run Claude Code releases (default: the newest 6 on npm and the
                             pinned one) against release builds of the bridge and the offline
@@ -352,6 +366,13 @@ fn bench(rest: &[String]) -> Result<()> {
         bail!(
             "unknown benchmark {name:?} (transforms, bridge, guard, companion, outpost, soak, turns or stream)"
         );
+    }
+    if name == "transforms" {
+        if let Some(options) = bench_against::options(&rest[1..])? {
+            return bench_against::run_against(&options);
+        }
+    } else if rest[1..].iter().any(|arg| arg == "--against") {
+        bail!("--against is an option of the transforms benchmark only");
     }
     let components = build_components()?;
     let mut bench = cargo();
