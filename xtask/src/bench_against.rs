@@ -27,12 +27,12 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
+use devin_bridge_types::TransformKind;
 use sha2::{Digest, Sha256};
 
 use crate::bench_compare::{compare, Rounds};
 use crate::bench_table;
 use crate::components::build_components;
-use crate::wasm::TRANSFORMS;
 use crate::workspace::{cargo, cargo_target_dir, run, workspace_root};
 
 /// What `--against REV [--rounds N]` asks for.
@@ -252,8 +252,8 @@ fn build_checkout(clock: &Clock, checkout: &Path, label: String) -> Result<Tree>
     run(checkout_cargo(checkout).args(["xtask", "components"]))
         .with_context(|| format!("building the components of {label}"))?;
     let components = target.join("components");
-    for spec in &TRANSFORMS {
-        let file = components.join(format!("{}.wasm", spec.name));
+    for kind in TransformKind::ALL {
+        let file = components.join(kind.file_name());
         if !file.is_file() {
             bail!(
                 "{label}: its `cargo xtask components` wrote no {}",
@@ -349,14 +349,14 @@ fn say_components(old: &Tree, new: &Tree) -> Result<()> {
         let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
         Ok(hex::encode(Sha256::digest(bytes))[..12].to_owned())
     };
-    for spec in &TRANSFORMS {
+    for kind in TransformKind::ALL {
         let (before, after) = (
-            digest(&old.components, spec.name)?,
-            digest(&new.components, spec.name)?,
+            digest(&old.components, kind.name())?,
+            digest(&new.components, kind.name())?,
         );
         eprintln!(
             "xtask: component {:<12} {}: {before}  {}: {after}  {}",
-            spec.name,
+            kind.name(),
             old.label,
             new.label,
             if before == after { "same" } else { "differ" }
