@@ -487,7 +487,11 @@ fn fuzz(rest: &[String]) -> Result<()> {
             .arg("-print_final_stats=1")
             .arg("-rss_limit_mb=4096")
             .env_remove("CARGO")
-            .env_remove("RUSTUP_TOOLCHAIN");
+            .env_remove("RUSTUP_TOOLCHAIN")
+            // The stable toolchain's clippy driver (CI makes it the workspace's compiler)
+            // cannot build with the nightly the fuzz targets need.
+            .env_remove("RUSTC_WORKSPACE_WRAPPER")
+            .env_remove("CLIPPY_ARGS");
         if let Some(components) = &components {
             fuzz.env("DEVIN_BRIDGE_COMPONENTS", components);
         }
@@ -611,9 +615,9 @@ fn ensure_cargo_fuzz() -> Result<()> {
     eprintln!(
         "xtask: cargo-fuzz is missing; installing it with `cargo install cargo-fuzz --locked`"
     );
-    Ok(run(Command::new("cargo").args([
-        "install",
-        "cargo-fuzz",
-        "--locked",
-    ]))?)
+    Ok(run(Command::new("cargo")
+        .args(["install", "cargo-fuzz", "--locked"])
+        // A tool from crates.io is built as published, not linted as this workspace is.
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
+        .env_remove("CLIPPY_ARGS"))?)
 }

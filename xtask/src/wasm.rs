@@ -207,7 +207,11 @@ pub(crate) fn build(
             cargo
         }
     };
+    // A product build, never a lint: CI makes clippy the workspace's compiler for its host
+    // builds (`.ci/run`), and that driver is the rustup toolchain's, not the wasm one's.
     cargo
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
+        .env_remove("CLIPPY_ARGS")
         .current_dir(&root)
         .env("CARGO_TARGET_DIR", &target_dir)
         // 128-bit wasm SIMD (wasmtime runs it on every platform it supports) lets LLVM
