@@ -29,7 +29,7 @@ use devin_bridge_test_setup::debian::{self, Need};
 use devin_bridge_types::TransformKind;
 
 use components::{build_components, build_test_components, components_dir};
-use workspace::{build_bins, cargo, cargo_target_dir, run, workspace_root};
+use workspace::{build_bins, cargo, cargo_target_dir, run, without_lint_driver, workspace_root};
 
 const USAGE: &str = "\
 usage: cargo xtask <command>
@@ -487,11 +487,8 @@ fn fuzz(rest: &[String]) -> Result<()> {
             .arg("-print_final_stats=1")
             .arg("-rss_limit_mb=4096")
             .env_remove("CARGO")
-            .env_remove("RUSTUP_TOOLCHAIN")
-            // The stable toolchain's clippy driver (CI makes it the workspace's compiler)
-            // cannot build with the nightly the fuzz targets need.
-            .env_remove("RUSTC_WORKSPACE_WRAPPER")
-            .env_remove("CLIPPY_ARGS");
+            .env_remove("RUSTUP_TOOLCHAIN");
+        without_lint_driver(&mut fuzz);
         if let Some(components) = &components {
             fuzz.env("DEVIN_BRIDGE_COMPONENTS", components);
         }
@@ -615,9 +612,9 @@ fn ensure_cargo_fuzz() -> Result<()> {
     eprintln!(
         "xtask: cargo-fuzz is missing; installing it with `cargo install cargo-fuzz --locked`"
     );
-    Ok(run(Command::new("cargo")
-        .args(["install", "cargo-fuzz", "--locked"])
-        // A tool from crates.io is built as published, not linted as this workspace is.
-        .env_remove("RUSTC_WORKSPACE_WRAPPER")
-        .env_remove("CLIPPY_ARGS"))?)
+    Ok(run(without_lint_driver(Command::new("cargo").args([
+        "install",
+        "cargo-fuzz",
+        "--locked",
+    ])))?)
 }

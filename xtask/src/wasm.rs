@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 
 use devin_bridge_types::TransformKind;
 
-use crate::workspace::{cargo, run, workspace_root};
+use crate::workspace::{cargo, run, without_lint_driver, workspace_root};
 
 /// A component to build: its cargo package (the core module is the package's library, named
 /// as cargo names it, `-` as `_`), the output name, whether it may import anything (only test
@@ -207,11 +207,7 @@ pub(crate) fn build(
             cargo
         }
     };
-    // A product build, never a lint: CI makes clippy the workspace's compiler for its host
-    // builds (`.ci/run`), and that driver is the rustup toolchain's, not the wasm one's.
-    cargo
-        .env_remove("RUSTC_WORKSPACE_WRAPPER")
-        .env_remove("CLIPPY_ARGS")
+    without_lint_driver(&mut cargo)
         .current_dir(&root)
         .env("CARGO_TARGET_DIR", &target_dir)
         // 128-bit wasm SIMD (wasmtime runs it on every platform it supports) lets LLVM

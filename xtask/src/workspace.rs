@@ -17,6 +17,16 @@ pub(crate) fn cargo() -> Command {
     cargo
 }
 
+/// Removes clippy's driver from `command`, a build for another toolchain or of code from
+/// elsewhere (the wasm components, the nightly fuzz targets, a tool from crates.io). CI makes
+/// the stable toolchain's clippy the workspace's compiler for its host builds (`.ci/run`), and
+/// that driver cannot build for them.
+pub(crate) fn without_lint_driver(command: &mut Command) -> &mut Command {
+    command
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
+        .env_remove("CLIPPY_ARGS")
+}
+
 /// The directory cargo builds into: `CARGO_TARGET_DIR` (relative to the workspace root) when
 /// set, else `target/`.
 pub(crate) fn cargo_target_dir() -> PathBuf {
