@@ -5,6 +5,7 @@ use std::process::Command;
 
 use anyhow::Result;
 
+pub(crate) use devin_bridge_nested_cargo::without_lint_driver;
 pub(crate) use devin_bridge_test_setup::workspace::{root as workspace_root, run};
 
 /// `cargo`, in the workspace, without what `cargo run` set for xtask itself (its package's
@@ -15,16 +16,6 @@ pub(crate) fn cargo() -> Command {
     cargo.current_dir(workspace_root());
     devin_bridge_nested_cargo::without_package_context(&mut cargo);
     cargo
-}
-
-/// Removes clippy's driver from `command`, a build for another toolchain or of code from
-/// elsewhere (the wasm components, the nightly fuzz targets, a tool from crates.io). CI makes
-/// the stable toolchain's clippy the workspace's compiler for its host builds (`.ci/run`), and
-/// that driver cannot build for them.
-pub(crate) fn without_lint_driver(command: &mut Command) -> &mut Command {
-    command
-        .env_remove("RUSTC_WORKSPACE_WRAPPER")
-        .env_remove("CLIPPY_ARGS")
 }
 
 /// The directory cargo builds into: `CARGO_TARGET_DIR` (relative to the workspace root) when

@@ -16,16 +16,28 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// What the outer cargo sets for its own build that would steer a nested one: its rustflags
-/// (`CARGO_ENCODED_RUSTFLAGS` wins over the `RUSTFLAGS` xtask gives the wasm build), clippy's
-/// wrapper when the outer command is `cargo clippy`, its target and its directories.
-const OUTER_ONLY: [&str; 6] = [
+/// (`CARGO_ENCODED_RUSTFLAGS` wins over the `RUSTFLAGS` xtask gives the wasm build), its target
+/// and its directories (and clippy's driver: see [`without_lint_driver`]).
+const OUTER_ONLY: [&str; 4] = [
     "CARGO_ENCODED_RUSTFLAGS",
-    "RUSTC_WORKSPACE_WRAPPER",
-    "CLIPPY_ARGS",
     "CARGO_BUILD_TARGET",
     "CARGO_BUILD_TARGET_DIR",
     "CARGO_BUILD_BUILD_DIR",
 ];
+
+/// Clippy's driver as the workspace's compiler: set by `cargo clippy`, and by CI for every host
+/// build (`.ci/run`: each crate linted as it compiles).
+const LINT_DRIVER: [&str; 2] = ["RUSTC_WORKSPACE_WRAPPER", "CLIPPY_ARGS"];
+
+/// Removes clippy's driver from `command`: a nested build, or a build that driver cannot serve
+/// (another toolchain's, such as the wasm components' or the nightly fuzz targets', or a tool
+/// from crates.io, built as published rather than linted as this workspace is).
+pub fn without_lint_driver(command: &mut Command) -> &mut Command {
+    for name in LINT_DRIVER {
+        command.env_remove(name);
+    }
+    command
+}
 
 /// What cargo sets for the package whose program it runs (a build script, a test, `cargo run`):
 /// the package's identity and directories. A cargo started from that program inherits them,
@@ -79,6 +91,7 @@ pub fn cargo(root: &Path, args: &[&str]) -> Command {
     for name in OUTER_ONLY {
         command.env_remove(name);
     }
+    without_lint_driver(&mut command);
     without_package_context(&mut command);
     command
 }
