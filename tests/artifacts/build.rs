@@ -2,6 +2,11 @@
 //! cargo in `target/test-build`, see `devin-bridge-nested-cargo`) and writes `components.rs`:
 //! one constant per component, named after its file (`twin.wasm` is `TWIN`).
 //!
+//! When `cargo xtask test-components` was run ahead of this build (`cargo xtask test` and CI
+//! run it into `target/test-components`) and no file it lists in `sources` changed after it
+//! wrote that list, the components are copied from there instead: the same build, without a
+//! second xtask compiled in the nested cargo's directory.
+//!
 //! xtask writes, beside the components, `sources`: every file they were built from (the
 //! sources the wasm build read, their packages' manifests, the lockfile, the workspace
 //! manifest with the wasm profile, xtask's own build code). Each is watched, so cargo runs this
@@ -28,8 +33,68 @@ fn main() {
         .unwrap_or_else(|| panic!("tests/artifacts sits two levels below the workspace root"))
         .to_path_buf();
     let components = out_dir.join("components");
+    let prebuilt = devin_bridge_nested_cargo::test_components_dir(&root);
+    if is_current(&prebuilt) {
+        copy_set(&prebuilt, &components);
+    } else {
+        build(&root, &components);
+    }
+    watch_sources(&components.join("sources"));
+    let code = constants(&components);
+    std::fs::write(out_dir.join("components.rs"), code)
+        .unwrap_or_else(|error| panic!("writing OUT_DIR/components.rs: {error}"));
+}
+
+/// Whether `dir` holds a set `cargo xtask test-components` built from the files as they are:
+/// its `sources` list (written after the components) is there, and no file it lists is missing
+/// or newer than it.
+fn is_current(dir: &Path) -> bool {
+    let list = dir.join("sources");
+    let (Ok(text), Ok(built)) = (
+        std::fs::read_to_string(&list),
+        std::fs::metadata(&list).and_then(|meta| meta.modified()),
+    ) else {
+        return false;
+    };
+    text.lines().filter(|line| !line.is_empty()).all(|source| {
+        std::fs::metadata(source)
+            .and_then(|meta| meta.modified())
+            .is_ok_and(|modified| modified <= built)
+    })
+}
+
+/// Copies the components and the `sources` list of `from` into `to`, which then holds exactly
+/// that set.
+fn copy_set(from: &Path, to: &Path) {
+    if to.exists() {
+        std::fs::remove_dir_all(to)
+            .unwrap_or_else(|error| panic!("clearing {}: {error}", to.display()));
+    }
+    std::fs::create_dir_all(to)
+        .unwrap_or_else(|error| panic!("creating {}: {error}", to.display()));
+    let entries = std::fs::read_dir(from)
+        .unwrap_or_else(|error| panic!("reading {}: {error}", from.display()));
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let wanted = path.extension().is_some_and(|ext| ext == "wasm")
+            || path.file_name().is_some_and(|name| name == "sources");
+        if wanted {
+            let target = to.join(entry.file_name());
+            std::fs::copy(&path, &target).unwrap_or_else(|error| {
+                panic!(
+                    "copying {} to {}: {error}",
+                    path.display(),
+                    target.display()
+                )
+            });
+        }
+    }
+}
+
+/// Builds the test components into `components` with a nested `cargo xtask test-components`.
+fn build(root: &Path, components: &Path) {
     let out_arg = components.display().to_string();
-    let output = devin_bridge_nested_cargo::xtask(&root, &["test-components", "--out", &out_arg])
+    let output = devin_bridge_nested_cargo::xtask(root, &["test-components", "--out", &out_arg])
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap_or_else(|error| panic!("cannot run `cargo xtask test-components`: {error}"));
@@ -41,10 +106,6 @@ fn main() {
             devin_bridge_nested_cargo::tail(&output.stderr, 30)
         );
     }
-    watch_sources(&components.join("sources"));
-    let code = constants(&components);
-    std::fs::write(out_dir.join("components.rs"), code)
-        .unwrap_or_else(|error| panic!("writing OUT_DIR/components.rs: {error}"));
 }
 
 /// `cargo:rerun-if-changed` for every file `sources` lists (one path a line).

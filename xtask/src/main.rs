@@ -13,6 +13,7 @@ mod bench_table;
 mod compat;
 mod components;
 mod dist;
+mod fuzz;
 mod long_functions;
 mod modules;
 mod rust_text;
@@ -23,13 +24,12 @@ mod workspace;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use devin_bridge_test_setup::claude_code;
 use devin_bridge_test_setup::debian::{self, Need};
-use devin_bridge_types::TransformKind;
 
 use components::{build_components, build_test_components, components_dir};
-use workspace::{build_bins, cargo, cargo_target_dir, run, without_lint_driver, workspace_root};
+use workspace::{build_bins, cargo, cargo_target_dir, run, workspace_root};
 
 const USAGE: &str = "\
 usage: cargo xtask <command>
@@ -67,8 +67,9 @@ commands:
                             the newest release fails a check (--fixtures: also write each
                             release's captured requests to tests/fixtures/claude-code/releases;
                             --debug: against the debug builds instead, as CI runs it)
-  fuzz <target|all> [--seconds N]
-                            run a cargo-fuzz target (a transform or a native parser; default 30 s)
+  fuzz <target|all> [--seconds N] [--build-only]
+                            run a cargo-fuzz target (a transform or a native parser; default 30 s;
+                            --build-only: build the targets, run nothing)
   dist [--profile release|dev] [--out DIR] [--binary PATH]
                             build the installable tarball
                             target/dist/devin-bridge-<version>-<target>.tar.gz (the binary with
@@ -123,7 +124,7 @@ fn main() -> Result<()> {
         },
         "bench" => bench(rest),
         "compat" => compat::compat(rest),
-        "fuzz" => fuzz(rest),
+        "fuzz" => fuzz::fuzz(rest),
         // The commands of the container tool; those that build images need the components
         // and the binaries the images carry.
         "image" | "test-container" | "launch" => {
@@ -254,6 +255,11 @@ fn test(rest: &[String]) -> Result<()> {
     check_modules()?;
     ensure_test_programs()?;
     let components = build_components()?;
+    // The test artifacts crate's build script takes these instead of building them in a
+    // nested cargo, which would compile xtask a second time.
+    build_test_components(&devin_bridge_nested_cargo::test_components_dir(
+        &workspace_root(),
+    ))?;
     // The tests start real binaries (the host, the offline agent): build them first.
     build_binaries()?;
     let mut test = cargo();
@@ -417,204 +423,4 @@ fn bench(rest: &[String]) -> Result<()> {
         .args(&rest[1..])
         .env("DEVIN_BRIDGE_COMPONENTS", &components);
     Ok(run(&mut bench)?)
-}
-
-fn fuzz(rest: &[String]) -> Result<()> {
-    let Some(target) = rest.first() else {
-        bail!(
-            "usage: cargo xtask fuzz <{}|all> [--seconds N]",
-            FUZZ_TARGETS.join("|")
-        )
-    };
-    let seconds = match rest.iter().position(|arg| arg == "--seconds") {
-        Some(i) => rest
-            .get(i + 1)
-            .context("--seconds needs a number")?
-            .parse::<u64>()
-            .context("--seconds needs a number")?,
-        None => 30,
-    };
-    let targets: Vec<&str> = if target == "all" {
-        FUZZ_TARGETS.to_vec()
-    } else if FUZZ_TARGETS.contains(&target.as_str()) {
-        vec![target.as_str()]
-    } else {
-        bail!("unknown fuzz target {target:?}")
-    };
-    // A target named as a transform fuzzes its component against its library.
-    let transform = |t: &str| t.parse::<TransformKind>().is_ok();
-    // The native parsers' targets need no component.
-    let components = if targets.iter().any(|t| transform(t)) {
-        Some(build_components()?)
-    } else {
-        None
-    };
-    ensure_cargo_fuzz()?;
-    let root = workspace_root();
-    for target in targets {
-        let corpus = root.join("target").join("fuzz-corpus").join(target);
-        std::fs::create_dir_all(&corpus)?;
-        let seeds = if transform(target) {
-            let seeds = root.join("target").join("fuzz-seeds").join(target);
-            let count = write_seeds(target, &seeds)?;
-            eprintln!("xtask: {count} seed inputs for {target} from tests/fixtures/{target}");
-            eprintln!(
-                "xtask: fuzzing {target} for {seconds} s (native coverage + wasm differential)"
-            );
-            seeds
-        } else {
-            eprintln!("xtask: fuzzing {target} for {seconds} s (seeds in fuzz/seeds/{target})");
-            root.join("fuzz").join("seeds").join(target)
-        };
-        let mut fuzz = Command::new("cargo");
-        // No sanitizer: the transforms are safe Rust, and ASan would triple the build of
-        // wasmtime that the differential half of every target links.
-        fuzz.current_dir(&root)
-            .args([
-                "+nightly",
-                "fuzz",
-                "run",
-                "--fuzz-dir",
-                "fuzz",
-                "--sanitizer",
-                "none",
-                target,
-            ])
-            .arg(&corpus)
-            .arg(&seeds)
-            .arg("--")
-            .arg(format!("-max_total_time={seconds}"))
-            .arg("-print_final_stats=1")
-            .arg("-rss_limit_mb=4096")
-            .env_remove("CARGO")
-            .env_remove("RUSTUP_TOOLCHAIN");
-        without_lint_driver(&mut fuzz);
-        if let Some(components) = &components {
-            fuzz.env("DEVIN_BRIDGE_COMPONENTS", components);
-        }
-        run(&mut fuzz)?;
-    }
-    Ok(())
-}
-
-/// Every fuzz target. One named as a transform fuzzes its component against its library,
-/// seeded from its fixtures; the native parsers' seeds are the files in `fuzz/seeds/<target>`.
-const FUZZ_TARGETS: [&str; 11] = [
-    "serializer",
-    "envelope",
-    "envelope-stream",
-    "sse",
-    "model-alias",
-    "safeguard",
-    "client-hello",
-    "request-head",
-    "proxy-target",
-    "acp-frame",
-    "devin-dialect",
-];
-
-/// Turns the golden fixtures of a transform into seed inputs in the fuzz targets' formats
-/// (see `fuzz/fuzz_targets/*.rs`).
-fn write_seeds(target: &str, dir: &Path) -> Result<usize> {
-    use serde_json::Value;
-    std::fs::create_dir_all(dir)?;
-    let fixtures = workspace_root().join("tests").join("fixtures").join(target);
-    let text_or_json = |args: &Value, key: &str| -> Option<String> {
-        args.get(format!("{key}_raw"))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .or_else(|| args.get(key).map(|value| value.to_string()))
-    };
-    let mut count = 0;
-    for entry in
-        std::fs::read_dir(&fixtures).with_context(|| format!("reading {}", fixtures.display()))?
-    {
-        let path = entry?.path();
-        if path.extension().is_none_or(|ext| ext != "json") {
-            continue;
-        }
-        let case: Value = serde_json::from_slice(&std::fs::read(&path)?)?;
-        let args = case.get("args").cloned().unwrap_or(Value::Null);
-        let string = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_owned);
-        let seed: Option<Vec<u8>> = match target {
-            "serializer" => text_or_json(&args, "request").map(String::into_bytes),
-            "envelope" => string("output").map(|output| [&[2u8][..], output.as_bytes()].concat()),
-            "sse" => args
-                .get("reply")
-                .and_then(|reply| reply.get("value"))
-                .map(|value| {
-                    value
-                        .as_str()
-                        .map(str::to_owned)
-                        .unwrap_or_else(|| value.to_string())
-                })
-                .map(|text| [&[0u8][..], text.as_bytes()].concat())
-                .or_else(|| {
-                    // A `parse_events` buffer; selector 2 = a 4096-byte event limit.
-                    let bytes = match args.get("buffer_bytes") {
-                        Some(list) => serde_json::from_value::<Vec<u8>>(list.clone()).ok(),
-                        None => string("buffer").map(String::into_bytes),
-                    };
-                    bytes.map(|bytes| [&[2u8][..], &bytes].concat())
-                }),
-            // Mode 1 of the target: the first call's shell command (else its input), or mode 0
-            // for a case whose classifier context is the point (raw text).
-            "safeguard" => match string("classifier_context_raw") {
-                Some(context) => Some([&[0u8][..], context.as_bytes()].concat()),
-                None => args
-                    .get("calls")
-                    .and_then(|calls| calls.get(0))
-                    .and_then(|call| call.get("input"))
-                    .and_then(Value::as_str)
-                    .map(|input| {
-                        let command = serde_json::from_str::<Value>(input)
-                            .ok()
-                            .and_then(|input| input["command"].as_str().map(str::to_owned))
-                            .unwrap_or_else(|| input.to_owned());
-                        [&[1u8][..], command.as_bytes()].concat()
-                    }),
-            },
-            _ => {
-                string("requested")
-                    .or_else(|| string("reference"))
-                    .map(|name| match text_or_json(&args, "catalog") {
-                        Some(catalog) => format!("{name}\n{catalog}").into_bytes(),
-                        None => name.into_bytes(),
-                    })
-            }
-        };
-        if let Some(seed) = seed {
-            let name = path
-                .file_stem()
-                .and_then(|stem| stem.to_str())
-                .unwrap_or("seed");
-            std::fs::write(dir.join(name), seed)?;
-            count += 1;
-        }
-    }
-    Ok(count)
-}
-
-/// cargo-fuzz is a cargo tool from crates.io; install it when missing, saying so.
-/// What building a fuzz target needs beyond Rust: libFuzzer is C++, which `libfuzzer-sys`
-/// compiles with the machine's `c++` (installed when missing, as root).
-const FUZZ_NEEDS: [Need; 1] = [Need::new("c++", "g++")];
-
-fn ensure_cargo_fuzz() -> Result<()> {
-    debian::ensure(&FUZZ_NEEDS, "building the fuzz targets", "xtask")?;
-    let present = Command::new("cargo")
-        .args(["+nightly", "fuzz", "--version"])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if present {
-        return Ok(());
-    }
-    eprintln!(
-        "xtask: cargo-fuzz is missing; installing it with `cargo install cargo-fuzz --locked`"
-    );
-    Ok(run(without_lint_driver(Command::new("cargo").args([
-        "install",
-        "cargo-fuzz",
-        "--locked",
-    ])))?)
 }

@@ -77,6 +77,14 @@ pub fn target_dir(root: &Path) -> PathBuf {
     root.join("target").join("test-build")
 }
 
+/// Where `cargo xtask test-components` leaves the test components when it is run ahead of the
+/// tests' build (`cargo xtask test` and CI do): `target/test-components` of the workspace at
+/// `root`. The test artifacts crate's build script takes them from there while no file they
+/// were built from has changed since, instead of building them itself in a nested cargo.
+pub fn test_components_dir(root: &Path) -> PathBuf {
+    root.join("target").join("test-components")
+}
+
 /// `cargo ARGS` for the workspace at `root`, building in [`target_dir`], with none of the
 /// outer command's steering variables nor the calling package's context. `CARGO` (set for build scripts and for the programs
 /// `cargo run` and `cargo test` start) names the outer command's cargo, so the nested one is

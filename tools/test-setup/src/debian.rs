@@ -5,12 +5,20 @@
 //! docker from Docker's own packages) serves as well. Installing needs root and apt-get; it is
 //! noninteractive and takes no recommended packages. Without root nothing is changed, and the
 //! error carries the exact command to run as root.
+//!
+//! Two of the project's tools may install at once (CI builds the fuzz targets in the background
+//! while the tests set up), and apt-get refuses to start while another holds its locks, so an
+//! install first takes this project's own lock ([`INSTALL_LOCK`]) and the second one waits.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 
 /// Where Debian keeps apt-get.
 const APT_GET: &str = "/usr/bin/apt-get";
+
+/// The file whose exclusive lock an install holds: in a root-owned directory that exists
+/// wherever apt-get does (never a world-writable one, where another user could plant a link).
+const INSTALL_LOCK: &str = "/var/cache/apt/devin-bridge-install.lock";
 
 /// A program the tests run, and the Debian package that installs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +49,8 @@ pub enum Error {
     },
     #[error("cannot run apt-get: {0}")]
     AptGet(std::io::Error),
+    #[error("cannot take the install lock {INSTALL_LOCK}: {0}")]
+    Lock(std::io::Error),
     #[error("`apt-get {step}` failed with {status}")]
     AptFailed {
         step: &'static str,
@@ -182,6 +192,7 @@ pub fn ensure(needs: &[Need], what: &str, tool: &str) -> Result<(), Error> {
 /// `apt-get update`, then `apt-get install` of `packages` (noninteractive, no recommends),
 /// each step printed first. Needs root.
 pub fn install(packages: &[&str], tool: &str) -> Result<(), Error> {
+    let _lock = install_lock(Path::new(INSTALL_LOCK), tool)?;
     eprintln!("{tool}: apt-get update");
     apt_get("update", &["update", "-q"])?;
     eprintln!(
@@ -191,6 +202,29 @@ pub fn install(packages: &[&str], tool: &str) -> Result<(), Error> {
     let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
     args.extend_from_slice(packages);
     apt_get("install", &args)
+}
+
+/// Takes the exclusive lock of `path` (the [`INSTALL_LOCK`] outside tests), waiting (and
+/// saying so) while another install holds it; released when the returned file is dropped.
+fn install_lock(path: &Path, tool: &str) -> Result<std::fs::File, Error> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(Error::Lock)?;
+    match file.try_lock() {
+        Ok(()) => return Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            eprintln!(
+                "{tool}: another install is running; waiting for {}",
+                path.display()
+            );
+        }
+        Err(std::fs::TryLockError::Error(err)) => return Err(Error::Lock(err)),
+    }
+    file.lock().map_err(Error::Lock)?;
+    Ok(file)
 }
 
 fn apt_get(step: &'static str, args: &[&str]) -> Result<(), Error> {
@@ -209,6 +243,22 @@ fn apt_get(step: &'static str, args: &[&str]) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_install_holds_its_lock_exclusively_until_it_ends() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("install.lock");
+        let held = install_lock(&path, "test").expect("the first install takes the lock");
+        let second = std::fs::File::open(&path).expect("open the lock file");
+        assert!(
+            matches!(second.try_lock(), Err(std::fs::TryLockError::WouldBlock)),
+            "a second install must wait while the first holds the lock"
+        );
+        drop(held);
+        second
+            .try_lock()
+            .expect("the lock is free once the first install ends");
+    }
 
     #[test]
     fn a_program_on_path_is_present_and_an_unknown_one_is_missing_once() {
