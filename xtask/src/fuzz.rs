@@ -11,14 +11,15 @@ use devin_bridge_types::TransformKind;
 use crate::components::build_components;
 use crate::workspace::{run, without_lint_driver, workspace_root};
 
-const USAGE: &str = "usage: cargo xtask fuzz <target|all> [--seconds N] [--build-only]";
+const USAGE: &str = "usage: cargo xtask fuzz <target|all> [--seconds N] [--jobs N] [--build-only]";
 
 /// What `cargo xtask fuzz` was asked: the target (a name of [`FUZZ_TARGETS`] or `all`), how long
-/// each runs, and whether only to build.
+/// each runs, how many run at once (a libFuzzer run uses one core), and whether only to build.
 #[derive(Debug, PartialEq, Eq)]
 struct Options {
     target: String,
     seconds: u64,
+    jobs: usize,
     build_only: bool,
 }
 
@@ -36,6 +37,7 @@ impl Options {
         let mut options = Options {
             target: target.clone(),
             seconds: 30,
+            jobs: 1,
             build_only: false,
         };
         let mut flags = flags.iter();
@@ -43,6 +45,12 @@ impl Options {
             match flag.as_str() {
                 "--build-only" => options.build_only = true,
                 "--seconds" => options.seconds = number(flag, flags.next())?,
+                "--jobs" => {
+                    options.jobs = number(flag, flags.next())?;
+                    if options.jobs == 0 {
+                        bail!("--jobs needs a number above 0");
+                    }
+                }
                 other => bail!("unknown option {other:?}\n{USAGE}"),
             }
         }
@@ -89,6 +97,7 @@ pub(crate) fn fuzz(args: &[String]) -> Result<()> {
     };
     ensure_cargo_fuzz()?;
     let root = workspace_root();
+    let mut runs = Vec::new();
     for target in targets {
         let corpus = root.join("target").join("fuzz-corpus").join(target);
         std::fs::create_dir_all(&corpus)?;
@@ -115,9 +124,59 @@ pub(crate) fn fuzz(args: &[String]) -> Result<()> {
         if let Some(components) = &components {
             fuzz.env("DEVIN_BRIDGE_COMPONENTS", components);
         }
-        run(&mut fuzz)?;
+        runs.push((target, fuzz));
     }
-    Ok(())
+    if options.jobs == 1 {
+        for (_, mut fuzz) in runs {
+            run(&mut fuzz)?;
+        }
+        return Ok(());
+    }
+    run_at_once(runs, options.jobs)
+}
+
+/// Runs the fuzz `runs`, `jobs` at a time; each run's output is printed whole when it ends,
+/// so the runs' lines do not interleave. Fails naming every target whose run failed.
+fn run_at_once(runs: Vec<(&'static str, Command)>, jobs: usize) -> Result<()> {
+    let queue = std::sync::Mutex::new(runs.into_iter());
+    let failed = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| loop {
+                let next = queue.lock().map(|mut runs| runs.next());
+                let Ok(Some((target, mut fuzz))) = next else {
+                    break;
+                };
+                let outcome = fuzz.output();
+                // One lock for printing and recording, so whole outputs follow each other.
+                let Ok(mut failed) = failed.lock() else {
+                    break;
+                };
+                match outcome {
+                    Ok(output) => {
+                        eprintln!("xtask: the {target} run ended ({})", output.status);
+                        eprint!("{}", String::from_utf8_lossy(&output.stdout));
+                        eprint!("{}", String::from_utf8_lossy(&output.stderr));
+                        if !output.status.success() {
+                            failed.push(target);
+                        }
+                    }
+                    Err(error) => {
+                        eprintln!("xtask: cannot start the {target} run: {error}");
+                        failed.push(target);
+                    }
+                }
+            });
+        }
+    });
+    let failed = failed
+        .into_inner()
+        .map_err(|_| anyhow::anyhow!("a fuzz run's thread panicked"))?;
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        bail!("fuzz runs failed: {}", failed.join(", "))
+    }
 }
 
 /// `cargo +nightly fuzz <sub>` in the workspace, with the flags every build and run shares, so
@@ -277,17 +336,20 @@ mod tests {
         let options = parse(&["envelope"]).expect("parses");
         assert_eq!(options.seconds, 30);
         assert!(!options.build_only);
+        assert_eq!(options.jobs, 1);
         assert_eq!(options.targets(), vec!["envelope"]);
     }
 
     #[test]
     fn options_take_every_flag_in_any_order() {
-        let options = parse(&["all", "--build-only", "--seconds", "5"]).expect("parses");
+        let options =
+            parse(&["all", "--build-only", "--seconds", "5", "--jobs", "2"]).expect("parses");
         assert_eq!(
             options,
             Options {
                 target: "all".to_owned(),
                 seconds: 5,
+                jobs: 2,
                 build_only: true,
             }
         );
@@ -302,6 +364,7 @@ mod tests {
             &["envelope", "--fast"][..],
             &["envelope", "--seconds"][..],
             &["envelope", "--seconds", "soon"][..],
+            &["envelope", "--jobs", "0"][..],
         ] {
             assert!(parse(args).is_err(), "{args:?} must be refused");
         }

@@ -67,9 +67,10 @@ commands:
                             the newest release fails a check (--fixtures: also write each
                             release's captured requests to tests/fixtures/claude-code/releases;
                             --debug: against the debug builds instead, as CI runs it)
-  fuzz <target|all> [--seconds N] [--build-only]
+  fuzz <target|all> [--seconds N] [--jobs N] [--build-only]
                             run a cargo-fuzz target (a transform or a native parser; default 30 s;
-                            --build-only: build the targets, run nothing)
+                            --jobs: how many run at once, default 1; --build-only: build the
+                            targets, run nothing)
   dist [--profile release|dev] [--out DIR] [--binary PATH]
                             build the installable tarball
                             target/dist/devin-bridge-<version>-<target>.tar.gz (the binary with

@@ -42,12 +42,17 @@ mod tests {
 
     #[test]
     fn a_marked_process_is_seen_while_it_runs_and_not_once_it_ended() {
+        use std::os::unix::process::CommandExt as _;
         let marker = format!("testkit-marker-{}", std::process::id());
         assert!(!marked_process_running(&marker));
-        let mut child = std::process::Command::new("bash")
-            .args(["-c", &format!("exec -a {marker} sleep 30")])
+        // `sleep` started with the marker as its argv[0] and no shell between: a shell's own
+        // command line would hold the marker before its `exec`, and while that exec replaced
+        // it the marker would vanish for a moment, which a busy machine let a scan see.
+        let mut child = std::process::Command::new("sleep")
+            .arg0(&marker)
+            .arg("30")
             .spawn()
-            .expect("bash");
+            .expect("sleep");
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         while !marked_process_running(&marker) && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
