@@ -49,8 +49,11 @@ pub enum Error {
     },
     #[error("cannot run apt-get: {0}")]
     AptGet(std::io::Error),
-    #[error("cannot take the install lock {INSTALL_LOCK}: {0}")]
-    Lock(std::io::Error),
+    #[error("cannot take the install lock {}: {source}", path.display())]
+    Lock {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("`apt-get {step}` failed with {status}")]
     AptFailed {
         step: &'static str,
@@ -212,7 +215,7 @@ fn install_lock(path: &Path, tool: &str) -> Result<std::fs::File, Error> {
         .truncate(false)
         .write(true)
         .open(path)
-        .map_err(Error::Lock)?;
+        .map_err(|source| lock_error(path, source))?;
     match file.try_lock() {
         Ok(()) => return Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => {
@@ -221,10 +224,17 @@ fn install_lock(path: &Path, tool: &str) -> Result<std::fs::File, Error> {
                 path.display()
             );
         }
-        Err(std::fs::TryLockError::Error(err)) => return Err(Error::Lock(err)),
+        Err(std::fs::TryLockError::Error(source)) => return Err(lock_error(path, source)),
     }
-    file.lock().map_err(Error::Lock)?;
+    file.lock().map_err(|source| lock_error(path, source))?;
     Ok(file)
+}
+
+fn lock_error(path: &Path, source: std::io::Error) -> Error {
+    Error::Lock {
+        path: path.to_owned(),
+        source,
+    }
 }
 
 fn apt_get(step: &'static str, args: &[&str]) -> Result<(), Error> {
