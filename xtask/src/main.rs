@@ -158,6 +158,25 @@ fn build_binaries() -> Result<()> {
     ]))?)
 }
 
+/// `cargo build` of every target of every workspace crate: the binaries the tests start, built
+/// in the one build that also makes the tests. Cargo gives a build that includes tests the
+/// dev-dependencies' features too (the crates' test helpers), so binaries built apart from the
+/// tests (`cargo build --bins`) would compile every workspace crate a second time, with other
+/// features; built here, `cargo test` after it finds everything done, and the binaries the
+/// tests start are the ones it would have built for them.
+fn build_for_tests() -> Result<()> {
+    eprintln!(
+        "xtask: building the binaries and the tests: cargo build --workspace --all-targets (the \
+         first build compiles wasmtime: several minutes)"
+    );
+    Ok(run(cargo().args([
+        "build",
+        "--locked",
+        "--workspace",
+        "--all-targets",
+    ]))?)
+}
+
 /// `cargo build` of the binaries `names` only. `--workspace` names every package, so the
 /// dependencies get the features they get in every other build of this tool and in `cargo
 /// test --workspace`: the wasmtime pre-initialisation compiled is the one these link.
@@ -198,6 +217,19 @@ fn containers(components: Option<&Path>, args: &[String]) -> Result<()> {
         containers.arg("--components").arg(components);
     }
     Ok(run(containers.args(args))?)
+}
+
+/// Runs the container tool [`build_for_tests`] built, with `args`: `cargo run -p` would build
+/// it again, with the features of that one package.
+fn built_containers(components: &Path, args: &[String]) -> Result<()> {
+    let tool = cargo_target_dir()
+        .join("debug")
+        .join("devin-bridge-containers");
+    Ok(run(Command::new(tool)
+        .current_dir(workspace_root())
+        .arg("--components")
+        .arg(components)
+        .args(args))?)
 }
 
 /// The programs the cargo tests run, and their Debian packages: `curl` is a real client in the
@@ -262,7 +294,7 @@ fn test(rest: &[String]) -> Result<()> {
         &workspace_root(),
     ))?;
     // The tests start real binaries (the host, the offline agent): build them first.
-    build_binaries()?;
+    build_for_tests()?;
     let mut test = cargo();
     // The installed-tarball tests run the dev binary packaged as `dist` packages it.
     eprintln!("xtask: packaging the dev binary for the installed-tarball tests");
@@ -293,7 +325,7 @@ fn test(rest: &[String]) -> Result<()> {
     // The container proof runs after the cargo tests, whatever their outcome, so one run
     // reports both.
     eprintln!("xtask: container tests (cargo xtask test-container)");
-    let containers = containers(Some(&components), &["test-container".to_owned()]);
+    let containers = built_containers(&components, &["test-container".to_owned()]);
     unit_and_integration.and(containers)
 }
 

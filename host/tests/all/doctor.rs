@@ -36,6 +36,7 @@ fn doctor(policy: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         .args(args)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("XDG_CACHE_HOME", common::bridge_cache_home())
         .envs(env.iter().copied())
         .stdin(Stdio::null())
         .output()

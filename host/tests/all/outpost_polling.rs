@@ -325,6 +325,7 @@ fn worker_env(command: &mut Command, home: &Path) {
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", home)
+        .env("XDG_CACHE_HOME", common::bridge_cache_home())
         .env("DEVIN_BRIDGE_LOG", "info")
         .env("DEVIN_OUTPOSTS_TOKEN", "machine-token")
         .kill_on_drop(true);

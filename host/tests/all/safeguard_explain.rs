@@ -8,6 +8,8 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{json, Value};
 
+use crate::common;
+
 fn explain(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_devin-bridge"))
         .args(["safeguard", "explain"])
@@ -16,6 +18,7 @@ fn explain(dir: &Path, args: &[&str]) -> Output {
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", dir)
+        .env("XDG_CACHE_HOME", common::bridge_cache_home())
         .stdin(Stdio::null())
         .output()
         .expect("run safeguard explain")

@@ -504,6 +504,7 @@ async fn a_doctor_recording_replays_behind_the_bridge_as_a_test() {
         .arg(&trace)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("XDG_CACHE_HOME", common::bridge_cache_home())
         .output()
         .expect("doctor");
     assert!(

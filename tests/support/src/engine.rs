@@ -36,3 +36,20 @@ pub fn transforms() -> Transforms {
     )
     .expect("components load")
 }
+
+/// The `XDG_CACHE_HOME` for the bridges the tests start as processes (created private, mode
+/// 0700): their compile cache is then `devin-bridge/` in it, shared by every run, so each
+/// transform is compiled once per test run instead of once per process. Tests that check a
+/// cold start or a cache of their own give theirs instead.
+pub fn bridge_cache_home() -> std::path::PathBuf {
+    use std::os::unix::fs::DirBuilderExt as _;
+    let dir = crate::artifacts::workspace_root()
+        .join("target")
+        .join("test-cache-home");
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .expect("the spawned bridges' cache home");
+    dir
+}

@@ -24,7 +24,7 @@ pub mod terminal;
 
 pub use artifacts::{component, components_dir};
 pub use claude::follow_bridge_stderr;
-pub use engine::{test_cache, test_cache_dir, test_runtime, transforms};
+pub use engine::{bridge_cache_home, test_cache, test_cache_dir, test_runtime, transforms};
 pub use policies::{policy, policy_text};
 
 /// A loopback address with a port that was free a moment ago (bound and released), for a

@@ -347,6 +347,7 @@ impl WorkerBuilder {
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", &paths.home)
+            .env("XDG_CACHE_HOME", crate::engine::bridge_cache_home())
             .env("DEVIN_BRIDGE_LOG", &self.log_filter)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())

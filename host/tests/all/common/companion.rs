@@ -10,14 +10,6 @@ use serde_json::Value;
 
 use super::bridge::mock_devin;
 
-/// A shared compile cache for the transform components, so each test does not recompile.
-pub(crate) fn component_cache() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/companion-test-cache");
-    std::fs::create_dir_all(&dir).expect("cache dir");
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).expect("chmod");
-    dir
-}
-
 pub(crate) struct Env {
     pub(crate) root: tempfile::TempDir,
     pub(crate) data: PathBuf,
@@ -86,7 +78,7 @@ impl Env {
             .env("HOME", &self.home)
             .env("DEVIN_BIN", &self.devin)
             .env("DEVIN_COMPANION_DATA", &self.data)
-            .env("XDG_CACHE_HOME", component_cache())
+            .env("XDG_CACHE_HOME", super::bridge_cache_home())
             .env(
                 "DEVIN_BRIDGE_COMPONENTS",
                 Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/components"),
