@@ -195,7 +195,8 @@ fn build_named_binaries(names: &[&str]) -> Result<()> {
 
 /// Builds the components and the host. The host is a dev build on purpose: its dependencies
 /// (wasmtime, hyper, ...) are optimised even in dev builds (see the workspace profile), and the
-/// tests share those artifacts, so `serve` after `test` compiles nothing again.
+/// tests share those artifacts, so `serve` after `test` compiles only the project's own crates
+/// again (the tests' build gives some of them their test helpers).
 fn build_all() -> Result<()> {
     build_components()?;
     build_binaries()
