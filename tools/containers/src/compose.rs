@@ -408,7 +408,10 @@ pub(crate) fn processes(container: &str) -> Result<Vec<(u32, u32, String)>> {
         .args(["top", container, "-eo", "uid,pid,args"])
         .output()?;
     if !output.status.success() {
-        bail!("docker top {container} failed");
+        bail!(
+            "docker top {container} failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
     }
     Ok(String::from_utf8_lossy(&output.stdout)
         .lines()

@@ -29,9 +29,10 @@ use crate::workspace::workspace_root;
 /// (`dockerd`, which the Debian package docker.io installs beside its client) and Compose,
 /// `debootstrap` for the images' Debian root filesystem, `iptables` for dockerd's networks,
 /// binutils' `objcopy` and GNU `tar` for the image layers, node and npm (copied into the
-/// Claude Code image; npm installs the pinned Claude Code) and `curl` (the outpost check's
-/// calls to the fake fleet).
-const NEEDS: [Need; 10] = [
+/// Claude Code image; npm installs the pinned Claude Code), `curl` (the outpost check's
+/// calls to the fake fleet) and `ps`, which dockerd itself runs to answer `docker top` (the
+/// proof's view of a container's processes: a minimal Debian has no procps).
+const NEEDS: [Need; 11] = [
     Need::new("docker", "docker.io"),
     Need::new("dockerd", "docker.io"),
     Need::new("docker-compose", "docker-compose"),
@@ -42,6 +43,7 @@ const NEEDS: [Need; 10] = [
     Need::new("node", "nodejs"),
     Need::new("npm", "npm"),
     Need::new("curl", "curl"),
+    Need::new("ps", "procps"),
 ];
 
 /// What the messages call the consumer of these packages.
@@ -305,7 +307,8 @@ mod tests {
                 "tar",
                 "nodejs",
                 "npm",
-                "curl"
+                "curl",
+                "procps"
             ]
         );
         assert!(plan.start_daemon);
