@@ -11,21 +11,16 @@ use devin_bridge_types::TransformKind;
 use crate::components::build_components;
 use crate::workspace::{run, without_lint_driver, workspace_root};
 
-const USAGE: &str =
-    "usage: cargo xtask fuzz <target|all> [--seconds N] [--jobs N] [--build-only] [--dev]";
+const USAGE: &str = "usage: cargo xtask fuzz <target|all> [--seconds N] [--jobs N] [--build-only]";
 
 /// What `cargo xtask fuzz` was asked: the target (a name of [`FUZZ_TARGETS`] or `all`), how long
-/// each runs, how many run at once (a libFuzzer run uses one core), whether only to build, and
-/// whether to build for a quick check (`--dev`: the fuzz crate's dev profile, unoptimised but
-/// for cranelift, for a smoke that only proves the targets build and run; a search for bugs
-/// wants the release build's speed).
+/// each runs, how many run at once (a libFuzzer run uses one core), and whether only to build.
 #[derive(Debug, PartialEq, Eq)]
 struct Options {
     target: String,
     seconds: u64,
     jobs: usize,
     build_only: bool,
-    dev: bool,
 }
 
 impl Options {
@@ -44,13 +39,11 @@ impl Options {
             seconds: 30,
             jobs: 1,
             build_only: false,
-            dev: false,
         };
         let mut flags = flags.iter();
         while let Some(flag) = flags.next() {
             match flag.as_str() {
                 "--build-only" => options.build_only = true,
-                "--dev" => options.dev = true,
                 "--seconds" => options.seconds = number(flag, flags.next())?,
                 "--jobs" => {
                     options.jobs = number(flag, flags.next())?;
@@ -87,7 +80,7 @@ pub(crate) fn fuzz(args: &[String]) -> Result<()> {
     if options.build_only {
         // The targets read the components when they run, so a build needs none.
         ensure_cargo_fuzz()?;
-        let mut build = cargo_fuzz("build", options.dev);
+        let mut build = cargo_fuzz("build");
         if targets.len() == 1 {
             build.args(&targets);
         }
@@ -120,7 +113,7 @@ pub(crate) fn fuzz(args: &[String]) -> Result<()> {
             eprintln!("xtask: fuzzing {target} for {seconds} s (seeds in fuzz/seeds/{target})");
             root.join("fuzz").join("seeds").join(target)
         };
-        let mut fuzz = cargo_fuzz("run", options.dev);
+        let mut fuzz = cargo_fuzz("run");
         fuzz.arg(target)
             .arg(&corpus)
             .arg(&seeds)
@@ -187,8 +180,8 @@ fn run_at_once(runs: Vec<(&'static str, Command)>, jobs: usize) -> Result<()> {
 }
 
 /// `cargo +nightly fuzz <sub>` in the workspace, with the flags every build and run shares, so
-/// that a run finds the targets `--build-only` built up to date (the same `dev` for both).
-fn cargo_fuzz(sub: &str, dev: bool) -> Command {
+/// that a run finds the targets `--build-only` built up to date.
+fn cargo_fuzz(sub: &str) -> Command {
     let mut fuzz = Command::new("cargo");
     // No sanitizer: the transforms are safe Rust, and ASan would triple the build of
     // wasmtime that the differential half of every target links.
@@ -204,9 +197,6 @@ fn cargo_fuzz(sub: &str, dev: bool) -> Command {
         ])
         .env_remove("CARGO")
         .env_remove("RUSTUP_TOOLCHAIN");
-    if dev {
-        fuzz.arg("--dev");
-    }
     without_lint_driver(&mut fuzz);
     fuzz
 }
@@ -346,23 +336,14 @@ mod tests {
         let options = parse(&["envelope"]).expect("parses");
         assert_eq!(options.seconds, 30);
         assert!(!options.build_only);
-        assert!(!options.dev);
         assert_eq!(options.jobs, 1);
         assert_eq!(options.targets(), vec!["envelope"]);
     }
 
     #[test]
     fn options_take_every_flag_in_any_order() {
-        let options = parse(&[
-            "all",
-            "--build-only",
-            "--seconds",
-            "5",
-            "--dev",
-            "--jobs",
-            "2",
-        ])
-        .expect("parses");
+        let options =
+            parse(&["all", "--build-only", "--seconds", "5", "--jobs", "2"]).expect("parses");
         assert_eq!(
             options,
             Options {
@@ -370,7 +351,6 @@ mod tests {
                 seconds: 5,
                 jobs: 2,
                 build_only: true,
-                dev: true,
             }
         );
         assert_eq!(options.targets(), FUZZ_TARGETS.to_vec());
@@ -392,19 +372,16 @@ mod tests {
 
     #[test]
     fn a_build_and_a_run_pass_cargo_fuzz_the_same_build_flags() {
-        let flags = |sub: &str, dev: bool| {
-            cargo_fuzz(sub, dev)
+        let flags = |sub: &str| {
+            cargo_fuzz(sub)
                 .get_args()
                 .skip(3)
                 .map(|arg| arg.to_string_lossy().into_owned())
                 .collect::<Vec<_>>()
         };
-        for dev in [false, true] {
-            assert_eq!(flags("build", dev), flags("run", dev));
-            assert!(flags("run", dev)
-                .windows(2)
-                .any(|pair| pair == ["--sanitizer", "none"]));
-            assert_eq!(flags("run", dev).contains(&"--dev".to_owned()), dev);
-        }
+        assert_eq!(flags("build"), flags("run"));
+        assert!(flags("run")
+            .windows(2)
+            .any(|pair| pair == ["--sanitizer", "none"]));
     }
 }
