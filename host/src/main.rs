@@ -79,20 +79,37 @@ fn serve_policy_and_identity(
     Ok((policy, identity))
 }
 
-fn main() -> std::process::ExitCode {
-    // `devin-bridge keeper` (internal, hidden): started by companion and outpost workers from
-    // their running image; it needs no command line parser, components or policy, only a log.
-    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some(keeper) = devin_bridge_agent::process::keeper::KeeperArgs::from_command_line(&argv)
-    {
+/// The internal subcommands a worker starts from its own running image, dispatched before any
+/// command line parsing: `keeper` (ends a worker's child group when the worker dies) and `gate`
+/// (holds a worker's child until the keeper watches it). `None` for every other command line.
+fn internal_subcommand(argv: &[std::ffi::OsString]) -> Option<std::process::ExitCode> {
+    let usage = |usage: &str| {
+        eprintln!("devin-bridge: {usage}");
+        std::process::ExitCode::from(2)
+    };
+    // The keeper needs no command line parser, components or policy, only a log.
+    if let Some(keeper) = devin_bridge_agent::process::keeper::KeeperArgs::from_command_line(argv) {
         cli::init_tracing();
-        return match keeper {
+        return Some(match keeper {
             Ok(args) => devin_bridge_agent::process::keeper::main(args),
-            Err(usage) => {
-                eprintln!("devin-bridge: {usage}");
-                std::process::ExitCode::from(2)
-            }
-        };
+            Err(text) => usage(text),
+        });
+    }
+    // The gate writes nothing on success: its stdout and stderr are the program's, so it
+    // starts no log.
+    if let Some(gate) = devin_bridge_agent::process::gate::GateArgs::from_command_line(argv) {
+        return Some(match gate {
+            Ok(args) => devin_bridge_agent::process::gate::main(args),
+            Err(text) => usage(text),
+        });
+    }
+    None
+}
+
+fn main() -> std::process::ExitCode {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(code) = internal_subcommand(&argv) {
+        return code;
     }
     builtin::install();
     let matches = Cli::command()

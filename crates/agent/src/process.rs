@@ -11,6 +11,7 @@
 //! its client went away) has its whole process group killed in `Drop`, so no grandchild can
 //! outlive the request; tokio reaps the killed child in the background.
 
+pub mod gate;
 pub mod group;
 pub mod keeper;
 

@@ -15,7 +15,8 @@
 //! the run outlives it. A stop signal to the worker (SIGTERM, SIGINT, SIGHUP: what `cancel`
 //! sends) ends the group the same way, and a keeper process
 //! (`devin_bridge_agent::process::keeper`, started from the running binary) does it when the
-//! worker dies without a chance to.
+//! worker dies without a chance to. devin is started through the keeper's gate, so it runs
+//! only once the keeper watches its group: a worker killed even as devin starts leaves nothing.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -30,7 +31,7 @@ use super::preflight::Devin;
 use super::run::{failure_of, login_hint, Context};
 use devin_bridge_agent::devin::print::{self as dialect, PrintFailure, PrintPermission};
 use devin_bridge_agent::process::group::{end_child_group, kill_group};
-use devin_bridge_agent::process::keeper::{Lifeline, StopSignals};
+use devin_bridge_agent::process::keeper::{Lifeline, StartError, StopSignals};
 use devin_bridge_agent::process::{command_for, Spec};
 use nix::unistd::Pid;
 
@@ -198,8 +199,8 @@ struct Started {
     signals: StopSignals,
 }
 
-/// Starts the keeper, catches the stop signals, then spawns devin and hands its group to the
-/// keeper: once devin runs, nothing may leave it unwatched.
+/// Catches the stop signals, starts the keeper, then starts devin through the keeper's gate:
+/// devin runs only once the keeper watches its group, so nothing can leave it unwatched.
 async fn start(request: &PrintRequest) -> Result<Started, (FailureKind, String)> {
     let spec = Spec {
         program: request.devin.path.clone(),
@@ -210,39 +211,54 @@ async fn start(request: &PrintRequest) -> Result<Started, (FailureKind, String)>
         kill_grace: request.kill_grace,
         identity: None,
     };
-    let mut command = command_for(&spec);
-    command
-        .args(&spec.args)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut lifeline = if request.keeper {
-        let started = Lifeline::start(request.kill_grace, std::process::Stdio::null());
-        Some(started.map_err(|error| {
-            (
-                FailureKind::Process,
-                format!("cannot start the print run's group keeper: {error}"),
-            )
-        })?)
-    } else {
-        None
-    };
-    let signals = StopSignals::register();
-    let child = command.spawn().map_err(|error| {
-        let kind = if error.kind() == std::io::ErrorKind::NotFound {
+    let missing_or_not = |error: &std::io::Error| {
+        if error.kind() == std::io::ErrorKind::NotFound {
             FailureKind::MissingCli
         } else {
             FailureKind::Process
-        };
-        (kind, format!("cannot start devin: {error}"))
-    })?;
-    let pgid = child.id().and_then(|pid| i32::try_from(pid).ok());
-    if let (Some(lifeline), Some(pid)) = (&mut lifeline, pgid) {
-        if let Err(error) = lifeline.watch(pid).await {
-            // devin already exited (its status is read later), or the keeper is gone.
-            tracing::warn!(%error, "the print run's group keeper was not told about devin");
         }
-    }
+    };
+    let piped = std::process::Stdio::piped;
+    // Caught before devin starts: a stop signal from here on ends devin's group, not the worker.
+    let signals = StopSignals::register();
+    let (child, lifeline) = if request.keeper {
+        let mut lifeline = Lifeline::start(request.kill_grace, std::process::Stdio::null())
+            .map_err(|error| {
+                (
+                    FailureKind::Process,
+                    format!("cannot start the print run's group keeper: {error}"),
+                )
+            })?;
+        let child = lifeline
+            .spawn_watched(&spec, piped(), piped())
+            .await
+            .map_err(|error| match &error {
+                StartError::Spawn { source, .. } => (
+                    missing_or_not(source),
+                    format!("cannot start devin: {source}"),
+                ),
+                StartError::Unwatched(_) => (
+                    FailureKind::Process,
+                    format!("the print run's group keeper failed: {error}"),
+                ),
+            })?;
+        (child, Some(lifeline))
+    } else {
+        let child = command_for(&spec)
+            .args(&spec.args)
+            .stdin(std::process::Stdio::null())
+            .stdout(piped())
+            .stderr(piped())
+            .spawn()
+            .map_err(|error| {
+                (
+                    missing_or_not(&error),
+                    format!("cannot start devin: {error}"),
+                )
+            })?;
+        (child, None)
+    };
+    let pgid = child.id().and_then(|pid| i32::try_from(pid).ok());
     Ok(Started {
         child,
         group: pgid.map(Pid::from_raw),

@@ -5,8 +5,9 @@
 //! the binary in place does not stop sessions from starting), and tells the keeper the
 //! remote's pid. The keeper holds the read end of a pipe whose write end only the worker has:
 //! when the worker ends in any way, `kill -9` included, the kernel closes that pipe and the
-//! keeper terminates the remote's whole group (SIGTERM, a grace, SIGKILL). A keeper that does
-//! not take the watch fails the launch and the remote is killed, so no remote runs unwatched
+//! keeper terminates the remote's whole group (SIGTERM, a grace, SIGKILL). The remote is started
+//! through the keeper's gate: it runs only once the keeper watches its group, and a keeper that
+//! does not take the watch fails the launch before the remote runs, so no remote runs unwatched
 //! and none outlives the worker that claimed its session, without any `unsafe` `pre_exec`
 //! hook in the worker. A graceful stop ends the group from the worker
 //! (`devin_bridge_agent::process::group`), then releases the keeper.
@@ -24,8 +25,8 @@ use nix::unistd::Pid;
 use tokio::process::Child;
 
 use devin_bridge_agent::process::group::{end_child_group, kill_group};
-use devin_bridge_agent::process::keeper::{Lifeline, WatchError};
-use devin_bridge_agent::process::{command_for, Spec};
+use devin_bridge_agent::process::keeper::{Lifeline, StartError};
+use devin_bridge_agent::process::Spec;
 
 use super::fleet::{Secret, SessionId};
 
@@ -178,36 +179,25 @@ pub(crate) async fn launch(spec: &Launch) -> Result<RunningRemote, LaunchError> 
         kill_grace: spec.kill_grace,
         identity: None,
     };
-    let mut command = command_for(&process);
-    command
-        .args(&process.args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(log_for(&log)?))
-        .stderr(Stdio::from(log));
-    let mut remote = match command.spawn() {
+    let remote = keeper
+        .spawn_watched(&process, Stdio::from(log_for(&log)?), Stdio::from(log))
+        .await;
+    let remote = match remote {
         Ok(remote) => remote,
-        Err(source) => {
+        Err(StartError::Spawn { program, source }) => {
             keeper.release().await;
-            return Err(LaunchError::NotStarted {
-                program: process.program.display().to_string(),
-                source,
-            });
+            return Err(LaunchError::NotStarted { program, source });
+        }
+        // The gate was killed before the remote ran: no remote runs unwatched.
+        Err(StartError::Unwatched(error)) => {
+            drop(keeper);
+            return Err(LaunchError::Spawn(error));
         }
     };
     let pid = remote
         .id()
         .and_then(|pid| i32::try_from(pid).ok())
         .unwrap_or(0);
-    match keeper.watch(pid).await {
-        // Gone already: `wait` reads how it ended.
-        Ok(()) | Err(WatchError::ChildGone) => {}
-        Err(WatchError::Keeper(error)) => {
-            // No remote runs unwatched: a worker killed now would leave it behind.
-            end_child_group(&mut remote, Pid::from_raw(pid), Duration::ZERO).await;
-            drop(keeper);
-            return Err(LaunchError::Spawn(error));
-        }
-    }
     Ok(RunningRemote {
         remote,
         keeper: Some(keeper),

@@ -1196,6 +1196,67 @@ fn sigkill_of_a_print_worker_leaves_no_devin_process() {
     );
 }
 
+/// devin runs only once the keeper watches its group, so a worker killed at the very instant
+/// devin starts leaves nothing: this devin notes that it ran, SIGKILLs its worker, then starts
+/// a grandchild and lingers.
+#[test]
+fn a_print_worker_killed_as_devin_starts_leaves_no_devin_process() {
+    let mut env = Env::new();
+    let marker = format!("print-first-kill9-{}", std::process::id());
+    let ran = env.root.path().join("devin-ran");
+    let path = env.root.path().join("worker-killing-devin");
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/bash\nif [ \"$1\" = --version ]; then echo 'devin 3000.11.2'; exit 0; fi\n\
+             echo $$ >> '{}'\nkill -9 $PPID\n\
+             (exec -a {marker}-grandchild sleep 300) &\nexec -a {marker}-devin sleep 300\n",
+            ran.display()
+        ),
+    )
+    .expect("write");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    env.devin = path;
+    let started = |run: usize| -> Option<i32> {
+        let ran = std::fs::read_to_string(&ran).unwrap_or_default();
+        ran.lines().nth(run).and_then(|pid| pid.parse().ok())
+    };
+    for run in 0..5 {
+        let output = env.run(&["task", "--background", "--runner", "print", "x"]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while started(run).is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let devin = started(run).unwrap_or_else(|| panic!("devin did not run (run {run})"));
+        // devin's own end first (its pid, reaped or a zombie), so that a grandchild it would
+        // have started is running by now; then nothing of the run may be left.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while process_alive(devin) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            !process_alive(devin),
+            "devin outlived the worker it killed (run {run})"
+        );
+        assert!(
+            wait_marked(&marker, false, Duration::from_secs(1)),
+            "devin's child outlived the worker devin killed (run {run})"
+        );
+    }
+}
+
+/// Whether `pid` runs (exists and is not a zombie).
+fn process_alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let state = stat.rsplit_once(") ")?.1.chars().next()?;
+            Some(state != 'Z' && state != 'X')
+        })
+        .unwrap_or(false)
+}
+
 #[test]
 fn sigterm_to_a_print_worker_ends_devin_and_the_job_is_cancelled() {
     let mut env = Env::new();

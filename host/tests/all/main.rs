@@ -41,3 +41,4 @@ mod summarizer;
 mod swap_under_load;
 mod tool_calls_and_usage;
 mod traces;
+mod worker_gate;

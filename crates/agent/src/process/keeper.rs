@@ -21,8 +21,9 @@
 //! SIGKILL, then whatever the leader left in its group). The start time guards against pid
 //! reuse: a pid now used by another process is left alone. This takes no `unsafe` `pre_exec`
 //! hook in the worker, and reaches grandchildren, which a parent-death signal would not. The
-//! one gap is the instant between the child's start and its `watch` line (one pipe write): a
-//! worker killed exactly then leaves the child unwatched.
+//! child is started through a [gate](super::gate) ([`Lifeline::spawn_watched`]) that runs its
+//! program only once the keeper watches it, so there is no instant in which the program runs
+//! unwatched: a worker killed before the gate opens leaves a gate that exits running nothing.
 //!
 //! **The keeper is always the binary the worker runs** ([`running_binary`]), never the file at
 //! the binary's path: a `devin-bridge` replaced in place (renamed over, or deleted, as a package
@@ -37,8 +38,11 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWrite
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
-use super::group::{self, ProcessStamp};
-use super::running_binary;
+use nix::unistd::Pid;
+
+use super::gate::{self, GateArgs};
+use super::group::{self, end_child_group, ProcessStamp};
+use super::{command_for, running_binary, Spec};
 
 /// The hidden subcommand of `devin-bridge` that runs a keeper.
 pub const SUBCOMMAND: &str = "keeper";
@@ -103,6 +107,21 @@ pub enum WatchError {
     /// watched.
     #[error("the keeper did not take the watch: {0}")]
     Keeper(std::io::Error),
+}
+
+/// Why [`Lifeline::spawn_watched`] ran nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The program cannot be found or run, or its gate could not start.
+    #[error("cannot start {program}: {source}")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The keeper did not take the watch: the program was never run.
+    #[error("the keeper did not take the watch, so nothing was run: {0}")]
+    Unwatched(std::io::Error),
 }
 
 /// The worker's end of a keeper: the lifeline's write end, the keeper's answers, and the
@@ -170,6 +189,63 @@ impl Lifeline {
                 std::io::ErrorKind::TimedOut,
                 "the keeper did not answer",
             ))),
+        }
+    }
+
+    /// Starts `spec`'s program watched from its first instruction, its stdin `/dev/null`: the
+    /// child starts as this binary's [gate](super::gate) in a process group of its own, the
+    /// keeper is told its pid, and only once the keeper watches it is the gate opened and the
+    /// program run in its place (same pid, group and start time). A program that cannot be
+    /// found fails here as a direct spawn would, before any process starts; a keeper that does
+    /// not take the watch has the gate killed, so the program never runs unwatched.
+    pub async fn spawn_watched(
+        &mut self,
+        spec: &Spec,
+        stdout: Stdio,
+        stderr: Stdio,
+    ) -> Result<Child, StartError> {
+        let not_started = |source| StartError::Spawn {
+            program: spec.program.display().to_string(),
+            source,
+        };
+        let path = gate::resolve(&spec.program, &spec.cwd, &spec.env).map_err(not_started)?;
+        let opened = GateArgs {
+            path,
+            arg0: spec.program.clone().into_os_string(),
+            args: spec.args.iter().map(OsString::from).collect(),
+        };
+        let gate_spec = Spec {
+            program: running_binary().to_owned(),
+            args: Vec::new(),
+            ..spec.clone()
+        };
+        let mut child = command_for(&gate_spec)
+            .arg0("devin-bridge")
+            .args(opened.to_args())
+            .stdin(Stdio::piped())
+            .stdout(stdout)
+            .stderr(stderr)
+            .spawn()
+            .map_err(not_started)?;
+        let opener = child.stdin.take();
+        let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) else {
+            // Already reaped: nothing ran, and `wait` reads how it ended.
+            return Ok(child);
+        };
+        match self.watch(pid).await {
+            Ok(()) => {
+                if let Some(mut opener) = opener {
+                    // A gate gone already cannot be opened; its status says how it ended.
+                    let _ = opener.write_all(gate::GO).await;
+                }
+                Ok(child)
+            }
+            // The gate ended before it could be stamped: nothing ran.
+            Err(WatchError::ChildGone) => Ok(child),
+            Err(WatchError::Keeper(error)) => {
+                end_child_group(&mut child, Pid::from_raw(pid), Duration::ZERO).await;
+                Err(StartError::Unwatched(error))
+            }
         }
     }
 
