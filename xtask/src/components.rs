@@ -23,7 +23,7 @@ pub(crate) fn build_components() -> Result<PathBuf> {
         "xtask: building the transform components into {} (wasm, then pre-initialised)",
         out.display()
     );
-    let built = wasm::build(&wasm::transforms(), &out, wasm::Set::Transforms)?;
+    let built = wasm::build(&wasm::transforms(), &out)?;
     let manifest = wasm::write_manifest(&out, &built)?;
     eprintln!("xtask: manifest {}", manifest.display());
     // When this build happened, whether or not it changed a component: the host's build
@@ -44,9 +44,8 @@ pub(crate) fn build_test_components(out: &Path) -> Result<()> {
     if out.exists() {
         std::fs::remove_dir_all(out).with_context(|| format!("clearing {}", out.display()))?;
     }
-    let set = wasm::Set::Tests;
     let specs = wasm::test_components();
-    wasm::build(&specs, out, set)?;
-    let sources = sources::of_build(&workspace_root(), &wasm::dep_infos(&specs, set))?;
+    wasm::build(&specs, out)?;
+    let sources = sources::of_build(&workspace_root(), &wasm::dep_infos(&specs))?;
     sources::write(&out.join("sources"), &sources)
 }

@@ -40,13 +40,14 @@ impl Spec {
     }
 }
 
-/// Every transform (`TransformKind::ALL`): built from `devin-bridge-<name>`, importing
-/// nothing, pre-initialised.
+/// Every transform (`TransformKind::ALL`): built from its component package
+/// (`devin-bridge-<name>-component`, the export shell over the library), importing nothing,
+/// pre-initialised.
 pub(crate) fn transforms() -> Vec<Spec> {
     TransformKind::ALL
         .iter()
         .map(|kind| Spec {
-            package: kind.package(),
+            package: kind.component_package(),
             name: kind.name().to_owned(),
             may_import: false,
             preinit: true,
@@ -69,36 +70,12 @@ pub(crate) fn test_components() -> Vec<Spec> {
     ]
 }
 
-/// A set of components built together, each set in a target directory and with a profile of
-/// its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Set {
-    /// The five transforms, which ship.
-    Transforms,
-    /// The test components.
-    Tests,
-}
-
-impl Set {
-    /// The set's directory under `target/wasm-build`.
-    fn dir_name(self) -> &'static str {
-        match self {
-            Set::Transforms => "transforms",
-            Set::Tests => "test-components",
-        }
-    }
-
-    /// The cargo profile (both are in the workspace manifest). The transforms ship, and are
-    /// built for speed and size: `wasm` (LTO, one codegen unit). The test components only have
-    /// to behave as their source says: `wasm-test` (no LTO, optimised less), which builds them
-    /// in about two thirds of the time.
-    fn profile(self) -> &'static str {
-        match self {
-            Set::Transforms => "wasm",
-            Set::Tests => "wasm-test",
-        }
-    }
-}
+/// The cargo profile of every component (in the workspace manifest): `wasm` (LTO, one codegen
+/// unit). The transforms ship and are built for speed and size; the test components are built
+/// the same way, in the same target directory, so they reuse the standard library and the
+/// transform libraries the transforms' build compiled, and only their own crates and links are
+/// left to build.
+const PROFILE: &str = "wasm";
 
 const TARGET: &str = "wasm32-unknown-unknown";
 /// Debian's rustc (its `rustc-web` package carries the wasm targets) and where its
@@ -197,20 +174,15 @@ fn toolchain() -> Result<Toolchain> {
     )
 }
 
-/// Builds `specs` into `out_dir`, returning (name, sha256, size) for the manifest. `set` names
-/// the target directory of this set of components (`target/wasm-build/<set>`) and its profile.
-pub(crate) fn build(
-    specs: &[Spec],
-    out_dir: &Path,
-    set: Set,
-) -> Result<Vec<(String, String, usize)>> {
+/// Builds `specs` into `out_dir`, returning (name, sha256, size) for the manifest.
+pub(crate) fn build(specs: &[Spec], out_dir: &Path) -> Result<Vec<(String, String, usize)>> {
     let root = workspace_root();
-    let target_dir = set_target_dir(set);
+    let target_dir = components_target_dir();
     let toolchain = toolchain()?;
     let mut cargo = match toolchain {
         Toolchain::Rustup => {
             let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-            cargo.args(["build", "--profile", set.profile(), "--target", TARGET]);
+            cargo.args(["build", "--profile", PROFILE, "--target", TARGET]);
             cargo
         }
         Toolchain::SystemBuildStd { linker } => {
@@ -224,7 +196,7 @@ pub(crate) fn build(
                 .args([
                     "build",
                     "--profile",
-                    set.profile(),
+                    PROFILE,
                     "--target",
                     TARGET,
                     "-Zbuild-std=std,panic_abort",
@@ -262,7 +234,7 @@ pub(crate) fn build(
     for spec in specs {
         let core_path = target_dir
             .join(TARGET)
-            .join(set.profile())
+            .join(PROFILE)
             .join(format!("{}.wasm", spec.lib()));
         let module = std::fs::read(&core_path)
             .with_context(|| format!("reading {}", core_path.display()))?;
@@ -329,23 +301,23 @@ pub(crate) fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
 }
 
-/// The target directory of a set of components, `target/wasm-build/<set>`. A separate one: the
-/// wasm build uses other RUSTFLAGS (and maybe another rustc), which would otherwise invalidate
-/// the host build every time. And one per set: the transforms build their libraries with the
-/// export shell, the test components without, and a wasm cdylib's fingerprint does not tell
-/// feature sets apart, so two sets sharing a directory rebuild each other's libraries on every
-/// run.
-fn set_target_dir(set: Set) -> PathBuf {
+/// The target directory of every component, `target/wasm-build/components`. A separate one:
+/// the wasm build uses other RUSTFLAGS (and maybe another rustc), which would otherwise
+/// invalidate the host build every time. One for all components: a component crate is a
+/// cdylib and nothing else, and the libraries components embed are rlibs and nothing else, so
+/// no unit of one build overwrites a file of another (a library that was also a cdylib would
+/// write its component under the same unhashed name whatever its features).
+fn components_target_dir() -> PathBuf {
     workspace_root()
         .join("target")
         .join("wasm-build")
-        .join(set.dir_name())
+        .join("components")
 }
 
-/// The dep-info files cargo wrote beside the core modules of `specs` built as `set` (each
-/// names every source file the module was built from).
-pub(crate) fn dep_infos(specs: &[Spec], set: Set) -> Vec<PathBuf> {
-    let modules = set_target_dir(set).join(TARGET).join(set.profile());
+/// The dep-info files cargo wrote beside the core modules of `specs` (each names every source
+/// file the module was built from).
+pub(crate) fn dep_infos(specs: &[Spec]) -> Vec<PathBuf> {
+    let modules = components_target_dir().join(TARGET).join(PROFILE);
     specs
         .iter()
         .map(|spec| modules.join(format!("{}.d", spec.lib())))

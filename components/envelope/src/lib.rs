@@ -130,7 +130,7 @@
 //! now is how models answer, not a missed action.
 
 // The table of the transforms' functions names each library by its crate name, this one too
-// (the component's exports are made from it).
+// (the component crate's exports are made from it).
 extern crate self as devin_bridge_envelope;
 
 mod canonical;
@@ -144,9 +144,6 @@ mod schema;
 mod simple_schema;
 mod stream;
 mod tools;
-/// The component export (a thin shell); off when another component embeds this library.
-#[cfg(all(target_arch = "wasm32", feature = "export"))]
-mod wasm;
 
 pub use devin_bridge_types::{
     Failure, Parsed, ParsedReply, Recovery, Reply, ReplyBlock, StreamEnd, TextSpan, ToolCall,

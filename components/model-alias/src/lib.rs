@@ -6,7 +6,7 @@
 //! call, so the transform holds no state and needs no clock or I/O.
 
 // The table of the transforms' functions names each library by its crate name, this one too
-// (the component's exports are made from it).
+// (the component crate's exports are made from it).
 extern crate self as devin_bridge_model_alias;
 
 mod catalog;
@@ -15,9 +15,6 @@ mod failures;
 mod listing;
 mod names;
 mod resolve;
-/// The component export (a thin shell); off when another component embeds this library.
-#[cfg(all(target_arch = "wasm32", feature = "export"))]
-mod wasm;
 
 pub use devin_bridge_types::{Failure, ResolvedModel};
 

@@ -34,7 +34,7 @@
 //! `docs/safeguard.md` is the user-facing description; it must stay true of this code.
 
 // The table of the transforms' functions names each library by its crate name, this one too
-// (the component's exports are made from it).
+// (the component crate's exports are made from it).
 extern crate self as devin_bridge_safeguard;
 
 mod bounds;
@@ -59,9 +59,6 @@ mod shell;
 mod tools;
 mod user_rules;
 mod verdict;
-/// The component export (a thin shell); off when another component embeds this library.
-#[cfg(all(target_arch = "wasm32", feature = "export"))]
-mod wasm;
 mod wrappers;
 
 use devin_bridge_types::{CallVerdict, SafeguardStatus, ToolCall, ToolVerdict};

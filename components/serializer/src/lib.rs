@@ -10,7 +10,7 @@
 //! natively and inside the wasm component, and the two must agree byte for byte.
 
 // The table of the transforms' functions names each library by its crate name, this one too
-// (the component's exports are made from it).
+// (the component crate's exports are made from it).
 extern crate self as devin_bridge_serializer;
 
 mod failure;
@@ -22,9 +22,6 @@ mod request;
 mod side_requests;
 mod tools;
 mod trace;
-/// The component export (a thin shell); off when another component embeds this library.
-#[cfg(all(target_arch = "wasm32", feature = "export"))]
-mod wasm;
 
 pub use devin_bridge_types::{
     Failure, Image, ImageLimits, LocalAnswer, MessageMark, Prompt, PromptOptions, Resume,

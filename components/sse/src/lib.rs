@@ -32,7 +32,7 @@
 //! scanned again to check that it is UTF-8.
 
 // The table of the transforms' functions names each library by its crate name, this one too
-// (the component's exports are made from it).
+// (the component crate's exports are made from it).
 extern crate self as devin_bridge_sse;
 
 mod agent_error;
@@ -42,9 +42,6 @@ mod events;
 mod frame;
 mod safeguard;
 mod tool_input;
-/// The component export (a thin shell); off when another component embeds this library.
-#[cfg(all(target_arch = "wasm32", feature = "export"))]
-mod wasm;
 mod wire;
 
 pub use agent_error::agent_error_message;

@@ -50,9 +50,14 @@ impl TransformKind {
         Self::ALL.map(Self::name).join(", ")
     }
 
-    /// The cargo package its library and component are built from.
+    /// The cargo package of its library.
     pub fn package(self) -> String {
         format!("devin-bridge-{}", self.name())
+    }
+
+    /// The cargo package its component is built from: the export shell over the library.
+    pub fn component_package(self) -> String {
+        format!("devin-bridge-{}-component", self.name())
     }
 
     /// File name of the built component.
@@ -120,6 +125,10 @@ mod tests {
         assert_eq!(
             TransformKind::ModelAlias.package(),
             "devin-bridge-model-alias"
+        );
+        assert_eq!(
+            TransformKind::ModelAlias.component_package(),
+            "devin-bridge-model-alias-component"
         );
         assert_eq!(
             "models".parse::<TransformKind>(),

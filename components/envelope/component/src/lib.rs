@@ -1,12 +1,15 @@
-//! The component export: a thin shell over the library. The WIT records are the library's own
+//! The envelope component: a thin export shell over the `devin-bridge-envelope` library, in a crate of
+//! its own so that the library is an rlib and nothing else (a component that embeds it, a
+//! native build, builds no second component of it). The WIT records are the library's own
 //! types (see `devin_bridge_types::guest_bindings!`), so nothing is converted here, and each
 //! export answers as the library does (`devin_bridge_types::guest_exports!`, made from the
 //! table of the transforms' functions); the reply stream's resource
 //! is written here.
+#![cfg(target_arch = "wasm32")]
 
 devin_bridge_types::guest_bindings!([envelope] {
     world: "envelope-component",
-    path: "../../wit",
+    path: "../../../wit",
 });
 
 use std::cell::RefCell;
@@ -18,11 +21,11 @@ struct Component;
 
 /// The `reply-stream` resource: the library's stream, behind the `&self` the bindings give
 /// (a component instance runs one call at a time, so the cell is never contended).
-struct ReplyStream(RefCell<crate::ReplyStream>);
+struct ReplyStream(RefCell<devin_bridge_envelope::ReplyStream>);
 
 impl GuestReplyStream for ReplyStream {
     fn new(tools: String, id_seed: String, max_calls: u32) -> Self {
-        Self(RefCell::new(crate::ReplyStream::new(
+        Self(RefCell::new(devin_bridge_envelope::ReplyStream::new(
             &tools, &id_seed, max_calls,
         )))
     }

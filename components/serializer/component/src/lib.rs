@@ -1,12 +1,15 @@
-//! The component export: a thin shell over the library. The WIT records are the library's own
+//! The serializer component: a thin export shell over the `devin-bridge-serializer` library, in a crate of
+//! its own so that the library is an rlib and nothing else (a component that embeds it, a
+//! native build, builds no second component of it). The WIT records are the library's own
 //! types (see `devin_bridge_types::guest_bindings!`), so nothing is converted here, and each
 //! export answers as the library does (`devin_bridge_types::guest_exports!`, made from the
 //! table of the transforms' functions), but for the heap a
 //! serialization reserves first.
+#![cfg(target_arch = "wasm32")]
 
 devin_bridge_types::guest_bindings!([serializer] {
     world: "serializer-component",
-    path: "../../wit",
+    path: "../../../wit",
 });
 
 use devin_bridge_types::{Failure, Prompt, PromptOptions, Resume, ResumedPrompt, UnseenPrompt};
@@ -38,12 +41,12 @@ devin_bridge_types::guest_exports!(
 impl SerializerExports for Component {
     fn serialize(request: String) -> Result<Prompt, Failure> {
         reserve_heap_for(&request);
-        crate::serialize(&request)
+        devin_bridge_serializer::serialize(&request)
     }
 
     fn serialize_unseen(request: String, options: PromptOptions) -> Result<UnseenPrompt, Failure> {
         reserve_heap_for(&request);
-        crate::serialize_unseen(&request, options)
+        devin_bridge_serializer::serialize_unseen(&request, options)
     }
 
     fn serialize_resumed(
@@ -52,7 +55,7 @@ impl SerializerExports for Component {
         options: PromptOptions,
     ) -> Result<ResumedPrompt, Failure> {
         reserve_heap_for(&continuation);
-        crate::serialize_resumed(&continuation, &resume, options)
+        devin_bridge_serializer::serialize_resumed(&continuation, &resume, options)
     }
 }
 

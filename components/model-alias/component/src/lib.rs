@@ -1,11 +1,14 @@
-//! The component export: a thin shell over the library. The WIT records are the library's own
+//! The model-alias component: a thin export shell over the `devin-bridge-model-alias` library, in a crate of
+//! its own so that the library is an rlib and nothing else (a component that embeds it, a
+//! native build, builds no second component of it). The WIT records are the library's own
 //! types (see `devin_bridge_types::guest_bindings!`), so nothing is converted here, and each
 //! export answers as the library does (`devin_bridge_types::guest_exports!`, made from the
 //! table of the transforms' functions).
+#![cfg(target_arch = "wasm32")]
 
 devin_bridge_types::guest_bindings!([model_alias] {
     world: "model-alias-component",
-    path: "../../wit",
+    path: "../../../wit",
 });
 
 use devin_bridge_types::{Failure, ResolvedModel};
