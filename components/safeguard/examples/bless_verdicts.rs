@@ -1,6 +1,7 @@
 //! Fills in the `expect` of every safeguard fixture that has none, from the native library:
-//! `cargo run -p devin-bridge-safeguard --example bless`. Read what it wrote before you
-//! commit it: a fixture is a promise about the judge.
+//! `cargo run -p devin-bridge-safeguard --example bless_verdicts` (not `bless`: the serializer
+//! has an example of that name, and two would write one file in `target/`). Read what it wrote
+//! before you commit it: a fixture is a promise about the judge.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
