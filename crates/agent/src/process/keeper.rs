@@ -9,7 +9,8 @@
 //! child inherits it). The protocol on the lifeline is two lines:
 //!
 //! - `watch <pid> <start time>`: the child's pid (also its process group) and its start time
-//!   (field 22 of `/proc/<pid>/stat`), written as soon as the child runs; the keeper answers
+//!   (field 22 of `/proc/<pid>/stat`), written as soon as the child's gate runs, before its
+//!   program does (see [`Lifeline::spawn_watched`]); the keeper answers
 //!   `watching <pid>` on its stdout once it holds the stamp, so the worker knows the child is
 //!   watched (a keeper that could not run never answers: [`WatchError::Keeper`]);
 //! - `done`: the worker has ended (or reaped) the child itself; the keeper exits and touches
