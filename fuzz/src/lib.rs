@@ -1,16 +1,27 @@
 //! Shared harness of the fuzz targets: the native transform runs for coverage
-//! (`Call::run_native`), and the same input goes through the wasm component (process-wide engine, fresh store per input, fuel for
-//! determinism); both answers must be equal. A trap other than running out of fuel is a finding.
+//! (`Call::run_native`), and the same input goes through the wasm component (process-wide engine,
+//! fresh store per input); both answers must be equal, and any trap is a finding.
+//!
+//! The component is compiled exactly as the bridge compiles it: no fuel metering (which would
+//! change the machine code the fuzzer checks) and the engine settings of every other build, so
+//! the workspace's test compile cache (`target/test-compile-cache`), which the tests filled
+//! (an artifact's name carries wasmtime's compatibility hash, the same here), serves the fuzz
+//! targets too, and a fuzz run after the tests does not recompile the components with its own
+//! instrumented compiler. A call is bounded by a
+//! deadline instead: one that runs longer than [`CALL_DEADLINE`] on an input of a fuzzer's
+//! size is a hang, and a finding.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use devin_bridge_engine::{
-    Call, CompileCache, EngineError, Loaded, Runtime, RuntimeConfig, TransformKind,
+    Call, CompileCache, Loaded, Runtime, RuntimeConfig, TransformKind,
 };
 
-/// Fuel per call: generous for real inputs, bounded for adversarial ones.
-const FUEL: u64 = 2_000_000_000;
+/// The deadline of one call: the slowest transform answers a fuzz input (a few KB, up to the
+/// largest seed) in milliseconds, so this is never reached but by a hang, even on a loaded
+/// machine.
+const CALL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
 
 struct Harness {
     runtime: Runtime,
@@ -25,21 +36,22 @@ fn harness(kind: TransformKind) -> &'static Harness {
         .position(|k| *k == kind)
         .unwrap_or(0);
     HARNESSES[index].get_or_init(|| {
+        let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target");
         let dir = std::env::var_os("DEVIN_BRIDGE_COMPONENTS")
             .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/components")
-            });
+            .unwrap_or_else(|| target.join("components"));
         let runtime = Runtime::new(RuntimeConfig {
             memory_bytes: 512 << 20,
-            call_timeout: std::time::Duration::from_secs(600),
+            call_timeout: CALL_DEADLINE,
             max_instances: 4,
-            fuel: Some(FUEL),
+            // Metering would compile other code than the bridge runs (and miss the cache).
+            fuel: None,
         })
         .expect("wasm engine");
-        let cache = CompileCache::default_dir()
-            .and_then(|dir| CompileCache::open(&dir).ok())
-            .unwrap_or_else(CompileCache::disabled);
+        // The workspace's test compile cache: the tests filled it with these components,
+        // compiled by the same engine settings.
+        let cache = CompileCache::open(&target.join("test-compile-cache"))
+            .unwrap_or_else(|_| CompileCache::disabled());
         let loaded = Loaded::from_file(&runtime, &cache, kind, &dir.join(kind.file_name()), None)
             .unwrap_or_else(|error| {
                 panic!("cannot load the {kind} component (run `cargo xtask components`): {error}")
@@ -55,13 +67,12 @@ pub fn prepare(kind: TransformKind) {
 }
 
 /// Runs `call` natively (`Call::run_native`) and in the component; the two answers must be
-/// equal. Out of fuel is not a finding; any other engine error is.
+/// equal. Any engine error (a trap, the deadline, the memory cap) is a finding.
 pub fn differential(call: Call) {
     let native = call.run_native();
     let harness = harness(call.transform());
     match harness.loaded.call(&harness.runtime, &call) {
         Ok(wasm) => assert_eq!(native, wasm, "native and wasm answers differ for {call:?}"),
-        Err(EngineError::OutOfFuel { .. }) => {}
         Err(error) => panic!("the wasm component failed where the native code answered: {error}"),
     }
 }

@@ -39,8 +39,9 @@ pub struct RuntimeConfig {
     pub memory_bytes: usize,
     pub call_timeout: Duration,
     pub max_instances: u32,
-    /// Deterministic instruction budget per call (fuzzing); `None` in production, where the
-    /// epoch deadline bounds a call's time more cheaply.
+    /// Deterministic instruction budget per call; `None` in the bridge (and in the fuzz
+    /// targets, which check the code the bridge runs), where the epoch deadline bounds a
+    /// call's time more cheaply. Metering compiles other code, cached apart.
     pub fuel: Option<u64>,
 }
 
