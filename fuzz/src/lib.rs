@@ -14,9 +14,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use devin_bridge_engine::{
-    Call, CompileCache, Loaded, Runtime, RuntimeConfig, TransformKind,
-};
+use devin_bridge_engine::{Call, CompileCache, Loaded, Runtime, RuntimeConfig, TransformKind};
 
 /// The deadline of one call: the slowest transform answers a fuzz input (a few KB, up to the
 /// largest seed) in milliseconds, so this is never reached but by a hang, even on a loaded
