@@ -147,14 +147,19 @@ fn run_at_once(runs: Vec<(&'static str, Command)>, jobs: usize) -> Result<()> {
                 let Ok(Some((target, mut fuzz))) = next else {
                     break;
                 };
+                let started = std::time::Instant::now();
                 let outcome = fuzz.output();
+                let seconds = started.elapsed().as_secs_f64();
                 // One lock for printing and recording, so whole outputs follow each other.
                 let Ok(mut failed) = failed.lock() else {
                     break;
                 };
                 match outcome {
                     Ok(output) => {
-                        eprintln!("xtask: the {target} run ended ({})", output.status);
+                        eprintln!(
+                            "xtask: the {target} run ended ({}) after {seconds:.1} s",
+                            output.status
+                        );
                         eprint!("{}", String::from_utf8_lossy(&output.stdout));
                         eprint!("{}", String::from_utf8_lossy(&output.stderr));
                         if !output.status.success() {

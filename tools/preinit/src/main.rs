@@ -7,12 +7,20 @@
 //! written for a component whose warm-up fails, and the run fails. A transform with no warm-up
 //! call here (a new one) is written as built, and the run says so: pre-initialisation makes a
 //! transform's first call cheaper, it does not change an answer.
+//!
+//! A snapshot is made again only when something it is made of changed: beside each OUTPUT the
+//! tool keeps a stamp, the SHA-256 of its inputs (this tool's own executable, which holds
+//! wasmtime and the warm-up code; the warm-up call with its arguments, which hold the fixtures
+//! it read; the plain component), and an OUTPUT whose stamp matches is left as it is. Every
+//! command that builds the components (the tests, `serve`, the benches, the fuzz runs) runs
+//! this step, and a snapshot costs seconds of compiling the component.
 
 mod preinit;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use sha2::{Digest, Sha256};
 
 const USAGE: &str = "usage: devin-bridge-preinit --root DIR (NAME INPUT OUTPUT)...";
 
@@ -26,6 +34,9 @@ struct Job {
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (root, jobs) = parse(&args)?;
+    let tool = std::env::current_exe()
+        .and_then(std::fs::read)
+        .context("reading this tool's own executable (a snapshot's stamp covers it)")?;
     for job in jobs {
         let component = std::fs::read(&job.input)
             .with_context(|| format!("reading {}", job.input.display()))?;
@@ -39,6 +50,20 @@ fn main() -> Result<()> {
             continue;
         };
         let warm_up = warm_up(&root)?;
+        let stamp = stamp(&tool, &warm_up, &component);
+        let stamp_path = job.output.with_extension("stamp");
+        if job.output.is_file()
+            && std::fs::read_to_string(&stamp_path).is_ok_and(|kept| kept == stamp)
+        {
+            eprintln!(
+                "preinit: {:<26} up to date (its inputs' stamp matches)",
+                job.name
+            );
+            continue;
+        }
+        // Gone first: a run that fails below leaves no stamp that names a new snapshot's
+        // inputs beside an old snapshot.
+        let _ = std::fs::remove_file(&stamp_path);
         let snapshot = preinit::preinitialize(&component, &warm_up).with_context(|| {
             format!(
                 "{}: pre-initialising with {}#{}",
@@ -47,6 +72,8 @@ fn main() -> Result<()> {
         })?;
         std::fs::write(&job.output, &snapshot)
             .with_context(|| format!("writing {}", job.output.display()))?;
+        std::fs::write(&stamp_path, &stamp)
+            .with_context(|| format!("writing {}", stamp_path.display()))?;
         eprintln!(
             "preinit: {:<26} pre-initialised by one {} call ({} -> {} bytes)",
             job.name,
@@ -56,6 +83,24 @@ fn main() -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The stamp of a snapshot: the SHA-256, in hex, of everything it is made of (see the module
+/// documentation).
+fn stamp(tool: &[u8], warm_up: &preinit::WarmUp, component: &[u8]) -> String {
+    let mut digest = Sha256::new();
+    for part in [
+        tool,
+        warm_up.interface.as_bytes(),
+        warm_up.function.as_bytes(),
+        format!("{:?}", warm_up.args).as_bytes(),
+        component,
+    ] {
+        // Each part's length first, so no two lists of parts hash alike.
+        digest.update(u64::try_from(part.len()).unwrap_or(u64::MAX).to_le_bytes());
+        digest.update(part);
+    }
+    hex::encode(digest.finalize())
 }
 
 /// `--root DIR` then triples.
@@ -105,6 +150,27 @@ mod tests {
         assert_eq!(jobs.len(), 1);
         assert_eq!(jobs[0].name, "sse");
         assert_eq!(jobs[0].output, PathBuf::from("b.wasm"));
+    }
+
+    #[test]
+    fn a_stamp_changes_with_each_input_and_only_with_them() {
+        let warm_up = |arg: &str| preinit::WarmUp {
+            interface: "devin-bridge:transforms/sse@0.1.0",
+            function: "stream-ping",
+            args: vec![wasmtime::component::Val::String(arg.to_owned())],
+        };
+        let base = stamp(b"tool", &warm_up("a"), b"component");
+        assert_eq!(base, stamp(b"tool", &warm_up("a"), b"component"));
+        assert_eq!(base.len(), 64);
+        for other in [
+            stamp(b"tool2", &warm_up("a"), b"component"),
+            stamp(b"tool", &warm_up("b"), b"component"),
+            stamp(b"tool", &warm_up("a"), b"component2"),
+            // The same bytes split otherwise between the parts.
+            stamp(b"too", &warm_up("a"), b"lcomponent"),
+        ] {
+            assert_ne!(base, other);
+        }
     }
 
     #[test]
