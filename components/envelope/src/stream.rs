@@ -67,9 +67,10 @@
 //! `parse`'s exact failure. So a turn costs one pass over its output plus the checks of its
 //! envelopes, however it was cut. The limits are the one-shot parse's: a text reply whose offsets
 //! do not fit in 32 bits is `output_too_large` at the end, and the host's store caps the
-//! memory. The buffer grows fourfold up to 4 MiB and doubles past it (see `ReplyStream::reserve`),
-//! so it may reserve up to four times a small output's bytes (reserved, not touched) and twice a
-//! large one's, where the one-shot call receives the output in one allocation of its size.
+//! memory. The buffer starts with 64 KiB, jumps to 4 MiB once the output outgrows that and
+//! doubles past it (see `ReplyStream::reserve`), so it may reserve up to 4 MiB for an output a
+//! little over 64 KiB (reserved, not touched) and twice a very large one's bytes, where the
+//! one-shot call receives the output in one allocation of its size.
 //!
 //! Every offset kept is a character boundary: chunks are whole strings, and the stream stops
 //! only at the end of a chunk, before an ASCII byte (`<`), after a line break, or after a
@@ -94,8 +95,10 @@ use std::ops::{ControlFlow, Range};
 use crate::scan::{self, fence_after, fence_marks, CLOSE, OPEN};
 use crate::{failure, narrates_unexecuted_action, parse_scanned, parse_span, tools};
 
-/// The output size up to which the stream's buffer grows fourfold (see `ReplyStream::reserve`).
-const FOURFOLD_UNTIL: usize = 4 << 20;
+/// The stream buffer's first room: most replies fit (see `ReplyStream::reserve`).
+const FIRST_ROOM: usize = 64 << 10;
+/// The room a reply that outgrew [`FIRST_ROOM`] gets at once (see `ReplyStream::reserve`).
+const LONG_ROOM: usize = 4 << 20;
 
 /// One turn's output, parsed as it arrives. See the module documentation.
 pub struct ReplyStream {
@@ -173,18 +176,29 @@ impl ReplyStream {
         }
     }
 
-    /// Room for `more` bytes of output. Up to [`FOURFOLD_UNTIL`] the buffer grows fourfold (at
-    /// least 64 KiB at a time) rather than doubling: in a fresh component instance every page
-    /// first touched costs a page fault, and each growth copies what arrived so far into new
-    /// pages, so fewer, larger steps touch less memory (room reserved but not written is never
-    /// touched). Past it the buffer doubles, so a large output does not reserve far more than
-    /// the store's memory cap allows for it.
+    /// Room for `more` bytes of output, in three steps: [`FIRST_ROOM`], then [`LONG_ROOM`] at
+    /// once, then doubling. In a fresh component instance every page first written costs a page
+    /// fault, and each growth copies what arrived so far into pages written for the first time,
+    /// so the steps are few: an output that outgrows the first room is a long reply, and one
+    /// jump to the long room copies at most 64 KiB, where growing fourfold copied a 1 MB reply
+    /// three times over (the 64 KiB, 256 KiB and 1 MiB buffers) and faulted in every page of
+    /// each. Room reserved but never written is never touched. A room the memory cap refuses
+    /// is not an error: the buffer then grows by what this chunk needs.
     fn reserve(&mut self, more: usize) {
-        const AT_LEAST: usize = 64 << 10;
-        if self.output.capacity() - self.output.len() < more {
-            let len = self.output.len();
-            let growth = if len < FOURFOLD_UNTIL { len * 3 } else { len };
-            self.output.reserve(growth.max(AT_LEAST).max(more));
+        let len = self.output.len();
+        if self.output.capacity() - len >= more {
+            return;
+        }
+        let needed = len.saturating_add(more);
+        let room = if needed <= FIRST_ROOM {
+            FIRST_ROOM
+        } else if needed <= LONG_ROOM {
+            LONG_ROOM
+        } else {
+            needed.max(len.saturating_mul(2))
+        };
+        if self.output.try_reserve(room - len).is_err() {
+            self.output.reserve(more);
         }
     }
 

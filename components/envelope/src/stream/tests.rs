@@ -500,3 +500,22 @@ fn a_push_answers_spans_of_the_output_and_separators_never_copies() {
         "Let me look. Then run it.\n\nDone.".len()
     );
 }
+
+#[test]
+fn the_buffer_takes_a_first_room_then_the_long_room_at_once_then_doubles() {
+    let mut stream = ReplyStream::new("[]", "seed", 8);
+    assert!(stream.push("a").is_ok());
+    assert_eq!(stream.output.capacity(), FIRST_ROOM);
+    // Filling the first room does not grow it.
+    assert!(stream.push(&"b".repeat(FIRST_ROOM - 1)).is_ok());
+    assert_eq!(stream.output.capacity(), FIRST_ROOM);
+    // One byte more: the long room, in one step (what arrived is copied once).
+    assert!(stream.push("c").is_ok());
+    assert_eq!(stream.output.capacity(), LONG_ROOM);
+    assert!(stream.push(&"d".repeat(LONG_ROOM - FIRST_ROOM - 1)).is_ok());
+    assert_eq!(stream.output.capacity(), LONG_ROOM);
+    // Past it, the buffer doubles.
+    assert!(stream.push("e").is_ok());
+    assert!(stream.output.capacity() >= 2 * LONG_ROOM);
+    assert_eq!(stream.output.len(), LONG_ROOM + 1);
+}
