@@ -176,7 +176,9 @@ fn live_image_refuses_unpinned_cli() -> Result<String> {
     std::fs::create_dir_all(&context)?;
     let build = |args: &[&str]| -> Result<std::process::Output> {
         let output = Command::new("docker")
-            .args(["build", "--pull=false", "--target", "fetch", "-f"])
+            // `--force-rm`: the refused step's container is removed too (the classic
+            // builder keeps a failed step's container otherwise, one per run and case).
+            .args(["build", "--pull=false", "--force-rm", "--target", "fetch", "-f"])
             .arg(&dockerfile)
             .args(args)
             .arg(&context)
