@@ -178,7 +178,14 @@ fn live_image_refuses_unpinned_cli() -> Result<String> {
         let output = Command::new("docker")
             // `--force-rm`: the refused step's container is removed too (the classic
             // builder keeps a failed step's container otherwise, one per run and case).
-            .args(["build", "--pull=false", "--force-rm", "--target", "fetch", "-f"])
+            .args([
+                "build",
+                "--pull=false",
+                "--force-rm",
+                "--target",
+                "fetch",
+                "-f",
+            ])
             .arg(&dockerfile)
             .args(args)
             .arg(&context)
