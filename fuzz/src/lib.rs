@@ -7,9 +7,8 @@
 //! the workspace's test compile cache (`target/test-compile-cache`), which the tests filled
 //! (an artifact's name carries wasmtime's compatibility hash, the same here), serves the fuzz
 //! targets too, and a fuzz run after the tests does not recompile the components with its own
-//! instrumented compiler. A call is bounded by a
-//! deadline instead: one that runs longer than [`CALL_DEADLINE`] on an input of a fuzzer's
-//! size is a hang, and a finding.
+//! instrumented compiler. A call is bounded by a deadline instead: one that runs longer than
+//! [`CALL_DEADLINE`] on an input of a fuzzer's size is a hang, and a finding.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
