@@ -214,10 +214,11 @@ fn cargo_fuzz(sub: &str) -> Command {
 /// component against its library, seeded from its fixtures; the native parsers' seeds are the
 /// files in `fuzz/seeds/<target>`.
 ///
-/// `envelope-stream` runs the envelope component too, and comes last: compiling a component
-/// is most of a short run's time (the targets' cranelift is instrumented for coverage: over a
-/// minute for the envelope on this project's 2-core machines), and by then `envelope` has put
-/// its compiled envelope in the compile cache both share, where side by side each compiled it.
+/// `envelope-stream` runs the envelope component too, and comes last: where the tests have not
+/// filled the compile cache the targets share (`target/test-compile-cache`), compiling a
+/// component is most of a short run's time (the targets' cranelift is instrumented for
+/// coverage: over a minute for the envelope on this project's 2-core machines), and by then
+/// `envelope` has put its compiled envelope there, where side by side each compiled it.
 const FUZZ_TARGETS: [&str; 11] = [
     "serializer",
     "envelope",
