@@ -166,7 +166,7 @@ mod tests {
             stamp(b"tool2", &warm_up("a"), b"component"),
             stamp(b"tool", &warm_up("b"), b"component"),
             stamp(b"tool", &warm_up("a"), b"component2"),
-            // The same bytes split otherwise between the parts.
+            // A byte moved from the tool to the component: the lengths keep them apart.
             stamp(b"too", &warm_up("a"), b"lcomponent"),
         ] {
             assert_ne!(base, other);
