@@ -2,12 +2,14 @@
 //! (`Call::run_native`), and the same input goes through the wasm component (process-wide engine,
 //! fresh store per input); both answers must be equal, and any trap is a finding.
 //!
-//! The component is compiled exactly as the bridge compiles it: no fuel metering (which would
-//! change the machine code the fuzzer checks) and the engine settings of every other build, so
-//! the workspace's test compile cache (`target/test-compile-cache`), which the tests filled
-//! (an artifact's name carries wasmtime's compatibility hash, the same here), serves the fuzz
-//! targets too, and a fuzz run after the tests does not recompile the components with its own
-//! instrumented compiler. A call is bounded by a deadline instead: one that runs longer than
+//! The targets are built without wasm's compiler (the engine without its `compiler` feature:
+//! cranelift was a third of their build). They load each component compiled as the bridge
+//! compiles it (no fuel metering, which would change the machine code the fuzzer checks; the
+//! engine settings of every other build) from the workspace's test compile cache
+//! (`target/test-compile-cache`): the tests fill it, and `cargo xtask fuzz` compiles what is
+//! missing there before it runs a target (`devin-bridge-precompile`). An entry is loaded only
+//! when it verifies under the cache's key, and wasmtime refuses one compiled for other engine
+//! settings. A call is bounded by a deadline rather than fuel: one that runs longer than
 //! [`CALL_DEADLINE`] on an input of a fuzzer's size is a hang, and a finding.
 
 use std::path::PathBuf;
@@ -51,14 +53,17 @@ fn harness(kind: TransformKind) -> &'static Harness {
             .unwrap_or_else(|_| CompileCache::disabled());
         let loaded = Loaded::from_file(&runtime, &cache, kind, &dir.join(kind.file_name()), None)
             .unwrap_or_else(|error| {
-                panic!("cannot load the {kind} component (run `cargo xtask components`): {error}")
+                panic!(
+                    "cannot load the compiled {kind} component (`cargo xtask fuzz` builds and \
+                     compiles the components before it runs a target): {error}"
+                )
             });
         Harness { runtime, loaded }
     })
 }
 
-/// Loads (and compiles) the component of `kind` up front, from the fuzz target's `init` hook,
-/// so libFuzzer's time budget is spent fuzzing rather than compiling.
+/// Loads the compiled component of `kind` up front, from the fuzz target's `init` hook,
+/// so a missing one fails the run at its start, and libFuzzer's time budget is all fuzzing.
 pub fn prepare(kind: TransformKind) {
     let _ = harness(kind);
 }

@@ -1,7 +1,8 @@
-//! `cargo xtask fuzz`: the cargo-fuzz targets in `fuzz/`, built with the nightly toolchain and
+//! `cargo xtask fuzz`: the libFuzzer targets in `fuzz/`, built with the nightly toolchain and
+//! libFuzzer's coverage instrumentation (the build cargo-fuzz makes, without cargo-fuzz), and
 //! run from seed inputs (a transform's golden fixtures, or a native parser's seed files).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
@@ -9,7 +10,7 @@ use devin_bridge_test_setup::debian::{self, Need};
 use devin_bridge_types::TransformKind;
 
 use crate::components::build_components;
-use crate::workspace::{run, without_lint_driver, workspace_root};
+use crate::workspace::{cargo, cargo_target_dir, run, without_lint_driver, workspace_root};
 
 const USAGE: &str = "usage: cargo xtask fuzz <target|all> [--seconds N] [--jobs N] [--build-only]";
 
@@ -77,25 +78,35 @@ pub(crate) fn fuzz(args: &[String]) -> Result<()> {
     let options = Options::parse(args)?;
     let targets = options.targets();
     let seconds = options.seconds;
+    ensure_fuzz_build_needs()?;
+    let triple = host_triple()?;
+    let mut build = fuzz_build(&triple);
+    if targets.len() < FUZZ_TARGETS.len() {
+        for target in &targets {
+            build.args(["--bin", target]);
+        }
+    }
     if options.build_only {
         // The targets read the components when they run, so a build needs none.
-        ensure_cargo_fuzz()?;
-        let mut build = cargo_fuzz("build");
-        if targets.len() == 1 {
-            build.args(&targets);
-        }
         eprintln!("xtask: building the fuzz targets {}", targets.join(", "));
         return Ok(run(&mut build)?);
     }
     // A target named as a transform fuzzes its component against its library.
     let transform = |t: &str| t.parse::<TransformKind>().is_ok();
-    // The native parsers' targets need no component.
-    let components = if targets.iter().any(|t| transform(t)) {
-        Some(build_components()?)
+    // The transforms' targets and the envelope's streaming target run components, compiled
+    // into the cache they load them from; the native parsers' targets need none.
+    let components = if targets
+        .iter()
+        .any(|t| transform(t) || *t == "envelope-stream")
+    {
+        let components = build_components()?;
+        precompile(&components)?;
+        Some(components)
     } else {
         None
     };
-    ensure_cargo_fuzz()?;
+    eprintln!("xtask: building the fuzz targets {}", targets.join(", "));
+    run(&mut build)?;
     let root = workspace_root();
     let mut runs = Vec::new();
     for target in targets {
@@ -113,14 +124,17 @@ pub(crate) fn fuzz(args: &[String]) -> Result<()> {
             eprintln!("xtask: fuzzing {target} for {seconds} s (seeds in fuzz/seeds/{target})");
             root.join("fuzz").join("seeds").join(target)
         };
-        let mut fuzz = cargo_fuzz("run");
-        fuzz.arg(target)
-            .arg(&corpus)
-            .arg(&seeds)
-            .arg("--")
+        let artifacts = root.join("fuzz").join("artifacts").join(target);
+        std::fs::create_dir_all(&artifacts)?;
+        let mut fuzz = Command::new(fuzz_binary(&triple, target));
+        // libFuzzer's own options; a crash, leak or timeout is written under the artifacts
+        // directory, where running the binary with that file as its only argument replays it.
+        fuzz.arg(format!("-artifact_prefix={}/", artifacts.display()))
             .arg(format!("-max_total_time={seconds}"))
             .arg("-print_final_stats=1")
-            .arg("-rss_limit_mb=4096");
+            .arg("-rss_limit_mb=4096")
+            .arg(&corpus)
+            .arg(&seeds);
         if let Some(components) = &components {
             fuzz.env("DEVIN_BRIDGE_COMPONENTS", components);
         }
@@ -184,41 +198,126 @@ fn run_at_once(runs: Vec<(&'static str, Command)>, jobs: usize) -> Result<()> {
     }
 }
 
-/// `cargo +nightly fuzz <sub>` in the workspace, with the flags every build and run shares, so
-/// that a run finds the targets `--build-only` built up to date.
-fn cargo_fuzz(sub: &str) -> Command {
-    let mut fuzz = Command::new("cargo");
-    // No sanitizer: the transforms are safe Rust, and ASan would triple the build of
-    // wasmtime that the differential half of every target links. `--release`: cargo-fuzz then
-    // leaves debug assertions and overflow checks to the fuzz crate's profile, which keeps
-    // them for the project's own crates only (in cranelift they make every component compile
-    // many times slower).
-    fuzz.current_dir(workspace_root())
+/// The coverage instrumentation libFuzzer steers by, as cargo-fuzz sets it for a release
+/// build without a sanitizer: the sanitizer-coverage pass with inline 8-bit counters, the
+/// PC table and comparison tracing, branch folding off (each branch keeps its own counter),
+/// stack-depth tracking, and one codegen unit (the coverage pass otherwise keeps ThinLTO from
+/// inlining across units); `--cfg fuzzing` is the cfg libfuzzer-sys and fuzzed crates test.
+const COVERAGE_FLAGS: [&str; 10] = [
+    "-Cpasses=sancov-module",
+    "-Cllvm-args=-sanitizer-coverage-level=4",
+    "-Cllvm-args=-sanitizer-coverage-inline-8bit-counters",
+    "-Cllvm-args=-sanitizer-coverage-pc-table",
+    "-Cllvm-args=-sanitizer-coverage-trace-compares",
+    "-Cllvm-args=-simplifycfg-branch-fold-threshold=0",
+    "-Cllvm-args=-sanitizer-coverage-stack-depth",
+    "-Ccodegen-units=1",
+    "--cfg",
+    "fuzzing",
+];
+
+/// `cargo +nightly build --release` of the fuzz targets (every binary of `fuzz/`) with
+/// [`COVERAGE_FLAGS`], for the host's triple named explicitly: cargo then gives `RUSTFLAGS` to
+/// the targets and the crates they link only, never to build scripts and proc macros, which
+/// cannot link the coverage pass's hooks (libFuzzer provides them, in the targets).
+///
+/// This is the build `cargo fuzz build --release --sanitizer none` makes, without installing
+/// cargo-fuzz (a minute of CPU on a fresh machine) or going through it for every run. No
+/// sanitizer: the transforms are safe Rust, and AddressSanitizer would triple the build of
+/// wasmtime that every target links. Release: debug assertions and overflow checks are then
+/// the fuzz crate's profile's, which keeps them for the project's own crates only. The user's
+/// `RUSTFLAGS` are not added: the targets' build is this one.
+fn fuzz_build(triple: &str) -> Command {
+    let root = workspace_root();
+    let mut build = Command::new("cargo");
+    build
+        .current_dir(&root)
         .args([
             "+nightly",
-            "fuzz",
-            sub,
-            "--fuzz-dir",
-            "fuzz",
-            "--sanitizer",
-            "none",
+            "build",
+            "--locked",
             "--release",
+            "--manifest-path",
         ])
+        .arg(root.join("fuzz").join("Cargo.toml"))
+        .args(["--target", triple])
+        .env("RUSTFLAGS", COVERAGE_FLAGS.join(" "))
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_TARGET_DIR")
         .env_remove("CARGO")
         .env_remove("RUSTUP_TOOLCHAIN");
-    without_lint_driver(&mut fuzz);
-    fuzz
+    without_lint_driver(&mut build);
+    build
+}
+
+/// Where [`fuzz_build`] leaves a target's binary.
+fn fuzz_binary(triple: &str, target: &str) -> PathBuf {
+    workspace_root()
+        .join("fuzz")
+        .join("target")
+        .join(triple)
+        .join("release")
+        .join(target)
+}
+
+/// Compiles the components in `components` into the tests' compile cache
+/// (`target/test-compile-cache`), where the fuzz targets load them: their build has no
+/// compiler. `devin-bridge-precompile` compiles them with the bridge's engine settings, as the
+/// tests do, so after the tests this only finds them there. It is built with the whole
+/// workspace's features, like the pre-initialisation tool, so it shares their wasmtime.
+fn precompile(components: &Path) -> Result<()> {
+    let cache = workspace_root().join("target").join("test-compile-cache");
+    eprintln!(
+        "xtask: compiling the components into {} (the fuzz targets load them from there)",
+        cache.display()
+    );
+    run(cargo().args([
+        "build",
+        "--locked",
+        "--workspace",
+        "--bin",
+        "devin-bridge-precompile",
+    ]))
+    .context("building devin-bridge-precompile")?;
+    let tool = cargo_target_dir()
+        .join("debug")
+        .join("devin-bridge-precompile");
+    run(Command::new(tool).arg(components).arg(&cache))
+        .context("compiling the components into the compile cache")
+}
+
+/// The triple the nightly compiler builds for by default (its `host:` line).
+fn host_triple() -> Result<String> {
+    let output = Command::new("rustc")
+        .args(["+nightly", "-vV"])
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .output()
+        .context("running `rustc +nightly -vV` (the fuzz targets need the nightly toolchain)")?;
+    if !output.status.success() {
+        bail!(
+            "`rustc +nightly -vV` failed ({}): the fuzz targets need the nightly toolchain \
+             (`rustup toolchain install nightly`)",
+            output.status
+        );
+    }
+    host_line(&String::from_utf8_lossy(&output.stdout))
+        .context("`rustc +nightly -vV` printed no `host:` line")
+}
+
+/// The triple of a `rustc -vV` report's `host:` line.
+fn host_line(report: &str) -> Option<String> {
+    report
+        .lines()
+        .find_map(|line| line.strip_prefix("host: "))
+        .map(|triple| triple.trim().to_owned())
+        .filter(|triple| !triple.is_empty())
 }
 
 /// Every fuzz target, in the order `all` runs them. One named as a transform fuzzes its
 /// component against its library, seeded from its fixtures; the native parsers' seeds are the
 /// files in `fuzz/seeds/<target>`.
 ///
-/// `envelope-stream` runs the envelope component too, and comes last: where the tests have not
-/// filled the compile cache the targets share (`target/test-compile-cache`), compiling a
-/// component is most of a short run's time (the targets' cranelift is instrumented for
-/// coverage: over a minute for the envelope on this project's 2-core machines), and by then
-/// `envelope` has put its compiled envelope there, where side by side each compiled it.
+/// `envelope-stream` runs the envelope component too.
 const FUZZ_TARGETS: [&str; 11] = [
     "serializer",
     "envelope",
@@ -315,28 +414,16 @@ fn write_seeds(target: &str, dir: &Path) -> Result<usize> {
     Ok(count)
 }
 
-/// cargo-fuzz is a cargo tool from crates.io; install it when missing, saying so.
 /// What building a fuzz target needs beyond Rust: libFuzzer is C++, which `libfuzzer-sys`
 /// compiles with the machine's `c++` (installed when missing, as root).
 const FUZZ_NEEDS: [Need; 1] = [Need::new("c++", "g++")];
 
-fn ensure_cargo_fuzz() -> Result<()> {
-    debian::ensure(&FUZZ_NEEDS, "building the fuzz targets", "xtask")?;
-    let present = Command::new("cargo")
-        .args(["+nightly", "fuzz", "--version"])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if present {
-        return Ok(());
-    }
-    eprintln!(
-        "xtask: cargo-fuzz is missing; installing it with `cargo install cargo-fuzz --locked`"
-    );
-    Ok(run(without_lint_driver(Command::new("cargo").args([
-        "install",
-        "cargo-fuzz",
-        "--locked",
-    ])))?)
+fn ensure_fuzz_build_needs() -> Result<()> {
+    Ok(debian::ensure(
+        &FUZZ_NEEDS,
+        "building the fuzz targets",
+        "xtask",
+    )?)
 }
 
 #[cfg(test)]
@@ -387,18 +474,49 @@ mod tests {
     }
 
     #[test]
-    fn a_build_and_a_run_pass_cargo_fuzz_the_same_build_flags() {
-        let flags = |sub: &str| {
-            cargo_fuzz(sub)
-                .get_args()
-                .skip(3)
-                .map(|arg| arg.to_string_lossy().into_owned())
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(flags("build"), flags("run"));
-        assert!(flags("run")
+    fn the_build_instruments_the_targets_for_the_named_triple_without_the_users_flags() {
+        let build = fuzz_build("x86_64-unknown-linux-gnu");
+        let args: Vec<String> = build
+            .get_args()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(args.first().map(String::as_str), Some("+nightly"));
+        assert!(args
             .windows(2)
-            .any(|pair| pair == ["--sanitizer", "none"]));
-        assert!(flags("run").iter().any(|flag| flag == "--release"));
+            .any(|pair| pair == ["--target", "x86_64-unknown-linux-gnu"]));
+        assert!(args.iter().any(|arg| arg == "--release"));
+        assert!(args.iter().any(|arg| arg.ends_with("fuzz/Cargo.toml")));
+        let env = |name: &str| {
+            build
+                .get_envs()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| value.map(|value| value.to_string_lossy().into_owned()))
+        };
+        let rustflags = env("RUSTFLAGS").flatten().unwrap_or_default();
+        assert!(rustflags.contains("-Cpasses=sancov-module"), "{rustflags}");
+        assert!(rustflags.ends_with("--cfg fuzzing"), "{rustflags}");
+        for removed in ["CARGO_ENCODED_RUSTFLAGS", "CARGO_TARGET_DIR"] {
+            assert_eq!(env(removed), Some(None), "{removed} must be removed");
+        }
+        assert_eq!(
+            fuzz_binary("x86_64-unknown-linux-gnu", "envelope")
+                .strip_prefix(workspace_root())
+                .ok(),
+            Some(Path::new(
+                "fuzz/target/x86_64-unknown-linux-gnu/release/envelope"
+            ))
+        );
+    }
+
+    #[test]
+    fn the_host_triple_is_read_from_the_host_line_of_rustcs_report() {
+        let report = "rustc 1.97.0-nightly (e50aa6fba 2026-11-30)\nbinary: rustc\n\
+                      host: x86_64-unknown-linux-gnu\nrelease: 1.97.0-nightly\n";
+        assert_eq!(
+            host_line(report).as_deref(),
+            Some("x86_64-unknown-linux-gnu")
+        );
+        assert_eq!(host_line("rustc 1.97.0\nhost: \n"), None);
+        assert_eq!(host_line("rustc 1.97.0\n"), None);
     }
 }

@@ -68,7 +68,7 @@ commands:
                             release's captured requests to tests/fixtures/claude-code/releases;
                             --debug: against the debug builds instead, as CI runs it)
   fuzz <target|all> [--seconds N] [--jobs N] [--build-only]
-                            run a cargo-fuzz target (a transform or a native parser; default 30 s;
+                            run a libFuzzer target (a transform or a native parser; default 30 s;
                             --jobs: how many run at once, default 1; --build-only: build the
                             targets, run nothing)
   dist [--profile release|dev] [--out DIR] [--binary PATH]

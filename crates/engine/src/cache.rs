@@ -18,6 +18,7 @@
 //! This protects against anyone who can write the cache directory but cannot read the key
 //! file; a process that can read the key as well is as trusted as the host.
 
+#[cfg(feature = "compiler")]
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -103,6 +104,7 @@ impl CompileCache {
     }
 
     /// Returns the compiled component, from disk when an authenticated entry exists.
+    #[cfg(feature = "compiler")]
     pub fn load_or_compile(
         &self,
         engine: &Engine,
@@ -143,6 +145,80 @@ impl CompileCache {
             message: format!("{error:#}"),
         })
     }
+
+    /// Returns the compiled component from an authenticated entry on disk: a build without the
+    /// compiler cannot compile it.
+    #[cfg(not(feature = "compiler"))]
+    pub fn load_or_compile(
+        &self,
+        engine: &Engine,
+        transform: TransformKind,
+        sha256: &str,
+        _bytes: &[u8],
+    ) -> Result<Component, EngineError> {
+        let place = match &self.dir {
+            Some((dir, _)) => dir.display().to_string(),
+            None => "a disabled compile cache".to_owned(),
+        };
+        self.load_any_compatible(engine, transform, sha256)?
+            .ok_or_else(|| EngineError::Compile {
+                transform,
+                message: format!(
+                    "this build has no compiler (the engine's `compiler` feature) and {place} \
+                     holds no component {sha256} compiled for its engine settings"
+                ),
+            })
+    }
+
+    /// The component `sha256` from any authenticated entry this engine accepts. A build without
+    /// the compiler has no engine compatibility hash (it is the compiler's), so every entry of
+    /// the digest is a candidate: each must verify under the key with the hash its name
+    /// carries, and wasmtime refuses one compiled for other engine settings.
+    #[cfg(any(not(feature = "compiler"), test))]
+    fn load_any_compatible(
+        &self,
+        engine: &Engine,
+        transform: TransformKind,
+        sha256: &str,
+    ) -> Result<Option<Component>, EngineError> {
+        let Some((dir, key)) = &self.dir else {
+            return Ok(None);
+        };
+        let entries = std::fs::read_dir(dir).map_err(|error| {
+            EngineError::Cache(format!("cannot list {}: {error}", dir.display()))
+        })?;
+        let mut names: Vec<String> = entries
+            .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+            .collect();
+        // Deterministic order: the same entry wins every time.
+        names.sort();
+        for name in names {
+            let Some(compatibility) = entry_compatibility(&name, sha256) else {
+                continue;
+            };
+            let entry = Entry {
+                key,
+                sha256,
+                compatibility,
+            };
+            if let Some(component) = entry.load(engine, transform, &dir.join(&name)) {
+                tracing::debug!(%transform, %name, "compiled component loaded from cache");
+                return Ok(Some(component));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// The engine compatibility hash in the name of a cache entry of `sha256`
+/// (`<sha256>-<16 hex digits>.cwasm`), or `None` for any other file.
+#[cfg(any(not(feature = "compiler"), test))]
+fn entry_compatibility<'a>(name: &'a str, sha256: &str) -> Option<&'a str> {
+    let hash = name
+        .strip_prefix(sha256)?
+        .strip_prefix('-')?
+        .strip_suffix(".cwasm")?;
+    (hash.len() == 16 && hash.bytes().all(|byte| byte.is_ascii_hexdigit())).then_some(hash)
 }
 
 /// Reads the cache key, or writes a fresh one when there is none or it cannot be trusted.
@@ -220,6 +296,7 @@ fn read_key(path: &Path) -> Result<Option<Key>, String> {
     Ok(Some(Key(key)))
 }
 
+#[cfg(feature = "compiler")]
 fn compile(
     engine: &Engine,
     transform: TransformKind,
@@ -232,6 +309,7 @@ fn compile(
 }
 
 /// A stable key for "this engine can load that artifact".
+#[cfg(feature = "compiler")]
 fn compatibility_key(engine: &Engine) -> u64 {
     let mut hasher = std::hash::DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut hasher);
@@ -307,6 +385,7 @@ impl Entry<'_> {
     }
 
     /// Writes artifact then MAC, each atomically (temporary file + rename), mode 0600.
+    #[cfg(feature = "compiler")]
     fn store(&self, artifact: &Path, compiled: &[u8]) -> std::io::Result<()> {
         write_atomically(artifact, compiled)?;
         let tag = hex::encode(self.mac(compiled).finalize().into_bytes());
@@ -337,6 +416,7 @@ fn create_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     file.sync_all()
 }
 
+#[cfg(feature = "compiler")]
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let temporary = path.with_extension(temporary_suffix());
     let written = (|| {
@@ -347,4 +427,76 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&temporary);
     }
     written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasmtime::Config;
+
+    /// The smallest component: the header of an empty one.
+    const EMPTY_COMPONENT: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
+    const SHA: &str = "0000000000000000000000000000000000000000000000000000000000000001";
+
+    fn engine(fuel: bool) -> Engine {
+        let mut config = Config::new();
+        config.wasm_component_model(true).consume_fuel(fuel);
+        Engine::new(&config).expect("engine")
+    }
+
+    #[test]
+    fn an_entry_name_gives_its_compatibility_hash_only_for_its_own_digest() {
+        let name = format!("{SHA}-0123456789abcdef.cwasm");
+        assert_eq!(entry_compatibility(&name, SHA), Some("0123456789abcdef"));
+        for other in [
+            format!("{SHA}-0123456789abcdef.cwasm.mac"),
+            format!("{SHA}-0123456789abcde.cwasm"),
+            format!("{SHA}-0123456789abcdeg.cwasm"),
+            format!("{SHA}0123456789abcdef.cwasm"),
+            KEY_FILE.to_owned(),
+        ] {
+            assert_eq!(entry_compatibility(&other, SHA), None, "{other}");
+        }
+        let other_digest = SHA.replace('1', "2");
+        assert_eq!(entry_compatibility(&name, &other_digest), None);
+    }
+
+    /// What a build without the compiler relies on: it finds the entry a compiling build
+    /// stored, refuses it when compiled for other engine settings, and never loads an entry
+    /// whose MAC does not verify. (Making the entry takes the compiler.)
+    #[cfg(feature = "compiler")]
+    #[test]
+    fn the_compilerless_lookup_loads_only_an_authentic_entry_of_matching_settings() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = CompileCache::open(&dir.path().join("cache")).expect("cache");
+        let plain = engine(false);
+        let transform = TransformKind::ModelAlias;
+        assert!(cache
+            .load_any_compatible(&plain, transform, SHA)
+            .expect("lookup")
+            .is_none());
+        cache
+            .load_or_compile(&plain, transform, SHA, &EMPTY_COMPONENT)
+            .expect("compiled and stored");
+        assert!(cache
+            .load_any_compatible(&plain, transform, SHA)
+            .expect("lookup")
+            .is_some());
+        // Metered code is other machine code: its engine refuses the entry.
+        assert!(cache
+            .load_any_compatible(&engine(true), transform, SHA)
+            .expect("lookup")
+            .is_none());
+        // A sidecar that does not verify: the entry is never deserialised.
+        let sidecar = std::fs::read_dir(dir.path().join("cache"))
+            .expect("list")
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .find(|path| path.to_string_lossy().ends_with(".cwasm.mac"))
+            .expect("a MAC sidecar");
+        std::fs::write(&sidecar, "00".repeat(32)).expect("forge the MAC");
+        assert!(cache
+            .load_any_compatible(&plain, transform, SHA)
+            .expect("lookup")
+            .is_none());
+    }
 }
