@@ -3,9 +3,9 @@
 //! fresh store per input); both answers must be equal, and any trap is a finding.
 //!
 //! The targets are built without wasm's compiler (the engine without its `compiler` feature:
-//! cranelift was a third of their build). They load each component compiled as the bridge
-//! compiles it (no fuel metering, which would change the machine code the fuzzer checks; the
-//! engine settings of every other build) from the workspace's test compile cache
+//! cranelift was two fifths of their build's CPU time). They load each component compiled as
+//! the bridge compiles it (no fuel metering, which would change the machine code the fuzzer
+//! checks; the engine settings of every other build) from the workspace's test compile cache
 //! (`target/test-compile-cache`): the tests fill it, and `cargo xtask fuzz` compiles what is
 //! missing there before it runs a target (`devin-bridge-precompile`). An entry is loaded only
 //! when it verifies under the cache's key, and wasmtime refuses one compiled for other engine
