@@ -40,10 +40,18 @@ fn run(
     chunks: &[&str],
     tools: &str,
     max_calls: u32,
-) -> (String, Vec<Result<String, devin_bridge_envelope::Failure>>, ReplyStream) {
+) -> (
+    String,
+    Vec<Result<String, devin_bridge_envelope::Failure>>,
+    ReplyStream,
+) {
     let mut stream = ReplyStream::new(tools, SEED, max_calls);
     let pushes: Vec<_> = chunks.iter().map(|chunk| stream.push(chunk)).collect();
-    let released = pushes.iter().filter_map(|push| push.as_ref().ok()).cloned().collect();
+    let released = pushes
+        .iter()
+        .filter_map(|push| push.as_ref().ok())
+        .cloned()
+        .collect();
     (released, pushes, stream)
 }
 

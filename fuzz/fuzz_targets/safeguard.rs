@@ -148,16 +148,37 @@ fn outside(u: &mut Unstructured<'_>) -> Result<()> {
     let (call, context) = match u.int_in_range(0..=5)? {
         0 => {
             let input = json!({ "file_path": path, "content": "x" });
-            (ToolCall { id: "toolu_00".into(), name: "Write".into(), input: input.to_string() }, CONTEXT)
+            (
+                ToolCall {
+                    id: "toolu_00".into(),
+                    name: "Write".into(),
+                    input: input.to_string(),
+                },
+                CONTEXT,
+            )
         }
         1 => {
             let input = json!({ "file_path": path, "old_string": "a", "new_string": "b" });
-            (ToolCall { id: "toolu_00".into(), name: "Edit".into(), input: input.to_string() }, CONTEXT)
+            (
+                ToolCall {
+                    id: "toolu_00".into(),
+                    name: "Edit".into(),
+                    input: input.to_string(),
+                },
+                CONTEXT,
+            )
         }
         2 => {
             let command = u.choose(&OUTSIDE_ZSH_SLOTS)?.replace("{}", &quoted);
             let input = json!({ "command": command });
-            (ToolCall { id: "toolu_00".into(), name: "Bash".into(), input: input.to_string() }, CONTEXT_ZSH)
+            (
+                ToolCall {
+                    id: "toolu_00".into(),
+                    name: "Bash".into(),
+                    input: input.to_string(),
+                },
+                CONTEXT_ZSH,
+            )
         }
         _ => {
             let command = format!(
@@ -167,20 +188,47 @@ fn outside(u: &mut Unstructured<'_>) -> Result<()> {
             );
             let input = json!({ "command": command });
             let context = if u.arbitrary()? { CONTEXT } else { CONTEXT_ZSH };
-            (ToolCall { id: "toolu_00".into(), name: "Bash".into(), input: input.to_string() }, context)
+            (
+                ToolCall {
+                    id: "toolu_00".into(),
+                    name: "Bash".into(),
+                    input: input.to_string(),
+                },
+                context,
+            )
         }
     };
     let calls = [call];
     let status = judged(&calls, context);
     let outcome = outcomes(&status, &calls)[0];
-    assert_eq!(outcome, SafeguardOutcome::Flagged, "passed: {} {}", calls[0].name, calls[0].input);
+    assert_eq!(
+        outcome,
+        SafeguardOutcome::Flagged,
+        "passed: {} {}",
+        calls[0].name,
+        calls[0].input
+    );
     Ok(())
 }
 
 /// Programs (with arguments) in the safe set.
 const SAFE: [&str; 16] = [
-    "pwd", "echo", "true", "git status", "git diff", "git log --oneline", "npm test", "cargo test",
-    "date", "which", "tr a b", "printf x", "cd src", "find .", "rg x", "grep -rn x",
+    "pwd",
+    "echo",
+    "true",
+    "git status",
+    "git diff",
+    "git log --oneline",
+    "npm test",
+    "cargo test",
+    "date",
+    "which",
+    "tr a b",
+    "printf x",
+    "cd src",
+    "find .",
+    "rg x",
+    "grep -rn x",
 ];
 
 /// Programs that read their path operands: an outside path after one must be flagged.
@@ -189,9 +237,30 @@ const READERS: [&str; 6] = ["cat", "head", "ls", "wc -l", "grep -r x", "tail -n 
 /// Programs outside the safe set (`python FILE` and `node FILE` run a project script, like
 /// `npm test`: only their inline-code forms are here).
 const HOSTILE: [&str; 24] = [
-    "rm", "curl", "wget", "sh", "bash", "python -c", "python3 -c", "node -e", "perl", "sudo", "su",
-    "nc", "dd", "chmod", "xargs", "env", "eval", "exec", "source", "ssh", "scp", "base64",
-    "awk", "./ls",
+    "rm",
+    "curl",
+    "wget",
+    "sh",
+    "bash",
+    "python -c",
+    "python3 -c",
+    "node -e",
+    "perl",
+    "sudo",
+    "su",
+    "nc",
+    "dd",
+    "chmod",
+    "xargs",
+    "env",
+    "eval",
+    "exec",
+    "source",
+    "ssh",
+    "scp",
+    "base64",
+    "awk",
+    "./ls",
 ];
 
 const OPERATORS: [&str; 8] = ["&&", "||", ";", "|", "\n", "&", "|&", ";;"];
@@ -199,12 +268,32 @@ const QUOTES: [&str; 4] = ["'", "\"", "\\", "#"];
 const EXPANSIONS: [&str; 9] = ["$(", "`", "${", "<(", ">(", "$", ")", "(", "$'"];
 const REDIRECTIONS: [&str; 5] = [">", ">>", "2>", "<", "&>"];
 /// Paths that may pass (`/dev/null` only as a redirection target: it is outside the project).
-const INSIDE: [&str; 6] = ["src/main.rs", "/proj/a", "./x", "README.md", "/proj/src/../b", "/dev/null"];
-const OUTSIDE: [&str; 8] = [
-    "/etc/passwd", "~/.ssh/id_rsa", "../../x", "/proj/../etc/shadow", "/proj-evil/x",
-    "//etc/shadow", "/tmp/x", "~",
+const INSIDE: [&str; 6] = [
+    "src/main.rs",
+    "/proj/a",
+    "./x",
+    "README.md",
+    "/proj/src/../b",
+    "/dev/null",
 ];
-const LOOKALIKES: [&str; 6] = ["\u{ff52}\u{ff4d}", "\u{441}at", "\u{202e}", "\u{200b}", "\u{a0}", "l\u{0455}"];
+const OUTSIDE: [&str; 8] = [
+    "/etc/passwd",
+    "~/.ssh/id_rsa",
+    "../../x",
+    "/proj/../etc/shadow",
+    "/proj-evil/x",
+    "//etc/shadow",
+    "/tmp/x",
+    "~",
+];
+const LOOKALIKES: [&str; 6] = [
+    "\u{ff52}\u{ff4d}",
+    "\u{441}at",
+    "\u{202e}",
+    "\u{200b}",
+    "\u{a0}",
+    "l\u{0455}",
+];
 
 /// Which kind of token was placed, for the oracle.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -252,13 +341,21 @@ fn build_line(u: &mut Unstructured<'_>) -> Result<Line> {
         };
         tokens.push(token);
     }
-    let text = tokens.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>().join(" ");
+    let text = tokens
+        .iter()
+        .map(|(_, t)| t.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
 
     // Quotes, backslashes, comments and free words can change what every later token means:
     // the token-level rules below hold only for lines without them.
-    let plain = tokens.iter().all(|(kind, _)| !matches!(kind, Kind::Quote | Kind::Word));
+    let plain = tokens
+        .iter()
+        .all(|(kind, _)| !matches!(kind, Kind::Quote | Kind::Word));
     let mut must_flag = !text.is_ascii()
-        || text.chars().any(|c| c.is_control() && c != '\n' && c != '\t')
+        || text
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t')
         || shell_would_expand(&text);
     if plain {
         // A hostile program where a command starts; an outside path right after a reader that
@@ -346,20 +443,27 @@ fn judged(calls: &[ToolCall], context: &str) -> SafeguardStatus {
 /// [`judged`] in a conversation whose earlier calls are `earlier`.
 fn judged_after(calls: &[ToolCall], context: &str, earlier: &[ToolCall]) -> SafeguardStatus {
     let status = devin_bridge_safeguard::judge_in_conversation(calls, context, earlier);
-    differential(
-        Call::Judge {
-            calls: calls.to_vec(),
-            classifier_context: context.to_owned(),
-            earlier_calls: earlier.to_vec(),
-        },
-    );
+    differential(Call::Judge {
+        calls: calls.to_vec(),
+        classifier_context: context.to_owned(),
+        earlier_calls: earlier.to_vec(),
+    });
     status
 }
 
 /// Files that decide what a runner runs, with runners that read them (`{}`: the file's
 /// directory, for a runner that takes it).
 const DECISIVE: [(&str, &[&str]); 9] = [
-    ("package.json", &["npm test", "npm run build", "npm run typecheck", "yarn test", "pnpm test"]),
+    (
+        "package.json",
+        &[
+            "npm test",
+            "npm run build",
+            "npm run typecheck",
+            "yarn test",
+            "pnpm test",
+        ],
+    ),
     ("Makefile", &["make", "make -j8", "make test"]),
     ("build.rs", &["cargo test", "cargo build", "cargo check"]),
     (".cargo/config.toml", &["cargo test", "cargo build"]),
@@ -377,7 +481,11 @@ const DECISIVE_DIRS: [&str; 3] = ["/proj/", "/proj/packages/app/", "/proj/sub/"]
 /// decides what it runs: it must be flagged.
 fn run_after_write(u: &mut Unstructured<'_>) -> Result<()> {
     let (file, runners) = *u.choose(&DECISIVE)?;
-    let dir = if file.contains('/') { "/proj/" } else { *u.choose(&DECISIVE_DIRS)? };
+    let dir = if file.contains('/') {
+        "/proj/"
+    } else {
+        *u.choose(&DECISIVE_DIRS)?
+    };
     let path = format!("{dir}{file}");
     let write = match u.int_in_range(0..=3)? {
         0 => ToolCall {
@@ -393,8 +501,9 @@ fn run_after_write(u: &mut Unstructured<'_>) -> Result<()> {
         2 => ToolCall {
             id: "toolu_w".into(),
             name: "MultiEdit".into(),
-            input: json!({ "file_path": path, "edits": [{ "old_string": "a", "new_string": "b" }] })
-                .to_string(),
+            input:
+                json!({ "file_path": path, "edits": [{ "old_string": "a", "new_string": "b" }] })
+                    .to_string(),
         },
         _ => ToolCall {
             id: "toolu_w".into(),
@@ -448,7 +557,11 @@ fn structured(u: &mut Unstructured<'_>) -> Result<()> {
         match u.int_in_range(0..=3)? {
             0 | 1 => {
                 let line = build_line(u)?;
-                calls.push(ToolCall { id, name: "Bash".into(), input: json!({ "command": line.text }).to_string() });
+                calls.push(ToolCall {
+                    id,
+                    name: "Bash".into(),
+                    input: json!({ "command": line.text }).to_string(),
+                });
                 must_flag.push(line.must_flag);
             }
             kind => {
@@ -464,7 +577,11 @@ fn structured(u: &mut Unstructured<'_>) -> Result<()> {
                     ("Write", json!({ "file_path": path, "content": "x" }))
                 };
                 let outside = outside || path == "/dev/null";
-                calls.push(ToolCall { id, name: name.into(), input: input.to_string() });
+                calls.push(ToolCall {
+                    id,
+                    name: name.into(),
+                    input: input.to_string(),
+                });
                 must_flag.push(outside);
             }
         }
@@ -472,7 +589,13 @@ fn structured(u: &mut Unstructured<'_>) -> Result<()> {
     let status = judged(&calls, CONTEXT);
     for ((outcome, must), call) in outcomes(&status, &calls).iter().zip(&must_flag).zip(&calls) {
         if *must {
-            assert_eq!(*outcome, SafeguardOutcome::Flagged, "passed: {} {}", call.name, call.input);
+            assert_eq!(
+                *outcome,
+                SafeguardOutcome::Flagged,
+                "passed: {} {}",
+                call.name,
+                call.input
+            );
         }
     }
     Ok(())
