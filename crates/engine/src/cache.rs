@@ -15,6 +15,11 @@
 //!   verification, are logged with the component digest, and are recompiled (and replaced),
 //!   never deserialised.
 //!
+//! A build without the compiler (the engine's `compiler` feature off: the fuzz targets) cannot
+//! name its own compatibility hash, which is the compiler's. It only loads, and takes any entry
+//! of the component's digest that verifies with the hash its name carries and that wasmtime's
+//! own check of the artifact's engine settings accepts.
+//!
 //! This protects against anyone who can write the cache directory but cannot read the key
 //! file; a process that can read the key as well is as trusted as the host.
 
