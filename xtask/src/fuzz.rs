@@ -10,7 +10,7 @@ use devin_bridge_test_setup::debian::{self, Need};
 use devin_bridge_types::TransformKind;
 
 use crate::components::build_components;
-use crate::workspace::{cargo, cargo_target_dir, run, without_lint_driver, workspace_root};
+use crate::workspace::{build_workspace_tool, run, without_lint_driver, workspace_root};
 
 const USAGE: &str = "usage: cargo xtask fuzz <target|all> [--seconds N] [--jobs N] [--build-only]";
 
@@ -263,25 +263,14 @@ fn fuzz_binary(triple: &str, target: &str) -> PathBuf {
 /// Compiles the components in `components` into the tests' compile cache
 /// (`target/test-compile-cache`), where the fuzz targets load them: their build has no
 /// compiler. `devin-bridge-precompile` compiles them with the bridge's engine settings, as the
-/// tests do, so after the tests this only finds them there. It is built with the whole
-/// workspace's features, like the pre-initialisation tool, so it shares their wasmtime.
+/// tests do, so after the tests this only finds them there.
 fn precompile(components: &Path) -> Result<()> {
     let cache = workspace_root().join("target").join("test-compile-cache");
     eprintln!(
         "xtask: compiling the components into {} (the fuzz targets load them from there)",
         cache.display()
     );
-    run(cargo().args([
-        "build",
-        "--locked",
-        "--workspace",
-        "--bin",
-        "devin-bridge-precompile",
-    ]))
-    .context("building devin-bridge-precompile")?;
-    let tool = cargo_target_dir()
-        .join("debug")
-        .join("devin-bridge-precompile");
+    let tool = build_workspace_tool("devin-bridge-precompile")?;
     run(Command::new(tool).arg(components).arg(&cache))
         .context("compiling the components into the compile cache")
 }

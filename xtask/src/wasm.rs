@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 
 use devin_bridge_types::TransformKind;
 
-use crate::workspace::{cargo, run, without_lint_driver, workspace_root};
+use crate::workspace::{build_workspace_tool, run, without_lint_driver, workspace_root};
 
 /// A component to build: its cargo package (the core module is the package's library, named
 /// as cargo names it, `-` as `_`), the output name, whether it may import anything (only test
@@ -344,19 +344,7 @@ fn preinitialize(root: &Path, jobs: &[(&str, PathBuf, PathBuf)]) -> Result<()> {
          several minutes)",
         names.join(", ")
     );
-    run(cargo().args([
-        "build",
-        "--locked",
-        "--workspace",
-        "--bin",
-        "devin-bridge-preinit",
-    ]))
-    .context("building devin-bridge-preinit")?;
-    let mut preinit = Command::new(
-        crate::workspace::cargo_target_dir()
-            .join("debug")
-            .join("devin-bridge-preinit"),
-    );
+    let mut preinit = Command::new(build_workspace_tool("devin-bridge-preinit")?);
     preinit.arg("--root").arg(root);
     for (name, plain, out) in jobs {
         preinit.arg(name).arg(plain).arg(out);

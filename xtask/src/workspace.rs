@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 pub(crate) use devin_bridge_nested_cargo::without_lint_driver;
 pub(crate) use devin_bridge_test_setup::workspace::{root as workspace_root, run};
@@ -25,6 +25,16 @@ pub(crate) fn cargo_target_dir() -> PathBuf {
         Some(dir) => workspace_root().join(dir),
         None => workspace_root().join("target"),
     }
+}
+
+/// Builds the tool binary `bin` as `cargo build --locked --workspace --bin <bin>` and returns
+/// its path. Naming the whole workspace gives wasmtime and everything below it the features
+/// `cargo build --workspace --bins` and `cargo test --workspace` give them, so a tool that links
+/// wasmtime shares the one the host and the tests link (`-p` alone would compile another).
+pub(crate) fn build_workspace_tool(bin: &str) -> Result<PathBuf> {
+    run(cargo().args(["build", "--locked", "--workspace", "--bin", bin]))
+        .with_context(|| format!("building {bin}"))?;
+    Ok(cargo_target_dir().join("debug").join(bin))
 }
 
 /// `cargo build` of the binaries of `packages`: release builds, or debug builds when not
