@@ -67,10 +67,11 @@
 //! `parse`'s exact failure. So a turn costs one pass over its output plus the checks of its
 //! envelopes, however it was cut. The limits are the one-shot parse's: a text reply whose offsets
 //! do not fit in 32 bits is `output_too_large` at the end, and the host's store caps the
-//! memory. The buffer starts with 64 KiB, jumps to 4 MiB once the output outgrows that and
-//! doubles past it (see `ReplyStream::reserve`), so it may reserve up to 4 MiB for an output a
-//! little over 64 KiB (reserved, not touched) and twice a very large one's bytes, where the
-//! one-shot call receives the output in one allocation of its size.
+//! memory. The buffer doubles from the first chunk's size while the output is at most 64 KiB,
+//! jumps to 4 MiB once it outgrows that and doubles past it (see `ReplyStream::reserve`), so it
+//! may reserve up to 4 MiB for an output a little over 64 KiB (reserved, not touched) and twice
+//! a very large one's bytes, where the one-shot call receives the output in one allocation of
+//! its size.
 //!
 //! Every offset kept is a character boundary: chunks are whole strings, and the stream stops
 //! only at the end of a chunk, before an ASCII byte (`<`), after a line break, or after a
@@ -95,9 +96,10 @@ use std::ops::{ControlFlow, Range};
 use crate::scan::{self, fence_after, fence_marks, CLOSE, OPEN};
 use crate::{failure, narrates_unexecuted_action, parse_scanned, parse_span, tools};
 
-/// The stream buffer's first room: most replies fit (see `ReplyStream::reserve`).
-const FIRST_ROOM: usize = 64 << 10;
-/// The room a reply that outgrew [`FIRST_ROOM`] gets at once (see `ReplyStream::reserve`).
+/// The longest output the stream buffer holds while it grows by doubling: most replies (see
+/// `ReplyStream::reserve`).
+const SHORT_OUTPUT: usize = 64 << 10;
+/// The room an output that outgrew [`SHORT_OUTPUT`] gets at once (see `ReplyStream::reserve`).
 const LONG_ROOM: usize = 4 << 20;
 
 /// One turn's output, parsed as it arrives. See the module documentation.
@@ -176,23 +178,29 @@ impl ReplyStream {
         }
     }
 
-    /// Room for `more` bytes of output, in three steps: [`FIRST_ROOM`], then [`LONG_ROOM`] at
-    /// once, then doubling. In a fresh component instance every page first written costs a page
-    /// fault, and each growth copies what arrived so far into pages written for the first time,
-    /// so the steps are few: an output that outgrows the first room is a long reply, and one
-    /// jump to the long room copies at most 64 KiB, where growing fourfold copied a 1 MB reply
-    /// three times over (the 64 KiB, 256 KiB and 1 MiB buffers) and faulted in every page of
-    /// each. Room reserved but never written is never touched. A room the memory cap refuses
-    /// is not an error: the buffer then grows by what this chunk needs.
+    /// Room for `more` bytes of output, in three steps: doubling while the output is at most
+    /// [`SHORT_OUTPUT`], then [`LONG_ROOM`] at once, then doubling.
+    ///
+    /// A short output asks for no room ahead: a large first room does not fit in the memory a
+    /// fresh instance starts with, and growing the instance's linear memory (and resetting it
+    /// when the turn's store is dropped) cost every stream about 18 µs, more than the one-shot
+    /// parse of a short tool reply spends on its envelope (`cargo xtask bench transforms`).
+    /// Doubling up to 64 KiB copies less than 64 KiB in all. An output that outgrows that is a
+    /// long reply, and one jump to the long room copies at most 64 KiB, where growing fourfold
+    /// copied a 1 MB reply three times over (the 64 KiB, 256 KiB and 1 MiB buffers) and faulted
+    /// in every page of each. Room reserved but never written is never touched. A room the
+    /// memory cap refuses is not an error: the buffer then grows by what this chunk needs.
     fn reserve(&mut self, more: usize) {
         let len = self.output.len();
         if self.output.capacity() - len >= more {
             return;
         }
         let needed = len.saturating_add(more);
-        let room = if needed <= FIRST_ROOM {
-            FIRST_ROOM
-        } else if needed <= LONG_ROOM {
+        if needed <= SHORT_OUTPUT {
+            self.output.reserve(more);
+            return;
+        }
+        let room = if needed <= LONG_ROOM {
             LONG_ROOM
         } else {
             needed.max(len.saturating_mul(2))

@@ -502,17 +502,30 @@ fn a_push_answers_spans_of_the_output_and_separators_never_copies() {
 }
 
 #[test]
-fn the_buffer_takes_a_first_room_then_the_long_room_at_once_then_doubles() {
+fn a_short_output_grows_by_doubling_then_takes_the_long_room_at_once_then_doubles() {
     let mut stream = ReplyStream::new("[]", "seed", 8);
     assert!(stream.push("a").is_ok());
-    assert_eq!(stream.output.capacity(), FIRST_ROOM);
-    // Filling the first room does not grow it.
-    assert!(stream.push(&"b".repeat(FIRST_ROOM - 1)).is_ok());
-    assert_eq!(stream.output.capacity(), FIRST_ROOM);
+    // No room ahead for a short output: a large one would grow a fresh instance's memory.
+    assert!(
+        stream.output.capacity() < 64,
+        "{}",
+        stream.output.capacity()
+    );
+    let small = stream.output.capacity();
+    assert!(stream.push(&"b".repeat(small)).is_ok());
+    assert!(stream.output.capacity() >= 2 * small && stream.output.capacity() < 256);
+    // Up to the short limit the buffer only doubles.
+    assert!(stream
+        .push(&"b".repeat(SHORT_OUTPUT - stream.output.len()))
+        .is_ok());
+    assert_eq!(stream.output.len(), SHORT_OUTPUT);
+    assert!(stream.output.capacity() < LONG_ROOM);
     // One byte more: the long room, in one step (what arrived is copied once).
     assert!(stream.push("c").is_ok());
     assert_eq!(stream.output.capacity(), LONG_ROOM);
-    assert!(stream.push(&"d".repeat(LONG_ROOM - FIRST_ROOM - 1)).is_ok());
+    assert!(stream
+        .push(&"d".repeat(LONG_ROOM - SHORT_OUTPUT - 1))
+        .is_ok());
     assert_eq!(stream.output.capacity(), LONG_ROOM);
     // Past it, the buffer doubles.
     assert!(stream.push("e").is_ok());
