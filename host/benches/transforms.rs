@@ -5,7 +5,8 @@
 //! runs it (serialize on a fresh instance; the output streamed into a reply stream in 40
 //! chunks, in a turn store of its own; the events rendered as they stream, on one sse instance
 //! in the response's turn store), for a small, a Claude-Code-sized and a 1 MB turn, natively
-//! and in wasm.
+//! and in wasm, and each turn's floor with fresh stores (its instantiations on unused pool
+//! slots plus its calls on warm instances).
 //!
 //! With `--typescript DIR` (a checkout of the TypeScript bridge, see `typescript/mod.rs`) it
 //! also runs the TypeScript bridge's transforms, and its same steps of a turn (serialize, the
@@ -15,11 +16,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark: a failure aborts the run
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use devin_bridge_engine::{
-    Call, CompileCache, ComponentLocation, ComponentPlace, EngineConfig, Loaded, Runtime,
-    RuntimeConfig, RuntimeLimits, TransformCalls as _, TransformKind, Transforms, Turn,
+    Call, CompileCache, ComponentLocation, ComponentPlace, EngineConfig, EngineError, Loaded,
+    ReplyStream, Runtime, RuntimeConfig, RuntimeLimits, TransformCalls, TransformKind, Transforms,
+    Turn,
 };
 use devin_bridge_summarizer::COALESCE_BYTES;
 use devin_bridge_test_support::artifacts::default_components_dir;
@@ -805,6 +808,45 @@ fn main() {
         per_turn.push((label, request, chunks));
     }
 
+    // The floor of a turn with fresh stores: its three instances made on pool slots that have
+    // served nothing (the cheapest instantiation there is, measured at the start), plus the
+    // turn's calls on instances that exist already (the same steps in one warm turn store).
+    // No turn that makes its instances afresh can be faster; against the TypeScript bridge it
+    // shows the most the per-turn design allows on this machine.
+    let unused_slot = |kind: TransformKind| {
+        instantiation_clean
+            .iter()
+            .find(|(measured, _)| *measured == kind)
+            .map(|(_, time)| *time)
+            .expect("each kind's instantiation was measured")
+    };
+    let instantiations = unused_slot(TransformKind::Serializer)
+        + unused_slot(TransformKind::Envelope)
+        + unused_slot(TransformKind::Sse);
+    let warm_turn_store = Arc::new(Turn::open(&transforms));
+    let mut floors = BTreeMap::new();
+    for (label, request, chunks) in &per_turn {
+        let calls = measure(|| {
+            turn_steps(
+                &*warm_turn_store,
+                |tools, id_seed| Turn::reply_stream(&warm_turn_store, tools, id_seed, MAX_CALLS),
+                &*warm_turn_store,
+                &head,
+                usage,
+                request,
+                chunks,
+            );
+        });
+        let floor = instantiations + calls;
+        println!(
+            "turn {label:<12} floor with fresh stores: {:>9} µs (three instantiations on unused slots {} µs + the turn's calls on warm instances {} µs)",
+            micros(floor),
+            micros(instantiations),
+            micros(calls)
+        );
+        floors.insert(format!("turn {label}"), floor);
+    }
+
     let Some(checkout) = typescript::checkout_from_args() else {
         println!();
         println!(
@@ -925,6 +967,17 @@ fn main() {
             median(samples.iter().map(|s| s.1).collect()),
             verdict(ratio >= 2.0)
         );
+        if let Some(floor) = floors.get(name) {
+            let typescript = median(samples.iter().map(|s| s.0).collect());
+            println!(
+                "{:<24} {:>14} {:>14.1} {:>22}  {:.2}  (the floor with fresh stores: the most this machine allows)",
+                format!("  {name} floor"),
+                "",
+                floor.as_secs_f64() * 1e6,
+                "",
+                typescript / (floor.as_secs_f64() * 1e6)
+            );
+        }
     }
     if !harness.narration {
         println!("(the checkout's executor has no narration check, so its row is left out)");
@@ -979,14 +1032,34 @@ fn wasm_turn(
     request: &str,
     chunks: &[String],
 ) {
-    let prompt = transforms
+    let response = Turn::open(transforms);
+    turn_steps(
+        transforms,
+        |tools, id_seed| transforms.reply_stream(tools, id_seed, MAX_CALLS),
+        &response,
+        head,
+        usage,
+        request,
+        chunks,
+    );
+}
+
+/// A turn's steps: the request serialized by `serializer`, the output pushed into the stream
+/// `open_stream` opens, and the events rendered by `response`.
+fn turn_steps(
+    serializer: &impl TransformCalls,
+    open_stream: impl FnOnce(&str, &str) -> Result<ReplyStream, EngineError>,
+    response: &impl TransformCalls,
+    head: &MessageHead,
+    usage: Usage,
+    request: &str,
+    chunks: &[String],
+) {
+    let prompt = serializer
         .serialize(request.to_owned())
         .expect("engine")
         .expect("serializes");
-    let mut stream = transforms
-        .reply_stream(&prompt.tools, &prompt.id_seed, MAX_CALLS)
-        .expect("engine");
-    let response = Turn::open(transforms);
+    let mut stream = open_stream(&prompt.tools, &prompt.id_seed).expect("engine");
     let mut events = response.stream_start(head.clone()).expect("engine");
     let mut first = true;
     let mut waiting = String::new();

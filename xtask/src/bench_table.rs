@@ -8,6 +8,8 @@
 //! - `fresh instance (store + instantiate) KIND X µs on an unused slot, Y µs after the rows
 //!   above`: the columns `unused slot` and `after the rows`;
 //! - `turn LABEL request N KB, output N KB: native X µs, wasm Y µs, ...`: `native` and `wasm`;
+//! - `turn LABEL floor with fresh stores: X µs (three instantiations ... Y µs + the turn's calls
+//!   ... Z µs)`: `floor`, `instantiations` and `warm calls`;
 //! - the streamed-parse goal lines, `goal: streamed parse ..., INPUT: R x (X µs vs Y µs, ...`:
 //!   `streamed`, and the one-shot parse it is set against under a column named by how that
 //!   line says it ran (the benchmark changed how it runs the one-shot parse; two trees that run
@@ -115,15 +117,24 @@ fn fresh_instance_row(rest: &str) -> Option<Row> {
     })
 }
 
-/// `LABEL request N KB, output N KB: native X µs, wasm Y µs, wasm/native R`.
+/// `LABEL request N KB, output N KB: native X µs, wasm Y µs, wasm/native R`, or `LABEL floor
+/// with fresh stores: X µs (three instantiations on unused slots Y µs + the turn's calls on warm
+/// instances Z µs)`.
 fn turn_row(rest: &str) -> Option<Row> {
     let (what, times) = rest.split_once(": ")?;
-    let [native, wasm] = micros_in(times)[..] else {
-        return None;
+    let what = words(what);
+    let times = match micros_in(times)[..] {
+        [native, wasm] => vec![("native", native), ("wasm", wasm)],
+        [floor, instantiations, calls] if what.ends_with(" floor with fresh stores") => vec![
+            ("floor", floor),
+            ("instantiations", instantiations),
+            ("warm calls", calls),
+        ],
+        _ => return None,
     };
     Some(Row {
-        name: format!("turn {}", words(what)),
-        times: vec![("native", native), ("wasm", wasm)],
+        name: format!("turn {what}"),
+        times,
     })
 }
 
@@ -229,6 +240,25 @@ mod tests {
             row(&parsed, "turn 1 MB request 1112 KB, output 1028 KB").times,
             [("native", 1067.6), ("wasm", 2705.5)]
         );
+    }
+
+    #[test]
+    fn a_turn_floor_line_reads_its_three_times() {
+        let line = "turn small        floor with fresh stores:      39.5 µs (three instantiations on unused slots 11.4 µs + the turn's calls on warm instances 28.0 µs)";
+        let parsed = parse(line);
+        assert!(parsed.unread.is_empty(), "{:?}", parsed.unread);
+        assert_eq!(
+            row(&parsed, "turn small floor with fresh stores").times,
+            [
+                ("floor", 39.5),
+                ("instantiations", 11.4),
+                ("warm calls", 28.0)
+            ]
+        );
+        // Three times under another label are not a floor: the line is reported unread.
+        let other = parse("turn small request 0 KB: native 1.0 µs, wasm 2.0 µs, more 3.0 µs");
+        assert!(other.rows.is_empty());
+        assert_eq!(other.unread.len(), 1);
     }
 
     #[test]
